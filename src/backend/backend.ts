@@ -1,0 +1,80 @@
+// The Backend interface: one shape for Docker containers, macOS users and Linux users. Platform detail stays behind it.
+import type { BackendKind } from "../core/schemas";
+import type { SandboxSockets } from "../sys/paths";
+
+/** The host user a sandbox stands in for (Docker) or is kept apart from (macOS, Linux users). */
+export interface HostUser {
+  name: string;
+  uid: number;
+  gid: number;
+  home: string;
+  shell: string;
+}
+
+/** Everything a backend needs to converge one sandbox. Built by the daemon; backends never read the store. */
+export interface SandboxSpec {
+  /** Short stable id (socket dirs, labels, account names). */
+  id: string;
+  name: string;
+  /** Real path of the host repo the sandbox was created from. */
+  repo: string;
+  /** The sandbox dir under the per-repo cache dir. */
+  dir: string;
+  hostUser: HostUser;
+  /** The per-sandbox socket dir (proxy, bridge), given to the sandbox as a directory. */
+  sockets: SandboxSockets;
+  /** Environment the sandbox's processes get (already filtered: no host secrets). */
+  env: Record<string, string>;
+  /** Host dirs overlaid copy-on-write inside (Docker) or provisioned (user backends). */
+  overlays: string[];
+  /** Backend-specific options (image tag for Docker, proxy port for user backends, …). */
+  options: Record<string, string | number | boolean>;
+}
+
+/** What the system holds for a sandbox, whatever the store says. */
+export type Phase = "running" | "stopped" | "absent";
+
+export interface Observed {
+  id: string;
+  name: string;
+  repo: string;
+  phase: Phase;
+  /** Backend-specific facts for `sbx status` (container id, uid, …). */
+  detail: Record<string, string>;
+}
+
+export interface Change {
+  /** False when the system already matched and nothing was mutated. */
+  changed: boolean;
+}
+
+export interface CleanupReport {
+  /** What was (or, with dryRun, would be) removed, one line each, each naming the sandbox id it belonged to. */
+  removed: string[];
+}
+
+export interface ShellRequest {
+  /** Command to run; empty means the sandbox user's login shell. */
+  argv: string[];
+  /** Working directory inside; the backend maps host paths when needed. */
+  cwd: string;
+  tty: boolean;
+  env: Record<string, string>;
+}
+
+export interface Backend {
+  readonly kind: BackendKind;
+  /** Converge the sandbox to running: identity, workspace, guards. Applying twice changes nothing. */
+  apply(spec: SandboxSpec): Promise<Change>;
+  /** Stop running things but keep the workspace. Stopping a stopped or gone sandbox succeeds. */
+  stop(spec: SandboxSpec): Promise<Change>;
+  /** Remove everything the backend made for the sandbox. Removing what is gone succeeds. */
+  remove(spec: SandboxSpec): Promise<Change>;
+  inspect(spec: SandboxSpec): Promise<Observed>;
+  /** Every sandbox of sbx's this backend finds on the system (by label or naming), known or not. */
+  list(): Promise<Observed[]>;
+  /** Remove what a crash left behind: anything of sbx's whose id is not in `keep`. */
+  cleanup(keep: ReadonlySet<string>, opts?: { dryRun?: boolean }): Promise<CleanupReport>;
+  /** The host argv that runs a command or shell inside the sandbox (pure; spawned under sbx's PTY). */
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[];
+}

@@ -1,0 +1,102 @@
+// Typed errors: every failure sbx reports carries a sysexits code and a hint for whoever reads it.
+
+/** sysexits(3) codes used by sbx. */
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  usage: 64,
+  dataErr: 65,
+  noInput: 66,
+  unavailable: 69,
+  software: 70,
+  osErr: 71,
+  cantCreate: 73,
+  ioErr: 74,
+  tempFail: 75,
+  noPerm: 77,
+  config: 78,
+} as const;
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+export type ErrorCode =
+  | "usage"
+  | "invalid_name"
+  | "not_found"
+  | "exists"
+  | "not_available"
+  | "unavailable"
+  | "permission"
+  | "config"
+  | "exec_failed"
+  | "conflict"
+  | "unsynced_commits"
+  | "policy_denied"
+  | "internal";
+
+const defaultExit: Record<ErrorCode, ExitCodeValue> = {
+  usage: ExitCode.usage,
+  invalid_name: ExitCode.usage,
+  not_found: ExitCode.noInput,
+  exists: ExitCode.cantCreate,
+  not_available: ExitCode.unavailable,
+  unavailable: ExitCode.unavailable,
+  permission: ExitCode.noPerm,
+  config: ExitCode.config,
+  exec_failed: ExitCode.osErr,
+  conflict: ExitCode.tempFail,
+  unsynced_commits: ExitCode.dataErr,
+  policy_denied: ExitCode.noPerm,
+  internal: ExitCode.software,
+};
+
+export interface SbxErrorOptions {
+  hint?: string;
+  exitCode?: ExitCodeValue;
+  cause?: unknown;
+}
+
+/** The one error type that crosses module boundaries. `hint` says what to do next. */
+export class SbxError extends Error {
+  readonly code: ErrorCode;
+  readonly exitCode: ExitCodeValue;
+  readonly hint: string | undefined;
+
+  constructor(code: ErrorCode, message: string, opts: SbxErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "SbxError";
+    this.code = code;
+    this.exitCode = opts.exitCode ?? defaultExit[code];
+    this.hint = opts.hint;
+  }
+
+  /** The single wire shape of an error over any socket. */
+  toWire(): WireError {
+    return { error: this.code, message: this.message, hint: this.hint ?? "" };
+  }
+}
+
+export interface WireError {
+  error: ErrorCode;
+  message: string;
+  hint: string;
+}
+
+export function isSbxError(e: unknown): e is SbxError {
+  return e instanceof SbxError;
+}
+
+/** Wraps anything thrown into an SbxError so callers have one shape to render. */
+export function toSbxError(e: unknown): SbxError {
+  if (e instanceof SbxError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new SbxError("internal", message, {
+    cause: e,
+    hint: "This is a bug in sbx; please report it with the command you ran.",
+  });
+}
+
+export function notAvailableYet(verb: string): SbxError {
+  return new SbxError("not_available", `sbx ${verb}: not available yet`, {
+    hint: `The '${verb}' verb is declared but not built in this version of sbx; see the README for what works today.`,
+  });
+}

@@ -1,0 +1,55 @@
+// Schema migrations, applied in order and keyed on PRAGMA user_version; never edit one that has shipped.
+
+export const migrations: readonly string[] = [
+  // 1: sandboxes, allowlist, approvals, audit
+  `
+  CREATE TABLE sandboxes (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL CHECK (name GLOB '[a-z0-9]*' AND name NOT GLOB '*[^a-z0-9-]*' AND length(name) <= 63),
+    repo        TEXT NOT NULL,
+    backend     TEXT NOT NULL CHECK (backend IN ('docker', 'macos', 'linux-user', 'fake')),
+    state       TEXT NOT NULL CHECK (state IN ('active', 'stopped', 'archived', 'deleted')),
+    identity    TEXT NOT NULL DEFAULT '{}',
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    last_used_at INTEGER
+  );
+  CREATE UNIQUE INDEX sandboxes_live_name ON sandboxes (repo, name) WHERE state != 'deleted';
+
+  CREATE TABLE allowlist (
+    id          INTEGER PRIMARY KEY,
+    sandbox_id  INTEGER REFERENCES sandboxes(id) ON DELETE CASCADE,
+    pattern     TEXT NOT NULL,
+    added_by    TEXT NOT NULL,
+    added_at    INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX allowlist_scope_pattern ON allowlist (coalesce(sandbox_id, 0), pattern);
+
+  CREATE TABLE approvals (
+    id          INTEGER PRIMARY KEY,
+    sandbox_id  INTEGER NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+    host        TEXT NOT NULL,
+    port        INTEGER NOT NULL,
+    reason      TEXT NOT NULL,
+    state       TEXT NOT NULL CHECK (state IN ('pending', 'allowed', 'denied')),
+    count       INTEGER NOT NULL DEFAULT 1,
+    first_seen  INTEGER NOT NULL,
+    last_seen   INTEGER NOT NULL,
+    decided_by  TEXT,
+    decided_at  INTEGER
+  );
+  CREATE UNIQUE INDEX approvals_pending_once ON approvals (sandbox_id, host) WHERE state = 'pending';
+
+  CREATE TABLE audit (
+    id          INTEGER PRIMARY KEY,
+    ts          INTEGER NOT NULL,
+    sandbox_id  INTEGER,
+    kind        TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    detail      TEXT NOT NULL DEFAULT '{}'
+  );
+  CREATE INDEX audit_sandbox_ts ON audit (sandbox_id, ts);
+  CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+  CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+  `,
+];

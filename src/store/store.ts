@@ -1,0 +1,272 @@
+// The state store: bun:sqlite in WAL mode, every write an immediate transaction, rows zod-checked on the way out.
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { z } from "zod";
+import { SbxError } from "../core/errors";
+import {
+  ApprovalSchema,
+  AllowEntrySchema,
+  AuditEntrySchema,
+  SandboxSchema,
+  type Approval,
+  type AllowEntry,
+  type AuditEntry,
+  type BackendKind,
+  type Sandbox,
+  type SandboxState,
+} from "../core/schemas";
+import { migrations } from "./migrations";
+
+export interface StoreOptions {
+  /** Clock seam for tests; milliseconds since the epoch. */
+  now?: () => number;
+}
+
+/** Opens the database with the pragmas measured to work across processes (DESIGN.md). */
+function openDb(file: string): Database {
+  if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const db = new Database(file, { create: true, strict: true });
+  // busy_timeout first: the journal_mode change itself can meet a lock held by another process.
+  db.run("PRAGMA busy_timeout = 5000");
+  db.run("PRAGMA journal_mode = WAL");
+  db.run("PRAGMA synchronous = NORMAL");
+  db.run("PRAGMA foreign_keys = ON");
+  return db;
+}
+
+function migrate(db: Database): number {
+  const apply = db.transaction(() => {
+    const row = db.query<{ user_version: number }, []>("PRAGMA user_version").get();
+    const current = row?.user_version ?? 0;
+    if (current > migrations.length) {
+      throw new SbxError("config", `state database is at schema ${current}, newer than this sbx knows (${migrations.length})`, {
+        hint: "Upgrade sbx, or move the state directory aside to start fresh.",
+      });
+    }
+    for (let v = current; v < migrations.length; v++) {
+      db.run(migrations[v]!);
+      db.run(`PRAGMA user_version = ${v + 1}`);
+    }
+    return migrations.length;
+  });
+  return apply.immediate();
+}
+
+type Row = Record<string, unknown>;
+
+export interface NewSandbox {
+  name: string;
+  repo: string;
+  backend: BackendKind;
+  identity?: Record<string, unknown>;
+}
+
+export interface AuditInput {
+  sandboxId?: number | null;
+  kind: string;
+  action: string;
+  detail?: Record<string, unknown>;
+}
+
+export class Store {
+  readonly db: Database;
+  readonly schemaVersion: number;
+  private readonly now: () => number;
+
+  constructor(file: string, opts: StoreOptions = {}) {
+    this.db = openDb(file);
+    this.now = opts.now ?? Date.now;
+    this.schemaVersion = migrate(this.db);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** Runs fn in an IMMEDIATE transaction: a deferred one fails with SQLITE_BUSY_SNAPSHOT across processes. */
+  write<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  // ── sandboxes ──────────────────────────────────────────────────────────
+
+  createSandbox(s: NewSandbox): Sandbox {
+    return this.write(() => {
+      const existing = this.findSandbox(s.repo, s.name);
+      if (existing) {
+        throw new SbxError("exists", `sandbox '${s.name}' already exists for ${s.repo}`, {
+          hint: `Use \`sbx shell ${s.name}\` to enter it, or \`sbx rm ${s.name}\` first.`,
+        });
+      }
+      const t = this.now();
+      const row = this.db
+        .query<Row, [string, string, string, string, number, number]>(
+          `INSERT INTO sandboxes (name, repo, backend, state, identity, created_at, updated_at)
+           VALUES (?, ?, ?, 'active', ?, ?, ?) RETURNING *`,
+        )
+        .get(s.name, s.repo, s.backend, JSON.stringify(s.identity ?? {}), t, t);
+      return SandboxSchema.parse(row);
+    });
+  }
+
+  findSandbox(repo: string, name: string): Sandbox | null {
+    const row = this.db
+      .query<Row, [string, string]>(`SELECT * FROM sandboxes WHERE repo = ? AND name = ? AND state != 'deleted'`)
+      .get(repo, name);
+    return row ? SandboxSchema.parse(row) : null;
+  }
+
+  getSandbox(id: number): Sandbox | null {
+    const row = this.db.query<Row, [number]>(`SELECT * FROM sandboxes WHERE id = ?`).get(id);
+    return row ? SandboxSchema.parse(row) : null;
+  }
+
+  listSandboxes(opts: { all?: boolean; repo?: string } = {}): Sandbox[] {
+    const where: string[] = [];
+    const args: string[] = [];
+    if (!opts.all) where.push(`state != 'deleted'`);
+    if (opts.repo !== undefined) {
+      where.push(`repo = ?`);
+      args.push(opts.repo);
+    }
+    const sql = `SELECT * FROM sandboxes ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY repo, name, id`;
+    return this.db
+      .query<Row, string[]>(sql)
+      .all(...args)
+      .map((r) => SandboxSchema.parse(r));
+  }
+
+  setSandboxState(id: number, state: SandboxState): void {
+    this.write(() => {
+      this.db.query(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ?`).run(state, this.now(), id);
+    });
+  }
+
+  updateIdentity(id: number, identity: Record<string, unknown>): void {
+    this.write(() => {
+      this.db
+        .query(`UPDATE sandboxes SET identity = ?, updated_at = ? WHERE id = ?`)
+        .run(JSON.stringify(identity), this.now(), id);
+    });
+  }
+
+  touchSandbox(id: number): void {
+    this.write(() => {
+      this.db.query(`UPDATE sandboxes SET last_used_at = ? WHERE id = ?`).run(this.now(), id);
+    });
+  }
+
+  // ── allowlist ──────────────────────────────────────────────────────────
+
+  /** Adds a pattern (global when sandboxId is null); adding one twice is a no-op. Returns true if added. */
+  addAllow(sandboxId: number | null, pattern: string, addedBy: string): boolean {
+    return this.write(() => {
+      const r = this.db
+        .query(`INSERT OR IGNORE INTO allowlist (sandbox_id, pattern, added_by, added_at) VALUES (?, ?, ?, ?)`)
+        .run(sandboxId, pattern, addedBy, this.now());
+      return r.changes > 0;
+    });
+  }
+
+  removeAllow(sandboxId: number | null, pattern: string): boolean {
+    return this.write(() => {
+      const r = this.db
+        .query(`DELETE FROM allowlist WHERE coalesce(sandbox_id, 0) = coalesce(?, 0) AND pattern = ?`)
+        .run(sandboxId, pattern);
+      return r.changes > 0;
+    });
+  }
+
+  /** Entries of one scope: the sandbox's own (sandboxId) or the global list (null). */
+  listAllow(sandboxId: number | null): AllowEntry[] {
+    return this.db
+      .query<Row, [number | null]>(`SELECT * FROM allowlist WHERE coalesce(sandbox_id, 0) = coalesce(?, 0) ORDER BY pattern`)
+      .all(sandboxId)
+      .map((r) => AllowEntrySchema.parse(r));
+  }
+
+  // ── approvals ──────────────────────────────────────────────────────────
+
+  /** Records a blocked request: one pending row per sandbox and host, counted on repeats. */
+  recordPending(sandboxId: number, host: string, port: number, reason: string): Approval {
+    return this.write(() => {
+      const t = this.now();
+      const row = this.db
+        .query<Row, [number, string, number, string, number, number]>(
+          `INSERT INTO approvals (sandbox_id, host, port, reason, state, first_seen, last_seen)
+           VALUES (?, ?, ?, ?, 'pending', ?, ?)
+           ON CONFLICT (sandbox_id, host) WHERE state = 'pending'
+           DO UPDATE SET count = count + 1, last_seen = excluded.last_seen, port = excluded.port, reason = excluded.reason
+           RETURNING *`,
+        )
+        .get(sandboxId, host, port, reason, t, t);
+      return ApprovalSchema.parse(row);
+    });
+  }
+
+  listApprovals(opts: { state?: Approval["state"]; sandboxId?: number } = {}): Approval[] {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (opts.state) {
+      where.push("state = ?");
+      args.push(opts.state);
+    }
+    if (opts.sandboxId !== undefined) {
+      where.push("sandbox_id = ?");
+      args.push(opts.sandboxId);
+    }
+    const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY last_seen DESC, id DESC`;
+    return this.db
+      .query<Row, (string | number)[]>(sql)
+      .all(...args)
+      .map((r) => ApprovalSchema.parse(r));
+  }
+
+  decideApproval(id: number, state: "allowed" | "denied", decidedBy: string): Approval {
+    return this.write(() => {
+      const row = this.db
+        .query<Row, [string, string, number, number]>(
+          `UPDATE approvals SET state = ?, decided_by = ?, decided_at = ? WHERE id = ? AND state = 'pending' RETURNING *`,
+        )
+        .get(state, decidedBy, this.now(), id);
+      if (!row) {
+        throw new SbxError("not_found", `no pending approval with id ${id}`, {
+          hint: "Run `sbx approvals` to see the pending ones.",
+        });
+      }
+      return ApprovalSchema.parse(row);
+    });
+  }
+
+  // ── audit ──────────────────────────────────────────────────────────────
+
+  audit(e: AuditInput): number {
+    return this.write(() => {
+      const r = this.db
+        .query(`INSERT INTO audit (ts, sandbox_id, kind, action, detail) VALUES (?, ?, ?, ?, ?)`)
+        .run(this.now(), e.sandboxId ?? null, e.kind, e.action, JSON.stringify(e.detail ?? {}));
+      return Number(r.lastInsertRowid);
+    });
+  }
+
+  listAudit(opts: { sandboxId?: number; afterId?: number; limit?: number } = {}): AuditEntry[] {
+    const where: string[] = [];
+    const args: number[] = [];
+    if (opts.sandboxId !== undefined) {
+      where.push("sandbox_id = ?");
+      args.push(opts.sandboxId);
+    }
+    if (opts.afterId !== undefined) {
+      where.push("id > ?");
+      args.push(opts.afterId);
+    }
+    const limit = z.number().int().positive().max(100_000).parse(opts.limit ?? 1000);
+    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ${limit}`;
+    return this.db
+      .query<Row, number[]>(sql)
+      .all(...args)
+      .map((r) => AuditEntrySchema.parse(r))
+      .reverse();
+  }
+}

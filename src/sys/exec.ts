@@ -1,0 +1,145 @@
+// The one place sbx spawns processes: argv arrays only, never a shell string; failures carry argv, code, stderr.
+import { SbxError } from "../core/errors";
+
+export interface ExecOptions {
+  cwd?: string;
+  /** Added over the executor's base environment (or used alone with `replaceEnv`). */
+  env?: Record<string, string>;
+  /** Use `env` as the whole environment: for commands that must not inherit anything (the bridge's git). */
+  replaceEnv?: boolean;
+  stdin?: string | Uint8Array;
+  timeoutMs?: number;
+  /** Throw ExecError on a non-zero exit (default true). */
+  check?: boolean;
+  /** Receives stderr as it arrives, e.g. to show `docker build` progress; it is still captured. */
+  onStderr?: (chunk: string) => void;
+}
+
+export interface ExecResult {
+  argv: readonly string[];
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface TerminalOptions {
+  cols: number;
+  rows: number;
+  cwd?: string;
+  env?: Record<string, string>;
+  replaceEnv?: boolean;
+  onData: (data: Uint8Array) => void;
+}
+
+/** A process attached to a PTY that sbx owns (never the user's real terminal: TIOCSTI). */
+export interface TerminalProcess {
+  write(data: string | Uint8Array): void;
+  resize(cols: number, rows: number): void;
+  kill(signal?: NodeJS.Signals): void;
+  readonly exited: Promise<number>;
+  readonly pid: number;
+}
+
+export interface Exec {
+  run(argv: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** Spawns argv under a new PTY (Bun's built-in `terminal`; node-pty breaks under Bun 1.4). */
+  terminal(argv: readonly string[], opts: TerminalOptions): TerminalProcess;
+}
+
+/** A command that ran and failed (or could not start). */
+export class ExecError extends SbxError {
+  readonly argv: readonly string[];
+  readonly commandExitCode: number;
+  readonly stderr: string;
+  readonly stdout: string;
+
+  constructor(result: ExecResult, hint?: string) {
+    const err = result.stderr.trim().split("\n").slice(-3).join(" | ");
+    super(
+      "exec_failed",
+      `\`${result.argv.join(" ")}\` exited ${result.exitCode}${err ? `: ${err}` : ""}`,
+      hint === undefined ? {} : { hint },
+    );
+    this.name = "ExecError";
+    this.argv = result.argv;
+    this.commandExitCode = result.exitCode;
+    this.stderr = result.stderr;
+    this.stdout = result.stdout;
+  }
+}
+
+/** Exit code used when the program could not be started at all (as a shell would). */
+export const EXIT_NOT_FOUND = 127;
+
+function mergeEnv(base: Record<string, string>, opts: { env?: Record<string, string>; replaceEnv?: boolean }) {
+  return opts.replaceEnv ? { ...opts.env } : { ...base, ...opts.env };
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>, onChunk?: (s: string) => void): Promise<string> {
+  const decoder = new TextDecoder();
+  let out = "";
+  for await (const chunk of stream) {
+    const s = decoder.decode(chunk, { stream: true });
+    out += s;
+    onChunk?.(s);
+  }
+  const tail = decoder.decode();
+  if (tail) {
+    out += tail;
+    onChunk?.(tail);
+  }
+  return out;
+}
+
+/** The real executor. `baseEnv` is what spawned commands inherit unless told otherwise. */
+export function createExec(baseEnv: Record<string, string>): Exec {
+  return {
+    async run(argv, opts = {}) {
+      if (argv.length === 0) throw new SbxError("internal", "exec: empty argv");
+      let proc: Bun.Subprocess<"pipe" | "ignore", "pipe", "pipe">;
+      try {
+        proc = Bun.spawn([...argv], {
+          cwd: opts.cwd,
+          env: mergeEnv(baseEnv, opts),
+          stdin: opts.stdin === undefined ? "ignore" : typeof opts.stdin === "string" ? Buffer.from(opts.stdin) : opts.stdin,
+          stdout: "pipe",
+          stderr: "pipe",
+          timeout: opts.timeoutMs,
+          killSignal: "SIGKILL",
+        }) as Bun.Subprocess<"pipe" | "ignore", "pipe", "pipe">;
+      } catch (e) {
+        const result: ExecResult = { argv, exitCode: EXIT_NOT_FOUND, stdout: "", stderr: String((e as Error).message) };
+        if (opts.check === false) return result;
+        throw new ExecError(result, `Is \`${argv[0]}\` installed and on PATH?`);
+      }
+      const [stdout, stderr, exitCode] = await Promise.all([
+        readAll(proc.stdout),
+        readAll(proc.stderr, opts.onStderr),
+        proc.exited,
+      ]);
+      const result: ExecResult = { argv, exitCode, stdout, stderr };
+      if (exitCode !== 0 && opts.check !== false) throw new ExecError(result);
+      return result;
+    },
+
+    terminal(argv, opts) {
+      const proc = Bun.spawn([...argv], {
+        cwd: opts.cwd,
+        env: mergeEnv(baseEnv, opts),
+        terminal: {
+          cols: opts.cols,
+          rows: opts.rows,
+          data: (_t: unknown, data: Uint8Array) => opts.onData(data),
+        },
+      });
+      const term = proc.terminal!;
+      return {
+        pid: proc.pid,
+        exited: proc.exited,
+        write: (d) => void term.write(d),
+        resize: (c, r) => term.resize(c, r),
+        kill: (sig) => proc.kill(sig),
+      };
+    },
+  };
+}
