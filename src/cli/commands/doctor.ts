@@ -1,0 +1,29 @@
+// sbx doctor: reports whether this host can run sandboxes and what to fix.
+import type { Command } from "commander";
+import { runDoctor, type CheckStatus } from "../../doctor/doctor";
+import { ExitCode } from "../../core/errors";
+import type { Verb } from "../verb";
+
+export const doctor: Verb = {
+  name: "doctor",
+  summary: "check that this host can run sandboxes, and say what to fix",
+  declare(cmd: Command) {
+    cmd.option("--json", "print the checks as JSON");
+  },
+  async run(ctx, _args, opts) {
+    const checks = await runDoctor({ exec: ctx.exec, env: ctx.env, paths: ctx.paths, bunVersion: Bun.version });
+    const failed = checks.some((c) => c.status === "fail");
+    if (opts.json) {
+      ctx.render.json({ ok: !failed, checks });
+    } else {
+      const { c } = ctx.render;
+      const mark: Record<CheckStatus, string> = { ok: c.green("ok  "), warn: c.yellow("warn"), fail: c.red("FAIL") };
+      for (const ch of checks) {
+        ctx.render.out(`${mark[ch.status]}  ${ch.name.padEnd(12)} ${ch.detail}`);
+        if (ch.fix) ctx.render.out(`      ${" ".repeat(12)} ${c.dim("fix:")} ${ch.fix}`);
+      }
+      ctx.render.out(failed ? c.red("sbx cannot run sandboxes here yet: fix the FAIL lines above.") : c.green("sbx can run sandboxes here."));
+    }
+    return failed ? ExitCode.unavailable : ExitCode.ok;
+  },
+};

@@ -1,0 +1,112 @@
+#!/usr/bin/env bun
+// sbx's entry: argv → command table → exit code. The only place that calls process.exit.
+import { Command, CommanderError } from "commander";
+import { ExitCode, SbxError, toSbxError } from "../core/errors";
+import { createExec, type Exec } from "../sys/exec";
+import { processEnv, type Env } from "../sys/env";
+import { pathsFor } from "../sys/paths";
+import { VERSION } from "../version";
+import { createRender, type Io } from "./render";
+import type { CliContext, Verb } from "./verb";
+import { verbs as defaultVerbs } from "./verbs";
+
+export interface MainDeps {
+  io: Io;
+  env: Env;
+  cwd: string;
+  stdinIsTTY: boolean;
+  /** Injected in tests; the real executor otherwise. */
+  exec?: Exec;
+  verbs?: readonly Verb[];
+}
+
+const EPILOG = `
+Sandboxes run an agent as its own identity, in its own shared clone of the repo, with no network but
+sbx's allowlist proxy and no credentials inside. Start with \`sbx doctor\`, then \`sbx create <name>\`.
+
+Exit codes: 0 ok, 64 usage, 65 unsynced commits, 66 not found, 69 unavailable, 73 exists,
+77 permission or policy, 78 config; a command run inside a sandbox exits with its own code.`;
+
+export async function main(argv: readonly string[], deps: MainDeps): Promise<number> {
+  const { io, env } = deps;
+  const render = createRender(io, env.vars);
+  let exitCode: number = ExitCode.ok;
+  const ctx = (): CliContext => ({
+    env,
+    paths: pathsFor(env),
+    exec: deps.exec ?? createExec(env.raw),
+    render,
+    cwd: deps.cwd,
+    stdinIsTTY: deps.stdinIsTTY,
+  });
+
+  const program = new Command("sbx")
+    .description("Run untrusted AI coding agents in strict sandboxes on your own machine.")
+    .version(VERSION, "-V, --version", "print the version")
+    .helpOption("-h, --help", "show help")
+    .addHelpText("after", EPILOG)
+    .showSuggestionAfterError(true)
+    .enablePositionalOptions()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.stdout(s),
+      writeErr: (s) => io.stderr(s),
+      outputError: (s, write) => write(s),
+    });
+
+  for (const verb of deps.verbs ?? defaultVerbs) {
+    const cmd = program.command(verb.name).description(verb.summary).helpOption("-h, --help", "show help");
+    cmd.exitOverride().passThroughOptions();
+    verb.declare(cmd);
+    cmd.action(async (...params: unknown[]) => {
+      // commander passes: declared arguments…, options, the command.
+      const command = params[params.length - 1] as Command;
+      const opts = command.opts();
+      const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
+        a === undefined ? [] : Array.isArray(a) ? a : [a],
+      );
+      exitCode = await verb.run(ctx(), args, opts);
+    });
+  }
+
+  if (argv.length === 0) {
+    program.outputHelp();
+    return ExitCode.usage;
+  }
+
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return exitCode;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // --help and --version end here too, with exit code 0.
+      return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    }
+    const err = toSbxError(e);
+    render.error(err);
+    if (!(e instanceof SbxError) && env.vars.SBX_DEBUG) io.stderr(`${(e as Error).stack ?? e}\n`);
+    return err.exitCode;
+  }
+}
+
+if (import.meta.main) {
+  let env: Env;
+  try {
+    env = processEnv();
+  } catch (e) {
+    process.stderr.write(`sbx: ${(e as Error).message}\n`);
+    process.exit(ExitCode.config);
+  }
+  const code = await main(process.argv.slice(2), {
+    io: {
+      stdout: (s) => void process.stdout.write(s),
+      stderr: (s) => void process.stderr.write(s),
+      stdoutIsTTY: Boolean(process.stdout.isTTY),
+      stderrIsTTY: Boolean(process.stderr.isTTY),
+    },
+    env,
+    cwd: process.cwd(),
+    stdinIsTTY: Boolean(process.stdin.isTTY),
+  });
+  process.exit(code);
+}

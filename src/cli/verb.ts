@@ -1,0 +1,25 @@
+// What a verb is: its commander declaration and its action. main.ts builds the program from the table of verbs.
+import type { Command } from "commander";
+import type { Exec } from "../sys/exec";
+import type { Env } from "../sys/env";
+import type { Paths } from "../sys/paths";
+import type { Render } from "./render";
+
+export interface CliContext {
+  env: Env;
+  paths: Paths;
+  exec: Exec;
+  render: Render;
+  cwd: string;
+  /** Whether stdin is a terminal (interactive verbs need it). */
+  stdinIsTTY: boolean;
+}
+
+export interface Verb {
+  name: string;
+  summary: string;
+  /** Declares arguments, options and the long help. */
+  declare(cmd: Command): void;
+  /** Runs the verb; returns the exit code. Throw SbxError for failures. */
+  run(ctx: CliContext, args: string[], opts: Record<string, unknown>): Promise<number>;
+}

@@ -1,0 +1,31 @@
+// The command table: every verb sbx has, in the order `sbx --help` lists them.
+import type { Verb } from "./verb";
+import { allow } from "./commands/allow";
+import { allowlist } from "./commands/allowlist";
+import { approvals } from "./commands/approvals";
+import { chat } from "./commands/chat";
+import { create } from "./commands/create";
+import { daemon } from "./commands/daemon";
+import { demo } from "./commands/demo";
+import { deny } from "./commands/deny";
+import { doctor } from "./commands/doctor";
+import { init } from "./commands/init";
+import { list } from "./commands/list";
+import { logs } from "./commands/logs";
+import { prune } from "./commands/prune";
+import { ps } from "./commands/ps";
+import { rm } from "./commands/rm";
+import { run } from "./commands/run";
+import { secret } from "./commands/secret";
+import { service } from "./commands/service";
+import { shell } from "./commands/shell";
+import { status } from "./commands/status";
+import { stop } from "./commands/stop";
+import { ui } from "./commands/ui";
+
+export const verbs: readonly Verb[] = [
+  create, shell, run, list, stop, rm, prune, init,
+  allow, deny, allowlist, approvals, logs,
+  daemon, service, status, ps, secret,
+  ui, chat, demo, doctor,
+];

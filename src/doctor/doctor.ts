@@ -1,0 +1,150 @@
+// sbx doctor: checks the host can run sandboxes and says, for each problem, what to do about it.
+import { accessSync, constants, mkdirSync, statSync } from "node:fs";
+import { probeEngine } from "../backend/docker/engine";
+import type { Exec } from "../sys/exec";
+import type { Env } from "../sys/env";
+import type { Paths } from "../sys/paths";
+
+export type CheckStatus = "ok" | "warn" | "fail";
+
+export interface Check {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  /** What to do, when status is not ok. */
+  fix?: string;
+}
+
+export interface DoctorDeps {
+  exec: Exec;
+  env: Env;
+  paths: Paths;
+  bunVersion: string;
+}
+
+export const MIN_BUN = "1.4.0";
+
+/** Compares dotted versions numerically; returns <0, 0, >0. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pb = b.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+function checkBun(version: string): Check {
+  if (compareVersions(version, MIN_BUN) >= 0) return { name: "bun", status: "ok", detail: `Bun ${version}` };
+  return {
+    name: "bun",
+    status: "fail",
+    detail: `Bun ${version} is older than ${MIN_BUN}`,
+    fix: "Upgrade Bun: npm install -g bun",
+  };
+}
+
+async function checkDocker(exec: Exec): Promise<Check> {
+  const p = await probeEngine(exec);
+  if (!p.ok) {
+    switch (p.reason) {
+      case "no-client":
+        return {
+          name: "docker",
+          status: "fail",
+          detail: "the docker client is not installed",
+          fix: "Install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io), or use --backend user",
+        };
+      case "permission":
+        return {
+          name: "docker",
+          status: "fail",
+          detail: `the Docker engine refused this user: ${p.detail}`,
+          fix: "Add yourself to the docker group (sudo usermod -aG docker $USER) and log in again",
+        };
+      case "no-engine":
+        return {
+          name: "docker",
+          status: "fail",
+          detail: `no Docker engine answers: ${p.detail.split("\n")[0]}`,
+          fix: "Start it: sudo systemctl start docker (or run dockerd)",
+        };
+    }
+  }
+  const v = p.info.ServerVersion;
+  if (!p.class.sameUidWorks) {
+    return {
+      name: "docker",
+      status: "fail",
+      detail: `Docker ${v}, ${p.class.kind}: ${p.class.why}`,
+      fix: "Use a rootful Docker Engine without userns-remap, or the Linux user backend (--backend user)",
+    };
+  }
+  return { name: "docker", status: "ok", detail: `Docker ${v} (${p.class.kind}, ${p.info.OperatingSystem})` };
+}
+
+async function checkGit(exec: Exec): Promise<Check> {
+  const r = await exec.run(["git", "--version"], { check: false });
+  if (r.exitCode !== 0) {
+    return { name: "git", status: "fail", detail: "git is not installed", fix: "Install git (sudo apt-get install git)" };
+  }
+  const version = r.stdout.trim().replace(/^git version /, "");
+  if (compareVersions(version, "2.30.0") < 0) {
+    return { name: "git", status: "warn", detail: `git ${version} is old`, fix: "Upgrade git to 2.30 or newer" };
+  }
+  return { name: "git", status: "ok", detail: `git ${version}` };
+}
+
+function checkDir(name: string, dir: string): Check {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    accessSync(dir, constants.W_OK | constants.R_OK | constants.X_OK);
+    const mode = statSync(dir).mode & 0o777;
+    if (mode & 0o077) {
+      return {
+        name,
+        status: "warn",
+        detail: `${dir} is readable by others (mode ${mode.toString(8)})`,
+        fix: `chmod 700 ${dir}`,
+      };
+    }
+    return { name, status: "ok", detail: dir };
+  } catch (e) {
+    return {
+      name,
+      status: "fail",
+      detail: `${dir} is not usable: ${(e as Error).message}`,
+      fix: `Make sure ${dir} can be created and written by you, or set the matching XDG_* variable`,
+    };
+  }
+}
+
+function checkHome(home: string): Check {
+  try {
+    const mode = statSync(home).mode & 0o777;
+    if (mode & 0o007) {
+      return {
+        name: "home",
+        status: "warn",
+        detail: `${home} is readable by every user (mode ${mode.toString(8)}): user-account sandboxes could read it`,
+        fix: `chmod 700 ${home} (or 750)`,
+      };
+    }
+    return { name: "home", status: "ok", detail: `${home} (mode ${mode.toString(8)})` };
+  } catch (e) {
+    return { name: "home", status: "warn", detail: `cannot stat ${home}: ${(e as Error).message}` };
+  }
+}
+
+export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
+  const [docker, git] = await Promise.all([checkDocker(deps.exec), checkGit(deps.exec)]);
+  return [
+    checkBun(deps.bunVersion),
+    docker,
+    git,
+    checkDir("state dir", deps.paths.stateDir),
+    checkDir("runtime dir", deps.paths.runtimeDir),
+    checkHome(deps.env.vars.HOME),
+  ];
+}
