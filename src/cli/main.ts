@@ -62,8 +62,9 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       // commander passes: declared arguments…, options, the command.
       const command = params[params.length - 1] as Command;
       const opts = command.opts();
+      // With passThroughOptions commander keeps the `--` that separates a command from sbx's own options.
       const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
-        a === undefined ? [] : Array.isArray(a) ? a : [a],
+        a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" ? a.slice(1) : a) : [a],
       );
       exitCode = await verb.run(ctx(), args, opts);
     });

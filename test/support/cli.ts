@@ -1,0 +1,55 @@
+// Runs the CLI's main() in-process with captured output: for tests of parsing, exit codes and rendering.
+import { main } from "../../src/cli/main";
+import type { Verb } from "../../src/cli/verb";
+import type { Exec } from "../../src/sys/exec";
+import { readEnv } from "../../src/sys/env";
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  exec?: Exec;
+  vars?: Record<string, string | undefined>;
+  cwd?: string;
+  tty?: boolean;
+  verbs?: readonly Verb[];
+}
+
+export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun> {
+  let stdout = "";
+  let stderr = "";
+  const root = process.env.SBX_TEST_ROOT ?? "/tmp";
+  const env = readEnv({
+    vars: {
+      HOME: `${root}/home`,
+      USER: "tester",
+      PATH: process.env.PATH,
+      XDG_STATE_HOME: `${root}/state`,
+      XDG_CONFIG_HOME: `${root}/config`,
+      XDG_CACHE_HOME: `${root}/cache`,
+      XDG_RUNTIME_DIR: `${root}/run`,
+      NO_COLOR: "1",
+      ...o.vars,
+    },
+    uid: process.getuid?.() ?? 0,
+    gid: process.getgid?.() ?? 0,
+    platform: "linux",
+  });
+  const code = await main(argv, {
+    io: {
+      stdout: (s) => void (stdout += s),
+      stderr: (s) => void (stderr += s),
+      stdoutIsTTY: o.tty ?? false,
+      stderrIsTTY: o.tty ?? false,
+    },
+    env,
+    cwd: o.cwd ?? process.cwd(),
+    stdinIsTTY: o.tty ?? false,
+    ...(o.exec ? { exec: o.exec } : {}),
+    ...(o.verbs ? { verbs: o.verbs } : {}),
+  });
+  return { code, stdout, stderr };
+}

@@ -1,0 +1,120 @@
+// sbx doctor through the fake executor: each engine situation is reported with a fix, and the exit code follows.
+import { describe, expect, test } from "bun:test";
+import { classifyEngine, DockerInfoSchema } from "../../../src/backend/docker/engine";
+import { compareVersions, runDoctor } from "../../../src/doctor/doctor";
+import { readEnv } from "../../../src/sys/env";
+import { pathsFor } from "../../../src/sys/paths";
+import { FakeExec } from "../../fakes/exec";
+import { runCli } from "../../support/cli";
+
+const root = process.env.SBX_TEST_ROOT!;
+const env = readEnv({
+  vars: { HOME: root, XDG_STATE_HOME: `${root}/doc-state`, XDG_RUNTIME_DIR: `${root}/doc-run` },
+  uid: 1000,
+  gid: 1000,
+  platform: "linux",
+});
+const INFO = ["docker", "info", "--format", "{{json .}}"];
+const GIT = ["git", "--version"];
+const info = (o: Record<string, unknown>) => ({
+  stdout: JSON.stringify({ ServerVersion: "20.10.24", OperatingSystem: "Debian GNU/Linux 12", SecurityOptions: ["name=seccomp,profile=default"], ...o }),
+});
+
+async function doctorWith(fake: FakeExec) {
+  const checks = await runDoctor({ exec: fake, env, paths: pathsFor(env), bunVersion: "1.4.5" });
+  fake.assertDone();
+  return Object.fromEntries(checks.map((c) => [c.name, c]));
+}
+
+describe("doctor", () => {
+  test("a rootful engine, git and writable dirs are all ok", async () => {
+    const c = await doctorWith(new FakeExec().expect(INFO, info({})).expect(GIT, { stdout: "git version 2.39.5\n" }));
+    expect(c.docker).toMatchObject({ status: "ok" });
+    expect(c.docker!.detail).toContain("20.10.24");
+    expect(c.git).toMatchObject({ status: "ok", detail: "git 2.39.5" });
+    expect(c["state dir"]!.status).toBe("ok");
+    expect(c.bun!.status).toBe("ok");
+  });
+
+  test("no engine answering is a failure that says how to start one", async () => {
+    const c = await doctorWith(
+      new FakeExec()
+        .expect(INFO, { exitCode: 1, stderr: "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" })
+        .expect(GIT, { stdout: "git version 2.39.5\n" }),
+    );
+    expect(c.docker).toMatchObject({ status: "fail" });
+    expect(c.docker!.detail).toContain("no Docker engine answers");
+    expect(c.docker!.fix).toContain("dockerd");
+  });
+
+  test("no docker client is a failure that says what to install", async () => {
+    const c = await doctorWith(new FakeExec().expect(INFO, { exitCode: 127 }).expect(GIT, { stdout: "git version 2.39.5" }));
+    expect(c.docker!.fix).toContain("apt-get install docker.io");
+  });
+
+  test("permission denied on the socket says to join the docker group", async () => {
+    const c = await doctorWith(
+      new FakeExec()
+        .expect(INFO, { exitCode: 1, stderr: "permission denied while trying to connect to the Docker daemon socket" })
+        .expect(GIT, { stdout: "git version 2.39.5" }),
+    );
+    expect(c.docker!.fix).toContain("docker group");
+  });
+
+  for (const [kind, o] of [
+    ["rootless", { SecurityOptions: ["name=seccomp,profile=default", "name=rootless"] }],
+    ["userns-remap", { SecurityOptions: ["name=userns"] }],
+    ["docker-desktop", { OperatingSystem: "Docker Desktop" }],
+  ] as const) {
+    test(`${kind} is flagged: same-uid paths break`, async () => {
+      const c = await doctorWith(new FakeExec().expect(INFO, info(o)).expect(GIT, { stdout: "git version 2.39.5" }));
+      expect(c.docker).toMatchObject({ status: "fail" });
+      expect(c.docker!.detail).toContain(kind);
+    });
+  }
+
+  test("docker info that exits 0 but reports server errors counts as no engine", async () => {
+    const c = await doctorWith(
+      new FakeExec().expect(INFO, { stdout: JSON.stringify({ ServerErrors: ["Cannot connect to the Docker daemon"] }) }).expect(GIT, { stdout: "git version 2.39.5" }),
+    );
+    expect(c.docker!.status).toBe("fail");
+  });
+
+  test("missing git and an old Bun are failures with fixes", async () => {
+    const fake = new FakeExec().expect(INFO, info({})).expect(GIT, { exitCode: 127 });
+    const checks = await runDoctor({ exec: fake, env, paths: pathsFor(env), bunVersion: "1.1.0" });
+    const c = Object.fromEntries(checks.map((x) => [x.name, x]));
+    expect(c.git).toMatchObject({ status: "fail" });
+    expect(c.bun).toMatchObject({ status: "fail" });
+    expect(c.bun!.fix).toContain("npm install -g bun");
+  });
+
+  test("the CLI exits 69 when a check fails and 0 when all pass; --json is data", async () => {
+    const bad = new FakeExec().expect(INFO, { exitCode: 1, stderr: "Cannot connect" }).expect(GIT, { stdout: "git version 2.39.5" });
+    const r1 = await runCli(["doctor"], { exec: bad });
+    expect(r1.code).toBe(69);
+    expect(r1.stdout).toMatch(/^FAIL\s+docker/m);
+    expect(r1.stdout).toContain("fix:");
+    const good = new FakeExec().expect(INFO, info({})).expect(GIT, { stdout: "git version 2.39.5" });
+    const r2 = await runCli(["doctor", "--json"], { exec: good });
+    const parsed = JSON.parse(r2.stdout);
+    expect(parsed.checks.find((c: { name: string }) => c.name === "docker").status).toBe("ok");
+    expect(typeof parsed.ok).toBe("boolean");
+  });
+});
+
+describe("engine classification and versions", () => {
+  test("classifyEngine", () => {
+    const i = (o: object) => DockerInfoSchema.parse(o);
+    expect(classifyEngine(i({ SecurityOptions: ["name=seccomp,profile=default"] })).kind).toBe("rootful");
+    expect(classifyEngine(i({ SecurityOptions: null })).sameUidWorks).toBe(true);
+    expect(classifyEngine(i({ SecurityOptions: ["name=rootless"] })).sameUidWorks).toBe(false);
+  });
+
+  test("compareVersions is numeric", () => {
+    expect(compareVersions("1.10.0", "1.4.0")).toBeGreaterThan(0);
+    expect(compareVersions("1.4.5", "1.4.5")).toBe(0);
+    expect(compareVersions("2.39.5", "2.30.0")).toBeGreaterThan(0);
+    expect(compareVersions("1.3.9", "1.4.0")).toBeLessThan(0);
+  });
+});

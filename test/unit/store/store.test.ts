@@ -1,0 +1,147 @@
+// The store: migrations keyed on user_version, the sandbox/allowlist/approval/audit tables and their rules.
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
+import { Store } from "../../../src/store/store";
+import { migrations } from "../../../src/store/migrations";
+import { SbxError } from "../../../src/core/errors";
+
+const dirs: string[] = [];
+function tmpDb(): string {
+  const d = mkdtempSync(join(tmpdir(), "sbx-store-"));
+  dirs.push(d);
+  return join(d, "state", "sbx.db");
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe("migrations", () => {
+  test("a new database is migrated to the latest user_version, in WAL mode", () => {
+    const s = new Store(tmpDb());
+    expect(s.schemaVersion).toBe(migrations.length);
+    expect(s.db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version).toBe(migrations.length);
+    expect(s.db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode).toBe("wal");
+    expect(s.db.query<{ foreign_keys: number }, []>("PRAGMA foreign_keys").get()?.foreign_keys).toBe(1);
+    s.close();
+  });
+
+  test("reopening does not re-run migrations", () => {
+    const f = tmpDb();
+    const a = new Store(f);
+    a.createSandbox({ name: "keep", repo: "/r", backend: "fake" });
+    a.close();
+    const b = new Store(f);
+    expect(b.listSandboxes().map((x) => x.name)).toEqual(["keep"]);
+    b.close();
+  });
+
+  test("a database from a newer sbx is refused with a hint", () => {
+    const f = tmpDb();
+    new Store(f).close();
+    const raw = new Database(f);
+    raw.run(`PRAGMA user_version = ${migrations.length + 5}`);
+    raw.close();
+    const err = (() => {
+      try {
+        new Store(f);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(SbxError);
+    expect((err as SbxError).hint).toContain("Upgrade sbx");
+  });
+});
+
+describe("sandboxes", () => {
+  test("create, find, list, state changes", () => {
+    let t = 1000;
+    const s = new Store(tmpDb(), { now: () => t++ });
+    const a = s.createSandbox({ name: "demo", repo: "/r", backend: "docker", identity: { uid: 1000 } });
+    expect(a).toMatchObject({ name: "demo", repo: "/r", backend: "docker", state: "active", identity: { uid: 1000 } });
+    expect(s.findSandbox("/r", "demo")?.id).toBe(a.id);
+    expect(s.findSandbox("/other", "demo")).toBeNull();
+    s.setSandboxState(a.id, "stopped");
+    expect(s.getSandbox(a.id)?.state).toBe("stopped");
+    s.touchSandbox(a.id);
+    expect(s.getSandbox(a.id)?.lastUsedAt).not.toBeNull();
+    s.close();
+  });
+
+  test("names are unique per repo among live sandboxes, and reusable after delete", () => {
+    const s = new Store(tmpDb());
+    const a = s.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
+    expect(() => s.createSandbox({ name: "demo", repo: "/r", backend: "fake" })).toThrow(/already exists/);
+    s.createSandbox({ name: "demo", repo: "/r2", backend: "fake" });
+    s.setSandboxState(a.id, "deleted");
+    expect(s.listSandboxes({ repo: "/r" })).toEqual([]);
+    expect(s.listSandboxes({ repo: "/r", all: true })).toHaveLength(1);
+    s.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
+    s.close();
+  });
+
+  test("the schema itself refuses a bad name or state", () => {
+    const s = new Store(tmpDb());
+    expect(() => s.createSandbox({ name: "Bad_Name", repo: "/r", backend: "fake" })).toThrow();
+    const a = s.createSandbox({ name: "ok", repo: "/r", backend: "fake" });
+    expect(() => s.setSandboxState(a.id, "exploded" as never)).toThrow();
+    s.close();
+  });
+});
+
+describe("allowlist", () => {
+  test("global and per-sandbox scopes are separate; adding twice is a no-op", () => {
+    const s = new Store(tmpDb());
+    const a = s.createSandbox({ name: "a", repo: "/r", backend: "fake" });
+    expect(s.addAllow(null, "example.com", "cli")).toBe(true);
+    expect(s.addAllow(null, "example.com", "cli")).toBe(false);
+    expect(s.addAllow(a.id, "*.example.org", "chat")).toBe(true);
+    expect(s.listAllow(null).map((e) => e.pattern)).toEqual(["example.com"]);
+    expect(s.listAllow(a.id).map((e) => [e.pattern, e.addedBy])).toEqual([["*.example.org", "chat"]]);
+    expect(s.removeAllow(a.id, "example.com")).toBe(false);
+    expect(s.removeAllow(null, "example.com")).toBe(true);
+    expect(s.listAllow(null)).toEqual([]);
+    s.close();
+  });
+});
+
+describe("approvals", () => {
+  test("repeated blocks of one host make one pending row with a count", () => {
+    let t = 0;
+    const s = new Store(tmpDb(), { now: () => ++t });
+    const a = s.createSandbox({ name: "a", repo: "/r", backend: "fake" });
+    s.recordPending(a.id, "example.org", 443, "not allowlisted");
+    const again = s.recordPending(a.id, "example.org", 443, "not allowlisted");
+    expect(again.count).toBe(2);
+    s.recordPending(a.id, "other.org", 80, "not allowlisted");
+    const pending = s.listApprovals({ state: "pending" });
+    expect(pending.map((p) => [p.host, p.count])).toEqual([
+      ["other.org", 1],
+      ["example.org", 2],
+    ]);
+    const decided = s.decideApproval(again.id, "allowed", "cli");
+    expect(decided).toMatchObject({ state: "allowed", decidedBy: "cli" });
+    expect(() => s.decideApproval(again.id, "denied", "cli")).toThrow(/no pending approval/);
+    // A new block after a decision opens a new pending row.
+    expect(s.recordPending(a.id, "example.org", 443, "again").count).toBe(1);
+    s.close();
+  });
+});
+
+describe("audit", () => {
+  test("append-only: entries come back in order and cannot be changed or deleted", () => {
+    const s = new Store(tmpDb());
+    s.audit({ kind: "proxy", action: "deny", detail: { host: "example.org" } });
+    s.audit({ kind: "bridge", action: "push", detail: { ref: "main" } });
+    const all = s.listAudit();
+    expect(all.map((e) => e.action)).toEqual(["deny", "push"]);
+    expect(all[0]!.detail).toEqual({ host: "example.org" });
+    expect(s.listAudit({ afterId: all[0]!.id }).map((e) => e.action)).toEqual(["push"]);
+    expect(() => s.db.run("UPDATE audit SET action = 'x'")).toThrow(/append-only/);
+    expect(() => s.db.run("DELETE FROM audit")).toThrow(/append-only/);
+    s.close();
+  });
+});

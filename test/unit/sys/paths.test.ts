@@ -1,0 +1,90 @@
+// Paths follow XDG (absolute values only, empty means unset), and every socket path fits in sun_path.
+import { describe, expect, test } from "bun:test";
+import { readEnv } from "../../../src/sys/env";
+import {
+  MAX_SOCKET_PATH,
+  pathsFor,
+  repoSandboxDir,
+  sandboxDir,
+  sandboxSockets,
+  sha256Hex,
+  socketId,
+} from "../../../src/sys/paths";
+
+const env = (vars: Record<string, string | undefined>) =>
+  readEnv({ vars: { HOME: "/home/ada", ...vars }, uid: 1000, gid: 1000, platform: "linux" });
+
+describe("paths", () => {
+  test("defaults under HOME when XDG variables are unset", () => {
+    const p = pathsFor(env({}));
+    expect(p.stateDir).toBe("/home/ada/.local/state/sbx");
+    expect(p.configDir).toBe("/home/ada/.config/sbx");
+    expect(p.sandboxRoot).toBe("/home/ada/.cache/sandbox");
+    expect(p.dbFile).toBe("/home/ada/.local/state/sbx/sbx.db");
+  });
+
+  test("XDG variables are used when set", () => {
+    const p = pathsFor(env({ XDG_STATE_HOME: "/s", XDG_CONFIG_HOME: "/c", XDG_CACHE_HOME: "/k", XDG_RUNTIME_DIR: "/run/user/1000" }));
+    expect(p.stateDir).toBe("/s/sbx");
+    expect(p.configDir).toBe("/c/sbx");
+    expect(p.sandboxRoot).toBe("/k/sandbox");
+    expect(p.runtimeDir).toBe("/run/user/1000/sbx");
+    expect(p.controlSocket).toBe("/run/user/1000/sbx/control.sock");
+  });
+
+  test("set-but-empty XDG_CACHE_HOME falls back to ~/.cache", () => {
+    expect(pathsFor(env({ XDG_CACHE_HOME: "" })).sandboxRoot).toBe("/home/ada/.cache/sandbox");
+  });
+
+  test("relative XDG values are ignored, as the XDG spec requires", () => {
+    expect(pathsFor(env({ XDG_STATE_HOME: "rel/state" })).stateDir).toBe("/home/ada/.local/state/sbx");
+  });
+
+  test("per-repo dir is <dir name>-<sha256 of the real path>", () => {
+    const p = pathsFor(env({}));
+    const d = repoSandboxDir(p, "/home/ada/src/my-repo");
+    expect(d).toBe(`/home/ada/.cache/sandbox/my-repo-${sha256Hex("/home/ada/src/my-repo")}`);
+    expect(d).toMatch(/my-repo-[0-9a-f]{64}$/);
+    expect(sandboxDir(p, "/home/ada/src/my-repo", "demo")).toBe(`${d}/demo`);
+  });
+
+  test("two repos with the same dir name get different dirs", () => {
+    const p = pathsFor(env({}));
+    expect(repoSandboxDir(p, "/a/app")).not.toBe(repoSandboxDir(p, "/b/app"));
+  });
+
+  test("a long XDG_RUNTIME_DIR falls back to a short dir so sockets stay under 108 bytes", () => {
+    const long = "/run/" + "x".repeat(90);
+    const p = pathsFor(env({ XDG_RUNTIME_DIR: long }));
+    expect(p.runtimeDir).toBe("/tmp/sbx-1000");
+    const s = sandboxSockets(p, socketId("/repo", "demo"));
+    expect(Buffer.byteLength(s.bridge)).toBeLessThanOrEqual(MAX_SOCKET_PATH);
+  });
+
+  test("the longest socket path under a usable XDG_RUNTIME_DIR fits", () => {
+    const rt = "/run/user/" + "1".repeat(60);
+    const p = pathsFor(env({ XDG_RUNTIME_DIR: rt }));
+    for (const s of Object.values(sandboxSockets(p, socketId("/r", "n")))) {
+      expect(Buffer.byteLength(s)).toBeLessThanOrEqual(MAX_SOCKET_PATH);
+    }
+  });
+
+  test("socket ids are short, stable and distinct per repo and name", () => {
+    expect(socketId("/r", "a")).toHaveLength(12);
+    expect(socketId("/r", "a")).toBe(socketId("/r", "a"));
+    expect(socketId("/r", "a")).not.toBe(socketId("/r", "b"));
+    expect(socketId("/r1", "a")).not.toBe(socketId("/r2", "a"));
+  });
+});
+
+describe("env", () => {
+  test("missing HOME is a clear error", () => {
+    expect(() => readEnv({ vars: {}, uid: 1, gid: 1, platform: "linux" })).toThrow(/HOME/);
+  });
+
+  test("user name comes from USER, then LOGNAME, then the OS", () => {
+    expect(env({ USER: "u1", LOGNAME: "u2" }).userName).toBe("u1");
+    expect(env({ LOGNAME: "u2" }).userName).toBe("u2");
+    expect(readEnv({ vars: { HOME: "/h" }, uid: 5, gid: 5, platform: "linux", osUserName: () => "os" }).userName).toBe("os");
+  });
+});
