@@ -1,0 +1,49 @@
+// Redaction: known values (and their encodings), auth headers, URL credentials and key shapes never survive.
+import { describe, expect, test } from "bun:test";
+import { REDACTED, redact, redactor } from "../../../src/core/redact";
+
+describe("redact", () => {
+  test("every known value, wherever it appears", () => {
+    const s = "s3cr3t-value-123";
+    expect(redact(`a ${s} b ${s}`, [s])).toBe(`a ${REDACTED} b ${REDACTED}`);
+  });
+  test("base64 and URL-encoded forms of a known value", () => {
+    const s = "tok/with+chars=";
+    expect(redact(`${btoa(s)} ${encodeURIComponent(s)}`, [s])).toBe(`${REDACTED} ${REDACTED}`);
+  });
+  test("longest value first when one contains another", () => {
+    expect(redact("abcdefgh12345678", ["abcdefgh", "abcdefgh12345678"])).toBe(REDACTED);
+  });
+  test("short values are not redacted by value", () => {
+    expect(redact("the cat sat", ["cat"])).toBe("the cat sat");
+  });
+  test("auth headers", () => {
+    expect(redact("Authorization: Bearer abc.def.ghi\nx-api-key: zzz\nContent-Type: text/plain")).toBe(
+      `Authorization: ${REDACTED}\nx-api-key: ${REDACTED}\nContent-Type: text/plain`,
+    );
+  });
+  test("URL credentials", () => {
+    expect(redact("fatal: https://x-access-token:abc123@github.com/o/r.git")).toBe(
+      `fatal: https://x-access-token:${REDACTED}@github.com/o/r.git`,
+    );
+    expect(redact("https://tokenonly@host/x")).toBe(`https://${REDACTED}@host/x`);
+  });
+  test("bearer tokens inline", () => {
+    expect(redact("curl -H 'Bearer abcdefghijk'")).toBe(`curl -H 'Bearer ${REDACTED}'`);
+  });
+  test("secret-shaped strings even when unknown", () => {
+    const k = "ghp_" + "x".repeat(36);
+    expect(redact(`leaked ${k} here`)).toBe(`leaked ${REDACTED} here`);
+  });
+  test("ordinary output is unchanged", () => {
+    const s = "To https://github.com/o/r.git\n   1234567..89abcde  feature -> feature\n";
+    expect(redact(s, ["unrelated-secret"])).toBe(s);
+  });
+  test("redactor reads the secrets at call time", () => {
+    let v = "first-secret-1";
+    const r = redactor(() => [v]);
+    expect(r("first-secret-1")).toBe(REDACTED);
+    v = "second-secret-2";
+    expect(r("first-secret-1 second-secret-2")).toBe(`first-secret-1 ${REDACTED}`);
+  });
+});
