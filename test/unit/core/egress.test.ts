@@ -1,0 +1,94 @@
+// The egress decision: order (sandbox, global, built-in), ports, IP literals, the resolved-address check, and the 403 text.
+import { describe, expect, test } from "bun:test";
+import { BUILTIN_ALLOWLIST, blockedMessage, checkAddresses, compilePolicy, decide, proxyEnv } from "../../../src/core/egress";
+
+const none = new Set<string>();
+
+describe("decision order", () => {
+  test("the built-in default holds only api.anthropic.com", () => {
+    expect([...BUILTIN_ALLOWLIST]).toEqual(["api.anthropic.com"]);
+    const d = decide(compilePolicy({ sandbox: [], global: [] }), "api.anthropic.com", 443);
+    expect(d).toMatchObject({ allow: true, source: "builtin", pattern: "api.anthropic.com" });
+    expect(decide(compilePolicy({ sandbox: [], global: [] }), "example.org", 443)).toMatchObject({ allow: false, reason: "not-allowlisted" });
+  });
+  test("the sandbox list is consulted before the global list, then the default", () => {
+    const p = compilePolicy({ sandbox: ["*.example.com"], global: ["a.example.com", "api.anthropic.com"] });
+    expect(decide(p, "a.example.com", 443)).toMatchObject({ allow: true, source: "sandbox", pattern: "*.example.com" });
+    expect(decide(p, "api.anthropic.com", 443)).toMatchObject({ allow: true, source: "global" });
+    const g = compilePolicy({ sandbox: [], global: ["a.example.com"] });
+    expect(decide(g, "A.Example.com.", 80)).toMatchObject({ allow: true, source: "global", host: "a.example.com" });
+  });
+  test("invalid stored patterns are skipped and reported, never widen the policy", () => {
+    const p = compilePolicy({ sandbox: ["*", "*.com", "ok.example"], global: [] });
+    expect(p.invalid).toEqual(["*", "*.com"]);
+    expect(decide(p, "evil.com", 443).allow).toBe(false);
+    expect(decide(p, "ok.example", 443).allow).toBe(true);
+  });
+  test("ports: 443 and 80 by default; other ports need a pattern that names them", () => {
+    const p = compilePolicy({ sandbox: ["example.com", "db.example.com:5432"], global: [] });
+    expect(decide(p, "example.com", 22)).toMatchObject({ allow: false, reason: "port-not-allowed", suggest: "example.com:22" });
+    expect(decide(p, "db.example.com", 5432).allow).toBe(true);
+    expect(decide(p, "db.example.com", 443)).toMatchObject({ allow: false, reason: "port-not-allowed" });
+    expect(decide(p, "other.example", 8080)).toMatchObject({ allow: false, reason: "not-allowlisted", suggest: "other.example:8080" });
+  });
+  test("IP literals are refused unless that IP is allowlisted, whatever names are", () => {
+    const p = compilePolicy({ sandbox: ["example.com", "10.0.0.0/8"], global: [] });
+    expect(decide(p, "93.184.216.34", 443)).toMatchObject({ allow: false, reason: "ip-literal", suggest: "93.184.216.34" });
+    expect(decide(p, "10.9.9.9", 443)).toMatchObject({ allow: true, ip: true });
+    expect(decide(p, "0x0a.1", 443)).toMatchObject({ allow: true, host: "10.0.0.1" });
+    expect(decide(p, "[::1]", 443)).toMatchObject({ allow: false, reason: "ip-literal" });
+  });
+  test("garbage hosts and ports are refused as invalid", () => {
+    const p = compilePolicy({ sandbox: [], global: [] });
+    expect(decide(p, "a b", 443)).toMatchObject({ allow: false, reason: "invalid-host", suggest: null });
+    expect(decide(p, "api.anthropic.com", 0)).toMatchObject({ allow: false, reason: "invalid-host" });
+  });
+});
+
+describe("after the decision: the resolved addresses", () => {
+  const p = compilePolicy({ sandbox: ["internal.test", "127.0.0.1"], global: [] });
+  test("a public address passes and is the one to connect to", () => {
+    expect(checkAddresses(p, "x.test", ["93.184.216.34"], 443, none)).toEqual({ ok: true, address: "93.184.216.34" });
+  });
+  for (const [addr, kind] of [["10.0.0.5", "private"], ["169.254.169.254", "metadata"], ["100.64.1.1", "cgnat"], ["::1", "loopback"], ["fe80::1", "link-local"], ["::ffff:192.168.0.1", "private"], ["224.0.0.1", "multicast"]] as const) {
+    test(`${addr} (${kind}) is refused`, () => {
+      expect(checkAddresses(p, "x.test", [addr], 443, none)).toMatchObject({ ok: false, reason: "internal-address", kind });
+    });
+  }
+  test("an internal address passes when that address itself is allowlisted (same port rules)", () => {
+    expect(checkAddresses(p, "internal.test", ["127.0.0.1"], 443, none)).toEqual({ ok: true, address: "127.0.0.1" });
+    expect(checkAddresses(p, "internal.test", ["127.0.0.2"], 443, none)).toMatchObject({ ok: false, suggest: "127.0.0.2" });
+    expect(checkAddresses(p, "internal.test", ["127.0.0.1"], 8080, none)).toMatchObject({ ok: false, suggest: "127.0.0.1:8080" });
+  });
+  test("one internal address among public ones refuses the whole name", () => {
+    expect(checkAddresses(p, "x.test", ["93.184.216.34", "10.0.0.1"], 443, none)).toMatchObject({ ok: false, address: "10.0.0.1" });
+  });
+  test("the host's own public address is refused", () => {
+    expect(checkAddresses(p, "x.test", ["203.0.114.7"], 443, new Set(["203.0.114.7"]))).toMatchObject({ ok: false, reason: "host-address" });
+  });
+  test("no addresses: refused", () => {
+    expect(checkAddresses(p, "x.test", [], 443, none).ok).toBe(false);
+  });
+});
+
+describe("texts", () => {
+  test("the 403 body names what was blocked and the exact command", () => {
+    const body = blockedMessage("demo", "example.org:443", "example.org is not on the allowlist", "example.org");
+    expect(body).toContain("example.org:443");
+    expect(body).toContain("sbx allow example.org --sandbox demo");
+    expect(body.trim().split("\n")).toHaveLength(1);
+  });
+  test("proxyEnv sets both cases and NO_PROXY for loopback", () => {
+    expect(proxyEnv(3128)).toEqual({
+      HTTP_PROXY: "http://127.0.0.1:3128",
+      HTTPS_PROXY: "http://127.0.0.1:3128",
+      http_proxy: "http://127.0.0.1:3128",
+      https_proxy: "http://127.0.0.1:3128",
+      ALL_PROXY: "http://127.0.0.1:3128",
+      all_proxy: "http://127.0.0.1:3128",
+      NO_PROXY: "localhost,127.0.0.1",
+      no_proxy: "localhost,127.0.0.1",
+      NODE_USE_ENV_PROXY: "1",
+    });
+  });
+});
