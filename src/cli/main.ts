@@ -2,9 +2,8 @@
 // sbx's entry: argv → command table → exit code. The only place that calls process.exit.
 import { Command, CommanderError } from "commander";
 import { ExitCode, SbxError, toSbxError } from "../core/errors";
-import { createExec, type Exec } from "../sys/exec";
-import { processEnv, type Env } from "../sys/env";
-import { pathsFor } from "../sys/paths";
+import type { Exec } from "../sys/exec";
+import type { Env } from "../sys/env";
 import { VERSION } from "../version";
 import { createRender, type Io } from "./render";
 import type { CliContext, Verb } from "./verb";
@@ -12,7 +11,10 @@ import { verbs as defaultVerbs } from "./verbs";
 
 export interface MainDeps {
   io: Io;
-  env: Env;
+  /** Raw variables, for decisions made before any verb runs (colour). */
+  vars: Readonly<Record<string, string | undefined>>;
+  /** Parses and validates the environment; called only when a verb runs (zod costs ~30 ms to load). */
+  env: () => Env | Promise<Env>;
   cwd: string;
   stdinIsTTY: boolean;
   /** Injected in tests; the real executor otherwise. */
@@ -28,17 +30,22 @@ Exit codes: 0 ok, 64 usage, 65 unsynced commits, 66 not found, 69 unavailable, 7
 77 permission or policy, 78 config; a command run inside a sandbox exits with its own code.`;
 
 export async function main(argv: readonly string[], deps: MainDeps): Promise<number> {
-  const { io, env } = deps;
-  const render = createRender(io, env.vars);
+  const { io } = deps;
+  const render = createRender(io, deps.vars);
   let exitCode: number = ExitCode.ok;
-  const ctx = (): CliContext => ({
-    env,
-    paths: pathsFor(env),
-    exec: deps.exec ?? createExec(env.raw),
-    render,
-    cwd: deps.cwd,
-    stdinIsTTY: deps.stdinIsTTY,
-  });
+  // Built only when a verb runs, so `--help` and `--version` load nothing heavy.
+  const ctx = async (): Promise<CliContext> => {
+    const env = await deps.env();
+    const [{ pathsFor }, { createExec }] = await Promise.all([import("../sys/paths"), import("../sys/exec")]);
+    return {
+      env,
+      paths: pathsFor(env),
+      exec: deps.exec ?? createExec(env.raw),
+      render,
+      cwd: deps.cwd,
+      stdinIsTTY: deps.stdinIsTTY,
+    };
+  };
 
   const program = new Command("sbx")
     .description("Run untrusted AI coding agents in strict sandboxes on your own machine.")
@@ -66,7 +73,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
         a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" ? a.slice(1) : a) : [a],
       );
-      exitCode = await verb.run(ctx(), args, opts);
+      exitCode = await verb.run(await ctx(), args, opts);
     });
   }
 
@@ -85,19 +92,12 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
     }
     const err = toSbxError(e);
     render.error(err);
-    if (!(e instanceof SbxError) && env.vars.SBX_DEBUG) io.stderr(`${(e as Error).stack ?? e}\n`);
+    if (!(e instanceof SbxError) && deps.vars.SBX_DEBUG) io.stderr(`${(e as Error).stack ?? e}\n`);
     return err.exitCode;
   }
 }
 
 if (import.meta.main) {
-  let env: Env;
-  try {
-    env = processEnv();
-  } catch (e) {
-    process.stderr.write(`sbx: ${(e as Error).message}\n`);
-    process.exit(ExitCode.config);
-  }
   const code = await main(process.argv.slice(2), {
     io: {
       stdout: (s) => void process.stdout.write(s),
@@ -105,7 +105,15 @@ if (import.meta.main) {
       stdoutIsTTY: Boolean(process.stdout.isTTY),
       stderrIsTTY: Boolean(process.stderr.isTTY),
     },
-    env,
+    vars: process.env,
+    env: async () => {
+      const { processEnv } = await import("../sys/env");
+      try {
+        return processEnv();
+      } catch (e) {
+        throw new SbxError("config", (e as Error).message, { hint: "Run sbx from a normal login session (HOME set)." });
+      }
+    },
     cwd: process.cwd(),
     stdinIsTTY: Boolean(process.stdin.isTTY),
   });

@@ -1,5 +1,5 @@
 // The only chalk user: human output (tables, check lists, errors) and --json for machines. Results → stdout, the rest → stderr.
-import { Chalk, type ChalkInstance } from "chalk";
+import type { ChalkInstance } from "chalk";
 import type { SbxError } from "../core/errors";
 
 export interface Io {
@@ -29,11 +29,19 @@ export function colorLevel(isTTY: boolean, env: { NO_COLOR?: string | undefined;
 
 const ANSI = /\x1b\[[0-9;]*m/g;
 
+/** chalk costs ~12 ms to load: loaded on first use so `--help` and `--version` do not pay for it. */
+function lazyChalk(level: 0 | 1): () => ChalkInstance {
+  let inst: ChalkInstance | undefined;
+  return () => (inst ??= new (require("chalk") as typeof import("chalk")).Chalk({ level }));
+}
+
 export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE_COLOR?: string | undefined }): Render {
-  const c = new Chalk({ level: colorLevel(io.stdoutIsTTY, env) });
-  const ce = new Chalk({ level: colorLevel(io.stderrIsTTY, env) });
+  const out = lazyChalk(colorLevel(io.stdoutIsTTY, env));
+  const err = lazyChalk(colorLevel(io.stderrIsTTY, env));
   return {
-    c,
+    get c() {
+      return out();
+    },
     out: (line) => io.stdout(line + "\n"),
     info: (line) => io.stderr(line + "\n"),
     json: (value) => io.stdout(JSON.stringify(value, null, 2) + "\n"),
@@ -45,10 +53,11 @@ export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE
           .map((cell, i) => (i === r.length - 1 ? cell : cell + " ".repeat(widths[i]! - cell.replace(ANSI, "").length)))
           .join("  ")
           .trimEnd();
-      io.stdout(c.bold(line(columns)) + "\n");
+      io.stdout(out().bold(line(columns)) + "\n");
       for (const r of rows) io.stdout(line(r) + "\n");
     },
     error(e) {
+      const ce = err();
       io.stderr(`${ce.red("sbx:")} ${e.message}\n`);
       if (e.hint) io.stderr(`${ce.dim("hint:")} ${e.hint}\n`);
     },

@@ -22,8 +22,7 @@ export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun
   let stdout = "";
   let stderr = "";
   const root = process.env.SBX_TEST_ROOT ?? "/tmp";
-  const env = readEnv({
-    vars: {
+  const vars = {
       HOME: `${root}/home`,
       USER: "tester",
       PATH: process.env.PATH,
@@ -33,7 +32,9 @@ export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun
       XDG_RUNTIME_DIR: `${root}/run`,
       NO_COLOR: "1",
       ...o.vars,
-    },
+  };
+  const env = () => readEnv({
+    vars,
     uid: process.getuid?.() ?? 0,
     gid: process.getgid?.() ?? 0,
     platform: "linux",
@@ -45,6 +46,7 @@ export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun
       stdoutIsTTY: o.tty ?? false,
       stderrIsTTY: o.tty ?? false,
     },
+    vars,
     env,
     cwd: o.cwd ?? process.cwd(),
     stdinIsTTY: o.tty ?? false,

@@ -1,6 +1,6 @@
 // sbx doctor: reports whether this host can run sandboxes and what to fix.
 import type { Command } from "commander";
-import { runDoctor, type CheckStatus } from "../../doctor/doctor";
+import type { CheckStatus } from "../../doctor/doctor";
 import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
 
@@ -11,6 +11,7 @@ export const doctor: Verb = {
     cmd.option("--json", "print the checks as JSON");
   },
   async run(ctx, _args, opts) {
+    const { runDoctor } = await import("../../doctor/doctor");
     const checks = await runDoctor({ exec: ctx.exec, env: ctx.env, paths: ctx.paths, bunVersion: Bun.version });
     const failed = checks.some((c) => c.status === "fail");
     if (opts.json) {

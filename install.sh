@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Sets up sbx on a Debian/Ubuntu machine: system packages, Bun, dependencies, a Docker engine, the local
+# base image, and an `sbx` on PATH; then runs the demo (or `sbx doctor` with --no-demo).
+# Safe to run again: it installs only what is missing and leaves a running Docker engine alone.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$here"
+demo=1
+for a in "$@"; do
+  case "$a" in
+    --no-demo) demo=0 ;;
+    -h|--help) echo "usage: ./install.sh [--no-demo]"; exit 0 ;;
+    *) echo "install.sh: unknown option $a (try --help)" >&2; exit 64 ;;
+  esac
+done
+
+say() { printf '\033[1minstall:\033[0m %s\n' "$*" >&2; }
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# ── system packages ─────────────────────────────────────────────────────────
+# docker.io: the engine; debootstrap: the base image without a registry; acl, nftables: the Linux user
+# backend; fish, tmux, iproute2: tests (fish shells, interactive sessions, network namespaces).
+PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish tmux iproute2 procps)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v npm >/dev/null || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  if is_root; then
+    say "installing ${missing[*]} (apt)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    say "missing packages: ${missing[*]}"
+    say "run: sudo apt-get install ${missing[*]}   (or run ./install.sh as root)"
+    exit 69
+  fi
+fi
+
+# ── Bun (from npm) and dependencies ────────────────────────────────────────
+if ! command -v bun >/dev/null; then
+  say "installing Bun from npm"
+  if is_root; then npm install -g bun >/dev/null 2>&1; else npm install -g --prefix "$HOME/.local" bun >/dev/null 2>&1; export PATH="$HOME/.local/bin:$PATH"; fi
+fi
+command -v bun >/dev/null || { say "Bun did not install; try: npm install -g bun"; exit 69; }
+say "Bun $(bun --version); installing dependencies"
+bun install --frozen-lockfile >/dev/null
+
+# ── Docker engine ───────────────────────────────────────────────────────────
+if ! docker info >/dev/null 2>&1; then
+  if is_root; then
+    if [ -d /run/systemd/system ] && systemctl start docker 2>/dev/null; then
+      say "started docker with systemctl"
+    else
+      say "starting dockerd (log: /var/log/sbx-dockerd.log)"
+      nohup dockerd >/var/log/sbx-dockerd.log 2>&1 </dev/null &
+    fi
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || { say "dockerd did not come up; see /var/log/sbx-dockerd.log"; tail -20 /var/log/sbx-dockerd.log >&2; exit 69; }
+  else
+    say "no Docker engine answers: start one (sudo systemctl start docker) and add yourself to the docker group"
+    exit 69
+  fi
+fi
+
+# ── base image (no registry here: built locally with debootstrap) ──────────
+if is_root; then
+  bash scripts/base-image.sh
+else
+  docker image inspect "${SBX_BASE_IMAGE:-sbx-base:bookworm}" >/dev/null 2>&1 || say "base image missing: run sudo ./scripts/base-image.sh"
+fi
+
+# ── sbx on PATH ─────────────────────────────────────────────────────────────
+bindir=/usr/local/bin
+is_root || { bindir="$HOME/.local/bin"; mkdir -p "$bindir"; }
+ln -sf "$here/src/cli/main.ts" "$bindir/sbx"
+say "sbx linked at $bindir/sbx"
+
+if [ "$demo" = 1 ]; then
+  "$bindir/sbx" doctor
+  if "$bindir/sbx" demo --help >/dev/null 2>&1 && ! grep -q 'notYet(' src/cli/commands/demo.ts; then
+    exec "$bindir/sbx" demo
+  fi
+  say "sbx demo is not built yet (see the README's status); sbx doctor above shows this host is ready"
+fi

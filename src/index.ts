@@ -1,0 +1,22 @@
+// sbx as a library: the programmatic API. The CLI (src/cli/main.ts) only parses argv and calls into this.
+export { VERSION } from "./version";
+export { SbxError, ExitCode, isSbxError, toSbxError, type ErrorCode, type WireError } from "./core/errors";
+export { validateSandboxName, NAME_PATTERN } from "./core/names";
+export type { Sandbox, SandboxState, BackendKind, AllowEntry, Approval, AuditEntry } from "./core/schemas";
+export { readEnv, processEnv, type Env } from "./sys/env";
+export {
+  pathsFor,
+  repoSandboxDir,
+  sandboxDir,
+  sandboxSockets,
+  socketId,
+  MAX_SOCKET_PATH,
+  type Paths,
+  type SandboxSockets,
+} from "./sys/paths";
+export { createExec, ExecError, type Exec, type ExecOptions, type ExecResult } from "./sys/exec";
+export { Store } from "./store/store";
+export type { Backend, SandboxSpec, Observed, Phase, HostUser, ShellRequest, CleanupReport } from "./backend/backend";
+export { probeEngine, classifyEngine, type EngineClass, type EngineKind } from "./backend/docker/engine";
+export { runDoctor, type Check, type CheckStatus } from "./doctor/doctor";
+export { findRepoRoot } from "./workspace/repo";
