@@ -20,8 +20,9 @@ is_root() { [ "$(id -u)" = 0 ]; }
 
 # ── system packages ─────────────────────────────────────────────────────────
 # docker.io: the engine; debootstrap: the base image without a registry; acl, nftables: the Linux user
-# backend; fish, tmux, iproute2: tests (fish shells, interactive sessions, network namespaces).
-PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish tmux iproute2 procps)
+# backend; fish, tmux, iproute2, chromium: tests (fish shells, interactive sessions, network namespaces,
+# the approvals dashboard in a real browser).
+PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish tmux iproute2 procps chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
