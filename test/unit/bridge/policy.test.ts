@@ -1,0 +1,249 @@
+// The bridge policy table: malicious invocations are refused with a reason, everyday ones are allowed.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decideGh, decideGit, makePathChecker, parsePushRefspec, type PolicyContext } from "../../../src/bridge/policy";
+
+const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-policy-")));
+const clone = join(root, "clone");
+const other = join(root, "clone-other");
+mkdirSync(join(clone, "sub"), { recursive: true });
+mkdirSync(other);
+writeFileSync(join(clone, "body.md"), "hi");
+writeFileSync(join(other, "body.md"), "secret");
+symlinkSync("/etc", join(clone, "escape"));
+symlinkSync(other, join(clone, "sibling"));
+symlinkSync("../clone-other/body.md", join(clone, "body-link.md"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const VIEW = "/home/u/repo";
+const ctx = (opts: Partial<PolicyContext["options"]> = {}): PolicyContext => ({
+  remotes: { origin: "https://github.com/o/r.git", up: "http://127.0.0.1:9/x.git", ssh: "git@github.com:o/r2.git" },
+  checkPath: makePathChecker({
+    workspace: clone,
+    workspaceView: VIEW,
+    realpath: (p) => {
+      try {
+        return realpathSync(p);
+      } catch {
+        return null;
+      }
+    },
+  }),
+  options: { ghApi: false, ghGist: false, ...opts },
+});
+
+const git = (line: string, cwd = VIEW) => decideGit(line.split(" ").filter(Boolean), cwd, ctx());
+const gitArgs = (args: string[], cwd = VIEW) => decideGit(args, cwd, ctx());
+
+// [argv, a fragment the refusal reason must contain]
+const maliciousGit: Array<[string[], string]> = [
+  [["-c", "core.sshCommand=touch /tmp/x", "push", "origin", "main"], "-c"],
+  [["-ccore.fsmonitor=x", "fetch"], "-c"],
+  [["--config-env=core.pager=X", "fetch"], "-c"],
+  [["--exec-path=/tmp/evil", "fetch"], "--exec-path"],
+  [["--exec-path", "/tmp", "push"], "--exec-path"],
+  [["fetch", "--upload-pack=touch /tmp/p", "origin"], "--upload-pack"],
+  [["fetch", "--upload-pack", "evil", "origin"], "--upload-pack"],
+  [["ls-remote", "-u", "evil", "origin"], "--upload-pack"],
+  [["ls-remote", "-uevil", "origin"], "--upload-pack"],
+  [["clone", "-u", "evil", "https://github.com/o/x"], "--upload-pack"],
+  [["clone", "--upload-pack=evil", "https://github.com/o/x"], "--upload-pack"],
+  [["push", "--receive-pack=evil", "origin", "main"], "--receive-pack"],
+  [["push", "--exec=evil", "origin", "main"], "--exec"],
+  [["push", "--exec", "evil", "origin", "main"], "--exec"],
+  [["fetch", "ext::sh -c touch% /tmp/pwned"], "remote helper"],
+  [["ls-remote", "ext::sh -c id"], "remote helper"],
+  [["clone", "ext::sh -c id", "x"], "remote helper"],
+  [["fetch", "fd::3"], "remote helper"],
+  [["push", "testgit::/tmp/x", "main"], "remote helper"],
+  [["fetch", "file:///etc"], "file://"],
+  [["clone", "file:///home/u/other/.git"], "file://"],
+  [["ls-remote", "file://" + other], "file://"],
+  [["fetch", "/etc"], "outside the sandbox's workspace"],
+  [["fetch", "../../../../etc"], "outside the sandbox's workspace"],
+  [["fetch", VIEW + "/escape"], "resolves outside"],
+  [["fetch", VIEW + "/sibling"], "resolves outside"],
+  [["-C", "/etc", "fetch"], "outside the sandbox's workspace"],
+  [["-C", VIEW + "/escape", "fetch"], "resolves outside"],
+  [["-C", "..", "fetch"], "outside the sandbox's workspace"],
+  [["-C" + VIEW + "-evil", "fetch"], "outside the sandbox's workspace"],
+  [["--git-dir=/home/u/other/.git", "fetch"], "outside the sandbox's workspace"],
+  [["--git-dir", VIEW + "/sibling", "fetch"], "resolves outside"],
+  [["--work-tree=/", "fetch"], "outside the sandbox's workspace"],
+  [["push", "https://evil.example/x.git", "main"], "not a host"],
+  [["push", "https://github.com/o/r.git", "main"], "by name"],
+  [["fetch", "https://evil.example/x.git"], "not a host"],
+  [["ls-remote", "https://evil.example/x.git"], "not a host"],
+  [["clone", "https://github.com.evil.example/o/r"], "not a host"],
+  [["clone", "https://user:pw@github.com/o/r"], "credentials"],
+  [["fetch", "ssh://git@github.com/o/r"], "transport"],
+  [["fetch", "git@evil.example:o/r"], "ssh"],
+  [["fetch", "git://github.com/o/r"], "transport"],
+  [["push", "nosuchremote", "main"], "not a remote of the host"],
+  [["push", "origin", "main:refs/notes/x"], "only refs/heads"],
+  [["push", "origin", "main:refs/remotes/origin/x"], "only refs/heads"],
+  [["push", "origin", "refs/heads/*:refs/heads/*"], "wildcard"],
+  [["push", "origin", "main:../x"], "valid ref name"],
+  [["push", "origin", "--mirror"], "--mirror"],
+  [["push", "--all", "origin"], "not allowed"],
+  [["push", "--repo=https://evil.example/x", "main"], "--repo"],
+  [["push", "--signed", "origin", "main"], "signing"],
+  [["push", "--recurse-submodules=on-demand", "origin", "main"], "submodule"],
+  [["fetch", "--recurse-submodules", "origin"], "submodule"],
+  [["clone", "--template=/tmp/hooks", "https://github.com/o/x"], "--template"],
+  [["clone", "--reference", "/home/u/other", "https://github.com/o/x"], "--reference"],
+  [["clone", "-c", "core.hooksPath=/tmp", "https://github.com/o/x"], "-c"],
+  [["clone", "--separate-git-dir=/tmp/g", "https://github.com/o/x"], "--separate-git-dir"],
+  [["clone", "https://github.com/o/x", "/tmp/outside"], "outside the sandbox's workspace"],
+  [["fetch", "origin", "main:refs/heads/main"], "destination"],
+  [["fetch", "--server-option=x", "origin"], "server options"],
+  [["pull", "--rebase=interactive", "origin"], "not allowed"],
+  [["gc"], "not something the bridge runs"],
+  [["config", "core.fsmonitor", "x"], "not something the bridge runs"],
+  [["submodule", "update", "--init"], "not something the bridge runs"],
+  [["daemon", "--export-all"], "not something the bridge runs"],
+  [["-p", "log"], "not something the bridge runs"],
+  [[], "no git subcommand"],
+  [["--namespace=x", "push", "origin"], "--namespace"],
+  [["fetch", "-u", "origin"], "not allowed"],
+  [["push", "origin", "--", "-evil"], "not a plain revision"],
+];
+
+const legitimateGit: string[][] = [
+  ["push"],
+  ["push", "origin"],
+  ["push", "origin", "main"],
+  ["push", "-u", "origin", "feature/x"],
+  ["push", "--set-upstream", "origin", "HEAD:refs/heads/feature"],
+  ["push", "--force-with-lease", "origin", "feature"],
+  ["push", "-f", "origin", "+feature:feature"],
+  ["push", "origin", "--delete", "old-branch"],
+  ["push", "origin", ":old-branch"],
+  ["push", "origin", "v1.0:refs/tags/v1.0"],
+  ["push", "-q", "--no-verify", "up", "main"],
+  ["push", "-o", "ci.skip", "origin", "main"],
+  ["fetch"],
+  ["fetch", "origin"],
+  ["fetch", "--prune", "origin"],
+  ["fetch", "-q", "up", "main"],
+  ["fetch", "--tags", "origin"],
+  ["pull"],
+  ["pull", "--rebase", "origin", "main"],
+  ["pull", "--ff-only"],
+  ["pull", "--rebase=merges", "origin"],
+  ["ls-remote", "origin"],
+  ["ls-remote", "--heads", "origin", "main"],
+  ["ls-remote", "https://github.com/o/other.git"],
+  ["clone", "https://github.com/o/other.git"],
+  ["clone", "--depth", "1", "-b", "main", "https://github.com/o/other.git", "sub/other"],
+  ["-C", VIEW + "/sub", "fetch", "origin"],
+  ["-C", "sub", "push", "origin", "main"],
+  ["--no-pager", "fetch", "origin"],
+  ["fetch", "ssh"],
+];
+
+describe("git: malicious invocations are refused with a reason", () => {
+  test("there are at least 50", () => expect(maliciousGit.length).toBeGreaterThanOrEqual(50));
+  for (const [argv, why] of maliciousGit) {
+    test(JSON.stringify(argv), () => {
+      const d = gitArgs(argv);
+      expect(d.ok).toBe(false);
+      if (!d.ok) expect(d.reason).toContain(why);
+    });
+  }
+});
+
+describe("git: everyday invocations are allowed", () => {
+  test("there are at least 20", () => expect(legitimateGit.length + legitimateGh.length).toBeGreaterThanOrEqual(20));
+  for (const argv of legitimateGit) {
+    test(JSON.stringify(argv), () => {
+      const d = gitArgs(argv);
+      if (!d.ok) throw new Error(d.reason);
+      expect(d.ok).toBe(true);
+    });
+  }
+});
+
+const maliciousGh: Array<[string[], string, Partial<PolicyContext["options"]>?]> = [
+  [["api", "/user"], "disabled"],
+  [["api", "-X", "DELETE", "/repos/o/r"], "disabled"],
+  [["gist", "create", "body.md"], "disabled"],
+  [["auth", "token"], "not something"],
+  [["auth", "status", "--show-token"], "not something"],
+  [["secret", "list"], "not something"],
+  [["config", "set", "editor", "vim"], "not something"],
+  [["extension", "install", "evil/gh-x"], "not something"],
+  [["alias", "set", "x", "!sh"], "not something"],
+  [["pr", "checkout", "1"], "not allowed"],
+  [["pr", "create", "--web"], "browser"],
+  [["pr", "create", "-R", "evil/repo", "-t", "x"], "--repo"],
+  [["pr", "create", "--repo=evil/repo"], "--repo"],
+  [["pr", "create", "--body-file", "/etc/passwd"], "outside the sandbox's workspace"],
+  [["pr", "create", "-F", VIEW + "/body-link.md"], "resolves outside"],
+  [["pr", "create", "--body-file", "-"], "stdin"],
+  [["issue", "create", "--editor"], "editor"],
+  [["repo", "clone", "o/r"], "not allowed"],
+  [["repo", "delete", "o/r"], "not allowed"],
+  [["run", "download", "1"], "not allowed"],
+  [["release", "download"], "not something"],
+  [["--hostname=evil.example", "pr", "list"], "--hostname"],
+  [["api", "--hostname", "evil.example", "/user"], "--hostname", { ghApi: true }],
+  [["pr", "view", "https://evil.example/o/r/pull/1"], "not a URL"],
+];
+
+const legitimateGh: string[][] = [
+  ["pr", "create", "--title", "Add x", "--body-file", "body.md"],
+  ["pr", "create", "-t", "x", "-b", "y", "-B", "main", "-d"],
+  ["pr", "view", "12", "--comments"],
+  ["pr", "list", "--state", "open", "--json", "number,title"],
+  ["pr", "checks", "12"],
+  ["issue", "view", "3"],
+  ["issue", "comment", "3", "--body", "done"],
+  ["run", "view", "--log-failed", "123"],
+];
+
+describe("gh", () => {
+  for (const [argv, why, opts] of maliciousGh) {
+    test(`refused: ${JSON.stringify(argv)}`, () => {
+      const d = decideGh(argv, VIEW, ctx(opts));
+      expect(d.ok).toBe(false);
+      if (!d.ok) expect(d.reason).toContain(why);
+    });
+  }
+  for (const argv of legitimateGh) {
+    test(`allowed: ${JSON.stringify(argv)}`, () => {
+      const d = decideGh(argv, VIEW, ctx());
+      if (!d.ok) throw new Error(d.reason);
+    });
+  }
+  test("gh api and gist when the user enables them", () => {
+    expect(decideGh(["api", "/user"], VIEW, ctx({ ghApi: true })).ok).toBe(true);
+    expect(decideGh(["gist", "list"], VIEW, ctx({ ghGist: true })).ok).toBe(true);
+  });
+  test("--body-file becomes stdin read by the bridge from the checked host path", () => {
+    const d = decideGh(["pr", "create", "-t", "x", "--body-file", "body.md"], VIEW, ctx());
+    expect(d).toEqual({ ok: true, plan: { tool: "gh", group: "pr", sub: "create", args: ["pr", "create", "--title=x", "--body-file", "-"], bodyFile: join(clone, "body.md") } });
+  });
+});
+
+describe("plans", () => {
+  test("the URL comes from the host's remotes, never from the sandbox", () => {
+    const d = git("push -u origin feature");
+    expect(d.ok && d.plan).toMatchObject({ op: "push", remote: "origin", url: "https://github.com/o/r.git", refspecs: [{ force: false, src: "feature", dst: "refs/heads/feature" }] });
+  });
+  test("ssh remotes of well-known forges are reached over https", () => {
+    const d = git("fetch ssh");
+    expect(d.ok && d.plan.url).toBe("https://github.com/o/r2.git");
+  });
+  test("-C moves the checked working directory", () => {
+    const d = git("-C sub fetch");
+    expect(d.ok && d.plan.cwd).toBe(join(clone, "sub"));
+  });
+  test("refspecs", () => {
+    expect(parsePushRefspec("+a:b")).toEqual({ ok: true, plan: { force: true, src: "a", dst: "refs/heads/b" } });
+    expect(parsePushRefspec("HEAD")).toEqual({ ok: true, plan: { force: false, src: "HEAD", dst: "" } });
+    expect(parsePushRefspec(":gone")).toEqual({ ok: true, plan: { force: false, src: "", dst: "refs/heads/gone" } });
+  });
+});
