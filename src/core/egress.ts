@@ -57,8 +57,8 @@ function hostPort(host: string, port: number): string {
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
-/** The pattern to suggest: the bare host on a default port, `host:port` otherwise. */
-function suggestFor(host: string, port: number): string {
+/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise. */
+export function patternFor(host: string, port: number): string {
   return DEFAULT_PORTS.includes(port) ? host : hostPort(host, port);
 }
 
@@ -76,7 +76,7 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
     const ipOnOtherPort = policy.entries.some((e) => e.pattern.kind === "cidr" && matchesAddress({ ...e.pattern, port }, ip, port));
     return ipOnOtherPort
       ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed`, suggest: hostPort(host, port) }
-      : { allow: false, host, port, reason: "ip-literal", detail: `${host} is an IP address that is not on the allowlist`, suggest: suggestFor(host, port) };
+      : { allow: false, host, port, reason: "ip-literal", detail: `${host} is an IP address that is not on the allowlist`, suggest: patternFor(host, port) };
   }
   for (const e of policy.entries) {
     if (matchesName(e.pattern, host, port)) return { allow: true, host, port, ip: false, source: e.source, pattern: e.text };
@@ -84,7 +84,7 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
   const nameOnOtherPort = policy.entries.some((e) => e.pattern.kind !== "cidr" && matchesName({ ...e.pattern, port }, host, port));
   return nameOnOtherPort
     ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed (only 443 and 80 unless a pattern names the port)`, suggest: hostPort(host, port) }
-    : { allow: false, host, port, reason: "not-allowlisted", detail: `${host} is not on the allowlist`, suggest: suggestFor(host, port) };
+    : { allow: false, host, port, reason: "not-allowlisted", detail: `${host} is not on the allowlist`, suggest: patternFor(host, port) };
 }
 
 export type AddressCheck =
@@ -118,11 +118,11 @@ export function checkAddresses(
           address: addr,
           kind,
           detail: `${host} resolves to ${addr}, a ${kind} address`,
-          suggest: suggestFor(addr, port),
+          suggest: patternFor(addr, port),
         };
       }
       if (hostOwn.has(addr)) {
-        return { ok: false, reason: "host-address", address: addr, kind: "host", detail: `${host} resolves to ${addr}, an address of this host`, suggest: suggestFor(addr, port) };
+        return { ok: false, reason: "host-address", address: addr, kind: "host", detail: `${host} resolves to ${addr}, an address of this host`, suggest: patternFor(addr, port) };
       }
     }
     first ??= addr;

@@ -1,0 +1,451 @@
+// The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket, allowlist first.
+import { lookup } from "node:dns/promises";
+import { existsSync, unlinkSync } from "node:fs";
+import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { connect, type Socket } from "node:net";
+import { networkInterfaces } from "node:os";
+import type { Duplex } from "node:stream";
+import { canonicalIp } from "../core/addresses";
+import { blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
+import { listenUnix } from "./socket";
+
+export type Resolver = (host: string) => Promise<string[]>;
+
+export interface ProxySandbox {
+  id: number;
+  name: string;
+}
+
+export type EgressEvent =
+  | {
+      type: "denied";
+      sandbox: ProxySandbox;
+      method: string;
+      host: string;
+      port: number;
+      reason: BlockReason;
+      detail: string;
+      /** The pattern that would allow it (the host, `host:port`, or the refused address). */
+      suggest: string | null;
+      at: number;
+    }
+  | {
+      type: "closed";
+      sandbox: ProxySandbox;
+      method: string;
+      host: string;
+      port: number;
+      address: string;
+      source: PolicySource;
+      pattern: string;
+      bytesUp: number;
+      bytesDown: number;
+      durationMs: number;
+      at: number;
+    }
+  | { type: "error"; sandbox: ProxySandbox; method: string; host: string; port: number; address: string | null; message: string; at: number };
+
+export interface EgressProxyOptions {
+  socketPath: string;
+  sandbox: ProxySandbox;
+  /** Read on every request, so allowlist changes apply to the next one without a restart. */
+  policy: () => PolicyLists;
+  /** Resolver seam; default: the system resolver (all addresses). */
+  resolve?: Resolver;
+  /** This host's own addresses, refused as destinations unless allowlisted; default: the network interfaces. */
+  hostAddresses?: () => Iterable<string>;
+  /** Decisions, for the audit log and pending approvals. Called synchronously: keep it cheap; errors are swallowed. */
+  onDecision?: (e: EgressEvent) => void;
+  /** Origin-form requests (`/llm/…`); without one they get 400. `/health` is answered by the proxy. */
+  originHandler?: (req: IncomingMessage, res: ServerResponse) => void;
+  connectTimeoutMs?: number;
+}
+
+export interface EgressProxy {
+  readonly socketPath: string;
+  readonly sandbox: ProxySandbox;
+  /** Tunnels and forwarded requests in flight. */
+  active(): number;
+  /** Stops listening, cuts every connection, removes the socket. Idempotent. */
+  close(): Promise<void>;
+}
+
+export const HEALTH_PATH = "/health";
+
+/** runs: the system resolver (getaddrinfo) for one name, all addresses. */
+export const systemResolver: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+function interfaceAddresses(): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) {
+    const c = canonicalIp(a.address);
+    if (c) out.push(c);
+  }
+  return out;
+}
+
+const HOP_BY_HOP = new Set([
+  "connection",
+  "proxy-connection",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+function forwardHeaders(h: IncomingHttpHeaders): Record<string, string | string[]> {
+  const drop = new Set(HOP_BY_HOP);
+  const conn = h["connection"];
+  if (typeof conn === "string") for (const t of conn.split(",")) drop.add(t.trim().toLowerCase());
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined && !drop.has(k)) out[k] = v;
+  return out;
+}
+
+/** Header-safe text: printable ASCII only (a refused host may be anything). */
+function headerSafe(s: string): string {
+  return s.replace(/[^\x20-\x7e]/g, "?").slice(0, 300);
+}
+
+function target(host: string, port: number): string {
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** Splits a CONNECT authority `host:port` or `[v6]:port`; null when malformed. */
+export function parseAuthority(s: string): { host: string; port: number } | null {
+  let host: string;
+  let portText: string;
+  if (s.startsWith("[")) {
+    const close = s.indexOf("]");
+    if (close < 0 || s[close + 1] !== ":") return null;
+    host = s.slice(0, close + 1);
+    portText = s.slice(close + 2);
+  } else {
+    const i = s.lastIndexOf(":");
+    if (i <= 0) return null;
+    host = s.slice(0, i);
+    portText = s.slice(i + 1);
+  }
+  if (!/^[0-9]{1,5}$/.test(portText)) return null;
+  return { host, port: Number(portText) };
+}
+
+type Verdict =
+  | { ok: true; host: string; port: number; address: string; source: PolicySource; pattern: string }
+  | { ok: false; status: 403; host: string; port: number; reason: BlockReason; header: string; body: string }
+  | { ok: false; status: 502; host: string; port: number; reason: null; header: null; body: string };
+
+export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
+  const sandbox = { id: opts.sandbox.id, name: opts.sandbox.name };
+  const resolve = opts.resolve ?? systemResolver;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
+  const emit = (e: EgressEvent) => {
+    try {
+      opts.onDecision?.(e);
+    } catch {
+      // A broken sink must never break the sandbox's network.
+    }
+  };
+
+  // The policy is read per request; compiling is cached on its text so an unchanged list is not re-parsed.
+  let cacheKey = "";
+  let cached: CompiledPolicy | null = null;
+  const currentPolicy = (): CompiledPolicy => {
+    const lists = opts.policy();
+    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}`;
+    if (cached === null || key !== cacheKey) {
+      cached = compilePolicy(lists);
+      cacheKey = key;
+    }
+    return cached;
+  };
+
+  let own: { at: number; set: Set<string> } | null = null;
+  const hostOwn = (): Set<string> => {
+    const now = Date.now();
+    if (own === null || now - own.at > 10_000) {
+      const list = opts.hostAddresses ? [...opts.hostAddresses()] : interfaceAddresses();
+      own = { at: now, set: new Set(list.map((a) => canonicalIp(a) ?? a)) };
+    }
+    return own.set;
+  };
+
+  const refuse = (method: string, host: string, port: number, reason: BlockReason, detail: string, suggest: string | null): Verdict => {
+    emit({ type: "denied", sandbox, method, host, port, reason, detail, suggest, at: Date.now() });
+    return {
+      ok: false,
+      status: 403,
+      host,
+      port,
+      reason,
+      header: headerSafe(`${reason} ${target(host, port)}`),
+      body: blockedMessage(sandbox.name, headerSafe(target(host, port)), headerSafe(detail), suggest),
+    };
+  };
+
+  /** The decision, then one lookup, then the address check: the address returned is the only one connected to. */
+  const check = async (method: string, rawHost: string, port: number): Promise<Verdict> => {
+    const policy = currentPolicy();
+    const d = decide(policy, rawHost, port);
+    if (!d.allow) return refuse(method, d.host, port, d.reason, d.detail, d.suggest);
+    let addresses: string[];
+    if (d.ip) addresses = [d.host];
+    else {
+      try {
+        addresses = await resolve(d.host);
+      } catch (e) {
+        const message = `could not resolve ${d.host}: ${(e as Error).message}`;
+        emit({ type: "error", sandbox, method, host: d.host, port, address: null, message, at: Date.now() });
+        return { ok: false, status: 502, host: d.host, port, reason: null, header: null, body: `sbx proxy: ${message}\n` };
+      }
+    }
+    const a = checkAddresses(policy, d.host, addresses, port, hostOwn());
+    if (!a.ok) return refuse(method, d.host, port, a.reason, a.detail, a.suggest);
+    return { ok: true, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern };
+  };
+
+  const clientSockets = new Set<Duplex>();
+  const upstreamSockets = new Set<Socket>();
+  let inFlight = 0;
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+
+  const server = createServer();
+  server.on("connection", (s: Socket) => {
+    clientSockets.add(s);
+    s.once("close", () => clientSockets.delete(s));
+  });
+  server.on("clientError", (_err, socket: Duplex) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    socket.destroy();
+  });
+
+  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    client.pause();
+    clientSockets.add(client);
+    client.once("close", () => clientSockets.delete(client));
+    client.on("error", () => client.destroy());
+    const auth = parseAuthority(req.url ?? "");
+    if (!auth) {
+      client.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    void check("CONNECT", auth.host, auth.port).then((v) => {
+      if (client.destroyed) return;
+      if (!v.ok) {
+        const body = Buffer.from(v.body);
+        const status = v.status === 403 ? "403 Forbidden" : "502 Bad Gateway";
+        const blocked = v.header === null ? "" : `X-Sbx-Blocked: ${v.header}\r\n`;
+        client.end(
+          `HTTP/1.1 ${status}\r\n${blocked}Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${v.body}`,
+        );
+        return;
+      }
+      tunnel(v, client, head);
+    });
+  });
+
+  const tunnel = (v: Extract<Verdict, { ok: true }>, client: Duplex, head: Buffer) => {
+    const started = performance.now();
+    inFlight++;
+    const up = connect({ host: v.address, port: v.port, allowHalfOpen: true, noDelay: true });
+    upstreamSockets.add(up);
+    let established = false;
+    const timer = setTimeout(() => up.destroy(new Error(`connect timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
+    up.once("connect", () => {
+      clearTimeout(timer);
+      established = true;
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length > 0) up.write(head);
+      client.pipe(up);
+      up.pipe(client);
+    });
+    // Half-close both ways: pipe() ends the other side when one side ends; nothing is cut until both are done.
+    const onError = (e: Error) => {
+      if (!established && !client.destroyed) {
+        const message = `could not connect to ${target(v.host, v.port)} (${v.address}): ${e.message}`;
+        emit({ type: "error", sandbox, method: "CONNECT", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+        const body = `sbx proxy: ${message}\n`;
+        client.end(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        return;
+      }
+      client.destroy();
+      up.destroy();
+    };
+    up.on("error", onError);
+    client.on("error", () => up.destroy());
+    client.once("close", () => {
+      if (!up.destroyed && up.writableEnded === false) up.destroy();
+    });
+    up.once("close", () => {
+      clearTimeout(timer);
+      upstreamSockets.delete(up);
+      inFlight--;
+      if (!client.destroyed && !client.writableEnded) client.destroy();
+      if (established) {
+        emit({
+          type: "closed",
+          sandbox,
+          method: "CONNECT",
+          host: v.host,
+          port: v.port,
+          address: v.address,
+          source: v.source,
+          pattern: v.pattern,
+          bytesUp: up.bytesWritten,
+          bytesDown: up.bytesRead,
+          durationMs: Math.round(performance.now() - started),
+          at: Date.now(),
+        });
+      }
+    });
+  };
+
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? "";
+    if (url.startsWith("/")) {
+      if ((req.method === "GET" || req.method === "HEAD") && (url === HEALTH_PATH || url.startsWith(`${HEALTH_PATH}?`))) {
+        const body = JSON.stringify({ ok: true, sandbox: sandbox.name });
+        res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
+        res.end(req.method === "HEAD" ? undefined : body);
+        return;
+      }
+      if (opts.originHandler) {
+        opts.originHandler(req, res);
+        return;
+      }
+      plain(res, 400, "sbx proxy: send requests through it as a proxy (absolute URI or CONNECT), not to it.\n");
+      return;
+    }
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      plain(res, 400, "sbx proxy: malformed request target.\n");
+      return;
+    }
+    if (parsed.protocol !== "http:") {
+      plain(res, 400, `sbx proxy: ${parsed.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`);
+      return;
+    }
+    const port = parsed.port === "" ? 80 : Number(parsed.port);
+    req.pause();
+    void check(req.method ?? "GET", parsed.hostname, port).then((v) => {
+      if (res.destroyed || req.destroyed) return;
+      if (!v.ok) {
+        const headers: Record<string, string> = { "Content-Type": "text/plain; charset=utf-8" };
+        if (v.header !== null) headers["X-Sbx-Blocked"] = v.header;
+        req.resume();
+        plain(res, v.status, v.body, headers);
+        return;
+      }
+      forward(v, req, res, parsed);
+    });
+  });
+
+  const forward = (v: Extract<Verdict, { ok: true }>, req: IncomingMessage, res: ServerResponse, url: URL) => {
+    const started = performance.now();
+    inFlight++;
+    let bytesUp = 0;
+    let bytesDown = 0;
+    let finished = false;
+    const done = (ok: boolean) => {
+      if (finished) return;
+      finished = true;
+      inFlight--;
+      if (ok) {
+        emit({
+          type: "closed",
+          sandbox,
+          method: req.method ?? "GET",
+          host: v.host,
+          port: v.port,
+          address: v.address,
+          source: v.source,
+          pattern: v.pattern,
+          bytesUp,
+          bytesDown,
+          durationMs: Math.round(performance.now() - started),
+          at: Date.now(),
+        });
+      }
+    };
+    const headers = forwardHeaders(req.headers);
+    headers["host"] ??= url.host;
+    const upReq = httpRequest({
+      host: v.address,
+      port: v.port,
+      family: v.address.includes(":") ? 6 : 4,
+      method: req.method,
+      path: `${url.pathname}${url.search}`,
+      headers,
+      agent,
+      setHost: false,
+      // Connect to exactly the checked address: no lookup happens for an IP, and this makes sure of it.
+      lookup: (_h: string, _o: unknown, cb: (err: Error | null, address: string, family: number) => void) =>
+        cb(null, v.address, v.address.includes(":") ? 6 : 4),
+    });
+    upReq.on("response", (upRes: IncomingMessage) => {
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardHeaders(upRes.headers));
+      upRes.on("data", (c: Buffer) => {
+        bytesDown += c.length;
+      });
+      upRes.pipe(res);
+      upRes.once("end", () => done(true));
+      upRes.once("error", () => {
+        done(false);
+        res.destroy();
+      });
+    });
+    upReq.on("error", (e: Error) => {
+      done(false);
+      if (!res.headersSent) {
+        const message = `could not reach ${target(v.host, v.port)} (${v.address}): ${e.message}`;
+        emit({ type: "error", sandbox, method: req.method ?? "GET", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+        plain(res, 502, `sbx proxy: ${message}\n`);
+      } else res.destroy();
+    });
+    req.on("data", (c: Buffer) => {
+      bytesUp += c.length;
+    });
+    req.pipe(upReq);
+    res.once("close", () => {
+      if (!finished) {
+        done(false);
+        upReq.destroy();
+      }
+    });
+  };
+
+  await listenUnix(server, opts.socketPath);
+
+  let closing: Promise<void> | null = null;
+  return {
+    socketPath: opts.socketPath,
+    sandbox,
+    active: () => inFlight,
+    close() {
+      closing ??= new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
+        for (const s of clientSockets) s.destroy();
+        for (const s of upstreamSockets) s.destroy();
+        agent.destroy();
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      }).then(() => {
+        try {
+          if (existsSync(opts.socketPath)) unlinkSync(opts.socketPath);
+        } catch {
+          // already gone
+        }
+      });
+      return closing;
+    },
+  };
+}
+
+function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "Content-Type": "text/plain; charset=utf-8", ...headers, "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
