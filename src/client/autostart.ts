@@ -1,0 +1,92 @@
+// Finds the daemon, or starts one in the background (detached, logging to paths.daemonLog) and waits for /health.
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { SbxError } from "../core/errors";
+import type { Paths } from "../sys/paths";
+import { DaemonClient } from "./client";
+
+export interface Launched {
+  pid: number;
+  /** Resolves with the exit code if it ends (a daemon that fails at start ends at once). */
+  exited: Promise<number>;
+}
+
+/** Starts a long-lived process that outlives the caller. */
+export type DetachedLauncher = (argv: readonly string[], opts: { logFile: string; env: Record<string, string> }) => Launched;
+
+/**
+ * runs: <argv> (the daemon) in its own session, stdin from /dev/null, stdout+stderr appended to logFile.
+ * This is the one spawn outside src/sys/exec.ts: Exec.run waits for its child, and Exec has no detached spawn yet.
+ */
+export const launchDetached: DetachedLauncher = (argv, opts) => {
+  mkdirSync(dirname(opts.logFile), { recursive: true, mode: 0o700 });
+  const fd = openSync(opts.logFile, "a", 0o600);
+  try {
+    const proc = Bun.spawn([...argv], {
+      env: opts.env,
+      stdin: "ignore",
+      stdout: fd,
+      stderr: fd,
+      detached: true,
+    });
+    proc.unref();
+    return { pid: proc.pid, exited: proc.exited };
+  } finally {
+    closeSync(fd);
+  }
+};
+
+/** How to run `sbx daemon` from this process: the compiled binary itself, or bun with the CLI's entry. */
+export function defaultDaemonArgv(execPath = process.execPath): string[] {
+  const exe = basename(execPath);
+  if (exe === "bun" || exe.startsWith("bun-") || exe === "bun.exe") {
+    return [execPath, join(import.meta.dir, "..", "cli", "main.ts"), "daemon"];
+  }
+  return [execPath, "daemon"];
+}
+
+export interface ConnectOptions {
+  paths: Paths;
+  env: Record<string, string>;
+  /** Start a daemon when none answers (default true). */
+  autoStart?: boolean;
+  daemonArgv?: readonly string[];
+  launch?: DetachedLauncher;
+  timeoutMs?: number;
+  /** Told when a daemon is being started (e.g. a line on stderr). */
+  onStart?: (pid: number) => void;
+}
+
+/** A client of a daemon that answers /health, starting one if needed. */
+export async function connectDaemon(opts: ConnectOptions): Promise<DaemonClient> {
+  const client = new DaemonClient(opts.paths.controlSocket);
+  if (await client.health()) return client;
+  if (opts.autoStart === false) {
+    throw new SbxError("unavailable", `the sbx daemon is not running (no answer on ${opts.paths.controlSocket})`, {
+      hint: "Start it with `sbx daemon`, or install it as a service: `sbx service install`.",
+    });
+  }
+  const argv = opts.daemonArgv ?? defaultDaemonArgv();
+  const { pid, exited } = (opts.launch ?? launchDetached)(argv, { logFile: opts.paths.daemonLog, env: opts.env });
+  opts.onStart?.(pid);
+  let exitCode: number | null = null;
+  void exited.then((c) => (exitCode = c));
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  const until = Date.now() + timeoutMs;
+  let delay = 20;
+  while (Date.now() < until) {
+    await Bun.sleep(delay);
+    delay = Math.min(delay * 2, 250);
+    if (await client.health(500)) return client;
+    if (exitCode !== null) {
+      // It may have lost a race to another daemon that now answers.
+      if (await client.health(500)) return client;
+      throw new SbxError("unavailable", `the sbx daemon exited at start (code ${exitCode})`, {
+        hint: `See its log: ${opts.paths.daemonLog}`,
+      });
+    }
+  }
+  throw new SbxError("unavailable", `started the sbx daemon (pid ${pid}) but it did not answer within ${Math.round(timeoutMs / 1000)} s`, {
+    hint: `See its log: ${opts.paths.daemonLog}`,
+  });
+}

@@ -1,0 +1,138 @@
+// The typed client of the daemon's control socket: fetch over a unix socket, responses zod-checked, errors turned back into SbxError.
+import type { z } from "zod";
+import { SbxError } from "../core/errors";
+import {
+  ErrorBodySchema,
+  HealthSchema,
+  LogsSchema,
+  OkSchema,
+  SandboxActionSchema,
+  SandboxListSchema,
+  SessionListSchema,
+  SessionViewSchema,
+  StatusSchema,
+  type Health,
+  type LogsQuery,
+  type SandboxRef,
+  type SessionCreate,
+} from "../daemon/protocol";
+
+/** Errors that mean "nothing listens on that socket". */
+function isNoDaemon(e: unknown): boolean {
+  const code = (e as { code?: string }).code ?? "";
+  const msg = e instanceof Error ? e.message : String(e);
+  return /ENOENT|ECONNREFUSED|FailedToOpenSocket|ConnectionRefused|ECONNRESET|ConnectionClosed/i.test(`${code} ${msg}`);
+}
+
+export function noDaemonError(socket: string, cause?: unknown): SbxError {
+  return new SbxError("unavailable", `the sbx daemon is not answering on ${socket}`, {
+    hint: "Start it with `sbx daemon` (or install it: `sbx service install`).",
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+export class DaemonClient {
+  constructor(
+    readonly socket: string,
+    private readonly timeoutMs = 30_000,
+  ) {}
+
+  private async call<S extends z.ZodTypeAny>(
+    method: "GET" | "POST",
+    path: string,
+    schema: S,
+    body?: unknown,
+    timeoutMs = this.timeoutMs,
+  ): Promise<z.infer<S>> {
+    let res: Response;
+    try {
+      res = await fetch(`http://sbx${path}`, {
+        method,
+        unix: this.socket,
+        signal: AbortSignal.timeout(timeoutMs),
+        ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+      });
+    } catch (e) {
+      if ((e as Error).name === "TimeoutError") {
+        throw new SbxError("unavailable", `the sbx daemon did not answer ${method} ${path} within ${timeoutMs} ms`, {
+          hint: "It may be busy or stuck: see `sbx status` and its log.",
+        });
+      }
+      if (isNoDaemon(e)) throw noDaemonError(this.socket, e);
+      throw e;
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new SbxError("internal", `the daemon sent a non-JSON answer to ${path} (HTTP ${res.status})`, {
+        hint: "The client and daemon may be different versions: restart the daemon.",
+      });
+    }
+    if (!res.ok) {
+      const err = ErrorBodySchema.safeParse(json);
+      if (err.success) throw new SbxError(err.data.error, err.data.message, { hint: err.data.hint });
+      throw new SbxError("internal", `the daemon answered ${path} with HTTP ${res.status}`, { hint: "See the daemon log." });
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new SbxError("internal", `the daemon's answer to ${path} has an unexpected shape: ${parsed.error.issues[0]?.message}`, {
+        hint: "The client and daemon may be different versions: restart the daemon.",
+      });
+    }
+    return parsed.data;
+  }
+
+  /** The daemon's health, or null when nothing answers. */
+  async health(timeoutMs = 1000): Promise<Health | null> {
+    try {
+      return await this.call("GET", "/health", HealthSchema, undefined, timeoutMs);
+    } catch (e) {
+      if (e instanceof SbxError && e.code === "unavailable") return null;
+      throw e;
+    }
+  }
+
+  status() {
+    return this.call("GET", "/v1/status", StatusSchema);
+  }
+
+  sandboxes() {
+    return this.call("GET", "/v1/sandboxes", SandboxListSchema);
+  }
+
+  /** Guards up, then the backend starts the sandbox. */
+  start(ref: SandboxRef) {
+    return this.call("POST", "/v1/sandboxes/start", SandboxActionSchema, ref, 300_000);
+  }
+
+  stop(ref: SandboxRef) {
+    return this.call("POST", "/v1/sandboxes/stop", SandboxActionSchema, ref, 120_000);
+  }
+
+  /** Tells the daemon to drop a sandbox that is being removed (guards stop, sockets go). */
+  async release(ref: SandboxRef): Promise<void> {
+    await this.call("POST", "/v1/sandboxes/release", OkSchema, ref);
+  }
+
+  logs(q: LogsQuery = {}) {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
+    const wait = q.waitMs ?? 0;
+    return this.call("GET", `/v1/logs?${params}`, LogsSchema, undefined, this.timeoutMs + wait);
+  }
+
+  sessions() {
+    return this.call("GET", "/v1/sessions", SessionListSchema);
+  }
+
+  createSession(req: SessionCreate) {
+    return this.call("POST", "/v1/sessions", SessionViewSchema, req);
+  }
+
+  /** The WebSocket URL of a session's PTY relay (Bun's `ws+unix://<socket>:<path>`). */
+  attachUrl(session: string): string {
+    return `ws+unix://${this.socket}:/v1/attach?session=${encodeURIComponent(session)}`;
+  }
+}

@@ -1,0 +1,172 @@
+// The control API (hono): health, status, sandboxes, logs (long-poll follow), sessions. Requests and responses are zod-checked; errors have one shape.
+import { Hono, type Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
+import { SbxError, toSbxError, type ErrorCode } from "../core/errors";
+import type { Store } from "../store/store";
+import type { Controller } from "./controller";
+import type { Logger } from "./log";
+import {
+  AuditViewSchema,
+  HealthSchema,
+  LogsQuerySchema,
+  LogsSchema,
+  SandboxActionSchema,
+  SandboxListSchema,
+  SandboxRefSchema,
+  SessionCreateSchema,
+  SessionListSchema,
+  SessionViewSchema,
+  StatusSchema,
+  type AuditView,
+  type ErrorBody,
+  type Health,
+} from "./protocol";
+import type { SessionManager } from "./sessions";
+
+export interface AppDeps {
+  controller: Controller;
+  sessions: SessionManager;
+  store: Store;
+  log: Logger;
+  health: () => Health;
+  backends: string[];
+}
+
+const statusOf: Record<ErrorCode, ContentfulStatusCode> = {
+  usage: 400,
+  invalid_name: 400,
+  not_found: 404,
+  exists: 409,
+  conflict: 409,
+  not_available: 501,
+  unavailable: 503,
+  permission: 403,
+  policy_denied: 403,
+  config: 422,
+  exec_failed: 502,
+  unsynced_commits: 409,
+  internal: 500,
+};
+
+/** The wire error of anything thrown: zod issues become usage errors that name the field. */
+export function errorBody(e: unknown): { status: ContentfulStatusCode; body: ErrorBody } {
+  if (e instanceof z.ZodError) {
+    const first = e.issues[0];
+    const where = first?.path.length ? `${first.path.join(".")}: ` : "";
+    return {
+      status: 400,
+      body: { error: "usage", message: `bad request: ${where}${first?.message ?? "invalid"}`, hint: "The client and daemon may be different versions: restart the daemon (`sbx daemon`)." },
+    };
+  }
+  const err = toSbxError(e);
+  return { status: statusOf[err.code], body: err.toWire() };
+}
+
+async function jsonBody(c: Context): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch {
+    throw new SbxError("usage", "request body is not JSON", { hint: "Send a JSON object with Content-Type: application/json." });
+  }
+}
+
+export function createApp(deps: AppDeps): Hono {
+  const { controller, sessions, store, log } = deps;
+  const app = new Hono();
+
+  app.use(async (c, next) => {
+    const t = performance.now();
+    await next();
+    log.debug("request", { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - t) });
+  });
+
+  app.onError((e, c) => {
+    const { status, body } = errorBody(e);
+    if (status >= 500) log.error("request failed", { path: c.req.path, error: body.error, message: body.message });
+    return c.json(body, status);
+  });
+
+  app.notFound((c) =>
+    c.json({ error: "not_found", message: `no route ${c.req.method} ${c.req.path}`, hint: "The client and daemon may be different versions: restart the daemon." } satisfies ErrorBody, 404),
+  );
+
+  app.get("/health", (c) => c.json(HealthSchema.parse(deps.health())));
+
+  app.get("/v1/status", async (c) => {
+    await controller.refreshPhases();
+    return c.json(
+      StatusSchema.parse({
+        daemon: deps.health(),
+        backends: deps.backends,
+        guards: controller.guardNames,
+        sandboxes: controller.views(),
+        sessions: sessions.size,
+      }),
+    );
+  });
+
+  app.get("/v1/sandboxes", (c) => c.json(SandboxListSchema.parse({ sandboxes: controller.views() })));
+
+  app.post("/v1/sandboxes/start", async (c) => {
+    const ref = SandboxRefSchema.parse(await jsonBody(c));
+    return c.json(SandboxActionSchema.parse({ sandbox: await controller.start(ref) }));
+  });
+
+  app.post("/v1/sandboxes/stop", async (c) => {
+    const ref = SandboxRefSchema.parse(await jsonBody(c));
+    const sb = controller.resolve(ref);
+    sessions.endFor(sb.id);
+    return c.json(SandboxActionSchema.parse({ sandbox: await controller.stop(ref) }));
+  });
+
+  app.post("/v1/sandboxes/release", async (c) => {
+    const ref = SandboxRefSchema.parse(await jsonBody(c));
+    const sb = controller.resolve(ref);
+    sessions.endFor(sb.id);
+    await controller.release(ref);
+    return c.json({ ok: true as const });
+  });
+
+  app.post("/v1/reconcile", async (c) => c.json(await controller.reconcile()));
+
+  app.get("/v1/logs", async (c) => {
+    const q = LogsQuerySchema.parse(c.req.query());
+    const sandboxId = q.sandbox ? controller.resolve({ name: q.sandbox, ...(q.repo ? { repo: q.repo } : {}) }).id : undefined;
+    const names = new Map(store.listSandboxes({ all: true }).map((s) => [s.id, s.name]));
+    const read = () =>
+      store.listAudit({
+        ...(sandboxId !== undefined ? { sandboxId } : {}),
+        ...(q.after !== undefined ? { afterId: q.after } : {}),
+        limit: q.limit || (q.after !== undefined ? 10_000 : 100),
+      });
+    let entries = read();
+    if (entries.length === 0 && q.waitMs && q.after !== undefined) {
+      // Long-poll: other processes write the audit table too, so the store is re-read rather than waiting on an event.
+      const until = Date.now() + q.waitMs;
+      const aborted = () => c.req.raw.signal.aborted;
+      while (entries.length === 0 && Date.now() < until && !aborted()) {
+        await Bun.sleep(Math.min(100, until - Date.now()));
+        entries = read();
+      }
+    }
+    const views: AuditView[] = entries.map((e) =>
+      AuditViewSchema.parse({ ...e, sandbox: e.sandboxId === null ? null : (names.get(e.sandboxId) ?? null) }),
+    );
+    const cursor = views.length ? views[views.length - 1]!.id : (q.after ?? 0);
+    return c.json(LogsSchema.parse({ entries: views, cursor }));
+  });
+
+  app.get("/v1/sessions", (c) => c.json(SessionListSchema.parse({ sessions: sessions.list() })));
+
+  app.post("/v1/sessions", async (c) => {
+    const req = SessionCreateSchema.parse(await jsonBody(c));
+    return c.json(SessionViewSchema.parse(sessions.create(req)), 201);
+  });
+
+  app.get("/v1/attach", () => {
+    throw new SbxError("usage", "/v1/attach needs a WebSocket upgrade", { hint: "Use `sbx shell --attach <session>`." });
+  });
+
+  return app;
+}

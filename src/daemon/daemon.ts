@@ -1,0 +1,131 @@
+// Runs the controller: lock, store, reconcile, control socket, and a clean stop (guards closed, sandboxes left as they are).
+import { join } from "node:path";
+import type { Hono } from "hono";
+import { Store } from "../store/store";
+import type { Env } from "../sys/env";
+import type { Exec } from "../sys/exec";
+import type { Paths } from "../sys/paths";
+import { createApp } from "./app";
+import { Controller, type Backends, type ReconcileReport } from "./controller";
+import type { SandboxGuard } from "./guards";
+import { acquireLock, type DaemonLock } from "./lock";
+import type { Logger } from "./log";
+import { API_VERSION, type Health } from "./protocol";
+import { clearStaleSocket, ensurePrivateDir, serveControl, type ControlServer } from "./server";
+import { SessionManager } from "./sessions";
+import { defaultSpecBuilder, type SpecBuilder } from "./spec";
+
+export interface DaemonDeps {
+  env: Env;
+  paths: Paths;
+  exec: Exec;
+  log: Logger;
+  version: string;
+  backends: Backends;
+  guards: readonly SandboxGuard[];
+  specFor?: SpecBuilder;
+  /** Defaults to the store at paths.dbFile. */
+  store?: Store;
+}
+
+export interface RunningDaemon {
+  readonly health: Health;
+  /** Resolves when the first reconcile is done (routes other than /health wait for it). */
+  readonly reconciled: Promise<ReconcileReport>;
+  /** Stops accepting, ends sessions, stops guards, closes the store, releases the lock. Sandboxes keep running. */
+  stop(reason: string): Promise<void>;
+  readonly stopped: Promise<void>;
+}
+
+/** The lock file lives next to the control socket: one daemon per user and runtime dir. */
+export function lockPath(paths: Paths): string {
+  return join(paths.runtimeDir, "daemon.pid");
+}
+
+export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
+  const { paths, log } = deps;
+  ensurePrivateDir(paths.runtimeDir, deps.env.uid);
+  const lock: DaemonLock = acquireLock(lockPath(paths));
+  let store: Store | undefined;
+  let server: ControlServer | undefined;
+  let controller: Controller | undefined;
+  let sessions: SessionManager | undefined;
+  try {
+    await clearStaleSocket(paths.controlSocket);
+    store = deps.store ?? new Store(paths.dbFile);
+    controller = new Controller({
+      store,
+      backends: deps.backends,
+      guards: deps.guards,
+      exec: deps.exec,
+      paths,
+      log,
+      specFor: deps.specFor ?? defaultSpecBuilder(deps.env, paths),
+    });
+    sessions = new SessionManager({ controller, exec: deps.exec, store, log });
+    const health: Health = {
+      ok: true,
+      api: API_VERSION,
+      pid: process.pid,
+      version: deps.version,
+      startedAt: Date.now(),
+      socket: paths.controlSocket,
+    };
+    const reconciled = controller.reconcile();
+    const app = createApp({
+      controller,
+      sessions,
+      store,
+      log,
+      health: () => health,
+      backends: Object.keys(deps.backends),
+    });
+    server = serveControl({ path: paths.controlSocket, fetch: gateOnReconcile(app, reconciled), sessions, log });
+    log.info("daemon listening", { socket: paths.controlSocket, pid: process.pid, backends: Object.keys(deps.backends).join(",") || "none", guards: deps.guards.map((g) => g.name).join(",") || "none" });
+
+    let resolveStopped!: () => void;
+    const stopped = new Promise<void>((r) => (resolveStopped = r));
+    let stopping: Promise<void> | null = null;
+    const c = controller;
+    const s = sessions;
+    const st = store;
+    const srv = server;
+    const ownsStore = deps.store === undefined;
+    return {
+      health,
+      reconciled,
+      stopped,
+      stop(reason) {
+        stopping ??= (async () => {
+          log.info("daemon stopping", { reason });
+          await srv.stop();
+          await s.closeAll();
+          await reconciled.catch(() => {});
+          await c.close();
+          if (ownsStore) st.close();
+          lock.release();
+          log.info("daemon stopped", {});
+          resolveStopped();
+        })();
+        return stopping;
+      },
+    };
+  } catch (e) {
+    await server?.stop();
+    await controller?.close();
+    if (deps.store === undefined) store?.close();
+    lock.release();
+    throw e;
+  }
+}
+
+/** /v1 routes answer only once the first reconcile finished; /health answers at once (the CLI waits on it). */
+function gateOnReconcile(app: Hono, reconciled: Promise<unknown>): (req: Request, server: unknown) => Promise<Response> {
+  let done = false;
+  const settle = () => void (done = true);
+  void reconciled.then(settle, settle);
+  return async (req, server) => {
+    if (!done && new URL(req.url).pathname !== "/health") await reconciled.catch(() => {});
+    return app.fetch(req, server);
+  };
+}

@@ -1,0 +1,100 @@
+// The one-daemon-per-user lock: a pid file created exclusively; a live holder makes a second daemon refuse, naming its pid.
+import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { SbxError } from "../core/errors";
+
+export interface DaemonLock {
+  readonly path: string;
+  readonly pid: number;
+  release(): void;
+}
+
+/** Whether a process with this pid exists (signal 0 probes without sending anything). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return !isZombie(pid);
+  } catch (e) {
+    // EPERM: it exists but belongs to someone else; still a live holder.
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** A killed process that nobody reaped yet still answers signal 0; on Linux /proc says it is a zombie. */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
+  } catch {
+    return false;
+  }
+}
+
+function readPid(path: string): number | null {
+  try {
+    const n = Number.parseInt(readFileSync(path, "utf8").trim(), 10);
+    return Number.isFinite(n) ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Takes the lock at `path` for `pid`. A file left by a dead process is stale and replaced; a file whose
+ * pid is alive means another daemon runs, and this refuses with its pid.
+ */
+export function acquireLock(path: string, pid = process.pid, alive: (pid: number) => boolean = pidAlive): DaemonLock {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      const fd = openSync(path, "wx", 0o600);
+      writeSync(fd, `${pid}\n`);
+      closeSync(fd);
+      return {
+        path,
+        pid,
+        release() {
+          if (readPid(path) === pid) {
+            try {
+              unlinkSync(path);
+            } catch {
+              /* already gone */
+            }
+          }
+        },
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    const holder = readPid(path);
+    if (holder !== null && holder !== pid && alive(holder)) {
+      throw new SbxError("conflict", `another sbx daemon is already running (pid ${holder})`, {
+        hint: `Use the running one (\`sbx status\`), or stop it first: \`kill ${holder}\` (lock file ${path}).`,
+      });
+    }
+    if (holder === null) {
+      // A writer may be between create and write: give it a moment before calling the file stale.
+      Bun.sleepSync(20);
+      if (readPid(path) !== null) continue;
+    }
+    // Stale: move it aside atomically so two starters cannot both delete a fresh lock.
+    const aside = `${path}.stale.${pid}`;
+    try {
+      renameSync(path, aside);
+      const moved = readPid(aside);
+      if (moved !== null && moved !== holder && alive(moved)) {
+        // A live daemon took the lock between our read and the rename: put its file back.
+        renameSync(aside, path);
+        throw new SbxError("conflict", `another sbx daemon is already running (pid ${moved})`, {
+          hint: `Use the running one (\`sbx status\`), or stop it first: \`kill ${moved}\`.`,
+        });
+      }
+      unlinkSync(aside);
+    } catch (e) {
+      if (e instanceof SbxError) throw e;
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
+  }
+  throw new SbxError("conflict", `could not take the daemon lock ${path}`, {
+    hint: "Another sbx daemon is starting at the same time; run the command again.",
+  });
+}

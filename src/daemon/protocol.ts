@@ -1,0 +1,152 @@
+// The control socket's wire shapes (zod): every request and response the daemon serves, shared with src/client.
+import { z } from "zod";
+import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
+
+export const API_VERSION = 1;
+
+export const ErrorCodeSchema = z.enum([
+  "usage",
+  "invalid_name",
+  "not_found",
+  "exists",
+  "not_available",
+  "unavailable",
+  "permission",
+  "config",
+  "exec_failed",
+  "conflict",
+  "unsynced_commits",
+  "policy_denied",
+  "internal",
+]);
+
+/** The one error shape over the socket. */
+export const ErrorBodySchema = z.object({ error: ErrorCodeSchema, message: z.string(), hint: z.string() });
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+
+export const HealthSchema = z.object({
+  ok: z.literal(true),
+  api: z.literal(API_VERSION),
+  pid: z.number().int(),
+  version: z.string(),
+  startedAt: z.number(),
+  socket: z.string(),
+});
+export type Health = z.infer<typeof HealthSchema>;
+
+export const GuardStatusSchema = z.object({ name: z.string(), ok: z.boolean(), detail: z.string() });
+export type GuardStatus = z.infer<typeof GuardStatusSchema>;
+
+export const PhaseViewSchema = z.enum(["running", "stopped", "absent", "unknown"]);
+
+export const SandboxViewSchema = z.object({
+  id: z.number().int(),
+  sid: z.string(),
+  name: z.string(),
+  repo: z.string(),
+  backend: BackendKindSchema,
+  state: SandboxStateSchema,
+  phase: PhaseViewSchema,
+  /** True only when every guard is up: the only state in which the daemon runs anything in it. */
+  guarded: z.boolean(),
+  guards: z.array(GuardStatusSchema),
+  error: z.string().optional(),
+});
+export type SandboxView = z.infer<typeof SandboxViewSchema>;
+
+export const SandboxListSchema = z.object({ sandboxes: z.array(SandboxViewSchema) });
+
+export const StatusSchema = z.object({
+  daemon: HealthSchema,
+  backends: z.array(z.string()),
+  guards: z.array(z.string()),
+  sandboxes: z.array(SandboxViewSchema),
+  sessions: z.number().int(),
+});
+export type Status = z.infer<typeof StatusSchema>;
+
+const nameSchema = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "a sandbox name: lowercase letters, digits and '-'").max(63);
+
+export const SandboxRefSchema = z.object({ name: nameSchema, repo: z.string().startsWith("/").optional() });
+export type SandboxRef = z.infer<typeof SandboxRefSchema>;
+
+const intParam = z.coerce.number().int().nonnegative();
+
+export const LogsQuerySchema = z.object({
+  sandbox: nameSchema.optional(),
+  repo: z.string().startsWith("/").optional(),
+  after: intParam.optional(),
+  limit: intParam.max(10_000).optional(),
+  /** Long-poll: wait up to this many ms for an entry after `after` when there is none yet. */
+  waitMs: intParam.max(60_000).optional(),
+});
+export type LogsQuery = z.infer<typeof LogsQuerySchema>;
+
+export const AuditViewSchema = z.object({
+  id: z.number().int(),
+  ts: z.number(),
+  sandboxId: z.number().int().nullable(),
+  sandbox: z.string().nullable(),
+  kind: z.string(),
+  action: z.string(),
+  detail: z.record(z.string(), z.unknown()),
+});
+export type AuditView = z.infer<typeof AuditViewSchema>;
+
+export const LogsSchema = z.object({ entries: z.array(AuditViewSchema), cursor: z.number().int() });
+
+/** Terminal-related variables a client may pass into a session (DESIGN: "The environment a sandbox gets"). */
+export const TERMINAL_ENV = /^(TERM|COLORTERM|FORCE_COLOR|NO_COLOR|LANG|LC_[A-Z]+)$/;
+
+export const SessionCreateSchema = z.object({
+  name: nameSchema,
+  repo: z.string().startsWith("/").optional(),
+  argv: z.array(z.string()).default([]),
+  cwd: z.string().startsWith("/"),
+  cols: z.number().int().min(1).max(1000).default(80),
+  rows: z.number().int().min(1).max(1000).default(24),
+  env: z
+    .record(z.string(), z.string())
+    .default({})
+    .refine((e) => Object.keys(e).every((k) => TERMINAL_ENV.test(k)), {
+      message: "only terminal variables (TERM, COLORTERM, FORCE_COLOR, NO_COLOR, LANG, LC_*) may be passed into a sandbox",
+    }),
+});
+export type SessionCreate = z.input<typeof SessionCreateSchema>;
+
+export const SessionViewSchema = z.object({
+  id: z.string(),
+  sandbox: z.string(),
+  repo: z.string(),
+  argv: z.array(z.string()),
+  pid: z.number().int(),
+  clients: z.number().int(),
+  startedAt: z.number(),
+  cols: z.number().int(),
+  rows: z.number().int(),
+  exitCode: z.number().int().nullable(),
+});
+export type SessionView = z.infer<typeof SessionViewSchema>;
+
+export const SessionListSchema = z.object({ sessions: z.array(SessionViewSchema) });
+
+export const AttachQuerySchema = z.object({ session: z.string().regex(/^[a-z0-9-]{4,64}$/) });
+
+/** Text frames from a terminal client; binary frames are keystrokes. */
+export const ClientFrameSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("resize"), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }),
+  z.object({ type: z.literal("detach") }),
+]);
+export type ClientFrame = z.infer<typeof ClientFrameSchema>;
+
+/** Text frames to a terminal client; binary frames are the PTY's output. */
+export const ServerFrameSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("attached"), session: z.string(), clients: z.number().int() }),
+  z.object({ type: z.literal("exit"), code: z.number().int() }),
+  z.object({ type: z.literal("error"), error: ErrorCodeSchema, message: z.string(), hint: z.string() }),
+]);
+export type ServerFrame = z.infer<typeof ServerFrameSchema>;
+
+export const SandboxActionSchema = z.object({ sandbox: SandboxViewSchema });
+
+export const OkSchema = z.object({ ok: z.literal(true) });

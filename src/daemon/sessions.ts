@@ -1,0 +1,209 @@
+// Interactive sessions: a PTY sbx owns per shell (never the user's terminal: invariant 11), shared by any number of attached clients.
+import { randomBytes } from "node:crypto";
+import { SbxError } from "../core/errors";
+import type { Store } from "../store/store";
+import type { Exec, TerminalProcess } from "../sys/exec";
+import type { Controller } from "./controller";
+import type { Logger } from "./log";
+import { SessionCreateSchema, type ServerFrame, type SessionCreate, type SessionView } from "./protocol";
+
+/** What the session manager needs from an attached client (a WebSocket in the daemon, a fake in tests). */
+export interface SessionClient {
+  sendData(data: Uint8Array): void;
+  sendFrame(frame: ServerFrame): void;
+  close(): void;
+}
+
+/** Output kept so a client that attaches late (or joins) sees the recent screen. */
+const REPLAY_BYTES = 64 * 1024;
+/** How long an ended session stays listed so its creator can still read the exit code. */
+const KEEP_EXITED_MS = 60_000;
+/** Output can trail the exit by a moment: wait this long before telling clients it ended. */
+const EXIT_SETTLE_MS = 50;
+
+class Session {
+  readonly clients = new Set<SessionClient>();
+  private replay: Uint8Array[] = [];
+  private replayBytes = 0;
+  exitCode: number | null = null;
+  proc!: TerminalProcess;
+
+  constructor(
+    readonly id: string,
+    readonly sandboxId: number,
+    readonly sandbox: string,
+    readonly repo: string,
+    readonly argv: string[],
+    public cols: number,
+    public rows: number,
+    readonly startedAt: number,
+  ) {}
+
+  output(data: Uint8Array): void {
+    const copy = new Uint8Array(data);
+    this.replay.push(copy);
+    this.replayBytes += copy.byteLength;
+    while (this.replayBytes > REPLAY_BYTES && this.replay.length > 1) this.replayBytes -= this.replay.shift()!.byteLength;
+    for (const c of this.clients) c.sendData(copy);
+  }
+
+  replayed(): Uint8Array {
+    return Buffer.concat(this.replay);
+  }
+
+  view(): SessionView {
+    return {
+      id: this.id,
+      sandbox: this.sandbox,
+      repo: this.repo,
+      argv: this.argv,
+      pid: this.proc.pid,
+      clients: this.clients.size,
+      startedAt: this.startedAt,
+      cols: this.cols,
+      rows: this.rows,
+      exitCode: this.exitCode,
+    };
+  }
+}
+
+export interface SessionManagerDeps {
+  controller: Controller;
+  exec: Exec;
+  store: Store;
+  log: Logger;
+  now?: () => number;
+}
+
+export class SessionManager {
+  private readonly sessions = new Map<string, Session>();
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+
+  constructor(private readonly deps: SessionManagerDeps) {}
+
+  /** Starts a shell or command in a sandbox under a new PTY. Refused unless the sandbox's guards are all up. */
+  create(input: SessionCreate): SessionView {
+    const req = SessionCreateSchema.parse(input);
+    const { controller } = this.deps;
+    const sb = controller.resolve({ name: req.name, ...(req.repo ? { repo: req.repo } : {}) });
+    const rec = controller.requireGuarded(sb);
+    const backend = controller.backendFor(sb);
+    const argv = backend.shellArgv(rec.spec, { argv: req.argv, cwd: req.cwd, tty: true, env: req.env });
+    const id = `${sb.name.slice(0, 40)}-${randomBytes(3).toString("hex")}`;
+    const s = new Session(id, sb.id, sb.name, sb.repo, req.argv, req.cols, req.rows, (this.deps.now ?? Date.now)());
+    s.proc = this.deps.exec.terminal(argv, { cols: req.cols, rows: req.rows, onData: (d) => s.output(d) });
+    this.sessions.set(id, s);
+    this.deps.store.touchSandbox(sb.id);
+    this.audit(s, "session.start", { argv: req.argv, pid: s.proc.pid });
+    this.deps.log.info("session started", { session: id, sandbox: sb.name, pid: s.proc.pid });
+    void s.proc.exited.then((code) => {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        s.exitCode = code;
+        this.audit(s, "session.exit", { code });
+        this.deps.log.info("session ended", { session: id, code });
+        for (const c of s.clients) {
+          c.sendFrame({ type: "exit", code });
+          c.close();
+        }
+        s.clients.clear();
+        const gc = setTimeout(() => {
+          this.timers.delete(gc);
+          this.sessions.delete(id);
+        }, KEEP_EXITED_MS);
+        this.timers.add(gc);
+      }, EXIT_SETTLE_MS);
+      this.timers.add(t);
+    });
+    return s.view();
+  }
+
+  private audit(s: Session, action: string, detail: Record<string, unknown>): void {
+    try {
+      this.deps.store.audit({ sandboxId: s.sandboxId, kind: "session", action, detail: { session: s.id, ...detail } });
+    } catch (e) {
+      this.deps.log.error("audit write failed", { err: e });
+    }
+  }
+
+  list(): SessionView[] {
+    return [...this.sessions.values()].map((s) => s.view());
+  }
+
+  get size(): number {
+    return [...this.sessions.values()].filter((s) => s.exitCode === null).length;
+  }
+
+  private get(id: string): Session {
+    const s = this.sessions.get(id);
+    if (!s) {
+      throw new SbxError("not_found", `no session '${id}'`, { hint: "Run `sbx ps` to list the sessions." });
+    }
+    return s;
+  }
+
+  /** Checks a session exists before a WebSocket upgrade, so a bad id gets a JSON error, not a dead socket. */
+  check(id: string): SessionView {
+    return this.get(id).view();
+  }
+
+  /** Joins a client (read-write): it gets the recent output first, then everything live; an ended session sends its exit code. */
+  attach(id: string, client: SessionClient): void {
+    const s = this.get(id);
+    const replay = s.replayed();
+    if (s.exitCode !== null) {
+      if (replay.byteLength) client.sendData(replay);
+      client.sendFrame({ type: "exit", code: s.exitCode });
+      client.close();
+      return;
+    }
+    // Fenced since it started (guards died)? Then the client gets an error, not a shell.
+    const sb = this.deps.store.getSandbox(s.sandboxId);
+    if (!sb) throw new SbxError("not_found", `the sandbox of session '${id}' is gone`, { hint: "Run `sbx ps`." });
+    this.deps.controller.requireGuarded(sb);
+    s.clients.add(client);
+    client.sendFrame({ type: "attached", session: s.id, clients: s.clients.size });
+    if (replay.byteLength) client.sendData(replay);
+  }
+
+  input(id: string, data: Uint8Array | string): void {
+    const s = this.sessions.get(id);
+    if (!s || s.exitCode !== null) return;
+    s.proc.write(data);
+  }
+
+  resize(id: string, cols: number, rows: number): void {
+    const s = this.sessions.get(id);
+    if (!s || s.exitCode !== null) return;
+    s.cols = cols;
+    s.rows = rows;
+    s.proc.resize(cols, rows);
+  }
+
+  detach(id: string, client: SessionClient): void {
+    this.sessions.get(id)?.clients.delete(client);
+  }
+
+  /** Ends every session's process (SIGHUP, as a closing terminal would) and tells clients. */
+  async closeAll(): Promise<void> {
+    const live = [...this.sessions.values()].filter((s) => s.exitCode === null);
+    for (const s of live) {
+      try {
+        s.proc.kill("SIGHUP");
+      } catch {
+        /* already gone */
+      }
+    }
+    await Promise.race([Promise.all(live.map((s) => s.proc.exited)), Bun.sleep(2000)]);
+    for (const s of live) for (const c of s.clients) c.close();
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  /** Ends the sessions of one sandbox (its guards went down: nothing may keep running there through sbx). */
+  endFor(sandboxId: number): void {
+    for (const s of this.sessions.values()) {
+      if (s.sandboxId === sandboxId && s.exitCode === null) s.proc.kill("SIGHUP");
+    }
+  }
+}

@@ -1,0 +1,35 @@
+// Builds the SandboxSpec the daemon hands to backends and guards from a store row (default; the lifecycle module may supply its own).
+import type { SandboxSpec } from "../backend/backend";
+import type { Sandbox } from "../core/schemas";
+import type { Env } from "../sys/env";
+import { sandboxDir, sandboxSockets, socketId, type Paths } from "../sys/paths";
+
+export type SpecBuilder = (sandbox: Sandbox) => SandboxSpec;
+
+/** Pure: the spec of a stored sandbox. Backend options are the scalar fields of the row's `identity`. */
+export function defaultSpecBuilder(env: Env, paths: Paths): SpecBuilder {
+  return (sb) => {
+    const id = socketId(sb.repo, sb.name);
+    const options: Record<string, string | number | boolean> = {};
+    for (const [k, v] of Object.entries(sb.identity)) {
+      if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") options[k] = v;
+    }
+    return {
+      id,
+      name: sb.name,
+      repo: sb.repo,
+      dir: sandboxDir(paths, sb.repo, sb.name),
+      hostUser: {
+        name: env.userName,
+        uid: env.uid,
+        gid: env.gid,
+        home: env.vars.HOME,
+        shell: env.vars.SHELL ?? "/bin/sh",
+      },
+      sockets: sandboxSockets(paths, id),
+      env: { SANDBOX: sb.name },
+      overlays: [],
+      options,
+    };
+  };
+}
