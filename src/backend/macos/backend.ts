@@ -1,0 +1,423 @@
+// MacosBackend: each sandbox is a hidden, non-admin macOS user with its own clone, pf anchor and provisioned home.
+//
+// Three privilege levels, all through the injected Exec: the host user (reads, its own share and socket dirs),
+// the guest (`sudo -n -H -u <guest> …`: the clone and rc files, so root never writes into a guest-owned tree),
+// and root (only through `RootRunner`, i.e. privileged.ts behind `sudo -n`).
+import { basename, dirname } from "node:path";
+import { z } from "zod";
+import { SbxError } from "../../core/errors";
+import type { Exec, ExecOptions } from "../../sys/exec";
+import { sha256Hex } from "../../sys/paths";
+import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../backend";
+import { llmEnv, proxyEnv, renderShimWrappers, type HomeFile } from "../provision/provision";
+import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
+import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
+import { BIN, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, shareDir, type RootRunner } from "./privileged";
+import { renderZshRc } from "./render";
+
+/** What the guest gets on the host's read-only mirror (alternates) — read, never write. */
+export const MIRROR_PERMS = ["list", "search", "readattr", "readextattr", "readsecurity", "file_inherit", "directory_inherit"];
+
+export interface MacosBackendConfig {
+  /** Runs commands as the host user (the daemon's user). */
+  exec: Exec;
+  /** Runs the validated root requests (sudoRoot in production). */
+  root: RootRunner;
+  /** The host user every sandbox of this backend belongs to (list and cleanup need it without a spec). */
+  hostUser: string;
+  /** The daemon's runtime dir (holds `sb/<id>/` socket dirs). */
+  runtimeDir: string;
+  /** A Bun binary and the installed shim dir, both readable (not writable) by guests. */
+  runtime: string;
+  shimDir: string;
+  uidRange?: IdRange;
+  usersDir?: string;
+  shareRoot?: string;
+}
+
+const OptionsSchema = z.object({
+  proxyPort: z.number({ error: "spec.options.proxyPort is required on macOS (the guest's loopback proxy port)" }).int().min(1024).max(65535),
+});
+
+interface Ctx {
+  spec: SandboxSpec;
+  guest: string;
+  home: string;
+  port: number;
+  mirror: string;
+  share: string;
+  workspace: string;
+}
+
+function key(repo: string): string {
+  return `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}`;
+}
+
+export class MacosBackend implements Backend {
+  readonly kind = "macos" as const;
+  private readonly exec: Exec;
+  private readonly root: RootRunner;
+  private readonly host: string;
+  private readonly range: IdRange;
+  private readonly usersDir: string;
+  private readonly shareRoot: string;
+
+  constructor(private readonly cfg: MacosBackendConfig) {
+    this.exec = cfg.exec;
+    this.root = cfg.root;
+    this.host = cfg.hostUser;
+    this.range = cfg.uidRange ?? DEFAULT_UID_RANGE;
+    this.usersDir = cfg.usersDir ?? "/Users";
+    this.shareRoot = cfg.shareRoot ?? "/private/var/sbx";
+  }
+
+  private ctx(spec: SandboxSpec): Ctx {
+    if (spec.hostUser.name !== this.host) {
+      throw new SbxError("internal", `sandbox ${spec.name} belongs to ${spec.hostUser.name}, this backend serves ${this.host}`);
+    }
+    const opts = OptionsSchema.safeParse(spec.options);
+    if (!opts.success) throw new SbxError("config", opts.error.issues[0]?.message ?? "bad macOS options", { hint: "This is a bug in sbx's daemon; please report it." });
+    const guest = guestUser(this.host, spec.id);
+    const home = `${this.usersDir}/${guest}`;
+    const share = shareDir({ shareRoot: this.shareRoot }, this.host);
+    return { spec, guest, home, port: opts.data.proxyPort, share, mirror: `${share}/${key(spec.repo)}.git`, workspace: `${home}/${basename(spec.repo)}` };
+  }
+
+  private run(argv: string[], opts: ExecOptions = {}) {
+    return this.exec.run(argv, opts);
+  }
+
+  /** runs: sudo -n -H -u <guest> <argv…> */
+  private asGuest(guest: string, argv: string[], opts: ExecOptions = {}) {
+    return this.exec.run([BIN.sudo, "-n", "-H", "-u", guest, ...argv], opts);
+  }
+
+  /** runs: ls -lde[O] <path> (null when it does not exist) */
+  private async ls(path: string, flags = false) {
+    const r = await this.run([BIN.ls, flags ? "-ldeO" : "-lde", path], { check: false });
+    return r.exitCode === 0 ? parseLsEntry(r.stdout, flags) : null;
+  }
+
+  /**
+   * The guest is in `staff` like every local account, and macOS homes are 750 staff by default: a guest could read
+   * the host's home. sbx refuses to run until it is 700. runs: stat -f %Lp <home>
+   */
+  async checkHostHome(home: string): Promise<{ ok: boolean; mode: string }> {
+    const r = await this.run([BIN.stat, "-f", "%Lp", home]);
+    const mode = r.stdout.trim();
+    return { ok: (Number.parseInt(mode, 8) & 0o077) === 0, mode };
+  }
+
+  /** runs: dscl . -list /Users UniqueID */
+  private async users(): Promise<Map<string, number>> {
+    return parseDsclList((await this.run([BIN.dscl, ".", "-list", "/Users", "UniqueID"])).stdout);
+  }
+
+  async apply(spec: SandboxSpec): Promise<Change> {
+    const c = this.ctx(spec);
+    let changed = false;
+    const did = (r: { changed: boolean }) => {
+      changed ||= r.changed;
+      return r;
+    };
+
+    const hh = await this.checkHostHome(spec.hostUser.home);
+    if (!hh.ok) {
+      throw new SbxError("permission", `your home ${spec.hostUser.home} has mode ${hh.mode}: a sandbox user could read it`, {
+        hint: `Run \`chmod 700 ${spec.hostUser.home}\` (every macOS account is in group staff), then retry.`,
+      });
+    }
+
+    // Identity: the host's group, then the guest with a UID nobody holds.
+    const users = await this.users();
+    const groups = parseDsclList((await this.run([BIN.dscl, ".", "-list", "/Groups", "PrimaryGroupID"])).stdout);
+    const taken = new Set<number>([...users.values(), ...groups.values()]);
+    const gid = groups.get(hostGroup(this.host)) ?? pickId(taken, this.range, "group id");
+    taken.add(gid);
+    did(await this.root.run({ op: "ensure-group", gid }));
+    let uid = users.get(c.guest);
+    if (uid === undefined) {
+      uid = pickId(taken, this.range, "user id");
+      did(await this.root.run({ op: "add-user", user: c.guest, uid, gid, sandbox: spec.name, repo: spec.repo }));
+    } else if (!inRange(uid, this.range)) {
+      throw new SbxError("conflict", `${c.guest} has UID ${uid}, outside sbx's range`, { hint: "Remove it with `sbx prune`, then retry." });
+    }
+    const rec = parseDsclRecord(
+      (await this.run([BIN.dscl, ".", "-read", `/Users/${c.guest}`, "UniqueID", "PrimaryGroupID", "UserShell", "IsHidden"])).stdout,
+    );
+    if (rec.get("UniqueID") !== String(uid)) throw new SbxError("conflict", `${c.guest} reads back with UID ${rec.get("UniqueID")}, expected ${uid}`);
+    const want: [("IsHidden" | "UserShell" | "PrimaryGroupID"), string][] = [
+      ["IsHidden", "1"],
+      ["UserShell", RUNNING_SHELL],
+      ["PrimaryGroupID", String(gid)],
+    ];
+    for (const [attr, value] of want) {
+      if (rec.get(attr) !== value) did(await this.root.run({ op: "set-user", user: c.guest, attr, value }));
+    }
+
+    // Home: 700, hidden, the host's inheritable ACL.
+    const home = await this.ls(c.home, true);
+    const homeOk =
+      home !== null && home.mode === 0o700 && (home.flags ?? "").split(",").includes("hidden") && aclGrants(home.acl, `user:${this.host}`, HOST_HOME_PERMS);
+    if (!homeOk) did(await this.root.run({ op: "secure-home", user: c.guest }));
+
+    // The read-only path: a host-owned mirror outside the host's home; the guest may only read it.
+    did(await this.root.run({ op: "ensure-share" }));
+    if ((await this.ls(c.mirror)) === null) {
+      await this.run([BIN.git, "clone", "--mirror", "--quiet", "--", spec.repo, c.mirror], {
+        env: { GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0" },
+      });
+      changed = true;
+    }
+    await this.grant(c.share, `user:${c.guest}`, ["search"], false) && (changed = true);
+    await this.grant(c.mirror, `user:${c.guest}`, MIRROR_PERMS, true) && (changed = true);
+
+    // Workspace: the guest's own shared clone of the mirror (alternates → the mirror's objects).
+    if ((await this.asGuest(c.guest, [BIN.test, "-d", `${c.workspace}/.git`], { check: false })).exitCode !== 0) {
+      await this.asGuest(c.guest, [BIN.git, "clone", "--quiet", "--shared", "--", c.mirror, c.workspace]);
+      changed = true;
+    }
+
+    // Provisioning: rc files and shims, rewritten only when their rendering changed.
+    if (await this.provision(c)) changed = true;
+
+    // Bridge socket: only this guest may traverse to it and connect.
+    if (await this.grantSockets(c)) changed = true;
+
+    // Guards last but always checked: pf on with our token, the anchor loaded.
+    did(await this.root.run({ op: "pf-enable", uid }));
+    did(await this.root.run({ op: "pf-load", user: c.guest, uid, port: c.port }));
+    return { changed };
+  }
+
+  /** runs: ls -lde <path>; chmod [-R] +a "<who> allow <perms>" <path> (when missing). Returns whether it changed. */
+  private async grant(path: string, who: string, perms: string[], recursive: boolean): Promise<boolean> {
+    const e = await this.ls(path);
+    if (e === null) throw new SbxError("internal", `${path} vanished while applying`);
+    if (aclGrants(e.acl, who, perms)) return false;
+    await this.run([BIN.chmod, ...(recursive ? ["-R"] : []), "+a", `${who} allow ${perms.join(",")}`, path]);
+    return true;
+  }
+
+  /** The files a guest home gets; the stamp is a hash of all of them. */
+  homeFiles(c: Pick<Ctx, "spec" | "home" | "port">): { files: HomeFile[]; stamp: string } {
+    const url = `http://127.0.0.1:${c.port}`;
+    const env = { ...c.spec.env, ...proxyEnv(url), ...llmEnv(url), SANDBOX: c.spec.name, SBX_BRIDGE_SOCKET: c.spec.sockets.bridge };
+    const files = [
+      ...renderZshRc({ home: c.home, sandbox: c.spec.name, env }),
+      ...renderShimWrappers({ runtime: this.cfg.runtime, shimDir: this.cfg.shimDir }),
+    ];
+    const stamp = sha256Hex(JSON.stringify(files));
+    return { files, stamp };
+  }
+
+  /** runs (as the guest): cat ~/.sbx/provisioned; mkdir -p ~/bin ~/.sbx; tee <file>; chmod <mode> <file> */
+  private async provision(c: Ctx): Promise<boolean> {
+    const { files, stamp } = this.homeFiles(c);
+    const stampFile = `${c.home}/.sbx/provisioned`;
+    const cur = await this.asGuest(c.guest, [BIN.cat, stampFile], { check: false });
+    if (cur.exitCode === 0 && cur.stdout.trim() === stamp) return false;
+    const dirs = [...new Set([`${c.home}/.sbx`, ...files.map((f) => dirname(`${c.home}/${f.path}`))])].sort();
+    await this.asGuest(c.guest, [BIN.mkdir, "-p", ...dirs]);
+    for (const f of files) {
+      const p = `${c.home}/${f.path}`;
+      await this.asGuest(c.guest, [BIN.tee, p], { stdin: f.content });
+      await this.asGuest(c.guest, [BIN.chmod, f.mode.toString(8), p]);
+    }
+    await this.asGuest(c.guest, [BIN.tee, stampFile], { stdin: `${stamp}\n` });
+    return true;
+  }
+
+  private socketChain(c: Ctx): string[] {
+    const dir = c.spec.sockets.dir;
+    const chain: string[] = [];
+    for (let d = dir; d.startsWith(this.cfg.runtimeDir) && d.length >= this.cfg.runtimeDir.length; d = dirname(d)) chain.unshift(d);
+    return chain;
+  }
+
+  /** runs: ls -lde <dir>; mkdir -p -m 700 <dir>; chmod +a "user:<guest> allow search" <each dir>; chmod +a "… read,write" <bridge.sock> */
+  private async grantSockets(c: Ctx): Promise<boolean> {
+    let changed = false;
+    if ((await this.ls(c.spec.sockets.dir)) === null) {
+      await this.run([BIN.mkdir, "-p", "-m", "700", c.spec.sockets.dir]);
+      changed = true;
+    }
+    for (const d of this.socketChain(c)) if (await this.grant(d, `user:${c.guest}`, ["search"], false)) changed = true;
+    const sock = await this.ls(c.spec.sockets.bridge);
+    if (sock !== null && !aclGrants(sock.acl, `user:${c.guest}`, ["read", "write"])) {
+      await this.run([BIN.chmod, "+a", `user:${c.guest} allow read,write`, c.spec.sockets.bridge]);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /** The argv the daemon runs after it (re)binds a bridge socket, so its guest alone may connect. Pure. */
+  bridgeSocketAclArgv(spec: SandboxSpec): string[] {
+    return [BIN.chmod, "+a", `user:${guestUser(this.host, spec.id)} allow read,write`, spec.sockets.bridge];
+  }
+
+  /**
+   * After a reboot or a pf.conf reload: take a pf token and re-load each sandbox's anchor. Idempotent.
+   * runs (through the root helper): pfctl -s info / -s References / -E; pfctl -a com.apple/sbx_<uid> -s rules / -f
+   */
+  async reapply(specs: readonly SandboxSpec[]): Promise<Change> {
+    let changed = false;
+    const users = await this.users();
+    for (const spec of specs) {
+      const c = this.ctx(spec);
+      const uid = users.get(c.guest);
+      if (uid === undefined) continue;
+      changed = (await this.root.run({ op: "pf-enable", uid })).changed || changed;
+      changed = (await this.root.run({ op: "pf-load", user: c.guest, uid, port: c.port })).changed || changed;
+    }
+    return { changed };
+  }
+
+  /** runs: dscl . -read /Users/<guest> UserShell; then (root) dscl . -create … UserShell /usr/bin/false; pkill -KILL -u <guest> */
+  async stop(spec: SandboxSpec): Promise<Change> {
+    const guest = guestUser(this.host, spec.id);
+    const r = await this.run([BIN.dscl, ".", "-read", `/Users/${guest}`, "UserShell"], { check: false });
+    if (r.exitCode !== 0) return { changed: false };
+    if (parseDsclRecord(r.stdout).get("UserShell") === STOPPED_SHELL) return { changed: false };
+    await this.root.run({ op: "set-user", user: guest, attr: "UserShell", value: STOPPED_SHELL });
+    await this.root.run({ op: "kill-user", user: guest });
+    return { changed: true };
+  }
+
+  async remove(spec: SandboxSpec): Promise<Change> {
+    const guest = guestUser(this.host, spec.id);
+    let changed = false;
+    const r = await this.run([BIN.dscl, ".", "-read", `/Users/${guest}`, "UniqueID"], { check: false });
+    const uid = r.exitCode === 0 ? Number(parseDsclRecord(r.stdout).get("UniqueID")) : undefined;
+    if (uid !== undefined && Number.isInteger(uid)) {
+      await this.root.run({ op: "kill-user", user: guest });
+      // Drop the guest's ACEs while its name still resolves.
+      const share = shareDir({ shareRoot: this.shareRoot }, this.host);
+      const mirror = `${share}/${key(spec.repo)}.git`;
+      await this.run([BIN.chmod, "-R", "-a", `user:${guest} allow ${MIRROR_PERMS.join(",")}`, mirror], { check: false });
+      await this.run([BIN.chmod, "-a", `user:${guest} allow search`, share], { check: false });
+      for (const d of this.socketChainFor(spec)) await this.run([BIN.chmod, "-a", `user:${guest} allow search`, d], { check: false });
+      if (inRange(uid, this.range)) await this.root.run({ op: "pf-unload", uid });
+      changed = true;
+    }
+    if ((await this.root.run({ op: "delete-user", user: guest })).changed) changed = true;
+    if (await this.removeSockets(spec.sockets.dir)) changed = true;
+    return { changed };
+  }
+
+  private socketChainFor(spec: SandboxSpec): string[] {
+    // Only the dirs above the sandbox's own (which is deleted whole): <runtime>, <runtime>/sb.
+    const out: string[] = [];
+    for (let d = dirname(spec.sockets.dir); d.startsWith(this.cfg.runtimeDir) && d.length >= this.cfg.runtimeDir.length; d = dirname(d)) out.unshift(d);
+    return out;
+  }
+
+  /** runs: test -e <dir>; rm -rf <dir> */
+  private async removeSockets(dir: string): Promise<boolean> {
+    if ((await this.run([BIN.test, "-e", dir], { check: false })).exitCode !== 0) return false;
+    await this.run([BIN.rm, "-rf", dir]);
+    return true;
+  }
+
+  /** runs: dscl . -read /Users/<guest> UniqueID UserShell */
+  async inspect(spec: SandboxSpec): Promise<Observed> {
+    const guest = guestUser(this.host, spec.id);
+    const base = { id: spec.id, name: spec.name, repo: spec.repo };
+    const r = await this.run([BIN.dscl, ".", "-read", `/Users/${guest}`, "UniqueID", "UserShell"], { check: false });
+    if (r.exitCode !== 0) return { ...base, phase: "absent", detail: {} };
+    const rec = parseDsclRecord(r.stdout);
+    const uid = rec.get("UniqueID") ?? "";
+    return {
+      ...base,
+      phase: rec.get("UserShell") === RUNNING_SHELL ? "running" : "stopped",
+      detail: { user: guest, uid, home: `${this.usersDir}/${guest}`, anchor: anchorName(Number(uid)), ...(typeof spec.options.proxyPort === "number" ? { proxyPort: String(spec.options.proxyPort) } : {}) },
+    };
+  }
+
+  /** runs: dscl . -list /Users UniqueID; dscl . -read /Users/<guest> UniqueID UserShell RealName Comment (each guest) */
+  async list(): Promise<Observed[]> {
+    const out: Observed[] = [];
+    for (const [user, uid] of [...(await this.users())].sort(([a], [b]) => a.localeCompare(b))) {
+      const id = parseGuestUser(this.host, user);
+      if (id === null) continue;
+      const r = await this.run([BIN.dscl, ".", "-read", `/Users/${user}`, "UniqueID", "UserShell", "RealName", "Comment"], { check: false });
+      const rec = parseDsclRecord(r.stdout);
+      out.push({
+        id,
+        name: (rec.get("RealName") ?? "").replace(/^sbx /, ""),
+        repo: rec.get("Comment") ?? "",
+        phase: r.exitCode !== 0 ? "absent" : rec.get("UserShell") === RUNNING_SHELL ? "running" : "stopped",
+        detail: { user, uid: String(uid) },
+      });
+    }
+    return out;
+  }
+
+  async cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    const removed: string[] = [];
+    const dry = opts.dryRun === true;
+    const users = await this.users();
+    const uidOwner = new Map([...users].map(([u, n]) => [n, u]));
+    const handledUids = new Set<number>();
+
+    // 1. Guest users of this host whose sandbox is not kept (also those a failed create left half-made).
+    for (const [user, uid] of [...users].sort(([a], [b]) => a.localeCompare(b))) {
+      const id = parseGuestUser(this.host, user);
+      if (id === null || keep.has(id)) continue;
+      removed.push(`user ${user} (uid ${uid}) of sandbox ${id}`);
+      handledUids.add(uid);
+      if (dry) continue;
+      await this.root.run({ op: "kill-user", user });
+      if (inRange(uid, this.range)) await this.root.run({ op: "pf-unload", uid });
+      await this.root.run({ op: "delete-user", user });
+    }
+
+    // 2. Anchors and recorded pf state of UIDs no account holds any more (or that an orphan above held).
+    const pf = z
+      .object({ anchors: z.array(z.number()), files: z.array(z.number()) })
+      .parse(JSON.parse((await this.root.run({ op: "pf-state" })).out));
+    for (const uid of [...new Set([...pf.anchors, ...pf.files])].sort((a, b) => a - b)) {
+      if (handledUids.has(uid) || !inRange(uid, this.range)) continue;
+      const owner = uidOwner.get(uid);
+      if (owner !== undefined) continue; // a live account's anchor: kept (ours) or someone else's
+      removed.push(`pf anchor ${anchorName(uid)} (uid ${uid}, no account; sandbox unknown)`);
+      if (!dry) await this.root.run({ op: "pf-unload", uid });
+    }
+
+    // 3. Homes left without an account.
+    const ls = await this.run([BIN.ls, this.usersDir], { check: false });
+    for (const name of ls.stdout.split("\n").map((s) => s.trim()).filter((s) => s.startsWith(guestPrefix(this.host))).sort()) {
+      const id = parseGuestUser(this.host, name);
+      if (id === null || keep.has(id) || users.has(name)) continue;
+      removed.push(`home ${this.usersDir}/${name} of sandbox ${id}`);
+      if (!dry) await this.root.run({ op: "delete-user", user: name });
+    }
+
+    // 4. Socket dirs of sandboxes that are not kept.
+    const sb = `${this.cfg.runtimeDir}/sb`;
+    const socks = await this.run([BIN.ls, sb], { check: false });
+    for (const id of socks.stdout.split("\n").map((s) => s.trim()).filter((s) => /^[a-z0-9]+$/.test(s)).sort()) {
+      if (keep.has(id)) continue;
+      removed.push(`sockets ${sb}/${id} of sandbox ${id}`);
+      if (!dry) await this.run([BIN.rm, "-rf", `${sb}/${id}`]);
+    }
+    return { removed };
+  }
+
+  /** `sudo -n -H -u <guest> -i -- env K=V… sh -c 'cd … && exec …'`: spawned by sbx under its own PTY. Pure. */
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    const guest = guestUser(this.host, spec.id);
+    const ws = `${this.usersDir}/${guest}/${basename(spec.repo)}`;
+    const cwd = req.cwd === spec.repo ? ws : req.cwd.startsWith(`${spec.repo}/`) ? ws + req.cwd.slice(spec.repo.length) : ws;
+    const env = Object.entries(req.env)
+      .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => `${k}=${v}`);
+    const cmd = req.argv.length > 0 ? req.argv : [RUNNING_SHELL, "-l"];
+    return [
+      BIN.sudo, "-n", "-H", "-u", guest, "-i", "--",
+      "/usr/bin/env", ...env,
+      "/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sbx-enter", cwd, ...cmd,
+    ];
+  }
+}

@@ -1,0 +1,99 @@
+// Pure renderers for the macOS backend: the per-UID pf anchor, the sudoers rule, the zsh rc files and the root helper's plist.
+import anchorTemplate from "../../../pf/sandbox.anchor.tmpl" with { type: "text" };
+import plistTemplate from "../../../launchd/sbx-privileged.plist.tmpl" with { type: "text" };
+import { renderShellRc, type HomeFile } from "../provision/provision";
+import { anchorName, hostGroup, hostTag } from "./naming";
+
+function fill(template: string, vars: Record<string, string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
+    const v = vars[k];
+    if (v === undefined) throw new Error(`render: template variable {{${k}}} has no value`);
+    return v;
+  });
+}
+
+export interface AnchorInput {
+  user: string;
+  uid: number;
+  /** The sandbox's proxy port on 127.0.0.1, the only destination its sockets may reach. */
+  port: number;
+}
+
+/** The rules of `com.apple/sbx_<uid>`: pass TCP to 127.0.0.1:<port>, block (and log) every other TCP/UDP of that uid. */
+export function renderPfAnchor(input: AnchorInput): string {
+  if (!Number.isInteger(input.uid) || input.uid <= 0) throw new Error(`render: bad uid ${input.uid}`);
+  if (!Number.isInteger(input.port) || input.port < 1024 || input.port > 65535) {
+    throw new Error(`render: proxy port ${input.port} must be an unprivileged TCP port (1024–65535)`);
+  }
+  if (!/^[a-z0-9_]+$/.test(input.user)) throw new Error(`render: bad user name ${input.user}`);
+  return fill(anchorTemplate, {
+    anchor: anchorName(input.uid),
+    user: input.user,
+    uid: String(input.uid),
+    port: String(input.port),
+  });
+}
+
+export interface SudoersInput {
+  hostUser: string;
+  /** argv prefix of the root helper, absolute paths without whitespace (e.g. [bun, privileged.js]). */
+  helperArgv: readonly string[];
+}
+
+const SUDOERS_WORD = /^[A-Za-z0-9_./+-]+$/;
+
+/**
+ * /etc/sudoers.d/sbx_<host>: the host user may run the one root helper (which validates every request) and may
+ * run anything as its own guests (members of `sbx_<host>`), never as anyone else. The guests get no sudo at all.
+ */
+export function renderSudoers(input: SudoersInput): string {
+  if (!SUDOERS_WORD.test(input.hostUser)) throw new Error(`render: host user '${input.hostUser}' cannot be named in sudoers safely`);
+  if (input.helperArgv.length === 0) throw new Error("render: helper argv is empty");
+  for (const a of input.helperArgv) {
+    if (!a.startsWith("/")) throw new Error(`render: helper path ${a} must be absolute`);
+    if (!SUDOERS_WORD.test(a)) throw new Error(`render: helper path '${a}' has characters sudoers would misread`);
+  }
+  const alias = `SBX_${hostTag(input.hostUser).toUpperCase()}_HELPER`;
+  return [
+    `# sbx: ${input.hostUser} may run sbx's root helper (creates/removes its sandbox users, loads their pf anchors),`,
+    `# and may run commands as its own sandbox users (group ${hostGroup(input.hostUser)}), never as anyone else.`,
+    `# Written by \`sbx service install\` to /etc/sudoers.d/sbx_${hostTag(input.hostUser)}; validate with \`visudo -cf <file>\`.`,
+    `Cmnd_Alias ${alias} = ${input.helperArgv.join(" ")} *`,
+    `Defaults!${alias} env_reset`,
+    `${input.hostUser} ALL = (root) NOPASSWD: ${alias}`,
+    `${input.hostUser} ALL = (%${hostGroup(input.hostUser)}) NOPASSWD: ALL`,
+    "",
+  ].join("\n");
+}
+
+export interface ZshRcInput {
+  home: string;
+  sandbox: string;
+  env: Record<string, string>;
+}
+
+/** The guest's zsh rc files (macOS guests always get /bin/zsh). */
+export function renderZshRc(input: ZshRcInput): HomeFile[] {
+  return renderShellRc({ shell: "zsh", binDir: `${input.home}/bin`, env: input.env, sandbox: input.sandbox });
+}
+
+export interface PlistInput {
+  label: string;
+  /** Root helper argv; the plist appends the reapply-all request. */
+  helperArgv: readonly string[];
+  log: string;
+}
+
+function xmlEscape(s: string): string {
+  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;");
+}
+
+/** /Library/LaunchDaemons/<label>.plist: runs the helper's `reapply-all` at boot and on pf.conf changes. */
+export function renderPrivilegedPlist(input: PlistInput): string {
+  const args = [...input.helperArgv, JSON.stringify({ op: "reapply-all" })];
+  return fill(plistTemplate, {
+    label: xmlEscape(input.label),
+    args: args.map((a) => `    <string>${xmlEscape(a)}</string>`).join("\n"),
+    log: xmlEscape(input.log),
+  });
+}

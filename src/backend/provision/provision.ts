@@ -1,0 +1,139 @@
+// OS-neutral provisioning of a sandbox user's home: rc files that put ~/bin first and set sbx's env, and the shims to link.
+//
+// Pure: everything here returns text or data; the macOS and Linux user backends write it as the guest user.
+
+/** Shells sbx writes rc files for. */
+export type ShellKind = "zsh" | "bash" | "fish";
+
+/** One file to write in the guest's home (path relative to that home). */
+export interface HomeFile {
+  path: string;
+  content: string;
+  mode: number;
+}
+
+export interface ShellRcInput {
+  shell: ShellKind;
+  /** Absolute path of the guest's bin dir (shims), put first on PATH. */
+  binDir: string;
+  /** Variables exported to every shell of the guest (already free of host secrets). */
+  env: Record<string, string>;
+  /** Sandbox name shown in the prompt. */
+  sandbox: string;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** POSIX single-quoting, valid in sh, bash and zsh. */
+export function shQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** fish single-quoting: only `\` and `'` are special inside. */
+export function fishQuote(s: string): string {
+  return `'${s.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
+}
+
+function sortedEnv(env: Record<string, string>): [string, string][] {
+  const entries = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [k, v] of entries) {
+    if (!ENV_NAME.test(k)) throw new Error(`provision: invalid environment variable name ${JSON.stringify(k)}`);
+    if (v.includes("\0")) throw new Error(`provision: value of ${k} contains a NUL byte`);
+  }
+  return entries;
+}
+
+const HEADER = "# Written by sbx; rewritten on every apply. Local changes are lost.";
+
+/**
+ * The rc files for one shell kind. zsh: `.zshenv` (every zsh, including `zsh -c`) sets the env and PATH;
+ * `.zprofile` puts ~/bin first again because macOS's /etc/zprofile runs path_helper, which moves system
+ * dirs ahead of what .zshenv set (so /usr/bin/git would win over the shim); `.zshrc` sets the prompt.
+ * bash: `.bash_profile` sources `.bashrc`, which does both. fish: one conf.d file.
+ */
+export function renderShellRc(input: ShellRcInput): HomeFile[] {
+  const env = sortedEnv(input.env);
+  const { binDir, sandbox } = input;
+  if (!binDir.startsWith("/")) throw new Error(`provision: bin dir must be absolute, got ${binDir}`);
+  switch (input.shell) {
+    case "zsh": {
+      const exports = env.map(([k, v]) => `export ${k}=${shQuote(v)}`).join("\n");
+      const path = `typeset -U path\npath=(${shQuote(binDir)} $path)\nexport PATH`;
+      return [
+        { path: ".zshenv", mode: 0o644, content: `${HEADER}\n# Read by every zsh: sbx's proxy and LLM variables, and the git/gh shims first on PATH.\n${exports}\n${path}\n` },
+        { path: ".zprofile", mode: 0o644, content: `${HEADER}\n# /etc/zprofile's path_helper reorders PATH for login shells: put the shims first again.\n${path}\n` },
+        { path: ".zshrc", mode: 0o644, content: `${HEADER}\nPROMPT=${shQuote(`[sbx:${sandbox}] %~ %# `)}\n` },
+      ];
+    }
+    case "bash": {
+      const exports = env.map(([k, v]) => `export ${k}=${shQuote(v)}`).join("\n");
+      const path = `case ":$PATH:" in *:${shQuote(binDir)}:*) ;; *) PATH=${shQuote(binDir)}:"$PATH" ;; esac\nexport PATH`;
+      return [
+        { path: ".bash_profile", mode: 0o644, content: `${HEADER}\n[ -f ~/.bashrc ] && . ~/.bashrc\n` },
+        { path: ".bashrc", mode: 0o644, content: `${HEADER}\n${exports}\n${path}\nPS1=${shQuote(`[sbx:${sandbox}] \\w \\$ `)}\n` },
+      ];
+    }
+    case "fish": {
+      const exports = env.map(([k, v]) => `set -gx ${k} ${fishQuote(v)}`).join("\n");
+      return [
+        {
+          path: ".config/fish/conf.d/sbx.fish",
+          mode: 0o644,
+          content: `${HEADER}\n${exports}\nfish_add_path --global --move --path ${fishQuote(binDir)}\n`,
+        },
+      ];
+    }
+  }
+}
+
+/** A shim the sandbox gets in ~/bin: `name` runs `script` (relative to the sbx install's shim dir) on the host's Bun. */
+export interface ShimFile {
+  name: string;
+  script: string;
+}
+
+/** The shims every user-account sandbox gets (written by the shims engineer under `shims/`). */
+export const SHIM_FILES: readonly ShimFile[] = [
+  { name: "git", script: "git.ts" },
+  { name: "gh", script: "gh.ts" },
+];
+
+export interface ShimWrapperInput {
+  /** Absolute path of a Bun binary the guest can execute (read-only to it). */
+  runtime: string;
+  /** Absolute dir holding the installed shim scripts (read-only to the guest). */
+  shimDir: string;
+}
+
+/** The ~/bin entries: tiny sh wrappers that exec the installed shim on the installed Bun (no copy of sbx inside). */
+export function renderShimWrappers(input: ShimWrapperInput): HomeFile[] {
+  for (const p of [input.runtime, input.shimDir]) {
+    if (!p.startsWith("/")) throw new Error(`provision: ${p} must be absolute`);
+  }
+  return SHIM_FILES.map((s) => ({
+    path: `bin/${s.name}`,
+    mode: 0o755,
+    content: `#!/bin/sh\n# sbx shim: ${s.name} network operations go to the host's command bridge.\nexec ${shQuote(input.runtime)} ${shQuote(`${input.shimDir}/${s.script}`)} "$@"\n`,
+  }));
+}
+
+/** Proxy variables (both cases) pointing at a loopback HTTP proxy. */
+export function proxyEnv(proxyUrl: string): Record<string, string> {
+  return { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl };
+}
+
+/**
+ * LLM base URLs served by the proxy at `/llm/<provider>`, with placeholder keys: the proxy swaps in the host's
+ * real key at request time, so nothing secret is ever inside.
+ */
+export function llmEnv(proxyUrl: string): Record<string, string> {
+  const base = proxyUrl.replace(/\/+$/, "");
+  return {
+    ANTHROPIC_BASE_URL: `${base}/llm/anthropic`,
+    ANTHROPIC_API_KEY: "sbx-placeholder",
+    OPENAI_BASE_URL: `${base}/llm/openai/v1`,
+    OPENAI_API_KEY: "sbx-placeholder",
+    GEMINI_API_KEY: "sbx-placeholder",
+    GOOGLE_GEMINI_BASE_URL: `${base}/llm/gemini`,
+  };
+}
