@@ -1,0 +1,551 @@
+// LinuxUserBackend: one locked system account per sandbox, a 700 home the host reaches by ACL, a per-UID nft chain.
+//
+// Phases: running = account + run-mode firewall (only 127.0.0.1:<proxyPort>); stopped = account + block-all
+// firewall and none of the guest's processes; absent = no account. Every command goes through the Exec.
+import { basename, dirname, join } from "node:path";
+import { z } from "zod";
+import { SbxError } from "../../core/errors";
+import type { Exec } from "../../sys/exec";
+import type { Backend, Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../backend";
+import { chainName, guestUser, parseChainName, parseGuestUser } from "./naming";
+import { chainMatches, DEFAULT_TABLE, parseTable, renderBase, renderRemove, renderSandbox, type SandboxRules, type TableState } from "./nft";
+
+/** Root-owned base of everything this backend keeps on disk. */
+export const DEFAULT_ROOT = "/var/lib/sbx";
+
+export interface LinuxUserOptions {
+  exec: Exec;
+  /** Base dir: `<root>/homes/<guest>` (0711 root), `<root>/meta/<id>.json` (0700 root), `<root>/stage` (0711 root). */
+  root?: string;
+  /** nft table name in the inet family. */
+  table?: string;
+  /** Loud warnings (world-readable host home): the daemon logs them and `sbx doctor` repeats them. */
+  warn?: (message: string) => void;
+}
+
+export interface Passwd {
+  name: string;
+  uid: number;
+  gid: number;
+  gecos: string;
+  home: string;
+  shell: string;
+}
+
+/** What sbx recorded about a guest so that removal can undo ACLs on host paths even after a crash. */
+export const GuestMetaSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  repo: z.string(),
+  user: z.string(),
+  uid: z.number().int(),
+  /** Host dirs given `u:<guest>:--x` (only those "other" could not traverse). */
+  traverse: z.array(z.string()),
+  /** The host repo's objects dir given `u:<guest>:rX` recursively (and as default ACL). */
+  objects: z.string().nullable(),
+});
+export type GuestMeta = z.infer<typeof GuestMetaSchema>;
+
+export function parsePasswdLine(line: string): Passwd | null {
+  const f = line.split(":");
+  if (f.length < 7) return null;
+  const uid = Number(f[2]);
+  const gid = Number(f[3]);
+  if (!Number.isInteger(uid) || !Number.isInteger(gid)) return null;
+  return { name: f[0]!, uid, gid, gecos: f[4]!, home: f[5]!, shell: f[6]! };
+}
+
+/** Every ancestor dir of an absolute path, outermost first, excluding the path itself (`/a/b/c` → `/`, `/a`, `/a/b`). */
+export function ancestors(path: string): string[] {
+  const out: string[] = [];
+  let p = dirname(path);
+  while (true) {
+    out.unshift(p);
+    if (p === "/") break;
+    p = dirname(p);
+  }
+  return out;
+}
+
+/** Mode string from `stat -c %a` lets "other" traverse. */
+function otherCanTraverse(mode: string): boolean {
+  const o = Number.parseInt(mode.slice(-1), 8);
+  return (o & 1) === 1;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Set by setpriv --reset-env from the guest's passwd entry; a spec must not override who the guest is. */
+const IDENTITY_VARS = new Set(["HOME", "USER", "LOGNAME", "SHELL"]);
+
+export class LinuxUserBackend implements Backend {
+  readonly kind = "linux-user" as const;
+  readonly root: string;
+  readonly table: string;
+  private readonly exec: Exec;
+  private readonly warn: (m: string) => void;
+
+  constructor(opts: LinuxUserOptions) {
+    this.exec = opts.exec;
+    this.root = opts.root ?? DEFAULT_ROOT;
+    this.table = opts.table ?? DEFAULT_TABLE;
+    this.warn = opts.warn ?? ((m) => process.stderr.write(`sbx: warning: ${m}\n`));
+  }
+
+  // ── layout (pure) ──────────────────────────────────────────────────────────
+
+  get homesDir(): string {
+    return join(this.root, "homes");
+  }
+  get metaDir(): string {
+    return join(this.root, "meta");
+  }
+  get stageDir(): string {
+    return join(this.root, "stage");
+  }
+  guest(spec: SandboxSpec): string {
+    return guestUser(spec.hostUser.name, spec.id);
+  }
+  home(guest: string): string {
+    return join(this.homesDir, guest);
+  }
+  /** The guest's clone of the host repo: `<home>/work/<repo dir name>`. */
+  workspace(spec: SandboxSpec): string {
+    return join(this.home(this.guest(spec)), "work", basename(spec.repo));
+  }
+  metaFile(id: string): string {
+    return join(this.metaDir, `${id}.json`);
+  }
+
+  private proxyPort(spec: SandboxSpec): number {
+    const p = spec.options.proxyPort;
+    if (typeof p !== "number" || !Number.isInteger(p) || p < 1 || p > 65535) {
+      throw new SbxError("config", `sandbox ${spec.name}: the user backend needs options.proxyPort (1-65535), got ${JSON.stringify(p)}`, {
+        hint: "The daemon assigns each user-account sandbox a loopback proxy port; this is a bug in sbx if you see it.",
+      });
+    }
+    return p;
+  }
+
+  // ── observation (read-only commands) ─────────────────────────────────────────
+
+  /** runs: getent passwd <name> */
+  async getUser(name: string): Promise<Passwd | null> {
+    const r = await this.exec.run(["getent", "passwd", name], { check: false });
+    if (r.exitCode !== 0) return null;
+    return parsePasswdLine(r.stdout.trim());
+  }
+
+  /** runs: nft -j list table inet <table> */
+  async readTable(): Promise<TableState> {
+    const r = await this.exec.run(["nft", "-j", "list", "table", "inet", this.table], { check: false });
+    return parseTable(r.exitCode === 0 ? r.stdout : "");
+  }
+
+  /** runs: cat <root>/meta/<id>.json */
+  private async readMeta(id: string): Promise<GuestMeta | null> {
+    const r = await this.exec.run(["cat", this.metaFile(id)], { check: false });
+    if (r.exitCode !== 0) return null;
+    try {
+      return GuestMetaSchema.parse(JSON.parse(r.stdout));
+    } catch {
+      return null;
+    }
+  }
+
+  // ── convergence steps ──────────────────────────────────────────────────────────
+
+  /** runs: stat -c '%a %u %g' <root> <homes> <meta> <stage>; install -d -m … -o root -g root <dir> for any that differ */
+  private async ensureBaseDirs(): Promise<boolean> {
+    const want: [string, string][] = [
+      [this.root, "755"],
+      [this.homesDir, "711"],
+      [this.metaDir, "700"],
+      [this.stageDir, "711"],
+    ];
+    const r = await this.exec.run(["stat", "-c", "%a %u %g", ...want.map(([d]) => d)], { check: false });
+    const got = r.stdout.split("\n");
+    let changed = false;
+    for (const [i, [dir, mode]] of want.entries()) {
+      if (got[i] === `${mode} 0 0`) continue;
+      await this.exec.run(["install", "-d", "-m", `0${mode}`, "-o", "root", "-g", "root", dir]);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /** runs: useradd --system --user-group --shell /bin/bash --home-dir <home> --no-create-home --comment … <guest> */
+  private async createUser(spec: SandboxSpec, guest: string): Promise<Passwd> {
+    await this.exec.run([
+      "useradd",
+      "--system",
+      "--user-group",
+      "--shell",
+      "/bin/bash",
+      "--home-dir",
+      this.home(guest),
+      "--no-create-home",
+      "--comment",
+      `sbx sandbox ${spec.name}`,
+      guest,
+    ]);
+    const pw = await this.getUser(guest);
+    if (!pw) throw new SbxError("internal", `useradd succeeded but ${guest} is not in the user database`);
+    return pw;
+  }
+
+  /** runs: nft -f - (the rendered base and/or sandbox chain on stdin), only when the table differs */
+  private async ensureFirewall(want: SandboxRules, state?: TableState): Promise<boolean> {
+    const t = state ?? (await this.readTable());
+    const parts: string[] = [];
+    if (!t.baseOk) parts.push(renderBase(this.table));
+    if (!t.baseOk || !chainMatches(t.chains.get(chainName(want.id)), want)) parts.push(renderSandbox(want, this.table));
+    if (parts.length === 0) return false;
+    await this.exec.run(["nft", "-f", "-"], { stdin: parts.join("") });
+    return true;
+  }
+
+  /**
+   * The guest's home: `<homes>/<guest>`, owned by the guest, mode 700, plus `u:<host>:rwx` and the same as a
+   * default ACL so the host can read and change what the agent writes. (`ls` shows `rwx` in the group bits:
+   * that is the ACL mask; the owning group's own entry stays `---`.)
+   * runs: getfacl -p --numeric <home>; install -d -m 0700 -o <uid> -g <gid> <home>; setfacl -m … <home>
+   */
+  private async ensureHome(pw: Passwd, host: HostUser): Promise<boolean> {
+    const home = this.home(pw.name);
+    const r = await this.exec.run(["getfacl", "-p", "--numeric", home], { check: false });
+    const acl = r.exitCode === 0 ? r.stdout : null;
+    let changed = false;
+    if (acl === null || !acl.includes(`# owner: ${pw.uid}\n`) || !acl.includes(`# group: ${pw.gid}\n`)) {
+      await this.exec.run(["install", "-d", "-m", "0700", "-o", String(pw.uid), "-g", String(pw.gid), home]);
+      changed = true;
+    }
+    if (host.uid === 0) return changed; // root needs no ACL to get in
+    const wanted = [
+      `user:${host.uid}:rwx`,
+      "group::---",
+      "mask::rwx",
+      "other::---",
+      `default:user:${host.uid}:rwx`,
+      "default:group::---",
+      "default:other::---",
+    ];
+    if (changed || acl === null || wanted.some((w) => !acl.split("\n").includes(w))) {
+      const spec = [`u:${host.uid}:rwx`, "g::---", "m::rwx", "o::---", "d:u::rwx", `d:u:${host.uid}:rwx`, "d:g::---", "d:m::rwx", "d:o::---"];
+      await this.exec.run(["setfacl", "-m", spec.join(","), home]);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /** Warns (once per apply) when the host home lets every user in: the guest then needs no ACL to read it. runs: stat -c %a <host home> */
+  private async checkHostHome(host: HostUser): Promise<void> {
+    const r = await this.exec.run(["stat", "-c", "%a", host.home], { check: false });
+    if (r.exitCode !== 0) return;
+    const mode = r.stdout.trim();
+    const other = Number.parseInt(mode.slice(-1), 8);
+    if ((other & 5) !== 0) {
+      this.warn(
+        `your home ${host.home} is mode ${mode}: every account on this machine, sandbox users included, can ` +
+          `${other & 4 ? "list and " : ""}open world-readable files in it. Run \`chmod 700 ${host.home}\` to keep sandboxes out.`,
+      );
+    }
+  }
+
+  /** runs: setpriv --reuid=<host uid> --regid=<host gid> --init-groups --reset-env -- <argv> (or argv as is for root) */
+  private asHost(host: HostUser, argv: string[]): string[] {
+    if (host.uid === 0) return argv;
+    return ["setpriv", `--reuid=${host.uid}`, `--regid=${host.gid}`, "--init-groups", "--reset-env", "--", ...argv];
+  }
+
+  /**
+   * The guest's clone, made once: the host user clones (`--shared`) into a root-owned staging dir, root writes
+   * the alternates, hands the tree to the guest and moves it into the home. The guest reaches the host's objects
+   * read-only through ACLs on exactly the dirs it must traverse and the objects tree; these paths are recorded
+   * in the meta file first, so removal (or prune after a crash) can take the ACLs back.
+   */
+  private async ensureWorkspace(spec: SandboxSpec, pw: Passwd): Promise<boolean> {
+    const ws = this.workspace(spec);
+    const have = await this.exec.run(["stat", "-c", "%u", join(ws, ".git")], { check: false });
+    const meta = await this.readMeta(spec.id);
+    if (have.exitCode === 0 && have.stdout.trim() === String(pw.uid) && meta?.uid === pw.uid) return false;
+    if (have.exitCode === 0) {
+      throw new SbxError("conflict", `sandbox ${spec.name}: ${ws} exists but is not the guest's clone`, {
+        hint: `Remove the sandbox with \`sbx rm ${spec.name}\` and create it again.`,
+      });
+    }
+    const host = spec.hostUser;
+
+    // runs: git -C <repo> rev-parse --path-format=absolute --git-common-dir (as the host user); realpath -e <objects>
+    const common = await this.exec.run(this.asHost(host, ["git", "-C", spec.repo, "rev-parse", "--path-format=absolute", "--git-common-dir"]));
+    const objects = (await this.exec.run(["realpath", "-e", join(common.stdout.trim(), "objects")])).stdout.trim();
+    const chain = ancestors(objects);
+    const modes = await this.exec.run(["stat", "-c", "%a", ...chain]);
+    const lines = modes.stdout.split("\n");
+    const traverse = chain.filter((_d, i) => !otherCanTraverse(lines[i] ?? "0"));
+
+    const record: GuestMeta = { id: spec.id, name: spec.name, repo: spec.repo, user: pw.name, uid: pw.uid, traverse, objects };
+    // runs: tee <root>/meta/<id>.json
+    await this.exec.run(["tee", this.metaFile(spec.id)], { stdin: JSON.stringify(record) + "\n" });
+
+    // runs: setfacl -m u:<guest>:--x <dirs…>; setfacl -R -m u:<guest>:rX,d:u:<guest>:rX <objects>
+    if (traverse.length > 0) await this.exec.run(["setfacl", "-m", `u:${pw.uid}:--x`, ...traverse]);
+    await this.exec.run(["setfacl", "-R", "-m", `u:${pw.uid}:rX,d:u:${pw.uid}:rX`, objects]);
+
+    // Stage: <stage>/<id> is the host's for the clone; nothing of the guest's is on this path.
+    const stage = join(this.stageDir, spec.id);
+    const staged = join(stage, basename(spec.repo));
+    await this.exec.run(["rm", "-rf", "--one-file-system", stage]);
+    await this.exec.run(["install", "-d", "-m", "0700", "-o", String(host.uid), "-g", String(host.gid), stage]);
+    await this.exec.run(this.asHost(host, ["git", "clone", "--quiet", "--shared", spec.repo, staged]));
+    await this.exec.run(["tee", join(staged, ".git", "objects", "info", "alternates")], { stdin: `${objects}\n` });
+    await this.exec.run(["chown", "-R", "--no-dereference", `${pw.uid}:${pw.gid}`, staged]);
+    if (host.uid !== 0) {
+      await this.exec.run(["setfacl", "-R", "-m", `u:${host.uid}:rwX,d:u:${host.uid}:rwX,m::rwX`, staged]);
+    }
+    // <home>/work is made by root (0770 keeps the ACL mask open for the host; the group entry stays ---).
+    const work = dirname(ws);
+    const w = await this.exec.run(["stat", "-c", "%F %u", work], { check: false });
+    if (w.exitCode !== 0) {
+      await this.exec.run(["install", "-d", "-m", "0770", "-o", String(pw.uid), "-g", String(pw.gid), work]);
+    } else if (w.stdout.trim() !== `directory ${pw.uid}`) {
+      throw new SbxError("conflict", `sandbox ${spec.name}: ${work} is not a directory owned by ${pw.name}`, {
+        hint: `Remove the sandbox with \`sbx rm ${spec.name}\` and create it again.`,
+      });
+    }
+    await this.exec.run(["mv", "-T", staged, ws]);
+    await this.exec.run(["rmdir", stage]);
+    return true;
+  }
+
+  /** Kills every process of the guest UID (these processes belong to the account sbx made). runs: pgrep -u <uid>; pkill -KILL -u <uid> */
+  private async killGuest(uid: number): Promise<boolean> {
+    let killed = false;
+    for (let i = 0; i < 20; i++) {
+      const r = await this.exec.run(["pgrep", "-u", String(uid)], { check: false });
+      if (r.exitCode !== 0) return killed;
+      await this.exec.run(["pkill", "-KILL", "-u", String(uid)], { check: false });
+      killed = true;
+      await Bun.sleep(Math.min(10 * (i + 1), 100));
+    }
+    throw new SbxError("unavailable", `processes of uid ${uid} kept running after SIGKILL`, {
+      hint: "Check `ps -u " + uid + "` for processes stuck in the kernel (D state) and try again.",
+    });
+  }
+
+  // ── Backend ───────────────────────────────────────────────────────────────────
+
+  /** Converges to running: base dirs, account, firewall (before anything can run as the guest), home, clone. */
+  async apply(spec: SandboxSpec): Promise<Change> {
+    const port = this.proxyPort(spec);
+    const guest = this.guest(spec);
+    let changed = await this.ensureBaseDirs();
+    let pw = await this.getUser(guest);
+    if (pw && pw.home !== this.home(guest)) {
+      throw new SbxError("conflict", `account ${guest} exists with home ${pw.home}, not ${this.home(guest)}`, {
+        hint: `It was not made by this sbx; remove it with \`userdel ${guest}\` if it is yours to remove.`,
+      });
+    }
+    if (!pw) {
+      pw = await this.createUser(spec, guest);
+      changed = true;
+    }
+    if (await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "run", proxyPort: port })) changed = true;
+    if (await this.ensureHome(pw, spec.hostUser)) changed = true;
+    if (await this.ensureWorkspace(spec, pw)) changed = true;
+    await this.checkHostHome(spec.hostUser);
+    return { changed };
+  }
+
+  /** Blocks everything for the guest, then kills its processes; the account, home and clone stay. */
+  async stop(spec: SandboxSpec): Promise<Change> {
+    const pw = await this.getUser(this.guest(spec));
+    if (!pw) return { changed: false };
+    let changed = await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "stop" });
+    if (await this.killGuest(pw.uid)) changed = true;
+    return { changed };
+  }
+
+  async remove(spec: SandboxSpec): Promise<Change> {
+    const inv = (await this.inventory()).get(spec.id);
+    if (!inv) return { changed: false };
+    await this.removeInventory(inv);
+    return { changed: true };
+  }
+
+  async inspect(spec: SandboxSpec): Promise<Observed> {
+    const guest = this.guest(spec);
+    const pw = await this.getUser(guest);
+    const base: Observed = { id: spec.id, name: spec.name, repo: spec.repo, phase: "absent", detail: {} };
+    if (!pw) return base;
+    const t = await this.readTable();
+    const port = typeof spec.options.proxyPort === "number" ? spec.options.proxyPort : -1;
+    const running = chainMatches(t.chains.get(chainName(spec.id)), { id: spec.id, uid: pw.uid, mode: "run", proxyPort: port });
+    return {
+      ...base,
+      phase: running && t.baseOk ? "running" : "stopped",
+      detail: { user: guest, uid: String(pw.uid), home: pw.home, workspace: this.workspace(spec), proxyPort: String(port) },
+    };
+  }
+
+  async list(): Promise<Observed[]> {
+    const inv = await this.inventory();
+    const t = await this.readTable();
+    const out: Observed[] = [];
+    for (const i of inv.values()) {
+      if (!i.user) continue;
+      const c = t.chains.get(chainName(i.id));
+      const running = t.baseOk && c?.rules?.mode === "run" && c.rules.uid === i.user.uid && c.uids.includes(i.user.uid);
+      out.push({
+        id: i.id,
+        name: i.meta?.name ?? i.user.gecos.replace(/^sbx sandbox /, ""),
+        repo: i.meta?.repo ?? "",
+        phase: running ? "running" : "stopped",
+        detail: { user: i.user.name, uid: String(i.user.uid), home: i.user.home },
+      });
+    }
+    return out;
+  }
+
+  async cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    const removed: string[] = [];
+    for (const inv of (await this.inventory()).values()) {
+      if (keep.has(inv.id)) continue;
+      removed.push(...describe(inv));
+      if (!opts.dryRun) await this.removeInventory(inv);
+    }
+    return { removed };
+  }
+
+  /**
+   * A login shell (or argv) as the guest: setpriv drops to the guest's uid, gid and groups and resets the
+   * environment from its passwd entry; env sets the cwd and sbx's variables; bash -l reads the guest's profile.
+   * Spawned by sbx under a PTY it owns.
+   */
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    const guest = this.guest(spec);
+    const ws = this.workspace(spec);
+    let cwd = this.home(guest);
+    if (req.cwd === spec.repo) cwd = ws;
+    else if (req.cwd.startsWith(spec.repo + "/")) cwd = ws + req.cwd.slice(spec.repo.length);
+    else if (req.cwd === ws || req.cwd.startsWith(ws + "/")) cwd = req.cwd;
+    const env: string[] = [];
+    for (const [k, v] of Object.entries({ ...spec.env, ...req.env }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (!ENV_NAME.test(k)) throw new SbxError("config", `invalid environment variable name ${JSON.stringify(k)}`);
+      if (IDENTITY_VARS.has(k)) continue;
+      env.push(`${k}=${v}`);
+    }
+    const cmd = req.argv.length === 0 ? ["/bin/bash", "-l"] : ["/bin/bash", "-l", "-c", 'exec "$@"', "sbx", ...req.argv];
+    return ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", "env", "-C", cwd, ...env, ...cmd];
+  }
+
+  // ── inventory and removal ────────────────────────────────────────────────────
+
+  /**
+   * Everything of this backend's on the system, by sandbox id: accounts whose name parses and whose home is
+   * under `<root>/homes`, home dirs, nft chains, meta files and staging dirs.
+   * runs: getent passwd; nft -j list table …; find <homes> <meta> <stage> -mindepth 1 -maxdepth 1 -printf '%h %f\n'
+   */
+  async inventory(): Promise<Map<string, Inventory>> {
+    const out = new Map<string, Inventory>();
+    const at = (id: string) => {
+      let i = out.get(id);
+      if (!i) out.set(id, (i = { id }));
+      return i;
+    };
+    const pw = await this.exec.run(["getent", "passwd"], { check: false });
+    for (const line of pw.stdout.split("\n")) {
+      const p = parsePasswdLine(line);
+      if (!p) continue;
+      const id = parseGuestUser(p.name);
+      if (id && p.home === this.home(p.name)) at(id).user = p;
+    }
+    const t = await this.readTable();
+    for (const c of t.chains.values()) {
+      const id = parseChainName(c.chain);
+      if (id) at(id).chain = c;
+    }
+    const f = await this.exec.run(
+      ["find", this.homesDir, this.metaDir, this.stageDir, "-mindepth", "1", "-maxdepth", "1", "-printf", "%h %f\n"],
+      { check: false },
+    );
+    for (const line of f.stdout.split("\n")) {
+      const sp = line.indexOf(" ");
+      if (sp < 0) continue;
+      const dir = line.slice(0, sp);
+      const leaf = line.slice(sp + 1);
+      if (dir === this.homesDir) {
+        const id = parseGuestUser(leaf);
+        if (id) at(id).home = join(dir, leaf);
+      } else if (dir === this.metaDir) {
+        const m = /^([a-z0-9]{1,20})\.json$/.exec(leaf);
+        if (m) at(m[1]!).metaFile = join(dir, leaf);
+      } else if (dir === this.stageDir && /^[a-z0-9]{1,20}$/.test(leaf)) {
+        at(leaf).stage = join(dir, leaf);
+      }
+    }
+    for (const i of out.values()) if (i.metaFile) i.meta = await this.readMeta(i.id);
+    return out;
+  }
+
+  /**
+   * Order matters: block all, kill, take back host-path ACLs, delete the account, then its files and rules.
+   * runs: nft -f -; pkill; setfacl -x; userdel; groupdel; rm -rf --one-file-system; rm -f
+   */
+  private async removeInventory(inv: Inventory): Promise<void> {
+    const uid = inv.user?.uid ?? inv.meta?.uid ?? inv.chain?.rules?.uid;
+    if (inv.user) {
+      await this.ensureFirewall({ id: inv.id, uid: inv.user.uid, mode: "stop" });
+      await this.killGuest(inv.user.uid);
+    }
+    if (inv.meta && uid !== undefined) {
+      if (inv.meta.traverse.length > 0) await this.exec.run(["setfacl", "-x", `u:${uid}`, ...inv.meta.traverse], { check: false });
+      if (inv.meta.objects) await this.exec.run(["setfacl", "-R", "-x", `u:${uid},d:u:${uid}`, inv.meta.objects], { check: false });
+    }
+    if (inv.user) {
+      await this.exec.run(["userdel", inv.user.name]);
+      const g = await this.exec.run(["getent", "group", inv.user.name], { check: false });
+      if (g.exitCode === 0) await this.exec.run(["groupdel", inv.user.name], { check: false });
+    }
+    for (const d of [inv.home, inv.stage]) if (d) await this.exec.run(["rm", "-rf", "--one-file-system", d]);
+    const t = await this.readTable();
+    const c = t.chains.get(chainName(inv.id));
+    if (c) await this.exec.run(["nft", "-f", "-"], { stdin: renderRemove(inv.id, c.uids, this.table) });
+    if (inv.metaFile) await this.exec.run(["rm", "-f", inv.metaFile]);
+  }
+
+  /** Re-loads every chain after a reboot or a foreign `nft flush ruleset`: run mode for active sandboxes, block-all for the rest. */
+  async restoreFirewall(specs: readonly { spec: SandboxSpec; active: boolean }[]): Promise<number> {
+    let n = 0;
+    for (const { spec, active } of specs) {
+      const pw = await this.getUser(this.guest(spec));
+      if (!pw) continue;
+      const want: SandboxRules = active
+        ? { id: spec.id, uid: pw.uid, mode: "run", proxyPort: this.proxyPort(spec) }
+        : { id: spec.id, uid: pw.uid, mode: "stop" };
+      if (await this.ensureFirewall(want)) n++;
+    }
+    return n;
+  }
+}
+
+/** One sandbox id's leftovers, whichever of them exist. */
+export interface Inventory {
+  id: string;
+  user?: Passwd;
+  home?: string;
+  chain?: TableState["chains"] extends Map<string, infer C> ? C : never;
+  metaFile?: string;
+  meta?: GuestMeta | null;
+  stage?: string;
+}
+
+function describe(i: Inventory): string[] {
+  const out: string[] = [];
+  if (i.user) out.push(`user ${i.user.name} (uid ${i.user.uid}) of sandbox ${i.id}`);
+  if (i.home) out.push(`home ${i.home} of sandbox ${i.id}`);
+  if (i.chain) out.push(`nft chain ${i.chain.chain} of sandbox ${i.id}`);
+  if (i.meta?.objects) out.push(`ACLs of uid ${i.meta.uid} on ${i.meta.objects} of sandbox ${i.id}`);
+  if (i.metaFile) out.push(`record ${i.metaFile} of sandbox ${i.id}`);
+  if (i.stage) out.push(`staging dir ${i.stage} of sandbox ${i.id}`);
+  return out;
+}

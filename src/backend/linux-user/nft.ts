@@ -1,0 +1,181 @@
+// nftables rules for Linux guests: render (pure, golden-tested) and parse `nft -j list table` back into state.
+//
+// Layout of the sbx-owned table (`inet sbx`): a map `guests` from socket UID to `jump sb_<id>`, one base chain
+// on the output hook that dispatches through it, and one chain per sandbox. Adding or removing a sandbox
+// touches only its chain and its map element, in one `nft -f -` transaction.
+import { z } from "zod";
+import { chainName, logPrefix } from "./naming";
+
+export const DEFAULT_TABLE = "sbx";
+
+/** running: only 127.0.0.1:<proxyPort> over TCP; stopped: nothing at all. Everything else is logged and rejected. */
+export type FirewallMode = "run" | "stop";
+
+export interface SandboxRules {
+  id: string;
+  uid: number;
+  mode: FirewallMode;
+  /** Required in run mode: the sandbox's proxy port on 127.0.0.1. */
+  proxyPort?: number;
+}
+
+/** The marker comment on the last rule of a sandbox chain: what inspect reads back. */
+export function marker(r: SandboxRules): string {
+  const port = r.mode === "run" ? ` port=${r.proxyPort}` : "";
+  return `sbx id=${r.id} uid=${r.uid} mode=${r.mode}${port}`;
+}
+
+function checkRules(r: SandboxRules): void {
+  if (!Number.isInteger(r.uid) || r.uid <= 0) throw new Error(`nft: guest uid must be a positive integer, got ${r.uid}`);
+  if (r.mode === "run") {
+    const p = r.proxyPort;
+    if (p === undefined || !Number.isInteger(p) || p < 1 || p > 65535) throw new Error(`nft: proxy port must be 1-65535, got ${p}`);
+  }
+}
+
+/**
+ * The table, its map and the dispatching base chain; safe to load again (the base chain is flushed and
+ * refilled in the same transaction, so there is no moment without the dispatch rule).
+ */
+export function renderBase(table = DEFAULT_TABLE): string {
+  return [
+    `table inet ${table} {`,
+    `\tmap guests {`,
+    `\t\ttype uid : verdict`,
+    `\t}`,
+    `\tchain output {`,
+    `\t\ttype filter hook output priority filter; policy accept;`,
+    `\t}`,
+    `}`,
+    `flush chain inet ${table} output`,
+    `table inet ${table} {`,
+    `\tchain output {`,
+    `\t\tmeta skuid vmap @guests comment "sbx dispatch"`,
+    `\t}`,
+    `}`,
+    ``,
+  ].join("\n");
+}
+
+/**
+ * One sandbox's chain and map element. The chain is declared, flushed and refilled; the element is added,
+ * deleted and added again (nft 1.0.6 has no `destroy`), so loading this twice converges to the same state.
+ * Blocked packets are logged (rate-limited, so a guest cannot flood the kernel log) and rejected, so a
+ * blocked connect fails at once instead of hanging for minutes.
+ */
+export function renderSandbox(r: SandboxRules, table = DEFAULT_TABLE): string {
+  checkRules(r);
+  const chain = chainName(r.id);
+  const rules: string[] = [];
+  if (r.mode === "run") rules.push(`ip daddr 127.0.0.1 tcp dport ${r.proxyPort} accept`);
+  rules.push(`limit rate 10/second burst 20 packets log prefix "${logPrefix(r.uid)}" level warn`);
+  rules.push(`reject with icmpx admin-prohibited comment "${marker(r)}"`);
+  return [
+    `table inet ${table} {`,
+    `\tchain ${chain} {`,
+    `\t}`,
+    `}`,
+    `flush chain inet ${table} ${chain}`,
+    `table inet ${table} {`,
+    `\tchain ${chain} {`,
+    ...rules.map((l) => `\t\t${l}`),
+    `\t}`,
+    `}`,
+    `add element inet ${table} guests { ${r.uid} : jump ${chain} }`,
+    `delete element inet ${table} guests { ${r.uid} }`,
+    `add element inet ${table} guests { ${r.uid} : jump ${chain} }`,
+    ``,
+  ].join("\n");
+}
+
+/** Removes one sandbox's map elements (every UID that jumps to its chain) and then its chain. */
+export function renderRemove(id: string, uids: readonly number[], table = DEFAULT_TABLE): string {
+  const chain = chainName(id);
+  return [...uids.map((u) => `delete element inet ${table} guests { ${u} }`), `delete chain inet ${table} ${chain}`, ``].join("\n");
+}
+
+// ── read back ────────────────────────────────────────────────────────────────
+
+/** What the table holds for one sandbox chain. */
+export interface ChainState {
+  chain: string;
+  /** Parsed from the marker comment; null when the chain exists but carries no sbx marker (foreign or half-made). */
+  rules: SandboxRules | null;
+  /** UIDs whose map element jumps to this chain. */
+  uids: number[];
+}
+
+export interface TableState {
+  exists: boolean;
+  /** True when the map and the dispatch rule are both there. */
+  baseOk: boolean;
+  chains: Map<string, ChainState>;
+}
+
+const NftJson = z.object({
+  nftables: z.array(z.record(z.string(), z.unknown())),
+});
+
+const MapObj = z.object({ name: z.string(), elem: z.array(z.tuple([z.unknown(), z.unknown()])).optional() });
+const ChainObj = z.object({ name: z.string() });
+const RuleObj = z.object({ chain: z.string(), comment: z.string().optional(), expr: z.array(z.unknown()).optional() });
+
+export function parseMarker(comment: string): SandboxRules | null {
+  const m = /^sbx id=([a-z0-9]+) uid=(\d+) mode=(run|stop)(?: port=(\d+))?$/.exec(comment);
+  if (!m) return null;
+  const r: SandboxRules = { id: m[1]!, uid: Number(m[2]), mode: m[3] as FirewallMode };
+  if (m[4] !== undefined) r.proxyPort = Number(m[4]);
+  return r;
+}
+
+/** Parses `nft -j list table inet <table>` output (empty string: no table). */
+export function parseTable(json: string): TableState {
+  const state: TableState = { exists: false, baseOk: false, chains: new Map() };
+  if (json.trim() === "") return state;
+  const doc = NftJson.parse(JSON.parse(json));
+  let hasMap = false;
+  let hasDispatch = false;
+  const elemTargets: [number, string][] = [];
+  for (const obj of doc.nftables) {
+    if ("table" in obj) state.exists = true;
+    if ("map" in obj) {
+      const m = MapObj.safeParse(obj.map);
+      if (m.success && m.data.name === "guests") {
+        hasMap = true;
+        for (const [k, v] of m.data.elem ?? []) {
+          const target = (v as { jump?: { target?: unknown } } | null)?.jump?.target;
+          if (typeof k === "number" && typeof target === "string") elemTargets.push([k, target]);
+        }
+      }
+    }
+    if ("chain" in obj) {
+      const c = ChainObj.safeParse(obj.chain);
+      if (c.success && c.data.name.startsWith("sb_")) state.chains.set(c.data.name, { chain: c.data.name, rules: null, uids: [] });
+    }
+  }
+  for (const obj of doc.nftables) {
+    if (!("rule" in obj)) continue;
+    const r = RuleObj.safeParse(obj.rule);
+    if (!r.success) continue;
+    if (r.data.chain === "output" && r.data.comment === "sbx dispatch") hasDispatch = true;
+    const c = state.chains.get(r.data.chain);
+    if (c && r.data.comment) c.rules = parseMarker(r.data.comment) ?? c.rules;
+  }
+  for (const [uid, target] of elemTargets) state.chains.get(target)?.uids.push(uid);
+  state.baseOk = hasMap && hasDispatch;
+  return state;
+}
+
+/** Whether the chain is exactly what `renderSandbox(want)` produces (as far as the marker and map say). */
+export function chainMatches(c: ChainState | undefined, want: SandboxRules): boolean {
+  if (!c || !c.rules) return false;
+  const r = c.rules;
+  return (
+    r.id === want.id &&
+    r.uid === want.uid &&
+    r.mode === want.mode &&
+    (want.mode === "stop" || r.proxyPort === want.proxyPort) &&
+    c.uids.length === 1 &&
+    c.uids[0] === want.uid
+  );
+}

@@ -1,0 +1,96 @@
+// Shared set-up for the Linux user-backend e2e tests: a normal host user with a 700 home and a repo, a private root and nft table.
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
+import type { HostUser, SandboxSpec } from "../../../src/backend/backend";
+import { LinuxUserBackend } from "../../../src/backend/linux-user/backend";
+import { createExec } from "../../../src/sys/exec";
+
+function has(tool: string): boolean {
+  return spawnSync("which", [tool]).status === 0;
+}
+
+/** Root plus the tools the backend runs; the reason string names what is missing. */
+export function whyNot(): string | undefined {
+  if (process.getuid?.() !== 0) return "needs root (creates users and nft rules)";
+  for (const t of ["nft", "useradd", "setfacl", "setpriv", "git", "ip"]) if (!has(t)) return `needs ${t}`;
+  return undefined;
+}
+
+export function sh(argv: string[], opts: { input?: string } = {}): { code: number; out: string; err: string } {
+  const r = spawnSync(argv[0]!, argv.slice(1), { input: opts.input, encoding: "utf8" });
+  return { code: r.status ?? -1, out: r.stdout ?? "", err: r.stderr ?? "" };
+}
+
+export function must(argv: string[], opts: { input?: string } = {}): string {
+  const r = sh(argv, opts);
+  if (r.code !== 0) throw new Error(`${argv.join(" ")} exited ${r.code}: ${r.err}`);
+  return r.out;
+}
+
+export interface World {
+  tag: string;
+  host: HostUser;
+  repo: string;
+  root: string;
+  table: string;
+  backend: LinuxUserBackend;
+  warnings: string[];
+  spec(name: string, port?: number): SandboxSpec;
+  teardown(): Promise<void>;
+}
+
+/** A host user `sbxh<hex>` (home 700 with a one-commit repo), a backend rooted in a private dir and nft table. */
+export async function makeWorld(): Promise<World> {
+  const tag = randomBytes(3).toString("hex");
+  const name = `sbxh${tag}`;
+  const home = `/home/${name}`;
+  must(["useradd", "--create-home", "--home-dir", home, "--shell", "/bin/bash", "--comment", "sbx e2e host user", name]);
+  must(["chmod", "700", home]);
+  const uid = Number(must(["id", "-u", name]).trim());
+  const gid = Number(must(["id", "-g", name]).trim());
+  const host: HostUser = { name, uid, gid, home, shell: "/bin/bash" };
+  const repo = `${home}/src/proj`;
+  const asHost = (argv: string[]) => must(["setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--init-groups", "--reset-env", "--", ...argv]);
+  asHost(["mkdir", "-p", repo]);
+  asHost(["git", "-C", repo, "init", "-q", "-b", "main"]);
+  asHost(["sh", "-c", `cd ${repo} && echo hello > README && git add README && git -c user.name=t -c user.email=t@t commit -qm init`]);
+  const root = `/var/lib/sbx-e2e-${tag}`;
+  const table = `sbxe2e${tag}`;
+  const warnings: string[] = [];
+  const backend = new LinuxUserBackend({ exec: createExec(process.env as Record<string, string>), root, table, warn: (m) => warnings.push(m) });
+  let n = 0;
+  return {
+    tag,
+    host,
+    repo,
+    root,
+    table,
+    backend,
+    warnings,
+    spec(sname, port) {
+      n++;
+      const id = `${tag}${String(n).padStart(6, "0")}`;
+      return {
+        id,
+        name: sname,
+        repo,
+        dir: `${root}/unused/${id}`,
+        hostUser: host,
+        sockets: { dir: `/tmp/sbx-e2e-${tag}/sb/${id}`, proxy: `/tmp/sbx-e2e-${tag}/sb/${id}/proxy.sock`, bridge: `/tmp/sbx-e2e-${tag}/sb/${id}/bridge.sock` },
+        env: { SANDBOX: sname },
+        overlays: [],
+        options: { proxyPort: port ?? 20000 + n },
+      };
+    },
+    async teardown() {
+      // Everything the backend made under this world's root, then the world itself.
+      await backend.cleanup(new Set()).catch(() => undefined);
+      sh(["nft", "delete", "table", "inet", table]);
+      rmSync(root, { recursive: true, force: true });
+      sh(["pkill", "-KILL", "-u", String(uid)]);
+      sh(["userdel", "--remove", name]);
+      rmSync(`/tmp/sbx-e2e-${tag}`, { recursive: true, force: true });
+    },
+  };
+}
