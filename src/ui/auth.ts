@@ -1,0 +1,97 @@
+// Dashboard access: a random launch token (constant-time compare), cookie sessions with a CSRF token each, and the same-origin checks for mutations.
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+
+/** A fresh URL-safe random secret (256 bits). */
+export function randomSecret(bytes = 32): string {
+  return randomBytes(bytes).toString("base64url");
+}
+
+/** Constant-time equality of two strings of any length (compares their SHA-256 digests). */
+export function safeEqual(a: string, b: string): boolean {
+  const da = createHash("sha256").update(a, "utf8").digest();
+  const db = createHash("sha256").update(b, "utf8").digest();
+  return timingSafeEqual(da, db) && a.length === b.length;
+}
+
+export interface Session {
+  id: string;
+  csrf: string;
+  createdAt: number;
+}
+
+/** In-memory sessions; the oldest are dropped past `max` (a local dashboard has a handful of tabs). */
+export class Sessions {
+  private readonly byId = new Map<string, Session>();
+  constructor(
+    private readonly max = 64,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  create(): Session {
+    const s: Session = { id: randomSecret(), csrf: randomSecret(), createdAt: this.now() };
+    this.byId.set(s.id, s);
+    while (this.byId.size > this.max) this.byId.delete(this.byId.keys().next().value!);
+    return s;
+  }
+
+  /** The session whose id equals `id`, compared in constant time against every live one. */
+  find(id: string | undefined): Session | null {
+    if (id === undefined || id === "") return null;
+    let found: Session | null = null;
+    for (const s of this.byId.values()) if (safeEqual(s.id, id)) found = s;
+    return found;
+  }
+
+  size(): number {
+    return this.byId.size;
+  }
+}
+
+/** Host names the dashboard answers to: anything else is a DNS-rebinding attempt. */
+const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/** Whether a Host header names this machine's loopback (with any port). */
+export function isLocalHost(host: string | undefined): boolean {
+  if (!host) return false;
+  const h = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.split(":")[0]!;
+  return LOCAL_HOSTS.has(h.toLowerCase());
+}
+
+export type OriginCheck = { ok: true } | { ok: false; why: string };
+
+/**
+ * The same-origin check for a state-changing request. `Sec-Fetch-Site`, when the browser sends it, must be
+ * `same-origin`; `Origin` must be present and equal to this server's own origin. A request with neither is
+ * refused: every browser sends `Origin` on a POST, so only forged or non-browser requests lack both.
+ */
+export function checkSameOrigin(headers: { origin?: string | undefined; secFetchSite?: string | undefined; host?: string | undefined }): OriginCheck {
+  const site = headers.secFetchSite?.toLowerCase();
+  if (site !== undefined && site !== "same-origin") return { ok: false, why: `cross-site request (Sec-Fetch-Site: ${site})` };
+  const origin = headers.origin;
+  if (origin === undefined || origin === "" || origin === "null") return { ok: false, why: "missing Origin header" };
+  if (!headers.host || origin.toLowerCase() !== `http://${headers.host.toLowerCase()}`) return { ok: false, why: "Origin does not match this dashboard" };
+  return { ok: true };
+}
+
+/** The dashboard's Content-Security-Policy: only its own files, no inline script or style, no framing. */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** Headers on every response. `Referrer-Policy: no-referrer` keeps the launch URL (with its token) out of Referer. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+  "X-Content-Type-Options": "nosniff",
+  "X-Frame-Options": "DENY",
+  "Referrer-Policy": "no-referrer",
+  "Cross-Origin-Opener-Policy": "same-origin",
+  "Cross-Origin-Resource-Policy": "same-origin",
+  "Cache-Control": "no-store",
+};

@@ -1,0 +1,199 @@
+// The live feed: event shapes (proxy decisions, bridge commands, approvals decided), a tiny in-memory bus, and the data source the daemon passes in.
+import { z } from "zod";
+import type { AuditEntry } from "../core/schemas";
+import type { Store } from "../store/store";
+
+const SandboxRef = z.object({ id: z.number().int(), name: z.string() });
+export type SandboxRef = z.infer<typeof SandboxRef>;
+
+export const FeedEventSchema = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("egress"),
+    at: z.number(),
+    sandbox: SandboxRef,
+    action: z.enum(["denied", "allowed", "error"]),
+    method: z.string(),
+    host: z.string(),
+    port: z.number().int(),
+    /** Why it was refused (denied) or what failed (error). */
+    reason: z.string().optional(),
+    detail: z.string().optional(),
+    /** The pattern that would allow it, when the proxy knows one. */
+    suggest: z.string().nullable().optional(),
+    /** The pending approval this denial was recorded as, and how often it has been seen. */
+    approvalId: z.number().int().optional(),
+    count: z.number().int().optional(),
+  }),
+  z.object({
+    kind: z.literal("bridge"),
+    at: z.number(),
+    sandbox: SandboxRef,
+    command: z.array(z.string()),
+    outcome: z.enum(["ok", "refused", "failed"]),
+    exitCode: z.number().int().nullable().optional(),
+    detail: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal("decision"),
+    at: z.number(),
+    sandbox: SandboxRef.nullable(),
+    action: z.enum(["allow", "deny", "remove"]),
+    pattern: z.string(),
+    scope: z.enum(["sandbox", "global"]),
+    by: z.string(),
+    approvalId: z.number().int().optional(),
+  }),
+]);
+export type FeedEvent = z.infer<typeof FeedEventSchema>;
+
+export type FeedListener = (e: FeedEvent) => void;
+
+/** What the daemon hands the dashboard and the chat bot. `publish` lets them announce their own decisions. */
+export interface FeedSource {
+  subscribe(fn: FeedListener): () => void;
+  publish?(e: FeedEvent): void;
+}
+
+export interface DataSource {
+  store: Store;
+  events: FeedSource;
+}
+
+export interface EventBus extends FeedSource {
+  publish(e: FeedEvent): void;
+  /** Listeners currently subscribed (for tests and leak checks). */
+  size(): number;
+}
+
+/** A synchronous in-process bus; a throwing listener is isolated from the others and from the publisher. */
+export function createEventBus(onListenerError?: (e: unknown) => void): EventBus {
+  const listeners = new Set<FeedListener>();
+  return {
+    subscribe(fn) {
+      listeners.add(fn);
+      return () => void listeners.delete(fn);
+    },
+    publish(e) {
+      for (const fn of [...listeners]) {
+        try {
+          fn(e);
+        } catch (err) {
+          onListenerError?.(err);
+        }
+      }
+    },
+    size: () => listeners.size,
+  };
+}
+
+/** The shape of the egress proxy's `denied`/`closed`/`error` decisions, structurally (no import of the proxy). */
+export type EgressDecisionLike =
+  | { type: "denied"; sandbox: SandboxRef; method: string; host: string; port: number; reason: string; detail: string; suggest: string | null; at: number }
+  | { type: "closed"; sandbox: SandboxRef; method: string; host: string; port: number; at: number }
+  | { type: "error"; sandbox: SandboxRef; method: string; host: string; port: number; message: string; at: number };
+
+/** Maps one proxy decision (and the pending approval the sink recorded for it, if any) to a feed event. */
+export function feedFromEgress(e: EgressDecisionLike, approval?: { id: number; count: number } | null): FeedEvent {
+  const base = { kind: "egress" as const, at: e.at, sandbox: { id: e.sandbox.id, name: e.sandbox.name }, method: e.method, host: e.host, port: e.port };
+  if (e.type === "denied") {
+    return {
+      ...base,
+      action: "denied",
+      reason: e.reason,
+      detail: e.detail,
+      suggest: e.suggest,
+      ...(approval ? { approvalId: approval.id, count: approval.count } : {}),
+    };
+  }
+  if (e.type === "error") return { ...base, action: "error", reason: "error", detail: e.message };
+  return { ...base, action: "allowed" };
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+/**
+ * Rebuilds a feed event from an audit row (what the proxy sink and the bridge write), so the feed has history
+ * and a dashboard in another process than the daemon can tail the log. Rows of unknown kinds give null.
+ */
+export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => string): FeedEvent | null {
+  const d = row.detail;
+  if (row.kind === "allowlist" && (row.action === "allow" || row.action === "deny" || row.action === "remove")) {
+    const pattern = str(d.pattern);
+    const scope = d.scope === "global" ? "global" : "sandbox";
+    if (pattern === undefined) return null;
+    const approvalId = num(d.approvalId);
+    return {
+      kind: "decision",
+      at: row.ts,
+      sandbox: row.sandboxId === null ? null : { id: row.sandboxId, name: sandboxName(row.sandboxId) },
+      action: row.action,
+      pattern,
+      scope,
+      by: str(d.by) ?? "",
+      ...(approvalId !== undefined ? { approvalId } : {}),
+    };
+  }
+  if (row.sandboxId === null) return null;
+  const sandbox = { id: row.sandboxId, name: sandboxName(row.sandboxId) };
+  if (row.kind === "egress" && (row.action === "denied" || row.action === "allowed" || row.action === "error")) {
+    const host = str(d.host);
+    const port = num(d.port);
+    if (host === undefined || port === undefined) return null;
+    const reason = str(d.reason);
+    const detail = str(d.detail) ?? str(d.message);
+    return {
+      kind: "egress",
+      at: row.ts,
+      sandbox,
+      action: row.action,
+      method: str(d.method) ?? "",
+      host,
+      port,
+      ...(reason !== undefined ? { reason } : {}),
+      ...(detail !== undefined ? { detail } : {}),
+    };
+  }
+  if (row.kind === "bridge") {
+    const argv = Array.isArray(d.argv) ? d.argv : Array.isArray(d.command) ? d.command : null;
+    const command = argv ? argv.filter((a): a is string => typeof a === "string") : [str(d.command) ?? row.action];
+    const outcome = row.action === "refused" || row.action === "denied" ? "refused" : row.action === "failed" || row.action === "error" ? "failed" : "ok";
+    const exitCode = num(d.exitCode);
+    return { kind: "bridge", at: row.ts, sandbox, command, outcome, ...(exitCode !== undefined ? { exitCode } : {}) };
+  }
+  return null;
+}
+
+export interface AuditTail {
+  /** Reads rows written since the last poll and publishes them; returns how many were published. */
+  poll(): number;
+  close(): void;
+}
+
+/**
+ * Publishes audit rows as they appear (from any process), polling every intervalMs. Used when the dashboard
+ * runs outside the daemon (`sbx ui --serve`): the proxy and bridge then only reach it through the store.
+ */
+export function tailAudit(store: Store, publish: (e: FeedEvent) => void, intervalMs = 1000): AuditTail {
+  const last = store.listAudit({ limit: 1 });
+  let afterId = last.length ? last[last.length - 1]!.id : 0;
+  const names = new Map<number, string>();
+  const nameOf = (id: number) => {
+    if (!names.has(id)) names.set(id, store.getSandbox(id)?.name ?? `#${id}`);
+    return names.get(id)!;
+  };
+  const poll = () => {
+    let n = 0;
+    for (const row of store.listAudit({ afterId, limit: 500 })) {
+      afterId = row.id;
+      const e = feedFromAudit(row, nameOf);
+      if (e) {
+        publish(e);
+        n++;
+      }
+    }
+    return n;
+  };
+  const timer = intervalMs > 0 ? setInterval(poll, intervalMs) : null;
+  return { poll, close: () => void (timer && clearInterval(timer)) };
+}

@@ -1,0 +1,220 @@
+// sbx dashboard client: renders /api/state, follows /api/events (SSE), and posts decisions with the session's CSRF token.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  let csrf = "";
+  let refreshTimer = null;
+  const FEED_MAX = 200;
+
+  /** Creates an element with text (never HTML: host names and reasons come from sandboxes). */
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+
+  function ago(ms, now) {
+    const s = Math.max(0, Math.round((now - ms) / 1000));
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m";
+    if (s < 86400) return Math.floor(s / 3600) + "h";
+    return Math.floor(s / 86400) + "d";
+  }
+
+  function clock(ms) {
+    return new Date(ms).toLocaleTimeString([], { hour12: false });
+  }
+
+  function target(host, port) {
+    return (host.includes(":") ? "[" + host + "]" : host) + ":" + port;
+  }
+
+  async function post(path, body) {
+    const res = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Sbx-Csrf": csrf },
+      body: JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    const json = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(json.message || "request failed (" + res.status + ")");
+    return json;
+  }
+
+  function say(text, isError) {
+    const r = $("action-result");
+    r.textContent = text;
+    r.className = isError ? "result error" : "result";
+  }
+
+  async function decide(approval, choice, button) {
+    const row = button.closest("tr");
+    for (const b of row.querySelectorAll("button")) b.disabled = true;
+    try {
+      const r = await post("/api/approvals/" + approval.id + "/decide", { choice });
+      const where = r.scope === "global" ? "every sandbox" : "sandbox " + r.sandbox;
+      say(r.action === "allow" ? "Allowed " + r.pattern + " for " + where + "." : "Denied " + target(approval.host, approval.port) + " for sandbox " + r.sandbox + ".");
+      await refresh();
+      const next = document.querySelector("#pending-table tbody button");
+      (next || $("pending")).focus();
+    } catch (e) {
+      say(e.message, true);
+      for (const b of row.querySelectorAll("button")) b.disabled = false;
+    }
+  }
+
+  async function removeEntry(sandboxId, pattern) {
+    try {
+      await post("/api/allowlist/remove", { sandboxId, pattern });
+      say("Removed " + pattern + ".");
+      await refresh();
+    } catch (e) {
+      say(e.message, true);
+    }
+  }
+
+  function renderPending(state) {
+    const tbody = $("pending-table").querySelector("tbody");
+    tbody.replaceChildren();
+    $("pending-count").textContent = state.pending.length ? "(" + state.pending.length + ")" : "";
+    $("pending-empty").hidden = state.pending.length > 0;
+    $("pending-table").hidden = state.pending.length === 0;
+    for (const a of state.pending) {
+      const label = target(a.host, a.port) + " from " + a.sandbox;
+      tbody.append(
+        el("tr", { "data-approval": String(a.id) },
+          el("td", { text: a.sandbox }),
+          el("td", { class: "mono", text: target(a.host, a.port) }),
+          el("td", { text: a.reason }),
+          el("td", { text: (a.count > 1 ? a.count + "×, last " : "") + ago(a.lastSeen, state.now) + " ago" }),
+          el("td", {},
+            el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow"),
+            el("button", { type: "button", "aria-label": "Allow " + label + " for this sandbox only", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox only"),
+            el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
+          ),
+        ),
+      );
+    }
+  }
+
+  function renderSandboxes(state) {
+    const tbody = $("sandboxes-table").querySelector("tbody");
+    tbody.replaceChildren();
+    $("sandboxes-empty").hidden = state.sandboxes.length > 0;
+    $("sandboxes-table").hidden = state.sandboxes.length === 0;
+    for (const s of state.sandboxes) {
+      tbody.append(
+        el("tr", {},
+          el("td", { text: s.name }),
+          el("td", { class: "state-" + s.state, text: s.state }),
+          el("td", { class: "mono", text: s.repo }),
+          el("td", { text: ago(s.createdAt, state.now) }),
+          el("td", { text: ago(s.lastActivity, state.now) + " ago" }),
+        ),
+      );
+    }
+  }
+
+  function entryList(entries, sandboxId) {
+    if (entries.length === 0) return el("p", { class: "empty", text: "empty" });
+    const ul = el("ul", { class: "entries" });
+    for (const e of entries) {
+      ul.append(
+        el("li", {},
+          el("code", { text: e.pattern }),
+          el("span", { class: "hint", text: " added by " + e.addedBy }),
+          el("button", { type: "button", "aria-label": "Remove " + e.pattern, onclick: () => removeEntry(sandboxId, e.pattern) }, "Remove"),
+        ),
+      );
+    }
+    return ul;
+  }
+
+  function renderAllowlists(state) {
+    const body = $("allowlists-body");
+    body.replaceChildren(
+      el("h3", { text: "Built in (every sandbox)" }),
+      el("ul", { class: "entries" }, ...state.allowlists.builtin.map((p) => el("li", {}, el("code", { text: p })))),
+      el("h3", { text: "Global (every sandbox)" }),
+      entryList(state.allowlists.global, null),
+      ...state.allowlists.sandboxes.flatMap((s) => [el("h3", { text: "Sandbox " + s.name }), entryList(s.entries, s.id)]),
+    );
+  }
+
+  function describe(e) {
+    if (e.kind === "egress") {
+      const what = e.method + " " + target(e.host, e.port);
+      return [e.action, e.sandbox.name, what + (e.reason && e.action !== "allowed" ? " — " + e.reason : "")];
+    }
+    if (e.kind === "bridge") {
+      return [e.outcome, e.sandbox.name, e.command.join(" ") + (e.exitCode !== undefined && e.exitCode !== null ? " (exit " + e.exitCode + ")" : "")];
+    }
+    const where = e.scope === "global" ? "every sandbox" : e.sandbox ? e.sandbox.name : "";
+    return [e.action, where, e.pattern + " by " + e.by];
+  }
+
+  function feedItem(e) {
+    const [tag, who, text] = describe(e);
+    return el("li", { "data-kind": e.kind },
+      el("time", { datetime: new Date(e.at).toISOString(), text: clock(e.at) }),
+      el("span", { class: "tag " + tag, text: e.kind === "decision" ? "decision: " + tag : tag }),
+      el("span", { text: who }),
+      el("span", { class: "mono", text }),
+    );
+  }
+
+  function addFeed(e) {
+    const feed = $("feed");
+    feed.prepend(feedItem(e));
+    while (feed.children.length > FEED_MAX) feed.lastElementChild.remove();
+  }
+
+  async function refresh() {
+    const res = await fetch("/api/state", { credentials: "same-origin" });
+    if (res.status === 401) {
+      $("connection").textContent = "This session has ended: run `sbx ui` again.";
+      return null;
+    }
+    const state = await res.json();
+    csrf = state.csrf;
+    renderPending(state);
+    renderSandboxes(state);
+    renderAllowlists(state);
+    return state;
+  }
+
+  function scheduleRefresh() {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(() => {
+      refreshTimer = null;
+      refresh().catch(() => undefined);
+    }, 150);
+  }
+
+  function follow() {
+    const source = new EventSource("/api/events");
+    source.addEventListener("hello", () => {
+      $("connection").textContent = "live";
+    });
+    source.addEventListener("feed", (m) => {
+      addFeed(JSON.parse(m.data));
+      scheduleRefresh();
+    });
+    source.addEventListener("error", () => {
+      $("connection").textContent = "reconnecting…";
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", async () => {
+    const state = await refresh().catch(() => null);
+    if (state) for (const e of state.feed) addFeed(e);
+    follow();
+  });
+})();
