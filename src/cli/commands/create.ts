@@ -1,7 +1,9 @@
 // sbx create: create a sandbox for this repo and start it
 import type { Command } from "commander";
+import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 export const create: Verb = {
   name: "create",
@@ -11,8 +13,23 @@ export const create: Verb = {
       .argument("<name>", "sandbox name: lowercase letters, digits and -")
       .option("--repo <path>", "the git repo to sandbox (default: the repo around the current directory)")
       .option("--rebuild", "rebuild the image even if its tag exists")
-      .option("--overlay <path...>", "overlay another host dir copy-on-write (repeatable)")
+      .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
       .option("--json", "print the sandbox as JSON");
   },
-  run: notYet("create"),
+  async run(ctx, args, opts) {
+    const name = args[0] ?? "";
+    const { sandbox } = await withManager(cliDeps(ctx), (m) =>
+      m.create({
+        name,
+        cwd: ctx.cwd,
+        repoFlag: opts.repo as string | undefined,
+        rebuild: opts.rebuild === true,
+        overlays: (opts.overlay as string[] | undefined) ?? [],
+        ifExists: "error",
+      }),
+    );
+    if (opts.json) ctx.render.json(sandbox);
+    else ctx.render.out(`created sandbox ${sandbox.name} for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
+    return 0;
+  },
 };

@@ -1,7 +1,11 @@
-// sbx list: list sandboxes
+// sbx list: the sandboxes sbx knows, with their state and whether their clones hold commits the host lacks
 import type { Command } from "commander";
+import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
+
+function when(ms: number | null): string {
+  return ms === null ? "-" : new Date(ms).toISOString().replace("T", " ").slice(0, 16);
+}
 
 export const list: Verb = {
   name: "list",
@@ -11,5 +15,38 @@ export const list: Verb = {
       .option("--all", "include deleted sandboxes")
       .option("--json", "print JSON");
   },
-  run: notYet("list"),
+  async run(ctx, _args, opts) {
+    const items = await withManager(cliDeps(ctx), (m) => m.list({ all: opts.all === true }));
+    if (opts.json) {
+      ctx.render.json(
+        items.map((i) => ({
+          name: i.name,
+          repo: i.repo,
+          state: i.state,
+          phase: i.phase,
+          createdAt: i.createdAt,
+          lastUsedAt: i.lastUsedAt,
+          unsyncedCommits: i.unsynced === null ? null : i.unsynced.length,
+          unsynced: i.unsynced,
+        })),
+      );
+      return 0;
+    }
+    if (items.length === 0) {
+      ctx.render.info("no sandboxes; create one with `sbx create <name>` in a repo");
+      return 0;
+    }
+    ctx.render.table(
+      ["NAME", "REPO", "STATE", "CREATED", "LAST USED", "UNSYNCED"],
+      items.map((i) => [
+        i.name,
+        i.repo,
+        i.state === "deleted" ? "deleted" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
+        when(i.createdAt),
+        when(i.lastUsedAt),
+        i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
+      ]),
+    );
+    return 0;
+  },
 };

@@ -1,13 +1,24 @@
-// sbx prune: remove what crashed or deleted sandboxes left behind
+// sbx prune: remove what no live sandbox owns (orphaned containers, volumes, sandbox dirs, stale locks)
 import type { Command } from "commander";
+import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
 
 export const prune: Verb = {
   name: "prune",
-  summary: "remove what crashed or deleted sandboxes left behind",
+  summary: "remove orphaned containers, volumes, sandbox dirs and stale locks",
   declare(cmd: Command) {
     cmd.option("--dry-run", "list what would be removed, remove nothing").option("--json", "print JSON");
   },
-  run: notYet("prune"),
+  async run(ctx, _args, opts) {
+    const dryRun = opts.dryRun === true;
+    const report = await withManager(cliDeps(ctx), (m) => m.prune({ dryRun }));
+    if (opts.json) {
+      ctx.render.json({ dryRun, ...report });
+      return 0;
+    }
+    for (const r of report.removed) ctx.render.out(`${dryRun ? "would remove" : "removed"} ${r}`);
+    for (const k of report.kept) ctx.render.info(`kept ${k}`);
+    if (report.removed.length === 0) ctx.render.out("nothing to prune");
+    return 0;
+  },
 };

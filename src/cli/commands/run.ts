@@ -1,18 +1,37 @@
-// sbx run: create the sandbox if missing, then run a shell or a command in it
+// sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
 import type { Command } from "commander";
+import { cliDeps, withManager } from "../../lifecycle/open";
+import { enterSession } from "../../lifecycle/session";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 export const run: Verb = {
   name: "run",
-  summary: "create the sandbox if missing, then run a shell or a command in it",
+  summary: "create the sandbox if missing, then a shell or the command (exit code propagated)",
   declare(cmd: Command) {
     cmd
       .argument("<name>", "sandbox name")
       .argument("[command...]", "command to run (after --); its exit code is sbx's")
       .option("--repo <path>", "the git repo to sandbox")
       .option("--rebuild", "rebuild the image even if its tag exists")
-      .option("--overlay <path...>", "overlay another host dir copy-on-write (repeatable)");
+      .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, []);
   },
-  run: notYet("run"),
+  async run(ctx, args, opts) {
+    const [name = "", ...rest] = args;
+    const argv = rest[0] === "--" ? rest.slice(1) : rest;
+    const repoFlag = opts.repo as string | undefined;
+    return withManager(cliDeps(ctx), async (m) => {
+      const { created } = await m.create({
+        name,
+        cwd: ctx.cwd,
+        repoFlag,
+        rebuild: opts.rebuild === true,
+        overlays: (opts.overlay as string[] | undefined) ?? [],
+        ifExists: "reuse",
+      });
+      if (created) ctx.render.info(`created sandbox ${name}`);
+      return enterSession(m, ctx.exec, { name, argv, cwd: ctx.cwd, repoFlag, tty: ctx.stdinIsTTY });
+    });
+  },
 };

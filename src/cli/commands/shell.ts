@@ -1,7 +1,8 @@
 // sbx shell: open a shell (or run a command) in a running sandbox
 import type { Command } from "commander";
+import { cliDeps, withManager } from "../../lifecycle/open";
+import { enterSession } from "../../lifecycle/session";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
 
 export const shell: Verb = {
   name: "shell",
@@ -10,8 +11,13 @@ export const shell: Verb = {
     cmd
       .argument("<name>", "sandbox name")
       .argument("[command...]", "command to run instead of a shell (after --)")
-      .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)")
-      .option("--attach <session>", "join an existing session (see sbx ps)");
+      .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)");
   },
-  run: notYet("shell"),
+  async run(ctx, args, opts) {
+    const [name = "", ...rest] = args;
+    const argv = rest[0] === "--" ? rest.slice(1) : rest;
+    return withManager(cliDeps(ctx), (m) =>
+      enterSession(m, ctx.exec, { name, argv, cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, tty: ctx.stdinIsTTY }),
+    );
+  },
 };

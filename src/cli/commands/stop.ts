@@ -1,13 +1,18 @@
-// sbx stop: stop a sandbox, keeping its clone
+// sbx stop: stop a sandbox's container, keeping its clone and overlays
 import type { Command } from "commander";
+import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
 
 export const stop: Verb = {
   name: "stop",
-  summary: "stop a sandbox, keeping its clone",
+  summary: "stop a sandbox (its clone and overlays stay)",
   declare(cmd: Command) {
     cmd.argument("<name>", "sandbox name").option("--repo <path>", "the repo the sandbox belongs to");
   },
-  run: notYet("stop"),
+  async run(ctx, args, opts) {
+    const name = args[0] ?? "";
+    const changed = await withManager(cliDeps(ctx), (m) => m.stop(name, { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined }));
+    ctx.render.out(changed ? `stopped ${name}` : `${name} was not running`);
+    return 0;
+  },
 };

@@ -1,0 +1,202 @@
+// Render half of the Docker backend: pure functions from a SandboxSpec to docker argv, labels, overlay options and seed entries.
+import { createHash } from "node:crypto";
+import { basename, dirname, join, posix } from "node:path";
+import type { SandboxSpec, ShellRequest } from "../backend";
+import { sandboxLayout } from "../../workspace/layout";
+import type { TarEntry } from "./tar";
+
+export { sandboxLayout };
+
+/** Labels on every container and volume sbx makes, so it finds its own by label and never by name guessing. */
+export const LABEL = {
+  sandbox: "sbx.sandbox",
+  name: "sbx.name",
+  repo: "sbx.repo",
+  dir: "sbx.dir",
+  role: "sbx.role",
+} as const;
+
+/** Where the per-sandbox socket dir (proxy, bridge) appears inside the container. */
+export const SOCKET_MOUNT = "/run/sbx";
+
+
+export function containerName(id: string): string {
+  return `sbx-${id}`;
+}
+
+function short(s: string): string {
+  return createHash("sha256").update(s).digest("hex").slice(0, 10);
+}
+
+export function labels(spec: Pick<SandboxSpec, "id" | "name" | "repo" | "dir">, role: string): Record<string, string> {
+  return {
+    [LABEL.sandbox]: spec.id,
+    [LABEL.name]: spec.name,
+    [LABEL.repo]: spec.repo,
+    [LABEL.dir]: spec.dir,
+    [LABEL.role]: role,
+  };
+}
+
+function labelArgs(l: Record<string, string>): string[] {
+  return Object.entries(l).flatMap(([k, v]) => ["--label", `${k}=${v}`]);
+}
+
+/** Escapes a path for overlayfs mount options: ',' separates options and ':' separates lower dirs. */
+export function escapeOverlayPath(p: string): string {
+  return p.replace(/[\\,:]/g, (c) => `\\${c}`);
+}
+
+export interface OverlayPlan {
+  /** The host dir overlaid, and the path it appears at inside (the same). */
+  target: string;
+  volume: string;
+  /** The host dir itself, or an empty dir in the sandbox dir when the host has none. */
+  lower: string;
+  upper: string;
+  work: string;
+  /** Where the empty stand-in lower dir lives (made only when the host dir is missing). */
+  empty: string;
+  hostExists: boolean;
+}
+
+/** Pure: where one overlaid dir's volume and upper/work dirs live. `hostExists` is the caller's stat of `target`. */
+export function overlayPlan(spec: Pick<SandboxSpec, "id" | "dir">, target: string, hostExists: boolean): OverlayPlan {
+  const slug = `${basename(target).replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "") || "dir"}-${short(target)}`;
+  const base = join(sandboxLayout(spec.dir).overlays, slug);
+  const empty = join(base, "empty");
+  return {
+    target,
+    volume: `sbx-${spec.id}-ov-${short(target)}`,
+    lower: hostExists ? target : empty,
+    upper: join(base, "upper"),
+    work: join(base, "work"),
+    empty,
+    hostExists,
+  };
+}
+
+/** runs (rendered): docker volume create --driver local --opt type=overlay --opt device=overlay --opt o=… <name> */
+export function overlayVolumeCreateArgs(spec: SandboxSpec, plan: OverlayPlan): string[] {
+  const o = `lowerdir=${escapeOverlayPath(plan.lower)},upperdir=${escapeOverlayPath(plan.upper)},workdir=${escapeOverlayPath(plan.work)}`;
+  return [
+    "docker", "volume", "create", "--driver", "local",
+    "--opt", "type=overlay", "--opt", "device=overlay", "--opt", `o=${o}`,
+    ...labelArgs(labels(spec, "overlay")),
+    plan.volume,
+  ];
+}
+
+/** One `--mount` value; fields holding ',' or '"' are CSV-quoted, which is how docker reads them. */
+export function mountValue(fields: readonly (string | [string, string])[]): string {
+  return fields
+    .map((f) => {
+      const s = Array.isArray(f) ? `${f[0]}=${f[1]}` : f;
+      return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+    })
+    .join(",");
+}
+
+/**
+ * The container's long-lived process: the one place it is decided. Until the egress forwarder
+ * (shims/forwarder.ts) lands it is a process that only waits; `--init` reaps and forwards signals.
+ */
+export function containerCommand(_spec: SandboxSpec): string[] {
+  return ["sleep", "infinity"];
+}
+
+export interface CreatePlan {
+  image: string;
+  overlays: readonly OverlayPlan[];
+  command: readonly string[];
+}
+
+/** Pure: the full `docker create` argv for a sandbox. Golden-tested. */
+export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] {
+  const u = spec.hostUser;
+  const lay = sandboxLayout(spec.dir);
+  const env = Object.keys(spec.env)
+    .filter((k) => k !== "HOME")
+    .sort()
+    .flatMap((k) => ["--env", `${k}=${spec.env[k]}`]);
+  return [
+    "docker", "create",
+    "--name", containerName(spec.id),
+    "--hostname", spec.name,
+    "--init",
+    "--user", `${u.uid}:${u.gid}`,
+    "--network", "none",
+    "--cap-drop", "ALL",
+    "--security-opt", "no-new-privileges",
+    "--workdir", spec.repo,
+    ...labelArgs(labels(spec, "sandbox")),
+    // Identity: $HOME is the host's even when the image's passwd says otherwise (root's is /root).
+    "--env", `HOME=${u.home}`,
+    ...env,
+    "--mount", mountValue([["type", "bind"], ["src", lay.clone], ["dst", spec.repo]]),
+    "--mount", mountValue([["type", "bind"], ["src", join(spec.repo, ".git")], ["dst", lay.linkGit], "readonly"]),
+    "--mount", mountValue([["type", "bind"], ["src", spec.sockets.dir], ["dst", SOCKET_MOUNT]]),
+    ...plan.overlays.flatMap((o) => [
+      "--mount",
+      mountValue([["type", "volume"], ["src", o.volume], ["dst", o.target], "volume-nocopy"]),
+    ]),
+    plan.image,
+    ...plan.command,
+  ];
+}
+
+/** Every mount destination inside the container (for seeding their parents). */
+export function mountTargets(spec: SandboxSpec, overlays: readonly OverlayPlan[]): string[] {
+  return [spec.repo, sandboxLayout(spec.dir).linkGit, ...overlays.map((o) => o.target)];
+}
+
+/**
+ * Pure: tar entries that create, owned by the host user, every dir from $HOME down to each mount point
+ * under it (docker would make them root:root), plus a copy of ~/.claude.json when the host has one.
+ */
+export function seedEntries(spec: SandboxSpec, targets: readonly string[], claudeJson: Uint8Array | null, mtime = 0): TarEntry[] {
+  const { uid, gid } = spec.hostUser;
+  const home = posix.normalize(spec.hostUser.home).replace(/\/+$/, "");
+  const dirs = new Set<string>();
+  if (home !== "" && home !== "/") {
+    dirs.add(home);
+    for (const t of targets) {
+      const n = posix.normalize(t);
+      if (!n.startsWith(home + "/")) continue;
+      for (let d = n; d !== home && d.startsWith(home + "/"); d = dirname(d)) dirs.add(d);
+    }
+  }
+  const sorted = [...dirs].sort((a, b) => a.split("/").length - b.split("/").length || a.localeCompare(b));
+  const entries: TarEntry[] = sorted.map((d) => ({
+    path: d.slice(1),
+    type: "dir",
+    mode: d === home ? 0o700 : 0o755,
+    uid,
+    gid,
+    mtime,
+  }));
+  if (claudeJson && home !== "" && home !== "/") {
+    entries.push({ path: `${home.slice(1)}/.claude.json`, type: "file", mode: 0o600, uid, gid, content: claudeJson, mtime });
+  }
+  return entries;
+}
+
+/** Pure: the host argv that runs a shell or command inside a running sandbox. */
+export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: boolean }, shell: string): string[] {
+  const u = spec.hostUser;
+  const env = Object.keys(req.env)
+    .sort()
+    .flatMap((k) => ["--env", `${k}=${req.env[k]}`]);
+  const interactive = req.tty || req.stdin === true;
+  const argv = req.argv.length > 0 ? req.argv : [shell, "-l"];
+  return [
+    "docker", "exec",
+    ...(interactive ? ["--interactive"] : []),
+    ...(req.tty ? ["--tty"] : []),
+    "--user", `${u.uid}:${u.gid}`,
+    "--workdir", req.cwd,
+    ...env,
+    containerName(spec.id),
+    ...argv,
+  ];
+}

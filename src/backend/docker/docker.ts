@@ -1,0 +1,358 @@
+// Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { SbxError } from "../../core/errors";
+import type { Exec } from "../../sys/exec";
+import type { Backend, Change, CleanupReport, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
+import {
+  LABEL,
+  containerCommand,
+  containerName,
+  dockerCreateArgs,
+  dockerExecArgs,
+  mountTargets,
+  mountValue,
+  overlayPlan,
+  overlayVolumeCreateArgs,
+  sandboxLayout,
+  seedEntries,
+  type OverlayPlan,
+} from "./args";
+import { probeEngine } from "./engine";
+import { tarArchive } from "./tar";
+
+export interface DockerBackendOptions {
+  /** Image used to delete root-owned overlay `work/` dirs when the sandbox's own image is gone. */
+  fallbackImage?: string;
+  /**
+   * The engine's unix socket, for read-only status queries over its HTTP API (a few ms instead of a CLI spawn on every
+   * attach). Unset: every query goes through the docker CLI.
+   */
+  apiSocket?: string;
+}
+
+/** The engine's unix socket from DOCKER_HOST (unset → the default), or undefined for tcp/ssh engines. */
+export function engineSocket(dockerHost: string | undefined): string | undefined {
+  if (dockerHost === undefined || dockerHost === "") return "/var/run/docker.sock";
+  return dockerHost.startsWith("unix://") ? dockerHost.slice("unix://".length) : undefined;
+}
+
+interface Found {
+  kind: "container" | "volume";
+  name: string;
+  id: string;
+  sandbox: string;
+  dir: string;
+  repo: string;
+  state: string;
+}
+
+function isDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop. */
+export async function requireSameUidEngine(exec: Exec): Promise<void> {
+  const p = await probeEngine(exec);
+  if (!p.ok) {
+    const hint =
+      p.reason === "permission"
+        ? "Add yourself to the docker group (sudo usermod -aG docker $USER) and log in again."
+        : p.reason === "no-client"
+          ? "Install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io)."
+          : "Start the engine (sudo systemctl start docker), then retry; `sbx doctor` checks the setup.";
+    throw new SbxError("unavailable", `Docker is not usable: ${p.detail.split("\n")[0] || p.reason}`, { hint });
+  }
+  if (!p.class.sameUidWorks) {
+    throw new SbxError("unavailable", `this Docker engine is ${p.class.kind}: ${p.class.why}`, {
+      hint: "sbx needs a rootful Docker Engine on this host (not rootless, not userns-remap, not Docker Desktop); `sbx doctor` explains the options.",
+    });
+  }
+}
+
+export class DockerBackend implements Backend {
+  readonly kind = "docker" as const;
+  constructor(
+    private readonly exec: Exec,
+    private readonly opts: DockerBackendOptions = {},
+  ) {}
+
+  private image(spec: SandboxSpec): string {
+    const image = spec.options.image;
+    if (typeof image !== "string" || image === "") {
+      throw new SbxError("internal", `sandbox ${spec.name}: no image in its spec`, { hint: "This is a bug in sbx; please report it." });
+    }
+    return image;
+  }
+
+  /** Pure-ish: the overlay plans for a spec (stats each host dir). */
+  overlayPlans(spec: SandboxSpec): OverlayPlan[] {
+    return [...new Set(spec.overlays)].map((t) => overlayPlan(spec, t, isDir(t)));
+  }
+
+  /** GET /containers/<name>/json on the engine socket: 404 means absent. Undefined when the API cannot answer. */
+  private async apiStatus(name: string): Promise<string | null | undefined> {
+    const sock = this.opts.apiSocket;
+    if (sock === undefined) return undefined;
+    try {
+      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit);
+      if (res.status === 404) return null;
+      if (!res.ok) return undefined;
+      const body = (await res.json()) as { State?: { Status?: unknown } };
+      return typeof body.State?.Status === "string" ? body.State.Status : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** runs: docker inspect --type container --format '{{.State.Status}}' sbx-<id> (exit code says whether it exists) */
+  async containerStatus(spec: SandboxSpec): Promise<string | null> {
+    const fast = await this.apiStatus(containerName(spec.id));
+    if (fast !== undefined) return fast;
+    const r = await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.State.Status}}", containerName(spec.id)], {
+      check: false,
+    });
+    return r.exitCode === 0 ? r.stdout.trim() : null;
+  }
+
+  /** Makes upper/work (and an empty lower when the host dir is missing) in the sandbox dir; never touches the real dir. */
+  private prepareOverlayDirs(p: OverlayPlan): void {
+    if (!p.hostExists) mkdirSync(p.empty, { recursive: true, mode: 0o755 });
+    const mode = statSync(p.lower).mode & 0o7777;
+    mkdirSync(p.upper, { recursive: true });
+    chmodSync(p.upper, mode);
+    mkdirSync(p.work, { recursive: true, mode: 0o700 });
+  }
+
+  /** runs: docker volume inspect <v> (exit code) then docker volume create --opt type=overlay … */
+  private async ensureVolume(spec: SandboxSpec, p: OverlayPlan): Promise<void> {
+    const r = await this.exec.run(["docker", "volume", "inspect", "--format", "{{.Name}}", p.volume], { check: false });
+    if (r.exitCode === 0) return;
+    await this.exec.run(overlayVolumeCreateArgs(spec, p));
+  }
+
+  /** runs: docker cp - sbx-<id>:/ (a tar of $HOME's mount-point parents and ~/.claude.json, owned by the host user) */
+  private async seed(spec: SandboxSpec, overlays: OverlayPlan[]): Promise<void> {
+    const cj = join(spec.hostUser.home, ".claude.json");
+    let claudeJson: Uint8Array | null = null;
+    try {
+      if (statSync(cj).isFile()) claudeJson = readFileSync(cj);
+    } catch {
+      claudeJson = null;
+    }
+    const tar = tarArchive(seedEntries(spec, mountTargets(spec, overlays), claudeJson, Math.floor(Date.now() / 1000)));
+    await this.exec.run(["docker", "cp", "-", `${containerName(spec.id)}:/`], { stdin: tar });
+  }
+
+  /** runs: docker volume create …, docker create …, docker cp - …, docker start sbx-<id> (only what is missing) */
+  async apply(spec: SandboxSpec): Promise<Change> {
+    const status = await this.containerStatus(spec);
+    if (status === "running") return { changed: false };
+    const overlays = this.overlayPlans(spec);
+    if (status === null) {
+      const image = this.image(spec);
+      mkdirSync(spec.sockets.dir, { recursive: true, mode: 0o700 });
+      if (!isDir(sandboxLayout(spec.dir).clone)) {
+        throw new SbxError("internal", `sandbox ${spec.name}: its clone ${sandboxLayout(spec.dir).clone} is missing`, {
+          hint: `Remove the sandbox with \`sbx rm --force ${spec.name}\` and create it again.`,
+        });
+      }
+      for (const p of overlays) {
+        this.prepareOverlayDirs(p);
+        await this.ensureVolume(spec, p);
+      }
+      await this.exec.run(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec) }));
+    }
+    // A container created but never started (a crash after `docker create`) has not been seeded yet: seeding is idempotent.
+    if (status === null || status === "created") await this.seed(spec, overlays);
+    await this.exec.run(["docker", "start", containerName(spec.id)]);
+    return { changed: true };
+  }
+
+  /** runs: docker stop --time 3 sbx-<id> */
+  async stop(spec: SandboxSpec): Promise<Change> {
+    const status = await this.containerStatus(spec);
+    if (status !== "running" && status !== "restarting" && status !== "paused") return { changed: false };
+    await this.exec.run(["docker", "stop", "--time", "3", containerName(spec.id)]);
+    return { changed: true };
+  }
+
+  /** runs: docker rm --force sbx-<id>; docker volume rm <its volumes>; removes its overlay dirs */
+  async remove(spec: SandboxSpec): Promise<Change> {
+    let changed = false;
+    if ((await this.containerStatus(spec)) !== null) {
+      await this.exec.run(["docker", "rm", "--force", containerName(spec.id)]);
+      changed = true;
+    }
+    for (const v of await this.volumesOf(spec.id)) {
+      await this.exec.run(["docker", "volume", "rm", "--force", v]);
+      changed = true;
+    }
+    if (await this.removeOverlayDirs(spec.dir, typeof spec.options.image === "string" ? spec.options.image : undefined)) changed = true;
+    return { changed };
+  }
+
+  /** runs: docker volume ls --quiet --filter label=sbx.sandbox=<id> */
+  private async volumesOf(id: string): Promise<string[]> {
+    const r = await this.exec.run(["docker", "volume", "ls", "--quiet", "--filter", `label=${LABEL.sandbox}=${id}`]);
+    return r.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
+  }
+
+  /**
+   * Deletes `<dir>/overlay`. The kernel leaves each `work/work` root-owned with mode 000; when the host user
+   * cannot delete it, a throwaway root container of the sandbox's image does.
+   * runs: docker run --rm --network none --user 0:0 --mount type=bind,src=<dir>/overlay,dst=/sbx-overlay <image> rm -rf …
+   */
+  async removeOverlayDirs(dir: string, image?: string): Promise<boolean> {
+    const root = sandboxLayout(dir).overlays;
+    if (!existsSync(root)) return false;
+    try {
+      rmSync(root, { recursive: true, force: true });
+      return true;
+    } catch {
+      /* root-owned work dirs: fall through */
+    }
+    const img = image ?? this.opts.fallbackImage;
+    const candidates = img ? [img] : [];
+    if (candidates.length === 0) {
+      const r = await this.exec.run(["docker", "image", "ls", "--quiet", "--filter", "label=sbx.image=1"], { check: false });
+      candidates.push(...r.stdout.split("\n").map((s) => s.trim()).filter(Boolean).slice(0, 1));
+    }
+    const targets = readdirSync(root).map((n) => `/sbx-overlay/${n}/work`);
+    let lastErr: unknown = null;
+    for (const c of candidates) {
+      const r = await this.exec.run(
+        [
+          "docker", "run", "--rm", "--network", "none", "--user", "0:0",
+          "--cap-drop", "ALL", "--cap-add", "DAC_OVERRIDE", "--cap-add", "DAC_READ_SEARCH", "--cap-add", "FOWNER",
+          "--security-opt", "no-new-privileges",
+          "--label", `${LABEL.role}=cleanup`,
+          "--mount", mountValue([["type", "bind"], ["src", root], ["dst", "/sbx-overlay"]]),
+          "--entrypoint", "rm", c, "-rf", "--", ...targets,
+        ],
+        { check: false },
+      );
+      if (r.exitCode === 0) {
+        rmSync(root, { recursive: true, force: true });
+        return true;
+      }
+      lastErr = r.stderr.trim();
+    }
+    throw new SbxError("exec_failed", `could not delete ${root}: its overlay work dirs are root-owned${lastErr ? ` (${String(lastErr)})` : ""}`, {
+      hint: `Delete it as root: sudo rm -rf '${root}'`,
+    });
+  }
+
+  async inspect(spec: SandboxSpec): Promise<Observed> {
+    const status = await this.containerStatus(spec);
+    const phase: Phase = status === null ? "absent" : status === "running" ? "running" : "stopped";
+    return {
+      id: spec.id,
+      name: spec.name,
+      repo: spec.repo,
+      phase,
+      detail: status === null ? {} : { container: containerName(spec.id), status },
+    };
+  }
+
+  /**
+   * Every container and volume that carries sbx's labels.
+   * runs: docker ps --all --filter label=sbx.sandbox --format …; docker volume ls --filter label=sbx.sandbox --format …
+   */
+  async found(): Promise<Found[]> {
+    const fmt = (fields: string[]) => fields.join("\t");
+    const lbl = (k: string) => `{{.Label "${k}"}}`;
+    const c = await this.exec.run([
+      "docker", "ps", "--all", "--no-trunc", "--filter", `label=${LABEL.sandbox}`,
+      "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role)]),
+    ]);
+    const v = await this.exec.run([
+      "docker", "volume", "ls", "--filter", `label=${LABEL.sandbox}`,
+      "--format", fmt(["{{.Name}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name)]),
+    ]);
+    const rows = (s: string) => s.split("\n").filter((l) => l.trim() !== "").map((l) => l.split("\t"));
+    const out: Found[] = [];
+    for (const [name = "", sandbox = "", dir = "", repo = "", sname = "", state = "", role = ""] of rows(c.stdout)) {
+      if (role === "cleanup") continue;
+      out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state });
+    }
+    for (const [name = "", sandbox = "", dir = "", repo = "", sname = ""] of rows(v.stdout)) {
+      out.push({ kind: "volume", name, sandbox, dir, repo, id: sname, state: "" });
+    }
+    return out;
+  }
+
+  async list(): Promise<Observed[]> {
+    return (await this.found())
+      .filter((f) => f.kind === "container")
+      .map((f) => ({
+        id: f.sandbox,
+        name: f.id,
+        repo: f.repo,
+        phase: f.state === "running" ? "running" : "stopped",
+        detail: { container: f.name, status: f.state, dir: f.dir },
+      }));
+  }
+
+  private async removeFound(items: Found[], dryRun: boolean): Promise<string[]> {
+    const removed: string[] = [];
+    // Containers first: a volume in use cannot be removed.
+    const ordered = [...items].sort((a, b) => (a.kind === b.kind ? 0 : a.kind === "container" ? -1 : 1));
+    for (const f of ordered) {
+      removed.push(`${f.kind} ${f.name} (sandbox ${f.id || "?"}, ${f.sandbox})`);
+      if (dryRun) continue;
+      if (f.kind === "container") await this.exec.run(["docker", "rm", "--force", f.name], { check: false });
+      else await this.exec.run(["docker", "volume", "rm", "--force", f.name], { check: false });
+    }
+    return removed;
+  }
+
+  /** Removes every labelled container and volume whose sandbox id is not in `keep` (and their overlay dirs). */
+  async cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    const gone = (await this.found()).filter((f) => !keep.has(f.sandbox));
+    const removed = await this.removeFound(gone, opts.dryRun === true);
+    const dirs = new Map(gone.filter((f) => f.dir !== "").map((f) => [f.dir, f.sandbox]));
+    for (const [dir, id] of dirs) {
+      const ov = sandboxLayout(dir).overlays;
+      if (!existsSync(ov)) continue;
+      removed.push(`overlay dirs ${ov} (sandbox ${id})`);
+      if (!opts.dryRun) await this.removeOverlayDirs(dir);
+    }
+    return { removed };
+  }
+
+  /** Removes labelled containers and volumes whose sandbox dir no longer exists (safe to run at any time). */
+  async pruneOrphans(opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    const orphans = (await this.found()).filter((f) => f.dir === "" || !existsSync(f.dir));
+    return { removed: await this.removeFound(orphans, opts.dryRun === true) };
+  }
+
+  shellArgv(spec: SandboxSpec, req: ShellRequest & { stdin?: boolean }): string[] {
+    const shell = typeof spec.options.shell === "string" && spec.options.shell !== "" ? spec.options.shell : "/bin/sh";
+    return dockerExecArgs(spec, req, shell);
+  }
+
+  /**
+   * The shell a session gets: fish when the host user's shell is fish, else that shell when the image has it,
+   * else bash, else sh.
+   * runs: docker exec sbx-<id> ls -d -- <candidates…>
+   */
+  async resolveShell(spec: SandboxSpec): Promise<string> {
+    const host = spec.hostUser.shell;
+    const base = host.split("/").pop() ?? "";
+    const candidates = [
+      ...(base === "fish" ? [host, "/usr/bin/fish", "/bin/fish", "/usr/local/bin/fish"] : host ? [host] : []),
+      "/bin/bash", "/usr/bin/bash", "/bin/sh",
+    ].filter((c, i, a) => c.startsWith("/") && a.indexOf(c) === i);
+    const r = await this.exec.run(
+      ["docker", "exec", "--user", `${spec.hostUser.uid}:${spec.hostUser.gid}`, containerName(spec.id), "ls", "-d", "--", ...candidates],
+      { check: false },
+    );
+    const present = new Set(r.stdout.split("\n").map((s) => s.trim()));
+    return candidates.find((c) => present.has(c)) ?? "/bin/sh";
+  }
+}

@@ -1,0 +1,167 @@
+// The sandbox image: the repo's own Dockerfile, tagged by content hash, built only when that tag is missing.
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, lstatSync, readlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { SbxError } from "../../core/errors";
+import type { Exec } from "../../sys/exec";
+import type { HostUser } from "../backend";
+
+export const DOCKERFILE = "Dockerfile";
+
+/** The image contract: these build args make the user inside the host user. */
+export function buildArgsFor(user: HostUser): Record<string, string> {
+  return {
+    USER_NAME: user.name,
+    USER_UID: String(user.uid),
+    USER_GID: String(user.gid),
+    USER_HOME: user.home,
+  };
+}
+
+/** Whether the Dockerfile reads the build context (COPY/ADD other than `COPY --from=<stage>`). */
+export function usesContext(dockerfile: string): boolean {
+  // Join continuation lines first so `COPY \` on its own line is still seen.
+  const text = dockerfile.replace(/\\\r?\n/g, " ");
+  return text.split(/\r?\n/).some((line) => {
+    const m = /^\s*(COPY|ADD)\s+(.*)$/i.exec(line);
+    if (!m) return false;
+    return !/(^|\s)--from=/.test(m[2] ?? "");
+  });
+}
+
+/** Docker repository names allow only [a-z0-9._-] (lowercase) between separators. */
+export function imageRepoName(repoDir: string): string {
+  const s = basename(repoDir)
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .replace(/^[._-]+|[._-]+$/g, "")
+    .replace(/[._-]{2,}/g, "-");
+  return `sbx-${s || "repo"}`;
+}
+
+/** Pure: `sbx-<repo-dir>:<sha256 of Dockerfile, build args and (when used) context hash>`. */
+export function imageTag(repoDir: string, dockerfile: string, buildArgs: Record<string, string>, contextHash?: string): string {
+  const h = createHash("sha256");
+  h.update("dockerfile\0").update(dockerfile).update("\0args\0");
+  for (const k of Object.keys(buildArgs).sort()) h.update(`${k}=${buildArgs[k]}\0`);
+  if (contextHash !== undefined) h.update("context\0").update(contextHash);
+  return `${imageRepoName(repoDir)}:${h.digest("hex")}`;
+}
+
+/** Content hash of a build context: every file's relative path, mode and bytes, `.git` excluded. */
+export function contextHash(dir: string): string {
+  const h = createHash("sha256");
+  const walk = (rel: string) => {
+    const names = readdirSync(join(dir, rel)).sort();
+    for (const n of names) {
+      if (rel === "" && n === ".git") continue;
+      const r = rel === "" ? n : `${rel}/${n}`;
+      const st = lstatSync(join(dir, r));
+      if (st.isDirectory()) {
+        h.update(`d ${r}\0`);
+        walk(r);
+      } else if (st.isSymbolicLink()) {
+        h.update(`l ${r}\0${readlinkSync(join(dir, r))}\0`);
+      } else if (st.isFile()) {
+        h.update(`f ${r} ${st.mode & 0o777}\0`).update(readFileSync(join(dir, r))).update("\0");
+      }
+    }
+  };
+  walk("");
+  return h.digest("hex");
+}
+
+export interface BuildPlan {
+  tag: string;
+  dockerfile: string;
+  buildArgs: Record<string, string>;
+  /** The repo dir when the Dockerfile uses COPY/ADD; otherwise the build sends a context holding only the Dockerfile. */
+  context: string | null;
+}
+
+/** Reads the repo's Dockerfile and works out the tag; a missing Dockerfile is a config error naming `sbx init`. */
+export function planImage(repo: string, user: HostUser): BuildPlan {
+  const file = join(repo, DOCKERFILE);
+  if (!existsSync(file)) {
+    throw new SbxError("config", `${repo} has no ${DOCKERFILE}; sbx builds the sandbox image from it`, {
+      hint: "Run `sbx init` in the repo to write a starter Dockerfile (git, fish, Claude Code, the sbx user), then commit it.",
+    });
+  }
+  const dockerfile = readFileSync(file, "utf8");
+  const buildArgs = buildArgsFor(user);
+  const context = usesContext(dockerfile) ? repo : null;
+  const tag = imageTag(repo, dockerfile, buildArgs, context === null ? undefined : contextHash(repo));
+  return { tag, dockerfile, buildArgs, context };
+}
+
+/** Pure: the `docker build` argv for a plan, given the context dir actually sent. */
+export function dockerBuildArgs(plan: BuildPlan, contextDir: string, dockerfilePath: string): string[] {
+  return [
+    "docker", "build",
+    "--tag", plan.tag,
+    ...Object.keys(plan.buildArgs)
+      .sort()
+      .flatMap((k) => ["--build-arg", `${k}=${plan.buildArgs[k]}`]),
+    "--label", "sbx.image=1",
+    "--file", dockerfilePath,
+    contextDir,
+  ];
+}
+
+/** runs: docker image inspect <tag> (its exit code says whether the image exists) */
+export async function imageExists(exec: Exec, tag: string): Promise<boolean> {
+  const r = await exec.run(["docker", "image", "inspect", "--format", "{{.Id}}", tag], { check: false });
+  return r.exitCode === 0;
+}
+
+export interface EnsureImageOptions {
+  rebuild?: boolean;
+  /** Build progress, as it arrives (sbx writes it to stderr). */
+  onProgress?: (chunk: string) => void;
+}
+
+/**
+ * Builds the image when its tag is missing (or `rebuild`), and returns the tag.
+ * runs: docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> <context>
+ * The legacy builder prints progress on stdout, so the build runs under a PTY sbx owns and its output is relayed.
+ */
+export async function ensureImage(exec: Exec, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
+  const plan = planImage(repo, user);
+  if (!opts.rebuild && (await imageExists(exec, plan.tag))) return { tag: plan.tag, built: false };
+  let tmp: string | null = null;
+  try {
+    let contextDir: string;
+    let dockerfilePath: string;
+    if (plan.context === null) {
+      tmp = mkdtempSync(join(tmpdir(), "sbx-build-"));
+      dockerfilePath = join(tmp, DOCKERFILE);
+      writeFileSync(dockerfilePath, plan.dockerfile);
+      contextDir = tmp;
+    } else {
+      contextDir = plan.context;
+      dockerfilePath = join(plan.context, DOCKERFILE);
+    }
+    const argv = dockerBuildArgs(plan, contextDir, dockerfilePath);
+    let tail = "";
+    const proc = exec.terminal(argv, {
+      cols: 120,
+      rows: 40,
+      onData: (d) => {
+        const s = new TextDecoder().decode(d);
+        tail = (tail + s).slice(-4000);
+        opts.onProgress?.(s);
+      },
+    });
+    const code = await proc.exited;
+    if (code !== 0) {
+      const last = tail.trim().split(/\r?\n/).slice(-3).join(" | ");
+      throw new SbxError("exec_failed", `docker build of ${plan.tag} failed (exit ${code}): ${last}`, {
+        hint: "Fix the Dockerfile (the build output above says where), then run the command again; the image contract needs the build args USER_NAME, USER_UID, USER_GID and USER_HOME.",
+      });
+    }
+    return { tag: plan.tag, built: true };
+  } finally {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+}

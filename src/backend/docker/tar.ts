@@ -1,0 +1,86 @@
+// A tiny ustar/pax writer: the archive `docker cp -` unpacks to seed $HOME parents (and ~/.claude.json) with the right owner.
+
+export interface TarEntry {
+  /** Path relative to the archive root, without a leading '/'. Directories may end with '/'. */
+  path: string;
+  type: "dir" | "file";
+  mode: number;
+  uid: number;
+  gid: number;
+  /** File content (files only). */
+  content?: Uint8Array;
+  /** Seconds since the epoch; fixed by default so archives are reproducible. */
+  mtime?: number;
+}
+
+const BLOCK = 512;
+const enc = new TextEncoder();
+
+function octal(n: number, width: number): string {
+  // width includes the trailing NUL
+  return n.toString(8).padStart(width - 1, "0") + "\0";
+}
+
+function put(buf: Uint8Array, offset: number, s: string, width: number): void {
+  const b = enc.encode(s);
+  if (b.length > width) throw new Error(`tar: field too long (${b.length} > ${width}): ${s}`);
+  buf.set(b, offset);
+}
+
+function header(name: string, size: number, typeflag: string, e: Pick<TarEntry, "mode" | "uid" | "gid" | "mtime">): Uint8Array {
+  const h = new Uint8Array(BLOCK);
+  put(h, 0, name, 100);
+  put(h, 100, octal(e.mode & 0o7777, 8), 8);
+  put(h, 108, octal(e.uid, 8), 8);
+  put(h, 116, octal(e.gid, 8), 8);
+  put(h, 124, octal(size, 12), 12);
+  put(h, 136, octal(e.mtime ?? 0, 12), 12);
+  put(h, 148, "        ", 8); // checksum counted as spaces
+  put(h, 156, typeflag, 1);
+  put(h, 257, "ustar\0", 6);
+  put(h, 263, "00", 2);
+  let sum = 0;
+  for (const x of h) sum += x;
+  put(h, 148, sum.toString(8).padStart(6, "0") + "\0 ", 8);
+  return h;
+}
+
+function padded(data: Uint8Array): Uint8Array[] {
+  const rest = data.length % BLOCK;
+  return rest === 0 ? [data] : [data, new Uint8Array(BLOCK - rest)];
+}
+
+/** One pax record: "<len> key=value\n" where len counts the whole record, itself included. */
+export function paxRecord(key: string, value: string): string {
+  const body = ` ${key}=${value}\n`;
+  const bodyLen = enc.encode(body).length;
+  let len = bodyLen + 1;
+  while (String(len).length + bodyLen !== len) len = String(len).length + bodyLen;
+  return `${len}${body}`;
+}
+
+/** Pure: the bytes of a tar archive holding `entries` (numeric owners only, like `tar --numeric-owner`). */
+export function tarArchive(entries: readonly TarEntry[]): Uint8Array {
+  const parts: Uint8Array[] = [];
+  for (const e of entries) {
+    let name = e.path.replace(/^\/+/, "");
+    if (e.type === "dir" && !name.endsWith("/")) name += "/";
+    const content = e.type === "file" ? (e.content ?? new Uint8Array()) : new Uint8Array();
+    if (enc.encode(name).length > 99) {
+      const pax = enc.encode(paxRecord("path", name));
+      parts.push(header("PaxHeader", pax.length, "x", { mode: 0o644, uid: 0, gid: 0 }), ...padded(pax));
+      name = name.slice(-90).replace(/^[^/]*\//, "");
+    }
+    parts.push(header(name, content.length, e.type === "dir" ? "5" : "0", e));
+    if (content.length > 0) parts.push(...padded(content));
+  }
+  parts.push(new Uint8Array(BLOCK * 2));
+  const total = parts.reduce((n, p) => n + p.length, 0);
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}

@@ -1,0 +1,448 @@
+// The sandbox manager: create, start, shell, stop, rm, prune and list, over the store, the workspace and a backend.
+import { existsSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, unlinkSync, writeFileSync, mkdirSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { z } from "zod";
+import type { HostUser, SandboxSpec } from "../backend/backend";
+import { requireSameUidEngine, type DockerBackend } from "../backend/docker/docker";
+import { ensureImage } from "../backend/docker/image";
+import { SbxError } from "../core/errors";
+import { validateSandboxName } from "../core/names";
+import type { Sandbox, SandboxState } from "../core/schemas";
+import type { Store } from "../store/store";
+import type { Env } from "../sys/env";
+import type { Exec } from "../sys/exec";
+import { sandboxDir, sandboxSockets, socketId, type Paths } from "../sys/paths";
+import {
+  createClone,
+  removeSandboxRemote,
+  requirePlainGitDir,
+  sandboxRemoteUrl,
+  sessionCwd,
+  unsyncedCommits,
+  type Commit,
+} from "../workspace/clone";
+import { sandboxLayout } from "../workspace/layout";
+import { findRepoRoot } from "../workspace/repo";
+import { sandboxEnv } from "./env";
+import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "./lock";
+
+/** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
+export const DockerIdentitySchema = z.object({
+  id: z.string(),
+  dir: z.string(),
+  overlays: z.array(z.string()).default([]),
+  image: z.string().optional(),
+  shell: z.string().optional(),
+});
+export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
+
+/** The login name of `uid` from /etc/passwd (os.userInfo() answers "unknown" under Bun when HOME is changed). */
+export function passwdName(uid: number, passwd = "/etc/passwd"): string | undefined {
+  try {
+    for (const line of readFileSync(passwd, "utf8").split("\n")) {
+      const f = line.split(":");
+      if (f.length >= 3 && f[2] === String(uid) && f[0]) return f[0];
+    }
+  } catch {
+    /* no passwd */
+  }
+  return undefined;
+}
+
+export interface ManagerDeps {
+  exec: Exec;
+  env: Env;
+  paths: Paths;
+  store: Store;
+  backend: DockerBackend;
+  /** Progress and notes for the person (stderr). */
+  log: (line: string) => void;
+  /** Raw build output as it arrives (stderr). */
+  progress?: (chunk: string) => void;
+  /** Engine check seam (tests with a fake executor skip it). */
+  checkEngine?: (exec: Exec) => Promise<void>;
+}
+
+export interface Where {
+  cwd: string;
+  repoFlag?: string | undefined;
+}
+
+export interface CreateRequest extends Where {
+  name: string;
+  rebuild?: boolean;
+  overlays?: string[];
+  /** `run` reuses an existing sandbox; `create` refuses one. */
+  ifExists?: "error" | "reuse";
+}
+
+export interface SessionRequest extends Where {
+  name: string;
+  argv: string[];
+  tty: boolean;
+  /** Whether stdin data will be forwarded (non-interactive). */
+  stdin?: boolean;
+}
+
+export interface SandboxInfo {
+  name: string;
+  repo: string;
+  state: SandboxState;
+  phase: "running" | "stopped" | "absent" | "unknown";
+  createdAt: number;
+  lastUsedAt: number | null;
+  /** Commits the clone holds that no host ref has; null when they could not be counted. */
+  unsynced: Commit[] | null;
+  dir: string;
+  id: string;
+}
+
+export interface PruneReport {
+  removed: string[];
+  kept: string[];
+}
+
+export class SandboxManager {
+  constructor(private readonly d: ManagerDeps) {}
+
+  hostUser(): HostUser {
+    const e = this.d.env;
+    const name = e.vars.USER ?? e.vars.LOGNAME ?? passwdName(e.uid) ?? e.userName;
+    return { name, uid: e.uid, gid: e.gid, home: e.vars.HOME, shell: e.vars.SHELL ?? "/bin/sh" };
+  }
+
+  /** The overlays every sandbox gets, plus the user's own (`--overlay`). */
+  overlaysFor(extra: readonly string[], cwd: string): string[] {
+    const home = this.d.env.vars.HOME;
+    const out = [join(home, ".claude"), join(home, ".config", "fish")];
+    for (const p of extra) {
+      let abs = resolve(cwd, p);
+      try {
+        abs = realpathSync(abs);
+      } catch {
+        /* a missing dir becomes an empty one inside */
+      }
+      if (abs === "/" || abs === home) {
+        throw new SbxError("usage", `cannot overlay ${abs}: overlay a specific directory, not / or your whole home`, {
+          hint: "Name the dirs the agent needs, e.g. --overlay ~/.config/gh",
+        });
+      }
+      out.push(abs);
+    }
+    return [...new Set(out)];
+  }
+
+  private identity(row: Sandbox): DockerIdentity {
+    const r = DockerIdentitySchema.safeParse(row.identity);
+    if (!r.success) {
+      throw new SbxError("internal", `sandbox ${row.name}: its stored record is unreadable`, {
+        hint: `Remove it with \`sbx rm --force ${row.name}\`, then create it again.`,
+      });
+    }
+    return r.data;
+  }
+
+  /** The spec a backend converges to, for a stored sandbox. */
+  specFor(row: Sandbox): SandboxSpec {
+    const ident = this.identity(row);
+    return this.spec(row.name, row.repo, ident);
+  }
+
+  private spec(name: string, repo: string, ident: DockerIdentity): SandboxSpec {
+    const options: Record<string, string> = {};
+    if (ident.image) options.image = ident.image;
+    if (ident.shell) options.shell = ident.shell;
+    return {
+      id: ident.id,
+      name,
+      repo,
+      dir: ident.dir,
+      hostUser: this.hostUser(),
+      sockets: sandboxSockets(this.d.paths, ident.id),
+      env: sandboxEnv(this.d.env.raw, name),
+      overlays: ident.overlays,
+      options,
+    };
+  }
+
+  private lock(repo: string, name: string): Promise<Lock> {
+    return acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
+      onWait: (h) => this.d.log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
+    });
+  }
+
+  private async repoOf(w: Where): Promise<string> {
+    return findRepoRoot(this.d.exec, w.cwd, w.repoFlag);
+  }
+
+  private notFound(name: string, repo: string): SbxError {
+    return new SbxError("not_found", `no sandbox '${name}' for ${repo}`, {
+      hint: `Create it with \`sbx create ${name}\` (or \`sbx run ${name}\`); \`sbx list\` shows the ones that exist.`,
+    });
+  }
+
+  /** The live row of a sandbox, or a not_found error. */
+  async locate(name: string, w: Where): Promise<{ repo: string; row: Sandbox }> {
+    validateSandboxName(name);
+    const repo = await this.repoOf(w);
+    const row = this.d.store.findSandbox(repo, name);
+    if (!row) throw this.notFound(name, repo);
+    return { repo, row };
+  }
+
+  /**
+   * Creates a sandbox: row, clone, image, container. Holds the per-name lock throughout, so two `sbx run x` at once
+   * give one sandbox. A half-made one (its creator died) is torn down and made again.
+   */
+  async create(req: CreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
+    validateSandboxName(req.name);
+    const repo = await this.repoOf(req);
+    requirePlainGitDir(repo);
+    await (this.d.checkEngine ?? requireSameUidEngine)(this.d.exec);
+    const user = this.hostUser();
+    const lock = await this.lock(repo, req.name);
+    try {
+      const dir = sandboxDir(this.d.paths, repo, req.name);
+      const lay = sandboxLayout(dir);
+      const existing = this.d.store.findSandbox(repo, req.name);
+      if (existing && !existsSync(lay.creating)) {
+        if (req.ifExists === "reuse") {
+          await this.ensureRunning(existing);
+          return { sandbox: this.d.store.getSandbox(existing.id) ?? existing, created: false };
+        }
+        throw new SbxError("exists", `sandbox '${req.name}' already exists for ${repo}`, {
+          hint: `Enter it with \`sbx shell ${req.name}\`, or remove it with \`sbx rm ${req.name}\` first.`,
+        });
+      }
+      if (existing || existsSync(dir)) {
+        this.d.log(`clearing what an interrupted create of ${req.name} left behind…`);
+        await this.teardown(req.name, repo, dir, existing);
+      }
+      // Orphaned volumes (their sandbox dir is gone) are removed on every create.
+      await this.d.backend.pruneOrphans().catch(() => undefined);
+      if (user.uid === 0) {
+        this.d.log("note: you are root, so the sandbox runs as root inside (with every capability dropped and no-new-privileges).");
+      }
+
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      writeFileSync(lay.creating, `${process.pid}\n`);
+      const ident: DockerIdentity = {
+        id: socketId(repo, req.name),
+        dir,
+        overlays: this.overlaysFor(req.overlays ?? [], req.cwd),
+      };
+      const row = this.d.store.createSandbox({ name: req.name, repo, backend: "docker", identity: ident });
+      await createClone(this.d.exec, { repo, dir, name: req.name });
+      const image = await ensureImage(this.d.exec, repo, user, {
+        rebuild: req.rebuild === true,
+        onProgress: (s) => this.d.progress?.(s),
+      });
+      if (image.built) this.d.log(`built image ${image.tag}`);
+      ident.image = image.tag;
+      this.d.store.updateIdentity(row.id, ident);
+      const spec = this.spec(req.name, repo, ident);
+      await this.d.backend.apply(spec);
+      ident.shell = await this.d.backend.resolveShell(spec);
+      this.d.store.updateIdentity(row.id, ident);
+      unlinkSync(lay.creating);
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, image: image.tag } });
+      return { sandbox: this.d.store.getSandbox(row.id) ?? row, created: true };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** Starts a stored sandbox's container if it is not running (rebuilding a missing image). */
+  async ensureRunning(row: Sandbox): Promise<SandboxSpec> {
+    let spec = this.specFor(row);
+    const obs = await this.d.backend.inspect(spec);
+    if (obs.phase !== "running") {
+      const ident = this.identity(row);
+      if (obs.phase === "absent") {
+        const img = await ensureImage(this.d.exec, row.repo, this.hostUser(), { onProgress: (s) => this.d.progress?.(s) });
+        ident.image = img.tag;
+      }
+      spec = this.spec(row.name, row.repo, ident);
+      await this.d.backend.apply(spec);
+      if (!ident.shell) ident.shell = await this.d.backend.resolveShell(spec);
+      this.d.store.updateIdentity(row.id, ident);
+      if (row.state !== "active") this.d.store.setSandboxState(row.id, "active");
+      spec = this.spec(row.name, row.repo, ident);
+    }
+    return spec;
+  }
+
+  async start(name: string, w: Where): Promise<Sandbox> {
+    const { row } = await this.locate(name, w);
+    await this.ensureRunning(row);
+    return this.d.store.getSandbox(row.id) ?? row;
+  }
+
+  /** The host argv of a session (shell or command), starting the sandbox if it is stopped. */
+  async session(req: SessionRequest): Promise<string[]> {
+    const { repo, row } = await this.locate(req.name, req);
+    const spec = await this.ensureRunning(row);
+    const term = Object.fromEntries(
+      Object.entries(sandboxEnv(this.d.env.raw, req.name)).filter(([k]) => k !== "SANDBOX"),
+    );
+    const cwd = sessionCwd(repo, req.cwd, sandboxLayout(spec.dir).clone);
+    this.d.store.touchSandbox(row.id);
+    return this.d.backend.shellArgv(spec, { argv: req.argv, cwd, tty: req.tty, env: term, stdin: req.stdin === true });
+  }
+
+  async stop(name: string, w: Where): Promise<boolean> {
+    const { row } = await this.locate(name, w);
+    const { changed } = await this.d.backend.stop(this.specFor(row));
+    this.d.store.setSandboxState(row.id, "stopped");
+    return changed;
+  }
+
+  /**
+   * Removes a sandbox: container, volumes, overlay dirs, the host's `sandbox-<name>` remote and the sandbox dir.
+   * Refuses (exit 65) while the clone holds commits no host ref has, unless `force`.
+   */
+  async rm(name: string, w: Where & { force?: boolean }): Promise<{ lost: Commit[] }> {
+    const { repo, row } = await this.locate(name, w);
+    const lock = await this.lock(repo, name);
+    try {
+      const spec = this.specFor(row);
+      let lost: Commit[] = [];
+      if (existsSync(sandboxLayout(spec.dir).clone)) {
+        try {
+          lost = await unsyncedCommits(this.d.exec, repo, name);
+        } catch (e) {
+          if (!w.force) {
+            throw new SbxError("unsynced_commits", `cannot tell whether sandbox '${name}' holds commits the host lacks: ${(e as Error).message}`, {
+              hint: `Check with \`git fetch sandbox-${name}\` in the repo, or remove it anyway with \`sbx rm --force ${name}\`.`,
+            });
+          }
+        }
+      }
+      if (lost.length > 0 && !w.force) {
+        const lines = lost.slice(0, 20).map((c) => `  ${c.sha.slice(0, 12)} ${c.subject}`);
+        if (lost.length > 20) lines.push(`  … and ${lost.length - 20} more`);
+        throw new SbxError(
+          "unsynced_commits",
+          `sandbox '${name}' holds ${lost.length} commit${lost.length === 1 ? "" : "s"} that no host ref has:\n${lines.join("\n")}`,
+          {
+            hint: `Keep them with \`git branch <branch> sandbox-${name}/<branch>\` in the repo (they are already fetched as sandbox-${name}/*), or discard them with \`sbx rm --force ${name}\`.`,
+          },
+        );
+      }
+      // Row first: a crash after this leaves a dir with no live row, which prune removes.
+      this.d.store.setSandboxState(row.id, "deleted");
+      await this.teardown(name, repo, spec.dir, row);
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rm", detail: { name, repo, force: w.force === true, lost: lost.length } });
+      return { lost };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** Removes everything of one sandbox, whatever state it is in; idempotent. */
+  private async teardown(name: string, repo: string, dir: string, row: Sandbox | null): Promise<void> {
+    let ident: DockerIdentity = { id: socketId(repo, name), dir, overlays: [] };
+    if (row) {
+      const r = DockerIdentitySchema.safeParse(row.identity);
+      if (r.success) ident = r.data;
+    }
+    const spec = this.spec(name, repo, { ...ident, dir });
+    await this.d.backend.remove(spec);
+    const url = await sandboxRemoteUrl(this.d.exec, repo, name).catch(() => null);
+    if (url === null || url === sandboxLayout(dir).clone) await removeSandboxRemote(this.d.exec, repo, name).catch(() => false);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(spec.sockets.dir, { recursive: true, force: true });
+    if (row && row.state !== "deleted") this.d.store.setSandboxState(row.id, "deleted");
+  }
+
+  /** Every sandbox dir on disk: `<sandboxRoot>/<repo>-<hash>/<name>`. */
+  private sandboxDirs(): string[] {
+    const root = this.d.paths.sandboxRoot;
+    const out: string[] = [];
+    let repos: string[] = [];
+    try {
+      repos = readdirSync(root);
+    } catch {
+      return out;
+    }
+    for (const r of repos) {
+      const rd = join(root, r);
+      try {
+        if (!statSync(rd).isDirectory()) continue;
+        for (const n of readdirSync(rd)) if (statSync(join(rd, n)).isDirectory()) out.push(join(rd, n));
+      } catch {
+        /* vanished */
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Removes what no live sandbox owns: labelled containers and volumes whose dir is gone, sandbox dirs with no live
+   * row, half-made sandboxes whose creator died, and stale lock files. Dirs whose clone holds unsynced commits are kept.
+   */
+  async prune(opts: { dryRun?: boolean } = {}): Promise<PruneReport> {
+    const dry = opts.dryRun === true;
+    const removed: string[] = [];
+    const kept: string[] = [];
+    for (const dir of this.sandboxDirs()) {
+      const lay = sandboxLayout(dir);
+      const name = basename(dir);
+      let repo: string;
+      try {
+        repo = readlinkSync(lay.link);
+      } catch {
+        repo = "";
+      }
+      const row = repo ? this.d.store.findSandbox(repo, name) : null;
+      const rowDir = row ? DockerIdentitySchema.safeParse(row.identity).data?.dir : undefined;
+      const live = row !== null && rowDir === dir;
+      const halfMade = existsSync(lay.creating) && !lockHeld(lockPath(this.d.paths.stateDir, repo, name));
+      if (live && !halfMade) continue;
+      if (existsSync(lay.creating) && !halfMade) continue; // a create in progress
+      if (!halfMade && repo && existsSync(lay.clone) && (await sandboxRemoteUrl(this.d.exec, repo, name)) === lay.clone) {
+        const lost = await unsyncedCommits(this.d.exec, repo, name).catch(() => null);
+        if (lost === null || lost.length > 0) {
+          kept.push(`${dir}: its clone holds ${lost === null ? "commits that could not be checked" : `${lost.length} unsynced commit(s)`}; fetch them (git fetch sandbox-${name}) or delete the dir by hand`);
+          continue;
+        }
+      }
+      removed.push(`sandbox dir ${dir}${halfMade ? " (interrupted create)" : ""}`);
+      if (!dry) await this.teardown(name, repo || "/nonexistent", dir, live ? row : null);
+      if (!dry && live && row) this.d.store.setSandboxState(row.id, "deleted");
+    }
+    const orphans = await this.d.backend.pruneOrphans({ dryRun: dry });
+    removed.push(...orphans.removed);
+    for (const l of staleLocks(this.d.paths.stateDir)) {
+      removed.push(`stale lock ${l}`);
+      if (!dry) rmSync(l, { force: true });
+    }
+    return { removed, kept };
+  }
+
+  /** Sandboxes with their observed phase and unsynced commits. */
+  async list(opts: { all?: boolean; repo?: string } = {}): Promise<SandboxInfo[]> {
+    const rows = this.d.store.listSandboxes({ all: opts.all === true, ...(opts.repo ? { repo: opts.repo } : {}) });
+    return Promise.all(
+      rows.map(async (row): Promise<SandboxInfo> => {
+        const ident = DockerIdentitySchema.safeParse(row.identity).data;
+        const base = {
+          name: row.name,
+          repo: row.repo,
+          state: row.state,
+          createdAt: row.createdAt,
+          lastUsedAt: row.lastUsedAt,
+          dir: ident?.dir ?? "",
+          id: ident?.id ?? "",
+        };
+        if (row.state === "deleted" || !ident) return { ...base, phase: row.state === "deleted" ? "absent" : "unknown", unsynced: null };
+        const spec = this.spec(row.name, row.repo, ident);
+        const [obs, unsynced] = await Promise.all([
+          this.d.backend.inspect(spec).catch(() => null),
+          existsSync(sandboxLayout(ident.dir).clone) ? unsyncedCommits(this.d.exec, row.repo, row.name).catch(() => null) : Promise.resolve([]),
+        ]);
+        return { ...base, phase: obs?.phase ?? "unknown", unsynced };
+      }),
+    );
+  }
+}

@@ -1,0 +1,169 @@
+// The shared clone: made on the host before the sandbox ever runs; afterwards the host only fetches FROM it, in the host repo.
+import { existsSync, mkdirSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from "node:fs";
+import { join, relative, isAbsolute, sep } from "node:path";
+import { statSync } from "node:fs";
+import { SbxError } from "../core/errors";
+import type { Exec } from "../sys/exec";
+import { sandboxLayout } from "./layout";
+
+/** The clone's name for the host repo (its `origin` is the host's `origin` URL when there is one). */
+export const HOST_REMOTE = "host";
+
+/** The host repo's name for a sandbox's clone. */
+export function sandboxRemote(name: string): string {
+  return `sandbox-${name}`;
+}
+
+/**
+ * Options for every git the host runs near sandbox-writable data: no fsmonitor, no hooks. Used in the HOST repo,
+ * whose config the sandbox cannot write (its `.git` is mounted read-only inside).
+ */
+export const HOST_GIT_SAFE = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"] as const;
+
+/** Environment for host git: no system config surprises, no optional locks taken in a repo sbx only reads. */
+const GIT_ENV = { GIT_CONFIG_NOSYSTEM: "1", GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0" };
+
+function git(exec: Exec, cwd: string, args: readonly string[], check = true) {
+  return exec.run(["git", ...HOST_GIT_SAFE, "-C", cwd, ...args], { env: GIT_ENV, check });
+}
+
+export interface CloneRequest {
+  /** Real path of the host repo. */
+  repo: string;
+  /** The sandbox dir. */
+  dir: string;
+  name: string;
+}
+
+/** Points `<dir>/repo` at the host repo (replacing a stale link). */
+function ensureLink(link: string, repo: string): void {
+  try {
+    if (lstatSync(link).isSymbolicLink() && readlinkSync(link) === repo) return;
+    unlinkSync(link);
+  } catch {
+    /* absent */
+  }
+  symlinkSync(repo, link);
+}
+
+/** The host repo's `origin` URL, if it has one. runs: git -C <repo> config --get remote.origin.url */
+export async function hostOriginUrl(exec: Exec, repo: string): Promise<string | null> {
+  const r = await git(exec, repo, ["config", "--get", "remote.origin.url"], false);
+  const url = r.stdout.trim();
+  return r.exitCode === 0 && url !== "" ? url : null;
+}
+
+/**
+ * Makes the shared clone. Runs before the sandbox has ever run, so the clone's config is still sbx's own.
+ * runs: git clone --shared <dir>/repo <dir>/clone; git remote rename origin host; [git remote add origin <host's origin URL>;
+ *       git fetch host +refs/remotes/origin/*:refs/remotes/origin/*]; git -C <repo> remote add sandbox-<name> <dir>/clone
+ */
+export async function createClone(exec: Exec, req: CloneRequest): Promise<void> {
+  const lay = sandboxLayout(req.dir);
+  mkdirSync(req.dir, { recursive: true, mode: 0o700 });
+  ensureLink(lay.link, req.repo);
+  if (existsSync(lay.clone)) rmSync(lay.clone, { recursive: true, force: true });
+  await exec.run(["git", ...HOST_GIT_SAFE, "clone", "--shared", "--quiet", lay.link, lay.clone], { env: GIT_ENV });
+  // Worktrees record the real common dir, and clone may resolve the link: always go through the link.
+  writeFileSync(join(lay.clone, ".git", "objects", "info", "alternates"), `${join(lay.linkGit, "objects")}\n`);
+  await git(exec, lay.clone, ["remote", "rename", "origin", HOST_REMOTE]);
+  const origin = await hostOriginUrl(exec, req.repo);
+  if (origin !== null) {
+    await git(exec, lay.clone, ["remote", "add", "origin", origin]);
+    // The host's view of origin, so `origin/main` means inside what it means outside. Objects are shared: no copy.
+    await git(exec, lay.clone, ["fetch", "--quiet", "--no-tags", HOST_REMOTE, "+refs/remotes/origin/*:refs/remotes/origin/*"], false);
+  }
+  await addSandboxRemote(exec, req.repo, req.name, lay.clone);
+}
+
+/** runs: git -C <repo> remote add sandbox-<name> <clone> (or set-url when it exists) */
+export async function addSandboxRemote(exec: Exec, repo: string, name: string, clone: string): Promise<void> {
+  const remote = sandboxRemote(name);
+  const r = await git(exec, repo, ["remote", "add", remote, clone], false);
+  if (r.exitCode !== 0) await git(exec, repo, ["remote", "set-url", remote, clone]);
+}
+
+/** Removes the host repo's `sandbox-<name>` remote and its refs; a missing remote is fine. runs: git -C <repo> remote remove sandbox-<name> */
+export async function removeSandboxRemote(exec: Exec, repo: string, name: string): Promise<boolean> {
+  if (!existsSync(repo)) return false;
+  const r = await git(exec, repo, ["remote", "remove", sandboxRemote(name)], false);
+  return r.exitCode === 0;
+}
+
+/** The URL the host repo has for remote `sandbox-<name>`, if any. runs: git -C <repo> config --get remote.sandbox-<name>.url */
+export async function sandboxRemoteUrl(exec: Exec, repo: string, name: string): Promise<string | null> {
+  if (!existsSync(repo)) return null;
+  const r = await git(exec, repo, ["config", "--get", `remote.${sandboxRemote(name)}.url`], false);
+  return r.exitCode === 0 && r.stdout.trim() !== "" ? r.stdout.trim() : null;
+}
+
+/**
+ * Copies the clone's branches and HEAD into the host repo as `refs/remotes/sandbox-<name>/*`. Runs in the HOST repo
+ * (never git inside the clone on the host), with fsmonitor and hooks off and a pinned upload-pack.
+ * runs: git -c core.fsmonitor=false -c core.hooksPath=/dev/null -C <repo> fetch --no-tags --prune --upload-pack=git-upload-pack
+ *       sandbox-<name> +refs/heads/*:refs/remotes/sandbox-<name>/* +HEAD:refs/remotes/sandbox-<name>/HEAD
+ */
+export async function fetchSandboxRefs(exec: Exec, repo: string, name: string): Promise<void> {
+  const remote = sandboxRemote(name);
+  await git(exec, repo, [
+    "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", "--upload-pack=git-upload-pack",
+    remote,
+    `+refs/heads/*:refs/remotes/${remote}/*`,
+    `+HEAD:refs/remotes/${remote}/HEAD`,
+  ]);
+}
+
+export interface Commit {
+  sha: string;
+  subject: string;
+}
+
+/** Parses `git log --format=%H%x09%s` output. */
+export function parseCommits(stdout: string): Commit[] {
+  return stdout
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => {
+      const i = l.indexOf("\t");
+      return i < 0 ? { sha: l.trim(), subject: "" } : { sha: l.slice(0, i), subject: l.slice(i + 1) };
+    });
+}
+
+/**
+ * Commits the clone holds that no host ref (other than sandbox remotes) contains. Fetches first, in the host repo.
+ * runs: (fetchSandboxRefs) then git -C <repo> log --format=%H%x09%s --remotes=sandbox-<name> --not --exclude=refs/remotes/sandbox-* --all
+ */
+export async function unsyncedCommits(exec: Exec, repo: string, name: string): Promise<Commit[]> {
+  await fetchSandboxRefs(exec, repo, name);
+  const r = await git(exec, repo, [
+    "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all",
+  ]);
+  return parseCommits(r.stdout);
+}
+
+/**
+ * Where a session starts inside: the caller's dir when it lies in the repo and the clone has it, else the repo root.
+ * The clone is mounted at the repo's own path, so the path inside equals the path outside.
+ */
+export function sessionCwd(repo: string, callerCwd: string, clone: string): string {
+  const rel = relative(repo, callerCwd);
+  if (rel === "" || rel.startsWith("..") || isAbsolute(rel) || rel.split(sep).includes("..")) return repo;
+  try {
+    if (statSync(join(clone, rel)).isDirectory()) return join(repo, rel);
+  } catch {
+    /* no counterpart */
+  }
+  return repo;
+}
+
+/** Throws a clear error when the repo's `.git` is not a directory (worktrees and submodules are not supported yet). */
+export function requirePlainGitDir(repo: string): void {
+  try {
+    if (statSync(join(repo, ".git")).isDirectory()) return;
+  } catch {
+    /* fall through */
+  }
+  throw new SbxError("usage", `${repo} is a git worktree or submodule; sbx sandboxes need the main checkout`, {
+    hint: "Run sbx from the repo's main checkout (where .git is a directory), or pass --repo PATH to it.",
+  });
+}

@@ -1,0 +1,24 @@
+// The sandbox dir's layout: the clone, the symlink to the host repo its alternates go through, overlay dirs.
+import { join } from "node:path";
+
+export interface SandboxLayout {
+  /** The shared clone; mounted inside at the host repo's own path. */
+  clone: string;
+  /** Symlink to the host repo; inside, the host `.git` is mounted read-only at `<link>/.git`. */
+  link: string;
+  linkGit: string;
+  /** Upper/work dirs of overlay volumes. */
+  overlays: string;
+  /** Present while a create is in progress; a dir that still has it after its creator died is prune's to remove. */
+  creating: string;
+}
+
+export function sandboxLayout(dir: string): SandboxLayout {
+  return {
+    clone: join(dir, "clone"),
+    link: join(dir, "repo"),
+    linkGit: join(dir, "repo", ".git"),
+    overlays: join(dir, "overlay"),
+    creating: join(dir, ".creating"),
+  };
+}
