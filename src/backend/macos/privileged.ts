@@ -50,23 +50,23 @@ const id = z.number().int().positive();
 const line = z.string().min(1).max(1024).refine((s) => !/[\n\r\0]/.test(s), "must be one line");
 
 export const RootOpSchema = z.discriminatedUnion("op", [
-  z.object({ op: z.literal("ensure-group"), gid: id }),
-  z.object({ op: z.literal("ensure-share") }),
-  z.object({ op: z.literal("add-user"), user, uid: id, gid: id, sandbox: line, repo: line }),
-  z.object({
+  z.strictObject({ op: z.literal("ensure-group"), gid: id }),
+  z.strictObject({ op: z.literal("ensure-share") }),
+  z.strictObject({ op: z.literal("add-user"), user, uid: id, gid: id, sandbox: line, repo: line }),
+  z.strictObject({
     op: z.literal("set-user"),
     user,
     attr: z.enum(["IsHidden", "UserShell", "PrimaryGroupID", "Password", "Comment"]),
     value: line,
   }),
-  z.object({ op: z.literal("secure-home"), user }),
-  z.object({ op: z.literal("kill-user"), user }),
-  z.object({ op: z.literal("delete-user"), user }),
-  z.object({ op: z.literal("pf-enable"), uid: id }),
-  z.object({ op: z.literal("pf-load"), user, uid: id, port: z.number().int().min(1024).max(65535) }),
-  z.object({ op: z.literal("pf-unload"), uid: id }),
-  z.object({ op: z.literal("pf-state") }),
-  z.object({ op: z.literal("reapply-all") }),
+  z.strictObject({ op: z.literal("secure-home"), user }),
+  z.strictObject({ op: z.literal("kill-user"), user }),
+  z.strictObject({ op: z.literal("delete-user"), user }),
+  z.strictObject({ op: z.literal("pf-enable"), uid: id }),
+  z.strictObject({ op: z.literal("pf-load"), user, uid: id, port: z.number().int().min(1024).max(65535) }),
+  z.strictObject({ op: z.literal("pf-unload"), uid: id }),
+  z.strictObject({ op: z.literal("pf-state") }),
+  z.strictObject({ op: z.literal("reapply-all") }),
 ]);
 export type RootOp = z.infer<typeof RootOpSchema>;
 
