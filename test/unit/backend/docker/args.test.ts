@@ -1,0 +1,158 @@
+// Golden tests of the Docker backend's rendered argv: hardening flags, labels, mounts, overlay options, seed entries.
+import { describe, expect, test } from "bun:test";
+import type { SandboxSpec } from "../../../../src/backend/backend";
+import {
+  containerCommand,
+  dockerCreateArgs,
+  dockerExecArgs,
+  escapeOverlayPath,
+  mountValue,
+  overlayPlan,
+  overlayVolumeCreateArgs,
+  seedEntries,
+  mountTargets,
+} from "../../../../src/backend/docker/args";
+
+const spec: SandboxSpec = {
+  id: "abc123def456",
+  name: "demo",
+  repo: "/home/ann/src/app",
+  dir: "/home/ann/.cache/sandbox/app-ff/demo",
+  hostUser: { name: "ann", uid: 1000, gid: 1000, home: "/home/ann", shell: "/usr/bin/fish" },
+  sockets: { dir: "/run/user/1000/sbx/sb/abc123def456", proxy: "/p", bridge: "/b" },
+  env: { TERM: "xterm-256color", SANDBOX: "demo", LANG: "C.UTF-8" },
+  overlays: ["/home/ann/.claude", "/home/ann/.config/fish"],
+  options: { image: "sbx-app:1234" },
+};
+
+describe("dockerCreateArgs", () => {
+  const overlays = [overlayPlan(spec, "/home/ann/.claude", true), overlayPlan(spec, "/home/ann/.config/fish", false)];
+  const argv = dockerCreateArgs(spec, { image: "sbx-app:1234", overlays, command: containerCommand(spec) });
+
+  test("matches the golden argv", () => {
+    expect(argv).toEqual([
+      "docker", "create",
+      "--name", "sbx-abc123def456",
+      "--hostname", "demo",
+      "--init",
+      "--user", "1000:1000",
+      "--network", "none",
+      "--cap-drop", "ALL",
+      "--security-opt", "no-new-privileges",
+      "--workdir", "/home/ann/src/app",
+      "--label", "sbx.sandbox=abc123def456",
+      "--label", "sbx.name=demo",
+      "--label", "sbx.repo=/home/ann/src/app",
+      "--label", "sbx.dir=/home/ann/.cache/sandbox/app-ff/demo",
+      "--label", "sbx.role=sandbox",
+      "--env", "HOME=/home/ann",
+      "--env", "LANG=C.UTF-8",
+      "--env", "SANDBOX=demo",
+      "--env", "TERM=xterm-256color",
+      "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/clone,dst=/home/ann/src/app",
+      "--mount", "type=bind,src=/home/ann/src/app/.git,dst=/home/ann/.cache/sandbox/app-ff/demo/repo/.git,readonly",
+      "--mount", "type=bind,src=/run/user/1000/sbx/sb/abc123def456,dst=/run/sbx",
+      "--mount", `type=volume,src=${overlays[0]!.volume},dst=/home/ann/.claude,volume-nocopy`,
+      "--mount", `type=volume,src=${overlays[1]!.volume},dst=/home/ann/.config/fish,volume-nocopy`,
+      "sbx-app:1234",
+      "sleep", "infinity",
+    ]);
+  });
+
+  test("never gives the sandbox a network, the docker socket or the SSH agent", () => {
+    const s = argv.join(" ");
+    expect(s).not.toContain("--internal");
+    expect(s).not.toContain("docker.sock");
+    expect(s).not.toContain("SSH_AUTH_SOCK");
+    expect(s).not.toContain("--privileged");
+    expect(argv[argv.indexOf("--network") + 1]).toBe("none");
+  });
+});
+
+describe("overlays", () => {
+  test("escapes ',' ':' and '\\' for overlayfs options", () => {
+    expect(escapeOverlayPath("/a,b:c\\d")).toBe("/a\\,b\\:c\\\\d");
+    expect(escapeOverlayPath("/plain/path")).toBe("/plain/path");
+  });
+
+  test("a missing host dir becomes an empty dir inside the sandbox dir, never in $HOME", () => {
+    const p = overlayPlan(spec, "/home/ann/.config/fish", false);
+    expect(p.lower.startsWith(spec.dir + "/overlay/")).toBe(true);
+    expect(p.upper.startsWith(spec.dir + "/overlay/")).toBe(true);
+    expect(p.work.startsWith(spec.dir + "/overlay/")).toBe(true);
+    expect(overlayPlan(spec, "/home/ann/.claude", true).lower).toBe("/home/ann/.claude");
+  });
+
+  test("volume create argv carries type=overlay, escaped options and the labels", () => {
+    const s2 = { ...spec, dir: "/x/we,ird:dir" };
+    const p = overlayPlan(s2, "/home/ann/.claude", true);
+    const argv = overlayVolumeCreateArgs(s2, p);
+    expect(argv.slice(0, 5)).toEqual(["docker", "volume", "create", "--driver", "local"]);
+    expect(argv).toContain("type=overlay");
+    expect(argv).toContain("device=overlay");
+    const o = argv.find((a) => a.startsWith("o="))!;
+    expect(o).toBe(
+      `o=lowerdir=/home/ann/.claude,upperdir=${escapeOverlayPath(p.upper)},workdir=${escapeOverlayPath(p.work)}`,
+    );
+    expect(o).toContain("/x/we\\,ird\\:dir/overlay/");
+    expect(argv).toContain("sbx.sandbox=abc123def456");
+    expect(argv.at(-1)).toBe(p.volume);
+  });
+
+  test("volume names differ per target and per sandbox", () => {
+    const a = overlayPlan(spec, "/home/ann/.claude", true).volume;
+    expect(overlayPlan(spec, "/home/ann/.config/fish", true).volume).not.toBe(a);
+    expect(overlayPlan({ ...spec, id: "other0000000" }, "/home/ann/.claude", true).volume).not.toBe(a);
+  });
+});
+
+test("mount values with commas or quotes are CSV-quoted", () => {
+  expect(mountValue([["type", "bind"], ["src", "/a,b"], ["dst", '/c"d'], "readonly"])).toBe(
+    'type=bind,"src=/a,b","dst=/c""d",readonly',
+  );
+});
+
+describe("seedEntries", () => {
+  test("makes every dir from $HOME down to each mount point under it, owned by the host user", () => {
+    const overlays = [overlayPlan(spec, "/home/ann/.claude", true)];
+    const entries = seedEntries(spec, mountTargets(spec, overlays), null);
+    const paths = entries.map((e) => e.path);
+    expect(paths).toContain("home/ann");
+    expect(paths).toContain("home/ann/src");
+    expect(paths).toContain("home/ann/src/app");
+    expect(paths).toContain("home/ann/.cache/sandbox/app-ff/demo/repo");
+    expect(paths).toContain("home/ann/.claude");
+    expect(paths).not.toContain("home");
+    expect(entries.every((e) => e.uid === 1000 && e.gid === 1000 && e.type === "dir")).toBe(true);
+    // parents come before children
+    expect(paths.indexOf("home/ann/src")).toBeLessThan(paths.indexOf("home/ann/src/app"));
+  });
+
+  test("copies ~/.claude.json in as a file (a single file cannot be an overlay)", () => {
+    const entries = seedEntries(spec, [], new TextEncoder().encode("{}"));
+    const f = entries.find((e) => e.type === "file")!;
+    expect(f.path).toBe("home/ann/.claude.json");
+    expect(f.mode).toBe(0o600);
+  });
+
+  test("mount points outside $HOME get nothing", () => {
+    const entries = seedEntries({ ...spec, repo: "/srv/app" }, ["/srv/app"], null);
+    expect(entries.map((e) => e.path)).toEqual(["home/ann"]);
+  });
+});
+
+describe("dockerExecArgs", () => {
+  test("interactive: a tty, the user's shell as a login shell, in the mapped cwd", () => {
+    expect(dockerExecArgs(spec, { argv: [], cwd: "/home/ann/src/app/lib", tty: true, env: { TERM: "xterm" } }, "/usr/bin/fish")).toEqual([
+      "docker", "exec", "--interactive", "--tty", "--user", "1000:1000", "--workdir", "/home/ann/src/app/lib",
+      "--env", "TERM=xterm", "sbx-abc123def456", "/usr/bin/fish", "-l",
+    ]);
+  });
+
+  test("non-interactive: no tty, no stdin unless asked, the command as given", () => {
+    expect(dockerExecArgs(spec, { argv: ["true"], cwd: "/home/ann/src/app", tty: false, env: {} }, "/bin/bash")).toEqual([
+      "docker", "exec", "--user", "1000:1000", "--workdir", "/home/ann/src/app", "sbx-abc123def456", "true",
+    ]);
+    expect(dockerExecArgs(spec, { argv: ["cat"], cwd: "/", tty: false, env: {}, stdin: true }, "/bin/bash")).toContain("--interactive");
+  });
+});

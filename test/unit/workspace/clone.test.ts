@@ -1,0 +1,119 @@
+// The shared clone with real git: alternates through the link, remotes both ways, unsynced commits, and no guest config run on the host.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClone, fetchSandboxRefs, removeSandboxRemote, sessionCwd, unsyncedCommits } from "../../../src/workspace/clone";
+import { sandboxLayout } from "../../../src/workspace/layout";
+import { createExec } from "../../../src/sys/exec";
+
+const exec = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root" });
+const tmp = mkdtempSync(join(tmpdir(), "sbx-clone-test-"));
+const repo = join(tmp, "repo");
+const dir = join(tmp, "sandboxes", "demo");
+const ID = ["-c", "user.email=t@example.invalid", "-c", "user.name=t"];
+
+function git(cwd: string, ...args: string[]): string {
+  const r = Bun.spawnSync(["git", ...ID, "-C", cwd, ...args], { env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1" } });
+  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
+  return r.stdout.toString().trim();
+}
+
+beforeAll(async () => {
+  mkdirSync(join(repo, "sub"), { recursive: true });
+  git(tmp, "init", "-q", "-b", "main", repo);
+  writeFileSync(join(repo, "sub", "a.txt"), "a\n");
+  git(repo, "add", "-A");
+  git(repo, "commit", "-qm", "first");
+  git(repo, "remote", "add", "origin", "https://example.invalid/org/app.git");
+  git(repo, "update-ref", "refs/remotes/origin/main", "HEAD");
+  await createClone(exec, { repo, dir, name: "demo" });
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe("createClone", () => {
+  const lay = sandboxLayout(dir);
+  test("the link points at the host repo and alternates go through it", () => {
+    expect(readlinkSync(lay.link)).toBe(repo);
+    expect(readFileSync(join(lay.clone, ".git", "objects", "info", "alternates"), "utf8")).toBe(`${lay.linkGit}/objects\n`);
+  });
+
+  test("the clone's origin is the host's origin URL; the host repo is remote 'host'", () => {
+    expect(git(lay.clone, "remote", "get-url", "origin")).toBe("https://example.invalid/org/app.git");
+    expect(git(lay.clone, "remote", "get-url", "host")).toBe(lay.link);
+    expect(git(lay.clone, "rev-parse", "origin/main")).toBe(git(repo, "rev-parse", "HEAD"));
+    expect(git(lay.clone, "rev-parse", "host/main")).toBe(git(repo, "rev-parse", "HEAD"));
+  });
+
+  test("the host repo has the clone as remote sandbox-demo", () => {
+    expect(git(repo, "remote", "get-url", "sandbox-demo")).toBe(lay.clone);
+  });
+
+  test("the clone has a work tree and shares objects (no pack copied)", () => {
+    expect(readFileSync(join(lay.clone, "sub", "a.txt"), "utf8")).toBe("a\n");
+    expect(git(lay.clone, "count-objects", "-v")).toContain("count: 0");
+  });
+});
+
+describe("unsyncedCommits", () => {
+  const lay = sandboxLayout(dir);
+  test("none right after the clone", async () => {
+    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([]);
+  });
+
+  test("a commit made in the clone is reported until a host ref has it", async () => {
+    writeFileSync(join(lay.clone, "b.txt"), "b\n");
+    git(lay.clone, "add", "b.txt");
+    git(lay.clone, "commit", "-qm", "sandbox work");
+    const sha = git(lay.clone, "rev-parse", "HEAD");
+    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([{ sha, subject: "sandbox work" }]);
+    git(repo, "branch", "kept", "sandbox-demo/main");
+    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([]);
+  });
+
+  test("a detached-HEAD commit counts too", async () => {
+    git(lay.clone, "checkout", "-q", "--detach");
+    git(lay.clone, "commit", "-q", "--allow-empty", "-m", "detached");
+    const list = await unsyncedCommits(exec, repo, "demo");
+    expect(list.map((c) => c.subject)).toEqual(["detached"]);
+    git(lay.clone, "checkout", "-q", "main");
+  });
+
+  test("host-runs-no-guest-config: hooks and fsmonitor planted in the clone never run on the host", async () => {
+    const marker = join(tmp, "pwned");
+    const script = join(tmp, "evil.sh");
+    writeFileSync(script, `#!/bin/sh\ntouch ${marker}\n`);
+    chmodSync(script, 0o755);
+    for (const h of ["pre-upload-pack", "post-checkout", "reference-transaction", "post-merge", "fsmonitor-watchman"]) {
+      writeFileSync(join(lay.clone, ".git", "hooks", h), `#!/bin/sh\ntouch ${marker}\n`);
+      chmodSync(join(lay.clone, ".git", "hooks", h), 0o755);
+    }
+    git(lay.clone, "config", "core.fsmonitor", script);
+    git(lay.clone, "config", "core.hooksPath", join(lay.clone, ".git", "hooks"));
+    git(lay.clone, "config", "uploadpack.packObjectsHook", script);
+    git(lay.clone, "config", "core.sshCommand", script);
+    git(lay.clone, "commit", "-q", "--allow-empty", "-m", "bait");
+    rmSync(marker, { force: true });
+    await fetchSandboxRefs(exec, repo, "demo");
+    await unsyncedCommits(exec, repo, "demo");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("removing the remote drops it and its refs", async () => {
+    expect(await removeSandboxRemote(exec, repo, "demo")).toBe(true);
+    expect(git(repo, "for-each-ref", "refs/remotes/sandbox-demo")).toBe("");
+    expect(await removeSandboxRemote(exec, repo, "demo")).toBe(false);
+  });
+});
+
+describe("sessionCwd", () => {
+  const lay = sandboxLayout(dir);
+  test("same relative dir when the clone has it", () => {
+    expect(sessionCwd(repo, join(repo, "sub"), lay.clone)).toBe(join(repo, "sub"));
+  });
+  test("repo root when the caller is outside the repo or the dir has no counterpart", () => {
+    expect(sessionCwd(repo, tmp, lay.clone)).toBe(repo);
+    expect(sessionCwd(repo, join(repo, "nope"), lay.clone)).toBe(repo);
+    expect(sessionCwd(repo, repo + "-other", lay.clone)).toBe(repo);
+  });
+});
