@@ -1,0 +1,407 @@
+// git shim (runs inside the sandbox on the host's Bun, no dependencies): local git stays local, network operations go to the bridge.
+import { accessSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, delimiter, dirname, join } from "node:path";
+
+const NETWORK = new Set(["push", "fetch", "pull", "ls-remote", "clone"]);
+const EXIT_UNAVAILABLE = 69;
+
+type Frame =
+  | { t: "out"; d: string }
+  | { t: "err"; d: string }
+  | { t: "refs"; remote: string; url: string; refs: Record<string, string>; prune: boolean }
+  | { t: "bundle"; d: string }
+  | { t: "pushed"; remote: string; updates: Array<{ dst: string; sha: string | null }> }
+  | { t: "exit"; code: number };
+
+export interface BridgeReply {
+  code: number;
+  refs?: Extract<Frame, { t: "refs" }>;
+  pushed?: Extract<Frame, { t: "pushed" }>;
+  bundle?: Uint8Array;
+}
+
+/** Sends one request to the bridge and prints its output as it arrives, as if the command ran here. */
+export async function callBridge(header: Record<string, unknown>, payload?: Uint8Array, what = "this command"): Promise<BridgeReply> {
+  const socket = process.env.SBX_BRIDGE_SOCKET;
+  const down = (why: string): BridgeReply => {
+    process.stderr.write(`sbx: the command bridge is not answering${socket ? ` at ${socket}` : " (SBX_BRIDGE_SOCKET is not set)"}: ${why}\n` +
+      `sbx: ${what} needs it, because credentials stay on the host. Is the sbx daemon running? (sbx status)\n`);
+    return { code: EXIT_UNAVAILABLE };
+  };
+  if (!socket) return down("no socket");
+  const head = new TextEncoder().encode(JSON.stringify(header) + "\n");
+  const body = new Uint8Array(head.length + (payload?.length ?? 0));
+  body.set(head, 0);
+  if (payload) body.set(payload, head.length);
+  let res: Response;
+  try {
+    res = await fetch("http://bridge/v1/run", { method: "POST", body, unix: socket } as RequestInit);
+  } catch (e) {
+    return down((e as Error).message);
+  }
+  if (!res.ok || !res.body) {
+    let msg = `HTTP ${res.status}`;
+    try {
+      const j = (await res.json()) as { message?: string; hint?: string };
+      msg = `${j.message ?? msg}${j.hint ? `\nhint: ${j.hint}` : ""}`;
+    } catch {}
+    process.stderr.write(`sbx: bridge error: ${msg}\n`);
+    return { code: 1 };
+  }
+  const reply: BridgeReply = { code: 1 };
+  const chunks: Uint8Array[] = [];
+  const dec = new TextDecoder();
+  let buf = "";
+  let sawExit = false;
+  const onLine = (line: string) => {
+    if (!line) return;
+    const f = JSON.parse(line) as Frame;
+    if (f.t === "out") process.stdout.write(f.d);
+    else if (f.t === "err") process.stderr.write(f.d);
+    else if (f.t === "bundle") chunks.push(Buffer.from(f.d, "base64"));
+    else if (f.t === "refs") reply.refs = f;
+    else if (f.t === "pushed") reply.pushed = f;
+    else if (f.t === "exit") {
+      reply.code = f.code;
+      sawExit = true;
+    }
+  };
+  for await (const chunk of res.body) {
+    buf += dec.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) !== -1) {
+      onLine(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+    }
+  }
+  onLine(buf);
+  if (!sawExit) {
+    process.stderr.write("sbx: the bridge closed the connection before the command finished\n");
+    return { code: EXIT_UNAVAILABLE };
+  }
+  if (chunks.length) reply.bundle = Buffer.concat(chunks);
+  return reply;
+}
+
+/** The real git: the first `git` on PATH that is not in this shim's directory. */
+export function realGit(): string {
+  const own = new Set<string>();
+  for (const d of [import.meta.dir, process.env.SBX_SHIM_DIR]) {
+    if (!d) continue;
+    try {
+      own.add(realpathSync(d));
+    } catch {}
+  }
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (!dir) continue;
+    let real: string;
+    try {
+      real = realpathSync(dir);
+    } catch {
+      continue;
+    }
+    if (own.has(real)) continue;
+    const p = join(dir, "git");
+    try {
+      accessSync(p, constants.X_OK);
+      if (own.has(dirname(realpathSync(p)))) continue;
+      return p;
+    } catch {}
+  }
+  process.stderr.write("sbx: no real git found on PATH after the sbx shim\n");
+  process.exit(127);
+}
+
+interface Local {
+  git: string;
+  /** Global options that place the repository (-C, --git-dir, --work-tree), reused for local calls. */
+  where: string[];
+}
+
+async function run(l: Local, args: string[], stdin?: Uint8Array | string): Promise<{ code: number; out: string; err: string }> {
+  const p = Bun.spawn([l.git, ...l.where, ...args], { stdin: stdin === undefined ? "ignore" : typeof stdin === "string" ? Buffer.from(stdin) : stdin, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+}
+
+async function runBytes(l: Local, args: string[], stdin: string): Promise<Uint8Array> {
+  const p = Bun.spawn([l.git, ...l.where, ...args], { stdin: Buffer.from(stdin), stdout: "pipe", stderr: "inherit" });
+  const [out, code] = await Promise.all([new Response(p.stdout).arrayBuffer(), p.exited]);
+  if (code !== 0) throw new Error(`git ${args[0]} failed (${code})`);
+  return new Uint8Array(out);
+}
+
+async function inherit(git: string, args: string[]): Promise<number> {
+  const p = Bun.spawn([git, ...args], { stdin: "inherit", stdout: "inherit", stderr: "inherit" });
+  return p.exited;
+}
+
+const GLOBAL_WITH_VALUE = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--exec-path"]);
+/** Options (per network subcommand) that take the next argument as their value. */
+const VALUE_OPTS: Record<string, Set<string>> = {
+  push: new Set(["-o", "--push-option", "--receive-pack", "--exec", "--repo"]),
+  fetch: new Set(["-j", "--jobs", "--depth", "--deepen", "--upload-pack", "--shallow-since", "--shallow-exclude", "--refmap", "-o", "--server-option", "--negotiation-tip", "--filter"]),
+  pull: new Set(["-j", "--jobs", "--depth", "--upload-pack", "-s", "--strategy", "-X", "--strategy-option", "-o", "--server-option"]),
+  "ls-remote": new Set(["-u", "--upload-pack", "-o", "--server-option", "--sort"]),
+  clone: new Set(["-b", "--branch", "-o", "--origin", "-u", "--upload-pack", "--depth", "-c", "--config", "--reference", "-j", "--jobs", "--separate-git-dir", "--template", "--filter", "--server-option", "--shallow-since", "--shallow-exclude"]),
+};
+
+export interface Split {
+  global: string[];
+  sub: string | undefined;
+  rest: string[];
+}
+
+/** Splits `git [global options] <sub> [args]`. */
+export function splitArgv(argv: string[]): Split {
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith("-")) break;
+    if (GLOBAL_WITH_VALUE.has(a)) i++;
+  }
+  return { global: argv.slice(0, i), sub: argv[i], rest: argv.slice(i + 1) };
+}
+
+/** Positional arguments of a network subcommand, and its options as given. */
+export function positionals(sub: string, rest: string[]): { pos: string[]; opts: string[] } {
+  const takes = VALUE_OPTS[sub] ?? new Set<string>();
+  const pos: string[] = [];
+  const opts: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
+    if (a === "--") {
+      pos.push(...rest.slice(i + 1));
+      break;
+    }
+    if (a.startsWith("-") && a.length > 1) {
+      opts.push(a);
+      if (!a.includes("=") && takes.has(a)) opts.push(rest[++i] ?? "");
+      continue;
+    }
+    pos.push(a);
+  }
+  return { pos, opts };
+}
+
+/** A repository argument git would read from the local filesystem. */
+export function isLocalUrl(u: string): boolean {
+  if (/^file:/i.test(u)) return true;
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(u) || /^[A-Za-z][A-Za-z0-9+.-]*::/.test(u)) return false;
+  if (u.startsWith("/") || u.startsWith("./") || u.startsWith("../") || u === "." || u === ".." || u.startsWith("~")) return true;
+  // scp-like user@host:path (a colon before any slash) is remote.
+  const colon = u.indexOf(":");
+  const slash = u.indexOf("/");
+  return !(colon > 0 && (slash === -1 || colon < slash));
+}
+
+function localWhere(global: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < global.length; i++) {
+    const a = global[i]!;
+    if (a === "-C" || a === "--git-dir" || a === "--work-tree") out.push(a, global[++i] ?? "");
+    else if (a.startsWith("--git-dir=") || a.startsWith("--work-tree=")) out.push(a);
+  }
+  return out;
+}
+
+async function currentBranch(l: Local): Promise<string | undefined> {
+  const r = await run(l, ["symbolic-ref", "-q", "--short", "HEAD"]);
+  return r.code === 0 ? r.out.trim() || undefined : undefined;
+}
+
+async function config(l: Local, key: string): Promise<string | undefined> {
+  const r = await run(l, ["config", "--get", key]);
+  return r.code === 0 ? r.out.trim() : undefined;
+}
+
+/** Is this network operation about a remote beyond this machine (so it needs the bridge)? */
+async function needsBridge(l: Local, sub: string, pos: string[]): Promise<boolean> {
+  if (sub === "clone") return pos[0] !== undefined && !isLocalUrl(pos[0]);
+  let repo = pos[0];
+  if (repo === undefined) {
+    const b = await currentBranch(l);
+    repo = (b && (await config(l, `branch.${b}.remote`))) || "origin";
+  }
+  if (isLocalUrl(repo) && !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(repo)) return false;
+  const url = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(repo) ? await config(l, `remote.${repo}.url`) : repo;
+  if (url === undefined) return !isLocalUrl(repo);
+  return !isLocalUrl(url);
+}
+
+async function remoteTips(l: Local): Promise<string[]> {
+  const r = await run(l, ["for-each-ref", "--format=%(objectname)", "refs/remotes/"]);
+  return [...new Set(r.out.split("\n").filter((s) => /^[0-9a-f]{40,64}$/.test(s)))];
+}
+
+async function push(l: Local, argv: string[], rest: string[], cwd: string): Promise<number> {
+  const { pos, opts } = positionals("push", rest);
+  const del = opts.some((o) => o === "-d" || o === "--delete");
+  const branch = await currentBranch(l);
+  const resolved: Record<string, { sha: string; ref?: string }> = {};
+  const srcs = pos.length > 1 ? (del ? [] : pos.slice(1).map((s) => s.replace(/^\+/, "").split(":")[0]!).filter(Boolean)) : branch ? [branch] : [];
+  for (const src of srcs) {
+    const r = await run(l, ["rev-parse", "--verify", "-q", src]);
+    if (r.code !== 0) {
+      process.stderr.write(`error: src refspec ${src} does not match any\n`);
+      return 1;
+    }
+    const full = await run(l, ["rev-parse", "--symbolic-full-name", src]);
+    const ref = full.out.trim();
+    resolved[src] = { sha: r.out.trim(), ...(ref.startsWith("refs/") ? { ref } : {}) };
+  }
+  const shas = [...new Set(Object.values(resolved).map((r) => r.sha))];
+  let pack: Uint8Array | undefined;
+  if (shas.length) {
+    const tips = await remoteTips(l);
+    pack = await runBytes(l, ["pack-objects", "--revs", "--stdout", "--thin", "-q"], [...shas, "--not", ...tips].join("\n") + "\n");
+  }
+  const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
+  if (reply.code === 0 && reply.pushed) {
+    const remote = reply.pushed.remote;
+    const lines: string[] = [];
+    for (const u of reply.pushed.updates) {
+      if (!u.dst.startsWith("refs/heads/")) continue;
+      const b = u.dst.slice("refs/heads/".length);
+      lines.push(u.sha ? `update refs/remotes/${remote}/${b} ${u.sha}` : `delete refs/remotes/${remote}/${b}`);
+      if (u.sha && opts.some((o) => o === "-u" || o === "--set-upstream")) {
+        const local = Object.entries(resolved).find(([, r]) => r.sha === u.sha && r.ref?.startsWith("refs/heads/"))?.[1].ref;
+        if (local) {
+          const lb = local.slice("refs/heads/".length);
+          await run(l, ["config", `branch.${lb}.remote`, remote]);
+          await run(l, ["config", `branch.${lb}.merge`, u.dst]);
+          process.stderr.write(`branch '${lb}' set up to track '${remote}/${b}'.\n`);
+        }
+      }
+    }
+    if (lines.length) await run(l, ["update-ref", "--stdin"], lines.join("\n") + "\n");
+  }
+  return reply.code;
+}
+
+async function withBundle<T>(bundle: Uint8Array, f: (file: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), "sbx-fetch-"));
+  const file = join(dir, "in.bundle");
+  try {
+    writeFileSync(file, bundle, { mode: 0o600 });
+    return await f(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const PULL_LOCAL = /^(--rebase(=.*)?|-r|--no-rebase|--ff|--no-ff|--ff-only|--autostash|--no-autostash|--edit|-e|--no-edit|--squash|--no-squash|--commit|--no-commit|--stat|--no-stat|-n|--signoff|--allow-unrelated-histories|-q|--quiet|-v|--verbose|(-s|--strategy|-X|--strategy-option)(=.*)?)$/;
+
+async function fetchOrPull(l: Local, sub: "fetch" | "pull", argv: string[], rest: string[], cwd: string): Promise<number> {
+  const { pos, opts } = positionals(sub, rest);
+  const haves = await remoteTips(l);
+  const head = await run(l, ["rev-parse", "--verify", "-q", "HEAD"]);
+  if (head.code === 0) haves.push(head.out.trim());
+  const branch = await currentBranch(l);
+  const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), haves }, undefined, `git ${sub}`);
+  if (reply.code !== 0 || !reply.refs) return reply.code;
+  const { remote, url, refs, prune } = reply.refs;
+  if (reply.bundle) {
+    const r = await withBundle(reply.bundle, (file) => run(l, ["bundle", "unbundle", file]));
+    if (r.code !== 0) {
+      process.stderr.write(r.err);
+      return r.code;
+    }
+  }
+  const before: Record<string, string> = {};
+  const cur = await run(l, ["for-each-ref", "--format=%(objectname) %(refname)", `refs/remotes/${remote}/`, "refs/tags/"]);
+  for (const line of cur.out.split("\n")) {
+    const [sha, ref] = line.split(" ");
+    if (sha && ref) before[ref] = sha;
+  }
+  const tx: string[] = [];
+  const report: string[] = [];
+  const short = (r: string) => r.replace(/^refs\/remotes\//, "").replace(/^refs\/tags\//, "");
+  for (const [ref, sha] of Object.entries(refs)) {
+    if (before[ref] === sha) continue;
+    if (ref.startsWith("refs/tags/") && before[ref] !== undefined) continue;
+    tx.push(`update ${ref} ${sha}`);
+    const name = short(ref).replace(`${remote}/`, "");
+    report.push(before[ref] === undefined ? ` * [new ${ref.startsWith("refs/tags/") ? "tag" : "branch"}]      ${name} -> ${short(ref)}` : `   ${before[ref]!.slice(0, 7)}..${sha.slice(0, 7)}  ${name} -> ${short(ref)}`);
+  }
+  if (prune) {
+    for (const ref of Object.keys(before)) {
+      if (ref.startsWith(`refs/remotes/${remote}/`) && !(ref in refs) && !ref.endsWith("/HEAD")) {
+        tx.push(`delete ${ref}`);
+        report.push(` - [deleted]         (none) -> ${short(ref)}`);
+      }
+    }
+  }
+  if (tx.length) {
+    const r = await run(l, ["update-ref", "--stdin"], tx.join("\n") + "\n");
+    if (r.code !== 0) {
+      process.stderr.write(r.err);
+      return r.code;
+    }
+  }
+  const quiet = opts.some((o) => o === "-q" || o === "--quiet");
+  if (report.length && !quiet) process.stderr.write(`From ${url}\n${report.join("\n")}\n`);
+  if (sub === "fetch") return 0;
+  // pull: the network part is done; merge or rebase locally, as git would, from the updated tracking ref.
+  let b = pos[1];
+  if (b === undefined) {
+    const merge = branch ? await config(l, `branch.${branch}.merge`) : undefined;
+    b = merge?.replace(/^refs\/heads\//, "") ?? branch;
+  }
+  if (!b) {
+    process.stderr.write("sbx: pull: not on a branch and no branch named\n");
+    return 1;
+  }
+  const local = opts.filter((o) => PULL_LOCAL.test(o));
+  return inherit(l.git, [...l.where, "pull", ...local, ".", `refs/remotes/${remote}/${b}`]);
+}
+
+async function clone(l: Local, argv: string[], rest: string[], cwd: string): Promise<number> {
+  const { pos, opts } = positionals("clone", rest);
+  const url = pos[0]!;
+  const dir = pos[1] ?? basename(url.replace(/\/+$/, "")).replace(/\.git$/, "");
+  const reply = await callBridge({ tool: "git", args: argv, cwd }, undefined, "git clone");
+  if (reply.code !== 0) return reply.code;
+  if (!reply.bundle) {
+    process.stderr.write("sbx: clone: the bridge sent no repository\n");
+    return 1;
+  }
+  const keep: string[] = [];
+  for (let i = 0; i < opts.length; i++) {
+    const o = opts[i]!;
+    if (o === "-b" || o === "--branch" || o === "-o" || o === "--origin") keep.push(o, opts[++i]!);
+    else if (/^(--branch|--origin)=/.test(o) || ["--bare", "-n", "--no-checkout", "-q", "--quiet"].includes(o)) keep.push(o);
+  }
+  const origin = keep[keep.findIndex((o) => o === "-o" || o === "--origin") + 1] ?? "origin";
+  return withBundle(reply.bundle, async (file) => {
+    const code = await inherit(l.git, [...l.where, "clone", ...keep, file, dir]);
+    if (code !== 0) return code;
+    const r = await run({ git: l.git, where: ["-C", join(l.where.includes("-C") ? l.where[l.where.indexOf("-C") + 1]! : ".", dir)] }, ["remote", "set-url", origin, url]);
+    return r.code;
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const git = realGit();
+  const { global, sub, rest } = splitArgv(argv);
+  if (sub === undefined || !NETWORK.has(sub)) return inherit(git, argv);
+  const l: Local = { git, where: localWhere(global) };
+  if (!(await needsBridge(l, sub, positionals(sub, rest).pos))) return inherit(git, argv);
+  const cwd = process.cwd();
+  if (sub === "push") return push(l, argv, rest, cwd);
+  if (sub === "fetch" || sub === "pull") return fetchOrPull(l, sub, argv, rest, cwd);
+  if (sub === "clone") return clone(l, argv, rest, cwd);
+  const reply = await callBridge({ tool: "git", args: argv, cwd }, undefined, `git ${sub}`);
+  return reply.code;
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`sbx git shim: ${(e as Error).message}\n`);
+      process.exit(1);
+    },
+  );
+}

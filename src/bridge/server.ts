@@ -1,0 +1,435 @@
+// The command bridge: a hono app on one sandbox's own unix socket that runs vetted git/gh network operations on the host.
+import { Hono } from "hono";
+import { z } from "zod";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, unlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { SbxError } from "../core/errors";
+import { redact } from "../core/redact";
+import { formatFindings } from "../core/secrets";
+import type { Exec } from "../sys/exec";
+import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
+import {
+  ensureGate,
+  hostRemotes,
+  knownTips,
+  listRefs,
+  makeBundle,
+  present,
+  readRef,
+  receivePack,
+  remoteGit,
+  scanNew,
+  scratchDir,
+  tokenFor,
+  updateRef,
+  type Gate,
+} from "./gate";
+
+const Sha = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
+
+/** The first line of a request body; for a push, the pack follows the newline. */
+export const BridgeRequest = z.object({
+  tool: z.enum(["git", "gh"]),
+  args: z.array(z.string().max(4096)).max(256),
+  cwd: z.string().min(1).max(4096),
+  /** The sandbox's current branch, when on one (default push, gh pr create --head). */
+  branch: z.string().max(255).optional(),
+  /** Push: what each source the sandbox named resolves to in its clone. */
+  resolved: z.record(z.string().max(255), z.object({ sha: Sha, ref: z.string().max(255).optional() })).optional(),
+  /** Fetch: object ids the sandbox has (its remote-tracking tips), so only the rest is sent. */
+  haves: z.array(Sha).max(20000).optional(),
+});
+export type BridgeRequest = z.infer<typeof BridgeRequest>;
+
+/** Frames of the newline-delimited JSON response. */
+export type Frame =
+  | { t: "out"; d: string }
+  | { t: "err"; d: string }
+  | { t: "refs"; remote: string; url: string; refs: Record<string, string>; prune: boolean }
+  | { t: "bundle"; d: string }
+  | { t: "pushed"; remote: string; updates: Array<{ dst: string; sha: string | null }> }
+  | { t: "exit"; code: number };
+
+export interface AuditEvent {
+  sandbox: string;
+  tool: "git" | "gh";
+  args: string[];
+  cwd: string;
+  decision: "allowed" | "refused" | "failed";
+  reason?: string;
+  exitCode?: number;
+  durationMs: number;
+}
+
+export interface BridgeSandbox {
+  id: string;
+  name: string;
+  /** The sandbox's clone, as a host path. */
+  workspace: string;
+  /** The same workspace as the sandbox sees it (Docker: the host repo's path). Defaults to `workspace`. */
+  workspaceView?: string;
+  /** The host repo the sandbox was made from: host-owned, the only source of remote URLs. */
+  repo: string;
+}
+
+export interface BridgeDeps {
+  sandbox: BridgeSandbox;
+  gateDir: string;
+  /** Host secrets by name (GH_TOKEN, GIT_TOKEN, …), read at request time so rotation needs no restart. */
+  secrets: () => Record<string, string>;
+  audit: (e: AuditEvent) => void;
+  exec: Exec;
+  /** PATH for host git/gh (default: /usr/local/bin:/usr/bin:/bin). */
+  path?: string;
+  policy?: Partial<PolicyOptions>;
+}
+
+const BUNDLE_CHUNK = 48 * 1024;
+const MAX_REQUEST = 512 * 1024 * 1024;
+
+function realOrNull(p: string): string | null {
+  try {
+    return realpathSync(p);
+  } catch {
+    return null;
+  }
+}
+
+/** The hono app: testable with `app.request()` without a socket. */
+export function createBridgeApp(deps: BridgeDeps): Hono {
+  const app = new Hono();
+  const path = deps.path ?? "/usr/local/bin:/usr/bin:/bin";
+  let gateP: Promise<Gate> | undefined;
+  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path).catch((e) => {
+    gateP = undefined;
+    throw e;
+  }));
+  // One operation at a time per sandbox: the gate's refs are shared state.
+  let queue: Promise<unknown> = Promise.resolve();
+
+  app.get("/health", (c) => c.json({ ok: true, sandbox: deps.sandbox.name }));
+
+  app.post("/v1/run", async (c) => {
+    const body = new Uint8Array(await c.req.arrayBuffer());
+    if (body.length > MAX_REQUEST) return c.json(wire("usage", "request too large", "Push fewer commits at a time."), 413);
+    const nl = body.indexOf(10);
+    const head = new TextDecoder().decode(nl === -1 ? body : body.subarray(0, nl));
+    const pack = nl === -1 ? new Uint8Array() : body.subarray(nl + 1);
+    let req: BridgeRequest;
+    try {
+      req = BridgeRequest.parse(JSON.parse(head));
+    } catch (e) {
+      return c.json(wire("usage", `bad bridge request: ${(e as Error).message.slice(0, 300)}`, "Use the sbx git/gh shims; they speak this protocol."), 400);
+    }
+    const stream = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        const enc = new TextEncoder();
+        const known = () => Object.values(deps.secrets()).filter((v) => typeof v === "string");
+        const send = (f: Frame) => {
+          const g = f.t === "out" || f.t === "err" ? { ...f, d: redact(f.d, known()) } : f;
+          controller.enqueue(enc.encode(JSON.stringify(g) + "\n"));
+        };
+        const started = Date.now();
+        const job = queue.then(() => handle(deps, gate, req, pack, send));
+        queue = job.catch(() => undefined);
+        job
+          .then((r) => {
+            deps.audit({ sandbox: deps.sandbox.id, tool: req.tool, args: req.args, cwd: req.cwd, durationMs: Date.now() - started, ...r });
+            send({ t: "exit", code: r.exitCode });
+          })
+          .catch((e: unknown) => {
+            const msg = e instanceof Error ? e.message : String(e);
+            deps.audit({ sandbox: deps.sandbox.id, tool: req.tool, args: req.args, cwd: req.cwd, decision: "failed", reason: redact(msg, known()), exitCode: 1, durationMs: Date.now() - started });
+            send({ t: "err", d: `sbx bridge: ${msg}\n` });
+            send({ t: "exit", code: 1 });
+          })
+          .finally(() => controller.close());
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
+  });
+  return app;
+}
+
+function wire(error: string, message: string, hint: string) {
+  return { error, message, hint };
+}
+
+interface Outcome {
+  decision: "allowed" | "refused" | "failed";
+  reason?: string;
+  exitCode: number;
+}
+
+const REFUSED_EXIT = 77;
+
+async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeRequest, pack: Uint8Array, send: (f: Frame) => void): Promise<Outcome> {
+  const g = await gateF();
+  const ctx: PolicyContext = {
+    remotes: await hostRemotes(g),
+    checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
+    options: { ghApi: false, ghGist: false, ...deps.policy },
+  };
+  const refuse = (reason: string): Outcome => {
+    send({ t: "err", d: `sbx: refused: ${reason}\n` });
+    return { decision: "refused", reason, exitCode: REFUSED_EXIT };
+  };
+  if (req.tool === "gh") {
+    const d = decideGh(req.args, req.cwd, ctx);
+    if (!d.ok) return refuse(d.reason);
+    return runGh(deps, g, ctx, d.plan, req, send, refuse);
+  }
+  const d = decideGit(req.args, req.cwd, ctx);
+  if (!d.ok) return refuse(d.reason);
+  const plan = d.plan;
+  const token = tokenFor(plan.url, deps.secrets());
+  const err = (s: string) => send({ t: "err", d: s });
+  switch (plan.op) {
+    case "push":
+      return push(g, plan, req, pack, token, send, refuse);
+    case "fetch":
+    case "pull":
+      return fetch(g, plan, req, token, send, refuse);
+    case "ls-remote": {
+      const opts = plan.options.map(([n, v]) => (v === undefined ? n : `${n}=${v}`));
+      const r = await remoteGit(g, plan.url, token, ["ls-remote", ...opts, plan.url, ...plan.rest], err);
+      if (r.stdout) send({ t: "out", d: r.stdout });
+      return { decision: "allowed", exitCode: r.exitCode };
+    }
+    case "clone":
+      return clone(g, plan, token, send);
+  }
+}
+
+function opt(plan: GitPlan, name: string): boolean {
+  return plan.options.some(([n]) => n === name);
+}
+
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Uint8Array, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
+  const remote = plan.remote!;
+  let specs = plan.refspecs;
+  if (specs.length === 0) {
+    if (!req.branch || !isSafeRefName(req.branch)) return refuse("no branch to push: name one (git push origin <branch>)");
+    specs = [{ force: false, src: req.branch, dst: `refs/heads/${req.branch}` }];
+  }
+  const force = opt(plan, "--force");
+  const lease = opt(plan, "--force-with-lease");
+  const out: Array<{ src: string; dst: string; sha: string | null; force: boolean }> = [];
+  for (const s of specs) {
+    if (s.src === "") {
+      out.push({ src: "", dst: s.dst, sha: null, force: false });
+      continue;
+    }
+    const r = req.resolved?.[s.src];
+    if (!r) return refuse(`the shim did not say what ${s.src} is`);
+    let dst = s.dst;
+    if (dst === "") {
+      if (!r.ref || !/^refs\/heads\//.test(r.ref) || !isSafeRefName(r.ref)) return refuse(`cannot tell where to push ${s.src}; use <src>:<branch>`);
+      dst = r.ref;
+    }
+    out.push({ src: s.src, dst, sha: r.sha, force: s.force || force });
+  }
+  const shas = out.flatMap((o) => (o.sha ? [o.sha] : []));
+  const tips = await knownTips(g);
+  if (shas.length > 0) {
+    try {
+      await receivePack(g, pack, shas, tips);
+    } catch (e) {
+      return refuse(`the commits to push did not arrive complete in the gate (${(e as Error).message.split("\n")[0]})`);
+    }
+    const findings = await scanNew(g, shas, tips);
+    if (findings.length > 0) {
+      return refuse(`the commits contain what looks like a secret:\n${formatFindings(findings)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
+    }
+  }
+  const args = ["push"];
+  for (const [n, v] of plan.options) {
+    if (["--quiet", "--verbose", "--progress", "--no-progress", "--atomic", "--no-atomic", "--dry-run", "--ipv4", "--ipv6", "--thin", "--no-thin"].includes(n)) args.push(n);
+    else if (n === "--push-option") args.push(`--push-option=${v}`);
+  }
+  const refspecs: string[] = [];
+  for (const o of out) {
+    if (o.sha === null) {
+      refspecs.push(`:${o.dst}`);
+      continue;
+    }
+    // A gate-local ref with the destination's name, so git prints "feature -> feature".
+    const local = o.dst;
+    await updateRef(g, local, o.sha);
+    if (lease) {
+      const tracking = trackingRef(remote, o.dst);
+      const expect = tracking ? await readRef(g, tracking) : undefined;
+      args.push(expect ? `--force-with-lease=${o.dst}:${expect}` : `--force-with-lease=${o.dst}:`);
+    }
+    refspecs.push(`${o.force && !lease ? "+" : ""}${local}:${o.dst}`);
+  }
+  const r = await remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], (s) => send({ t: "err", d: s }));
+  if (r.stdout) send({ t: "out", d: r.stdout });
+  if (r.exitCode === 0 && !opt(plan, "--dry-run")) {
+    const updates: Array<{ dst: string; sha: string | null }> = [];
+    for (const o of out) {
+      const t = trackingRef(remote, o.dst);
+      if (t) await updateRef(g, t, o.sha);
+      updates.push({ dst: o.dst, sha: o.sha });
+    }
+    send({ t: "pushed", remote, updates });
+  }
+  return { decision: "allowed", exitCode: r.exitCode };
+}
+
+function trackingRef(remote: string, dst: string): string | undefined {
+  return dst.startsWith("refs/heads/") ? `refs/remotes/${remote}/${dst.slice("refs/heads/".length)}` : undefined;
+}
+
+async function fetch(g: Gate, plan: GitPlan, req: BridgeRequest, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
+  if (plan.remote === undefined) return refuse("fetch a remote of the host repository by name (git fetch origin); URLs are not supported for fetch");
+  const remote = plan.remote;
+  const branches = plan.rest;
+  const prune = opt(plan, "--prune");
+  const refspecs = branches.length
+    ? branches.map((b) => `+refs/heads/${b}:refs/remotes/${remote}/${b}`)
+    : [`+refs/heads/*:refs/remotes/${remote}/*`, "+refs/tags/*:refs/tags/*"];
+  const args = ["fetch", "--no-tags", "--no-write-fetch-head"];
+  for (const [n] of plan.options) if (["--quiet", "--verbose", "--progress", "--no-progress", "--ipv4", "--ipv6"].includes(n)) args.push(n);
+  if (prune && branches.length === 0) args.push("--prune");
+  // The gate's own "[new branch]" lines describe the gate, not the sandbox: the shim prints its own.
+  const r = await remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], () => undefined);
+  if (r.exitCode !== 0) {
+    send({ t: "err", d: r.stderr });
+    return { decision: "allowed", exitCode: r.exitCode };
+  }
+  const all = await listRefs(g, [`refs/remotes/${remote}/`, ...(branches.length ? [] : ["refs/tags/"])]);
+  const refs: Record<string, string> = {};
+  for (const [name, sha] of Object.entries(all)) {
+    if (branches.length && !branches.some((b) => name === `refs/remotes/${remote}/${b}`)) continue;
+    refs[name] = sha;
+  }
+  send({ t: "refs", remote, url: plan.url, refs, prune: prune && branches.length === 0 });
+  // Exclude what the sandbox has: its own tips, and the host repo's (it sees the host's objects).
+  const haves = await present(g, req.haves ?? []);
+  const hostRefs = await listRefs(g, [], g.hostRepo);
+  const exclude = [...new Set([...haves, ...Object.values(hostRefs)])];
+  const bundle = Object.keys(refs).length ? await makeBundle(g, Object.keys(refs), exclude) : null;
+  if (bundle) for (let i = 0; i < bundle.length; i += BUNDLE_CHUNK) send({ t: "bundle", d: Buffer.from(bundle.subarray(i, i + BUNDLE_CHUNK)).toString("base64") });
+  return { decision: "allowed", exitCode: 0 };
+}
+
+async function clone(g: Gate, plan: GitPlan, token: string | undefined, send: (f: Frame) => void): Promise<Outcome> {
+  const dir = scratchDir(g, "clone");
+  try {
+    const args = ["clone", "--bare", "--template=", "--no-local"];
+    for (const [n, v] of plan.options) {
+      if (["--quiet", "--verbose", "--progress", "--no-progress", "--single-branch", "--no-single-branch", "--no-tags", "--ipv4", "--ipv6"].includes(n)) args.push(n);
+      else if (n === "--branch" || n === "--depth") args.push(`${n}=${v}`);
+    }
+    const r = await remoteGit(g, plan.url, token, [...args, "--", plan.url, dir], (s) => send({ t: "err", d: s }), g.paths.tmp);
+    if (r.exitCode !== 0) return { decision: "allowed", exitCode: r.exitCode };
+    const bundle = await makeBundle(g, ["--all"], [], dir);
+    send({ t: "refs", remote: "origin", url: plan.url, refs: {}, prune: false });
+    if (bundle) for (let i = 0; i < bundle.length; i += BUNDLE_CHUNK) send({ t: "bundle", d: Buffer.from(bundle.subarray(i, i + BUNDLE_CHUNK)).toString("base64") });
+    return { decision: "allowed", exitCode: 0 };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** owner/name of a GitHub URL, or undefined. */
+export function githubRepo(url: string): string | undefined {
+  const m = /^(?:https:\/\/(?:[^@\/]*@)?github\.com\/|(?:ssh:\/\/)?git@github\.com[:\/])([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(url);
+  return m ? `${m[1]}/${m[2]}` : undefined;
+}
+
+/**
+ * Runs gh on the host with GH_TOKEN, --repo from the host repo's remote, in a host-owned directory.
+ * runs: gh <group> <sub> … --repo owner/name (stdin: the --body-file the bridge read)
+ */
+async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan, req: BridgeRequest, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
+  const url = ctx.remotes.origin ?? Object.values(ctx.remotes)[0];
+  const repo = url ? githubRepo(url) : undefined;
+  if (!repo) return refuse("the host repository has no GitHub remote, so gh has nothing to act on");
+  const secrets = deps.secrets();
+  const token = secrets.GH_TOKEN ?? secrets.GITHUB_TOKEN;
+  if (!token) return refuse("no GitHub token on the host: run `sbx secret set GH_TOKEN` there");
+  let stdin: Uint8Array | undefined;
+  if (plan.bodyFile !== undefined) {
+    const st = lstatSync(plan.bodyFile, { throwIfNoEntry: false });
+    if (!st || !st.isFile()) return refuse(`${plan.bodyFile}: not a regular file in the workspace`);
+    if (st.size > 1024 * 1024) return refuse("--body-file is larger than 1 MiB");
+    stdin = new Uint8Array(readFileSync(plan.bodyFile));
+  }
+  const dash = plan.args.indexOf("--");
+  const head = dash === -1 ? plan.args : plan.args.slice(0, dash);
+  const tail = dash === -1 ? [] : plan.args.slice(dash);
+  const extra: string[] = [];
+  if (plan.group !== "api" && plan.group !== "gist") extra.push("--repo", repo);
+  if (plan.group === "pr" && plan.sub === "create" && !head.some((a) => a === "--head" || a.startsWith("--head="))) {
+    if (!req.branch || !isSafeRefName(req.branch)) return refuse("gh pr create: not on a branch; pass --head <branch>");
+    extra.push(`--head=${req.branch}`);
+  }
+  const r = await deps.exec.run(["gh", ...head, ...extra, ...tail], {
+    cwd: g.paths.ghCwd,
+    env: {
+      PATH: g.path,
+      HOME: g.paths.home,
+      GH_TOKEN: token,
+      GH_CONFIG_DIR: join(g.paths.home, "gh"),
+      GH_PROMPT_DISABLED: "1",
+      GH_NO_UPDATE_NOTIFIER: "1",
+      NO_COLOR: "1",
+      LC_ALL: "C.UTF-8",
+    },
+    replaceEnv: true,
+    ...(stdin ? { stdin } : {}),
+    onStderr: (s) => send({ t: "err", d: s }),
+    check: false,
+    timeoutMs: 10 * 60_000,
+  });
+  if (r.stdout) send({ t: "out", d: r.stdout });
+  return { decision: "allowed", exitCode: r.exitCode };
+}
+
+export interface StartedBridge {
+  socketPath: string;
+  close(): Promise<void>;
+}
+
+async function isLive(socketPath: string): Promise<boolean> {
+  try {
+    const r = await globalThis.fetch("http://bridge/health", { unix: socketPath, signal: AbortSignal.timeout(1000) } as RequestInit);
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Serves the bridge on the sandbox's own socket: created under umask 0177 inside a 0700 directory,
+ * so only the host user (and the sandbox the directory is mounted into) can connect.
+ */
+export async function startBridge(o: BridgeDeps & { socketPath: string }): Promise<StartedBridge> {
+  const dir = dirname(o.socketPath);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  if (existsSync(o.socketPath)) {
+    if (await isLive(o.socketPath)) {
+      throw new SbxError("conflict", `a bridge already answers on ${o.socketPath}`, { hint: "Another sbx daemon is serving this sandbox; stop it first." });
+    }
+    unlinkSync(o.socketPath);
+  }
+  const app = createBridgeApp(o);
+  const old = process.umask(0o177);
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({ unix: o.socketPath, fetch: (req: Request) => app.fetch(req), maxRequestBodySize: MAX_REQUEST });
+  } finally {
+    process.umask(old);
+  }
+  chmodSync(o.socketPath, 0o600);
+  return {
+    socketPath: o.socketPath,
+    async close() {
+      await server.stop(true);
+      rmSync(o.socketPath, { force: true });
+    },
+  };
+}
