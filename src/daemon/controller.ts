@@ -390,7 +390,6 @@ export class Controller {
         report.guarded.push(sb.name);
         this.audit(live, "daemon", "reconcile.guarded", { was: phase });
       } catch (e) {
-        report.failed.push(sb.name);
         if (phase === "running") {
           // Fail closed: a sandbox whose guards could not come back must not keep running.
           try {

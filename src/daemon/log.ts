@@ -52,7 +52,7 @@ export function redact(v: unknown, key = ""): unknown {
 
 function quote(v: unknown): string {
   const s = typeof v === "string" ? v : v instanceof Error ? v.message : JSON.stringify(v) ?? String(v);
-  return /^[A-Za-z0-9_./:@%+,-]+$/.test(s) ? s : JSON.stringify(s);
+  return /^[A-Za-z0-9_./:@%+,[\]-]+$/.test(s) ? s : JSON.stringify(s);
 }
 
 /** Pure: one log line, `ts=… level=… msg=… k=v …`, redacted. */

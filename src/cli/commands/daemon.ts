@@ -1,13 +1,23 @@
-// sbx daemon: run the controller in the foreground
+// sbx daemon: run the controller in the foreground (logs on stderr); `sbx service install` runs it for you at login.
 import type { Command } from "commander";
+import { z } from "zod";
+import { SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
+
+const LevelSchema = z.enum(["debug", "info", "warn", "error"]);
 
 export const daemon: Verb = {
   name: "daemon",
   summary: "run the controller in the foreground",
   declare(cmd: Command) {
-    cmd.option("--log-level <level>", "debug | info | warn", "info");
+    cmd.option("--log-level <level>", "debug | info | warn | error", "info");
   },
-  run: notYet("daemon"),
+  async run(ctx, _args, opts) {
+    const level = LevelSchema.safeParse(opts.logLevel ?? "info");
+    if (!level.success) {
+      throw new SbxError("usage", `unknown log level '${String(opts.logLevel)}'`, { hint: "Use one of: debug, info, warn, error." });
+    }
+    const { runDaemonForeground } = await import("../../daemon/main");
+    return runDaemonForeground({ env: ctx.env, logLevel: level.data, exec: ctx.exec });
+  },
 };

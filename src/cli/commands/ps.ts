@@ -1,7 +1,7 @@
-// sbx ps: list interactive sessions
+// sbx ps: the daemon's interactive sessions (join one with `sbx shell --attach <session>`).
 import type { Command } from "commander";
+import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
 
 export const ps: Verb = {
   name: "ps",
@@ -9,5 +9,30 @@ export const ps: Verb = {
   declare(cmd: Command) {
     cmd.option("--json", "print JSON");
   },
-  run: notYet("ps"),
+  async run(ctx, _args, opts) {
+    const { daemonFor } = await import("../../client/cli");
+    const client = await daemonFor(ctx);
+    const { sessions } = await client.sessions();
+    if (opts.json) {
+      ctx.render.json(sessions);
+      return ExitCode.ok;
+    }
+    if (sessions.length === 0) {
+      ctx.render.info("no sessions");
+      return ExitCode.ok;
+    }
+    ctx.render.table(
+      ["SESSION", "SANDBOX", "PID", "CLIENTS", "STARTED", "STATUS", "COMMAND"],
+      sessions.map((s) => [
+        s.id,
+        s.sandbox,
+        String(s.pid),
+        String(s.clients),
+        new Date(s.startedAt).toISOString().slice(0, 19).replace("T", " "),
+        s.exitCode === null ? "running" : `exited ${s.exitCode}`,
+        s.argv.length ? s.argv.join(" ") : "(shell)",
+      ]),
+    );
+    return ExitCode.ok;
+  },
 };

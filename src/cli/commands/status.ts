@@ -1,7 +1,15 @@
-// sbx status: show daemon health, sandboxes and their guards
+// sbx status: the daemon's health, every sandbox's phase and whether its guards (proxy, bridge, …) are up.
 import type { Command } from "commander";
+import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
+
+function ago(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  if (s < 86400) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86400)}d`;
+}
 
 export const status: Verb = {
   name: "status",
@@ -9,5 +17,43 @@ export const status: Verb = {
   declare(cmd: Command) {
     cmd.option("--json", "print JSON");
   },
-  run: notYet("status"),
+  async run(ctx, _args, opts) {
+    const { DaemonClient } = await import("../../client/client");
+    const client = new DaemonClient(ctx.paths.controlSocket);
+    const health = await client.health();
+    if (!health) {
+      if (opts.json) ctx.render.json({ daemon: null, socket: ctx.paths.controlSocket, log: ctx.paths.daemonLog });
+      else {
+        ctx.render.out(`daemon: not running (no answer on ${ctx.paths.controlSocket})`);
+        ctx.render.info(`hint: start it with \`sbx daemon\`, or \`sbx service install\`; its log is ${ctx.paths.daemonLog}`);
+      }
+      return ExitCode.unavailable;
+    }
+    const st = await client.status();
+    if (opts.json) {
+      ctx.render.json(st);
+      return ExitCode.ok;
+    }
+    const { c } = ctx.render;
+    ctx.render.out(
+      `daemon: ${c.green("running")} pid ${st.daemon.pid}, up ${ago(Date.now() - st.daemon.startedAt)}, v${st.daemon.version}, ` +
+        `backends: ${st.backends.join(", ") || "none"}, guards: ${st.guards.join(", ") || "none"}, sessions: ${st.sessions}`,
+    );
+    if (st.sandboxes.length === 0) {
+      ctx.render.out("no sandboxes");
+      return ExitCode.ok;
+    }
+    ctx.render.table(
+      ["NAME", "STATE", "PHASE", "GUARDED", "GUARDS", "REPO"],
+      st.sandboxes.map((s) => [
+        s.name,
+        s.state,
+        s.phase,
+        s.guarded ? c.green("yes") : s.state === "active" ? c.red("NO (fenced)") : "no",
+        s.guards.map((g) => `${g.name} ${g.ok ? "ok" : g.detail}`).join(", ") + (s.error ? ` — ${s.error}` : ""),
+        s.repo,
+      ]),
+    );
+    return ExitCode.ok;
+  },
 };

@@ -1,0 +1,179 @@
+// Installs, removes and inspects the controller service: renders the unit/plist, writes it, and applies it through Exec.
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { SbxError } from "../core/errors";
+import type { Env } from "../sys/env";
+import type { Exec } from "../sys/exec";
+import type { Paths } from "../sys/paths";
+import {
+  LAUNCHD_LABEL,
+  SYSTEMD_UNIT_NAME,
+  renderLaunchAgentPlist,
+  renderSystemdSystemUnit,
+  renderSystemdUserUnit,
+  type ServiceSpec,
+} from "./render";
+
+export type ServiceKind = "systemd-user" | "systemd-system" | "launchd";
+
+export interface ServiceDeps {
+  env: Env;
+  paths: Paths;
+  exec: Exec;
+  /** The daemon's argv (defaults to how this sbx runs). */
+  daemonArgv: string[];
+  /** Whether systemd runs this machine (`/run/systemd/system` exists); a seam for tests. */
+  systemdRunning?: () => boolean;
+}
+
+export interface ServiceStatus {
+  kind: ServiceKind;
+  file: string;
+  installed: boolean;
+  /** As systemctl / launchctl report it. */
+  active: boolean;
+  enabled: boolean;
+  detail: string;
+}
+
+export function serviceKind(env: Env, system: boolean): ServiceKind {
+  if (env.platform === "darwin") {
+    if (system) {
+      throw new SbxError("usage", "--system is for the Linux-user backend on Linux", {
+        hint: "On macOS run `sbx service install` as yourself: a LaunchAgent runs at your login.",
+      });
+    }
+    return "launchd";
+  }
+  if (env.platform !== "linux") {
+    throw new SbxError("not_available", `sbx service does not support ${env.platform}`, { hint: "Run `sbx daemon` yourself." });
+  }
+  if (system && env.uid !== 0) {
+    throw new SbxError("permission", "installing the system unit needs root", { hint: "Run `sudo sbx service install --system`." });
+  }
+  return system ? "systemd-system" : "systemd-user";
+}
+
+/** Where the unit or plist goes. */
+export function serviceFile(kind: ServiceKind, env: Env): string {
+  const home = env.vars.HOME;
+  switch (kind) {
+    case "launchd":
+      return join(home, "Library", "LaunchAgents", `${LAUNCHD_LABEL}.plist`);
+    case "systemd-user":
+      return join(env.vars.XDG_CONFIG_HOME ?? join(home, ".config"), "systemd", "user", SYSTEMD_UNIT_NAME);
+    case "systemd-system":
+      return join("/etc/systemd/system", SYSTEMD_UNIT_NAME);
+  }
+}
+
+/** Pure: the spec for the renderers; only PATH and DOCKER_HOST cross from the environment. */
+export function serviceSpec(deps: Pick<ServiceDeps, "env" | "paths" | "daemonArgv">): ServiceSpec {
+  const env: Record<string, string> = { PATH: deps.env.vars.PATH };
+  if (deps.env.vars.DOCKER_HOST) env.DOCKER_HOST = deps.env.vars.DOCKER_HOST;
+  return { argv: deps.daemonArgv, env, logPath: deps.paths.daemonLog, home: deps.env.vars.HOME };
+}
+
+/** Pure: the file content for a kind. */
+export function renderService(kind: ServiceKind, spec: ServiceSpec): string {
+  switch (kind) {
+    case "launchd":
+      return renderLaunchAgentPlist(spec);
+    case "systemd-user":
+      return renderSystemdUserUnit(spec);
+    case "systemd-system":
+      return renderSystemdSystemUnit(spec);
+  }
+}
+
+function systemctl(kind: ServiceKind): string[] {
+  return kind === "systemd-user" ? ["systemctl", "--user"] : ["systemctl"];
+}
+
+function requireSystemd(deps: ServiceDeps): void {
+  const running = deps.systemdRunning ?? (() => existsSync("/run/systemd/system"));
+  if (!running()) {
+    throw new SbxError("unavailable", "systemd is not running on this machine (no /run/systemd/system)", {
+      hint: "Start the controller yourself with `sbx daemon` (the CLI also starts it on demand).",
+    });
+  }
+}
+
+function writeAtomic(file: string, content: string): void {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o755 });
+  const tmp = `${file}.sbx-tmp`;
+  writeFileSync(tmp, content, { mode: 0o644 });
+  renameSync(tmp, file);
+}
+
+/**
+ * Writes the unit or plist and starts it.
+ * runs: systemctl [--user] daemon-reload; systemctl [--user] enable --now sbx.service
+ * runs: launchctl bootout gui/<uid>/dev.sbx.daemon (if loaded); launchctl bootstrap gui/<uid> <plist>
+ */
+export async function installService(deps: ServiceDeps, kind: ServiceKind): Promise<{ file: string; changed: boolean }> {
+  const file = serviceFile(kind, deps.env);
+  const content = renderService(kind, serviceSpec(deps));
+  const changed = !existsSync(file) || readFileSync(file, "utf8") !== content;
+  if (kind === "launchd") {
+    mkdirSync(dirname(deps.paths.daemonLog), { recursive: true, mode: 0o700 });
+    writeAtomic(file, content);
+    const target = `gui/${deps.env.uid}`;
+    // bootstrap fails on a loaded job: unload first so a changed plist takes effect (and installing twice converges).
+    await deps.exec.run(["launchctl", "bootout", `${target}/${LAUNCHD_LABEL}`], { check: false });
+    await deps.exec.run(["launchctl", "bootstrap", target, file]);
+    return { file, changed };
+  }
+  requireSystemd(deps);
+  writeAtomic(file, content);
+  await deps.exec.run([...systemctl(kind), "daemon-reload"]);
+  await deps.exec.run([...systemctl(kind), "enable", "--now", SYSTEMD_UNIT_NAME]);
+  if (changed) await deps.exec.run([...systemctl(kind), "restart", SYSTEMD_UNIT_NAME]);
+  return { file, changed };
+}
+
+/**
+ * Stops the service and removes its file; removing what is not installed succeeds.
+ * runs: systemctl [--user] disable --now sbx.service; systemctl [--user] daemon-reload
+ * runs: launchctl bootout gui/<uid>/dev.sbx.daemon
+ */
+export async function uninstallService(deps: ServiceDeps, kind: ServiceKind): Promise<{ file: string; changed: boolean }> {
+  const file = serviceFile(kind, deps.env);
+  const had = existsSync(file);
+  if (kind === "launchd") {
+    await deps.exec.run(["launchctl", "bootout", `gui/${deps.env.uid}/${LAUNCHD_LABEL}`], { check: false });
+    rmSync(file, { force: true });
+    return { file, changed: had };
+  }
+  requireSystemd(deps);
+  await deps.exec.run([...systemctl(kind), "disable", "--now", SYSTEMD_UNIT_NAME], { check: false });
+  rmSync(file, { force: true });
+  await deps.exec.run([...systemctl(kind), "daemon-reload"]);
+  return { file, changed: had };
+}
+
+/**
+ * runs: systemctl [--user] is-active sbx.service; systemctl [--user] is-enabled sbx.service
+ * runs: launchctl print gui/<uid>/dev.sbx.daemon
+ */
+export async function serviceStatus(deps: ServiceDeps, kind: ServiceKind): Promise<ServiceStatus> {
+  const file = serviceFile(kind, deps.env);
+  const installed = existsSync(file);
+  if (kind === "launchd") {
+    const r = await deps.exec.run(["launchctl", "print", `gui/${deps.env.uid}/${LAUNCHD_LABEL}`], { check: false });
+    const state = /^\s*state = (\S+)/m.exec(r.stdout)?.[1] ?? (r.exitCode === 0 ? "loaded" : "not loaded");
+    return { kind, file, installed, active: state === "running", enabled: r.exitCode === 0, detail: state };
+  }
+  const running = deps.systemdRunning ?? (() => existsSync("/run/systemd/system"));
+  if (!running()) return { kind, file, installed, active: false, enabled: false, detail: "systemd is not running on this machine" };
+  const active = await deps.exec.run([...systemctl(kind), "is-active", SYSTEMD_UNIT_NAME], { check: false });
+  const enabled = await deps.exec.run([...systemctl(kind), "is-enabled", SYSTEMD_UNIT_NAME], { check: false });
+  return {
+    kind,
+    file,
+    installed,
+    active: active.exitCode === 0,
+    enabled: enabled.exitCode === 0,
+    detail: `${active.stdout.trim() || "unknown"}, ${enabled.stdout.trim() || "not enabled"}`,
+  };
+}
