@@ -85,7 +85,7 @@ export function startGitHttpServer(root: string, token: string): GitHttpServer {
     repoUrl: (name) => `${url}/${name}.git`,
     async createRepo(name) {
       const dir = join(root, `${name}.git`);
-      await git(["init", "--bare", "--quiet", dir]);
+      await git(["init", "--bare", "--quiet", "--initial-branch=main", dir]);
       await git(["config", "http.receivepack", "true"], dir);
       return dir;
     },

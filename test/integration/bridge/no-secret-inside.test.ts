@@ -1,0 +1,145 @@
+// Invariant no-secret-inside: pushes and fetches through the shim and bridge work, and the host's token never reaches the sandbox.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { commitOn, git, makeHarness, refIn, sh, SHIMS, type Harness } from "./harness";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await makeHarness();
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+/** Every process's argv on this machine, joined; used to prove the token is never on a command line. */
+function allCmdlines(): string {
+  let s = "";
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      s += readFileSync(`/proc/${pid}/cmdline`, "utf8") + "\n";
+    } catch {}
+  }
+  return s;
+}
+
+describe("no-secret-inside", () => {
+  test("a push through the shim reaches the token-demanding upstream; the token is in no output, env or argv", async () => {
+    const sha = await commitOn(h.clone, "feature", { "a.txt": "one\n" });
+    let sawToken = false;
+    let polling = true;
+    const poll = (async () => {
+      while (polling) {
+        if (allCmdlines().includes(h.token)) sawToken = true;
+        await Bun.sleep(5);
+      }
+    })();
+    const r = await h.shim(["push", "-u", "origin", "feature"]);
+    polling = false;
+    await poll;
+    expect(r.code).toBe(0);
+    expect(await refIn(h.upstreamRepo, "refs/heads/feature")).toBe(sha);
+    expect(await git(h.clone, "rev-parse", "refs/remotes/origin/feature")).toBe(sha);
+    expect(await git(h.clone, "config", "branch.feature.merge")).toBe("refs/heads/feature");
+    expect(r.stderr).toContain("feature -> feature");
+    expect(r.stdout + r.stderr).not.toContain(h.token);
+    expect(JSON.stringify(h.sandboxEnv)).not.toContain(h.token);
+    expect(sawToken).toBe(false);
+    // The upstream saw the token: the bridge injected it.
+    expect(h.upstream.requests.some((q) => q.authorized && q.method === "POST" && q.path.endsWith("git-receive-pack"))).toBe(true);
+    expect(h.audit.at(-1)).toMatchObject({ tool: "git", decision: "allowed", exitCode: 0, args: ["push", "-u", "origin", "feature"] });
+  });
+
+  test("the token is not written anywhere in the clone", async () => {
+    const r = await sh(["grep", "-r", "-l", "-F", h.token, h.clone]);
+    expect(r.code).toBe(1);
+  });
+
+  test("a fetch and a pull through the shim bring the upstream's new commits", async () => {
+    // Someone else pushes to the upstream.
+    const other = join(h.root, "other");
+    await git(h.root, "clone", "-q", h.upstream.repoUrl("proj").replace("http://", `http://x:${h.token}@`), other);
+    await Bun.write(join(other, "b.txt"), "from elsewhere\n");
+    await git(other, "add", "b.txt");
+    await git(other, "commit", "-q", "-m", "upstream work");
+    await git(other, "push", "-q", "origin", "main");
+    const upstreamMain = await git(other, "rev-parse", "HEAD");
+
+    const f = await h.shim(["fetch", "origin"]);
+    expect(f.code).toBe(0);
+    expect(await git(h.clone, "rev-parse", "refs/remotes/origin/main")).toBe(upstreamMain);
+    expect(f.stderr).toContain("main -> origin/main");
+    expect(f.stdout + f.stderr).not.toContain(h.token);
+
+    await git(h.clone, "checkout", "-q", "main");
+    await git(h.clone, "branch", "-q", "--set-upstream-to=origin/main");
+    const p = await h.shim(["pull", "--ff-only"]);
+    expect(p.code).toBe(0);
+    expect(await git(h.clone, "rev-parse", "HEAD")).toBe(upstreamMain);
+    expect(readFileSync(join(h.clone, "b.txt"), "utf8")).toBe("from elsewhere\n");
+  });
+
+  test("ls-remote through the shim lists the upstream's refs", async () => {
+    const r = await h.shim(["ls-remote", "origin"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("refs/heads/feature");
+    expect(r.stdout).not.toContain(h.token);
+  });
+
+  test("output from the remote that contains the token comes back redacted", async () => {
+    const hook = join(h.upstreamRepo, "hooks", "pre-receive");
+    writeFileSync(hook, `#!/bin/sh\necho "remote says ${h.token}" >&2\nexit 1\n`);
+    chmodSync(hook, 0o755);
+    try {
+      await commitOn(h.clone, "leaky", { "c.txt": "c\n" });
+      const r = await h.shim(["push", "origin", "leaky"]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain("remote says [REDACTED]");
+      expect(r.stdout + r.stderr).not.toContain(h.token);
+    } finally {
+      writeFileSync(hook, "#!/bin/sh\nexit 0\n");
+    }
+  });
+
+  test("a commit with a key-shaped string is refused with its file and line, and never reaches the upstream", async () => {
+    const key = "ghp_" + "Z9y8X7w6V5".repeat(4).slice(0, 36);
+    await commitOn(h.clone, "oops", { "notes.txt": "fine\n", "config/app.env": `A=1\nGITHUB=${key}\n` });
+    const r = await h.shim(["push", "origin", "oops"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain("config/app.env:2: GitHub token");
+    expect(r.stderr).not.toContain(key);
+    expect(await refIn(h.upstreamRepo, "refs/heads/oops")).toBe("");
+    expect(h.audit.at(-1)).toMatchObject({ decision: "refused" });
+  });
+
+  test("a refused invocation says why and exits 77", async () => {
+    const r = await h.shim(["-c", "core.sshCommand=touch /tmp/x", "push", "origin", "feature"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain("refused");
+    expect(r.stderr).toContain("-c");
+  });
+
+  test("local git commands run locally without the bridge", async () => {
+    const r = await h.shim(["status", "--short"], { env: { SBX_BRIDGE_SOCKET: join(h.root, "nope.sock") } });
+    expect(r.code).toBe(0);
+  });
+
+  test("with the bridge down the shim says so and exits non-zero", async () => {
+    const r = await h.shim(["push", "origin", "feature"], { env: { SBX_BRIDGE_SOCKET: join(h.root, "nope.sock") } });
+    expect(r.code).toBe(69);
+    expect(r.stderr).toContain("command bridge is not answering");
+  });
+
+  test("gh with the bridge down says so too", async () => {
+    const r = await sh([join(SHIMS, "gh"), "pr", "list"], { cwd: h.clone, env: { ...h.sandboxEnv, SBX_BRIDGE_SOCKET: join(h.root, "nope.sock") } });
+    expect(r.code).toBe(69);
+    expect(r.stderr).toContain("command bridge is not answering");
+  });
+
+  test("the socket is private to its owner", async () => {
+    const { statSync } = await import("node:fs");
+    expect(statSync(h.socket).mode & 0o777).toBe(0o600);
+    expect(statSync(join(h.socket, "..")).mode & 0o777).toBe(0o700);
+  });
+});
