@@ -10,29 +10,10 @@ import { SbxError, isSbxError, toSbxError } from "../../core/errors";
 import { ExecError, createExec, type Exec, type ExecOptions } from "../../sys/exec";
 import { anchorName, guestPrefix, hostGroup, hostTag, inRange, parseGuestUser, type IdRange, DEFAULT_UID_RANGE } from "./naming";
 import { parseDsclList, parseDsclRecord, parsePfAnchors, parsePfEnabled, parsePfReferences, parsePfToken } from "./parse";
+import { BIN } from "./bin";
 import { renderPfAnchor } from "./render";
 
-/** Absolute paths of every program the backend runs: root never resolves names through a PATH. */
-export const BIN = {
-  sudo: "/usr/bin/sudo",
-  dscl: "/usr/bin/dscl",
-  sysadminctl: "/usr/sbin/sysadminctl",
-  createhomedir: "/usr/sbin/createhomedir",
-  pfctl: "/sbin/pfctl",
-  chmod: "/bin/chmod",
-  chown: "/usr/sbin/chown",
-  chflags: "/usr/bin/chflags",
-  mkdir: "/bin/mkdir",
-  rm: "/bin/rm",
-  cat: "/bin/cat",
-  tee: "/usr/bin/tee",
-  ls: "/bin/ls",
-  test: "/bin/test",
-  stat: "/usr/bin/stat",
-  pkill: "/usr/bin/pkill",
-  git: "/usr/bin/git",
-  tcpdump: "/usr/sbin/tcpdump",
-} as const;
+export { BIN };
 
 /** Shells a guest may have: zsh when running, false when stopped (no logins). */
 export const RUNNING_SHELL = "/bin/zsh";

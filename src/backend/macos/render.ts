@@ -2,6 +2,7 @@
 import anchorTemplate from "../../../pf/sandbox.anchor.tmpl" with { type: "text" };
 import plistTemplate from "../../../launchd/sbx-privileged.plist.tmpl" with { type: "text" };
 import { renderShellRc, type HomeFile } from "../provision/provision";
+import { MONITOR_ARGV } from "./monitor";
 import { anchorName, hostGroup, hostTag } from "./naming";
 
 function fill(template: string, vars: Record<string, string>): string {
@@ -43,7 +44,8 @@ export interface SudoersInput {
 const SUDOERS_WORD = /^[A-Za-z0-9_./+-]+$/;
 
 /**
- * /etc/sudoers.d/sbx_<host>: the host user may run the one root helper (which validates every request) and may
+ * /etc/sudoers.d/sbx_<host>: the host user may run the one root helper (which validates every request), the one
+ * pflog tcpdump command (exact argv), and may
  * run anything as its own guests (members of `sbx_<host>`), never as anyone else. The guests get no sudo at all.
  */
 export function renderSudoers(input: SudoersInput): string {
@@ -59,8 +61,9 @@ export function renderSudoers(input: SudoersInput): string {
     `# and may run commands as its own sandbox users (group ${hostGroup(input.hostUser)}), never as anyone else.`,
     `# Written by \`sbx service install\` to /etc/sudoers.d/sbx_${hostTag(input.hostUser)}; validate with \`visudo -cf <file>\`.`,
     `Cmnd_Alias ${alias} = ${input.helperArgv.join(" ")} *`,
+    `Cmnd_Alias ${alias.replace(/_HELPER$/, "_PFLOG")} = ${MONITOR_ARGV.join(" ")}`,
     `Defaults!${alias} env_reset`,
-    `${input.hostUser} ALL = (root) NOPASSWD: ${alias}`,
+    `${input.hostUser} ALL = (root) NOPASSWD: ${alias}, ${alias.replace(/_HELPER$/, "_PFLOG")}`,
     `${input.hostUser} ALL = (%${hostGroup(input.hostUser)}) NOPASSWD: ALL`,
     "",
   ].join("\n");

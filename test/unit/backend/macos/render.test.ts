@@ -37,7 +37,8 @@ describe("sudoers rule", () => {
     const text = renderSudoers({ hostUser: "alice", helperArgv: HELPER });
     golden("sudoers-alice", text);
     const rules = text.split("\n").filter((l) => l && !l.startsWith("#"));
-    expect(rules).toContain("alice ALL = (root) NOPASSWD: SBX_ALICE_HELPER");
+    expect(rules).toContain("alice ALL = (root) NOPASSWD: SBX_ALICE_HELPER, SBX_ALICE_PFLOG");
+    expect(rules).toContain("Cmnd_Alias SBX_ALICE_PFLOG = /usr/sbin/tcpdump -l -n -e -ttt -i pflog0");
     expect(rules).toContain("alice ALL = (%sbx_alice) NOPASSWD: ALL");
     expect(rules.filter((r) => r.includes("(root)"))).toHaveLength(1);
   });
