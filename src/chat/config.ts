@@ -1,0 +1,139 @@
+// The chat bot's host-side config (Zulip site, bot email and key, stream, who may give commands): schema, render, and a 0600 file under the config dir.
+import { closeSync, chmodSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import { SbxError } from "../core/errors";
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/** Zulip topics are at most 60 characters; stream names the same. */
+export const ZULIP_NAME_MAX = 60;
+
+export const SiteSchema = z
+  .string()
+  .trim()
+  .transform((s, ctx) => {
+    let u: URL;
+    try {
+      u = new URL(s);
+    } catch {
+      ctx.addIssue({ code: "custom", message: `'${s}' is not a URL (expected https://your-org.zulipchat.com)` });
+      return z.NEVER;
+    }
+    const loopback = LOOPBACK_HOSTS.has(u.hostname);
+    if (u.protocol !== "https:" && !(u.protocol === "http:" && loopback)) {
+      ctx.addIssue({ code: "custom", message: `the Zulip site must use https (the bot's API key travels with every request): ${s}` });
+      return z.NEVER;
+    }
+    if (u.username || u.password || u.search || u.hash) {
+      ctx.addIssue({ code: "custom", message: "the Zulip site URL takes no credentials, query or fragment" });
+      return z.NEVER;
+    }
+    return `${u.origin}${u.pathname.replace(/\/+$/, "")}`;
+  });
+
+export const ZulipConfigSchema = z.object({
+  provider: z.literal("zulip"),
+  site: SiteSchema,
+  email: z.email({ message: "the bot's email address is not valid" }),
+  apiKey: z
+    .string()
+    .min(1, "the API key is empty")
+    .refine((k) => !/\s/.test(k), "the API key holds whitespace: is the key file the bot's zuliprc rather than the bare key?"),
+  stream: z.string().trim().min(1, "name a stream").max(ZULIP_NAME_MAX),
+  allowSenders: z.array(z.email().transform((e) => e.toLowerCase())).default([]),
+});
+export type ZulipConfig = z.infer<typeof ZulipConfigSchema>;
+export type ChatConfig = ZulipConfig;
+
+export function chatConfigPath(configDir: string): string {
+  return join(configDir, "chat.json");
+}
+
+/** Pure: the file's text. */
+export function renderChatConfig(c: ChatConfig): string {
+  return JSON.stringify(ZulipConfigSchema.parse(c), null, 2) + "\n";
+}
+
+/** Validates user input into a config; the first problem is a usage error (exit 64) that says what to fix. */
+export function buildZulipConfig(input: { site: string; email: string; apiKey: string; stream: string; allowSenders: readonly string[] }): ZulipConfig {
+  const r = ZulipConfigSchema.safeParse({ provider: "zulip", ...input, allowSenders: [...input.allowSenders] });
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new SbxError("usage", `chat setup: ${issue.path.join(".") || "config"}: ${issue.message}`, {
+      hint: "sbx chat setup zulip --site https://ORG.zulipchat.com --email BOT@ORG.zulipchat.com --key-file FILE --stream STREAM --allow-sender YOU@EXAMPLE.COM",
+    });
+  }
+  return r.data;
+}
+
+/** Reads a key from a file: the first line, trimmed. Never echoes it. */
+export function readKeyFile(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new SbxError("not_found", `cannot read the key file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, {
+      hint: "Save the bot's API key (Zulip: Personal settings → Bots → the bot's API key) in a file readable only by you, and pass its path.",
+    });
+  }
+  const key = text.split(/\r?\n/)[0]!.trim();
+  if (key === "") throw new SbxError("usage", `the key file ${file} is empty`, { hint: "Put the bot's API key on the file's first line." });
+  return key;
+}
+
+/** Writes the config atomically, mode 0600, in a 0700 directory. */
+export function writeChatConfig(configDir: string, c: ChatConfig): string {
+  const text = renderChatConfig(c);
+  mkdirSync(configDir, { recursive: true, mode: 0o700 });
+  const file = chatConfigPath(configDir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = openSync(tmp, "wx", 0o600);
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    chmodSync(tmp, 0o600);
+    renameSync(tmp, file);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
+    throw e;
+  }
+  return file;
+}
+
+/** The stored config, or null when chat was never set up. A file others can read is refused (it holds a key). */
+export function readChatConfig(configDir: string): ChatConfig | null {
+  const file = chatConfigPath(configDir);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw e;
+  }
+  if ((statSync(file).mode & 0o077) !== 0) {
+    throw new SbxError("permission", `${file} is readable by other users and holds the bot's API key`, {
+      hint: `Run \`chmod 600 ${file}\`, and consider rotating the bot's key.`,
+    });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new SbxError("config", `${file} is not valid JSON`, { hint: "Run `sbx chat setup zulip …` again to rewrite it." });
+  }
+  const r = ZulipConfigSchema.safeParse(raw);
+  if (!r.success) {
+    throw new SbxError("config", `${file}: ${r.error.issues[0]?.path.join(".")}: ${r.error.issues[0]?.message}`, {
+      hint: "Run `sbx chat setup zulip …` again to rewrite it.",
+    });
+  }
+  return r.data;
+}
