@@ -151,8 +151,8 @@ export function mountTargets(spec: SandboxSpec, overlays: readonly OverlayPlan[]
 }
 
 /**
- * Pure: tar entries that create, owned by the host user, every dir from $HOME down to each mount point
- * under it (docker would make them root:root), plus a copy of ~/.claude.json when the host has one.
+ * Pure: tar entries that create, owned by the host user, every dir from $HOME down to the parent of each mount
+ * point under it (docker would make them root:root), plus a copy of ~/.claude.json when the host has one.
  */
 export function seedEntries(spec: SandboxSpec, targets: readonly string[], claudeJson: Uint8Array | null, mtime = 0): TarEntry[] {
   const { uid, gid } = spec.hostUser;
@@ -163,8 +163,10 @@ export function seedEntries(spec: SandboxSpec, targets: readonly string[], claud
     for (const t of targets) {
       const n = posix.normalize(t);
       if (!n.startsWith(home + "/")) continue;
-      for (let d = n; d !== home && d.startsWith(home + "/"); d = dirname(d)) dirs.add(d);
+      // Strict parents only: `docker cp` writes through mounts, so a mount point itself must not be in the archive.
+      for (let d = dirname(n); d !== home && d.startsWith(home + "/"); d = dirname(d)) dirs.add(d);
     }
+    for (const t of targets) dirs.delete(posix.normalize(t));
   }
   const sorted = [...dirs].sort((a, b) => a.split("/").length - b.split("/").length || a.localeCompare(b));
   const entries: TarEntry[] = sorted.map((d) => ({

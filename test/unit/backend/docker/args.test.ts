@@ -119,13 +119,15 @@ describe("seedEntries", () => {
     const paths = entries.map((e) => e.path);
     expect(paths).toContain("home/ann");
     expect(paths).toContain("home/ann/src");
-    expect(paths).toContain("home/ann/src/app");
     expect(paths).toContain("home/ann/.cache/sandbox/app-ff/demo/repo");
-    expect(paths).toContain("home/ann/.claude");
+    // mount points themselves are left out: docker cp would write through the mount
+    expect(paths).not.toContain("home/ann/src/app");
+    expect(paths).not.toContain("home/ann/.cache/sandbox/app-ff/demo/repo/.git");
+    expect(paths).not.toContain("home/ann/.claude");
     expect(paths).not.toContain("home");
     expect(entries.every((e) => e.uid === 1000 && e.gid === 1000 && e.type === "dir")).toBe(true);
     // parents come before children
-    expect(paths.indexOf("home/ann/src")).toBeLessThan(paths.indexOf("home/ann/src/app"));
+    expect(paths.indexOf("home/ann/.cache")).toBeLessThan(paths.indexOf("home/ann/.cache/sandbox"));
   });
 
   test("copies ~/.claude.json in as a file (a single file cannot be an overlay)", () => {

@@ -1,0 +1,100 @@
+// Shared e2e fixture: one test user, one small test repo (Dockerfile FROM sbx-base + the user recipe), sbx run as that user.
+import { mkdirSync, writeFileSync, chownSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { userRecipe } from "../../../src/workspace/init";
+import { cannotCreateUsers, createTestUser, type RunResult, type TestUser } from "../../support/test-user";
+
+export const BASE_IMAGE = "sbx-base:bookworm";
+export const CLI = join(import.meta.dir, "../../../src/cli/main.ts");
+
+function ok(argv: string[]): boolean {
+  return Bun.spawnSync(argv, { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+}
+
+/** Why the Docker e2e tests cannot run here, or undefined. */
+export function whyNot(): string | undefined {
+  const u = cannotCreateUsers();
+  if (u) return u;
+  if (!ok(["docker", "info"])) return "no Docker engine answers";
+  if (!ok(["docker", "image", "inspect", BASE_IMAGE])) return `base image ${BASE_IMAGE} missing (scripts/base-image.sh)`;
+  return undefined;
+}
+export const skipReason = whyNot();
+export const canRun = skipReason === undefined;
+
+export interface Fixture {
+  user: TestUser;
+  repo: string;
+  /** Runs sbx as the test user, in `cwd` (default the repo). */
+  sbx(args: string[], o?: { cwd?: string; env?: Record<string, string>; stdin?: string }): RunResult;
+  spawnSbx(args: string[], o?: { cwd?: string; env?: Record<string, string> }): Bun.Subprocess<"ignore", "pipe", "pipe">;
+  /** Runs git as the test user in the repo. */
+  git(args: string[], cwd?: string): RunResult;
+  /** `docker` as root, for looking at what sbx made. */
+  docker(args: string[]): RunResult;
+  sandboxDir(name: string): string;
+}
+
+let fixture: Fixture | null = null;
+
+function destroy(f: Fixture): void {
+  const ids = f.docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${f.repo}`]).stdout.split("\n").filter(Boolean);
+  if (ids.length) f.docker(["rm", "--force", ...ids]);
+  const vols = f.docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${f.repo}`]).stdout.split("\n").filter(Boolean);
+  if (vols.length) f.docker(["volume", "rm", "--force", ...vols]);
+  const images = f.docker(["image", "ls", "--quiet", "--filter", "label=sbx.image=1", "--filter", `reference=sbx-app`]).stdout;
+  const ref = f.docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}", "sbx-app"]).stdout.split("\n").filter(Boolean);
+  void images;
+  if (ref.length && process.env.SBX_E2E_KEEP_IMAGE === undefined) f.docker(["image", "rm", "--force", ...ref]);
+  f.user.remove();
+}
+
+/** The shared fixture (made on first use, removed when the test process exits). */
+export function getFixture(): Fixture {
+  if (fixture) return fixture;
+  const user = createTestUser({ shell: "/usr/bin/fish" });
+  const repo = join(user.home, "src", "app");
+  const f: Fixture = {
+    user,
+    repo,
+    sbx: (args, o = {}) => user.run(["bun", CLI, ...args], { cwd: o.cwd ?? repo, ...(o.env ? { env: o.env } : {}), ...(o.stdin !== undefined ? { stdin: o.stdin } : {}) }),
+    spawnSbx: (args, o = {}) => user.spawn(["bun", CLI, ...args], { cwd: o.cwd ?? repo, ...(o.env ? { env: o.env } : {}) }),
+    git: (args, cwd) => user.run(["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", ...args], { cwd: cwd ?? repo }),
+    docker: (args) => {
+      const r = Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" });
+      return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+    },
+    sandboxDir(name) {
+      const root = join(user.home, ".cache", "sandbox");
+      const d = readdirSync(root).find((n) => n.startsWith("app-") && statSync(join(root, n)).isDirectory());
+      return join(root, d ?? "app-?", name);
+    },
+  };
+  fixture = f;
+  process.on("exit", () => destroy(f));
+  // The repo, owned by the user: a Dockerfile that needs no network, a subdir, a file per layer.
+  mkdirSync(join(repo, "sub", "deeper"), { recursive: true });
+  writeFileSync(join(repo, "Dockerfile"), `FROM ${BASE_IMAGE}\n${userRecipe()}`);
+  writeFileSync(join(repo, "README"), "test repo\n");
+  writeFileSync(join(repo, "sub", "deeper", "file.txt"), "deep\n");
+  // ~/.claude exists on the host (with a settings file); ~/.config/fish does not.
+  mkdirSync(join(user.home, ".claude"), { recursive: true });
+  writeFileSync(join(user.home, ".claude", "settings.json"), '{"host":true}\n');
+  writeFileSync(join(user.home, ".claude.json"), '{"numStartups":1}\n');
+  for (const p of [join(user.home, "src"), repo, join(repo, "sub"), join(repo, "sub", "deeper"), join(user.home, ".claude")]) chownSync(p, user.uid, user.gid);
+  for (const p of ["Dockerfile", "README", "sub/deeper/file.txt"]) chownSync(join(repo, p), user.uid, user.gid);
+  chownSync(join(user.home, ".claude", "settings.json"), user.uid, user.gid);
+  chownSync(join(user.home, ".claude.json"), user.uid, user.gid);
+  const init = [["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "initial"]];
+  for (const a of init) {
+    const r = f.git(a);
+    if (r.code !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
+  }
+  return f;
+}
+
+/** Creates a sandbox as the test user and fails loudly if that does not work. */
+export function mustCreate(f: Fixture, name: string, env?: Record<string, string>): void {
+  const r = f.sbx(["create", name], env ? { env } : {});
+  if (r.code !== 0) throw new Error(`sbx create ${name} exited ${r.code}: ${r.stderr}`);
+}

@@ -1,0 +1,63 @@
+// same-identity: user name, uid, gid, $HOME and pwd inside equal the host's; files written inside belong to the host user.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { canRun, getFixture, mustCreate, skipReason, type Fixture } from "./fixture";
+
+describe.skipIf(!canRun)(`same-identity (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
+  let f: Fixture;
+  beforeAll(() => {
+    f = getFixture();
+    mustCreate(f, "ident");
+  });
+  afterAll(() => void f?.sbx(["rm", "--force", "ident"]));
+
+  test("name, uid, gid, $HOME and pwd inside equal the host's", () => {
+    const cwd = join(f.repo, "sub", "deeper");
+    const r = f.sbx(["shell", "ident", "--", "sh", "-c", 'id -un; id -u; id -g; echo "$HOME"; pwd; echo "$SANDBOX"'], { cwd });
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split("\n")).toEqual([f.user.name, String(f.user.uid), String(f.user.gid), f.user.home, cwd, "ident"]);
+  });
+
+  test("a file written inside is owned by the host user on the host", () => {
+    const r = f.sbx(["shell", "ident", "--", "sh", "-c", "echo made-inside > inside.txt && mkdir -p newdir/x"]);
+    expect(r.code).toBe(0);
+    const dir = join(f.sandboxDir("ident"), "clone");
+    for (const p of ["inside.txt", "newdir", "newdir/x"]) {
+      const st = statSync(join(dir, p));
+      expect([st.uid, st.gid]).toEqual([f.user.uid, f.user.gid]);
+    }
+  });
+
+  test("parents of mount points under $HOME are the user's, not root's", () => {
+    const r = f.sbx(["shell", "ident", "--", "stat", "-c", "%u:%g %n", f.user.home, join(f.user.home, "src"), join(f.user.home, ".config")]);
+    expect(r.code).toBe(0);
+    for (const line of r.stdout.trim().split("\n")) expect(line.startsWith(`${f.user.uid}:${f.user.gid} `)).toBe(true);
+  });
+
+  test("git works inside the clone: status, commit, log through the alternates, fetch from the read-only host repo", () => {
+    const script = [
+      "set -e",
+      "git status --short",
+      "git log --oneline | wc -l",
+      "echo change >> README",
+      "git -c user.email=a@example.invalid -c user.name=a commit -qam inside-commit",
+      "git log --format=%s -2",
+      "git fetch -q host",
+      "git rev-parse host/main >/dev/null && echo fetched",
+    ].join("\n");
+    const r = f.sbx(["shell", "ident", "--", "sh", "-c", script]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const out = r.stdout.trim().split("\n");
+    expect(out).toContain("inside-commit");
+    expect(out).toContain("initial");
+    expect(out.at(-1)).toBe("fetched");
+  });
+
+  test("the host repo's .git is read-only inside", () => {
+    const link = join(f.sandboxDir("ident"), "repo", ".git");
+    const r = f.sbx(["shell", "ident", "--", "sh", "-c", `touch ${link}/planted 2>/dev/null && echo wrote || echo refused`]);
+    expect(r.stdout.trim()).toBe("refused");
+  });
+});
