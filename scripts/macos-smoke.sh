@@ -1,0 +1,132 @@
+#!/bin/bash
+# macOS backend smoke test for a real Mac. NOT RUN IN CI: these machines run Linux, and every result below was
+# checked only against the fake executor. Expected output is written after each step as `# expect:` lines.
+#
+# What it does (as your normal admin user; it asks for your sudo password once to install the helper):
+#   1. installs sbx's root helper + sudoers rule (rendered by src/backend/macos/render.ts), checked with visudo
+#   2. creates sandbox "smoke" (a hidden user sbx_<you>_<id>, pf anchor com.apple/sbx_<uid>)
+#   3. curl through the proxy port is allowed; `curl --noproxy '*'` is blocked by pf; DNS over UDP is blocked
+#   4. the guest cannot read your home; the host can read the guest's workspace
+#   5. `git` inside resolves to the ~/bin shim (a push through the bridge needs `sbx daemon`: see step 6)
+#   6. deletes the sandbox and checks nothing is left (user, home, anchor, token)
+#
+# Usage: scripts/macos-smoke.sh            (from the repo root, with bun on PATH and `chmod 700 ~` done)
+set -euo pipefail
+
+[ "$(uname -s)" = Darwin ] || { echo "macos-smoke: this is for macOS only" >&2; exit 2; }
+cd "$(dirname "$0")/.."
+ME=$(id -un)
+PORT=${SBX_SMOKE_PORT:-17345}
+LIB=/usr/local/libexec/sbx
+BUN=$(command -v bun)
+REPO=$(pwd -P)
+RUNTIME=/tmp/sbx-$(id -u)
+STUB_PID=
+
+cleanup() {
+  [ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "1. install the root helper and the sudoers rule"
+sudo mkdir -p "$LIB/shims"
+sudo cp "$BUN" "$LIB/bun"
+"$BUN" build src/backend/macos/privileged.ts --target=bun --outfile /tmp/sbx-privileged.js >/dev/null
+sudo install -o root -g wheel -m 0755 /tmp/sbx-privileged.js "$LIB/privileged.js"
+for s in shims/git.ts shims/gh.ts; do [ -f "$s" ] && sudo install -o root -g wheel -m 0644 "$s" "$LIB/shims/"; done
+"$BUN" -e "import {renderSudoers} from './src/backend/macos/render'; process.stdout.write(renderSudoers({hostUser: '$ME', helperArgv: ['$LIB/bun', '$LIB/privileged.js']}))" >/tmp/sbx-sudoers
+sudo visudo -cf /tmp/sbx-sudoers
+# expect: /tmp/sbx-sudoers: parsed OK
+sudo install -o root -g wheel -m 0440 /tmp/sbx-sudoers "/etc/sudoers.d/sbx_$(echo "$ME" | tr -cd 'a-z0-9')"
+stat -f %Lp "$HOME"
+# expect: 700
+
+step "2. a stand-in proxy on 127.0.0.1:$PORT (the daemon hosts the real one)"
+"$BUN" -e "Bun.serve({hostname: '127.0.0.1', port: $PORT, fetch: (r) => new Response('sbx-proxy-ok ' + new URL(r.url).hostname + '\n')})" &
+STUB_PID=$!
+sleep 1
+
+DRIVER='
+import { createExec } from "./src/sys/exec";
+import { MacosBackend } from "./src/backend/macos/backend";
+import { sudoRoot } from "./src/backend/macos/privileged";
+const [verb, me, port, repo, runtime, lib] = process.argv.slice(1);
+const exec = createExec({ PATH: "/usr/bin:/bin:/usr/sbin:/sbin" });
+const b = new MacosBackend({ exec, root: sudoRoot(exec, [lib + "/bun", lib + "/privileged.js"]), hostUser: me, runtimeDir: runtime, runtime: lib + "/bun", shimDir: lib + "/shims" });
+const id = "5m0ke0000001", dir = runtime + "/sb/" + id;
+const spec = { id, name: "smoke", repo, dir: "/tmp", hostUser: { name: me, uid: process.getuid(), gid: process.getgid(), home: process.env.HOME, shell: "/bin/zsh" },
+  sockets: { dir, proxy: dir + "/proxy.sock", bridge: dir + "/bridge.sock" }, env: { TERM: "xterm-256color" }, overlays: [], options: { proxyPort: Number(port) } };
+if (verb === "apply") console.log(JSON.stringify(await b.apply(spec)), JSON.stringify(await b.apply(spec)));
+if (verb === "inspect") console.log((await b.inspect(spec)).phase);
+if (verb === "remove") console.log(JSON.stringify(await b.remove(spec)), JSON.stringify(await b.remove(spec)));
+if (verb === "cleanup") console.log(JSON.stringify(await b.cleanup(new Set())));
+'
+drive() { "$BUN" -e "$DRIVER" "$1" "$ME" "$PORT" "$REPO" "$RUNTIME" "$LIB"; }
+GUEST="sbx_$(echo "$ME" | tr -cd 'a-z0-9')_5m0ke0000001"
+as_guest() { sudo -n -H -u "$GUEST" -i -- "$@"; }
+
+step "3. create (apply twice: the second changes nothing)"
+drive apply
+# expect: {"changed":true} {"changed":false}
+drive inspect
+# expect: running
+dscl . -read "/Users/$GUEST" IsHidden UserShell | sort
+# expect: IsHidden: 1
+# expect: UserShell: /bin/zsh
+id "$GUEST" | tr ' ' '\n' | grep -c '(admin)' || true
+# expect: 0
+ls -ldO "/Users/$GUEST" | awk '{print $1, $5}'
+# expect: drwx------+ hidden
+UID_=$(id -u "$GUEST")
+sudo pfctl -a com.apple -s Anchors | grep -x "  com.apple/sbx_$UID_" | tr -d ' '
+# expect: com.apple/sbx_<uid>
+sudo pfctl -a "com.apple/sbx_$UID_" -s rules | wc -l | tr -d ' '
+# expect: 3
+
+step "4. network from inside"
+as_guest curl -s -m 5 http://example.org/
+# expect: sbx-proxy-ok example.org          (HTTP_PROXY from ~/.zshenv → the loopback port pf allows)
+as_guest curl -s -m 5 --noproxy '*' -o /dev/null -w '%{http_code}\n' https://example.org/ || echo "exit $?"
+# expect: 000
+# expect: exit 7          (pf drops the SYN; curl reports "Couldn't connect" or, after -m 5, exit 28)
+as_guest curl -s -m 5 --noproxy '*' -o /dev/null http://127.0.0.1:22/ || echo "exit $?"
+# expect: exit 7          (other loopback ports are blocked too)
+as_guest /usr/bin/dig +time=2 +tries=1 @1.1.1.1 example.org >/dev/null 2>&1 || echo "dns blocked"
+# expect: dns blocked     (mDNSResponder lookups are NOT blocked: it runs as another user — see DESIGN.md)
+
+step "5. files"
+as_guest ls "$HOME" 2>&1 | sed "s#$HOME#~#"
+# expect: ls: ~: Permission denied
+as_guest cat "$HOME/.zshrc" 2>&1 | sed "s#$HOME#~#" | head -1
+# expect: cat: ~/.zshrc: Permission denied
+ls "/Users/$GUEST/$(basename "$REPO")/.git/objects/info/alternates" >/dev/null && echo "host reads workspace"
+# expect: host reads workspace
+as_guest git -C "$(basename "$REPO")" log --oneline -1 >/dev/null && echo "guest reads objects via the mirror"
+# expect: guest reads objects via the mirror
+as_guest touch "/private/var/sbx/$(echo "$ME" | tr -cd 'a-z0-9')/x" 2>&1 | grep -c 'Permission denied'
+# expect: 1
+
+step "6. shims"
+as_guest sh -c 'command -v git; command -v gh' | sed "s#/Users/$GUEST#~#"
+# expect: ~/bin/git
+# expect: ~/bin/gh
+# With `sbx daemon` running (it hosts the bridge at $RUNTIME/sb/5m0ke0000001/bridge.sock), push a branch:
+#   as_guest git -C <repo> push origin HEAD:refs/heads/sbx-smoke
+# expect (bridge): the push succeeds with your GitHub token, and `as_guest env | grep -c GH_TOKEN` prints 0.
+
+step "7. delete, then nothing is left"
+drive remove
+# expect: {"changed":true} {"changed":false}
+dscl . -read "/Users/$GUEST" UniqueID 2>&1 | grep -c eDSRecordNotFound
+# expect: 1
+[ -e "/Users/$GUEST" ] && echo "home left" || echo "home gone"
+# expect: home gone
+sudo pfctl -a com.apple -s Anchors | grep -c "sbx_$UID_" || true
+# expect: 0
+sudo ls /private/var/db/sbx/pf | grep -c "sbx_$UID_" || true
+# expect: 0
+drive cleanup
+# expect: {"removed":[]}
+echo "macos-smoke: done (the helper and sudoers rule stay installed; remove $LIB and /etc/sudoers.d/sbx_* to undo)"
