@@ -1,0 +1,69 @@
+// The CLI talks only to the daemon: with none running it starts one in the background (logging to the daemon log) and waits for /health; a daemon that cannot start is reported with its log path.
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { CLI, lockPid, makeWorld, type World } from "../../support/daemon-proc";
+
+let w: World;
+let started: number | null = null;
+afterEach(async () => {
+  if (started !== null) {
+    try {
+      process.kill(started, "SIGTERM");
+    } catch {
+      /* gone */
+    }
+    for (let i = 0; i < 50 && existsSync(w.paths.controlSocket); i++) await Bun.sleep(50);
+    started = null;
+  }
+  w?.cleanup();
+});
+
+async function sbx(...args: string[]) {
+  const p = Bun.spawn([process.execPath, CLI, ...args], { env: w.env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const [code, stdout, stderr] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  return { code, stdout, stderr };
+}
+
+describe("CLI and the daemon", () => {
+  test("status with no daemon says so (exit 69) and does not start one", async () => {
+    w = makeWorld();
+    const r = await sbx("status");
+    expect(r.code).toBe(69);
+    expect(r.stdout).toContain("daemon: not running");
+    expect(existsSync(w.paths.controlSocket)).toBe(false);
+  });
+
+  test("ps starts a daemon in the background when none answers; it keeps serving after the CLI exits", async () => {
+    w = makeWorld();
+    const r = await sbx("ps");
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/started the sbx daemon \(pid \d+; log .*daemon\.log\)/);
+    started = lockPid(w);
+    expect(started).not.toBeNull();
+    const h = await w.client.health();
+    expect(h?.pid).toBe(started!);
+    expect(readFileSync(w.paths.daemonLog, "utf8")).toContain('msg="daemon listening"');
+
+    const st = await sbx("status", "--json");
+    expect(st.code).toBe(0);
+    expect(JSON.parse(st.stdout).daemon.pid).toBe(started);
+
+    // A second command reuses it: no new daemon.
+    const again = await sbx("logs", "--json");
+    expect(again.code).toBe(0);
+    expect(again.stderr).not.toContain("started the sbx daemon");
+    expect(lockPid(w)).toBe(started);
+  });
+
+  test("a daemon that cannot start is reported with the log path", async () => {
+    w = makeWorld();
+    // Something that is not a socket sits where the control socket goes: the daemon refuses to start.
+    mkdirSync(w.paths.runtimeDir, { recursive: true, mode: 0o700 });
+    writeFileSync(w.paths.controlSocket, "not a socket");
+    const r = await sbx("ps");
+    expect(r.code).toBe(69);
+    expect(r.stderr).toContain("the sbx daemon exited at start");
+    expect(r.stderr).toContain(w.paths.daemonLog);
+    expect(readFileSync(w.paths.daemonLog, "utf8")).toContain("is not a socket");
+  });
+});
