@@ -1,13 +1,108 @@
-// sbx chat: set up chat approvals (Zulip)
+// sbx chat: store the Zulip bot's config host-side (setup), show it without the key, or run the bot in the foreground until the daemon hosts it.
 import type { Command } from "commander";
+import { ExitCode, SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
-import { notYet } from "./_pending";
+
+const USAGE_HINT =
+  "sbx chat setup zulip --site https://ORG.zulipchat.com --email BOT@ORG.zulipchat.com --key-file FILE --stream STREAM --allow-sender YOU@EXAMPLE.COM";
 
 export const chat: Verb = {
   name: "chat",
   summary: "set up chat approvals (Zulip)",
   declare(cmd: Command) {
-    cmd.argument("<action>", "setup").argument("[provider]", "zulip");
+    cmd
+      .passThroughOptions(false)
+      .argument("<action>", "setup | show | run")
+      .argument("[provider]", "zulip")
+      .option("--site <url>", "the Zulip organisation's URL (https)")
+      .option("--email <address>", "the bot's email address")
+      .option("--key-file <file>", "a file holding the bot's API key (never pass the key itself)")
+      .option("--stream <name>", "the stream the bot posts to and listens in")
+      .option("--allow-sender <email...>", "people whose /allow and /deny the bot obeys (repeatable)")
+      .option("--json", "print JSON (show)")
+      .addHelpText(
+        "after",
+        `
+  setup zulip   writes the bot's config to <config dir>/chat.json (mode 0600); the key is read from --key-file
+  show          prints the config without the key
+  run           runs the bot in the foreground until ^C (interim: the daemon will host it)
+
+Blocked requests are posted to one topic per sandbox ("<name> · <repo dir>"); answer there with
+/allow <domain>, /allow <domain> --global, /deny <domain>, /allowlist or /status.
+Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
+      );
   },
-  run: notYet("chat"),
+  async run(ctx, args, opts) {
+    const config = await import("../../chat/config");
+    const [action, provider] = args;
+    if (action === "setup") {
+      if (provider !== "zulip") {
+        throw new SbxError("usage", provider === undefined ? "sbx chat setup needs a provider" : `unknown chat provider '${provider}'`, {
+          hint: `Zulip is the one supported today: ${USAGE_HINT}`,
+        });
+      }
+      const missing = (["site", "email", "keyFile", "stream"] as const).filter((k) => typeof opts[k] !== "string");
+      if (missing.length) {
+        const flag = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+        throw new SbxError("usage", `sbx chat setup zulip needs ${missing.map(flag).join(", ")}`, { hint: USAGE_HINT });
+      }
+      const senders = (opts.allowSender as string[] | undefined) ?? [];
+      const cfg = config.buildZulipConfig({
+        site: opts.site as string,
+        email: opts.email as string,
+        apiKey: config.readKeyFile(opts.keyFile as string),
+        stream: opts.stream as string,
+        allowSenders: senders,
+      });
+      const file = config.writeChatConfig(ctx.paths.configDir, cfg);
+      ctx.render.out(`wrote ${file} (mode 0600): bot ${cfg.email} on ${cfg.site}, stream '${cfg.stream}'`);
+      if (cfg.allowSenders.length === 0) {
+        ctx.render.info("warning: no --allow-sender given: the bot will refuse every command until you add someone");
+      } else ctx.render.info(`commands are obeyed from: ${cfg.allowSenders.join(", ")}`);
+      return ExitCode.ok;
+    }
+    if (action === "show" || action === "run") {
+      const cfg = config.readChatConfig(ctx.paths.configDir);
+      if (cfg === null) {
+        throw new SbxError("not_found", "chat is not set up", { hint: USAGE_HINT });
+      }
+      if (action === "show") {
+        const { apiKey: _key, ...shown } = cfg;
+        if (opts.json) ctx.render.json(shown);
+        else {
+          ctx.render.out(`provider  ${shown.provider}\nsite      ${shown.site}\nbot       ${shown.email}\nstream    ${shown.stream}`);
+          ctx.render.out(`senders   ${shown.allowSenders.join(", ") || "(none: every command is refused)"}`);
+        }
+        return ExitCode.ok;
+      }
+      return runForeground(ctx, cfg);
+    }
+    throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, { hint: "Use `sbx chat setup zulip …`, `sbx chat show` or `sbx chat run`." });
+  },
 };
+
+/** Runs the bot until SIGINT/SIGTERM; proxy decisions reach it through the audit log (another process writes them). */
+async function runForeground(ctx: Parameters<Verb["run"]>[0], cfg: import("../../chat/config").ChatConfig): Promise<number> {
+  const [{ Store }, { createEventBus, tailAudit }, { startZulipBot }] = await Promise.all([
+    import("../../store/store"),
+    import("../../ui/feed"),
+    import("../../chat/bot"),
+  ]);
+  const store = new Store(ctx.paths.dbFile);
+  const bus = createEventBus();
+  const tail = tailAudit(store, (e) => bus.publish(e), 1000);
+  const log = {
+    info: (m: string, f?: Record<string, unknown>) => ctx.render.info(`${m} ${f ? JSON.stringify(f) : ""}`.trim()),
+    warn: (m: string, f?: Record<string, unknown>) => ctx.render.info(`${m} ${f ? JSON.stringify(f) : ""}`.trim()),
+  };
+  const bot = startZulipBot({ config: cfg, source: { store, events: { subscribe: bus.subscribe } }, log });
+  ctx.render.info(`chat bot running for stream '${cfg.stream}' on ${cfg.site}; press ^C to stop`);
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  tail.close();
+  await bot.close();
+  store.close();
+  return ExitCode.ok;
+}
