@@ -1,0 +1,83 @@
+// Where the host's LLM credentials come from, read at request time: env, the sbx secrets file, the host's Claude credentials file.
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { readSecrets } from "../secrets/store";
+
+export type Provider = "anthropic" | "openai" | "google";
+
+/** Headers that carry the credential for one request to one provider. */
+export type Credential = { headers: Record<string, string>; source: string };
+
+export interface KeySources {
+  /** Host environment variables (passed in, read once by the caller). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The `sbx secret set` file. */
+  secretsFile?: string;
+  /** The host's `~/.claude/.credentials.json` (Claude Code's OAuth login). */
+  claudeCredentialsFile?: string;
+}
+
+const ClaudeCredentials = z.object({
+  claudeAiOauth: z.object({ accessToken: z.string().min(1), expiresAt: z.number().optional() }).passthrough(),
+}).passthrough();
+
+/** The beta flag Anthropic's API requires with an OAuth bearer token. */
+export const ANTHROPIC_OAUTH_BETA = "oauth-2025-04-20";
+
+function claudeOauth(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  try {
+    const parsed = ClaudeCredentials.safeParse(JSON.parse(readFileSync(file, "utf8")));
+    return parsed.success ? parsed.data.claudeAiOauth.accessToken : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every secret value the host knows from these sources (for redaction). */
+export function knownSecretValues(src: KeySources): string[] {
+  const out: string[] = [];
+  const names = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GH_TOKEN", "GITHUB_TOKEN"];
+  for (const n of names) if (src.env[n]) out.push(src.env[n]!);
+  if (src.secretsFile) {
+    try {
+      out.push(...Object.values(readSecrets(src.secretsFile)));
+    } catch {}
+  }
+  const o = claudeOauth(src.claudeCredentialsFile);
+  if (o) out.push(o);
+  return out;
+}
+
+/** Looks up the credential for a provider now (a rotated key is used on the next request). */
+export function credentialFor(provider: Provider, src: KeySources): Credential | undefined {
+  let secrets: Record<string, string> = {};
+  if (src.secretsFile) {
+    try {
+      secrets = readSecrets(src.secretsFile);
+    } catch {
+      secrets = {};
+    }
+  }
+  // The sbx secrets file wins over the environment: `sbx secret set` is how a user rotates without restarting.
+  const get = (n: string): string | undefined => secrets[n] || src.env[n] || undefined;
+  switch (provider) {
+    case "anthropic": {
+      const key = get("ANTHROPIC_API_KEY");
+      if (key) return { headers: { "x-api-key": key }, source: "ANTHROPIC_API_KEY" };
+      const tok = get("ANTHROPIC_AUTH_TOKEN") ?? get("CLAUDE_CODE_OAUTH_TOKEN");
+      if (tok) return { headers: { authorization: `Bearer ${tok}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "token" };
+      const oauth = claudeOauth(src.claudeCredentialsFile);
+      if (oauth) return { headers: { authorization: `Bearer ${oauth}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-credentials" };
+      return undefined;
+    }
+    case "openai": {
+      const key = get("OPENAI_API_KEY");
+      return key ? { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY" } : undefined;
+    }
+    case "google": {
+      const key = get("GEMINI_API_KEY") ?? get("GOOGLE_API_KEY");
+      return key ? { headers: { "x-goog-api-key": key }, source: "GEMINI_API_KEY" } : undefined;
+    }
+  }
+}
