@@ -69,7 +69,7 @@ export function renderSystemdSystemUnit(s: ServiceSpec): string {
     "Type=simple",
     `ExecStart=${s.argv.map(systemdQuote).join(" ")}`,
     `WorkingDirectory=${systemdQuote(s.home)}`,
-    ...environmentLines({ ...s.env, XDG_STATE_HOME: "/var/lib", XDG_RUNTIME_DIR: "/run", XDG_CACHE_HOME: "/var/cache", XDG_CONFIG_HOME: "/etc" }),
+    ...environmentLines({ ...s.env, HOME: s.home, XDG_STATE_HOME: "/var/lib", XDG_RUNTIME_DIR: "/run", XDG_CACHE_HOME: "/var/cache", XDG_CONFIG_HOME: "/etc" }),
     "StateDirectory=sbx",
     "StateDirectoryMode=0700",
     "RuntimeDirectory=sbx",

@@ -1,0 +1,109 @@
+// Installing the service writes the rendered file and applies it through Exec (systemctl / launchctl): transcripts checked, idempotent, refusing without systemd.
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SbxError } from "../../../src/core/errors";
+import { installService, serviceFile, serviceKind, serviceStatus, uninstallService, type ServiceDeps } from "../../../src/service/service";
+import { readEnv } from "../../../src/sys/env";
+import { pathsFor } from "../../../src/sys/paths";
+import { FakeExec } from "../../fakes/exec";
+
+let root: string;
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+function deps(platform: NodeJS.Platform, exec: FakeExec, systemd = true): ServiceDeps {
+  root = mkdtempSync(join(tmpdir(), "sbx-svc-"));
+  const env = readEnv({ vars: { HOME: join(root, "home"), PATH: "/usr/bin:/bin", XDG_STATE_HOME: join(root, "state") }, uid: 501, gid: 20, platform });
+  return { env, paths: pathsFor(env), exec, daemonArgv: ["/usr/local/bin/sbx", "daemon"], systemdRunning: () => systemd };
+}
+
+describe("sbx service on Linux (systemd user unit)", () => {
+  test("install writes the unit and enables it; a second install changes nothing on disk and restarts nothing", async () => {
+    const exec = new FakeExec()
+      .expect(["systemctl", "--user", "daemon-reload"], {}, 2)
+      .expect(["systemctl", "--user", "enable", "--now", "sbx.service"], {}, 2)
+      .expect(["systemctl", "--user", "restart", "sbx.service"]);
+    const d = deps("linux", exec);
+    const kind = serviceKind(d.env, false);
+    expect(kind).toBe("systemd-user");
+    const first = await installService(d, kind);
+    expect(first.file).toBe(join(root, "home", ".config", "systemd", "user", "sbx.service"));
+    expect(first.changed).toBe(true);
+    expect(readFileSync(first.file, "utf8")).toContain("ExecStart=/usr/local/bin/sbx daemon");
+    const second = await installService(d, kind);
+    expect(second.changed).toBe(false);
+    exec.assertDone();
+    expect(exec.transcript()).toBe(
+      [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now sbx.service",
+        "systemctl --user restart sbx.service",
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now sbx.service",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  test("uninstall disables and removes; uninstalling what is not installed succeeds", async () => {
+    const exec = new FakeExec()
+      .always(["systemctl", "--user", "disable", "--now", "sbx.service"], { exitCode: 1, stderr: "not loaded" })
+      .always(["systemctl", "--user", "daemon-reload"]);
+    const d = deps("linux", exec);
+    const r = await uninstallService(d, "systemd-user");
+    expect(r.changed).toBe(false);
+    expect(existsSync(serviceFile("systemd-user", d.env))).toBe(false);
+  });
+
+  test("status reads systemctl's answers", async () => {
+    const exec = new FakeExec()
+      .expect(["systemctl", "--user", "is-active", "sbx.service"], { stdout: "active\n" })
+      .expect(["systemctl", "--user", "is-enabled", "sbx.service"], { stdout: "enabled\n" });
+    const st = await serviceStatus(deps("linux", exec), "systemd-user");
+    expect(st).toMatchObject({ kind: "systemd-user", installed: false, active: true, enabled: true, detail: "active, enabled" });
+  });
+
+  test("without systemd, install refuses with a hint and runs nothing", async () => {
+    const exec = new FakeExec();
+    const d = deps("linux", exec, false);
+    let err: unknown;
+    try {
+      await installService(d, "systemd-user");
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(SbxError);
+    expect((err as SbxError).message).toContain("systemd is not running");
+    expect((err as SbxError).hint).toContain("sbx daemon");
+    expect(exec.calls).toEqual([]);
+  });
+
+  test("the system unit needs root", () => {
+    const exec = new FakeExec();
+    expect(() => serviceKind(deps("linux", exec).env, true)).toThrow("needs root");
+  });
+});
+
+describe("sbx service on macOS (launchd LaunchAgent)", () => {
+  test("install writes the plist and bootstraps it into the user's GUI domain; uninstall boots it out", async () => {
+    const exec = new FakeExec()
+      .expect(["launchctl", "bootout", "gui/501/dev.sbx.daemon"], { exitCode: 3, stderr: "No such process" })
+      .expect((a) => a[0] === "launchctl" && a[1] === "bootstrap" && a[2] === "gui/501")
+      .expect(["launchctl", "print", "gui/501/dev.sbx.daemon"], { stdout: "gui/501/dev.sbx.daemon = {\n\tstate = running\n}" })
+      .expect(["launchctl", "bootout", "gui/501/dev.sbx.daemon"]);
+    const d = deps("darwin", exec);
+    const kind = serviceKind(d.env, false);
+    expect(kind).toBe("launchd");
+    const r = await installService(d, kind);
+    expect(r.file).toBe(join(root, "home", "Library", "LaunchAgents", "dev.sbx.daemon.plist"));
+    expect(exec.calls[1]!.argv[3]).toBe(r.file);
+    expect(readFileSync(r.file, "utf8")).toContain(`<string>${d.paths.daemonLog}</string>`);
+    const st = await serviceStatus(d, kind);
+    expect(st).toMatchObject({ installed: true, active: true, detail: "running" });
+    const u = await uninstallService(d, kind);
+    expect(u.changed).toBe(true);
+    expect(existsSync(r.file)).toBe(false);
+    exec.assertDone();
+  });
+});
