@@ -34,9 +34,11 @@ function sh(argv: string[]): RunResult {
   return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
-/** Creates `sbxt-<random>` with a home, in the docker group (when it exists), with the given login shell. */
-export function createTestUser(opts: { shell?: string; groups?: string[] } = {}): TestUser {
-  const name = `sbxt-${Math.random().toString(36).slice(2, 8)}`;
+/** Creates `sbxt-<random>` (or `name`) with a home, in the docker group (when it exists), with the given login shell. */
+export function createTestUser(opts: { shell?: string; groups?: string[]; name?: string } = {}): TestUser {
+  const name = opts.name ?? `sbxt-${Math.random().toString(36).slice(2, 8)}`;
+  // A fixed name left behind by a killed run is ours to replace.
+  if (opts.name !== undefined && sh(["id", "-u", name]).code === 0) sh(["userdel", "--remove", "--force", name]);
   const shell = opts.shell ?? "/bin/bash";
   const groups = opts.groups ?? (sh(["getent", "group", "docker"]).code === 0 ? ["docker"] : []);
   const r = sh(["useradd", "--create-home", "--shell", shell, ...(groups.length ? ["--groups", groups.join(",")] : []), name]);

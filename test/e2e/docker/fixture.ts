@@ -42,17 +42,33 @@ function destroy(f: Fixture): void {
   if (ids.length) f.docker(["rm", "--force", ...ids]);
   const vols = f.docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${f.repo}`]).stdout.split("\n").filter(Boolean);
   if (vols.length) f.docker(["volume", "rm", "--force", ...vols]);
-  const images = f.docker(["image", "ls", "--quiet", "--filter", "label=sbx.image=1", "--filter", `reference=sbx-app`]).stdout;
-  const ref = f.docker(["image", "ls", "--format", "{{.Repository}}:{{.Tag}}", "sbx-app"]).stdout.split("\n").filter(Boolean);
-  void images;
-  if (ref.length && process.env.SBX_E2E_KEEP_IMAGE === undefined) f.docker(["image", "rm", "--force", ...ref]);
+  // The image (sbx-app:<hash>, labelled sbx.image=1) is kept: the fixed user name and uid give the next file and
+  // the next run the same tag, so it is built once.
   f.user.remove();
 }
 
-/** The shared fixture (made on first use, removed when the test process exits). */
-export function getFixture(): Fixture {
+let users = 0;
+
+/** Takes the shared fixture for one test file; pair with releaseFixture() in afterAll. */
+export function acquireFixture(): Fixture {
+  users++;
+  return getFixture();
+}
+
+/** The last file to release it removes the user, its containers and volumes. */
+export function releaseFixture(): void {
+  users--;
+  if (users <= 0 && fixture) {
+    destroy(fixture);
+    fixture = null;
+    users = 0;
+  }
+}
+
+/** The shared fixture (made on first use). */
+function getFixture(): Fixture {
   if (fixture) return fixture;
-  const user = createTestUser({ shell: "/usr/bin/fish" });
+  const user = createTestUser({ shell: "/usr/bin/fish", name: "sbxt-e2e" });
   const repo = join(user.home, "src", "app");
   const f: Fixture = {
     user,
@@ -71,7 +87,6 @@ export function getFixture(): Fixture {
     },
   };
   fixture = f;
-  process.on("exit", () => destroy(f));
   // The repo, owned by the user: a Dockerfile that needs no network, a subdir, a file per layer.
   mkdirSync(join(repo, "sub", "deeper"), { recursive: true });
   writeFileSync(join(repo, "Dockerfile"), `FROM ${BASE_IMAGE}\n${userRecipe()}`);

@@ -2,15 +2,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { canRun, getFixture, mustCreate, skipReason, type Fixture } from "./fixture";
+import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
 describe.skipIf(!canRun)(`same-identity (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
   let f: Fixture;
   beforeAll(() => {
-    f = getFixture();
+    f = acquireFixture();
     mustCreate(f, "ident");
   });
-  afterAll(() => void f?.sbx(["rm", "--force", "ident"]));
+  afterAll(() => {
+    f?.sbx(["rm", "--force", "ident"]);
+    releaseFixture();
+  });
 
   test("name, uid, gid, $HOME and pwd inside equal the host's", () => {
     const cwd = join(f.repo, "sub", "deeper");

@@ -8,16 +8,17 @@ const info = (o: Record<string, unknown>) => DockerInfoSchema.parse({ ServerVers
 const INFO = ["docker", "info", "--format", "{{json .}}"];
 
 describe("classifyEngine", () => {
-  test.each([
+  const cases: [Record<string, unknown>, string, boolean][] = [
     [{ OperatingSystem: "Debian GNU/Linux 12", SecurityOptions: ["name=seccomp,profile=default", "name=cgroupns"] }, "rootful", true],
     [{ OperatingSystem: "Ubuntu", SecurityOptions: ["name=seccomp,profile=default", "name=rootless"] }, "rootless", false],
     [{ OperatingSystem: "Debian", SecurityOptions: ["name=userns"] }, "userns-remap", false],
     [{ OperatingSystem: "Docker Desktop", SecurityOptions: ["name=seccomp,profile=unconfined"] }, "docker-desktop", false],
     [{ OperatingSystem: "Debian", SecurityOptions: null }, "rootful", true],
-  ])("%j → %s", (o, kind, ok) => {
+  ];
+  test.each(cases)("%j → %s", (o, kind, ok) => {
     const c = classifyEngine(info(o));
-    expect(c.kind).toBe(kind as string);
-    expect(c.sameUidWorks).toBe(ok as boolean);
+    expect(c.kind).toBe(kind);
+    expect(c.sameUidWorks).toBe(ok);
   });
 });
 

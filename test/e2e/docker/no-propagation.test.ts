@@ -1,0 +1,59 @@
+// no-propagation: writes inside to ~/.claude, ~/.config/fish, ~/.claude.json and the host repo never change the host.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
+
+describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
+  let f: Fixture;
+  beforeAll(() => {
+    f = acquireFixture();
+    mustCreate(f, "noprop");
+  });
+  afterAll(() => {
+    f?.sbx(["rm", "--force", "noprop"]);
+    releaseFixture();
+  });
+
+  test("~/.claude is the host's content, writable inside, unchanged on the host", () => {
+    const r = f.sbx(["shell", "noprop", "--", "sh", "-c",
+      'cat ~/.claude/settings.json && echo changed > ~/.claude/settings.json && echo new > ~/.claude/added && rm -f ~/.claude/settings.json && cat ~/.claude/added']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('{"host":true}\nnew\n');
+    expect(readFileSync(join(f.user.home, ".claude", "settings.json"), "utf8")).toBe('{"host":true}\n');
+    expect(readdirSync(join(f.user.home, ".claude"))).toEqual(["settings.json"]);
+  });
+
+  test("a missing ~/.config/fish is an empty writable dir inside and is never made on the host", () => {
+    const r = f.sbx(["shell", "noprop", "--", "sh", "-c", 'ls -A ~/.config/fish | wc -l && echo "set x 1" > ~/.config/fish/config.fish && cat ~/.config/fish/config.fish']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("0\nset x 1\n");
+    expect(existsSync(join(f.user.home, ".config", "fish"))).toBe(false);
+  });
+
+  test("~/.claude.json is a copy: same content inside, changes stay inside", () => {
+    const r = f.sbx(["shell", "noprop", "--", "sh", "-c", 'cat ~/.claude.json && echo "{}" > ~/.claude.json.tmp && mv ~/.claude.json.tmp ~/.claude.json && cat ~/.claude.json']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('{"numStartups":1}\n{}\n');
+    expect(readFileSync(join(f.user.home, ".claude.json"), "utf8")).toBe('{"numStartups":1}\n');
+  });
+
+  test("the host repo is read-only inside; work in the clone never touches the host checkout", () => {
+    const link = join(f.sandboxDir("noprop"), "repo", ".git");
+    const before = f.git(["rev-parse", "HEAD"]).stdout;
+    const r = f.sbx(["shell", "noprop", "--", "sh", "-c",
+      `echo inside > README; git -c user.email=a@example.invalid -c user.name=a commit -qam x; git --git-dir=${link} update-ref refs/heads/evil HEAD 2>/dev/null && echo ref-written; touch ${link}/hooks/post-checkout 2>/dev/null && echo hook-written; echo done`]);
+    expect(r.stdout.trim()).toBe("done");
+    expect(readFileSync(join(f.repo, "README"), "utf8")).toBe("test repo\n");
+    expect(f.git(["rev-parse", "HEAD"]).stdout).toBe(before);
+    expect(f.git(["branch", "--list", "evil"]).stdout).toBe("");
+  });
+
+  test("overlay state survives a stop and start (it lives in the sandbox dir)", () => {
+    expect(f.sbx(["shell", "noprop", "--", "sh", "-c", "echo kept > ~/.claude/persist"]).code).toBe(0);
+    expect(f.sbx(["stop", "noprop"]).code).toBe(0);
+    const r = f.sbx(["shell", "noprop", "--", "cat", join(f.user.home, ".claude", "persist")]);
+    expect(r.stdout).toBe("kept\n");
+    expect(existsSync(join(f.user.home, ".claude", "persist"))).toBe(false);
+  });
+});
