@@ -39,7 +39,7 @@ export const GuestMetaSchema = z.object({
   repo: z.string(),
   user: z.string(),
   uid: z.number().int(),
-  /** Host dirs given `u:<guest>:--x` (only those "other" could not traverse). */
+  /** Host dirs given `u:<guest>:--x`; empty since objects are reached through a bind mount (kept for older records). */
   traverse: z.array(z.string()),
   /** The host repo's objects dir given `u:<guest>:rX` recursively (and as default ACL). */
   objects: z.string().nullable(),
@@ -53,24 +53,6 @@ export function parsePasswdLine(line: string): Passwd | null {
   const gid = Number(f[3]);
   if (!Number.isInteger(uid) || !Number.isInteger(gid)) return null;
   return { name: f[0]!, uid, gid, gecos: f[4]!, home: f[5]!, shell: f[6]! };
-}
-
-/** Every ancestor dir of an absolute path, outermost first, excluding the path itself (`/a/b/c` → `/`, `/a`, `/a/b`). */
-export function ancestors(path: string): string[] {
-  const out: string[] = [];
-  let p = dirname(path);
-  while (true) {
-    out.unshift(p);
-    if (p === "/") break;
-    p = dirname(p);
-  }
-  return out;
-}
-
-/** Mode string from `stat -c %a` lets "other" traverse. */
-function otherCanTraverse(mode: string): boolean {
-  const o = Number.parseInt(mode.slice(-1), 8);
-  return (o & 1) === 1;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -267,7 +249,9 @@ export class LinuxUserBackend implements Backend {
     const ws = this.workspace(spec);
     const have = await this.exec.run(["stat", "-c", "%u", join(ws, ".git")], { check: false });
     const meta = await this.readMeta(spec.id);
-    if (have.exitCode === 0 && have.stdout.trim() === String(pw.uid) && meta?.uid === pw.uid) return false;
+    if (have.exitCode === 0 && have.stdout.trim() === String(pw.uid) && meta?.uid === pw.uid && meta.objects) {
+      return this.ensureObjectsMount(pw, spec.id, meta.objects);
+    }
     if (have.exitCode === 0) {
       throw new SbxError("conflict", `sandbox ${spec.name}: ${ws} exists but is not the guest's clone`, {
         hint: `Remove the sandbox with \`sbx rm ${spec.name}\` and create it again.`,
@@ -278,18 +262,13 @@ export class LinuxUserBackend implements Backend {
     // runs: git -C <repo> rev-parse --path-format=absolute --git-common-dir (as the host user); realpath -e <objects>
     const common = await this.exec.run(this.asHost(host, ["git", "-C", spec.repo, "rev-parse", "--path-format=absolute", "--git-common-dir"]));
     const objects = (await this.exec.run(["realpath", "-e", join(common.stdout.trim(), "objects")])).stdout.trim();
-    const chain = ancestors(objects);
-    const modes = await this.exec.run(["stat", "-c", "%a", ...chain]);
-    const lines = modes.stdout.split("\n");
-    const traverse = chain.filter((_d, i) => !otherCanTraverse(lines[i] ?? "0"));
 
-    const record: GuestMeta = { id: spec.id, name: spec.name, repo: spec.repo, user: pw.name, uid: pw.uid, traverse, objects };
-    // runs: tee <root>/meta/<id>.json
+    const record: GuestMeta = { id: spec.id, name: spec.name, repo: spec.repo, user: pw.name, uid: pw.uid, traverse: [], objects };
+    // runs: tee <root>/meta/<id>.json (first, so removal after a crash knows which ACLs to take back)
     await this.exec.run(["tee", this.metaFile(spec.id)], { stdin: JSON.stringify(record) + "\n" });
-
-    // runs: setfacl -m u:<guest>:--x <dirs…>; setfacl -R -m u:<guest>:rX,d:u:<guest>:rX <objects>
-    if (traverse.length > 0) await this.exec.run(["setfacl", "-m", `u:${pw.uid}:--x`, ...traverse]);
+    // runs: setfacl -R -m u:<guest>:rX,d:u:<guest>:rX <objects>
     await this.exec.run(["setfacl", "-R", "-m", `u:${pw.uid}:rX,d:u:${pw.uid}:rX`, objects]);
+    await this.ensureObjectsMount(pw, spec.id, objects);
 
     // Stage: <stage>/<id> is the host's for the clone; nothing of the guest's is on this path.
     const stage = join(this.stageDir, spec.id);
@@ -297,7 +276,7 @@ export class LinuxUserBackend implements Backend {
     await this.exec.run(["rm", "-rf", "--one-file-system", stage]);
     await this.exec.run(["install", "-d", "-m", "0700", "-o", String(host.uid), "-g", String(host.gid), stage]);
     await this.exec.run(this.asHost(host, ["git", "clone", "--quiet", "--shared", spec.repo, staged]));
-    await this.exec.run(["tee", join(staged, ".git", "objects", "info", "alternates")], { stdin: `${objects}\n` });
+    await this.exec.run(["tee", join(staged, ".git", "objects", "info", "alternates")], { stdin: `${this.objectsMount(spec.id)}\n` });
     await this.exec.run(["chown", "-R", "--no-dereference", `${pw.uid}:${pw.gid}`, staged]);
     if (host.uid !== 0) {
       await this.exec.run(["setfacl", "-R", "-m", `u:${host.uid}:rwX,d:u:${host.uid}:rwX,m::rwX`, staged]);
@@ -314,6 +293,30 @@ export class LinuxUserBackend implements Backend {
     }
     await this.exec.run(["mv", "-T", staged, ws]);
     await this.exec.run(["rmdir", stage]);
+    return true;
+  }
+
+  /** Where the guest sees the host repo's objects: `<root>/objects/<id>/objects`, a read-only bind mount. */
+  objectsMount(id: string): string {
+    return join(this.root, "objects", id, "objects");
+  }
+
+  /**
+   * The host's objects dir, bind-mounted read-only under a root-owned dir only this guest may traverse. The
+   * guest thus needs no ACL on any dir of the host's home (a traverse ACL there would let it open every
+   * world-readable file whose name it guesses, such as ~/.bashrc). Mounts vanish at reboot: apply re-makes them.
+   * runs: mountpoint -q <mnt>; install -d …; setfacl -m u:<uid>:--x <dir>; mount --bind <objects> <mnt>; mount -o remount,bind,ro <mnt>
+   */
+  private async ensureObjectsMount(pw: Passwd, id: string, objects: string): Promise<boolean> {
+    const mnt = this.objectsMount(id);
+    const dir = dirname(mnt);
+    const m = await this.exec.run(["mountpoint", "-q", mnt], { check: false });
+    if (m.exitCode === 0) return false;
+    await this.exec.run(["install", "-d", "-m", "0711", "-o", "root", "-g", "root", dirname(dir)]);
+    await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", dir, mnt]);
+    await this.exec.run(["setfacl", "-m", `u:${pw.uid}:--x`, dir]);
+    await this.exec.run(["mount", "--bind", objects, mnt]);
+    await this.exec.run(["mount", "-o", "remount,bind,ro", mnt]);
     return true;
   }
 
@@ -465,7 +468,7 @@ export class LinuxUserBackend implements Backend {
       if (id) at(id).chain = c;
     }
     const f = await this.exec.run(
-      ["find", this.homesDir, this.metaDir, this.stageDir, "-mindepth", "1", "-maxdepth", "1", "-printf", "%h %f\n"],
+      ["find", this.homesDir, this.metaDir, this.stageDir, join(this.root, "objects"), "-mindepth", "1", "-maxdepth", "1", "-printf", "%h %f\n"],
       { check: false },
     );
     for (const line of f.stdout.split("\n")) {
@@ -481,6 +484,8 @@ export class LinuxUserBackend implements Backend {
         if (m) at(m[1]!).metaFile = join(dir, leaf);
       } else if (dir === this.stageDir && /^[a-z0-9]{1,20}$/.test(leaf)) {
         at(leaf).stage = join(dir, leaf);
+      } else if (dir === join(this.root, "objects") && /^[a-z0-9]{1,20}$/.test(leaf)) {
+        at(leaf).objectsDir = join(dir, leaf);
       }
     }
     for (const i of out.values()) if (i.metaFile) i.meta = await this.readMeta(i.id);
@@ -505,6 +510,11 @@ export class LinuxUserBackend implements Backend {
       await this.exec.run(["userdel", inv.user.name]);
       const g = await this.exec.run(["getent", "group", inv.user.name], { check: false });
       if (g.exitCode === 0) await this.exec.run(["groupdel", inv.user.name], { check: false });
+    }
+    if (inv.objectsDir) {
+      const mnt = this.objectsMount(inv.id);
+      if ((await this.exec.run(["mountpoint", "-q", mnt], { check: false })).exitCode === 0) await this.exec.run(["umount", mnt]);
+      await this.exec.run(["rm", "-rf", "--one-file-system", inv.objectsDir]);
     }
     for (const d of [inv.home, inv.stage]) if (d) await this.exec.run(["rm", "-rf", "--one-file-system", d]);
     const t = await this.readTable();
@@ -537,6 +547,8 @@ export interface Inventory {
   metaFile?: string;
   meta?: GuestMeta | null;
   stage?: string;
+  /** `<root>/objects/<id>`, holding the read-only bind mount of the host's objects. */
+  objectsDir?: string;
 }
 
 function describe(i: Inventory): string[] {
@@ -547,5 +559,6 @@ function describe(i: Inventory): string[] {
   if (i.meta?.objects) out.push(`ACLs of uid ${i.meta.uid} on ${i.meta.objects} of sandbox ${i.id}`);
   if (i.metaFile) out.push(`record ${i.metaFile} of sandbox ${i.id}`);
   if (i.stage) out.push(`staging dir ${i.stage} of sandbox ${i.id}`);
+  if (i.objectsDir) out.push(`objects mount ${i.objectsDir} of sandbox ${i.id}`);
   return out;
 }
