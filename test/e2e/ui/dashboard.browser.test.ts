@@ -142,9 +142,9 @@ describe.skipIf(!existsSync(CHROMIUM))("dashboard in a real browser (skipped: ne
     await page.reload();
     await page.getByText("live", { exact: true }).waitFor({ timeout: 10_000 });
     await page.keyboard.press("Tab");
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to pending approvals");
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe("Skip to pending approvals");
     await page.keyboard.press("Enter");
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("pending");
+    expect(await page.evaluate("document.activeElement?.id")).toBe("pending");
   }, 30_000);
 
   test("nothing on the page broke the Content-Security-Policy", () => {
