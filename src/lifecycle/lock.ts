@@ -32,12 +32,19 @@ export function lockPath(stateDir: string, repo: string, name: string): string {
   return join(lockDir(stateDir), `${sha256Hex(`${repo}\0${name}`).slice(0, 32)}.lock`);
 }
 
+/** Whether a process is alive; a zombie (dead, not yet reaped: common when pid 1 does not reap) counts as dead. */
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return process.platform !== "linux";
   }
 }
 

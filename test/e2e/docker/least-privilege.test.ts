@@ -9,18 +9,18 @@ describe.skipIf(!canRun)(`least-privilege (Docker)${canRun ? "" : ` — skipped:
   beforeAll(() => {
     f = acquireFixture();
     mustCreate(f, "leastpriv", env);
-  });
+  }, 60_000);
   afterAll(() => {
     f?.sbx(["rm", "--force", "leastpriv"]);
     releaseFixture();
-  });
+  }, 60_000);
 
   test("CapEff, CapPrm and CapBnd are 0; NoNewPrivs is 1", () => {
     const r = f.sbx(["shell", "leastpriv", "--", "grep", "-E", "^(CapEff|CapPrm|CapBnd|NoNewPrivs):", "/proc/self/status"], { env });
     expect(r.code).toBe(0);
     const m = Object.fromEntries(r.stdout.trim().split("\n").map((l) => l.split(/:\s+/)));
     expect(m).toEqual({ CapEff: "0000000000000000", CapPrm: "0000000000000000", CapBnd: "0000000000000000", NoNewPrivs: "1" });
-  });
+  }, 60_000);
 
   test("no docker socket, no SSH_AUTH_SOCK, no sudo, no supplementary groups", () => {
     const script = [
@@ -32,7 +32,7 @@ describe.skipIf(!canRun)(`least-privilege (Docker)${canRun ? "" : ` — skipped:
     const r = f.sbx(["shell", "leastpriv", "--", "sh", "-c", script], { env });
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe(String(f.user.gid));
-  });
+  }, 60_000);
 
   test("the container is configured as rendered: caps dropped, no-new-privileges, init, not privileged", () => {
     const r = f.docker(["ps", "--quiet", "--filter", "label=sbx.name=leastpriv", "--filter", `label=sbx.repo=${f.repo}`]);
@@ -47,5 +47,5 @@ describe.skipIf(!canRun)(`least-privilege (Docker)${canRun ? "" : ` — skipped:
     expect(hc.NetworkMode).toBe("none");
     const mounts = JSON.parse(f.docker(["inspect", "--format", "{{json .Mounts}}", id]).stdout) as { Source: string }[];
     expect(mounts.some((m) => m.Source.includes("docker.sock"))).toBe(false);
-  });
+  }, 60_000);
 });

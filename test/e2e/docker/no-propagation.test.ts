@@ -9,11 +9,11 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
   beforeAll(() => {
     f = acquireFixture();
     mustCreate(f, "noprop");
-  });
+  }, 60_000);
   afterAll(() => {
     f?.sbx(["rm", "--force", "noprop"]);
     releaseFixture();
-  });
+  }, 60_000);
 
   test("~/.claude is the host's content, writable inside, unchanged on the host", () => {
     const r = f.sbx(["shell", "noprop", "--", "sh", "-c",
@@ -22,21 +22,21 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
     expect(r.stdout).toBe('{"host":true}\nnew\n');
     expect(readFileSync(join(f.user.home, ".claude", "settings.json"), "utf8")).toBe('{"host":true}\n');
     expect(readdirSync(join(f.user.home, ".claude"))).toEqual(["settings.json"]);
-  });
+  }, 60_000);
 
   test("a missing ~/.config/fish is an empty writable dir inside and is never made on the host", () => {
     const r = f.sbx(["shell", "noprop", "--", "sh", "-c", 'ls -A ~/.config/fish | wc -l && echo "set x 1" > ~/.config/fish/config.fish && cat ~/.config/fish/config.fish']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("0\nset x 1\n");
     expect(existsSync(join(f.user.home, ".config", "fish"))).toBe(false);
-  });
+  }, 60_000);
 
   test("~/.claude.json is a copy: same content inside, changes stay inside", () => {
     const r = f.sbx(["shell", "noprop", "--", "sh", "-c", 'cat ~/.claude.json && echo "{}" > ~/.claude.json.tmp && mv ~/.claude.json.tmp ~/.claude.json && cat ~/.claude.json']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('{"numStartups":1}\n{}\n');
     expect(readFileSync(join(f.user.home, ".claude.json"), "utf8")).toBe('{"numStartups":1}\n');
-  });
+  }, 60_000);
 
   test("the host repo is read-only inside; work in the clone never touches the host checkout", () => {
     const link = join(f.sandboxDir("noprop"), "repo", ".git");
@@ -47,7 +47,7 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
     expect(readFileSync(join(f.repo, "README"), "utf8")).toBe("test repo\n");
     expect(f.git(["rev-parse", "HEAD"]).stdout).toBe(before);
     expect(f.git(["branch", "--list", "evil"]).stdout).toBe("");
-  });
+  }, 60_000);
 
   test("overlay state survives a stop and start (it lives in the sandbox dir)", () => {
     expect(f.sbx(["shell", "noprop", "--", "sh", "-c", "echo kept > ~/.claude/persist"]).code).toBe(0);
@@ -55,5 +55,5 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
     const r = f.sbx(["shell", "noprop", "--", "cat", join(f.user.home, ".claude", "persist")]);
     expect(r.stdout).toBe("kept\n");
     expect(existsSync(join(f.user.home, ".claude", "persist"))).toBe(false);
-  });
+  }, 60_000);
 });

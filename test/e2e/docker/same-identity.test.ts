@@ -9,18 +9,18 @@ describe.skipIf(!canRun)(`same-identity (Docker)${canRun ? "" : ` — skipped: $
   beforeAll(() => {
     f = acquireFixture();
     mustCreate(f, "ident");
-  });
+  }, 60_000);
   afterAll(() => {
     f?.sbx(["rm", "--force", "ident"]);
     releaseFixture();
-  });
+  }, 60_000);
 
   test("name, uid, gid, $HOME and pwd inside equal the host's", () => {
     const cwd = join(f.repo, "sub", "deeper");
     const r = f.sbx(["shell", "ident", "--", "sh", "-c", 'id -un; id -u; id -g; echo "$HOME"; pwd; echo "$SANDBOX"'], { cwd });
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split("\n")).toEqual([f.user.name, String(f.user.uid), String(f.user.gid), f.user.home, cwd, "ident"]);
-  });
+  }, 60_000);
 
   test("a file written inside is owned by the host user on the host", () => {
     const r = f.sbx(["shell", "ident", "--", "sh", "-c", "echo made-inside > inside.txt && mkdir -p newdir/x"]);
@@ -30,13 +30,13 @@ describe.skipIf(!canRun)(`same-identity (Docker)${canRun ? "" : ` — skipped: $
       const st = statSync(join(dir, p));
       expect([st.uid, st.gid]).toEqual([f.user.uid, f.user.gid]);
     }
-  });
+  }, 60_000);
 
   test("parents of mount points under $HOME are the user's, not root's", () => {
     const r = f.sbx(["shell", "ident", "--", "stat", "-c", "%u:%g %n", f.user.home, join(f.user.home, "src"), join(f.user.home, ".config")]);
     expect(r.code).toBe(0);
     for (const line of r.stdout.trim().split("\n")) expect(line.startsWith(`${f.user.uid}:${f.user.gid} `)).toBe(true);
-  });
+  }, 60_000);
 
   test("git works inside the clone: status, commit, log through the alternates, fetch from the read-only host repo", () => {
     const script = [
@@ -56,11 +56,11 @@ describe.skipIf(!canRun)(`same-identity (Docker)${canRun ? "" : ` — skipped: $
     expect(out).toContain("inside-commit");
     expect(out).toContain("initial");
     expect(out.at(-1)).toBe("fetched");
-  });
+  }, 60_000);
 
   test("the host repo's .git is read-only inside", () => {
     const link = join(f.sandboxDir("ident"), "repo", ".git");
     const r = f.sbx(["shell", "ident", "--", "sh", "-c", `touch ${link}/planted 2>/dev/null && echo wrote || echo refused`]);
     expect(r.stdout.trim()).toBe("refused");
-  });
+  }, 60_000);
 });

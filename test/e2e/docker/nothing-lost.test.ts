@@ -1,0 +1,94 @@
+// nothing-lost: rm refuses while the clone holds commits no host ref has; a create killed midway leaves only what prune removes.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
+
+/** Pids of a process's children, grandchildren, … (from /proc). */
+function descendants(pid: number): number[] {
+  let kids: number[] = [];
+  try {
+    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+  return kids.flatMap((k) => [k, ...descendants(k)]);
+}
+
+describe.skipIf(!canRun)(`nothing-lost (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
+  let f: Fixture;
+  beforeAll(() => {
+    f = acquireFixture();
+  }, 60_000);
+  afterAll(() => {
+    for (const n of ["keep", "killed", "bystander"]) f?.sbx(["rm", "--force", n]);
+    releaseFixture();
+  }, 60_000);
+
+  test("rm refuses with exit 65 and names the unsynced commit; list shows it; --force removes everything", () => {
+    mustCreate(f, "keep");
+    const c = f.sbx(["shell", "keep", "--", "sh", "-c", "echo w > work.txt && git add work.txt && git -c user.email=a@example.invalid -c user.name=a commit -qm 'precious work'"]);
+    expect(c.code).toBe(0);
+    const listed = JSON.parse(f.sbx(["list", "--json"]).stdout) as { name: string; unsyncedCommits: number }[];
+    expect(listed.find((s) => s.name === "keep")?.unsyncedCommits).toBe(1);
+    const r = f.sbx(["rm", "keep"]);
+    expect(r.code).toBe(65);
+    expect(r.stderr).toContain("precious work");
+    expect(existsSync(f.sandboxDir("keep"))).toBe(true);
+    // once a host branch holds it, rm goes through
+    expect(f.git(["branch", "saved", "sandbox-keep/main"]).code).toBe(0);
+    const ok = f.sbx(["rm", "keep"]);
+    expect(ok.code).toBe(0);
+    expect(existsSync(f.sandboxDir("keep"))).toBe(false);
+    expect(f.git(["remote"]).stdout).not.toContain("sandbox-keep");
+    expect(f.docker(["ps", "-a", "-q", "--filter", "label=sbx.name=keep", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
+    expect(f.docker(["volume", "ls", "-q", "--filter", "label=sbx.name=keep", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
+    expect(f.git(["log", "--format=%s", "-1", "saved"]).stdout.trim()).toBe("precious work");
+  }, 60_000);
+
+  test("a create killed midway leaves only what prune removes, and prune spares live sandboxes", async () => {
+    mustCreate(f, "bystander");
+    const dir = f.sandboxDir("killed");
+    let killedMidway = false;
+    for (let attempt = 0; attempt < 5 && !killedMidway; attempt++) {
+      const p = f.spawnSbx(["create", "killed"]);
+      // Kill it once the clone is being made (its marker is still there, so the create is not finished).
+      for (let i = 0; i < 400 && p.exitCode === null; i++) {
+        if (existsSync(join(dir, "clone", ".git"))) break;
+        await Bun.sleep(5);
+      }
+      // runuser runs sbx as its child: kill that child (the sbx process we started) by pid, then runuser.
+      for (const pid of descendants(p.pid)) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          /* already gone */
+        }
+      }
+      p.kill("SIGKILL");
+      await p.exited;
+      await Bun.sleep(200);
+      killedMidway = existsSync(join(dir, ".creating"));
+      if (!killedMidway) f.sbx(["rm", "--force", "killed"]);
+    }
+    expect(killedMidway).toBe(true);
+
+    const dry = f.sbx(["prune", "--dry-run"]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain(dir);
+    expect(existsSync(dir)).toBe(true);
+
+    const pr = f.sbx(["prune"]);
+    expect(pr.code).toBe(0);
+    expect(existsSync(dir)).toBe(false);
+    expect(f.docker(["ps", "-a", "-q", "--filter", "label=sbx.name=killed", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
+    expect(f.docker(["volume", "ls", "-q", "--filter", "label=sbx.name=killed", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
+    expect(f.git(["remote"]).stdout).not.toContain("sandbox-killed");
+    const names = (JSON.parse(f.sbx(["list", "--json"]).stdout) as { name: string }[]).map((s) => s.name);
+    expect(names).not.toContain("killed");
+    expect(names).toContain("bystander");
+    expect(f.sbx(["shell", "bystander", "--", "true"]).code).toBe(0);
+    // and the name can be used again
+    mustCreate(f, "killed");
+  }, 60_000);
+});
