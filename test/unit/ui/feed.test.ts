@@ -1,0 +1,59 @@
+// The feed: the in-memory bus isolates listeners, proxy decisions and audit rows map to feed events, and tailAudit publishes only new rows.
+import { describe, expect, test } from "bun:test";
+import { createEventBus, feedFromAudit, feedFromEgress, tailAudit, type FeedEvent } from "../../../src/ui/feed";
+import { Store } from "../../../src/store/store";
+
+describe("event bus", () => {
+  test("a throwing listener does not stop the others; unsubscribe removes it", () => {
+    const errors: unknown[] = [];
+    const bus = createEventBus((e) => errors.push(e));
+    const got: FeedEvent[] = [];
+    const off = bus.subscribe(() => {
+      throw new Error("boom");
+    });
+    bus.subscribe((e) => got.push(e));
+    const e: FeedEvent = { kind: "bridge", at: 1, sandbox: { id: 1, name: "demo" }, command: ["git", "push"], outcome: "ok" };
+    bus.publish(e);
+    expect(got).toEqual([e]);
+    expect(errors).toHaveLength(1);
+    off();
+    expect(bus.size()).toBe(1);
+  });
+});
+
+describe("mapping", () => {
+  test("a proxy denial carries its pending approval; closed tunnels are 'allowed'", () => {
+    const sandbox = { id: 3, name: "demo" };
+    expect(
+      feedFromEgress({ type: "denied", sandbox, method: "CONNECT", host: "example.org", port: 443, reason: "not-allowlisted", detail: "x", suggest: "example.org", at: 5 }, { id: 9, count: 1 }),
+    ).toEqual({ kind: "egress", at: 5, sandbox, action: "denied", method: "CONNECT", host: "example.org", port: 443, reason: "not-allowlisted", detail: "x", suggest: "example.org", approvalId: 9, count: 1 });
+    expect(feedFromEgress({ type: "closed", sandbox, method: "CONNECT", host: "a.test", port: 443, at: 6 }).action).toBe("allowed");
+  });
+
+  test("audit rows of egress, bridge and allowlist kinds become feed events; others are skipped", () => {
+    const name = () => "demo";
+    const row = (kind: string, action: string, detail: Record<string, unknown>, sandboxId: number | null = 1) => ({ id: 1, ts: 7, sandboxId, kind, action, detail });
+    expect(feedFromAudit(row("egress", "denied", { method: "GET", host: "x.test", port: 80, reason: "not-allowlisted" }), name)).toMatchObject({ kind: "egress", action: "denied", host: "x.test" });
+    expect(feedFromAudit(row("bridge", "refused", { argv: ["git", "push", "ext::sh"] }), name)).toMatchObject({ kind: "bridge", outcome: "refused", command: ["git", "push", "ext::sh"] });
+    expect(feedFromAudit(row("allowlist", "allow", { pattern: "pypi.org", scope: "global", by: "ui" }, null), name)).toMatchObject({ kind: "decision", sandbox: null, scope: "global" });
+    expect(feedFromAudit(row("egress", "denied", { host: 42 }), name)).toBeNull();
+    expect(feedFromAudit(row("lifecycle", "create", {}), name)).toBeNull();
+  });
+});
+
+describe("tailAudit", () => {
+  test("publishes rows written after it started, each once", () => {
+    const store = new Store(":memory:");
+    const sb = store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
+    store.audit({ sandboxId: sb.id, kind: "egress", action: "denied", detail: { host: "old.test", port: 443 } });
+    const got: FeedEvent[] = [];
+    const tail = tailAudit(store, (e) => got.push(e), 0);
+    expect(tail.poll()).toBe(0);
+    store.audit({ sandboxId: sb.id, kind: "egress", action: "denied", detail: { host: "new.test", port: 443 } });
+    expect(tail.poll()).toBe(1);
+    expect(tail.poll()).toBe(0);
+    expect(got).toMatchObject([{ host: "new.test", sandbox: { name: "demo" } }]);
+    tail.close();
+    store.close();
+  });
+});
