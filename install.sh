@@ -20,8 +20,9 @@ is_root() { [ "$(id -u)" = 0 ]; }
 
 # ── system packages ─────────────────────────────────────────────────────────
 # docker.io: the engine; debootstrap: the base image without a registry; acl, nftables, passwd,
-# util-linux: the Linux user backend (setfacl, nft, useradd, setpriv); sudo: its no-sudo test; fish, tmux, iproute2, chromium: tests (fish shells, interactive sessions, network namespaces,
-# the approvals dashboard in a real browser).
+# util-linux: the Linux user backend (setfacl, nft, useradd, setpriv); sudo: its no-sudo test;
+# fish, tmux, iproute2, chromium: tests (fish shells, interactive sessions, network namespaces, the
+# approvals dashboard in a real browser).
 PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish tmux iproute2 procps chromium sudo util-linux passwd)
 missing=()
 for p in "${PKGS[@]}"; do
