@@ -300,16 +300,19 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
   };
 
   let forceNext = { c: false, h: false };
-  const results: Partial<Record<Direction, SyncResult>> = {};
+  // Results of forced runs only: a watcher-triggered run finishing later must not overwrite what syncNow reports.
+  const forced: Partial<Record<Direction, SyncResult>> = {};
   const cloneLane = new Lane(async () => {
     const force = forceNext.c;
     forceNext.c = false;
-    results["clone-to-host"] = await cloneToHost(force);
+    const r = await cloneToHost(force);
+    if (force) forced["clone-to-host"] = r;
   }, debounceMs, maxWaitMs);
   const hostLane = new Lane(async () => {
     const force = forceNext.h;
     forceNext.h = false;
-    results["host-to-clone"] = await hostToClone(force);
+    const r = await hostToClone(force);
+    if (force) forced["host-to-clone"] = r;
   }, debounceMs, maxWaitMs);
 
   // ---- watchers -------------------------------------------------------------------------------------------------
@@ -386,9 +389,11 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
     },
     async syncNow() {
       if (stopped) throw new SbxError("unavailable", `ref sync for ${remote} is stopped`, { hint: "Start the sandbox again." });
+      delete forced["clone-to-host"];
+      delete forced["host-to-clone"];
       forceNext = { c: true, h: true };
       await Promise.all([cloneLane.runNow(), hostLane.runNow()]);
-      return [results["clone-to-host"], results["host-to-clone"]].filter((r): r is SyncResult => r !== undefined);
+      return [forced["clone-to-host"], forced["host-to-clone"]].filter((r): r is SyncResult => r !== undefined);
     },
     health() {
       return { ...h, lastSync: { ...h.lastSync }, syncs: { ...h.syncs } };

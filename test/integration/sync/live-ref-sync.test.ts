@@ -49,7 +49,9 @@ describe("live ref sync (watchers, backstop poll off unless a test says so)", ()
     // Every commit is in the host's object store and reachable from the sandbox ref.
     const count = Number(Bun.spawnSync(["git", "-C", fx.host, "rev-list", "--count", `main..${REMOTE}/burst`]).stdout.toString());
     expect(count).toBe(30);
-    // And it settles: nothing keeps fetching once the refs agree.
+    // And it settles: nothing keeps fetching once the refs agree. (Let the fetch that wrote the ref return first:
+    // git updates the ref before its process exits.)
+    await Bun.sleep(200);
     const n = sync.health().syncs["clone-to-host"];
     await Bun.sleep(400);
     expect(sync.health().syncs["clone-to-host"]).toBe(n);
