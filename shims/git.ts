@@ -241,20 +241,21 @@ async function push(l: Local, argv: string[], rest: string[], cwd: string): Prom
   const branch = await currentBranch(l);
   const resolved: Record<string, { sha: string; ref?: string }> = {};
   const srcs = pos.length > 1 ? (del ? [] : pos.slice(1).map((s) => s.replace(/^\+/, "").split(":")[0]!).filter(Boolean)) : branch ? [branch] : [];
-  for (const src of srcs) {
-    const r = await run(l, ["rev-parse", "--verify", "-q", src]);
+  const tipsP = remoteTips(l);
+  const looked = await Promise.all(srcs.map((src) => Promise.all([run(l, ["rev-parse", "--verify", "-q", src]), run(l, ["rev-parse", "--symbolic-full-name", src])])));
+  for (const [i, src] of srcs.entries()) {
+    const [r, full] = looked[i]!;
     if (r.code !== 0) {
       process.stderr.write(`error: src refspec ${src} does not match any\n`);
       return 1;
     }
-    const full = await run(l, ["rev-parse", "--symbolic-full-name", src]);
     const ref = full.out.trim();
     resolved[src] = { sha: r.out.trim(), ...(ref.startsWith("refs/") ? { ref } : {}) };
   }
   const shas = [...new Set(Object.values(resolved).map((r) => r.sha))];
   let pack: Uint8Array | undefined;
+  const tips = await tipsP;
   if (shas.length) {
-    const tips = await remoteTips(l);
     pack = await runBytes(l, ["pack-objects", "--revs", "--stdout", "--thin", "-q"], [...shas, "--not", ...tips].join("\n") + "\n");
   }
   const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");

@@ -171,12 +171,14 @@ export async function knownTips(g: Gate): Promise<string[]> {
 
 /**
  * Stores a pack the sandbox made (never a path into its clone) and checks the pushed commits are complete.
- * runs: git index-pack --stdin --fix-thin; git rev-list --objects --stdin (in the gate)
+ * runs: git index-pack --stdin --fix-thin; git rev-list --quiet --stdin (in the gate)
  */
 export async function receivePack(g: Gate, pack: Uint8Array, shas: string[], tips: string[]): Promise<void> {
   if (pack.length > 0) await run(g, ["index-pack", "--stdin", "--fix-thin"], { stdin: pack });
+  // Commits must all be here; the scan (git log -p) then reads every new tree and changed blob, and
+  // fails on any that is missing, so a pack that leans on objects the gate cannot see is refused.
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  await run(g, ["rev-list", "--objects", "--quiet", "--stdin"], { stdin });
+  await run(g, ["rev-list", "--quiet", "--stdin"], { stdin });
 }
 
 /**
@@ -189,9 +191,12 @@ export async function scanNew(g: Gate, shas: string[], tips: string[]): Promise<
   return scanUnifiedDiff(r.stdout);
 }
 
-export async function updateRef(g: Gate, ref: string, sha: string | null): Promise<void> {
-  // runs: git update-ref [-d] <ref> [<sha>] (in the gate)
-  await run(g, sha === null ? ["update-ref", "-d", ref] : ["update-ref", ref, sha], { check: sha !== null });
+/** Sets (or deletes, for null) refs in the gate in one transaction. */
+export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: string | null]>): Promise<void> {
+  if (updates.length === 0) return;
+  // runs: git update-ref --stdin (in the gate)
+  const stdin = updates.map(([ref, sha]) => (sha === null ? `delete ${ref}` : `update ${ref} ${sha}`)).join("\n") + "\n";
+  await run(g, ["update-ref", "--stdin"], { stdin });
 }
 
 export async function readRef(g: Gate, ref: string): Promise<string | undefined> {

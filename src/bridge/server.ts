@@ -21,7 +21,7 @@ import {
   scanNew,
   scratchDir,
   tokenFor,
-  updateRef,
+  updateRefs,
   type Gate,
 } from "./gate";
 
@@ -85,6 +85,7 @@ export interface BridgeDeps {
 }
 
 const BUNDLE_CHUNK = 48 * 1024;
+const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 const MAX_REQUEST = 512 * 1024 * 1024;
 
 function realOrNull(p: string): string | null {
@@ -96,10 +97,10 @@ function realOrNull(p: string): string | null {
 }
 
 /** The hono app: testable with `app.request()` without a socket. */
-export function createBridgeApp(deps: BridgeDeps): Hono {
+export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
   const app = new Hono();
-  const path = deps.path ?? "/usr/local/bin:/usr/bin:/bin";
-  let gateP: Promise<Gate> | undefined;
+  const path = deps.path ?? DEFAULT_PATH;
+  let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(ready) : undefined;
   const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path).catch((e) => {
     gateP = undefined;
     throw e;
@@ -237,7 +238,12 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Uint8Array
     } catch (e) {
       return refuse(`the commits to push did not arrive complete in the gate (${(e as Error).message.split("\n")[0]})`);
     }
-    const findings = await scanNew(g, shas, tips);
+    let findings;
+    try {
+      findings = await scanNew(g, shas, tips);
+    } catch (e) {
+      return refuse(`the commits to push did not arrive complete in the gate (${(e as Error).message.split("\n")[0]})`);
+    }
     if (findings.length > 0) {
       return refuse(`the commits contain what looks like a secret:\n${formatFindings(findings)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
     }
@@ -248,14 +254,14 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Uint8Array
     else if (n === "--push-option") args.push(`--push-option=${v}`);
   }
   const refspecs: string[] = [];
+  // Gate-local refs with the destinations' names, so git prints "feature -> feature".
+  await updateRefs(g, out.flatMap((o): Array<[string, string]> => (o.sha ? [[o.dst, o.sha]] : [])));
   for (const o of out) {
     if (o.sha === null) {
       refspecs.push(`:${o.dst}`);
       continue;
     }
-    // A gate-local ref with the destination's name, so git prints "feature -> feature".
     const local = o.dst;
-    await updateRef(g, local, o.sha);
     if (lease) {
       const tracking = trackingRef(remote, o.dst);
       const expect = tracking ? await readRef(g, tracking) : undefined;
@@ -266,12 +272,11 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Uint8Array
   const r = await remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], (s) => send({ t: "err", d: s }));
   if (r.stdout) send({ t: "out", d: r.stdout });
   if (r.exitCode === 0 && !opt(plan, "--dry-run")) {
-    const updates: Array<{ dst: string; sha: string | null }> = [];
-    for (const o of out) {
+    const updates = out.map((o) => ({ dst: o.dst, sha: o.sha }));
+    await updateRefs(g, out.flatMap((o): Array<[string, string | null]> => {
       const t = trackingRef(remote, o.dst);
-      if (t) await updateRef(g, t, o.sha);
-      updates.push({ dst: o.dst, sha: o.sha });
-    }
+      return t ? [[t, o.sha]] : [];
+    }));
     send({ t: "pushed", remote, updates });
   }
   return { decision: "allowed", exitCode: r.exitCode };
@@ -416,7 +421,9 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
     }
     unlinkSync(o.socketPath);
   }
-  const app = createBridgeApp(o);
+  // The gate is made before the socket answers, so the first push pays nothing for it.
+  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH);
+  const app = createBridgeApp(o, gate);
   const old = process.umask(0o177);
   let server: ReturnType<typeof Bun.serve>;
   try {
