@@ -44,6 +44,13 @@ export interface ReconcileReport {
   skipped: string[];
 }
 
+/** Whether an observed sandbox lives under another sandbox root (its backend reports its dir). */
+export function isForeign(o: Observed, sandboxRoot: string): boolean {
+  const dir = o.detail.dir;
+  if (dir === undefined || dir === "") return false;
+  return !(dir === sandboxRoot || dir.startsWith(sandboxRoot.endsWith("/") ? sandboxRoot : `${sandboxRoot}/`));
+}
+
 /** Serializes operations per key so two requests on one sandbox never interleave. */
 class KeyedMutex {
   private readonly tails = new Map<string, Promise<unknown>>();
@@ -318,6 +325,10 @@ export class Controller {
       }
       const byId = new Map(observed.map((o) => [o.id, o]));
       const keep = new Set<string>();
+      // Another state root's sandboxes (another user on a shared engine, another sbx home) are not this daemon's.
+      // Backend.cleanup(keep) removes everything of sbx's outside `keep`, volumes included, so with any foreign
+      // sandbox in sight it is skipped rather than risk removing someone else's (prune can still be run by hand).
+      const foreign = observed.filter((o) => isForeign(o, this.deps.paths.sandboxRoot));
       for (const sb of mine) {
         const spec = this.deps.specFor(sb);
         keep.add(spec.id);
@@ -330,6 +341,14 @@ export class Controller {
           report.failed.push(sb.name);
           log.error("reconcile failed", { sandbox: sb.name, err: toSbxError(e).message });
         }
+      }
+      if (foreign.length > 0) {
+        log.warn("cleanup skipped: the backend holds sandboxes of another sbx state root", {
+          backend: kind,
+          foreign: foreign.length,
+          example: foreign[0]!.detail.dir,
+        });
+        continue;
       }
       try {
         const cleaned = await backend.cleanup(keep);

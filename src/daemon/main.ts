@@ -1,10 +1,15 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
-import type { Backend } from "../backend/backend";
+import { DockerBackend, engineSocket } from "../backend/docker/docker";
+import { SandboxManager } from "../lifecycle/manager";
+import { readSecrets, secretsFile } from "../secrets/store";
+import { Store } from "../store/store";
 import type { Env } from "../sys/env";
 import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
 import { VERSION } from "../version";
 import type { Backends } from "./controller";
+import { bridgeGuard } from "./guard-bridge";
+import { proxyGuard } from "./guard-proxy";
 import { startDaemon } from "./daemon";
 import type { SandboxGuard } from "./guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
@@ -22,17 +27,36 @@ export interface ComponentDeps {
   paths: Paths;
   exec: Exec;
   log: Logger;
+  store: Store;
 }
 
 /**
- * The production registry. Each backend and each per-sandbox service is added here, once:
- *   backends: { docker: new DockerBackend(exec, …) }           (src/backend/docker)
- *   guards:   [proxyGuard(…), bridgeGuard(…), refSyncGuard(…)] (src/proxy, src/bridge, ref sync)
- * Until a piece lands it is simply absent: a sandbox of a missing backend stays fenced (see Controller).
+ * The production registry: each backend and each per-sandbox service is added here, once.
+ *   backends: docker (Linux); macos / linux-user join here when they land.
+ *   guards:   proxy (egress + LLM keys), bridge (git/gh); ref sync joins here as `refSyncGuard(…)`.
+ * A sandbox of a backend that is not registered stays fenced (see Controller).
  */
-export function productionComponents(_deps: ComponentDeps): Components {
-  const backends: Partial<Record<Backend["kind"], Backend>> = {};
-  return { backends, guards: [] };
+export function productionComponents(d: ComponentDeps): Components {
+  const backends: Backends = {};
+  let specFor: Components["specFor"];
+  if (d.env.platform === "linux") {
+    const sock = engineSocket(d.env.vars.DOCKER_HOST);
+    const docker = new DockerBackend(d.exec, sock === undefined ? {} : { apiSocket: sock });
+    backends.docker = docker;
+    // The lifecycle's own spec (image, shell, overlays from the stored identity), so daemon and CLI converge to one spec.
+    const manager = new SandboxManager({ exec: d.exec, env: d.env, paths: d.paths, store: d.store, backend: docker, log: (l) => d.log.info(l) });
+    specFor = (row) => manager.specFor(row);
+  }
+  const secrets = () => {
+    const fromEnv: Record<string, string> = {};
+    for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
+    return { ...fromEnv, ...readSecrets(secretsFile(d.paths.configDir)) };
+  };
+  return {
+    backends,
+    guards: [proxyGuard(), bridgeGuard({ secrets, path: d.env.vars.PATH })],
+    ...(specFor ? { specFor } : {}),
+  };
 }
 
 export interface RunOptions {
@@ -51,17 +75,26 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
   const paths = pathsFor(env);
   const exec = opts.exec ?? createExec(env.raw);
   const log = createLogger(opts.write ?? ((l) => void process.stderr.write(l)), opts.logLevel ?? "info");
-  const comps = (opts.components ?? productionComponents)({ env, paths, exec, log });
-  const daemon = await startDaemon({
-    env,
-    paths,
-    exec,
-    log,
-    version: VERSION,
-    backends: comps.backends,
-    guards: comps.guards,
-    ...(comps.specFor ? { specFor: comps.specFor } : {}),
-  });
+  // Opened before the lock is taken: SQLite is safe across processes, and the components need it.
+  const store = new Store(paths.dbFile);
+  const comps = (opts.components ?? productionComponents)({ env, paths, exec, log, store });
+  let daemon;
+  try {
+    daemon = await startDaemon({
+      env,
+      paths,
+      exec,
+      log,
+      store,
+      version: VERSION,
+      backends: comps.backends,
+      guards: comps.guards,
+      ...(comps.specFor ? { specFor: comps.specFor } : {}),
+    });
+  } catch (e) {
+    store.close();
+    throw e;
+  }
   const onSignal = (sig: NodeJS.Signals) => void daemon.stop(sig);
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
@@ -70,6 +103,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
     await daemon.reconciled.catch((e) => log.error("reconcile failed", { err: e }));
     await daemon.stopped;
   } finally {
+    store.close();
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
     process.off("SIGHUP", onSignal);

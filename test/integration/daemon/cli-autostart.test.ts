@@ -1,6 +1,7 @@
 // The CLI talks only to the daemon: with none running it starts one in the background (logging to the daemon log) and waits for /health; a daemon that cannot start is reported with its log path.
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { CLI, lockPid, makeWorld, type World } from "../../support/daemon-proc";
 
 let w: World;
@@ -18,6 +19,18 @@ afterEach(async () => {
   w?.cleanup();
 });
 
+/**
+ * The CLI starts the production daemon, whose Docker backend would list (and clean up) the shared engine:
+ * a `docker` that always fails keeps this test away from other tests' containers (the daemon fails closed).
+ */
+function isolateDocker(world: World): void {
+  const bin = join(world.root, "bin");
+  mkdirSync(bin);
+  writeFileSync(join(bin, "docker"), "#!/bin/sh\necho 'docker is stubbed out by this test' >&2\nexit 1\n", { mode: 0o755 });
+  world.env.PATH = `${bin}:${world.env.PATH}`;
+  world.env.DOCKER_HOST = `unix://${join(world.root, "no-docker.sock")}`;
+}
+
 async function sbx(...args: string[]) {
   const p = Bun.spawn([process.execPath, CLI, ...args], { env: w.env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   const [code, stdout, stderr] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
@@ -27,6 +40,7 @@ async function sbx(...args: string[]) {
 describe("CLI and the daemon", () => {
   test("status with no daemon says so (exit 69) and does not start one", async () => {
     w = makeWorld();
+    isolateDocker(w);
     const r = await sbx("status");
     expect(r.code).toBe(69);
     expect(r.stdout).toContain("daemon: not running");
@@ -35,6 +49,7 @@ describe("CLI and the daemon", () => {
 
   test("ps starts a daemon in the background when none answers; it keeps serving after the CLI exits", async () => {
     w = makeWorld();
+    isolateDocker(w);
     const r = await sbx("ps");
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/started the sbx daemon \(pid \d+; log .*daemon\.log\)/);
@@ -46,7 +61,13 @@ describe("CLI and the daemon", () => {
 
     const st = await sbx("status", "--json");
     expect(st.code).toBe(0);
-    expect(JSON.parse(st.stdout).daemon.pid).toBe(started);
+    const status = JSON.parse(st.stdout);
+    expect(status.daemon.pid).toBe(started);
+    // The production registry: the Docker backend and the proxy and bridge guards.
+    expect(status.backends).toEqual(["docker"]);
+    expect(status.guards).toEqual(["proxy", "bridge"]);
+    // With no engine answering, the daemon fails closed: it logs and removes nothing.
+    expect(readFileSync(w.paths.daemonLog, "utf8")).toContain("backend list failed");
 
     // A second command reuses it: no new daemon.
     const again = await sbx("logs", "--json");
@@ -57,6 +78,7 @@ describe("CLI and the daemon", () => {
 
   test("a daemon that cannot start is reported with the log path", async () => {
     w = makeWorld();
+    isolateDocker(w);
     // Something that is not a socket sits where the control socket goes: the daemon refuses to start.
     mkdirSync(w.paths.runtimeDir, { recursive: true, mode: 0o700 });
     writeFileSync(w.paths.controlSocket, "not a socket");

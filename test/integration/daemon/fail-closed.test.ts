@@ -81,3 +81,50 @@ describe("fail-closed across a daemon crash", () => {
     expect(d.log()).toContain("guards failed: sandbox fenced");
   });
 });
+
+/** An absolute-URI request through the proxy's unix socket, as the in-sandbox forwarder sends it; null when nothing answers. */
+async function viaProxy(socket: string, url: string): Promise<{ status: number; body: string } | null> {
+  const { connect } = await import("node:net");
+  return new Promise((resolve) => {
+    let data = "";
+    const s = connect({ path: socket });
+    const timer = setTimeout(() => (s.destroy(), resolve(null)), 3000);
+    s.on("connect", () => s.write(`GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\nConnection: close\r\n\r\n`));
+    s.on("data", (d) => (data += d.toString()));
+    s.on("error", () => (clearTimeout(timer), resolve(null)));
+    s.on("close", () => {
+      clearTimeout(timer);
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(data);
+      resolve(m ? { status: Number(m[1]), body: data.slice(data.indexOf("\r\n\r\n") + 4) } : null);
+    });
+  });
+}
+
+describe("fail-closed with the real egress proxy guard", () => {
+  test("an allowed request passes; after kill -9 nothing gets out; after restart the same request passes again", async () => {
+    const upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("upstream-ok") });
+    try {
+      w = makeWorld();
+      const sid = seedSandbox(w, "demo");
+      const store = w.store();
+      const sb = store.findSandbox("/r", "demo")!;
+      store.addAllow(sb.id, `127.0.0.1:${upstream.port}`, "test");
+      d = await startDaemonProc(w, 10_000, "real-proxy");
+      await w.client.start({ name: "demo" });
+      const proxy = join(w.paths.runtimeDir, "sb", sid, "proxy.sock");
+      const url = `http://127.0.0.1:${upstream.port}/`;
+      expect(await viaProxy(proxy, url)).toMatchObject({ status: 200, body: "upstream-ok" });
+      // Not allowlisted: refused by policy (the proxy is up and deciding).
+      expect((await viaProxy(proxy, `http://127.0.0.2:${upstream.port}/`))?.status).toBe(403);
+
+      await kill9(d);
+      d = undefined;
+      expect(await viaProxy(proxy, url)).toBeNull();
+
+      d = await startDaemonProc(w, 10_000, "real-proxy");
+      expect(await viaProxy(proxy, url)).toMatchObject({ status: 200, body: "upstream-ok" });
+    } finally {
+      upstream.stop(true);
+    }
+  });
+});

@@ -9,6 +9,14 @@ import { makeHarness, recordingGuard, type Harness } from "../../support/daemon-
 let h: Harness;
 afterEach(async () => h?.close());
 
+/** A spec shape for a sandbox the store does not hold. */
+function specOf0(h: Harness) {
+  const sb = h.store.createSandbox({ name: "tmp", repo: "/tmp-repo", backend: "fake" });
+  const spec = defaultSpecBuilder(h.env, h.paths)(sb);
+  h.store.setSandboxState(sb.id, "deleted");
+  return spec;
+}
+
 function specOf(h: Harness, name: string, repo = "/r") {
   const sb = h.store.findSandbox(repo, name)!;
   return defaultSpecBuilder(h.env, h.paths)(sb);
@@ -55,6 +63,18 @@ describe("reconcile", () => {
     expect(report.removed).toContain("sandbox stray (0123456789ab)");
     expect([...h.backend.entries.keys()]).toEqual([specOf(h, "known").id]);
     expect(h.store.listAudit().some((e) => e.action === "cleanup.removed" && JSON.stringify(e.detail).includes("stray"))).toBe(true);
+  });
+
+  test("cleanup never touches sandboxes of another sandbox root (another sbx home on this machine)", async () => {
+    h = makeHarness();
+    const other = { ...specOf0(h), id: "abcabcabcabc", name: "theirs" };
+    await h.backend.apply(other);
+    const realList = h.backend.list.bind(h.backend);
+    h.backend.list = async () =>
+      (await realList()).map((o) => (o.id === other.id ? { ...o, detail: { dir: "/home/someone-else/.cache/sandbox/x-1/theirs" } } : o));
+    const report = await h.controller.reconcile();
+    expect(report.removed).toEqual([]);
+    expect(h.backend.entries.has(other.id)).toBe(true);
   });
 
   test("running although the store says stopped: adopted, guarded, active again", async () => {

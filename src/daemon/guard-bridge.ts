@@ -1,0 +1,41 @@
+// The command bridge as a guard: git/gh for one sandbox on its own socket, with a host-owned gate repo and host secrets read per request.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { startBridge, type AuditEvent } from "../bridge/server";
+import { sandboxLayout } from "../workspace/layout";
+import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
+
+export interface BridgeGuardOptions {
+  /** Host secrets by name (GH_TOKEN, …), read at request time so rotation needs no restart. */
+  secrets: () => Record<string, string>;
+  /** PATH for the host's git and gh. */
+  path?: string;
+}
+
+/** The gate repo lives in the sandbox dir, beside (never inside) what is mounted into the sandbox. */
+export function gateDirOf(ctx: Pick<GuardContext, "spec">): string {
+  return join(ctx.spec.dir, "gate");
+}
+
+export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
+  return {
+    name: "bridge",
+    async start(ctx): Promise<GuardHandle> {
+      const layout = sandboxLayout(ctx.spec.dir);
+      const bridge = await startBridge({
+        socketPath: ctx.sockets.bridge,
+        // The Docker clone is mounted at the host repo's own path: that is the path the sandbox names.
+        sandbox: { id: ctx.spec.id, name: ctx.spec.name, workspace: layout.clone, workspaceView: ctx.spec.repo, repo: ctx.spec.repo },
+        gateDir: gateDirOf(ctx),
+        secrets: opts.secrets,
+        exec: ctx.exec,
+        audit: (e: AuditEvent) => ctx.audit(`${e.tool}.${e.decision}`, { ...e }),
+        ...(opts.path ? { path: opts.path } : {}),
+      });
+      return {
+        health: () => (existsSync(bridge.socketPath) ? { ok: true, detail: "serving" } : { ok: false, detail: `socket ${bridge.socketPath} is gone` }),
+        stop: () => bridge.close(),
+      };
+    },
+  };
+}
