@@ -1,6 +1,7 @@
 // The LLM key proxy: forwards /llm/<provider>/… to the provider with the host's key injected and every inbound credential stripped, streaming.
 import { request as httpRequest, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { request as httpsRequest, Agent as HttpsAgent } from "node:https";
+import { Agent as HttpAgent } from "node:http";
 import { credentialFor, ANTHROPIC_OAUTH_BETA, type KeySources, type Provider } from "./keys";
 
 export const PROVIDERS: Record<Provider, string> = {
@@ -94,6 +95,8 @@ function fail(res: ServerResponse, status: number, error: string, message: strin
 /** The origin-form request handler the egress proxy mounts for /llm/… paths. */
 export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const upstreams = { ...PROVIDERS, ...o.upstreams };
+  // Keep-alive to the provider: each agent turn is many requests, and TLS set-up dominates short ones.
+  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
   return (req, res) => {
     const started = Date.now();
     const target = upstreamFor(req.url ?? "", upstreams);
@@ -110,7 +113,7 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
     const up = send(
       url,
-      { method: req.method, headers: upstreamHeaders(req.headers, cred.headers, url.host) },
+      { method: req.method, headers: upstreamHeaders(req.headers, cred.headers, url.host), agent: url.protocol === "https:" ? agents.https : agents.http },
       (upRes) => {
         const headers: OutgoingHttpHeaders = {};
         for (const [k, v] of Object.entries(upRes.headers)) if (v !== undefined && !STRIPPED.has(k) && k !== "set-cookie") headers[k] = v;
