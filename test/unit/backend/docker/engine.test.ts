@@ -1,25 +1,27 @@
 // Engine classification: rootless, userns-remap and Docker Desktop are refused because same-uid bind mounts break there.
 import { describe, expect, test } from "bun:test";
 import { requireSameUidEngine } from "../../../../src/backend/docker/docker";
-import { DockerInfoSchema, classifyEngine, probeEngine } from "../../../../src/backend/docker/engine";
+import { DockerInfoSchema, classifyEngine, probeEngine, type EngineKind } from "../../../../src/backend/docker/engine";
 import { FakeExec } from "../../../fakes/exec";
 
 const info = (o: Record<string, unknown>) => DockerInfoSchema.parse({ ServerVersion: "20.10.24", ...o });
 const INFO = ["docker", "info", "--format", "{{json .}}"];
 
 describe("classifyEngine", () => {
-  const cases: [Record<string, unknown>, string, boolean][] = [
+  const cases: [Record<string, unknown>, EngineKind, boolean][] = [
     [{ OperatingSystem: "Debian GNU/Linux 12", SecurityOptions: ["name=seccomp,profile=default", "name=cgroupns"] }, "rootful", true],
     [{ OperatingSystem: "Ubuntu", SecurityOptions: ["name=seccomp,profile=default", "name=rootless"] }, "rootless", false],
     [{ OperatingSystem: "Debian", SecurityOptions: ["name=userns"] }, "userns-remap", false],
     [{ OperatingSystem: "Docker Desktop", SecurityOptions: ["name=seccomp,profile=unconfined"] }, "docker-desktop", false],
     [{ OperatingSystem: "Debian", SecurityOptions: null }, "rootful", true],
   ];
-  test.each(cases)("%j → %s", (o, kind, ok) => {
-    const c = classifyEngine(info(o));
-    expect(c.kind).toBe(kind);
-    expect(c.sameUidWorks).toBe(ok);
-  });
+  for (const [o, kind, ok] of cases) {
+    test(`${JSON.stringify(o)} → ${kind}`, () => {
+      const c = classifyEngine(info(o));
+      expect(c.kind).toBe(kind);
+      expect(c.sameUidWorks).toBe(ok);
+    });
+  }
 });
 
 describe("requireSameUidEngine", () => {

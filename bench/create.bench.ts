@@ -1,0 +1,69 @@
+// Benchmark: warm `sbx create` on a 5,000-file repo vs `git clone --shared` + `docker create` + `docker start` of the same image.
+// Run as root: bun bench/create.bench.ts  (needs Docker and the sbx-base:bookworm image)
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { userRecipe } from "../src/workspace/init";
+import { report, time } from "./lib";
+
+const CLI = join(import.meta.dir, "../src/cli/main.ts");
+const root = mkdtempSync(join(tmpdir(), "sbx-bench-create-"));
+const home = join(root, "home");
+const repo = join(root, "repo");
+const env = {
+  PATH: process.env.PATH ?? "/usr/bin:/bin",
+  HOME: home,
+  USER: "root",
+  SHELL: "/bin/bash",
+  XDG_CACHE_HOME: join(root, "cache"),
+  XDG_STATE_HOME: join(root, "state"),
+  XDG_CONFIG_HOME: join(root, "config"),
+};
+
+function sh(argv: string[], cwd = repo): string {
+  const r = Bun.spawnSync(argv, { cwd, env, stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${argv.join(" ")}: ${r.stderr.toString()}`);
+  return r.stdout.toString().trim();
+}
+
+mkdirSync(home, { recursive: true });
+mkdirSync(repo, { recursive: true });
+for (let d = 0; d < 50; d++) {
+  mkdirSync(join(repo, `dir${d}`), { recursive: true });
+  for (let i = 0; i < 100; i++) writeFileSync(join(repo, `dir${d}`, `f${i}.txt`), `file ${d}/${i}\n`.repeat(20));
+}
+writeFileSync(join(repo, "Dockerfile"), `FROM sbx-base:bookworm\n${userRecipe()}`);
+sh(["git", "init", "-q", "-b", "main"]);
+sh(["git", "add", "-A"]);
+sh(["git", "-c", "user.email=b@example.invalid", "-c", "user.name=b", "commit", "-qm", "5000 files"]);
+
+let n = 0;
+const made: string[] = [];
+try {
+  // Warm: the image is built once here, outside the timing.
+  sh(["bun", CLI, "create", "warmup"]);
+  made.push("warmup");
+  const image = JSON.parse(sh(["bun", CLI, "list", "--json"]))[0] ? sh(["docker", "ps", "--filter", "label=sbx.name=warmup", "--format", "{{.Image}}"]) : "";
+
+  const sbx = await time(() => {
+    const name = `b${n++}`;
+    sh(["bun", CLI, "create", name]);
+    made.push(name);
+  }, 8, 1);
+
+  let m = 0;
+  const base = await time(() => {
+    const d = join(root, `plain${m}`);
+    const ctr = `sbx-bench-plain-${process.pid}-${m++}`;
+    sh(["git", "clone", "--shared", "--quiet", repo, d], root);
+    sh(["docker", "create", "--name", ctr, "--label", "sbx.bench=1", "--network", "none", "--init", "--mount", `type=bind,src=${d},dst=/w`, image, "sleep", "infinity"]);
+    sh(["docker", "start", ctr]);
+  }, 8, 1);
+
+  report([{ name: "sbx create (5,000 files, warm)", unit: "ms", value: sbx.median, baselineName: "git clone --shared + docker create + start", baseline: base.median, better: "lower", target: 1.3 }]);
+} finally {
+  for (const name of made) Bun.spawnSync(["bun", CLI, "rm", "--force", name], { cwd: repo, env, stdout: "ignore", stderr: "ignore" });
+  const ids = Bun.spawnSync(["docker", "ps", "-aq", "--filter", "label=sbx.bench=1"]).stdout.toString().split("\n").filter(Boolean);
+  if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids], { stdout: "ignore" });
+  rmSync(root, { recursive: true, force: true });
+}
