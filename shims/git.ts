@@ -374,7 +374,9 @@ async function clone(l: Local, argv: string[], rest: string[], cwd: string): Pro
     if (o === "-b" || o === "--branch" || o === "-o" || o === "--origin") keep.push(o, opts[++i]!);
     else if (/^(--branch|--origin)=/.test(o) || ["--bare", "-n", "--no-checkout", "-q", "--quiet"].includes(o)) keep.push(o);
   }
-  const origin = keep[keep.findIndex((o) => o === "-o" || o === "--origin") + 1] ?? "origin";
+  const oi = keep.findIndex((o) => o === "-o" || o === "--origin");
+  const oe = keep.find((o) => o.startsWith("--origin="));
+  const origin = oi !== -1 ? keep[oi + 1]! : oe ? oe.slice("--origin=".length) : "origin";
   return withBundle(reply.bundle, async (file) => {
     const code = await inherit(l.git, [...l.where, "clone", ...keep, file, dir]);
     if (code !== 0) return code;

@@ -244,8 +244,10 @@ export async function present(g: Gate, shas: string[]): Promise<string[]> {
 export async function makeBundle(g: Gate, refs: string[], exclude: string[], repo?: string): Promise<Uint8Array | null> {
   const file = join(g.paths.tmp, `b-${randomBytes(8).toString("hex")}.bundle`);
   try {
-    const stdin = [...refs, ...exclude.map((s) => `^${s}`)].join("\n") + "\n";
-    const r = await run(g, ["bundle", "create", "--quiet", file, "--stdin"], { stdin, check: false, ...(repo ? { cwd: repo } : {}) });
+    // Pseudo-options (--all) are not accepted on stdin by git 2.39; they go on argv.
+    const opts = refs.filter((r) => r.startsWith("--"));
+    const stdin = [...refs.filter((r) => !r.startsWith("--")), ...exclude.map((s) => `^${s}`)].join("\n") + "\n";
+    const r = await run(g, ["bundle", "create", "--quiet", file, ...opts, "--stdin"], { stdin, check: false, ...(repo ? { cwd: repo } : {}) });
     if (r.exitCode !== 0) {
       if (/empty bundle/i.test(r.stderr)) return null;
       throw new Error(`git bundle create failed: ${r.stderr.trim()}`);

@@ -87,6 +87,15 @@ describe("no-secret-inside", () => {
     expect(r.stdout).not.toContain(h.token);
   });
 
+  test("clone of a URL on the host remote's server goes through the bridge and gets the upstream's URL", async () => {
+    const r = await h.shim(["clone", "-q", h.upstream.repoUrl("proj"), "sub/copy"]);
+    expect(r.code).toBe(0);
+    const copy = join(h.clone, "sub/copy");
+    expect(await git(copy, "rev-parse", "refs/remotes/origin/feature")).toBe(await refIn(h.upstreamRepo, "refs/heads/feature"));
+    expect(await git(copy, "remote", "get-url", "origin")).toBe(h.upstream.repoUrl("proj"));
+    expect(r.stdout + r.stderr).not.toContain(h.token);
+  });
+
   test("output from the remote that contains the token comes back redacted", async () => {
     const hook = join(h.upstreamRepo, "hooks", "pre-receive");
     writeFileSync(hook, `#!/bin/sh\necho "remote says ${h.token}" >&2\nexit 1\n`);
