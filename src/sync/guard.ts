@@ -1,0 +1,38 @@
+// Adapter from ref sync to the daemon's per-sandbox guard shape (`start(ctx) → { stop(), health() }`), typed structurally.
+import type { Exec } from "../sys/exec";
+import { startRefSync, type RefSyncOptions } from "./refsync";
+
+/** The part of the daemon's GuardContext the ref-sync guard uses. */
+export interface RefSyncGuardContext {
+  exec: Exec;
+  audit(action: string, detail?: Record<string, unknown>): void;
+}
+
+/** What the daemon must work out per sandbox (paths, the remote, the `docker exec … git fetch` callback). */
+export type RefSyncTarget = Omit<RefSyncOptions, "exec" | "audit">;
+
+export interface RefSyncGuardHandle {
+  stop(): Promise<void>;
+  health(): { ok: boolean; detail: string };
+}
+
+/**
+ * The "ref-sync" guard: on start, resolves the sandbox's target, syncs once each way and starts watching; its health
+ * is not ok while sync is refused (alternates rewritten) or failing, with the reason as detail.
+ */
+export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncTarget | Promise<RefSyncTarget>) {
+  return {
+    name: "ref-sync" as const,
+    async start(ctx: C): Promise<RefSyncGuardHandle> {
+      const target = await resolve(ctx);
+      const sync = await startRefSync({ ...target, exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
+      return {
+        stop: () => sync.stop(),
+        health: () => {
+          const h = sync.health();
+          return { ok: h.ok, detail: h.detail };
+        },
+      };
+    },
+  };
+}

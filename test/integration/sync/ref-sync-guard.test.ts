@@ -1,0 +1,34 @@
+// The ref-sync guard adapter: starts a real sync from a daemon-shaped context, audits through ctx.audit, reports health.
+import { describe, expect, test } from "bun:test";
+import { createExec } from "../../../src/sys/exec";
+import { refSyncGuard } from "../../../src/sync/guard";
+import { makeFixture, REMOTE, waitFor } from "./fixture";
+
+describe("ref-sync guard", () => {
+  test("start → synced both ways with audits via ctx.audit; health ok; stop audits and stops", async () => {
+    const f = makeFixture();
+    try {
+      const audits: [string, Record<string, unknown> | undefined][] = [];
+      const ctx = { exec: createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), audit: (a: string, d?: Record<string, unknown>) => void audits.push([a, d]), sandboxName: "t" };
+      const guard = refSyncGuard((c: typeof ctx) => ({
+        hostRepo: f.host,
+        clonePath: f.clone,
+        remoteName: `sandbox-${c.sandboxName}`,
+        expectedAlternates: f.alternates,
+        insideFetch: f.insideFetch,
+        pollMs: 0,
+      }));
+      expect(guard.name).toBe("ref-sync");
+      const h = await guard.start(ctx);
+      expect(h.health()).toEqual({ ok: true, detail: expect.stringContaining(`${REMOTE} in sync`) });
+      expect(audits.map(([a]) => a)).toEqual(["ref-sync.start", "ref-sync.synced", "ref-sync.synced"]);
+      const sha = f.commitInside("via guard", "g");
+      await waitFor("guarded sync", () => f.hostRef(`${REMOTE}/g`) === sha, 1000);
+      await h.stop();
+      expect(h.health().ok).toBe(false);
+      expect(audits.at(-1)?.[0]).toBe("ref-sync.stop");
+    } finally {
+      f.cleanup();
+    }
+  });
+});
