@@ -33,6 +33,11 @@ export interface ControllerDeps {
   paths: Paths;
   log: Logger;
   specFor: SpecBuilder;
+  /**
+   * Brings a guarded sandbox to running and returns the spec it now runs with (default: `backend.apply(spec)`).
+   * The lifecycle supplies its own (rebuild a missing image, resolve the shell) so daemon and CLI converge alike.
+   */
+  bringUp?: (sandbox: Sandbox, spec: SandboxSpec, backend: Backend) => Promise<SandboxSpec>;
 }
 
 export interface ReconcileReport {
@@ -72,6 +77,12 @@ export class Controller {
   private closed = false;
 
   constructor(private readonly deps: ControllerDeps) {}
+
+  private async bringUp(sb: Sandbox, spec: SandboxSpec, backend: Backend): Promise<SandboxSpec> {
+    if (this.deps.bringUp) return this.deps.bringUp(sb, spec, backend);
+    await backend.apply(spec);
+    return spec;
+  }
 
   get guardNames(): string[] {
     return this.deps.guards.map((g) => g.name);
@@ -261,7 +272,7 @@ export class Controller {
       const sb = this.resolve(ref);
       const backend = this.backendFor(sb);
       const rec = await this.guardUp(sb);
-      await backend.apply(rec.spec);
+      rec.spec = await this.bringUp(sb, rec.spec, backend);
       rec.phase = "running";
       if (sb.state !== "active") this.deps.store.setSandboxState(sb.id, "active");
       this.deps.store.touchSandbox(sb.id);
@@ -404,7 +415,7 @@ export class Controller {
       try {
         const r = await this.guardUp(live);
         // Guards are up: now (and only now) the backend may start it and re-apply its rules.
-        await backend.apply(r.spec);
+        r.spec = await this.bringUp(live, r.spec, backend);
         r.phase = "running";
         report.guarded.push(sb.name);
         this.audit(live, "daemon", "reconcile.guarded", { was: phase });

@@ -6,7 +6,7 @@ import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { createApp } from "./app";
-import { Controller, type Backends, type ReconcileReport } from "./controller";
+import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
 import type { SandboxGuard } from "./guards";
 import { acquireLock, type DaemonLock } from "./lock";
 import type { Logger } from "./log";
@@ -24,6 +24,7 @@ export interface DaemonDeps {
   backends: Backends;
   guards: readonly SandboxGuard[];
   specFor?: SpecBuilder;
+  bringUp?: ControllerDeps["bringUp"];
   /** Defaults to the store at paths.dbFile. */
   store?: Store;
 }
@@ -61,6 +62,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       paths,
       log,
       specFor: deps.specFor ?? defaultSpecBuilder(deps.env, paths),
+      ...(deps.bringUp ? { bringUp: deps.bringUp } : {}),
     });
     sessions = new SessionManager({ controller, exec: deps.exec, store, log });
     const health: Health = {

@@ -7,7 +7,7 @@ import type { Env } from "../sys/env";
 import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
 import { VERSION } from "../version";
-import type { Backends } from "./controller";
+import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "./guard-bridge";
 import { proxyGuard } from "./guard-proxy";
 import { startDaemon } from "./daemon";
@@ -20,6 +20,8 @@ export interface Components {
   /** Started in this order for every sandbox, stopped in reverse; a sandbox runs only when all are up. */
   guards: SandboxGuard[];
   specFor?: SpecBuilder;
+  /** How a guarded sandbox is brought to running (default: backend.apply). */
+  bringUp?: ControllerDeps["bringUp"];
 }
 
 export interface ComponentDeps {
@@ -39,6 +41,7 @@ export interface ComponentDeps {
 export function productionComponents(d: ComponentDeps): Components {
   const backends: Backends = {};
   let specFor: Components["specFor"];
+  let bringUp: Components["bringUp"];
   if (d.env.platform === "linux") {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     const docker = new DockerBackend(d.exec, sock === undefined ? {} : { apiSocket: sock });
@@ -46,6 +49,8 @@ export function productionComponents(d: ComponentDeps): Components {
     // The lifecycle's own spec (image, shell, overlays from the stored identity), so daemon and CLI converge to one spec.
     const manager = new SandboxManager({ exec: d.exec, env: d.env, paths: d.paths, store: d.store, backend: docker, log: (l) => d.log.info(l) });
     specFor = (row) => manager.specFor(row);
+    // ensureRunning rebuilds a missing image and resolves the user's shell (fish when theirs is fish).
+    bringUp = (row) => manager.ensureRunning(row);
   }
   const secrets = () => {
     const fromEnv: Record<string, string> = {};
@@ -56,6 +61,7 @@ export function productionComponents(d: ComponentDeps): Components {
     backends,
     guards: [proxyGuard(), bridgeGuard({ secrets, path: d.env.vars.PATH })],
     ...(specFor ? { specFor } : {}),
+    ...(bringUp ? { bringUp } : {}),
   };
 }
 
@@ -90,6 +96,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       backends: comps.backends,
       guards: comps.guards,
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
+      ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
     });
   } catch (e) {
     store.close();

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Backend, SandboxSpec } from "../../src/backend/backend";
 import { createApp } from "../../src/daemon/app";
-import { Controller, type Backends } from "../../src/daemon/controller";
+import { Controller, type Backends, type ControllerDeps } from "../../src/daemon/controller";
 import type { GuardContext, SandboxGuard } from "../../src/daemon/guards";
 import { silentLogger } from "../../src/daemon/log";
 import { API_VERSION } from "../../src/daemon/protocol";
@@ -70,7 +70,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export function makeHarness(opts: { guards?: (events: Events) => SandboxGuard[]; backends?: (b: FakeBackend) => Backends; exec?: Exec } = {}): Harness {
+export function makeHarness(
+  opts: { guards?: (events: Events) => SandboxGuard[]; backends?: (b: FakeBackend) => Backends; exec?: Exec; bringUp?: (events: Events) => ControllerDeps["bringUp"] } = {},
+): Harness {
   const root = mkdtempSync(join(tmpdir(), "sbxd-"));
   const env = readEnv({
     vars: { HOME: join(root, "home"), XDG_RUNTIME_DIR: join(root, "rt"), XDG_STATE_HOME: join(root, "state"), XDG_CACHE_HOME: join(root, "cache"), PATH: process.env.PATH },
@@ -91,6 +93,7 @@ export function makeHarness(opts: { guards?: (events: Events) => SandboxGuard[];
     paths,
     log: silentLogger,
     specFor: defaultSpecBuilder(env, paths),
+    ...(opts.bringUp ? { bringUp: opts.bringUp(events) } : {}),
   });
   const sessions = new SessionManager({ controller, exec, store, log: silentLogger });
   const app = createApp({
