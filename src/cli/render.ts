@@ -15,6 +15,8 @@ export interface Render {
   out(line: string): void;
   /** A log or progress line on stderr. */
   info(line: string): void;
+  /** Raw bytes as they come (command output, build progress), no newline added. */
+  write(stream: "stdout" | "stderr", s: string): void;
   json(value: unknown): void;
   table(columns: string[], rows: string[][]): void;
   error(e: SbxError): void;
@@ -44,6 +46,7 @@ export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE
     },
     out: (line) => io.stdout(line + "\n"),
     info: (line) => io.stderr(line + "\n"),
+    write: (stream, s) => (stream === "stdout" ? io.stdout(s) : io.stderr(s)),
     json: (value) => io.stdout(JSON.stringify(value, null, 2) + "\n"),
     table(columns, rows) {
       const all = [columns, ...rows];

@@ -1,5 +1,5 @@
 // The sandbox manager: create, start, shell, stop, rm, prune and list, over the store, the workspace and a backend.
-import { existsSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, unlinkSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, unlinkSync, writeFileSync, mkdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
 import type { HostUser, SandboxSpec } from "../backend/backend";
@@ -9,7 +9,7 @@ import { SbxError } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import type { Sandbox, SandboxState } from "../core/schemas";
 import type { Store } from "../store/store";
-import type { Env } from "../sys/env";
+import { passwdName, type Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, sandboxSockets, socketId, type Paths } from "../sys/paths";
 import {
@@ -35,19 +35,6 @@ export const DockerIdentitySchema = z.object({
   shell: z.string().optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
-
-/** The login name of `uid` from /etc/passwd (os.userInfo() answers "unknown" under Bun when HOME is changed). */
-export function passwdName(uid: number, passwd = "/etc/passwd"): string | undefined {
-  try {
-    for (const line of readFileSync(passwd, "utf8").split("\n")) {
-      const f = line.split(":");
-      if (f.length >= 3 && f[2] === String(uid) && f[0]) return f[0];
-    }
-  } catch {
-    /* no passwd */
-  }
-  return undefined;
-}
 
 export interface ManagerDeps {
   exec: Exec;

@@ -1,4 +1,5 @@
 // The process environment, read once at start-up, validated, and passed down; nothing else reads process.env.
+import { readFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { z } from "zod";
 
@@ -59,6 +60,19 @@ export function readEnv(source: EnvSource): Env {
   return { vars, raw, uid: source.uid, gid: source.gid, userName, platform: source.platform };
 }
 
+/** The login name of `uid` from /etc/passwd (os.userInfo() answers "unknown" under Bun when HOME is changed). */
+export function passwdName(uid: number, passwd = "/etc/passwd"): string | undefined {
+  try {
+    for (const line of readFileSync(passwd, "utf8").split("\n")) {
+      const f = line.split(":");
+      if (f.length >= 3 && f[2] === String(uid) && f[0]) return f[0];
+    }
+  } catch {
+    /* no passwd file */
+  }
+  return undefined;
+}
+
 /** The real environment of this process. Call once, in main or the daemon's composition root. */
 export function processEnv(): Env {
   return readEnv({
@@ -66,6 +80,6 @@ export function processEnv(): Env {
     uid: process.getuid?.() ?? 0,
     gid: process.getgid?.() ?? 0,
     platform: process.platform,
-    osUserName: () => userInfo().username,
+    osUserName: () => passwdName(process.getuid?.() ?? 0) ?? userInfo().username,
   });
 }

@@ -13,6 +13,8 @@ export interface ExecOptions {
   check?: boolean;
   /** Receives stderr as it arrives, e.g. to show `docker build` progress; it is still captured. */
   onStderr?: (chunk: string) => void;
+  /** Receives stdout as it arrives (streamed command output); it is still captured. */
+  onStdout?: (chunk: string) => void;
 }
 
 export interface ExecResult {
@@ -113,7 +115,7 @@ export function createExec(baseEnv: Record<string, string>): Exec {
         throw new ExecError(result, `Is \`${argv[0]}\` installed and on PATH?`);
       }
       const [stdout, stderr, exitCode] = await Promise.all([
-        readAll(proc.stdout),
+        readAll(proc.stdout, opts.onStdout),
         readAll(proc.stderr, opts.onStderr),
         proc.exited,
       ]);

@@ -61,6 +61,7 @@ export class FakeExec implements Exec {
     e.remaining -= 1;
     const r = typeof e.reply === "function" ? e.reply(argv, opts) : e.reply;
     const result: ExecResult = { argv: [...argv], exitCode: r.exitCode ?? 0, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+    if (result.stdout) opts.onStdout?.(result.stdout);
     if (result.stderr) opts.onStderr?.(result.stderr);
     if (result.exitCode !== 0 && opts.check !== false) throw new ExecError(result);
     return result;

@@ -116,3 +116,12 @@ describe("FakeExec", () => {
     expect(f.transcript()).toBe('echo "a b" plain\n');
   });
 });
+
+describe("streaming", () => {
+  test("onStdout sees output as it arrives and it is still captured", async () => {
+    const seen: string[] = [];
+    const r = await exec.run(["sh", "-c", "echo a; echo b"], { onStdout: (s) => seen.push(s) });
+    expect(seen.join("")).toBe("a\nb\n");
+    expect(r.stdout).toBe("a\nb\n");
+  });
+});

@@ -88,3 +88,14 @@ describe("env", () => {
     expect(readEnv({ vars: { HOME: "/h" }, uid: 5, gid: 5, platform: "linux", osUserName: () => "os" }).userName).toBe("os");
   });
 });
+
+describe("passwdName", () => {
+  test("reads the login name of a uid from a passwd file", async () => {
+    const { passwdName } = await import("../../../src/sys/env");
+    const f = `${process.env.SBX_TEST_ROOT}/passwd`;
+    await Bun.write(f, "root:x:0:0:root:/root:/bin/bash\nada:x:1000:1000::/home/ada:/usr/bin/fish\n");
+    expect(passwdName(1000, f)).toBe("ada");
+    expect(passwdName(4242, f)).toBeUndefined();
+    expect(passwdName(1000, "/nonexistent")).toBeUndefined();
+  });
+});
