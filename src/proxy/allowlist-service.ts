@@ -176,7 +176,14 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
   };
   const schedule = () => {
     if (buffer.length >= 500) flush();
-    else timer ??= setTimeout(flush, flushMs);
+    else
+      timer ??= setTimeout(() => {
+        try {
+          flush();
+        } catch {
+          // The audit is best-effort from a timer: a closed or busy database must not take the daemon down.
+        }
+      }, flushMs);
   };
 
   const onDecision = (e: EgressEvent) => {
@@ -216,5 +223,15 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
     schedule();
   };
 
-  return { onDecision, flush, close: flush };
+  let closed = false;
+  return {
+    onDecision: (e) => {
+      if (!closed) onDecision(e);
+    },
+    flush,
+    close() {
+      flush();
+      closed = true;
+    },
+  };
 }

@@ -222,6 +222,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     socket.destroy();
   });
 
+  /** Sends a final response on a CONNECT socket; a client that never closes its side is cut after a grace period. */
+  const finalResponse = (client: Duplex, text: string) => {
+    client.on("end", () => client.destroy());
+    client.resume(); // drain (and discard) whatever the client pipelined, so closing never resets the response away
+    client.end(text);
+    const t = setTimeout(() => client.destroy(), 5_000);
+    client.once("close", () => clearTimeout(t));
+  };
+
   server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => {
     client.pause();
     clientSockets.add(client);
@@ -229,7 +238,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     client.on("error", () => client.destroy());
     const auth = parseAuthority(req.url ?? "");
     if (!auth) {
-      client.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      finalResponse(client, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
     void check("CONNECT", auth.host, auth.port).then((v) => {
@@ -238,7 +247,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         const body = Buffer.from(v.body);
         const status = v.status === 403 ? "403 Forbidden" : "502 Bad Gateway";
         const blocked = v.header === null ? "" : `X-Sbx-Blocked: ${v.header}\r\n`;
-        client.end(
+        finalResponse(
+          client,
           `HTTP/1.1 ${status}\r\n${blocked}Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${v.body}`,
         );
         return;
@@ -268,7 +278,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         const message = `could not connect to ${target(v.host, v.port)} (${v.address}): ${e.message}`;
         emit({ type: "error", sandbox, method: "CONNECT", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
         const body = `sbx proxy: ${message}\n`;
-        client.end(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        finalResponse(client, `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
         return;
       }
       client.destroy();
