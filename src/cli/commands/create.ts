@@ -1,6 +1,5 @@
 // sbx create: create a sandbox for this repo and start it
 import type { Command } from "commander";
-import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -17,6 +16,8 @@ export const create: Verb = {
       .option("--json", "print the sandbox as JSON");
   },
   async run(ctx, args, opts) {
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { cliDeps, withManager } = await import("../../lifecycle/open");
     const name = args[0] ?? "";
     const { sandbox } = await withManager(cliDeps(ctx), (m) =>
       m.create({

@@ -1,10 +1,10 @@
 // sbx daemon: run the controller in the foreground (logs on stderr); `sbx service install` runs it for you at login.
 import type { Command } from "commander";
-import { z } from "zod";
 import { SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
 
-const LevelSchema = z.enum(["debug", "info", "warn", "error"]);
+const LEVELS = ["debug", "info", "warn", "error"] as const;
+type Level = (typeof LEVELS)[number];
 
 export const daemon: Verb = {
   name: "daemon",
@@ -13,11 +13,11 @@ export const daemon: Verb = {
     cmd.option("--log-level <level>", "debug | info | warn | error", "info");
   },
   async run(ctx, _args, opts) {
-    const level = LevelSchema.safeParse(opts.logLevel ?? "info");
-    if (!level.success) {
+    const level = String(opts.logLevel ?? "info") as Level;
+    if (!LEVELS.includes(level)) {
       throw new SbxError("usage", `unknown log level '${String(opts.logLevel)}'`, { hint: "Use one of: debug, info, warn, error." });
     }
     const { runDaemonForeground } = await import("../../daemon/main");
-    return runDaemonForeground({ env: ctx.env, logLevel: level.data, exec: ctx.exec });
+    return runDaemonForeground({ env: ctx.env, logLevel: level, exec: ctx.exec });
   },
 };

@@ -1,7 +1,5 @@
 // sbx init: write a starter Dockerfile (git, fish, Claude Code, the sbx user) into this repo
 import type { Command } from "commander";
-import { findRepoRoot } from "../../workspace/repo";
-import { writeStarterDockerfile } from "../../workspace/init";
 import type { Verb } from "../verb";
 
 export const init: Verb = {
@@ -11,6 +9,9 @@ export const init: Verb = {
     cmd.option("--repo <path>", "the git repo (default: the current one)").option("--force", "overwrite an existing Dockerfile");
   },
   async run(ctx, _args, opts) {
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { findRepoRoot } = await import("../../workspace/repo");
+    const { writeStarterDockerfile } = await import("../../workspace/init");
     const repo = await findRepoRoot(ctx.exec, ctx.cwd, opts.repo as string | undefined);
     const file = writeStarterDockerfile(repo, opts.force === true);
     ctx.render.out(`wrote ${file}; commit it, then: sbx create <name>`);

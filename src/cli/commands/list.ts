@@ -1,6 +1,5 @@
 // sbx list: the sandboxes sbx knows, with their state and whether their clones hold commits the host lacks
 import type { Command } from "commander";
-import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
 
 function when(ms: number | null): string {
@@ -16,6 +15,8 @@ export const list: Verb = {
       .option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { cliDeps, withManager } = await import("../../lifecycle/open");
     const items = await withManager(cliDeps(ctx), (m) => m.list({ all: opts.all === true }));
     if (opts.json) {
       ctx.render.json(

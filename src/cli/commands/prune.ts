@@ -1,6 +1,5 @@
 // sbx prune: remove what no live sandbox owns (orphaned containers, volumes, sandbox dirs, stale locks)
 import type { Command } from "commander";
-import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
 
 export const prune: Verb = {
@@ -10,6 +9,8 @@ export const prune: Verb = {
     cmd.option("--dry-run", "list what would be removed, remove nothing").option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { cliDeps, withManager } = await import("../../lifecycle/open");
     const dryRun = opts.dryRun === true;
     const report = await withManager(cliDeps(ctx), (m) => m.prune({ dryRun }));
     if (opts.json) {

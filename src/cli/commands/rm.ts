@@ -1,6 +1,5 @@
 // sbx rm: remove a sandbox (container, volumes, overlays, clone, the host's sandbox-<name> remote)
 import type { Command } from "commander";
-import { cliDeps, withManager } from "../../lifecycle/open";
 import type { Verb } from "../verb";
 
 export const rm: Verb = {
@@ -13,6 +12,8 @@ export const rm: Verb = {
       .option("--force", "remove even if the clone holds commits no host ref has");
   },
   async run(ctx, args, opts) {
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { cliDeps, withManager } = await import("../../lifecycle/open");
     const name = args[0] ?? "";
     const { lost } = await withManager(cliDeps(ctx), (m) =>
       m.rm(name, { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, force: opts.force === true }),

@@ -1,7 +1,5 @@
 // sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
 import type { Command } from "commander";
-import { cliDeps, withManager } from "../../lifecycle/open";
-import { enterSession } from "../../lifecycle/session";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -18,6 +16,9 @@ export const run: Verb = {
       .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, []);
   },
   async run(ctx, args, opts) {
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { cliDeps, withManager } = await import("../../lifecycle/open");
+    const { enterSession } = await import("../../lifecycle/session");
     const [name = "", ...rest] = args;
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
     const repoFlag = opts.repo as string | undefined;

@@ -1,11 +1,12 @@
 // sbx secret: store an API key or token host-side for the LLM proxy and bridge (value from stdin, never argv).
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
-import { listSecretNames, removeSecret, secretsFile, SecretName, setSecret } from "../../secrets/store";
 import type { CliContext, Verb } from "../verb";
 
 /** Runs the verb with an injectable stdin reader (tests pass a string). */
 export async function runSecret(ctx: CliContext, args: string[], opts: Record<string, unknown>, readStdin: () => Promise<string>): Promise<number> {
+  // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
+  const { listSecretNames, removeSecret, secretsFile, SecretName, setSecret } = await import("../../secrets/store");
   const [action, name] = args;
   const file = secretsFile(ctx.paths.configDir);
   const needName = () => {

@@ -1,7 +1,5 @@
 // sbx shell: open a shell (or run a command) in a running sandbox
 import type { Command } from "commander";
-import { cliDeps, withManager } from "../../lifecycle/open";
-import { enterSession } from "../../lifecycle/session";
 import type { Verb } from "../verb";
 
 export const shell: Verb = {
@@ -14,6 +12,10 @@ export const shell: Verb = {
       .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)");
   },
   async run(ctx, args, opts) {
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
+    const { cliDeps, withManager } = await import("../../lifecycle/open");
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
+    const { enterSession } = await import("../../lifecycle/session");
     const [name = "", ...rest] = args;
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
     return withManager(cliDeps(ctx), (m) =>
