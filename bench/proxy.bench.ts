@@ -1,0 +1,226 @@
+// Egress path benchmark: 100 MB down and up through forwarder → unix socket → proxy → loopback server vs direct loopback, plus added p50 latency.
+//
+// Run: bun bench/proxy.bench.ts [--json]. Servers, proxy and forwarder each run in their own process (as in real
+// use: server elsewhere, proxy in the daemon, forwarder in the sandbox); the client is this process.
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
+import { connect, createServer, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { report, summarize } from "./lib";
+
+const MB = 1024 * 1024;
+const SIZE = 100 * MB;
+const RUNS = 3;
+const LATENCY_RUNS = 300;
+
+const role = process.argv[2];
+
+// ── child roles ──────────────────────────────────────────────────────────
+
+if (role === "--servers") {
+  const chunk = Buffer.alloc(256 * 1024, 0x61);
+  // Download: sends SIZE bytes on every connection, then ends.
+  const down = createServer((s) => {
+    let left = SIZE;
+    const pump = () => {
+      while (left > 0) {
+        const n = Math.min(left, chunk.length);
+        left -= n;
+        if (!s.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void s.once("drain", pump);
+      }
+      s.end();
+    };
+    s.on("error", () => s.destroy());
+    pump();
+  });
+  // Upload: counts bytes until the client half-closes, then answers the count.
+  const up = createServer({ allowHalfOpen: true }, (s) => {
+    let n = 0;
+    s.on("data", (d) => (n += d.length));
+    s.on("end", () => s.end(String(n)));
+    s.on("error", () => s.destroy());
+  });
+  const web = createHttpServer((_req, res) => res.end("ok"));
+  const ports = await Promise.all(
+    [down, up, web].map((srv) => new Promise<number>((r) => srv.listen(0, "127.0.0.1", () => r((srv.address() as { port: number }).port)))),
+  );
+  console.log(JSON.stringify({ down: ports[0], up: ports[1], web: ports[2] }));
+  await new Promise(() => {});
+}
+
+if (role === "--proxy") {
+  const { startEgressProxy } = await import("../src/proxy/egress-proxy");
+  const [socketPath, ...ports] = process.argv.slice(3);
+  await startEgressProxy({
+    socketPath: socketPath!,
+    sandbox: { id: 1, name: "bench" },
+    policy: () => ({ sandbox: ports.map((p) => `127.0.0.1:${p}`), global: [] }),
+    resolve: async () => [],
+    onDecision: () => {},
+  });
+  console.log("ready");
+  await new Promise(() => {});
+}
+
+// ── the client ───────────────────────────────────────────────────────────
+
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stream.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return text.split("\n")[0]!;
+}
+
+/** A TCP connection to 127.0.0.1:port, or (via) a CONNECT tunnel through the forwarder to it. */
+function open(port: number, via: number | string | null): Promise<{ s: Socket; rest: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const s =
+      typeof via === "string"
+        ? connect({ path: via, allowHalfOpen: true })
+        : connect({ host: "127.0.0.1", port: via ?? port, allowHalfOpen: true, noDelay: true });
+    s.on("error", reject);
+    if (via === null) return void s.once("connect", () => resolve({ s, rest: Buffer.alloc(0) }));
+    s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+    let buf = Buffer.alloc(0);
+    const onData = (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      const i = buf.indexOf("\r\n\r\n");
+      if (i < 0) return;
+      s.off("data", onData);
+      if (!buf.subarray(0, 12).toString().includes("200")) return reject(new Error(buf.toString()));
+      s.pause();
+      resolve({ s, rest: buf.subarray(i + 4) });
+    };
+    s.on("data", onData);
+  });
+}
+
+async function download(port: number, via: number | string | null): Promise<number> {
+  const { s, rest } = await open(port, via);
+  const t = performance.now();
+  let n = rest.length;
+  await new Promise<void>((resolve) => {
+    s.on("data", (d: Buffer) => (n += d.length));
+    s.on("end", () => resolve());
+    s.resume();
+  });
+  const ms = performance.now() - t;
+  s.destroy();
+  if (n !== SIZE) throw new Error(`downloaded ${n} bytes, expected ${SIZE}`);
+  return SIZE / MB / (ms / 1000);
+}
+
+async function upload(port: number, via: number | string | null): Promise<number> {
+  const { s } = await open(port, via);
+  const chunk = Buffer.alloc(256 * 1024, 0x62);
+  const t = performance.now();
+  const answer = new Promise<string>((resolve) => {
+    let out = "";
+    s.on("data", (d: Buffer) => (out += d));
+    s.on("end", () => resolve(out));
+    s.resume();
+  });
+  let left = SIZE;
+  while (left > 0) {
+    const n = Math.min(left, chunk.length);
+    left -= n;
+    if (!s.write(chunk.subarray(0, n))) await new Promise((r) => s.once("drain", r));
+  }
+  s.end();
+  const got = await answer;
+  const ms = performance.now() - t;
+  s.destroy();
+  if (got !== String(SIZE)) throw new Error(`server counted ${got}, expected ${SIZE}`);
+  return SIZE / MB / (ms / 1000);
+}
+
+/** One small HTTP request on a fresh connection: direct, or as an absolute-URI request to the forwarder. */
+function small(port: number, via: number | null): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    const s = connect({ host: "127.0.0.1", port: via ?? port, noDelay: true });
+    const target = via === null ? "/" : `http://127.0.0.1:${port}/`;
+    s.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+    let out = "";
+    s.on("data", (d: Buffer) => (out += d));
+    s.on("end", () => {
+      const ms = performance.now() - t;
+      s.destroy();
+      if (!out.startsWith("HTTP/1.1 200")) return reject(new Error(out));
+      resolve(ms);
+    });
+    s.on("error", reject);
+  });
+}
+
+async function median(fn: () => Promise<number>, runs: number): Promise<number> {
+  await fn(); // warm-up
+  const xs: number[] = [];
+  for (let i = 0; i < runs; i++) xs.push(await fn());
+  return summarize(xs).median;
+}
+
+if (role === undefined || role === "--json") {
+  const dir = mkdtempSync(join(tmpdir(), "sbxb-"));
+  const socketPath = join(dir, "sb", "proxy.sock");
+  const children: ReturnType<typeof Bun.spawn>[] = [];
+  try {
+    const servers = Bun.spawn(["bun", import.meta.path, "--servers"], { stdout: "pipe", stderr: "inherit" });
+    children.push(servers);
+    const ports = JSON.parse(await firstLine(servers.stdout as ReadableStream<Uint8Array>)) as { down: number; up: number; web: number };
+    const proxy = Bun.spawn(["bun", import.meta.path, "--proxy", socketPath, String(ports.down), String(ports.up), String(ports.web)], {
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    children.push(proxy);
+    await firstLine(proxy.stdout as ReadableStream<Uint8Array>);
+    const fw = Bun.spawn(["bun", join(import.meta.dir, "../shims/forwarder.ts"), "--port", "0"], {
+      env: { PATH: process.env.PATH ?? "", SBX_PROXY_SOCKET: socketPath },
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    children.push(fw);
+    const fwPort = Number(/127\.0\.0\.1:(\d+)/.exec(await firstLine(fw.stdout as ReadableStream<Uint8Array>))?.[1]);
+
+    const directDown = await median(() => download(ports.down, null), RUNS);
+    const proxyDown = await median(() => download(ports.down, fwPort), RUNS);
+    const directUp = await median(() => upload(ports.up, null), RUNS);
+    const proxyUp = await median(() => upload(ports.up, fwPort), RUNS);
+    // The proxy alone (client straight on its unix socket): shows what the forwarder hop costs.
+    const socketDown = await median(() => download(ports.down, socketPath), RUNS);
+    const socketUp = await median(() => upload(ports.up, socketPath), RUNS);
+    const directLat = await median(() => small(ports.web, null), LATENCY_RUNS);
+    const proxyLat = await median(() => small(ports.web, fwPort), LATENCY_RUNS);
+    const tunnelLat = await median(async () => {
+      const t = performance.now();
+      const { s } = await open(ports.web, fwPort);
+      s.destroy();
+      return performance.now() - t;
+    }, LATENCY_RUNS);
+
+    report([
+      { name: "100 MB download via forwarder+proxy", unit: "MB/s", value: proxyDown, baselineName: "direct loopback", baseline: directDown, better: "higher", target: 0.5 },
+      { name: "100 MB upload via forwarder+proxy", unit: "MB/s", value: proxyUp, baselineName: "direct loopback", baseline: directUp, better: "higher", target: 0.5 },
+      { name: "100 MB download via proxy socket only (no forwarder)", unit: "MB/s", value: socketDown, baselineName: "direct loopback", baseline: directDown, better: "higher" },
+      { name: "100 MB upload via proxy socket only (no forwarder)", unit: "MB/s", value: socketUp, baselineName: "direct loopback", baseline: directUp, better: "higher" },
+      { name: "small HTTP request p50 via forwarder+proxy", unit: "ms", value: proxyLat, baselineName: "direct", baseline: directLat, better: "lower" },
+    ]);
+    const added = proxyLat - directLat;
+    const line = { name: "added p50 latency of a small request", unit: "ms", value: added, target: 1, met: added <= 1, connectTunnelP50: tunnelLat };
+    if (process.argv.includes("--json")) console.log(JSON.stringify(line));
+    else
+      console.log(
+        `added p50 latency of a small request: ${added.toFixed(3)} ms (target ≤ 1 ms: ${added <= 1 ? "met" : "NOT met"}); CONNECT tunnel set-up p50 ${tunnelLat.toFixed(3)} ms`,
+      );
+  } finally {
+    for (const c of children) c.kill();
+    await Promise.all(children.map((c) => c.exited));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
