@@ -63,13 +63,14 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
 
   for (const verb of deps.verbs ?? defaultVerbs) {
     const cmd = program.command(verb.name).description(verb.summary).helpOption("-h, --help", "show help");
-    cmd.exitOverride().passThroughOptions();
+    cmd.exitOverride();
+    if (verb.runsCommand) cmd.passThroughOptions();
     verb.declare(cmd);
     cmd.action(async (...params: unknown[]) => {
       // commander passes: declared arguments…, options, the command.
       const command = params[params.length - 1] as Command;
       const opts = command.opts();
-      // With passThroughOptions commander keeps the `--` that separates a command from sbx's own options.
+      // For verbs that run a command, commander keeps the `--` that separates it from sbx's own options.
       const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
         a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" ? a.slice(1) : a) : [a],
       );

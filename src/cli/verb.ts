@@ -18,6 +18,11 @@ export interface CliContext {
 export interface Verb {
   name: string;
   summary: string;
+  /**
+   * The verb runs a command: everything after its first argument belongs to that command, so
+   * `sbx run demo ls -la` passes `-la` through. Other verbs parse options anywhere (`sbx rm demo --force`).
+   */
+  runsCommand?: boolean;
   /** Declares arguments, options and the long help. */
   declare(cmd: Command): void;
   /** Runs the verb; returns the exit code. Throw SbxError for failures. */

@@ -9,7 +9,6 @@ export const allow: Verb = {
   declare(cmd: Command) {
     // Options may follow the patterns (`sbx allow example.org --sandbox demo`): nothing here is passed through.
     cmd
-      .passThroughOptions(false)
       .argument("[pattern...]", "example.com, *.example.com, 10.0.0.0/8, host:port")
       .option("--sandbox <name>", "only for this sandbox")
       .option("--global", "for every sandbox")

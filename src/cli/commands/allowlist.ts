@@ -8,7 +8,6 @@ export const allowlist: Verb = {
   summary: "show the allowlist",
   declare(cmd: Command) {
     cmd
-      .passThroughOptions(false)
       .option("--sandbox <name>", "this sandbox's list").option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {

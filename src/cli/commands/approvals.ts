@@ -9,7 +9,6 @@ export const approvals: Verb = {
   declare(cmd: Command) {
     // Options may follow the patterns (`sbx allow example.org --sandbox demo`): nothing here is passed through.
     cmd
-      .passThroughOptions(false)
       .argument("[action]", "allow | deny")
       .argument("[id]", "approval id")
       .option("--json", "print JSON");

@@ -11,7 +11,6 @@ export const chat: Verb = {
   summary: "set up chat approvals (Zulip)",
   declare(cmd: Command) {
     cmd
-      .passThroughOptions(false)
       .argument("<action>", "setup | show | run")
       .argument("[provider]", "zulip")
       .option("--site <url>", "the Zulip organisation's URL (https)")

@@ -9,7 +9,6 @@ export const deny: Verb = {
   declare(cmd: Command) {
     // Options may follow the patterns (`sbx allow example.org --sandbox demo`): nothing here is passed through.
     cmd
-      .passThroughOptions(false)
       .argument("<pattern...>", "pattern to remove")
       .option("--sandbox <name>", "from this sandbox's list")
       .option("--global", "from the global list");

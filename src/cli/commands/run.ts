@@ -7,6 +7,7 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 export const run: Verb = {
   name: "run",
   summary: "create the sandbox if missing, then a shell or the command (exit code propagated)",
+  runsCommand: true,
   declare(cmd: Command) {
     cmd
       .argument("<name>", "sandbox name")

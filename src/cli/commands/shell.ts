@@ -5,6 +5,7 @@ import type { Verb } from "../verb";
 export const shell: Verb = {
   name: "shell",
   summary: "open a shell (or run a command) in a running sandbox",
+  runsCommand: true,
   declare(cmd: Command) {
     cmd
       .argument("<name>", "sandbox name")

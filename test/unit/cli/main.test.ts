@@ -97,6 +97,7 @@ describe("exit codes", () => {
     const echo: Verb = {
       name: "echoargs",
       summary: "echo",
+      runsCommand: true,
       declare: (cmd: Command) => void cmd.argument("<name>").argument("[command...]"),
       run: async (_ctx, args) => {
         got = args;
@@ -106,6 +107,25 @@ describe("exit codes", () => {
     const r = await runCli(["echoargs", "demo", "--", "ls", "-la", "--color"], { verbs: [echo] });
     expect(r.code).toBe(0);
     expect(got).toEqual(["demo", "ls", "-la", "--color"]);
+    // Without `--` too: the command's own options are not sbx's.
+    await runCli(["echoargs", "demo", "ls", "-la"], { verbs: [echo] });
+    expect(got).toEqual(["demo", "ls", "-la"]);
+  });
+
+  test("verbs that run no command parse options after their arguments (sbx rm demo --force)", async () => {
+    let seen: Record<string, unknown> = {};
+    const rmLike: Verb = {
+      name: "rmlike",
+      summary: "rm",
+      declare: (cmd: Command) => void cmd.argument("<name>").option("--force", "f").option("--sandbox <n>", "s"),
+      run: async (_ctx, args, opts) => {
+        seen = { args, ...opts };
+        return 0;
+      },
+    };
+    const r = await runCli(["rmlike", "demo", "--force", "--sandbox", "x"], { verbs: [rmLike] });
+    expect(r.code).toBe(0);
+    expect(seen).toEqual({ args: ["demo"], force: true, sandbox: "x" });
   });
 });
 
