@@ -1,6 +1,7 @@
 // sbx doctor: checks the host can run sandboxes and says, for each problem, what to do about it.
 import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { probeEngine } from "../backend/docker/engine";
+import { checkHostGc } from "../sync/gc-check";
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
@@ -20,6 +21,8 @@ export interface DoctorDeps {
   env: Env;
   paths: Paths;
   bunVersion: string;
+  /** Host repos that have sandboxes: their `git gc` settings could prune objects a clone still needs. */
+  repos?: readonly string[];
 }
 
 export const MIN_BUN = "1.4.0";
@@ -138,13 +141,18 @@ function checkHome(home: string): Check {
 }
 
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
-  const [docker, git] = await Promise.all([checkDocker(deps.exec), checkGit(deps.exec)]);
+  const [docker, git, ...gc] = await Promise.all([
+    checkDocker(deps.exec),
+    checkGit(deps.exec),
+    ...(deps.repos ?? []).map((r) => checkHostGc(deps.exec, r)),
+  ]);
   return [
     checkBun(deps.bunVersion),
-    docker,
-    git,
+    docker!,
+    git!,
     checkDir("state dir", deps.paths.stateDir),
     checkDir("runtime dir", deps.paths.runtimeDir),
     checkHome(deps.env.vars.HOME),
+    ...gc,
   ];
 }

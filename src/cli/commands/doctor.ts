@@ -1,8 +1,21 @@
 // sbx doctor: reports whether this host can run sandboxes and what to fix.
+import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import type { CheckStatus } from "../../doctor/doctor";
 import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
+
+/** Distinct host repos with live sandboxes; none when no state exists yet (doctor creates no database). */
+async function sandboxRepos(dbFile: string): Promise<string[]> {
+  if (!existsSync(dbFile)) return [];
+  const { Store } = await import("../../store/store");
+  const store = new Store(dbFile);
+  try {
+    return [...new Set(store.listSandboxes().map((s) => s.repo))].filter((r) => existsSync(r));
+  } finally {
+    store.close();
+  }
+}
 
 export const doctor: Verb = {
   name: "doctor",
@@ -12,7 +25,13 @@ export const doctor: Verb = {
   },
   async run(ctx, _args, opts) {
     const { runDoctor } = await import("../../doctor/doctor");
-    const checks = await runDoctor({ exec: ctx.exec, env: ctx.env, paths: ctx.paths, bunVersion: Bun.version });
+    const checks = await runDoctor({
+      exec: ctx.exec,
+      env: ctx.env,
+      paths: ctx.paths,
+      bunVersion: Bun.version,
+      repos: await sandboxRepos(ctx.paths.dbFile),
+    });
     const failed = checks.some((c) => c.status === "fail");
     if (opts.json) {
       ctx.render.json({ ok: !failed, checks });

@@ -103,6 +103,21 @@ describe("doctor", () => {
   });
 });
 
+describe("doctor and git gc", () => {
+  test("a sandboxed repo whose gc prunes at once gets a warning with a fix", async () => {
+    const fake = new FakeExec()
+      .expect(INFO, info({}))
+      .expect(GIT, { stdout: "git version 2.39.5" })
+      .expect((a) => a.includes("/work/app") && a.includes("config"), { stdout: "gc.pruneexpire now\n" });
+    const checks = await runDoctor({ exec: fake, env, paths: pathsFor(env), bunVersion: "1.4.5", repos: ["/work/app"] });
+    fake.assertDone();
+    const gc = checks.find((c) => c.name === "git gc")!;
+    expect(gc.status).toBe("warn");
+    expect(gc.detail).toContain("/work/app");
+    expect(gc.fix).toBeDefined();
+  });
+});
+
 describe("engine classification and versions", () => {
   test("classifyEngine", () => {
     const i = (o: object) => DockerInfoSchema.parse(o);
