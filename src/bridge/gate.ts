@@ -1,9 +1,10 @@
 // The push gate: a host-owned bare repo where the sandbox's commits land, are scanned, and leave for the real remote.
-import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, existsSync } from "node:fs";
+import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, existsSync, openSync, writeSync, closeSync, lstatSync, constants } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Exec, ExecResult } from "../sys/exec";
-import { scanUnifiedDiff, type SecretFinding } from "../core/secrets";
+import type { SecretFinding } from "../core/secrets";
+import { SCAN_LOG_ARGS, scanLog, scanUnshown } from "./scan";
 
 export interface GatePaths {
   /** The bare gate repository. */
@@ -14,10 +15,12 @@ export interface GatePaths {
   tmp: string;
   /** gh's working directory: host-owned and not a repository. */
   ghCwd: string;
+  /** The gate's own hooks (only pre-push, written by the bridge); the push is the only git that uses them. */
+  hooks: string;
 }
 
 export function gatePaths(gateDir: string): GatePaths {
-  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh") };
+  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks") };
 }
 
 export interface GitEnvOptions {
@@ -25,6 +28,8 @@ export interface GitEnvOptions {
   home: string;
   /** Present only for the one process that talks to the remote. */
   token?: { value: string; host: string };
+  /** The push's verdict channel, read by the gate's pre-push hook. */
+  verdict?: { fifo: string; nonce: string };
 }
 
 /** The whole environment of git run by the bridge: built from nothing, so no host or guest variable applies. */
@@ -46,6 +51,10 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
     env.SBX_GATE_TOKEN = o.token.value;
     env.SBX_GATE_HOST = o.token.host;
   }
+  if (o.verdict) {
+    env.SBX_VERDICT_FIFO = o.verdict.fifo;
+    env.SBX_VERDICT_NONCE = o.verdict.nonce;
+  }
   return env;
 }
 
@@ -61,11 +70,11 @@ export const CREDENTIAL_HELPER =
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
  * no credential helper but ours. Pure: golden-tested.
  */
-export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; credentials?: boolean } = {}): string[] {
+export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; credentials?: boolean; hooksPath?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];
   return [
     "git",
-    ...c("core.hooksPath=/dev/null"),
+    ...c(`core.hooksPath=${o.hooksPath ?? "/dev/null"}`),
     ...c("core.fsmonitor=false"),
     ...c("core.sshCommand=/bin/false"),
     ...c("protocol.allow=never"),
@@ -120,7 +129,8 @@ function mkdir0700(p: string): void {
 export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string): Promise<Gate> {
   const paths = gatePaths(gateDir);
   mkdir0700(gateDir);
-  for (const d of [paths.home, paths.tmp, paths.ghCwd]) mkdir0700(d);
+  for (const d of [paths.home, paths.tmp, paths.ghCwd, paths.hooks]) mkdir0700(d);
+  ensurePrePushHook(paths);
   const env = gitEnv({ path, home: paths.home });
   if (!existsSync(join(paths.repo, "HEAD"))) {
     await exec.run(gateGit(["init", "--bare", "--quiet", "--template=", paths.repo]), { env, replaceEnv: true, cwd: gateDir });
@@ -133,10 +143,10 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   return { paths, exec, hostRepo, path };
 }
 
-function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array; onStderr?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http" } = {}): Promise<ExecResult> {
-  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined }), {
+function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array; onStderr?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
+  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
-    env: gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}) }),
+    env: gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }),
     replaceEnv: true,
     ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
@@ -159,36 +169,77 @@ export async function hostRemotes(g: Gate): Promise<Record<string, string>> {
   return out;
 }
 
-/** Object ids of every ref tip in the host repo and in the gate: what the sandbox need not send. */
-// runs: git for-each-ref --format=%(objectname) (in the host repo and in the gate)
+/**
+ * Commits the scan may skip, because the user or the upstream already has them: every ref tip of the host
+ * repo except `refs/remotes/sandbox-*` (ref sync copies the sandbox's own branches there, so they are the
+ * sandbox's work, not the user's), and the gate's `refs/remotes/*` (what the upstream was seen to have:
+ * fetched, or pushed after a clean scan). Nothing else in the gate counts.
+ * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo); git for-each-ref … refs/remotes/ (in the gate)
+ */
 export async function knownTips(g: Gate): Promise<string[]> {
   const [a, b] = await Promise.all([
-    run(g, ["for-each-ref", "--format=%(objectname)"], { cwd: g.hostRepo, check: false }),
-    run(g, ["for-each-ref", "--format=%(objectname)"], { check: false }),
+    run(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false }),
+    run(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }),
   ]);
-  return [...new Set([...a.stdout.split("\n"), ...b.stdout.split("\n")].map((s) => s.trim()).filter((s) => /^[0-9a-f]{40,64}$/.test(s)))];
+  return trustedTips(a.stdout, b.stdout);
+}
+
+/** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan may treat as known. */
+export function trustedTips(host: string, gate: string): string[] {
+  const out = new Set<string>();
+  for (const [text, isHost] of [[host, true], [gate, false]] as const) {
+    for (const line of text.split("\n")) {
+      const i = line.indexOf(" ");
+      if (i < 0) continue;
+      const sha = line.slice(0, i);
+      const ref = line.slice(i + 1);
+      if (!/^[0-9a-f]{40,64}$/.test(sha)) continue;
+      if (isHost ? ref.startsWith("refs/remotes/sandbox-") : !ref.startsWith("refs/remotes/")) continue;
+      out.add(sha);
+    }
+  }
+  return [...out];
 }
 
 /**
- * Stores a pack the sandbox made (never a path into its clone) and checks the pushed commits are complete.
- * runs: git index-pack --stdin --fix-thin; git rev-list --quiet --stdin (in the gate)
+ * Stores a pack the sandbox made (never a path into its clone).
+ * runs: git index-pack --stdin --fix-thin (in the gate)
  */
-export async function receivePack(g: Gate, pack: Uint8Array, shas: string[], tips: string[]): Promise<void> {
+export async function indexPack(g: Gate, pack: Uint8Array): Promise<void> {
   if (pack.length > 0) await run(g, ["index-pack", "--stdin", "--fix-thin"], { stdin: pack });
-  // Commits must all be here; the scan (git log -p) then reads every new tree and changed blob, and
-  // fails on any that is missing, so a pack that leans on objects the gate cannot see is refused.
+}
+
+/**
+ * Checks the pushed commits are all in the gate (with the host's objects); the scan then reads every new
+ * tree and changed blob and fails on any that is missing, so a pack that leans on objects the gate cannot
+ * see is refused.
+ * runs: git rev-list --quiet --stdin (in the gate)
+ */
+export async function checkComplete(g: Gate, shas: string[], tips: string[]): Promise<void> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   await run(g, ["rev-list", "--quiet", "--stdin"], { stdin });
 }
 
+/** Both steps, one after the other. */
+export async function receivePack(g: Gate, pack: Uint8Array, shas: string[], tips: string[]): Promise<void> {
+  await indexPack(g, pack);
+  await checkComplete(g, shas, tips);
+}
+
 /**
- * Scans what the pushed commits add for secret-shaped strings.
- * runs: git log -p --no-textconv --no-ext-diff --stdin (in the gate)
+ * Scans every line the pushed commits add (merges' own lines and binary files included) for secret-shaped strings.
+ * runs: git log -p --cc -a -U0 --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate);
+ *       git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
 export async function scanNew(g: Gate, shas: string[], tips: string[]): Promise<SecretFinding[]> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const r = await run(g, ["log", "-p", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--format=commit %H", "--stdin"], { stdin });
-  return scanUnifiedDiff(r.stdout);
+  const r = await run(g, [...SCAN_LOG_ARGS], { stdin });
+  const { findings, unshown } = scanLog(r.stdout);
+  // Rare (a merge that changed a binary file against every parent): one read per blob. Exec decodes
+  // stdout as UTF-8, which keeps every ASCII secret shape intact.
+  const whole = await Promise.all(unshown.map((u) => run(g, ["cat-file", "blob", u.blob])));
+  unshown.forEach((u, i) => findings.push(...scanUnshown(u, whole[i]!.stdout)));
+  return findings;
 }
 
 /** Sets (or deletes, for null) refs in the gate in one transaction. */
@@ -206,15 +257,83 @@ export async function readRef(g: Gate, ref: string): Promise<string | undefined>
   return /^[0-9a-f]{40,64}$/.test(s) ? s : undefined;
 }
 
-/** Runs a network git command in the gate with the token, streaming stderr. */
-export function remoteGit(g: Gate, url: string, token: string | undefined, args: string[], onStderr: (s: string) => void, cwd?: string): Promise<ExecResult> {
+/**
+ * Runs a network git command in the gate with the token, streaming stderr. With `verdict` (pushes), the
+ * gate's pre-push hook holds the push, after the remote's ref advertisement and before any object is
+ * sent, until the bridge writes its verdict; anything but a yes aborts the push.
+ */
+export function remoteGit(g: Gate, url: string, token: string | undefined, args: string[], onStderr: (s: string) => void, cwd?: string, verdict?: Verdict): Promise<ExecResult> {
+  if (verdict) ensurePrePushHook(g.paths);
   return run(g, args, {
     transport: transportOf(url),
     ...(token ? { token: { value: token, host: credentialHost(url) } } : {}),
     onStderr,
     check: false,
     ...(cwd ? { cwd } : {}),
+    ...(verdict ? { verdict } : {}),
   });
+}
+
+/**
+ * The gate's pre-push hook. git runs it after the remote's ref advertisement and before it packs or sends
+ * anything; it waits for one line on the push's own FIFO and lets the push go on only if that line is
+ * `ok <nonce>`. The bridge holds the FIFO open from before the push starts, so if the bridge dies the hook
+ * reads end-of-file and the push stops. (If it dies before the hook opened the FIFO, the hook blocks in
+ * open(2) instead: the push hangs, it never proceeds.)
+ */
+export const PRE_PUSH_HOOK = `#!/bin/sh
+# sbx gate: hold this push until the bridge's secret scan has passed (written by sbx; not the sandbox's).
+test -n "$SBX_VERDICT_FIFO" && test -n "$SBX_VERDICT_NONCE" || exit 1
+v=
+read -r v < "$SBX_VERDICT_FIFO" || exit 1
+test "$v" = "ok $SBX_VERDICT_NONCE"
+`;
+
+/**
+ * (Re)writes the pre-push hook unless it is already exactly ours: a regular 0700 file in the host-owned gate.
+ * Checked before every push, because a hook that is missing or not executable is skipped by git.
+ */
+export function ensurePrePushHook(paths: GatePaths): void {
+  const file = join(paths.hooks, "pre-push");
+  const st = lstatSync(file, { throwIfNoEntry: false });
+  if (st && st.isFile() && (st.mode & 0o777) === 0o700 && readFileSync(file, "utf8") === PRE_PUSH_HOOK) return;
+  mkdir0700(paths.hooks);
+  rmSync(file, { force: true, recursive: true });
+  writeFileSync(file, PRE_PUSH_HOOK, { mode: 0o700 });
+  chmodSync(file, 0o700);
+}
+
+/** One push's verdict channel: a FIFO in a fresh 0700 scratch dir, held open (read-write) by the bridge. */
+export interface Verdict {
+  fifo: string;
+  nonce: string;
+  fd: number;
+  dir: string;
+}
+
+/**
+ * Makes the FIFO and opens it read-write (never blocks; keeps the pipe alive until the bridge closes it).
+ * runs: mkfifo -m 600 <gate>/tmp/v-<random>/verdict
+ */
+export async function openVerdict(g: Gate): Promise<Verdict> {
+  const dir = scratchDir(g, "v");
+  mkdir0700(dir);
+  const fifo = join(dir, "verdict");
+  await g.exec.run(["mkfifo", "-m", "600", fifo], { env: { PATH: g.path, LC_ALL: "C" }, replaceEnv: true, cwd: dir });
+  const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+  return { fifo, nonce: randomBytes(16).toString("hex"), fd, dir };
+}
+
+/** Writes the verdict the hook waits for: `ok <nonce>` lets the push proceed, anything else stops it. */
+export function giveVerdict(v: Verdict, ok: boolean): void {
+  writeSync(v.fd, ok ? `ok ${v.nonce}\n` : "no\n");
+}
+
+export function closeVerdict(v: Verdict): void {
+  try {
+    closeSync(v.fd);
+  } catch {}
+  rmSync(v.dir, { recursive: true, force: true });
 }
 
 /** Ref name → object id for refs under the given prefixes in the gate. */

@@ -9,20 +9,25 @@ import { formatFindings } from "../core/secrets";
 import type { Exec } from "../sys/exec";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
 import {
+  checkComplete,
+  closeVerdict,
   ensureGate,
+  giveVerdict,
   hostRemotes,
+  indexPack,
   knownTips,
   listRefs,
   makeBundle,
+  openVerdict,
   present,
   readRef,
-  receivePack,
   remoteGit,
   scanNew,
   scratchDir,
   tokenFor,
   updateRefs,
   type Gate,
+  type Verdict,
 } from "./gate";
 
 const Sha = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
@@ -111,11 +116,14 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
   app.get("/health", (c) => c.json({ ok: true, sandbox: deps.sandbox.name }));
 
   app.post("/v1/run", async (c) => {
-    const body = new Uint8Array(await c.req.arrayBuffer());
-    if (body.length > MAX_REQUEST) return c.json(wire("usage", "request too large", "Push fewer commits at a time."), 413);
-    const nl = body.indexOf(10);
-    const head = new TextDecoder().decode(nl === -1 ? body : body.subarray(0, nl));
-    const pack = nl === -1 ? new Uint8Array() : body.subarray(nl + 1);
+    // The header line is read first, so the policy and the ref reads start while the pack still arrives.
+    const body = c.req.raw.body;
+    if (!body) return c.json(wire("usage", "empty bridge request", "Use the sbx git/gh shims; they speak this protocol."), 400);
+    const split = await splitBody(body);
+    if ("error" in split) return c.json(wire("usage", split.error, "Use the sbx git/gh shims; they speak this protocol."), split.status);
+    const { head, pack } = split;
+    // A pack that turns out too large or cut off fails the push that waits for it; nobody else reads it.
+    pack.catch(() => undefined);
     let req: BridgeRequest;
     try {
       req = BridgeRequest.parse(JSON.parse(head));
@@ -128,28 +136,100 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
         const known = () => Object.values(deps.secrets()).filter((v) => typeof v === "string");
         const send = (f: Frame) => {
           const g = f.t === "out" || f.t === "err" ? { ...f, d: redact(f.d, known()) } : f;
-          controller.enqueue(enc.encode(JSON.stringify(g) + "\n"));
+          try {
+            controller.enqueue(enc.encode(JSON.stringify(g) + "\n"));
+          } catch {
+            // The caller went away (or stopped reading after "exit"); the operation still finishes.
+          }
         };
         const started = Date.now();
-        const job = queue.then(() => handle(deps, gate, req, pack, send));
-        queue = job.catch(() => undefined);
-        job
-          .then((r) => {
+        const job = queue.then(async () => {
+          let after: (() => Promise<void>) | undefined;
+          try {
+            const { after: a, ...r } = await handle(deps, gate, req, pack, send);
+            after = a;
             deps.audit({ sandbox: deps.sandbox.id, tool: req.tool, args: req.args, cwd: req.cwd, durationMs: Date.now() - started, ...r });
             send({ t: "exit", code: r.exitCode });
-          })
-          .catch((e: unknown) => {
+          } catch (e) {
             const msg = e instanceof Error ? e.message : String(e);
             deps.audit({ sandbox: deps.sandbox.id, tool: req.tool, args: req.args, cwd: req.cwd, decision: "failed", reason: redact(msg, known()), exitCode: 1, durationMs: Date.now() - started });
             send({ t: "err", d: `sbx bridge: ${msg}\n` });
             send({ t: "exit", code: 1 });
-          })
-          .finally(() => controller.close());
+          }
+          // Bookkeeping the caller need not wait for (the shim stops reading at "exit"), but the next
+          // operation on this gate must: it stays inside the queue.
+          if (after) await after().catch(() => undefined);
+        });
+        queue = job.catch(() => undefined);
+        job.finally(() => {
+          try {
+            controller.close();
+          } catch {}
+        });
       },
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
   });
   return app;
+}
+
+const MAX_HEADER = 1024 * 1024;
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/**
+ * Reads a request body up to its first newline (the JSON header) and returns the rest (a push's pack) as
+ * a promise that keeps reading in the background, so the header can be acted on while the pack arrives.
+ */
+export async function splitBody(body: ReadableStream<Uint8Array>): Promise<{ head: string; pack: Promise<Uint8Array> } | { error: string; status: 400 | 413 }> {
+  const reader = body.getReader();
+  const headChunks: Uint8Array[] = [];
+  let headLen = 0;
+  let rest: Uint8Array | undefined;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const nl = value.indexOf(10);
+    if (nl !== -1) {
+      headChunks.push(value.subarray(0, nl));
+      headLen += nl;
+      rest = value.subarray(nl + 1);
+      break;
+    }
+    headChunks.push(value);
+    headLen += value.length;
+    if (headLen > MAX_HEADER) {
+      void reader.cancel().catch(() => undefined);
+      return { error: "bridge request header too large", status: 413 };
+    }
+  }
+  const head = new TextDecoder().decode(concat(headChunks, headLen));
+  const pack = (async () => {
+    const chunks: Uint8Array[] = rest && rest.length ? [rest] : [];
+    let total = rest?.length ?? 0;
+    if (rest === undefined) return new Uint8Array();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      total += value.length;
+      if (total > MAX_REQUEST) {
+        void reader.cancel().catch(() => undefined);
+        throw new Error("the pack is larger than the bridge accepts; push fewer commits at a time");
+      }
+    }
+    return concat(chunks, total);
+  })();
+  return { head, pack };
 }
 
 function wire(error: string, message: string, hint: string) {
@@ -160,14 +240,21 @@ interface Outcome {
   decision: "allowed" | "refused" | "failed";
   reason?: string;
   exitCode: number;
+  /** Runs after the "exit" frame, still inside this sandbox's queue. */
+  after?: () => Promise<void>;
 }
 
 const REFUSED_EXIT = 77;
 
-async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeRequest, pack: Uint8Array, send: (f: Frame) => void): Promise<Outcome> {
+async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeRequest, pack: Promise<Uint8Array>, send: (f: Frame) => void): Promise<Outcome> {
   const g = await gateF();
+  // A push needs the known tips too; reading them (host and gate refs, nothing the sandbox controls) does
+  // not depend on the policy's answer, so it runs alongside the remotes read.
+  const remotesP = hostRemotes(g);
+  const tipsP = req.tool === "git" && req.args.includes("push") ? knownTips(g) : undefined;
+  tipsP?.catch(() => undefined);
   const ctx: PolicyContext = {
-    remotes: await hostRemotes(g),
+    remotes: await remotesP,
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
     options: { ghApi: false, ghGist: false, ...deps.policy },
   };
@@ -187,7 +274,7 @@ async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeR
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push(g, plan, req, pack, token, send, refuse);
+      return push(g, plan, req, pack, tipsP ?? knownTips(g), token, send, refuse);
     case "fetch":
     case "pull":
       return fetch(g, plan, req, token, send, refuse);
@@ -206,7 +293,38 @@ function opt(plan: GitPlan, name: string): boolean {
   return plan.options.some(([n]) => n === name);
 }
 
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Uint8Array, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
+/** Rewrites git's "<full sha> -> dst" (the gate pushes object ids) to "<name> -> dst", line by line. */
+export function pushOutputRewriter(names: ReadonlyMap<string, string>, emit: (s: string) => void): { write(s: string): void; end(): void } {
+  let buf = "";
+  const fix = (s: string) => {
+    for (const [sha, name] of names) s = s.split(`${sha} -> `).join(`${name} -> `);
+    return s;
+  };
+  return {
+    write(s) {
+      buf += s;
+      const cut = Math.max(buf.lastIndexOf("\n"), buf.lastIndexOf("\r"));
+      if (cut === -1) return;
+      emit(fix(buf.slice(0, cut + 1)));
+      buf = buf.slice(cut + 1);
+    },
+    end() {
+      if (buf) emit(fix(buf));
+      buf = "";
+    },
+  };
+}
+
+function shortRef(ref: string): string {
+  return ref.replace(/^refs\/(heads|tags)\//, "");
+}
+
+/**
+ * A push: index the sandbox's pack in the gate, then start `git push` from the gate at once while the
+ * completeness check and the secret scan run; the gate's pre-push hook holds the push (after the remote's
+ * ref advertisement, before any object leaves) until the scan's verdict. A refusal aborts it there.
+ */
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<Uint8Array>, tipsP: Promise<string[]>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -230,54 +348,97 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Uint8Array
     }
     out.push({ src: s.src, dst, sha: r.sha, force: s.force || force });
   }
-  const shas = out.flatMap((o) => (o.sha ? [o.sha] : []));
-  const tips = await knownTips(g);
-  if (shas.length > 0) {
-    try {
-      await receivePack(g, pack, shas, tips);
-    } catch (e) {
-      return refuse(`the commits to push did not arrive complete in the gate (${(e as Error).message.split("\n")[0]})`);
-    }
-    let findings;
-    try {
-      findings = await scanNew(g, shas, tips);
-    } catch (e) {
-      return refuse(`the commits to push did not arrive complete in the gate (${(e as Error).message.split("\n")[0]})`);
-    }
-    if (findings.length > 0) {
-      return refuse(`the commits contain what looks like a secret:\n${formatFindings(findings)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
-    }
-  }
+  const shas = [...new Set(out.flatMap((o) => (o.sha ? [o.sha] : [])))];
   const args = ["push"];
   for (const [n, v] of plan.options) {
     if (["--quiet", "--verbose", "--progress", "--no-progress", "--atomic", "--no-atomic", "--dry-run", "--ipv4", "--ipv6", "--thin", "--no-thin"].includes(n)) args.push(n);
     else if (n === "--push-option") args.push(`--push-option=${v}`);
   }
+  // The gate pushes object ids (no gate-local branch is written before the scan); git's report names
+  // them as the sandbox did, as if "feature -> feature".
+  const names = new Map<string, string>();
   const refspecs: string[] = [];
-  // Gate-local refs with the destinations' names, so git prints "feature -> feature".
-  await updateRefs(g, out.flatMap((o): Array<[string, string]> => (o.sha ? [[o.dst, o.sha]] : [])));
   for (const o of out) {
     if (o.sha === null) {
       refspecs.push(`:${o.dst}`);
       continue;
     }
-    const local = o.dst;
+    names.set(o.sha, shortRef(o.dst));
     if (lease) {
       const tracking = trackingRef(remote, o.dst);
       const expect = tracking ? await readRef(g, tracking) : undefined;
       args.push(expect ? `--force-with-lease=${o.dst}:${expect}` : `--force-with-lease=${o.dst}:`);
     }
-    refspecs.push(`${o.force && !lease ? "+" : ""}${local}:${o.dst}`);
+    refspecs.push(`${o.force && !lease ? "+" : ""}${o.sha}:${o.dst}`);
   }
-  const r = await remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], (s) => send({ t: "err", d: s }));
-  if (r.stdout) send({ t: "out", d: r.stdout });
+  const incomplete = (e: unknown) => refuse(`the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
+  let verdict: Verdict | undefined;
+  if (shas.length > 0) {
+    const [indexed, v] = await Promise.allSettled([packP.then((pack) => indexPack(g, pack)), openVerdict(g)]);
+    if (v.status === "fulfilled") verdict = v.value;
+    else throw v.reason;
+    if (indexed.status === "rejected") {
+      closeVerdict(verdict);
+      return incomplete(indexed.reason);
+    }
+  }
+  const stderr = pushOutputRewriter(names, (d) => send({ t: "err", d }));
+  // Until the verdict, the push's output is held back: a refused push says only why it was refused.
+  let held: string[] | undefined = verdict ? [] : undefined;
+  let dropped = false;
+  const onStderr = (s: string) => {
+    if (dropped) return;
+    if (held) held.push(s);
+    else stderr.write(s);
+  };
+  const pushing = remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], onStderr, undefined, verdict);
+  if (verdict) {
+    let ok = false;
+    let refusal: Outcome | undefined;
+    let failure: unknown;
+    try {
+      const tips = await tipsP;
+      const [complete, scanned] = await Promise.allSettled([checkComplete(g, shas, tips), scanNew(g, shas, tips)]);
+      if (complete.status === "rejected") refusal = incomplete(complete.reason);
+      else if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
+      else if (scanned.value.length > 0) {
+        refusal = refuse(`the commits contain what looks like a secret:\n${formatFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
+      } else ok = true;
+    } catch (e) {
+      failure = e;
+    } finally {
+      if (!ok) dropped = true;
+      try {
+        giveVerdict(verdict, ok);
+      } catch {}
+      if (ok) {
+        const early = held ?? [];
+        held = undefined;
+        for (const s of early) stderr.write(s);
+      }
+    }
+    if (!ok) {
+      await pushing;
+      closeVerdict(verdict);
+      if (refusal) return refusal;
+      throw failure;
+    }
+  }
+  const r = await pushing;
+  if (verdict) closeVerdict(verdict);
+  stderr.end();
+  if (r.stdout) {
+    const o = pushOutputRewriter(names, (d) => send({ t: "out", d }));
+    o.write(r.stdout);
+    o.end();
+  }
   if (r.exitCode === 0 && !opt(plan, "--dry-run")) {
-    const updates = out.map((o) => ({ dst: o.dst, sha: o.sha }));
-    await updateRefs(g, out.flatMap((o): Array<[string, string | null]> => {
+    send({ t: "pushed", remote, updates: out.map((o) => ({ dst: o.dst, sha: o.sha })) });
+    const tracking = out.flatMap((o): Array<[string, string | null]> => {
       const t = trackingRef(remote, o.dst);
       return t ? [[t, o.sha]] : [];
-    }));
-    send({ t: "pushed", remote, updates });
+    });
+    return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, tracking) };
   }
   return { decision: "allowed", exitCode: r.exitCode };
 }

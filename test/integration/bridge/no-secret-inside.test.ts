@@ -1,6 +1,6 @@
 // Invariant no-secret-inside: pushes and fetches through the shim and bridge work, and the host's token never reaches the sandbox.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { commitOn, git, makeHarness, refIn, sh, SHIMS, type Harness } from "./harness";
 
@@ -120,6 +120,95 @@ describe("no-secret-inside", () => {
     expect(r.stderr).not.toContain(key);
     expect(await refIn(h.upstreamRepo, "refs/heads/oops")).toBe("");
     expect(h.audit.at(-1)).toMatchObject({ decision: "refused" });
+  });
+
+  /** receive-pack POSTs the upstream has seen: a refused push must add none. */
+  const receivePosts = () => h.upstream.requests.filter((q) => q.method === "POST" && q.path.endsWith("git-receive-pack")).length;
+  const keyOf = (seed: string) => "ghp_" + seed.repeat(10).slice(0, 36);
+
+  test("a refused push never sends anything to the upstream's receive-pack (the push is held before it packs)", async () => {
+    const posts = receivePosts();
+    await git(h.clone, "checkout", "-q", "main");
+    await commitOn(h.clone, "held", { "held.env": `T=${keyOf("Hk3d")}\n` });
+    const r = await h.shim(["push", "origin", "held"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain("held.env:1: GitHub token");
+    // git's own "failed to push" lines of the aborted push are not shown; the refusal is.
+    expect(r.stderr).not.toContain("failed to push");
+    expect(receivePosts()).toBe(posts);
+  });
+
+  test("a commit that ref sync already copied to the host (refs/remotes/sandbox-*) is still scanned", async () => {
+    await git(h.clone, "checkout", "-q", "main");
+    const sha = await commitOn(h.clone, "synced", { "s.env": `K=${keyOf("Sy9q")}\n` });
+    // What the ref-sync watcher does: fetch the clone's branches into the host repo.
+    await git(h.host, "fetch", "-q", h.clone, "+refs/heads/*:refs/remotes/sandbox-demo/*");
+    expect(await git(h.host, "rev-parse", "refs/remotes/sandbox-demo/synced")).toBe(sha);
+    const r = await h.shim(["push", "origin", "synced"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain("s.env:1: GitHub token");
+    expect(await refIn(h.upstreamRepo, "refs/heads/synced")).toBe("");
+  });
+
+  test("a secret that only a merge commit adds (in neither parent) is refused", async () => {
+    await git(h.clone, "checkout", "-q", "main");
+    await commitOn(h.clone, "side", { "side.txt": "side\n" });
+    await git(h.clone, "checkout", "-q", "main");
+    await commitOn(h.clone, "merged", { "m.txt": "m\n" });
+    await git(h.clone, "merge", "-q", "--no-commit", "side");
+    writeFileSync(join(h.clone, "evil.env"), `K=${keyOf("Mg7r")}\n`);
+    await git(h.clone, "add", "evil.env");
+    await git(h.clone, "commit", "-q", "-m", "merge side");
+    const r = await h.shim(["push", "origin", "merged"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain("evil.env:1: GitHub token");
+    expect(await refIn(h.upstreamRepo, "refs/heads/merged")).toBe("");
+  });
+
+  test("a secret in a file git calls binary (a NUL byte) is refused, in a commit and in a merge", async () => {
+    await git(h.clone, "checkout", "-q", "main");
+    await commitOn(h.clone, "bin", { "blob.dat": `\0\0K=${keyOf("Bn4x")}\n` });
+    const r = await h.shim(["push", "origin", "bin"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain("blob.dat:1: GitHub token");
+    expect(await refIn(h.upstreamRepo, "refs/heads/bin")).toBe("");
+    // A merge resolving a binary file to new content: combined diffs never show binary text, so the gate reads the blob.
+    await git(h.clone, "checkout", "-q", "main");
+    await commitOn(h.clone, "bside", { "x.dat": "\0one\n" });
+    await git(h.clone, "checkout", "-q", "main");
+    await commitOn(h.clone, "bmain", { "x.dat": "\0two\n" });
+    await sh(["git", "merge", "-q", "--no-commit", "bside"], { cwd: h.clone });
+    writeFileSync(join(h.clone, "x.dat"), `\0\0three\nK=${keyOf("Bm2z")}\n`);
+    await git(h.clone, "add", "x.dat");
+    await git(h.clone, "commit", "-q", "-m", "merge binary");
+    const m = await h.shim(["push", "origin", "bmain"]);
+    expect(m.code).toBe(77);
+    expect(m.stderr).toContain("x.dat:2: GitHub token");
+    expect(await refIn(h.upstreamRepo, "refs/heads/bmain")).toBe("");
+  });
+
+  test("with the gate's pre-push hook deleted or replaced, a push is still scanned and held", async () => {
+    const hook = join(h.root, "gate", "hooks", "pre-push");
+    rmSync(hook, { force: true });
+    await git(h.clone, "checkout", "-q", "main");
+    await commitOn(h.clone, "nohook", { "n.env": `K=${keyOf("Nh5w")}\n` });
+    const posts = receivePosts();
+    const r = await h.shim(["push", "origin", "nohook"]);
+    expect(r.code).toBe(77);
+    expect(receivePosts()).toBe(posts);
+    writeFileSync(hook, "#!/bin/sh\nexit 0\n");
+    chmodSync(hook, 0o755);
+    const again = await h.shim(["push", "origin", "nohook"]);
+    expect(again.code).toBe(77);
+    expect(receivePosts()).toBe(posts);
+    expect(await refIn(h.upstreamRepo, "refs/heads/nohook")).toBe("");
+    // And a clean push goes through after that.
+    await git(h.clone, "checkout", "-q", "main");
+    const sha = await commitOn(h.clone, "clean-after", { "ok.txt": "ok\n" });
+    const ok = await h.shim(["push", "origin", "clean-after"]);
+    expect(ok.code).toBe(0);
+    expect(ok.stderr).toContain("clean-after -> clean-after");
+    expect(await refIn(h.upstreamRepo, "refs/heads/clean-after")).toBe(sha);
   });
 
   test("a refused invocation says why and exits 77", async () => {

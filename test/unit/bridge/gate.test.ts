@@ -1,7 +1,10 @@
 // The gate's git argv and environment (golden), and which token goes to which host.
 import { describe, expect, test } from "bun:test";
-import { credentialHost, gateGit, gitEnv, tokenFor, CREDENTIAL_HELPER } from "../../../src/bridge/gate";
-import { githubRepo } from "../../../src/bridge/server";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { credentialHost, gateGit, gitEnv, tokenFor, trustedTips, CREDENTIAL_HELPER, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
+import { githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
 
 describe("gate git", () => {
   test("argv: only host-chosen config, the one transport, our credential helper last", () => {
@@ -63,5 +66,62 @@ describe("gate git", () => {
     expect(githubRepo("https://github.com/o/r.git")).toBe("o/r");
     expect(githubRepo("git@github.com:o/r.git")).toBe("o/r");
     expect(githubRepo("https://gitlab.com/o/r.git")).toBeUndefined();
+  });
+  test("a push names the gate's own hooks dir; every other git gets none", () => {
+    expect(gateGit(["push"], { hooksPath: "/g/hooks" }).slice(1, 3)).toEqual(["-c", "core.hooksPath=/g/hooks"]);
+    expect(gateGit(["log"]).slice(1, 3)).toEqual(["-c", "core.hooksPath=/dev/null"]);
+    expect(gitEnv({ path: "/usr/bin", home: "/h", verdict: { fifo: "/g/tmp/v/verdict", nonce: "n1" } })).toMatchObject({ SBX_VERDICT_FIFO: "/g/tmp/v/verdict", SBX_VERDICT_NONCE: "n1" });
+  });
+  test("the tips the scan may skip: the host's refs but not refs/remotes/sandbox-*, and only the gate's refs/remotes/*", () => {
+    const a = "a".repeat(40), b = "b".repeat(40), c = "c".repeat(40), d = "d".repeat(40), e = "e".repeat(40);
+    const host = `${a} refs/heads/main\n${b} refs/remotes/sandbox-demo/feature\n${c} refs/remotes/origin/main\n`;
+    const gate = `${d} refs/remotes/origin/x\n${e} refs/heads/label\n${e} refs/tags/v1\nnot-a-sha refs/remotes/y\n`;
+    expect(trustedTips(host, gate).sort()).toEqual([a, c, d]);
+  });
+});
+
+describe("pre-push hook", () => {
+  const runHook = async (env: Record<string, string>, line: string | null) => {
+    const dir = mkdtempSync(join(tmpdir(), "sbx-hook-"));
+    try {
+      const fifo = join(dir, "verdict");
+      Bun.spawnSync(["mkfifo", fifo]);
+      const p = Bun.spawn(["sh", "-c", PRE_PUSH_HOOK, "pre-push"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SBX_VERDICT_FIFO: fifo, ...env }, stdin: "ignore" });
+      const { openSync, writeSync, closeSync, constants } = await import("node:fs");
+      // As the bridge does: hold the FIFO open from before the push until it exits.
+      const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+      if (line !== null) writeSync(fd, line);
+      else {
+        // The bridge dies after the hook is waiting: its end closes, the hook reads end-of-file.
+        await Bun.sleep(150);
+        closeSync(fd);
+      }
+      const code = await p.exited;
+      if (line !== null) closeSync(fd);
+      return code;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  test("lets the push go on only for 'ok <nonce>'", async () => {
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, "ok n123\n")).toBe(0);
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, "no\n")).not.toBe(0);
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, "ok other\n")).not.toBe(0);
+  });
+  test("stops the push when the bridge goes away without a verdict, or no nonce is set", async () => {
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, null)).not.toBe(0);
+    expect(await runHook({}, "ok \n")).not.toBe(0);
+  });
+});
+
+describe("push output", () => {
+  test("object ids the gate pushed are shown as the names the sandbox pushed, across chunk splits", () => {
+    const sha = "f".repeat(40);
+    const got: string[] = [];
+    const w = pushOutputRewriter(new Map([[sha, "feature"]]), (s) => got.push(s));
+    w.write("To http://x/r.git\n * [new branch]      " + sha.slice(0, 10));
+    w.write(sha.slice(10) + " -> feature\n");
+    w.end();
+    expect(got.join("")).toBe("To http://x/r.git\n * [new branch]      feature -> feature\n");
   });
 });
