@@ -173,6 +173,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     stoppers.push(() => allowed.stop());
     const other = startSite(OTHER_IP, cert, "hello from the site you just allowed");
     stoppers.push(() => other.stop());
+    note(`HTTPS sites on ${allowed.pattern} (to be allowed) and ${other.pattern} (not on the list), with a one-day certificate made by ${cert.how === "openssl" ? "openssl" : "WebCrypto (openssl is not installed)"}; the agent trusts it through demo-site.pem in the repo`);
 
     // The upstream, demanding a token that only the host knows.
     const token = `sbxdemo_${randomBytes(20).toString("hex")}`;
