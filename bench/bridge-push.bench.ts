@@ -40,7 +40,20 @@ try {
   const sha = await git(clone, "rev-parse", "big");
 
   const real = createExec({ PATH });
-  const exec: typeof real = process.env.TRACE ? { ...real, run: async (argv, o) => { const t = performance.now(); const r = await real.run(argv, o); console.error(`${(performance.now() - t).toFixed(0)}ms`, argv.filter((a) => !a.startsWith("-c") && !a.includes("=")).slice(1, 4).join(" ")); return r; } } : real;
+  // TRACE=1: each git the bridge runs, as start..end ms after the shim was started, and its duration.
+  let t0 = 0;
+  const exec: typeof real = process.env.TRACE
+    ? {
+        ...real,
+        run: async (argv, o) => {
+          const t = performance.now();
+          const r = await real.run(argv, o);
+          const name = argv.filter((a, i) => !a.startsWith("-") && argv[i - 1] !== "-c").slice(1, 3).join(" ");
+          console.error(`  +${(t - t0).toFixed(0)}..${(performance.now() - t0).toFixed(0)} ms (${(performance.now() - t).toFixed(0)} ms) ${name}`);
+          return r;
+        },
+      }
+    : real;
   const viaBridge: number[] = [];
   const plain: number[] = [];
   for (let i = 0; i < RUNS + 1; i++) {
@@ -62,8 +75,10 @@ try {
     });
     const env = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
     let t = performance.now();
+    t0 = t;
     const r = await sh([join(SHIMS, "git"), "push", "-q", "origin", "big"], { cwd: clone, env });
     const dt = performance.now() - t;
+    if (process.env.TRACE) console.error(`  = ${dt.toFixed(0)} ms shim push, run ${i}`);
     await bridge.close();
     if (r.code !== 0) throw new Error(`shim push failed: ${r.stderr}`);
     const upP = `p${i}`;

@@ -21,8 +21,11 @@ export interface BridgeReply {
   bundle?: Uint8Array;
 }
 
-/** Sends one request to the bridge and prints its output as it arrives, as if the command ran here. */
-export async function callBridge(header: Record<string, unknown>, payload?: Uint8Array, what = "this command"): Promise<BridgeReply> {
+/**
+ * Sends one request to the bridge and prints its output as it arrives, as if the command ran here. A
+ * streamed payload (a push's pack, straight from pack-objects) follows the header line as it is made.
+ */
+export async function callBridge(header: Record<string, unknown>, payload?: Uint8Array | ReadableStream<Uint8Array>, what = "this command"): Promise<BridgeReply> {
   const socket = process.env.SBX_BRIDGE_SOCKET;
   const down = (why: string): BridgeReply => {
     process.stderr.write(`sbx: the command bridge is not answering${socket ? ` at ${socket}` : " (SBX_BRIDGE_SOCKET is not set)"}: ${why}\n` +
@@ -31,13 +34,42 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
   };
   if (!socket) return down("no socket");
   const head = new TextEncoder().encode(JSON.stringify(header) + "\n");
-  const body = new Uint8Array(head.length + (payload?.length ?? 0));
-  body.set(head, 0);
-  if (payload) body.set(payload, head.length);
+  let body: Uint8Array | ReadableStream<Uint8Array>;
+  let payloadError: Error | undefined;
+  if (payload instanceof ReadableStream) {
+    const reader = payload.getReader();
+    let sentHead = false;
+    body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        if (!sentHead) {
+          sentHead = true;
+          c.enqueue(head);
+          return;
+        }
+        try {
+          const { done, value } = await reader.read();
+          if (done) c.close();
+          else c.enqueue(value);
+        } catch (e) {
+          payloadError = e as Error;
+          c.error(e);
+        }
+      },
+    });
+  } else {
+    const b = new Uint8Array(head.length + (payload?.length ?? 0));
+    b.set(head, 0);
+    if (payload) b.set(payload, head.length);
+    body = b;
+  }
   let res: Response;
   try {
     res = await fetch("http://bridge/v1/run", { method: "POST", body, unix: socket } as RequestInit);
   } catch (e) {
+    if (payloadError) {
+      process.stderr.write(`sbx: ${payloadError.message}\n`);
+      return { code: 1 };
+    }
     return down((e as Error).message);
   }
   if (!res.ok || !res.body) {
@@ -67,15 +99,17 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
       sawExit = true;
     }
   };
+  // "exit" is the last frame: stop there (the bridge may still tidy its gate before closing the stream).
   for await (const chunk of res.body) {
     buf += dec.decode(chunk, { stream: true });
     let nl: number;
-    while ((nl = buf.indexOf("\n")) !== -1) {
+    while (!sawExit && (nl = buf.indexOf("\n")) !== -1) {
       onLine(buf.slice(0, nl));
       buf = buf.slice(nl + 1);
     }
+    if (sawExit) break;
   }
-  onLine(buf);
+  if (!sawExit) onLine(buf);
   if (!sawExit) {
     process.stderr.write("sbx: the bridge closed the connection before the command finished\n");
     return { code: EXIT_UNAVAILABLE };
@@ -216,34 +250,114 @@ async function config(l: Local, key: string): Promise<string | undefined> {
   return r.code === 0 ? r.out.trim() : undefined;
 }
 
+/** What a network command needs to know about the clone, read with two git processes at once. */
+export interface Snapshot {
+  /** Every ref → object id. */
+  refs: Map<string, string>;
+  /** The current branch's short name (undefined when detached or outside a repository). */
+  branch: string | undefined;
+  /** `remote.<name>.url` and `branch.<name>.remote` (the last value of each, as `git config --get`). */
+  config: Map<string, string>;
+}
+
+/** Parses `for-each-ref --format=%(objectname) %(HEAD) %(refname)` and `config -z --get-regexp` output. */
+export function parseSnapshot(refsOut: string, configOut: string): Snapshot {
+  const refs = new Map<string, string>();
+  let branch: string | undefined;
+  for (const line of refsOut.split("\n")) {
+    const m = /^([0-9a-f]{40,64}) ([* ]) (refs\/.+)$/.exec(line);
+    if (!m) continue;
+    refs.set(m[3]!, m[1]!);
+    if (m[2] === "*" && m[3]!.startsWith("refs/heads/")) branch = m[3]!.slice("refs/heads/".length);
+  }
+  const config = new Map<string, string>();
+  for (const entry of configOut.split("\0")) {
+    const nl = entry.indexOf("\n");
+    if (nl > 0) config.set(entry.slice(0, nl), entry.slice(nl + 1));
+  }
+  return { refs, branch, config };
+}
+
+/** runs: git for-each-ref --format=%(objectname) %(HEAD) %(refname); git config -z --get-regexp ^(remote\..*\.url|branch\..*\.remote)$ */
+async function snapshot(l: Local): Promise<Snapshot> {
+  const [r, c] = await Promise.all([
+    run(l, ["for-each-ref", "--format=%(objectname) %(HEAD) %(refname)"]),
+    run(l, ["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]),
+  ]);
+  const s = parseSnapshot(r.code === 0 ? r.out : "", c.code === 0 ? c.out : "");
+  // Unborn branch: HEAD names a branch no ref holds yet.
+  if (s.branch === undefined && r.code === 0) s.branch = await currentBranch(l);
+  return s;
+}
+
 /** Is this network operation about a remote beyond this machine (so it needs the bridge)? */
-async function needsBridge(l: Local, sub: string, pos: string[]): Promise<boolean> {
+export function needsBridge(s: Snapshot, sub: string, pos: string[]): boolean {
   if (sub === "clone") return pos[0] !== undefined && !isLocalUrl(pos[0]);
   let repo = pos[0];
-  if (repo === undefined) {
-    const b = await currentBranch(l);
-    repo = (b && (await config(l, `branch.${b}.remote`))) || "origin";
-  }
+  if (repo === undefined) repo = (s.branch && s.config.get(`branch.${s.branch}.remote`)) || "origin";
   if (isLocalUrl(repo) && !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(repo)) return false;
-  const url = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(repo) ? await config(l, `remote.${repo}.url`) : repo;
+  const url = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(repo) ? s.config.get(`remote.${repo}.url`) : repo;
   if (url === undefined) return !isLocalUrl(repo);
   return !isLocalUrl(url);
 }
 
-async function remoteTips(l: Local): Promise<string[]> {
-  const r = await run(l, ["for-each-ref", "--format=%(objectname)", "refs/remotes/"]);
-  return [...new Set(r.out.split("\n").filter((s) => /^[0-9a-f]{40,64}$/.test(s)))];
+function remoteTips(s: Snapshot): string[] {
+  const out = new Set<string>();
+  for (const [ref, sha] of s.refs) if (ref.startsWith("refs/remotes/")) out.add(sha);
+  return [...out];
 }
 
-async function push(l: Local, argv: string[], rest: string[], cwd: string): Promise<number> {
+/**
+ * Resolves a push source the way `git rev-parse` would, from the snapshot, when that is unambiguous: a
+ * full ref, HEAD on a branch, or a name exactly one of git's ref rules matches. Anything else (object ids,
+ * ~^ suffixes, pseudo-refs, ambiguous names) returns undefined and is asked of git.
+ */
+export function resolveFromSnapshot(s: Snapshot, src: string): { sha: string; ref: string } | undefined {
+  if (src === "HEAD") {
+    const ref = s.branch ? `refs/heads/${s.branch}` : undefined;
+    const sha = ref ? s.refs.get(ref) : undefined;
+    return ref && sha ? { sha, ref } : undefined;
+  }
+  if (!/^[A-Za-z0-9._\/-]+$/.test(src) || /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(src) || /^[A-Z_]+$/.test(src)) return undefined;
+  const rules = [`refs/${src}`, `refs/tags/${src}`, `refs/heads/${src}`, `refs/remotes/${src}`, `refs/remotes/${src}/HEAD`];
+  if (src.startsWith("refs/")) rules.unshift(src);
+  const hits = [...new Set(rules.filter((r) => s.refs.has(r)))];
+  if (hits.length !== 1) return undefined;
+  return { sha: s.refs.get(hits[0]!)!, ref: hits[0]! };
+}
+
+/** pack-objects' stdout as a stream that fails if pack-objects does. */
+function packStream(p: { stdout: ReadableStream<Uint8Array>; exited: Promise<number> }): ReadableStream<Uint8Array> {
+  const reader = p.stdout.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(c) {
+      const { done, value } = await reader.read();
+      if (!done) {
+        c.enqueue(value);
+        return;
+      }
+      const code = await p.exited;
+      if (code !== 0) c.error(new Error(`git pack-objects failed (${code})`));
+      else c.close();
+    },
+  });
+}
+
+async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: string): Promise<number> {
   const { pos, opts } = positionals("push", rest);
   const del = opts.some((o) => o === "-d" || o === "--delete");
-  const branch = await currentBranch(l);
+  const branch = s.branch;
   const resolved: Record<string, { sha: string; ref?: string }> = {};
-  const srcs = pos.length > 1 ? (del ? [] : pos.slice(1).map((s) => s.replace(/^\+/, "").split(":")[0]!).filter(Boolean)) : branch ? [branch] : [];
-  const tipsP = remoteTips(l);
-  const looked = await Promise.all(srcs.map((src) => Promise.all([run(l, ["rev-parse", "--verify", "-q", src]), run(l, ["rev-parse", "--symbolic-full-name", src])])));
-  for (const [i, src] of srcs.entries()) {
+  const srcs = pos.length > 1 ? (del ? [] : pos.slice(1).map((x) => x.replace(/^\+/, "").split(":")[0]!).filter(Boolean)) : branch ? [branch] : [];
+  const slow: string[] = [];
+  for (const src of srcs) {
+    const r = resolveFromSnapshot(s, src);
+    if (r) resolved[src] = r;
+    else slow.push(src);
+  }
+  // runs: git rev-parse --verify -q <src>; git rev-parse --symbolic-full-name <src> (only for what the snapshot cannot answer)
+  const looked = await Promise.all(slow.map((src) => Promise.all([run(l, ["rev-parse", "--verify", "-q", src]), run(l, ["rev-parse", "--symbolic-full-name", src])])));
+  for (const [i, src] of slow.entries()) {
     const [r, full] = looked[i]!;
     if (r.code !== 0) {
       process.stderr.write(`error: src refspec ${src} does not match any\n`);
@@ -253,10 +367,15 @@ async function push(l: Local, argv: string[], rest: string[], cwd: string): Prom
     resolved[src] = { sha: r.out.trim(), ...(ref.startsWith("refs/") ? { ref } : {}) };
   }
   const shas = [...new Set(Object.values(resolved).map((r) => r.sha))];
-  let pack: Uint8Array | undefined;
-  const tips = await tipsP;
+  let pack: ReadableStream<Uint8Array> | undefined;
   if (shas.length) {
-    pack = await runBytes(l, ["pack-objects", "--revs", "--stdout", "--thin", "-q"], [...shas, "--not", ...tips].join("\n") + "\n");
+    // runs: git pack-objects --revs --stdout --thin -q (streamed to the bridge as it is written)
+    const p = Bun.spawn([l.git, ...l.where, "pack-objects", "--revs", "--stdout", "--thin", "-q"], {
+      stdin: Buffer.from([...shas, "--not", ...remoteTips(s)].join("\n") + "\n"),
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    pack = packStream(p);
   }
   const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
   if (reply.code === 0 && reply.pushed) {
@@ -294,12 +413,16 @@ async function withBundle<T>(bundle: Uint8Array, f: (file: string) => Promise<T>
 
 const PULL_LOCAL = /^(--rebase(=.*)?|-r|--no-rebase|--ff|--no-ff|--ff-only|--autostash|--no-autostash|--edit|-e|--no-edit|--squash|--no-squash|--commit|--no-commit|--stat|--no-stat|-n|--signoff|--allow-unrelated-histories|-q|--quiet|-v|--verbose|(-s|--strategy|-X|--strategy-option)(=.*)?)$/;
 
-async function fetchOrPull(l: Local, sub: "fetch" | "pull", argv: string[], rest: string[], cwd: string): Promise<number> {
+async function fetchOrPull(l: Local, s: Snapshot, sub: "fetch" | "pull", argv: string[], rest: string[], cwd: string): Promise<number> {
   const { pos, opts } = positionals(sub, rest);
-  const haves = await remoteTips(l);
-  const head = await run(l, ["rev-parse", "--verify", "-q", "HEAD"]);
-  if (head.code === 0) haves.push(head.out.trim());
-  const branch = await currentBranch(l);
+  const haves = remoteTips(s);
+  const branch = s.branch;
+  const onBranch = branch ? s.refs.get(`refs/heads/${branch}`) : undefined;
+  if (onBranch) haves.push(onBranch);
+  else {
+    const head = await run(l, ["rev-parse", "--verify", "-q", "HEAD"]);
+    if (head.code === 0) haves.push(head.out.trim());
+  }
   const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), haves }, undefined, `git ${sub}`);
   if (reply.code !== 0 || !reply.refs) return reply.code;
   const { remote, url, refs, prune } = reply.refs;
@@ -390,10 +513,11 @@ export async function main(argv: string[]): Promise<number> {
   const { global, sub, rest } = splitArgv(argv);
   if (sub === undefined || !NETWORK.has(sub)) return inherit(git, argv);
   const l: Local = { git, where: localWhere(global) };
-  if (!(await needsBridge(l, sub, positionals(sub, rest).pos))) return inherit(git, argv);
+  const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l);
+  if (!needsBridge(s, sub, positionals(sub, rest).pos)) return inherit(git, argv);
   const cwd = process.cwd();
-  if (sub === "push") return push(l, argv, rest, cwd);
-  if (sub === "fetch" || sub === "pull") return fetchOrPull(l, sub, argv, rest, cwd);
+  if (sub === "push") return push(l, s, argv, rest, cwd);
+  if (sub === "fetch" || sub === "pull") return fetchOrPull(l, s, sub, argv, rest, cwd);
   if (sub === "clone") return clone(l, argv, rest, cwd);
   const reply = await callBridge({ tool: "git", args: argv, cwd }, undefined, `git ${sub}`);
   return reply.code;

@@ -210,24 +210,10 @@ export async function indexPack(g: Gate, pack: Uint8Array): Promise<void> {
 }
 
 /**
- * Checks the pushed commits are all in the gate (with the host's objects); the scan then reads every new
- * tree and changed blob and fails on any that is missing, so a pack that leans on objects the gate cannot
- * see is refused.
- * runs: git rev-list --quiet --stdin (in the gate)
- */
-export async function checkComplete(g: Gate, shas: string[], tips: string[]): Promise<void> {
-  const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  await run(g, ["rev-list", "--quiet", "--stdin"], { stdin });
-}
-
-/** Both steps, one after the other. */
-export async function receivePack(g: Gate, pack: Uint8Array, shas: string[], tips: string[]): Promise<void> {
-  await indexPack(g, pack);
-  await checkComplete(g, shas, tips);
-}
-
-/**
- * Scans every line the pushed commits add (merges' own lines and binary files included) for secret-shaped strings.
+ * Scans every line the pushed commits add (merges' own lines and binary files included) for secret-shaped
+ * strings. It is also the completeness check: the walk fails on any pushed commit that is missing (as
+ * `rev-list` would) and the diffs on any new tree or changed blob that is, so a pack that leans on objects
+ * the gate cannot see is refused; unchanged trees and blobs are the parents' (checked the same way, or known).
  * runs: git log -p --cc -a -U0 --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate);
  *       git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */

@@ -9,7 +9,6 @@ import { formatFindings } from "../core/secrets";
 import type { Exec } from "../sys/exec";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
 import {
-  checkComplete,
   closeVerdict,
   ensureGate,
   giveVerdict,
@@ -321,7 +320,7 @@ function shortRef(ref: string): string {
 
 /**
  * A push: index the sandbox's pack in the gate, then start `git push` from the gate at once while the
- * completeness check and the secret scan run; the gate's pre-push hook holds the push (after the remote's
+ * secret scan (which is also the completeness check) runs; the gate's pre-push hook holds the push (after the remote's
  * ref advertisement, before any object leaves) until the scan's verdict. A refusal aborts it there.
  */
 async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<Uint8Array>, tipsP: Promise<string[]>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
@@ -398,9 +397,9 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<U
     let failure: unknown;
     try {
       const tips = await tipsP;
-      const [complete, scanned] = await Promise.allSettled([checkComplete(g, shas, tips), scanNew(g, shas, tips)]);
-      if (complete.status === "rejected") refusal = incomplete(complete.reason);
-      else if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
+      // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
+      const [scanned] = await Promise.allSettled([scanNew(g, shas, tips)]);
+      if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
       else if (scanned.value.length > 0) {
         refusal = refuse(`the commits contain what looks like a secret:\n${formatFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
       } else ok = true;

@@ -152,6 +152,27 @@ describe("host-runs-no-guest-config", () => {
     await pushAndFetch("after-alternates");
   });
 
+  test("a pack that leaves out the blobs its commits change is refused as incomplete, and nothing is pushed", async () => {
+    const sha = await commitOn(h.clone, "blobless", { "b1.txt": "one\n", "b2.txt": "two\n" });
+    const base = await git(h.clone, "rev-parse", "main");
+    // Commits and trees only: the sandbox hopes the host fills in the rest.
+    const objs = (await git(h.clone, "rev-list", "--objects", sha, `^${base}`)).split("\n").map((l) => l.split(" ")[0]!);
+    const types = await sh(["git", "cat-file", "--batch-check=%(objectname) %(objecttype)"], { cwd: h.clone, stdin: objs.join("\n") + "\n" });
+    const keep = types.stdout.trim().split("\n").filter((l) => !l.endsWith(" blob")).map((l) => l.split(" ")[0]);
+    const p = Bun.spawn(["git", "pack-objects", "--stdout", "-q"], { cwd: h.clone, stdin: Buffer.from(keep.join("\n") + "\n"), stdout: "pipe" });
+    const pack = new Uint8Array(await new Response(p.stdout).arrayBuffer());
+    expect(await p.exited).toBe(0);
+    const head = new TextEncoder().encode(JSON.stringify({ tool: "git", args: ["push", "origin", "blobless"], cwd: h.clone, resolved: { blobless: { sha, ref: "refs/heads/blobless" } } }) + "\n");
+    const body = new Uint8Array(head.length + pack.length);
+    body.set(head);
+    body.set(pack, head.length);
+    const res = await fetch("http://bridge/v1/run", { method: "POST", body, unix: h.socket } as RequestInit);
+    const frames = (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as { t: string; code?: number; d?: string });
+    expect(frames.at(-1)).toEqual({ t: "exit", code: 77 });
+    expect(frames.map((f) => f.d ?? "").join("")).toContain("did not arrive complete");
+    expect(await refIn(h.upstreamRepo, "refs/heads/blobless")).toBe("");
+  });
+
   test("a remote.origin.url (or pushurl) rewritten in the clone never redirects the host", async () => {
     const evil = startGitHttpServer(join(h.root, "evil-srv"), h.token);
     try {
