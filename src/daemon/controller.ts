@@ -7,7 +7,7 @@ import type { BackendKind, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
-import { startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "./guards";
+import { notifyStarted, startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "./guards";
 import type { Logger } from "./log";
 import type { SandboxRef, SandboxView } from "./protocol";
 import type { SpecBuilder } from "./spec";
@@ -274,6 +274,7 @@ export class Controller {
       const rec = await this.guardUp(sb);
       rec.spec = await this.bringUp(sb, rec.spec, backend);
       rec.phase = "running";
+      await notifyStarted(rec.started, this.deps.log.with({ sandbox: sb.name }));
       if (sb.state !== "active") this.deps.store.setSandboxState(sb.id, "active");
       this.deps.store.touchSandbox(sb.id);
       this.audit(sb, "daemon", "sandbox.started");
@@ -417,6 +418,7 @@ export class Controller {
         // Guards are up: now (and only now) the backend may start it and re-apply its rules.
         r.spec = await this.bringUp(live, r.spec, backend);
         r.phase = "running";
+        await notifyStarted(r.started, log);
         report.guarded.push(sb.name);
         this.audit(live, "daemon", "reconcile.guarded", { was: phase });
       } catch (e) {

@@ -16,6 +16,8 @@ export interface GuardHealth {
 export interface GuardHandle {
   stop(): Promise<void>;
   health(): GuardHealth;
+  /** Called after the backend brought the sandbox to running (guards start before it runs; some have work once it does). */
+  sandboxStarted?(): Promise<void>;
 }
 
 /** Everything a guard may use; guards never read env or open their own store. */
@@ -71,6 +73,17 @@ export async function stopGuards(started: readonly StartedGuard[], log: Logger):
       await s.handle.stop();
     } catch (e) {
       log.warn("guard stop failed", { guard: s.name, err: e });
+    }
+  }
+}
+
+/** Tells each started guard the sandbox runs now; a failure is logged (health reports it), never thrown. */
+export async function notifyStarted(started: readonly StartedGuard[], log: Logger): Promise<void> {
+  for (const s of started) {
+    try {
+      await s.handle.sandboxStarted?.();
+    } catch (e) {
+      log.warn("guard start-up work failed", { guard: s.name, err: e });
     }
   }
 }

@@ -1,17 +1,25 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
+import { join } from "node:path";
+import { containerName } from "../backend/docker/args";
 import { DockerBackend, engineSocket } from "../backend/docker/docker";
+import { PLAIN_PATH } from "../lifecycle/env";
 import { SandboxManager } from "../lifecycle/manager";
+import { createLlmHandler } from "../llm/handler";
+import type { Provider } from "../llm/keys";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { Store } from "../store/store";
+import { refSyncGuard } from "../sync/guard";
 import type { Env } from "../sys/env";
 import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
+import { HOST_REMOTE, sandboxRemote } from "../workspace/clone";
+import { sandboxLayout } from "../workspace/layout";
 import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "./guard-bridge";
 import { proxyGuard } from "./guard-proxy";
 import { startDaemon } from "./daemon";
-import type { SandboxGuard } from "./guards";
+import type { GuardContext, SandboxGuard } from "./guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
 import type { SpecBuilder } from "./spec";
 
@@ -33,6 +41,32 @@ export interface ComponentDeps {
 }
 
 /**
+ * TEST SEAM, never set in production: a JSON object of LLM provider base URLs ({"anthropic":"http://127.0.0.1:PORT"})
+ * that replaces the real providers, so end-to-end tests can point the key proxy at a fake upstream on loopback.
+ * The daemon logs a warning when it is set. Only the daemon's own environment can set it, never a sandbox.
+ */
+export const TEST_LLM_UPSTREAMS_VAR = "SBX_TEST_ONLY_LLM_UPSTREAMS";
+
+/** Parses the test seam; anything but a JSON object of http(s) URLs for known providers is refused (fail closed). */
+export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provider, string>> | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`${TEST_LLM_UPSTREAMS_VAR} is not JSON`);
+  }
+  const out: Partial<Record<Provider, string>> = {};
+  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+    if (!["anthropic", "openai", "google"].includes(k) || typeof v !== "string" || !/^https?:\/\//.test(v)) {
+      throw new Error(`${TEST_LLM_UPSTREAMS_VAR}: bad entry ${k}`);
+    }
+    out[k as Provider] = v;
+  }
+  return out;
+}
+
+/**
  * The production registry: each backend and each per-sandbox service is added here, once.
  *   backends: docker (Linux); macos / linux-user join here when they land.
  *   guards:   proxy (egress + LLM keys), bridge (git/gh); ref sync joins here as `refSyncGuard(…)`.
@@ -44,7 +78,7 @@ export function productionComponents(d: ComponentDeps): Components {
   let bringUp: Components["bringUp"];
   if (d.env.platform === "linux") {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
-    const docker = new DockerBackend(d.exec, sock === undefined ? {} : { apiSocket: sock });
+    const docker = new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, ...(sock === undefined ? {} : { apiSocket: sock }) });
     backends.docker = docker;
     // The lifecycle's own spec (image, shell, overlays from the stored identity), so daemon and CLI converge to one spec.
     const manager = new SandboxManager({ exec: d.exec, env: d.env, paths: d.paths, store: d.store, backend: docker, log: (l) => d.log.info(l) });
@@ -57,12 +91,57 @@ export function productionComponents(d: ComponentDeps): Components {
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
     return { ...fromEnv, ...readSecrets(secretsFile(d.paths.configDir)) };
   };
+  const upstreams = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
+  if (upstreams) d.log.warn("LLM upstreams replaced by the test seam", { var: TEST_LLM_UPSTREAMS_VAR, upstreams: Object.keys(upstreams).join(",") });
+  const keys = () => ({
+    env: d.env.raw,
+    secretsFile: secretsFile(d.paths.configDir),
+    claudeCredentialsFile: join(d.env.vars.HOME, ".claude", ".credentials.json"),
+  });
+  // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
+  // base URLs point (through the forwarder); keys are read per request, so rotation needs no restart.
+  const originHandler = (ctx: GuardContext) =>
+    createLlmHandler({
+      keys,
+      ...(upstreams ? { upstreams } : {}),
+      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
+    });
+  const guards: SandboxGuard[] = [proxyGuard({ originHandler }), bridgeGuard({ secrets, path: d.env.vars.PATH })];
+  const docker = backends.docker;
+  if (docker instanceof DockerBackend) guards.push(dockerRefSyncGuard(docker));
   return {
     backends,
-    guards: [proxyGuard(), bridgeGuard({ secrets, path: d.env.vars.PATH })],
+    guards,
     ...(specFor ? { specFor } : {}),
     ...(bringUp ? { bringUp } : {}),
   };
+}
+
+/**
+ * Ref sync for Docker sandboxes: clone → host by a pinned fetch in the host repo; host → clone by `git fetch` run
+ * INSIDE the sandbox as its user, with the image's own git (PATH without the shims, which would send it to the bridge).
+ * While the container is not running there is nothing to fetch into; the sync after start catches up.
+ * runs (inside): docker exec --user <uid>:<gid> --env PATH=<plain> sbx-<id> git -C <repo> fetch --prune --quiet host
+ */
+export function dockerRefSyncGuard(docker: DockerBackend): SandboxGuard {
+  return refSyncGuard<GuardContext>((ctx) => {
+    const lay = sandboxLayout(ctx.spec.dir);
+    const u = ctx.spec.hostUser;
+    const argv = [
+      "docker", "exec", "--user", `${u.uid}:${u.gid}`, "--env", `PATH=${PLAIN_PATH}`, containerName(ctx.spec.id),
+      "git", "-C", ctx.spec.repo, "fetch", "--prune", "--quiet", HOST_REMOTE,
+    ];
+    return {
+      hostRepo: ctx.spec.repo,
+      clonePath: lay.clone,
+      remoteName: sandboxRemote(ctx.spec.name),
+      expectedAlternates: `${join(lay.linkGit, "objects")}\n`,
+      insideFetch: async () => {
+        if ((await docker.containerStatus(ctx.spec)) !== "running") return { argv, exitCode: 0, stdout: "", stderr: "" };
+        return ctx.exec.run(argv, { check: false, timeoutMs: 60_000 });
+      },
+    };
+  });
 }
 
 export interface RunOptions {

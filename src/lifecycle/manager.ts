@@ -12,10 +12,11 @@ import type { Store } from "../store/store";
 import { passwdName, type Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, sandboxSockets, socketId, type Paths } from "../sys/paths";
+import { finalFetch, retireSandboxRemote } from "../sync/final-fetch";
 import {
   createClone,
-  removeSandboxRemote,
   requirePlainGitDir,
+  sandboxRemote,
   sandboxRemoteUrl,
   sessionCwd,
   unsyncedCommits,
@@ -23,7 +24,7 @@ import {
 } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
 import { findRepoRoot } from "../workspace/repo";
-import { sandboxEnv } from "./env";
+import { sandboxEnv, terminalVars } from "./env";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "./lock";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
@@ -33,8 +34,24 @@ export const DockerIdentitySchema = z.object({
   overlays: z.array(z.string()).default([]),
   image: z.string().optional(),
   shell: z.string().optional(),
+  /** The creating user's $SHELL: the shell preference is the creator's, not the daemon's environment's. */
+  hostShell: z.string().optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
+
+/**
+ * Who brings a sandbox up and down when the manager is not itself inside the daemon: the daemon, through its client,
+ * so guards (proxy, bridge, ref sync) are up before the container starts and go down after it stops. Without one
+ * (the daemon's own manager, tests) the manager converges the backend directly.
+ */
+export interface Supervisor {
+  /** Guards up, then the sandbox running; throws when the guards cannot come up (the sandbox stays fenced). */
+  start(row: Sandbox): Promise<void>;
+  /** The sandbox stopped, then its guards down. */
+  stop(row: Sandbox): Promise<boolean>;
+  /** The daemon lets go of a sandbox being removed (guards down, sockets gone). */
+  release(row: Sandbox): Promise<void>;
+}
 
 export interface ManagerDeps {
   exec: Exec;
@@ -48,6 +65,8 @@ export interface ManagerDeps {
   progress?: (chunk: string) => void;
   /** Engine check seam (tests with a fake executor skip it). */
   checkEngine?: (exec: Exec) => Promise<void>;
+  /** The daemon, for callers outside it (the CLI). */
+  supervisor?: Supervisor;
 }
 
 export interface Where {
@@ -139,12 +158,13 @@ export class SandboxManager {
     const options: Record<string, string> = {};
     if (ident.image) options.image = ident.image;
     if (ident.shell) options.shell = ident.shell;
+    const user = this.hostUser();
     return {
       id: ident.id,
       name,
       repo,
       dir: ident.dir,
-      hostUser: this.hostUser(),
+      hostUser: ident.hostShell ? { ...user, shell: ident.hostShell } : user,
       sockets: sandboxSockets(this.d.paths, ident.id),
       env: sandboxEnv(this.d.env.raw, name),
       overlays: ident.overlays,
@@ -194,7 +214,7 @@ export class SandboxManager {
       const existing = this.d.store.findSandbox(repo, req.name);
       if (existing && !existsSync(lay.creating)) {
         if (req.ifExists === "reuse") {
-          await this.ensureRunning(existing);
+          await this.bringUp(existing);
           return { sandbox: this.d.store.getSandbox(existing.id) ?? existing, created: false };
         }
         throw new SbxError("exists", `sandbox '${req.name}' already exists for ${repo}`, {
@@ -217,6 +237,7 @@ export class SandboxManager {
         id: socketId(repo, req.name),
         dir,
         overlays: this.overlaysFor(req.overlays ?? [], req.cwd),
+        hostShell: user.shell,
       };
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: "docker", identity: ident });
       await createClone(this.d.exec, { repo, dir, name: req.name });
@@ -227,16 +248,20 @@ export class SandboxManager {
       if (image.built) this.d.log(`built image ${image.tag}`);
       ident.image = image.tag;
       this.d.store.updateIdentity(row.id, ident);
-      const spec = this.spec(req.name, repo, ident);
-      await this.d.backend.apply(spec);
-      ident.shell = await this.d.backend.resolveShell(spec);
-      this.d.store.updateIdentity(row.id, ident);
+      // Through the daemon when there is one: guards first, then the container (ensureRunning resolves the shell).
+      await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
       unlinkSync(lay.creating);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, image: image.tag } });
       return { sandbox: this.d.store.getSandbox(row.id) ?? row, created: true };
     } finally {
       lock.release();
     }
+  }
+
+  /** Brings a stored sandbox to running: through the supervisor (the daemon) when there is one, else directly. */
+  private async bringUp(row: Sandbox): Promise<void> {
+    if (this.d.supervisor) await this.d.supervisor.start(row);
+    else await this.ensureRunning(row);
   }
 
   /** Starts a stored sandbox's container if it is not running (rebuilding a missing image). */
@@ -261,27 +286,58 @@ export class SandboxManager {
 
   async start(name: string, w: Where): Promise<Sandbox> {
     const { row } = await this.locate(name, w);
-    await this.ensureRunning(row);
+    await this.bringUp(row);
     return this.d.store.getSandbox(row.id) ?? row;
   }
 
-  /** The host argv of a session (shell or command), starting the sandbox if it is stopped. */
+  /**
+   * The host argv of a session (shell or command), starting the sandbox if it is stopped (through the daemon when
+   * there is one: its guards are up before the argv is handed out).
+   */
   async session(req: SessionRequest): Promise<string[]> {
     const { repo, row } = await this.locate(req.name, req);
-    const spec = await this.ensureRunning(row);
-    const term = Object.fromEntries(
-      Object.entries(sandboxEnv(this.d.env.raw, req.name)).filter(([k]) => k !== "SANDBOX"),
-    );
+    await this.bringUp(row);
+    const live = this.d.store.getSandbox(row.id) ?? row;
+    const spec = this.specFor(live);
+    const obs = await this.d.backend.inspect(spec);
+    if (obs.phase !== "running") {
+      throw new SbxError("unavailable", `sandbox '${req.name}' is not running`, { hint: `Start it with \`sbx run ${req.name}\`; \`sbx status\` shows its guards.` });
+    }
+    const term = terminalVars(this.d.env.raw);
     const cwd = sessionCwd(repo, req.cwd, sandboxLayout(spec.dir).clone);
     this.d.store.touchSandbox(row.id);
     return this.d.backend.shellArgv(spec, { argv: req.argv, cwd, tty: req.tty, env: term, stdin: req.stdin === true });
   }
 
+  /**
+   * Stops a sandbox (through the daemon when there is one: container first, then its guards), then takes one last
+   * clone → host fetch so `sandbox-<name>/*` on the host holds every commit made inside.
+   */
   async stop(name: string, w: Where): Promise<boolean> {
-    const { row } = await this.locate(name, w);
-    const { changed } = await this.d.backend.stop(this.specFor(row));
+    const { repo, row } = await this.locate(name, w);
+    let changed: boolean;
+    if (this.d.supervisor) changed = await this.d.supervisor.stop(row);
+    else changed = (await this.d.backend.stop(this.specFor(row))).changed;
     this.d.store.setSandboxState(row.id, "stopped");
+    await this.lastFetch(repo, row);
     return changed;
+  }
+
+  /**
+   * The final clone → host fetch (pinned, config-free; never git in the clone). Refuses when the alternates were
+   * rewritten. runs: (finalFetch) git … -C <repo> fetch … <clone> +refs/heads/*:refs/remotes/sandbox-<name>/*
+   */
+  private async lastFetch(repo: string, row: Sandbox): Promise<void> {
+    const lay = sandboxLayout(this.identity(row).dir);
+    if (!existsSync(lay.clone)) return;
+    await finalFetch({
+      hostRepo: repo,
+      clonePath: lay.clone,
+      remoteName: sandboxRemote(row.name),
+      expectedAlternates: `${join(lay.linkGit, "objects")}\n`,
+      exec: this.d.exec,
+      audit: (e) => this.d.store.audit({ sandboxId: row.id, kind: "ref-sync", action: e.action, detail: e.detail }),
+    });
   }
 
   /**
@@ -316,6 +372,17 @@ export class SandboxManager {
           },
         );
       }
+      // Stopped first (container, then guards), so nothing is committed after the last fetch; the fetch keeps every
+      // commit made inside as refs/remotes/sandbox-<name>/* on the host, and rm never deletes those refs.
+      if (this.d.supervisor) await this.d.supervisor.stop(row);
+      else await this.d.backend.stop(spec);
+      try {
+        await this.lastFetch(repo, row);
+      } catch (e) {
+        if (!w.force) throw e;
+        this.d.log(`warning: the last fetch from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
+      }
+      if (this.d.supervisor) await this.d.supervisor.release(row);
       // Row first: a crash after this leaves a dir with no live row, which prune removes.
       this.d.store.setSandboxState(row.id, "deleted");
       await this.teardown(name, repo, spec.dir, row);
@@ -336,7 +403,10 @@ export class SandboxManager {
     const spec = this.spec(name, repo, { ...ident, dir });
     await this.d.backend.remove(spec);
     const url = await sandboxRemoteUrl(this.d.exec, repo, name).catch(() => null);
-    if (url === null || url === sandboxLayout(dir).clone) await removeSandboxRemote(this.d.exec, repo, name).catch(() => false);
+    // Retire, never `git remote remove`: the remote's config goes, its refs (the sandbox's commits) stay on the host.
+    if (url !== null && url === sandboxLayout(dir).clone && existsSync(repo)) {
+      await retireSandboxRemote(this.d.exec, repo, sandboxRemote(name)).catch(() => false);
+    }
     rmSync(dir, { recursive: true, force: true });
     rmSync(spec.sockets.dir, { recursive: true, force: true });
     if (row && row.state !== "deleted") this.d.store.setSandboxState(row.id, "deleted");

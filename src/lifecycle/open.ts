@@ -1,10 +1,10 @@
-// Composition for callers that talk to the lifecycle directly (the CLI today, the daemon later): store + backend + manager.
+// Composition of store + Docker backend + manager, for the daemon and for CLI verbs (which pass the daemon as supervisor).
 import { DockerBackend, engineSocket } from "../backend/docker/docker";
 import { Store } from "../store/store";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
-import { SandboxManager, type ManagerDeps } from "./manager";
+import { SandboxManager, type ManagerDeps, type Supervisor } from "./manager";
 
 export interface OpenDeps {
   exec: Exec;
@@ -13,6 +13,8 @@ export interface OpenDeps {
   log: (line: string) => void;
   progress?: (chunk: string) => void;
   checkEngine?: ManagerDeps["checkEngine"];
+  /** The daemon (CLI callers): guards up before a container starts. */
+  supervisor?: Supervisor;
 }
 
 export interface OpenManager {
@@ -26,7 +28,7 @@ export interface OpenManager {
 export function openManager(d: OpenDeps): OpenManager {
   const store = new Store(d.paths.dbFile);
   const sock = engineSocket(d.env.vars.DOCKER_HOST);
-  const backend = new DockerBackend(d.exec, sock === undefined ? {} : { apiSocket: sock });
+  const backend = new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, ...(sock === undefined ? {} : { apiSocket: sock }) });
   const manager = new SandboxManager({
     exec: d.exec,
     env: d.env,
@@ -36,6 +38,7 @@ export function openManager(d: OpenDeps): OpenManager {
     log: d.log,
     ...(d.progress ? { progress: d.progress } : {}),
     ...(d.checkEngine ? { checkEngine: d.checkEngine } : {}),
+    ...(d.supervisor ? { supervisor: d.supervisor } : {}),
   });
   return { manager, store, backend, close: () => store.close() };
 }

@@ -67,9 +67,8 @@ export interface PipedIo {
   stderr: (s: string) => void;
 }
 
-/** Runs a non-interactive command without a PTY; stderr streams, stdout follows when it ends; returns its exit code. */
+/** Runs a non-interactive command without a PTY; stdout and stderr stream as they come; returns its exit code. */
 export async function runPiped(exec: Exec, argv: readonly string[], io: PipedIo, stdin?: Uint8Array): Promise<number> {
-  const r = await exec.run(argv, { check: false, onStderr: io.stderr, ...(stdin ? { stdin } : {}) });
-  if (r.stdout) io.stdout(r.stdout);
+  const r = await exec.run(argv, { check: false, onStdout: io.stdout, onStderr: io.stderr, ...(stdin ? { stdin } : {}) });
   return r.exitCode;
 }

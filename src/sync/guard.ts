@@ -14,6 +14,8 @@ export type RefSyncTarget = Omit<RefSyncOptions, "exec" | "audit">;
 export interface RefSyncGuardHandle {
   stop(): Promise<void>;
   health(): { ok: boolean; detail: string };
+  /** The sandbox now runs: sync both ways at once (host → clone could not run while it was stopped). */
+  sandboxStarted(): Promise<void>;
 }
 
 /**
@@ -28,6 +30,9 @@ export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) =>
       const sync = await startRefSync({ ...target, exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
       return {
         stop: () => sync.stop(),
+        sandboxStarted: async () => {
+          await sync.syncNow();
+        },
         health: () => {
           const h = sync.health();
           return { ok: h.ok, detail: h.detail };

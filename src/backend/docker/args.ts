@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { basename, dirname, join, posix } from "node:path";
 import type { SandboxSpec, ShellRequest } from "../backend";
 import { sandboxLayout } from "../../workspace/layout";
+import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "./tar";
 
 export { sandboxLayout };
@@ -14,10 +15,29 @@ export const LABEL = {
   repo: "sbx.repo",
   dir: "sbx.dir",
   role: "sbx.role",
+  /** sha256 of the state root's sandbox dir: one sbx install's things, never another user's or another root's. */
+  root: "sbx.root",
 } as const;
 
 /** Where the per-sandbox socket dir (proxy, bridge) appears inside the container. */
 export const SOCKET_MOUNT = "/run/sbx";
+
+/** Where the host's Bun and sbx's shims dir appear inside, both read-only: the image needs nothing of sbx. */
+export const RUNTIME_MOUNT = {
+  bun: "/opt/sbx/bin/bun",
+  shims: "/opt/sbx/shims",
+} as const;
+
+/** Host paths of what RUNTIME_MOUNT shows inside. */
+export interface RuntimeSources {
+  bun: string;
+  shims: string;
+}
+
+/** Pure: the value of the `sbx.root` label for a state root's sandbox dir. */
+export function rootLabel(sandboxRoot: string): string {
+  return createHash("sha256").update(sandboxRoot).digest("hex");
+}
 
 
 export function containerName(id: string): string {
@@ -28,13 +48,14 @@ function short(s: string): string {
   return createHash("sha256").update(s).digest("hex").slice(0, 10);
 }
 
-export function labels(spec: Pick<SandboxSpec, "id" | "name" | "repo" | "dir">, role: string): Record<string, string> {
+export function labels(spec: Pick<SandboxSpec, "id" | "name" | "repo" | "dir">, role: string, root: string): Record<string, string> {
   return {
     [LABEL.sandbox]: spec.id,
     [LABEL.name]: spec.name,
     [LABEL.repo]: spec.repo,
     [LABEL.dir]: spec.dir,
     [LABEL.role]: role,
+    [LABEL.root]: root,
   };
 }
 
@@ -77,12 +98,12 @@ export function overlayPlan(spec: Pick<SandboxSpec, "id" | "dir">, target: strin
 }
 
 /** runs (rendered): docker volume create --driver local --opt type=overlay --opt device=overlay --opt o=… <name> */
-export function overlayVolumeCreateArgs(spec: SandboxSpec, plan: OverlayPlan): string[] {
+export function overlayVolumeCreateArgs(spec: SandboxSpec, plan: OverlayPlan, root: string): string[] {
   const o = `lowerdir=${escapeOverlayPath(plan.lower)},upperdir=${escapeOverlayPath(plan.upper)},workdir=${escapeOverlayPath(plan.work)}`;
   return [
     "docker", "volume", "create", "--driver", "local",
     "--opt", "type=overlay", "--opt", "device=overlay", "--opt", `o=${o}`,
-    ...labelArgs(labels(spec, "overlay")),
+    ...labelArgs(labels(spec, "overlay", root)),
     plan.volume,
   ];
 }
@@ -97,18 +118,32 @@ export function mountValue(fields: readonly (string | [string, string])[]): stri
     .join(",");
 }
 
+/** The line the forwarder prints once it listens: the backend waits for it before calling a sandbox started. */
+export const FORWARDER_READY = "sbx forwarder listening";
+
 /**
- * The container's long-lived process: the one place it is decided. Until the egress forwarder
- * (shims/forwarder.ts) lands it is a process that only waits; `--init` reaps and forwards signals.
+ * The container's long-lived process: the egress forwarder (shims/forwarder.ts) on the host's Bun, mounted
+ * read-only. It is the sandbox's only way out (127.0.0.1:<port> → /run/sbx/proxy.sock); `--init` reaps and
+ * forwards signals. The port comes from `spec.options.proxyPort` (default 3128).
  */
-export function containerCommand(_spec: SandboxSpec): string[] {
-  return ["sleep", "infinity"];
+export function containerCommand(spec: SandboxSpec): string[] {
+  return [RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/forwarder.ts`, "--port", String(forwarderPort(spec))];
+}
+
+/** The in-sandbox forwarder port of a spec. */
+export function forwarderPort(spec: Pick<SandboxSpec, "options">): number {
+  const p = spec.options.proxyPort;
+  return typeof p === "number" && Number.isInteger(p) && p > 0 && p < 65536 ? p : DEFAULT_FORWARDER_PORT;
 }
 
 export interface CreatePlan {
   image: string;
   overlays: readonly OverlayPlan[];
   command: readonly string[];
+  /** Host paths of the Bun binary and the shims dir, mounted read-only at RUNTIME_MOUNT. */
+  runtime: RuntimeSources;
+  /** The `sbx.root` label value (rootLabel of the state root's sandbox dir). */
+  root: string;
 }
 
 /** Pure: the full `docker create` argv for a sandbox. Golden-tested. */
@@ -129,13 +164,15 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "--cap-drop", "ALL",
     "--security-opt", "no-new-privileges",
     "--workdir", spec.repo,
-    ...labelArgs(labels(spec, "sandbox")),
+    ...labelArgs(labels(spec, "sandbox", plan.root)),
     // Identity: $HOME is the host's even when the image's passwd says otherwise (root's is /root).
     "--env", `HOME=${u.home}`,
     ...env,
     "--mount", mountValue([["type", "bind"], ["src", lay.clone], ["dst", spec.repo]]),
     "--mount", mountValue([["type", "bind"], ["src", join(spec.repo, ".git")], ["dst", lay.linkGit], "readonly"]),
     "--mount", mountValue([["type", "bind"], ["src", spec.sockets.dir], ["dst", SOCKET_MOUNT]]),
+    "--mount", mountValue([["type", "bind"], ["src", plan.runtime.bun], ["dst", RUNTIME_MOUNT.bun], "readonly"]),
+    "--mount", mountValue([["type", "bind"], ["src", plan.runtime.shims], ["dst", RUNTIME_MOUNT.shims], "readonly"]),
     ...plan.overlays.flatMap((o) => [
       "--mount",
       mountValue([["type", "volume"], ["src", o.volume], ["dst", o.target], "volume-nocopy"]),

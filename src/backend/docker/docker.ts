@@ -1,10 +1,11 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
 import {
+  FORWARDER_READY,
   LABEL,
   containerCommand,
   containerName,
@@ -14,14 +15,26 @@ import {
   mountValue,
   overlayPlan,
   overlayVolumeCreateArgs,
+  rootLabel,
   sandboxLayout,
   seedEntries,
   type OverlayPlan,
+  type RuntimeSources,
 } from "./args";
 import { probeEngine } from "./engine";
 import { tarArchive } from "./tar";
 
 export interface DockerBackendOptions {
+  /**
+   * The state root's sandbox dir (paths.sandboxRoot). Everything this backend makes is labelled `sbx.root=<sha256 of it>`,
+   * and list, cleanup and prune only ever see (and touch) containers and volumes with that label: another user's or
+   * another state root's sandboxes on a shared engine are invisible to it.
+   */
+  sandboxRoot: string;
+  /** Host paths of the Bun binary and shims dir mounted read-only into every sandbox (default: this process's Bun, this checkout's shims/). */
+  runtime?: RuntimeSources;
+  /** How long to wait for the in-sandbox forwarder to listen after a start (default 10 s). */
+  readyTimeoutMs?: number;
   /** Image used to delete root-owned overlay `work/` dirs when the sandbox's own image is gone. */
   fallbackImage?: string;
   /**
@@ -55,6 +68,20 @@ function isDir(p: string): boolean {
   }
 }
 
+/**
+ * The Bun binary and shims dir this sbx runs from. A compiled sbx is not Bun: then the `bun` next to it (or on PATH)
+ * must be given explicitly via DockerBackendOptions.runtime.
+ */
+export function defaultRuntime(execPath: string = process.execPath): RuntimeSources {
+  const exe = basename(execPath);
+  if (!(exe === "bun" || exe.startsWith("bun-") || exe === "bun.exe")) {
+    throw new SbxError("config", `sbx runs as ${execPath}, which is not Bun: the in-sandbox forwarder and shims need the host's Bun`, {
+      hint: "Run sbx with Bun (bun src/cli/main.ts), or install Bun and put it on PATH.",
+    });
+  }
+  return { bun: realpathSync(execPath), shims: realpathSync(join(import.meta.dir, "..", "..", "..", "shims")) };
+}
+
 /** Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop. */
 export async function requireSameUidEngine(exec: Exec): Promise<void> {
   const p = await probeEngine(exec);
@@ -76,10 +103,21 @@ export async function requireSameUidEngine(exec: Exec): Promise<void> {
 
 export class DockerBackend implements Backend {
   readonly kind = "docker" as const;
+  /** The `sbx.root` label value of this state root. */
+  readonly root: string;
+  private runtimeCache: RuntimeSources | undefined;
   constructor(
     private readonly exec: Exec,
-    private readonly opts: DockerBackendOptions = {},
-  ) {}
+    private readonly opts: DockerBackendOptions,
+  ) {
+    this.root = rootLabel(opts.sandboxRoot);
+    this.runtimeCache = opts.runtime;
+  }
+
+  private runtime(): RuntimeSources {
+    this.runtimeCache ??= defaultRuntime();
+    return this.runtimeCache;
+  }
 
   private image(spec: SandboxSpec): string {
     const image = spec.options.image;
@@ -132,7 +170,7 @@ export class DockerBackend implements Backend {
   private async ensureVolume(spec: SandboxSpec, p: OverlayPlan): Promise<void> {
     const r = await this.exec.run(["docker", "volume", "inspect", "--format", "{{.Name}}", p.volume], { check: false });
     if (r.exitCode === 0) return;
-    await this.exec.run(overlayVolumeCreateArgs(spec, p));
+    await this.exec.run(overlayVolumeCreateArgs(spec, p, this.root));
   }
 
   /** runs: docker cp - sbx-<id>:/ (a tar of $HOME's mount-point parents and ~/.claude.json, owned by the host user) */
@@ -165,12 +203,76 @@ export class DockerBackend implements Backend {
         this.prepareOverlayDirs(p);
         await this.ensureVolume(spec, p);
       }
-      await this.exec.run(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec) }));
+      await this.exec.run(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
     }
     // A container created but never started (a crash after `docker create`) has not been seeded yet: seeding is idempotent.
     if (status === null || status === "created") await this.seed(spec, overlays);
     await this.exec.run(["docker", "start", containerName(spec.id)]);
+    await this.waitForwarder(spec);
     return { changed: true };
+  }
+
+  /** The container's log (stdout+stderr) and whether it still runs. runs: docker logs sbx-<id>; docker inspect … */
+  private async logsAndState(name: string): Promise<{ logs: string; running: boolean; exitCode: number }> {
+    const sock = this.opts.apiSocket;
+    if (sock !== undefined) {
+      try {
+        const [l, i] = await Promise.all([
+          fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1`, { unix: sock } as RequestInit),
+          fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit),
+        ]);
+        if (l.ok && i.ok) {
+          // The log stream is multiplexed (8-byte frame headers); the lines we look for are plain text inside it.
+          const logs = new TextDecoder().decode(await l.arrayBuffer());
+          const st = ((await i.json()) as { State?: { Running?: boolean; ExitCode?: number } }).State ?? {};
+          return { logs, running: st.Running === true, exitCode: st.ExitCode ?? 0 };
+        }
+      } catch {
+        /* fall back to the CLI */
+      }
+    }
+    const l = await this.exec.run(["docker", "logs", name], { check: false });
+    const i = await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", name], { check: false });
+    const [running = "false", code = "0"] = i.stdout.trim().split(" ");
+    return { logs: `${l.stdout}${l.stderr}`, running: running === "true", exitCode: Number(code) };
+  }
+
+  /**
+   * Waits until the forwarder (the container's long-lived process) says it listens. If the container exits instead,
+   * the image cannot run it: most often a musl image (Alpine) that cannot run the host's glibc Bun. Never leaves a
+   * sandbox that looks started but has no way to the proxy without saying why.
+   */
+  async waitForwarder(spec: SandboxSpec): Promise<void> {
+    const name = containerName(spec.id);
+    const until = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
+    let delay = 5;
+    for (;;) {
+      const s = await this.logsAndState(name);
+      if (s.logs.includes(FORWARDER_READY)) return;
+      if (!s.running) {
+        const tail = s.logs.replace(/[\x00-\x08\x0e-\x1f]/g, "").trim().split("\n").slice(-3).join(" | ");
+        const image = String(spec.options.image ?? "the image");
+        const musl = s.exitCode === 127 || /no such file or directory|not found|GLIBC|ld-linux|musl/i.test(tail);
+        throw new SbxError(
+          "config",
+          musl
+            ? `sandbox ${spec.name}: ${image} cannot run sbx's in-sandbox forwarder on the host's Bun (exit ${s.exitCode}${tail ? `: ${tail}` : ""}); the image is probably musl-based (Alpine) and Bun needs glibc`
+            : `sandbox ${spec.name}: its forwarder exited at start (exit ${s.exitCode}${tail ? `: ${tail}` : ""})`,
+          {
+            hint: musl
+              ? "Base the repo's Dockerfile on a glibc distribution (debian:bookworm-slim, ubuntu, fedora), then `sbx rm --force " + spec.name + "` and create it again. Without the forwarder the sandbox has no network at all."
+              : `See \`docker logs ${name}\`; without the forwarder the sandbox has no network at all.`,
+          },
+        );
+      }
+      if (Date.now() > until) {
+        throw new SbxError("unavailable", `sandbox ${spec.name}: its forwarder did not start listening within ${this.opts.readyTimeoutMs ?? 10_000} ms`, {
+          hint: `See \`docker logs ${name}\`.`,
+        });
+      }
+      await Bun.sleep(delay);
+      delay = Math.min(delay * 2, 100);
+    }
   }
 
   /** runs: docker stop --time 3 sbx-<id> */
@@ -196,9 +298,9 @@ export class DockerBackend implements Backend {
     return { changed };
   }
 
-  /** runs: docker volume ls --quiet --filter label=sbx.sandbox=<id> */
+  /** runs: docker volume ls --quiet --filter label=sbx.root=<hash> --filter label=sbx.sandbox=<id> */
   private async volumesOf(id: string): Promise<string[]> {
-    const r = await this.exec.run(["docker", "volume", "ls", "--quiet", "--filter", `label=${LABEL.sandbox}=${id}`]);
+    const r = await this.exec.run(["docker", "volume", "ls", "--quiet", "--filter", `label=${LABEL.root}=${this.root}`, "--filter", `label=${LABEL.sandbox}=${id}`]);
     return r.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
   }
 
@@ -231,6 +333,7 @@ export class DockerBackend implements Backend {
           "--cap-drop", "ALL", "--cap-add", "DAC_OVERRIDE", "--cap-add", "DAC_READ_SEARCH", "--cap-add", "FOWNER",
           "--security-opt", "no-new-privileges",
           "--label", `${LABEL.role}=cleanup`,
+          "--label", `${LABEL.root}=${this.root}`,
           "--mount", mountValue([["type", "bind"], ["src", root], ["dst", "/sbx-overlay"]]),
           "--entrypoint", "rm", c, "-rf", "--", ...targets,
         ],
@@ -260,18 +363,18 @@ export class DockerBackend implements Backend {
   }
 
   /**
-   * Every container and volume that carries sbx's labels.
-   * runs: docker ps --all --filter label=sbx.sandbox --format …; docker volume ls --filter label=sbx.sandbox --format …
+   * Every container and volume of THIS state root (label sbx.root=<hash>); another root's or user's are never seen.
+   * runs: docker ps --all --filter label=sbx.root=<hash> --format …; docker volume ls --filter label=sbx.root=<hash> --format …
    */
   async found(): Promise<Found[]> {
     const fmt = (fields: string[]) => fields.join("\t");
     const lbl = (k: string) => `{{.Label "${k}"}}`;
     const c = await this.exec.run([
-      "docker", "ps", "--all", "--no-trunc", "--filter", `label=${LABEL.sandbox}`,
+      "docker", "ps", "--all", "--no-trunc", "--filter", `label=${LABEL.root}=${this.root}`, "--filter", `label=${LABEL.sandbox}`,
       "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role)]),
     ]);
     const v = await this.exec.run([
-      "docker", "volume", "ls", "--filter", `label=${LABEL.sandbox}`,
+      "docker", "volume", "ls", "--filter", `label=${LABEL.root}=${this.root}`, "--filter", `label=${LABEL.sandbox}`,
       "--format", fmt(["{{.Name}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name)]),
     ]);
     const rows = (s: string) => s.split("\n").filter((l) => l.trim() !== "").map((l) => l.split("\t"));
@@ -311,7 +414,7 @@ export class DockerBackend implements Backend {
     return removed;
   }
 
-  /** Removes every labelled container and volume whose sandbox id is not in `keep` (and their overlay dirs). */
+  /** Removes this state root's containers and volumes whose sandbox id is not in `keep` (and their overlay dirs under this root). */
   async cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
     const gone = (await this.found()).filter((f) => !keep.has(f.sandbox));
     const removed = await this.removeFound(gone, opts.dryRun === true);

@@ -17,9 +17,10 @@ export const create: Verb = {
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { cliDeps, withManager } = await import("../../lifecycle/open");
+    const { withDaemonManager } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
-    const { sandbox } = await withManager(cliDeps(ctx), (m) =>
+    // Clone and image here (build output on this terminal); the daemon starts it, guards first.
+    const { sandbox } = await withDaemonManager(ctx, (m) =>
       m.create({
         name,
         cwd: ctx.cwd,

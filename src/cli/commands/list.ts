@@ -16,8 +16,13 @@ export const list: Verb = {
   },
   async run(ctx, _args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { cliDeps, withManager } = await import("../../lifecycle/open");
-    const items = await withManager(cliDeps(ctx), (m) => m.list({ all: opts.all === true }));
+    const { withDaemonManager } = await import("../../client/sandboxes");
+    const { items, guarded } = await withDaemonManager(ctx, async (m, client) => {
+      const [items, views] = await Promise.all([m.list({ all: opts.all === true }), client.sandboxes()]);
+      const guarded = new Map(views.sandboxes.map((v) => [`${v.repo}\0${v.name}`, v.guarded]));
+      return { items, guarded };
+    });
+    const isGuarded = (i: { repo: string; name: string }) => guarded.get(`${i.repo}\0${i.name}`) ?? false;
     if (opts.json) {
       ctx.render.json(
         items.map((i) => ({
@@ -27,6 +32,7 @@ export const list: Verb = {
           phase: i.phase,
           createdAt: i.createdAt,
           lastUsedAt: i.lastUsedAt,
+          guarded: isGuarded(i),
           unsyncedCommits: i.unsynced === null ? null : i.unsynced.length,
           unsynced: i.unsynced,
         })),
@@ -38,11 +44,12 @@ export const list: Verb = {
       return 0;
     }
     ctx.render.table(
-      ["NAME", "REPO", "STATE", "CREATED", "LAST USED", "UNSYNCED"],
+      ["NAME", "REPO", "STATE", "GUARDS", "CREATED", "LAST USED", "UNSYNCED"],
       items.map((i) => [
         i.name,
         i.repo,
         i.state === "deleted" ? "deleted" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
+        i.state === "deleted" ? "-" : isGuarded(i) ? "up" : "down",
         when(i.createdAt),
         when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,

@@ -1,4 +1,4 @@
-// sbx rm: remove a sandbox (container, volumes, overlays, clone, the host's sandbox-<name> remote)
+// sbx rm: remove a sandbox (container, volumes, overlays, clone, the host's sandbox-<name> remote config; its refs stay)
 import type { Command } from "commander";
 import type { Verb } from "../verb";
 
@@ -13,12 +13,13 @@ export const rm: Verb = {
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { cliDeps, withManager } = await import("../../lifecycle/open");
+    const { withDaemonManager } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
-    const { lost } = await withManager(cliDeps(ctx), (m) =>
+    // The daemon stops it and lets go of it; the host keeps refs/remotes/sandbox-<name>/* (nothing made inside is lost).
+    const { lost } = await withDaemonManager(ctx, (m) =>
       m.rm(name, { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, force: opts.force === true }),
     );
-    if (lost.length > 0) ctx.render.info(`discarded ${lost.length} unsynced commit(s) (--force)`);
+    if (lost.length > 0) ctx.render.info(`${lost.length} commit(s) no host branch has are kept only as sandbox-${name}/* refs in the repo (--force)`);
     ctx.render.out(`removed ${name}`);
     return 0;
   },

@@ -18,12 +18,11 @@ export const run: Verb = {
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { cliDeps, withManager } = await import("../../lifecycle/open");
-    const { enterSession } = await import("../../lifecycle/session");
+    const { enter, withDaemonManager } = await import("../../client/sandboxes");
     const [name = "", ...rest] = args;
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
     const repoFlag = opts.repo as string | undefined;
-    return withManager(cliDeps(ctx), async (m) => {
+    return withDaemonManager(ctx, async (m, client) => {
       const { created } = await m.create({
         name,
         cwd: ctx.cwd,
@@ -33,7 +32,7 @@ export const run: Verb = {
         ifExists: "reuse",
       });
       if (created) ctx.render.info(`created sandbox ${name}`);
-      return enterSession(m, ctx.exec, { name, argv, cwd: ctx.cwd, repoFlag, tty: ctx.stdinIsTTY });
+      return enter(ctx, m, client, { name, argv, repoFlag });
     });
   },
 };

@@ -14,13 +14,9 @@ export const shell: Verb = {
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
-    const { cliDeps, withManager } = await import("../../lifecycle/open");
-    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
-    const { enterSession } = await import("../../lifecycle/session");
+    const { enter, withDaemonManager } = await import("../../client/sandboxes");
     const [name = "", ...rest] = args;
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
-    return withManager(cliDeps(ctx), (m) =>
-      enterSession(m, ctx.exec, { name, argv, cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, tty: ctx.stdinIsTTY }),
-    );
+    return withDaemonManager(ctx, (m, client) => enter(ctx, m, client, { name, argv, repoFlag: opts.repo as string | undefined }));
   },
 };

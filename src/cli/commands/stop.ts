@@ -10,9 +10,10 @@ export const stop: Verb = {
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
-    const { cliDeps, withManager } = await import("../../lifecycle/open");
+    const { withDaemonManager } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
-    const changed = await withManager(cliDeps(ctx), (m) => m.stop(name, { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined }));
+    // The daemon stops the container, then its guards; then one last fetch of its commits into the host repo.
+    const changed = await withDaemonManager(ctx, (m) => m.stop(name, { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined }));
     ctx.render.out(changed ? `stopped ${name}` : `${name} was not running`);
     return 0;
   },

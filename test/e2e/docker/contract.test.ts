@@ -34,7 +34,7 @@ runBackendContract(
     writeFileSync(join(repo, "f"), "x\n");
     g("add", "-A");
     g("commit", "-qm", "c");
-    const backend = new DockerBackend(exec);
+    const backend = new DockerBackend(exec, { sandboxRoot: join(root, "sandboxes") });
     const run = sha256Hex(`${process.pid}${Date.now()}`).slice(0, 4);
     return {
       backend,

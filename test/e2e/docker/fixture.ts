@@ -1,5 +1,5 @@
 // Shared e2e fixture: one test user, one small test repo (Dockerfile FROM sbx-base + the user recipe), sbx run as that user.
-import { mkdirSync, writeFileSync, chownSync, readdirSync, statSync } from "node:fs";
+import { mkdirSync, writeFileSync, chownSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { userRecipe } from "../../../src/workspace/init";
 import { cannotCreateUsers, createTestUser, type RunResult, type TestUser } from "../../support/test-user";
@@ -37,7 +37,55 @@ export interface Fixture {
 
 let fixture: Fixture | null = null;
 
+/** The test user's runtime dir (no XDG_RUNTIME_DIR in its env): daemon.pid and control.sock live there. */
+export function runtimeDirOf(user: { uid: number }): string {
+  return `/tmp/sbx-${user.uid}`;
+}
+
+/** The pid of the test user's daemon (the CLI starts one on first use), or null. */
+export function daemonPid(user: { uid: number }): number | null {
+  try {
+    const n = Number.parseInt(readFileSync(join(runtimeDirOf(user), "daemon.pid"), "utf8").trim(), 10);
+    return Number.isInteger(n) && n > 0 ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Stops the daemon the test user's sbx started (by its pid; it is ours) and waits for it to go. */
+export async function stopDaemon(user: { uid: number }, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  const pid = daemonPid(user);
+  if (pid === null) return;
+  try {
+    process.kill(pid, signal);
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await Bun.sleep(50);
+  }
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    /* gone */
+  }
+}
+
 function destroy(f: Fixture): void {
+  const pid = daemonPid(f.user);
+  if (pid !== null) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+  }
+  rmSync(runtimeDirOf(f.user), { recursive: true, force: true });
   const ids = f.docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${f.repo}`]).stdout.split("\n").filter(Boolean);
   if (ids.length) f.docker(["rm", "--force", ...ids]);
   const vols = f.docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${f.repo}`]).stdout.split("\n").filter(Boolean);

@@ -63,9 +63,9 @@ describe("CLI and the daemon", () => {
     expect(st.code).toBe(0);
     const status = JSON.parse(st.stdout);
     expect(status.daemon.pid).toBe(started);
-    // The production registry: the Docker backend and the proxy and bridge guards.
+    // The production registry: the Docker backend and the proxy, bridge and ref-sync guards.
     expect(status.backends).toEqual(["docker"]);
-    expect(status.guards).toEqual(["proxy", "bridge"]);
+    expect(status.guards).toEqual(["proxy", "bridge", "ref-sync"]);
     // With no engine answering, the daemon fails closed: it logs and removes nothing.
     expect(readFileSync(w.paths.daemonLog, "utf8")).toContain("backend list failed");
 

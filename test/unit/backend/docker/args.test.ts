@@ -11,6 +11,8 @@ import {
   overlayVolumeCreateArgs,
   seedEntries,
   mountTargets,
+  rootLabel,
+  RUNTIME_MOUNT,
 } from "../../../../src/backend/docker/args";
 
 const spec: SandboxSpec = {
@@ -27,7 +29,8 @@ const spec: SandboxSpec = {
 
 describe("dockerCreateArgs", () => {
   const overlays = [overlayPlan(spec, "/home/ann/.claude", true), overlayPlan(spec, "/home/ann/.config/fish", false)];
-  const argv = dockerCreateArgs(spec, { image: "sbx-app:1234", overlays, command: containerCommand(spec) });
+  const runtime = { bun: "/usr/lib/bun/bun", shims: "/opt/src/sbx/shims" };
+  const argv = dockerCreateArgs(spec, { image: "sbx-app:1234", overlays, command: containerCommand(spec), runtime, root: rootLabel("/home/ann/.cache/sandbox") });
 
   test("matches the golden argv", () => {
     expect(argv).toEqual([
@@ -45,6 +48,7 @@ describe("dockerCreateArgs", () => {
       "--label", "sbx.repo=/home/ann/src/app",
       "--label", "sbx.dir=/home/ann/.cache/sandbox/app-ff/demo",
       "--label", "sbx.role=sandbox",
+      "--label", `sbx.root=${rootLabel("/home/ann/.cache/sandbox")}`,
       "--env", "HOME=/home/ann",
       "--env", "LANG=C.UTF-8",
       "--env", "SANDBOX=demo",
@@ -52,11 +56,25 @@ describe("dockerCreateArgs", () => {
       "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/clone,dst=/home/ann/src/app",
       "--mount", "type=bind,src=/home/ann/src/app/.git,dst=/home/ann/.cache/sandbox/app-ff/demo/repo/.git,readonly",
       "--mount", "type=bind,src=/run/user/1000/sbx/sb/abc123def456,dst=/run/sbx",
+      "--mount", "type=bind,src=/usr/lib/bun/bun,dst=/opt/sbx/bin/bun,readonly",
+      "--mount", "type=bind,src=/opt/src/sbx/shims,dst=/opt/sbx/shims,readonly",
       "--mount", `type=volume,src=${overlays[0]!.volume},dst=/home/ann/.claude,volume-nocopy`,
       "--mount", `type=volume,src=${overlays[1]!.volume},dst=/home/ann/.config/fish,volume-nocopy`,
       "sbx-app:1234",
-      "sleep", "infinity",
+      "/opt/sbx/bin/bun", "/opt/sbx/shims/forwarder.ts", "--port", "3128",
     ]);
+  });
+
+  test("the long-lived process is the forwarder on the host's Bun, mounted read-only with the shims", () => {
+    expect(containerCommand(spec)[0]).toBe(RUNTIME_MOUNT.bun);
+    expect(containerCommand({ ...spec, options: { ...spec.options, proxyPort: 4000 } }).slice(-2)).toEqual(["--port", "4000"]);
+    const mounts = argv.filter((_, i) => argv[i - 1] === "--mount");
+    expect(mounts.filter((m) => m.includes("/opt/sbx/")).every((m) => m.endsWith(",readonly"))).toBe(true);
+  });
+
+  test("the root label is a hash of the state root: two roots never share one", () => {
+    expect(rootLabel("/home/ann/.cache/sandbox")).toMatch(/^[0-9a-f]{64}$/);
+    expect(rootLabel("/home/ann/.cache/sandbox")).not.toBe(rootLabel("/home/bob/.cache/sandbox"));
   });
 
   test("never gives the sandbox a network, the docker socket or the SSH agent", () => {
@@ -86,7 +104,7 @@ describe("overlays", () => {
   test("volume create argv carries type=overlay, escaped options and the labels", () => {
     const s2 = { ...spec, dir: "/x/we,ird:dir" };
     const p = overlayPlan(s2, "/home/ann/.claude", true);
-    const argv = overlayVolumeCreateArgs(s2, p);
+    const argv = overlayVolumeCreateArgs(s2, p, rootLabel("/x"));
     expect(argv.slice(0, 5)).toEqual(["docker", "volume", "create", "--driver", "local"]);
     expect(argv).toContain("type=overlay");
     expect(argv).toContain("device=overlay");
@@ -96,6 +114,7 @@ describe("overlays", () => {
     );
     expect(o).toContain("/x/we\\,ird\\:dir/overlay/");
     expect(argv).toContain("sbx.sandbox=abc123def456");
+    expect(argv).toContain(`sbx.root=${rootLabel("/x")}`);
     expect(argv.at(-1)).toBe(p.volume);
   });
 

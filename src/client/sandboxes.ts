@@ -1,0 +1,81 @@
+// The CLI's sandbox verbs over the daemon: the lifecycle manager does the host-side work, the daemon starts and stops (guards first).
+import { SbxError } from "../core/errors";
+import type { Sandbox } from "../core/schemas";
+import { cliDeps, openManager } from "../lifecycle/open";
+import type { SandboxManager, Supervisor } from "../lifecycle/manager";
+import { readStdin, runPiped, stdinHasData } from "../lifecycle/relay";
+import type { Env } from "../sys/env";
+import type { Exec } from "../sys/exec";
+import type { Paths } from "../sys/paths";
+import { sandboxLayout } from "../workspace/layout";
+import { sessionCwd } from "../workspace/clone";
+import { daemonFor } from "./cli";
+import type { DaemonClient } from "./client";
+import { openShell, processTty, type Tty } from "./terminal";
+
+/** The daemon as the lifecycle's supervisor: every start and stop of a container goes through it. */
+export function daemonSupervisor(client: DaemonClient): Supervisor {
+  const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
+  return {
+    async start(row) {
+      const { sandbox } = await client.start(ref(row));
+      if (!sandbox.guarded) {
+        throw new SbxError("unavailable", `sandbox '${row.name}' started but its guards are not all up`, {
+          hint: "See `sbx status` and the daemon log; nothing runs in a sandbox whose proxy and bridge are down.",
+        });
+      }
+    },
+    async stop(row) {
+      const before = (await client.sandboxes()).sandboxes.find((s) => s.name === row.name && s.repo === row.repo);
+      await client.stop(ref(row));
+      return before?.phase === "running";
+    },
+    async release(row) {
+      await client.release(ref(row));
+    },
+  };
+}
+
+export interface VerbContext {
+  exec: Exec;
+  env: Env;
+  paths: Paths;
+  cwd: string;
+  stdinIsTTY: boolean;
+  render: { info(line: string): void };
+}
+
+/** Connects to the daemon (starting one if needed), opens the manager with it as supervisor, runs fn, closes the store. */
+export async function withDaemonManager<T>(ctx: VerbContext, fn: (m: SandboxManager, client: DaemonClient) => Promise<T>): Promise<T> {
+  const client = await daemonFor(ctx);
+  const o = openManager({ ...cliDeps(ctx), supervisor: daemonSupervisor(client) });
+  try {
+    return await fn(o.manager, client);
+  } finally {
+    o.close();
+  }
+}
+
+export interface EnterRequest {
+  name: string;
+  argv: string[];
+  repoFlag?: string | undefined;
+}
+
+/**
+ * A shell or command in the sandbox; returns its exit code. With a terminal: a daemon session under a PTY the daemon
+ * owns (refused unless every guard is up), relayed here. Without one (`sbx run x -- cmd | …`): the daemon starts the
+ * sandbox with its guards, then the command runs with no PTY, stdout streamed as it comes, its exit code sbx's.
+ */
+export async function enter(ctx: VerbContext, m: SandboxManager, client: DaemonClient, req: EnterRequest, tty: Tty = processTty()): Promise<number> {
+  if (ctx.stdinIsTTY) {
+    const { repo, row } = await m.locate(req.name, { cwd: ctx.cwd, repoFlag: req.repoFlag });
+    await m.start(req.name, { cwd: ctx.cwd, repoFlag: req.repoFlag });
+    const cwd = sessionCwd(repo, ctx.cwd, sandboxLayout(m.specFor(row).dir).clone);
+    return openShell(client, { name: req.name, repo, argv: req.argv, cwd, env: ctx.env.raw }, tty);
+  }
+  const pipeIn = stdinHasData();
+  const argv = await m.session({ name: req.name, argv: req.argv, cwd: ctx.cwd, repoFlag: req.repoFlag, tty: false, stdin: pipeIn });
+  const input = pipeIn ? await readStdin() : undefined;
+  return runPiped(ctx.exec, argv, { stdout: (s) => void process.stdout.write(s), stderr: (s) => void process.stderr.write(s) }, input);
+}

@@ -1,0 +1,70 @@
+// Live ref sync end to end on Docker: commits made inside appear on the host with no command typed, host branches appear inside, and `sbx rm --force` keeps the sandbox's refs.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { realpathSync } from "node:fs";
+import type { Fixture } from "../docker/fixture";
+import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, skipReason, waitFor } from "./harness";
+
+const tag = Math.random().toString(36).slice(2, 8);
+const GIT_ID = ["-c", "user.email=agent@example.invalid", "-c", "user.name=agent"];
+
+let f: Fixture;
+let repo: string;
+let ctr = "";
+
+function hostRef(ref: string): string | undefined {
+  const r = f.git(["rev-parse", "--verify", "-q", ref], repo);
+  return r.code === 0 ? r.stdout.trim() : undefined;
+}
+
+describe.skipIf(!canRun)(`ref sync end to end on Docker${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
+  beforeAll(() => {
+    f = acquireFixture();
+    repo = makeRepo(f, `refsync-${tag}`);
+    must(f.sbx(["create", "r"], { cwd: repo }), "sbx create r");
+    ctr = containerOf(realpathSync(repo), "r");
+  }, 180_000);
+
+  afterAll(() => {
+    if (repo) {
+      f.sbx(["rm", "--force", "r"], { cwd: repo });
+      const left = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${realpathSync(repo)}`]).stdout.split("\n").filter(Boolean);
+      if (left.length) docker(["rm", "--force", ...left]);
+    }
+    if (f) releaseFixture();
+  }, 60_000);
+
+  test("a commit made inside is on the host as sandbox-r/<branch> within 2 s, with no command typed", async () => {
+    must(dexec(f, ctr, ["sh", "-c", `git checkout -q -b work && echo inside > w.txt && git add w.txt && git ${GIT_ID.join(" ")} commit -qm inside`], { workdir: repo }), "commit inside");
+    const sha = must(dexec(f, ctr, ["git", "rev-parse", "HEAD"], { workdir: repo }), "rev-parse").stdout.trim();
+    const t0 = Date.now();
+    const seen = await waitFor(() => (hostRef("refs/remotes/sandbox-r/work") === sha ? Date.now() - t0 : undefined), 5000);
+    expect(seen).toBeDefined();
+    expect(seen!).toBeLessThan(2000);
+  }, 30_000);
+
+  test("a host branch commit appears inside as a remote-tracking ref (host/<branch>) within 2 s", async () => {
+    must(f.git(["checkout", "-q", "-b", `feat-${tag}`], repo), "host checkout");
+    must(f.git(["commit", "-q", "--allow-empty", "-m", "host work"], repo), "host commit");
+    const sha = hostRef("HEAD")!;
+    must(f.git(["checkout", "-q", "main"], repo), "host checkout main");
+    const t0 = Date.now();
+    const seen = await waitFor(() => {
+      const r = dexec(f, ctr, ["git", "rev-parse", "--verify", "-q", `refs/remotes/host/feat-${tag}`], { workdir: repo });
+      return r.stdout.trim() === sha ? Date.now() - t0 : undefined;
+    }, 5000);
+    expect(seen).toBeDefined();
+    expect(seen!).toBeLessThan(2000);
+  }, 30_000);
+
+  test("sbx stop takes a last fetch; sbx rm --force keeps refs/remotes/sandbox-r/* and drops only the remote's config", () => {
+    must(dexec(f, ctr, ["sh", "-c", `echo late >> w.txt && git ${GIT_ID.join(" ")} commit -qam late`], { workdir: repo }), "late commit");
+    const late = must(dexec(f, ctr, ["git", "rev-parse", "HEAD"], { workdir: repo }), "rev-parse").stdout.trim();
+    must(f.sbx(["stop", "r"], { cwd: repo }), "sbx stop");
+    expect(hostRef("refs/remotes/sandbox-r/work")).toBe(late);
+    must(f.sbx(["rm", "--force", "r"], { cwd: repo }), "sbx rm --force");
+    expect(docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${realpathSync(repo)}`]).stdout.trim()).toBe("");
+    expect(hostRef("refs/remotes/sandbox-r/work")).toBe(late);
+    expect(f.git(["log", "--format=%s", "-1", "sandbox-r/work"], repo).stdout.trim()).toBe("late");
+    expect(f.git(["config", "--get", "remote.sandbox-r.url"], repo).code).not.toBe(0);
+  }, 60_000);
+});
