@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { cannotCreateUsers, createTestUser } from "../../support/test-user";
 
 const CLI = join(import.meta.dir, "../../../src/cli/main.ts");
 
@@ -97,6 +98,24 @@ describe.skipIf(skipReason !== undefined)(`sbx demo (real Docker, loopback only)
     expect(report.notes.some((n) => n.startsWith("base image: "))).toBe(true);
     expect(report.notes.some((n) => n.includes("runs on this machine's loopback, so the demo allows"))).toBe(true);
     expect(leftovers(report.root, report.daemonPid)).toEqual([]);
+  }, 900_000);
+
+  test.skipIf(cannotCreateUsers() !== undefined)(`as a normal user in the docker group: every step passes, nothing left behind${cannotCreateUsers() ? ` — skipped: ${cannotCreateUsers()}` : ""}`, () => {
+    const user = createTestUser({ name: "sbxt-demo" });
+    let image: string | undefined;
+    try {
+      const r = user.run(["bun", CLI, "demo", "--json"], { cwd: user.home, env: { NO_COLOR: "1" } });
+      const report = JSON.parse(r.stdout) as Report;
+      image = /docker image rm (\S+) removes it/.exec(report.notes.join("\n"))?.[1];
+      expect(report.steps.filter((s) => !s.pass).map((s) => `${s.id}: ${s.happened}`)).toEqual([]);
+      expect(report.steps.map((s) => s.id)).toEqual(STEP_IDS);
+      expect(r.code).toBe(0);
+      expect(leftovers(report.root, report.daemonPid)).toEqual([]);
+    } finally {
+      // The image carries this user's uid and name; the user goes, so does it.
+      if (image) docker(["image", "rm", image]);
+      user.remove();
+    }
   }, 900_000);
 
   test("^C during the demo: it stops after the current step, cleans up everything and exits 130", async () => {
