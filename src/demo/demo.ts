@@ -2,6 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
+import { rootLabel } from "../backend/docker/args";
 import { defaultDaemonArgv } from "../client/autostart";
 import { readEnv, type Env } from "../sys/env";
 import type { Exec, ExecResult } from "../sys/exec";
@@ -384,7 +385,7 @@ function alive(pid: number): boolean {
 
 /**
  * Removes everything the demo made: the sandbox (sbx rm --force), then the daemon by pid, then any container or volume
- * still labelled with the demo repo, then the temporary root.
+ * still labelled with the demo repo or the demo's state root (sbx.root), then the temporary root.
  * runs: sbx rm --force demo; kill -TERM <daemon pid>; docker rm --force …; docker volume rm --force …
  */
 async function cleanup(
@@ -416,16 +417,18 @@ async function cleanup(
   }
   for (const stop of s.stoppers) await stop().catch(() => undefined);
   // Whatever sbx rm did not remove (a create that failed half-way): by label, never by name.
+  const filters = [`label=sbx.repo=${c.repo}`, `label=sbx.root=${rootLabel(c.paths.sandboxRoot)}`];
   for (const kind of ["container", "volume"] as const) {
-    const ls = kind === "container"
-      ? ["docker", "ps", "--all", "--quiet", "--filter", `label=sbx.repo=${c.repo}`]
-      : ["docker", "volume", "ls", "--quiet", "--filter", `label=sbx.repo=${c.repo}`];
-    const r = await c.exec.run(ls, { check: false });
-    const ids = r.stdout.split("\n").map((x) => x.trim()).filter(Boolean);
-    if (ids.length === 0) continue;
+    const ids = new Set<string>();
+    for (const f of filters) {
+      const ls = kind === "container" ? ["docker", "ps", "--all", "--quiet", "--filter", f] : ["docker", "volume", "ls", "--quiet", "--filter", f];
+      const r = await c.exec.run(ls, { check: false });
+      for (const x of r.stdout.split("\n")) if (x.trim()) ids.add(x.trim());
+    }
+    if (ids.size === 0) continue;
     const rm = kind === "container" ? ["docker", "rm", "--force", ...ids] : ["docker", "volume", "rm", "--force", ...ids];
     await c.exec.run(rm, { check: false });
-    problems.push(`removed ${ids.length} leftover ${kind}(s) by label`);
+    problems.push(`removed ${ids.size} leftover ${kind}(s) by label`);
   }
   try {
     rmSync(c.root, { recursive: true, force: true });

@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { rootLabel } from "../../../src/backend/docker/args";
 import { cannotCreateUsers, createTestUser } from "../../support/test-user";
 
 const CLI = join(import.meta.dir, "../../../src/cli/main.ts");
@@ -58,6 +59,10 @@ function leftovers(root: string, daemonPid: number | null): string[] {
   const repo = join(root, "demo");
   for (const id of docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`])) out.push(`container ${id}`);
   for (const v of docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`])) out.push(`volume ${v}`);
+  // Everything of the demo's own state root (the label the Docker backend scopes its cleanup by).
+  const rl = rootLabel(join(root, "cache", "sandbox"));
+  for (const id of docker(["ps", "--all", "--quiet", "--filter", `label=sbx.root=${rl}`])) out.push(`container ${id} (sbx.root)`);
+  for (const v of docker(["volume", "ls", "--quiet", "--filter", `label=sbx.root=${rl}`])) out.push(`volume ${v} (sbx.root)`);
   // Anything labelled with a sandbox dir under the demo's own cache.
   for (const line of docker(["ps", "--all", "--format", '{{.ID}} {{.Label "sbx.dir"}}'])) {
     const [id, dir] = line.split(" ");
