@@ -1,5 +1,5 @@
 // Benchmark: pushing a 1,000-commit branch through the git shim + bridge + gate vs a plain `git push` to the same local upstream.
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -10,6 +10,16 @@ import { startGitHttpServer } from "../test/support/git-http-server";
 import { git, sh, SHIMS } from "../test/integration/bridge/harness";
 
 const COMMITS = 1000;
+/** CPU ms used so far by this process and every descendant it (or they) reaped: Linux /proc, else NaN. */
+function cpuMs(): number {
+  try {
+    const f = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
+    // fields after "comm": state=0 … utime=11 stime=12 cutime=13 cstime=14 (clock ticks, 100 per second)
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+  } catch {
+    return NaN;
+  }
+}
 const RUNS = Number(process.env.RUNS ?? 5);
 const PATH = process.env.PATH ?? "/usr/bin:/bin";
 
@@ -56,6 +66,8 @@ try {
     : real;
   const viaBridge: number[] = [];
   const plain: number[] = [];
+  let cpuBridge = 0;
+  let cpuPlain = 0;
   for (let i = 0; i < RUNS + 1; i++) {
     // Fresh upstream, gate and tracking refs each run, so every run sends all 1,000 commits.
     const upB = `b${i}`;
@@ -74,28 +86,38 @@ try {
       path: PATH,
     });
     const env = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
+    let c = cpuMs();
+    const self = process.cpuUsage();
     let t = performance.now();
     t0 = t;
     const r = await sh([join(SHIMS, "git"), "push", "-q", "origin", "big"], { cwd: clone, env });
     const dt = performance.now() - t;
-    if (process.env.TRACE) console.error(`  = ${dt.toFixed(0)} ms shim push, run ${i}`);
+    const dcB = cpuMs() - c;
+    if (process.env.TRACE) {
+      const u = process.cpuUsage(self);
+      console.error(`  = ${dt.toFixed(0)} ms shim push, run ${i}; CPU ${dcB} ms in all, ${((u.user + u.system) / 1000).toFixed(0)} ms in this process (bridge + upstream server)`);
+    }
     await bridge.close();
     if (r.code !== 0) throw new Error(`shim push failed: ${r.stderr}`);
     const upP = `p${i}`;
     await server.createRepo(upP);
     const url = server.repoUrl(upP).replace("http://", `http://x:${token}@`);
+    c = cpuMs();
     t = performance.now();
     const p = await sh(["git", "push", "-q", url, `${sha}:refs/heads/big`], { cwd: clone });
     const dp = performance.now() - t;
+    const dcP = cpuMs() - c;
     if (p.code !== 0) throw new Error(`plain push failed: ${p.stderr}`);
     if (i > 0) {
       viaBridge.push(dt);
       plain.push(dp);
+      cpuBridge += dcB;
+      cpuPlain += dcP;
     }
   }
   const b = summarize(viaBridge);
   const p = summarize(plain);
-  console.log(`push of ${COMMITS} commits, ${RUNS} runs (median ms): shim+bridge ${b.median.toFixed(0)}, plain ${p.median.toFixed(0)}`);
+  console.log(`push of ${COMMITS} commits, ${RUNS} runs (median ms): shim+bridge ${b.median.toFixed(0)}, plain ${p.median.toFixed(0)}; fastest: ${b.min.toFixed(0)} vs ${p.min.toFixed(0)} (${(b.min / p.min).toFixed(2)}x); CPU per push (all processes, mean ms): shim+bridge ${(cpuBridge / RUNS).toFixed(0)}, plain ${(cpuPlain / RUNS).toFixed(0)}`);
   report([{ name: `push ${COMMITS} commits via shim+bridge+gate`, unit: "ms", value: b.median, baselineName: "plain git push", baseline: p.median, better: "lower", target: 1.5 }]);
 } finally {
   await server.stop();
