@@ -136,6 +136,11 @@ describe("no-secret-inside", () => {
     // git's own "failed to push" lines of the aborted push are not shown; the refusal is.
     expect(r.stderr).not.toContain("failed to push");
     expect(receivePosts()).toBe(posts);
+    // --no-verify skips hooks in git; the sandbox's copy of it never reaches the gate's push.
+    const nv = await h.shim(["push", "--no-verify", "origin", "held"]);
+    expect(nv.code).toBe(77);
+    expect(receivePosts()).toBe(posts);
+    expect(await refIn(h.upstreamRepo, "refs/heads/held")).toBe("");
   });
 
   test("a commit that ref sync already copied to the host (refs/remotes/sandbox-*) is still scanned", async () => {
