@@ -7,7 +7,8 @@ export interface ExecOptions {
   env?: Record<string, string>;
   /** Use `env` as the whole environment: for commands that must not inherit anything (the bridge's git). */
   replaceEnv?: boolean;
-  stdin?: string | Uint8Array;
+  /** A string or bytes, or a stream consumed as it arrives (e.g. a pack being uploaded). */
+  stdin?: string | Uint8Array | ReadableStream<Uint8Array>;
   timeoutMs?: number;
   /** Throw ExecError on a non-zero exit (default true). */
   check?: boolean;

@@ -38,6 +38,17 @@ describe("createExec", () => {
     expect(err.hint).toContain("installed");
   });
 
+  test("stdin may be a stream, consumed as it arrives", async () => {
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode("part one, "));
+        c.enqueue(new TextEncoder().encode("part two"));
+        c.close();
+      },
+    });
+    expect((await exec.run(["cat"], { stdin: stream })).stdout).toBe("part one, part two");
+  });
+
   test("stdin is delivered", async () => {
     const r = await exec.run(["cat"], { stdin: "from stdin" });
     expect(r.stdout).toBe("from stdin");
