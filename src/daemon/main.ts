@@ -131,14 +131,24 @@ export function dockerRefSyncGuard(docker: DockerBackend): SandboxGuard {
       "docker", "exec", "--user", `${u.uid}:${u.gid}`, "--env", `PATH=${PLAIN_PATH}`, containerName(ctx.spec.id),
       "git", "-C", ctx.spec.repo, "fetch", "--prune", "--quiet", HOST_REMOTE,
     ];
+    // Set when a host → clone fetch was skipped (container not running): the first start then owes one sync.
+    let owed = false;
     return {
       hostRepo: ctx.spec.repo,
       clonePath: lay.clone,
       remoteName: sandboxRemote(ctx.spec.name),
       expectedAlternates: `${join(lay.linkGit, "objects")}\n`,
       insideFetch: async () => {
-        if ((await docker.containerStatus(ctx.spec)) !== "running") return { argv, exitCode: 0, stdout: "", stderr: "" };
+        if ((await docker.containerStatus(ctx.spec)) !== "running") {
+          owed = true;
+          return { argv, exitCode: 0, stdout: "", stderr: "" };
+        }
         return ctx.exec.run(argv, { check: false, timeoutMs: 60_000 });
+      },
+      syncOnStart: () => {
+        const o = owed;
+        owed = false;
+        return o;
       },
     };
   });

@@ -8,6 +8,12 @@ export interface RefSyncGuardContext {
   audit(action: string, detail?: Record<string, unknown>): void;
 }
 
+/**
+ * A target, plus (optionally) whether a sync is owed once the sandbox runs: true when a host → clone fetch had to be
+ * skipped because the sandbox was not running. Without it, every start syncs both ways.
+ */
+export type RefSyncGuardTarget = RefSyncTarget & { syncOnStart?: () => boolean };
+
 /** What the daemon must work out per sandbox (paths, the remote, the `docker exec … git fetch` callback). */
 export type RefSyncTarget = Omit<RefSyncOptions, "exec" | "audit">;
 
@@ -22,16 +28,17 @@ export interface RefSyncGuardHandle {
  * The "ref-sync" guard: on start, resolves the sandbox's target, syncs once each way and starts watching; its health
  * is not ok while sync is refused (alternates rewritten) or failing, with the reason as detail.
  */
-export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncTarget | Promise<RefSyncTarget>) {
+export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncGuardTarget | Promise<RefSyncGuardTarget>) {
   return {
     name: "ref-sync" as const,
     async start(ctx: C): Promise<RefSyncGuardHandle> {
       const target = await resolve(ctx);
-      const sync = await startRefSync({ ...target, exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
+      const { syncOnStart: _owed, ...opts } = target;
+      const sync = await startRefSync({ ...opts, exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
       return {
         stop: () => sync.stop(),
         sandboxStarted: async () => {
-          await sync.syncNow();
+          if (target.syncOnStart === undefined || target.syncOnStart()) await sync.syncNow();
         },
         health: () => {
           const h = sync.health();
