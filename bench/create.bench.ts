@@ -1,6 +1,6 @@
 // Benchmark: warm `sbx create` on a 5,000-file repo vs `git clone --shared` + `docker create` + `docker start` of the same image.
 // Run as root: bun bench/create.bench.ts  (needs Docker and the sbx-base:bookworm image)
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { userRecipe } from "../src/workspace/init";
@@ -18,7 +18,34 @@ const env = {
   XDG_CACHE_HOME: join(root, "cache"),
   XDG_STATE_HOME: join(root, "state"),
   XDG_CONFIG_HOME: join(root, "config"),
+  // Its own runtime dir: the daemon this bench starts (and its sockets) are the bench's, never /tmp/sbx-<uid>'s.
+  XDG_RUNTIME_DIR: join(root, "rt"),
 };
+
+/** Stops the daemon this bench's CLI calls auto-started, by the pid in its own runtime dir's lock file. */
+async function stopBenchDaemon(): Promise<void> {
+  let pid = NaN;
+  try {
+    pid = Number.parseInt(readFileSync(join(env.XDG_RUNTIME_DIR, "sbx", "daemon.pid"), "utf8"), 10);
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await Bun.sleep(50);
+  }
+  console.error(`bench: daemon pid ${pid} did not stop within 5 s`);
+}
 
 function sh(argv: string[], cwd = repo): string {
   const r = Bun.spawnSync(argv, { cwd, env, stdout: "pipe", stderr: "pipe" });
@@ -27,6 +54,7 @@ function sh(argv: string[], cwd = repo): string {
 }
 
 mkdirSync(home, { recursive: true });
+mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
 mkdirSync(repo, { recursive: true });
 for (let d = 0; d < 50; d++) {
   mkdirSync(join(repo, `dir${d}`), { recursive: true });
@@ -65,5 +93,6 @@ try {
   for (const name of made) Bun.spawnSync(["bun", CLI, "rm", "--force", name], { cwd: repo, env, stdout: "ignore", stderr: "ignore" });
   const ids = Bun.spawnSync(["docker", "ps", "-aq", "--filter", "label=sbx.bench=1"]).stdout.toString().split("\n").filter(Boolean);
   if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids], { stdout: "ignore" });
+  await stopBenchDaemon();
   rmSync(root, { recursive: true, force: true });
 }

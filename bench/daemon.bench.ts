@@ -1,4 +1,4 @@
-// Daemon benchmarks: RSS with 1 and 20 idle sandboxes (fake backend, real per-sandbox unix-socket guards), and a control-socket round trip vs `bun -e 0`.
+// Daemon benchmarks (each daemon in its own temp XDG dirs, stopped by pid): RSS with 1 and 20 idle sandboxes (fake backend, real per-sandbox unix-socket guards), and a control-socket round trip vs `bun -e 0`.
 import { readFileSync } from "node:fs";
 import { report, time } from "./lib";
 import { CLI, makeWorld, seedSandbox, startDaemonProc, type World } from "../test/support/daemon-proc";
@@ -20,18 +20,22 @@ async function idleRss(n: number): Promise<number> {
   try {
     for (let i = 0; i < n; i++) seedSandbox(w, `sb${i}`, "running");
     const d = await startDaemonProc(w);
-    const st = await w.client.status();
-    if (st.sandboxes.filter((s) => s.guarded).length !== n) throw new Error(`expected ${n} guarded sandboxes`);
-    // Let start-up garbage settle, then take the median of a few samples.
-    await Bun.sleep(1500);
-    const samples: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      samples.push(rssMb(d.pid));
-      await Bun.sleep(200);
+    try {
+      const st = await w.client.status();
+      if (st.sandboxes.filter((s) => s.guarded).length !== n) throw new Error(`expected ${n} guarded sandboxes`);
+      // Let start-up garbage settle, then take the median of a few samples.
+      await Bun.sleep(1500);
+      const samples: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        samples.push(rssMb(d.pid));
+        await Bun.sleep(200);
+      }
+      return samples.sort((a, b) => a - b)[2]!;
+    } finally {
+      // Stopped by its own pid whatever happened above: a bench never leaves a daemon behind.
+      d.proc.kill("SIGTERM");
+      await d.exited;
     }
-    d.proc.kill("SIGTERM");
-    await d.exited;
-    return samples.sort((a, b) => a - b)[2]!;
   } finally {
     w.cleanup();
   }
