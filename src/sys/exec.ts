@@ -1,4 +1,5 @@
 // The one place sbx spawns processes: argv arrays only, never a shell string; failures carry argv, code, stderr.
+import { closeSync, openSync } from "node:fs";
 import { SbxError } from "../core/errors";
 
 export interface ExecOptions {
@@ -145,4 +146,43 @@ export function createExec(baseEnv: Record<string, string>): Exec {
       };
     },
   };
+}
+
+export interface DetachedOptions {
+  cwd?: string;
+  /** The whole environment of the child (nothing is inherited implicitly). */
+  env: Record<string, string>;
+  /** Where stdout and stderr go (appended, created 0600); discarded when absent. */
+  logFile?: string;
+}
+
+export interface DetachedProcess {
+  readonly pid: number;
+  /** Resolves with the exit code if it ends while this process still runs. */
+  readonly exited: Promise<number>;
+}
+
+/**
+ * Starts a process that outlives the caller: its own session, stdin from /dev/null, output to logFile or
+ * nowhere, not waited for (the daemon's auto-start, `sbx ui`'s browser opener). A missing program throws ExecError (127).
+ */
+export function spawnDetached(argv: readonly string[], opts: DetachedOptions): DetachedProcess {
+  if (argv.length === 0) throw new SbxError("internal", "exec: empty argv");
+  const fd = opts.logFile === undefined ? undefined : openSync(opts.logFile, "a", 0o600);
+  try {
+    const proc = Bun.spawn([...argv], {
+      cwd: opts.cwd,
+      env: { ...opts.env },
+      stdin: "ignore",
+      stdout: fd ?? "ignore",
+      stderr: fd ?? "ignore",
+      detached: true,
+    });
+    proc.unref();
+    return { pid: proc.pid, exited: proc.exited };
+  } catch (e) {
+    throw new ExecError({ argv, exitCode: EXIT_NOT_FOUND, stdout: "", stderr: String((e as Error).message) }, `Is \`${argv[0]}\` installed and on PATH?`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }

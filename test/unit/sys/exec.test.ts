@@ -1,6 +1,9 @@
 // The real executor runs argv without a shell and reports failures with argv, exit code and stderr; the fake refuses surprises.
 import { describe, expect, test } from "bun:test";
-import { createExec, ExecError } from "../../../src/sys/exec";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createExec, ExecError, spawnDetached } from "../../../src/sys/exec";
 import { FakeExec, UnexpectedCallError } from "../../fakes/exec";
 
 const exec = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" });
@@ -85,6 +88,38 @@ describe("createExec", () => {
     await Bun.sleep(50);
     expect(out).toContain("is-a-tty");
     expect(out).toContain("17 91");
+  });
+});
+
+describe("spawnDetached", () => {
+  test("runs in its own session with only the given env, output appended to a 0600 log, not waited for", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sbx-detached-"));
+    try {
+      const log = join(dir, "out.log");
+      // Field 6 of /proc/<pid>/stat is the session id: a session leader's equals its own pid.
+      const p = spawnDetached(["sh", "-c", 'echo "pid=$$ sid=$(cut -d" " -f6 /proc/$$/stat) home=${HOME-unset} x=$X"; echo to-stderr >&2'], {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", X: "given" },
+        logFile: log,
+      });
+      expect(await p.exited).toBe(0);
+      const out = readFileSync(log, "utf8");
+      expect(out).toContain(`pid=${p.pid} sid=${p.pid} home=unset x=given`);
+      expect(out).toContain("to-stderr");
+      expect(statSync(log).mode & 0o777).toBe(0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a missing program is an ExecError with exit 127", () => {
+    let err: unknown;
+    try {
+      spawnDetached(["/nonexistent/sbx-no-such-program"], { env: {} });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ExecError);
+    expect((err as ExecError).commandExitCode).toBe(127);
   });
 });
 
