@@ -11,7 +11,7 @@ import type { Sandbox, SandboxState } from "../core/schemas";
 import type { Store } from "../store/store";
 import { passwdName, type Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
-import { sandboxDir, sandboxSockets, socketId, type Paths } from "../sys/paths";
+import { sandboxDir, sandboxSockets, sha256Hex, SOCKET_ID_LENGTH, type Paths } from "../sys/paths";
 import { finalFetch, retireSandboxRemote } from "../sync/final-fetch";
 import {
   createClone,
@@ -26,6 +26,15 @@ import { sandboxLayout } from "../workspace/layout";
 import { findRepoRoot } from "../workspace/repo";
 import { sandboxEnv, terminalVars } from "./env";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "./lock";
+
+/**
+ * Pure: a sandbox's id (container `sbx-<id>`, volume and socket-dir names), scoped to the state root: two state roots
+ * (two XDG setups of one user, or a test's own) with the same repo and sandbox name get different containers and socket
+ * dirs, so neither can start, stop or remove the other's.
+ */
+export function sandboxId(sandboxRoot: string, repo: string, name: string): string {
+  return sha256Hex(`${sandboxRoot}\0${repo}\0${name}`).slice(0, SOCKET_ID_LENGTH);
+}
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
 export const DockerIdentitySchema = z.object({
@@ -234,7 +243,7 @@ export class SandboxManager {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(lay.creating, `${process.pid}\n`);
       const ident: DockerIdentity = {
-        id: socketId(repo, req.name),
+        id: sandboxId(this.d.paths.sandboxRoot, repo, req.name),
         dir,
         overlays: this.overlaysFor(req.overlays ?? [], req.cwd),
         hostShell: user.shell,
@@ -395,7 +404,7 @@ export class SandboxManager {
 
   /** Removes everything of one sandbox, whatever state it is in; idempotent. */
   private async teardown(name: string, repo: string, dir: string, row: Sandbox | null): Promise<void> {
-    let ident: DockerIdentity = { id: socketId(repo, name), dir, overlays: [] };
+    let ident: DockerIdentity = { id: sandboxId(this.d.paths.sandboxRoot, repo, name), dir, overlays: [] };
     if (row) {
       const r = DockerIdentitySchema.safeParse(row.identity);
       if (r.success) ident = r.data;

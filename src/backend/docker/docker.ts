@@ -50,6 +50,12 @@ export function engineSocket(dockerHost: string | undefined): string | undefined
   return dockerHost.startsWith("unix://") ? dockerHost.slice("unix://".length) : undefined;
 }
 
+interface Seen {
+  status: string;
+  root: string;
+  dir: string;
+}
+
 interface Found {
   kind: "container" | "volume";
   name: string;
@@ -132,29 +138,54 @@ export class DockerBackend implements Backend {
     return [...new Set(spec.overlays)].map((t) => overlayPlan(spec, t, isDir(t)));
   }
 
-  /** GET /containers/<name>/json on the engine socket: 404 means absent. Undefined when the API cannot answer. */
-  private async apiStatus(name: string): Promise<string | null | undefined> {
+  /**
+   * GET /containers/<name>/json on the engine socket: 404 means absent. Undefined when the API cannot answer.
+   * Returns the status and the labels that say whose container it is.
+   */
+  private async apiStatus(name: string): Promise<Seen | null | undefined> {
     const sock = this.opts.apiSocket;
     if (sock === undefined) return undefined;
     try {
       const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit);
       if (res.status === 404) return null;
       if (!res.ok) return undefined;
-      const body = (await res.json()) as { State?: { Status?: unknown } };
-      return typeof body.State?.Status === "string" ? body.State.Status : undefined;
+      const body = (await res.json()) as { State?: { Status?: unknown }; Config?: { Labels?: Record<string, unknown> | null } };
+      if (typeof body.State?.Status !== "string") return undefined;
+      const l = body.Config?.Labels ?? {};
+      const str = (v: unknown) => (typeof v === "string" ? v : "");
+      return { status: body.State.Status, root: str(l[LABEL.root]), dir: str(l[LABEL.dir]) };
     } catch {
       return undefined;
     }
   }
 
-  /** runs: docker inspect --type container --format '{{.State.Status}}' sbx-<id> (exit code says whether it exists) */
+  /**
+   * The container's status, or null when there is none of THIS state root: a container of that name that another
+   * root made (its sbx.root label differs; an unlabelled one whose sbx.dir is not this sandbox's dir) is never ours to
+   * start, stop or remove. `foreign` says one is in the way.
+   * runs: docker inspect --type container --format '{{.State.Status}}\t{{index .Config.Labels "sbx.root"}}\t…' sbx-<id>
+   */
+  async ownContainer(spec: SandboxSpec): Promise<{ status: string | null; foreign: boolean }> {
+    let seen = await this.apiStatus(containerName(spec.id));
+    if (seen === undefined) {
+      const r = await this.exec.run(
+        ["docker", "inspect", "--type", "container", "--format", `{{.State.Status}}\t{{index .Config.Labels "${LABEL.root}"}}\t{{index .Config.Labels "${LABEL.dir}"}}`, containerName(spec.id)],
+        { check: false },
+      );
+      if (r.exitCode !== 0) seen = null;
+      else {
+        const [status = "", root = "", dir = ""] = r.stdout.trim().split("\t");
+        seen = { status, root: root === "<no value>" ? "" : root, dir: dir === "<no value>" ? "" : dir };
+      }
+    }
+    if (seen === null) return { status: null, foreign: false };
+    const ours = seen.root === this.root || (seen.root === "" && seen.dir === spec.dir);
+    return ours ? { status: seen.status, foreign: false } : { status: null, foreign: true };
+  }
+
+  /** This state root's container status (null when absent or another root's). */
   async containerStatus(spec: SandboxSpec): Promise<string | null> {
-    const fast = await this.apiStatus(containerName(spec.id));
-    if (fast !== undefined) return fast;
-    const r = await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.State.Status}}", containerName(spec.id)], {
-      check: false,
-    });
-    return r.exitCode === 0 ? r.stdout.trim() : null;
+    return (await this.ownContainer(spec)).status;
   }
 
   /** Makes upper/work (and an empty lower when the host dir is missing) in the sandbox dir; never touches the real dir. */
@@ -188,7 +219,13 @@ export class DockerBackend implements Backend {
 
   /** runs: docker volume create …, docker create …, docker cp - …, docker start sbx-<id> (only what is missing) */
   async apply(spec: SandboxSpec): Promise<Change> {
-    const status = await this.containerStatus(spec);
+    const own = await this.ownContainer(spec);
+    if (own.foreign) {
+      throw new SbxError("conflict", `sandbox ${spec.name}: a container named ${containerName(spec.id)} belongs to another sbx state root`, {
+        hint: "sbx never touches another state root's containers. Remove this sandbox (`sbx rm --force " + spec.name + "`) and create it again: new sandboxes get ids scoped to their state root.",
+      });
+    }
+    const status = own.status;
     if (status === "running") return { changed: false };
     const overlays = this.overlayPlans(spec);
     if (status === null) {
