@@ -1,15 +1,13 @@
 // The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket, allowlist first.
 import { lookup } from "node:dns/promises";
-import { chmodSync, existsSync, unlinkSync } from "node:fs";
+import { existsSync, unlinkSync } from "node:fs";
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import { canonicalIp } from "../core/addresses";
 import { blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
-import type { Socket as BunSocket } from "bun";
-import { flush, forward as relayChunk, newConn, relayClose, relayEnd, sendFin, SocketDuplex, type Conn } from "./relay";
-import { prepareSocketPath } from "./socket";
+import { listenUnix } from "./socket";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -431,225 +429,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
   };
 
-  // ── The socket: Bun.listen in front; CONNECT tunnels stay on Bun sockets, everything else is handed to node:http. ──
-
-  const MAX_HEAD = 16 * 1024;
-  const CONNECT_PREFIX = Buffer.from("CONNECT ");
-  const HEADER_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n]*$/;
-  const accepted = new Set<BunSocket<Conn>>();
-  const upstreams = new Set<BunSocket<Conn>>();
-
-  /** Answers a CONNECT with a final response and closes: what the client pipelined is read and dropped, so closing never resets the answer away. */
-  const finalAnswer = (s: BunSocket<Conn>, text: string) => {
-    const c = s.data;
-    c.mode = "final";
-    c.early = [];
-    c.queue.push(Buffer.from(text));
-    c.endAfterFlush = true;
-    flush(s);
-    s.resume();
-    c.timer = setTimeout(() => s.terminate(), 5_000);
-  };
-
-  /** Hands the connection, with the bytes read so far, to the node:http server (plain HTTP, /health, origin-form). */
-  const toHttp = (s: BunSocket<Conn>) => {
-    const c = s.data;
-    c.mode = "http";
-    const d = new SocketDuplex(s);
-    c.duplex = d;
-    const early = c.early;
-    c.early = [];
-    server.emit("connection", d);
-    for (const chunk of early) d.socketData(chunk);
-  };
-
-  const onHead = (s: BunSocket<Conn>) => {
-    const c = s.data;
-    const buf = c.early.length === 1 ? Buffer.from(c.early[0]!) : Buffer.concat(c.early);
-    const n = Math.min(buf.length, CONNECT_PREFIX.length);
-    if (!buf.subarray(0, n).equals(CONNECT_PREFIX.subarray(0, n))) return toHttp(s);
-    const end = buf.indexOf("\r\n\r\n");
-    if (end < 0 ? buf.length > MAX_HEAD : end > MAX_HEAD) {
-      return finalAnswer(s, "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-    }
-    if (end < 0) return;
-    const [line, ...headers] = buf.subarray(0, end).toString("latin1").split("\r\n");
-    const m = /^CONNECT ([^\s]+) HTTP\/1\.[01]$/.exec(line ?? "");
-    const auth = m && headers.every((h) => HEADER_LINE.test(h)) ? parseAuthority(m[1]!) : null;
-    if (!auth) return finalAnswer(s, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-    c.mode = "pending";
-    c.early = end + 4 < buf.length ? [buf.subarray(end + 4)] : [];
-    void check("CONNECT", auth.host, auth.port).then((v) => {
-      if (c.closed) return;
-      if (!v.ok) {
-        const status = v.status === 403 ? "403 Forbidden" : "502 Bad Gateway";
-        const blocked = v.header === null ? "" : `X-Sbx-Blocked: ${v.header}\r\n`;
-        finalAnswer(
-          s,
-          `HTTP/1.1 ${status}\r\n${blocked}Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(v.body)}\r\nConnection: close\r\n\r\n${v.body}`,
-        );
-        return;
-      }
-      bunTunnel(v, s);
-    });
-  };
-
-  /** Connects to exactly the checked address (an IP literal: no lookup), answers 200, then relays bytes both ways. */
-  const bunTunnel = (v: Extract<Verdict, { ok: true }>, client: BunSocket<Conn>) => {
-    const started = performance.now();
-    const c = client.data;
-    inFlight++;
-    let settled = false;
-    const fail = (e: Error) => {
-      if (settled) return;
-      settled = true;
-      inFlight--;
-      if (c.closed) return;
-      const message = `could not connect to ${target(v.host, v.port)} (${v.address}): ${e.message}`;
-      emit({ type: "error", sandbox, method: "CONNECT", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
-      const body = `sbx proxy: ${message}\n`;
-      finalAnswer(client, `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-    };
-    const timer = setTimeout(() => fail(new Error(`connect timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
-    const upConn = newConn("tunnel");
-    const onUpClose = (up: BunSocket<Conn>) => {
-      upstreams.delete(up);
-      inFlight--;
-      emit({
-        type: "closed",
-        sandbox,
-        method: "CONNECT",
-        host: v.host,
-        port: v.port,
-        address: v.address,
-        source: v.source,
-        pattern: v.pattern,
-        bytesUp: up.bytesWritten,
-        bytesDown: upConn.bytesIn,
-        durationMs: Math.round(performance.now() - started),
-        at: Date.now(),
-      });
-    };
-    Bun.connect<Conn>({ hostname: v.address, port: v.port, allowHalfOpen: true, data: upConn, socket: relaySide }).then(
-      (sock) => {
-        clearTimeout(timer);
-        if (settled || c.closed) {
-          if (!settled) {
-            settled = true;
-            inFlight--;
-          }
-          sock.terminate();
-          return;
-        }
-        settled = true;
-        const up = sock;
-        upConn.onClose = () => onUpClose(up);
-        upstreams.add(up);
-        up.setNoDelay(true);
-        c.mode = "tunnel";
-        c.peer = up;
-        upConn.peer = client;
-        client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-        const early = c.early;
-        c.early = [];
-        for (const chunk of early) relayChunk(client, up, chunk);
-        if (c.finReceived) {
-          if (upConn.queue.length === 0) sendFin(up);
-          else upConn.endAfterFlush = true;
-        }
-        client.resume();
-      },
-      (e: Error) => {
-        clearTimeout(timer);
-        fail(e);
-      },
-    );
-  };
-
-  /** Handlers for both ends of a tunnel once it relays. */
-  const relaySide = {
-    data(s: BunSocket<Conn>, d: Uint8Array) {
-      s.data.bytesIn += d.length;
-      const peer = s.data.peer;
-      if (peer) relayChunk(s, peer, d);
-    },
-    drain: flush,
-    end: relayEnd,
-    close(s: BunSocket<Conn>) {
-      s.data.closed = true;
-      relayClose(s);
-      const f = s.data.onClose;
-      s.data.onClose = null;
-      f?.();
-    },
-    error(s: BunSocket<Conn>) {
-      s.data.peer?.end();
-    },
-  };
-
-  const front = {
-    open(s: BunSocket<Conn>) {
-      s.data = newConn("head");
-      accepted.add(s);
-    },
-    data(s: BunSocket<Conn>, d: Uint8Array) {
-      const c = s.data;
-      switch (c.mode) {
-        case "tunnel":
-          return relaySide.data(s, d);
-        case "http":
-          return c.duplex!.socketData(d);
-        case "final":
-          return; // read and dropped
-        case "head":
-          c.early.push(d.slice());
-          c.earlyBytes += d.length;
-          return onHead(s);
-        case "pending":
-          c.early.push(d.slice());
-          c.earlyBytes += d.length;
-          if (c.earlyBytes > MAX_HEAD) s.pause();
-      }
-    },
-    drain(s: BunSocket<Conn>) {
-      if (s.data.mode === "http") s.data.duplex!.socketDrained();
-      else flush(s);
-    },
-    end(s: BunSocket<Conn>) {
-      const c = s.data;
-      c.finReceived = true;
-      if (c.mode === "tunnel") return relayEnd(s);
-      if (c.mode === "http") {
-        c.duplex!.socketEnded();
-        if (c.finSent) s.end();
-        return;
-      }
-      if (c.mode === "head") return void s.end(); // ended before a whole request: nothing to answer
-      if (c.mode === "final") return void s.end();
-      // pending: the FIN is passed on once the tunnel is up
-    },
-    close(s: BunSocket<Conn>) {
-      const c = s.data;
-      c.closed = true;
-      accepted.delete(s);
-      if (c.timer) clearTimeout(c.timer);
-      if (c.mode === "tunnel") relayClose(s);
-      if (c.mode === "http") c.duplex!.socketClosed();
-    },
-    error(s: BunSocket<Conn>) {
-      if (s.data.mode === "tunnel") s.data.peer?.end();
-    },
-  };
-
-  await prepareSocketPath(opts.socketPath);
-  const old = process.umask(0o177);
-  let listener: ReturnType<typeof Bun.listen<Conn>>;
-  try {
-    listener = Bun.listen<Conn>({ unix: opts.socketPath, allowHalfOpen: true, socket: front });
-  } finally {
-    process.umask(old);
-  }
-  chmodSync(opts.socketPath, 0o600);
+  await listenUnix(server, opts.socketPath);
 
   let closing: Promise<void> | null = null;
   return {
@@ -657,19 +437,19 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     sandbox,
     active: () => inFlight,
     close() {
-      closing ??= (async () => {
-        listener.stop(true);
-        for (const s of accepted) s.terminate();
-        for (const s of upstreams) s.terminate();
+      closing ??= new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
         for (const s of clientSockets) s.destroy();
         for (const s of upstreamSockets) s.destroy();
         agent.destroy();
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      }).then(() => {
         try {
           if (existsSync(opts.socketPath)) unlinkSync(opts.socketPath);
         } catch {
           // already gone
         }
-      })();
+      });
       return closing;
     },
   };

@@ -1,4 +1,4 @@
-// The proxy's own CONNECT parsing and Bun-socket relay: pipelined bytes, early half-close, malformed heads, slow upstreams, keep-alive then CONNECT.
+// CONNECT edge cases on real sockets: pipelined bytes, heads split over writes, early half-close, malformed and oversized heads, keep-alive then CONNECT.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -52,7 +52,7 @@ function exchange(parts: (string | Buffer)[], gapMs = 0): Promise<Buffer> {
   });
 }
 
-describe("CONNECT on the proxy's own parser", () => {
+describe("CONNECT edge cases", () => {
   test("bytes pipelined right after the head reach the server first, in order, and the FIN follows them", async () => {
     const out = await exchange([`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nHost: x\r\n\r\nearly-bytes`]);
     const text = out.toString();
@@ -76,12 +76,15 @@ describe("CONNECT on the proxy's own parser", () => {
     expect(out.subarray(head.length + payload.length).toString()).toBe(`bye ${payload.length}`);
   });
 
-  test("malformed CONNECT heads get 400 and are closed; oversized heads get 431", async () => {
+  test("malformed and oversized CONNECT heads get 400 and are closed; no tunnel is opened", async () => {
+    const connectionsBefore = echo.connections.length;
     for (const bad of ["CONNECT nohostport HTTP/1.1\r\n\r\n", "CONNECT 127.0.0.1:1 HTTP/9\r\n\r\n", "CONNECT 127.0.0.1:1 HTTP/1.1\r\nno colon here\r\n\r\n"]) {
       expect((await rawExchange(proxy.socketPath, bad)).status).toBe(400);
     }
     const big = `CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`;
-    expect((await rawExchange(proxy.socketPath, big)).status).toBe(431);
+    expect((await rawExchange(proxy.socketPath, big)).status).toBe(400);
+    expect(echo.connections.length).toBe(connectionsBefore);
+    expect(proxy.active()).toBe(0);
   });
 
   test("a refused upstream connect: 502 with the reason, and nothing stays counted in flight", async () => {
