@@ -22,6 +22,8 @@ export interface ZulipBot {
   /** Resolves once the first event queue is registered. */
   readonly ready: Promise<void>;
   stats(): { registrations: number; errors: number; handled: number };
+  /** Connected: an event queue is registered and the last call to Zulip succeeded. */
+  state(): { connected: boolean; lastError: string | null };
   close(): Promise<void>;
 }
 
@@ -54,6 +56,7 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
   const now = opts.now ?? Date.now;
   const stop = new AbortController();
   const counts = { registrations: 0, errors: 0, handled: 0 };
+  const link = { connected: false, lastError: null as string | null };
   const publish = (e: FeedEvent) => source.events.publish?.(e);
 
   let markReady: () => void = () => undefined;
@@ -117,11 +120,14 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
         if (queue === null) {
           queue = await client.register(config.stream);
           counts.registrations++;
+          link.connected = true;
+          link.lastError = null;
           opts.log?.info("chat: registered a Zulip event queue", { site: config.site, stream: config.stream });
           markReady();
         }
         const events = await client.events(queue.queueId, queue.lastEventId, queue.longPollTimeoutMs, stop.signal);
         failures = 0;
+        link.connected = true;
         for (const ev of events) {
           queue.lastEventId = Math.max(queue.lastEventId, ev.id);
           if (ev.type === "message") await onMessage(ev.message);
@@ -129,6 +135,8 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
       } catch (e) {
         if (stop.signal.aborted) break;
         counts.errors++;
+        link.connected = false;
+        link.lastError = (e as Error).message;
         if (e instanceof ZulipError && e.code === "BAD_EVENT_QUEUE_ID") {
           // The server garbage-collected the queue (idle, restarted): start a new one; events in between are lost.
           // A queue that expires again before any events call succeeded gets the backoff too (no tight loop).
@@ -147,9 +155,11 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
   return {
     ready,
     stats: () => ({ ...counts }),
+    state: () => ({ ...link }),
     async close() {
       unsubscribe();
       stop.abort();
+      link.connected = false;
       await running;
       await outbox;
     },

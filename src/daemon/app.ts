@@ -5,6 +5,7 @@ import { z } from "zod";
 import { SbxError, toSbxError, type ErrorCode } from "../core/errors";
 import type { Store } from "../store/store";
 import type { Controller } from "./controller";
+import type { Hosted } from "./hosted";
 import type { Logger } from "./log";
 import {
   AuditViewSchema,
@@ -18,6 +19,10 @@ import {
   SessionListSchema,
   SessionViewSchema,
   StatusSchema,
+  UiLaunchRequestSchema,
+  UiLaunchSchema,
+  UiTicketRequestSchema,
+  UiTicketStateSchema,
   type AuditView,
   type ErrorBody,
   type Health,
@@ -31,6 +36,8 @@ export interface AppDeps {
   log: Logger;
   health: () => Health;
   backends: string[];
+  /** The dashboard and chat bot, once started (null before, or when the daemon hosts none). */
+  hosted?: () => Hosted | null;
 }
 
 const statusOf: Record<ErrorCode, ContentfulStatusCode> = {
@@ -71,6 +78,11 @@ async function jsonBody(c: Context): Promise<unknown> {
   }
 }
 
+function uiOf(h: Hosted | null): { origin: string } | null {
+  const origin = h?.uiOrigin() ?? null;
+  return origin === null ? null : { origin };
+}
+
 export function createApp(deps: AppDeps): Hono {
   const { controller, sessions, store, log } = deps;
   const app = new Hono();
@@ -102,8 +114,26 @@ export function createApp(deps: AppDeps): Hono {
         guards: controller.guardNames,
         sandboxes: controller.views(),
         sessions: sessions.size,
+        ...(deps.hosted ? { ui: uiOf(deps.hosted()), chat: deps.hosted()?.chat() ?? { configured: false, connected: false } } : {}),
       }),
     );
+  });
+
+  const hosted = (): Hosted => {
+    const h = deps.hosted?.() ?? null;
+    if (!h) throw new SbxError("unavailable", "this daemon hosts no dashboard", { hint: "Restart the daemon (`sbx daemon`); see its log." });
+    return h;
+  };
+
+  // The launch URL is a secret until used: it goes only to the 0600 control socket's client, never to a log.
+  app.post("/v1/ui/launch", async (c) => {
+    const { ttlMs } = UiLaunchRequestSchema.parse(await jsonBody(c));
+    return c.json(UiLaunchSchema.parse(hosted().launch(ttlMs)));
+  });
+
+  app.post("/v1/ui/ticket", async (c) => {
+    const { ticket } = UiTicketRequestSchema.parse(await jsonBody(c));
+    return c.json(UiTicketStateSchema.parse({ state: hosted().ticketState(ticket) }));
   });
 
   app.get("/v1/sandboxes", (c) => c.json(SandboxListSchema.parse({ sandboxes: controller.views() })));

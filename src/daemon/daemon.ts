@@ -8,6 +8,7 @@ import type { Paths } from "../sys/paths";
 import { createApp } from "./app";
 import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
 import type { SandboxGuard } from "./guards";
+import type { Hosted } from "./hosted";
 import { acquireLock, type DaemonLock } from "./lock";
 import type { Logger } from "./log";
 import { API_VERSION, type Health } from "./protocol";
@@ -27,6 +28,8 @@ export interface DaemonDeps {
   bringUp?: ControllerDeps["bringUp"];
   /** Defaults to the store at paths.dbFile. */
   store?: Store;
+  /** Starts the dashboard, chat bot and notifier: called once the lock is held, so a second daemon never starts them. */
+  host?: (store: Store) => Hosted;
 }
 
 export interface RunningDaemon {
@@ -51,6 +54,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
   let server: ControlServer | undefined;
   let controller: Controller | undefined;
   let sessions: SessionManager | undefined;
+  let hosted: Hosted | null = null;
   try {
     await clearStaleSocket(paths.controlSocket);
     store = deps.store ?? new Store(paths.dbFile);
@@ -74,7 +78,10 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       socket: paths.controlSocket,
     };
     const reconciled = controller.reconcile();
+    hosted = deps.host?.(store) ?? null;
+    const h = hosted;
     const app = createApp({
+      hosted: () => h,
       controller,
       sessions,
       store,
@@ -83,7 +90,14 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       backends: Object.keys(deps.backends),
     });
     server = serveControl({ path: paths.controlSocket, fetch: gateOnReconcile(app, reconciled), sessions, log });
-    log.info("daemon listening", { socket: paths.controlSocket, pid: process.pid, backends: Object.keys(deps.backends).join(",") || "none", guards: deps.guards.map((g) => g.name).join(",") || "none" });
+    log.info("daemon listening", {
+      socket: paths.controlSocket,
+      pid: process.pid,
+      backends: Object.keys(deps.backends).join(",") || "none",
+      guards: deps.guards.map((g) => g.name).join(",") || "none",
+      ui: h?.uiOrigin() ?? "none",
+      chat: h ? (h.chat().configured ? "configured" : "not set up") : "none",
+    });
 
     let resolveStopped!: () => void;
     const stopped = new Promise<void>((r) => (resolveStopped = r));
@@ -101,6 +115,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
         stopping ??= (async () => {
           log.info("daemon stopping", { reason });
           await srv.stop();
+          await h?.close();
           await s.closeAll();
           await reconciled.catch(() => {});
           await c.close();
@@ -114,6 +129,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     };
   } catch (e) {
     await server?.stop();
+    await hosted?.close();
     await controller?.close();
     if (deps.store === undefined) store?.close();
     lock.release();

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { startBridge, type AuditEvent } from "../bridge/server";
 import { sandboxLayout } from "../workspace/layout";
+import type { FeedEvent } from "../ui/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 
 export interface BridgeGuardOptions {
@@ -10,6 +11,21 @@ export interface BridgeGuardOptions {
   secrets: () => Record<string, string>;
   /** PATH for the host's git and gh. */
   path?: string;
+  /** The live feed: every bridge command, as audited. */
+  publish?: (e: FeedEvent) => void;
+}
+
+/** Pure: a bridge audit event as a feed event. */
+export function feedFromBridge(sandbox: { id: number; name: string }, e: AuditEvent, at: number): FeedEvent {
+  return {
+    kind: "bridge",
+    at,
+    sandbox,
+    command: [e.tool, ...e.args],
+    outcome: e.decision === "allowed" ? "ok" : e.decision,
+    ...(e.exitCode !== undefined ? { exitCode: e.exitCode } : {}),
+    ...(e.reason !== undefined ? { detail: e.reason } : {}),
+  };
 }
 
 /** The gate repo lives in the sandbox dir, beside (never inside) what is mounted into the sandbox. */
@@ -29,7 +45,14 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
         gateDir: gateDirOf(ctx),
         secrets: opts.secrets,
         exec: ctx.exec,
-        audit: (e: AuditEvent) => ctx.audit(`${e.tool}.${e.decision}`, { ...e }),
+        audit: (e: AuditEvent) => {
+          ctx.audit(`${e.tool}.${e.decision}`, { ...e });
+          try {
+            opts.publish?.(feedFromBridge({ id: ctx.sandbox.id, name: ctx.sandbox.name }, e, Date.now()));
+          } catch (err) {
+            ctx.log.warn("feed publish failed", { err });
+          }
+        },
         ...(opts.path ? { path: opts.path } : {}),
       });
       return {

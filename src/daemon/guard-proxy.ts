@@ -1,8 +1,9 @@
 // The egress proxy as a guard: one proxy per sandbox on its own socket, policy read from the store per request, decisions audited.
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
+import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, policyFor, type DecisionSinkOptions } from "../proxy/allowlist-service";
+import { feedFromEgress, type FeedEvent } from "../ui/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 
 export interface ProxyGuardOptions {
@@ -12,6 +13,8 @@ export interface ProxyGuardOptions {
   notify?: DecisionSinkOptions["notify"];
   /** Requests addressed to the proxy itself (the LLM key proxy's `/llm/<provider>` paths), per sandbox. */
   originHandler?: (ctx: GuardContext) => (req: IncomingMessage, res: ServerResponse) => void;
+  /** The live feed (dashboard, chat bot, desktop notifier): every decision, after the sink recorded it. */
+  publish?: (e: FeedEvent) => void;
 }
 
 export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
@@ -27,7 +30,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           sandbox: { id: sandboxId, name: ctx.sandbox.name },
           // Read per request: `sbx allow` takes effect on the next request, with no restart.
           policy: () => policyFor(ctx.store, sandboxId),
-          onDecision: sink.onDecision,
+          onDecision: opts.publish ? withFeed(ctx, sink.onDecision, opts.publish) : sink.onDecision,
           ...(opts.resolve ? { resolve: opts.resolve } : {}),
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),
         });
@@ -48,5 +51,22 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
         },
       };
     },
+  };
+}
+
+/**
+ * The sink first (so a denial's pending approval exists), then the feed, with that approval's id and count so
+ * listeners can tell a new request from a repeat. A failing listener never affects the proxy.
+ */
+function withFeed(ctx: GuardContext, record: (e: EgressEvent) => void, publish: (e: FeedEvent) => void): (e: EgressEvent) => void {
+  return (e) => {
+    record(e);
+    try {
+      const approval =
+        e.type === "denied" ? ctx.store.listApprovals({ state: "pending", sandboxId: e.sandbox.id }).find((a) => a.host === e.host && a.port === e.port) : undefined;
+      publish(feedFromEgress(e, approval ? { id: approval.id, count: approval.count } : null));
+    } catch (err) {
+      ctx.log.warn("feed publish failed", { err });
+    }
   };
 }

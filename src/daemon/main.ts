@@ -14,11 +14,13 @@ import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
 import { HOST_REMOTE, sandboxRemote } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
+import { createEventBus, type EventBus } from "../ui/feed";
 import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "./guard-bridge";
 import { proxyGuard } from "./guard-proxy";
 import { startDaemon } from "./daemon";
+import { startHosted } from "./hosted";
 import type { GuardContext, SandboxGuard } from "./guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
 import type { SpecBuilder } from "./spec";
@@ -38,6 +40,8 @@ export interface ComponentDeps {
   exec: Exec;
   log: Logger;
   store: Store;
+  /** The live feed the dashboard, chat bot and notifier listen to; guards publish their decisions on it. */
+  events: EventBus;
 }
 
 /**
@@ -106,7 +110,8 @@ export function productionComponents(d: ComponentDeps): Components {
       ...(upstreams ? { upstreams } : {}),
       onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
     });
-  const guards: SandboxGuard[] = [proxyGuard({ originHandler }), bridgeGuard({ secrets, path: d.env.vars.PATH })];
+  const publish = d.events.publish;
+  const guards: SandboxGuard[] = [proxyGuard({ originHandler, publish }), bridgeGuard({ secrets, path: d.env.vars.PATH, publish })];
   const docker = backends.docker;
   if (docker instanceof DockerBackend) guards.push(dockerRefSyncGuard(docker));
   return {
@@ -162,6 +167,8 @@ export interface RunOptions {
   /** Replaces the production registry (test entry scripts only). */
   components?: (deps: ComponentDeps) => Components;
   exec?: Exec;
+  /** Desktop notifications of blocked requests (default on; the test entry turns them off). */
+  notifications?: boolean;
 }
 
 /** Runs the daemon in the foreground until SIGTERM or SIGINT; returns the exit code. */
@@ -172,7 +179,8 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
   const log = createLogger(opts.write ?? ((l) => void process.stderr.write(l)), opts.logLevel ?? "info");
   // Opened before the lock is taken: SQLite is safe across processes, and the components need it.
   const store = new Store(paths.dbFile);
-  const comps = (opts.components ?? productionComponents)({ env, paths, exec, log, store });
+  const events = createEventBus((err) => log.warn("feed listener failed", { err }));
+  const comps = (opts.components ?? productionComponents)({ env, paths, exec, log, store, events });
   let daemon;
   try {
     daemon = await startDaemon({
@@ -186,6 +194,16 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       guards: comps.guards,
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
+      host: (st) =>
+        startHosted({
+          store: st,
+          events,
+          log,
+          exec,
+          configDir: paths.configDir,
+          platform: env.platform,
+          ...(opts.notifications === false ? { notifications: false } : {}),
+        }),
     });
   } catch (e) {
     store.close();

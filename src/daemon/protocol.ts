@@ -56,12 +56,26 @@ export type SandboxView = z.infer<typeof SandboxViewSchema>;
 
 export const SandboxListSchema = z.object({ sandboxes: z.array(SandboxViewSchema) });
 
+/** The Zulip bot as the daemon runs it: configured (chat.json exists), connected (event queue registered, last call fine). */
+export const ChatStatusSchema = z.object({
+  configured: z.boolean(),
+  connected: z.boolean(),
+  provider: z.string().optional(),
+  site: z.string().optional(),
+  stream: z.string().optional(),
+  error: z.string().optional(),
+});
+export type ChatStatus = z.infer<typeof ChatStatusSchema>;
+
 export const StatusSchema = z.object({
   daemon: HealthSchema,
   backends: z.array(z.string()),
   guards: z.array(z.string()),
   sandboxes: z.array(SandboxViewSchema),
   sessions: z.number().int(),
+  /** The dashboard's origin, never its token (optional: older daemons do not send it). */
+  ui: z.object({ origin: z.string() }).nullable().optional(),
+  chat: ChatStatusSchema.optional(),
 });
 export type Status = z.infer<typeof StatusSchema>;
 
@@ -146,6 +160,22 @@ export const ServerFrameSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("error"), error: ErrorCodeSchema, message: z.string(), hint: z.string() }),
 ]);
 export type ServerFrame = z.infer<typeof ServerFrameSchema>;
+
+/** `sbx ui` asks for a single-use launch URL valid for ttlMs. */
+export const UiLaunchRequestSchema = z.object({ ttlMs: z.number().int().min(1000).max(3_600_000).default(60_000) });
+
+export const UiLaunchSchema = z.object({
+  origin: z.string(),
+  /** `<origin>?ticket=…`: secret until used; goes to the person's browser only. */
+  url: z.string(),
+  ticket: z.string(),
+  expiresAt: z.number(),
+});
+export type UiLaunch = z.infer<typeof UiLaunchSchema>;
+
+/** The ticket travels in the body, never in a path or query the daemon might log. */
+export const UiTicketRequestSchema = z.object({ ticket: z.string().min(1).max(200) });
+export const UiTicketStateSchema = z.object({ state: z.enum(["unused", "used", "expired", "unknown"]) });
 
 export const SandboxActionSchema = z.object({ sandbox: SandboxViewSchema });
 

@@ -7,7 +7,7 @@ import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { BUILTIN_ALLOWLIST, patternFor } from "../core/egress";
 import { SbxError, toSbxError } from "../core/errors";
-import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type Session } from "./auth";
+import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type Session } from "./auth";
 import { feedFromAudit, type DataSource, type FeedEvent } from "./feed";
 import { decideApproval, removeEntry } from "./ops";
 
@@ -22,8 +22,10 @@ export interface UiLog {
 
 export interface DashboardAppOptions {
   source: DataSource;
-  /** The launch token `sbx ui` puts in the URL. */
+  /** The dashboard's own token (`?token=`): never leaves the process that started the dashboard. */
   token: string;
+  /** Single-use launch tickets (`?ticket=`) handed to `sbx ui`. */
+  tickets?: LaunchTickets;
   log?: UiLog;
   now?: () => number;
   /** Feed history sent on connect and in /api/state. */
@@ -87,11 +89,13 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
     }
   });
 
-  // The launch URL: trade the token for an HttpOnly cookie and drop it from the address bar.
+  // The launch URL: trade the token (or a single-use ticket) for an HttpOnly cookie and drop it from the address bar.
   app.get("/", async (c, next) => {
     const offered = c.req.query("token");
-    if (offered === undefined) return next();
-    if (!safeEqual(offered, token)) return unauthorized(c);
+    const ticket = c.req.query("ticket");
+    if (offered === undefined && ticket === undefined) return next();
+    const ok = offered !== undefined ? safeEqual(offered, token) : (opts.tickets?.redeem(ticket!) ?? false);
+    if (!ok) return unauthorized(c);
     const session = sessions.create();
     setCookie(c, SESSION_COOKIE, session.id, { httpOnly: true, sameSite: "Strict", path: "/" });
     return c.redirect("/", 303);

@@ -47,6 +47,49 @@ export class Sessions {
   }
 }
 
+export type TicketState = "unused" | "used" | "expired" | "unknown";
+
+/**
+ * Single-use launch tickets: `sbx ui` asks the daemon for one instead of ever seeing the dashboard's token,
+ * so a launch link left in a file, a terminal or browser history is dead once used or after its TTL.
+ */
+export class LaunchTickets {
+  private readonly byTicket = new Map<string, { expiresAt: number; used: boolean }>();
+  constructor(
+    private readonly max = 64,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  issue(ttlMs: number): { ticket: string; expiresAt: number } {
+    const ticket = randomSecret();
+    const expiresAt = this.now() + ttlMs;
+    this.byTicket.set(ticket, { expiresAt, used: false });
+    while (this.byTicket.size > this.max) this.byTicket.delete(this.byTicket.keys().next().value!);
+    return { ticket, expiresAt };
+  }
+
+  private find(ticket: string): { expiresAt: number; used: boolean } | null {
+    let found: { expiresAt: number; used: boolean } | null = null;
+    for (const [t, v] of this.byTicket) if (safeEqual(t, ticket)) found = v;
+    return found;
+  }
+
+  /** Marks the ticket used; true only for a known, unused, unexpired one (compared in constant time). */
+  redeem(ticket: string): boolean {
+    const t = this.find(ticket);
+    if (!t || t.used || this.now() >= t.expiresAt) return false;
+    t.used = true;
+    return true;
+  }
+
+  state(ticket: string): TicketState {
+    const t = this.find(ticket);
+    if (!t) return "unknown";
+    if (t.used) return "used";
+    return this.now() >= t.expiresAt ? "expired" : "unused";
+  }
+}
+
 /** Host names the dashboard answers to: anything else is a DNS-rebinding attempt. */
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 

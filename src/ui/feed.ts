@@ -155,9 +155,11 @@ export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => stri
     };
   }
   if (row.kind === "bridge") {
-    const argv = Array.isArray(d.argv) ? d.argv : Array.isArray(d.command) ? d.command : null;
+    // The bridge guard writes {tool, args, decision} with action `<tool>.<decision>`; older rows carry argv/command.
+    const argv = Array.isArray(d.argv) ? d.argv : Array.isArray(d.command) ? d.command : Array.isArray(d.args) && typeof d.tool === "string" ? [d.tool, ...d.args] : null;
     const command = argv ? argv.filter((a): a is string => typeof a === "string") : [str(d.command) ?? row.action];
-    const outcome = row.action === "refused" || row.action === "denied" ? "refused" : row.action === "failed" || row.action === "error" ? "failed" : "ok";
+    const said = str(d.decision) ?? row.action.split(".").pop()!;
+    const outcome = said === "refused" || said === "denied" ? "refused" : said === "failed" || said === "error" ? "failed" : "ok";
     const exitCode = num(d.exitCode);
     return { kind: "bridge", at: row.ts, sandbox, command, outcome, ...(exitCode !== undefined ? { exitCode } : {}) };
   }

@@ -1,5 +1,5 @@
 // Serves the dashboard with Bun.serve on 127.0.0.1 at a port chosen at start; returns the launch URL (which holds the token) and close().
-import { randomSecret } from "./auth";
+import { LaunchTickets, randomSecret, type TicketState } from "./auth";
 import { createDashboardApp, type UiLog } from "./app";
 import type { DataSource } from "./feed";
 
@@ -19,14 +19,19 @@ export interface Dashboard {
   /** The launch URL with `?token=…`: give it only to the person's browser, never to a log. */
   readonly launchUrl: string;
   readonly port: number;
+  /** A single-use launch URL (`?ticket=…`) valid for ttlMs: what `sbx ui` opens; as secret as the token until used. */
+  issueLaunch(ttlMs: number): { url: string; ticket: string; expiresAt: number };
+  launchState(ticket: string): TicketState;
   close(): Promise<void>;
 }
 
 export function startDashboard(opts: DashboardOptions): Dashboard {
   const token = opts.token ?? randomSecret();
+  const tickets = new LaunchTickets();
   const app = createDashboardApp({
     source: opts.source,
     token,
+    tickets,
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.keepAliveMs !== undefined ? { keepAliveMs: opts.keepAliveMs } : {}),
   });
@@ -45,6 +50,11 @@ export function startDashboard(opts: DashboardOptions): Dashboard {
     origin,
     launchUrl: `${origin}?token=${encodeURIComponent(token)}`,
     port,
+    issueLaunch(ttlMs) {
+      const { ticket, expiresAt } = tickets.issue(ttlMs);
+      return { url: `${origin}?ticket=${encodeURIComponent(ticket)}`, ticket, expiresAt };
+    },
+    launchState: (ticket) => tickets.state(ticket),
     async close() {
       if (closed) return;
       closed = true;

@@ -6,22 +6,29 @@ import { processEnv } from "../../src/sys/env";
 import { FileBackend } from "./daemon-file-backend";
 import { socketGuard } from "./daemon-socket-guard";
 
-const [stateFile, controlDir, mode] = [process.argv[2], process.argv[3], process.argv[4]];
+const [stateFile, controlDir, ...modes] = process.argv.slice(2);
 if (!stateFile || !controlDir) {
-  process.stderr.write("usage: bun test/support/daemon-entry.ts <backend-state.json> <control-dir> [real-proxy]\n");
+  process.stderr.write("usage: bun test/support/daemon-entry.ts <backend-state.json> <control-dir> [real-proxy] [notify]\n");
   process.exit(64);
+}
+const realProxy = modes.includes("real-proxy");
+
+/** No DNS in tests: names under the reserved `.test` TLD are 127.0.0.1, everything else fails to resolve. */
+async function testResolve(host: string): Promise<string[]> {
+  if (host.endsWith(".test")) return ["127.0.0.1"];
+  throw new Error(`no DNS in tests (${host})`);
 }
 try {
   const code = await runDaemonForeground({
     env: processEnv(),
     logLevel: "debug",
-    components: () => ({
+    // Desktop notifications only when a test asks (it puts a fake notify-send on PATH).
+    notifications: modes.includes("notify"),
+    components: (deps) => ({
       backends: { fake: new FileBackend(stateFile) },
-      // real-proxy: the production egress proxy guard (names never resolve: tests use IP literals only).
+      // real-proxy: the production egress proxy guard, publishing to the daemon's feed (names: see testResolve).
       guards: [
-        mode === "real-proxy"
-          ? proxyGuard({ resolve: async (host) => Promise.reject(new Error(`no DNS in tests (${host})`)) })
-          : socketGuard("proxy", controlDir),
+        realProxy ? proxyGuard({ resolve: testResolve, publish: deps.events.publish }) : socketGuard("proxy", controlDir),
         socketGuard("bridge", controlDir),
       ],
     }),

@@ -72,8 +72,8 @@ export interface DaemonProc {
 }
 
 /** Starts the test daemon and waits until /health answers and the first reconcile is done. */
-export async function startDaemonProc(w: World, timeoutMs = 10_000, mode?: "real-proxy"): Promise<DaemonProc> {
-  const proc = Bun.spawn([process.execPath, ENTRY, w.stateFile, w.controlDir, ...(mode ? [mode] : [])], {
+export async function startDaemonProc(w: World, timeoutMs = 10_000, ...modes: ("real-proxy" | "notify")[]): Promise<DaemonProc> {
+  const proc = Bun.spawn([process.execPath, ENTRY, w.stateFile, w.controlDir, ...modes], {
     env: w.env,
     stdin: "ignore",
     stdout: "pipe",

@@ -175,6 +175,7 @@ describe("zulip bot", () => {
   test("when the server drops the event queue (BAD_EVENT_QUEUE_ID) the bot registers a new one and carries on", async () => {
     const sb = sandbox();
     expect(zulip.registrations()).toBe(1);
+    expect(bot.state()).toEqual({ connected: true, lastError: null });
     zulip.expireQueues();
     for (let i = 0; i < 200 && zulip.registrations() < 2; i++) await Bun.sleep(10);
     expect(zulip.registrations()).toBe(2);
@@ -191,6 +192,10 @@ describe("zulip bot", () => {
     for (let i = 0; i < 200 && zulip.calls.filter((c) => c.status === 401).length < 3; i++) await Bun.sleep(10);
     expect(zulip.calls.filter((c) => c.status === 401).length).toBeGreaterThanOrEqual(3);
     expect(bad.stats().registrations).toBe(0);
+    // What `sbx status` shows: not connected, and why.
+    expect(bad.state().connected).toBe(false);
+    expect(bad.state().lastError).toBeTruthy();
+    expect(bot.state().connected).toBe(false);
     await bad.close();
     bot = start(); // for afterEach
     for (const l of logs) {

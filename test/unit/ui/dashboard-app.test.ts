@@ -1,7 +1,7 @@
 // The dashboard's HTTP surface through app.request(): token → cookie, 401s, CSRF and origin refusals, decisions changing the store, CSP, no token in logs.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createDashboardApp, CSRF_HEADER, SESSION_COOKIE, type UiLog } from "../../../src/ui/app";
-import { CONTENT_SECURITY_POLICY } from "../../../src/ui/auth";
+import { CONTENT_SECURITY_POLICY, LaunchTickets } from "../../../src/ui/auth";
 import { createEventBus, type EventBus, type FeedEvent } from "../../../src/ui/feed";
 import { Store } from "../../../src/store/store";
 
@@ -72,6 +72,29 @@ describe("access", () => {
     const page = await req("/", { headers: { cookie } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("Pending approvals");
+  });
+
+  test("a launch ticket works once, within its TTL, and never as the token", async () => {
+    let now = 1_000;
+    const tickets = new LaunchTickets(64, () => now);
+    const a = createDashboardApp({ source: { store, events: bus }, token: TOKEN, tickets, log });
+    const visit = (q: string) => a.request(`${ORIGIN}/?${q}`, { headers: { host: HOST } });
+    const { ticket } = tickets.issue(60_000);
+    expect(tickets.state(ticket)).toBe("unused");
+    const res = await visit(`ticket=${encodeURIComponent(ticket)}`);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("set-cookie")).toContain(`${SESSION_COOKIE}=`);
+    expect(tickets.state(ticket)).toBe("used");
+    // Used: a second visit (another browser, a replayed history entry) gets nothing.
+    expect((await visit(`ticket=${encodeURIComponent(ticket)}`)).status).toBe(401);
+    const late = tickets.issue(60_000).ticket;
+    now += 60_000;
+    expect(tickets.state(late)).toBe("expired");
+    expect((await visit(`ticket=${encodeURIComponent(late)}`)).status).toBe(401);
+    expect((await visit(`token=${encodeURIComponent(tickets.issue(1000).ticket)}`)).status).toBe(401);
+    expect((await visit("ticket=forged")).status).toBe(401);
+    expect(tickets.state("forged")).toBe("unknown");
+    expect(lines.join("\n")).not.toContain(ticket);
   });
 
   test("a foreign Host (DNS rebinding) is refused even with a session", async () => {

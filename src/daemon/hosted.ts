@@ -1,0 +1,98 @@
+// What the daemon hosts besides guards: the approvals dashboard (127.0.0.1, random port), the Zulip bot when chat is set up, and desktop notifications, all fed by one event bus.
+import { readChatConfig, type ChatConfig } from "../chat/config";
+import { startZulipBot, type ZulipBot } from "../chat/bot";
+import { SbxError, toSbxError } from "../core/errors";
+import type { Store } from "../store/store";
+import type { Exec } from "../sys/exec";
+import type { EventBus } from "../ui/feed";
+import { startDashboard, type Dashboard } from "../ui/server";
+import type { TicketState } from "../ui/auth";
+import type { Logger } from "./log";
+import { createDesktopNotifier, type DesktopNotifier } from "./notify";
+import type { ChatStatus, UiLaunch } from "./protocol";
+
+export interface HostedDeps {
+  store: Store;
+  events: EventBus;
+  log: Logger;
+  exec: Exec;
+  configDir: string;
+  platform: NodeJS.Platform;
+  /** Seams for tests. */
+  dashboard?: boolean;
+  notifications?: boolean;
+  startBot?: (config: ChatConfig) => ZulipBot;
+}
+
+export interface Hosted {
+  /** The dashboard's origin (no token: safe to show and log), or null when it is not running. */
+  uiOrigin(): string | null;
+  /** A single-use launch URL for `sbx ui`; throws when there is no dashboard. */
+  launch(ttlMs: number): UiLaunch;
+  ticketState(ticket: string): TicketState;
+  chat(): ChatStatus;
+  readonly notifier: DesktopNotifier | null;
+  close(): Promise<void>;
+}
+
+export function startHosted(deps: HostedDeps): Hosted {
+  const { log, store, events } = deps;
+  let dash: Dashboard | null = null;
+  if (deps.dashboard !== false) {
+    try {
+      // The dashboard logs its origin only; its token stays in this process (sbx ui gets single-use tickets).
+      dash = startDashboard({ source: { store, events }, log: log.with({ part: "ui" }) });
+    } catch (e) {
+      log.error("dashboard failed to start", { err: toSbxError(e).message });
+    }
+  }
+
+  let chat: ChatStatus = { configured: false, connected: false };
+  let bot: ZulipBot | null = null;
+  let config: ChatConfig | null = null;
+  try {
+    config = readChatConfig(deps.configDir);
+  } catch (e) {
+    const err = toSbxError(e);
+    chat = { configured: true, connected: false, error: `${err.message}${err.hint ? ` (${err.hint})` : ""}` };
+    log.error("chat bot not started: bad config", { err: err.message });
+  }
+  if (config) {
+    chat = { configured: true, connected: false, provider: config.provider, site: config.site, stream: config.stream };
+    try {
+      bot = (deps.startBot ?? ((c) => startZulipBot({ config: c, source: { store, events }, log: log.with({ part: "chat" }) })))(config);
+      log.info("chat bot started", { provider: config.provider, site: config.site, stream: config.stream });
+    } catch (e) {
+      chat = { ...chat, error: toSbxError(e).message };
+      log.error("chat bot failed to start", { err: toSbxError(e).message });
+    }
+  }
+
+  let notifier: DesktopNotifier | null = null;
+  let unsubscribe = () => {};
+  if (deps.notifications !== false) {
+    const n = createDesktopNotifier({ exec: deps.exec, platform: deps.platform, log });
+    notifier = n;
+    unsubscribe = events.subscribe((e) => n.onEvent(e));
+  }
+
+  return {
+    notifier,
+    uiOrigin: () => dash?.origin ?? null,
+    launch(ttlMs) {
+      if (!dash) throw new SbxError("unavailable", "the daemon's dashboard is not running", { hint: "See the daemon log (`sbx status` shows its path) for why it did not start." });
+      const l = dash.issueLaunch(ttlMs);
+      return { origin: dash.origin, url: l.url, ticket: l.ticket, expiresAt: l.expiresAt };
+    },
+    ticketState: (ticket) => dash?.launchState(ticket) ?? "unknown",
+    chat() {
+      if (!bot) return chat;
+      const s = bot.state();
+      return { ...chat, connected: s.connected, ...(s.lastError ? { error: s.lastError } : {}) };
+    },
+    async close() {
+      unsubscribe();
+      await Promise.allSettled([bot?.close(), dash?.close(), notifier?.idle()]);
+    },
+  };
+}
