@@ -1,17 +1,19 @@
 // Egress path benchmark: 100 MB down and up through forwarder → unix socket → proxy → loopback server vs direct loopback, plus added p50 latency.
 //
-// Run: bun bench/proxy.bench.ts [--json]. Servers, proxy and forwarder each run in their own process (as in real
-// use: server elsewhere, proxy in the daemon, forwarder in the sandbox); the client is this process.
-import { mkdtempSync, rmSync } from "node:fs";
+// Run: bun bench/proxy.bench.ts [--json] (SBX_BENCH_ROUNDS=7). Servers, proxy and forwarder each run in their own
+// process (as in real use: server elsewhere, proxy in the daemon, forwarder in the sandbox); the client is this process.
+// Paths are measured in interleaved rounds so load from other work falls on each alike; the load average and each
+// process's CPU per 100 MB are printed, since on a busy 2-core machine CPU per byte decides the ratio.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { connect, createServer, type Socket } from "node:net";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { report, summarize } from "./lib";
 
 const MB = 1024 * 1024;
 const SIZE = 100 * MB;
-const RUNS = 3;
+const ROUNDS = Number(process.env.SBX_BENCH_ROUNDS ?? 7);
 const LATENCY_RUNS = 300;
 
 const role = process.argv[2];
@@ -159,12 +161,22 @@ function small(port: number, via: number | null): Promise<number> {
   });
 }
 
-async function median(fn: () => Promise<number>, runs: number): Promise<number> {
-  await fn(); // warm-up
-  const xs: number[] = [];
-  for (let i = 0; i < runs; i++) xs.push(await fn());
-  return summarize(xs).median;
+/** CPU milliseconds (user+system) a process has used so far, from /proc (Linux); null elsewhere. */
+function cpuMs(pid: number): number | null {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
 }
+
+const selfCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
 
 if (role === undefined || role === "--json") {
   const dir = mkdtempSync(join(tmpdir(), "sbxb-"));
@@ -188,21 +200,61 @@ if (role === undefined || role === "--json") {
     children.push(fw);
     const fwPort = Number(/127\.0\.0\.1:(\d+)/.exec(await firstLine(fw.stdout as ReadableStream<Uint8Array>))?.[1]);
 
-    const directDown = await median(() => download(ports.down, null), RUNS);
-    const proxyDown = await median(() => download(ports.down, fwPort), RUNS);
-    const directUp = await median(() => upload(ports.up, null), RUNS);
-    const proxyUp = await median(() => upload(ports.up, fwPort), RUNS);
-    // The proxy alone (client straight on its unix socket): shows what the forwarder hop costs.
-    const socketDown = await median(() => download(ports.down, socketPath), RUNS);
-    const socketUp = await median(() => upload(ports.up, socketPath), RUNS);
-    const directLat = await median(() => small(ports.web, null), LATENCY_RUNS);
-    const proxyLat = await median(() => small(ports.web, fwPort), LATENCY_RUNS);
-    const tunnelLat = await median(async () => {
+    const loadBefore = load();
+    // Interleaved rounds (direct, full path, socket only; down then up), so that load from other work on the
+    // machine falls on every path alike; the first round is a warm-up. CPU per path is summed per process.
+    type Path = "direct" | "full" | "socket";
+    const vias: Record<Path, number | string | null> = { direct: null, full: fwPort, socket: socketPath };
+    const pids: Record<Path, { name: string; pid: number }[]> = {
+      direct: [{ name: "server", pid: servers.pid }],
+      full: [{ name: "server", pid: servers.pid }, { name: "proxy", pid: proxy.pid }, { name: "forwarder", pid: fw.pid }],
+      socket: [{ name: "server", pid: servers.pid }, { name: "proxy", pid: proxy.pid }],
+    };
+    const rate: Record<string, number[]> = {};
+    const cpu: Record<string, Record<string, number>> = {};
+    for (let round = 0; round <= ROUNDS; round++) {
+      for (const dir of ["down", "up"] as const) {
+        for (const path of ["direct", "full", "socket"] as const) {
+          const before = pids[path].map((p) => cpuMs(p.pid));
+          const self = selfCpuMs();
+          const mbps = await (dir === "down" ? download(ports.down, vias[path]) : upload(ports.up, vias[path]));
+          if (round === 0) continue;
+          const key = `${dir} ${path}`;
+          (rate[key] ??= []).push(mbps);
+          const acc = (cpu[key] ??= {});
+          acc.client = (acc.client ?? 0) + selfCpuMs() - self;
+          pids[path].forEach((p, i) => {
+            const now = cpuMs(p.pid);
+            const was = before[i];
+            if (now !== null && was !== null && was !== undefined) acc[p.name] = (acc[p.name] ?? 0) + now - was;
+          });
+        }
+      }
+    }
+    const med = (key: string) => summarize(rate[key]!).median;
+    const directDown = med("down direct");
+    const proxyDown = med("down full");
+    const socketDown = med("down socket");
+    const directUp = med("up direct");
+    const proxyUp = med("up full");
+    const socketUp = med("up socket");
+    // Latency pairs interleaved too: one direct request, then one through the forwarder, LATENCY_RUNS times.
+    const lat = { direct: [] as number[], proxied: [] as number[], tunnel: [] as number[] };
+    for (let i = -10; i < LATENCY_RUNS; i++) {
+      const d = await small(ports.web, null);
+      const p = await small(ports.web, fwPort);
       const t = performance.now();
       const { s } = await open(ports.web, fwPort);
       s.destroy();
-      return performance.now() - t;
-    }, LATENCY_RUNS);
+      const tl = performance.now() - t;
+      if (i < 0) continue; // warm-up
+      lat.direct.push(d);
+      lat.proxied.push(p);
+      lat.tunnel.push(tl);
+    }
+    const directLat = summarize(lat.direct).median;
+    const proxyLat = summarize(lat.proxied).median;
+    const tunnelLat = summarize(lat.tunnel).median;
 
     report([
       { name: "100 MB download via forwarder+proxy", unit: "MB/s", value: proxyDown, baselineName: "direct loopback", baseline: directDown, better: "higher", target: 0.5 },
@@ -212,6 +264,27 @@ if (role === undefined || role === "--json") {
       { name: "small HTTP request p50 via forwarder+proxy", unit: "ms", value: proxyLat, baselineName: "direct", baseline: directLat, better: "lower" },
     ]);
     const added = proxyLat - directLat;
+    const perTransfer = (key: string) =>
+      Object.entries(cpu[key] ?? {})
+        .map(([name, ms]) => `${name} ${(ms / ROUNDS).toFixed(0)}`)
+        .join(", ");
+    const cpuLines = Object.keys(cpu).map((key) => ({ path: key, cpuMsPer100MB: Object.fromEntries(Object.entries(cpu[key]!).map(([n, ms]) => [n, Math.round(ms / ROUNDS)])) }));
+    const loadAfter = load();
+    if (process.argv.includes("--json")) {
+      for (const l of cpuLines) console.log(JSON.stringify(l));
+      console.log(JSON.stringify({ loadavgBefore: loadBefore, loadavgAfter: loadAfter, rounds: ROUNDS, cores: navigator.hardwareConcurrency }));
+    } else {
+      console.log(`CPU ms per 100 MB by process (mean of ${ROUNDS} interleaved rounds; medians above):`);
+      for (const key of Object.keys(cpu)) console.log(`  ${key.padEnd(12)} ${perTransfer(key)}`);
+      // When the machine is CPU-bound (2 cores, other work running), throughput follows CPU per byte: the full path
+      // cannot beat (CPU of the endpoints alone) / (CPU of endpoints + proxy + forwarder).
+      for (const dir of ["down", "up"]) {
+        const sum = (key: string) => Object.values(cpu[key] ?? {}).reduce((a, b) => a + b, 0);
+        const ceiling = sum(`${dir} direct`) / sum(`${dir} full`);
+        console.log(`  ${dir}: CPU-bound ceiling of the full path ≈ ${ceiling.toFixed(2)}x direct (endpoints' CPU / all CPU)`);
+      }
+      console.log(`load average (1, 5, 15 min) before: ${loadBefore}; after: ${loadAfter}; ${navigator.hardwareConcurrency} cores`);
+    }
     const line = { name: "added p50 latency of a small request", unit: "ms", value: added, target: 1, met: added <= 1, connectTunnelP50: tunnelLat };
     if (process.argv.includes("--json")) console.log(JSON.stringify(line));
     else
