@@ -9,6 +9,7 @@ import type { Hosted } from "./hosted";
 import type { Logger } from "./log";
 import {
   AuditViewSchema,
+  ChatStatusSchema,
   HealthSchema,
   LogsQuerySchema,
   LogsSchema,
@@ -130,6 +131,8 @@ export function createApp(deps: AppDeps): Hono {
     const { ttlMs } = UiLaunchRequestSchema.parse(await jsonBody(c));
     return c.json(UiLaunchSchema.parse(hosted().launch(ttlMs)));
   });
+
+  app.post("/v1/chat/reload", async (c) => c.json(ChatStatusSchema.parse(await hosted().reloadChat())));
 
   app.post("/v1/ui/ticket", async (c) => {
     const { ticket } = UiTicketRequestSchema.parse(await jsonBody(c));

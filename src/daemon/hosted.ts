@@ -31,6 +31,8 @@ export interface Hosted {
   launch(ttlMs: number): UiLaunch;
   ticketState(ticket: string): TicketState;
   chat(): ChatStatus;
+  /** Stops the bot (if any) and starts one for the current chat.json (after `sbx chat setup`). */
+  reloadChat(): Promise<ChatStatus>;
   readonly notifier: DesktopNotifier | null;
   close(): Promise<void>;
 }
@@ -49,15 +51,18 @@ export function startHosted(deps: HostedDeps): Hosted {
 
   let chat: ChatStatus = { configured: false, connected: false };
   let bot: ZulipBot | null = null;
-  let config: ChatConfig | null = null;
-  try {
-    config = readChatConfig(deps.configDir);
-  } catch (e) {
-    const err = toSbxError(e);
-    chat = { configured: true, connected: false, error: `${err.message}${err.hint ? ` (${err.hint})` : ""}` };
-    log.error("chat bot not started: bad config", { err: err.message });
-  }
-  if (config) {
+  /** (Re)reads chat.json and starts a bot for it; a bad config is reported in the status, never fatal. */
+  const startChat = () => {
+    chat = { configured: false, connected: false };
+    let config: ChatConfig | null = null;
+    try {
+      config = readChatConfig(deps.configDir);
+    } catch (e) {
+      const err = toSbxError(e);
+      chat = { configured: true, connected: false, error: `${err.message}${err.hint ? ` (${err.hint})` : ""}` };
+      log.error("chat bot not started: bad config", { err: err.message });
+    }
+    if (!config) return;
     chat = { configured: true, connected: false, provider: config.provider, site: config.site, stream: config.stream };
     try {
       bot = (deps.startBot ?? ((c) => startZulipBot({ config: c, source: { store, events }, log: log.with({ part: "chat" }) })))(config);
@@ -66,7 +71,13 @@ export function startHosted(deps: HostedDeps): Hosted {
       chat = { ...chat, error: toSbxError(e).message };
       log.error("chat bot failed to start", { err: toSbxError(e).message });
     }
-  }
+  };
+  startChat();
+  const chatStatus = (): ChatStatus => {
+    if (!bot) return chat;
+    const s = bot.state();
+    return { ...chat, connected: s.connected, ...(s.lastError ? { error: s.lastError } : {}) };
+  };
 
   let notifier: DesktopNotifier | null = null;
   let unsubscribe = () => {};
@@ -85,10 +96,13 @@ export function startHosted(deps: HostedDeps): Hosted {
       return { origin: dash.origin, url: l.url, ticket: l.ticket, expiresAt: l.expiresAt };
     },
     ticketState: (ticket) => dash?.launchState(ticket) ?? "unknown",
-    chat() {
-      if (!bot) return chat;
-      const s = bot.state();
-      return { ...chat, connected: s.connected, ...(s.lastError ? { error: s.lastError } : {}) };
+    chat: chatStatus,
+    async reloadChat() {
+      const old = bot;
+      bot = null;
+      await old?.close();
+      startChat();
+      return chatStatus();
     },
     async close() {
       unsubscribe();

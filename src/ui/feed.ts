@@ -174,7 +174,7 @@ export interface AuditTail {
 
 /**
  * Publishes audit rows as they appear (from any process), polling every intervalMs. Used when the dashboard
- * runs outside the daemon (`sbx ui --serve`): the proxy and bridge then only reach it through the store.
+ * runs in another process than the daemon: the proxy and bridge then only reach it through the store.
  */
 export function tailAudit(store: Store, publish: (e: FeedEvent) => void, intervalMs = 1000): AuditTail {
   const last = store.listAudit({ limit: 1 });

@@ -1,4 +1,4 @@
-// sbx chat: store the Zulip bot's config host-side (setup), show it without the key, or run the bot in the foreground until the daemon hosts it.
+// sbx chat: store the Zulip bot's config host-side (setup), show it without the key, and have the daemon (which hosts the bot) pick it up.
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
@@ -11,7 +11,7 @@ export const chat: Verb = {
   summary: "set up chat approvals (Zulip)",
   declare(cmd: Command) {
     cmd
-      .argument("<action>", "setup | show | run")
+      .argument("<action>", "setup | show | reload")
       .argument("[provider]", "zulip")
       .option("--site <url>", "the Zulip organisation's URL (https)")
       .option("--email <address>", "the bot's email address")
@@ -24,7 +24,9 @@ export const chat: Verb = {
         `
   setup zulip   writes the bot's config to <config dir>/chat.json (mode 0600); the key is read from --key-file
   show          prints the config without the key
-  run           runs the bot in the foreground until ^C (interim: the daemon will host it)
+  reload        makes the daemon restart its bot with the current config (setup does this when a daemon runs)
+
+The daemon runs the bot; \`sbx status\` shows whether it is connected.
 
 Blocked requests are posted to one topic per sandbox ("<name> · <repo dir>"); answer there with
 /allow <domain>, /allow <domain> --global, /deny <domain>, /allowlist or /status.
@@ -58,50 +60,38 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
       if (cfg.allowSenders.length === 0) {
         ctx.render.info("warning: no --allow-sender given: the bot will refuse every command until you add someone");
       } else ctx.render.info(`commands are obeyed from: ${cfg.allowSenders.join(", ")}`);
+      // A running daemon restarts its bot with the new config; one started later reads it at start.
+      const { DaemonClient } = await import("../../client/client");
+      const client = new DaemonClient(ctx.paths.controlSocket);
+      if (await client.health()) await reload(ctx, client);
+      else ctx.render.info("the daemon starts the bot when it starts (`sbx status` shows it)");
       return ExitCode.ok;
     }
-    if (action === "show" || action === "run") {
-      const cfg = config.readChatConfig(ctx.paths.configDir);
-      if (cfg === null) {
-        throw new SbxError("not_found", "chat is not set up", { hint: USAGE_HINT });
-      }
-      if (action === "show") {
-        const { apiKey: _key, ...shown } = cfg;
-        if (opts.json) ctx.render.json(shown);
-        else {
-          ctx.render.out(`provider  ${shown.provider}\nsite      ${shown.site}\nbot       ${shown.email}\nstream    ${shown.stream}`);
-          ctx.render.out(`senders   ${shown.allowSenders.join(", ") || "(none: every command is refused)"}`);
-        }
-        return ExitCode.ok;
-      }
-      return runForeground(ctx, cfg);
+    if (action === "reload") {
+      const { daemonFor } = await import("../../client/cli");
+      await reload(ctx, await daemonFor(ctx));
+      return ExitCode.ok;
     }
-    throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, { hint: "Use `sbx chat setup zulip …`, `sbx chat show` or `sbx chat run`." });
+    if (action === "show") {
+      const cfg = config.readChatConfig(ctx.paths.configDir);
+      if (cfg === null) throw new SbxError("not_found", "chat is not set up", { hint: USAGE_HINT });
+      const { apiKey: _key, ...shown } = cfg;
+      if (opts.json) ctx.render.json(shown);
+      else {
+        ctx.render.out(`provider  ${shown.provider}\nsite      ${shown.site}\nbot       ${shown.email}\nstream    ${shown.stream}`);
+        ctx.render.out(`senders   ${shown.allowSenders.join(", ") || "(none: every command is refused)"}`);
+      }
+      return ExitCode.ok;
+    }
+    throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, { hint: "Use `sbx chat setup zulip …`, `sbx chat show` or `sbx chat reload`." });
   },
 };
 
-/** Runs the bot until SIGINT/SIGTERM; proxy decisions reach it through the audit log (another process writes them). */
-async function runForeground(ctx: Parameters<Verb["run"]>[0], cfg: import("../../chat/config").ChatConfig): Promise<number> {
-  const [{ Store }, { createEventBus, tailAudit }, { startZulipBot }] = await Promise.all([
-    import("../../store/store"),
-    import("../../ui/feed"),
-    import("../../chat/bot"),
-  ]);
-  const store = new Store(ctx.paths.dbFile);
-  const bus = createEventBus();
-  const tail = tailAudit(store, (e) => bus.publish(e), 1000);
-  const log = {
-    info: (m: string, f?: Record<string, unknown>) => ctx.render.info(`${m} ${f ? JSON.stringify(f) : ""}`.trim()),
-    warn: (m: string, f?: Record<string, unknown>) => ctx.render.info(`${m} ${f ? JSON.stringify(f) : ""}`.trim()),
-  };
-  const bot = startZulipBot({ config: cfg, source: { store, events: { subscribe: bus.subscribe } }, log });
-  ctx.render.info(`chat bot running for stream '${cfg.stream}' on ${cfg.site}; press ^C to stop`);
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
-  tail.close();
-  await bot.close();
-  store.close();
-  return ExitCode.ok;
+/** Asks the daemon to restart its bot and says how it went. */
+async function reload(ctx: Parameters<Verb["run"]>[0], client: import("../../client/client").DaemonClient): Promise<void> {
+  const { chatReload } = await import("../../client/hosted");
+  const st = await chatReload(client);
+  if (!st.configured) ctx.render.info("the daemon found no chat config: the bot is off");
+  else if (st.error && !st.connected) ctx.render.info(`the daemon restarted its bot; not connected yet: ${st.error}`);
+  else ctx.render.info(`the daemon restarted its bot for stream '${st.stream ?? ""}' (\`sbx status\` shows when it is connected)`);
 }

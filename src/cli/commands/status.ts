@@ -11,6 +11,15 @@ function ago(ms: number): string {
   return `${Math.round(s / 86400)}d`;
 }
 
+type Chat = NonNullable<import("../../daemon/protocol").Status["chat"]>;
+
+function chatLine(ch: Chat, c: { green(s: string): string; red(s: string): string }): string {
+  if (!ch.configured) return "not set up (`sbx chat setup zulip …`)";
+  const where = ch.stream ? `${ch.provider ?? "zulip"} stream '${ch.stream}' on ${ch.site ?? "?"}` : (ch.provider ?? "zulip");
+  if (ch.connected) return `${where}, ${c.green("connected")}`;
+  return `${where}, ${c.red("not connected")}${ch.error ? ` (${ch.error})` : ""}`;
+}
+
 export const status: Verb = {
   name: "status",
   summary: "show daemon health, sandboxes and their guards",
@@ -39,6 +48,9 @@ export const status: Verb = {
       `daemon: ${c.green("running")} pid ${st.daemon.pid}, up ${ago(Date.now() - st.daemon.startedAt)}, v${st.daemon.version}, ` +
         `backends: ${st.backends.join(", ") || "none"}, guards: ${st.guards.join(", ") || "none"}, sessions: ${st.sessions}`,
     );
+    // The dashboard's origin only: its launch links come from `sbx ui`, one at a time.
+    ctx.render.out(`dashboard: ${st.ui ? `${st.ui.origin} (open it with \`sbx ui\`)` : st.ui === null ? c.red("not running (see the daemon log)") : "not hosted by this daemon"}`);
+    if (st.chat) ctx.render.out(`chat: ${chatLine(st.chat, c)}`);
     if (st.sandboxes.length === 0) {
       ctx.render.out("no sandboxes");
       return ExitCode.ok;

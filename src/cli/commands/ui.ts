@@ -1,55 +1,50 @@
-// sbx ui: the approvals dashboard. The daemon will host it; until then `sbx ui --serve` runs one in the foreground.
+// sbx ui: open the daemon's approvals dashboard in the browser (starting the daemon if needed), or print a single-use link.
 import type { Command } from "commander";
-import { ExitCode, SbxError } from "../../core/errors";
+import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
+
+/** How long a link from `--print` stays usable (it also dies at first use). */
+const PRINT_TTL_MS = 10 * 60_000;
+/** How long `sbx ui` waits for the browser to reach the dashboard. */
+const OPEN_TTL_MS = 60_000;
 
 export const ui: Verb = {
   name: "ui",
   summary: "open the approvals dashboard in the browser",
   declare(cmd: Command) {
-    cmd
-      .option("--print", "print the URL instead of opening it")
-      .option("--serve", "run a dashboard in the foreground until ^C and print its launch URL (interim, until the daemon hosts it)")
-      .addHelpText(
-        "after",
-        `
-The dashboard listens on 127.0.0.1 at a port chosen at start and needs the launch URL's token; the
-first visit trades it for a cookie. Until the daemon hosts the dashboard, \`sbx ui\` alone exits 69:
-use \`sbx ui --serve\` and open the URL it prints (it reads the same state and audit log as the daemon).`,
-      );
+    cmd.option("--print", "print a single-use link (valid 10 minutes) instead of opening the browser").addHelpText(
+      "after",
+      `
+The daemon serves the dashboard on 127.0.0.1 at a port chosen at its start (\`sbx status\` shows it).
+\`sbx ui\` asks the daemon for a single-use link and opens it through a page only you can read
+(mode 0600 in your runtime dir), so the link never appears on a command line; the page is removed
+once the browser has used it. The first visit trades the link for a cookie.
+
+  --print   print the link on stdout, for a browser on this machine that sbx cannot open itself`,
+    );
   },
   async run(ctx, _args, opts) {
-    if (!opts.serve) {
-      throw new SbxError("not_available", "sbx ui: the daemon does not host the dashboard yet", {
-        hint: "Run `sbx ui --serve` to run one in the foreground and open the URL it prints.",
-      });
+    const [{ daemonFor }, { uiLaunch, uiTicketState }] = await Promise.all([import("../../client/cli"), import("../../client/hosted")]);
+    const client = await daemonFor(ctx);
+    if (opts.print) {
+      const l = await uiLaunch(client, PRINT_TTL_MS);
+      // The link is this command's result (stdout), for the person who ran it: single use, 10 minutes.
+      ctx.render.out(l.url);
+      ctx.render.info(`single use, valid 10 minutes; the dashboard is ${l.origin}`);
+      return ExitCode.ok;
     }
-    const [{ Store }, { createEventBus, tailAudit }, { startDashboard }] = await Promise.all([
-      import("../../store/store"),
-      import("../../ui/feed"),
-      import("../../ui/server"),
-    ]);
-    const store = new Store(ctx.paths.dbFile);
-    const bus = createEventBus();
-    // Decisions made here reach the feed through the audit log like everyone else's: no direct publish.
-    const tail = tailAudit(store, (e) => bus.publish(e), 500);
-    const dash = startDashboard({
-      source: { store, events: { subscribe: bus.subscribe } },
-      log: {
-        info: () => undefined,
-        warn: (m, f) => ctx.render.info(`${m} ${f ? JSON.stringify(f) : ""}`.trim()),
-      },
+    const [{ openDashboard }, { spawnDetached }] = await Promise.all([import("../../ui/launch"), import("../../sys/exec")]);
+    const l = await uiLaunch(client, OPEN_TTL_MS);
+    ctx.render.info(`opening ${l.origin} in your browser…`);
+    await openDashboard({
+      platform: ctx.env.platform,
+      runtimeDir: ctx.paths.runtimeDir,
+      url: l.url,
+      spawn: (argv) => spawnDetached(argv, { env: { ...ctx.env.raw } }),
+      ticketState: () => uiTicketState(client, l.ticket),
+      timeoutMs: OPEN_TTL_MS,
     });
-    // The launch URL is this command's result (stdout), for the person who ran it; it is never logged.
-    ctx.render.out(dash.launchUrl);
-    ctx.render.info(`dashboard on ${dash.origin} — open the URL above; press ^C to stop`);
-    await new Promise<void>((resolve) => {
-      process.once("SIGINT", resolve);
-      process.once("SIGTERM", resolve);
-    });
-    tail.close();
-    await dash.close();
-    store.close();
+    ctx.render.info(`dashboard open: ${l.origin}`);
     return ExitCode.ok;
   },
 };

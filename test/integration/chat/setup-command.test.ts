@@ -78,12 +78,3 @@ describe("sbx chat setup zulip", () => {
     expect(readFileSync(join(configDir, "chat.json"), "utf8")).toContain(KEY);
   });
 });
-
-describe("sbx ui", () => {
-  test("without --serve it exits 69 and points at --serve until the daemon hosts the dashboard", async () => {
-    const { vars } = setup();
-    const r = await runCli(["ui"], { vars });
-    expect(r.code).toBe(69);
-    expect(r.stderr).toContain("sbx ui --serve");
-  });
-});
