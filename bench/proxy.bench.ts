@@ -270,18 +270,18 @@ if (role === undefined || role === "--json") {
         .join(", ");
     const cpuLines = Object.keys(cpu).map((key) => ({ path: key, cpuMsPer100MB: Object.fromEntries(Object.entries(cpu[key]!).map(([n, ms]) => [n, Math.round(ms / ROUNDS)])) }));
     const loadAfter = load();
+    // When the machine is CPU-bound (2 cores, other work running), throughput follows CPU per byte: the full path
+    // cannot beat (CPU of the endpoints alone) / (CPU of endpoints + proxy + forwarder).
+    const cpuSum = (key: string) => Object.values(cpu[key] ?? {}).reduce((a, b) => a + b, 0);
+    const ceiling = { down: cpuSum("down direct") / cpuSum("down full"), up: cpuSum("up direct") / cpuSum("up full") };
     if (process.argv.includes("--json")) {
       for (const l of cpuLines) console.log(JSON.stringify(l));
-      console.log(JSON.stringify({ loadavgBefore: loadBefore, loadavgAfter: loadAfter, rounds: ROUNDS, cores: navigator.hardwareConcurrency }));
+      console.log(JSON.stringify({ cpuBoundCeiling: ceiling, loadavgBefore: loadBefore, loadavgAfter: loadAfter, rounds: ROUNDS, cores: navigator.hardwareConcurrency }));
     } else {
       console.log(`CPU ms per 100 MB by process (mean of ${ROUNDS} interleaved rounds; medians above):`);
       for (const key of Object.keys(cpu)) console.log(`  ${key.padEnd(12)} ${perTransfer(key)}`);
-      // When the machine is CPU-bound (2 cores, other work running), throughput follows CPU per byte: the full path
-      // cannot beat (CPU of the endpoints alone) / (CPU of endpoints + proxy + forwarder).
-      for (const dir of ["down", "up"]) {
-        const sum = (key: string) => Object.values(cpu[key] ?? {}).reduce((a, b) => a + b, 0);
-        const ceiling = sum(`${dir} direct`) / sum(`${dir} full`);
-        console.log(`  ${dir}: CPU-bound ceiling of the full path ≈ ${ceiling.toFixed(2)}x direct (endpoints' CPU / all CPU)`);
+      for (const dir of ["down", "up"] as const) {
+        console.log(`  ${dir}: CPU-bound ceiling of the full path ≈ ${ceiling[dir].toFixed(2)}x direct (endpoints' CPU / all CPU)`);
       }
       console.log(`load average (1, 5, 15 min) before: ${loadBefore}; after: ${loadAfter}; ${navigator.hardwareConcurrency} cores`);
     }
