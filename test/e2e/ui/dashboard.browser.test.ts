@@ -1,16 +1,13 @@
-// The dashboard in a real browser (Debian's Chromium driven by playwright-core): a request the real egress proxy blocks shows up live, clicking Allow lets the next one through.
+// The dashboard of a real daemon process in a real browser (Debian's Chromium driven by playwright-core): a request the daemon's egress proxy blocks shows up live, clicking Allow lets the next one through.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { createDecisionSink } from "../../../src/proxy/allowlist-service";
-import { policyFor } from "../../../src/proxy/allowlist-service";
-import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
-import { Store } from "../../../src/store/store";
-import { createEventBus, feedFromEgress } from "../../../src/ui/feed";
-import { startDashboard, type Dashboard } from "../../../src/ui/server";
+import { uiLaunch } from "../../../src/client/hosted";
+import type { UiLaunch } from "../../../src/daemon/protocol";
+import type { Store } from "../../../src/store/store";
+import { makeWorld, seedSandbox, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(import.meta.dir, "../../../test-artifacts");
@@ -33,42 +30,31 @@ function viaProxy(socketPath: string, url: string): Promise<{ status: number; he
 }
 
 describe.skipIf(!existsSync(CHROMIUM))("dashboard in a real browser (skipped: needs Debian's chromium at /usr/bin/chromium)", () => {
-  let dir: string;
+  let w: World;
+  let d: DaemonProc;
   let store: Store;
-  let proxy: EgressProxy;
-  let dash: Dashboard;
+  let proxySocket: string;
+  let launch: UiLaunch;
   let context: BrowserContext;
   let page: Page;
   let upstream: ReturnType<typeof Bun.serve>;
   const cspViolations: string[] = [];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "sbx-ui-e2e-"));
+    w = makeWorld();
     mkdirSync(ARTIFACTS, { recursive: true });
-    store = new Store(join(dir, "sbx.db"));
-    const sb = store.createSandbox({ name: "demo", repo: "/src/webapp", backend: "fake" });
     upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("hello from upstream\n") });
+    const sid = seedSandbox(w, "demo", undefined, "/src/webapp");
+    store = w.store();
     // The upstream is on loopback: its address is allowlisted, its name is not — that is what the person decides.
     store.addAllow(null, `127.0.0.1:${upstream.port}`, "test");
+    // The real daemon (fake backend) with its production egress proxy guard; `*.test` names resolve to 127.0.0.1.
+    d = await startDaemonProc(w, 10_000, "real-proxy");
+    await w.client.start({ name: "demo" });
+    proxySocket = join(w.paths.runtimeDir, "sb", sid, "proxy.sock");
+    launch = await uiLaunch(w.client, 60_000);
 
-    const bus = createEventBus();
-    const sink = createDecisionSink(store, { flushMs: 20 });
-    proxy = await startEgressProxy({
-      socketPath: join(dir, "sb", "proxy.sock"),
-      sandbox: { id: sb.id, name: sb.name },
-      policy: () => policyFor(store, sb.id),
-      resolve: async (h) => (h === "blocked.test" ? ["127.0.0.1"] : []),
-      hostAddresses: () => [],
-      onDecision: (e) => {
-        // What the daemon will do: the sink records the pending approval, then the feed hears of it.
-        sink.onDecision(e);
-        const approval = e.type === "denied" ? store.listApprovals({ state: "pending", sandboxId: sb.id }).find((a) => a.host === e.host) : undefined;
-        bus.publish(feedFromEgress(e, approval ? { id: approval.id, count: approval.count } : null));
-      },
-    });
-    dash = startDashboard({ source: { store, events: bus } });
-
-    const profile = join(dir, "profile");
+    const profile = join(w.root, "profile");
     mkdirSync(profile);
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -93,24 +79,25 @@ describe.skipIf(!existsSync(CHROMIUM))("dashboard in a real browser (skipped: ne
 
   afterAll(async () => {
     await context?.close();
-    await dash?.close();
-    await proxy?.close();
+    if (d) {
+      d.proc.kill("SIGTERM");
+      await d.exited;
+    }
     upstream?.stop(true);
-    store?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    w?.cleanup();
   });
 
-  test("the launch URL becomes a cookie session and the token leaves the address bar", async () => {
-    await page.goto(dash.launchUrl);
-    expect(page.url()).toBe(dash.origin);
+  test("the daemon's single-use launch link becomes a cookie session and leaves the address bar", async () => {
+    await page.goto(launch.url);
+    expect(page.url()).toBe(launch.origin);
     await page.getByText("live", { exact: true }).waitFor({ timeout: 10_000 });
-    const cookies = await context.cookies(dash.origin);
+    const cookies = await context.cookies(launch.origin);
     expect(cookies).toMatchObject([{ name: "sbx_ui", httpOnly: true, sameSite: "Strict" }]);
   }, 30_000);
 
   test("a blocked request appears in the feed and in pending; Allow lets the next request through", async () => {
     const url = `http://blocked.test:${upstream.port}/`;
-    const first = await viaProxy(proxy.socketPath, url);
+    const first = await viaProxy(proxySocket, url);
     expect(first.status).toBe(403);
 
     const feedItem = page.locator("#feed li", { hasText: `blocked.test:${upstream.port}` }).first();
@@ -131,11 +118,13 @@ describe.skipIf(!existsSync(CHROMIUM))("dashboard in a real browser (skipped: ne
     expect(store.listApprovals({ state: "pending" })).toEqual([]);
     await page.locator("#pending-empty").waitFor({ state: "visible" });
 
-    const second = await viaProxy(proxy.socketPath, url);
+    const second = await viaProxy(proxySocket, url);
     expect(second.status).toBe(200);
     expect(second.body).toContain("hello from upstream");
     await page.locator("#feed li", { hasText: "decision: allow" }).first().waitFor({ timeout: 10_000 });
     await page.screenshot({ path: join(ARTIFACTS, "dashboard-after-allow.png"), fullPage: true });
+    // Nothing secret reached the daemon's log.
+    expect(d.log()).not.toContain(launch.ticket);
   }, 60_000);
 
   test("keyboard: the first Tab reaches the skip link, which moves focus to the pending approvals", async () => {
