@@ -78,3 +78,67 @@ export async function retireSandboxRemote(exec: Exec, hostRepo: string, remoteNa
   }
   return r.exitCode === 0;
 }
+
+export interface SetAside {
+  /** Where the refs went: `refs/sbx-retired/<name>/<stamp>`. */
+  prefix: string;
+  /** Branch names (the part after `refs/remotes/sandbox-<name>/`). */
+  branches: string[];
+}
+
+/** Pure: the namespace a retired sandbox's refs move to when its name is used again. */
+export function retiredPrefix(name: string, stamp: string): string {
+  return `refs/sbx-retired/${name}/${stamp}`;
+}
+
+/** Pure: a ref-safe UTC timestamp, e.g. 20261122T010203Z. */
+export function retiredStamp(now: Date): string {
+  return now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+}
+
+/**
+ * Before a new sandbox takes a name: moves the refs an earlier sandbox of that name left on the host
+ * (`refs/remotes/sandbox-<name>/*`, kept by `rm`) to `refs/sbx-retired/<name>/<stamp>/*`, in one ref transaction.
+ * Otherwise the new clone's first `--prune` fetch would delete them, and with them the only ref holding the old
+ * sandbox's commits. Returns null when there was nothing to move.
+ * runs: git -C <host> for-each-ref … refs/remotes/sandbox-<name>/; git -C <host> update-ref --stdin (create + delete)
+ */
+export async function setAsideRetiredRefs(exec: Exec, hostRepo: string, name: string, stamp: string, gitPath?: string): Promise<SetAside | null> {
+  const remote = validateRemoteName(`sandbox-${name}`);
+  const env = hostGitEnv(gitPath);
+  const from = `refs/remotes/${remote}/`;
+  const l = await exec.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "for-each-ref", "--format=%(objectname) %(symref) %(refname)", from], {
+    env,
+    replaceEnv: true,
+    check: false,
+  });
+  if (l.exitCode !== 0) throw new SbxError("exec_failed", `cannot list ${remote}'s refs in ${hostRepo}: ${l.stderr.trim()}`);
+  const prefix = retiredPrefix(name, stamp);
+  const lines: string[] = [];
+  const branches: string[] = [];
+  for (const row of l.stdout.split("\n")) {
+    const [oid = "", symref = "", ref = ""] = row.split(" ");
+    if (!ref.startsWith(from)) continue;
+    const branch = ref.slice(from.length);
+    if (symref !== "") {
+      // A symbolic HEAD names a branch that is moved anyway: drop it, do not copy it.
+      lines.push("option no-deref", `delete ${ref}`);
+      continue;
+    }
+    branches.push(branch);
+    lines.push(`create ${prefix}/${branch} ${oid}`, `delete ${ref} ${oid}`);
+  }
+  if (branches.length === 0 && lines.length === 0) return null;
+  const u = await exec.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "update-ref", "--stdin"], {
+    env,
+    replaceEnv: true,
+    check: false,
+    stdin: `start\n${lines.join("\n")}\ncommit\n`,
+  });
+  if (u.exitCode !== 0) {
+    throw new SbxError("exec_failed", `cannot set aside the refs of the earlier sandbox '${name}' in ${hostRepo}: ${u.stderr.trim()}`, {
+      hint: `Move or delete refs/remotes/${remote}/* by hand (git update-ref), then create the sandbox again.`,
+    });
+  }
+  return { prefix, branches };
+}

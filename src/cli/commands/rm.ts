@@ -20,6 +20,7 @@ export const rm: Verb = {
       m.rm(name, { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, force: opts.force === true }),
     );
     if (lost.length > 0) ctx.render.info(`${lost.length} commit(s) no host branch has are kept only as sandbox-${name}/* refs in the repo (--force)`);
+    ctx.render.info(`its branches stay in the repo as sandbox-${name}/*; a new sandbox named ${name} moves them to refs/sbx-retired/${name}/<time>/*`);
     ctx.render.out(`removed ${name}`);
     return 0;
   },

@@ -67,4 +67,18 @@ describe.skipIf(!canRun)(`ref sync end to end on Docker${skipReason ? ` (skipped
     expect(f.git(["log", "--format=%s", "-1", "sandbox-r/work"], repo).stdout.trim()).toBe("late");
     expect(f.git(["config", "--get", "remote.sandbox-r.url"], repo).code).not.toBe(0);
   }, 60_000);
+
+  test("a new sandbox named r moves the old one's kept refs to refs/sbx-retired/r/<time>/*, says so, and its first sync deletes nothing", async () => {
+    const late = hostRef("refs/remotes/sandbox-r/work");
+    expect(late).toBeDefined();
+    const c = must(f.sbx(["create", "r"], { cwd: repo }), "sbx create r (again)");
+    expect(c.stderr).toMatch(/kept as refs\/sbx-retired\/r\/\d{8}T\d{6}Z\/\*/);
+    const list = f.git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/sbx-retired/r/"], repo).stdout.trim().split("\n");
+    expect(list.some((l) => l.startsWith(`${late} `) && l.endsWith("/work"))).toBe(true);
+    // The new sandbox's ref sync (a --prune fetch) has run: the old branch is gone from sandbox-r/*, kept aside.
+    const main = hostRef("refs/heads/main");
+    expect(await waitFor(() => (hostRef("refs/remotes/sandbox-r/main") === main ? true : undefined), 5000)).toBe(true);
+    expect(hostRef("refs/remotes/sandbox-r/work")).toBeUndefined();
+    expect(f.git(["log", "--format=%s", "-1", list.find((l) => l.endsWith("/work"))!.split(" ")[1]!], repo).stdout.trim()).toBe("late");
+  }, 120_000);
 });
