@@ -3,7 +3,9 @@ import { existsSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, 
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
 import type { HostUser, SandboxSpec } from "../backend/backend";
+import type { ClaudeAuth } from "../backend/docker/args";
 import { requireSameUidEngine, type DockerBackend } from "../backend/docker/docker";
+import { readSecrets, secretsFile } from "../secrets/store";
 import { ensureImage } from "../backend/docker/image";
 import { SbxError } from "../core/errors";
 import { validateSandboxName } from "../core/names";
@@ -12,7 +14,7 @@ import type { Store } from "../store/store";
 import { passwdName, type Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, sandboxSockets, sha256Hex, SOCKET_ID_LENGTH, type Paths } from "../sys/paths";
-import { finalFetch, retireSandboxRemote } from "../sync/final-fetch";
+import { finalFetch, retiredStamp, retireSandboxRemote, setAsideRetiredRefs } from "../sync/final-fetch";
 import {
   createClone,
   requirePlainGitDir,
@@ -45,6 +47,8 @@ export const DockerIdentitySchema = z.object({
   shell: z.string().optional(),
   /** The creating user's $SHELL: the shell preference is the creator's, not the daemon's environment's. */
   hostShell: z.string().optional(),
+  /** How the host's Claude login reaches the sandbox (absent on sandboxes made before the choice existed: overlay). */
+  claudeAuth: z.enum(["inject", "overlay"]).optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -89,6 +93,8 @@ export interface CreateRequest extends Where {
   overlays?: string[];
   /** `run` reuses an existing sandbox; `create` refuses one. */
   ifExists?: "error" | "reuse";
+  /** `--claude-auth`; default: inject when the host has an Anthropic key or Claude login, else overlay. */
+  claudeAuth?: ClaudeAuth;
 }
 
 export interface SessionRequest extends Where {
@@ -124,6 +130,40 @@ export class SandboxManager {
     const e = this.d.env;
     const name = e.vars.USER ?? e.vars.LOGNAME ?? passwdName(e.uid) ?? e.userName;
     return { name, uid: e.uid, gid: e.gid, home: e.vars.HOME, shell: e.vars.SHELL ?? "/bin/sh" };
+  }
+
+  /** Where the host keeps Claude Code's OAuth login. */
+  private claudeCredentials(): string {
+    return join(this.d.env.vars.HOME, ".claude", ".credentials.json");
+  }
+
+  /** Whether the host has an Anthropic key or Claude login the LLM proxy can inject (env, sbx secrets, ~/.claude). */
+  hostHasClaudeCredentials(): boolean {
+    const names = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"];
+    if (names.some((n) => (this.d.env.raw[n] ?? "") !== "")) return true;
+    if (existsSync(this.claudeCredentials())) return true;
+    try {
+      const secrets = readSecrets(secretsFile(this.d.paths.configDir));
+      return names.some((n) => (secrets[n] ?? "") !== "");
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The Claude credentials mode of a new sandbox: the flag, else inject when the host has something to inject, else
+   * overlay (then a login made inside stays in the sandbox's overlay). Warns when the agent will be able to read the
+   * host's credentials file.
+   */
+  private claudeAuthFor(req: CreateRequest): ClaudeAuth {
+    const mode: ClaudeAuth = req.claudeAuth ?? (this.hostHasClaudeCredentials() ? "inject" : "overlay");
+    if (mode === "overlay" && existsSync(this.claudeCredentials())) {
+      this.d.log(
+        `warning: --claude-auth overlay: the agent in sandbox ${req.name} can read your Claude credentials (${this.claudeCredentials()}) and could use or copy them. ` +
+          "The default, --claude-auth inject, keeps them on the host and adds them to the agent's API requests on the way out.",
+      );
+    }
+    return mode;
   }
 
   /** The overlays every sandbox gets, plus the user's own (`--overlay`). */
@@ -167,6 +207,7 @@ export class SandboxManager {
     const options: Record<string, string> = {};
     if (ident.image) options.image = ident.image;
     if (ident.shell) options.shell = ident.shell;
+    options.claudeAuth = ident.claudeAuth ?? "overlay";
     const user = this.hostUser();
     return {
       id: ident.id,
@@ -247,8 +288,17 @@ export class SandboxManager {
         dir,
         overlays: this.overlaysFor(req.overlays ?? [], req.cwd),
         hostShell: user.shell,
+        claudeAuth: this.claudeAuthFor(req),
       };
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: "docker", identity: ident });
+      // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
+      // --prune fetch would delete them, so they move to refs/sbx-retired/<name>/<stamp>/* first (nothing-lost).
+      const aside = await setAsideRetiredRefs(this.d.exec, repo, req.name, retiredStamp(new Date()));
+      if (aside !== null) {
+        const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
+        this.d.log(`note: the branches an earlier sandbox '${req.name}' left as sandbox-${req.name}/* are kept as ${aside.prefix}/*${eg}`);
+        this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "refs.set-aside", detail: { name: req.name, prefix: aside.prefix, branches: aside.branches } });
+      }
       await createClone(this.d.exec, { repo, dir, name: req.name });
       const image = await ensureImage(this.d.exec, repo, user, {
         rebuild: req.rebuild === true,

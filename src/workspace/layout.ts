@@ -9,6 +9,11 @@ export interface SandboxLayout {
   linkGit: string;
   /** Upper/work dirs of overlay volumes. */
   overlays: string;
+  /** sbx's read-only login-shell snippets (shims first on PATH), mounted into /etc/profile.d and /etc/fish/conf.d. */
+  shProfile: string;
+  fishProfile: string;
+  /** An empty file mounted read-only over ~/.claude/.credentials.json in `--claude-auth inject` mode. */
+  credentialsMask: string;
   /** Present while a create is in progress; a dir that still has it after its creator died is prune's to remove. */
   creating: string;
 }
@@ -19,6 +24,9 @@ export function sandboxLayout(dir: string): SandboxLayout {
     link: join(dir, "repo"),
     linkGit: join(dir, "repo", ".git"),
     overlays: join(dir, "overlay"),
+    shProfile: join(dir, "etc", "sbx-shims.sh"),
+    fishProfile: join(dir, "etc", "sbx-shims.fish"),
+    credentialsMask: join(dir, "etc", "claude-credentials.masked"),
     creating: join(dir, ".creating"),
   };
 }

@@ -28,6 +28,60 @@ export const RUNTIME_MOUNT = {
   shims: "/opt/sbx/shims",
 } as const;
 
+/**
+ * Where sbx's login-shell snippets appear inside, read-only. Login shells reset PATH (Debian's /etc/profile sets it
+ * from scratch), which would put the image's git before the shims; these put the shims back first. A dir the image
+ * lacks is made in the container's own layer, never in the image.
+ */
+export const PROFILE_MOUNT = {
+  sh: "/etc/profile.d/zz-sbx-shims.sh",
+  fish: "/etc/fish/conf.d/sbx-shims.fish",
+} as const;
+
+/**
+ * How a sandbox sees the host's Claude Code login (`--claude-auth`). `inject`: the LLM proxy adds the host's key or
+ * OAuth token on the way out, and `~/.claude/.credentials.json` inside is an empty read-only file. `overlay`: the
+ * host's credentials file is visible (and readable by the agent) through the ~/.claude overlay.
+ */
+export type ClaudeAuth = "inject" | "overlay";
+
+/** Pure: the in-sandbox path masked in inject mode, or null (overlay mode, or no ~/.claude overlay). */
+export function claudeCredentialsMask(spec: Pick<SandboxSpec, "hostUser" | "overlays" | "options">): string | null {
+  if (spec.options.claudeAuth !== "inject") return null;
+  const claude = posix.join(spec.hostUser.home, ".claude");
+  return spec.overlays.includes(claude) ? posix.join(claude, ".credentials.json") : null;
+}
+
+/** Pure: the POSIX-sh snippet (/etc/profile sources /etc/profile.d/*.sh): the shims dir first on PATH. */
+export function shProfileSnippet(shims: string = RUNTIME_MOUNT.shims): string {
+  return [
+    "# sbx (mounted read-only): the git/gh shims first on PATH, so network git goes through the host's bridge.",
+    `case "$PATH" in`,
+    `  ${shims}:*) ;;`,
+    `  *) PATH="${shims}:$PATH" ;;`,
+    "esac",
+    "export PATH",
+    "",
+  ].join("\n");
+}
+
+/**
+ * Pure: the fish snippet (conf.d runs in every fish, login or not). It keeps the shims first whenever PATH changes,
+ * since the user's own config.fish (overlaid from the host) runs after conf.d and may set PATH from scratch.
+ */
+export function fishProfileSnippet(shims: string = RUNTIME_MOUNT.shims): string {
+  return [
+    "# sbx (mounted read-only): the git/gh shims first on PATH, so network git goes through the host's bridge.",
+    "function __sbx_shims_first --on-variable PATH",
+    `    if test "$PATH[1]" != ${shims}`,
+    `        set -gx PATH ${shims} (string match -v -- ${shims} $PATH)`,
+    "    end",
+    "end",
+    "__sbx_shims_first",
+    "",
+  ].join("\n");
+}
+
 /** Host paths of what RUNTIME_MOUNT shows inside. */
 export interface RuntimeSources {
   bun: string;
@@ -150,6 +204,7 @@ export interface CreatePlan {
 export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] {
   const u = spec.hostUser;
   const lay = sandboxLayout(spec.dir);
+  const mask = claudeCredentialsMask(spec);
   const env = Object.keys(spec.env)
     .filter((k) => k !== "HOME")
     .sort()
@@ -173,10 +228,14 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "--mount", mountValue([["type", "bind"], ["src", spec.sockets.dir], ["dst", SOCKET_MOUNT]]),
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.bun], ["dst", RUNTIME_MOUNT.bun], "readonly"]),
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.shims], ["dst", RUNTIME_MOUNT.shims], "readonly"]),
+    "--mount", mountValue([["type", "bind"], ["src", lay.shProfile], ["dst", PROFILE_MOUNT.sh], "readonly"]),
+    "--mount", mountValue([["type", "bind"], ["src", lay.fishProfile], ["dst", PROFILE_MOUNT.fish], "readonly"]),
     ...plan.overlays.flatMap((o) => [
       "--mount",
       mountValue([["type", "volume"], ["src", o.volume], ["dst", o.target], "volume-nocopy"]),
     ]),
+    // Over the ~/.claude overlay (docker mounts parents first): the host's credentials never show inside.
+    ...(mask === null ? [] : ["--mount", mountValue([["type", "bind"], ["src", lay.credentialsMask], ["dst", mask], "readonly"])]),
     plan.image,
     ...plan.command,
   ];

@@ -1,6 +1,6 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
@@ -18,6 +18,8 @@ import {
   rootLabel,
   sandboxLayout,
   seedEntries,
+  fishProfileSnippet,
+  shProfileSnippet,
   type OverlayPlan,
   type RuntimeSources,
 } from "./args";
@@ -86,6 +88,18 @@ export function defaultRuntime(execPath: string = process.execPath): RuntimeSour
     });
   }
   return { bun: realpathSync(execPath), shims: realpathSync(join(import.meta.dir, "..", "..", "..", "shims")) };
+}
+
+/** Writes the login-shell snippets (shims first on PATH) into the sandbox dir, for read-only mounts. Idempotent. */
+export function writeShellProfiles(spec: Pick<SandboxSpec, "dir">): void {
+  const lay = sandboxLayout(spec.dir);
+  mkdirSync(dirname(lay.shProfile), { recursive: true, mode: 0o755 });
+  chmodSync(dirname(lay.shProfile), 0o755);
+  writeFileSync(lay.shProfile, shProfileSnippet(), { mode: 0o644 });
+  writeFileSync(lay.fishProfile, fishProfileSnippet(), { mode: 0o644 });
+  // Empty, read-only for everyone: what ~/.claude/.credentials.json shows inside in --claude-auth inject mode.
+  if (!existsSync(lay.credentialsMask)) writeFileSync(lay.credentialsMask, "", { mode: 0o444 });
+  chmodSync(lay.credentialsMask, 0o444);
 }
 
 /** Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop. */
@@ -240,6 +254,7 @@ export class DockerBackend implements Backend {
         this.prepareOverlayDirs(p);
         await this.ensureVolume(spec, p);
       }
+      writeShellProfiles(spec);
       await this.exec.run(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
     }
     // A container created but never started (a crash after `docker create`) has not been seeded yet: seeding is idempotent.

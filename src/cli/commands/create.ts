@@ -1,8 +1,19 @@
 // sbx create: create a sandbox for this repo and start it
 import type { Command } from "commander";
+import { SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+/** `--claude-auth inject|overlay`, checked; absent → the lifecycle's default. */
+export function claudeAuthOpt(opts: Record<string, unknown>): { claudeAuth?: "inject" | "overlay" } {
+  const v = opts.claudeAuth;
+  if (v === undefined) return {};
+  if (v === "inject" || v === "overlay") return { claudeAuth: v };
+  throw new SbxError("usage", `--claude-auth must be inject or overlay, not '${String(v)}'`, {
+    hint: "inject keeps the host's Claude credentials out of the sandbox (the proxy adds them); overlay lets the agent read them.",
+  });
+}
 
 export const create: Verb = {
   name: "create",
@@ -13,6 +24,10 @@ export const create: Verb = {
       .option("--repo <path>", "the git repo to sandbox (default: the repo around the current directory)")
       .option("--rebuild", "rebuild the image even if its tag exists")
       .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
+      .option(
+        "--claude-auth <mode>",
+        "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
+      )
       .option("--json", "print the sandbox as JSON");
   },
   async run(ctx, args, opts) {
@@ -28,6 +43,7 @@ export const create: Verb = {
         rebuild: opts.rebuild === true,
         overlays: (opts.overlay as string[] | undefined) ?? [],
         ifExists: "error",
+        ...claudeAuthOpt(opts),
       }),
     );
     if (opts.json) ctx.render.json(sandbox);

@@ -1,6 +1,7 @@
 // sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
 import type { Command } from "commander";
 import type { Verb } from "../verb";
+import { claudeAuthOpt } from "./create";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -14,7 +15,11 @@ export const run: Verb = {
       .argument("[command...]", "command to run (after --); its exit code is sbx's")
       .option("--repo <path>", "the git repo to sandbox")
       .option("--rebuild", "rebuild the image even if its tag exists")
-      .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, []);
+      .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
+      .option(
+        "--claude-auth <mode>",
+        "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
+      );
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
@@ -30,6 +35,7 @@ export const run: Verb = {
         rebuild: opts.rebuild === true,
         overlays: (opts.overlay as string[] | undefined) ?? [],
         ifExists: "reuse",
+        ...claudeAuthOpt(opts),
       });
       if (created) ctx.render.info(`created sandbox ${name}`);
       return enter(ctx, m, client, { name, argv, repoFlag });

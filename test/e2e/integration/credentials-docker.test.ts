@@ -107,6 +107,28 @@ describe.skipIf(!canRun)(`credentials end to end on Docker${skipReason ? ` (skip
     }
   }, 120_000);
 
+  test("login shells keep the shims first: bash -l and fish -l find the git shim, and git push from bash -l goes through the bridge", async () => {
+    // Debian's /etc/profile sets PATH from scratch; sbx's read-only /etc/profile.d snippet puts the shims back first.
+    const bash = await sbxAsync(["run", "c", "--", "bash", "-l", "-c", "command -v git"]);
+    expect(bash.stdout.trim()).toBe("/opt/sbx/shims/git");
+    const fish = await sbxAsync(["run", "c", "--", "fish", "-l", "-c", "command -v git"]);
+    expect(fish.stdout.trim()).toBe("/opt/sbx/shims/git");
+    // The snippets are sbx's, read-only: the sandbox cannot change them.
+    const w = dexec(f, ctr, ["sh", "-c", "echo 'PATH=/usr/bin' >> /etc/profile.d/zz-sbx-shims.sh"]);
+    expect(w.code).not.toBe(0);
+
+    must(dexec(f, ctr, ["sh", "-c", `git checkout -q -b login main && echo login > login.txt && git add login.txt && git ${GIT_ID.join(" ")} commit -qm login`], { workdir: repo }), "commit inside");
+    const sha = must(dexec(f, ctr, ["git", "rev-parse", "HEAD"], { workdir: repo }), "rev-parse").stdout.trim();
+    const before = upstream.requests.length;
+    const push = await sbxAsync(["run", "c", "--", "bash", "-l", "-c", "git push origin login"]);
+    expect(push.code).toBe(0);
+    const upstreamSha = Bun.spawnSync(["git", "--git-dir", join(upstreamRoot, "proj.git"), "rev-parse", "refs/heads/login"]).stdout.toString().trim();
+    expect(upstreamSha).toBe(sha);
+    // Only the bridge holds the token: an authorized receive-pack means the push went through it.
+    expect(upstream.requests.slice(before).some((q) => q.authorized && q.method === "POST" && q.path.endsWith("git-receive-pack"))).toBe(true);
+    expect(push.stdout + push.stderr).not.toContain(TOKEN);
+  }, 120_000);
+
   test("a commit holding a key-shaped string is refused by the push gate and never reaches the upstream", async () => {
     const key = `AKIA${"Z".repeat(12)}${tag.toUpperCase().replace(/[^A-Z0-9]/g, "Q").padEnd(4, "Q").slice(0, 4)}`;
     must(dexec(f, ctr, ["sh", "-c", `git checkout -q -b leak && echo "aws_key = ${key}" > config.txt && git add config.txt && git ${GIT_ID.join(" ")} commit -qm leak`], { workdir: repo }), "commit leak");

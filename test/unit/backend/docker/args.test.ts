@@ -58,6 +58,8 @@ describe("dockerCreateArgs", () => {
       "--mount", "type=bind,src=/run/user/1000/sbx/sb/abc123def456,dst=/run/sbx",
       "--mount", "type=bind,src=/usr/lib/bun/bun,dst=/opt/sbx/bin/bun,readonly",
       "--mount", "type=bind,src=/opt/src/sbx/shims,dst=/opt/sbx/shims,readonly",
+      "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.sh,dst=/etc/profile.d/zz-sbx-shims.sh,readonly",
+      "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.fish,dst=/etc/fish/conf.d/sbx-shims.fish,readonly",
       "--mount", `type=volume,src=${overlays[0]!.volume},dst=/home/ann/.claude,volume-nocopy`,
       "--mount", `type=volume,src=${overlays[1]!.volume},dst=/home/ann/.config/fish,volume-nocopy`,
       "sbx-app:1234",
@@ -175,5 +177,24 @@ describe("dockerExecArgs", () => {
       "docker", "exec", "--user", "1000:1000", "--workdir", "/home/ann/src/app", "sbx-abc123def456", "true",
     ]);
     expect(dockerExecArgs(spec, { argv: ["cat"], cwd: "/", tty: false, env: {}, stdin: true }, "/bin/bash")).toContain("--interactive");
+  });
+});
+
+describe("--claude-auth in the create argv", () => {
+  const overlays = [overlayPlan(spec, "/home/ann/.claude", true)];
+  const plan = { image: "i", overlays, command: ["c"], runtime: { bun: "/b", shims: "/s" }, root: "r" };
+  const mask = "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/claude-credentials.masked,dst=/home/ann/.claude/.credentials.json,readonly";
+
+  test("inject: an empty read-only file over ~/.claude/.credentials.json, after the ~/.claude overlay", () => {
+    const argv = dockerCreateArgs({ ...spec, options: { ...spec.options, claudeAuth: "inject" } }, plan);
+    const at = argv.indexOf(mask);
+    expect(at).toBeGreaterThan(0);
+    expect(argv[at - 1]).toBe("--mount");
+    expect(at).toBeGreaterThan(argv.findIndex((a) => a.includes("dst=/home/ann/.claude,")));
+  });
+
+  test("overlay, or no ~/.claude overlay: no mask", () => {
+    expect(dockerCreateArgs({ ...spec, options: { ...spec.options, claudeAuth: "overlay" } }, plan)).not.toContain(mask);
+    expect(dockerCreateArgs({ ...spec, overlays: [], options: { ...spec.options, claudeAuth: "inject" } }, { ...plan, overlays: [] }).join(" ")).not.toContain("credentials");
   });
 });
