@@ -134,6 +134,7 @@ describe("shared sessions through the daemon", () => {
       tmux("send-keys", "-t", "t:0", "exit 4", "Enter");
       await waitPane("t:0", /\[session ended: exit=4\]/);
       await waitPane("t:1", /\[session ended: exit=4\]/);
-    });
+      // Two bun terminal clients, a daemon and tmux: well over the default 5 s when the whole suite runs in parallel.
+    }, 30_000);
   });
 });
