@@ -2,26 +2,15 @@
 import { RUNTIME_MOUNT, SOCKET_MOUNT } from "../backend/docker/args";
 import { DEFAULT_FORWARDER_PORT, proxyEnv } from "../core/egress";
 import { llmEnv } from "../llm/env";
+import { terminalVars } from "./terminal-vars";
 
-/** Host variables passed through so agents render properly; nothing else of the host's environment goes in. */
-const PASS = new Set(["TERM", "COLORTERM", "FORCE_COLOR", "NO_COLOR", "LANG"]);
+export { terminalVars };
 
 /** The PATH inside: the git/gh shims first (network git goes to the bridge), then the usual system dirs. */
 export const SANDBOX_PATH = `${RUNTIME_MOUNT.shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
 
 /** The PATH for git that must NOT go through the shims (host → clone ref sync runs the image's own git). */
 export const PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-/** Pure: the terminal and locale variables of the host, and nothing else. */
-export function terminalVars(host: Readonly<Record<string, string | undefined>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k of Object.keys(host).sort()) {
-    const v = host[k];
-    if (v === undefined) continue;
-    if (PASS.has(k) || /^LC_[A-Z_]+$/.test(k)) out[k] = v;
-  }
-  return out;
-}
 
 export interface SandboxEnvOptions {
   /** The in-sandbox forwarder's port (127.0.0.1:<port>). */

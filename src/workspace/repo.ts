@@ -1,6 +1,6 @@
 // Finding the host repo a command is about: the git toplevel around a dir, as an absolute real path.
-import { realpathSync } from "node:fs";
-import { resolve } from "node:path";
+import { realpathSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { SbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
 
@@ -21,4 +21,31 @@ export async function findRepoRoot(exec: Exec, cwd: string, repoFlag?: string): 
     });
   }
   return realpathSync(r.stdout.trim());
+}
+
+/**
+ * The repo root around `dir` without running git (the attach path saves a process): the nearest ancestor whose `.git`
+ * is a directory holding HEAD. Null whenever git could answer differently (GIT_DIR, GIT_WORK_TREE or
+ * GIT_CEILING_DIRECTORIES set; a `.git` file of a worktree or submodule; nothing found): then ask git.
+ */
+export function findRepoRootQuick(cwd: string, repoFlag: string | undefined, vars: Readonly<Record<string, string | undefined>>): string | null {
+  if (vars.GIT_DIR || vars.GIT_WORK_TREE || vars.GIT_CEILING_DIRECTORIES || vars.GIT_DISCOVERY_ACROSS_FILESYSTEM) return null;
+  let d: string;
+  try {
+    d = realpathSync(resolve(cwd, repoFlag ?? "."));
+  } catch {
+    return null;
+  }
+  for (;;) {
+    try {
+      const st = statSync(join(d, ".git"));
+      if (!st.isDirectory()) return null;
+      return statSync(join(d, ".git", "HEAD")).isFile() ? d : null;
+    } catch {
+      /* no .git here: go up */
+    }
+    const up = dirname(d);
+    if (up === d) return null;
+    d = up;
+  }
 }

@@ -22,11 +22,17 @@ export const run: Verb = {
       );
   },
   async run(ctx, args, opts) {
-    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { enter, withDaemonManager } = await import("../../client/sandboxes");
     const [name = "", ...rest] = args;
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
     const repoFlag = opts.repo as string | undefined;
+    // An existing sandbox and a command with no terminal: the fast path (see shell); a missing one is created below.
+    if (!ctx.stdinIsTTY && argv.length > 0) {
+      const { quickEnter, stdio } = await import("../../client/quick");
+      const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());
+      if (code !== null) return code;
+    }
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { enter, withDaemonManager } = await import("../../client/sandboxes");
     return withDaemonManager(ctx, async (m, client) => {
       const { created } = await m.create({
         name,

@@ -13,10 +13,16 @@ export const shell: Verb = {
       .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)");
   },
   async run(ctx, args, opts) {
-    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
-    const { enter, withDaemonManager } = await import("../../client/sandboxes");
     const [name = "", ...rest] = args;
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
+    // A command with no terminal: one daemon request and the engine API (no store, no zod schemas, no docker CLI).
+    if (!ctx.stdinIsTTY && argv.length > 0) {
+      const { quickEnter, stdio } = await import("../../client/quick");
+      const code = await quickEnter(ctx, { name, argv, repoFlag: opts.repo as string | undefined, missing: "error" }, stdio());
+      if (code !== null) return code;
+    }
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
+    const { enter, withDaemonManager } = await import("../../client/sandboxes");
     return withDaemonManager(ctx, (m, client) => enter(ctx, m, client, { name, argv, repoFlag: opts.repo as string | undefined }));
   },
 };

@@ -1,0 +1,41 @@
+// `sbx shell NAME -- cmd` without a terminal goes daemon → Engine API (no docker CLI): stdin in, stdout and stderr apart, exit code, large output lossless, a stopped sandbox started first.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
+
+describe.skipIf(!canRun)(`attach fast path (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
+  let f: Fixture;
+  beforeAll(() => {
+    f = acquireFixture();
+    mustCreate(f, "fast");
+  }, 90_000);
+  afterAll(() => {
+    f?.sbx(["rm", "--force", "fast"]);
+    releaseFixture();
+  }, 60_000);
+
+  test("stdin reaches the command, stdout and stderr stay apart, the exit code is sbx's", () => {
+    const r = f.sbx(["shell", "fast", "--", "sh", "-c", "cat; echo to-stderr >&2; exit 5"], { stdin: "piped in\n" });
+    expect(r.code).toBe(5);
+    expect(r.stdout).toBe("piped in\n");
+    expect(r.stderr).toBe("to-stderr\n");
+  }, 60_000);
+
+  test("runs in the caller's dir (mapped into the clone), as the caller, with the sandbox's PATH", () => {
+    const r = f.sbx(["shell", "fast", "--", "sh", "-c", 'echo "$(pwd) $(id -u) ${PATH%%:*}"'], { cwd: `${f.repo}/sub` });
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(`${f.repo}/sub ${f.user.uid} /opt/sbx/shims`);
+  }, 60_000);
+
+  test("4 MB of output arrives whole", () => {
+    const r = f.sbx(["shell", "fast", "--", "sh", "-c", "head -c 4194304 /dev/zero | tr '\\0' x"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.length).toBe(4194304);
+  }, 60_000);
+
+  test("a stopped sandbox is started (guards first) before the command runs", () => {
+    expect(f.sbx(["stop", "fast"]).code).toBe(0);
+    const r = f.sbx(["shell", "fast", "--", "echo", "back"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("back\n");
+  }, 90_000);
+});

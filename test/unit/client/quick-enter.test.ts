@@ -1,0 +1,115 @@
+// The attach fast path asks the daemon first: a fenced sandbox (guards not up) runs nothing — the engine is never contacted; a guarded one runs in sbx-<sid> as the caller, in the mapped cwd.
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseStartAnswer, quickEnter, type QuickContext } from "../../../src/client/quick";
+import { SbxError } from "../../../src/core/errors";
+import { readEnv } from "../../../src/sys/env";
+import { pathsFor } from "../../../src/sys/paths";
+import { FakeExec } from "../../fakes/exec";
+import { startFakeEngine, type FakeEngine } from "../backend/docker/fake-engine";
+
+let root = "";
+let engine: FakeEngine | null = null;
+let daemon: ReturnType<typeof Bun.serve> | null = null;
+afterEach(async () => {
+  daemon?.stop(true);
+  daemon = null;
+  await engine?.stop();
+  engine = null;
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+/** A repo (a .git dir with HEAD), private XDG dirs, a fake daemon answering the start request, a fake engine. */
+async function world(answer: { status: number; body: unknown }) {
+  root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-quick-")));
+  const repo = join(root, "repo");
+  mkdirSync(join(repo, ".git"), { recursive: true });
+  mkdirSync(join(repo, "sub"));
+  writeFileSync(join(repo, ".git", "HEAD"), "ref: refs/heads/main\n");
+  const vars = {
+    HOME: join(root, "home"),
+    PATH: "/usr/bin:/bin",
+    XDG_RUNTIME_DIR: join(root, "rt"),
+    XDG_STATE_HOME: join(root, "state"),
+    XDG_CACHE_HOME: join(root, "cache"),
+    XDG_CONFIG_HOME: join(root, "config"),
+    DOCKER_HOST: `unix://${join(root, "engine.sock")}`,
+    TERM: "xterm",
+    SECRET_TOKEN: "never-inside",
+  };
+  const env = readEnv({ vars, uid: 1234, gid: 5678, platform: "linux" });
+  const paths = pathsFor(env);
+  mkdirSync(paths.runtimeDir, { recursive: true, mode: 0o700 });
+  const requests: unknown[] = [];
+  daemon = Bun.serve({
+    unix: paths.controlSocket,
+    async fetch(req) {
+      requests.push(await req.json());
+      return Response.json(answer.body, { status: answer.status });
+    },
+  });
+  engine = await startFakeEngine(join(root, "engine.sock"), () => ({ frames: [], exitCode: 3 }));
+  const ctx: QuickContext = { exec: new FakeExec(), env, paths, cwd: join(repo, "sub"), stdinIsTTY: false };
+  return { ctx, repo, requests, engine };
+}
+
+const io = { stdout() {}, stderr() {}, stdin: async () => undefined };
+const view = (guarded: boolean) => ({ sandbox: { id: 1, sid: "abcdef012345", name: "demo", repo: "/r", backend: "docker", state: "active", phase: "running", guarded, guards: [] } });
+
+describe("quickEnter (sbx shell|run NAME -- cmd without a terminal)", () => {
+  test("fenced: the daemon says its guards are not up → unavailable, and the engine is never contacted", async () => {
+    const w = await world({ status: 200, body: view(false) });
+    const err = await quickEnter(w.ctx, { name: "demo", argv: ["true"], missing: "error" }, io).catch((e) => e);
+    expect(err).toBeInstanceOf(SbxError);
+    expect((err as SbxError).code).toBe("unavailable");
+    expect(w.requests).toEqual([{ name: "demo", repo: w.repo }]);
+    expect(w.engine.created).toHaveLength(0);
+    expect(w.engine.started).toBe(0);
+  });
+
+  test("a daemon error (fenced by a failed guard) is passed on as that error; nothing runs", async () => {
+    const w = await world({ status: 503, body: { error: "unavailable", message: "sandbox 'demo' cannot run: proxy failed", hint: "see the log" } });
+    const err = (await quickEnter(w.ctx, { name: "demo", argv: ["true"], missing: "error" }, io).catch((e) => e)) as SbxError;
+    expect(err.message).toContain("proxy failed");
+    expect(w.engine.created).toHaveLength(0);
+  });
+
+  test("guarded: runs in sbx-<sid> as the caller's uid:gid, in the caller's dir, with terminal variables only; exit code passed on", async () => {
+    const w = await world({ status: 200, body: view(true) });
+    // The clone has the caller's subdir, so the session starts there.
+    const clone = join(w.ctx.paths.sandboxRoot, `repo-${new Bun.CryptoHasher("sha256").update(w.repo).digest("hex")}`, "demo", "clone");
+    mkdirSync(join(clone, "sub"), { recursive: true });
+    const code = await quickEnter(w.ctx, { name: "demo", argv: ["git", "status"], missing: "error" }, io);
+    expect(code).toBe(3);
+    const c = w.engine.created[0]!;
+    expect(c.container).toBe("sbx-abcdef012345");
+    expect(c.body.User).toBe("1234:5678");
+    expect(c.body.WorkingDir).toBe(join(w.repo, "sub"));
+    expect(c.body.Env).toEqual(["TERM=xterm"]);
+    expect(c.body.Cmd).toEqual(["git", "status"]);
+  });
+
+  test("run: a sandbox not made here yet takes the full path (null) without asking anyone", async () => {
+    const w = await world({ status: 200, body: view(true) });
+    expect(await quickEnter(w.ctx, { name: "demo", argv: ["true"], missing: "fallback" }, io)).toBeNull();
+    expect(w.requests).toHaveLength(0);
+  });
+
+  test("a terminal or no command: not this path", async () => {
+    const w = await world({ status: 200, body: view(true) });
+    expect(await quickEnter({ ...w.ctx, stdinIsTTY: true }, { name: "demo", argv: ["true"], missing: "error" }, io)).toBeNull();
+    expect(await quickEnter(w.ctx, { name: "demo", argv: [], missing: "error" }, io)).toBeNull();
+    expect(w.requests).toHaveLength(0);
+  });
+});
+
+describe("parseStartAnswer", () => {
+  test("a malformed answer is an internal error, never a go-ahead", () => {
+    expect(() => parseStartAnswer(200, { sandbox: { sid: "../../x", backend: "docker", guarded: true } })).toThrow(/unexpected shape/);
+    expect(() => parseStartAnswer(200, { sandbox: { sid: "abc", backend: "docker", guarded: "yes" } })).toThrow(/unexpected shape/);
+    expect(() => parseStartAnswer(500, "boom")).toThrow(/HTTP 500/);
+    expect(parseStartAnswer(200, view(true))).toEqual({ sid: "abcdef012345", backend: "docker", guarded: true });
+  });
+});
