@@ -275,8 +275,6 @@ export class SandboxManager {
         this.d.log(`clearing what an interrupted create of ${req.name} left behind…`);
         await this.teardown(req.name, repo, dir, existing);
       }
-      // Orphaned volumes (their sandbox dir is gone) are removed on every create.
-      await this.d.backend.pruneOrphans().catch(() => undefined);
       if (user.uid === 0) {
         this.d.log("note: you are root, so the sandbox runs as root inside (with every capability dropped and no-new-privileges).");
       }
@@ -291,19 +289,29 @@ export class SandboxManager {
         claudeAuth: this.claudeAuthFor(req),
       };
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: "docker", identity: ident });
-      // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
-      // --prune fetch would delete them, so they move to refs/sbx-retired/<name>/<stamp>/* first (nothing-lost).
-      const aside = await setAsideRetiredRefs(this.d.exec, repo, req.name, retiredStamp(new Date()));
-      if (aside !== null) {
-        const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
-        this.d.log(`note: the branches an earlier sandbox '${req.name}' left as sandbox-${req.name}/* are kept as ${aside.prefix}/*${eg}`);
-        this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "refs.set-aside", detail: { name: req.name, prefix: aside.prefix, branches: aside.branches } });
-      }
-      await createClone(this.d.exec, { repo, dir, name: req.name });
-      const image = await ensureImage(this.d.exec, repo, user, {
+      // Three independent things at once (the clone is git on the disk, the other two wait on the engine): orphaned
+      // volumes (their sandbox dir is gone) are removed on every create; the image is checked (or built); the clone made.
+      const pruning = this.d.backend.pruneOrphans().catch(() => undefined);
+      const imaging = ensureImage(this.d.exec, repo, user, {
         rebuild: req.rebuild === true,
         onProgress: (s) => this.d.progress?.(s),
       });
+      const cloning = (async () => {
+        // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
+        // --prune fetch would delete them, so they move to refs/sbx-retired/<name>/<stamp>/* first (nothing-lost).
+        const aside = await setAsideRetiredRefs(this.d.exec, repo, req.name, retiredStamp(new Date()));
+        if (aside !== null) {
+          const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
+          this.d.log(`note: the branches an earlier sandbox '${req.name}' left as sandbox-${req.name}/* are kept as ${aside.prefix}/*${eg}`);
+          this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "refs.set-aside", detail: { name: req.name, prefix: aside.prefix, branches: aside.branches } });
+        }
+        await createClone(this.d.exec, { repo, dir, name: req.name });
+      })();
+      // allSettled: nothing may still run in the background once the lock is released.
+      const [img, cloned] = await Promise.allSettled([imaging, cloning, pruning]);
+      if (cloned.status === "rejected") throw cloned.reason;
+      if (img.status === "rejected") throw img.reason;
+      const image = img.value;
       if (image.built) this.d.log(`built image ${image.tag}`);
       ident.image = image.tag;
       this.d.store.updateIdentity(row.id, ident);
