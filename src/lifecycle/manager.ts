@@ -255,7 +255,7 @@ export class SandboxManager {
     validateSandboxName(req.name);
     const repo = await this.repoOf(req);
     requirePlainGitDir(repo);
-    await (this.d.checkEngine ?? requireSameUidEngine)(this.d.exec);
+    await (this.d.checkEngine ?? ((e: Exec) => requireSameUidEngine(e, this.d.backend.apiSocket)))(this.d.exec);
     const user = this.hostUser();
     const lock = await this.lock(repo, req.name);
     try {
@@ -295,6 +295,7 @@ export class SandboxManager {
       const imaging = ensureImage(this.d.exec, repo, user, {
         rebuild: req.rebuild === true,
         onProgress: (s) => this.d.progress?.(s),
+        apiSocket: this.d.backend.apiSocket,
       });
       const cloning = (async () => {
         // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
@@ -338,7 +339,7 @@ export class SandboxManager {
     if (obs.phase !== "running") {
       const ident = this.identity(row);
       if (obs.phase === "absent") {
-        const img = await ensureImage(this.d.exec, row.repo, this.hostUser(), { onProgress: (s) => this.d.progress?.(s) });
+        const img = await ensureImage(this.d.exec, row.repo, this.hostUser(), { onProgress: (s) => this.d.progress?.(s), apiSocket: this.d.backend.apiSocket });
         ident.image = img.tag;
       }
       spec = this.spec(row.name, row.repo, ident);

@@ -20,7 +20,7 @@ export type RefSyncTarget = Omit<RefSyncOptions, "exec" | "audit">;
 export interface RefSyncGuardHandle {
   stop(): Promise<void>;
   health(): { ok: boolean; detail: string };
-  /** The sandbox now runs: sync both ways at once (host → clone could not run while it was stopped). */
+  /** The sandbox now runs: sync both ways (host → clone could not run while it was stopped), in the background. */
   sandboxStarted(): Promise<void>;
 }
 
@@ -35,10 +35,27 @@ export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) =>
       const target = await resolve(ctx);
       const { syncOnStart: _owed, ...opts } = target;
       const sync = await startRefSync({ ...opts, exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
+      // The owed sync runs in the background: a start (and so `sbx create`, `sbx run`) does not wait the ≈100 ms of a
+      // `docker exec … git fetch` for refs the watcher would bring a moment later anyway. Its outcome is audited by
+      // ref sync itself; stop() waits for it, so nothing runs against a container being stopped or removed.
+      let owed: Promise<void> | null = null;
       return {
-        stop: () => sync.stop(),
+        stop: async () => {
+          await owed;
+          await sync.stop();
+        },
         sandboxStarted: async () => {
-          if (target.syncOnStart === undefined || target.syncOnStart()) await sync.syncNow();
+          if (target.syncOnStart !== undefined && !target.syncOnStart()) return;
+          const run: Promise<void> = sync
+            .syncNow()
+            .then(
+              () => undefined,
+              (e: unknown) => ctx.audit("ref-sync.error", { direction: "both", error: e instanceof Error ? e.message : String(e), onStart: true }),
+            )
+            .finally(() => {
+              if (owed === run) owed = null;
+            });
+          owed = run;
         },
         health: () => {
           const h = sync.health();

@@ -23,7 +23,7 @@ import {
   type OverlayPlan,
   type RuntimeSources,
 } from "./args";
-import { probeEngine } from "./engine";
+import { probeEngineFast } from "./engine";
 import { engineSocket } from "./engine-exec";
 import { tarArchive } from "./tar";
 
@@ -99,9 +99,12 @@ export function writeShellProfiles(spec: Pick<SandboxSpec, "dir">): void {
   chmodSync(lay.credentialsMask, 0o444);
 }
 
-/** Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop. */
-export async function requireSameUidEngine(exec: Exec): Promise<void> {
-  const p = await probeEngine(exec);
+/**
+ * Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop.
+ * Asks the engine's API on `socket` when given (GET /info), else runs: docker info --format '{{json .}}'
+ */
+export async function requireSameUidEngine(exec: Exec, socket?: string): Promise<void> {
+  const p = await probeEngineFast(exec, socket);
   if (!p.ok) {
     const hint =
       p.reason === "permission"
@@ -129,6 +132,11 @@ export class DockerBackend implements Backend {
   ) {
     this.root = rootLabel(opts.sandboxRoot);
     this.runtimeCache = opts.runtime;
+  }
+
+  /** The engine's unix socket for API calls, when there is one. */
+  get apiSocket(): string | undefined {
+    return this.opts.apiSocket;
   }
 
   private runtime(): RuntimeSources {
@@ -216,7 +224,10 @@ export class DockerBackend implements Backend {
     await this.exec.run(overlayVolumeCreateArgs(spec, p, this.root));
   }
 
-  /** runs: docker cp - sbx-<id>:/ (a tar of $HOME's mount-point parents and ~/.claude.json, owned by the host user) */
+  /**
+   * A tar of $HOME's mount-point parents and ~/.claude.json, owned by the host user, extracted at / in the container.
+   * API: PUT /containers/sbx-<id>/archive?path=/ (engine socket); else runs: docker cp - sbx-<id>:/
+   */
   private async seed(spec: SandboxSpec, overlays: OverlayPlan[]): Promise<void> {
     const cj = join(spec.hostUser.home, ".claude.json");
     let claudeJson: Uint8Array | null = null;
@@ -226,7 +237,29 @@ export class DockerBackend implements Backend {
       claudeJson = null;
     }
     const tar = tarArchive(seedEntries(spec, mountTargets(spec, overlays), claudeJson, Math.floor(Date.now() / 1000)));
+    if (await this.apiPutArchive(containerName(spec.id), tar)) return;
     await this.exec.run(["docker", "cp", "-", `${containerName(spec.id)}:/`], { stdin: tar });
+  }
+
+  /**
+   * PUT /containers/<name>/archive?path=/ on the engine socket: what `docker cp - <name>:/` sends, without the CLI
+   * process. False when the API cannot answer (then the CLI does it).
+   */
+  private async apiPutArchive(name: string, tar: Uint8Array): Promise<boolean> {
+    const sock = this.opts.apiSocket;
+    if (sock === undefined) return false;
+    try {
+      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/archive?path=%2F&noOverwriteDirNonDir=true`, {
+        method: "PUT",
+        unix: sock,
+        body: tar,
+        headers: { "content-type": "application/x-tar" },
+      } as RequestInit);
+      await res.arrayBuffer();
+      return res.ok;
+    } catch {
+      return false;
+    }
   }
 
   /** runs: docker volume create …, docker create …, docker cp - …, docker start sbx-<id> (only what is missing) */
@@ -248,10 +281,8 @@ export class DockerBackend implements Backend {
           hint: `Remove the sandbox with \`sbx rm --force ${spec.name}\` and create it again.`,
         });
       }
-      for (const p of overlays) {
-        this.prepareOverlayDirs(p);
-        await this.ensureVolume(spec, p);
-      }
+      for (const p of overlays) this.prepareOverlayDirs(p);
+      await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
       writeShellProfiles(spec);
       await this.exec.run(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
     }

@@ -52,6 +52,27 @@ export type EngineProbe =
   | { ok: true; info: DockerInfo; class: EngineClass }
   | { ok: false; reason: "no-client" | "no-engine" | "permission"; detail: string };
 
+/**
+ * GET /info on the engine's unix socket (no docker CLI process). Undefined when the socket gives no usable answer
+ * (missing, refused, odd reply): then the CLI probe says precisely what is wrong.
+ */
+export async function probeEngineApi(socket: string): Promise<EngineProbe | undefined> {
+  try {
+    const res = await fetch("http://docker/info", { unix: socket, signal: AbortSignal.timeout(15_000) } as RequestInit);
+    if (!res.ok) return undefined;
+    const info = DockerInfoSchema.safeParse(await res.json());
+    return info.success ? { ok: true, info: info.data, class: classifyEngine(info.data) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The API probe when there is a socket and it answers, else `docker info`. */
+export async function probeEngineFast(exec: Exec, socket: string | undefined): Promise<EngineProbe> {
+  const fast = socket === undefined ? undefined : await probeEngineApi(socket);
+  return fast ?? probeEngine(exec);
+}
+
 /** runs: docker info --format '{{json .}}' */
 export async function probeEngine(exec: Exec): Promise<EngineProbe> {
   const r = await exec.run(["docker", "info", "--format", "{{json .}}"], { check: false, timeoutMs: 15_000 });

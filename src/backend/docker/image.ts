@@ -109,8 +109,21 @@ export function dockerBuildArgs(plan: BuildPlan, contextDir: string, dockerfileP
   ];
 }
 
-/** runs: docker image inspect <tag> (its exit code says whether the image exists) */
-export async function imageExists(exec: Exec, tag: string): Promise<boolean> {
+/**
+ * Whether the image exists: GET /images/<tag>/json on the engine socket when given (200/404), else
+ * runs: docker image inspect <tag> (its exit code says whether the image exists)
+ */
+export async function imageExists(exec: Exec, tag: string, apiSocket?: string): Promise<boolean> {
+  if (apiSocket !== undefined) {
+    try {
+      const res = await fetch(`http://docker/images/${encodeURIComponent(tag)}/json`, { unix: apiSocket } as RequestInit);
+      await res.arrayBuffer();
+      if (res.status === 200) return true;
+      if (res.status === 404) return false;
+    } catch {
+      /* fall back to the CLI */
+    }
+  }
   const r = await exec.run(["docker", "image", "inspect", "--format", "{{.Id}}", tag], { check: false });
   return r.exitCode === 0;
 }
@@ -119,6 +132,8 @@ export interface EnsureImageOptions {
   rebuild?: boolean;
   /** Build progress, as it arrives (sbx writes it to stderr). */
   onProgress?: (chunk: string) => void;
+  /** The engine's unix socket: the existence check asks its API instead of running the docker CLI. */
+  apiSocket?: string | undefined;
 }
 
 /**
@@ -128,7 +143,7 @@ export interface EnsureImageOptions {
  */
 export async function ensureImage(exec: Exec, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
   const plan = planImage(repo, user);
-  if (!opts.rebuild && (await imageExists(exec, plan.tag))) return { tag: plan.tag, built: false };
+  if (!opts.rebuild && (await imageExists(exec, plan.tag, opts.apiSocket))) return { tag: plan.tag, built: false };
   let tmp: string | null = null;
   try {
     let contextDir: string;

@@ -31,4 +31,41 @@ describe("ref-sync guard", () => {
       f.cleanup();
     }
   });
+
+  test("sandboxStarted does not wait for the owed sync (a start stays fast); stop waits for it before stopping", async () => {
+    const f = makeFixture();
+    try {
+      const audits: string[] = [];
+      const ctx = { exec: createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), audit: (a: string) => void audits.push(a) };
+      // The inside fetch is slow (a `docker exec` stands behind it in production); it only goes slow once started.
+      let slow = false;
+      let insideDone = 0;
+      const guard = refSyncGuard(() => ({
+        hostRepo: f.host,
+        clonePath: f.clone,
+        remoteName: REMOTE,
+        expectedAlternates: f.alternates,
+        insideFetch: async () => {
+          if (slow) await Bun.sleep(400);
+          const r = await f.insideFetch();
+          if (slow) insideDone++;
+          return r;
+        },
+        pollMs: 0,
+        syncOnStart: () => true,
+      }));
+      const h = await guard.start(ctx);
+      slow = true;
+      const t0 = performance.now();
+      await h.sandboxStarted();
+      expect(performance.now() - t0).toBeLessThan(200);
+      expect(insideDone).toBe(0);
+      await h.stop();
+      // stop() waited for the owed sync's inside fetch before stopping.
+      expect(insideDone).toBeGreaterThanOrEqual(1);
+      expect(audits.at(-1)).toBe("ref-sync.stop");
+    } finally {
+      f.cleanup();
+    }
+  });
 });
