@@ -1,0 +1,52 @@
+// The Engine-API shortcuts (GET /info, GET /images/<tag>/json) against a fake engine socket: the same answers as the CLI, and a fall back to the CLI when the API gives no usable answer.
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { probeEngineApi, probeEngineFast } from "../../../../src/backend/docker/engine";
+import { imageExists } from "../../../../src/backend/docker/image";
+import { FakeExec } from "../../../fakes/exec";
+
+let dir = "";
+let server: ReturnType<typeof Bun.serve> | null = null;
+afterEach(() => {
+  server?.stop(true);
+  server = null;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function engine(routes: Record<string, () => Response>): string {
+  dir = mkdtempSync(join(tmpdir(), "sbx-api-"));
+  const socket = join(dir, "engine.sock");
+  server = Bun.serve({ unix: socket, fetch: (req) => (routes[decodeURIComponent(new URL(req.url).pathname)] ?? (() => new Response("{}", { status: 404 })))() });
+  return socket;
+}
+
+describe("engine probe over the API", () => {
+  test("GET /info classifies like `docker info`: a rootless engine is refused", async () => {
+    const s = engine({ "/info": () => Response.json({ ServerVersion: "20.10", OperatingSystem: "Debian", SecurityOptions: ["name=seccomp", "name=rootless"] }) });
+    const p = await probeEngineApi(s);
+    expect(p?.ok).toBe(true);
+    expect(p?.ok && p.class.kind).toBe("rootless");
+  });
+
+  test("no usable answer (HTTP 500, or no socket) → the CLI probe runs instead", async () => {
+    const s = engine({ "/info": () => new Response("boom", { status: 500 }) });
+    expect(await probeEngineApi(s)).toBeUndefined();
+    const exec = new FakeExec().expect(["docker", "info", "--format", "{{json .}}"], { stdout: JSON.stringify({ OperatingSystem: "Debian", SecurityOptions: [] }) });
+    const p = await probeEngineFast(exec, s);
+    expect(p.ok && p.class.kind).toBe("rootful");
+    exec.assertDone();
+    expect(await probeEngineApi(join(dir, "missing.sock"))).toBeUndefined();
+  });
+});
+
+describe("imageExists over the API", () => {
+  test("200 → exists, 404 → missing, with no docker CLI process", async () => {
+    const s = engine({ "/images/sbx-app:1/json": () => Response.json({ Id: "sha256:1" }) });
+    const exec = new FakeExec();
+    expect(await imageExists(exec, "sbx-app:1", s)).toBe(true);
+    expect(await imageExists(exec, "sbx-app:2", s)).toBe(false);
+    expect(exec.calls).toHaveLength(0);
+  });
+});
