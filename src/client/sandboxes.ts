@@ -11,6 +11,7 @@ import { sandboxLayout } from "../workspace/layout";
 import { sessionCwd } from "../workspace/clone";
 import { daemonFor } from "./cli";
 import type { DaemonClient } from "./client";
+import { quickEnter, stdio } from "./quick";
 import { openShell, processTty, type Tty } from "./terminal";
 
 /** The daemon as the lifecycle's supervisor: every start and stop of a container goes through it. */
@@ -74,6 +75,9 @@ export async function enter(ctx: VerbContext, m: SandboxManager, client: DaemonC
     const cwd = sessionCwd(repo, ctx.cwd, sandboxLayout(m.specFor(row).dir).clone);
     return openShell(client, { name: req.name, repo, argv: req.argv, cwd, env: ctx.env.raw }, tty);
   }
+  // A command with no terminal: straight through the engine API once the daemon has confirmed the guards.
+  const quick = await quickEnter(ctx, { name: req.name, argv: req.argv, repoFlag: req.repoFlag, missing: "error" }, stdio());
+  if (quick !== null) return quick;
   const pipeIn = stdinHasData();
   const argv = await m.session({ name: req.name, argv: req.argv, cwd: ctx.cwd, repoFlag: req.repoFlag, tty: false, stdin: pipeIn });
   const input = pipeIn ? await readStdin() : undefined;
