@@ -33,14 +33,25 @@ export interface QuickIo {
   stderr(chunk: Uint8Array): void;
   /** The bytes for the command's stdin, or undefined when there are none to forward (a tty, /dev/null). */
   stdin(): Promise<Uint8Array | undefined>;
+  /** Resolves when everything written to stdout and stderr is out. */
+  flush?(): Promise<void>;
 }
 
-/** This process's stdout and stderr. */
+/**
+ * This process's stdout and stderr. Writes to a pipe can be pending when the command ends; `flush` resolves once the
+ * last one is written (main exits the process right after the verb returns, which would cut the output short).
+ */
 export function stdio(): QuickIo {
+  let out: Promise<void> = Promise.resolve();
+  let err: Promise<void> = Promise.resolve();
+  const write = (stream: NodeJS.WriteStream, b: Uint8Array) => new Promise<void>((res) => void stream.write(b, () => res()));
   return {
-    stdout: (b) => void process.stdout.write(b),
-    stderr: (b) => void process.stderr.write(b),
+    stdout: (b) => void (out = write(process.stdout, b)),
+    stderr: (b) => void (err = write(process.stderr, b)),
     stdin: async () => (stdinHasData() ? readStdin() : undefined),
+    flush: async () => {
+      await Promise.all([out, err]);
+    },
   };
 }
 
@@ -132,7 +143,7 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
     });
   }
   const input = await io.stdin();
-  return engineExec(
+  const code = await engineExec(
     socket,
     {
       container: `sbx-${view.sid}`,
@@ -144,5 +155,7 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
     },
     io,
   );
+  await io.flush?.();
+  return code;
 }
 

@@ -3,7 +3,7 @@ import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import { cliDeps, openManager } from "../lifecycle/open";
 import type { SandboxManager, Supervisor } from "../lifecycle/manager";
-import { readStdin, runPiped, stdinHasData } from "../lifecycle/relay";
+import { processPipedIo, readStdin, runPiped, stdinHasData } from "../lifecycle/relay";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
@@ -81,5 +81,5 @@ export async function enter(ctx: VerbContext, m: SandboxManager, client: DaemonC
   const pipeIn = stdinHasData();
   const argv = await m.session({ name: req.name, argv: req.argv, cwd: ctx.cwd, repoFlag: req.repoFlag, tty: false, stdin: pipeIn });
   const input = pipeIn ? await readStdin() : undefined;
-  return runPiped(ctx.exec, argv, { stdout: (s) => void process.stdout.write(s), stderr: (s) => void process.stderr.write(s) }, input);
+  return runPiped(ctx.exec, argv, processPipedIo(), input);
 }

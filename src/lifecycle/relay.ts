@@ -65,10 +65,27 @@ export async function readStdin(): Promise<Uint8Array> {
 export interface PipedIo {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
+  /** Resolves once everything written is out (the process exits right after). */
+  flush?: () => Promise<void>;
+}
+
+/** This process's stdout and stderr, with a flush that waits for the last write of each (a full pipe delays them). */
+export function processPipedIo(): PipedIo {
+  let out: Promise<void> = Promise.resolve();
+  let err: Promise<void> = Promise.resolve();
+  const write = (stream: NodeJS.WriteStream, s: string) => new Promise<void>((res) => void stream.write(s, () => res()));
+  return {
+    stdout: (s) => void (out = write(process.stdout, s)),
+    stderr: (s) => void (err = write(process.stderr, s)),
+    flush: async () => {
+      await Promise.all([out, err]);
+    },
+  };
 }
 
 /** Runs a non-interactive command without a PTY; stdout and stderr stream as they come; returns its exit code. */
 export async function runPiped(exec: Exec, argv: readonly string[], io: PipedIo, stdin?: Uint8Array): Promise<number> {
   const r = await exec.run(argv, { check: false, onStdout: io.stdout, onStderr: io.stderr, ...(stdin ? { stdin } : {}) });
+  await io.flush?.();
   return r.exitCode;
 }

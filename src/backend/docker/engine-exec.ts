@@ -75,7 +75,8 @@ export class FrameReader {
       const kind = this.buf[off]!;
       const size = ((this.buf[off + 4]! << 24) >>> 0) + (this.buf[off + 5]! << 16) + (this.buf[off + 6]! << 8) + this.buf[off + 7]!;
       if (this.buf.length - off - 8 < size) break;
-      const payload = this.buf.subarray(off + 8, off + 8 + size);
+      // A copy: the consumer may write it out later, after the socket has reused its buffer.
+      const payload = this.buf.slice(off + 8, off + 8 + size);
       if (kind === 1) this.io.stdout(payload);
       else if (kind === 2 || kind === 3) this.io.stderr(payload);
       off += 8 + size;

@@ -1,6 +1,6 @@
 // `sbx shell NAME -- cmd` without a terminal goes daemon → Engine API (no docker CLI): stdin in, stdout and stderr apart, exit code, large output lossless, a stopped sandbox started first.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
+import { acquireFixture, CLI, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
 describe.skipIf(!canRun)(`attach fast path (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
   let f: Fixture;
@@ -30,6 +30,13 @@ describe.skipIf(!canRun)(`attach fast path (Docker)${canRun ? "" : ` — skipped
     const r = f.sbx(["shell", "fast", "--", "sh", "-c", "head -c 4194304 /dev/zero | tr '\\0' x"]);
     expect(r.code).toBe(0);
     expect(r.stdout.length).toBe(4194304);
+  }, 60_000);
+
+  test("4 MB into a reader that starts a second late (the pipe fills) still arrives whole: sbx exits only once it is written", () => {
+    const cmd = `bun ${CLI} shell fast -- sh -c "head -c 4194304 /dev/zero | tr '\\0' x" | (sleep 1; wc -c)`;
+    const r = f.user.run(["sh", "-c", cmd], { cwd: f.repo });
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("4194304");
   }, 60_000);
 
   test("a stopped sandbox is started (guards first) before the command runs", () => {
