@@ -1,5 +1,4 @@
 // Where sbx keeps things: state, config, per-repo sandbox dirs, and sockets short enough for sun_path.
-import { createHash } from "node:crypto";
 import { basename, join } from "node:path";
 import type { Env } from "./env";
 
@@ -57,8 +56,9 @@ export function pathsFor(env: Env): Paths {
   };
 }
 
+/** Bun's hasher rather than node:crypto, whose loading costs 8–12 ms on every CLI call. */
 export function sha256Hex(s: string): string {
-  return createHash("sha256").update(s).digest("hex");
+  return new Bun.CryptoHasher("sha256").update(s).digest("hex");
 }
 
 /** `<sandboxRoot>/<repo-root-dir-name>-<sha256 of the repo root's absolute real path>`. */

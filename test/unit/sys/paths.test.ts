@@ -99,3 +99,19 @@ describe("passwdName", () => {
     expect(passwdName(1000, "/nonexistent")).toBeUndefined();
   });
 });
+
+describe("parseEnvVars", () => {
+  test("empty means unset, PATH has a default, XDG values count only when absolute", async () => {
+    const { parseEnvVars } = await import("../../../src/sys/env");
+    const v = parseEnvVars({ HOME: "/h", USER: "", XDG_RUNTIME_DIR: "run", XDG_STATE_HOME: "/s", PATH: "" });
+    expect(v.USER).toBeUndefined();
+    expect(v.PATH).toBe("/usr/local/bin:/usr/bin:/bin");
+    expect(v.XDG_RUNTIME_DIR).toBeUndefined();
+    expect(v.XDG_STATE_HOME).toBe("/s");
+    expect(() => parseEnvVars({ HOME: "" })).toThrow(/HOME/);
+  });
+
+  test("sha256Hex matches a known digest", async () => {
+    expect(sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  });
+});
