@@ -30,6 +30,13 @@ export interface DaemonDeps {
   store?: Store;
   /** Starts the dashboard, chat bot and notifier: called once the lock is held, so a second daemon never starts them. */
   host?: (store: Store) => Hosted;
+  /**
+   * Runs once the lock is held and BEFORE reconcile starts any guard or sandbox: the user-account backends restore
+   * their firewall rules here (fail closed after a reboot). A second daemon that lost the lock never runs it.
+   */
+  prepare?: (store: Store) => Promise<void>;
+  /** Daemon-wide background services (the kernel-log audit), started after prepare and stopped at shutdown. */
+  services?: (store: Store) => { stop(): Promise<void> };
 }
 
 export interface RunningDaemon {
@@ -55,6 +62,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
   let controller: Controller | undefined;
   let sessions: SessionManager | undefined;
   let hosted: Hosted | null = null;
+  let service: { stop(): Promise<void> } | null = null;
   try {
     await clearStaleSocket(paths.controlSocket);
     store = deps.store ?? new Store(paths.dbFile);
@@ -77,7 +85,9 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       startedAt: Date.now(),
       socket: paths.controlSocket,
     };
+    if (deps.prepare) await deps.prepare(store);
     const reconciled = controller.reconcile();
+    service = deps.services?.(store) ?? null;
     hosted = deps.host?.(store) ?? null;
     const h = hosted;
     const app = createApp({
@@ -107,6 +117,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     const st = store;
     const srv = server;
     const ownsStore = deps.store === undefined;
+    const svc = service;
     return {
       health,
       reconciled,
@@ -118,6 +129,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
           await h?.close();
           await s.closeAll();
           await reconciled.catch(() => {});
+          await svc?.stop();
           await c.close();
           if (ownsStore) st.close();
           lock.release();
@@ -129,6 +141,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     };
   } catch (e) {
     await server?.stop();
+    await service?.stop();
     await hosted?.close();
     await controller?.close();
     if (deps.store === undefined) store?.close();

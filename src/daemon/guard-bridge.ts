@@ -13,6 +13,11 @@ export interface BridgeGuardOptions {
   path?: string;
   /** The live feed: every bridge command, as audited. */
   publish?: (e: FeedEvent) => void;
+  /**
+   * Where this sandbox's workspace is on the host and by which path the sandbox names it, and the Exec for host git;
+   * undefined (or no function) means a Docker sandbox: the clone in the sandbox dir, named by the host repo's path.
+   */
+  placement?: (ctx: GuardContext) => { workspace: string; workspaceView: string; exec: GuardContext["exec"] } | undefined;
 }
 
 /** Pure: a bridge audit event as a feed event. */
@@ -38,13 +43,14 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
     name: "bridge",
     async start(ctx): Promise<GuardHandle> {
       const layout = sandboxLayout(ctx.spec.dir);
+      // The Docker clone is mounted at the host repo's own path: that is the path the sandbox names.
+      const place = opts.placement?.(ctx) ?? { workspace: layout.clone, workspaceView: ctx.spec.repo, exec: ctx.exec };
       const bridge = await startBridge({
         socketPath: ctx.sockets.bridge,
-        // The Docker clone is mounted at the host repo's own path: that is the path the sandbox names.
-        sandbox: { id: ctx.spec.id, name: ctx.spec.name, workspace: layout.clone, workspaceView: ctx.spec.repo, repo: ctx.spec.repo },
+        sandbox: { id: ctx.spec.id, name: ctx.spec.name, workspace: place.workspace, workspaceView: place.workspaceView, repo: ctx.spec.repo },
         gateDir: gateDirOf(ctx),
         secrets: opts.secrets,
-        exec: ctx.exec,
+        exec: place.exec,
         audit: (e: AuditEvent) => {
           ctx.audit(`${e.tool}.${e.decision}`, { ...e });
           try {

@@ -1,7 +1,11 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
 import { join } from "node:path";
 import { containerName } from "../backend/docker/args";
-import { DockerBackend, engineSocket } from "../backend/docker/docker";
+import { defaultRuntime, DockerBackend, engineSocket } from "../backend/docker/docker";
+import { LinuxUserBackend } from "../backend/linux-user/backend";
+import { probeLinuxUser } from "../backend/linux-user/probe";
+import { MacosBackend } from "../backend/macos/backend";
+import { sudoRoot } from "../backend/macos/privileged";
 import { PLAIN_PATH } from "../lifecycle/env";
 import { SandboxManager } from "../lifecycle/manager";
 import { createLlmHandler } from "../llm/handler";
@@ -18,12 +22,25 @@ import { createEventBus, type EventBus } from "../ui/feed";
 import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "./guard-bridge";
+import { loopbackGuard } from "./guard-loopback";
 import { proxyGuard } from "./guard-proxy";
+import { defaultSpecBuilder } from "./spec";
+import {
+  dispatchingRefSyncGuard,
+  restoreUserFirewalls,
+  safeRepoExec,
+  startKernelLogAudit,
+  userBackendOf,
+  userSpecFor,
+  type UserBackends,
+} from "./user-backends";
 import { startDaemon } from "./daemon";
 import { startHosted } from "./hosted";
 import type { GuardContext, SandboxGuard } from "./guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
 import type { SpecBuilder } from "./spec";
+import type { SandboxSpec } from "../backend/backend";
+import type { Sandbox } from "../core/schemas";
 
 export interface Components {
   backends: Backends;
@@ -32,6 +49,10 @@ export interface Components {
   specFor?: SpecBuilder;
   /** How a guarded sandbox is brought to running (default: backend.apply). */
   bringUp?: ControllerDeps["bringUp"];
+  /** Before reconcile, with the lock held: firewall rules of user-account sandboxes come back block-all (fail closed). */
+  prepare?: (store: Store) => Promise<void>;
+  /** Daemon-wide services (the kernel-log audit of blocked guest packets). */
+  services?: (store: Store) => { stop(): Promise<void> };
 }
 
 export interface ComponentDeps {
@@ -71,25 +92,72 @@ export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provid
 }
 
 /**
- * The production registry: each backend and each per-sandbox service is added here, once.
- *   backends: docker (Linux); macos / linux-user join here when they land.
- *   guards:   proxy (egress + LLM keys), bridge (git/gh); ref sync joins here as `refSyncGuard(…)`.
- * A sandbox of a backend that is not registered stays fenced (see Controller).
+ * The user-account backends this host can run: linux-user when the daemon is root on Linux and the tools are there
+ * (`probeLinuxUser`), macos on a Mac (its root work goes through the sudo helper that `sbx service install` sets up).
+ * runs: id -u; which nft useradd setfacl getfacl setpriv pkill dmesg (Linux)
  */
-export function productionComponents(d: ComponentDeps): Components {
+export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends> {
+  const out: UserBackends = {};
+  if (d.env.platform === "linux") {
+    const probe = await probeLinuxUser(d.exec);
+    if (!probe.ok) {
+      d.log.info("linux-user backend not available", { missing: probe.missing.join("; ") });
+      return out;
+    }
+    let runtime: { bun: string; shims: string } | undefined;
+    try {
+      runtime = defaultRuntime();
+    } catch (e) {
+      d.log.warn("linux-user sandboxes get no shims: sbx is not running on Bun", { err: e });
+    }
+    out.linuxUser = new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, ...(runtime ? { runtime } : {}), warn: (m) => d.log.warn(m) });
+  } else if (d.env.platform === "darwin") {
+    const rt = defaultRuntime();
+    out.macos = new MacosBackend({
+      exec: d.exec,
+      root: sudoRoot(d.exec, [rt.bun, join(import.meta.dir, "..", "backend", "macos", "privileged.ts")]),
+      hostUser: d.env.userName,
+      runtimeDir: d.paths.runtimeDir,
+      runtime: rt.bun,
+      shimDir: rt.shims,
+    });
+  }
+  return out;
+}
+
+/**
+ * The production registry: each backend and each per-sandbox service is added here, once.
+ *   backends: docker (Linux); linux-user (Linux, root, tools present); macos (darwin).
+ *   guards:   proxy (egress + LLM keys), loopback (user-account sandboxes' 127.0.0.1:<port> → proxy), bridge (git/gh),
+ *             ref sync (Docker: docker exec; user accounts: as the host user / as the guest).
+ *   prepare:  user-account firewall rules back, block-all, before reconcile; services: the kernel-log audit.
+ * A sandbox of a backend that is not registered stays fenced (see Controller). `users` replaces detection (tests).
+ */
+export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
   const backends: Backends = {};
-  let specFor: Components["specFor"];
-  let bringUp: Components["bringUp"];
+  let dockerSpecFor: ((row: Sandbox) => SandboxSpec) | undefined;
+  let dockerBringUp: ((row: Sandbox) => Promise<SandboxSpec>) | undefined;
   if (d.env.platform === "linux") {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     const docker = new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, ...(sock === undefined ? {} : { apiSocket: sock }) });
     backends.docker = docker;
     // The lifecycle's own spec (image, shell, overlays from the stored identity), so daemon and CLI converge to one spec.
     const manager = new SandboxManager({ exec: d.exec, env: d.env, paths: d.paths, store: d.store, backend: docker, log: (l) => d.log.info(l) });
-    specFor = (row) => manager.specFor(row);
+    dockerSpecFor = (row) => manager.specFor(row);
     // ensureRunning rebuilds a missing image and resolves the user's shell (fish when theirs is fish).
-    bringUp = (row) => manager.ensureRunning(row);
+    dockerBringUp = (row) => manager.ensureRunning(row);
   }
+  const ub = users ?? (await detectUserBackends(d));
+  if (ub.linuxUser) backends["linux-user"] = ub.linuxUser;
+  if (ub.macos) backends.macos = ub.macos;
+  const fallbackSpec = defaultSpecBuilder(d.env, d.paths);
+  const userSpec = userSpecFor(d.paths);
+  const specFor = (row: Sandbox): SandboxSpec => userSpec(row) ?? (dockerSpecFor && row.backend === "docker" ? dockerSpecFor(row) : fallbackSpec(row));
+  const bringUp: NonNullable<Components["bringUp"]> = async (row, spec, backend) => {
+    if (row.backend === "docker" && dockerBringUp) return dockerBringUp(row);
+    await backend.apply(spec);
+    return spec;
+  };
   const secrets = () => {
     const fromEnv: Record<string, string> = {};
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
@@ -103,7 +171,7 @@ export function productionComponents(d: ComponentDeps): Components {
     claudeCredentialsFile: join(d.env.vars.HOME, ".claude", ".credentials.json"),
   });
   // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
-  // base URLs point (through the forwarder); keys are read per request, so rotation needs no restart.
+  // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   const originHandler = (ctx: GuardContext) =>
     createLlmHandler({
       keys,
@@ -111,14 +179,33 @@ export function productionComponents(d: ComponentDeps): Components {
       onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
     });
   const publish = d.events.publish;
-  const guards: SandboxGuard[] = [proxyGuard({ originHandler, publish }), bridgeGuard({ secrets, path: d.env.vars.PATH, publish })];
+  // User-account workspaces are the guest's clone (named by its own path); the host repo is someone else's when the
+  // daemon is root, so the bridge's git marks exactly that repo safe.
+  const placement = (ctx: GuardContext) => {
+    const b = userBackendOf(ub, ctx.sandbox.backend);
+    if (!b) return undefined;
+    const ws = b.workspace(ctx.spec);
+    return { workspace: ws, workspaceView: ws, exec: d.env.uid === 0 ? safeRepoExec(ctx.exec, ctx.spec.repo) : ctx.exec };
+  };
+  const guards: SandboxGuard[] = [
+    proxyGuard({ originHandler, publish }),
+    loopbackGuard(),
+    bridgeGuard({ secrets, path: d.env.vars.PATH, publish, placement }),
+  ];
   const docker = backends.docker;
-  if (docker instanceof DockerBackend) guards.push(dockerRefSyncGuard(docker));
+  const dockerSync = docker instanceof DockerBackend ? dockerRefSyncGuard(docker) : null;
+  if (dockerSync || ub.linuxUser || ub.macos) guards.push(dispatchingRefSyncGuard(ub, dockerSync, d.env.uid));
+  const hasUsers = ub.linuxUser !== undefined || ub.macos !== undefined;
+  const linuxUser = ub.linuxUser;
   return {
     backends,
     guards,
-    ...(specFor ? { specFor } : {}),
-    ...(bringUp ? { bringUp } : {}),
+    specFor,
+    bringUp,
+    ...(hasUsers ? { prepare: (store: Store) => restoreUserFirewalls(ub, store, d.paths, d.log) } : {}),
+    ...(linuxUser
+      ? { services: (store: Store) => startKernelLogAudit({ backend: linuxUser, exec: d.exec, store, paths: d.paths, log: d.log.with({ service: "kernel-log" }) }) }
+      : {}),
   };
 }
 
@@ -165,7 +252,7 @@ export interface RunOptions {
   /** Where log lines go (stderr by default). */
   write?: (line: string) => void;
   /** Replaces the production registry (test entry scripts only). */
-  components?: (deps: ComponentDeps) => Components;
+  components?: (deps: ComponentDeps) => Components | Promise<Components>;
   exec?: Exec;
   /** Desktop notifications of blocked requests (default on; the test entry turns them off). */
   notifications?: boolean;
@@ -180,7 +267,13 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
   // Opened before the lock is taken: SQLite is safe across processes, and the components need it.
   const store = new Store(paths.dbFile);
   const events = createEventBus((err) => log.warn("feed listener failed", { err }));
-  const comps = (opts.components ?? productionComponents)({ env, paths, exec, log, store, events });
+  let comps: Components;
+  try {
+    comps = await (opts.components ?? productionComponents)({ env, paths, exec, log, store, events });
+  } catch (e) {
+    store.close();
+    throw e;
+  }
   let daemon;
   try {
     daemon = await startDaemon({
@@ -194,6 +287,8 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       guards: comps.guards,
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
+      ...(comps.prepare ? { prepare: comps.prepare } : {}),
+      ...(comps.services ? { services: comps.services } : {}),
       host: (st) =>
         startHosted({
           store: st,

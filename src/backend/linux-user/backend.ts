@@ -4,9 +4,13 @@
 // firewall and none of the guest's processes; absent = no account. Every command goes through the Exec.
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
+import { proxyEnv } from "../../core/egress";
 import { SbxError } from "../../core/errors";
-import type { Exec } from "../../sys/exec";
+import { llmEnv } from "../../llm/env";
+import { sha256Hex } from "../../sys/paths";
+import type { Exec, ExecResult } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../backend";
+import { renderShellRc, renderShimWrappers, SHIM_FILES, type HomeFile } from "../provision/provision";
 import { chainName, guestUser, parseChainName, parseGuestUser } from "./naming";
 import { chainMatches, DEFAULT_TABLE, parseTable, renderBase, renderRemove, renderSandbox, type SandboxRules, type TableState } from "./nft";
 
@@ -21,6 +25,16 @@ export interface LinuxUserOptions {
   table?: string;
   /** Loud warnings (world-readable host home): the daemon logs them and `sbx doctor` repeats them. */
   warn?: (message: string) => void;
+  /**
+   * The daemon's runtime dir (socket dirs are `<runtimeDir>/sb/<id>/`). When set, apply lets the guest traverse to its
+   * own socket dir (ACL `u:<guest>:--x` on each dir, nothing more) and hands it `bridge.sock`; `proxy.sock` stays root's.
+   */
+  runtimeDir?: string;
+  /**
+   * Host paths of a Bun binary and sbx's `shims/` dir. When set, apply installs copies under `<root>/runtime` (root-owned,
+   * read-only to guests: the host's own Bun usually sits in a 700 home) and provisions the guest's rc files and ~/bin shims.
+   */
+  runtime?: { bun: string; shims: string };
 }
 
 export interface Passwd {
@@ -43,6 +57,8 @@ export const GuestMetaSchema = z.object({
   traverse: z.array(z.string()),
   /** The host repo's objects dir given `u:<guest>:rX` recursively (and as default ACL). */
   objects: z.string().nullable(),
+  /** The sandbox's host-side dir: tells a daemon of another sbx state root that this guest is not its to clean up. */
+  dir: z.string().optional(),
 });
 export type GuestMeta = z.infer<typeof GuestMetaSchema>;
 
@@ -65,8 +81,10 @@ export class LinuxUserBackend implements Backend {
   readonly table: string;
   private readonly exec: Exec;
   private readonly warn: (m: string) => void;
+  private readonly opts: LinuxUserOptions;
 
   constructor(opts: LinuxUserOptions) {
+    this.opts = opts;
     this.exec = opts.exec;
     this.root = opts.root ?? DEFAULT_ROOT;
     this.table = opts.table ?? DEFAULT_TABLE;
@@ -96,6 +114,24 @@ export class LinuxUserBackend implements Backend {
   }
   metaFile(id: string): string {
     return join(this.metaDir, `${id}.json`);
+  }
+  /** Root-owned, world-readable copies of Bun and the shims that guests run (never the host's own files). */
+  get runtimeDir(): string {
+    return join(this.root, "runtime");
+  }
+  get runtimeBun(): string {
+    return join(this.runtimeDir, "bun");
+  }
+  get runtimeShims(): string {
+    return join(this.runtimeDir, "shims");
+  }
+  /** The guest's ~/bin (the git/gh shim wrappers), first on its PATH. */
+  binDir(guest: string): string {
+    return join(this.home(guest), "bin");
+  }
+  /** What the guest's clone's alternates must say, exactly (ref sync refuses to read a clone whose alternates differ). */
+  expectedAlternates(spec: SandboxSpec): string {
+    return `${this.objectsMount(spec.id)}\n`;
   }
 
   private proxyPort(spec: SandboxSpec): number {
@@ -250,7 +286,7 @@ export class LinuxUserBackend implements Backend {
     const have = await this.exec.run(["stat", "-c", "%u", join(ws, ".git")], { check: false });
     const meta = await this.readMeta(spec.id);
     if (have.exitCode === 0 && have.stdout.trim() === String(pw.uid) && meta?.uid === pw.uid && meta.objects) {
-      return this.ensureObjectsMount(pw, spec.id, meta.objects);
+      return this.ensureObjectsMount(pw, spec.hostUser, spec.id, meta.objects);
     }
     if (have.exitCode === 0) {
       throw new SbxError("conflict", `sandbox ${spec.name}: ${ws} exists but is not the guest's clone`, {
@@ -263,12 +299,12 @@ export class LinuxUserBackend implements Backend {
     const common = await this.exec.run(this.asHost(host, ["git", "-C", spec.repo, "rev-parse", "--path-format=absolute", "--git-common-dir"]));
     const objects = (await this.exec.run(["realpath", "-e", join(common.stdout.trim(), "objects")])).stdout.trim();
 
-    const record: GuestMeta = { id: spec.id, name: spec.name, repo: spec.repo, user: pw.name, uid: pw.uid, traverse: [], objects };
+    const record: GuestMeta = { id: spec.id, name: spec.name, repo: spec.repo, user: pw.name, uid: pw.uid, traverse: [], objects, dir: spec.dir };
     // runs: tee <root>/meta/<id>.json (first, so removal after a crash knows which ACLs to take back)
     await this.exec.run(["tee", this.metaFile(spec.id)], { stdin: JSON.stringify(record) + "\n" });
     // runs: setfacl -R -m u:<guest>:rX,d:u:<guest>:rX <objects>
     await this.exec.run(["setfacl", "-R", "-m", `u:${pw.uid}:rX,d:u:${pw.uid}:rX`, objects]);
-    await this.ensureObjectsMount(pw, spec.id, objects);
+    await this.ensureObjectsMount(pw, host, spec.id, objects);
 
     // Stage: <stage>/<id> is the host's for the clone; nothing of the guest's is on this path.
     const stage = join(this.stageDir, spec.id);
@@ -305,9 +341,9 @@ export class LinuxUserBackend implements Backend {
    * The host's objects dir, bind-mounted read-only under a root-owned dir only this guest may traverse. The
    * guest thus needs no ACL on any dir of the host's home (a traverse ACL there would let it open every
    * world-readable file whose name it guesses, such as ~/.bashrc). Mounts vanish at reboot: apply re-makes them.
-   * runs: mountpoint -q <mnt>; install -d …; setfacl -m u:<uid>:--x <dir>; mount --bind <objects> <mnt>; mount -o remount,bind,ro <mnt>
+   * runs: mountpoint -q <mnt>; install -d …; setfacl -m u:<uid>:--x <dir> (and u:<host uid>:--x); mount --bind <objects> <mnt>; mount -o remount,bind,ro <mnt>
    */
-  private async ensureObjectsMount(pw: Passwd, id: string, objects: string): Promise<boolean> {
+  private async ensureObjectsMount(pw: Passwd, host: HostUser, id: string, objects: string): Promise<boolean> {
     const mnt = this.objectsMount(id);
     const dir = dirname(mnt);
     const m = await this.exec.run(["mountpoint", "-q", mnt], { check: false });
@@ -315,6 +351,8 @@ export class LinuxUserBackend implements Backend {
     await this.exec.run(["install", "-d", "-m", "0711", "-o", "root", "-g", "root", dirname(dir)]);
     await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", dir, mnt]);
     await this.exec.run(["setfacl", "-m", `u:${pw.uid}:--x`, dir]);
+    // The host user reads the clone (clone → host fetch), whose alternates lead here: it may traverse to its own objects.
+    if (host.uid !== 0) await this.exec.run(["setfacl", "-m", `u:${host.uid}:--x`, dir]);
     await this.exec.run(["mount", "--bind", objects, mnt]);
     await this.exec.run(["mount", "-o", "remount,bind,ro", mnt]);
     return true;
@@ -355,8 +393,148 @@ export class LinuxUserBackend implements Backend {
     if (await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "run", proxyPort: port })) changed = true;
     if (await this.ensureHome(pw, spec.hostUser)) changed = true;
     if (await this.ensureWorkspace(spec, pw)) changed = true;
+    if (this.opts.runtime) {
+      if (await this.ensureRuntime(this.opts.runtime)) changed = true;
+      if (await this.provision(spec, pw)) changed = true;
+    }
+    if (await this.ensureSockets(spec, pw)) changed = true;
     await this.checkHostHome(spec.hostUser);
     return { changed };
+  }
+
+  // ── what the guest runs: runtime, rc files, shims, its socket dir ──────────────────
+
+  /** The environment a guest's shells get from their rc files: the sandbox env plus sbx's proxy, LLM, bridge and shim variables. */
+  guestEnv(spec: SandboxSpec): Record<string, string> {
+    const port = this.proxyPort(spec);
+    const guest = this.guest(spec);
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(spec.env)) if (!IDENTITY_VARS.has(k) && k !== "PATH") env[k] = v;
+    return {
+      ...env,
+      SANDBOX: spec.name,
+      ...proxyEnv(port),
+      ...llmEnv(port),
+      SBX_BRIDGE_SOCKET: spec.sockets.bridge,
+      SBX_BUN: this.runtimeBun,
+      // The shims find the real git by skipping their own dirs: ~/bin (the wrappers) is one of them.
+      SBX_SHIM_DIR: this.binDir(guest),
+    };
+  }
+
+  /** The files the guest's home gets (bash rc files and ~/bin wrappers), and a stamp of all of them. Pure. */
+  homeFiles(spec: SandboxSpec): { files: HomeFile[]; stamp: string } {
+    const guest = this.guest(spec);
+    const files = [
+      ...renderShellRc({ shell: "bash", binDir: this.binDir(guest), env: this.guestEnv(spec), sandbox: spec.name }),
+      ...renderShimWrappers({ runtime: this.runtimeBun, shimDir: this.runtimeShims, binDir: this.binDir(guest) }),
+    ];
+    return { files, stamp: sha256Hex(JSON.stringify(files)) };
+  }
+
+  /** argv that runs as the guest with nothing of root's: its uid, gid and groups, a reset environment. */
+  asGuestArgv(guest: string, argv: string[]): string[] {
+    return ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", ...argv];
+  }
+
+  /**
+   * Writes the rc files and shims AS THE GUEST (root never writes into a tree the guest owns: a planted symlink would
+   * redirect it), only when their rendering changed. runs (as the guest): cat ~/.sbx/provisioned; mkdir -p …; tee <f>; chmod <m> <f>
+   */
+  private async provision(spec: SandboxSpec, pw: Passwd): Promise<boolean> {
+    const home = this.home(pw.name);
+    const { files, stamp } = this.homeFiles(spec);
+    const stampFile = join(home, ".sbx", "provisioned");
+    const g = (argv: string[]) => this.asGuestArgv(pw.name, argv);
+    const cur = await this.exec.run(g(["cat", stampFile]), { check: false });
+    if (cur.exitCode === 0 && cur.stdout.trim() === stamp) return false;
+    const dirs = [...new Set([join(home, ".sbx"), ...files.map((f) => dirname(join(home, f.path)))])].sort();
+    await this.exec.run(g(["mkdir", "-p", ...dirs]));
+    for (const f of files) {
+      const p = join(home, f.path);
+      await this.exec.run(g(["tee", p]), { stdin: f.content });
+      await this.exec.run(g(["chmod", f.mode.toString(8), p]));
+    }
+    await this.exec.run(g(["tee", stampFile]), { stdin: `${stamp}\n` });
+    return true;
+  }
+
+  /**
+   * Copies Bun and the shims to `<root>/runtime` (0755 root) when they differ from the host's (size and mtime, kept by
+   * `install -p`). runs: stat -c '%s %Y' <src> <dst>; install -p -m 0755|0644 -o root -g root <src> <dst>
+   */
+  private async ensureRuntime(rt: { bun: string; shims: string }): Promise<boolean> {
+    const pairs: [string, string, string][] = [[rt.bun, this.runtimeBun, "0755"]];
+    for (const s of SHIM_FILES) {
+      pairs.push([join(rt.shims, s.script), join(this.runtimeShims, s.script), "0644"]);
+      pairs.push([join(rt.shims, s.name), join(this.runtimeShims, s.name), "0755"]);
+    }
+    let changed = false;
+    const d = await this.exec.run(["stat", "-c", "%a %u", this.runtimeDir, this.runtimeShims], { check: false });
+    if (d.stdout !== "755 0\n755 0\n") {
+      await this.exec.run(["install", "-d", "-m", "0755", "-o", "root", "-g", "root", this.runtimeDir, this.runtimeShims]);
+      changed = true;
+    }
+    for (const [src, dst, mode] of pairs) {
+      const r = await this.exec.run(["stat", "-L", "-c", "%s %Y", src, dst], { check: false });
+      const [a, b] = r.stdout.split("\n");
+      if (r.exitCode === 0 && a === b) continue;
+      await this.exec.run(["install", "-p", "-m", mode, "-o", "root", "-g", "root", src, dst]);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /** The dirs from the runtime dir down to the sandbox's socket dir, each of which the guest must traverse. */
+  socketChain(spec: SandboxSpec): string[] {
+    const top = this.opts.runtimeDir;
+    if (!top) return [];
+    const out: string[] = [];
+    for (let d = spec.sockets.dir; d === top || d.startsWith(`${top}/`); d = dirname(d)) out.unshift(d);
+    return out;
+  }
+
+  /**
+   * The guest may traverse (`--x`, no listing) each dir down to its socket dir and connect to `bridge.sock`, which it is
+   * given; `proxy.sock` stays root's 0600 (the guest reaches the proxy only through its loopback port). The daemon's
+   * chmod 700 of a socket dir masks the ACL, so every apply checks the effective entry.
+   * runs: getfacl -p --numeric --omit-header <dirs>; setfacl -m u:<uid>:--x <dir>; stat -c %u <bridge.sock>; chown <uid> <bridge.sock>
+   */
+  private async ensureSockets(spec: SandboxSpec, pw: Passwd): Promise<boolean> {
+    const chain = this.socketChain(spec);
+    if (chain.length === 0) return false;
+    const have = await this.exec.run(["getfacl", "-p", "--numeric", "--omit-header", spec.sockets.dir], { check: false });
+    if (have.exitCode !== 0) return false; // no socket dir: the daemon has not started this sandbox's guards
+    let changed = false;
+    for (const d of chain) {
+      const r = await this.exec.run(["getfacl", "-p", "--numeric", "--omit-header", d], { check: false });
+      if (r.stdout.split("\n").includes(`user:${pw.uid}:--x`)) continue;
+      await this.exec.run(["setfacl", "-m", `u:${pw.uid}:--x`, d]);
+      changed = true;
+    }
+    const s = await this.exec.run(["stat", "-c", "%u", spec.sockets.bridge], { check: false });
+    if (s.exitCode === 0 && s.stdout.trim() !== String(pw.uid)) {
+      await this.exec.run(["chown", String(pw.uid), spec.sockets.bridge]);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /**
+   * host → clone for ref sync, run AS THE GUEST (never git in the clone as root or the host user): the host's branches
+   * become the clone's `refs/remotes/host/*` with `git update-ref --stdin`. No transport is needed: the clone's
+   * alternates already hold every host object. `hostRefs` maps host ref names (refs/heads/…) to object ids.
+   * runs (as the guest): git -C <clone> for-each-ref --format=%(refname) refs/remotes/host/; git -C <clone> update-ref --stdin
+   */
+  async syncHostRefs(spec: SandboxSpec, hostRefs: ReadonlyMap<string, string>): Promise<ExecResult> {
+    const guest = this.guest(spec);
+    const ws = this.workspace(spec);
+    const git = (args: string[]) => this.asGuestArgv(guest, ["git", "-c", "core.fsmonitor=false", "-C", ws, ...args]);
+    const cur = await this.exec.run(git(["for-each-ref", "--format=%(refname)", "refs/remotes/host/"]), { check: false });
+    if (cur.exitCode !== 0) return cur;
+    const lines = hostUpdateRefs(hostRefs, cur.stdout.split("\n").filter((l) => l !== ""));
+    if (lines === "") return { ...cur, stdout: "" };
+    return this.exec.run(git(["update-ref", "--stdin"]), { check: false, stdin: lines, timeoutMs: 60_000 });
   }
 
   /** Blocks everything for the guest, then kills its processes; the account, home and clone stay. */
@@ -403,7 +581,7 @@ export class LinuxUserBackend implements Backend {
         name: i.meta?.name ?? i.user.gecos.replace(/^sbx sandbox /, ""),
         repo: i.meta?.repo ?? "",
         phase: running ? "running" : "stopped",
-        detail: { user: i.user.name, uid: String(i.user.uid), home: i.user.home },
+        detail: { user: i.user.name, uid: String(i.user.uid), home: i.user.home, ...(i.meta?.dir ? { dir: i.meta.dir } : {}) },
       });
     }
     return out;
@@ -502,6 +680,10 @@ export class LinuxUserBackend implements Backend {
       await this.ensureFirewall({ id: inv.id, uid: inv.user.uid, mode: "stop" });
       await this.killGuest(inv.user.uid);
     }
+    if (uid !== undefined && this.opts.runtimeDir) {
+      // runs: setfacl -x u:<uid> <runtime dir> <runtime dir>/sb (the guest's traverse entries; its own socket dir goes with the daemon)
+      await this.exec.run(["setfacl", "-x", `u:${uid}`, this.opts.runtimeDir, join(this.opts.runtimeDir, "sb")], { check: false });
+    }
     if (inv.meta && uid !== undefined) {
       if (inv.meta.traverse.length > 0) await this.exec.run(["setfacl", "-x", `u:${uid}`, ...inv.meta.traverse], { check: false });
       if (inv.meta.objects) await this.exec.run(["setfacl", "-R", "-x", `u:${uid},d:u:${uid}`, inv.meta.objects], { check: false });
@@ -536,6 +718,24 @@ export class LinuxUserBackend implements Backend {
     }
     return n;
   }
+}
+
+/**
+ * Pure: the `git update-ref --stdin` lines that make a clone's `refs/remotes/host/*` equal the host's branches:
+ * an update per host branch, a delete for each host-tracking ref whose branch is gone. Names are checked strictly.
+ */
+export function hostUpdateRefs(hostRefs: ReadonlyMap<string, string>, current: readonly string[]): string {
+  const want = new Map<string, string>();
+  for (const [ref, oid] of hostRefs) {
+    if (!ref.startsWith("refs/heads/") || !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(oid)) continue;
+    const branch = ref.slice("refs/heads/".length);
+    if (!/^[A-Za-z0-9._\/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock")) continue;
+    want.set(`refs/remotes/host/${branch}`, oid);
+  }
+  const out: string[] = [];
+  for (const [ref, oid] of [...want].sort(([a], [b]) => (a < b ? -1 : 1))) out.push(`update ${ref} ${oid}`);
+  for (const ref of [...current].sort()) if (!want.has(ref) && ref.startsWith("refs/remotes/host/")) out.push(`delete ${ref}`);
+  return out.length === 0 ? "" : `${out.join("\n")}\n`;
 }
 
 /** One sandbox id's leftovers, whichever of them exist. */

@@ -251,6 +251,16 @@ export class MacosBackend implements Backend {
     return changed;
   }
 
+  /** The guest's clone (where the bridge finds its workspace and ref sync reads its refs). Pure. */
+  workspace(spec: SandboxSpec): string {
+    return this.ctx(spec).workspace;
+  }
+
+  /** Exactly what the guest's clone's alternates say: the host-owned mirror's objects. Pure. */
+  expectedAlternates(spec: SandboxSpec): string {
+    return `${this.ctx(spec).mirror}/objects\n`;
+  }
+
   /** The argv the daemon runs after it (re)binds a bridge socket, so its guest alone may connect. Pure. */
   bridgeSocketAclArgv(spec: SandboxSpec): string[] {
     return [BIN.chmod, "+a", `user:${guestUser(this.host, spec.id)} allow read,write`, spec.sockets.bridge];

@@ -103,17 +103,23 @@ export interface ShimWrapperInput {
   runtime: string;
   /** Absolute dir holding the installed shim scripts (read-only to the guest). */
   shimDir: string;
+  /**
+   * The dir the wrappers are written to (~/bin). When given, each wrapper names it in SBX_SHIM_DIR, so the git shim
+   * skips it when it looks for the real git on PATH (else it would find its own wrapper and call itself forever).
+   */
+  binDir?: string;
 }
 
 /** The ~/bin entries: tiny sh wrappers that exec the installed shim on the installed Bun (no copy of sbx inside). */
 export function renderShimWrappers(input: ShimWrapperInput): HomeFile[] {
-  for (const p of [input.runtime, input.shimDir]) {
+  for (const p of [input.runtime, input.shimDir, ...(input.binDir !== undefined ? [input.binDir] : [])]) {
     if (!p.startsWith("/")) throw new Error(`provision: ${p} must be absolute`);
   }
+  const own = input.binDir !== undefined ? `SBX_SHIM_DIR=${shQuote(input.binDir)} ` : "";
   return SHIM_FILES.map((s) => ({
     path: `bin/${s.name}`,
     mode: 0o755,
-    content: `#!/bin/sh\n# sbx shim: ${s.name} network operations go to the host's command bridge.\nexec ${shQuote(input.runtime)} ${shQuote(`${input.shimDir}/${s.script}`)} "$@"\n`,
+    content: `#!/bin/sh\n# sbx shim: ${s.name} network operations go to the host's command bridge.\n${own}exec ${shQuote(input.runtime)} ${shQuote(`${input.shimDir}/${s.script}`)} "$@"\n`,
   }));
 }
 

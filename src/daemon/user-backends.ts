@@ -1,0 +1,217 @@
+// The daemon's wiring of the user-account backends (linux-user, macos): spec, bring-up, firewall restore, ref sync, kernel-log audit.
+//
+// productionComponents() registers these next to Docker. Everything here dispatches on the store row's backend, so a
+// Docker sandbox never takes a user-account path and vice versa.
+import type { Backend, SandboxSpec } from "../backend/backend";
+import { LinuxUserBackend } from "../backend/linux-user/backend";
+import { auditOf, KernelLogMonitor, type BlockEvent } from "../backend/linux-user/monitor";
+import { MacosBackend } from "../backend/macos/backend";
+import type { Sandbox } from "../core/schemas";
+import { hostUserExec, isUserBackend, userSpec, type UserAccountBackend } from "../lifecycle/user-backend";
+import type { Store } from "../store/store";
+import { refSyncGuard, type RefSyncGuardTarget } from "../sync/guard";
+import { hostGitEnv, hostRefsArgv, parseHostRefs } from "../sync/git-argv";
+import type { Exec } from "../sys/exec";
+import type { Paths } from "../sys/paths";
+import { sandboxRemote } from "../workspace/clone";
+import type { GuardContext, SandboxGuard } from "./guards";
+import type { Logger } from "./log";
+
+export interface UserBackends {
+  linuxUser?: LinuxUserBackend;
+  macos?: MacosBackend;
+}
+
+export function userBackendOf(b: UserBackends, kind: string): UserAccountBackend | undefined {
+  if (kind === "linux-user") return b.linuxUser;
+  if (kind === "macos") return b.macos;
+  return undefined;
+}
+
+/** The spec of a user-account row (identity → spec); undefined for other backends. */
+export function userSpecFor(paths: Paths): (row: Sandbox) => SandboxSpec | undefined {
+  return (row) => (isUserBackend(row.backend) ? userSpec(paths, row) : undefined);
+}
+
+/**
+ * An Exec for the host repo's git when the daemon is root and the repo belongs to someone else: git refuses such a repo
+ * ("dubious ownership") unless told it is safe, and only protected config may say so. The bridge only reads the host
+ * repo (remotes, refs, objects through its gate's alternates), so it keeps running as the daemon with exactly that
+ * repo marked safe. runs: <argv> with GIT_CONFIG_COUNT/KEY/VALUE = safe.directory=<repo>
+ */
+export function safeRepoExec(exec: Exec, repo: string): Exec {
+  const add = (env: Record<string, string> | undefined) => {
+    const n = Number(env?.GIT_CONFIG_COUNT ?? "0");
+    return { ...env, GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: "safe.directory", [`GIT_CONFIG_VALUE_${n}`]: repo };
+  };
+  return {
+    ...exec,
+    run: (argv, opts = {}) => exec.run(argv, { ...opts, env: add(opts.env) }),
+    terminal: (argv, opts) => exec.terminal(argv, { ...opts, env: add(opts.env) }),
+  } as Exec;
+}
+
+/**
+ * Fail closed at daemon start, before reconcile starts any guard: every user-account sandbox gets its firewall back in
+ * block-all form (Linux: `restoreFirewall` with active=false; macOS: `reapply`, whose anchor only ever allows the proxy
+ * port). Reconcile then brings active ones to run mode AFTER their guards are up (bringUp → apply). A failure is logged
+ * and audited; the sandbox's apply fails the same way later, so it stays fenced.
+ */
+export async function restoreUserFirewalls(b: UserBackends, store: Store, paths: Paths, log: Logger): Promise<void> {
+  const rows = store.listSandboxes().filter((r) => isUserBackend(r.backend));
+  const specs = (kind: string) =>
+    rows.filter((r) => r.backend === kind).flatMap((r) => {
+      try {
+        return [{ row: r, spec: userSpec(paths, r) }];
+      } catch (e) {
+        log.error("unreadable user-sandbox record: left fenced", { sandbox: r.name, err: e });
+        return [];
+      }
+    });
+  if (b.linuxUser) {
+    const list = specs("linux-user");
+    try {
+      const n = await b.linuxUser.restoreFirewall(list.map(({ spec }) => ({ spec, active: false })));
+      log.info("firewall restored (block-all until guards are up)", { backend: "linux-user", sandboxes: list.length, reloaded: n });
+    } catch (e) {
+      log.error("could not restore the nft rules of user sandboxes", { err: e });
+      for (const { row } of list) store.audit({ sandboxId: row.id, kind: "daemon", action: "firewall.restore-failed", detail: { error: (e as Error).message } });
+    }
+  }
+  if (b.macos) {
+    const list = specs("macos");
+    try {
+      const r = await b.macos.reapply(list.map(({ spec }) => spec));
+      log.info("pf anchors re-applied", { backend: "macos", sandboxes: list.length, changed: r.changed });
+    } catch (e) {
+      log.error("could not re-apply the pf anchors of user sandboxes", { err: e });
+      for (const { row } of list) store.audit({ sandboxId: row.id, kind: "daemon", action: "firewall.restore-failed", detail: { error: (e as Error).message } });
+    }
+  }
+}
+
+/**
+ * Ref sync for user-account sandboxes: clone → host is ref sync's pinned fetch run in the host repo AS THE HOST USER
+ * (root's would leave root-owned objects there); host → clone runs AS THE GUEST (`LinuxUserBackend.syncHostRefs`:
+ * update-ref of refs/remotes/host/*, the objects being shared already). While the sandbox is stopped the guest runs
+ * nothing: the sync is owed and done at the next start. Docker rows get `docker` (the existing guard).
+ */
+export function userRefSyncTarget(ctx: GuardContext, backend: UserAccountBackend): RefSyncGuardTarget {
+  const spec = ctx.spec;
+  const hostExec = ctx.exec; // already the host user's (dispatchingRefSyncGuard)
+  let owed = false;
+  return {
+    hostRepo: spec.repo,
+    clonePath: backend.workspace(spec),
+    remoteName: sandboxRemote(spec.name),
+    expectedAlternates: backend.expectedAlternates(spec),
+    insideFetch: async () => {
+      const refs = await hostExec.run(hostRefsArgv(spec.repo), { env: hostGitEnv(), replaceEnv: true, check: false });
+      if (refs.exitCode !== 0) return refs;
+      if (!(backend instanceof LinuxUserBackend)) {
+        // macOS: the guest's clone follows the host-owned mirror; keeping that mirror current is the host's fetch.
+        return { argv: [], exitCode: 0, stdout: "", stderr: "" };
+      }
+      if ((await backend.inspect(spec)).phase !== "running") {
+        owed = true;
+        return { argv: [], exitCode: 0, stdout: "", stderr: "" };
+      }
+      return backend.syncHostRefs(spec, parseHostRefs(refs.stdout));
+    },
+    syncOnStart: () => {
+      const o = owed;
+      owed = false;
+      return o;
+    },
+  };
+}
+
+/**
+ * One ref-sync guard for every row: the user target (with every host-side git as the host user) for user-account
+ * rows, `other` (Docker's) for the rest; with no `other`, non-user rows get no ref sync (a healthy no-op).
+ */
+export function dispatchingRefSyncGuard(users: UserBackends, other: SandboxGuard | null, selfUid: number): SandboxGuard {
+  const user = refSyncGuard<GuardContext>((ctx) => userRefSyncTarget(ctx, userBackendOf(users, ctx.sandbox.backend)!));
+  return {
+    name: "ref-sync",
+    async start(ctx) {
+      if (userBackendOf(users, ctx.sandbox.backend)) return user.start({ ...ctx, exec: hostUserExec(ctx.exec, ctx.spec.hostUser, selfUid) });
+      if (other) return other.start(ctx);
+      return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
+    },
+  };
+}
+
+/**
+ * Blocked raw connections of Linux guests, read from the kernel log, become audit entries (`egress`/`blocked-raw`) of
+ * the sandbox whose guest UID sent them, so `sbx logs` and the dashboard show them. UIDs are mapped through the
+ * backend's inventory, refreshed when an unknown UID shows up.
+ * runs: dmesg --raw --kernel (every intervalMs); getent passwd; nft -j list table … (on an unknown uid)
+ */
+export function startKernelLogAudit(o: {
+  backend: LinuxUserBackend;
+  exec: Exec;
+  store: Store;
+  paths: Paths;
+  log: Logger;
+  intervalMs?: number;
+  /** Called after each event is written (the feed bus). */
+  onEvent?: (sandboxId: number, e: BlockEvent) => void;
+}): { stop(): Promise<void>; poll(): Promise<number> } {
+  const bySid = new Map<string, number>(); // sandbox id (spec) → store row id
+  const byUid = new Map<number, number>(); // guest uid → store row id
+  const refresh = async () => {
+    bySid.clear();
+    for (const r of o.store.listSandboxes({ all: true })) {
+      if (r.backend !== "linux-user") continue;
+      try {
+        bySid.set(userSpec(o.paths, r).id, r.id);
+      } catch {
+        /* unreadable identity: not ours to report */
+      }
+    }
+    for (const inv of (await o.backend.inventory()).values()) {
+      const rowId = bySid.get(inv.id);
+      const uid = inv.user?.uid ?? inv.meta?.uid;
+      if (rowId !== undefined && uid !== undefined) byUid.set(uid, rowId);
+    }
+  };
+  const monitor = new KernelLogMonitor(o.exec);
+  let started = false;
+  const poll = async (): Promise<number> => {
+    if (!started) {
+      started = true;
+      await monitor.skipExisting();
+    }
+    const events = await monitor.poll();
+    let n = 0;
+    for (const e of events) {
+      if (!byUid.has(e.uid)) await refresh();
+      const rowId = byUid.get(e.uid);
+      if (rowId === undefined) continue; // another sbx root's guest, or one already removed
+      o.store.audit({ sandboxId: rowId, ...auditOf(e) });
+      o.onEvent?.(rowId, e);
+      n++;
+    }
+    return n;
+  };
+  let stopped = false;
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    if (stopped) return;
+    running = poll().catch((e: unknown) => o.log.warn("kernel log poll failed", { err: e }));
+  }, o.intervalMs ?? 2000);
+  return {
+    poll,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+/** Whether a backend is one of the two user-account backends (for registration). */
+export function isUserAccountBackend(b: Backend): b is UserAccountBackend {
+  return isUserBackend(b.kind);
+}
