@@ -2,6 +2,8 @@
 //
 // productionComponents() registers these next to Docker. Everything here dispatches on the store row's backend, so a
 // Docker sandbox never takes a user-account path and vice versa.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import type { Backend, SandboxSpec } from "../backend/backend";
 import { LinuxUserBackend } from "../backend/linux-user/backend";
 import { auditOf, KernelLogMonitor, type BlockEvent } from "../backend/linux-user/monitor";
@@ -135,7 +137,22 @@ export function dispatchingRefSyncGuard(users: UserBackends, other: SandboxGuard
   return {
     name: "ref-sync",
     async start(ctx) {
-      if (userBackendOf(users, ctx.sandbox.backend)) return user.start({ ...ctx, exec: hostUserExec(ctx.exec, ctx.spec.hostUser, selfUid) });
+      const ub = userBackendOf(users, ctx.sandbox.backend);
+      if (ub) {
+        const uctx = { ...ctx, exec: hostUserExec(ctx.exec, ctx.spec.hostUser, selfUid) };
+        // A new sandbox's clone is made by the backend's apply, which runs after the guards: then ref sync starts
+        // once the sandbox runs (a sandbox that has never run has nothing to sync).
+        if (existsSync(join(ub.workspace(ctx.spec), ".git"))) return user.start(uctx);
+        let inner: Awaited<ReturnType<typeof user.start>> | null = null;
+        return {
+          health: () => inner?.health() ?? { ok: true, detail: "starts once the sandbox's clone exists" },
+          async sandboxStarted() {
+            inner ??= await user.start(uctx);
+            await inner.sandboxStarted();
+          },
+          stop: async () => inner?.stop(),
+        };
+      }
       if (other) return other.start(ctx);
       return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
     },

@@ -1,0 +1,109 @@
+// The daemon's production wiring for linux-user sandboxes, in process: productionComponents + Controller + UserSandboxes, over a private root, nft table and state dir.
+import { mkdirSync } from "node:fs";
+import type { SandboxSpec } from "../../../src/backend/backend";
+import { defaultRuntime } from "../../../src/backend/docker/docker";
+import { LinuxUserBackend } from "../../../src/backend/linux-user/backend";
+import type { Sandbox } from "../../../src/core/schemas";
+import { Controller } from "../../../src/daemon/controller";
+import { createLogger } from "../../../src/daemon/log";
+import { productionComponents, type Components } from "../../../src/daemon/main";
+import { UserSandboxes } from "../../../src/lifecycle/user-backend";
+import { Store } from "../../../src/store/store";
+import { processEnv, type Env } from "../../../src/sys/env";
+import { createExec } from "../../../src/sys/exec";
+import type { Paths } from "../../../src/sys/paths";
+import { createEventBus } from "../../../src/ui/feed";
+import type { World } from "./harness";
+
+export interface DaemonWorld {
+  paths: Paths;
+  env: Env;
+  store: Store;
+  backend: LinuxUserBackend;
+  comps: Components;
+  controller: Controller;
+  users: UserSandboxes;
+  logs: string[];
+  /** The kernel-log audit service as the daemon starts it (poll() exposed for tests). */
+  kernelLog: { stop(): Promise<void>; poll(): Promise<number> };
+  spec(row: Sandbox): SandboxSpec;
+  /** Runs a bash script as the sandbox's guest through the backend's own shellArgv (a login shell: rc files apply). */
+  asGuest(row: Sandbox, script: string, timeoutS?: number): Promise<{ code: number; out: string; err: string }>;
+  close(): Promise<void>;
+}
+
+export async function makeDaemonWorld(w: World): Promise<DaemonWorld> {
+  const tmp = `/tmp/sbx-e2e-${w.tag}`;
+  mkdirSync(tmp, { recursive: true, mode: 0o711 });
+  const paths: Paths = {
+    stateDir: `${tmp}/state`,
+    configDir: `${tmp}/config`,
+    cacheDir: `${tmp}/cache`,
+    sandboxRoot: `${tmp}/cache/sandbox`,
+    runtimeDir: `${tmp}/rt`,
+    dbFile: `${tmp}/state/sbx.db`,
+    configFile: `${tmp}/config/config.json`,
+    daemonLog: `${tmp}/state/daemon.log`,
+    controlSocket: `${tmp}/rt/control.sock`,
+  };
+  for (const d of [paths.stateDir, paths.configDir, paths.runtimeDir]) mkdirSync(d, { recursive: true, mode: 0o700 });
+  const base = processEnv();
+  // As under `sudo sbx …`: the daemon is root, the sandbox belongs to the invoking (test) user.
+  const env: Env = { ...base, raw: { ...base.raw, SUDO_UID: String(w.host.uid), SUDO_GID: String(w.host.gid), SUDO_USER: w.host.name } };
+  const exec = createExec(process.env as Record<string, string>);
+  const logs: string[] = [];
+  const log = createLogger((l) => void logs.push(l), "debug");
+  const store = new Store(paths.dbFile);
+  const backend = new LinuxUserBackend({ exec, root: w.root, table: w.table, runtimeDir: paths.runtimeDir, runtime: defaultRuntime(), warn: (m) => void logs.push(m) });
+  const comps = await productionComponents({ env, paths, exec, log, store, events: createEventBus(() => {}) }, { linuxUser: backend });
+  await comps.prepare!(store);
+  const controller = new Controller({
+    store,
+    backends: { "linux-user": backend },
+    guards: comps.guards,
+    exec,
+    paths,
+    log,
+    specFor: comps.specFor!,
+    ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
+  });
+  const kernelLog = comps.services!(store) as DaemonWorld["kernelLog"];
+  const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
+  const users = new UserSandboxes({
+    exec,
+    env,
+    paths,
+    store,
+    backend,
+    log: (l) => void logs.push(l),
+    supervisor: {
+      start: async (row) => void (await controller.start(ref(row))),
+      stop: async (row) => (await controller.stop(ref(row)), true),
+      release: (row) => controller.release(ref(row)),
+    },
+  });
+  const spec = (row: Sandbox) => comps.specFor!(store.getSandbox(row.id) ?? row);
+  return {
+    paths,
+    env,
+    store,
+    backend,
+    comps,
+    controller,
+    users,
+    logs,
+    kernelLog,
+    spec,
+    async asGuest(row, script, timeoutS = 10) {
+      const argv = backend.shellArgv(spec(row), { argv: ["timeout", String(timeoutS), "bash", "-c", script], cwd: row.repo, tty: false, env: {} });
+      const p = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      return { code, out, err };
+    },
+    async close() {
+      await kernelLog.stop();
+      await controller.close();
+      store.close();
+    },
+  };
+}
