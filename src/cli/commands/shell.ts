@@ -1,6 +1,30 @@
 // sbx shell: open a shell (or run a command) in a running sandbox
 import type { Command } from "commander";
-import type { Verb } from "../verb";
+import { SbxError } from "../../core/errors";
+import type { CliContext, Verb } from "../verb";
+
+/** `sbx shell --attach SESSION`: a second terminal on a session the daemon already runs. */
+async function attach(ctx: CliContext, session: string, args: string[]): Promise<number> {
+  if (args.length > 0) {
+    throw new SbxError("usage", "sbx shell --attach joins an existing session: give no sandbox name or command", {
+      hint: `sbx shell --attach ${session}`,
+    });
+  }
+  if (!ctx.stdinIsTTY) {
+    throw new SbxError("usage", "sbx shell --attach needs a terminal", { hint: "Run it from an interactive terminal." });
+  }
+  const [{ daemonFor }, { attachShell, processTty }] = await Promise.all([
+    import("../../client/cli"),
+    import("../../client/terminal"),
+  ]);
+  const client = await daemonFor(ctx);
+  const { sessions } = await client.sessions();
+  const found = sessions.find((s) => s.id === session);
+  if (!found || found.exitCode !== null) {
+    throw new SbxError("not_found", `no running session '${session}'`, { hint: "`sbx ps` lists the running sessions." });
+  }
+  return attachShell(client, session, processTty());
+}
 
 export const shell: Verb = {
   name: "shell",
@@ -8,12 +32,19 @@ export const shell: Verb = {
   runsCommand: true,
   declare(cmd: Command) {
     cmd
-      .argument("<name>", "sandbox name")
+      .argument("[name]", "sandbox name (not with --attach)")
       .argument("[command...]", "command to run instead of a shell (after --)")
-      .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)");
+      .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)")
+      .option("--attach <session>", "join a running session read-write instead (ids from `sbx ps`)");
   },
   async run(ctx, args, opts) {
-    const [name = "", ...rest] = args;
+    if (opts.attach !== undefined) return attach(ctx, String(opts.attach), args);
+    const [name, ...rest] = args;
+    if (name === undefined) {
+      throw new SbxError("usage", "sbx shell: name the sandbox, or join a session with --attach", {
+        hint: "sbx shell <name> [-- command…], or `sbx ps` then `sbx shell --attach <session>`.",
+      });
+    }
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
     // A command with no terminal: one daemon request and the engine API (no store, no zod schemas, no docker CLI).
     if (!ctx.stdinIsTTY && argv.length > 0) {

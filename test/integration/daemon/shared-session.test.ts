@@ -90,8 +90,12 @@ describe("shared sessions through the daemon", () => {
     expect(((await res.json()) as { hint: string }).hint).toContain("sbx ps");
   });
 
-  describe.skipIf(!hasTmux)("two real terminals (tmux; skipped: tmux is not installed)", () => {
-    test("a second terminal attaches read-write to the first one's shell, and both end with its exit code", async () => {
+  describe.skipIf(!hasTmux)(`two real terminals (tmux)${hasTmux ? "" : " (skipped: tmux is not installed)"}`, () => {
+    /**
+     * Opens a shell in tmux window 0 with the client-side relay, joins it from window 1 with `attachArgv`,
+     * and checks both terminals type into and see one shell, ^C, and the exit code in both.
+     */
+    async function twoTerminals(attachArgv: (session: string) => string[], env: (w: World) => Record<string, string>) {
       w = makeWorld();
       seedSandbox(w, "demo");
       d = await startDaemonProc(w);
@@ -99,7 +103,7 @@ describe("shared sessions through the daemon", () => {
       tmuxSocket = join(w.root, "tmux.sock");
       const term = join(import.meta.dir, "..", "..", "support", "daemon-term.ts");
       const tmux = (...args: string[]) => {
-        const r = Bun.spawnSync(["tmux", "-S", tmuxSocket!, ...args], { env: { ...w.env, TERM: "xterm-256color" } });
+        const r = Bun.spawnSync(["tmux", "-S", tmuxSocket!, ...args], { env: { ...env(w), TERM: "xterm-256color" } });
         if (r.exitCode !== 0) throw new Error(`tmux ${args.join(" ")}: ${r.stderr.toString()}`);
         return r.stdout.toString();
       };
@@ -118,8 +122,7 @@ describe("shared sessions through the daemon", () => {
       await waitPane("t:0", /\$ $/m);
       const [session] = (await w.client.sessions()).sessions;
       expect(session?.sandbox).toBe("demo");
-      tmux("new-window", "-t", "t:1", process.execPath, term, w.paths.controlSocket, "attach", session!.id);
-      tmux("set-option", "-t", "t", "remain-on-exit", "on");
+      tmux("new-window", "-t", "t:1", "sh", "-c", `${attachArgv(session!.id).map((a) => `'${a}'`).join(" ")}; echo "[attach exited: $?]"; sleep 30`);
       await Bun.sleep(300);
       tmux("send-keys", "-t", "t:1", "echo typed-in-two-$((20+3))", "Enter");
       await waitPane("t:0", /^typed-in-two-23$/m);
@@ -133,8 +136,19 @@ describe("shared sessions through the daemon", () => {
       await waitPane("t:0", /^still-here$/m);
       tmux("send-keys", "-t", "t:0", "exit 4", "Enter");
       await waitPane("t:0", /\[session ended: exit=4\]/);
-      await waitPane("t:1", /\[session ended: exit=4\]/);
-      // Two bun terminal clients, a daemon and tmux: well over the default 5 s when the whole suite runs in parallel.
+      return waitPane("t:1", /exit(ed)?[:=] ?4\]/);
+    }
+
+    // Two bun terminal clients, a daemon and tmux: well over the default 5 s when the whole suite runs in parallel.
+    test("a second terminal attaches read-write to the first one's shell, and both end with its exit code", async () => {
+      const term = join(import.meta.dir, "..", "..", "support", "daemon-term.ts");
+      await twoTerminals((id) => [process.execPath, term, w.paths.controlSocket, "attach", id], (w) => w.env);
+    }, 30_000);
+
+    test("the real CLI joins it: sbx shell --attach <session> (and exits with the shell's code)", async () => {
+      const cli = join(import.meta.dir, "..", "..", "..", "src", "cli", "main.ts");
+      const pane = await twoTerminals((id) => [process.execPath, cli, "shell", "--attach", id], (w) => w.env);
+      expect(pane).toContain("[attach exited: 4]");
     }, 30_000);
   });
 });

@@ -129,6 +129,26 @@ describe("exit codes", () => {
   });
 });
 
+describe("sbx shell arguments", () => {
+  test("no name and no --attach is a usage error that says both ways", async () => {
+    const r = await runCli(["shell"]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toContain("--attach");
+  });
+
+  test("--attach takes no sandbox name or command", async () => {
+    const r = await runCli(["shell", "--attach", "s-1", "demo"]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toContain("sbx shell --attach s-1");
+  });
+
+  test("--attach needs a terminal", async () => {
+    const r = await runCli(["shell", "--attach", "s-1"], { tty: false });
+    expect(r.code).toBe(64);
+    expect(r.stderr).toContain("needs a terminal");
+  });
+});
+
 describe("verbs not built yet", () => {
   /** Verbs whose file still uses the shared not-yet action; shrinks as issues land. */
   const notBuilt = async () => {
