@@ -312,6 +312,16 @@ export class LinuxUserBackend implements Backend {
     await this.exec.run(["rm", "-rf", "--one-file-system", stage]);
     await this.exec.run(["install", "-d", "-m", "0700", "-o", String(host.uid), "-g", String(host.gid), stage]);
     await this.exec.run(this.asHost(host, ["git", "clone", "--quiet", "--shared", spec.repo, staged]));
+    // Remotes as in every sandbox: `host` is the host repo (its refs arrive as refs/remotes/host/* by ref sync), `origin`
+    // is the host's origin URL, so `git push origin` inside goes to the shim and the bridge. Still the host's tree here.
+    // runs (as the host user): git -C <staged> remote rename origin host; git -C <repo> config --get remote.origin.url;
+    //   git -C <staged> remote add origin <url>; git -C <staged> fetch --quiet --no-tags host +refs/remotes/origin/*:refs/remotes/origin/*
+    await this.exec.run(this.asHost(host, ["git", "-C", staged, "remote", "rename", "origin", "host"]));
+    const origin = await this.exec.run(this.asHost(host, ["git", "-C", spec.repo, "config", "--get", "remote.origin.url"]), { check: false });
+    if (origin.exitCode === 0 && origin.stdout.trim() !== "") {
+      await this.exec.run(this.asHost(host, ["git", "-C", staged, "remote", "add", "origin", origin.stdout.trim()]));
+      await this.exec.run(this.asHost(host, ["git", "-C", staged, "fetch", "--quiet", "--no-tags", "host", "+refs/remotes/origin/*:refs/remotes/origin/*"]), { check: false });
+    }
     await this.exec.run(["tee", join(staged, ".git", "objects", "info", "alternates")], { stdin: `${this.objectsMount(spec.id)}\n` });
     await this.exec.run(["chown", "-R", "--no-dereference", `${pw.uid}:${pw.gid}`, staged]);
     if (host.uid !== 0) {
@@ -734,7 +744,8 @@ export function hostUpdateRefs(hostRefs: ReadonlyMap<string, string>, current: r
   }
   const out: string[] = [];
   for (const [ref, oid] of [...want].sort(([a], [b]) => (a < b ? -1 : 1))) out.push(`update ${ref} ${oid}`);
-  for (const ref of [...current].sort()) if (!want.has(ref) && ref.startsWith("refs/remotes/host/")) out.push(`delete ${ref}`);
+  // refs/remotes/host/HEAD is clone's symref to the default branch: deleting it would delete that branch too.
+  for (const ref of [...current].sort()) if (!want.has(ref) && ref.startsWith("refs/remotes/host/") && ref !== "refs/remotes/host/HEAD") out.push(`delete ${ref}`);
   return out.length === 0 ? "" : `${out.join("\n")}\n`;
 }
 

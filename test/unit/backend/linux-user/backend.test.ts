@@ -46,6 +46,8 @@ describe("LinuxUserBackend (FakeExec)", () => {
       .expect((a) => a[0] === "realpath", { stdout: "/home/alice/src/proj/.git/objects\n" })
       .expect((a) => a[0] === "mountpoint", { exitCode: 1 })
       .expect((a) => a[0] === "setpriv" && a.includes("clone"))
+      .expect((a) => a[0] === "setpriv" && a.includes("rename"))
+      .expect((a) => a[0] === "setpriv" && a.includes("remote.origin.url"), { exitCode: 1 })
       .expect((a) => a[0] === "stat" && a[3]?.endsWith("/work") === true, { exitCode: 1 })
       .expect(["stat", "-c", "%a", "/home/alice"], { stdout: "755\n" });
     const warnings: string[] = [];
@@ -98,5 +100,24 @@ describe("LinuxUserBackend (FakeExec)", () => {
     expect(cmd.slice(-5)).toEqual(["-c", 'exec "$@"', "sbx", "git", "status"]);
     expect(cmd).toContain("/var/lib/sbx/homes/sbx-alice-abc123def456");
     expect(cmd.some((a) => a.startsWith("HOME="))).toBe(false);
+  });
+});
+
+describe("hostUpdateRefs (host → clone as the guest)", () => {
+  const { hostUpdateRefs } = require("../../../../src/backend/linux-user/backend") as typeof import("../../../../src/backend/linux-user/backend");
+  const A = "a".repeat(40);
+  const B = "b".repeat(40);
+  test("host branches become refs/remotes/host/*, gone ones are deleted, HEAD (a symref) and odd names are left alone", () => {
+    const host = new Map([
+      ["refs/heads/main", A],
+      ["refs/heads/feat/x", B],
+      ["refs/tags/v1", A],
+      ["refs/heads/bad..name", A],
+      ["refs/heads/evil", "not-an-oid"],
+    ]);
+    expect(hostUpdateRefs(host, ["refs/remotes/host/HEAD", "refs/remotes/host/main", "refs/remotes/host/old"])).toBe(
+      `update refs/remotes/host/feat/x ${B}\nupdate refs/remotes/host/main ${A}\ndelete refs/remotes/host/old\n`,
+    );
+    expect(hostUpdateRefs(new Map(), [])).toBe("");
   });
 });
