@@ -26,6 +26,8 @@ import {
 } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
 import { findRepoRoot } from "../workspace/repo";
+import type { Config } from "../core/config";
+import { expandHome, loadConfig } from "./config";
 import { sandboxEnv, terminalVars } from "./env";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "./lock";
 
@@ -49,6 +51,8 @@ export const DockerIdentitySchema = z.object({
   hostShell: z.string().optional(),
   /** How the host's Claude login reaches the sandbox (absent on sandboxes made before the choice existed: overlay). */
   claudeAuth: z.enum(["inject", "overlay"]).optional(),
+  /** The config file's `env:` at create time (a container's environment is fixed when it is created). */
+  userEnv: z.record(z.string(), z.string()).optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -155,8 +159,8 @@ export class SandboxManager {
    * overlay (then a login made inside stays in the sandbox's overlay). Warns when the agent will be able to read the
    * host's credentials file.
    */
-  private claudeAuthFor(req: CreateRequest): ClaudeAuth {
-    const mode: ClaudeAuth = req.claudeAuth ?? (this.hostHasClaudeCredentials() ? "inject" : "overlay");
+  private claudeAuthFor(req: CreateRequest, config: Config): ClaudeAuth {
+    const mode: ClaudeAuth = req.claudeAuth ?? config.claudeAuth ?? (this.hostHasClaudeCredentials() ? "inject" : "overlay");
     if (mode === "overlay" && existsSync(this.claudeCredentials())) {
       this.d.log(
         `warning: --claude-auth overlay: the agent in sandbox ${req.name} can read your Claude credentials (${this.claudeCredentials()}) and could use or copy them. ` +
@@ -166,12 +170,12 @@ export class SandboxManager {
     return mode;
   }
 
-  /** The overlays every sandbox gets, plus the user's own (`--overlay`). */
+  /** The overlays every sandbox gets, plus the user's own (`--overlay`, and `overlays` in the config file). */
   overlaysFor(extra: readonly string[], cwd: string): string[] {
     const home = this.d.env.vars.HOME;
     const out = [join(home, ".claude"), join(home, ".config", "fish")];
     for (const p of extra) {
-      let abs = resolve(cwd, p);
+      let abs = resolve(cwd, expandHome(p, home));
       try {
         abs = realpathSync(abs);
       } catch {
@@ -216,7 +220,7 @@ export class SandboxManager {
       dir: ident.dir,
       hostUser: ident.hostShell ? { ...user, shell: ident.hostShell } : user,
       sockets: sandboxSockets(this.d.paths, ident.id),
-      env: sandboxEnv(this.d.env.raw, name),
+      env: sandboxEnv(this.d.env.raw, name, ident.userEnv ? { user: ident.userEnv } : {}),
       overlays: ident.overlays,
       options,
     };
@@ -279,14 +283,18 @@ export class SandboxManager {
         this.d.log("note: you are root, so the sandbox runs as root inside (with every capability dropped and no-new-privileges).");
       }
 
+      // Read before anything is made: a bad config refuses here, with nothing to clean up.
+      const config = loadConfig(this.d.paths, this.d.env);
+      const overlays = this.overlaysFor([...config.overlays, ...(req.overlays ?? [])], req.cwd);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(lay.creating, `${process.pid}\n`);
       const ident: DockerIdentity = {
         id: sandboxId(this.d.paths.sandboxRoot, repo, req.name),
         dir,
-        overlays: this.overlaysFor(req.overlays ?? [], req.cwd),
+        overlays,
         hostShell: user.shell,
-        claudeAuth: this.claudeAuthFor(req),
+        claudeAuth: this.claudeAuthFor(req, config),
+        ...(Object.keys(config.env).length ? { userEnv: config.env } : {}),
       };
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: "docker", identity: ident });
       // Three independent things at once (the clone is git on the disk, the other two wait on the engine): orphaned

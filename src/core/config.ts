@@ -1,0 +1,64 @@
+// The user's config file (`$XDG_CONFIG_HOME/sbx/config.json`): parsed strictly; a bad file refuses, never falls back to open.
+import { z } from "zod";
+import { SbxError } from "./errors";
+import { scanText } from "./secrets";
+
+/** Variables sbx sets itself: a config entry must not be able to point a client around the proxy or the bridge. */
+const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|[A-Z]+_BASE_URL)$/;
+
+/** Names that hold credentials by convention; sbx never passes such a variable into a sandbox. */
+const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
+
+export const ConfigSchema = z
+  .object({
+    /** Host dirs overlaid copy-on-write in every new sandbox, besides ~/.claude and ~/.config/fish. `~/` is your home. */
+    overlays: z.array(z.string().min(1)).default([]),
+    /** Variables every new sandbox gets, besides the terminal, locale, proxy and LLM ones sbx sets. */
+    env: z
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not a valid variable name")
+          .refine((k) => !RESERVED.test(k), "is set by sbx itself (proxy, LLM, socket or PATH variables cannot be overridden)")
+          .refine((k) => !SECRET_NAME.test(k), "looks like a credential; sbx keeps credentials on the host (use `sbx secret set`)"),
+        z.string().refine((v) => scanText(v, "config").length === 0, "looks like a secret (a key or token pattern matched)"),
+      )
+      .default({}),
+    /** The default for --claude-auth. */
+    claudeAuth: z.enum(["inject", "overlay"]).optional(),
+  })
+  .strict();
+export type Config = z.infer<typeof ConfigSchema>;
+
+/**
+ * Parses config text. `knownSecrets` are values the host holds as secrets (tokens, keys): a config value equal to
+ * one is refused too. Throws SbxError(config) naming the file, the key and why.
+ */
+export function parseConfig(text: string, file: string, knownSecrets: readonly string[] = []): Config {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new SbxError("config", `${file} is not valid JSON: ${(e as Error).message}`, {
+      hint: `Fix the file (or move it aside); sbx will not start a sandbox with a config it cannot read.`,
+    });
+  }
+  const r = ConfigSchema.safeParse(raw);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    const where = i.path.length ? i.path.map(String).join(".") : "(top level)";
+    // A record key's own reason is nested under zod's generic "Invalid key in record".
+    const nested = "issues" in i && Array.isArray(i.issues) ? (i.issues as { message: string }[])[0]?.message : undefined;
+    throw new SbxError("config", `${file}: ${where}: ${nested ?? i.message}`, {
+      hint: "Allowed keys: overlays (list of dirs), env (name → value), claudeAuth (inject | overlay).",
+    });
+  }
+  for (const [k, v] of Object.entries(r.data.env)) {
+    if (v.length >= 8 && knownSecrets.includes(v)) {
+      throw new SbxError("config", `${file}: env.${k}: holds the value of one of your host secrets`, {
+        hint: "sbx keeps credentials on the host; remove it from the config.",
+      });
+    }
+  }
+  return r.data;
+}
