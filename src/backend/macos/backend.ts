@@ -205,7 +205,8 @@ export class MacosBackend implements Backend {
     const env = { ...c.spec.env, ...proxyEnv(url), ...llmEnv(url), SANDBOX: c.spec.name, SBX_BRIDGE_SOCKET: c.spec.sockets.bridge };
     const files = [
       ...renderZshRc({ home: c.home, sandbox: c.spec.name, env }),
-      ...renderShimWrappers({ runtime: this.cfg.runtime, shimDir: this.cfg.shimDir }),
+      // binDir: the git shim must skip ~/bin (its own wrapper) when it looks for the real git on PATH.
+      ...renderShimWrappers({ runtime: this.cfg.runtime, shimDir: this.cfg.shimDir, binDir: `${c.home}/bin` }),
     ];
     const stamp = sha256Hex(JSON.stringify(files));
     return { files, stamp };

@@ -1,0 +1,90 @@
+// The daemon's wiring of the macOS backend on a fake Mac: the stored proxy port becomes the spec, bring-up grants the bridge socket ACL, start-up re-applies pf first.
+import { describe, expect, test } from "bun:test";
+import { productionComponents } from "../../../../src/daemon/main";
+import { silentLogger } from "../../../../src/daemon/log";
+import { userSpec, type UserIdentity } from "../../../../src/lifecycle/user-backend";
+import { Store } from "../../../../src/store/store";
+import { processEnv, type Env } from "../../../../src/sys/env";
+import type { Paths } from "../../../../src/sys/paths";
+import { createEventBus } from "../../../../src/ui/feed";
+import { FakeMac } from "./fake-mac";
+import { golden } from "./golden";
+
+const paths: Paths = {
+  stateDir: "/Users/alice/.local/state/sbx",
+  configDir: "/Users/alice/.config/sbx",
+  cacheDir: "/Users/alice/.cache",
+  sandboxRoot: "/Users/alice/.cache/sandbox",
+  runtimeDir: "/tmp/sbx-501",
+  dbFile: ":memory:",
+  configFile: "/Users/alice/.config/sbx/config.json",
+  daemonLog: "/Users/alice/.local/state/sbx/daemon.log",
+  controlSocket: "/tmp/sbx-501/control.sock",
+};
+
+const IDENTITY: UserIdentity = {
+  kind: "user",
+  id: "0a1b2c3d4e5f",
+  dir: "/Users/alice/.cache/sandbox/demo-x/demo",
+  proxyPort: 17001,
+  hostUser: { name: "alice", uid: 501, gid: 20, home: "/Users/alice", shell: "/bin/zsh" },
+};
+
+async function setup() {
+  const mac = new FakeMac();
+  const backend = mac.backend();
+  const store = new Store(":memory:");
+  const base = processEnv();
+  const env: Env = { ...base, platform: "darwin", uid: 501, gid: 20, userName: "alice", vars: { ...base.vars, HOME: "/Users/alice" } };
+  const comps = await productionComponents({ env, paths, exec: mac.exec, log: silentLogger, store, events: createEventBus(() => {}) }, { macos: backend });
+  const row = store.createSandbox({ name: "demo", repo: "/Users/alice/src/demo", backend: "macos", identity: IDENTITY });
+  const spec = comps.specFor!(row);
+  // What the controller's guards leave before bring-up: the socket dir (0700) with the bridge's socket in it.
+  mac.mk(spec.sockets.dir, "dir", 0o700, "alice");
+  mac.mk(spec.sockets.bridge, "sock", 0o600, "alice");
+  return { mac, backend, store, comps, row, spec };
+}
+
+describe("macOS backend through the daemon's wiring (fake Mac)", () => {
+  test("registry: macos backend, the loopback guard after the proxy, a spec from the stored identity", async () => {
+    const { comps, spec, store } = await setup();
+    expect(Object.keys(comps.backends)).toEqual(["macos"]);
+    expect(comps.guards.map((g) => g.name)).toEqual(["proxy", "loopback", "bridge", "ref-sync"]);
+    expect(spec).toEqual(userSpec(paths, store.listSandboxes()[0]!));
+    expect(spec.options).toEqual({ proxyPort: 17001 });
+    expect(spec.sockets.bridge).toBe("/tmp/sbx-501/sb/0a1b2c3d4e5f/bridge.sock");
+    expect(spec.env.HTTP_PROXY).toBe("http://127.0.0.1:17001");
+    expect(spec.env.ANTHROPIC_BASE_URL).toBe("http://127.0.0.1:17001/llm/anthropic");
+    expect(spec.env.SBX_BRIDGE_SOCKET).toBe(spec.sockets.bridge);
+    expect(comps.prepare).toBeDefined();
+  });
+
+  test("bring-up: the pf anchor allows exactly the stored port, the bridge socket gets its guest's ACL, the rc files name the port", async () => {
+    const { mac, backend, comps, row, spec } = await setup();
+    await comps.bringUp!(row, spec, backend);
+    golden("daemon-bringup.txt", mac.transcript());
+    const t = mac.transcript();
+    expect(t).toContain(`chmod +a "user:sbx_alice_0a1b2c3d4e5f allow read,write" /tmp/sbx-501/sb/0a1b2c3d4e5f/bridge.sock`);
+    const [uid, rules] = [...mac.pf.anchors][0]!;
+    expect(uid).toBeGreaterThanOrEqual(7000);
+    expect(rules).toContain("port 17001");
+    expect(mac.files.get("/Users/sbx_alice_0a1b2c3d4e5f/.zshenv")?.content).toContain("HTTP_PROXY='http://127.0.0.1:17001'");
+    // the ~/bin wrapper names its own dir, so the git shim never mistakes it for the real git
+    expect(mac.files.get("/Users/sbx_alice_0a1b2c3d4e5f/bin/git")?.content).toContain("SBX_SHIM_DIR='/Users/sbx_alice_0a1b2c3d4e5f/bin' exec ");
+    expect(backend.bridgeSocketAclArgv(spec)).toEqual(["/bin/chmod", "+a", "user:sbx_alice_0a1b2c3d4e5f allow read,write", spec.sockets.bridge]);
+  });
+
+  test("daemon start after a reboot: prepare re-applies the pf anchor (new token) before anything else runs", async () => {
+    const { mac, backend, comps, row, spec, store } = await setup();
+    await comps.bringUp!(row, spec, backend);
+    mac.reboot();
+    expect(mac.pf.anchors.size).toBe(0);
+    const from = mac.exec.calls.length;
+    await comps.prepare!(store);
+    golden("daemon-restart-prepare.txt", mac.transcript(from));
+    expect(mac.pf.enabled).toBe(true);
+    expect([...mac.pf.anchors.values()][0]).toContain("port 17001");
+    // prepare only restores the firewall: no user, home or clone work before the guards are up
+    expect(mac.transcript(from)).not.toMatch(/dscl \. -create|git clone|chmod \+a/);
+  });
+});
