@@ -401,3 +401,59 @@ export class UserSandboxes {
     );
   }
 }
+
+/** `--backend user` means the user-account backend of this OS; `--backend macos` is accepted on a Mac too. */
+export function userBackendKind(platform: NodeJS.Platform, flag: string): UserBackendKind {
+  if (flag === "macos" || (flag === "user" && platform === "darwin")) {
+    if (platform !== "darwin") throw new SbxError("usage", "--backend macos runs only on macOS", { hint: "On Linux use --backend user (as root) or docker." });
+    return "macos";
+  }
+  if (flag === "user" || flag === "linux-user") {
+    if (platform !== "linux") throw new SbxError("usage", `--backend user is not available on ${platform}`, { hint: "Use --backend docker." });
+    return "linux-user";
+  }
+  throw new SbxError("usage", `unknown backend '${flag}'`, { hint: "Use --backend docker, user or macos." });
+}
+
+/**
+ * The CLI-side instance of a user-account backend, configured as the daemon configures its own (same root, table,
+ * runtime dir, shims), for the host-side work the CLI does: workspace paths, final fetch, remove, prune.
+ */
+export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env: Env; paths: Paths; warn?: (m: string) => void }): Promise<UserAccountBackend> {
+  const { defaultRuntime } = await import("../backend/docker/docker");
+  const rt = defaultRuntime();
+  if (kind === "linux-user") {
+    const { LinuxUserBackend } = await import("../backend/linux-user/backend");
+    const { probeLinuxUser } = await import("../backend/linux-user/probe");
+    const probe = await probeLinuxUser(d.exec);
+    if (!probe.ok) {
+      throw new SbxError("not_available", `the user backend cannot run here:\n  ${probe.missing.join("\n  ")}`, {
+        hint: "Run sbx with sudo (it creates accounts and nft rules), after installing what is listed; or use --backend docker.",
+      });
+    }
+    return new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, runtime: rt, ...(d.warn ? { warn: d.warn } : {}) });
+  }
+  const { MacosBackend } = await import("../backend/macos/backend");
+  const { sudoRoot } = await import("../backend/macos/privileged");
+  const { join } = await import("node:path");
+  return new MacosBackend({
+    exec: d.exec,
+    root: sudoRoot(d.exec, [rt.bun, join(import.meta.dir, "..", "backend", "macos", "privileged.ts")]),
+    hostUser: d.env.userName,
+    runtimeDir: d.paths.runtimeDir,
+    runtime: rt.bun,
+    shimDir: rt.shims,
+  });
+}
+
+/** Opens the store and a UserSandboxes over the given backend kind; call close() when done (CLI verbs). */
+export async function openUserSandboxes(
+  d: { exec: Exec; env: Env; paths: Paths; log: (line: string) => void; supervisor?: Supervisor },
+  kind: UserBackendKind,
+): Promise<{ users: UserSandboxes; store: Store; close(): void }> {
+  const { Store: StoreImpl } = await import("../store/store");
+  const backend = await userBackendFor(kind, { ...d, warn: (m) => d.log(`warning: ${m}`) });
+  const store = new StoreImpl(d.paths.dbFile);
+  const users = new UserSandboxes({ exec: d.exec, env: d.env, paths: d.paths, store, backend, log: d.log, ...(d.supervisor ? { supervisor: d.supervisor } : {}) });
+  return { users, store, close: () => store.close() };
+}

@@ -91,3 +91,15 @@ describe("Exec wrappers", () => {
     expect(exec.calls[0]!.opts.env).toMatchObject({ GIT_CONFIG_COUNT: "2", GIT_CONFIG_KEY_0: "a.b", GIT_CONFIG_KEY_1: "safe.directory", GIT_CONFIG_VALUE_1: "/home/alice/proj" });
   });
 });
+
+describe("userBackendKind (--backend flag)", () => {
+  const { userBackendKind } = require("../../../src/lifecycle/user-backend") as typeof import("../../../src/lifecycle/user-backend");
+  test("user is linux-user on Linux and macos on a Mac; macos only on a Mac; unknown names refused", () => {
+    expect(userBackendKind("linux", "user")).toBe("linux-user");
+    expect(userBackendKind("darwin", "user")).toBe("macos");
+    expect(userBackendKind("darwin", "macos")).toBe("macos");
+    expect(() => userBackendKind("linux", "macos")).toThrow(/only on macOS/);
+    expect(() => userBackendKind("win32", "user")).toThrow(/not available/);
+    expect(() => userBackendKind("linux", "vm")).toThrow(/unknown backend/);
+  });
+});
