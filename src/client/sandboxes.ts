@@ -9,6 +9,7 @@ import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import { sessionCwd } from "../workspace/clone";
+import { isUserBackend, type UserBackendKind, type UserSandboxes } from "../lifecycle/user-backend";
 import { daemonFor } from "./cli";
 import type { DaemonClient } from "./client";
 import { quickEnter, stdio } from "./quick";
@@ -57,6 +58,45 @@ export async function withDaemonManager<T>(ctx: VerbContext, fn: (m: SandboxMana
   }
 }
 
+/** The backend of an existing sandbox, or null when there is none: verbs route user-account sandboxes to their lifecycle. */
+export async function backendOf(m: SandboxManager, name: string, w: { cwd: string; repoFlag?: string | undefined }): Promise<string | null> {
+  try {
+    return (await m.locate(name, w)).row.backend;
+  } catch (e) {
+    if (e instanceof SbxError && e.code === "not_found") return null;
+    throw e;
+  }
+}
+
+/** Runs fn with the user-account lifecycle of `kind`, started and stopped through the daemon like Docker's. */
+export async function withUserSandboxes<T>(ctx: VerbContext, client: DaemonClient, kind: UserBackendKind, fn: (u: UserSandboxes) => Promise<T>): Promise<T> {
+  const { openUserSandboxes } = await import("../lifecycle/user-backend");
+  const o = await openUserSandboxes(
+    { exec: ctx.exec, env: ctx.env, paths: ctx.paths, log: (l) => ctx.render.info(l), supervisor: daemonSupervisor(client) },
+    kind,
+  );
+  try {
+    return await fn(o.users);
+  } finally {
+    o.close();
+  }
+}
+
+/** A shell or command in a user-account sandbox: a daemon PTY session with a terminal, the backend's argv without. */
+async function enterUser(ctx: VerbContext, u: UserSandboxes, client: DaemonClient, req: EnterRequest, tty: Tty): Promise<number> {
+  const where = { cwd: ctx.cwd, repoFlag: req.repoFlag };
+  if (ctx.stdinIsTTY) {
+    const { repo } = await u.locate(req.name, where);
+    await client.start({ name: req.name, repo });
+    // The backend maps host repo paths into the guest's clone itself.
+    return openShell(client, { name: req.name, repo, argv: req.argv, cwd: ctx.cwd, env: ctx.env.raw }, tty);
+  }
+  const pipeIn = stdinHasData();
+  const argv = await u.session({ name: req.name, argv: req.argv, ...where, tty: false });
+  const input = pipeIn ? await readStdin() : undefined;
+  return runPiped(ctx.exec, argv, processPipedIo(), input);
+}
+
 export interface EnterRequest {
   name: string;
   argv: string[];
@@ -69,6 +109,8 @@ export interface EnterRequest {
  * sandbox with its guards, then the command runs with no PTY, stdout streamed as it comes, its exit code sbx's.
  */
 export async function enter(ctx: VerbContext, m: SandboxManager, client: DaemonClient, req: EnterRequest, tty: Tty = processTty()): Promise<number> {
+  const kind = await backendOf(m, req.name, { cwd: ctx.cwd, repoFlag: req.repoFlag });
+  if (kind !== null && isUserBackend(kind)) return withUserSandboxes(ctx, client, kind, (u) => enterUser(ctx, u, client, req, tty));
   if (ctx.stdinIsTTY) {
     const { repo, row } = await m.locate(req.name, { cwd: ctx.cwd, repoFlag: req.repoFlag });
     await m.start(req.name, { cwd: ctx.cwd, repoFlag: req.repoFlag });

@@ -15,6 +15,26 @@ export function claudeAuthOpt(opts: Record<string, unknown>): { claudeAuth?: "in
   });
 }
 
+/** `--backend`: docker (default) or a user-account backend; the Docker-only options make no sense with the latter. */
+export function userBackendFlag(opts: Record<string, unknown>): string | null {
+  const b = opts.backend === undefined ? "docker" : String(opts.backend);
+  if (b === "docker") return null;
+  const dockerOnly = [
+    ["rebuild", opts.rebuild === true],
+    ["overlay", Array.isArray(opts.overlay) && opts.overlay.length > 0],
+    ["claude-auth", opts.claudeAuth !== undefined],
+  ] as const;
+  const bad = dockerOnly.find(([, set]) => set);
+  if (bad) {
+    throw new SbxError("usage", `--${bad[0]} applies to Docker sandboxes, not --backend ${b}`, {
+      hint: `Drop --${bad[0]}, or use --backend docker.`,
+    });
+  }
+  return b;
+}
+
+export const BACKEND_OPTION = ["--backend <kind>", "docker (default); user: a dedicated account per sandbox (Linux, as root; macOS)"] as const;
+
 export const create: Verb = {
   name: "create",
   summary: "create a sandbox for this repo and start it",
@@ -28,12 +48,29 @@ export const create: Verb = {
         "--claude-auth <mode>",
         "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
       )
+      .option(...BACKEND_OPTION)
       .option("--json", "print the sandbox as JSON");
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
     const { withDaemonManager } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
+    const userBackend = userBackendFlag(opts);
+    if (userBackend !== null) {
+      const [{ daemonFor }, { withUserSandboxes }, { userBackendKind }] = await Promise.all([
+        import("../../client/cli"),
+        import("../../client/sandboxes"),
+        import("../../lifecycle/user-backend"),
+      ]);
+      const kind = userBackendKind(ctx.env.platform, userBackend);
+      const client = await daemonFor(ctx);
+      const { sandbox } = await withUserSandboxes(ctx, client, kind, (u) =>
+        u.create({ name, cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, ifExists: "error" }),
+      );
+      if (opts.json) ctx.render.json(sandbox);
+      else ctx.render.out(`created sandbox ${sandbox.name} (${kind}) for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
+      return 0;
+    }
     // Clone and image here (build output on this terminal); the daemon starts it, guards first.
     const { sandbox } = await withDaemonManager(ctx, (m) =>
       m.create({

@@ -1,7 +1,7 @@
 // sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
 import type { Command } from "commander";
 import type { Verb } from "../verb";
-import { claudeAuthOpt } from "./create";
+import { BACKEND_OPTION, claudeAuthOpt, userBackendFlag } from "./create";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -19,7 +19,8 @@ export const run: Verb = {
       .option(
         "--claude-auth <mode>",
         "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
-      );
+      )
+      .option(...BACKEND_OPTION);
   },
   async run(ctx, args, opts) {
     const [name = "", ...rest] = args;
@@ -32,8 +33,21 @@ export const run: Verb = {
       if (code !== null) return code;
     }
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { enter, withDaemonManager } = await import("../../client/sandboxes");
+    const userBackend = userBackendFlag(opts);
+    const { backendOf, enter, withDaemonManager, withUserSandboxes } = await import("../../client/sandboxes");
     return withDaemonManager(ctx, async (m, client) => {
+      const existing = await backendOf(m, name, { cwd: ctx.cwd, repoFlag });
+      if (userBackend !== null || (existing !== null && existing !== "docker")) {
+        // A user-account sandbox: created by its own lifecycle if missing; enter() routes by the stored backend.
+        if (existing === null) {
+          const { userBackendKind } = await import("../../lifecycle/user-backend");
+          await withUserSandboxes(ctx, client, userBackendKind(ctx.env.platform, userBackend!), (u) =>
+            u.create({ name, cwd: ctx.cwd, repoFlag, ifExists: "reuse" }),
+          );
+          ctx.render.info(`created sandbox ${name}`);
+        }
+        return enter(ctx, m, client, { name, argv, repoFlag });
+      }
       const { created } = await m.create({
         name,
         cwd: ctx.cwd,

@@ -1,0 +1,82 @@
+// The CLI with --backend user, as root, for real: create, run as the guest (its own account and proxy port), list, stop, rm.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { must, sh, whyNot } from "./harness";
+
+const skip = whyNot();
+const CLI = join(import.meta.dir, "../../../src/cli/main.ts");
+
+describe.skipIf(skip !== undefined)(`sbx --backend user through the CLI${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  let root = "";
+  let repo = "";
+  let env: Record<string, string> = {};
+  const sbx = (args: string[]) => {
+    const p = Bun.spawnSync([process.execPath, CLI, ...args], { cwd: repo, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+  };
+
+  beforeAll(() => {
+    root = mkdtempSync("/tmp/sbx-cliuser-");
+    repo = join(root, "repo");
+    mkdirSync(repo);
+    const home = join(root, "home");
+    mkdirSync(home, { mode: 0o700 });
+    env = {
+      PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+      HOME: home,
+      USER: "root",
+      XDG_STATE_HOME: join(root, "state"),
+      XDG_CONFIG_HOME: join(root, "config"),
+      XDG_CACHE_HOME: join(root, "cache"),
+      XDG_RUNTIME_DIR: join(root, "run"),
+      NO_COLOR: "1",
+    };
+    mkdirSync(env.XDG_RUNTIME_DIR!, { mode: 0o700 });
+    must(["git", "-C", repo, "init", "-q", "-b", "main"]);
+    writeFileSync(join(repo, "README"), "hello\n");
+    must(["git", "-C", repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init", "--allow-empty"]);
+  });
+
+  afterAll(() => {
+    sbx(["rm", "--force", "cu"]);
+    // The daemon this CLI started, by its pid file (ours).
+    for (const f of [join(env.XDG_RUNTIME_DIR ?? "", "sbx", "daemon.pid")]) {
+      if (!existsSync(f)) continue;
+      const pid = Number(readFileSync(f, "utf8").trim());
+      if (pid > 0) sh(["kill", String(pid)]);
+    }
+    rmSync(root, { recursive: true, force: true });
+  }, 60_000);
+
+  test("Docker-only options are refused with --backend user", () => {
+    const r = sbx(["create", "--backend", "user", "--rebuild", "cu"]);
+    expect(r.code).toBe(64);
+    expect(r.err).toContain("--rebuild applies to Docker sandboxes");
+  });
+
+  test("create, run as the guest through its own proxy port, list, stop, rm", () => {
+    const c = sbx(["create", "--backend", "user", "cu"]);
+    expect({ code: c.code, err: c.err }).toMatchObject({ code: 0 });
+    expect(c.out).toContain("(linux-user)");
+
+    const r = sbx(["run", "cu", "--", "sh", "-c", 'id -un; echo "$HTTP_PROXY"; git -C "$PWD" log --format=%s -1']);
+    expect(r.code).toBe(0);
+    const [who, proxy, subject] = r.out.trim().split("\n");
+    expect(who).toMatch(/^sbx-root-/);
+    expect(proxy).toMatch(/^http:\/\/127\.0\.0\.1:2\d{4}$/);
+    expect(subject).toBe("init");
+
+    const code = sbx(["run", "cu", "--", "sh", "-c", "exit 7"]);
+    expect(code.code).toBe(7);
+
+    const l = sbx(["list", "--json"]);
+    expect(l.code).toBe(0);
+    expect(l.out).toContain('"cu"');
+
+    expect(sbx(["stop", "cu"]).code).toBe(0);
+    const rm = sbx(["rm", "--force", "cu"]);
+    expect(rm.code).toBe(0);
+    expect(sh(["id", who!]).code).not.toBe(0);
+  }, 120_000);
+});
