@@ -1,0 +1,59 @@
+// A throwaway sbx world for the Docker benchmarks: its own HOME, XDG dirs and daemon, stopped by pid at the end.
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const CLI = join(import.meta.dir, "../src/cli/main.ts");
+
+export interface BenchWorld {
+  root: string;
+  home: string;
+  repo: string;
+  env: Record<string, string> & { XDG_RUNTIME_DIR: string; XDG_CACHE_HOME: string; XDG_STATE_HOME: string; XDG_CONFIG_HOME: string };
+  /** Stops the daemon this bench's CLI calls auto-started, by the pid in its own runtime dir's lock file. */
+  stopDaemon(): Promise<void>;
+}
+
+export function benchWorld(label: string): BenchWorld {
+  const root = mkdtempSync(join(tmpdir(), `sbx-bench-${label}-`));
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: join(root, "home"),
+    USER: "root",
+    SHELL: "/bin/bash",
+    XDG_CACHE_HOME: join(root, "cache"),
+    XDG_STATE_HOME: join(root, "state"),
+    XDG_CONFIG_HOME: join(root, "config"),
+    // Its own runtime dir: the daemon this bench starts (and its sockets) are the bench's, never /tmp/sbx-<uid>'s.
+    XDG_RUNTIME_DIR: join(root, "rt"),
+  };
+  return {
+    root,
+    home: env.HOME,
+    repo: join(root, "repo"),
+    env,
+    async stopDaemon() {
+      let pid = NaN;
+      try {
+        pid = Number.parseInt(readFileSync(join(env.XDG_RUNTIME_DIR, "sbx", "daemon.pid"), "utf8"), 10);
+      } catch {
+        return;
+      }
+      if (!Number.isInteger(pid) || pid <= 0) return;
+      try {
+        process.kill(pid, "SIGTERM");
+      } catch {
+        return;
+      }
+      for (let i = 0; i < 100; i++) {
+        try {
+          process.kill(pid, 0);
+        } catch {
+          return;
+        }
+        await Bun.sleep(50);
+      }
+      console.error(`bench: daemon pid ${pid} did not stop within 5 s`);
+    },
+  };
+}
