@@ -2,17 +2,11 @@
 import { accessSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
+// The wire protocol is the bridge's; a type-only import is erased at run time, so the shim stays dependency-free.
+import type { Frame } from "../src/bridge/server";
 
 const NETWORK = new Set(["push", "fetch", "pull", "ls-remote", "clone"]);
 const EXIT_UNAVAILABLE = 69;
-
-type Frame =
-  | { t: "out"; d: string }
-  | { t: "err"; d: string }
-  | { t: "refs"; remote: string; url: string; refs: Record<string, string>; prune: boolean }
-  | { t: "bundle"; d: string }
-  | { t: "pushed"; remote: string; updates: Array<{ dst: string; sha: string | null }> }
-  | { t: "exit"; code: number };
 
 export interface BridgeReply {
   code: number;
