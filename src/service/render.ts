@@ -30,6 +30,16 @@ function environmentLines(env: Record<string, string>): string[] {
 const DESCRIPTION = "sbx controller: per-sandbox proxies, bridges and ref sync";
 
 /** Pure: the user unit (`~/.config/systemd/user/sbx.service`) for the Docker backend run as the user. */
+/** Both units: private files, restart on exit, and SIGTERM to the daemon only (it stops its guards and sessions itself, then the rest is killed). */
+const RESTART_AND_STOP = [
+  "UMask=0077",
+  "Restart=always",
+  "RestartSec=2",
+  "KillMode=mixed",
+  "KillSignal=SIGTERM",
+  "TimeoutStopSec=20",
+];
+
 export function renderSystemdUserUnit(s: ServiceSpec): string {
   return [
     "# Written by `sbx service install`; `sbx service uninstall` removes it.",
@@ -41,13 +51,7 @@ export function renderSystemdUserUnit(s: ServiceSpec): string {
     `ExecStart=${s.argv.map(systemdQuote).join(" ")}`,
     `WorkingDirectory=${systemdQuote(s.home)}`,
     ...environmentLines(s.env),
-    "UMask=0077",
-    "Restart=always",
-    "RestartSec=2",
-    // SIGTERM to the daemon only; it stops its guards and sessions itself, then the rest is killed.
-    "KillMode=mixed",
-    "KillSignal=SIGTERM",
-    "TimeoutStopSec=20",
+    ...RESTART_AND_STOP,
     "",
     "[Install]",
     "WantedBy=default.target",
@@ -76,12 +80,7 @@ export function renderSystemdSystemUnit(s: ServiceSpec): string {
     "RuntimeDirectoryMode=0700",
     "RuntimeDirectoryPreserve=yes",
     "CacheDirectory=sbx",
-    "UMask=0077",
-    "Restart=always",
-    "RestartSec=2",
-    "KillMode=mixed",
-    "KillSignal=SIGTERM",
-    "TimeoutStopSec=20",
+    ...RESTART_AND_STOP,
     "",
     "[Install]",
     "WantedBy=multi-user.target",
