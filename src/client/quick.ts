@@ -1,7 +1,9 @@
 // The fast path of `sbx shell|run NAME -- cmd` without a terminal: one daemon request (guards up, sandbox running), then the command through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
 import { existsSync } from "node:fs";
+import { FrameDecoder, FrameType, parseExit, parseJson } from "../../shims/exec-frames";
 import { engineExec, engineSocket } from "../backend/docker/engine-exec";
 import { SbxError, type ErrorCode } from "../core/errors";
+import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
 import { readStdin, stdinHasData } from "../lifecycle/relay";
 import { terminalVars } from "../lifecycle/terminal-vars";
@@ -113,7 +115,7 @@ async function daemonStart(paths: Paths, name: string, repo: string): Promise<{ 
  * terminal, no command, no daemon running yet, an engine not on a unix socket, a sandbox being created, a missing one
  * for `run`): then the caller takes the full path. The daemon starts the sandbox and confirms its guards are up before
  * the command is started; a fenced sandbox runs nothing.
- * API: POST /v1/sandboxes/start (daemon); POST /containers/sbx-<id>/exec, POST /exec/<id>/start, GET /exec/<id>/json (engine)
+ * API: POST /v1/sandboxes/start, then POST /v1/sandboxes/exec (daemon: the sandbox's exec agent runs it); without an agent, POST /containers/sbx-<id>/exec, POST /exec/<id>/start, GET /exec/<id>/json (engine)
  */
 export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: QuickIo): Promise<number | null> {
   if (ctx.stdinIsTTY || req.argv.length === 0) return null;
@@ -143,13 +145,21 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
     });
   }
   const input = await io.stdin();
+  const cwd = sessionCwd(repo, ctx.cwd, lay.clone);
+  const env = terminalVars(raw);
+  // The sandbox's exec agent when it has one (no engine round trips); else the engine's exec, as the caller.
+  const viaAgent = await agentExec(ctx.paths, { name: req.name, repo, argv: req.argv, cwd, env, stdin: input !== undefined }, input, io);
+  if (viaAgent !== null) {
+    await io.flush?.();
+    return viaAgent;
+  }
   const code = await engineExec(
     socket,
     {
       container: `sbx-${view.sid}`,
       user: `${ctx.env.uid}:${ctx.env.gid}`,
-      workdir: sessionCwd(repo, ctx.cwd, lay.clone),
-      env: terminalVars(raw),
+      workdir: cwd,
+      env,
       argv: req.argv,
       ...(input ? { stdin: input } : {}),
     },
@@ -159,3 +169,67 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
   return code;
 }
 
+export interface AgentExecRequest {
+  name: string;
+  repo: string;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin: boolean;
+}
+
+/** Pure: the body of POST /v1/sandboxes/exec: a u32 BE length, the JSON head, the stdin bytes. */
+export function execRequestBody(head: AgentExecRequest, stdin: Uint8Array | undefined): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify(head));
+  const body = new Uint8Array(4 + json.length + (stdin?.length ?? 0));
+  new DataView(body.buffer).setUint32(0, json.length);
+  body.set(json, 4);
+  if (stdin) body.set(stdin, 4 + json.length);
+  return body;
+}
+
+/**
+ * Runs the command through the daemon and the sandbox's exec agent, streaming its output to io; returns its exit code,
+ * or null when the daemon answers that the sandbox has no agent (the caller then uses the engine).
+ * API: POST /v1/sandboxes/exec (daemon), answered with exec frames (shims/exec-frames.ts)
+ */
+export async function agentExec(paths: Paths, head: AgentExecRequest, stdin: Uint8Array | undefined, io: QuickIo): Promise<number | null> {
+  const res = await fetch("http://sbx/v1/sandboxes/exec", {
+    method: "POST",
+    unix: paths.controlSocket,
+    body: execRequestBody(head, stdin),
+    headers: { "content-type": "application/octet-stream" },
+  } as RequestInit).catch((e: Error) => {
+    throw new SbxError("unavailable", `lost the sbx daemon while starting the command: ${e.message}`, { hint: "See `sbx status` and its log." });
+  });
+  if (res.headers.get("content-type") !== EXEC_FRAMES_TYPE) {
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new SbxError("internal", `the daemon sent a non-JSON answer (HTTP ${res.status})`, { hint: "Restart the daemon." });
+    }
+    parseStartAnswer(res.status, json); // an error answer throws as its SbxError
+    if ((json as { agent?: unknown }).agent === false) return null;
+    throw new SbxError("internal", "the daemon's answer to the exec request has an unexpected shape", { hint: "Restart the daemon." });
+  }
+  const decoder = new FrameDecoder();
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    for (const f of decoder.push(value)) {
+      if (f.type === FrameType.stdout) io.stdout(f.payload);
+      else if (f.type === FrameType.stderr) io.stderr(f.payload);
+      else if (f.type === FrameType.exit) return parseExit(parseJson(f.payload));
+      else if (f.type === FrameType.failed) {
+        const m = (parseJson(f.payload) as { message?: unknown } | undefined)?.message;
+        throw new SbxError("exec_failed", `the command did not finish: ${typeof m === "string" ? m : "the exec agent failed"}`, {
+          hint: "Its output so far is above. See `sbx status`; run it again once the sandbox runs.",
+        });
+      }
+    }
+  }
+  throw new SbxError("exec_failed", "the daemon's exec stream ended before the command's exit code", { hint: "See `sbx status` and the daemon log." });
+}

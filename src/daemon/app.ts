@@ -5,6 +5,8 @@ import { z } from "zod";
 import { SbxError, toSbxError, type ErrorCode } from "../core/errors";
 import type { Store } from "../store/store";
 import type { Controller } from "./controller";
+import type { ExecAgents } from "./exec-agents";
+import { EXEC_FRAMES_TYPE } from "./exec-types";
 import type { Hosted } from "./hosted";
 import type { Logger } from "./log";
 import {
@@ -14,6 +16,7 @@ import {
   LogsQuerySchema,
   LogsSchema,
   SandboxActionSchema,
+  SandboxExecSchema,
   SandboxListSchema,
   SandboxRefSchema,
   SessionCreateSchema,
@@ -39,6 +42,23 @@ export interface AppDeps {
   backends: string[];
   /** The dashboard and chat bot, once started (null before, or when the daemon hosts none). */
   hosted?: () => Hosted | null;
+  /** The in-sandbox exec agents (POST /v1/sandboxes/exec); without, that route always answers "no agent". */
+  agents?: ExecAgents;
+}
+
+
+/** Pure: splits an exec request body into its JSON head and the stdin bytes after it. */
+export function splitExecBody(body: Uint8Array): { head: unknown; stdin: Uint8Array } {
+  if (body.length < 4) throw new SbxError("usage", "exec request body is too short", { hint: "Send a u32 length, a JSON head, then stdin." });
+  const n = new DataView(body.buffer, body.byteOffset, 4).getUint32(0);
+  if (n > body.length - 4) throw new SbxError("usage", "exec request head is longer than the body", { hint: "Send a u32 length, a JSON head, then stdin." });
+  let head: unknown;
+  try {
+    head = JSON.parse(new TextDecoder().decode(body.subarray(4, 4 + n)));
+  } catch {
+    throw new SbxError("usage", "exec request head is not JSON", { hint: "Send a u32 length, a JSON head, then stdin." });
+  }
+  return { head, stdin: body.subarray(4 + n) };
 }
 
 const statusOf: Record<ErrorCode, ContentfulStatusCode> = {
@@ -144,6 +164,24 @@ export function createApp(deps: AppDeps): Hono {
   app.post("/v1/sandboxes/start", async (c) => {
     const ref = SandboxRefSchema.parse(await jsonBody(c));
     return c.json(SandboxActionSchema.parse({ sandbox: await controller.start(ref) }));
+  });
+
+  // Start (guards up, sandbox running), then run a command through the sandbox's exec agent, streaming its frames
+  // back. Without an agent the answer is the started sandbox and `agent: false`: the caller runs it through the engine.
+  app.post("/v1/sandboxes/exec", async (c) => {
+    const { head, stdin } = splitExecBody(new Uint8Array(await c.req.arrayBuffer()));
+    const req = SandboxExecSchema.parse(head);
+    const view = await controller.start({ name: req.name, ...(req.repo ? { repo: req.repo } : {}) });
+    if (!view.guarded) {
+      throw new SbxError("unavailable", `sandbox '${req.name}' started but its guards are not all up`, {
+        hint: "See `sbx status` and the daemon log; nothing runs in a sandbox whose proxy and bridge are down.",
+      });
+    }
+    const agent = view.backend === "docker" ? await deps.agents?.wait(view.id, 1000) : undefined;
+    if (!agent) return c.json({ ...SandboxActionSchema.parse({ sandbox: view }), agent: false });
+    store.audit({ sandboxId: view.id, kind: "daemon", action: "exec", detail: { argv0: req.argv[0] ?? "", via: "agent" } });
+    const body = agent.run({ argv: req.argv, cwd: req.cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined);
+    return new Response(body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
   });
 
   app.post("/v1/sandboxes/stop", async (c) => {

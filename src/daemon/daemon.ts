@@ -7,6 +7,7 @@ import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { createApp } from "./app";
 import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
+import { ExecAgents, execAgentGuard } from "./exec-agents";
 import type { SandboxGuard } from "./guards";
 import type { Hosted } from "./hosted";
 import { acquireLock, type DaemonLock } from "./lock";
@@ -66,10 +67,12 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
   try {
     await clearStaleSocket(paths.controlSocket);
     store = deps.store ?? new Store(paths.dbFile);
+    // The exec agents are the daemon's own, like sessions: every Docker sandbox's agent socket, last among its guards.
+    const agents = new ExecAgents();
     controller = new Controller({
       store,
       backends: deps.backends,
-      guards: deps.guards,
+      guards: [...deps.guards, execAgentGuard(agents)],
       exec: deps.exec,
       paths,
       log,
@@ -91,6 +94,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     hosted = deps.host?.(store) ?? null;
     const h = hosted;
     const app = createApp({
+      agents,
       hosted: () => h,
       controller,
       sessions,

@@ -84,6 +84,18 @@ const nameSchema = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "a sandbox name: low
 export const SandboxRefSchema = z.object({ name: nameSchema, repo: z.string().startsWith("/").optional() });
 export type SandboxRef = z.infer<typeof SandboxRefSchema>;
 
+/**
+ * The head of POST /v1/sandboxes/exec (the body is a u32 BE length, this JSON, then the command's stdin bytes):
+ * start the sandbox, then run argv through its exec agent. No terminal: interactive sessions use the engine's exec.
+ */
+export const SandboxExecSchema = SandboxRefSchema.extend({
+  argv: z.array(z.string().refine((s) => !s.includes("\0"), "no NUL bytes")).min(1),
+  cwd: z.string().startsWith("/"),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()),
+  stdin: z.boolean(),
+});
+export type SandboxExec = z.infer<typeof SandboxExecSchema>;
+
 const intParam = z.coerce.number().int().nonnegative();
 
 export const LogsQuerySchema = z.object({

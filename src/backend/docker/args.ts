@@ -176,12 +176,13 @@ export function mountValue(fields: readonly (string | [string, string])[]): stri
 export const FORWARDER_READY = "sbx forwarder listening";
 
 /**
- * The container's long-lived process: the egress forwarder (shims/forwarder.ts) on the host's Bun, mounted
- * read-only. It is the sandbox's only way out (127.0.0.1:<port> → /run/sbx/proxy.sock); `--init` reaps and
- * forwards signals. The port comes from `spec.options.proxyPort` (default 3128).
+ * The container's long-lived process (shims/sandbox-main.ts) on the host's Bun, mounted read-only: the egress
+ * forwarder, the sandbox's only way out (127.0.0.1:<port> → /run/sbx/proxy.sock), and the exec agent, which dials
+ * /run/sbx/agent.sock to run the daemon's non-terminal commands. `--init` reaps and forwards signals. The port comes
+ * from `spec.options.proxyPort` (default 3128).
  */
 export function containerCommand(spec: SandboxSpec): string[] {
-  return [RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/forwarder.ts`, "--port", String(forwarderPort(spec))];
+  return [RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/sandbox-main.ts`, "--port", String(forwarderPort(spec))];
 }
 
 /** The in-sandbox forwarder port of a spec. */

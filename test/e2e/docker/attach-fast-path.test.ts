@@ -1,4 +1,4 @@
-// `sbx shell NAME -- cmd` without a terminal goes daemon → Engine API (no docker CLI): stdin in, stdout and stderr apart, exit code, large output lossless, a stopped sandbox started first.
+// `sbx shell NAME -- cmd` without a terminal goes daemon → the sandbox's exec agent (no engine exec, no docker CLI): stdin in, stdout and stderr apart, exit code, large output lossless, the same environment as docker exec, a stopped sandbox started first.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { acquireFixture, CLI, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
@@ -37,6 +37,18 @@ describe.skipIf(!canRun)(`attach fast path (Docker)${canRun ? "" : ` — skipped
     const r = f.user.run(["sh", "-c", cmd], { cwd: f.repo });
     expect(r.stderr).toBe("");
     expect(r.stdout.trim()).toBe("4194304");
+  }, 60_000);
+
+  test("it runs through the sandbox's exec agent (audited as such), with exactly the environment `docker exec` gives", () => {
+    const via = f.sbx(["shell", "fast", "--", "env"], { env: { TERM: "dumb" } });
+    expect(via.code).toBe(0);
+    const ctr = f.docker(["ps", "--quiet", "--filter", "label=sbx.name=fast", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim();
+    const direct = f.docker(["exec", "--user", `${f.user.uid}:${f.user.gid}`, "--env", "TERM=dumb", ctr, "env"]);
+    expect(direct.code).toBe(0);
+    const sorted = (t: string) => t.trim().split("\n").sort();
+    expect(sorted(via.stdout)).toEqual(sorted(direct.stdout));
+    const logs = f.sbx(["logs", "--sandbox", "fast", "--json", "-n", "20"]).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(logs.some((e: { action: string; detail: { argv0?: string; via?: string } }) => e.action === "exec" && e.detail.argv0 === "env" && e.detail.via === "agent")).toBe(true);
   }, 60_000);
 
   test("a stopped sandbox is started (guards first) before the command runs", () => {

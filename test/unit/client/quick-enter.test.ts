@@ -3,7 +3,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseStartAnswer, quickEnter, type QuickContext } from "../../../src/client/quick";
+import { encodeFrame, FrameType, jsonFrame } from "../../../shims/exec-frames";
+import { execRequestBody, parseStartAnswer, quickEnter, type QuickContext } from "../../../src/client/quick";
+import { splitExecBody } from "../../../src/daemon/app";
+import { EXEC_FRAMES_TYPE } from "../../../src/daemon/exec-types";
 import { SbxError } from "../../../src/core/errors";
 import { readEnv } from "../../../src/sys/env";
 import { pathsFor } from "../../../src/sys/paths";
@@ -21,8 +24,11 @@ afterEach(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-/** A repo (a .git dir with HEAD), private XDG dirs, a fake daemon answering the start request, a fake engine. */
-async function world(answer: { status: number; body: unknown }) {
+/**
+ * A repo (a .git dir with HEAD), private XDG dirs, a fake engine, and a fake daemon answering the start request with
+ * `answer` and the exec request with `agent` (exec frames) or, without one, "no agent" (the engine runs it).
+ */
+async function world(answer: { status: number; body: unknown }, agent?: Uint8Array[]) {
   root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-quick-")));
   const repo = join(root, "repo");
   mkdirSync(join(repo, ".git"), { recursive: true });
@@ -43,16 +49,23 @@ async function world(answer: { status: number; body: unknown }) {
   const paths = pathsFor(env);
   mkdirSync(paths.runtimeDir, { recursive: true, mode: 0o700 });
   const requests: unknown[] = [];
+  const execs: { head: unknown; stdin: string }[] = [];
   daemon = Bun.serve({
     unix: paths.controlSocket,
     async fetch(req) {
+      if (new URL(req.url).pathname === "/v1/sandboxes/exec") {
+        const { head, stdin } = splitExecBody(new Uint8Array(await req.arrayBuffer()));
+        execs.push({ head, stdin: new TextDecoder().decode(stdin) });
+        if (agent) return new Response(new Blob(agent as unknown as ConstructorParameters<typeof Blob>[0]), { headers: { "content-type": EXEC_FRAMES_TYPE } });
+        return Response.json({ ...(answer.body as object), agent: false }, { status: answer.status });
+      }
       requests.push(await req.json());
       return Response.json(answer.body, { status: answer.status });
     },
   });
   engine = await startFakeEngine(join(root, "engine.sock"), () => ({ frames: [], exitCode: 3 }));
   const ctx: QuickContext = { exec: new FakeExec(), env, paths, cwd: join(repo, "sub"), stdinIsTTY: false };
-  return { ctx, repo, requests, engine };
+  return { ctx, repo, requests, execs, engine };
 }
 
 const io = { stdout() {}, stderr() {}, stdin: async () => undefined };
@@ -91,6 +104,34 @@ describe("quickEnter (sbx shell|run NAME -- cmd without a terminal)", () => {
     expect(c.body.Cmd).toEqual(["git", "status"]);
   });
 
+  test("with an exec agent: output and exit code come from the daemon's frames; the engine is never contacted", async () => {
+    const enc = new TextEncoder();
+    const w = await world({ status: 200, body: view(true) }, [
+      encodeFrame(FrameType.stdout, 0, enc.encode("out\n")),
+      encodeFrame(FrameType.stderr, 0, enc.encode("err\n")),
+      jsonFrame(FrameType.exit, 0, { code: 7 }),
+    ]);
+    const got: string[] = [];
+    const agentIo = { stdout: (b: Uint8Array) => got.push(`1:${new TextDecoder().decode(b)}`), stderr: (b: Uint8Array) => got.push(`2:${new TextDecoder().decode(b)}`), stdin: async () => enc.encode("input") };
+    expect(await quickEnter(w.ctx, { name: "demo", argv: ["sh", "-c", "x"], missing: "error" }, agentIo)).toBe(7);
+    expect(got).toEqual(["1:out\n", "2:err\n"]);
+    expect(w.execs).toEqual([{ head: { name: "demo", repo: w.repo, argv: ["sh", "-c", "x"], cwd: w.repo, env: { TERM: "xterm" }, stdin: true }, stdin: "input" }]);
+    expect(w.engine.created).toHaveLength(0);
+  });
+
+  test("with an exec agent that goes away mid-command: an exec_failed error, never a made-up exit code", async () => {
+    const w = await world({ status: 200, body: view(true) }, [jsonFrame(FrameType.failed, 0, { message: "the sandbox's exec agent went away" })]);
+    const err = (await quickEnter(w.ctx, { name: "demo", argv: ["true"], missing: "error" }, io).catch((e) => e)) as SbxError;
+    expect(err.code).toBe("exec_failed");
+    expect(err.message).toContain("went away");
+  });
+
+  test("a stream that ends without an exit frame is an error", async () => {
+    const w = await world({ status: 200, body: view(true) }, [encodeFrame(FrameType.stdout, 0, new TextEncoder().encode("partial"))]);
+    const err = (await quickEnter(w.ctx, { name: "demo", argv: ["true"], missing: "error" }, io).catch((e) => e)) as SbxError;
+    expect(err.code).toBe("exec_failed");
+  });
+
   test("run: a sandbox not made here yet takes the full path (null) without asking anyone", async () => {
     const w = await world({ status: 200, body: view(true) });
     expect(await quickEnter(w.ctx, { name: "demo", argv: ["true"], missing: "fallback" }, io)).toBeNull();
@@ -102,6 +143,21 @@ describe("quickEnter (sbx shell|run NAME -- cmd without a terminal)", () => {
     expect(await quickEnter({ ...w.ctx, stdinIsTTY: true }, { name: "demo", argv: ["true"], missing: "error" }, io)).toBeNull();
     expect(await quickEnter(w.ctx, { name: "demo", argv: [], missing: "error" }, io)).toBeNull();
     expect(w.requests).toHaveLength(0);
+  });
+});
+
+describe("execRequestBody / splitExecBody", () => {
+  test("round trip: the JSON head and the stdin bytes come apart exactly", () => {
+    const head = { name: "demo", repo: "/r", argv: ["cat"], cwd: "/r", env: {}, stdin: true };
+    const { head: h, stdin } = splitExecBody(execRequestBody(head, new Uint8Array([0, 1, 2, 255])));
+    expect(h).toEqual(head);
+    expect([...stdin]).toEqual([0, 1, 2, 255]);
+  });
+
+  test("a truncated or non-JSON body is a usage error", () => {
+    expect(() => splitExecBody(new Uint8Array([0, 0]))).toThrow(/too short/);
+    expect(() => splitExecBody(new Uint8Array([0, 0, 0, 9, 123]))).toThrow(/longer than the body/);
+    expect(() => splitExecBody(new Uint8Array([0, 0, 0, 1, 120]))).toThrow(/not JSON/);
   });
 });
 

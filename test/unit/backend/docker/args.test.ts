@@ -63,7 +63,7 @@ describe("dockerCreateArgs", () => {
       "--mount", `type=volume,src=${overlays[0]!.volume},dst=/home/ann/.claude,volume-nocopy`,
       "--mount", `type=volume,src=${overlays[1]!.volume},dst=/home/ann/.config/fish,volume-nocopy`,
       "sbx-app:1234",
-      "/opt/sbx/bin/bun", "/opt/sbx/shims/forwarder.ts", "--port", "3128",
+      "/opt/sbx/bin/bun", "/opt/sbx/shims/sandbox-main.ts", "--port", "3128",
     ]);
   });
 

@@ -1,0 +1,17 @@
+// The container's long-lived process: the egress forwarder (127.0.0.1:<port> → proxy socket) and the exec agent (the daemon's fast way to run a command inside).
+//
+// Usage: bun sandbox-main.ts [--port N]   (the forwarder's flags). The agent dials SBX_AGENT_SOCKET (default: agent.sock
+// beside the proxy socket). A crash of either ends this process and so the container: `--init` reaps and the daemon
+// sees the sandbox stopped, which is fail closed.
+import { dirname, join } from "node:path";
+import "./forwarder";
+import { startExecAgent } from "./exec-agent";
+
+const proxySocket = process.env.SBX_PROXY_SOCKET ?? "/run/sbx/proxy.sock";
+const baseEnv: Record<string, string> = {};
+for (const [k, v] of Object.entries(process.env)) if (v !== undefined) baseEnv[k] = v;
+startExecAgent({
+  socketPath: process.env.SBX_AGENT_SOCKET ?? join(dirname(proxySocket), "agent.sock"),
+  baseEnv,
+  log: (line) => process.stderr.write(`${line}\n`),
+});

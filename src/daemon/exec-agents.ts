@@ -1,0 +1,251 @@
+// The daemon's side of the in-sandbox exec agent: a guard that listens on each Docker sandbox's agent socket, and the registry the control API runs commands through.
+//
+// The agent (shims/exec-agent.ts) dials in from inside the container; the socket it reaches is the sandbox's own, so
+// a connection speaks for that sandbox and no other. What comes back is the sandbox's output and is treated as such:
+// frames are size-bounded, unknown sessions ignored, exit codes clamped. When no agent is connected (a container made
+// before the agent existed, an agent the sandbox killed) callers fall back to the engine's exec.
+import { rmSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import {
+  AGENT_PROTOCOL,
+  dataFrames,
+  encodeFrame,
+  FrameDecoder,
+  FrameType,
+  jsonFrame,
+  parseExit,
+  parseJson,
+  type Frame,
+  type StartPayload,
+} from "../../shims/exec-frames";
+import type { GuardHandle, SandboxGuard } from "./guards";
+
+/** The agent socket's name in a sandbox's socket dir (mounted at /run/sbx inside). */
+export const AGENT_SOCKET = "agent.sock";
+
+/** How long a caller waits for an agent of a sandbox whose guards came up moments ago (the container is starting). */
+const FRESH_MS = 5000;
+
+interface Session {
+  controller: ReadableStreamDefaultController<Uint8Array>;
+  done: boolean;
+}
+
+/** One connected agent: runs commands as numbered sessions on its connection. */
+export class AgentLink {
+  private readonly sessions = new Map<number, Session>();
+  private next = 1;
+  private closed = false;
+
+  constructor(private readonly sock: Socket) {}
+
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+
+  /**
+   * Starts a command and returns its output as CLI frames (session 0): stdout, stderr, then exit, or failed when the
+   * agent goes away first. Cancelling the stream (the caller went away) sends SIGTERM, then SIGKILL 3 s later.
+   */
+  run(start: StartPayload, stdin?: Uint8Array): ReadableStream<Uint8Array> {
+    const id = this.next++;
+    const sock = this.sock;
+    let killTimer: ReturnType<typeof setTimeout> | undefined;
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          if (this.closed) {
+            controller.enqueue(jsonFrame(FrameType.failed, 0, { message: "the sandbox's exec agent is not connected" }));
+            controller.close();
+            return;
+          }
+          this.sessions.set(id, { controller, done: false });
+          sock.write(jsonFrame(FrameType.start, id, start));
+          if (start.stdin) {
+            for (const f of dataFrames(FrameType.stdin, id, stdin ?? new Uint8Array(0))) sock.write(f);
+            sock.write(encodeFrame(FrameType.stdinEnd, id));
+          }
+        },
+        // The caller reads again: the connection may flow again (it was paused when the caller fell behind).
+        pull: () => {
+          if (!this.closed) sock.resume();
+        },
+        cancel: () => {
+          const s = this.sessions.get(id);
+          if (!s || s.done || this.closed) return;
+          s.done = true;
+          sock.write(jsonFrame(FrameType.kill, id, { signal: "SIGTERM" }));
+          killTimer = setTimeout(() => {
+            if (!this.closed && this.sessions.has(id)) sock.write(jsonFrame(FrameType.kill, id, { signal: "SIGKILL" }));
+          }, 3000);
+          killTimer.unref?.();
+        },
+      },
+      { highWaterMark: 8 },
+    );
+  }
+
+  /** A frame from the agent. */
+  onFrame(f: Frame): void {
+    const s = this.sessions.get(f.session);
+    if (!s) return; // a session this daemon never started, or one already ended
+    if (f.type === FrameType.stdout || f.type === FrameType.stderr) {
+      if (s.done) return;
+      s.controller.enqueue(encodeFrame(f.type, 0, f.payload));
+      // The caller is behind: stop reading the agent until it pulls (the agent's writes then wait for drain).
+      if ((s.controller.desiredSize ?? 1) <= 0) this.sock.pause();
+    } else if (f.type === FrameType.exit) {
+      this.sessions.delete(f.session);
+      if (s.done) return;
+      s.done = true;
+      s.controller.enqueue(jsonFrame(FrameType.exit, 0, { code: parseExit(parseJson(f.payload)) }));
+      s.controller.close();
+    }
+  }
+
+  /** The connection ended: every session still open ends with a failed frame. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const s of this.sessions.values()) {
+      if (s.done) continue;
+      s.done = true;
+      try {
+        s.controller.enqueue(jsonFrame(FrameType.failed, 0, { message: "the sandbox's exec agent went away (the sandbox stopped?)" }));
+        s.controller.close();
+      } catch {
+        /* the caller already cancelled */
+      }
+    }
+    this.sessions.clear();
+    this.sock.destroy();
+  }
+}
+
+/** Connected agents by sandbox (store row id). */
+export class ExecAgents {
+  private readonly links = new Map<number, AgentLink>();
+  private readonly since = new Map<number, number>();
+  private readonly waiters = new Map<number, Set<() => void>>();
+
+  /** The connected agent of a sandbox, if any. */
+  get(sandboxId: number): AgentLink | undefined {
+    const l = this.links.get(sandboxId);
+    return l?.isOpen ? l : undefined;
+  }
+
+  /**
+   * The agent of a sandbox; when none is connected yet and the sandbox's guard started within the last few seconds
+   * (its container is still starting), waits up to `ms` for one.
+   */
+  async wait(sandboxId: number, ms: number): Promise<AgentLink | undefined> {
+    const now = this.get(sandboxId);
+    if (now) return now;
+    const since = this.since.get(sandboxId);
+    if (since === undefined || Date.now() - since > FRESH_MS) return undefined;
+    await new Promise<void>((resolve) => {
+      const set = this.waiters.get(sandboxId) ?? new Set();
+      this.waiters.set(sandboxId, set);
+      const done = () => {
+        clearTimeout(t);
+        set.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      set.add(done);
+    });
+    return this.get(sandboxId);
+  }
+
+  /** A guard started listening for this sandbox. */
+  listening(sandboxId: number): void {
+    this.since.set(sandboxId, Date.now());
+  }
+
+  attach(sandboxId: number, link: AgentLink): void {
+    const old = this.links.get(sandboxId);
+    this.links.set(sandboxId, link);
+    if (old && old !== link) old.close();
+    for (const w of [...(this.waiters.get(sandboxId) ?? [])]) w();
+  }
+
+  detach(sandboxId: number, link?: AgentLink): void {
+    const cur = this.links.get(sandboxId);
+    if (link && cur !== link) return;
+    this.links.delete(sandboxId);
+    if (!link) this.since.delete(sandboxId);
+    cur?.close();
+  }
+
+  get size(): number {
+    return this.links.size;
+  }
+}
+
+/**
+ * Serves a Docker sandbox's agent socket (`<socket dir>/agent.sock`, /run/sbx/agent.sock inside). A connection counts
+ * once it said hello with a known protocol version; a newer connection replaces the older one. Always healthy: the
+ * agent is a fast path, its absence costs speed, never safety. Other backends get a no-op.
+ */
+export function execAgentGuard(agents: ExecAgents): SandboxGuard {
+  return {
+    name: "exec-agent",
+    async start(ctx): Promise<GuardHandle> {
+      if (ctx.sandbox.backend !== "docker") return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
+      const path = join(ctx.sockets.dir, AGENT_SOCKET);
+      rmSync(path, { force: true });
+      const sandboxId = ctx.sandbox.id;
+      const socks = new Set<Socket>();
+      const server: Server = createServer((sock) => {
+        socks.add(sock);
+        const decoder = new FrameDecoder();
+        let link: AgentLink | null = null;
+        sock.on("data", (chunk: Buffer) => {
+          let frames: Frame[];
+          try {
+            frames = decoder.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          } catch {
+            ctx.log.warn("exec agent sent an oversized frame: connection dropped");
+            sock.destroy();
+            return;
+          }
+          for (const f of frames) {
+            if (link) link.onFrame(f);
+            else if (f.type === FrameType.hello && (parseJson(f.payload) as { v?: unknown } | undefined)?.v === AGENT_PROTOCOL) {
+              link = new AgentLink(sock);
+              agents.attach(sandboxId, link);
+            }
+          }
+        });
+        sock.on("error", () => {
+          /* close follows */
+        });
+        sock.on("close", () => {
+          socks.delete(sock);
+          if (link) {
+            link.close();
+            agents.detach(sandboxId, link);
+          }
+        });
+      });
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(path, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+      agents.listening(sandboxId);
+      return {
+        health: () => ({ ok: true, detail: agents.get(sandboxId) ? "agent connected" : `listening on ${path} (no agent: engine exec)` }),
+        async stop() {
+          agents.detach(sandboxId);
+          for (const s of socks) s.destroy();
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+          rmSync(path, { force: true });
+        },
+      };
+    },
+  };
+}
