@@ -29,7 +29,7 @@ import {
   dispatchingRefSyncGuard,
   restoreUserFirewalls,
   safeRepoExec,
-  startKernelLogAudit,
+  startUserBackendAudits,
   userBackendOf,
   userSpecFor,
   type UserBackends,
@@ -130,7 +130,8 @@ export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends
  *   backends: docker (Linux); linux-user (Linux, root, tools present); macos (darwin).
  *   guards:   proxy (egress + LLM keys), loopback (user-account sandboxes' 127.0.0.1:<port> → proxy), bridge (git/gh),
  *             ref sync (Docker: docker exec; user accounts: as the host user / as the guest).
- *   prepare:  user-account firewall rules back, block-all, before reconcile; services: the kernel-log audit.
+ *   prepare:  user-account firewall rules back, block-all, before reconcile; services: the blocked-raw audits
+ *             (kernel log on Linux, pflog0 on macOS), published on the live feed.
  * A sandbox of a backend that is not registered stays fenced (see Controller). `users` replaces detection (tests).
  */
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
@@ -196,15 +197,14 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const dockerSync = docker instanceof DockerBackend ? dockerRefSyncGuard(docker) : null;
   if (dockerSync || ub.linuxUser || ub.macos) guards.push(dispatchingRefSyncGuard(ub, dockerSync, d.env.uid));
   const hasUsers = ub.linuxUser !== undefined || ub.macos !== undefined;
-  const linuxUser = ub.linuxUser;
   return {
     backends,
     guards,
     specFor,
     bringUp,
     ...(hasUsers ? { prepare: (store: Store) => restoreUserFirewalls(ub, store, d.paths, d.log) } : {}),
-    ...(linuxUser
-      ? { services: (store: Store) => startKernelLogAudit({ backend: linuxUser, exec: d.exec, store, paths: d.paths, log: d.log.with({ service: "kernel-log" }) }) }
+    ...(hasUsers
+      ? { services: (store: Store) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish }) }
       : {}),
   };
 }

@@ -13,6 +13,13 @@ export interface Notification {
 
 /** Pure: what the person reads. The host comes from inside the sandbox: it is only ever an argv element, never code. */
 export function blockedNotification(e: EgressFeedEvent): Notification {
+  if (e.reason === "blocked-raw") {
+    // Not a proxy request: nothing to allow. Say what happened and where to look.
+    return {
+      title: `sbx: ${e.sandbox.name} tried to connect around its proxy`,
+      body: `${e.method} ${e.host}:${e.port} was dropped by the firewall. Only traffic through the sbx proxy leaves a sandbox; \`sbx logs ${e.sandbox.name}\` lists these attempts.`,
+    };
+  }
   const pattern = e.suggest ?? patternFor(e.host, e.port);
   return {
     title: `sbx: ${e.sandbox.name} was refused ${e.host}`,

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { Backend, SandboxSpec } from "../backend/backend";
 import { LinuxUserBackend } from "../backend/linux-user/backend";
 import { auditOf, KernelLogMonitor, type BlockEvent } from "../backend/linux-user/monitor";
+import { auditOfPflog, monitorCommand } from "../backend/macos/monitor";
 import { MacosBackend } from "../backend/macos/backend";
 import type { Sandbox } from "../core/schemas";
 import { hostUserExec, isUserBackend, userSpec, type UserAccountBackend } from "../lifecycle/user-backend";
@@ -16,8 +17,10 @@ import { hostGitEnv, hostRefsArgv, parseHostRefs } from "../sync/git-argv";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { sandboxRemote } from "../workspace/clone";
+import { feedFromAudit, type FeedEvent } from "../ui/feed";
 import type { GuardContext, SandboxGuard } from "./guards";
 import type { Logger } from "./log";
+import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";
 
 export interface UserBackends {
   linuxUser?: LinuxUserBackend;
@@ -94,9 +97,11 @@ export async function restoreUserFirewalls(b: UserBackends, store: Store, paths:
 
 /**
  * Ref sync for user-account sandboxes: clone → host is ref sync's pinned fetch run in the host repo AS THE HOST USER
- * (root's would leave root-owned objects there); host → clone runs AS THE GUEST (`LinuxUserBackend.syncHostRefs`:
- * update-ref of refs/remotes/host/*, the objects being shared already). While the sandbox is stopped the guest runs
- * nothing: the sync is owed and done at the next start. Docker rows get `docker` (the existing guard).
+ * (root's would leave root-owned objects there); host → clone runs AS THE GUEST (`syncHostRefs` of either backend:
+ * update-ref of refs/remotes/host/*). On Linux the objects are shared already; on macOS the host first fetches its
+ * branches into the host-owned mirror the clone borrows objects from (`MacosBackend.updateMirror`). While the sandbox
+ * is stopped the guest runs nothing: the sync is owed and done at the next start. Docker rows get `docker`.
+ * runs: git … -C <host repo> for-each-ref; (macOS) git … -C <mirror> fetch … <host repo>; sudo -u <guest> git … update-ref --stdin
  */
 export function userRefSyncTarget(ctx: GuardContext, backend: UserAccountBackend): RefSyncGuardTarget {
   const spec = ctx.spec;
@@ -110,8 +115,12 @@ export function userRefSyncTarget(ctx: GuardContext, backend: UserAccountBackend
     insideFetch: async () => {
       const refs = await hostExec.run(hostRefsArgv(spec.repo), { env: hostGitEnv(), replaceEnv: true, check: false });
       if (refs.exitCode !== 0) return refs;
-      if (!(backend instanceof LinuxUserBackend)) {
-        // macOS: the guest's clone follows the host-owned mirror; keeping that mirror current is the host's fetch.
+      if (backend instanceof MacosBackend) {
+        // macOS: the guest's clone borrows objects from the host-owned mirror, so the host fetches into the mirror
+        // first (host side, also while stopped); the guest's update-ref below then finds every object it names.
+        const m = await backend.updateMirror(spec, hostExec);
+        if (m.exitCode !== 0) return m;
+      } else if (!(backend instanceof LinuxUserBackend)) {
         return { argv: [], exitCode: 0, stdout: "", stderr: "" };
       }
       if ((await backend.inspect(spec)).phase !== "running") {
@@ -172,8 +181,8 @@ export function startKernelLogAudit(o: {
   paths: Paths;
   log: Logger;
   intervalMs?: number;
-  /** Called after each event is written (the feed bus). */
-  onEvent?: (sandboxId: number, e: BlockEvent) => void;
+  /** Called after each event is written (the feed bus), with the audit row's id. */
+  onEvent?: (sandboxId: number, e: BlockEvent, auditId: number) => void;
 }): { stop(): Promise<void>; poll(): Promise<number> } {
   const bySid = new Map<string, number>(); // sandbox id (spec) → store row id
   const byUid = new Map<number, number>(); // guest uid → store row id
@@ -206,8 +215,8 @@ export function startKernelLogAudit(o: {
       if (!byUid.has(e.uid)) await refresh();
       const rowId = byUid.get(e.uid);
       if (rowId === undefined) continue; // another sbx root's guest, or one already removed
-      o.store.audit({ sandboxId: rowId, ...auditOf(e) });
-      o.onEvent?.(rowId, e);
+      const auditId = o.store.audit({ sandboxId: rowId, ...auditOf(e) });
+      o.onEvent?.(rowId, e, auditId);
       n++;
     }
     return n;
@@ -231,4 +240,78 @@ export function startKernelLogAudit(o: {
 /** Whether a backend is one of the two user-account backends (for registration). */
 export function isUserAccountBackend(b: Backend): b is UserAccountBackend {
   return isUserBackend(b.kind);
+}
+
+/**
+ * The live feed's side of blocked raw connections: publishes the audit row just written as the dashboard's
+ * history shows it (`feedFromAudit`: an egress denial with reason `blocked-raw`), so the dashboard, the desktop
+ * notifier (one per sandbox and host per interval, like proxy denials) and the chat bot see it. Repeats of the same
+ * destination within windowMs are audited but not published again (a blocked TCP connect retries its SYN).
+ */
+export function rawBlockFeed(
+  store: Store,
+  publish: (e: FeedEvent) => void,
+  opts: { windowMs?: number; now?: () => number } = {},
+): (sandboxId: number, auditId: number, audit: { kind: string; action: string; detail: Record<string, unknown> }) => void {
+  const window = opts.windowMs ?? 10_000;
+  const now = opts.now ?? Date.now;
+  const last = new Map<string, number>();
+  return (sandboxId, auditId, audit) => {
+    const row = { id: auditId, ts: now(), sandboxId, ...audit };
+    const e = feedFromAudit(row, (id) => store.getSandbox(id)?.name ?? `#${id}`);
+    if (!e || e.kind !== "egress") return;
+    const key = `${sandboxId}|${e.method}|${e.host}|${e.port}`;
+    const t = now();
+    const prev = last.get(key);
+    if (prev !== undefined && t - prev < window) return;
+    last.set(key, t);
+    if (last.size > 2000) for (const [k, v] of last) if (t - v >= window) last.delete(k);
+    publish(e);
+  };
+}
+
+/**
+ * The daemon-wide audits of blocked raw connections, one per user-account backend present: the kernel log (Linux,
+ * polled) and pflog0 (macOS, a long-lived tcpdump restarted with backoff); both write `egress`/`blocked-raw` rows and
+ * publish them on the feed. `spawn` replaces the PTY-backed child (tests).
+ * runs: see startKernelLogAudit; sudo -n /usr/sbin/tcpdump -l -n -e -ttt -i pflog0
+ */
+export function startUserBackendAudits(o: {
+  users: UserBackends;
+  exec: Exec;
+  store: Store;
+  paths: Paths;
+  log: Logger;
+  publish: (e: FeedEvent) => void;
+  spawn?: SpawnLines;
+  kernelLogIntervalMs?: number;
+}): { stop(): Promise<void> } {
+  const feed = rawBlockFeed(o.store, o.publish);
+  const parts: { stop(): Promise<void> }[] = [];
+  if (o.users.linuxUser) {
+    parts.push(
+      startKernelLogAudit({
+        backend: o.users.linuxUser,
+        exec: o.exec,
+        store: o.store,
+        paths: o.paths,
+        log: o.log.with({ service: "kernel-log" }),
+        ...(o.kernelLogIntervalMs !== undefined ? { intervalMs: o.kernelLogIntervalMs } : {}),
+        onEvent: (sid, e, auditId) => feed(sid, auditId, auditOf(e)),
+      }),
+    );
+  }
+  if (o.users.macos) {
+    parts.push(
+      startPflogAudit({
+        backend: o.users.macos,
+        spawn: o.spawn ?? ptyLines(o.exec),
+        store: o.store,
+        paths: o.paths,
+        log: o.log.with({ service: "pflog", command: monitorCommand().join(" ") }),
+        onEvent: (sid, e, auditId) => feed(sid, auditId, auditOfPflog(e)),
+      }),
+    );
+  }
+  return { stop: async () => void (await Promise.all(parts.map((p) => p.stop()))) };
 }

@@ -136,6 +136,25 @@ export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => stri
   }
   if (row.sandboxId === null) return null;
   const sandbox = { id: row.sandboxId, name: sandboxName(row.sandboxId) };
+  if (row.kind === "egress" && row.action === "blocked-raw") {
+    // A raw connection around the proxy that the kernel firewall dropped (linux-user nft log, macOS pflog): shown as
+    // a denial with reason `blocked-raw`; there is nothing to approve (allowing a host never opens the firewall).
+    const dst = str(d.dst);
+    if (dst === undefined) return null;
+    const summary = str(d.summary) ?? dst;
+    return {
+      kind: "egress",
+      at: row.ts,
+      sandbox,
+      action: "denied",
+      method: (str(d.proto) ?? "ip").toUpperCase(),
+      host: dst,
+      port: num(d.dport) ?? 0,
+      reason: "blocked-raw",
+      detail: `${summary}: sent around the sbx proxy, dropped by the firewall`,
+      suggest: null,
+    };
+  }
   if (row.kind === "egress" && (row.action === "denied" || row.action === "allowed" || row.action === "error")) {
     const host = str(d.host);
     const port = num(d.port);

@@ -6,13 +6,16 @@
 import { basename, dirname } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../../core/errors";
-import type { Exec, ExecOptions } from "../../sys/exec";
+import type { Exec, ExecOptions, ExecResult } from "../../sys/exec";
+import { hostGitEnv } from "../../sync/git-argv";
+import { hostUpdateRefs } from "../linux-user/backend";
 import { sha256Hex } from "../../sys/paths";
 import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../backend";
 import { llmEnv, proxyEnv, renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
 import { BIN, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, shareDir, type RootRunner } from "./privileged";
+import { mirrorFetchArgv } from "./refs";
 import { renderZshRc } from "./render";
 
 /** What the guest gets on the host's read-only mirror (alternates) — read, never write. */
@@ -260,6 +263,61 @@ export class MacosBackend implements Backend {
   /** Exactly what the guest's clone's alternates say: the host-owned mirror's objects. Pure. */
   expectedAlternates(spec: SandboxSpec): string {
     return `${this.ctx(spec).mirror}/objects\n`;
+  }
+
+  /** The host-owned mirror the guest's clone borrows objects from (its alternates). Pure. */
+  mirror(spec: SandboxSpec): string {
+    return this.ctx(spec).mirror;
+  }
+
+  /**
+   * Host → clone, step 1 (host side, any time): bring the host's branches and their objects into the host-owned
+   * mirror, so the guest's clone can reach them through its alternates. Runs as the host user with the hardened env
+   * (no system/global config), in a repo no guest can write. `exec` is the host user's (the daemon's by default).
+   * runs: git -c core.fsmonitor=false -c core.hooksPath=/dev/null … -C <mirror> fetch --quiet --no-tags … -- <host repo> +refs/heads/*:refs/heads/*
+   */
+  updateMirror(spec: SandboxSpec, exec: Exec = this.exec): Promise<ExecResult> {
+    const c = this.ctx(spec);
+    return exec.run(mirrorFetchArgv({ hostRepo: spec.repo, mirror: c.mirror }), { env: hostGitEnv(), replaceEnv: true, check: false, timeoutMs: 120_000 });
+  }
+
+  /**
+   * Host → clone, step 2 (AS THE GUEST, only while it runs): its clone's `refs/remotes/host/*` become the host's
+   * branches (update-ref; the objects are already reachable through the mirror). The host never runs git in the clone.
+   * runs: sudo -n -H -u <guest> /usr/bin/git -c core.fsmonitor=false -C <workspace> for-each-ref --format=%(objectname) %(refname) refs/remotes/host/
+   *       sudo -n -H -u <guest> /usr/bin/git -c core.fsmonitor=false -C <workspace> update-ref --stdin   (when anything changed)
+   */
+  async syncHostRefs(spec: SandboxSpec, hostRefs: ReadonlyMap<string, string>): Promise<ExecResult> {
+    const c = this.ctx(spec);
+    const git = (args: string[]) => [BIN.git, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-C", c.workspace, ...args];
+    const cur = await this.asGuest(c.guest, git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/host/"]), { check: false });
+    if (cur.exitCode !== 0) return cur;
+    const have = new Map<string, string>();
+    for (const l of cur.stdout.split("\n")) {
+      const i = l.indexOf(" ");
+      if (i > 0) have.set(l.slice(i + 1), l.slice(0, i));
+    }
+    // Only what differs: the watcher calls this on every host ref change, most of which touch no branch.
+    const lines = hostUpdateRefs(hostRefs, [...have.keys()])
+      .split("\n")
+      .filter((l) => {
+        const [op, ref, oid] = l.split(" ");
+        return l !== "" && !(op === "update" && have.get(ref!) === oid);
+      })
+      .map((l) => `${l}\n`)
+      .join("");
+    if (lines === "") return { ...cur, stdout: "" };
+    return this.asGuest(c.guest, git(["update-ref", "--stdin"]), { check: false, stdin: lines, timeoutMs: 60_000 });
+  }
+
+  /** This host user's guests by UID → sandbox id (what the pflog monitor maps a blocked packet's anchor to). runs: dscl . -list /Users UniqueID */
+  async guestUids(): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    for (const [user, uid] of await this.users()) {
+      const id = parseGuestUser(this.host, user);
+      if (id !== null && inRange(uid, this.range)) out.set(uid, id);
+    }
+    return out;
   }
 
   /** The argv the daemon runs after it (re)binds a bridge socket, so its guest alone may connect. Pure. */

@@ -59,6 +59,13 @@ export class FakeMac {
   files = new Map<string, Node>();
   pf = { enabled: false, tokens: new Set<string>(), anchors: new Map<number, string>(), next: 18446742069906624000n };
   procs = new Set<string>();
+  /** The host repo's refs, the mirror's objects (oids) and fetches, each clone's refs (by workspace path). */
+  repo = {
+    host: new Map<string, string>([["refs/heads/main", "1".repeat(40)], ["refs/remotes/origin/main", "1".repeat(40)]]),
+    mirrorObjects: new Set<string>(),
+    mirrorFetches: [] as string[],
+    clones: new Map<string, Map<string, string>>(),
+  };
   faults: Faults = {};
   /** Indices into exec.calls that came through the root runner. */
   readonly rootCalls = new Set<number>();
@@ -237,18 +244,69 @@ export class FakeMac {
         this.procs.delete(u);
         return this.ok();
       }
-      case "git": {
-        const dst = a[a.length - 1]!;
-        const src = a[a.length - 2]!;
-        if (!this.files.has(src)) return this.fail(`fatal: repository '${src}' does not exist`, 128);
-        if (a.includes("--mirror")) this.mk(dst, "dir", 0o755, actor === "root" ? HOST : actor);
-        else this.mk(`${dst}/.git`, "dir", 0o755, actor);
-        return this.ok();
-      }
+      case "git":
+        return this.git(a, actor, stdin);
       case "pfctl":
         return this.pfctl(a);
     }
     throw new Error(`fake mac: no model for ${argv.join(" ")}`);
+  }
+
+  /**
+   * git, for what the backend and ref sync run: clone (mirror / shared), the host's for-each-ref, the mirror's fetch
+   * from the host repo, and the guest's for-each-ref / update-ref in its clone. Objects are modelled as oids: the
+   * mirror has what it fetched; a clone sees the mirror's objects (alternates) and nothing else, so update-ref of an
+   * oid the mirror lacks fails as it would on a Mac.
+   */
+  private git(a: string[], actor: string, stdin: string): Reply {
+    const at = a.indexOf("-C");
+    const dir = at >= 0 ? a[at + 1]! : null;
+    const rest = at >= 0 ? a.slice(at + 2) : a.filter((x, i) => !(x === "-c" || a[i - 1] === "-c"));
+    const sub = rest[0];
+    const who = actor === "root" ? HOST : actor;
+    if (sub === "clone") {
+      const dst = a[a.length - 1]!;
+      const src = a[a.length - 2]!;
+      if (!this.files.has(src)) return this.fail(`fatal: repository '${src}' does not exist`, 128);
+      if (a.includes("--mirror")) {
+        this.mk(dst, "dir", 0o755, who);
+        for (const [ref, oid] of this.repo.host) if (ref.startsWith("refs/heads/")) this.repo.mirrorObjects.add(oid);
+      } else {
+        this.mk(`${dst}/.git`, "dir", 0o755, actor);
+        this.repo.clones.set(dst, new Map());
+      }
+      return this.ok();
+    }
+    if (dir === null) throw new Error(`fake mac: git ${a.join(" ")}`);
+    if (sub === "for-each-ref" && dir === "/Users/alice/src/demo") {
+      if (who !== HOST) return this.fail(`fatal: cannot change to '${dir}': Permission denied`, 128);
+      return this.ok([...this.repo.host].map(([r, o]) => `${o} ${r}`).join("\n") + "\n");
+    }
+    if (sub === "fetch") {
+      const node = this.files.get(dir);
+      if (!node) return this.fail(`fatal: cannot change to '${dir}': No such file or directory`, 128);
+      if (node.owner !== who) return this.fail(`error: insufficient permission for adding an object to repository database ${dir}/objects`, 255);
+      this.repo.mirrorFetches.push(rest.slice(rest.indexOf("--") + 1).join(" "));
+      for (const [ref, oid] of this.repo.host) if (ref.startsWith("refs/heads/")) this.repo.mirrorObjects.add(oid);
+      return this.ok();
+    }
+    const clone = this.repo.clones.get(dir);
+    if (!clone) return this.fail(`fatal: cannot change to '${dir}': No such file or directory`, 128);
+    if (!dir.startsWith(`/Users/${actor}/`)) return this.fail(`fatal: detected dubious ownership in repository at '${dir}'`, 128);
+    if (sub === "for-each-ref") {
+      const prefix = rest[rest.length - 1]!;
+      const withOid = rest.includes("--format=%(objectname) %(refname)");
+      return this.ok([...clone].filter(([r]) => r.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : 1)).map(([r, o]) => `${withOid ? `${o} ` : ""}${r}\n`).join(""));
+    }
+    if (sub === "update-ref" && rest[1] === "--stdin") {
+      const ops = stdin.split("\n").filter(Boolean).map((l) => l.split(" "));
+      for (const [op, ref, oid] of ops) {
+        if (op === "update" && !this.repo.mirrorObjects.has(oid!)) return this.fail(`fatal: cannot update ref '${ref}': trying to write ref '${ref}' with nonexistent object ${oid}`, 128);
+      }
+      for (const [op, ref, oid] of ops) op === "update" ? clone.set(ref!, oid!) : clone.delete(ref!);
+      return this.ok();
+    }
+    throw new Error(`fake mac: git ${a.join(" ")}`);
   }
 
   private dscl(a: string[]): Reply {
