@@ -7,8 +7,10 @@
 #   2. creates sandbox "smoke" (a hidden user sbx_<you>_<id>, pf anchor com.apple/sbx_<uid>)
 #   3. curl through the proxy port is allowed; `curl --noproxy '*'` is blocked by pf; DNS over UDP is blocked
 #   4. the guest cannot read your home; the host can read the guest's workspace
+#   4b. the blocked attempt on pflog0, parsed as the daemon's pflog audit parses it (checks the line format assumed)
 #   5. `git` inside resolves to the ~/bin shim (a push through the bridge needs `sbx daemon`: see step 6)
-#   6. deletes the sandbox and checks nothing is left (user, home, anchor, token)
+#   6b. host → clone ref sync: a new host branch reaches the guest's refs/remotes/host/* via the mirror
+#   7. deletes the sandbox and checks nothing is left (user, home, anchor, token)
 #
 # Usage: scripts/macos-smoke.sh            (from the repo root, with bun on PATH and `chmod 700 ~` done)
 set -euo pipefail
@@ -52,6 +54,7 @@ DRIVER='
 import { createExec } from "./src/sys/exec";
 import { MacosBackend } from "./src/backend/macos/backend";
 import { sudoRoot } from "./src/backend/macos/privileged";
+import { hostGitEnv, hostRefsArgv, parseHostRefs } from "./src/sync/git-argv";
 const [verb, me, port, repo, runtime, lib] = process.argv.slice(1);
 const exec = createExec({ PATH: "/usr/bin:/bin:/usr/sbin:/sbin" });
 const b = new MacosBackend({ exec, root: sudoRoot(exec, [lib + "/bun", lib + "/privileged.js"]), hostUser: me, runtimeDir: runtime, runtime: lib + "/bun", shimDir: lib + "/shims" });
@@ -62,6 +65,12 @@ if (verb === "apply") console.log(JSON.stringify(await b.apply(spec)), JSON.stri
 if (verb === "inspect") console.log((await b.inspect(spec)).phase);
 if (verb === "remove") console.log(JSON.stringify(await b.remove(spec)), JSON.stringify(await b.remove(spec)));
 if (verb === "cleanup") console.log(JSON.stringify(await b.cleanup(new Set())));
+if (verb === "refsync") {
+  const refs = await exec.run(hostRefsArgv(repo), { env: hostGitEnv(), replaceEnv: true });
+  const m = await b.updateMirror(spec);
+  const s = await b.syncHostRefs(spec, parseHostRefs(refs.stdout));
+  console.log(m.exitCode, s.exitCode, (m.stderr + s.stderr).trim());
+}
 '
 drive() { "$BUN" -e "$DRIVER" "$1" "$ME" "$PORT" "$REPO" "$RUNTIME" "$LIB"; }
 GUEST="sbx_$(echo "$ME" | tr -cd 'a-z0-9')_5m0ke0000001"
@@ -96,6 +105,25 @@ as_guest curl -s -m 5 --noproxy '*' -o /dev/null http://127.0.0.1:22/ || echo "e
 as_guest /usr/bin/dig +time=2 +tries=1 @1.1.1.1 example.org >/dev/null 2>&1 || echo "dns blocked"
 # expect: dns blocked     (mDNSResponder lookups are NOT blocked: it runs as another user — see DESIGN.md)
 
+step "4b. pflog0: the blocked attempt as the daemon's monitor sees it (exact argv of the sudoers rule)"
+sudo -n /usr/sbin/tcpdump -l -n -e -ttt -i pflog0 >/tmp/sbx-pflog.txt 2>/dev/null &
+PFLOG_PID=$!
+sleep 2
+as_guest curl -s -m 3 --noproxy '*' -o /dev/null https://example.org/ || true
+sleep 2
+grep -m1 "sbx_$UID_" /tmp/sbx-pflog.txt | sed -E 's/^[^ ]+ //; s/ > .*//'
+# expect: rule <n>.sbx_<uid>.<m>/0(match) [uid <uid>]: block out on en0: <your ip>.<port>
+#         (the anchor's own name, not com.apple/sbx_<uid>, and the socket's uid: what src/backend/macos/monitor.ts parses)
+"$BUN" -e "
+import { parsePflogLine } from './src/backend/macos/monitor';
+const e = (await Bun.file('/tmp/sbx-pflog.txt').text()).split('\n').map(parsePflogLine).find((x) => x && x.uid === $UID_ && x.action === 'block');
+console.log(e ? ['blocked-raw', e.socketUid === e.uid ? 'uid-match' : 'uid-' + e.socketUid, e.proto, e.dstPort].join(' ') : 'no sbx block parsed');
+"
+# expect: blocked-raw uid-match tcp 443
+kill "$PFLOG_PID"; sleep 1
+kill -0 "$PFLOG_PID" 2>/dev/null && echo "tcpdump still running" || echo "tcpdump stopped"
+# expect: tcpdump stopped      (the daemon stops its monitor the same way: a signal to the sudo pid it started)
+
 step "5. files"
 as_guest ls "$HOME" 2>&1 | sed "s#$HOME#~#"
 # expect: ls: ~: Permission denied
@@ -115,6 +143,21 @@ as_guest sh -c 'command -v git; command -v gh' | sed "s#/Users/$GUEST#~#"
 # With `sbx daemon` running (it hosts the bridge at $RUNTIME/sb/5m0ke0000001/bridge.sock), push a branch:
 #   as_guest git -C <repo> push origin HEAD:refs/heads/sbx-smoke
 # expect (bridge): the push succeeds with your GitHub token, and `as_guest env | grep -c GH_TOKEN` prints 0.
+
+step "6b. host → clone ref sync (what the daemon's ref-sync guard runs when host refs change)"
+NEW=$(git -C "$REPO" commit-tree "HEAD^{tree}" -p HEAD -m "sbx smoke: ref sync")
+git -C "$REPO" branch -f sbx-smoke-sync "$NEW"
+drive refsync
+# expect: 0 0
+[ "$(as_guest git -C "$(basename "$REPO")" rev-parse refs/remotes/host/sbx-smoke-sync)" = "$NEW" ] && echo "host branch visible inside"
+# expect: host branch visible inside      (its commit reached through the mirror, no fetch by the guest)
+as_guest git -C "$(basename "$REPO")" cat-file -t "$NEW"
+# expect: commit
+git -C "$REPO" branch -D sbx-smoke-sync >/dev/null
+drive refsync
+# expect: 0 0
+as_guest git -C "$(basename "$REPO")" for-each-ref refs/remotes/host/sbx-smoke-sync | wc -l | tr -d ' '
+# expect: 0
 
 step "7. delete, then nothing is left"
 drive remove
