@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Exec, ExecResult } from "../sys/exec";
 import type { SecretFinding } from "../core/secrets";
-import { SCAN_LOG_ARGS, scanLog, scanUnshown } from "./scan";
+import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown } from "./scan";
 
 export interface GatePaths {
   /** The bare gate repository. */
@@ -29,7 +29,7 @@ export interface GitEnvOptions {
   /** Present only for the one process that talks to the remote. */
   token?: { value: string; host: string };
   /** The push's verdict channel, read by the gate's pre-push hook. */
-  verdict?: { fifo: string; nonce: string };
+  verdict?: { fifo: string; nonce: string; openSeconds?: number };
 }
 
 /** The whole environment of git run by the bridge: built from nothing, so no host or guest variable applies. */
@@ -54,6 +54,7 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
   if (o.verdict) {
     env.SBX_VERDICT_FIFO = o.verdict.fifo;
     env.SBX_VERDICT_NONCE = o.verdict.nonce;
+    env.SBX_VERDICT_WAIT = String(o.verdict.openSeconds ?? VERDICT_OPEN_SECONDS);
   }
   return env;
 }
@@ -143,13 +144,14 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   return { paths, exec, hostRepo, path };
 }
 
-function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array; onStderr?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
+function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
   return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
     env: gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }),
     replaceEnv: true,
     ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
+    ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
     check: opts.check ?? true,
     timeoutMs: 15 * 60_000,
   });
@@ -210,21 +212,53 @@ export async function indexPack(g: Gate, pack: Uint8Array): Promise<void> {
 }
 
 /**
- * Scans every line the pushed commits add (merges' own lines and binary files included) for secret-shaped
- * strings. It is also the completeness check: the walk fails on any pushed commit that is missing (as
- * `rev-list` would) and the diffs on any new tree or changed blob that is, so a pack that leans on objects
- * the gate cannot see is refused; unchanged trees and blobs are the parents' (checked the same way, or known).
- * runs: git log -p --cc -a -U0 --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate);
- *       git cat-file blob <oid> (only for binary files a merge changed against every parent)
+ * Scans every line the pushed commits add (merges' own lines and binary files included), every pushed
+ * commit's message and headers, and every pushed annotated tag's message, for secret-shaped strings. It is
+ * also the completeness check: the walk fails on any pushed commit that is missing (as `rev-list` would)
+ * and the diffs on any new tree or changed blob that is, so a pack that leans on objects the gate cannot
+ * see is refused; unchanged trees and blobs are the parents' (checked the same way, or known).
+ * runs: git log -p --cc -a -U0 --pretty=raw --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate,
+ *       read as it streams); git cat-file --batch-check (the pushed tips' types, at the same time);
+ *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
 export async function scanNew(g: Gate, shas: string[], tips: string[]): Promise<SecretFinding[]> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const r = await run(g, [...SCAN_LOG_ARGS], { stdin });
-  const { findings, unshown } = scanLog(r.stdout);
+  const scanner = new LogScanner();
+  const [, tagFindings] = await Promise.all([run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) }), scanTags(g, shas)]);
+  const { findings, unshown } = scanner.end();
   // Rare (a merge that changed a binary file against every parent): one read per blob. Exec decodes
   // stdout as UTF-8, which keeps every ASCII secret shape intact.
   const whole = await Promise.all(unshown.map((u) => run(g, ["cat-file", "blob", u.blob])));
   unshown.forEach((u, i) => findings.push(...scanUnshown(u, whole[i]!.stdout)));
+  return [...findings, ...tagFindings];
+}
+
+/** How deep a chain of tags pointing at tags the gate follows before it refuses the push. */
+const MAX_TAG_DEPTH = 8;
+
+/**
+ * The messages of the annotated tags among the pushed tips, and of any tag they point at (the commits
+ * they lead to are in the log walk).
+ * runs: git cat-file --batch-check=%(objectname) %(objecttype) (in the gate); git cat-file tag <oid> (each tag)
+ */
+export async function scanTags(g: Gate, shas: string[]): Promise<SecretFinding[]> {
+  if (shas.length === 0) return [];
+  const r = await run(g, ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdin: shas.join("\n") + "\n" });
+  let tags = r.stdout.split("\n").flatMap((l) => (/^[0-9a-f]{40,64} tag$/.test(l) ? [l.slice(0, l.indexOf(" "))] : []));
+  const findings: SecretFinding[] = [];
+  const seen = new Set<string>();
+  for (let depth = 0; tags.length > 0; depth++) {
+    if (depth >= MAX_TAG_DEPTH) throw new Error(`a chain of more than ${MAX_TAG_DEPTH} tags pointing at tags`);
+    const next: string[] = [];
+    const read = await Promise.all(tags.map((t) => run(g, ["cat-file", "tag", t])));
+    tags.forEach((t, i) => {
+      seen.add(t);
+      const { tag, findings: f } = scanTag(t, read[i]!.stdout);
+      findings.push(...f);
+      if (tag.type === "tag" && /^[0-9a-f]{40,64}$/.test(tag.object) && !seen.has(tag.object)) next.push(tag.object);
+    });
+    tags = [...new Set(next)];
+  }
   return findings;
 }
 
@@ -260,18 +294,29 @@ export function remoteGit(g: Gate, url: string, token: string | undefined, args:
   });
 }
 
+/** Seconds the pre-push hook waits to open its FIFO before it gives up (the bridge holds it open while it lives). */
+export const VERDICT_OPEN_SECONDS = 5;
+
 /**
  * The gate's pre-push hook. git runs it after the remote's ref advertisement and before it packs or sends
  * anything; it waits for one line on the push's own FIFO and lets the push go on only if that line is
- * `ok <nonce>`. The bridge holds the FIFO open from before the push starts, so if the bridge dies the hook
- * reads end-of-file and the push stops. (If it dies before the hook opened the FIFO, the hook blocks in
- * open(2) instead: the push hangs, it never proceeds.)
+ * `ok <nonce>`. The bridge holds the FIFO open from before the push starts, so while the bridge lives the
+ * open is immediate, and if the bridge dies once the hook has it open the hook reads end-of-file and the
+ * push stops. If the bridge died before the hook opened it, open(2) would block for ever (no writer will
+ * come): a watcher ends the hook after $SBX_VERDICT_WAIT seconds (set by the bridge) unless the open has
+ * returned; a bad or missing value ends it at once. Every way out but `ok <nonce>` exits non-zero.
+ * POSIX sh only (dash, macOS sh): the open is the compound command's redirection, so a failed open is not fatal
+ * to the script and the watcher is stopped on every path.
  */
 export const PRE_PUSH_HOOK = `#!/bin/sh
 # sbx gate: hold this push until the bridge's secret scan has passed (written by sbx; not the sandbox's).
 test -n "$SBX_VERDICT_FIFO" && test -n "$SBX_VERDICT_NONCE" || exit 1
-v=
-read -r v < "$SBX_VERDICT_FIFO" || exit 1
+me=$$
+( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep "$SBX_VERDICT_WAIT" & s=$!; wait $s; kill -TERM $me ) </dev/null >/dev/null 2>&1 &
+w=$!
+v= o=
+{ o=1; kill $w; read -r v; } < "$SBX_VERDICT_FIFO"
+test -n "$o" || kill $w 2>/dev/null
 test "$v" = "ok $SBX_VERDICT_NONCE"
 `;
 
@@ -295,19 +340,21 @@ export interface Verdict {
   nonce: string;
   fd: number;
   dir: string;
+  /** How long the hook may wait to open the FIFO (default VERDICT_OPEN_SECONDS). */
+  openSeconds?: number;
 }
 
 /**
  * Makes the FIFO and opens it read-write (never blocks; keeps the pipe alive until the bridge closes it).
  * runs: mkfifo -m 600 <gate>/tmp/v-<random>/verdict
  */
-export async function openVerdict(g: Gate): Promise<Verdict> {
+export async function openVerdict(g: Gate, openSeconds?: number): Promise<Verdict> {
   const dir = scratchDir(g, "v");
   mkdir0700(dir);
   const fifo = join(dir, "verdict");
   await g.exec.run(["mkfifo", "-m", "600", fifo], { env: { PATH: g.path, LC_ALL: "C" }, replaceEnv: true, cwd: dir });
   const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
-  return { fifo, nonce: randomBytes(16).toString("hex"), fd, dir };
+  return { fifo, nonce: randomBytes(16).toString("hex"), fd, dir, ...(openSeconds !== undefined ? { openSeconds } : {}) };
 }
 
 /** Writes the verdict the hook waits for: `ok <nonce>` lets the push proceed, anything else stops it. */

@@ -277,6 +277,11 @@ export interface Refspec {
   src: string;
   /** Full destination ref: refs/heads/… or refs/tags/… ("" when git's default applies). */
   dst: string;
+  /**
+   * The sandbox named no destination, so `dst` is the branch of the same name; git pushes to the ref the
+   * source resolves to, so a tag (`git push origin v1`) goes to refs/tags/v1 once the bridge knows it is one.
+   */
+  sameAsSource?: true;
 }
 
 export type GitOp = "push" | "fetch" | "pull" | "ls-remote" | "clone";
@@ -342,15 +347,17 @@ export function parsePushRefspec(spec: string): Decision<Refspec> {
   if (src.includes("*") || dst.includes("*")) return deny("wildcard refspecs are refused; push refs by name");
   if (src !== "" && !isSafeRevision(src)) return deny(`refspec source ${JSON.stringify(src)} is not a plain revision`);
   if (parts.length === 2 && dst === "") return deny(`refspec ${JSON.stringify(spec)} has an empty destination`);
+  let same = false;
   if (dst === "" && src !== "") {
     if (/^[0-9a-f]{7,64}$/.test(src) || /[~^]/.test(src) || src === "HEAD") return { ok: true, plan: { force, src, dst: "" } };
     dst = src;
+    same = !src.startsWith("refs/");
   }
   if (!isSafeRefName(dst)) return deny(`refspec destination ${JSON.stringify(dst)} is not a valid ref name`);
   if (dst.startsWith("refs/")) {
     if (!dst.startsWith("refs/heads/") && !dst.startsWith("refs/tags/")) return deny(`only refs/heads/* and refs/tags/* may be pushed, not ${dst}`);
   } else dst = `refs/heads/${dst}`;
-  return { ok: true, plan: { force, src, dst } };
+  return { ok: true, plan: { force, src, dst, ...(same ? { sameAsSource: true as const } : {}) } };
 }
 
 interface Parsed {

@@ -1,15 +1,22 @@
-// The push gate's secret scan over `git log -p --cc -a -U0` output: every line a pushed commit adds, merges included.
-import { SECRET_PATTERNS, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
+// The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
+import { SECRET_PATTERNS, formatFindings, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
+ * --pretty=raw: each commit's headers and whole message (indented four spaces), so messages are scanned too.
  * --cc: a merge's own lines (in no parent: an "evil merge") are shown; plain -p shows nothing for merges.
  * -a: files git thinks binary (a NUL byte) are diffed as text, so a key in them is seen.
  * -U0: no context lines, so less output to read; hunk headers still give the new line numbers.
  * --full-index: whole blob ids, for the binary files a combined diff will not show as text.
  * --no-textconv/--no-ext-diff: no driver runs; --no-renames: a renamed file's lines all count as added.
+ * --no-decorate/--no-show-signature: nothing but the commit line before the headers.
  */
-export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--format=commit %H", "--stdin"] as const;
+export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--stdin"] as const;
+
+/** Where a finding outside a file's lines was: shown in place of the file name. */
+export const COMMIT_MESSAGE = "commit message";
+export const COMMIT_HEADER = "commit header";
+export const TAG_MESSAGE = "tag message";
 
 /** A file a merge changed against every parent whose combined diff git shows only as "Binary files differ". */
 export interface UnshownBlob {
@@ -27,88 +34,169 @@ export interface LogScan {
 const HUNK = /^(@@+) (?:-\d+(?:,\d+)? )+\+(\d+)(?:,\d+)? @@/;
 const COMMIT = /^commit ([0-9a-f]{40,64})$/;
 const ZERO = /^0+$/;
+/** Headers that are object ids or a person (names and emails are not secrets, and are not flagged). */
+const QUIET_HEADERS = new Set(["tree", "parent", "author", "committer", "tagger", "object", "type", "encoding"]);
+
+const enum State {
+  /** Between files, or before the first commit. */
+  Diff,
+  /** Inside a hunk. */
+  Hunk,
+  /** After `commit <id>`, until the blank line: git prints the object's headers as stored. */
+  Header,
+  /** The message: every line indented four spaces by git. */
+  Message,
+}
 
 /**
- * Reads `git log -p --cc` output. In a hunk with n parents each line starts with n marker columns:
- * a `-` in any column means the line is not in the result; all `+` means it is in no parent, so it is
- * what this commit adds and is scanned; a mix of ` ` and `+` came from a parent (scanned where that parent
- * added it, or already known). With one parent this is the ordinary unified diff.
+ * An incremental reader of `git log -p --cc --pretty=raw` output: feed it chunks as git writes them.
+ *
+ * A commit's headers run to the first blank line (git always prints one) and are never read as diff
+ * lines, whatever a crafted header says; every message line is indented, so the first line that is not
+ * ends the message. In a hunk with n parents each line starts with n marker columns: a `-` in any column
+ * means the line is not in the result; all `+` means it is in no parent, so it is what this commit adds and
+ * is scanned; a mix of ` ` and `+` came from a parent (scanned where that parent added it, or already
+ * known). With one parent this is the ordinary unified diff.
  */
-export function scanLog(text: string, patterns: readonly SecretPattern[] = SECRET_PATTERNS): LogScan {
-  const findings: SecretFinding[] = [];
-  const unshown: UnshownBlob[] = [];
-  let commit: string | undefined;
-  let file = "";
-  let blob = "";
-  let line = 0;
-  let parents = 1;
-  let inHunk = false;
-  const lines = text.split("\n");
-  for (let k = 0; k < lines.length; k++) {
-    const raw = lines[k]!;
-    if (inHunk) {
-      const c0 = raw.charCodeAt(0);
-      // Fast path for the common one-parent case.
-      if (parents === 1) {
-        if (c0 === 43 /* + */) {
-          const f = firstMatch(raw, 1, patterns);
-          if (f) findings.push({ file, line, pattern: f.id, description: f.description, ...(commit ? { commit } : {}) });
-          line++;
-          continue;
-        }
-        if (c0 === 45 /* - */ || c0 === 92 /* \ */) continue;
-        if (c0 === 32 /* space */) {
-          line++;
-          continue;
-        }
-      } else if (raw.length >= parents && /^[ +-]+$/.test(raw.slice(0, parents))) {
-        const cols = raw.slice(0, parents);
-        if (!cols.includes("-")) {
-          if (!cols.includes(" ")) {
-            const f = firstMatch(raw, parents, patterns);
-            if (f) findings.push({ file, line, pattern: f.id, description: f.description, ...(commit ? { commit } : {}) });
-          }
-          line++;
-        }
-        continue;
-      } else if (c0 === 92) continue;
-      inHunk = false;
+export class LogScanner {
+  readonly findings: SecretFinding[] = [];
+  readonly unshown: UnshownBlob[] = [];
+  private rest = "";
+  private state = State.Diff;
+  private commit: string | undefined;
+  private file = "";
+  private blob = "";
+  private line = 0;
+  private parents = 1;
+  private header = "";
+
+  constructor(private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS) {}
+
+  /** Reads every whole line of `chunk` (the tail waits for the next chunk). */
+  write(chunk: string): void {
+    const text = this.rest + chunk;
+    let from = 0;
+    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", from)) {
+      this.onLine(text.slice(from, nl));
+      from = nl + 1;
     }
+    this.rest = text.slice(from);
+  }
+
+  end(): LogScan {
+    if (this.rest) this.onLine(this.rest);
+    this.rest = "";
+    return { findings: this.findings, unshown: this.unshown };
+  }
+
+  private found(p: SecretPattern, file: string, line: number): void {
+    this.findings.push({ file, line, pattern: p.id, description: p.description, ...(this.commit ? { commit: this.commit } : {}) });
+  }
+
+  private onLine(raw: string): void {
+    switch (this.state) {
+      case State.Hunk: {
+        const c0 = raw.charCodeAt(0);
+        const n = this.parents;
+        // Fast path for the common one-parent case.
+        if (n === 1) {
+          if (c0 === 43 /* + */) {
+            const f = firstMatch(raw, 1, this.patterns);
+            if (f) this.found(f, this.file, this.line);
+            this.line++;
+            return;
+          }
+          if (c0 === 45 /* - */ || c0 === 92 /* \ */) return;
+          if (c0 === 32 /* space */) {
+            this.line++;
+            return;
+          }
+        } else if (raw.length >= n && /^[ +-]+$/.test(raw.slice(0, n))) {
+          const cols = raw.slice(0, n);
+          if (!cols.includes("-")) {
+            if (!cols.includes(" ")) {
+              const f = firstMatch(raw, n, this.patterns);
+              if (f) this.found(f, this.file, this.line);
+            }
+            this.line++;
+          }
+          return;
+        } else if (c0 === 92) return;
+        this.state = State.Diff;
+        return this.onDiff(raw);
+      }
+      case State.Header: {
+        if (raw === "") {
+          this.state = State.Message;
+          this.line = 1;
+          return;
+        }
+        // A continuation line (a signature, a mergetag's embedded tag) belongs to the header before it.
+        if (raw.charCodeAt(0) !== 32) this.header = raw.slice(0, raw.indexOf(" ") >>> 0);
+        if (QUIET_HEADERS.has(this.header) || (this.header === "mergetag" && raw.startsWith(" tagger "))) return;
+        const f = firstMatch(raw, 0, this.patterns);
+        if (f) this.found(f, COMMIT_HEADER, 0);
+        return;
+      }
+      case State.Message: {
+        if (raw.startsWith("    ")) {
+          const f = firstMatch(raw, 4, this.patterns);
+          if (f) this.found(f, COMMIT_MESSAGE, this.line);
+          this.line++;
+          return;
+        }
+        this.state = State.Diff;
+        return this.onDiff(raw);
+      }
+      case State.Diff:
+        return this.onDiff(raw);
+    }
+  }
+
+  private onDiff(raw: string): void {
     const c = COMMIT.exec(raw);
     if (c) {
-      commit = c[1];
-      file = "";
-      continue;
+      this.commit = c[1];
+      this.file = "";
+      this.header = "";
+      this.state = State.Header;
+      return;
     }
     if (raw.startsWith("diff --git ") || raw.startsWith("diff --cc ") || raw.startsWith("diff --combined ")) {
-      file = raw.startsWith("diff --git ") ? "" : unquote(raw.slice(raw.indexOf(" ", 5) + 1));
-      blob = "";
-      continue;
+      this.file = raw.startsWith("diff --git ") ? "" : unquote(raw.slice(raw.indexOf(" ", 5) + 1));
+      this.blob = "";
+      return;
     }
     if (raw.startsWith("index ")) {
       // `index a..b mode` or, combined, `index a,b..r`: the result blob follows the "..".
       const m = /\.\.([0-9a-f]{40,64})/.exec(raw);
-      blob = m && !ZERO.test(m[1]!) ? m[1]! : "";
-      continue;
+      this.blob = m && !ZERO.test(m[1]!) ? m[1]! : "";
+      return;
     }
     if (raw.startsWith("+++ ")) {
       const p = raw.slice(4);
-      file = p === "/dev/null" ? "" : unquote(p).replace(/^b\//, "");
-      continue;
+      this.file = p === "/dev/null" ? "" : unquote(p).replace(/^b\//, "");
+      return;
     }
     if (raw.startsWith("Binary files ") && raw.endsWith(" differ")) {
       // Only combined diffs print this with -a; the result is new to every parent, so scan it whole.
-      if (blob) unshown.push({ ...(commit ? { commit } : {}), file, blob });
-      continue;
+      if (this.blob) this.unshown.push({ ...(this.commit ? { commit: this.commit } : {}), file: this.file, blob: this.blob });
+      return;
     }
     const h = HUNK.exec(raw);
     if (h) {
-      inHunk = true;
-      parents = h[1]!.length - 1;
-      line = Number(h[2]);
+      this.state = State.Hunk;
+      this.parents = h[1]!.length - 1;
+      this.line = Number(h[2]);
     }
   }
-  return { findings, unshown };
+}
+
+/** Reads a whole `git log -p --cc --pretty=raw` output at once. */
+export function scanLog(text: string, patterns: readonly SecretPattern[] = SECRET_PATTERNS): LogScan {
+  const s = new LogScanner(patterns);
+  s.write(text);
+  return s.end();
 }
 
 /** Scans a whole blob that a combined diff did not show, as lines of `file` in `commit`. */
@@ -116,8 +204,59 @@ export function scanUnshown(u: UnshownBlob, content: string, patterns: readonly 
   return scanText(content, u.file, patterns).map((f) => ({ ...f, ...(u.commit ? { commit: u.commit } : {}) }));
 }
 
+/** An annotated tag object, as `git cat-file tag` prints it. */
+export interface TagObject {
+  /** The object it points at, and that object's type (a tag may point at another tag). */
+  object: string;
+  type: string;
+  name: string;
+}
+
+/**
+ * Reads one tag object: its target and name, and findings in its message (and any header but the
+ * tagger's), reported as `tag message` of this tag object.
+ */
+export function scanTag(sha: string, content: string, patterns: readonly SecretPattern[] = SECRET_PATTERNS): { tag: TagObject; findings: SecretFinding[] } {
+  const tag: TagObject = { object: "", type: "", name: "" };
+  const findings: SecretFinding[] = [];
+  const lines = content.split("\n");
+  let i = 0;
+  let header = "";
+  for (; i < lines.length && lines[i] !== ""; i++) {
+    const raw = lines[i]!;
+    if (raw.charCodeAt(0) !== 32) header = raw.slice(0, raw.indexOf(" ") >>> 0);
+    const value = raw.slice(header.length + 1);
+    if (header === "object" && !tag.object) tag.object = value;
+    else if (header === "type" && !tag.type) tag.type = value;
+    else if (header === "tag" && !tag.name) tag.name = value;
+    if (QUIET_HEADERS.has(header)) continue;
+    const f = firstMatch(raw, 0, patterns);
+    if (f) findings.push({ file: TAG_MESSAGE, line: 0, pattern: f.id, description: f.description, commit: sha });
+  }
+  const message = lines.slice(i + 1);
+  message.forEach((raw, k) => {
+    const f = firstMatch(raw, 0, patterns);
+    if (f) findings.push({ file: TAG_MESSAGE, line: k + 1, pattern: f.id, description: f.description, commit: sha });
+  });
+  return { tag, findings };
+}
+
+/**
+ * One line per finding, for refusals: `path:line: GitHub token (commit abc1234)`, `commit message:2: … (commit …)`,
+ * `commit header: … (commit …)`, `tag message:1: … (tag object …)`.
+ */
+export function formatGateFindings(fs: readonly SecretFinding[]): string {
+  return fs
+    .map((f) => {
+      if (f.file === TAG_MESSAGE) return `${f.file}${f.line ? `:${f.line}` : ""}: ${f.description}${f.commit ? ` (tag object ${f.commit.slice(0, 12)})` : ""}`;
+      if (f.file === COMMIT_HEADER) return `${f.file}: ${f.description}${f.commit ? ` (commit ${f.commit.slice(0, 12)})` : ""}`;
+      return formatFindings([f]);
+    })
+    .join("\n");
+}
+
 function firstMatch(raw: string, from: number, patterns: readonly SecretPattern[]): SecretPattern | undefined {
-  const s = raw.slice(from);
+  const s = from ? raw.slice(from) : raw;
   for (const p of patterns) if (p.regex.test(s)) return p;
   return undefined;
 }

@@ -5,12 +5,12 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync
 import { dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
 import { redact } from "../core/redact";
-import { formatFindings } from "../core/secrets";
 import type { Exec } from "../sys/exec";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
 import {
   closeVerdict,
   ensureGate,
+  gatePaths,
   giveVerdict,
   hostRemotes,
   indexPack,
@@ -28,6 +28,7 @@ import {
   type Gate,
   type Verdict,
 } from "./gate";
+import { formatGateFindings } from "./scan";
 
 const Sha = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
 
@@ -86,6 +87,16 @@ export interface BridgeDeps {
   /** PATH for host git/gh (default: /usr/local/bin:/usr/bin:/bin). */
   path?: string;
   policy?: Partial<PolicyOptions>;
+  /** Seconds the gate's pre-push hook may wait to open its verdict FIFO (default VERDICT_OPEN_SECONDS). */
+  verdictOpenSeconds?: number;
+  /** Test seam: called at points of a push where a failure must leave nothing that goes out. */
+  faults?: PushFaults;
+}
+
+/** Where tests make a push fail (or the bridge die) to prove it fails closed. */
+export interface PushFaults {
+  /** Right after the gate's `git push` started, before the scan: its hook has not opened the FIFO yet. */
+  afterPushStarted?: (verdict: Verdict) => void | Promise<void>;
 }
 
 const BUNDLE_CHUNK = 48 * 1024;
@@ -273,7 +284,7 @@ async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeR
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push(g, plan, req, pack, tipsP ?? knownTips(g), token, send, refuse);
+      return push(g, plan, req, pack, tipsP ?? knownTips(g), token, send, refuse, deps);
     case "fetch":
     case "pull":
       return fetch(g, plan, req, token, send, refuse);
@@ -323,7 +334,7 @@ function shortRef(ref: string): string {
  * secret scan (which is also the completeness check) runs; the gate's pre-push hook holds the push (after the remote's
  * ref advertisement, before any object leaves) until the scan's verdict. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<Uint8Array>, tipsP: Promise<string[]>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<Uint8Array>, tipsP: Promise<string[]>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "verdictOpenSeconds" | "faults">): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -341,6 +352,8 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<U
     const r = req.resolved?.[s.src];
     if (!r) return refuse(`the shim did not say what ${s.src} is`);
     let dst = s.dst;
+    // `git push origin v1` where v1 is a tag: git's default destination is the ref the source is.
+    if (s.sameAsSource && r.ref === `refs/tags/${s.src}` && isSafeRefName(r.ref)) dst = r.ref;
     if (dst === "") {
       if (!r.ref || !/^refs\/heads\//.test(r.ref) || !isSafeRefName(r.ref)) return refuse(`cannot tell where to push ${s.src}; use <src>:<branch>`);
       dst = r.ref;
@@ -373,7 +386,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<U
   const incomplete = (e: unknown) => refuse(`the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
   let verdict: Verdict | undefined;
   if (shas.length > 0) {
-    const [indexed, v] = await Promise.allSettled([packP.then((pack) => indexPack(g, pack)), openVerdict(g)]);
+    const [indexed, v] = await Promise.allSettled([packP.then((pack) => indexPack(g, pack)), openVerdict(g, deps.verdictOpenSeconds)]);
     if (v.status === "fulfilled") verdict = v.value;
     else throw v.reason;
     if (indexed.status === "rejected") {
@@ -396,12 +409,13 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<U
     let refusal: Outcome | undefined;
     let failure: unknown;
     try {
+      await deps.faults?.afterPushStarted?.(verdict);
       const tips = await tipsP;
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
       const [scanned] = await Promise.allSettled([scanNew(g, shas, tips)]);
       if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
       else if (scanned.value.length > 0) {
-        refusal = refuse(`the commits contain what looks like a secret:\n${formatFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
+        refusal = refuse(`the commits contain what looks like a secret:\n${formatGateFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
       } else ok = true;
     } catch (e) {
       failure = e;
@@ -581,6 +595,9 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
     }
     unlinkSync(o.socketPath);
   }
+  // No bridge serves this sandbox now, so the gate's scratch files are a dead bridge's leftovers (a verdict
+  // FIFO whose push is held or already gave up, partial bundles): gone, so nothing can wait on them.
+  rmSync(gatePaths(o.gateDir).tmp, { recursive: true, force: true });
   // The gate is made before the socket answers, so the first push pays nothing for it.
   const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH);
   const app = createBridgeApp(o, gate);

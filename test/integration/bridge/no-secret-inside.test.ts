@@ -192,6 +192,57 @@ describe("no-secret-inside", () => {
     expect(await refIn(h.upstreamRepo, "refs/heads/bmain")).toBe("");
   });
 
+  test("a secret only in a commit message is refused, naming the commit and 'commit message'; the upstream is unchanged", async () => {
+    await git(h.clone, "checkout", "-q", "main");
+    const before = await refIn(h.upstreamRepo, "refs/heads/msg");
+    const posts = receivePosts();
+    await commitOn(h.clone, "msg", { "plain.txt": "nothing here\n" }, "first, clean");
+    const sha = await commitOn(h.clone, "msg", { "plain2.txt": "nothing here either\n" }, `deploy fix\n\nused ${keyOf("Cm8s")} to test`);
+    await commitOn(h.clone, "msg", { "plain3.txt": "and here\n" }, "after, clean");
+    const r = await h.shim(["push", "origin", "msg"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain(`commit message:3: GitHub token (commit ${sha.slice(0, 12)})`);
+    expect(r.stderr).not.toContain(keyOf("Cm8s"));
+    expect(await refIn(h.upstreamRepo, "refs/heads/msg")).toBe(before);
+    expect(receivePosts()).toBe(posts);
+    // Author and committer names are not secrets: a clean commit by a key-shaped author goes through.
+    await git(h.clone, "checkout", "-q", "main");
+    await git(h.clone, "checkout", "-q", "-B", "who");
+    const odd = keyOf("Au7h");
+    await sh(["git", "commit", "-q", "--allow-empty", "-m", "empty, by an odd name"], { cwd: h.clone, env: { GIT_AUTHOR_NAME: odd, GIT_AUTHOR_EMAIL: `${odd}@example.invalid`, GIT_COMMITTER_NAME: odd } });
+    const ok = await h.shim(["push", "origin", "who"]);
+    expect(ok.stderr).not.toContain("refused");
+    expect(ok.code).toBe(0);
+    expect(await refIn(h.upstreamRepo, "refs/heads/who")).toBe(await git(h.clone, "rev-parse", "who"));
+  });
+
+  test("a secret only in an annotated tag's message is refused as 'tag message'; a clean annotated tag goes out", async () => {
+    await git(h.clone, "checkout", "-q", "main");
+    const target = await commitOn(h.clone, "tagged", { "t.txt": "release\n" }, "release commit");
+    await git(h.clone, "tag", "-a", "v1-bad", "-m", `Release\n\ntoken ${keyOf("Tg3v")}`, target);
+    const tagObj = await git(h.clone, "rev-parse", "refs/tags/v1-bad");
+    const posts = receivePosts();
+    const r = await h.shim(["push", "origin", "v1-bad"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain(`tag message:3: GitHub token (tag object ${tagObj.slice(0, 12)})`);
+    expect(r.stderr).not.toContain(keyOf("Tg3v"));
+    expect(await refIn(h.upstreamRepo, "refs/tags/v1-bad")).toBe("");
+    expect((await sh(["git", "--git-dir", h.upstreamRepo, "cat-file", "-e", target])).code).not.toBe(0);
+    expect(receivePosts()).toBe(posts);
+    // A tag of that tag: the inner message is still read.
+    await git(h.clone, "tag", "-a", "v1-outer", "-m", "outer, clean", "v1-bad");
+    const outer = await h.shim(["push", "origin", "v1-outer"]);
+    expect(outer.code).toBe(77);
+    expect(outer.stderr).toContain(`tag message:3: GitHub token (tag object ${tagObj.slice(0, 12)})`);
+    expect(await refIn(h.upstreamRepo, "refs/tags/v1-outer")).toBe("");
+    // The same commit under a clean annotated tag is pushed, tag object and all.
+    await git(h.clone, "tag", "-a", "v1-good", "-m", "Release 1", target);
+    const good = await h.shim(["push", "origin", "v1-good"]);
+    expect(good.stderr).toContain("[new tag]         v1-good -> v1-good");
+    expect(good.code).toBe(0);
+    expect(await refIn(h.upstreamRepo, "refs/tags/v1-good")).toBe(await git(h.clone, "rev-parse", "refs/tags/v1-good"));
+  });
+
   test("with the gate's pre-push hook deleted or replaced, a push is still scanned and held", async () => {
     const hook = join(h.root, "gate", "hooks", "pre-push");
     rmSync(hook, { force: true });

@@ -1,9 +1,9 @@
 // The gate's git argv and environment (golden), and which token goes to which host.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentialHost, gateGit, gitEnv, tokenFor, trustedTips, CREDENTIAL_HELPER, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
+import { credentialHost, gateGit, gitEnv, tokenFor, trustedTips, CREDENTIAL_HELPER, PRE_PUSH_HOOK, VERDICT_OPEN_SECONDS } from "../../../src/bridge/gate";
 import { githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
 
 describe("gate git", () => {
@@ -70,7 +70,7 @@ describe("gate git", () => {
   test("a push names the gate's own hooks dir; every other git gets none", () => {
     expect(gateGit(["push"], { hooksPath: "/g/hooks" }).slice(1, 3)).toEqual(["-c", "core.hooksPath=/g/hooks"]);
     expect(gateGit(["log"]).slice(1, 3)).toEqual(["-c", "core.hooksPath=/dev/null"]);
-    expect(gitEnv({ path: "/usr/bin", home: "/h", verdict: { fifo: "/g/tmp/v/verdict", nonce: "n1" } })).toMatchObject({ SBX_VERDICT_FIFO: "/g/tmp/v/verdict", SBX_VERDICT_NONCE: "n1" });
+    expect(gitEnv({ path: "/usr/bin", home: "/h", verdict: { fifo: "/g/tmp/v/verdict", nonce: "n1" } })).toMatchObject({ SBX_VERDICT_FIFO: "/g/tmp/v/verdict", SBX_VERDICT_NONCE: "n1", SBX_VERDICT_WAIT: "5" });
   });
   test("the tips the scan may skip: the host's refs but not refs/remotes/sandbox-*, and only the gate's refs/remotes/*", () => {
     const a = "a".repeat(40), b = "b".repeat(40), c = "c".repeat(40), d = "d".repeat(40), e = "e".repeat(40);
@@ -80,37 +80,66 @@ describe("gate git", () => {
   });
 });
 
+/** Every process's argv on this machine, joined. */
+function allCmdlines(): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      out.push(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" "));
+    } catch {}
+  }
+  return out;
+}
+
 describe("pre-push hook", () => {
-  const runHook = async (env: Record<string, string>, line: string | null) => {
+  /** Runs the hook as git would; `bridge` says what the bridge's end of the FIFO does. */
+  const runHook = async (env: Record<string, string>, bridge: { line: string } | "dies-after-open" | "gone-before-open") => {
     const dir = mkdtempSync(join(tmpdir(), "sbx-hook-"));
     try {
       const fifo = join(dir, "verdict");
       Bun.spawnSync(["mkfifo", fifo]);
-      const p = Bun.spawn(["sh", "-c", PRE_PUSH_HOOK, "pre-push"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SBX_VERDICT_FIFO: fifo, ...env }, stdin: "ignore" });
-      const { openSync, writeSync, closeSync, constants } = await import("node:fs");
       // As the bridge does: hold the FIFO open from before the push until it exits.
-      const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
-      if (line !== null) writeSync(fd, line);
-      else {
+      const fd = bridge === "gone-before-open" ? undefined : openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+      const p = Bun.spawn(["sh", "-c", PRE_PUSH_HOOK, "pre-push"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SBX_VERDICT_FIFO: fifo, ...env }, stdin: "ignore" });
+      if (typeof bridge === "object") writeSync(fd!, bridge.line);
+      else if (bridge === "dies-after-open") {
         // The bridge dies after the hook is waiting: its end closes, the hook reads end-of-file.
         await Bun.sleep(150);
-        closeSync(fd);
+        closeSync(fd!);
       }
       const code = await p.exited;
-      if (line !== null) closeSync(fd);
+      if (typeof bridge === "object") closeSync(fd!);
       return code;
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   };
   test("lets the push go on only for 'ok <nonce>'", async () => {
-    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, "ok n123\n")).toBe(0);
-    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, "no\n")).not.toBe(0);
-    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, "ok other\n")).not.toBe(0);
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123", SBX_VERDICT_WAIT: "5" }, { line: "ok n123\n" })).toBe(0);
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123", SBX_VERDICT_WAIT: "5" }, { line: "no\n" })).not.toBe(0);
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123", SBX_VERDICT_WAIT: "5" }, { line: "ok other\n" })).not.toBe(0);
   });
   test("stops the push when the bridge goes away without a verdict, or no nonce is set", async () => {
-    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, null)).not.toBe(0);
-    expect(await runHook({}, "ok \n")).not.toBe(0);
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123", SBX_VERDICT_WAIT: "5" }, "dies-after-open")).not.toBe(0);
+    expect(await runHook({ SBX_VERDICT_WAIT: "5" }, { line: "ok \n" })).not.toBe(0);
+  });
+  test("a bridge that died before the hook opened the FIFO: the hook gives up after its wait instead of blocking for ever", async () => {
+    // No writer will ever come, so open(2) alone would block for good; the test's own timeout is the bound.
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123", SBX_VERDICT_WAIT: "1" }, "gone-before-open")).not.toBe(0);
+  }, 15_000);
+  test("with no usable wait the hook refuses at once rather than wait unbounded", async () => {
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123" }, "gone-before-open")).not.toBe(0);
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123", SBX_VERDICT_WAIT: "soon" }, "gone-before-open")).not.toBe(0);
+  }, 15_000);
+  test("the hook's watcher does not outlive it (no stray sleep holding anything)", async () => {
+    expect(await runHook({ SBX_VERDICT_NONCE: "n123", SBX_VERDICT_WAIT: "4711" }, { line: "ok n123\n" })).toBe(0);
+    await Bun.sleep(100);
+    expect(allCmdlines().filter((c) => c.startsWith("sleep 4711"))).toEqual([]);
+  });
+  test("the bridge tells the hook how long to wait", () => {
+    expect(gitEnv({ path: "/usr/bin", home: "/h", verdict: { fifo: "/f", nonce: "n" } }).SBX_VERDICT_WAIT).toBe(String(VERDICT_OPEN_SECONDS));
+    expect(gitEnv({ path: "/usr/bin", home: "/h", verdict: { fifo: "/f", nonce: "n", openSeconds: 2 } }).SBX_VERDICT_WAIT).toBe("2");
   });
 });
 

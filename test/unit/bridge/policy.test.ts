@@ -245,5 +245,8 @@ describe("plans", () => {
     expect(parsePushRefspec("+a:b")).toEqual({ ok: true, plan: { force: true, src: "a", dst: "refs/heads/b" } });
     expect(parsePushRefspec("HEAD")).toEqual({ ok: true, plan: { force: false, src: "HEAD", dst: "" } });
     expect(parsePushRefspec(":gone")).toEqual({ ok: true, plan: { force: false, src: "", dst: "refs/heads/gone" } });
+    // No destination: the branch of that name, unless the bridge learns the source is a tag.
+    expect(parsePushRefspec("v1")).toEqual({ ok: true, plan: { force: false, src: "v1", dst: "refs/heads/v1", sameAsSource: true } });
+    expect(parsePushRefspec("refs/tags/v1")).toEqual({ ok: true, plan: { force: false, src: "refs/tags/v1", dst: "refs/tags/v1" } });
   });
 });

@@ -1,6 +1,6 @@
 // The push scan's reading of `git log -p --cc -a -U0`: which lines count as added (merges included), and which blobs it must read whole.
 import { describe, expect, test } from "bun:test";
-import { scanLog, SCAN_LOG_ARGS } from "../../../src/bridge/scan";
+import { formatGateFindings, LogScanner, scanLog, scanTag, SCAN_LOG_ARGS } from "../../../src/bridge/scan";
 
 const KEY = "ghp_" + "Ab12Cd34Ef".repeat(4).slice(0, 36);
 const C1 = "1".repeat(40);
@@ -71,6 +71,106 @@ describe("scanLog", () => {
   });
 
   test("the git log arguments diff merges, binaries and renames as added text, with no drivers", () => {
-    expect([...SCAN_LOG_ARGS]).toEqual(["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--format=commit %H", "--stdin"]);
+    expect([...SCAN_LOG_ARGS]).toEqual(["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--stdin"]);
+  });
+});
+
+/** One commit as `git log -p --pretty=raw` prints it: headers, a blank line, the message indented four spaces. */
+function rawCommit(sha: string, opts: { headers?: string[]; message: string[]; diff?: string[] }): string[] {
+  return [
+    `commit ${sha}`,
+    `tree ${"a".repeat(40)}`,
+    `parent ${"b".repeat(40)}`,
+    ...(opts.headers ?? [`author A U Thor <a@example.invalid> 1700000000 +0000`, `committer A U Thor <a@example.invalid> 1700000000 +0000`]),
+    "",
+    ...opts.message.map((l) => `    ${l}`),
+    ...(opts.diff ? ["", ...opts.diff] : []),
+  ];
+}
+
+describe("commit messages and headers", () => {
+  const diff = ["diff --git a/ok.txt b/ok.txt", "--- a/ok.txt", "+++ b/ok.txt", "@@ -1 +1 @@", "-old", "+new"];
+
+  test("a key in a commit message is found, as 'commit message' with its line in the message and the commit", () => {
+    const log = [...rawCommit(C1, { message: ["fix the build", "", `token was ${KEY}`], diff }), ...rawCommit(C2, { message: ["clean one"] })].join("\n");
+    const r = scanLog(log);
+    expect(r.findings).toEqual([{ file: "commit message", line: 3, pattern: "github-token", description: "GitHub token", commit: C1 }]);
+    expect(formatGateFindings(r.findings)).toBe(`commit message:3: GitHub token (commit ${C1.slice(0, 12)})`);
+  });
+
+  test("a message with no diff after it (an empty commit, the last commit) is scanned too", () => {
+    expect(scanLog(rawCommit(C2, { message: [`K=${KEY}`] }).join("\n")).findings.map((f) => [f.file, f.line, f.commit])).toEqual([["commit message", 1, C2]]);
+  });
+
+  test("ordinary messages are not flagged: hashes, ids, short prefixes, prose about keys", () => {
+    const message = [
+      `Revert "x": this reverts commit ${"d".repeat(40)}.`,
+      "Refs 123e4567-e89b-12d3-a456-426614174000; see https://github.com/owner/repo/pull/12",
+      "Rotate the ghp_ token prefix check; sk-ant- and AKIA are prefixes only",
+      "Signed-off-by: Some One <some.one@example.invalid>",
+      "Co-authored-by: ghp bot <ghp_bot@users.noreply.example.invalid>",
+    ];
+    expect(scanLog([...rawCommit(C1, { message, diff })].join("\n")).findings).toEqual([]);
+  });
+
+  test("author, committer and tagger names and emails are not flagged, whatever they look like", () => {
+    const who = `${KEY} <${KEY}@example.invalid> 1700000000 +0000`;
+    const headers = [`author ${who}`, `committer ${who}`, "mergetag object " + "c".repeat(40), " type commit", " tag v1", ` tagger ${who}`, " ", " signed"];
+    expect(scanLog(rawCommit(C1, { headers, message: ["ok"], diff }).join("\n")).findings).toEqual([]);
+  });
+
+  test("a key in another header (one git keeps but does not show in messages) is found", () => {
+    const headers = ["author a <a@example.invalid> 1 +0000", "committer a <a@example.invalid> 1 +0000", `x-note ${KEY}`];
+    const r = scanLog(rawCommit(C1, { headers, message: ["ok"] }).join("\n"));
+    expect(r.findings.map((f) => [f.file, f.commit])).toEqual([["commit header", C1]]);
+  });
+
+  test("message lines that look like diff lines or commit lines are message lines; the diff after them is still read", () => {
+    const message = ["@@ -0,0 +1 @@", `-${KEY}`, `commit ${C2}`, "diff --git a/x b/x"];
+    const r = scanLog(rawCommit(C1, { message, diff: ["diff --git a/f b/f", "--- /dev/null", "+++ b/f", "@@ -0,0 +1,2 @@", "+fine", `+K=${KEY}`] }).join("\n"));
+    expect(r.findings.map((f) => [f.file, f.line, f.commit])).toEqual([
+      ["commit message", 2, C1],
+      ["f", 2, C1],
+    ]);
+  });
+
+  test("a crafted header that looks like a hunk cannot hide the lines after it", () => {
+    const headers = ["author a <a@example.invalid> 1 +0000", "committer a <a@example.invalid> 1 +0000", "diff --git a/x b/x", "@@ -1 +1 @@", `-${KEY}`];
+    const r = scanLog(rawCommit(C1, { headers, message: [`m ${KEY}`] }).join("\n"));
+    expect(r.findings.map((f) => f.file)).toEqual(["commit header", "commit message"]);
+  });
+
+  test("fed in pieces, split anywhere, the reader finds the same", () => {
+    const log = [...rawCommit(C1, { message: ["a", `b ${KEY}`], diff: [...diff, `+K=${KEY}`] }), ...rawCommit(C2, { message: [`c ${KEY}`] })].join("\n");
+    const whole = scanLog(log).findings;
+    expect(whole).toHaveLength(3);
+    for (const size of [1, 7, 64]) {
+      const s = new LogScanner();
+      for (let i = 0; i < log.length; i += size) s.write(log.slice(i, i + size));
+      expect(s.end().findings).toEqual(whole);
+    }
+  });
+});
+
+describe("annotated tags", () => {
+  const T1 = "7".repeat(40);
+  const tag = (message: string[], extra: string[] = []) =>
+    [`object ${C1}`, "type commit", "tag v1.0", `tagger ${KEY} <${KEY}@example.invalid> 1700000000 +0000`, ...extra, "", ...message].join("\n") + "\n";
+
+  test("a key in a tag message is found as 'tag message' with its line and the tag object", () => {
+    const r = scanTag(T1, tag(["Release 1.0", "", `deploy with ${KEY}`]));
+    expect(r.tag).toEqual({ object: C1, type: "commit", name: "v1.0" });
+    expect(r.findings).toEqual([{ file: "tag message", line: 3, pattern: "github-token", description: "GitHub token", commit: T1 }]);
+    expect(formatGateFindings(r.findings)).toBe(`tag message:3: GitHub token (tag object ${T1.slice(0, 12)})`);
+  });
+
+  test("the tagger is not flagged; an ordinary message and a signature are not either", () => {
+    const sig = ["-----BEGIN PGP SIGNATURE-----", "", "iQEzBAABCAAdFiEE" + "x".repeat(40), "-----END PGP SIGNATURE-----"];
+    expect(scanTag(T1, tag(["Release 1.0", `built from ${"e".repeat(40)}`, ...sig])).findings).toEqual([]);
+  });
+
+  test("a tag of a tag names its target's type, so the gate follows it", () => {
+    const t = [`object ${T1}`, "type tag", "tag outer", "tagger a <a@example.invalid> 1 +0000", "", "outer"].join("\n");
+    expect(scanTag(C2, t).tag).toEqual({ object: T1, type: "tag", name: "outer" });
   });
 });

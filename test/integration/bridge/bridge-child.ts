@@ -1,0 +1,21 @@
+// Test fixture: a bridge in its own process that kills itself (SIGKILL) right after the gate's push started, before its hook opens the FIFO.
+import { startBridge } from "../../../src/bridge/server";
+import { createExec } from "../../../src/sys/exec";
+
+const o = JSON.parse(process.argv[2]!) as { socket: string; clone: string; host: string; gateDir: string; token: string; path: string; openSeconds: number };
+await startBridge({
+  socketPath: o.socket,
+  sandbox: { id: "sbx-child", name: "child", workspace: o.clone, repo: o.host },
+  gateDir: o.gateDir,
+  secrets: () => ({ GIT_TOKEN: o.token }),
+  audit: () => undefined,
+  exec: createExec({ PATH: o.path }),
+  path: o.path,
+  verdictOpenSeconds: o.openSeconds,
+  faults: {
+    afterPushStarted: () => {
+      process.kill(process.pid, "SIGKILL");
+    },
+  },
+});
+process.stdout.write("ready\n");
