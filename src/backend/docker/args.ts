@@ -151,15 +151,29 @@ export function overlayPlan(spec: Pick<SandboxSpec, "id" | "dir">, target: strin
   };
 }
 
+/** Pure: the overlay mount options of an overlay volume (paths escaped for the kernel's option parser). */
+function overlayOptions(plan: OverlayPlan): string {
+  return `lowerdir=${escapeOverlayPath(plan.lower)},upperdir=${escapeOverlayPath(plan.upper)},workdir=${escapeOverlayPath(plan.work)}`;
+}
+
 /** runs (rendered): docker volume create --driver local --opt type=overlay --opt device=overlay --opt o=… <name> */
 export function overlayVolumeCreateArgs(spec: SandboxSpec, plan: OverlayPlan, root: string): string[] {
-  const o = `lowerdir=${escapeOverlayPath(plan.lower)},upperdir=${escapeOverlayPath(plan.upper)},workdir=${escapeOverlayPath(plan.work)}`;
   return [
     "docker", "volume", "create", "--driver", "local",
-    "--opt", "type=overlay", "--opt", "device=overlay", "--opt", `o=${o}`,
+    "--opt", "type=overlay", "--opt", "device=overlay", "--opt", `o=${overlayOptions(plan)}`,
     ...labelArgs(labels(spec, "overlay", root)),
     plan.volume,
   ];
+}
+
+/** Pure: the body of POST /volumes/create for the same volume as overlayVolumeCreateArgs (same driver, options, labels). */
+export function overlayVolumeCreateBody(spec: SandboxSpec, plan: OverlayPlan, root: string): Record<string, unknown> {
+  return {
+    Name: plan.volume,
+    Driver: "local",
+    DriverOpts: { type: "overlay", device: "overlay", o: overlayOptions(plan) },
+    Labels: labels(spec, "overlay", root),
+  };
 }
 
 /** One `--mount` value; fields holding ',' or '"' are CSV-quoted, which is how docker reads them. */
@@ -240,6 +254,100 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     plan.image,
     ...plan.command,
   ];
+}
+
+/** Pure: the fields of one `--mount` value (docker's CSV: a field in double quotes may hold ',' and '""'). */
+export function parseMountValue(v: string): string[] {
+  const out: string[] = [];
+  let i = 0;
+  while (i <= v.length) {
+    let field = "";
+    if (v[i] === '"') {
+      i++;
+      for (;;) {
+        if (i >= v.length) throw new Error(`unterminated quote in mount value ${v}`);
+        if (v[i] === '"' && v[i + 1] === '"') {
+          field += '"';
+          i += 2;
+        } else if (v[i] === '"') {
+          i++;
+          break;
+        } else field += v[i++];
+      }
+      if (i < v.length && v[i] !== ",") throw new Error(`text after a quoted field in mount value ${v}`);
+    } else {
+      const end = v.indexOf(",", i);
+      field = v.slice(i, end < 0 ? v.length : end);
+      i = end < 0 ? v.length : end;
+    }
+    out.push(field);
+    i++;
+  }
+  return out;
+}
+
+export interface CreateRequestBody {
+  name: string;
+  body: Record<string, unknown>;
+}
+
+/**
+ * Pure: the Engine API request (POST /containers/create?name=…) that makes the container `argv` (dockerCreateArgs)
+ * makes, so the argv stays the one rendered, golden-tested description. Every flag dockerCreateArgs emits is mapped;
+ * any other throws (a new flag must be mapped here too, or create falls back to the CLI).
+ */
+export function createRequestFromArgs(argv: readonly string[]): CreateRequestBody {
+  if (argv[0] !== "docker" || argv[1] !== "create") throw new Error("not a docker create argv");
+  let name = "";
+  const config: Record<string, unknown> = { Env: [] as string[], Labels: {} as Record<string, string> };
+  const host: Record<string, unknown> = { Mounts: [] as Record<string, unknown>[] };
+  let i = 2;
+  const value = (flag: string) => {
+    const v = argv[++i];
+    if (v === undefined) throw new Error(`${flag} has no value`);
+    return v;
+  };
+  for (; i < argv.length && argv[i]!.startsWith("--"); i++) {
+    const flag = argv[i]!;
+    switch (flag) {
+      case "--name": name = value(flag); break;
+      case "--hostname": config.Hostname = value(flag); break;
+      case "--init": host.Init = true; break;
+      case "--user": config.User = value(flag); break;
+      case "--network": host.NetworkMode = value(flag); break;
+      case "--cap-drop": host.CapDrop = [...((host.CapDrop as string[] | undefined) ?? []), value(flag)]; break;
+      case "--security-opt": host.SecurityOpt = [...((host.SecurityOpt as string[] | undefined) ?? []), value(flag)]; break;
+      case "--workdir": config.WorkingDir = value(flag); break;
+      case "--env": (config.Env as string[]).push(value(flag)); break;
+      case "--label": {
+        const kv = value(flag);
+        const eq = kv.indexOf("=");
+        if (eq <= 0) throw new Error(`label without '=': ${kv}`);
+        (config.Labels as Record<string, string>)[kv.slice(0, eq)] = kv.slice(eq + 1);
+        break;
+      }
+      case "--mount": {
+        const m: Record<string, unknown> = {};
+        for (const f of parseMountValue(value(flag))) {
+          const eq = f.indexOf("=");
+          const [k, v] = eq < 0 ? [f, ""] : [f.slice(0, eq), f.slice(eq + 1)];
+          if (k === "type") m.Type = v;
+          else if (k === "src") m.Source = v;
+          else if (k === "dst") m.Target = v;
+          else if (k === "readonly" && eq < 0) m.ReadOnly = true;
+          else if (k === "volume-nocopy" && eq < 0) m.VolumeOptions = { NoCopy: true, DriverConfig: {} }; // as the CLI sends it
+          else throw new Error(`unmapped mount field ${f}`);
+        }
+        (host.Mounts as Record<string, unknown>[]).push(m);
+        break;
+      }
+      default:
+        throw new Error(`unmapped docker create flag ${flag}`);
+    }
+  }
+  const image = argv[i];
+  if (image === undefined || name === "") throw new Error("docker create argv without a name or an image");
+  return { name, body: { ...config, Image: image, Cmd: argv.slice(i + 1), HostConfig: host } };
 }
 
 /** Every mount destination inside the container (for seeding their parents). */

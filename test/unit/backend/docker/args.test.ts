@@ -3,12 +3,15 @@ import { describe, expect, test } from "bun:test";
 import type { SandboxSpec } from "../../../../src/backend/backend";
 import {
   containerCommand,
+  createRequestFromArgs,
+  parseMountValue,
   dockerCreateArgs,
   dockerExecArgs,
   escapeOverlayPath,
   mountValue,
   overlayPlan,
   overlayVolumeCreateArgs,
+  overlayVolumeCreateBody,
   seedEntries,
   mountTargets,
   rootLabel,
@@ -31,6 +34,55 @@ describe("dockerCreateArgs", () => {
   const overlays = [overlayPlan(spec, "/home/ann/.claude", true), overlayPlan(spec, "/home/ann/.config/fish", false)];
   const runtime = { bun: "/usr/lib/bun/bun", shims: "/opt/src/sbx/shims" };
   const argv = dockerCreateArgs(spec, { image: "sbx-app:1234", overlays, command: containerCommand(spec), runtime, root: rootLabel("/home/ann/.cache/sandbox") });
+
+  test("the Engine API request says what the argv says: name, hardening, labels, env, every mount, image, command", () => {
+    const { name, body } = createRequestFromArgs(argv);
+    expect(name).toBe("sbx-abc123def456");
+    expect(body).toEqual({
+      Hostname: "demo",
+      User: "1000:1000",
+      WorkingDir: "/home/ann/src/app",
+      Labels: {
+        "sbx.sandbox": "abc123def456",
+        "sbx.name": "demo",
+        "sbx.repo": "/home/ann/src/app",
+        "sbx.dir": "/home/ann/.cache/sandbox/app-ff/demo",
+        "sbx.role": "sandbox",
+        "sbx.root": rootLabel("/home/ann/.cache/sandbox"),
+      },
+      Env: ["HOME=/home/ann", "LANG=C.UTF-8", "SANDBOX=demo", "TERM=xterm-256color"],
+      Image: "sbx-app:1234",
+      Cmd: ["/opt/sbx/bin/bun", "/opt/sbx/shims/sandbox-main.ts", "--port", "3128"],
+      HostConfig: {
+        Init: true,
+        NetworkMode: "none",
+        CapDrop: ["ALL"],
+        SecurityOpt: ["no-new-privileges"],
+        Mounts: [
+          { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/clone", Target: "/home/ann/src/app" },
+          { Type: "bind", Source: "/home/ann/src/app/.git", Target: "/home/ann/.cache/sandbox/app-ff/demo/repo/.git", ReadOnly: true },
+          { Type: "bind", Source: "/run/user/1000/sbx/sb/abc123def456", Target: "/run/sbx" },
+          { Type: "bind", Source: "/usr/lib/bun/bun", Target: "/opt/sbx/bin/bun", ReadOnly: true },
+          { Type: "bind", Source: "/opt/src/sbx/shims", Target: "/opt/sbx/shims", ReadOnly: true },
+          { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.sh", Target: "/etc/profile.d/zz-sbx-shims.sh", ReadOnly: true },
+          { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.fish", Target: "/etc/fish/conf.d/sbx-shims.fish", ReadOnly: true },
+          { Type: "volume", Source: overlays[0]!.volume, Target: "/home/ann/.claude", VolumeOptions: { NoCopy: true, DriverConfig: {} } },
+          { Type: "volume", Source: overlays[1]!.volume, Target: "/home/ann/.config/fish", VolumeOptions: { NoCopy: true, DriverConfig: {} } },
+        ],
+      },
+    });
+  });
+
+  test("a flag or mount field the API translation does not know is an error, never silently dropped", () => {
+    expect(() => createRequestFromArgs([...argv.slice(0, 2), "--privileged", ...argv.slice(2)])).toThrow(/unmapped docker create flag --privileged/);
+    expect(() => createRequestFromArgs(["docker", "create", "--name", "x", "--mount", "type=bind,src=/a,dst=/b,bind-propagation=shared", "img"])).toThrow(/unmapped mount field/);
+    expect(() => createRequestFromArgs(["docker", "create", "--hostname", "x", "img"])).toThrow(/without a name/);
+  });
+
+  test("mount values with commas and quotes come apart as mountValue put them together", () => {
+    const fields: [string, string][] = [["type", "bind"], ["src", '/we,ird "dir"'], ["dst", "/x"]];
+    expect(parseMountValue(mountValue([...fields, "readonly"]))).toEqual(['type=bind', 'src=/we,ird "dir"', "dst=/x", "readonly"]);
+  });
 
   test("matches the golden argv", () => {
     expect(argv).toEqual([
@@ -118,6 +170,18 @@ describe("overlays", () => {
     expect(argv).toContain("sbx.sandbox=abc123def456");
     expect(argv).toContain(`sbx.root=${rootLabel("/x")}`);
     expect(argv.at(-1)).toBe(p.volume);
+  });
+
+  test("the API body of a volume create says what the CLI argv says: driver, the three options, every label, the name", () => {
+    const s2 = { ...spec, dir: "/x/we,ird:dir" };
+    const p = overlayPlan(s2, "/home/ann/.claude", true);
+    const argv = overlayVolumeCreateArgs(s2, p, rootLabel("/x"));
+    const body = overlayVolumeCreateBody(s2, p, rootLabel("/x")) as { Name: string; Driver: string; DriverOpts: Record<string, string>; Labels: Record<string, string> };
+    const flag = (f: string) => argv.flatMap((a, i) => (argv[i - 1] === f ? [a] : []));
+    expect(body.Name).toBe(argv.at(-1)!);
+    expect(body.Driver).toBe(flag("--driver")[0]!);
+    expect(Object.entries(body.DriverOpts).map(([k, v]) => `${k}=${v}`)).toEqual(flag("--opt"));
+    expect(Object.entries(body.Labels).map(([k, v]) => `${k}=${v}`)).toEqual(flag("--label"));
   });
 
   test("volume names differ per target and per sandbox", () => {

@@ -3,6 +3,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { rootLabel } from "../../../../src/backend/docker/args";
+import { DockerBackend, foundFromApi } from "../../../../src/backend/docker/docker";
 import { probeEngineApi, probeEngineFast } from "../../../../src/backend/docker/engine";
 import { imageExists } from "../../../../src/backend/docker/image";
 import { FakeExec } from "../../../fakes/exec";
@@ -48,5 +50,41 @@ describe("imageExists over the API", () => {
     expect(await imageExists(exec, "sbx-app:1", s)).toBe(true);
     expect(await imageExists(exec, "sbx-app:2", s)).toBe(false);
     expect(exec.calls).toHaveLength(0);
+  });
+});
+
+describe("found() over the API (create's orphan prune, list, reconcile)", () => {
+  const ROOT = "/home/ann/.cache/sandbox";
+  const labels = (extra: Record<string, string>) => ({ "sbx.sandbox": "abc123def456", "sbx.dir": "/d/demo", "sbx.repo": "/r", "sbx.name": "demo", "sbx.root": rootLabel(ROOT), ...extra });
+
+  test("containers and volumes of this root come back as the CLI's parse would give them (cleanup helpers left out); no docker process", async () => {
+    const s = engine({
+      "/containers/json": () => Response.json([
+        { Names: ["/sbx-abc123def456"], State: "running", Labels: labels({ "sbx.role": "sandbox" }) },
+        { Names: ["/sbx-cleanup-1"], State: "exited", Labels: labels({ "sbx.role": "cleanup" }) },
+      ]),
+      "/volumes": () => Response.json({ Volumes: [{ Name: "sbx-abc123def456-ov-1", Labels: labels({}) }] }),
+    });
+    const exec = new FakeExec();
+    const b = new DockerBackend(exec, { sandboxRoot: ROOT, apiSocket: s, runtime: { bun: "/usr/bin/bun", shims: "/opt/sbx/shims" } });
+    const found = await b.found();
+    expect(found).toEqual([
+      { kind: "container", name: "sbx-abc123def456", sandbox: "abc123def456", dir: "/d/demo", repo: "/r", id: "demo", state: "running" },
+      { kind: "volume", name: "sbx-abc123def456-ov-1", sandbox: "abc123def456", dir: "/d/demo", repo: "/r", id: "demo", state: "" },
+    ]);
+    expect(exec.calls).toHaveLength(0);
+  });
+
+  test("an answer of the wrong shape, or an engine error, falls back to the CLI", async () => {
+    expect(foundFromApi({ nope: 1 }, { Volumes: [] })).toBeUndefined();
+    expect(foundFromApi([{ Names: "x", State: "running" }], { Volumes: [] })).toBeUndefined();
+    expect(foundFromApi([], { Volumes: null })).toEqual([]);
+    const s = engine({ "/containers/json": () => new Response("boom", { status: 500 }), "/volumes": () => Response.json({ Volumes: [] }) });
+    const exec = new FakeExec()
+      .expect((a) => a[1] === "ps", { stdout: "" })
+      .expect((a) => a[1] === "volume" && a[2] === "ls", { stdout: "" });
+    const b = new DockerBackend(exec, { sandboxRoot: ROOT, apiSocket: s, runtime: { bun: "/usr/bin/bun", shims: "/opt/sbx/shims" } });
+    expect(await b.found()).toEqual([]);
+    exec.assertDone();
   });
 });
