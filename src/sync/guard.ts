@@ -25,7 +25,8 @@ export interface RefSyncGuardHandle {
 }
 
 /**
- * The "ref-sync" guard: on start, resolves the sandbox's target, syncs once each way and starts watching; its health
+ * The "ref-sync" guard: on start, resolves the sandbox's target, starts watching and syncs once each way (in the
+ * background: refused at once when the alternates were rewritten); its health
  * is not ok while sync is refused (alternates rewritten) or failing, with the reason as detail.
  */
 export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncGuardTarget | Promise<RefSyncGuardTarget>) {
@@ -34,7 +35,8 @@ export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) =>
     async start(ctx: C): Promise<RefSyncGuardHandle> {
       const target = await resolve(ctx);
       const { syncOnStart: _owed, ...opts } = target;
-      const sync = await startRefSync({ ...opts, exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
+      // The first sync runs in the background (alternates checked first): a start does not wait on it.
+      const sync = await startRefSync({ ...opts, initialSync: "background", exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
       // The owed sync runs in the background: a start (and so `sbx create`, `sbx run`) does not wait the ≈100 ms of a
       // `docker exec … git fetch` for refs the watcher would bring a moment later anyway. Its outcome is audited by
       // ref sync itself; stop() waits for it, so nothing runs against a container being stopped or removed.

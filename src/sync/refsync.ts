@@ -43,6 +43,13 @@ export interface RefSyncOptions {
   pollMs?: number;
   /** Use fs.watch (default true). False for filesystems with no change events (network mounts): the poll alone syncs. */
   watch?: boolean;
+  /**
+   * "wait" (default): startRefSync resolves after the first sync each way. "background": it resolves once watching,
+   * with the alternates checked (a rewritten file refuses at once, in health) and the first sync still running; its
+   * outcome shows in health and audit, and stop() waits for it. The daemon's guard uses it so a start does not wait
+   * on two git processes whose result the sandbox does not need to run.
+   */
+  initialSync?: "wait" | "background";
   /** PATH for host git (default DEFAULT_GIT_PATH). */
   gitPath?: string;
   /** Per-command timeout (default 60 s). */
@@ -362,7 +369,10 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
   // Watch first, then sync: a change during the first sync is then seen by a watcher rather than lost.
   arm();
   forceNext = { c: true, h: true };
-  await Promise.all([cloneLane.runNow(), hostLane.runNow()]);
+  if (opts.initialSync === "background") {
+    gate();
+    void Promise.all([cloneLane.runNow(), hostLane.runNow()]);
+  } else await Promise.all([cloneLane.runNow(), hostLane.runNow()]);
 
   const poll =
     pollMs > 0

@@ -1,5 +1,7 @@
 // The ref-sync guard adapter: starts a real sync from a daemon-shaped context, audits through ctx.audit, reports health.
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { createExec } from "../../../src/sys/exec";
 import { refSyncGuard } from "../../../src/sync/guard";
 import { makeFixture, REMOTE, waitFor } from "./fixture";
@@ -21,12 +23,44 @@ describe("ref-sync guard", () => {
       expect(guard.name).toBe("ref-sync");
       const h = await guard.start(ctx);
       expect(h.health()).toEqual({ ok: true, detail: expect.stringContaining(`${REMOTE} in sync`) });
+      // The first sync each way runs in the background once the guard is up.
+      await waitFor("first sync both ways", () => audits.filter(([a]) => a === "ref-sync.synced").length === 2, 5000);
       expect(audits.map(([a]) => a)).toEqual(["ref-sync.start", "ref-sync.synced", "ref-sync.synced"]);
       const sha = f.commitInside("via guard", "g");
       await waitFor("guarded sync", () => f.hostRef(`${REMOTE}/g`) === sha, 1000);
       await h.stop();
       expect(h.health().ok).toBe(false);
       expect(audits.at(-1)?.[0]).toBe("ref-sync.stop");
+    } finally {
+      f.cleanup();
+    }
+  });
+
+  test("a rewritten alternates file is refused at start, before the background sync: health not ok, nothing fetched", async () => {
+    const f = makeFixture();
+    try {
+      writeFileSync(join(f.clone, ".git", "objects", "info", "alternates"), "/somewhere/else/objects\n");
+      const audits: string[] = [];
+      const fetches: string[] = [];
+      const ctx = { exec: createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), audit: (a: string) => void audits.push(a), sandboxName: "t" };
+      const guard = refSyncGuard(() => ({
+        hostRepo: f.host,
+        clonePath: f.clone,
+        remoteName: REMOTE,
+        expectedAlternates: f.alternates,
+        insideFetch: async () => {
+          fetches.push("inside");
+          return f.insideFetch();
+        },
+        pollMs: 0,
+      }));
+      const h = await guard.start(ctx);
+      expect(h.health().ok).toBe(false);
+      expect(h.health().detail).toContain("refused");
+      await Bun.sleep(300);
+      expect(audits).not.toContain("ref-sync.synced");
+      expect(fetches).toEqual([]);
+      await h.stop();
     } finally {
       f.cleanup();
     }
