@@ -55,25 +55,28 @@ export async function hostOriginUrl(exec: Exec, repo: string): Promise<string | 
 
 /**
  * Makes the shared clone. Runs before the sandbox has ever run, so the clone's config is still sbx's own.
- * runs: git clone --shared <dir>/repo <dir>/clone; git remote rename origin host; [git remote add origin <host's origin URL>;
- *       git fetch host +refs/remotes/origin/*:refs/remotes/origin/*]; git -C <repo> remote add sandbox-<name> <dir>/clone
+ * runs, the first three at once: git clone --shared --origin host <dir>/repo <dir>/clone; git -C <repo> config --get
+ *       remote.origin.url; git -C <repo> remote add sandbox-<name> <dir>/clone; then [git remote add origin <host's
+ *       origin URL>; git fetch host +refs/remotes/origin/*:refs/remotes/origin/*]
  */
 export async function createClone(exec: Exec, req: CloneRequest): Promise<void> {
   const lay = sandboxLayout(req.dir);
   mkdirSync(req.dir, { recursive: true, mode: 0o700 });
   ensureLink(lay.link, req.repo);
   if (existsSync(lay.clone)) rmSync(lay.clone, { recursive: true, force: true });
-  await exec.run(["git", ...HOST_GIT_SAFE, "clone", "--shared", "--quiet", lay.link, lay.clone], { env: GIT_ENV });
+  // The host repo's own config (its origin, the sandbox-<name> remote) is read and written while the clone runs.
+  const [origin] = await Promise.all([
+    hostOriginUrl(exec, req.repo),
+    addSandboxRemote(exec, req.repo, req.name, lay.clone),
+    exec.run(["git", ...HOST_GIT_SAFE, "clone", "--shared", "--quiet", "--origin", HOST_REMOTE, lay.link, lay.clone], { env: GIT_ENV }),
+  ]);
   // Worktrees record the real common dir, and clone may resolve the link: always go through the link.
   writeFileSync(join(lay.clone, ".git", "objects", "info", "alternates"), `${join(lay.linkGit, "objects")}\n`);
-  await git(exec, lay.clone, ["remote", "rename", "origin", HOST_REMOTE]);
-  const origin = await hostOriginUrl(exec, req.repo);
   if (origin !== null) {
     await git(exec, lay.clone, ["remote", "add", "origin", origin]);
     // The host's view of origin, so `origin/main` means inside what it means outside. Objects are shared: no copy.
     await git(exec, lay.clone, ["fetch", "--quiet", "--no-tags", HOST_REMOTE, "+refs/remotes/origin/*:refs/remotes/origin/*"], false);
   }
-  await addSandboxRemote(exec, req.repo, req.name, lay.clone);
 }
 
 /** runs: git -C <repo> remote add sandbox-<name> <clone> (or set-url when it exists) */
@@ -134,7 +137,17 @@ export function parseCommits(stdout: string): Commit[] {
  * runs: (fetchSandboxRefs) then git -C <repo> log --format=%H%x09%s --remotes=sandbox-<name> --not --exclude=refs/remotes/sandbox-* --all
  */
 export async function unsyncedCommits(exec: Exec, repo: string, name: string): Promise<Commit[]> {
-  await fetchSandboxRefs(exec, repo, name);
+  // The daemon's ref sync fetches into the same refs: two fetches at once fail on the ref lock ("cannot lock ref"),
+  // so a failed fetch is tried again a few times before it counts.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await fetchSandboxRefs(exec, repo, name);
+      break;
+    } catch (e) {
+      if (attempt >= 4) throw e;
+      await Bun.sleep(40 * attempt);
+    }
+  }
   const r = await git(exec, repo, [
     "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all",
   ]);

@@ -71,6 +71,18 @@ describe("unsyncedCommits", () => {
     expect(await unsyncedCommits(exec, repo, "demo")).toEqual([]);
   });
 
+  test("a ref lock held for a moment (the daemon's ref sync fetching at the same time) is waited out, not reported as a failure", async () => {
+    writeFileSync(join(lay.clone, "c.txt"), "c\n");
+    git(lay.clone, "add", "c.txt");
+    git(lay.clone, "commit", "-qm", "while locked");
+    const sha = git(lay.clone, "rev-parse", "HEAD");
+    const lock = join(repo, ".git", "refs", "remotes", "sandbox-demo", "main.lock");
+    writeFileSync(lock, "");
+    setTimeout(() => rmSync(lock, { force: true }), 60);
+    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([{ sha, subject: "while locked" }]);
+    git(repo, "branch", "kept-too", "sandbox-demo/main");
+  });
+
   test("a detached-HEAD commit counts too", async () => {
     git(lay.clone, "checkout", "-q", "--detach");
     git(lay.clone, "commit", "-q", "--allow-empty", "-m", "detached");
