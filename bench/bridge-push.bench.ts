@@ -50,7 +50,8 @@ try {
   const sha = await git(clone, "rev-parse", "big");
 
   const real = createExec({ PATH });
-  // TRACE=1: each git the bridge runs, as start..end ms after the shim was started, and its duration.
+  // TRACE=1: each git the bridge runs, as start..end ms after the shim was started, and its duration; the
+  // bridge's stages (@ms bridge: …) and the shim's (@ms shim: …) on the same clock.
   let t0 = 0;
   const exec: typeof real = process.env.TRACE
     ? {
@@ -64,6 +65,7 @@ try {
         },
       }
     : real;
+  const trace = process.env.TRACE ? (what: string) => console.error(`  @${(performance.now() - t0).toFixed(1)} ms bridge: ${what}`) : undefined;
   const viaBridge: number[] = [];
   const plain: number[] = [];
   let cpuBridge = 0;
@@ -84,14 +86,17 @@ try {
       audit: () => undefined,
       exec,
       path: PATH,
+      ...(trace ? { trace } : {}),
     });
-    const env = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
+    const env: Record<string, string> = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
     let c = cpuMs();
     const self = process.cpuUsage();
     let t = performance.now();
     t0 = t;
+    if (process.env.TRACE) env.SBX_SHIM_TRACE = String(performance.timeOrigin + t);
     const r = await sh([join(SHIMS, "git"), "push", "-q", "origin", "big"], { cwd: clone, env });
     const dt = performance.now() - t;
+    if (process.env.TRACE) process.stderr.write(r.stderr);
     const dcB = cpuMs() - c;
     if (process.env.TRACE) {
       const u = process.cpuUsage(self);

@@ -1,5 +1,5 @@
 // git shim (runs inside the sandbox on the host's Bun, no dependencies): local git stays local, network operations go to the bridge.
-import { accessSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 // The wire protocol is the bridge's; a type-only import is erased at run time, so the shim stays dependency-free.
@@ -363,15 +363,20 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
   const shas = [...new Set(Object.values(resolved).map((r) => r.sha))];
   let pack: ReadableStream<Uint8Array> | undefined;
   if (shas.length) {
-    // runs: git pack-objects --revs --stdout --thin -q (streamed to the bridge as it is written)
-    const p = Bun.spawn([l.git, ...l.where, "pack-objects", "--revs", "--stdout", "--thin", "-q"], {
+    // runs: git pack-objects --revs --stdout --thin --delta-base-offset -q (streamed to the bridge as it is written;
+    // offset deltas, as git push sends: a smaller pack that the gate indexes faster)
+    const p = Bun.spawn([l.git, ...l.where, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q"], {
       stdin: Buffer.from([...shas, "--not", ...remoteTips(s)].join("\n") + "\n"),
       stdout: "pipe",
       stderr: "inherit",
     });
     pack = packStream(p);
+    T("pack-objects spawned");
+    p.exited.then(() => T("pack-objects exited"));
   }
+  T("calling bridge");
   const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
+  T("bridge replied");
   if (reply.code === 0 && reply.pushed) {
     const remote = reply.pushed.remote;
     const lines: string[] = [];
@@ -502,12 +507,20 @@ async function clone(l: Local, argv: string[], rest: string[], cwd: string): Pro
   });
 }
 
+/** SBX_SHIM_TRACE=<epoch ms>: each stage's time since then, written to stderr at exit (bench/bridge-push.bench.ts TRACE=1). */
+const traceFrom = Number(process.env.SBX_SHIM_TRACE) || 0;
+const traced: string[] = [];
+const T = (stage: string) => traceFrom && traced.push(`  @${(performance.timeOrigin + performance.now() - traceFrom).toFixed(1)} ms shim: ${stage}\n`);
+if (traceFrom) process.on("exit", () => writeSync(2, traced.join("")));
+T("module loaded");
 export async function main(argv: string[]): Promise<number> {
   const git = realGit();
   const { global, sub, rest } = splitArgv(argv);
   if (sub === undefined || !NETWORK.has(sub)) return inherit(git, argv);
   const l: Local = { git, where: localWhere(global) };
+  T("main");
   const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l);
+  T("snapshot");
   if (!needsBridge(s, sub, positionals(sub, rest).pos)) return inherit(git, argv);
   const cwd = process.cwd();
   if (sub === "push") return push(l, s, argv, rest, cwd);

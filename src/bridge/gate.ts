@@ -26,8 +26,8 @@ export function gatePaths(gateDir: string): GatePaths {
 export interface GitEnvOptions {
   path: string;
   home: string;
-  /** Present only for the one process that talks to the remote. */
-  token?: { value: string; host: string };
+  /** Present only for the one process that talks to the remote: its URL's scheme://host[:port]/ and the token. */
+  token?: { value: string; origin: string };
   /** The push's verdict channel, read by the gate's pre-push hook. */
   verdict?: { fifo: string; nonce: string; openSeconds?: number };
 }
@@ -47,10 +47,7 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
     GIT_OPTIONAL_LOCKS: "0",
     LC_ALL: "C",
   };
-  if (o.token) {
-    env.SBX_GATE_TOKEN = o.token.value;
-    env.SBX_GATE_HOST = o.token.host;
-  }
+  if (o.token) Object.assign(env, authEnv(o.token));
   if (o.verdict) {
     env.SBX_VERDICT_FIFO = o.verdict.fifo;
     env.SBX_VERDICT_NONCE = o.verdict.nonce;
@@ -60,18 +57,24 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
 }
 
 /**
- * The credential helper: answers `get` only for the expected host, reading the token from this
- * process's environment (never argv). git runs it as `sh -c '<helper> "$@"' <helper> get`.
+ * The token as git configuration held in the environment (GIT_CONFIG_COUNT/KEY/VALUE: never argv): an
+ * Authorization header on the requests to that one origin (`http.<origin>.extraHeader`; git sends it to
+ * no other URL, and redirects are off), Basic `x-access-token:<token>` as forges take a token over HTTPS.
+ * Sent with the first request, so no 401 round trip and no credential helper process.
  */
-export const CREDENTIAL_HELPER =
-  '!f() { test "$1" = get || exit 0; h=; while IFS= read -r l && test -n "$l"; do case "$l" in host=*) h="${l#host=}";; esac; done; ' +
-  'test -n "$SBX_GATE_TOKEN" && test "$h" = "$SBX_GATE_HOST" || exit 0; echo username=x-access-token; echo "password=$SBX_GATE_TOKEN"; }; f';
+export function authEnv(token: { value: string; origin: string }): Record<string, string> {
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: `http.${token.origin}.extraHeader`,
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${token.value}`).toString("base64")}`,
+  };
+}
 
 /**
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
  * no credential helper but ours. Pure: golden-tested.
  */
-export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; credentials?: boolean; hooksPath?: string } = {}): string[] {
+export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; hooksPath?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];
   return [
     "git",
@@ -82,7 +85,6 @@ export function gateGit(args: readonly string[], o: { transport?: "https" | "htt
     ...(o.transport ? c(`protocol.${o.transport}.allow=always`) : []),
     ...c("http.followRedirects=false"),
     ...c("credential.helper="),
-    ...(o.credentials ? c(`credential.helper=${CREDENTIAL_HELPER}`) : []),
     ...c("credential.useHttpPath=false"),
     ...c("transfer.fsckObjects=true"),
     ...args,
@@ -93,7 +95,13 @@ export function transportOf(url: string): "https" | "http" {
   return url.toLowerCase().startsWith("http://") ? "http" : "https";
 }
 
-/** host[:port] of an http(s) URL, as git puts it in the credential request. */
+/** scheme://host[:port]/ of an http(s) URL: the only place its token is sent. */
+export function originOf(url: string): string {
+  const m = /^(https?):\/\/(?:[^@\/]*@)?([^\/?#]+)/i.exec(url);
+  return m ? `${m[1]!.toLowerCase()}://${m[2]!.toLowerCase()}/` : "";
+}
+
+/** host[:port] of an http(s) URL. */
 export function credentialHost(url: string): string {
   const m = /^https?:\/\/(?:[^@\/]*@)?([^\/?#]+)/i.exec(url);
   return (m?.[1] ?? "").toLowerCase();
@@ -144,8 +152,8 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   return { paths, exec, hostRepo, path };
 }
 
-function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
-  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
+function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; origin: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
+  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
     env: gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }),
     replaceEnv: true,
@@ -204,11 +212,12 @@ export function trustedTips(host: string, gate: string): string[] {
 }
 
 /**
- * Stores a pack the sandbox made (never a path into its clone).
+ * Stores a pack the sandbox made (never a path into its clone), read as it arrives.
  * runs: git index-pack --stdin --fix-thin (in the gate)
  */
-export async function indexPack(g: Gate, pack: Uint8Array): Promise<void> {
-  if (pack.length > 0) await run(g, ["index-pack", "--stdin", "--fix-thin"], { stdin: pack });
+export async function indexPack(g: Gate, pack: Uint8Array | ReadableStream<Uint8Array>): Promise<void> {
+  if (pack instanceof Uint8Array && pack.length === 0) return;
+  await run(g, ["index-pack", "--stdin", "--fix-thin"], { stdin: pack });
 }
 
 /**
@@ -218,14 +227,17 @@ export async function indexPack(g: Gate, pack: Uint8Array): Promise<void> {
  * and the diffs on any new tree or changed blob that is, so a pack that leans on objects the gate cannot
  * see is refused; unchanged trees and blobs are the parents' (checked the same way, or known).
  * runs: git log -p --cc -a -U0 --pretty=raw --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate,
- *       read as it streams); git cat-file --batch-check (the pushed tips' types, at the same time);
+ *       read as it streams); git cat-file --batch-check (the types of pushed tips the log did not show);
  *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
 export async function scanNew(g: Gate, shas: string[], tips: string[]): Promise<SecretFinding[]> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   const scanner = new LogScanner();
-  const [, tagFindings] = await Promise.all([run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) }), scanTags(g, shas)]);
+  await run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) });
   const { findings, unshown } = scanner.end();
+  // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
+  // already known: only those are looked at, so a push of new commits costs no extra process.
+  const tagFindings = await scanTags(g, shas.filter((s) => !scanner.commits.has(s)));
   // Rare (a merge that changed a binary file against every parent): one read per blob. Exec decodes
   // stdout as UTF-8, which keeps every ASCII secret shape intact.
   const whole = await Promise.all(unshown.map((u) => run(g, ["cat-file", "blob", u.blob])));
@@ -270,6 +282,13 @@ export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: stri
   await run(g, ["update-ref", "--stdin"], { stdin });
 }
 
+/** Whether `ancestor` is in `commit`'s history (false when either is missing). */
+export async function isAncestor(g: Gate, ancestor: string, commit: string): Promise<boolean> {
+  // runs: git merge-base --is-ancestor <ancestor> <commit> (in the gate)
+  const r = await run(g, ["merge-base", "--is-ancestor", ancestor, commit], { check: false });
+  return r.exitCode === 0;
+}
+
 export async function readRef(g: Gate, ref: string): Promise<string | undefined> {
   // runs: git rev-parse --verify -q <ref> (in the gate)
   const r = await run(g, ["rev-parse", "--verify", "-q", ref], { check: false });
@@ -286,7 +305,7 @@ export function remoteGit(g: Gate, url: string, token: string | undefined, args:
   if (verdict) ensurePrePushHook(g.paths);
   return run(g, args, {
     transport: transportOf(url),
-    ...(token ? { token: { value: token, host: credentialHost(url) } } : {}),
+    ...(token && originOf(url) ? { token: { value: token, origin: originOf(url) } } : {}),
     onStderr,
     check: false,
     ...(cwd ? { cwd } : {}),
@@ -294,31 +313,84 @@ export function remoteGit(g: Gate, url: string, token: string | undefined, args:
   });
 }
 
+/** The lines the pre-push hook writes to the push's stderr (read and removed by the bridge): each ref the push would update, with what the remote has now. */
+export const HOOK_REF = "sbx-gate-ref";
+export const HOOK_REFS_END = "sbx-gate-refs-end";
+
 /** Seconds the pre-push hook waits to open its FIFO before it gives up (the bridge holds it open while it lives). */
 export const VERDICT_OPEN_SECONDS = 5;
 
 /**
  * The gate's pre-push hook. git runs it after the remote's ref advertisement and before it packs or sends
- * anything; it waits for one line on the push's own FIFO and lets the push go on only if that line is
- * `ok <nonce>`. The bridge holds the FIFO open from before the push starts, so while the bridge lives the
- * open is immediate, and if the bridge dies once the hook has it open the hook reads end-of-file and the
- * push stops. If the bridge died before the hook opened it, open(2) would block for ever (no writer will
- * come): a watcher ends the hook after $SBX_VERDICT_WAIT seconds (set by the bridge) unless the open has
- * returned; a bad or missing value ends it at once. Every way out but `ok <nonce>` exits non-zero.
- * POSIX sh only (dash, macOS sh): the open is the compound command's redirection, so a failed open is not fatal
- * to the script and the watcher is stopped on every path.
+ * anything. It reports each ref the push would update, with the remote's current value, on the push's
+ * stderr (the bridge reads and removes those lines: its fast-forward check), then waits for one line on
+ * the push's own FIFO and lets the push go on only if that line is `ok <nonce>`. The bridge holds the FIFO
+ * open from before the push starts, so while the bridge lives the open is immediate, and if the bridge dies
+ * once the hook has it open the hook reads end-of-file and the push stops. If the bridge died before the hook
+ * opened it, open(2) would block for ever (no writer will come): a watcher ends the hook after
+ * $SBX_VERDICT_WAIT seconds (set by the bridge) unless the open has returned; a bad or missing value ends
+ * it at once. Every way out but `ok <nonce>` exits non-zero. POSIX sh only (dash, macOS sh): the open is a
+ * compound command's redirection, so a failed open is not fatal to the script; the watcher is stopped on
+ * every exit but a signal's; SIGPIPE is ignored so a dead bridge (its end of stderr gone) cannot kill the
+ * hook before it stops the watcher.
  */
 export const PRE_PUSH_HOOK = `#!/bin/sh
 # sbx gate: hold this push until the bridge's secret scan has passed (written by sbx; not the sandbox's).
 test -n "$SBX_VERDICT_FIFO" && test -n "$SBX_VERDICT_NONCE" || exit 1
+trap '' PIPE
 me=$$
 ( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep "$SBX_VERDICT_WAIT" & s=$!; wait $s; kill -TERM $me ) </dev/null >/dev/null 2>&1 &
 w=$!
-v= o=
-{ o=1; kill $w; read -r v; } < "$SBX_VERDICT_FIFO"
-test -n "$o" || kill $w 2>/dev/null
+trap 'kill $w 2>/dev/null' EXIT
+while read -r lr lo rr ro; do printf '\\n${HOOK_REF} %s %s %s %s\\n' "$SBX_VERDICT_NONCE" "$rr" "$ro" "$lo" >&2; done
+printf '\\n${HOOK_REFS_END} %s\\n' "$SBX_VERDICT_NONCE" >&2
+v=
+{ trap - EXIT; kill $w; read -r v; } < "$SBX_VERDICT_FIFO"
 test "$v" = "ok $SBX_VERDICT_NONCE"
 `;
+
+/** A ref the held push would update, as its pre-push hook saw it: what the remote has now (zeros: nothing). */
+export interface HookRef {
+  remoteRef: string;
+  remoteSha: string;
+  localSha: string;
+}
+
+/**
+ * Takes the pre-push hook's lines out of the push's stderr (passing everything else on, in order) and
+ * resolves `refs` when the hook has listed them all. Only lines with this push's nonce count.
+ */
+export function hookRefsReader(nonce: string, emit: (s: string) => void): { write(s: string): void; end(): void; refs: Promise<HookRef[]> } {
+  let resolve!: (r: HookRef[]) => void;
+  const refs = new Promise<HookRef[]>((r) => (resolve = r));
+  const seen: HookRef[] = [];
+  const marker = new RegExp(`\\n(?:${HOOK_REF} ${nonce} (\\S+) ([0-9a-f]{40,64}) (\\S+)|${HOOK_REFS_END} ${nonce})\\n`);
+  const start = `\n${HOOK_REF.slice(0, HOOK_REF.lastIndexOf("-"))}`;
+  let buf = "";
+  return {
+    refs,
+    write(s) {
+      buf += s;
+      for (let m = marker.exec(buf); m; m = marker.exec(buf)) {
+        if (m.index > 0) emit(buf.slice(0, m.index));
+        buf = buf.slice(m.index + m[0].length);
+        if (m[1] !== undefined) seen.push({ remoteRef: m[1], remoteSha: m[2]!, localSha: m[3]! });
+        else resolve(seen);
+      }
+      // Hold back only what may be the start of a marker still arriving.
+      let keep = buf.lastIndexOf(start);
+      if (keep !== -1 && buf.indexOf("\n", keep + 1) !== -1) keep = -1;
+      if (keep === -1) for (let k = Math.min(start.length - 1, buf.length); k > 0; k--) if (start.startsWith(buf.slice(buf.length - k))) { keep = buf.length - k; break; }
+      if (keep === -1) keep = buf.length;
+      if (keep > 0) emit(buf.slice(0, keep));
+      buf = buf.slice(keep);
+    },
+    end() {
+      if (buf) emit(buf);
+      buf = "";
+    },
+  };
+}
 
 /**
  * (Re)writes the pre-push hook unless it is already exactly ours: a regular 0700 file in the host-owned gate.

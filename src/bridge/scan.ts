@@ -61,6 +61,8 @@ const enum State {
 export class LogScanner {
   readonly findings: SecretFinding[] = [];
   readonly unshown: UnshownBlob[] = [];
+  /** Every commit the log showed. */
+  readonly commits = new Set<string>();
   private rest = "";
   private state = State.Diff;
   private commit: string | undefined;
@@ -157,6 +159,7 @@ export class LogScanner {
     const c = COMMIT.exec(raw);
     if (c) {
       this.commit = c[1];
+      this.commits.add(c[1]!);
       this.file = "";
       this.header = "";
       this.state = State.Header;

@@ -5,11 +5,14 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync
 import { dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
 import { redact } from "../core/redact";
-import type { Exec } from "../sys/exec";
+import type { Exec, ExecResult } from "../sys/exec";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
 import {
   closeVerdict,
   ensureGate,
+  hookRefsReader,
+  isAncestor,
+  type HookRef,
   gatePaths,
   giveVerdict,
   hostRemotes,
@@ -91,6 +94,8 @@ export interface BridgeDeps {
   verdictOpenSeconds?: number;
   /** Test seam: called at points of a push where a failure must leave nothing that goes out. */
   faults?: PushFaults;
+  /** Benchmark seam: told when each stage of a request starts or ends (bench/bridge-push.bench.ts TRACE=1). */
+  trace?: (stage: string) => void;
 }
 
 /** Where tests make a push fail (or the bridge die) to prove it fails closed. */
@@ -129,11 +134,11 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
     // The header line is read first, so the policy and the ref reads start while the pack still arrives.
     const body = c.req.raw.body;
     if (!body) return c.json(wire("usage", "empty bridge request", "Use the sbx git/gh shims; they speak this protocol."), 400);
+    deps.trace?.("request in");
     const split = await splitBody(body);
+    deps.trace?.("header read");
     if ("error" in split) return c.json(wire("usage", split.error, "Use the sbx git/gh shims; they speak this protocol."), split.status);
     const { head, pack } = split;
-    // A pack that turns out too large or cut off fails the push that waits for it; nobody else reads it.
-    pack.catch(() => undefined);
     let req: BridgeRequest;
     try {
       req = BridgeRequest.parse(JSON.parse(head));
@@ -172,6 +177,8 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
         });
         queue = job.catch(() => undefined);
         job.finally(() => {
+          // Whatever of the body nobody read (a pack that was not needed) is dropped.
+          pack.discard();
           try {
             controller.close();
           } catch {}
@@ -196,11 +203,21 @@ function concat(chunks: Uint8Array[], total: number): Uint8Array {
   return out;
 }
 
+/** The rest of a request body after its header: a push's pack, read only by whoever indexes it. */
+export interface Payload {
+  /** The bytes as they arrive (at most MAX_REQUEST; more fails the stream). Read it once, or not at all. */
+  stream: ReadableStream<Uint8Array>;
+  /** Whether any byte followed the header line. */
+  present: boolean;
+  /** Stops reading (when nobody will): frees the connection's body. */
+  discard(): void;
+}
+
 /**
- * Reads a request body up to its first newline (the JSON header) and returns the rest (a push's pack) as
- * a promise that keeps reading in the background, so the header can be acted on while the pack arrives.
+ * Reads a request body up to its first newline (the JSON header) and hands over the rest (a push's pack)
+ * as a stream that reads on demand, so the pack can go into `git index-pack` while the sandbox still makes it.
  */
-export async function splitBody(body: ReadableStream<Uint8Array>): Promise<{ head: string; pack: Promise<Uint8Array> } | { error: string; status: 400 | 413 }> {
+export async function splitBody(body: ReadableStream<Uint8Array>): Promise<{ head: string; pack: Payload } | { error: string; status: 400 | 413 }> {
   const reader = body.getReader();
   const headChunks: Uint8Array[] = [];
   let headLen = 0;
@@ -223,23 +240,41 @@ export async function splitBody(body: ReadableStream<Uint8Array>): Promise<{ hea
     }
   }
   const head = new TextDecoder().decode(concat(headChunks, headLen));
-  const pack = (async () => {
-    const chunks: Uint8Array[] = rest && rest.length ? [rest] : [];
-    let total = rest?.length ?? 0;
-    if (rest === undefined) return new Uint8Array();
-    for (;;) {
+  let total = 0;
+  let first = rest && rest.length ? rest : undefined;
+  const ended = rest === undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      if (first) {
+        total += first.length;
+        c.enqueue(first);
+        first = undefined;
+        return;
+      }
+      if (ended) return c.close();
       const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
+      if (done) return c.close();
       total += value.length;
       if (total > MAX_REQUEST) {
         void reader.cancel().catch(() => undefined);
-        throw new Error("the pack is larger than the bridge accepts; push fewer commits at a time");
+        c.error(new Error("the pack is larger than the bridge accepts; push fewer commits at a time"));
+        return;
       }
-    }
-    return concat(chunks, total);
-  })();
-  return { head, pack };
+      c.enqueue(value);
+    },
+    cancel() {
+      void reader.cancel().catch(() => undefined);
+    },
+  });
+  return {
+    head,
+    pack: {
+      stream,
+      // A header line ending the body, or a body cut right after it, carries no pack.
+      present: !ended,
+      discard: () => void stream.cancel().catch(() => undefined),
+    },
+  };
 }
 
 function wire(error: string, message: string, hint: string) {
@@ -256,13 +291,30 @@ interface Outcome {
 
 const REFUSED_EXIT = 77;
 
-async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeRequest, pack: Promise<Uint8Array>, send: (f: Frame) => void): Promise<Outcome> {
+async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeRequest, pack: Payload, send: (f: Frame) => void): Promise<Outcome> {
   const g = await gateF();
   // A push needs the known tips too; reading them (host and gate refs, nothing the sandbox controls) does
   // not depend on the policy's answer, so it runs alongside the remotes read.
   const remotesP = hostRemotes(g);
   const tipsP = req.tool === "git" && req.args.includes("push") ? knownTips(g) : undefined;
   tipsP?.catch(() => undefined);
+  // So is the push's verdict FIFO (a mkfifo): the early push starts the moment the policy says yes. Whoever
+  // takes it closes it; if nobody does (a refusal, an error), it is closed when this request ends.
+  let verdictTaken = false;
+  const verdictP = tipsP ? openVerdict(g, deps.verdictOpenSeconds) : undefined;
+  verdictP?.catch(() => undefined);
+  const takeVerdict = () => {
+    verdictTaken = true;
+    return verdictP ?? openVerdict(g, deps.verdictOpenSeconds);
+  };
+  try {
+    return await decideAndRun(deps, g, req, pack, send, remotesP, tipsP, takeVerdict);
+  } finally {
+    if (verdictP && !verdictTaken) void verdictP.then(closeVerdict, () => undefined);
+  }
+}
+
+async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<string[]> | undefined, takeVerdict: () => Promise<Verdict>): Promise<Outcome> {
   const ctx: PolicyContext = {
     remotes: await remotesP,
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
@@ -284,7 +336,7 @@ async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeR
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push(g, plan, req, pack, tipsP ?? knownTips(g), token, send, refuse, deps);
+      return push(g, plan, req, pack, tipsP ?? knownTips(g), takeVerdict, token, send, refuse, deps);
     case "fetch":
     case "pull":
       return fetch(g, plan, req, token, send, refuse);
@@ -304,10 +356,17 @@ function opt(plan: GitPlan, name: string): boolean {
 }
 
 /** Rewrites git's "<full sha> -> dst" (the gate pushes object ids) to "<name> -> dst", line by line. */
-export function pushOutputRewriter(names: ReadonlyMap<string, string>, emit: (s: string) => void): { write(s: string): void; end(): void } {
+export function pushOutputRewriter(names: ReadonlyMap<string, string>, emit: (s: string) => void, forced?: ReadonlyMap<string, boolean>): { write(s: string): void; end(): void } {
   let buf = "";
   const fix = (s: string) => {
     for (const [sha, name] of names) s = s.split(`${sha} -> `).join(`${name} -> `);
+    // The early push forces every ref; where the sandbox did not, and the bridge found a fast-forward,
+    // the report says so as git would have ("a..b", not "+ a...b (forced update)").
+    if (forced) {
+      s = s.replace(/^ \+ ([0-9a-f]+)\.\.\.([0-9a-f]+)( +)(.* -> )(\S+) \(forced update\)$/gm, (line, a: string, b: string, pad: string, mid: string, dst: string) =>
+        forced.get(dst) === false ? `   ${a}..${b}${pad} ${mid}${dst}` : line,
+      );
+    }
     return s;
   };
   return {
@@ -334,7 +393,7 @@ function shortRef(ref: string): string {
  * secret scan (which is also the completeness check) runs; the gate's pre-push hook holds the push (after the remote's
  * ref advertisement, before any object leaves) until the scan's verdict. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<Uint8Array>, tipsP: Promise<string[]>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "verdictOpenSeconds" | "faults">): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Payload, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "verdictOpenSeconds" | "faults" | "trace">): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -384,76 +443,143 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, packP: Promise<U
     refspecs.push(`${o.force && !lease ? "+" : ""}${o.sha}:${o.dst}`);
   }
   const incomplete = (e: unknown) => refuse(`the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
-  let verdict: Verdict | undefined;
-  if (shas.length > 0) {
-    const [indexed, v] = await Promise.allSettled([packP.then((pack) => indexPack(g, pack)), openVerdict(g, deps.verdictOpenSeconds)]);
-    if (v.status === "fulfilled") verdict = v.value;
-    else throw v.reason;
-    if (indexed.status === "rejected") {
-      closeVerdict(verdict);
-      return incomplete(indexed.reason);
+  const pushArgs = (specs: string[]) => [...args, plan.url, ...specs];
+  const finish = async (r: ExecResult, stderr: { end(): void }): Promise<Outcome> => {
+    stderr.end();
+    if (r.stdout) {
+      const o = pushOutputRewriter(names, (d) => send({ t: "out", d }));
+      o.write(r.stdout);
+      o.end();
     }
+    if (r.exitCode === 0 && !opt(plan, "--dry-run")) {
+      send({ t: "pushed", remote, updates: out.map((o) => ({ dst: o.dst, sha: o.sha })) });
+      const tracking = out.flatMap((o): Array<[string, string | null]> => {
+        const t = trackingRef(remote, o.dst);
+        return t ? [[t, o.sha]] : [];
+      });
+      return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, tracking) };
+    }
+    return { decision: "allowed", exitCode: r.exitCode };
+  };
+  if (shas.length === 0) {
+    // Deletions only: nothing to scan, nothing to hold.
+    const stderr = pushOutputRewriter(names, (d) => send({ t: "err", d }));
+    return finish(await remoteGit(g, plan.url, token, pushArgs(refspecs), (s) => stderr.write(s)), stderr);
   }
-  const stderr = pushOutputRewriter(names, (d) => send({ t: "err", d }));
+  // The early push: started before the pack is even indexed, so its connection, authentication and the
+  // remote's ref advertisement overlap the pack's arrival, indexing and scan. git's own fast-forward check
+  // (which needs the new commits, before the hook) is switched off with `+`; the bridge does it instead,
+  // at the hook, against the remote's values the hook reports, and the push carries those values as the
+  // old ones, so the remote refuses it if a ref moved meanwhile. A lease or a dry run takes the plain way.
+  const earlyPush = !lease && !opt(plan, "--dry-run");
+  const verdict = await takeVerdict();
   // Until the verdict, the push's output is held back: a refused push says only why it was refused.
-  let held: string[] | undefined = verdict ? [] : undefined;
+  let held: string[] | undefined = [];
   let dropped = false;
-  const onStderr = (s: string) => {
+  let stderr = pushOutputRewriter(names, (d) => send({ t: "err", d }), earlyPush ? forcedBy(out) : undefined);
+  const reader = hookRefsReader(verdict.nonce, (s) => {
     if (dropped) return;
     if (held) held.push(s);
     else stderr.write(s);
-  };
-  const pushing = remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], onStderr, undefined, verdict);
-  if (verdict) {
-    let ok = false;
-    let refusal: Outcome | undefined;
-    let failure: unknown;
-    try {
+  });
+  const trace = deps.trace ?? (() => undefined);
+  if (deps.trace) void reader.refs.then(() => trace("hook reached (the remote's refs are in)"));
+  const indexing = pack.present ? indexPack(g, pack.stream) : Promise.resolve();
+  indexing.catch(() => undefined);
+  let pushing: Promise<ExecResult> | undefined;
+  const startPush = () => (trace("gate push started"), pushing = remoteGit(g, plan.url, token, pushArgs(earlyPush ? refspecs.map((r) => (r.startsWith("+") || r.startsWith(":") ? r : `+${r}`)) : refspecs), (s) => reader.write(s), undefined, verdict));
+  let ok = false;
+  let refusal: Outcome | undefined;
+  let failure: unknown;
+  let ffOk = true;
+  try {
+    if (earlyPush) {
+      startPush();
       await deps.faults?.afterPushStarted?.(verdict);
+    }
+    try {
+      await indexing;
+      trace("pack indexed");
+    } catch (e) {
+      refusal = incomplete(e);
+    }
+    if (!refusal) {
+      if (!pushing) {
+        startPush();
+        await deps.faults?.afterPushStarted?.(verdict);
+      }
       const tips = await tipsP;
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
-      const [scanned] = await Promise.allSettled([scanNew(g, shas, tips)]);
+      // The fast-forward check of the early push runs beside it, once the hook has said what the remote has.
+      const ended = pushing!.then(() => [] as HookRef[]);
+      const [scanned, ff] = await Promise.allSettled([scanNew(g, shas, tips), earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true)]);
+      trace("scanned, fast-forwards checked");
       if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
       else if (scanned.value.length > 0) {
         refusal = refuse(`the commits contain what looks like a secret:\n${formatGateFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
-      } else ok = true;
-    } catch (e) {
-      failure = e;
-    } finally {
-      if (!ok) dropped = true;
-      try {
-        giveVerdict(verdict, ok);
-      } catch {}
-      if (ok) {
-        const early = held ?? [];
-        held = undefined;
-        for (const s of early) stderr.write(s);
+      } else {
+        ffOk = ff.status === "fulfilled" && ff.value;
+        ok = true;
       }
     }
+  } catch (e) {
+    failure = e;
+  } finally {
+    if (!ok || !ffOk) dropped = true;
+    try {
+      giveVerdict(verdict, ok && ffOk);
+    } catch {}
+    if (ok && ffOk) {
+      const early = held ?? [];
+      held = undefined;
+      for (const s of early) stderr.write(s);
+    }
+  }
+  if (!ok || !ffOk) {
+    await pushing;
+    closeVerdict(verdict);
     if (!ok) {
-      await pushing;
-      closeVerdict(verdict);
       if (refusal) return refusal;
       throw failure;
     }
+    // Clean, but not a fast-forward where the sandbox did not force (or a tag the remote has, or a tip
+    // the gate cannot see): the plain push, so git itself refuses or pushes each ref as it would have.
+    const again = await openVerdict(g, deps.verdictOpenSeconds);
+    stderr = pushOutputRewriter(names, (d) => send({ t: "err", d }));
+    const plain = hookRefsReader(again.nonce, (s) => stderr.write(s));
+    giveVerdict(again, true);
+    const r = await remoteGit(g, plan.url, token, pushArgs(refspecs), (s) => plain.write(s), undefined, again);
+    closeVerdict(again);
+    plain.end();
+    return finish(r, stderr);
   }
-  const r = await pushing;
-  if (verdict) closeVerdict(verdict);
-  stderr.end();
-  if (r.stdout) {
-    const o = pushOutputRewriter(names, (d) => send({ t: "out", d }));
-    o.write(r.stdout);
-    o.end();
-  }
-  if (r.exitCode === 0 && !opt(plan, "--dry-run")) {
-    send({ t: "pushed", remote, updates: out.map((o) => ({ dst: o.dst, sha: o.sha })) });
-    const tracking = out.flatMap((o): Array<[string, string | null]> => {
-      const t = trackingRef(remote, o.dst);
-      return t ? [[t, o.sha]] : [];
-    });
-    return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, tracking) };
-  }
-  return { decision: "allowed", exitCode: r.exitCode };
+  const r = await pushing!;
+  trace("gate push done");
+  closeVerdict(verdict);
+  reader.end();
+  return finish(r, stderr);
+}
+
+/** Per destination ref: did the sandbox ask for a forced update? (The early push forces them all.) */
+function forcedBy(out: ReadonlyArray<{ dst: string; force: boolean }>): Map<string, boolean> {
+  return new Map(out.map((o) => [shortRef(o.dst), o.force]));
+}
+
+/**
+ * git's fast-forward rules for the refs the early push (all forced) would update, against what the remote
+ * has now (from the pre-push hook): a new ref is fine; an existing tag, or a branch whose remote tip the
+ * gate lacks or the new commit does not contain, needs the sandbox's own --force (or `+`).
+ * runs: git merge-base --is-ancestor <remote tip> <new> (in the gate, once per updated branch)
+ */
+export async function fastForwards(g: Gate, out: ReadonlyArray<{ dst: string; sha: string | null; force: boolean }>, refs: readonly HookRef[]): Promise<boolean> {
+  const checks = refs.map(async (h) => {
+    const o = out.find((x) => x.dst === h.remoteRef);
+    if (!o) return false;
+    if (o.force || o.sha === null || /^0+$/.test(h.remoteSha) || h.remoteSha === o.sha) return true;
+    if (!o.dst.startsWith("refs/heads/")) return false;
+    return isAncestor(g, h.remoteSha, o.sha);
+  });
+  return (await Promise.all(checks)).every(Boolean);
 }
 
 function trackingRef(remote: string, dst: string): string | undefined {
