@@ -3,8 +3,9 @@ import { describe, expect, test } from "bun:test";
 import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { authEnv, credentialHost, gateGit, gitEnv, originOf, tokenFor, trustedTips, PRE_PUSH_HOOK, VERDICT_OPEN_SECONDS } from "../../../src/bridge/gate";
-import { githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
+import { authEnv, credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, originOf, tokenFor, trustedTips, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK, VERDICT_OPEN_SECONDS } from "../../../src/bridge/gate";
+import { FakeExec } from "../../fakes/exec";
+import { fastForwards, githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
 
 describe("gate git", () => {
   test("argv: only host-chosen config, the one transport, no credential helper at all", () => {
@@ -154,5 +155,95 @@ describe("push output", () => {
     w.write(sha.slice(10) + " -> feature\n");
     w.end();
     expect(got.join("")).toBe("To http://x/r.git\n * [new branch]      feature -> feature\n");
+  });
+});
+
+describe("the early push's hook report and fast-forward rules", () => {
+  const N = "0123456789abcdef0123456789abcdef";
+  const A = "a".repeat(40), B = "b".repeat(40), Z = "0".repeat(40);
+
+  test("the hook's ref lines are taken out of the push's stderr, whatever the chunking; the rest passes in order", async () => {
+    const stream = `Enumerating objects\r\n${HOOK_REF} ${N} refs/heads/f ${A} ${B}\n\n${HOOK_REF} ${N} refs/tags/v1 ${Z} ${B}\n\n${HOOK_REFS_END} ${N}\nTo http://x/r.git\n`;
+    for (const size of [1, 5, 17, 1000]) {
+      let out = "";
+      const r = hookRefsReader(N, (s) => (out += s));
+      for (let i = 0; i < stream.length; i += size) r.write(stream.slice(i, i + size));
+      r.end();
+      expect(await r.refs).toEqual([
+        { remoteRef: "refs/heads/f", remoteSha: A, localSha: B },
+        { remoteRef: "refs/tags/v1", remoteSha: Z, localSha: B },
+      ]);
+      expect(out).toBe("Enumerating objects\rTo http://x/r.git\n");
+    }
+  });
+
+  test("lines with another nonce (a stale or forged report) are not taken as the hook's", async () => {
+    let out = "";
+    const r = hookRefsReader(N, (s) => (out += s));
+    r.write(`remote: \n${HOOK_REF} ${"f".repeat(32)} refs/heads/f ${Z} ${B}\n\n${HOOK_REFS_END} ${"f".repeat(32)}\nok\n`);
+    r.end();
+    expect(out).toContain(`${HOOK_REF} ${"f".repeat(32)}`);
+    const settled = await Promise.race([r.refs.then(() => "resolved"), Bun.sleep(20).then(() => "pending")]);
+    expect(settled).toBe("pending");
+  });
+
+  test("the real hook reports what git gives it on stdin, then waits for its verdict", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sbx-hook-"));
+    try {
+      const fifo = join(dir, "verdict");
+      Bun.spawnSync(["mkfifo", fifo]);
+      const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+      const p = Bun.spawn(["sh", "-c", PRE_PUSH_HOOK, "pre-push", "origin", "http://x/r.git"], {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", SBX_VERDICT_FIFO: fifo, SBX_VERDICT_NONCE: N, SBX_VERDICT_WAIT: "5" },
+        stdin: Buffer.from(`${B} ${B} refs/heads/f ${A}\n(delete) ${Z} refs/heads/old ${A}\n`),
+        stderr: "pipe",
+      });
+      const r = hookRefsReader(N, () => undefined);
+      const reading = (async () => {
+        for await (const c of p.stderr) r.write(new TextDecoder().decode(c));
+      })();
+      expect(await r.refs).toEqual([
+        { remoteRef: "refs/heads/f", remoteSha: A, localSha: B },
+        { remoteRef: "refs/heads/old", remoteSha: A, localSha: Z },
+      ]);
+      writeSync(fd, `ok ${N}\n`);
+      expect(await p.exited).toBe(0);
+      await reading;
+      closeSync(fd);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  /** A gate whose git is a FakeExec: `ancestors` lists the "old new" pairs merge-base calls an ancestry. */
+  const gateWith = (ancestors: string[]) => {
+    const exec = new FakeExec().always((argv) => argv.includes("merge-base"), (argv) => ({ exitCode: ancestors.includes(`${argv.at(-2)} ${argv.at(-1)}`) ? 0 : 1 }));
+    return { exec, gate: { paths: gatePaths("/g"), exec, hostRepo: "/h", path: "/usr/bin" } };
+  };
+
+  test("fast-forward rules: new refs and fast-forwards pass; rewinds, unknown tips and existing tags need the sandbox's force", async () => {
+    const { exec, gate } = gateWith([`${A} ${B}`]);
+    const branch = (force = false) => [{ dst: "refs/heads/f", sha: B, force }];
+    const tag = (force = false) => [{ dst: "refs/tags/v1", sha: B, force }];
+    const hook = (ref: string, remote: string) => [{ remoteRef: ref, remoteSha: remote, localSha: B }];
+    expect(await fastForwards(gate, branch(), hook("refs/heads/f", Z))).toBe(true);
+    expect(await fastForwards(gate, branch(), hook("refs/heads/f", A))).toBe(true);
+    expect(await fastForwards(gate, branch(), hook("refs/heads/f", B))).toBe(true);
+    expect(await fastForwards(gate, branch(), hook("refs/heads/f", "c".repeat(40)))).toBe(false);
+    expect(await fastForwards(gate, branch(true), hook("refs/heads/f", "c".repeat(40)))).toBe(true);
+    expect(await fastForwards(gate, tag(), hook("refs/tags/v1", Z))).toBe(true);
+    expect(await fastForwards(gate, tag(), hook("refs/tags/v1", A))).toBe(false);
+    expect(await fastForwards(gate, tag(true), hook("refs/tags/v1", A))).toBe(true);
+    // A ref the hook names that the sandbox did not push: refused (nothing unexpected goes out forced).
+    expect(await fastForwards(gate, branch(), hook("refs/heads/other", Z))).toBe(false);
+    expect(exec.calls.map((c) => c.argv.slice(-3).join(" "))).toEqual([`--is-ancestor ${A} ${B}`, `--is-ancestor ${"c".repeat(40)} ${B}`]);
+  });
+
+  test("a verified fast-forward is reported as one; a forced update the sandbox asked for stays forced", () => {
+    const got: string[] = [];
+    const w = pushOutputRewriter(new Map([[B, "f"]]), (s) => got.push(s), new Map([["f", false], ["g", true]]));
+    w.write(`To http://x/r.git\n + 1111111...2222222 ${B} -> f (forced update)\n + 3333333...4444444 g -> g (forced update)\n`);
+    w.end();
+    expect(got.join("")).toBe("To http://x/r.git\n   1111111..2222222  f -> f\n + 3333333...4444444 g -> g (forced update)\n");
   });
 });
