@@ -257,9 +257,12 @@ export class SandboxManager {
    */
   async create(req: CreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
     validateSandboxName(req.name);
+    // The engine check (one API round trip) runs while the repo is found; both must pass before anything is made.
+    const engineOk = (this.d.checkEngine ?? ((e: Exec) => requireSameUidEngine(e, this.d.backend.apiSocket)))(this.d.exec);
+    engineOk.catch(() => undefined); // awaited below; never an unhandled rejection if repoOf throws first
     const repo = await this.repoOf(req);
     requirePlainGitDir(repo);
-    await (this.d.checkEngine ?? ((e: Exec) => requireSameUidEngine(e, this.d.backend.apiSocket)))(this.d.exec);
+    await engineOk;
     const user = this.hostUser();
     const lock = await this.lock(repo, req.name);
     try {
@@ -307,14 +310,17 @@ export class SandboxManager {
       });
       const cloning = (async () => {
         // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
-        // --prune fetch would delete them, so they move to refs/sbx-retired/<name>/<stamp>/* first (nothing-lost).
-        const aside = await setAsideRetiredRefs(this.d.exec, repo, req.name, retiredStamp(new Date()));
+        // --prune fetch (ref sync, once the sandbox starts) would delete them, so they move to
+        // refs/sbx-retired/<name>/<stamp>/* while the clone is made (nothing-lost).
+        const [aside] = await Promise.all([
+          setAsideRetiredRefs(this.d.exec, repo, req.name, retiredStamp(new Date())),
+          createClone(this.d.exec, { repo, dir, name: req.name }),
+        ]);
         if (aside !== null) {
           const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
           this.d.log(`note: the branches an earlier sandbox '${req.name}' left as sandbox-${req.name}/* are kept as ${aside.prefix}/*${eg}`);
           this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "refs.set-aside", detail: { name: req.name, prefix: aside.prefix, branches: aside.branches } });
         }
-        await createClone(this.d.exec, { repo, dir, name: req.name });
       })();
       // allSettled: nothing may still run in the background once the lock is released.
       const [img, cloned] = await Promise.allSettled([imaging, cloning, pruning]);
