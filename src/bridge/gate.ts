@@ -29,7 +29,7 @@ export interface GitEnvOptions {
   /** Present only for the one process that talks to the remote: its URL's scheme://host[:port]/ and the token. */
   token?: { value: string; origin: string };
   /** The push's verdict channel, read by the gate's pre-push hook. */
-  verdict?: { fifo: string; nonce: string; openSeconds?: number };
+  verdict?: { fifo: string; nonce: string };
 }
 
 /** The whole environment of git run by the bridge: built from nothing, so no host or guest variable applies. */
@@ -51,7 +51,6 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
   if (o.verdict) {
     env.SBX_VERDICT_FIFO = o.verdict.fifo;
     env.SBX_VERDICT_NONCE = o.verdict.nonce;
-    env.SBX_VERDICT_WAIT = String(o.verdict.openSeconds ?? VERDICT_OPEN_SECONDS);
   }
   return env;
 }
@@ -317,38 +316,29 @@ export function remoteGit(g: Gate, url: string, token: string | undefined, args:
 export const HOOK_REF = "sbx-gate-ref";
 export const HOOK_REFS_END = "sbx-gate-refs-end";
 
-/** Seconds the pre-push hook waits to open its FIFO before it gives up (the bridge holds it open while it lives). */
-export const VERDICT_OPEN_SECONDS = 5;
-
 /**
  * The gate's pre-push hook. git runs it after the remote's ref advertisement and before it packs or sends
  * anything. It reports each ref the push would update, with the remote's current value, on the push's
  * stderr (the bridge reads and removes those lines: its fast-forward check), then waits for one line on
- * the push's own FIFO and lets the push go on only if that line is `ok <nonce>`. The bridge holds the FIFO
- * open from before the push starts, so while the bridge lives the open is immediate, and if the bridge dies
- * once the hook has it open the hook reads end-of-file and the push stops. If the bridge died before the hook
- * opened it, open(2) would block for ever (no writer will come): a watcher ends the hook after
- * $SBX_VERDICT_WAIT seconds (set by the bridge) unless the open has returned; a bad or missing value ends
- * it at once. Every way out but `ok <nonce>` exits non-zero. POSIX sh only (dash, macOS sh): the open is a
- * compound command's redirection, so a failed open is not fatal to the script; the watcher is stopped on
- * every exit but a signal's; SIGPIPE is ignored so a dead bridge (its end of stderr gone) cannot kill the
- * hook before it stops the watcher.
+ * the push's own FIFO and lets the push go on only if that line is `ok <nonce>`.
+ * It never waits for ever: the FIFO is opened read-write first (which does not block), so the read-only
+ * open after it returns at once, and the read-write end is closed again. From then on the bridge, which
+ * holds the FIFO open from before the push starts, is its only writer: the read returns the verdict, or
+ * end-of-file as soon as the bridge is gone, whether it died before the hook opened the FIFO or after.
+ * SIGPIPE is ignored, so a dead bridge (its end of stderr gone) cannot end the hook in a way that passes.
+ * Every way out but `ok <nonce>` exits non-zero. POSIX sh only (dash, macOS sh).
  */
 export const PRE_PUSH_HOOK = `#!/bin/sh
 # sbx gate: hold this push until the bridge's secret scan has passed (written by sbx; not the sandbox's).
 test -n "$SBX_VERDICT_FIFO" && test -n "$SBX_VERDICT_NONCE" || exit 1
 trap '' PIPE
-me=$$
-( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep "$SBX_VERDICT_WAIT" & s=$!; wait $s; kill -TERM $me ) </dev/null >/dev/null 2>&1 &
-w=$!
-trap 'kill $w 2>/dev/null' EXIT
 while read -r lr lo rr ro; do printf '\\n${HOOK_REF} %s %s %s %s\\n' "$SBX_VERDICT_NONCE" "$rr" "$ro" "$lo" >&2; done
 printf '\\n${HOOK_REFS_END} %s\\n' "$SBX_VERDICT_NONCE" >&2
+exec 3<>"$SBX_VERDICT_FIFO" 4<"$SBX_VERDICT_FIFO" 3>&-
 v=
-{ trap - EXIT; kill $w; read -r v; } < "$SBX_VERDICT_FIFO"
+read -r v <&4
 test "$v" = "ok $SBX_VERDICT_NONCE"
 `;
-
 /** A ref the held push would update, as its pre-push hook saw it: what the remote has now (zeros: nothing). */
 export interface HookRef {
   remoteRef: string;
@@ -412,21 +402,19 @@ export interface Verdict {
   nonce: string;
   fd: number;
   dir: string;
-  /** How long the hook may wait to open the FIFO (default VERDICT_OPEN_SECONDS). */
-  openSeconds?: number;
 }
 
 /**
  * Makes the FIFO and opens it read-write (never blocks; keeps the pipe alive until the bridge closes it).
  * runs: mkfifo -m 600 <gate>/tmp/v-<random>/verdict
  */
-export async function openVerdict(g: Gate, openSeconds?: number): Promise<Verdict> {
+export async function openVerdict(g: Gate): Promise<Verdict> {
   const dir = scratchDir(g, "v");
   mkdir0700(dir);
   const fifo = join(dir, "verdict");
   await g.exec.run(["mkfifo", "-m", "600", fifo], { env: { PATH: g.path, LC_ALL: "C" }, replaceEnv: true, cwd: dir });
   const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
-  return { fifo, nonce: randomBytes(16).toString("hex"), fd, dir, ...(openSeconds !== undefined ? { openSeconds } : {}) };
+  return { fifo, nonce: randomBytes(16).toString("hex"), fd, dir };
 }
 
 /** Writes the verdict the hook waits for: `ok <nonce>` lets the push proceed, anything else stops it. */

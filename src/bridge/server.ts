@@ -90,8 +90,6 @@ export interface BridgeDeps {
   /** PATH for host git/gh (default: /usr/local/bin:/usr/bin:/bin). */
   path?: string;
   policy?: Partial<PolicyOptions>;
-  /** Seconds the gate's pre-push hook may wait to open its verdict FIFO (default VERDICT_OPEN_SECONDS). */
-  verdictOpenSeconds?: number;
   /** Test seam: called at points of a push where a failure must leave nothing that goes out. */
   faults?: PushFaults;
   /** Benchmark seam: told when each stage of a request starts or ends (bench/bridge-push.bench.ts TRACE=1). */
@@ -116,8 +114,36 @@ function realOrNull(p: string): string | null {
   }
 }
 
+/**
+ * The next push's verdict FIFO, made ahead (after the previous push, or when the bridge starts), so no
+ * mkfifo runs while a push waits.
+ */
+export class SpareVerdict {
+  private next: Promise<Verdict> | undefined;
+  constructor(private readonly open: () => Promise<Verdict>) {}
+  fill(): void {
+    if (this.next) return;
+    const v = this.open();
+    this.next = v;
+    v.catch(() => {
+      if (this.next === v) this.next = undefined;
+    });
+  }
+  take(): Promise<Verdict> {
+    const v = this.next ?? this.open();
+    this.next = undefined;
+    return v;
+  }
+  async dispose(): Promise<void> {
+    const v = this.next;
+    this.next = undefined;
+    const open = await v?.catch(() => undefined);
+    if (open) closeVerdict(open);
+  }
+}
+
 /** The hono app: testable with `app.request()` without a socket. */
-export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
+export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVerdict): Hono {
   const app = new Hono();
   const path = deps.path ?? DEFAULT_PATH;
   let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(ready) : undefined;
@@ -161,7 +187,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
         const job = queue.then(async () => {
           let after: (() => Promise<void>) | undefined;
           try {
-            const { after: a, ...r } = await handle(deps, gate, req, pack, send);
+            const { after: a, ...r } = await handle(deps, gate, req, pack, send, spare);
             after = a;
             deps.audit({ sandbox: deps.sandbox.id, tool: req.tool, args: req.args, cwd: req.cwd, durationMs: Date.now() - started, ...r });
             send({ t: "exit", code: r.exitCode });
@@ -174,6 +200,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate): Hono {
           // Bookkeeping the caller need not wait for (the shim stops reading at "exit"), but the next
           // operation on this gate must: it stays inside the queue.
           if (after) await after().catch(() => undefined);
+          if (isPush(req)) spare?.fill();
         });
         queue = job.catch(() => undefined);
         job.finally(() => {
@@ -291,30 +318,40 @@ interface Outcome {
 
 const REFUSED_EXIT = 77;
 
-async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeRequest, pack: Payload, send: (f: Frame) => void): Promise<Outcome> {
+/** Whether a request may be a push (checked properly by the policy): its pack and verdict are made ready early. */
+function isPush(req: BridgeRequest): boolean {
+  return req.tool === "git" && req.args.includes("push");
+}
+
+async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, spare?: SpareVerdict): Promise<Outcome> {
   const g = await gateF();
   // A push needs the known tips too; reading them (host and gate refs, nothing the sandbox controls) does
   // not depend on the policy's answer, so it runs alongside the remotes read.
   const remotesP = hostRemotes(g);
-  const tipsP = req.tool === "git" && req.args.includes("push") ? knownTips(g) : undefined;
+  const pushing = isPush(req);
+  const tipsP = pushing ? knownTips(g) : undefined;
   tipsP?.catch(() => undefined);
-  // So is the push's verdict FIFO (a mkfifo): the early push starts the moment the policy says yes. Whoever
-  // takes it closes it; if nobody does (a refusal, an error), it is closed when this request ends.
+  // The pack goes into the gate as it arrives, while the policy is decided: it only adds objects (no ref),
+  // and a refused push's objects are as inert as a push the scan refused.
+  const indexing = pushing && pack.present ? indexPack(g, pack.stream) : undefined;
+  indexing?.catch(() => undefined);
+  // So is the push's verdict FIFO (made ahead when it can be): the early push starts the moment the policy
+  // says yes. Whoever takes it closes it; if nobody does (a refusal, an error), it is closed when this request ends.
   let verdictTaken = false;
-  const verdictP = tipsP ? openVerdict(g, deps.verdictOpenSeconds) : undefined;
+  const verdictP = pushing ? (spare ? spare.take() : openVerdict(g)) : undefined;
   verdictP?.catch(() => undefined);
   const takeVerdict = () => {
     verdictTaken = true;
-    return verdictP ?? openVerdict(g, deps.verdictOpenSeconds);
+    return verdictP ?? openVerdict(g);
   };
   try {
-    return await decideAndRun(deps, g, req, pack, send, remotesP, tipsP, takeVerdict);
+    return await decideAndRun(deps, g, req, pack, send, remotesP, tipsP, takeVerdict, indexing);
   } finally {
     if (verdictP && !verdictTaken) void verdictP.then(closeVerdict, () => undefined);
   }
 }
 
-async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<string[]> | undefined, takeVerdict: () => Promise<Verdict>): Promise<Outcome> {
+async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<string[]> | undefined, takeVerdict: () => Promise<Verdict>, indexing: Promise<void> | undefined): Promise<Outcome> {
   const ctx: PolicyContext = {
     remotes: await remotesP,
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
@@ -336,7 +373,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push(g, plan, req, pack, tipsP ?? knownTips(g), takeVerdict, token, send, refuse, deps);
+      return push(g, plan, req, indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tipsP ?? knownTips(g), takeVerdict, token, send, refuse, deps);
     case "fetch":
     case "pull":
       return fetch(g, plan, req, token, send, refuse);
@@ -393,7 +430,7 @@ function shortRef(ref: string): string {
  * secret scan (which is also the completeness check) runs; the gate's pre-push hook holds the push (after the remote's
  * ref advertisement, before any object leaves) until the scan's verdict. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Payload, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "verdictOpenSeconds" | "faults" | "trace">): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace">): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -484,8 +521,6 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Payload, t
   });
   const trace = deps.trace ?? (() => undefined);
   if (deps.trace) void reader.refs.then(() => trace("hook reached (the remote's refs are in)"));
-  const indexing = pack.present ? indexPack(g, pack.stream) : Promise.resolve();
-  indexing.catch(() => undefined);
   let pushing: Promise<ExecResult> | undefined;
   const startPush = () => (trace("gate push started"), pushing = remoteGit(g, plan.url, token, pushArgs(earlyPush ? refspecs.map((r) => (r.startsWith("+") || r.startsWith(":") ? r : `+${r}`)) : refspecs), (s) => reader.write(s), undefined, verdict));
   let ok = false;
@@ -544,7 +579,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, pack: Payload, t
     }
     // Clean, but not a fast-forward where the sandbox did not force (or a tag the remote has, or a tip
     // the gate cannot see): the plain push, so git itself refuses or pushes each ref as it would have.
-    const again = await openVerdict(g, deps.verdictOpenSeconds);
+    const again = await openVerdict(g);
     stderr = pushOutputRewriter(names, (d) => send({ t: "err", d }));
     const plain = hookRefsReader(again.nonce, (s) => stderr.write(s));
     giveVerdict(again, true);
@@ -726,7 +761,9 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
   rmSync(gatePaths(o.gateDir).tmp, { recursive: true, force: true });
   // The gate is made before the socket answers, so the first push pays nothing for it.
   const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH);
-  const app = createBridgeApp(o, gate);
+  const spare = new SpareVerdict(() => openVerdict(gate));
+  spare.fill();
+  const app = createBridgeApp(o, gate, spare);
   const old = process.umask(0o177);
   let server: ReturnType<typeof Bun.serve>;
   try {
@@ -739,6 +776,7 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
     socketPath: o.socketPath,
     async close() {
       await server.stop(true);
+      await spare.dispose();
       rmSync(o.socketPath, { force: true });
     },
   };

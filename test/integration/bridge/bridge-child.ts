@@ -2,7 +2,7 @@
 import { startBridge } from "../../../src/bridge/server";
 import { createExec } from "../../../src/sys/exec";
 
-const o = JSON.parse(process.argv[2]!) as { socket: string; clone: string; host: string; gateDir: string; token: string; path: string; openSeconds: number };
+const o = JSON.parse(process.argv[2]!) as { socket: string; clone: string; host: string; gateDir: string; token: string; path: string };
 await startBridge({
   socketPath: o.socket,
   sandbox: { id: "sbx-child", name: "child", workspace: o.clone, repo: o.host },
@@ -11,7 +11,6 @@ await startBridge({
   audit: () => undefined,
   exec: createExec({ PATH: o.path }),
   path: o.path,
-  verdictOpenSeconds: o.openSeconds,
   faults: {
     afterPushStarted: () => {
       process.kill(process.pid, "SIGKILL");

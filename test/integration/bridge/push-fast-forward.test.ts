@@ -85,8 +85,8 @@ describe("push rules under the early push", () => {
     expect(await refIn(h.upstreamRepo, "refs/tags/rel")).toBe(t1);
   });
 
-  test("no verdict FIFO is left behind in the gate", async () => {
+  test("no verdict FIFO is left behind in the gate: only the one made ahead for the next push", async () => {
     await Bun.sleep(50);
-    expect(readdirSync(join(h.root, "gate", "tmp"))).toEqual([]);
+    expect(readdirSync(join(h.root, "gate", "tmp")).length).toBeLessThanOrEqual(1);
   });
 });
