@@ -19,6 +19,33 @@ export async function time(fn: () => unknown | Promise<unknown>, runs = 20, warm
   return summarize(xs);
 }
 
+/**
+ * Times a thing and its baseline in alternation (a, b, a, b, …) after `warmup` untimed rounds, so load that comes and
+ * goes on a shared machine weighs on both alike; returns both samples in milliseconds.
+ */
+export async function timePair(
+  a: () => unknown | Promise<unknown>,
+  b: () => unknown | Promise<unknown>,
+  runs = 10,
+  warmup = 1,
+): Promise<{ a: Sample; b: Sample }> {
+  for (let i = 0; i < warmup; i++) {
+    await a();
+    await b();
+  }
+  const xa: number[] = [];
+  const xb: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    let t = performance.now();
+    await a();
+    xa.push(performance.now() - t);
+    t = performance.now();
+    await b();
+    xb.push(performance.now() - t);
+  }
+  return { a: summarize(xa), b: summarize(xb) };
+}
+
 export function summarize(xs: number[]): Sample {
   const s = [...xs].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
