@@ -167,6 +167,14 @@ function overview(store: Store): string {
 
 /** The notification posted when a sandbox is refused a host it has not asked for before. */
 export function blockedNotice(e: Extract<FeedEvent, { kind: "egress" }>): string {
+  if (e.reason === "blocked-raw") {
+    // Dropped by the firewall, not refused by the proxy: there is nothing to /allow (an allowlist entry would not let
+    // a raw connection out); say what happened and where to look.
+    return [
+      `🚫 **${e.sandbox.name}** tried to connect around its proxy: ${code(`${e.method} ${e.host}:${e.port}`)} was dropped by the firewall.`,
+      `Only traffic through the sbx proxy leaves a sandbox; \`sbx logs --sandbox ${e.sandbox.name}\` lists these attempts.`,
+    ].join("\n");
+  }
   const pattern = e.suggest ?? patternFor(e.host, e.port);
   return [
     `🚫 **${e.sandbox.name}** was refused ${code(`${e.host}:${e.port}`)}${e.reason ? ` (${e.reason})` : ""}.`,

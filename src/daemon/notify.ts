@@ -17,7 +17,7 @@ export function blockedNotification(e: EgressFeedEvent): Notification {
     // Not a proxy request: nothing to allow. Say what happened and where to look.
     return {
       title: `sbx: ${e.sandbox.name} tried to connect around its proxy`,
-      body: `${e.method} ${e.host}:${e.port} was dropped by the firewall. Only traffic through the sbx proxy leaves a sandbox; \`sbx logs ${e.sandbox.name}\` lists these attempts.`,
+      body: `${e.method} ${e.host}:${e.port} was dropped by the firewall. Only traffic through the sbx proxy leaves a sandbox; \`sbx logs --sandbox ${e.sandbox.name}\` lists these attempts.`,
     };
   }
   const pattern = e.suggest ?? patternFor(e.host, e.port);

@@ -114,7 +114,7 @@ describe("blocked raw connections in the live feed and notifications", () => {
     expect(notes.calls).toHaveLength(1);
     expect(notes.calls[0]!.argv.slice(-2)).toEqual([
       "sbx: demo tried to connect around its proxy",
-      "TCP 93.184.216.34:443 was dropped by the firewall. Only traffic through the sbx proxy leaves a sandbox; `sbx logs demo` lists these attempts.",
+      "TCP 93.184.216.34:443 was dropped by the firewall. Only traffic through the sbx proxy leaves a sandbox; `sbx logs --sandbox demo` lists these attempts.",
     ]);
     await svc.stop();
     expect(terms[0]!.kills).toEqual(["SIGTERM"]);
