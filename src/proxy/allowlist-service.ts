@@ -67,16 +67,32 @@ export function addPatterns(store: Store, scope: Scope, patterns: readonly strin
   }
   const canon = patterns.map((p) => validatePattern(p).canonical);
   const unique = [...new Set(canon)];
-  return unique.map((pattern) => ({ pattern, changed: store.addAllow(scopeId(scope), pattern, addedBy) }));
+  const changes = unique.map((pattern) => ({ pattern, changed: store.addAllow(scopeId(scope), pattern, addedBy) }));
+  for (const c of changes) if (c.changed) auditDecision(store, scopeId(scope), "allow", c.pattern, addedBy, null);
+  return changes;
 }
 
 /** Removes patterns (matched in canonical form, or verbatim for entries stored before a rule changed). */
-export function removePatterns(store: Store, scope: Scope, patterns: readonly string[]): PatternChange[] {
+export function removePatterns(store: Store, scope: Scope, patterns: readonly string[], removedBy: string): PatternChange[] {
   return patterns.map((raw) => {
     const r = parsePattern(raw);
     const canonical = r.ok ? r.canonical : raw.trim();
     const changed = store.removeAllow(scopeId(scope), canonical) || (canonical !== raw && store.removeAllow(scopeId(scope), raw));
+    if (changed) auditDecision(store, scopeId(scope), "remove", canonical, removedBy, null);
     return { pattern: canonical, changed };
+  });
+}
+
+/**
+ * The audit row of an allowlist change made here (the CLI), in the shape the dashboard's feed reads back
+ * (ui/feed.ts feedFromAudit: kind "allowlist"); the daemon tails rows by `cli:` deciders onto its live feed.
+ */
+function auditDecision(store: Store, sandboxId: number | null, action: "allow" | "deny" | "remove", pattern: string, by: string, approvalId: number | null): void {
+  store.audit({
+    sandboxId,
+    kind: "allowlist",
+    action,
+    detail: { pattern, scope: sandboxId === null ? "global" : "sandbox", by, approvalId },
   });
 }
 
@@ -122,13 +138,17 @@ export interface ApprovalOutcome {
 
 /** Decides a pending approval; allowing adds its host (with the port when not 80/443) to that sandbox's list. */
 export function decidePending(store: Store, id: number, decision: "allow" | "deny", decidedBy: string): ApprovalOutcome {
-  return store.write(() => {
+  const out = store.write(() => {
     const approval = store.decideApproval(id, decision === "allow" ? "allowed" : "denied", decidedBy);
     if (decision === "deny") return { approval, pattern: null, added: false };
     const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
     const added = store.addAllow(approval.sandboxId, pattern, decidedBy);
     return { approval, pattern, added };
   });
+  const a = out.approval;
+  const pattern = out.pattern ?? validatePattern(patternFor(a.host, a.port)).canonical;
+  auditDecision(store, a.sandboxId, decision, pattern, decidedBy, a.id);
+  return out;
 }
 
 /** The host part of a suggested pattern, as the approvals table keys it. */

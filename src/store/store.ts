@@ -250,9 +250,13 @@ export class Store {
     });
   }
 
-  listAudit(opts: { sandboxId?: number; afterId?: number; limit?: number } = {}): AuditEntry[] {
+  listAudit(opts: { sandboxId?: number; afterId?: number; limit?: number; kind?: string } = {}): AuditEntry[] {
     const where: string[] = [];
-    const args: number[] = [];
+    const args: (number | string)[] = [];
+    if (opts.kind !== undefined) {
+      where.push("kind = ?");
+      args.push(opts.kind);
+    }
     if (opts.sandboxId !== undefined) {
       where.push("sandbox_id = ?");
       args.push(opts.sandboxId);
@@ -264,7 +268,7 @@ export class Store {
     const limit = z.number().int().positive().max(100_000).parse(opts.limit ?? 1000);
     const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ${limit}`;
     return this.db
-      .query<Row, number[]>(sql)
+      .query<Row, (number | string)[]>(sql)
       .all(...args)
       .map((r) => AuditEntrySchema.parse(r))
       .reverse();

@@ -19,7 +19,7 @@ export const deny: Verb = {
     const store = new Store(ctx.paths.dbFile);
     try {
       const scope = await resolveScope(store, ctx.exec, ctx.cwd, opts, "deny");
-      const changes = removePatterns(store, scope, args);
+      const changes = removePatterns(store, scope, args, `cli:${ctx.env.userName}`);
       for (const c of changes) {
         if (c.changed) ctx.render.out(`removed ${c.pattern} from ${scopeLabel(scope)}`);
         else ctx.render.info(`${c.pattern} is not on the list of ${scopeLabel(scope)} (see \`sbx allowlist\`)`);
