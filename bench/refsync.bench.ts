@@ -1,6 +1,6 @@
 // Ref sync latency: a commit in the clone until its ref is on the host, and back, against one plain `git fetch` each way.
-// Run: bun bench/refsync.bench.ts [--json]. The inside fetch is a git process in the clone (a stand-in for `docker exec`,
-// which adds ≈94 ms on the Docker backend).
+// Run: bun bench/refsync.bench.ts [--json]. The inside fetch is a git process in the clone (a stand-in for the Docker
+// sandbox's exec agent, which adds a few ms; without a connected agent, `docker exec` adds ≈94 ms).
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -36,6 +36,8 @@ export interface DaemonDeps {
    * their firewall rules here (fail closed after a reboot). A second daemon that lost the lock never runs it.
    */
   prepare?: (store: Store) => Promise<void>;
+  /** The in-sandbox exec agents, when the components made them (a guard runs commands through them); else the daemon's own. */
+  agents?: ExecAgents;
   /** Daemon-wide background services (the kernel-log audit), started after prepare and stopped at shutdown. */
   services?: (store: Store) => { stop(): Promise<void> };
 }
@@ -68,7 +70,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     await clearStaleSocket(paths.controlSocket);
     store = deps.store ?? new Store(paths.dbFile);
     // The exec agents are the daemon's own, like sessions: every Docker sandbox's agent socket, last among its guards.
-    const agents = new ExecAgents();
+    const agents = deps.agents ?? new ExecAgents();
     controller = new Controller({
       store,
       backends: deps.backends,

@@ -181,6 +181,44 @@ export class ExecAgents {
   get size(): number {
     return this.links.size;
   }
+
+  /**
+   * Runs a command through the sandbox's agent and collects its output (for the daemon's own work, e.g. ref sync's
+   * fetch inside), or null when no agent is connected (the caller then uses the engine). A command still running after
+   * `timeoutMs` is stopped (the stream is cancelled: SIGTERM, then SIGKILL) and reported as exit code 124.
+   */
+  async collect(sandboxId: number, start: StartPayload, timeoutMs: number): Promise<{ exitCode: number; stdout: string; stderr: string } | null> {
+    const link = this.get(sandboxId);
+    if (!link) return null;
+    const reader = link.run(start).getReader();
+    const decoder = new FrameDecoder();
+    const td = { out: new TextDecoder(), err: new TextDecoder() };
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void reader.cancel();
+    }, timeoutMs);
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        for (const f of decoder.push(value)) {
+          if (f.type === FrameType.stdout) stdout += td.out.decode(f.payload, { stream: true });
+          else if (f.type === FrameType.stderr) stderr += td.err.decode(f.payload, { stream: true });
+          else if (f.type === FrameType.exit) return { exitCode: parseExit(parseJson(f.payload)), stdout, stderr };
+          else if (f.type === FrameType.failed) {
+            const m = (parseJson(f.payload) as { message?: unknown } | undefined)?.message;
+            return { exitCode: 255, stdout, stderr: `${stderr}${typeof m === "string" ? m : "the exec agent failed"}\n` };
+          }
+        }
+      }
+      return { exitCode: timedOut ? 124 : 255, stdout, stderr: `${stderr}${timedOut ? `timed out after ${timeoutMs} ms` : "the exec stream ended early"}\n` };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
 
 /**

@@ -35,6 +35,7 @@ import {
   type UserBackends,
 } from "./user-backends";
 import { startDaemon } from "./daemon";
+import { ExecAgents } from "./exec-agents";
 import { startHosted } from "./hosted";
 import type { GuardContext, SandboxGuard } from "./guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
@@ -52,7 +53,11 @@ export interface Components {
   /** Before reconcile, with the lock held: firewall rules of user-account sandboxes come back block-all (fail closed). */
   prepare?: (store: Store) => Promise<void>;
   /** Daemon-wide services (the kernel-log audit of blocked guest packets). */
-  services?: (store: Store) => { stop(): Promise<void> };
+  services?: (store: Store) => { stop(): Promise<void>   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
+  agents?: ExecAgents;
+};
+  /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
+  agents?: ExecAgents;
 }
 
 export interface ComponentDeps {
@@ -194,12 +199,14 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     bridgeGuard({ secrets, path: d.env.vars.PATH, publish, placement }),
   ];
   const docker = backends.docker;
-  const dockerSync = docker instanceof DockerBackend ? dockerRefSyncGuard(docker) : null;
+  const agents = new ExecAgents();
+  const dockerSync = docker instanceof DockerBackend ? dockerRefSyncGuard(docker, agents) : null;
   if (dockerSync || ub.linuxUser || ub.macos) guards.push(dispatchingRefSyncGuard(ub, dockerSync, d.env.uid));
   const hasUsers = ub.linuxUser !== undefined || ub.macos !== undefined;
   return {
     backends,
     guards,
+    agents,
     specFor,
     bringUp,
     ...(hasUsers ? { prepare: (store: Store) => restoreUserFirewalls(ub, store, d.paths, d.log) } : {}),
@@ -212,10 +219,13 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
 /**
  * Ref sync for Docker sandboxes: clone → host by a pinned fetch in the host repo; host → clone by `git fetch` run
  * INSIDE the sandbox as its user, with the image's own git (PATH without the shims, which would send it to the bridge).
- * While the container is not running there is nothing to fetch into; the sync after start catches up.
- * runs (inside): docker exec --user <uid>:<gid> --env PATH=<plain> sbx-<id> git -C <repo> fetch --prune --quiet host
+ * While the container is not running there is nothing to fetch into; the sync after start catches up. With the
+ * sandbox's exec agent connected (the container runs) the fetch goes through it: the same user, environment and
+ * PATH as the docker exec, ≈100 ms and a docker CLI process less per sync.
+ * runs (inside): git -C <repo> fetch --prune --quiet host, through the exec agent with PATH=<plain>; else
+ *   docker exec --user <uid>:<gid> --env PATH=<plain> sbx-<id> git -C <repo> fetch --prune --quiet host
  */
-export function dockerRefSyncGuard(docker: DockerBackend): SandboxGuard {
+export function dockerRefSyncGuard(docker: DockerBackend, agents?: ExecAgents): SandboxGuard {
   return refSyncGuard<GuardContext>((ctx) => {
     const lay = sandboxLayout(ctx.spec.dir);
     const u = ctx.spec.hostUser;
@@ -231,6 +241,9 @@ export function dockerRefSyncGuard(docker: DockerBackend): SandboxGuard {
       remoteName: sandboxRemote(ctx.spec.name),
       expectedAlternates: `${join(lay.linkGit, "objects")}\n`,
       insideFetch: async () => {
+        const inside = argv.slice(argv.indexOf(containerName(ctx.spec.id)) + 1);
+        const viaAgent = await agents?.collect(ctx.sandbox.id, { argv: inside, cwd: "/", env: { PATH: PLAIN_PATH }, stdin: false }, 60_000);
+        if (viaAgent) return { argv: inside, ...viaAgent };
         if ((await docker.containerStatus(ctx.spec)) !== "running") {
           owed = true;
           return { argv, exitCode: 0, stdout: "", stderr: "" };
@@ -285,6 +298,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       version: VERSION,
       backends: comps.backends,
       guards: comps.guards,
+      ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
       ...(comps.prepare ? { prepare: comps.prepare } : {}),

@@ -204,6 +204,35 @@ describe("exec agent ↔ daemon", () => {
   });
 });
 
+describe("ExecAgents.collect (the daemon's own commands inside, e.g. ref sync's fetch)", () => {
+  test("output and exit code collected; null without an agent, so the caller takes the engine", async () => {
+    const w = await world();
+    expect(await w.agents.collect(w.sandboxId, cmd(["true"]), 1000)).toBeNull();
+    agentFor(w);
+    await connected(w);
+    expect(await w.agents.collect(w.sandboxId, cmd(["sh", "-c", "echo $PATH; echo e >&2; exit 2"], { env: { PATH: "/usr/bin:/bin" } }), 5000)).toEqual({
+      exitCode: 2,
+      stdout: "/usr/bin:/bin\n",
+      stderr: "e\n",
+    });
+  });
+
+  test("a command past its time is stopped and reported as 124", async () => {
+    const w = await world();
+    agentFor(w);
+    await connected(w);
+    const pidFile = join(w.root, "slow.pid");
+    const r = await w.agents.collect(w.sandboxId, cmd(["sh", "-c", `echo $$ > ${pidFile}; exec sleep 30`]), 300);
+    expect(r?.exitCode).toBe(124);
+    expect(r?.stderr).toContain("timed out");
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    const until = Date.now() + 5000;
+    const alive = () => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z");
+    while (Date.now() < until && alive()) await Bun.sleep(20);
+    expect(alive()).toBe(false);
+  });
+});
+
 describe("a hostile agent", () => {
   /** A raw connection that speaks frames as the test likes. */
   async function raw(w: World) {
