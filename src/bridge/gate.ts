@@ -71,7 +71,7 @@ export function authEnv(token: { value: string; origin: string }): Record<string
 
 /**
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
- * no credential helper but ours. Pure: golden-tested.
+ * no credential helper at all (the token comes as an env-held header: authEnv). Pure: golden-tested.
  */
 export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; hooksPath?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];

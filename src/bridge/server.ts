@@ -426,9 +426,10 @@ function shortRef(ref: string): string {
 }
 
 /**
- * A push: index the sandbox's pack in the gate, then start `git push` from the gate at once while the
- * secret scan (which is also the completeness check) runs; the gate's pre-push hook holds the push (after the remote's
- * ref advertisement, before any object leaves) until the scan's verdict. A refusal aborts it there.
+ * A push: `git push` from the gate starts at once (while the sandbox's pack is still being indexed in the
+ * gate), and the gate's pre-push hook holds it (after the remote's ref advertisement, before any object
+ * leaves) until the verdict: the secret scan (which is also the completeness check) passed, and every ref
+ * is a fast-forward of what the remote has or the sandbox forced it. A refusal aborts it there.
  */
 async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace">): Promise<Outcome> {
   const remote = plan.remote!;
