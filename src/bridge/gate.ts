@@ -26,8 +26,8 @@ export function gatePaths(gateDir: string): GatePaths {
 export interface GitEnvOptions {
   path: string;
   home: string;
-  /** Present only for the one process that talks to the remote: its URL's scheme://host[:port]/ and the token. */
-  token?: { value: string; origin: string };
+  /** Present only for the one process that talks to the remote: the token and the host[:port] it is for. */
+  token?: { value: string; host: string };
   /** The push's verdict channel, read by the gate's pre-push hook. */
   verdict?: { fifo: string; nonce: string };
 }
@@ -47,7 +47,10 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
     GIT_OPTIONAL_LOCKS: "0",
     LC_ALL: "C",
   };
-  if (o.token) Object.assign(env, authEnv(o.token));
+  if (o.token) {
+    env.SBX_GATE_TOKEN = o.token.value;
+    env.SBX_GATE_HOST = o.token.host;
+  }
   if (o.verdict) {
     env.SBX_VERDICT_FIFO = o.verdict.fifo;
     env.SBX_VERDICT_NONCE = o.verdict.nonce;
@@ -56,24 +59,19 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
 }
 
 /**
- * The token as git configuration held in the environment (GIT_CONFIG_COUNT/KEY/VALUE: never argv): an
- * Authorization header on the requests to that one origin (`http.<origin>.extraHeader`; git sends it to
- * no other URL, and redirects are off), Basic `x-access-token:<token>` as forges take a token over HTTPS.
- * Sent with the first request, so no 401 round trip and no credential helper process.
+ * The credential helper, which exists only in the pushing process's config (never in a file): answers `get` only for
+ * the expected host, reading the token from that process's environment (never argv). git runs it as
+ * `sh -c '<helper> "$@"' <helper> get`; it answers Basic `x-access-token:<token>`, as forges take a token over HTTPS.
  */
-export function authEnv(token: { value: string; origin: string }): Record<string, string> {
-  return {
-    GIT_CONFIG_COUNT: "1",
-    GIT_CONFIG_KEY_0: `http.${token.origin}.extraHeader`,
-    GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${token.value}`).toString("base64")}`,
-  };
-}
+export const CREDENTIAL_HELPER =
+  '!f() { test "$1" = get || exit 0; h=; while IFS= read -r l && test -n "$l"; do case "$l" in host=*) h="${l#host=}";; esac; done; ' +
+  'test -n "$SBX_GATE_TOKEN" && test "$h" = "$SBX_GATE_HOST" || exit 0; echo username=x-access-token; echo "password=$SBX_GATE_TOKEN"; }; f';
 
 /**
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
- * no credential helper at all (the token comes as an env-held header: authEnv). Pure: golden-tested.
+ * no credential helper but ours (and ours only with `credentials`). Pure: golden-tested.
  */
-export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; hooksPath?: string } = {}): string[] {
+export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; credentials?: boolean; hooksPath?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];
   return [
     "git",
@@ -84,6 +82,7 @@ export function gateGit(args: readonly string[], o: { transport?: "https" | "htt
     ...(o.transport ? c(`protocol.${o.transport}.allow=always`) : []),
     ...c("http.followRedirects=false"),
     ...c("credential.helper="),
+    ...(o.credentials ? c(`credential.helper=${CREDENTIAL_HELPER}`) : []),
     ...c("credential.useHttpPath=false"),
     ...c("transfer.fsckObjects=true"),
     ...args,
@@ -92,12 +91,6 @@ export function gateGit(args: readonly string[], o: { transport?: "https" | "htt
 
 export function transportOf(url: string): "https" | "http" {
   return url.toLowerCase().startsWith("http://") ? "http" : "https";
-}
-
-/** scheme://host[:port]/ of an http(s) URL: the only place its token is sent. */
-export function originOf(url: string): string {
-  const m = /^(https?):\/\/(?:[^@\/]*@)?([^\/?#]+)/i.exec(url);
-  return m ? `${m[1]!.toLowerCase()}://${m[2]!.toLowerCase()}/` : "";
 }
 
 /** host[:port] of an http(s) URL. */
@@ -151,8 +144,8 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   return { paths, exec, hostRepo, path };
 }
 
-function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; origin: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
-  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
+function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
+  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
     env: gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }),
     replaceEnv: true,
@@ -304,7 +297,7 @@ export function remoteGit(g: Gate, url: string, token: string | undefined, args:
   if (verdict) ensurePrePushHook(g.paths);
   return run(g, args, {
     transport: transportOf(url),
-    ...(token && originOf(url) ? { token: { value: token, origin: originOf(url) } } : {}),
+    ...(token && credentialHost(url) ? { token: { value: token, host: credentialHost(url) } } : {}),
     onStderr,
     check: false,
     ...(cwd ? { cwd } : {}),

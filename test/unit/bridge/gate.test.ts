@@ -3,13 +3,13 @@ import { describe, expect, test } from "bun:test";
 import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { authEnv, credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, originOf, tokenFor, trustedTips, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
+import { credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, tokenFor, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
 import { FakeExec } from "../../fakes/exec";
 import { fastForwards, githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
 
 describe("gate git", () => {
-  test("argv: only host-chosen config, the one transport, no credential helper at all", () => {
-    expect(gateGit(["push", "https://github.com/o/r.git", "refs/heads/x:refs/heads/x"], { transport: "https" })).toEqual([
+  test("argv: only host-chosen config, the one transport, our credential helper last", () => {
+    expect(gateGit(["push", "https://github.com/o/r.git", "refs/heads/x:refs/heads/x"], { transport: "https", credentials: true })).toEqual([
       "git",
       "-c", "core.hooksPath=/dev/null",
       "-c", "core.fsmonitor=false",
@@ -18,14 +18,15 @@ describe("gate git", () => {
       "-c", "protocol.https.allow=always",
       "-c", "http.followRedirects=false",
       "-c", "credential.helper=",
+      "-c", `credential.helper=${CREDENTIAL_HELPER}`,
       "-c", "credential.useHttpPath=false",
       "-c", "transfer.fsckObjects=true",
       "push", "https://github.com/o/r.git", "refs/heads/x:refs/heads/x",
     ]);
   });
-  test("the token is in the env of that one process (config from the environment), never in argv, scoped to its origin", () => {
-    const argv = gateGit(["fetch"], { transport: "https" });
-    const env = gitEnv({ path: "/usr/bin", home: "/h", token: { value: "SECRET-TOKEN-1", origin: "https://github.com/" } });
+  test("the token is in the env of that one process, never in argv", () => {
+    const argv = gateGit(["fetch"], { transport: "https", credentials: true });
+    const env = gitEnv({ path: "/usr/bin", home: "/h", token: { value: "SECRET-TOKEN-1", host: "github.com" } });
     expect(argv.join(" ")).not.toContain("SECRET-TOKEN-1");
     expect(env).toEqual({
       PATH: "/usr/bin",
@@ -39,23 +40,20 @@ describe("gate git", () => {
       GIT_PROTOCOL_FROM_USER: "0",
       GIT_OPTIONAL_LOCKS: "0",
       LC_ALL: "C",
-      GIT_CONFIG_COUNT: "1",
-      GIT_CONFIG_KEY_0: "http.https://github.com/.extraHeader",
-      GIT_CONFIG_VALUE_0: `Authorization: Basic ${btoa("x-access-token:SECRET-TOKEN-1")}`,
+      SBX_GATE_TOKEN: "SECRET-TOKEN-1",
+      SBX_GATE_HOST: "github.com",
     });
-    expect(gitEnv({ path: "/usr/bin", home: "/h" }).GIT_CONFIG_COUNT).toBeUndefined();
+    expect(gitEnv({ path: "/usr/bin", home: "/h" }).SBX_GATE_TOKEN).toBeUndefined();
   });
-  test("the token goes to its remote's origin only (scheme, host and port), never to another", () => {
-    expect(originOf("https://user@GitHub.com/o/r.git")).toBe("https://github.com/");
-    expect(originOf("http://127.0.0.1:8080/r.git")).toBe("http://127.0.0.1:8080/");
-    expect(originOf("git@github.com:o/r.git")).toBe("");
-    // git's own URL matching of http.<url>.* : the header applies to that origin and nothing else.
-    const cfg = (url: string) =>
-      Bun.spawnSync(["git", "config", "--get-urlmatch", "http.extraHeader", url], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", ...authEnv({ value: "T0K", origin: "https://github.com/" }) } }).stdout.toString().trim();
-    expect(cfg("https://github.com/o/r.git")).toBe(`Authorization: Basic ${btoa("x-access-token:T0K")}`);
-    expect(cfg("https://github.com.evil.example/o/r.git")).toBe("");
-    expect(cfg("http://github.com/o/r.git")).toBe("");
-    expect(cfg("https://evil.example/github.com/")).toBe("");
+  test("the credential helper answers only for the expected host", async () => {
+    const helper = CREDENTIAL_HELPER.slice(1);
+    const ask = async (host: string) => {
+      const p = Bun.spawn(["sh", "-c", `${helper} "$@"`, "helper", "get"], { env: { SBX_GATE_TOKEN: "T0KEN-xyz-123", SBX_GATE_HOST: "github.com" }, stdin: Buffer.from(`protocol=https\nhost=${host}\n\n`), stdout: "pipe" });
+      return new Response(p.stdout).text();
+    };
+    expect(await ask("github.com")).toBe("username=x-access-token\npassword=T0KEN-xyz-123\n");
+    expect(await ask("evil.example")).toBe("");
+    expect(await ask("github.com.evil.example")).toBe("");
   });
   test("which secret is the token for a URL", () => {
     const s = { GH_TOKEN: "gh", GITLAB_TOKEN: "gl", GIT_TOKEN: "any", "GIT_TOKEN_GIT_EXAMPLE_COM": "ex" };
