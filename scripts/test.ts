@@ -16,6 +16,7 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const skippedSuites = new Set<string>();
+const failedTests: string[] = [];
 let xml = "";
 try {
   xml = readFileSync(report, "utf8");
@@ -25,7 +26,11 @@ try {
 // Each <testcase …/> or <testcase …>…</testcase>; a <failure> or <error> inside marks it failed, <skipped> skipped.
 for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)) {
   const body = m[2] ?? "";
-  if (/<(failure|error)\b/.test(body)) failed++;
+  if (/<(failure|error)\b/.test(body)) {
+    failed++;
+    const attr = (k: string) => (new RegExp(`${k}="([^"]*)"`).exec(m[0])?.[1] ?? "").replaceAll("&quot;", '"').replaceAll("&amp;", "&").replaceAll("&gt;", ">").replaceAll("&lt;", "<");
+    failedTests.push(`${attr("classname")} > ${attr("name")}`);
+  }
   else if (/<skipped\b/.test(body)) {
     skipped++;
     skippedSuites.add(/classname="([^"]*)"/.exec(m[0])?.[1] || "(top level)");
@@ -36,5 +41,7 @@ rmSync(dir, { recursive: true, force: true });
 if (code !== 0 && failed === 0) failed = 1; // a crash outside any test still fails the run
 // Gated suites say why in their titles; list them so a skip is never silent.
 for (const s of skippedSuites) console.log(`skipped: ${s.replaceAll("&quot;", '"').replaceAll("&amp;", "&")}`);
+// And the failures by name, next to the summary (bun's own lines are far up a long log).
+for (const t of failedTests) console.log(`failed: ${t}`);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(code === 0 && failed === 0 ? 0 : code || 1);

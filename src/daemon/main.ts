@@ -52,10 +52,8 @@ export interface Components {
   bringUp?: ControllerDeps["bringUp"];
   /** Before reconcile, with the lock held: firewall rules of user-account sandboxes come back block-all (fail closed). */
   prepare?: (store: Store) => Promise<void>;
-  /** Daemon-wide services (the kernel-log audit of blocked guest packets). */
-  services?: (store: Store) => { stop(): Promise<void>   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
-  agents?: ExecAgents;
-};
+  /** Daemon-wide services (the audits of raw connections the firewall dropped); `poll` reads the kernel log now. */
+  services?: (store: Store) => { stop(): Promise<void>; poll?(): Promise<number> };
   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
   agents?: ExecAgents;
 }

@@ -285,21 +285,21 @@ export function startUserBackendAudits(o: {
   publish: (e: FeedEvent) => void;
   spawn?: SpawnLines;
   kernelLogIntervalMs?: number;
-}): { stop(): Promise<void> } {
+}): { stop(): Promise<void>; poll(): Promise<number> } {
   const feed = rawBlockFeed(o.store, o.publish);
   const parts: { stop(): Promise<void> }[] = [];
+  let kernel: ReturnType<typeof startKernelLogAudit> | null = null;
   if (o.users.linuxUser) {
-    parts.push(
-      startKernelLogAudit({
-        backend: o.users.linuxUser,
-        exec: o.exec,
-        store: o.store,
-        paths: o.paths,
-        log: o.log.with({ service: "kernel-log" }),
-        ...(o.kernelLogIntervalMs !== undefined ? { intervalMs: o.kernelLogIntervalMs } : {}),
-        onEvent: (sid, e, auditId) => feed(sid, auditId, auditOf(e)),
-      }),
-    );
+    kernel = startKernelLogAudit({
+      backend: o.users.linuxUser,
+      exec: o.exec,
+      store: o.store,
+      paths: o.paths,
+      log: o.log.with({ service: "kernel-log" }),
+      ...(o.kernelLogIntervalMs !== undefined ? { intervalMs: o.kernelLogIntervalMs } : {}),
+      onEvent: (sid, e, auditId) => feed(sid, auditId, auditOf(e)),
+    });
+    parts.push(kernel);
   }
   if (o.users.macos) {
     parts.push(
@@ -313,5 +313,9 @@ export function startUserBackendAudits(o: {
       }),
     );
   }
-  return { stop: async () => void (await Promise.all(parts.map((p) => p.stop()))) };
+  return {
+    stop: async () => void (await Promise.all(parts.map((p) => p.stop()))),
+    // The kernel-log audit's poll, now (tests read the log at a chosen moment; the pflog audit is a stream).
+    poll: async () => (kernel ? kernel.poll() : 0),
+  };
 }
