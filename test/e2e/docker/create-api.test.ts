@@ -57,7 +57,8 @@ describe.skipIf(why !== undefined)(`create through the Engine API (Docker)${why 
       const c = i.Config;
       const h = i.HostConfig;
       return {
-        config: { Hostname: c.Hostname, User: c.User, Env: c.Env, Labels: c.Labels, WorkingDir: c.WorkingDir, Image: c.Image, Cmd: c.Cmd, Entrypoint: c.Entrypoint },
+        // Env as a set: the docker CLI does not keep the order of its --env flags (seen to vary between runs).
+        config: { Hostname: c.Hostname, User: c.User, Env: [...(c.Env as string[])].sort(), Labels: c.Labels, WorkingDir: c.WorkingDir, Image: c.Image, Cmd: c.Cmd, Entrypoint: c.Entrypoint },
         host: { Init: h.Init, NetworkMode: h.NetworkMode, CapDrop: h.CapDrop, CapAdd: h.CapAdd, SecurityOpt: h.SecurityOpt, Privileged: h.Privileged, Mounts: h.Mounts, Binds: h.Binds },
         mounts,
       };
