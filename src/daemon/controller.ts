@@ -38,6 +38,11 @@ export interface ControllerDeps {
    * The lifecycle supplies its own (rebuild a missing image, resolve the shell) so daemon and CLI converge alike.
    */
   bringUp?: (sandbox: Sandbox, spec: SandboxSpec, backend: Backend) => Promise<SandboxSpec>;
+  /**
+   * Work that may run WHILE the guards come up because nothing runs in the sandbox by it (Docker: make the container,
+   * not start it). Its failure is logged and left to bringUp, which does the same work and reports it.
+   */
+  prepareRun?: (sandbox: Sandbox) => Promise<void>;
 }
 
 export interface ReconcileReport {
@@ -271,7 +276,10 @@ export class Controller {
     return this.mutex.run(String(sb0.id), async () => {
       const sb = this.resolve(ref);
       const backend = this.backendFor(sb);
-      const rec = await this.guardUp(sb);
+      const [guarded, prepared] = await Promise.allSettled([this.guardUp(sb), this.deps.prepareRun?.(sb)]);
+      if (prepared.status === "rejected") this.deps.log.warn("preparing the sandbox beside its guards failed; starting it does it again", { sandbox: sb.name, err: prepared.reason });
+      if (guarded.status === "rejected") throw guarded.reason;
+      const rec = guarded.value;
       rec.spec = await this.bringUp(sb, rec.spec, backend);
       rec.phase = "running";
       await notifyStarted(rec.started, this.deps.log.with({ sandbox: sb.name }));

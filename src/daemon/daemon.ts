@@ -27,6 +27,7 @@ export interface DaemonDeps {
   guards: readonly SandboxGuard[];
   specFor?: SpecBuilder;
   bringUp?: ControllerDeps["bringUp"];
+  prepareRun?: ControllerDeps["prepareRun"];
   /** Defaults to the store at paths.dbFile. */
   store?: Store;
   /** Starts the dashboard, chat bot and notifier: called once the lock is held, so a second daemon never starts them. */
@@ -80,6 +81,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       log,
       specFor: deps.specFor ?? defaultSpecBuilder(deps.env, paths),
       ...(deps.bringUp ? { bringUp: deps.bringUp } : {}),
+      ...(deps.prepareRun ? { prepareRun: deps.prepareRun } : {}),
     });
     sessions = new SessionManager({ controller, exec: deps.exec, store, log });
     const health: Health = {

@@ -50,6 +50,8 @@ export interface Components {
   specFor?: SpecBuilder;
   /** How a guarded sandbox is brought to running (default: backend.apply). */
   bringUp?: ControllerDeps["bringUp"];
+  /** What may run while the guards come up (Docker: make the container, not start it). */
+  prepareRun?: ControllerDeps["prepareRun"];
   /** Before reconcile, with the lock held: firewall rules of user-account sandboxes come back block-all (fail closed). */
   prepare?: (store: Store) => Promise<void>;
   /** Daemon-wide services (the audits of raw connections the firewall dropped); `poll` reads the kernel log now. */
@@ -141,6 +143,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const backends: Backends = {};
   let dockerSpecFor: ((row: Sandbox) => SandboxSpec) | undefined;
   let dockerBringUp: ((row: Sandbox) => Promise<SandboxSpec>) | undefined;
+  let dockerPrepare: ((row: Sandbox) => Promise<void>) | undefined;
   if (d.env.platform === "linux") {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     const docker = new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, ...(sock === undefined ? {} : { apiSocket: sock }) });
@@ -150,6 +153,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     dockerSpecFor = (row) => manager.specFor(row);
     // ensureRunning rebuilds a missing image and resolves the user's shell (fish when theirs is fish).
     dockerBringUp = (row) => manager.ensureRunning(row);
+    // The container is made while the guards come up (not started: that waits for them).
+    dockerPrepare = (row) => manager.prepareRun(row);
   }
   const ub = users ?? (await detectUserBackends(d));
   if (ub.linuxUser) backends["linux-user"] = ub.linuxUser;
@@ -207,6 +212,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     agents,
     specFor,
     bringUp,
+    ...(dockerPrepare ? { prepareRun: dockerPrepare } : {}),
     ...(hasUsers ? { prepare: (store: Store) => restoreUserFirewalls(ub, store, d.paths, d.log) } : {}),
     ...(hasUsers
       ? { services: (store: Store) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish }) }
@@ -299,6 +305,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
+      ...(comps.prepareRun ? { prepareRun: comps.prepareRun } : {}),
       ...(comps.prepare ? { prepare: comps.prepare } : {}),
       ...(comps.services ? { services: comps.services } : {}),
       host: (st) =>

@@ -6,7 +6,7 @@ import type { HostUser, SandboxSpec } from "../backend/backend";
 import type { ClaudeAuth } from "../backend/docker/args";
 import { requireSameUidEngine, type DockerBackend } from "../backend/docker/docker";
 import { readSecrets, secretsFile } from "../secrets/store";
-import { ensureImage } from "../backend/docker/image";
+import { ensureImage, imageExists, planImage } from "../backend/docker/image";
 import { SbxError } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import type { Sandbox, SandboxState } from "../core/schemas";
@@ -347,6 +347,23 @@ export class SandboxManager {
   }
 
   /** Starts a stored sandbox's container if it is not running (rebuilding a missing image). */
+  /**
+   * Makes the container of a sandbox that has none, without starting it, when its image is already there (else
+   * ensureRunning builds it first and makes the container then). The daemon runs this while the sandbox's guards come
+   * up; nothing runs in the container until ensureRunning starts it, after the guards.
+   * API: GET /images/<tag>/json; then (backend.prepare) docker volume create …, docker create …
+   */
+  async prepareRun(row: Sandbox): Promise<void> {
+    if (row.backend !== "docker") return;
+    const spec = this.specFor(row);
+    if ((await this.d.backend.inspect(spec)).phase !== "absent") return;
+    const ident = this.identity(row);
+    const tag = planImage(row.repo, this.hostUser()).tag;
+    if (!(await imageExists(this.d.exec, tag, this.d.backend.apiSocket))) return;
+    ident.image = tag;
+    await this.d.backend.prepare(this.spec(row.name, row.repo, ident));
+  }
+
   async ensureRunning(row: Sandbox): Promise<SandboxSpec> {
     let spec = this.specFor(row);
     const obs = await this.d.backend.inspect(spec);

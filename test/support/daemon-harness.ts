@@ -71,7 +71,13 @@ export interface Harness {
 }
 
 export function makeHarness(
-  opts: { guards?: (events: Events) => SandboxGuard[]; backends?: (b: FakeBackend) => Backends; exec?: Exec; bringUp?: (events: Events) => ControllerDeps["bringUp"] } = {},
+  opts: {
+    guards?: (events: Events) => SandboxGuard[];
+    backends?: (b: FakeBackend) => Backends;
+    exec?: Exec;
+    bringUp?: (events: Events) => ControllerDeps["bringUp"];
+    prepareRun?: (events: Events) => ControllerDeps["prepareRun"];
+  } = {},
 ): Harness {
   const root = mkdtempSync(join(tmpdir(), "sbxd-"));
   const env = readEnv({
@@ -94,6 +100,7 @@ export function makeHarness(
     log: silentLogger,
     specFor: defaultSpecBuilder(env, paths),
     ...(opts.bringUp ? { bringUp: opts.bringUp(events) } : {}),
+    ...(opts.prepareRun ? { prepareRun: opts.prepareRun(events) } : {}),
   });
   const sessions = new SessionManager({ controller, exec, store, log: silentLogger });
   const app = createApp({

@@ -327,6 +327,35 @@ export class DockerBackend implements Backend {
    * volume create, start and copy through the engine API when its socket answers)
    */
   async apply(spec: SandboxSpec): Promise<Change> {
+    const { status, overlays } = await this.createIfMissing(spec);
+    if (status === "running") return { changed: false };
+    await this.startContainer(containerName(spec.id));
+    // Seeded once it runs, while the forwarder starts (the engine's archive call costs ≈65 ms; the container's rootfs
+    // is mounted then, and only the forwarder runs inside): mount points the engine made root-owned become the
+    // user's. A container created but never started (by prepare, or a crash after `docker create`) is seeded too:
+    // seeding is idempotent.
+    const [seeded, ready] = await Promise.allSettled([status === null || status === "created" ? this.seed(spec, overlays) : undefined, this.waitForwarder(spec)]);
+    if (seeded.status === "rejected") {
+      // A running container that was never seeded would stay so (apply only seeds new ones): it goes, and the next
+      // apply makes it again. It holds nothing yet.
+      await this.exec.run(["docker", "rm", "--force", containerName(spec.id)], { check: false });
+      throw seeded.reason;
+    }
+    if (ready.status === "rejected") throw ready.reason;
+    return { changed: true };
+  }
+
+  /**
+   * Makes a missing container (and its overlay volumes) without starting it: nothing runs in it yet. The daemon calls
+   * it while the sandbox's guards come up, so a start does not wait for one and then the other; apply starts it.
+   * runs: docker volume create …, docker create … (through the engine API when its socket answers)
+   */
+  async prepare(spec: SandboxSpec): Promise<void> {
+    await this.createIfMissing(spec);
+  }
+
+  /** The container's status before this call (null: it was missing and is made now, not started). */
+  private async createIfMissing(spec: SandboxSpec): Promise<{ status: string | null; overlays: OverlayPlan[] }> {
     const own = await this.ownContainer(spec);
     if (own.foreign) {
       throw new SbxError("conflict", `sandbox ${spec.name}: a container named ${containerName(spec.id)} belongs to another sbx state root`, {
@@ -334,7 +363,6 @@ export class DockerBackend implements Backend {
       });
     }
     const status = own.status;
-    if (status === "running") return { changed: false };
     const overlays = this.overlayPlans(spec);
     if (status === null) {
       const image = this.image(spec);
@@ -349,19 +377,7 @@ export class DockerBackend implements Backend {
       writeShellProfiles(spec);
       await this.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
     }
-    await this.startContainer(containerName(spec.id));
-    // Seeded once it runs, while the forwarder starts (the engine's archive call costs ≈65 ms; the container's rootfs
-    // is mounted then, and only the forwarder runs inside): mount points the engine made root-owned become the
-    // user's. A container created but never started (a crash after `docker create`) is seeded too: seeding is idempotent.
-    const [seeded, ready] = await Promise.allSettled([status === null || status === "created" ? this.seed(spec, overlays) : undefined, this.waitForwarder(spec)]);
-    if (seeded.status === "rejected") {
-      // A running container that was never seeded would stay so (apply only seeds new ones): it goes, and the next
-      // apply makes it again. It holds nothing yet.
-      await this.exec.run(["docker", "rm", "--force", containerName(spec.id)], { check: false });
-      throw seeded.reason;
-    }
-    if (ready.status === "rejected") throw ready.reason;
-    return { changed: true };
+    return { status, overlays };
   }
 
   /**
