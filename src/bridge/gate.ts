@@ -204,12 +204,14 @@ export function trustedTips(host: string, gate: string): string[] {
 }
 
 /**
- * Stores a pack the sandbox made (never a path into its clone), read as it arrives.
- * runs: git index-pack --stdin --fix-thin (in the gate)
+ * Stores a pack the sandbox made (never a path into its clone), read as it arrives. `--fsck-objects` refuses
+ * malformed objects, among them a commit with a NUL byte in its message: `git log` stops reading a message at
+ * the NUL, so whatever follows it would reach the upstream unscanned.
+ * runs: git index-pack --stdin --fix-thin --fsck-objects (in the gate)
  */
 export async function indexPack(g: Gate, pack: Uint8Array | ReadableStream<Uint8Array>): Promise<void> {
   if (pack instanceof Uint8Array && pack.length === 0) return;
-  await run(g, ["index-pack", "--stdin", "--fix-thin"], { stdin: pack });
+  await run(g, ["index-pack", "--stdin", "--fix-thin", "--fsck-objects"], { stdin: pack });
 }
 
 /**

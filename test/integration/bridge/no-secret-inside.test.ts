@@ -216,6 +216,23 @@ describe("no-secret-inside", () => {
     expect(await refIn(h.upstreamRepo, "refs/heads/who")).toBe(await git(h.clone, "rev-parse", "who"));
   });
 
+  test("a commit whose message hides a secret after a NUL byte (where git log stops reading) is refused; the upstream is unchanged", async () => {
+    await git(h.clone, "checkout", "-q", "main");
+    const parent = await git(h.clone, "rev-parse", "HEAD");
+    const tree = await git(h.clone, "rev-parse", "HEAD^{tree}");
+    const raw = `tree ${tree}\nparent ${parent}\nauthor a <a@example.invalid> 1 +0000\ncommitter a <a@example.invalid> 1 +0000\n\nlooks clean\0${keyOf("Nu1l")}\n`;
+    writeFileSync(join(h.root, "nul-commit"), raw);
+    const sha = await git(h.clone, "hash-object", "-t", "commit", "-w", "--literally", join(h.root, "nul-commit"));
+    await git(h.clone, "update-ref", "refs/heads/nul", sha);
+    const posts = receivePosts();
+    const r = await h.shim(["push", "origin", "nul"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("nulInCommit");
+    expect(r.stderr).not.toContain(keyOf("Nu1l"));
+    expect(await refIn(h.upstreamRepo, "refs/heads/nul")).toBe("");
+    expect(receivePosts()).toBe(posts);
+  });
+
   test("a secret only in an annotated tag's message is refused as 'tag message'; a clean annotated tag goes out", async () => {
     await git(h.clone, "checkout", "-q", "main");
     const target = await commitOn(h.clone, "tagged", { "t.txt": "release\n" }, "release commit");
