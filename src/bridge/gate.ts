@@ -215,6 +215,16 @@ export async function indexPack(g: Gate, pack: Uint8Array | ReadableStream<Uint8
 }
 
 /**
+ * Keeps the gate from growing without end: every push adds a pack, and `gc --auto` repacks once there are more than
+ * gc.autoPackLimit (50) of them or many loose objects; below that it only counts (a few ms). In the foreground
+ * (no detached gc outliving the bridge), local objects only (the host repo's, through alternates, are never touched).
+ * runs: git -c gc.autoDetach=false gc --auto --quiet (in the gate)
+ */
+export async function maintainGate(g: Gate): Promise<void> {
+  await run(g, ["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], { check: false });
+}
+
+/**
  * Scans every line the pushed commits add (merges' own lines and binary files included), every pushed
  * commit's message and headers, and every pushed annotated tag's message, for secret-shaped strings. It is
  * also the completeness check: the walk fails on any pushed commit that is missing (as `rev-list` would)

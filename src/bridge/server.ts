@@ -10,6 +10,7 @@ import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type
 import {
   closeVerdict,
   ensureGate,
+  maintainGate,
   hookRefsReader,
   isAncestor,
   type HookRef,
@@ -200,7 +201,10 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
           // Bookkeeping the caller need not wait for (the shim stops reading at "exit"), but the next
           // operation on this gate must: it stays inside the queue.
           if (after) await after().catch(() => undefined);
-          if (isPush(req)) spare?.fill();
+          if (isPush(req)) {
+            spare?.fill();
+            await gate().then(maintainGate).catch(() => undefined);
+          }
         });
         queue = job.catch(() => undefined);
         job.finally(() => {
