@@ -1,4 +1,4 @@
-// The fast path of `sbx shell|run NAME -- cmd` without a terminal: one daemon request (guards up, sandbox running), then the command through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
+// The fast path of `sbx shell|run NAME -- cmd` without a terminal: the daemon starts the sandbox (guards up) and runs the command through its exec agent, or else the command goes through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
 import { existsSync } from "node:fs";
 import { FrameDecoder, FrameType, parseExit, parseJson } from "../../shims/exec-frames";
 import { engineExec, engineSocket } from "../backend/docker/engine-exec";
@@ -147,8 +147,10 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
   const input = await io.stdin();
   const cwd = sessionCwd(repo, ctx.cwd, lay.clone);
   const env = terminalVars(raw);
-  // The sandbox's exec agent when it has one (no engine round trips); else the engine's exec, as the caller.
-  const viaAgent = await agentExec(ctx.paths, { name: req.name, repo, argv: req.argv, cwd, env, stdin: input !== undefined }, input, io);
+  // The sandbox's exec agent when it has one (no engine round trips); else the engine's exec, as the caller. Stdin
+  // this large goes to the engine, which takes it as a stream (the daemon takes a request body of at most 128 MiB).
+  const viaAgent =
+    (input?.length ?? 0) > AGENT_STDIN_MAX ? null : await agentExec(ctx.paths, { name: req.name, repo, argv: req.argv, cwd, env, stdin: input !== undefined }, input, io);
   if (viaAgent !== null) {
     await io.flush?.();
     return viaAgent;
@@ -168,6 +170,9 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
   await io.flush?.();
   return code;
 }
+
+/** Stdin up to this size goes through the exec agent (in the daemon request's body). */
+export const AGENT_STDIN_MAX = 64 * 1024 * 1024;
 
 export interface AgentExecRequest {
   name: string;

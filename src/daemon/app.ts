@@ -46,7 +46,6 @@ export interface AppDeps {
   agents?: ExecAgents;
 }
 
-
 /** Pure: splits an exec request body into its JSON head and the stdin bytes after it. */
 export function splitExecBody(body: Uint8Array): { head: unknown; stdin: Uint8Array } {
   if (body.length < 4) throw new SbxError("usage", "exec request body is too short", { hint: "Send a u32 length, a JSON head, then stdin." });

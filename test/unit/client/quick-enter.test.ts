@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeFrame, FrameType, jsonFrame } from "../../../shims/exec-frames";
-import { execRequestBody, parseStartAnswer, quickEnter, type QuickContext } from "../../../src/client/quick";
+import { AGENT_STDIN_MAX, execRequestBody, parseStartAnswer, quickEnter, type QuickContext } from "../../../src/client/quick";
 import { splitExecBody } from "../../../src/daemon/app";
 import { EXEC_FRAMES_TYPE } from "../../../src/daemon/exec-types";
 import { SbxError } from "../../../src/core/errors";
@@ -124,6 +124,15 @@ describe("quickEnter (sbx shell|run NAME -- cmd without a terminal)", () => {
     const err = (await quickEnter(w.ctx, { name: "demo", argv: ["true"], missing: "error" }, io).catch((e) => e)) as SbxError;
     expect(err.code).toBe("exec_failed");
     expect(err.message).toContain("went away");
+  });
+
+  test("stdin too large for the daemon's request body goes to the engine, which streams it; the agent is not asked", async () => {
+    const w = await world({ status: 200, body: view(true) }, [jsonFrame(FrameType.exit, 0, { code: 0 })]);
+    const big = new Uint8Array(AGENT_STDIN_MAX + 1);
+    const code = await quickEnter(w.ctx, { name: "demo", argv: ["wc", "-c"], missing: "error" }, { ...io, stdin: async () => big });
+    expect(code).toBe(3); // the fake engine's answer
+    expect(w.execs).toHaveLength(0);
+    expect(w.engine.created).toHaveLength(1);
   });
 
   test("a stream that ends without an exit frame is an error", async () => {
