@@ -244,10 +244,9 @@ export class DockerBackend implements Backend {
   }
 
   /**
-   * `docker volume create` of an existing name returns that volume unchanged (measured on 20.10), so no inspect first.
-   * runs: docker volume create --opt type=overlay …
+   * A volume create of an existing name returns that volume unchanged (measured on 20.10, CLI and API), so no inspect
+   * first. API: POST /volumes/create (engine socket); else runs: docker volume create --opt type=overlay …
    */
-  /** API: POST /volumes/create (engine socket); else runs: docker volume create … (overlayVolumeCreateArgs) */
   private async ensureVolume(spec: SandboxSpec, p: OverlayPlan): Promise<void> {
     if (await this.apiPost("/volumes/create", overlayVolumeCreateBody(spec, p, this.root))) return;
     await this.exec.run(overlayVolumeCreateArgs(spec, p, this.root));
@@ -323,8 +322,8 @@ export class DockerBackend implements Backend {
   }
 
   /**
-   * runs: docker volume create …, docker create …, docker start sbx-<id>, docker cp - … (only what is missing; the
-   * volume create, start and copy through the engine API when its socket answers)
+   * runs: docker volume create …, docker create …, docker start sbx-<id>, docker cp - … (only what is missing; each
+   * through the engine API when its socket answers)
    */
   async apply(spec: SandboxSpec): Promise<Change> {
     const { status, overlays } = await this.createIfMissing(spec);
