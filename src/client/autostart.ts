@@ -1,7 +1,8 @@
 // Finds the daemon, or starts one in the background (detached, logging to paths.daemonLog) and waits for /health.
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
+import { spawnDetached } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { DaemonClient } from "./client";
 
@@ -15,25 +16,12 @@ export interface Launched {
 export type DetachedLauncher = (argv: readonly string[], opts: { logFile: string; env: Record<string, string> }) => Launched;
 
 /**
- * runs: <argv> (the daemon) in its own session, stdin from /dev/null, stdout+stderr appended to logFile.
- * This is the one spawn outside src/sys/exec.ts: Exec.run waits for its child, and Exec has no detached spawn yet.
+ * runs: <argv> (the daemon) in its own session, stdin from /dev/null, stdout+stderr appended to logFile
+ * (sys/exec's spawnDetached, the one place detached processes are started).
  */
 export const launchDetached: DetachedLauncher = (argv, opts) => {
   mkdirSync(dirname(opts.logFile), { recursive: true, mode: 0o700 });
-  const fd = openSync(opts.logFile, "a", 0o600);
-  try {
-    const proc = Bun.spawn([...argv], {
-      env: opts.env,
-      stdin: "ignore",
-      stdout: fd,
-      stderr: fd,
-      detached: true,
-    });
-    proc.unref();
-    return { pid: proc.pid, exited: proc.exited };
-  } finally {
-    closeSync(fd);
-  }
+  return spawnDetached(argv, { env: opts.env, logFile: opts.logFile });
 };
 
 /** How to run `sbx daemon` from this process: the compiled binary itself, or bun with the CLI's entry. */
