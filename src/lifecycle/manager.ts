@@ -25,6 +25,7 @@ import {
   type Commit,
 } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
+import { deadStagingDirs, type StagedClone } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
 import type { Config } from "../core/config";
 import { expandHome, loadConfig } from "./config";
@@ -99,6 +100,8 @@ export interface CreateRequest extends Where {
   ifExists?: "error" | "reuse";
   /** `--claude-auth`; default: inject when the host has an Anthropic key or Claude login, else overlay. */
   claudeAuth?: ClaudeAuth;
+  /** A clone the caller started ahead (stageClone): moved into place if it is of this repo, else removed. */
+  staged?: StagedClone;
 }
 
 export interface SessionRequest extends Where {
@@ -256,6 +259,15 @@ export class SandboxManager {
    * give one sandbox. A half-made one (its creator died) is torn down and made again.
    */
   async create(req: CreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
+    try {
+      return await this.createUnstaged(req);
+    } finally {
+      // Used or not (exists, a bad config, an error), a clone started ahead never outlives the create.
+      await req.staged?.discard();
+    }
+  }
+
+  private async createUnstaged(req: CreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
     validateSandboxName(req.name);
     // The engine check (one API round trip) runs while the repo is found; both must pass before anything is made.
     const engineOk = (this.d.checkEngine ?? ((e: Exec) => requireSameUidEngine(e, this.d.backend.apiSocket)))(this.d.exec);
@@ -314,7 +326,7 @@ export class SandboxManager {
         // refs/sbx-retired/<name>/<stamp>/* while the clone is made (nothing-lost).
         const [aside] = await Promise.all([
           setAsideRetiredRefs(this.d.exec, repo, req.name, retiredStamp(new Date())),
-          createClone(this.d.exec, { repo, dir, name: req.name }),
+          createClone(this.d.exec, { repo, dir, name: req.name }, req.staged),
         ]);
         if (aside !== null) {
           const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
@@ -572,6 +584,10 @@ export class SandboxManager {
     for (const l of staleLocks(this.d.paths.stateDir)) {
       removed.push(`stale lock ${l}`);
       if (!dry) rmSync(l, { force: true });
+    }
+    for (const d of deadStagingDirs(this.d.paths)) {
+      removed.push(`staged clone ${d} (its create died)`);
+      if (!dry) rmSync(d, { recursive: true, force: true });
     }
     return { removed, kept };
   }

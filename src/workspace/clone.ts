@@ -1,10 +1,11 @@
 // The shared clone: made on the host before the sandbox ever runs; afterwards the host only fetches FROM it, in the host repo.
-import { existsSync, mkdirSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from "node:fs";
+import { existsSync, mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from "node:fs";
 import { join, relative, isAbsolute, sep } from "node:path";
 import { statSync } from "node:fs";
 import { SbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
 import { sandboxLayout } from "./layout";
+import type { StagedClone } from "./staged-clone";
 
 /** The clone's name for the host repo (its `origin` is the host's `origin` URL when there is one). */
 export const HOST_REMOTE = "host";
@@ -55,11 +56,12 @@ export async function hostOriginUrl(exec: Exec, repo: string): Promise<string | 
 
 /**
  * Makes the shared clone. Runs before the sandbox has ever run, so the clone's config is still sbx's own.
+ * A clone started ahead by stageClone is moved into place instead (and its `host` remote pointed at the link).
  * runs, the first three at once: git clone --shared --origin host <dir>/repo <dir>/clone; git -C <repo> config --get
  *       remote.origin.url; git -C <repo> remote add sandbox-<name> <dir>/clone; then [git remote add origin <host's
  *       origin URL>; git fetch host +refs/remotes/origin/*:refs/remotes/origin/*]
  */
-export async function createClone(exec: Exec, req: CloneRequest): Promise<void> {
+export async function createClone(exec: Exec, req: CloneRequest, staged?: StagedClone): Promise<void> {
   const lay = sandboxLayout(req.dir);
   mkdirSync(req.dir, { recursive: true, mode: 0o700 });
   ensureLink(lay.link, req.repo);
@@ -68,8 +70,23 @@ export async function createClone(exec: Exec, req: CloneRequest): Promise<void> 
   const [origin] = await Promise.all([
     hostOriginUrl(exec, req.repo),
     addSandboxRemote(exec, req.repo, req.name, lay.clone),
-    exec.run(["git", ...HOST_GIT_SAFE, "clone", "--shared", "--quiet", "--origin", HOST_REMOTE, lay.link, lay.clone], { env: GIT_ENV }),
+    (async () => {
+      // A clone started ahead (stageClone) of this very repo is moved into place; else (none, failed, another
+      // filesystem) the clone is made here.
+      if (staged && staged.repo === req.repo && (await staged.done)) {
+        try {
+          renameSync(staged.path, lay.clone);
+          // It was made from the repo's real path: inside, the host repo is at the link's path.
+          await git(exec, lay.clone, ["remote", "set-url", HOST_REMOTE, lay.link]);
+          return;
+        } catch {
+          rmSync(lay.clone, { recursive: true, force: true });
+        }
+      }
+      await exec.run(["git", ...HOST_GIT_SAFE, "clone", "--shared", "--quiet", "--origin", HOST_REMOTE, lay.link, lay.clone], { env: GIT_ENV });
+    })(),
   ]);
+  await staged?.discard();
   // Worktrees record the real common dir, and clone may resolve the link: always go through the link.
   writeFileSync(join(lay.clone, ".git", "objects", "info", "alternates"), `${join(lay.linkGit, "objects")}\n`);
   if (origin !== null) {

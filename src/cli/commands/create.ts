@@ -1,6 +1,9 @@
 // sbx create: create a sandbox for this repo and start it
 import type { Command } from "commander";
 import { SbxError } from "../../core/errors";
+import type { Exec } from "../../sys/exec";
+import type { Paths } from "../../sys/paths";
+import type { StagedClone } from "../../workspace/staged-clone";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -33,6 +36,21 @@ export function userBackendFlag(opts: Record<string, unknown>): string | null {
   return b;
 }
 
+/** A clone started ahead for a new sandbox `name` of the repo around cwd, or null (bad name, no repo found cheaply, the sandbox dir exists). */
+async function stageIfNew(ctx: { exec: Exec; env: { raw: Readonly<Record<string, string>> }; paths: Paths; cwd: string }, name: string, repoFlag: string | undefined): Promise<StagedClone | null> {
+  const [{ NAME_MAX, NAME_PATTERN }, { findRepoRootQuick }, { sandboxDir }, { stageClone }, { existsSync }] = await Promise.all([
+    import("../../core/names"),
+    import("../../workspace/repo"),
+    import("../../sys/paths"),
+    import("../../workspace/staged-clone"),
+    import("node:fs"),
+  ]);
+  if (name.length > NAME_MAX || !NAME_PATTERN.test(name)) return null; // the create says what is wrong
+  const repo = findRepoRootQuick(ctx.cwd, repoFlag, ctx.env.raw);
+  if (repo === null || existsSync(sandboxDir(ctx.paths, repo, name))) return null;
+  return stageClone(ctx.exec, ctx.paths, repo);
+}
+
 export const BACKEND_OPTION = ["--backend <kind>", "docker (default); user: a dedicated account per sandbox (Linux, as root; macOS)"] as const;
 
 export const create: Verb = {
@@ -52,10 +70,13 @@ export const create: Verb = {
       .option("--json", "print the sandbox as JSON");
   },
   async run(ctx, args, opts) {
-    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { withDaemonManager } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
     const userBackend = userBackendFlag(opts);
+    // The clone (create's slowest step) starts before the lifecycle's modules load; the create moves it into place
+    // under its lock, or removes it. Only for a new Docker sandbox of a repo found at once.
+    const staged = userBackend === null ? await stageIfNew(ctx, name, opts.repo as string | undefined) : null;
+    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+    const { withDaemonManager } = await import("../../client/sandboxes");
     if (userBackend !== null) {
       const [{ daemonFor }, { withUserSandboxes }, { userBackendKind }] = await Promise.all([
         import("../../client/cli"),
@@ -74,6 +95,7 @@ export const create: Verb = {
     // Clone and image here (build output on this terminal); the daemon starts it, guards first.
     const { sandbox } = await withDaemonManager(ctx, (m) =>
       m.create({
+        ...(staged ? { staged } : {}),
         name,
         cwd: ctx.cwd,
         repoFlag: opts.repo as string | undefined,
@@ -82,7 +104,7 @@ export const create: Verb = {
         ifExists: "error",
         ...claudeAuthOpt(opts),
       }),
-    );
+    ).finally(() => staged?.discard()); // also when the create never began (no daemon, a bad option)
     if (opts.json) ctx.render.json(sandbox);
     else ctx.render.out(`created sandbox ${sandbox.name} for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
     return 0;
