@@ -48,7 +48,11 @@ async function stageIfNew(ctx: { exec: Exec; env: { raw: Readonly<Record<string,
   if (name.length > NAME_MAX || !NAME_PATTERN.test(name)) return null; // the create says what is wrong
   const repo = findRepoRootQuick(ctx.cwd, repoFlag, ctx.env.raw);
   if (repo === null || existsSync(sandboxDir(ctx.paths, repo, name))) return null;
-  return stageClone(ctx.exec, ctx.paths, repo);
+  try {
+    return stageClone(ctx.exec, ctx.paths, repo);
+  } catch {
+    return null; // a head start only: the create clones as usual (and reports any real problem)
+  }
 }
 
 export const BACKEND_OPTION = ["--backend <kind>", "docker (default); user: a dedicated account per sandbox (Linux, as root; macOS)"] as const;
