@@ -1,6 +1,6 @@
 // nothing-lost: rm refuses while the clone holds commits no host ref has; a create killed midway leaves only what prune removes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
@@ -27,6 +27,11 @@ describe.skipIf(!canRun)(`nothing-lost (Docker)${canRun ? "" : ` — skipped: ${
 
   test("rm refuses with exit 65 and names the unsynced commit; list shows it; --force removes everything", () => {
     mustCreate(f, "keep");
+    // The clone create started ahead was moved into place: no staging dir is left behind.
+    const staging = join(f.user.home, ".cache", "sandbox-staging");
+    expect(existsSync(staging)).toBe(true); // it was used
+    expect(readdirSync(staging)).toEqual([]);
+    expect(existsSync(join(f.sandboxDir("keep"), "clone", ".git"))).toBe(true);
     const c = f.sbx(["shell", "keep", "--", "sh", "-c", "echo w > work.txt && git add work.txt && git -c user.email=a@example.invalid -c user.name=a commit -qm 'precious work'"]);
     expect(c.code).toBe(0);
     const listed = JSON.parse(f.sbx(["list", "--json"]).stdout) as { name: string; unsyncedCommits: number }[];
