@@ -30,7 +30,9 @@ try {
   const { a: sbx, b: base } = await timePair(() => sh(["bun", CLI, "shell", "attach", "--", "true"]), () => sh(["docker", "exec", ctr, "true"]), 20, 3);
   report([{ name: "sbx shell -- true", unit: "ms", value: sbx.median, baselineName: "docker exec <ctr> true", baseline: base.median, better: "lower", target: 1.2 }]);
 } finally {
+  const builtImage = world.imageOf();
   Bun.spawnSync(["bun", CLI, "rm", "--force", "attach"], { cwd: repo, env, stdout: "ignore", stderr: "ignore" });
   await stopBenchDaemon();
+  world.removeImage(builtImage);
   rmSync(root, { recursive: true, force: true });
 }

@@ -57,9 +57,11 @@ try {
 
   report([{ name: "sbx create (5,000 files, warm)", unit: "ms", value: sbx.median, baselineName: "git clone --shared + docker create + start", baseline: base.median, better: "lower", target: 1.3 }]);
 } finally {
+  const builtImage = world.imageOf();
   for (const name of made) Bun.spawnSync(["bun", CLI, "rm", "--force", name], { cwd: repo, env, stdout: "ignore", stderr: "ignore" });
   const ids = Bun.spawnSync(["docker", "ps", "-aq", "--filter", "label=sbx.bench=1"]).stdout.toString().split("\n").filter(Boolean);
   if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids], { stdout: "ignore" });
   await stopBenchDaemon();
+  world.removeImage(builtImage);
   rmSync(root, { recursive: true, force: true });
 }

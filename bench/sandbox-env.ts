@@ -12,6 +12,10 @@ export interface BenchWorld {
   env: Record<string, string> & { XDG_RUNTIME_DIR: string; XDG_CACHE_HOME: string; XDG_STATE_HOME: string; XDG_CONFIG_HOME: string };
   /** Stops the daemon this bench's CLI calls auto-started, by the pid in its own runtime dir's lock file. */
   stopDaemon(): Promise<void>;
+  /** The image tag sbx built for this world's repo (read from its containers; "" when there is none). */
+  imageOf(): string;
+  /** Removes that one tag (each world's home differs, so each run builds a new tag). */
+  removeImage(tag: string): void;
 }
 
 export function benchWorld(label: string): BenchWorld {
@@ -27,11 +31,19 @@ export function benchWorld(label: string): BenchWorld {
     // Its own runtime dir: the daemon this bench starts (and its sockets) are the bench's, never /tmp/sbx-<uid>'s.
     XDG_RUNTIME_DIR: join(root, "rt"),
   };
+  const repo = join(root, "repo");
   return {
     root,
     home: env.HOME,
-    repo: join(root, "repo"),
+    repo,
     env,
+    imageOf() {
+      const r = Bun.spawnSync(["docker", "ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"], { stdout: "pipe", stderr: "ignore" });
+      return r.stdout.toString().split("\n").find((l) => l.startsWith("sbx-")) ?? "";
+    },
+    removeImage(tag) {
+      if (tag) Bun.spawnSync(["docker", "image", "rm", tag], { stdout: "ignore", stderr: "ignore" });
+    },
     async stopDaemon() {
       let pid = NaN;
       try {

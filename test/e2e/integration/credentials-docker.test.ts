@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { startFakeLlm, type FakeLlm } from "../../support/fake-llm";
 import { startGitHttpServer, type GitHttpServer } from "../../support/git-http-server";
-import { acquireFixture, canRun, containerOf, dexec, docker, done, makeRepo, must, releaseFixture, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, canRun, containerOf, dexec, docker, done, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
 
 const tag = Math.random().toString(36).slice(2, 8);
 const TOKEN = `sbxtesttoken${tag}${"q".repeat(20)}`;
@@ -57,6 +57,7 @@ describe.skipIf(!canRun)(`credentials end to end on Docker${skipReason ? ` (skip
       sbx(["rm", "--force", "c"]);
       const left = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${realpathSync(repo)}`]).stdout.split("\n").filter(Boolean);
       if (left.length) docker(["rm", "--force", ...left]);
+      removeRepoImages(repo);
       sbx(["secret", "rm", "GIT_TOKEN"]);
       sbx(["secret", "rm", "ANTHROPIC_API_KEY"]);
     }

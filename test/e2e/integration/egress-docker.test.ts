@@ -13,6 +13,7 @@ import {
   makeRepo,
   must,
   releaseFixture,
+  removeRepoImages,
   skipReason,
 } from "./harness";
 
@@ -70,6 +71,7 @@ describe.skipIf(!canRun)(`egress end to end on Docker${skipReason ? ` (skipped: 
       sbx(["rm", "--force", "b"]);
       const left = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${realpathSync(repo)}`]).stdout.split("\n").filter(Boolean);
       if (left.length) docker(["rm", "--force", ...left]);
+      removeRepoImages(repo);
     }
     docker(["rm", "--force", TARGET]);
     docker(["network", "rm", NET]);

@@ -1,6 +1,7 @@
 // Shared pieces of the end-to-end Docker tests: a repo of the e2e test user, the container of a sandbox, docker exec as that user.
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { imageRepoName } from "../../../src/backend/docker/image";
 import { userRecipe } from "../../../src/workspace/init";
 import { BASE_IMAGE, type Fixture } from "../docker/fixture";
 import type { RunResult } from "../../support/test-user";
@@ -26,6 +27,15 @@ export function must(r: RunResult, what: string): RunResult {
 export function docker(args: string[], stdin?: string): RunResult {
   const r = Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe", stdin: stdin === undefined ? "ignore" : Buffer.from(stdin) });
   return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+/**
+ * Removes the image tags sbx built for `repo` (`sbx-<dir>:<hash>`; each run's repo has a fresh name, so without this
+ * every run would leave a tag behind). Layers shared with other tags stay.
+ */
+export function removeRepoImages(repo: string): void {
+  const tags = docker(["images", "--format", "{{.Repository}}:{{.Tag}}", imageRepoName(repo)]).stdout.split("\n").filter(Boolean);
+  if (tags.length) docker(["image", "rm", ...tags]);
 }
 
 /** The container sbx made for sandbox `name` of `repo` (found by its labels). */

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { realpathSync } from "node:fs";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, skipReason, waitFor } from "./harness";
+import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, waitFor } from "./harness";
 
 const tag = Math.random().toString(36).slice(2, 8);
 const GIT_ID = ["-c", "user.email=agent@example.invalid", "-c", "user.name=agent"];
@@ -29,6 +29,7 @@ describe.skipIf(!canRun)(`ref sync end to end on Docker${skipReason ? ` (skipped
       f.sbx(["rm", "--force", "r"], { cwd: repo });
       const left = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${realpathSync(repo)}`]).stdout.split("\n").filter(Boolean);
       if (left.length) docker(["rm", "--force", ...left]);
+      removeRepoImages(repo);
     }
     if (f) releaseFixture();
   }, 60_000);
