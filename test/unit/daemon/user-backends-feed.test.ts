@@ -7,32 +7,16 @@ import { silentLogger } from "../../../src/daemon/log";
 import { productionComponents } from "../../../src/daemon/main";
 import { blockedNotification, createDesktopNotifier } from "../../../src/daemon/notify";
 import { rawBlockFeed, startUserBackendAudits } from "../../../src/daemon/user-backends";
-import type { UserIdentity } from "../../../src/lifecycle/user-backend";
 import { Store } from "../../../src/store/store";
 import { processEnv, type Env } from "../../../src/sys/env";
 import type { Exec, TerminalOptions } from "../../../src/sys/exec";
-import type { Paths } from "../../../src/sys/paths";
 import { createEventBus, feedFromAudit, type FeedEvent } from "../../../src/ui/feed";
+import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
+import { ALICE_IDENTITY, ALICE_PATHS } from "../backend/macos/fake-mac";
 
-const paths = {
-  stateDir: "/Users/alice/.local/state/sbx",
-  configDir: "/Users/alice/.config/sbx",
-  cacheDir: "/Users/alice/.cache",
-  sandboxRoot: "/Users/alice/.cache/sandbox",
-  runtimeDir: "/tmp/sbx-501",
-  dbFile: ":memory:",
-  configFile: "/Users/alice/.config/sbx/config.json",
-  daemonLog: "/Users/alice/.local/state/sbx/daemon.log",
-  controlSocket: "/tmp/sbx-501/control.sock",
-} as Paths;
-const identity: UserIdentity = {
-  kind: "user",
-  id: "0a1b2c3d4e5f",
-  dir: "/Users/alice/.cache/sandbox/demo-x/demo",
-  proxyPort: 17001,
-  hostUser: { name: "alice", uid: 501, gid: 20, home: "/Users/alice", shell: "/bin/zsh" },
-};
+const paths = ALICE_PATHS;
+const identity = ALICE_IDENTITY;
 const PFLOG = (dst: string) =>
   `00:00:00.000000 rule 1.sbx_7001.1/0(match) [uid 7001]: block out on en0: 192.168.1.20.52144 > ${dst}.443: Flags [S], seq 1, win 65535, length 0\r\n`;
 

@@ -3,7 +3,9 @@ import { createHash } from "node:crypto";
 import type { SandboxSpec } from "../../../../src/backend/backend";
 import { MacosBackend } from "../../../../src/backend/macos/backend";
 import { directRoot, type RootContext } from "../../../../src/backend/macos/privileged";
+import type { UserIdentity } from "../../../../src/lifecycle/user-backend";
 import type { Exec } from "../../../../src/sys/exec";
+import type { Paths } from "../../../../src/sys/paths";
 import { FakeExec, type Reply } from "../../../fakes/exec";
 
 interface User {
@@ -497,3 +499,25 @@ export function macSpec(name: string, opts: { port?: number } = {}): SandboxSpec
     options: { proxyPort: opts.port ?? 17000 + (counter % 1000) },
   };
 }
+
+/** The fake Mac host user alice's sbx paths (XDG defaults under /Users/alice, runtime dir /tmp/sbx-501). */
+export const ALICE_PATHS: Paths = {
+  stateDir: "/Users/alice/.local/state/sbx",
+  configDir: "/Users/alice/.config/sbx",
+  cacheDir: "/Users/alice/.cache",
+  sandboxRoot: "/Users/alice/.cache/sandbox",
+  runtimeDir: "/tmp/sbx-501",
+  dbFile: ":memory:",
+  configFile: "/Users/alice/.config/sbx/config.json",
+  daemonLog: "/Users/alice/.local/state/sbx/daemon.log",
+  controlSocket: "/tmp/sbx-501/control.sock",
+};
+
+/** A stored user-account identity of one of alice's sandboxes (proxy port 17001). */
+export const ALICE_IDENTITY: UserIdentity = {
+  kind: "user",
+  id: "0a1b2c3d4e5f",
+  dir: "/Users/alice/.cache/sandbox/demo-x/demo",
+  proxyPort: 17001,
+  hostUser: { name: "alice", uid: 501, gid: 20, home: "/Users/alice", shell: "/bin/zsh" },
+};

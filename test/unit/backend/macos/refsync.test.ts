@@ -4,33 +4,15 @@ import type { GuardContext } from "../../../../src/daemon/guards";
 import { silentLogger } from "../../../../src/daemon/log";
 import { productionComponents } from "../../../../src/daemon/main";
 import { userRefSyncTarget } from "../../../../src/daemon/user-backends";
-import type { UserIdentity } from "../../../../src/lifecycle/user-backend";
 import { Store } from "../../../../src/store/store";
 import { hostGitEnv } from "../../../../src/sync/git-argv";
 import { processEnv, type Env } from "../../../../src/sys/env";
-import type { Paths } from "../../../../src/sys/paths";
 import { createEventBus } from "../../../../src/ui/feed";
-import { FakeMac } from "./fake-mac";
+import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "./fake-mac";
 import { golden } from "./golden";
 
-const paths = {
-  stateDir: "/Users/alice/.local/state/sbx",
-  configDir: "/Users/alice/.config/sbx",
-  cacheDir: "/Users/alice/.cache",
-  sandboxRoot: "/Users/alice/.cache/sandbox",
-  runtimeDir: "/tmp/sbx-501",
-  dbFile: ":memory:",
-  configFile: "/Users/alice/.config/sbx/config.json",
-  daemonLog: "/Users/alice/.local/state/sbx/daemon.log",
-  controlSocket: "/tmp/sbx-501/control.sock",
-} as Paths;
-const IDENTITY: UserIdentity = {
-  kind: "user",
-  id: "0a1b2c3d4e5f",
-  dir: "/Users/alice/.cache/sandbox/demo-x/demo",
-  proxyPort: 17001,
-  hostUser: { name: "alice", uid: 501, gid: 20, home: "/Users/alice", shell: "/bin/zsh" },
-};
+const paths = ALICE_PATHS;
+const IDENTITY = ALICE_IDENTITY;
 const WS = "/Users/sbx_alice_0a1b2c3d4e5f/demo";
 const oid = (c: string) => c.repeat(40);
 
