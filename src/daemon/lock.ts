@@ -1,33 +1,12 @@
 // The one-daemon-per-user lock: a pid file created exclusively; a live holder makes a second daemon refuse, naming its pid.
 import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { SbxError } from "../core/errors";
+import { pidAlive } from "../sys/proc";
 
 export interface DaemonLock {
   readonly path: string;
   readonly pid: number;
   release(): void;
-}
-
-/** Whether a process with this pid exists (signal 0 probes without sending anything). */
-export function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return !isZombie(pid);
-  } catch (e) {
-    // EPERM: it exists but belongs to someone else; still a live holder.
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** A killed process that nobody reaped yet still answers signal 0; on Linux /proc says it is a zombie. */
-function isZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
-  } catch {
-    return false;
-  }
 }
 
 function readPid(path: string): number | null {

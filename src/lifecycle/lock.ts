@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
 import { sha256Hex } from "../sys/paths";
+import { pidAlive } from "../sys/proc";
 
 const LockBodySchema = z.object({ pid: z.number().int(), host: z.string(), token: z.string(), at: z.number() });
 type LockBody = z.infer<typeof LockBodySchema>;
@@ -30,22 +31,6 @@ export function lockDir(stateDir: string): string {
 
 export function lockPath(stateDir: string, repo: string, name: string): string {
   return join(lockDir(stateDir), `${sha256Hex(`${repo}\0${name}`).slice(0, 32)}.lock`);
-}
-
-/** Whether a process is alive; a zombie (dead, not yet reaped: common when pid 1 does not reap) counts as dead. */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return process.platform !== "linux";
-  }
 }
 
 function readBody(path: string): LockBody | null {

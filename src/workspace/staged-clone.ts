@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
+import { pidAlive } from "../sys/proc";
 import { HOST_GIT_SAFE, HOST_REMOTE } from "./clone";
 
 export interface StagedClone {
@@ -72,13 +73,4 @@ export function deadStagingDirs(paths: Pick<Paths, "cacheDir">, alive: (pid: num
       return !Number.isInteger(pid) || !alive(pid);
     })
     .map((n) => join(stagingRoot(paths), n));
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

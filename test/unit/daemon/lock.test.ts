@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
-import { acquireLock, pidAlive } from "../../../src/daemon/lock";
+import { acquireLock } from "../../../src/daemon/lock";
+import { pidAlive } from "../../../src/sys/proc";
 
 const dir = mkdtempSync(join(tmpdir(), "sbx-lock-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

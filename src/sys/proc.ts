@@ -1,0 +1,24 @@
+// Whether a process is alive: the one check the daemon lock, the per-sandbox locks and staged clones share.
+import { readFileSync } from "node:fs";
+
+/**
+ * Signal 0 probes without sending anything; EPERM means it exists but is someone else's. A killed process nobody
+ * reaped yet (common when pid 1 does not reap) still answers signal 0: on Linux /proc says it is a zombie, which
+ * counts as dead.
+ */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    // No /proc (macOS): signal 0 said it exists. On Linux it has just gone.
+    return process.platform !== "linux";
+  }
+}
