@@ -7,6 +7,7 @@ import { defaultDaemonArgv } from "../client/autostart";
 import { readEnv, type Env } from "../sys/env";
 import type { Exec, ExecResult } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
+import { pidAlive } from "../sys/proc";
 import { chooseBase, defaultBuildScript, demoDockerfile } from "./base-image";
 import { makeSiteCert } from "./cert";
 import { startSite, type DemoSite } from "./site";
@@ -372,17 +373,6 @@ function tailLog(file: string, out: (l: string) => void): void {
   }
 }
 
-/** Whether a process exists (signal 0). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /**
  * Removes everything the demo made: the sandbox (sbx rm --force), then the daemon by pid, then any container or volume
  * still labelled with the demo repo or the demo's state root (sbx.root), then the temporary root.
@@ -405,8 +395,8 @@ async function cleanup(
       /* already gone */
     }
     const until = Date.now() + 15_000;
-    while (alive(pid) && Date.now() < until) await Bun.sleep(100);
-    if (alive(pid)) {
+    while (pidAlive(pid) && Date.now() < until) await Bun.sleep(100);
+    if (pidAlive(pid)) {
       try {
         process.kill(pid, "SIGKILL");
       } catch {
