@@ -26,7 +26,7 @@ import {
   type RuntimeSources,
 } from "./args";
 import { probeEngineFast } from "./engine";
-import { engineSocket } from "./engine-exec";
+import { engineJson, engineMessage, engineSocket } from "./engine-exec";
 import { tarArchive } from "./tar";
 
 export interface DockerBackendOptions {
@@ -259,26 +259,14 @@ export class DockerBackend implements Backend {
   private async apiPost(path: string, body?: unknown): Promise<boolean> {
     const sock = this.opts.apiSocket;
     if (sock === undefined) return false;
-    let res: Response;
+    let r: { status: number; json: unknown };
     try {
-      res = await fetch(`http://docker${path}`, {
-        method: "POST",
-        unix: sock,
-        ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
-      } as RequestInit);
+      r = await engineJson(sock, "POST", path, body);
     } catch {
       return false;
     }
-    const text = await res.text();
-    if (res.ok || res.status === 304) return true;
-    let message = text.trim();
-    try {
-      const m = (JSON.parse(text) as { message?: unknown }).message;
-      if (typeof m === "string") message = m;
-    } catch {
-      /* not JSON: the text as it came */
-    }
-    throw new SbxError("exec_failed", `the Docker engine refused POST ${path.split("?")[0]} (HTTP ${res.status}): ${message}`, {
+    if ((r.status >= 200 && r.status < 300) || r.status === 304) return true;
+    throw new SbxError("exec_failed", `the Docker engine refused POST ${path.split("?")[0]} (HTTP ${r.status}): ${engineMessage(r.json)}`, {
       hint: "See `docker info` and the engine's log.",
     });
   }
@@ -585,11 +573,11 @@ export class DockerBackend implements Backend {
     const filters = encodeURIComponent(JSON.stringify({ label: [`${LABEL.root}=${this.root}`, LABEL.sandbox] }));
     try {
       const [c, v] = await Promise.all([
-        fetch(`http://docker/containers/json?all=1&filters=${filters}`, { unix: sock } as RequestInit),
-        fetch(`http://docker/volumes?filters=${filters}`, { unix: sock } as RequestInit),
+        engineJson(sock, "GET", `/containers/json?all=1&filters=${filters}`),
+        engineJson(sock, "GET", `/volumes?filters=${filters}`),
       ]);
-      if (!c.ok || !v.ok) return undefined;
-      return foundFromApi(await c.json(), await v.json());
+      if (c.status !== 200 || v.status !== 200) return undefined;
+      return foundFromApi(c.json, v.json);
     } catch {
       return undefined;
     }

@@ -94,7 +94,8 @@ interface EngineErrorBody {
   message?: unknown;
 }
 
-async function engineJson(socket: string, method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+/** One Engine API call with a JSON body and answer (a non-JSON answer becomes `{ message }`); throws when the socket does not answer. */
+export async function engineJson(socket: string, method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await fetch(`http://docker${path}`, {
     method,
     unix: socket,
@@ -110,7 +111,8 @@ async function engineJson(socket: string, method: "GET" | "POST", path: string, 
   return { status: res.status, json };
 }
 
-function engineMessage(json: unknown): string {
+/** The engine's error message in an answer, or "no message". */
+export function engineMessage(json: unknown): string {
   const m = (json as EngineErrorBody | null)?.message;
   return typeof m === "string" ? m : "no message";
 }
