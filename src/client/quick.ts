@@ -102,9 +102,14 @@ async function daemonStart(paths: Paths, name: string, repo: string): Promise<{ 
     if ((e as Error).name === "TimeoutError") throw new SbxError("unavailable", "the sbx daemon did not answer the start request within 300 s", { hint: "See `sbx status` and its log." });
     return null;
   }
+  return { status: res.status, json: await jsonAnswer(res) };
+}
+
+/** A daemon answer's JSON; anything else is an internal error. */
+async function jsonAnswer(res: Response): Promise<unknown> {
   const text = await res.text();
   try {
-    return { status: res.status, json: JSON.parse(text) };
+    return JSON.parse(text);
   } catch {
     throw new SbxError("internal", `the daemon sent a non-JSON answer (HTTP ${res.status})`, { hint: "Restart the daemon." });
   }
@@ -208,13 +213,7 @@ export async function agentExec(paths: Paths, head: AgentExecRequest, stdin: Uin
     throw new SbxError("unavailable", `lost the sbx daemon while starting the command: ${e.message}`, { hint: "See `sbx status` and its log." });
   });
   if (res.headers.get("content-type") !== EXEC_FRAMES_TYPE) {
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new SbxError("internal", `the daemon sent a non-JSON answer (HTTP ${res.status})`, { hint: "Restart the daemon." });
-    }
+    const json = await jsonAnswer(res);
     parseStartAnswer(res.status, json); // an error answer throws as its SbxError
     if ((json as { agent?: unknown }).agent === false) return null;
     throw new SbxError("internal", "the daemon's answer to the exec request has an unexpected shape", { hint: "Restart the daemon." });
