@@ -138,3 +138,38 @@ export function parseExit(value: unknown): number {
   const c = (value as { code?: unknown } | null)?.code;
   return typeof c === "number" && Number.isInteger(c) && c >= 0 && c <= 255 ? c : 255;
 }
+
+/** How a session-0 exec stream ended: the command's exit code, or why it did not finish (failed frame, stream cut). */
+export type ExecEnd = { code: number } | { failed: string; cancelled?: true };
+
+/**
+ * Reads a session-0 exec stream (daemon → CLI, or an agent session the daemon collects) to its end, handing output to
+ * the sinks as it comes. `signal` cancels the stream (the command is then stopped by whoever serves it).
+ */
+export async function readExecStream(
+  stream: ReadableStream<Uint8Array>,
+  out: { stdout(b: Uint8Array): void; stderr(b: Uint8Array): void },
+  signal?: AbortSignal,
+): Promise<ExecEnd> {
+  const reader = stream.getReader();
+  const cancel = () => void reader.cancel();
+  signal?.addEventListener("abort", cancel, { once: true });
+  const decoder = new FrameDecoder();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return signal?.aborted ? { failed: "cancelled", cancelled: true } : { failed: "the exec stream ended before the command's exit code" };
+      for (const f of decoder.push(value)) {
+        if (f.type === FrameType.stdout) out.stdout(f.payload);
+        else if (f.type === FrameType.stderr) out.stderr(f.payload);
+        else if (f.type === FrameType.exit) return { code: parseExit(parseJson(f.payload)) };
+        else if (f.type === FrameType.failed) {
+          const m = (parseJson(f.payload) as { message?: unknown } | undefined)?.message;
+          return { failed: typeof m === "string" ? m : "the exec agent failed" };
+        }
+      }
+    }
+  } finally {
+    signal?.removeEventListener("abort", cancel);
+  }
+}

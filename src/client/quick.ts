@@ -1,6 +1,6 @@
 // The fast path of `sbx shell|run NAME -- cmd` without a terminal: the daemon starts the sandbox (guards up) and runs the command through its exec agent, or else the command goes through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
 import { existsSync } from "node:fs";
-import { FrameDecoder, FrameType, parseExit, parseJson } from "../../shims/exec-frames";
+import { readExecStream } from "../../shims/exec-frames";
 import { engineExec, engineSocket } from "../backend/docker/engine-exec";
 import { SbxError, type ErrorCode } from "../core/errors";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
@@ -218,22 +218,9 @@ export async function agentExec(paths: Paths, head: AgentExecRequest, stdin: Uin
     if ((json as { agent?: unknown }).agent === false) return null;
     throw new SbxError("internal", "the daemon's answer to the exec request has an unexpected shape", { hint: "Restart the daemon." });
   }
-  const decoder = new FrameDecoder();
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    for (const f of decoder.push(value)) {
-      if (f.type === FrameType.stdout) io.stdout(f.payload);
-      else if (f.type === FrameType.stderr) io.stderr(f.payload);
-      else if (f.type === FrameType.exit) return parseExit(parseJson(f.payload));
-      else if (f.type === FrameType.failed) {
-        const m = (parseJson(f.payload) as { message?: unknown } | undefined)?.message;
-        throw new SbxError("exec_failed", `the command did not finish: ${typeof m === "string" ? m : "the exec agent failed"}`, {
-          hint: "Its output so far is above. See `sbx status`; run it again once the sandbox runs.",
-        });
-      }
-    }
-  }
-  throw new SbxError("exec_failed", "the daemon's exec stream ended before the command's exit code", { hint: "See `sbx status` and the daemon log." });
+  const end = await readExecStream(res.body as ReadableStream<Uint8Array>, io);
+  if ("code" in end) return end.code;
+  throw new SbxError("exec_failed", `the command did not finish: ${end.failed}`, {
+    hint: "Its output so far is above. See `sbx status` and the daemon log; run it again once the sandbox runs.",
+  });
 }

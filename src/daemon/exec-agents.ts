@@ -16,6 +16,7 @@ import {
   jsonFrame,
   parseExit,
   parseJson,
+  readExecStream,
   type Frame,
   type StartPayload,
 } from "../../shims/exec-frames";
@@ -190,34 +191,17 @@ export class ExecAgents {
   async collect(sandboxId: number, start: StartPayload, timeoutMs: number): Promise<{ exitCode: number; stdout: string; stderr: string } | null> {
     const link = this.get(sandboxId);
     if (!link) return null;
-    const reader = link.run(start).getReader();
-    const decoder = new FrameDecoder();
     const td = { out: new TextDecoder(), err: new TextDecoder() };
     let stdout = "";
     let stderr = "";
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      void reader.cancel();
-    }, timeoutMs);
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        for (const f of decoder.push(value)) {
-          if (f.type === FrameType.stdout) stdout += td.out.decode(f.payload, { stream: true });
-          else if (f.type === FrameType.stderr) stderr += td.err.decode(f.payload, { stream: true });
-          else if (f.type === FrameType.exit) return { exitCode: parseExit(parseJson(f.payload)), stdout, stderr };
-          else if (f.type === FrameType.failed) {
-            const m = (parseJson(f.payload) as { message?: unknown } | undefined)?.message;
-            return { exitCode: 255, stdout, stderr: `${stderr}${typeof m === "string" ? m : "the exec agent failed"}\n` };
-          }
-        }
-      }
-      return { exitCode: timedOut ? 124 : 255, stdout, stderr: `${stderr}${timedOut ? `timed out after ${timeoutMs} ms` : "the exec stream ended early"}\n` };
-    } finally {
-      clearTimeout(timer);
-    }
+    const end = await readExecStream(
+      link.run(start),
+      { stdout: (b) => void (stdout += td.out.decode(b, { stream: true })), stderr: (b) => void (stderr += td.err.decode(b, { stream: true })) },
+      AbortSignal.timeout(timeoutMs),
+    );
+    if ("code" in end) return { exitCode: end.code, stdout, stderr };
+    const timedOut = end.cancelled === true;
+    return { exitCode: timedOut ? 124 : 255, stdout, stderr: `${stderr}${timedOut ? `timed out after ${timeoutMs} ms` : end.failed}\n` };
   }
 }
 
