@@ -68,13 +68,15 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
     const pump = async (id: number, type: number, stream: ReadableStream<Uint8Array>) => {
       for await (const chunk of stream) for (const f of dataFrames(type, id, chunk)) await write(f);
     };
+    /** Ends a session that never ran: the reason on its stderr, then its exit code. */
+    const refuse = async (id: number, line: string, code: number) => {
+      for (const f of dataFrames(FrameType.stderr, id, new TextEncoder().encode(`${line}\n`))) await write(f);
+      await write(jsonFrame(FrameType.exit, id, { code }));
+    };
     const start = async (id: number, payload: Uint8Array) => {
       const req = parseStart(parseJson(payload));
       if (!req || running.has(id)) {
-        const msg = running.has(id) ? "a session with this number is running" : "malformed start request";
-        for (const f of dataFrames(FrameType.stderr, id, new TextEncoder().encode(`sbx exec agent: ${msg}\n`))) await write(f);
-        await write(jsonFrame(FrameType.exit, id, { code: 126 }));
-        return;
+        return refuse(id, `sbx exec agent: ${running.has(id) ? "a session with this number is running" : "malformed start request"}`, 126);
       }
       let proc: ReturnType<typeof Bun.spawn>;
       try {
@@ -87,11 +89,8 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
           stderr: "pipe",
         });
       } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        const msg = `sbx: cannot run ${req.argv[0]} in ${req.cwd}: ${(e as Error).message}\n`;
-        for (const f of dataFrames(FrameType.stderr, id, new TextEncoder().encode(msg))) await write(f);
-        await write(jsonFrame(FrameType.exit, id, { code: code === "ENOENT" ? 127 : 126 }));
-        return;
+        const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
+        return refuse(id, `sbx: cannot run ${req.argv[0]} in ${req.cwd}: ${(e as Error).message}`, missing ? 127 : 126);
       }
       running.set(id, { proc, stdin: req.stdin });
       try {
