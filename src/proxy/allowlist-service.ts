@@ -138,17 +138,13 @@ export interface ApprovalOutcome {
 
 /** Decides a pending approval; allowing adds its host (with the port when not 80/443) to that sandbox's list. */
 export function decidePending(store: Store, id: number, decision: "allow" | "deny", decidedBy: string): ApprovalOutcome {
-  const out = store.write(() => {
+  return store.write(() => {
     const approval = store.decideApproval(id, decision === "allow" ? "allowed" : "denied", decidedBy);
-    if (decision === "deny") return { approval, pattern: null, added: false };
     const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
-    const added = store.addAllow(approval.sandboxId, pattern, decidedBy);
-    return { approval, pattern, added };
+    const added = decision === "allow" && store.addAllow(approval.sandboxId, pattern, decidedBy);
+    auditDecision(store, approval.sandboxId, decision, pattern, decidedBy, approval.id);
+    return { approval, pattern: decision === "allow" ? pattern : null, added };
   });
-  const a = out.approval;
-  const pattern = out.pattern ?? validatePattern(patternFor(a.host, a.port)).canonical;
-  auditDecision(store, a.sandboxId, decision, pattern, decidedBy, a.id);
-  return out;
 }
 
 /** The host part of a suggested pattern, as the approvals table keys it. */
