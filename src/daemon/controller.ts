@@ -276,7 +276,10 @@ export class Controller {
     return this.mutex.run(String(sb0.id), async () => {
       const sb = this.resolve(ref);
       const backend = this.backendFor(sb);
-      const [guarded, prepared] = await Promise.allSettled([this.guardUp(sb), this.deps.prepareRun?.(sb)]);
+      // Only a start that brings guards up has time to spare beside them; with guards up already (every command in a
+      // running sandbox) there is nothing to overlap, and bringUp does what is missing.
+      const prepare = this.records.get(sb.id)?.state === "up" ? undefined : this.deps.prepareRun?.(sb);
+      const [guarded, prepared] = await Promise.allSettled([this.guardUp(sb), prepare]);
       if (prepared.status === "rejected") this.deps.log.warn("preparing the sandbox beside its guards failed; starting it does it again", { sandbox: sb.name, err: prepared.reason });
       if (guarded.status === "rejected") throw guarded.reason;
       const rec = guarded.value;
