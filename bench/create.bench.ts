@@ -34,7 +34,7 @@ try {
   // Warm: the image is built once here, outside the timing.
   sh(["bun", CLI, "create", "warmup"]);
   made.push("warmup");
-  const image = JSON.parse(sh(["bun", CLI, "list", "--json"]))[0] ? sh(["docker", "ps", "--filter", "label=sbx.name=warmup", "--format", "{{.Image}}"]) : "";
+  const image = world.imageOf();
 
   let m = 0;
   // Alternating runs (sbx, baseline, sbx, …): a load that comes and goes weighs on both alike.
