@@ -71,6 +71,13 @@ export interface DaemonProc {
   exited: Promise<number>;
 }
 
+/** Kills a test daemon started by startDaemonProc (ours, by pid) and waits for it to exit; none: nothing to do. */
+export async function killDaemonProc(d: DaemonProc | undefined): Promise<void> {
+  if (!d) return;
+  d.proc.kill("SIGKILL");
+  await d.exited;
+}
+
 /** Starts the test daemon and waits until /health answers and the first reconcile is done. */
 export async function startDaemonProc(w: World, timeoutMs = 10_000, ...modes: ("real-proxy" | "notify")[]): Promise<DaemonProc> {
   const proc = Bun.spawn([process.execPath, ENTRY, w.stateFile, w.controlDir, ...modes], {

@@ -1,15 +1,12 @@
 // The daemon's CLI verbs against a running daemon: status (table and JSON), ps, and logs with --sandbox, --json and --follow.
 import { afterEach, describe, expect, test } from "bun:test";
-import { CLI, makeWorld, seedSandbox, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
+import { CLI, type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
 afterEach(async () => {
-  if (d) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-    d = undefined;
-  }
+  await killDaemonProc(d);
+  d = undefined;
   w?.cleanup();
 });
 

@@ -3,16 +3,13 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readState } from "../../support/daemon-file-backend";
-import { ENTRY, lockPid, makeWorld, socketGet, seedSandbox, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, ENTRY, killDaemonProc, lockPid, makeWorld, seedSandbox, socketGet, startDaemonProc, type World } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
 afterEach(async () => {
-  if (d) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-    d = undefined;
-  }
+  await killDaemonProc(d);
+  d = undefined;
   w?.cleanup();
 });
 

@@ -4,16 +4,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import { readState } from "../../support/daemon-file-backend";
-import { makeWorld, seedSandbox, socketGet, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, socketGet, startDaemonProc, type World } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
 afterEach(async () => {
-  if (d) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-    d = undefined;
-  }
+  await killDaemonProc(d);
+  d = undefined;
   w?.cleanup();
 });
 

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { topicFor } from "../../../src/chat/commands";
 import { buildZulipConfig, writeChatConfig } from "../../../src/chat/config";
 import { uiLaunch } from "../../../src/client/hosted";
-import { makeWorld, seedSandbox, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World } from "../../support/daemon-proc";
 import { startFakeZulip, type FakeZulip } from "../../support/fake-zulip";
 
 const BOT = "sbx-bot@zulip.test";
@@ -17,11 +17,8 @@ let w: World | undefined;
 let d: DaemonProc | undefined;
 let zulip: FakeZulip | undefined;
 afterEach(async () => {
-  if (d) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-    d = undefined;
-  }
+  await killDaemonProc(d);
+  d = undefined;
   await zulip?.stop();
   zulip = undefined;
   w?.cleanup();

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ServerFrameSchema } from "../../../src/daemon/protocol";
-import { makeWorld, seedSandbox, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
@@ -12,11 +12,8 @@ afterEach(async () => {
     Bun.spawnSync(["tmux", "-S", tmuxSocket, "kill-server"]);
     tmuxSocket = undefined;
   }
-  if (d) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-    d = undefined;
-  }
+  await killDaemonProc(d);
+  d = undefined;
   w?.cleanup();
 });
 

@@ -3,16 +3,13 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { renderLaunchPage, openerArgv } from "../../../src/ui/launch";
-import { CLI, makeWorld, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
+import { CLI, type DaemonProc, killDaemonProc, makeWorld, startDaemonProc, type World } from "../../support/daemon-proc";
 
 let w: World | undefined;
 let d: DaemonProc | undefined;
 afterEach(async () => {
-  if (d) {
-    d.proc.kill("SIGKILL");
-    await d.exited;
-    d = undefined;
-  }
+  await killDaemonProc(d);
+  d = undefined;
   w?.cleanup();
   w = undefined;
 });
