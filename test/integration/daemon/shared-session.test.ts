@@ -120,7 +120,12 @@ describe("shared sessions through the daemon", () => {
       const [session] = (await w.client.sessions()).sessions;
       expect(session?.sandbox).toBe("demo");
       tmux("new-window", "-t", "t:1", "sh", "-c", `${attachArgv(session!.id).map((a) => `'${a}'`).join(" ")}; echo "[attach exited: $?]"; sleep 30`);
-      await Bun.sleep(300);
+      // Type only once the daemon counts the second client: under a loaded CI machine the CLI can take longer than any fixed pause.
+      const until = Date.now() + 8000;
+      while ((await w.client.sessions()).sessions[0]?.clients !== 2) {
+        if (Date.now() > until) throw new Error(`the second terminal never joined:\n${capture("t:1")}`);
+        await Bun.sleep(50);
+      }
       tmux("send-keys", "-t", "t:1", "echo typed-in-two-$((20+3))", "Enter");
       await waitPane("t:0", /^typed-in-two-23$/m);
       tmux("send-keys", "-t", "t:0", "echo typed-in-one-$((30+4))", "Enter");
@@ -129,6 +134,9 @@ describe("shared sessions through the daemon", () => {
       tmux("send-keys", "-t", "t:0", "sleep 30", "Enter");
       await Bun.sleep(300);
       tmux("send-keys", "-t", "t:1", "C-c");
+      // The sleep ends at once (not after 30 s) and the shell prompts again; keys typed before that would be echoed by the
+      // line discipline while sleep still runs, so the next command waits for the prompt.
+      await waitPane("t:0", /^\$ sleep 30\n\^C\n\$ $/m);
       tmux("send-keys", "-t", "t:1", "echo still-here", "Enter");
       await waitPane("t:0", /^still-here$/m);
       tmux("send-keys", "-t", "t:0", "exit 4", "Enter");
