@@ -56,9 +56,14 @@ describe.skipIf(!run)(`interactive sbx shell in tmux${run ? "" : ` — skipped: 
     expect(pane().split("\n").map((l) => l.trim())).not.toContain("not-interrupted");
 
     tmux("resize-window", "-t", session, "-x", "100", "-y", "30");
-    await Bun.sleep(300);
-    tmux("send-keys", "-t", session, "echo size=$(stty size)", "Enter");
-    expect(await until(() => pane().includes("size=30 100"), 5_000)).toBe(true);
+    // The resize travels SIGWINCH → CLI → daemon → inner tty with no reply to wait on: ask again until it has arrived.
+    let asked = 0;
+    const resized = await until(() => {
+      if (pane().includes("size=30 100")) return true;
+      if (asked++ % 10 === 0) tmux("send-keys", "-t", session, "echo size=$(stty size)", "Enter");
+      return false;
+    }, 8_000);
+    expect(resized).toBe(true);
 
     tmux("send-keys", "-t", session, "exit 5", "Enter");
     expect(await until(() => existsSync(exitFile) && readFileSync(exitFile, "utf8").trim() !== "")).toBe(true);
