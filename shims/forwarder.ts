@@ -1,7 +1,13 @@
-// In-sandbox forwarder: 127.0.0.1:<port> → the sandbox's proxy unix socket. Bun built-ins only; the sandbox's long-lived process.
+// In-sandbox forwarder: 127.0.0.1:<port> → the sandbox's proxy. Bun built-ins only; the sandbox's long-lived process.
 //
-// Usage: bun forwarder.ts [--port N]   (or SBX_PROXY_PORT); socket from SBX_PROXY_SOCKET (default /run/sbx/proxy.sock).
-// Fail closed: when the socket is absent or refuses, the client's connection is dropped; nothing else is tried.
+// Usage: bun forwarder.ts [--port N]   (or SBX_PROXY_PORT); socket from SBX_PROXY_SOCKET (default /run/sbx/proxy.sock),
+// handoff socket from SBX_LISTEN_SOCKET (default: listen.sock beside it). The listener is handed to the daemon's proxy,
+// which then accepts on it itself (shims/handoff.ts); where that cannot be done, or while no daemon holds it, the
+// forwarder relays each connection to the proxy socket. Fail closed: when the socket is absent or refuses, the client's
+// connection is dropped; nothing else is tried.
+import { dirname, join } from "node:path";
+import { fdPassing } from "./fd-pass";
+import { startHandoff } from "./handoff";
 import { startTcpRelay } from "./relay";
 
 function argValue(name: string): string | undefined {
@@ -17,9 +23,16 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(64);
 }
 
-const relay = startTcpRelay({ port, socketPath });
+const handoffPath = process.env.SBX_LISTEN_SOCKET ?? join(dirname(socketPath), "listen.sock");
+const lib = fdPassing();
+let bound: number;
+if (lib) {
+  const listener = lib.listenLoopback(port);
+  startHandoff({ lib, listener, handoffPath, socketPath, log: (line) => process.stderr.write(`${line}\n`) });
+  bound = listener.port;
+} else bound = startTcpRelay({ port, socketPath }).port;
 
 // One line on stdout so a supervisor (or a test) learns the port when 0 was asked for.
-process.stdout.write(`sbx forwarder listening on 127.0.0.1:${relay.port} → ${socketPath}\n`);
+process.stdout.write(`sbx forwarder listening on 127.0.0.1:${bound} → ${socketPath}\n`);
 
 for (const sig of ["SIGTERM", "SIGINT"] as const) process.on(sig, () => process.exit(0));

@@ -3,7 +3,7 @@
 // It lives in shims/ because the forwarder runs inside Docker sandboxes from this mounted dir: Bun built-ins only, no
 // node_modules, no module state. Fail closed: when the socket is absent or refuses, the client's connection is dropped.
 // Bun.listen/Bun.connect rather than node:net (per-byte CPU measured within noise of node:net and node:http pipes).
-import type { Socket, TCPSocketListener } from "bun";
+import type { Socket } from "bun";
 
 interface Side {
   peer: Socket<Side> | null;
@@ -73,6 +73,8 @@ export interface TcpRelayOptions {
   hostname?: string;
   /** 0 picks a free port (tests). */
   port: number;
+  /** Accept on this already-listening socket instead of binding port (the forwarder's hand-made listener; `port` names it). */
+  fd?: number;
   /** The unix socket every connection is relayed to. */
   socketPath: string;
 }
@@ -84,6 +86,8 @@ export interface TcpRelay {
   active(): number;
   /** Stops listening and drops every open connection. */
   close(): void;
+  /** Stops accepting; connections already relayed run to their end. */
+  stopAccepting(): void;
 }
 
 /** Starts the relay; throws (EADDRINUSE, …) when the port cannot be bound, so a guard fails and the sandbox stays fenced. */
@@ -106,9 +110,10 @@ export function startTcpRelay(o: TcpRelayOptions): TcpRelay {
     },
     error: (s: Socket<Side>) => void s.data.peer?.end(),
   };
-  const listener: TCPSocketListener<Side> = Bun.listen<Side>({
-    hostname,
-    port: o.port,
+  // Bun.listen takes `fd` (an already-listening socket) at run time; its types only know hostname/port.
+  const where = (o.fd === undefined ? { hostname, port: o.port } : { fd: o.fd }) as { hostname: string; port: number };
+  const listener = Bun.listen<Side>({
+    ...where,
     allowHalfOpen: true,
     socket: {
       ...handlers,
@@ -144,14 +149,20 @@ export function startTcpRelay(o: TcpRelayOptions): TcpRelay {
       },
     },
   });
+  let listening = true;
   return {
     hostname,
-    port: listener.port,
+    port: o.fd === undefined ? listener.port : o.port,
     active: () => [...open].filter((s) => s.data.peer !== null).length / 2,
     close() {
-      listener.stop(true);
+      if (listening) listener.stop(true);
+      listening = false;
       for (const s of open) s.end();
       open.clear();
+    },
+    stopAccepting() {
+      if (listening) listener.stop(false);
+      listening = false;
     },
   };
 }

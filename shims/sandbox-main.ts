@@ -1,4 +1,4 @@
-// The container's long-lived process: the egress forwarder (127.0.0.1:<port> → proxy socket) and the exec agent (the daemon's fast way to run a command inside).
+// The container's long-lived process: the egress forwarder (127.0.0.1:<port>, handed to the proxy) and the exec agent (the daemon's fast way to run a command inside).
 //
 // Usage: bun sandbox-main.ts [--port N]   (the forwarder's flags). The agent dials SBX_AGENT_SOCKET (default: agent.sock
 // beside the proxy socket). A crash of either ends this process and so the container: `--init` reaps and the daemon

@@ -1,6 +1,11 @@
 // The egress proxy as a guard: one proxy per sandbox on its own socket, policy read from the store per request, decisions audited.
+// For Docker and linux-user sandboxes it also serves listen.sock, where the forwarder (in the sandbox, or the loopback
+// guard) hands over its 127.0.0.1:<port> listener so the proxy accepts on it itself.
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { join } from "node:path";
+import { fdPassing } from "../../shims/fd-pass";
+import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
 import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, policyFor, type DecisionSinkOptions } from "../proxy/allowlist-service";
 import { feedFromEgress, type FeedEvent } from "../ui/feed";
@@ -16,6 +21,9 @@ export interface ProxyGuardOptions {
   /** The live feed (dashboard, chat bot, desktop notifier): every decision, after the sink recorded it. */
   publish?: (e: FeedEvent) => void;
 }
+
+/** The handoff socket's name in a sandbox's socket dir (/run/sbx/listen.sock inside; shims/forwarder.ts's default). */
+export const LISTEN_SOCKET = "listen.sock";
 
 export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
   return {
@@ -39,12 +47,25 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
         throw e;
       }
       const p = proxy;
+      let handoff: HandoffServer | null = null;
+      // Docker: the in-sandbox forwarder hands its listener over; linux-user: the loopback guard does, in-process.
+      const lib = ctx.sandbox.backend === "docker" || ctx.sandbox.backend === "linux-user" ? fdPassing() : null;
+      if (lib) {
+        try {
+          handoff = serveListenerHandoff({ lib, path: join(ctx.sockets.dir, LISTEN_SOCKET), adopt: (fd) => p.serveListener(fd), log: ctx.log });
+        } catch (e) {
+          // The forwarder then keeps relaying: slower, never less safe.
+          ctx.log.warn("cannot serve the listener handoff; the forwarder relays", { err: (e as Error).message });
+        }
+      }
+      const h = handoff;
       return {
         health: () =>
           existsSync(p.socketPath)
-            ? { ok: true, detail: `${p.active()} open connection(s)` }
+            ? { ok: true, detail: `${p.active()} open connection(s)${h?.held() ? "; accepting on the forwarder's listener" : ""}` }
             : { ok: false, detail: `socket ${p.socketPath} is gone` },
         async stop() {
+          h?.close();
           await p.close();
           sink.flush();
           sink.close();

@@ -1,8 +1,8 @@
-// The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket, allowlist first.
+// The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket (and on a listener its forwarder handed over), allowlist first.
 import { lookup } from "node:dns/promises";
 import { existsSync, unlinkSync } from "node:fs";
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
-import { connect, type Socket } from "node:net";
+import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import { canonicalIp } from "../core/addresses";
@@ -66,6 +66,11 @@ export interface EgressProxy {
   readonly sandbox: ProxySandbox;
   /** Tunnels and forwarded requests in flight. */
   active(): number;
+  /**
+   * Also accepts this sandbox's connections on a listening socket (the forwarder's 127.0.0.1:<port>, handed over);
+   * the fd is the proxy's from now on. The returned close stops accepting on it; open connections run on.
+   */
+  serveListener(fd: number): { close(): void };
   /** Stops listening, cuts every connection, removes the socket. Idempotent. */
   close(): Promise<void>;
 }
@@ -431,13 +436,32 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   await listenUnix(server, opts.socketPath);
 
+  const listeners = new Set<NetServer>();
   let closing: Promise<void> | null = null;
   return {
     socketPath: opts.socketPath,
     sandbox,
     active: () => inFlight,
+    serveListener(fd) {
+      if (closing) throw new Error("the proxy is closing");
+      // allowHalfOpen as the HTTP server's own sockets have it: a tunnel's client may end its side and still read.
+      const l = createNetServer({ allowHalfOpen: true }, (s) => {
+        s.setNoDelay(true);
+        server.emit("connection", s);
+      });
+      l.on("error", () => l.close());
+      l.listen({ fd });
+      listeners.add(l);
+      return {
+        close() {
+          if (listeners.delete(l)) l.close();
+        },
+      };
+    },
     close() {
       closing ??= new Promise<void>((resolveClose) => {
+        for (const l of listeners) l.close();
+        listeners.clear();
         server.close(() => resolveClose());
         for (const s of clientSockets) s.destroy();
         for (const s of upstreamSockets) s.destroy();

@@ -191,7 +191,8 @@ export const FORWARDER_READY = "sbx forwarder listening";
 
 /**
  * The container's long-lived process (shims/sandbox-main.ts) on the host's Bun, mounted read-only: the egress
- * forwarder, the sandbox's only way out (127.0.0.1:<port> → /run/sbx/proxy.sock), and the exec agent, which dials
+ * forwarder, the sandbox's only way out (127.0.0.1:<port>, handed to the proxy over /run/sbx/listen.sock, else
+ * relayed to /run/sbx/proxy.sock), and the exec agent, which dials
  * /run/sbx/agent.sock to run the daemon's non-terminal commands. `--init` reaps and forwards signals. The port comes
  * from `spec.options.proxyPort` (default 3128).
  */

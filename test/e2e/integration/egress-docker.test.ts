@@ -1,6 +1,6 @@
 // Invariants no-direct-egress, allowlist-exact, sandboxes-apart and fail-closed, end to end: real sandboxes, the real daemon, a target container on a network the test made.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import type { Fixture } from "../docker/fixture";
 import {
   acquireFixture,
@@ -42,6 +42,26 @@ function sbx(args: string[], stdin?: string) {
 /** curl through the sandbox's own proxy variables (what any client inside does). */
 function curlInside(name: string, extra: string[] = []) {
   return sbx(["run", name, "--", "curl", "-sS", "-i", "-m", "10", ...extra, `http://${ip}:8080/`]);
+}
+
+/** Whether `sbx status` reports a's proxy accepting on the forwarder's listener (waits out the forwarder's retry). */
+async function listenerHeld(name: string): Promise<boolean> {
+  for (let i = 0; i < 40; i++) {
+    const st = JSON.parse(must(sbx(["status", "--json"]), "sbx status --json").stdout) as { sandboxes: { name: string; guards: { name: string; detail: string }[] }[] };
+    const proxy = st.sandboxes.find((x) => x.name === name)?.guards.find((g) => g.name === "proxy");
+    if (proxy?.detail.includes("accepting on the forwarder's listener")) return true;
+    await Bun.sleep(100);
+  }
+  return false;
+}
+
+/** The host pid of the container's long-lived process (shims/sandbox-main.ts): the only child of its --init. */
+function forwarderPid(ctr: string): number {
+  const init = docker(["inspect", "--format", "{{.State.Pid}}", ctr]).stdout.trim();
+  const kids = readFileSync(`/proc/${init}/task/${init}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+  expect(kids.length).toBe(1);
+  expect(readFileSync(`/proc/${kids[0]}/cmdline`, "utf8")).toContain("sandbox-main.ts");
+  return Number(kids[0]);
 }
 
 describe.skipIf(!canRun)(`egress end to end on Docker${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
@@ -103,6 +123,19 @@ describe.skipIf(!canRun)(`egress end to end on Docker${skipReason ? ` (skipped: 
     expect(docker(["inspect", "--format", "{{.State.StartedAt}}", ctrA]).stdout).toBe(before);
   }, 60_000);
 
+  test("one relay: the proxy accepts on the forwarder's own listener, so a frozen forwarder (SIGSTOP) does not stop traffic", async () => {
+    expect(await listenerHeld("a")).toBe(true);
+    const fw = forwarderPid(ctrA);
+    process.kill(fw, "SIGSTOP");
+    try {
+      // docker exec, not `sbx run`: the exec agent lives in the frozen process too.
+      const r = dexec(f, ctrA, ["curl", "-sS", "-m", "10", `http://${ip}:8080/`]);
+      expect(r.stdout).toContain("hello from the target");
+    } finally {
+      process.kill(fw, "SIGCONT");
+    }
+  }, 60_000);
+
   test("allowlist-exact: the same host on another port is still refused", () => {
     const r = sbx(["run", "a", "--", "curl", "-sS", "-i", "-m", "10", `http://${ip}:8081/`]);
     expect(r.stdout).toMatch(/^HTTP\/1\.[01] 403/);
@@ -156,5 +189,7 @@ describe.skipIf(!canRun)(`egress end to end on Docker${skipReason ? ` (skipped: 
     expect(daemonPid(f.user)).not.toBe(pid);
     const again = dexec(f, ctrA, ["curl", "-sS", "-m", "10", `http://${ip}:8080/`]);
     expect(again.stdout).toContain("hello from the target");
+    // The forwarder, relaying while the daemon was away, hands its listener to the new daemon's proxy.
+    expect(await listenerHeld("a")).toBe(true);
   }, 90_000);
 });

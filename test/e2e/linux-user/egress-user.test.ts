@@ -91,6 +91,21 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
     ]);
   });
 
+  /** Whether the sandbox's proxy accepts on the loopback port itself (the loopback guard handed its listener over). */
+  async function proxyAcceptsOnPort(s: Sandbox): Promise<string> {
+    let detail = "";
+    for (let i = 0; i < 50; i++) {
+      detail = d.controller.view(d.store.getSandbox(s.id)!).guards.find((g) => g.name === "loopback")?.detail ?? "";
+      if (detail.includes("the proxy accepts on it")) break;
+      await Bun.sleep(50);
+    }
+    return detail;
+  }
+
+  test("one relay: the proxy accepts on the loopback port itself (the port's listener handed over in-process)", async () => {
+    expect(await proxyAcceptsOnPort(sb)).toBe(`127.0.0.1:${port} → proxy (the proxy accepts on it)`);
+  });
+
   test("as the guest, HTTP_PROXY points at 127.0.0.1:<port> and an allowlisted loopback site answers through it", async () => {
     const r = await d.asGuest(sb, `echo "$HTTP_PROXY"; curl -sS -m 5 http://127.0.0.5:${allowed.port}/`);
     expect(r.out).toContain(`http://127.0.0.1:${port}`);
@@ -160,6 +175,7 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
     expect((await d.asGuest(sb, `exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`)).out).not.toContain("connected");
     await d.controller.start({ name: "egress", repo: sb.repo });
     expect((await d.asGuest(sb, `curl -sS -m 5 http://127.0.0.5:${allowed.port}/`)).out).toContain("allowed-ok");
+    expect(await proxyAcceptsOnPort(sb)).toContain("the proxy accepts on it");
   });
 
   test("daemon restart after a flushed ruleset: rules come back block-all before guards, then run mode (fail closed)", async () => {

@@ -1,0 +1,213 @@
+// Socket file descriptors across processes (Linux, glibc, 64-bit): a loopback TCP listener made by hand, sent with SCM_RIGHTS, checked on arrival.
+//
+// The in-sandbox forwarder makes its 127.0.0.1:<port> listener here and hands it to the daemon's egress proxy over the
+// sandbox's own listen.sock, so the proxy accepts the sandbox's connections itself and no byte is relayed twice. Bun
+// has no API for SCM_RIGHTS, so this calls libc through bun:ffi. Lives in shims/ (the forwarder runs from this mounted
+// dir): Bun built-ins only, and nothing happens at import; `fdPassing()` loads libc on first use and is null where
+// that is not possible (macOS, musl, 32-bit), and callers then keep the plain relay.
+import { dlopen, FFIType, ptr, read, CString } from "bun:ffi";
+
+const AF_UNIX = 1;
+const AF_INET = 2;
+const AF_INET6 = 10;
+const SOCK_STREAM = 1;
+const SOCK_NONBLOCK = 0o4000;
+const SOCK_CLOEXEC = 0o2000000;
+const SOL_SOCKET = 1;
+const SO_REUSEADDR = 2;
+const SO_TYPE = 3;
+const SO_ACCEPTCONN = 30;
+const SO_DOMAIN = 39;
+const SCM_RIGHTS = 1;
+const MSG_DONTWAIT = 0x40;
+const MSG_CTRUNC = 0x8;
+const MSG_NOSIGNAL = 0x4000;
+const MSG_CMSG_CLOEXEC = 0x40000000;
+const EAGAIN = 11;
+// struct msghdr on LP64 Linux: name 0, namelen 8, iov 16, iovlen 24, control 32, controllen 40, flags 48; 56 bytes.
+// struct cmsghdr: len (size_t) 0, level 8, type 12, data 16. CMSG_LEN(4n) = 16 + 4n, CMSG_SPACE(4n) rounds that up to 8.
+const MSGHDR = 56;
+const CMSG_LEN_1 = 20;
+
+const symbols = {
+  socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  bind: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+  listen: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  setsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+  getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  getsockname: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  sendmsg: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i64 },
+  recvmsg: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i64 },
+  dup: { args: [FFIType.i32], returns: FFIType.i32 },
+  close: { args: [FFIType.i32], returns: FFIType.i32 },
+  strerror: { args: [FFIType.i32], returns: FFIType.ptr },
+  __errno_location: { args: [], returns: FFIType.ptr },
+} as const;
+
+type Libc = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
+
+/** What a received descriptor turned out to be. */
+export interface SocketInfo {
+  family: "inet" | "inet6" | "unix" | "other";
+  stream: boolean;
+  listening: boolean;
+  address: string;
+  port: number;
+}
+
+export interface FdPassing {
+  /** A listening TCP socket on 127.0.0.1:port (0 picks one), non-blocking and close-on-exec. Throws with errno's text. */
+  listenLoopback(port: number): { fd: number; port: number };
+  /** Sends fd over a connected unix socket with one data byte; true when the kernel took it. */
+  sendFd(sock: number, fd: number): boolean;
+  /** The same with several descriptors in one message (what a receiver must refuse; tests). */
+  sendFds(sock: number, fds: readonly number[]): boolean;
+  /**
+   * Reads one message without blocking: the descriptor it carried (close-on-exec), or why there is none. More than
+   * one descriptor is refused (the kernel closes the extras; the first is closed here).
+   */
+  recvFd(sock: number): { fd: number } | { none: "nothing yet" | "no descriptor was sent" | "closed" | "more than one descriptor" | string };
+  /** What fd is, or an error text when it is not a socket. */
+  socketInfo(fd: number): SocketInfo | { error: string };
+  dup(fd: number): number;
+  close(fd: number): void;
+}
+
+let loaded: FdPassing | null | undefined;
+
+/** libc's socket calls, loaded once; null where this file's struct layouts do not hold. */
+export function fdPassing(): FdPassing | null {
+  if (loaded !== undefined) return loaded;
+  loaded = null;
+  if (process.platform !== "linux" || (process.arch !== "x64" && process.arch !== "arm64")) return null;
+  let lib: Libc;
+  try {
+    lib = dlopen("libc.so.6", symbols).symbols;
+  } catch {
+    return null;
+  }
+  loaded = make(lib);
+  return loaded;
+}
+
+function make(c: Libc): FdPassing {
+  const errno = () => read.i32(c.__errno_location()!, 0);
+  const fail = (what: string): Error => {
+    const e = errno();
+    return new Error(`${what}: ${new CString(c.strerror(e)!).toString()} (errno ${e})`);
+  };
+  const intOpt = (fd: number, opt: number): number | null => {
+    const v = new Int32Array(1);
+    const len = new Uint32Array([4]);
+    return c.getsockopt(fd, SOL_SOCKET, opt, ptr(v), ptr(len)) === 0 ? v[0]! : null;
+  };
+  /** msghdr + one iovec of one byte + a control buffer for n descriptors; the buffers stay referenced by the caller. */
+  const message = (n = 1) => {
+    const byte = Buffer.alloc(1, 0x4c); // "L"
+    const iov = Buffer.alloc(16);
+    iov.writeBigUInt64LE(BigInt(ptr(byte)), 0);
+    iov.writeBigUInt64LE(1n, 8);
+    const space = 16 + Math.ceil((4 * n) / 8) * 8; // CMSG_SPACE(4n)
+    const ctl = Buffer.alloc(space);
+    const msg = Buffer.alloc(MSGHDR);
+    msg.writeBigUInt64LE(BigInt(ptr(iov)), 16);
+    msg.writeBigUInt64LE(1n, 24);
+    msg.writeBigUInt64LE(BigInt(ptr(ctl)), 32);
+    msg.writeBigUInt64LE(BigInt(space), 40);
+    return { byte, iov, ctl, msg };
+  };
+  function socketInfo(fd: number): SocketInfo | { error: string } {
+    const domain = intOpt(fd, SO_DOMAIN);
+    if (domain === null) return { error: fail(`fd ${fd} is not a socket`).message };
+    const type = intOpt(fd, SO_TYPE);
+    const listening = intOpt(fd, SO_ACCEPTCONN) === 1;
+    const sa = Buffer.alloc(128);
+    const len = new Uint32Array([128]);
+    let address = "";
+    let port = 0;
+    if (c.getsockname(fd, ptr(sa), ptr(len)) === 0) {
+      if (domain === AF_INET) {
+        port = sa.readUInt16BE(2);
+        address = [4, 5, 6, 7].map((i) => sa[i]).join(".");
+      } else if (domain === AF_INET6) {
+        port = sa.readUInt16BE(2);
+        const words = [];
+        for (let i = 8; i < 24; i += 2) words.push(sa.readUInt16BE(i).toString(16));
+        address = words.join(":");
+      }
+    }
+    const family = domain === AF_INET ? "inet" : domain === AF_INET6 ? "inet6" : domain === AF_UNIX ? "unix" : "other";
+    return { family, stream: type === SOCK_STREAM, listening, address, port };
+  }
+  function sendFds(sock: number, fds: readonly number[]): boolean {
+    const m = message(fds.length);
+    m.ctl.writeBigUInt64LE(BigInt(16 + 4 * fds.length), 0); // CMSG_LEN(4n)
+    m.ctl.writeInt32LE(SOL_SOCKET, 8);
+    m.ctl.writeInt32LE(SCM_RIGHTS, 12);
+    fds.forEach((fd, i) => m.ctl.writeInt32LE(fd, 16 + 4 * i));
+    return Number(c.sendmsg(sock, ptr(m.msg), MSG_NOSIGNAL | MSG_DONTWAIT)) === 1;
+  }
+  return {
+    listenLoopback(port) {
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad port ${port}`);
+      const fd = c.socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (fd < 0) throw fail("socket");
+      try {
+        const one = new Int32Array([1]);
+        if (c.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ptr(one), 4) !== 0) throw fail("setsockopt SO_REUSEADDR");
+        const sa = Buffer.alloc(16);
+        sa.writeUInt16LE(AF_INET, 0);
+        sa.writeUInt16BE(port, 2);
+        sa.writeUInt32BE(0x7f000001, 4);
+        if (c.bind(fd, ptr(sa), 16) !== 0) throw fail(`bind 127.0.0.1:${port}`);
+        if (c.listen(fd, 511) !== 0) throw fail("listen");
+        const info = socketInfo(fd);
+        if ("error" in info) throw new Error(info.error);
+        return { fd, port: info.port };
+      } catch (e) {
+        c.close(fd);
+        throw e;
+      }
+    },
+    sendFd: (sock, fd) => sendFds(sock, [fd]),
+    sendFds,
+    recvFd(sock) {
+      const m = message();
+      const n = Number(c.recvmsg(sock, ptr(m.msg), MSG_DONTWAIT | MSG_CMSG_CLOEXEC));
+      if (n < 0) return errno() === EAGAIN ? { none: "nothing yet" } : { none: fail("recvmsg").message };
+      if (n === 0) return { none: "closed" };
+      const controlLen = Number(m.msg.readBigUInt64LE(40));
+      const flags = m.msg.readInt32LE(48);
+      if (controlLen < CMSG_LEN_1 || m.ctl.readInt32LE(8) !== SOL_SOCKET || m.ctl.readInt32LE(12) !== SCM_RIGHTS) return { none: "no descriptor was sent" };
+      // CMSG_SPACE(4) has room for two: every descriptor that arrived is counted, and all are closed unless exactly one.
+      const count = Math.min((Number(m.ctl.readBigUInt64LE(0)) - 16) / 4, (m.ctl.length - 16) / 4);
+      const fds: number[] = [];
+      for (let i = 0; i < count; i++) fds.push(m.ctl.readInt32LE(16 + 4 * i));
+      if (fds.length !== 1 || (flags & MSG_CTRUNC) !== 0) {
+        for (const fd of fds) c.close(fd);
+        return { none: "more than one descriptor" };
+      }
+      return { fd: fds[0]! };
+    },
+    socketInfo,
+    dup(fd) {
+      const d = c.dup(fd);
+      if (d < 0) throw fail(`dup ${fd}`);
+      return d;
+    },
+    close(fd) {
+      c.close(fd);
+    },
+  };
+}
+
+/** Whether a received descriptor is what a forwarder may hand over: a listening TCP socket on a loopback address. */
+export function loopbackListener(info: SocketInfo | { error: string }): string | null {
+  if ("error" in info) return info.error;
+  if (info.family !== "inet" && info.family !== "inet6") return `a ${info.family} socket, not TCP`;
+  if (!info.stream) return "not a stream socket";
+  if (!info.listening) return "not a listening socket";
+  const loop = info.family === "inet" ? info.address.startsWith("127.") : info.address === "0:0:0:0:0:0:0:1";
+  if (!loop) return `bound to ${info.address}, not loopback`;
+  return null;
+}

@@ -1,0 +1,119 @@
+// The daemon's side of the forwarder's listener handoff: on a Docker sandbox's listen.sock, take its 127.0.0.1:<port> listener and serve the proxy on it.
+//
+// The forwarder connects and sends its listening socket with SCM_RIGHTS (shims/handoff.ts). It arrives in the
+// connection's first message; the connection is paused from its first moment so Bun never reads it, and the message is
+// taken with recvmsg (polled briefly when it has not arrived yet).
+// What may be adopted: a listening TCP socket bound to a loopback address, nothing else; anything else is closed and
+// answered `refused <why>`. A sandbox can only send descriptors it already holds, and the proxy only accepts connections on
+// this one, so the sandbox gains nothing; the socket being its own (per-sandbox path) is its identity, as for
+// proxy.sock. One listener per sandbox: a newer handoff replaces the older. The connection stays open while the
+// listener is held; when either side closes it, the proxy stops accepting on it and the forwarder relays again.
+import { rmSync } from "node:fs";
+import type { Socket } from "bun";
+import { type FdPassing, loopbackListener } from "../../shims/fd-pass";
+
+export interface HandoffServer {
+  /** Whether a forwarder's listener is being served now. */
+  held(): boolean;
+  /** Stops listening, lets go of the adopted listener, removes the socket. */
+  close(): void;
+}
+
+export interface HandoffServerOptions {
+  lib: FdPassing;
+  path: string;
+  /** Serves the proxy on a listening socket; the returned close stops accepting on it and closes it. */
+  adopt: (fd: number) => { close(): void };
+  log: { warn(msg: string, fields?: Record<string, unknown>): void };
+}
+
+/** Handshakes in progress at once, and how long one may take to send (about 3 s of backoff). */
+const MAX_PENDING = 8;
+const MAX_TRIES = 36;
+
+export function serveListenerHandoff(o: HandoffServerOptions): HandoffServer {
+  rmSync(o.path, { force: true });
+  let current: { sock: Socket<undefined>; listener: { close(): void } } | null = null;
+  const release = (sock: Socket<undefined>) => {
+    if (current?.sock !== sock) return;
+    current.listener.close();
+    current = null;
+  };
+  const pending = new Set<Socket<undefined>>();
+  const closed = new WeakSet<Socket<undefined>>();
+  /** Reads the descriptor once it is there: the forwarder sends right after connecting, usually before this runs. */
+  const take = (sock: Socket<undefined>, tries: number): void => {
+    if (closed.has(sock)) return;
+    const got = o.lib.recvFd((sock as unknown as { fd: number }).fd);
+    if ("none" in got && got.none === "nothing yet" && tries < MAX_TRIES) {
+      setTimeout(() => take(sock, tries + 1), Math.min(2 ** tries, 100));
+      return;
+    }
+    pending.delete(sock);
+    if ("none" in got) return void sock.end(`refused ${got.none === "nothing yet" ? "nothing was sent" : got.none}\n`);
+    const why = loopbackListener(o.lib.socketInfo(got.fd));
+    if (why) {
+      o.lib.close(got.fd);
+      o.log.warn("refused a listener handed over on listen.sock", { why });
+      return void sock.end(`refused ${why}\n`);
+    }
+    let listener;
+    try {
+      listener = o.adopt(got.fd);
+    } catch (e) {
+      o.lib.close(got.fd);
+      return void sock.end(`refused ${(e as Error).message.replace(/\n/g, " ")}\n`);
+    }
+    if (current) {
+      const was = current.sock;
+      release(was);
+      was.end();
+    }
+    current = { sock, listener };
+    sock.write("ok\n");
+    sock.resume(); // from now on only its close matters (the forwarder gone); anything it sends is dropped
+  };
+  const old = process.umask(0o177); // the socket is 0600 from the start
+  let server;
+  try {
+    server = Bun.listen<undefined>({
+      unix: o.path,
+      socket: {
+        open(sock) {
+          // Bun must never read this socket: a read without room for ancillary data drops the descriptor.
+          sock.pause();
+          if (pending.size >= MAX_PENDING) return void sock.end("refused too many handoffs at once\n");
+          pending.add(sock);
+          take(sock, 0);
+        },
+        data() {
+          // Nothing is expected after the handoff; descriptors sent now are discarded by the kernel.
+        },
+        close(sock) {
+          // Marked before the fd number can be reused, so a pending take() never reads another socket.
+          pending.delete(sock);
+          closed.add(sock);
+          release(sock);
+        },
+        error() {
+          /* close follows */
+        },
+      },
+    });
+  } finally {
+    process.umask(old);
+  }
+  const srv = server;
+  return {
+    held: () => current !== null,
+    close() {
+      if (current) {
+        const was = current.sock;
+        release(was);
+        was.end();
+      }
+      srv.stop(true);
+      rmSync(o.path, { force: true });
+    },
+  };
+}
