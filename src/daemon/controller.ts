@@ -278,7 +278,9 @@ export class Controller {
       const backend = this.backendFor(sb);
       // Only a start that brings guards up has time to spare beside them; with guards up already (every command in a
       // running sandbox) there is nothing to overlap, and bringUp does what is missing.
-      const prepare = this.records.get(sb.id)?.state === "up" ? undefined : this.deps.prepareRun?.(sb);
+      const was = this.records.get(sb.id);
+      const wasRunning = was?.state === "up" && was.phase === "running";
+      const prepare = was?.state === "up" ? undefined : this.deps.prepareRun?.(sb);
       const [guarded, prepared] = await Promise.allSettled([this.guardUp(sb), prepare]);
       if (prepared.status === "rejected") this.deps.log.warn("preparing the sandbox beside its guards failed; starting it does it again", { sandbox: sb.name, err: prepared.reason });
       if (guarded.status === "rejected") throw guarded.reason;
@@ -288,7 +290,8 @@ export class Controller {
       await notifyStarted(rec.started, this.deps.log.with({ sandbox: sb.name }));
       if (sb.state !== "active") this.deps.store.setSandboxState(sb.id, "active");
       this.deps.store.touchSandbox(sb.id);
-      this.audit(sb, "daemon", "sandbox.started");
+      // Every command in a running sandbox asks for a start (it converges); only one that started something is audited.
+      if (!wasRunning) this.audit(sb, "daemon", "sandbox.started");
       return this.view(this.deps.store.getSandbox(sb.id)!);
     });
   }

@@ -70,3 +70,19 @@ describe("prepareRun beside the guards", () => {
     expect(h.events).not.toContain("backend.apply demo");
   });
 });
+
+describe("the start audit", () => {
+  test("sandbox.started once per real start: starts of a running sandbox (one per command in it) add none; after a stop, one again", async () => {
+    h = makeHarness({});
+    const sb = h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
+    const started = () => h.store.listAudit({ sandboxId: sb.id }).filter((e) => e.action === "sandbox.started").length;
+    await h.controller.start({ name: "demo", repo: "/r" });
+    expect(started()).toBe(1);
+    await h.controller.start({ name: "demo", repo: "/r" });
+    await h.controller.start({ name: "demo", repo: "/r" });
+    expect(started()).toBe(1);
+    await h.controller.stop({ name: "demo", repo: "/r" });
+    await h.controller.start({ name: "demo", repo: "/r" });
+    expect(started()).toBe(2);
+  });
+});
