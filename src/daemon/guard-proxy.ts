@@ -62,7 +62,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       return {
         health: () =>
           existsSync(p.socketPath)
-            ? { ok: true, detail: `${p.active()} open connection(s)${h?.held() ? "; accepting on the forwarder's listener" : ""}` }
+            ? { ok: true, detail: `${p.active()} open connection(s)${h?.held() ? "; accepting on the handed-over listener" : ""}` }
             : { ok: false, detail: `socket ${p.socketPath} is gone` },
         async stop() {
           h?.close();

@@ -49,7 +49,7 @@ async function listenerHeld(name: string): Promise<boolean> {
   for (let i = 0; i < 40; i++) {
     const st = JSON.parse(must(sbx(["status", "--json"]), "sbx status --json").stdout) as { sandboxes: { name: string; guards: { name: string; detail: string }[] }[] };
     const proxy = st.sandboxes.find((x) => x.name === name)?.guards.find((g) => g.name === "proxy");
-    if (proxy?.detail.includes("accepting on the forwarder's listener")) return true;
+    if (proxy?.detail.includes("accepting on the handed-over listener")) return true;
     await Bun.sleep(100);
   }
   return false;
