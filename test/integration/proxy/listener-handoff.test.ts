@@ -67,14 +67,28 @@ async function handOver(fds: number[]): Promise<string> {
   return answer.trim();
 }
 
-function spawnForwarder() {
+type Forwarder = ReturnType<typeof Bun.spawn>;
+
+/** Runs fn with a real forwarder process (shims/forwarder.ts, port 0) and the port it listens on; kills it after. */
+async function withForwarder(fn: (fw: Forwarder, port: number) => Promise<void>): Promise<void> {
   const fw = Bun.spawn(["bun", FORWARDER, "--port", "0"], { env: { PATH: process.env.PATH ?? "", SBX_PROXY_SOCKET: socketPath }, stdout: "pipe", stderr: "pipe" });
-  return fw;
+  try {
+    const { value } = await (fw.stdout as ReadableStream<Uint8Array>).getReader().read();
+    await fn(fw, Number(/127\.0\.0\.1:(\d+)/.exec(new TextDecoder().decode(value))?.[1]));
+  } finally {
+    fw.kill();
+    await fw.exited;
+  }
 }
 
-async function forwarderPort(fw: ReturnType<typeof spawnForwarder>): Promise<number> {
-  const { value } = await (fw.stdout as ReadableStream<Uint8Array>).getReader().read();
-  return Number(/127\.0\.0\.1:(\d+)/.exec(new TextDecoder().decode(value))?.[1]);
+/** `through` with the forwarder stopped (SIGSTOP): only a proxy accepting on the listener itself can answer. */
+async function throughFrozen(fw: Forwarder, port: number): Promise<string> {
+  process.kill(fw.pid, "SIGSTOP");
+  try {
+    return await through(port);
+  } finally {
+    process.kill(fw.pid, "SIGCONT");
+  }
 }
 
 describe.skipIf(!lib)(`listener handoff${why}`, () => {
@@ -98,52 +112,32 @@ describe.skipIf(!lib)(`listener handoff${why}`, () => {
   test("the proxy accepts on the forwarder's listener: traffic flows with the forwarder frozen (SIGSTOP)", async () => {
     proxy = await startProxy();
     handoff = serve(proxy, lib!);
-    const fw = spawnForwarder();
-    try {
-      const port = await forwarderPort(fw);
+    await withForwarder(async (fw, port) => {
       expect(await until(() => handoff!.held())).toBe(true);
-      process.kill(fw.pid, "SIGSTOP");
-      try {
-        expect(await through(port)).toBe("pingbye 4");
-      } finally {
-        process.kill(fw.pid, "SIGCONT");
-      }
-    } finally {
-      fw.kill();
-      await fw.exited;
-    }
+      expect(await throughFrozen(fw, port)).toBe("pingbye 4");
+    });
   });
 
   test("the handoff ends: the forwarder relays again (and fails closed without a proxy); a new handoff takes over", async () => {
     proxy = await startProxy();
     handoff = serve(proxy, lib!);
-    const fw = spawnForwarder();
-    try {
-      const port = await forwarderPort(fw);
+    await withForwarder(async (fw, port) => {
       expect(await until(() => handoff!.held())).toBe(true);
-      // Handoff gone, proxy still up: the relay carries the connection over proxy.sock.
-      handoff.close();
+      // Handoff gone, proxy still up: the relay carries the connection over proxy.sock (a connection made before
+      // the relay is back waits in the listener's backlog).
+      handoff!.close();
       handoff = null;
-      await Bun.sleep(100);
       expect(await through(port)).toBe("pingbye 4");
       // The proxy gone too: nothing answers, and nothing gets out.
-      await proxy.close();
+      await proxy!.close();
       proxy = null;
       expect(await through(port)).not.toContain("pingbye");
       // Daemon back: the forwarder (retrying) hands the same listener over again.
       proxy = await startProxy();
       handoff = serve(proxy, lib!);
       expect(await until(() => handoff!.held())).toBe(true);
-      process.kill(fw.pid, "SIGSTOP");
-      try {
-        expect(await through(port)).toBe("pingbye 4");
-      } finally {
-        process.kill(fw.pid, "SIGCONT");
-      }
-    } finally {
-      fw.kill();
-      await fw.exited;
-    }
+      expect(await throughFrozen(fw, port)).toBe("pingbye 4");
+    });
   }, 20_000);
 
   test("refused, closed, and nothing adopted: no descriptor, a file, a unix socket, a connected TCP socket, two at once", async () => {
