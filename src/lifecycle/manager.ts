@@ -21,6 +21,7 @@ import {
   sandboxRemote,
   sandboxRemoteUrl,
   sessionCwd,
+  staleConfigLock,
   unsyncedCommits,
   type Commit,
 } from "../workspace/clone";
@@ -576,6 +577,13 @@ export class SandboxManager {
         }
       }
       removed.push(`sandbox dir ${dir}${halfMade ? " (interrupted create)" : ""}`);
+      // A create killed while adding its remote leaves the repo's config locked; its remote cannot be removed (or
+      // added again) until that lock is gone.
+      const lock = halfMade && repo ? staleConfigLock(repo) : null;
+      if (lock) {
+        removed.push(`stale git lock ${lock} (a git killed with the create)`);
+        if (!dry) rmSync(lock, { force: true });
+      }
       if (!dry) await this.teardown(name, repo || "/nonexistent", dir, live ? row : null);
       if (!dry && live && row) this.d.store.setSandboxState(row.id, "deleted");
     }

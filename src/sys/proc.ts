@@ -1,5 +1,5 @@
-// Whether a process is alive: the one check the daemon lock, the per-sandbox locks and staged clones share.
-import { readFileSync } from "node:fs";
+// Process facts from the OS: whether a process is alive (the daemon lock, the per-sandbox locks and staged clones share it), and whether a file is held open.
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /**
  * Signal 0 probes without sending anything; EPERM means it exists but is someone else's. A killed process nobody
@@ -21,4 +21,33 @@ export function pidAlive(pid: number): boolean {
     // No /proc (macOS): signal 0 said it exists. On Linux it has just gone.
     return process.platform !== "linux";
   }
+}
+
+/**
+ * Whether any process this user can see has the file open, from /proc/<pid>/fd (Linux); null where there is no
+ * /proc to ask. Other users' processes are not visible, so false means "none of ours".
+ */
+export function heldOpen(path: string): boolean | null {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or not ours
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === path) return true;
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  }
+  return false;
 }

@@ -4,6 +4,7 @@ import { join, relative, isAbsolute, sep } from "node:path";
 import { statSync } from "node:fs";
 import { SbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
+import { heldOpen } from "../sys/proc";
 import { sandboxLayout } from "./layout";
 import type { StagedClone } from "./staged-clone";
 
@@ -96,11 +97,44 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
   }
 }
 
-/** runs: git -C <repo> remote add sandbox-<name> <clone> (or set-url when it exists) */
+/**
+ * runs: git -C <repo> remote add sandbox-<name> <clone> (or set-url when it exists). When the add fails for another
+ * reason (the repo's config is locked), that is the error, with what to do.
+ */
 export async function addSandboxRemote(exec: Exec, repo: string, name: string, clone: string): Promise<void> {
   const remote = sandboxRemote(name);
   const r = await git(exec, repo, ["remote", "add", remote, clone], false);
-  if (r.exitCode !== 0) await git(exec, repo, ["remote", "set-url", remote, clone]);
+  if (r.exitCode === 0) return;
+  if ((await sandboxRemoteUrl(exec, repo, name)) !== null) {
+    await git(exec, repo, ["remote", "set-url", remote, clone]);
+    return;
+  }
+  const lock = join(repo, ".git", "config.lock");
+  throw new SbxError("unavailable", `cannot add the remote ${remote} to ${repo}: ${r.stderr.trim() || `git exited ${r.exitCode}`}`, {
+    hint: existsSync(lock)
+      ? `${lock} exists: another git command is changing the repo's config, or one was killed. If no git is running there, remove that file and try again.`
+      : "Check that the repo's .git/config is writable by you, then try again.",
+  });
+}
+
+/**
+ * The host repo's `.git/config.lock` when it is stale: a git that held it was killed (a create killed while adding
+ * its remote leaves one, and the repo's config cannot change until it is gone). Stale means no process of this user
+ * has it open (git holds it open from creating it to renaming it over the config); without /proc to ask, older than
+ * a minute. Null when there is none, or it may be live.
+ */
+export function staleConfigLock(repo: string): string | null {
+  const lock = join(repo, ".git", "config.lock");
+  let age: number;
+  try {
+    age = Date.now() - statSync(lock).mtimeMs;
+  } catch {
+    return null;
+  }
+  const held = heldOpen(lock);
+  if (held === true) return null;
+  if (held === null && age < 60_000) return null;
+  return lock;
 }
 
 /** Removes the host repo's `sandbox-<name>` remote and its refs; a missing remote is fine. runs: git -C <repo> remote remove sandbox-<name> */

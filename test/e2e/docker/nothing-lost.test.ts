@@ -1,6 +1,6 @@
 // nothing-lost: rm refuses while the clone holds commits no host ref has; a create killed midway leaves only what prune removes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
@@ -77,6 +77,10 @@ describe.skipIf(!canRun)(`nothing-lost (Docker)${canRun ? "" : ` — skipped: ${
       if (!killedMidway) f.sbx(["rm", "--force", "killed"]);
     }
     expect(killedMidway).toBe(true);
+    // The kill may land while the create's git adds its remote: that leaves the repo's config locked. Made so here
+    // when the kill landed elsewhere, so prune's handling of it runs every time.
+    const configLock = join(f.repo, ".git", "config.lock");
+    if (!existsSync(configLock)) writeFileSync(configLock, "");
 
     const dry = f.sbx(["prune", "--dry-run"]);
     expect(dry.code).toBe(0);
@@ -89,6 +93,9 @@ describe.skipIf(!canRun)(`nothing-lost (Docker)${canRun ? "" : ` — skipped: ${
     expect(f.docker(["ps", "-a", "-q", "--filter", "label=sbx.name=killed", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
     expect(f.docker(["volume", "ls", "-q", "--filter", "label=sbx.name=killed", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
     expect(f.git(["remote"]).stdout).not.toContain("sandbox-killed");
+    // Killed while adding its remote, the create's git leaves the repo's config locked: prune removes that lock.
+    expect(dry.stdout).toContain(configLock);
+    expect(existsSync(configLock)).toBe(false);
     const names = (JSON.parse(f.sbx(["list", "--json"]).stdout) as { name: string }[]).map((s) => s.name);
     expect(names).not.toContain("killed");
     expect(names).toContain("bystander");

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClone, fetchSandboxRefs, removeSandboxRemote, sessionCwd, unsyncedCommits } from "../../../src/workspace/clone";
+import { SbxError } from "../../../src/core/errors";
+import { addSandboxRemote, createClone, fetchSandboxRefs, removeSandboxRemote, sessionCwd, staleConfigLock, unsyncedCommits } from "../../../src/workspace/clone";
 import { sandboxLayout } from "../../../src/workspace/layout";
 import { createExec } from "../../../src/sys/exec";
 
@@ -115,6 +116,46 @@ describe("unsyncedCommits", () => {
     expect(await removeSandboxRemote(exec, repo, "demo")).toBe(true);
     expect(git(repo, "for-each-ref", "refs/remotes/sandbox-demo")).toBe("");
     expect(await removeSandboxRemote(exec, repo, "demo")).toBe(false);
+  });
+
+  test("adding the remote: again is a set-url; a locked config (a git killed midway) is that error, naming the lock", async () => {
+    const clone = sandboxLayout(dir).clone;
+    await addSandboxRemote(exec, repo, "again", clone);
+    await addSandboxRemote(exec, repo, "again", clone);
+    expect(git(repo, "config", "--get", "remote.sandbox-again.url")).toBe(clone);
+    const lock = join(repo, ".git", "config.lock");
+    writeFileSync(lock, "");
+    try {
+      const err = await addSandboxRemote(exec, repo, "locked", clone).then(() => null, (e: unknown) => e as SbxError);
+      expect(err).toBeInstanceOf(SbxError);
+      expect(err!.message).toContain("cannot add the remote sandbox-locked");
+      expect(err!.message).toContain("could not lock config file");
+      expect(err!.hint).toContain(lock);
+    } finally {
+      rmSync(lock, { force: true });
+    }
+    await removeSandboxRemote(exec, repo, "again");
+  });
+
+  test("a config.lock nobody holds open is stale (what prune removes after a killed create); one a live git holds is not", async () => {
+    const lock = join(repo, ".git", "config.lock");
+    expect(staleConfigLock(repo)).toBeNull();
+    writeFileSync(lock, "");
+    try {
+      expect(staleConfigLock(repo)).toBe(lock);
+      // A process holding it open, as git does between creating the lock and renaming it over the config.
+      const holder = Bun.spawn(["bash", "-c", 'exec 3<"$1"; echo held; sleep 10', "_", lock], { stdout: "pipe" });
+      try {
+        await holder.stdout.getReader().read();
+        expect(staleConfigLock(repo)).toBeNull();
+      } finally {
+        holder.kill();
+        await holder.exited;
+      }
+      expect(staleConfigLock(repo)).toBe(lock);
+    } finally {
+      rmSync(lock, { force: true });
+    }
   });
 });
 
