@@ -143,6 +143,7 @@ describe.skipIf(!lib)(`listener handoff${why}`, () => {
   test("refused, closed, and nothing adopted: no descriptor, a file, a unix socket, a connected TCP socket, two at once", async () => {
     proxy = await startProxy();
     handoff = serve(proxy, lib!);
+    await Bun.sleep(50); // the last test's sockets finish closing first
     const before = openFds();
     const file = openSync(import.meta.path, "r");
     const tcp = await Bun.connect({ hostname: "127.0.0.1", port: echo.port, socket: { data() {} } });
@@ -184,7 +185,8 @@ describe.skipIf(!lib)(`listener handoff${why}`, () => {
       lib!.close(other.fd);
     }
     await Bun.sleep(50);
-    expect(openFds()).toBe(before); // every descriptor that arrived was closed
+    // Every descriptor that arrived was closed (a leak here is two or three at once; fewer can mean others closed).
+    expect(openFds()).toBeLessThanOrEqual(before);
   });
 
   test("a second handoff replaces the first: one listener per sandbox", async () => {
