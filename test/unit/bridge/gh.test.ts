@@ -1,13 +1,17 @@
 // gh through the bridge: runs on the host with GH_TOKEN in its env only, --repo from the host's remote, the body file read by the bridge.
-import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeExec } from "../../fakes/exec";
 import { createBridgeApp, type AuditEvent } from "../../../src/bridge/server";
 
+const roots: string[] = [];
+afterAll(() => roots.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
 function setup() {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-gh-")));
+  roots.push(root);
   const ws = join(root, "clone");
   mkdirSync(ws);
   writeFileSync(join(ws, "body.md"), "PR body from the sandbox\n");

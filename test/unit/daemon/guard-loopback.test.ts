@@ -29,6 +29,8 @@ function freePort(): number {
 
 function ctx(backend: BackendKind, proxyPort: number | undefined): GuardContext {
   root = mkdtempSync(join(tmpdir(), "sbxlg-"));
+  const made = root;
+  cleanups.push(() => rmSync(made, { recursive: true, force: true }));
   store = new Store(":memory:");
   const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend });
   const dir = join(root, "sb", "0123456789ab");

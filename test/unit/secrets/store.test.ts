@@ -1,6 +1,6 @@
 // The host secrets file: 0600, atomic, names validated, list shows names only; and the secret verb reads values from stdin.
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { listSecretNames, readSecrets, removeSecret, setSecret } from "../../../src/secrets/store";
@@ -8,7 +8,15 @@ import { runSecret } from "../../../src/cli/commands/secret";
 import type { CliContext } from "../../../src/cli/verb";
 import { createRender } from "../../../src/cli/render";
 
-const tmp = () => join(mkdtempSync(join(tmpdir(), "sbx-secrets-")), "config", "secrets.json");
+const made: string[] = [];
+afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
+/** A temp dir removed after the file's tests. */
+const tempDir = (prefix: string) => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.push(d);
+  return d;
+};
+const tmp = () => join(tempDir("sbx-secrets-"), "config", "secrets.json");
 
 describe("secrets file", () => {
   test("set, list, rm; the file is 0600", () => {
@@ -39,7 +47,7 @@ function ctx(configDir: string, stdinIsTTY = false) {
 
 describe("sbx secret", () => {
   test("set reads stdin (one trailing newline dropped); list prints names only", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sbx-secret-verb-"));
+    const dir = tempDir("sbx-secret-verb-");
     const { c, out } = ctx(dir);
     expect(await runSecret(c, ["set", "GH_TOKEN"], {}, async () => "ghp_value\n")).toBe(0);
     expect(readSecrets(join(dir, "secrets.json")).GH_TOKEN).toBe("ghp_value");
@@ -48,11 +56,11 @@ describe("sbx secret", () => {
     expect(readFileSync(join(dir, "secrets.json"), "utf8")).toContain("ghp_value");
   });
   test("set refuses a terminal stdin (the value would be typed in the clear)", async () => {
-    const { c } = ctx(mkdtempSync(join(tmpdir(), "sbx-secret-verb-")), true);
+    const { c } = ctx(tempDir("sbx-secret-verb-"), true);
     await expect(runSecret(c, ["set", "GH_TOKEN"], {}, async () => "x")).rejects.toThrow("stdin");
   });
   test("rm of a missing secret is not_found", async () => {
-    const { c } = ctx(mkdtempSync(join(tmpdir(), "sbx-secret-verb-")));
+    const { c } = ctx(tempDir("sbx-secret-verb-"));
     await expect(runSecret(c, ["rm", "NOPE"], {}, async () => "")).rejects.toThrow("no secret named NOPE");
   });
 });
