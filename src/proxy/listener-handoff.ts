@@ -1,6 +1,6 @@
-// The daemon's side of the forwarder's listener handoff: on a Docker sandbox's listen.sock, take its 127.0.0.1:<port> listener and serve the proxy on it.
+// The daemon's side of the listener handoff: on a sandbox's listen.sock, take its 127.0.0.1:<port> listener and serve the proxy on it.
 //
-// The forwarder connects and sends its listening socket with SCM_RIGHTS (shims/handoff.ts). It arrives in the
+// Docker: the in-sandbox forwarder hands it over; linux-user: the daemon's own loopback guard does. The sender connects and sends its listening socket with SCM_RIGHTS (shims/handoff.ts). It arrives in the
 // connection's first message; the connection is paused from its first moment so Bun never reads it, and the message is
 // taken with recvmsg (polled briefly when it has not arrived yet).
 // What may be adopted: a listening TCP socket bound to a loopback address, nothing else; anything else is closed and

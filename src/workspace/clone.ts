@@ -112,7 +112,7 @@ export async function addSandboxRemote(exec: Exec, repo: string, name: string, c
   const lock = join(repo, ".git", "config.lock");
   throw new SbxError("unavailable", `cannot add the remote ${remote} to ${repo}: ${r.stderr.trim() || `git exited ${r.exitCode}`}`, {
     hint: existsSync(lock)
-      ? `${lock} exists: another git command is changing the repo's config, or one was killed. If no git is running there, remove that file and try again.`
+      ? `${lock} exists: another git command is changing the repo's config, or one was killed (\`sbx prune\` removes one an interrupted sbx create left). If no git is running there, remove that file and try again.`
       : "Check that the repo's .git/config is writable by you, then try again.",
   });
 }
