@@ -4,8 +4,7 @@ import { containerName } from "../backend/docker/args";
 import { defaultRuntime, DockerBackend, engineSocket } from "../backend/docker/docker";
 import { LinuxUserBackend } from "../backend/linux-user/backend";
 import { probeLinuxUser } from "../backend/linux-user/probe";
-import { MacosBackend } from "../backend/macos/backend";
-import { sudoRoot } from "../backend/macos/privileged";
+import { macosBackendHere } from "../backend/macos/backend";
 import { PLAIN_PATH } from "../lifecycle/env";
 import { SandboxManager } from "../lifecycle/manager";
 import { createLlmHandler } from "../llm/handler";
@@ -117,15 +116,7 @@ export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends
     }
     out.linuxUser = new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, ...(runtime ? { runtime } : {}), warn: (m) => d.log.warn(m) });
   } else if (d.env.platform === "darwin") {
-    const rt = defaultRuntime();
-    out.macos = new MacosBackend({
-      exec: d.exec,
-      root: sudoRoot(d.exec, [rt.bun, join(import.meta.dir, "..", "backend", "macos", "privileged.ts")]),
-      hostUser: d.env.userName,
-      runtimeDir: d.paths.runtimeDir,
-      runtime: rt.bun,
-      shimDir: rt.shims,
-    });
+    out.macos = macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir, runtime: defaultRuntime() });
   }
   return out;
 }

@@ -433,17 +433,8 @@ export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env
     }
     return new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, runtime: rt, ...(d.warn ? { warn: d.warn } : {}) });
   }
-  const { MacosBackend } = await import("../backend/macos/backend");
-  const { sudoRoot } = await import("../backend/macos/privileged");
-  const { join } = await import("node:path");
-  return new MacosBackend({
-    exec: d.exec,
-    root: sudoRoot(d.exec, [rt.bun, join(import.meta.dir, "..", "backend", "macos", "privileged.ts")]),
-    hostUser: d.env.userName,
-    runtimeDir: d.paths.runtimeDir,
-    runtime: rt.bun,
-    shimDir: rt.shims,
-  });
+  const { macosBackendHere } = await import("../backend/macos/backend");
+  return macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir, runtime: rt });
 }
 
 /** Opens the store and a UserSandboxes over the given backend kind; call close() when done (CLI verbs). */

@@ -3,7 +3,7 @@
 // Three privilege levels, all through the injected Exec: the host user (reads, its own share and socket dirs),
 // the guest (`sudo -n -H -u <guest> …`: the clone and rc files, so root never writes into a guest-owned tree),
 // and root (only through `RootRunner`, i.e. privileged.ts behind `sudo -n`).
-import { basename, dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../../core/errors";
 import type { Exec, ExecOptions, ExecResult } from "../../sys/exec";
@@ -14,7 +14,7 @@ import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellReques
 import { llmEnv, proxyEnv, renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
-import { BIN, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, shareDir, type RootRunner } from "./privileged";
+import { BIN, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, shareDir, sudoRoot, type RootRunner } from "./privileged";
 import { mirrorFetchArgv } from "./refs";
 import { renderZshRc } from "./render";
 
@@ -54,6 +54,21 @@ interface Ctx {
 
 function key(repo: string): string {
   return `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}`;
+}
+
+/**
+ * The backend as this Mac runs it, for the daemon and the CLI alike: root work through sudo and the root helper
+ * (privileged.ts on the installed Bun), the guests' shims from the installed runtime.
+ */
+export function macosBackendHere(o: { exec: Exec; hostUser: string; runtimeDir: string; runtime: { bun: string; shims: string } }): MacosBackend {
+  return new MacosBackend({
+    exec: o.exec,
+    root: sudoRoot(o.exec, [o.runtime.bun, join(import.meta.dir, "privileged.ts")]),
+    hostUser: o.hostUser,
+    runtimeDir: o.runtimeDir,
+    runtime: o.runtime.bun,
+    shimDir: o.runtime.shims,
+  });
 }
 
 export class MacosBackend implements Backend {
