@@ -85,18 +85,21 @@ export function parseJson(payload: Uint8Array): unknown {
   }
 }
 
+/** a then b in one array (b itself when a is empty): what a stream decoder keeps of a frame cut in two. */
+export function appendBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (a.length === 0) return b;
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
 /** Reassembles frames from a byte stream cut anywhere; throws on a frame longer than MAX_FRAME. */
 export class FrameDecoder {
   private buf: Uint8Array = new Uint8Array(0);
 
   push(chunk: Uint8Array): Frame[] {
-    if (this.buf.length === 0) this.buf = chunk;
-    else {
-      const b = new Uint8Array(this.buf.length + chunk.length);
-      b.set(this.buf, 0);
-      b.set(chunk, this.buf.length);
-      this.buf = b;
-    }
+    this.buf = appendBytes(this.buf, chunk);
     const frames: Frame[] = [];
     let off = 0;
     while (this.buf.length - off >= FRAME_HEADER) {

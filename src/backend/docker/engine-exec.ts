@@ -1,5 +1,6 @@
 // Runs a command in a running container through the Docker Engine API on its unix socket (no `docker` CLI process): exec create, a hijacked exec start, the exit code.
 import { SbxError } from "../../core/errors";
+import { appendBytes } from "../../../shims/exec-frames";
 
 /** The engine's unix socket from DOCKER_HOST (unset → the default), or undefined for tcp/ssh engines. */
 export function engineSocket(dockerHost: string | undefined): string | undefined {
@@ -63,13 +64,7 @@ export class FrameReader {
   constructor(private readonly io: EngineExecIo) {}
 
   push(chunk: Uint8Array): void {
-    if (this.buf.length === 0) this.buf = chunk;
-    else {
-      const b = new Uint8Array(this.buf.length + chunk.length);
-      b.set(this.buf, 0);
-      b.set(chunk, this.buf.length);
-      this.buf = b;
-    }
+    this.buf = appendBytes(this.buf, chunk);
     let off = 0;
     while (this.buf.length - off >= 8) {
       const kind = this.buf[off]!;
