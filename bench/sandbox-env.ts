@@ -2,6 +2,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { stopProcess } from "../src/sys/proc";
 
 export const CLI = join(import.meta.dir, "../src/cli/main.ts");
 
@@ -52,20 +53,7 @@ export function benchWorld(label: string): BenchWorld {
         return;
       }
       if (!Number.isInteger(pid) || pid <= 0) return;
-      try {
-        process.kill(pid, "SIGTERM");
-      } catch {
-        return;
-      }
-      for (let i = 0; i < 100; i++) {
-        try {
-          process.kill(pid, 0);
-        } catch {
-          return;
-        }
-        await Bun.sleep(50);
-      }
-      console.error(`bench: daemon pid ${pid} did not stop within 5 s`);
+      if (!(await stopProcess(pid, { waitMs: 5_000 }))) console.error(`bench: daemon pid ${pid} did not stop within 5 s and was killed`);
     },
   };
 }

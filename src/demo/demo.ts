@@ -7,7 +7,7 @@ import { defaultDaemonArgv } from "../client/autostart";
 import { readEnv, type Env } from "../sys/env";
 import type { Exec, ExecResult } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
-import { pidAlive } from "../sys/proc";
+import { stopProcess } from "../sys/proc";
 import { chooseBase, defaultBuildScript, demoDockerfile } from "./base-image";
 import { makeSiteCert } from "./cert";
 import { startSite, type DemoSite } from "./site";
@@ -389,21 +389,7 @@ async function cleanup(
   }
   if (s.daemonPid !== null) {
     const pid = s.daemonPid;
-    try {
-      process.kill(pid, "SIGTERM");
-    } catch {
-      /* already gone */
-    }
-    const until = Date.now() + 15_000;
-    while (pidAlive(pid) && Date.now() < until) await Bun.sleep(100);
-    if (pidAlive(pid)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        /* gone */
-      }
-      problems.push(`the daemon (pid ${pid}) ignored SIGTERM for 15 s and was killed`);
-    }
+    if (!(await stopProcess(pid, { waitMs: 15_000, pollMs: 100 }))) problems.push(`the daemon (pid ${pid}) ignored SIGTERM for 15 s and was killed`);
   }
   for (const stop of s.stoppers) await stop().catch(() => undefined);
   // Whatever sbx rm did not remove (a create that failed half-way): by label, never by name.

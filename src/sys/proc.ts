@@ -1,4 +1,4 @@
-// Process facts from the OS: whether a process is alive (the daemon lock, the per-sandbox locks and staged clones share it), and whether a file is held open.
+// Process facts and the one way to stop a process: whether one is alive (the daemon lock, the per-sandbox locks and staged clones share it), stopping one sbx started, and whether a file is held open.
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /**
@@ -48,6 +48,27 @@ export function heldOpen(path: string): boolean | null {
         /* closed meanwhile */
       }
     }
+  }
+  return false;
+}
+
+/**
+ * Stops a process this program started: sends `signal`, waits up to `waitMs` for it to go, then SIGKILLs it. True
+ * when it went on its own (or was gone already), false when it had to be killed.
+ */
+export async function stopProcess(pid: number, o: { signal?: NodeJS.Signals; waitMs: number; pollMs?: number }): Promise<boolean> {
+  try {
+    process.kill(pid, o.signal ?? "SIGTERM");
+  } catch {
+    return true; // already gone
+  }
+  const until = Date.now() + o.waitMs;
+  while (pidAlive(pid) && Date.now() < until) await Bun.sleep(o.pollMs ?? 50);
+  if (!pidAlive(pid)) return true;
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    /* gone meanwhile */
   }
   return false;
 }

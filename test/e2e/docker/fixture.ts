@@ -1,6 +1,7 @@
 // Shared e2e fixture: one test user, one small test repo (Dockerfile FROM sbx-base + the user recipe), sbx run as that user.
 import { mkdirSync, writeFileSync, chownSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { stopProcess } from "../../../src/sys/proc";
 import { userRecipe } from "../../../src/workspace/init";
 import { cannotCreateUsers, createTestUser, type RunResult, type TestUser } from "../../support/test-user";
 
@@ -55,25 +56,7 @@ export function daemonPid(user: { uid: number }): number | null {
 /** Stops the daemon the test user's sbx started (by its pid; it is ours) and waits for it to go. */
 export async function stopDaemon(user: { uid: number }, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   const pid = daemonPid(user);
-  if (pid === null) return;
-  try {
-    process.kill(pid, signal);
-  } catch {
-    return;
-  }
-  for (let i = 0; i < 100; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await Bun.sleep(50);
-  }
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    /* gone */
-  }
+  if (pid !== null) await stopProcess(pid, { signal, waitMs: 5_000 });
 }
 
 function destroy(f: Fixture): void {
