@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Sandbox } from "../../../src/core/schemas";
 import { makeDaemonWorld, type DaemonWorld } from "./daemon-world";
-import { makeWorld, must, sh, whyNot, type World } from "./harness";
+import { makeNetns, makeWorld, must, sh, whyNot, type World } from "./harness";
 
 const skip = whyNot() ?? (sh(["which", "curl"]).code === 0 ? undefined : "needs curl");
 
@@ -48,14 +48,7 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
     otherPort = d.spec(other).options.proxyPort as number;
     d.store.addAllow(sb.id, `127.0.0.5:${allowed.port}`, "test");
 
-    must(["ip", "netns", "add", ns]);
-    must(["ip", "link", "add", vethHost, "type", "veth", "peer", "name", vethNs]);
-    must(["ip", "link", "set", vethNs, "netns", ns]);
-    must(["ip", "addr", "add", `${net}.1/30`, "dev", vethHost]);
-    must(["ip", "link", "set", vethHost, "up"]);
-    must(["ip", "-n", ns, "addr", "add", `${net}.2/30`, "dev", vethNs]);
-    must(["ip", "-n", ns, "link", "set", vethNs, "up"]);
-    must(["ip", "-n", ns, "link", "set", "lo", "up"]);
+    makeNetns({ ns, vethHost, vethNs, net });
     const srv = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", NS_SERVER], { stdio: ["ignore", "pipe", "inherit"] });
     nsServer = srv;
     await new Promise<void>((resolve) => {

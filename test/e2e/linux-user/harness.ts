@@ -28,6 +28,22 @@ export function must(argv: string[], opts: { input?: string } = {}): string {
   return r.out;
 }
 
+/**
+ * A network namespace of the test's own, joined to the host by a veth pair: `<net>.1` on the host side, `<net>.2`
+ * inside, both up, and loopback up inside. The caller deletes the host end and the namespace.
+ * runs: ip netns add; ip link add … type veth peer …; ip link set …; ip addr add …
+ */
+export function makeNetns(o: { ns: string; vethHost: string; vethNs: string; net: string }): void {
+  must(["ip", "netns", "add", o.ns]);
+  must(["ip", "link", "add", o.vethHost, "type", "veth", "peer", "name", o.vethNs]);
+  must(["ip", "link", "set", o.vethNs, "netns", o.ns]);
+  must(["ip", "addr", "add", `${o.net}.1/30`, "dev", o.vethHost]);
+  must(["ip", "link", "set", o.vethHost, "up"]);
+  must(["ip", "-n", o.ns, "addr", "add", `${o.net}.2/30`, "dev", o.vethNs]);
+  must(["ip", "-n", o.ns, "link", "set", o.vethNs, "up"]);
+  must(["ip", "-n", o.ns, "link", "set", "lo", "up"]);
+}
+
 export interface World {
   tag: string;
   host: HostUser;

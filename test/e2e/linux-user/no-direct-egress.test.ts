@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { SandboxSpec } from "../../../src/backend/backend";
 import { KernelLogMonitor } from "../../../src/backend/linux-user/monitor";
 import { createExec } from "../../../src/sys/exec";
-import { makeWorld, must, sh, whyNot, type World } from "./harness";
+import { makeNetns, makeWorld, must, sh, whyNot, type World } from "./harness";
 
 const skip = whyNot();
 
@@ -61,14 +61,7 @@ describe.skipIf(skip !== undefined)(`no-direct-egress: linux-user guest${skip ? 
     await w.backend.apply(spec);
     uid = Number(must(["id", "-u", w.backend.guest(spec)]).trim());
 
-    must(["ip", "netns", "add", ns]);
-    must(["ip", "link", "add", vethHost, "type", "veth", "peer", "name", vethNs]);
-    must(["ip", "link", "set", vethNs, "netns", ns]);
-    must(["ip", "addr", "add", `${net}.1/30`, "dev", vethHost]);
-    must(["ip", "link", "set", vethHost, "up"]);
-    must(["ip", "-n", ns, "addr", "add", `${net}.2/30`, "dev", vethNs]);
-    must(["ip", "-n", ns, "link", "set", vethNs, "up"]);
-    must(["ip", "-n", ns, "link", "set", "lo", "up"]);
+    makeNetns({ ns, vethHost, vethNs, net });
     nsServer = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", NS_SERVER], { stdio: ["ignore", "pipe", "inherit"] });
     await new Promise<void>((resolve) => {
       nsServer.stdout!.on("data", (d: Buffer) => {
