@@ -9,9 +9,8 @@ import { encodeFrame, FRAME_HEADER, FrameDecoder, FrameType, jsonFrame, parseExi
 import type { BackendKind } from "../../../src/core/schemas";
 import { AGENT_SOCKET, ExecAgents, execAgentGuard } from "../../../src/daemon/exec-agents";
 import type { GuardContext, GuardHandle } from "../../../src/daemon/guards";
-import { silentLogger } from "../../../src/daemon/log";
 import { Store } from "../../../src/store/store";
-import { FakeExec } from "../../fakes/exec";
+import { guardContext } from "../../support/guard-context";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -33,17 +32,7 @@ async function world(backend: BackendKind = "docker"): Promise<World> {
   const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend });
   const dir = join(root, "sb");
   mkdirSync(dir, { mode: 0o700 });
-  const sockets = { dir, proxy: join(dir, "proxy.sock"), bridge: join(dir, "bridge.sock") };
-  const ctx: GuardContext = {
-    sandbox,
-    spec: { id: "0123456789ab", name: "demo", repo: "/r", dir: root, hostUser: { name: "u", uid: 1000, gid: 1000, home: "/h", shell: "/bin/sh" }, sockets, env: {}, overlays: [], options: {} },
-    sockets,
-    store,
-    exec: new FakeExec(),
-    paths: {} as GuardContext["paths"],
-    log: silentLogger,
-    audit: () => {},
-  };
+  const ctx = guardContext({ store, sandbox, dir, specDir: root, home: "/h" });
   const agents = new ExecAgents();
   const handle = await execAgentGuard(agents).start(ctx);
   cleanups.push(async () => {

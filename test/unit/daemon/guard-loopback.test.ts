@@ -6,10 +6,9 @@ import { join } from "node:path";
 import { loopbackGuard, loopbackPort } from "../../../src/daemon/guard-loopback";
 import { proxyGuard } from "../../../src/daemon/guard-proxy";
 import type { GuardContext } from "../../../src/daemon/guards";
-import { silentLogger } from "../../../src/daemon/log";
 import type { BackendKind } from "../../../src/core/schemas";
 import { Store } from "../../../src/store/store";
-import { FakeExec } from "../../fakes/exec";
+import { guardContext } from "../../support/guard-context";
 
 let root: string;
 let store: Store;
@@ -35,27 +34,7 @@ function ctx(backend: BackendKind, proxyPort: number | undefined): GuardContext 
   const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend });
   const dir = join(root, "sb", "0123456789ab");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const sockets = { dir, proxy: join(dir, "proxy.sock"), bridge: join(dir, "bridge.sock") };
-  return {
-    sandbox,
-    spec: {
-      id: "0123456789ab",
-      name: "demo",
-      repo: "/r",
-      dir: join(root, "cache"),
-      hostUser: { name: "u", uid: 1000, gid: 1000, home: "/home/u", shell: "/bin/sh" },
-      sockets,
-      env: {},
-      overlays: [],
-      options: proxyPort === undefined ? {} : { proxyPort },
-    },
-    sockets,
-    store,
-    exec: new FakeExec(),
-    paths: {} as GuardContext["paths"],
-    log: silentLogger,
-    audit: () => {},
-  };
+  return guardContext({ store, sandbox, dir, specDir: join(root, "cache"), options: proxyPort === undefined ? {} : { proxyPort } });
 }
 
 /** One raw HTTP request over TCP to 127.0.0.1:<port>; the whole reply. */

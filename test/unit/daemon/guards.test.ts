@@ -6,10 +6,9 @@ import { join } from "node:path";
 import { bridgeGuard, gateDirOf } from "../../../src/daemon/guard-bridge";
 import { proxyGuard } from "../../../src/daemon/guard-proxy";
 import type { GuardContext } from "../../../src/daemon/guards";
-import { silentLogger } from "../../../src/daemon/log";
 import { Store } from "../../../src/store/store";
 import { createExec } from "../../../src/sys/exec";
-import { FakeExec } from "../../fakes/exec";
+import { guardContext } from "../../support/guard-context";
 
 let root: string;
 let store: Store;
@@ -24,27 +23,7 @@ function ctx(): GuardContext {
   const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
   const dir = join(root, "sb", "0123456789ab");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const audits: string[] = [];
-  return {
-    sandbox,
-    spec: {
-      id: "0123456789ab",
-      name: "demo",
-      repo: "/r",
-      dir: join(root, "cache", "demo"),
-      hostUser: { name: "u", uid: 1000, gid: 1000, home: "/home/u", shell: "/bin/sh" },
-      sockets: { dir, proxy: join(dir, "proxy.sock"), bridge: join(dir, "bridge.sock") },
-      env: {},
-      overlays: [],
-      options: {},
-    },
-    sockets: { dir, proxy: join(dir, "proxy.sock"), bridge: join(dir, "bridge.sock") },
-    store,
-    exec: new FakeExec(),
-    paths: {} as GuardContext["paths"],
-    log: silentLogger,
-    audit: (a) => void audits.push(a),
-  };
+  return guardContext({ store, sandbox, dir, specDir: join(root, "cache", "demo") });
 }
 
 describe("production guards", () => {
