@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import { readExecStream } from "../../shims/exec-frames";
 import { engineExec, engineSocket } from "../backend/docker/engine-exec";
-import { SbxError, type ErrorCode } from "../core/errors";
+import { SbxError, isErrorCode } from "../core/errors";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
 import { readStdin, stdinHasData } from "../lifecycle/relay";
@@ -57,11 +57,6 @@ export function stdio(): QuickIo {
   };
 }
 
-const ERROR_CODES = new Set<string>([
-  "usage", "invalid_name", "not_found", "exists", "not_available", "unavailable", "permission", "config", "exec_failed",
-  "conflict", "unsynced_commits", "policy_denied", "internal",
-]);
-
 /** What the fast path needs of the daemon's answer to POST /v1/sandboxes/start, checked by hand (no zod on this path). */
 export interface StartedView {
   sid: string;
@@ -73,8 +68,8 @@ export interface StartedView {
 export function parseStartAnswer(status: number, json: unknown): StartedView {
   if (status < 200 || status >= 300) {
     const e = json as { error?: unknown; message?: unknown; hint?: unknown } | null;
-    if (e && typeof e.error === "string" && ERROR_CODES.has(e.error) && typeof e.message === "string") {
-      throw new SbxError(e.error as ErrorCode, e.message, { hint: typeof e.hint === "string" ? e.hint : "" });
+    if (e && isErrorCode(e.error) && typeof e.message === "string") {
+      throw new SbxError(e.error, e.message, { hint: typeof e.hint === "string" ? e.hint : "" });
     }
     throw new SbxError("internal", `the daemon answered the start request with HTTP ${status}`, { hint: "See the daemon log." });
   }

@@ -18,20 +18,27 @@ export const ExitCode = {
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
-export type ErrorCode =
-  | "usage"
-  | "invalid_name"
-  | "not_found"
-  | "exists"
-  | "not_available"
-  | "unavailable"
-  | "permission"
-  | "config"
-  | "exec_failed"
-  | "conflict"
-  | "unsynced_commits"
-  | "policy_denied"
-  | "internal";
+/** Every error code, once: the type, the control socket's schema and the fast client's check all read this. */
+export const ERROR_CODES = [
+  "usage",
+  "invalid_name",
+  "not_found",
+  "exists",
+  "not_available",
+  "unavailable",
+  "permission",
+  "config",
+  "exec_failed",
+  "conflict",
+  "unsynced_commits",
+  "policy_denied",
+  "internal",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export function isErrorCode(s: unknown): s is ErrorCode {
+  return typeof s === "string" && (ERROR_CODES as readonly string[]).includes(s);
+}
 
 const defaultExit: Record<ErrorCode, ExitCodeValue> = {
   usage: ExitCode.usage,

@@ -1,24 +1,11 @@
 // The control socket's wire shapes (zod): every request and response the daemon serves, shared with src/client.
 import { z } from "zod";
+import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
 
 export const API_VERSION = 1;
 
-export const ErrorCodeSchema = z.enum([
-  "usage",
-  "invalid_name",
-  "not_found",
-  "exists",
-  "not_available",
-  "unavailable",
-  "permission",
-  "config",
-  "exec_failed",
-  "conflict",
-  "unsynced_commits",
-  "policy_denied",
-  "internal",
-]);
+export const ErrorCodeSchema = z.enum(ERROR_CODES);
 
 /** The one error shape over the socket. */
 export const ErrorBodySchema = z.object({ error: ErrorCodeSchema, message: z.string(), hint: z.string() });
