@@ -5,7 +5,7 @@ import { engineExec, engineSocket } from "../backend/docker/engine-exec";
 import { SbxError, isErrorCode } from "../core/errors";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
-import { readStdin, stdinHasData } from "../lifecycle/relay";
+import { processPipedIo, readStdin, stdinHasData } from "../lifecycle/relay";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
@@ -39,22 +39,9 @@ export interface QuickIo {
   flush?(): Promise<void>;
 }
 
-/**
- * This process's stdout and stderr. Writes to a pipe can be pending when the command ends; `flush` resolves once the
- * last one is written (main exits the process right after the verb returns, which would cut the output short).
- */
+/** This process's stdout and stderr (with the flush main needs before it exits), and its stdin when it has data. */
 export function stdio(): QuickIo {
-  let out: Promise<void> = Promise.resolve();
-  let err: Promise<void> = Promise.resolve();
-  const write = (stream: NodeJS.WriteStream, b: Uint8Array) => new Promise<void>((res) => void stream.write(b, () => res()));
-  return {
-    stdout: (b) => void (out = write(process.stdout, b)),
-    stderr: (b) => void (err = write(process.stderr, b)),
-    stdin: async () => (stdinHasData() ? readStdin() : undefined),
-    flush: async () => {
-      await Promise.all([out, err]);
-    },
-  };
+  return { ...processPipedIo(), stdin: async () => (stdinHasData() ? readStdin() : undefined) };
 }
 
 /** What the fast path needs of the daemon's answer to POST /v1/sandboxes/start, checked by hand (no zod on this path). */

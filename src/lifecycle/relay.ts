@@ -63,8 +63,8 @@ export async function readStdin(): Promise<Uint8Array> {
 }
 
 export interface PipedIo {
-  stdout: (s: string) => void;
-  stderr: (s: string) => void;
+  stdout: (s: string | Uint8Array) => void;
+  stderr: (s: string | Uint8Array) => void;
   /** Resolves once everything written is out (the process exits right after). */
   flush?: () => Promise<void>;
 }
@@ -73,7 +73,7 @@ export interface PipedIo {
 export function processPipedIo(): PipedIo {
   let out: Promise<void> = Promise.resolve();
   let err: Promise<void> = Promise.resolve();
-  const write = (stream: NodeJS.WriteStream, s: string) => new Promise<void>((res) => void stream.write(s, () => res()));
+  const write = (stream: NodeJS.WriteStream, s: string | Uint8Array) => new Promise<void>((res) => void stream.write(s, () => res()));
   return {
     stdout: (s) => void (out = write(process.stdout, s)),
     stderr: (s) => void (err = write(process.stderr, s)),
