@@ -1,6 +1,6 @@
 // The forwarder's listener handed to the proxy over listen.sock (SCM_RIGHTS), on real sockets: one relay, fallback, fail closed, and what is refused.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fdPassing, loopbackListener, type FdPassing } from "../../../shims/fd-pass";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
@@ -112,6 +112,8 @@ describe.skipIf(!lib)(`listener handoff${why}`, () => {
   test("the proxy accepts on the forwarder's listener: traffic flows with the forwarder frozen (SIGSTOP)", async () => {
     proxy = await startProxy();
     handoff = serve(proxy, lib!);
+    // Only its owner may connect (a linux-user guest, another user, never can).
+    expect(statSync(listenPath).mode & 0o777).toBe(0o600);
     await withForwarder(async (fw, port) => {
       expect(await until(() => handoff!.held())).toBe(true);
       expect(await throughFrozen(fw, port)).toBe("pingbye 4");
