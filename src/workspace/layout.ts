@@ -16,6 +16,8 @@ export interface SandboxLayout {
   credentialsMask: string;
   /** Present while a create is in progress; a dir that still has it after its creator died is prune's to remove. */
   creating: string;
+  /** Present once the sandbox's current container has its home seeded; removed before a container is made. */
+  seeded: string;
 }
 
 export function sandboxLayout(dir: string): SandboxLayout {
@@ -28,5 +30,6 @@ export function sandboxLayout(dir: string): SandboxLayout {
     fishProfile: join(dir, "etc", "sbx-shims.fish"),
     credentialsMask: join(dir, "etc", "claude-credentials.masked"),
     creating: join(dir, ".creating"),
+    seeded: join(dir, ".seeded"),
   };
 }

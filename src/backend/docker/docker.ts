@@ -310,38 +310,32 @@ export class DockerBackend implements Backend {
   }
 
   /**
-   * runs: docker volume create …, docker create …, docker start sbx-<id>, docker cp - … (only what is missing; each
-   * through the engine API when its socket answers)
+   * runs: docker volume create …, docker create …, docker cp - … sbx-<id>:/, docker start sbx-<id> (only what is
+   * missing; each through the engine API when its socket answers)
    */
   async apply(spec: SandboxSpec): Promise<Change> {
-    const { status, overlays } = await this.createIfMissing(spec);
+    const { status } = await this.createIfMissing(spec);
     if (status === "running") return { changed: false };
     await this.startContainer(containerName(spec.id));
-    // Seeded once it runs, while the forwarder starts (the engine's archive call costs ≈65 ms; the container's rootfs
-    // is mounted then, and only the forwarder runs inside): mount points the engine made root-owned become the
-    // user's. A container created but never started (by prepare, or a crash after `docker create`) is seeded too:
-    // seeding is idempotent.
-    const [seeded, ready] = await Promise.allSettled([status === null || status === "created" ? this.seed(spec, overlays) : undefined, this.waitForwarder(spec)]);
-    if (seeded.status === "rejected") {
-      // A running container that was never seeded would stay so (apply only seeds new ones): it goes, and the next
-      // apply makes it again. It holds nothing yet.
-      await this.exec.run(["docker", "rm", "--force", containerName(spec.id)], { check: false });
-      throw seeded.reason;
-    }
-    if (ready.status === "rejected") throw ready.reason;
+    await this.waitForwarder(spec);
     return { changed: true };
   }
 
   /**
-   * Makes a missing container (and its overlay volumes) without starting it: nothing runs in it yet. The daemon calls
-   * it while the sandbox's guards come up, so a start does not wait for one and then the other; apply starts it.
-   * runs: docker volume create …, docker create … (through the engine API when its socket answers)
+   * Makes a missing container (and its overlay volumes) and seeds its home, without starting it: nothing runs in it
+   * yet. The create runs it while the clone is made, the daemon while the sandbox's guards come up, so a start waits
+   * for neither; apply starts it.
+   * runs: docker volume create …, docker create …, docker cp - … (through the engine API when its socket answers)
    */
   async prepare(spec: SandboxSpec): Promise<void> {
     await this.createIfMissing(spec);
   }
 
-  /** The container's status before this call (null: it was missing and is made now, not started). */
+  /**
+   * The container's status before this call (null: it was missing and is made now, not started). A container that has
+   * never run is seeded (mount points' parents owned by the user, ~/.claude.json) unless the sandbox dir's marker says
+   * this container was: a create or seed cut short is finished by the next call.
+   */
   private async createIfMissing(spec: SandboxSpec): Promise<{ status: string | null; overlays: OverlayPlan[] }> {
     const own = await this.ownContainer(spec);
     if (own.foreign) {
@@ -351,6 +345,7 @@ export class DockerBackend implements Backend {
     }
     const status = own.status;
     const overlays = this.overlayPlans(spec);
+    const marker = sandboxLayout(spec.dir).seeded;
     if (status === null) {
       const image = this.image(spec);
       mkdirSync(spec.sockets.dir, { recursive: true, mode: 0o700 });
@@ -359,10 +354,17 @@ export class DockerBackend implements Backend {
           hint: `Remove the sandbox with \`sbx rm --force ${spec.name}\` and create it again.`,
         });
       }
+      rmSync(marker, { force: true }); // an earlier container's
       for (const p of overlays) this.prepareOverlayDirs(p);
       await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
       writeShellProfiles(spec);
       await this.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
+    }
+    // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of
+    // mount points only: before a start the engine writes through the mounts).
+    if ((status === null || status === "created") && !existsSync(marker)) {
+      await this.seed(spec, overlays);
+      writeFileSync(marker, `${containerName(spec.id)}\n`);
     }
     return { status, overlays };
   }
@@ -417,6 +419,9 @@ export class DockerBackend implements Backend {
   async waitForwarder(spec: SandboxSpec): Promise<void> {
     const name = containerName(spec.id);
     const until = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
+    // The log followed as it is written: the line is seen the moment it is (a poll sees it up to its interval later).
+    // When the stream ends without it (the container exited) or cannot be had, the poll below says why.
+    if ((await this.apiFollowLogsFor(name, FORWARDER_READY, until)) === "seen") return;
     let delay = 5;
     for (;;) {
       const s = await this.logsAndState(name);
@@ -444,6 +449,38 @@ export class DockerBackend implements Backend {
       }
       await Bun.sleep(delay);
       delay = Math.min(delay * 2, 100);
+    }
+  }
+
+  /**
+   * Follows a container's log (GET /containers/<name>/logs?follow=1 on the engine socket) until `text` appears
+   * ("seen"), the log ends ("ended": the container stopped), `until` passes ("timeout") or the API cannot answer
+   * (undefined). The stream is multiplexed (8-byte frame headers); a line written at once sits inside one frame.
+   */
+  private async apiFollowLogsFor(name: string, text: string, until: number): Promise<"seen" | "ended" | "timeout" | undefined> {
+    const sock = this.opts.apiSocket;
+    if (sock === undefined) return undefined;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), Math.max(0, until - Date.now()));
+    try {
+      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1&follow=1`, {
+        unix: sock,
+        signal: abort.signal,
+      } as RequestInit);
+      if (!res.ok || res.body === null) return undefined;
+      const decoder = new TextDecoder();
+      let seen = "";
+      for await (const chunk of res.body) {
+        // Only the tail can hold the start of a text split across chunks.
+        seen = seen.slice(-text.length) + decoder.decode(chunk, { stream: true });
+        if (seen.includes(text)) return "seen";
+      }
+      return "ended";
+    } catch {
+      return abort.signal.aborted ? "timeout" : undefined;
+    } finally {
+      clearTimeout(timer);
+      abort.abort(); // ends the follow when it returned early
     }
   }
 

@@ -1,5 +1,8 @@
 // The Docker backend waits for the in-sandbox forwarder after a start, and says clearly when the image cannot run the host's Bun (musl/Alpine).
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DockerBackend } from "../../../../src/backend/docker/docker";
 import type { SandboxSpec } from "../../../../src/backend/backend";
 import { SbxError } from "../../../../src/core/errors";
@@ -54,5 +57,75 @@ describe("waitForwarder", () => {
     const err = (await backend(exec).waitForwarder(spec).catch((e) => e)) as SbxError;
     expect(err.message).toContain("its forwarder exited at start (exit 64");
     expect(err.hint).toContain("docker logs sbx-abc123def456");
+  });
+});
+
+describe("waitForwarder through the engine API: the log is followed, not polled", () => {
+  const tmp = mkdtempSync(join(tmpdir(), "sbx-fwd-"));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+  const frame = (text: string) => {
+    const body = new TextEncoder().encode(text);
+    const out = new Uint8Array(8 + body.length);
+    out[0] = 1; // stdout
+    new DataView(out.buffer).setUint32(4, body.length);
+    out.set(body, 8);
+    return out;
+  };
+
+  /** An engine socket whose followed log sends `chunks` (ms apart) and then ends or stays open; records each request. */
+  function engine(name: string, chunks: Uint8Array[], opts: { end: boolean; state: { Running: boolean; ExitCode: number }; logs: string }) {
+    const seen: string[] = [];
+    const server = Bun.serve({
+      unix: join(tmp, name),
+      fetch(req) {
+        const u = new URL(req.url);
+        seen.push(`${u.pathname}${u.searchParams.get("follow") === "1" ? " follow" : ""}`);
+        if (u.pathname.endsWith("/json")) return Response.json({ State: opts.state });
+        if (u.searchParams.get("follow") !== "1") return new Response(frame(opts.logs));
+        return new Response(
+          new ReadableStream({
+            async start(c) {
+              for (const chunk of chunks) {
+                await Bun.sleep(30);
+                c.enqueue(chunk);
+              }
+              if (opts.end) c.close();
+            },
+          }),
+        );
+      },
+    });
+    const b = new DockerBackend(new FakeExec(), { sandboxRoot: "/x", runtime: { bun: "/usr/bin/bun", shims: "/s" }, readyTimeoutMs: 3000, apiSocket: join(tmp, name) });
+    return { b, seen, stop: () => server.stop(true) };
+  }
+
+  test("the ready line is seen as it is written, even split across chunks; no poll", async () => {
+    const line = frame("sbx forwarder listening on 127.0.0.1:3128 → /run/sbx/proxy.sock\n");
+    const e = engine("a.sock", [frame("starting\n"), line.subarray(0, 20), line.subarray(20)], { end: false, state: { Running: true, ExitCode: 0 }, logs: "" });
+    try {
+      const t0 = performance.now();
+      await e.b.waitForwarder(spec);
+      expect(performance.now() - t0).toBeLessThan(2000);
+      expect(e.seen).toEqual(["/containers/sbx-abc123def456/logs follow"]);
+    } finally {
+      await e.stop();
+    }
+  });
+
+  test("a container that exits instead: the followed log ends, and the poll says why", async () => {
+    const e = engine("b.sock", [frame("[FATAL tini (7)] exec /opt/sbx/bin/bun failed: No such file or directory\n")], {
+      end: true,
+      state: { Running: false, ExitCode: 127 },
+      logs: "[FATAL tini (7)] exec /opt/sbx/bin/bun failed: No such file or directory\n",
+    });
+    try {
+      const err = (await e.b.waitForwarder(spec).catch((x) => x)) as SbxError;
+      expect(err).toBeInstanceOf(SbxError);
+      expect(err.message).toContain("musl-based (Alpine)");
+      expect(e.seen[0]).toBe("/containers/sbx-abc123def456/logs follow");
+      expect(e.seen).toContain("/containers/sbx-abc123def456/json");
+    } finally {
+      await e.stop();
+    }
   });
 });
