@@ -335,8 +335,13 @@ export class SandboxManager {
           this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "refs.set-aside", detail: { name: req.name, prefix: aside.prefix, branches: aside.branches } });
         }
       })();
+      // The container (and its volumes) is made, not started, while the clone is: it only needs the image and the
+      // clone's place (createClone holds it with an empty dir). Best effort: a start makes whatever is still missing.
+      const preparing = imaging.then(
+        (image) => this.d.backend.prepare(this.spec(req.name, repo, { ...ident, image: image.tag })),
+      ).catch(() => undefined);
       // allSettled: nothing may still run in the background once the lock is released.
-      const [img, cloned] = await Promise.allSettled([imaging, cloning, pruning]);
+      const [img, cloned] = await Promise.allSettled([imaging, cloning, pruning, preparing]);
       if (cloned.status === "rejected") throw cloned.reason;
       if (img.status === "rejected") throw img.reason;
       const image = img.value;

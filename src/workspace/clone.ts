@@ -58,6 +58,7 @@ export async function hostOriginUrl(exec: Exec, repo: string): Promise<string | 
 /**
  * Makes the shared clone. Runs before the sandbox has ever run, so the clone's config is still sbx's own.
  * A clone started ahead by stageClone is moved into place instead (and its `host` remote pointed at the link).
+ * `<dir>/clone` exists (empty until the clone takes its place) from the moment this is called.
  * runs, the first three at once: git clone --shared --origin host <dir>/repo <dir>/clone; git -C <repo> config --get
  *       remote.origin.url; git -C <repo> remote add sandbox-<name> <dir>/clone; then [git remote add origin <host's
  *       origin URL>; git fetch host +refs/remotes/origin/*:refs/remotes/origin/*]
@@ -67,6 +68,9 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
   mkdirSync(req.dir, { recursive: true, mode: 0o700 });
   ensureLink(lay.link, req.repo);
   if (existsSync(lay.clone)) rmSync(lay.clone, { recursive: true, force: true });
+  // An empty dir holds the clone's place from this call on: the container can be made while the clone is (the engine
+  // wants a bind mount's source to exist at create, and mounts whatever the path holds at start). The clone replaces it.
+  mkdirSync(lay.clone, { mode: 0o700 });
   // The host repo's own config (its origin, the sandbox-<name> remote) is read and written while the clone runs.
   const [origin] = await Promise.all([
     hostOriginUrl(exec, req.repo),
@@ -82,6 +86,7 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
           return;
         } catch {
           rmSync(lay.clone, { recursive: true, force: true });
+          mkdirSync(lay.clone, { mode: 0o700 });
         }
       }
       await exec.run(["git", ...HOST_GIT_SAFE, "clone", "--shared", "--quiet", "--origin", HOST_REMOTE, lay.link, lay.clone], { env: GIT_ENV });

@@ -50,6 +50,22 @@ describe("a staged clone", () => {
     expect(stagingDirs()).toEqual([]);
   });
 
+  test("the clone's place exists (empty) from the call on, so the container can be made while git runs; the clone then takes it", async () => {
+    const dir = join(tmp, "sandboxes", "early");
+    const staged = stageClone(exec, paths, repo);
+    const lay = sandboxLayout(dir);
+    const cloning = createClone(exec, { repo, dir, name: "early" }, staged);
+    expect(readdirSync(lay.clone)).toEqual([]);
+    await cloning;
+    expect(readFileSync(join(lay.clone, "sub", "a.txt"), "utf8")).toBe(`${repo}\n`);
+    // Without a staged clone too: git clones into the empty dir.
+    const dir2 = join(tmp, "sandboxes", "early2");
+    const inPlace = createClone(exec, { repo, dir: dir2, name: "early2" });
+    expect(readdirSync(sandboxLayout(dir2).clone)).toEqual([]);
+    await inPlace;
+    expect(git(sandboxLayout(dir2).clone, "status", "--porcelain")).toBe("");
+  });
+
   test("of another repo (the create resolved a different one): not used, removed; the clone is made in place", async () => {
     const dir = join(tmp, "sandboxes", "b");
     const staged = stageClone(exec, paths, other);
