@@ -116,7 +116,7 @@ export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends
     }
     out.linuxUser = new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, ...(runtime ? { runtime } : {}), warn: (m) => d.log.warn(m) });
   } else if (d.env.platform === "darwin") {
-    out.macos = macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir, runtime: defaultRuntime() });
+    out.macos = macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir });
   }
   return out;
 }

@@ -420,9 +420,9 @@ export function userBackendKind(platform: NodeJS.Platform, flag: string): UserBa
  * runtime dir, shims), for the host-side work the CLI does: workspace paths, final fetch, remove, prune.
  */
 export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env: Env; paths: Paths; warn?: (m: string) => void }): Promise<UserAccountBackend> {
-  const { defaultRuntime } = await import("../backend/docker/docker");
-  const rt = defaultRuntime();
   if (kind === "linux-user") {
+    const { defaultRuntime } = await import("../backend/docker/docker");
+    const rt = defaultRuntime();
     const { LinuxUserBackend } = await import("../backend/linux-user/backend");
     const { probeLinuxUser } = await import("../backend/linux-user/probe");
     const probe = await probeLinuxUser(d.exec);
@@ -434,7 +434,7 @@ export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env
     return new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, runtime: rt, ...(d.warn ? { warn: d.warn } : {}) });
   }
   const { macosBackendHere } = await import("../backend/macos/backend");
-  return macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir, runtime: rt });
+  return macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir });
 }
 
 /** Opens the store and a UserSandboxes over the given backend kind; call close() when done (CLI verbs). */

@@ -15,6 +15,7 @@ import { llmEnv, proxyEnv, renderShimWrappers, type HomeFile } from "../provisio
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
 import { BIN, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, shareDir, sudoRoot, type RootRunner } from "./privileged";
+import { kitHelperArgv, kitPaths, requireKit, type KitPaths } from "./install";
 import { mirrorFetchArgv } from "./refs";
 import { renderZshRc } from "./render";
 
@@ -36,6 +37,8 @@ export interface MacosBackendConfig {
   uidRange?: IdRange;
   usersDir?: string;
   shareRoot?: string;
+  /** Checked before apply changes anything (the installed kit, on a real Mac); throws with what to do. */
+  preflight?: () => void;
 }
 
 const OptionsSchema = z.object({
@@ -57,17 +60,20 @@ function key(repo: string): string {
 }
 
 /**
- * The backend as this Mac runs it, for the daemon and the CLI alike: root work through sudo and the root helper
- * (privileged.ts on the installed Bun), the guests' shims from the installed runtime.
+ * The backend as this Mac runs it, for the daemon and the CLI alike: root work through sudo and the root helper, the
+ * guests' Bun and shims: all from the root-owned kit `sbx service install` puts in place (install.ts). Creating a
+ * sandbox without it refuses with what to run.
  */
-export function macosBackendHere(o: { exec: Exec; hostUser: string; runtimeDir: string; runtime: { bun: string; shims: string } }): MacosBackend {
+export function macosBackendHere(o: { exec: Exec; hostUser: string; runtimeDir: string; kit?: KitPaths }): MacosBackend {
+  const k = o.kit ?? kitPaths(o.hostUser);
   return new MacosBackend({
     exec: o.exec,
-    root: sudoRoot(o.exec, [o.runtime.bun, join(import.meta.dir, "privileged.ts")]),
+    root: sudoRoot(o.exec, kitHelperArgv(k)),
     hostUser: o.hostUser,
     runtimeDir: o.runtimeDir,
-    runtime: o.runtime.bun,
-    shimDir: o.runtime.shims,
+    runtime: k.bun,
+    shimDir: k.shims,
+    preflight: () => requireKit(k),
   });
 }
 
@@ -133,6 +139,7 @@ export class MacosBackend implements Backend {
 
   async apply(spec: SandboxSpec): Promise<Change> {
     const c = this.ctx(spec);
+    this.cfg.preflight?.();
     let changed = false;
     const did = (r: { changed: boolean }) => {
       changed ||= r.changed;

@@ -19,4 +19,7 @@ export const BIN = {
   pkill: "/usr/bin/pkill",
   git: "/usr/bin/git",
   tcpdump: "/usr/sbin/tcpdump",
+  install: "/usr/bin/install",
+  visudo: "/usr/sbin/visudo",
+  launchctl: "/bin/launchctl",
 } as const;
