@@ -3,7 +3,8 @@
 # checked only against the fake executor. Expected output is written after each step as `# expect:` lines.
 #
 # What it does (as your normal admin user; it asks for your sudo password once to install the helper):
-#   1. installs sbx's root helper + sudoers rule (rendered by src/backend/macos/render.ts), checked with visudo
+#   1. `sbx service install`: the root kit (helper, Bun, shims in /usr/local/libexec/sbx; the sudoers rule, checked with
+#      visudo; the reapply LaunchDaemon) and the daemon's LaunchAgent
 #   2. creates sandbox "smoke" (a hidden user sbx_<you>_<id>, pf anchor com.apple/sbx_<uid>)
 #   3. curl through the proxy port is allowed; `curl --noproxy '*'` is blocked by pf; DNS over UDP is blocked
 #   4. the guest cannot read your home; the host can read the guest's workspace
@@ -32,16 +33,24 @@ trap cleanup EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "1. install the root helper and the sudoers rule"
-sudo mkdir -p "$LIB/shims"
-sudo cp "$BUN" "$LIB/bun"
-"$BUN" build src/backend/macos/privileged.ts --target=bun --outfile /tmp/sbx-privileged.js >/dev/null
-sudo install -o root -g wheel -m 0755 /tmp/sbx-privileged.js "$LIB/privileged.js"
-for s in shims/git.ts shims/gh.ts; do [ -f "$s" ] && sudo install -o root -g wheel -m 0644 "$s" "$LIB/shims/"; done
-"$BUN" -e "import {renderSudoers} from './src/backend/macos/render'; process.stdout.write(renderSudoers({hostUser: '$ME', helperArgv: ['$LIB/bun', '$LIB/privileged.js']}))" >/tmp/sbx-sudoers
-sudo visudo -cf /tmp/sbx-sudoers
-# expect: /tmp/sbx-sudoers: parsed OK
-sudo install -o root -g wheel -m 0440 /tmp/sbx-sudoers "/etc/sudoers.d/sbx_$(echo "$ME" | tr -cd 'a-z0-9')"
+step "1. sbx service install: the root kit (helper, Bun, shims, sudoers rule, LaunchDaemon), then the daemon's LaunchAgent"
+"$BUN" src/cli/main.ts service install 2>&1 | sed "s#$HOME#~#"
+# expect: the sudoers rule sbx installs as /etc/sudoers.d/sbx_<you> (checked with visudo first; sudo may ask for your password):
+# expect: (the rule: test/golden/macos/sudoers-alice with your name)          [sudo asks for your password here]
+# expect: installed the macOS root kit in /usr/local/libexec/sbx (helper, guests' Bun and shims), /etc/sudoers.d/sbx_<you> and /Library/LaunchDaemons/dev.sbx.privileged.plist
+# expect: installed launchd service ~/Library/LaunchAgents/dev.sbx.daemon.plist; the controller now starts at login
+"$BUN" src/cli/main.ts service status | sed -E 's/\(.*\)/(…)/'
+# expect: launchd: installed (…); active; running; root kit installed
+stat -f '%Su:%Sg %Lp %N' "$LIB/bun" "$LIB/privileged.js" "$LIB/shims/git.ts" "/etc/sudoers.d/sbx_$(echo "$ME" | tr -cd 'a-z0-9')"
+# expect: root:wheel 755 /usr/local/libexec/sbx/bun
+# expect: root:wheel 644 /usr/local/libexec/sbx/privileged.js
+# expect: root:wheel 644 /usr/local/libexec/sbx/shims/git.ts
+# expect: root:wheel 440 /etc/sudoers.d/sbx_<you>
+sudo launchctl print system/dev.sbx.privileged | grep -m1 -E '^\s*(state|last exit code) ='
+# expect: state = not running      (it ran reapply-all at load and exited; it runs again when /etc/pf.conf changes)
+# The steps below drive the backend directly with a sandbox the daemon's store does not know: the daemon would clean
+# its guest up as an orphan, so its agent stays out of the way until the end.
+launchctl bootout "gui/$(id -u)/dev.sbx.daemon"
 stat -f %Lp "$HOME"
 # expect: 700
 
@@ -172,4 +181,5 @@ sudo ls /private/var/db/sbx/pf | grep -c "sbx_$UID_" || true
 # expect: 0
 drive cleanup
 # expect: {"removed":[]}
-echo "macos-smoke: done (the helper and sudoers rule stay installed; remove $LIB and /etc/sudoers.d/sbx_* to undo)"
+launchctl bootstrap "gui/$(id -u)" "$HOME/Library/LaunchAgents/dev.sbx.daemon.plist"
+echo "macos-smoke: done (the root kit and the daemon stay installed; \`sbx service uninstall\` removes them)"

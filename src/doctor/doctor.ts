@@ -1,6 +1,7 @@
 // sbx doctor: checks the host can run sandboxes and says, for each problem, what to do about it.
 import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { probeEngine } from "../backend/docker/engine";
+import { kitMissing, kitPaths } from "../backend/macos/install";
 import { checkHostGc } from "../sync/gc-check";
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
@@ -123,9 +124,21 @@ function checkDir(name: string, dir: string): Check {
   }
 }
 
-function checkHome(home: string): Check {
+/**
+ * The host's home must keep user-account sandboxes out. On macOS every local account (each sandbox user too) is in
+ * group staff and homes default to 750 staff, so only 700 does; on Linux the guests have their own groups.
+ */
+export function checkHome(home: string, platform: NodeJS.Platform, stat: (p: string) => { mode: number } = statSync): Check {
   try {
-    const mode = statSync(home).mode & 0o777;
+    const mode = stat(home).mode & 0o777;
+    if (platform === "darwin" && mode & 0o077) {
+      return {
+        name: "home",
+        status: "warn",
+        detail: `${home} has mode ${mode.toString(8)}: every macOS account is in group staff, so a sandbox user could read it (macOS sandboxes refuse to start)`,
+        fix: `chmod 700 ${home}`,
+      };
+    }
     if (mode & 0o007) {
       return {
         name: "home",
@@ -140,6 +153,19 @@ function checkHome(home: string): Check {
   }
 }
 
+/** macOS: the root kit (helper, guests' Bun and shims, sudoers rule) that macOS sandboxes need. */
+export function checkMacosKit(hostUser: string, exists?: (p: string) => boolean): Check {
+  const k = kitPaths(hostUser);
+  const missing = kitMissing(k, exists);
+  if (missing.length === 0) return { name: "macos kit", status: "ok", detail: `${k.lib} and ${k.sudoers}` };
+  return {
+    name: "macos kit",
+    status: "warn",
+    detail: `macOS sandboxes cannot be created: missing ${missing.join(", ")}`,
+    fix: "sbx service install (it shows the sudoers rule before it asks sudo to write it)",
+  };
+}
+
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   const [docker, git, ...gc] = await Promise.all([
     checkDocker(deps.exec),
@@ -152,7 +178,8 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     git!,
     checkDir("state dir", deps.paths.stateDir),
     checkDir("runtime dir", deps.paths.runtimeDir),
-    checkHome(deps.env.vars.HOME),
+    checkHome(deps.env.vars.HOME, deps.env.platform),
+    ...(deps.env.platform === "darwin" ? [checkMacosKit(deps.env.userName)] : []),
     ...gc,
   ];
 }

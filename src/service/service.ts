@@ -5,6 +5,7 @@ import { SbxError } from "../core/errors";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
+import type { KitPaths, KitSource } from "../backend/macos/install";
 import {
   LAUNCHD_LABEL,
   SYSTEMD_UNIT_NAME,
@@ -24,6 +25,13 @@ export interface ServiceDeps {
   daemonArgv: string[];
   /** Whether systemd runs this machine (`/run/systemd/system` exists); a seam for tests. */
   systemdRunning?: () => boolean;
+  /**
+   * macOS: the root kit (helper, guests' Bun and shims, sudoers rule, reapply LaunchDaemon) installed with the agent.
+   * Defaults to the running Bun and this sbx's files; a seam for tests.
+   */
+  kit?: { source?: KitSource; paths?: KitPaths; otherRules?: () => string[]; tmp?: string };
+  /** macOS: told the sudoers rule before it is written (the user sees what sudo will allow). */
+  showSudoers?: (path: string, rule: string) => void;
 }
 
 export interface ServiceStatus {
@@ -109,20 +117,23 @@ function writeAtomic(file: string, content: string): void {
 /**
  * Writes the unit or plist and starts it.
  * runs: systemctl [--user] daemon-reload; systemctl [--user] enable --now sbx.service
- * runs: launchctl bootout gui/<uid>/dev.sbx.daemon (if loaded); launchctl bootstrap gui/<uid> <plist>
+ * runs: launchctl bootout gui/<uid>/dev.sbx.daemon (if loaded); launchctl bootstrap gui/<uid> <plist>, after the
+ *       macOS root kit (installMacosKit: the sudoers rule is shown first, then written with sudo)
  */
-export async function installService(deps: ServiceDeps, kind: ServiceKind): Promise<{ file: string; changed: boolean }> {
+export async function installService(deps: ServiceDeps, kind: ServiceKind): Promise<{ file: string; changed: boolean; kit?: KitPaths }> {
   const file = serviceFile(kind, deps.env);
   const content = renderService(kind, serviceSpec(deps));
   const changed = !existsSync(file) || readFileSync(file, "utf8") !== content;
   if (kind === "launchd") {
+    // The kit first: the daemon the agent starts needs the helper (pf anchors back at its start).
+    const kit = await installMacosKit(deps);
     mkdirSync(dirname(deps.paths.daemonLog), { recursive: true, mode: 0o700 });
     writeAtomic(file, content);
     const target = `gui/${deps.env.uid}`;
     // bootstrap fails on a loaded job: unload first so a changed plist takes effect (and installing twice converges).
     await deps.exec.run(["launchctl", "bootout", `${target}/${LAUNCHD_LABEL}`], { check: false });
     await deps.exec.run(["launchctl", "bootstrap", target, file]);
-    return { file, changed };
+    return { file, changed, kit };
   }
   requireSystemd(deps);
   writeAtomic(file, content);
@@ -132,10 +143,33 @@ export async function installService(deps: ServiceDeps, kind: ServiceKind): Prom
   return { file, changed };
 }
 
+/** The kit's sudoers rule for this user, as `sbx service install` would write it (for --print). */
+export async function macosSudoersRule(deps: Pick<ServiceDeps, "env" | "kit">): Promise<{ path: string; rule: string; daemonPlist: string }> {
+  const { kitPaths, renderKit } = await import("../backend/macos/install");
+  const k = deps.kit?.paths ?? kitPaths(deps.env.userName);
+  const r = renderKit(deps.env.userName, k);
+  return { path: k.sudoers, rule: r.sudoers, daemonPlist: r.plist };
+}
+
+/** runs: (installKit) bun build …; sudo visudo -cf …; sudo install …; sudo launchctl bootstrap system … */
+async function installMacosKit(deps: ServiceDeps): Promise<KitPaths> {
+  const [{ installKit, kitSource }, { defaultRuntime }] = await Promise.all([import("../backend/macos/install"), import("../backend/docker/docker")]);
+  const shown = await macosSudoersRule(deps);
+  deps.showSudoers?.(shown.path, shown.rule);
+  const r = await installKit(deps.exec, {
+    hostUser: deps.env.userName,
+    source: deps.kit?.source ?? kitSource(defaultRuntime()),
+    ...(deps.kit?.paths ? { paths: deps.kit.paths } : {}),
+    ...(deps.kit?.tmp ? { tmp: deps.kit.tmp } : {}),
+  });
+  return r.paths;
+}
+
 /**
- * Stops the service and removes its file; removing what is not installed succeeds.
+ * Stops the service and removes its file; removing what is not installed succeeds. On macOS the user's sudoers rule
+ * goes too (and the shared kit, when no other user's rule is left): the caller refuses while macOS sandboxes remain.
  * runs: systemctl [--user] disable --now sbx.service; systemctl [--user] daemon-reload
- * runs: launchctl bootout gui/<uid>/dev.sbx.daemon
+ * runs: launchctl bootout gui/<uid>/dev.sbx.daemon; (uninstallKit) sudo rm -f /etc/sudoers.d/sbx_<host> …
  */
 export async function uninstallService(deps: ServiceDeps, kind: ServiceKind): Promise<{ file: string; changed: boolean }> {
   const file = serviceFile(kind, deps.env);
@@ -143,7 +177,13 @@ export async function uninstallService(deps: ServiceDeps, kind: ServiceKind): Pr
   if (kind === "launchd") {
     await deps.exec.run(["launchctl", "bootout", `gui/${deps.env.uid}/${LAUNCHD_LABEL}`], { check: false });
     rmSync(file, { force: true });
-    return { file, changed: had };
+    const { uninstallKit } = await import("../backend/macos/install");
+    const kit = await uninstallKit(deps.exec, {
+      hostUser: deps.env.userName,
+      ...(deps.kit?.paths ? { paths: deps.kit.paths } : {}),
+      ...(deps.kit?.otherRules ? { otherRules: deps.kit.otherRules } : {}),
+    });
+    return { file, changed: had || kit.removed.length > 0 };
   }
   requireSystemd(deps);
   await deps.exec.run([...systemctl(kind), "disable", "--now", SYSTEMD_UNIT_NAME], { check: false });
@@ -162,7 +202,10 @@ export async function serviceStatus(deps: ServiceDeps, kind: ServiceKind): Promi
   if (kind === "launchd") {
     const r = await deps.exec.run(["launchctl", "print", `gui/${deps.env.uid}/${LAUNCHD_LABEL}`], { check: false });
     const state = /^\s*state = (\S+)/m.exec(r.stdout)?.[1] ?? (r.exitCode === 0 ? "loaded" : "not loaded");
-    return { kind, file, installed, active: state === "running", enabled: r.exitCode === 0, detail: state };
+    const { kitMissing, kitPaths } = await import("../backend/macos/install");
+    const missing = kitMissing(deps.kit?.paths ?? kitPaths(deps.env.userName));
+    const kit = missing.length === 0 ? "root kit installed" : `root kit missing ${missing.join(", ")}`;
+    return { kind, file, installed: installed && missing.length === 0, active: state === "running", enabled: r.exitCode === 0, detail: `${state}; ${kit}` };
   }
   const running = deps.systemdRunning ?? (() => existsSync("/run/systemd/system"));
   if (!running()) return { kind, file, installed, active: false, enabled: false, detail: "systemd is not running on this machine" };

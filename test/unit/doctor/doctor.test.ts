@@ -133,3 +133,23 @@ describe("engine classification and versions", () => {
     expect(compareVersions("1.3.9", "1.4.0")).toBeLessThan(0);
   });
 });
+
+describe("doctor on the host's home and the macOS kit", () => {
+  test("macOS wants 700 (every account is in staff); Linux warns only when everyone can read", async () => {
+    const { checkHome } = await import("../../../src/doctor/doctor");
+    const mode = (m: number) => () => ({ mode: 0o40000 | m });
+    expect(checkHome("/Users/ann", "darwin", mode(0o750))).toMatchObject({ status: "warn", fix: "chmod 700 /Users/ann" });
+    expect(checkHome("/Users/ann", "darwin", mode(0o700)).status).toBe("ok");
+    expect(checkHome("/home/ann", "linux", mode(0o750)).status).toBe("ok");
+    expect(checkHome("/home/ann", "linux", mode(0o755))).toMatchObject({ status: "warn" });
+  });
+
+  test("a missing root kit is named with the command that installs it", async () => {
+    const { checkMacosKit } = await import("../../../src/doctor/doctor");
+    expect(checkMacosKit("ann", () => true).status).toBe("ok");
+    const c = checkMacosKit("ann", (p) => !p.endsWith("privileged.js"));
+    expect(c.status).toBe("warn");
+    expect(c.detail).toContain("/usr/local/libexec/sbx/privileged.js");
+    expect(c.fix).toContain("sbx service install");
+  });
+});

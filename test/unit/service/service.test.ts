@@ -1,8 +1,9 @@
 // Installing the service writes the rendered file and applies it through Exec (systemctl / launchctl): transcripts checked, idempotent, refusing without systemd.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { kitPaths } from "../../../src/backend/macos/install";
 import { SbxError } from "../../../src/core/errors";
 import { installService, serviceFile, serviceKind, serviceStatus, uninstallService, type ServiceDeps } from "../../../src/service/service";
 import { readEnv } from "../../../src/sys/env";
@@ -85,25 +86,51 @@ describe("sbx service on Linux (systemd user unit)", () => {
   });
 });
 
-describe("sbx service on macOS (launchd LaunchAgent)", () => {
-  test("install writes the plist and bootstraps it into the user's GUI domain; uninstall boots it out", async () => {
+describe("sbx service on macOS (launchd LaunchAgent and the root kit)", () => {
+  test("install shows the sudoers rule, installs the root kit, then writes the plist and bootstraps it into the user's GUI domain; uninstall boots it out and removes the rule", async () => {
+    const isSudo = (a: readonly string[]) => a[0] === "/usr/bin/sudo";
     const exec = new FakeExec()
+      .expect((a) => a[1] === "build")
+      .always(isSudo)
       .expect(["launchctl", "bootout", "gui/501/dev.sbx.daemon"], { exitCode: 3, stderr: "No such process" })
       .expect((a) => a[0] === "launchctl" && a[1] === "bootstrap" && a[2] === "gui/501")
-      .expect(["launchctl", "print", "gui/501/dev.sbx.daemon"], { stdout: "gui/501/dev.sbx.daemon = {\n\tstate = running\n}" })
+      .expect(["launchctl", "print", "gui/501/dev.sbx.daemon"], { stdout: "gui/501/dev.sbx.daemon = {\n\tstate = running\n}" }, 2)
       .expect(["launchctl", "bootout", "gui/501/dev.sbx.daemon"]);
     const d = deps("darwin", exec);
+    const lib = join(root, "libexec-sbx");
+    const shown: string[] = [];
+    d.kit = { source: { bun: "/opt/bun", helperSource: "/src/privileged.ts", shimDir: "/src/shims" }, paths: kitPaths(d.env.userName, lib), otherRules: () => [] };
+    d.showSudoers = (path, rule) => shown.push(path, rule);
     const kind = serviceKind(d.env, false);
     expect(kind).toBe("launchd");
     const r = await installService(d, kind);
+    // Shown before sudo ran anything, and the rule shown is the one installed.
+    expect(shown[0]).toBe(kitPaths(d.env.userName, lib).sudoers);
+    expect(shown[1]).toContain(`${lib}/bun ${lib}/privileged.js *`);
+    const firstSudo = exec.calls.findIndex((c) => isSudo(c.argv));
+    const agent = exec.calls.findIndex((c) => c.argv[0] === "launchctl" && c.argv[1] === "bootstrap");
+    expect(firstSudo).toBeGreaterThan(0);
+    expect(firstSudo).toBeLessThan(agent); // the kit before the daemon that needs it
+    expect(r.kit?.lib).toBe(lib);
     expect(r.file).toBe(join(root, "home", "Library", "LaunchAgents", "dev.sbx.daemon.plist"));
-    expect(exec.calls[1]!.argv[3]).toBe(r.file);
+    expect(exec.calls[agent]!.argv[3]).toBe(r.file);
     expect(readFileSync(r.file, "utf8")).toContain(`<string>${d.paths.daemonLog}</string>`);
+    // The fake sudo wrote nothing: status says which of the kit's files are missing.
+    const missing = await serviceStatus(d, kind);
+    expect(missing).toMatchObject({ installed: false, active: true });
+    expect(missing.detail).toContain(`root kit missing ${lib}/bun`);
+    for (const f of [`${lib}/bun`, `${lib}/privileged.js`, `${lib}/shims/git.ts`, `${lib}/shims/gh.ts`]) {
+      mkdirSync(dirname(f), { recursive: true });
+      writeFileSync(f, "");
+    }
+    d.kit.paths = { ...kitPaths(d.env.userName, lib), sudoers: `${lib}/sudoers-alice` };
+    writeFileSync(d.kit.paths.sudoers, "");
     const st = await serviceStatus(d, kind);
-    expect(st).toMatchObject({ installed: true, active: true, detail: "running" });
+    expect(st).toMatchObject({ installed: true, active: true, detail: "running; root kit installed" });
     const u = await uninstallService(d, kind);
     expect(u.changed).toBe(true);
     expect(existsSync(r.file)).toBe(false);
+    expect(exec.calls.some((c) => isSudo(c.argv) && c.argv.join(" ") === `/usr/bin/sudo /bin/rm -f ${lib}/sudoers-alice`)).toBe(true);
     exec.assertDone();
   });
 });
