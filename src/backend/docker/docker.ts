@@ -316,8 +316,10 @@ export class DockerBackend implements Backend {
   async apply(spec: SandboxSpec): Promise<Change> {
     const { status } = await this.createIfMissing(spec);
     if (status === "running") return { changed: false };
+    // A restarted container keeps its earlier runs' log, "listening" line included: only this run's lines count.
+    const since = Date.now() / 1000;
     await this.startContainer(containerName(spec.id));
-    await this.waitForwarder(spec);
+    await this.waitForwarder(spec, since);
     return { changed: true };
   }
 
@@ -387,12 +389,13 @@ export class DockerBackend implements Backend {
   }
 
   /** The container's log (stdout+stderr) and whether it still runs. runs: docker logs sbx-<id>; docker inspect … */
-  private async logsAndState(name: string): Promise<{ logs: string; running: boolean; exitCode: number }> {
+  private async logsAndState(name: string, since?: number): Promise<{ logs: string; running: boolean; exitCode: number }> {
     const sock = this.opts.apiSocket;
+    const from = since === undefined ? "" : since.toFixed(3);
     if (sock !== undefined) {
       try {
         const [l, i] = await Promise.all([
-          fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1`, { unix: sock } as RequestInit),
+          fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1${from ? `&since=${from}` : ""}`, { unix: sock } as RequestInit),
           fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit),
         ]);
         if (l.ok && i.ok) {
@@ -405,26 +408,27 @@ export class DockerBackend implements Backend {
         /* fall back to the CLI */
       }
     }
-    const l = await this.exec.run(["docker", "logs", name], { check: false });
+    const l = await this.exec.run(["docker", "logs", ...(from ? ["--since", from] : []), name], { check: false });
     const i = await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", name], { check: false });
     const [running = "false", code = "0"] = i.stdout.trim().split(" ");
     return { logs: `${l.stdout}${l.stderr}`, running: running === "true", exitCode: Number(code) };
   }
 
   /**
-   * Waits until the forwarder (the container's long-lived process) says it listens. If the container exits instead,
+   * Waits until the forwarder (the container's long-lived process) says it listens (in the log written since `since`,
+   * epoch seconds: a restarted container's log still holds its earlier runs). If the container exits instead,
    * the image cannot run it: most often a musl image (Alpine) that cannot run the host's glibc Bun. Never leaves a
    * sandbox that looks started but has no way to the proxy without saying why.
    */
-  async waitForwarder(spec: SandboxSpec): Promise<void> {
+  async waitForwarder(spec: SandboxSpec, since?: number): Promise<void> {
     const name = containerName(spec.id);
     const until = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
     // The log followed as it is written: the line is seen the moment it is (a poll sees it up to its interval later).
     // When the stream ends without it (the container exited) or cannot be had, the poll below says why.
-    if ((await this.apiFollowLogsFor(name, FORWARDER_READY, until)) === "seen") return;
+    if ((await this.apiFollowLogsFor(name, FORWARDER_READY, until, since)) === "seen") return;
     let delay = 5;
     for (;;) {
-      const s = await this.logsAndState(name);
+      const s = await this.logsAndState(name, since);
       if (s.logs.includes(FORWARDER_READY)) return;
       if (!s.running) {
         const tail = s.logs.replace(/[\x00-\x08\x0e-\x1f]/g, "").trim().split("\n").slice(-3).join(" | ");
@@ -453,17 +457,18 @@ export class DockerBackend implements Backend {
   }
 
   /**
-   * Follows a container's log (GET /containers/<name>/logs?follow=1 on the engine socket) until `text` appears
+   * Follows a container's log (GET /containers/<name>/logs?follow=1[&since=…] on the engine socket) until `text` appears
    * ("seen"), the log ends ("ended": the container stopped), `until` passes ("timeout") or the API cannot answer
    * (undefined). The stream is multiplexed (8-byte frame headers); a line written at once sits inside one frame.
    */
-  private async apiFollowLogsFor(name: string, text: string, until: number): Promise<"seen" | "ended" | "timeout" | undefined> {
+  private async apiFollowLogsFor(name: string, text: string, until: number, since?: number): Promise<"seen" | "ended" | "timeout" | undefined> {
     const sock = this.opts.apiSocket;
     if (sock === undefined) return undefined;
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), Math.max(0, until - Date.now()));
+    const from = since === undefined ? "" : `&since=${since.toFixed(3)}`;
     try {
-      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1&follow=1`, {
+      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1&follow=1${from}`, {
         unix: sock,
         signal: abort.signal,
       } as RequestInit);

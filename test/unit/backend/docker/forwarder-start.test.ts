@@ -112,6 +112,39 @@ describe("waitForwarder through the engine API: the log is followed, not polled"
     }
   });
 
+  test("a restarted container: the earlier run's ready line does not count, only one written since the start", async () => {
+    const old = frame("sbx forwarder listening on 127.0.0.1:3128 → /run/sbx/proxy.sock\n");
+    const fresh = frame("sbx forwarder listening on 127.0.0.1:3128 → /run/sbx/proxy.sock\n");
+    const startedAt = Date.now() / 1000;
+    const asked: (string | null)[] = [];
+    const server = Bun.serve({
+      unix: join(tmp, "c.sock"),
+      fetch(req) {
+        const since = new URL(req.url).searchParams.get("since");
+        asked.push(since);
+        // Like the engine: the earlier run's line is older than `since`; this run's comes 120 ms later.
+        return new Response(
+          new ReadableStream({
+            async start(c) {
+              if (since === null || Number(since) < startedAt - 60) c.enqueue(old);
+              await Bun.sleep(120);
+              c.enqueue(fresh);
+            },
+          }),
+        );
+      },
+    });
+    try {
+      const b = new DockerBackend(new FakeExec(), { sandboxRoot: "/x", runtime: { bun: "/usr/bin/bun", shims: "/s" }, readyTimeoutMs: 3000, apiSocket: join(tmp, "c.sock") });
+      const t0 = performance.now();
+      await b.waitForwarder(spec, startedAt);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(100);
+      expect(Number(asked[0])).toBeCloseTo(startedAt, 2);
+    } finally {
+      await server.stop(true);
+    }
+  });
+
   test("a container that exits instead: the followed log ends, and the poll says why", async () => {
     const e = engine("b.sock", [frame("[FATAL tini (7)] exec /opt/sbx/bin/bun failed: No such file or directory\n")], {
       end: true,

@@ -101,5 +101,9 @@ describe("the home is seeded when the container is made, before its first start"
     await backend(exec).apply(spec);
     exec.assertDone();
     expect(verbs(exec)).toEqual(["inspect", "start", "logs", "inspect"]);
+    // Its log still holds the earlier run's ready line: only what was written since this start is read.
+    const logs = exec.calls.find((c) => c.argv[1] === "logs")!.argv;
+    expect(logs[2]).toBe("--since");
+    expect(Math.abs(Number(logs[3]) - Date.now() / 1000)).toBeLessThan(5);
   });
 });
