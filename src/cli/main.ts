@@ -1,5 +1,6 @@
-#!/usr/bin/env bun
+#!/usr/bin/env -S bun --no-env-file --config=/dev/null
 // sbx's entry: argv → command table → exit code. The only place that calls process.exit.
+// The #! line keeps Bun from reading the current directory's bunfig.toml and .env (sys/bun-args.ts says why).
 import { Command, CommanderError } from "commander";
 import { ExitCode, SbxError, toSbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";

@@ -2,6 +2,7 @@
 import { mkdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
+import { BUN_NO_CWD_CONFIG } from "../sys/bun-args";
 import { spawnDetached } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { DaemonClient } from "./client";
@@ -16,19 +17,20 @@ export interface Launched {
 export type DetachedLauncher = (argv: readonly string[], opts: { logFile: string; env: Record<string, string> }) => Launched;
 
 /**
- * runs: <argv> (the daemon) in its own session, stdin from /dev/null, stdout+stderr appended to logFile
+ * runs: <argv> (the daemon) in its own session, in /, stdin from /dev/null, stdout+stderr appended to logFile
  * (sys/exec's spawnDetached, the one place detached processes are started).
  */
 export const launchDetached: DetachedLauncher = (argv, opts) => {
   mkdirSync(dirname(opts.logFile), { recursive: true, mode: 0o700 });
-  return spawnDetached(argv, { env: opts.env, logFile: opts.logFile });
+  // From /, not the caller's directory (often a repo): the daemon holds no directory and reads nothing from it.
+  return spawnDetached(argv, { env: opts.env, logFile: opts.logFile, cwd: "/" });
 };
 
 /** How to run `sbx daemon` from this process: the compiled binary itself, or bun with the CLI's entry. */
 export function defaultDaemonArgv(execPath = process.execPath): string[] {
   const exe = basename(execPath);
   if (exe === "bun" || exe.startsWith("bun-") || exe === "bun.exe") {
-    return [execPath, join(import.meta.dir, "..", "cli", "main.ts"), "daemon"];
+    return [execPath, ...BUN_NO_CWD_CONFIG, join(import.meta.dir, "..", "cli", "main.ts"), "daemon"];
   }
   return [execPath, "daemon"];
 }

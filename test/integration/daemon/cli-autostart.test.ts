@@ -1,7 +1,7 @@
 // The CLI talks only to the daemon: with none running it starts one in the background (logging to the daemon log) and waits for /health; a daemon that cannot start is reported with its log path.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { CLI, lockPid, makeWorld, type World } from "../../support/daemon-proc";
 
 let w: World;
@@ -90,4 +90,36 @@ describe("CLI and the daemon", () => {
     expect(r.stderr).toContain(w.paths.daemonLog);
     expect(readFileSync(w.paths.daemonLog, "utf8")).toContain("is not a socket");
   });
+
+  test("host-runs-no-guest-config: run from a repo holding a bunfig.toml preload and a .env, neither the CLI (started by its #! line) nor the daemon it starts reads them", async () => {
+    w = makeWorld();
+    isolateDocker(w);
+    // What an agent could leave in a branch the user checks out, then runs sbx in.
+    const repo = join(w.root, "evil-repo");
+    mkdirSync(repo);
+    const marker = join(w.root, "preload-ran");
+    writeFileSync(join(repo, "pre.ts"), `require("node:fs").appendFileSync(${JSON.stringify(marker)}, process.argv.join(" ") + "\\n");\n`);
+    writeFileSync(join(repo, "bunfig.toml"), `preload = ["./pre.ts"]\n`);
+    writeFileSync(join(repo, ".env"), `XDG_STATE_HOME=${join(repo, "state-from-dotenv")}\n`);
+    // Control: a Bun started the plain way in that directory reads both.
+    const plain = Bun.spawnSync([process.execPath, "-e", "console.log(process.env.XDG_STATE_HOME ?? '')"], { cwd: repo, env: { PATH: w.env.PATH! } });
+    expect(plain.stdout.toString().trim()).toBe(join(repo, "state-from-dotenv"));
+    expect(existsSync(marker)).toBe(true);
+    rmSync(marker);
+
+    // The CLI as installed (the file itself, through its #! line), with XDG_STATE_HOME unset so .env could set it.
+    const { XDG_STATE_HOME: _unset, ...env } = w.env;
+    const run = (...args: string[]) => Bun.spawnSync([CLI, ...args], { cwd: repo, env: { ...env, PATH: `${dirname(process.execPath)}:${env.PATH}` }, stdout: "pipe", stderr: "pipe" });
+    const doc = run("doctor", "--json");
+    const stateDir = JSON.parse(doc.stdout.toString()).checks.find((c: { name: string }) => c.name === "state dir");
+    expect(stateDir.detail).not.toContain("state-from-dotenv");
+    // And the daemon it starts (in /, with the same flags): ps starts one.
+    const ps = run("ps");
+    expect(ps.stderr.toString()).toMatch(/started the sbx daemon/);
+    started = lockPid(w);
+    expect(started).not.toBeNull();
+    expect(readlinkSync(`/proc/${started}/cwd`)).toBe("/");
+    expect(existsSync(marker)).toBe(false);
+  });
 });
+

@@ -1,0 +1,8 @@
+// The flags every Bun that sbx starts on the host (the CLI, the daemon, the macOS root helper) runs with.
+//
+// At start Bun reads `bunfig.toml` and `.env*` from the CURRENT directory, which is often a repo: a `preload` there runs
+// code inside sbx before sbx's own, and `.env` adds variables (DOCKER_HOST, XDG_*, GIT_CONFIG_*) sbx would trust. With
+// these flags Bun reads neither (tested in test/integration/sys/bun-args.test.ts against the Bun that runs the tests).
+// `--config` takes only the `--config=<path>` form: `--config <path>` makes the path the script.
+
+export const BUN_NO_CWD_CONFIG = ["--no-env-file", "--config=/dev/null"] as const;
