@@ -63,10 +63,11 @@ DRIVER='
 import { createExec } from "./src/sys/exec";
 import { MacosBackend } from "./src/backend/macos/backend";
 import { sudoRoot } from "./src/backend/macos/privileged";
+import { kitHelperArgv, kitPaths } from "./src/backend/macos/install";
 import { hostGitEnv, hostRefsArgv, parseHostRefs } from "./src/sync/git-argv";
 const [verb, me, port, repo, runtime, lib] = process.argv.slice(1);
 const exec = createExec({ PATH: "/usr/bin:/bin:/usr/sbin:/sbin" });
-const b = new MacosBackend({ exec, root: sudoRoot(exec, [lib + "/bun", lib + "/privileged.js"]), hostUser: me, runtimeDir: runtime, runtime: lib + "/bun", shimDir: lib + "/shims" });
+const b = new MacosBackend({ exec, root: sudoRoot(exec, kitHelperArgv(kitPaths(me))), hostUser: me, runtimeDir: runtime, runtime: lib + "/bun", shimDir: lib + "/shims" });
 const id = "5m0ke0000001", dir = runtime + "/sb/" + id;
 const spec = { id, name: "smoke", repo, dir: "/tmp", hostUser: { name: me, uid: process.getuid(), gid: process.getgid(), home: process.env.HOME, shell: "/bin/zsh" },
   sockets: { dir, proxy: dir + "/proxy.sock", bridge: dir + "/bridge.sock" }, env: { TERM: "xterm-256color" }, overlays: [], options: { proxyPort: Number(port) } };

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SbxError } from "../../core/errors";
+import { BUN_NO_CWD_CONFIG } from "../../sys/bun-args";
 import { ExecError, type Exec } from "../../sys/exec";
 import { SHIM_FILES } from "../provision/provision";
 import { BIN } from "./bin";
@@ -44,9 +45,12 @@ export function kitPaths(hostUser: string, lib: string = KIT_LIB): KitPaths {
   };
 }
 
-/** The argv prefix sudo runs as root: what the sudoers rule names and the daemon calls. */
-export function kitHelperArgv(k: KitPaths): [string, string] {
-  return [k.bun, k.helper];
+/**
+ * The argv prefix sudo runs as root: what the sudoers rule names and the daemon calls. Bun must not read the caller's
+ * directory's bunfig.toml (a preload would run as root) or .env (sys/bun-args.ts).
+ */
+export function kitHelperArgv(k: KitPaths): string[] {
+  return [k.bun, ...BUN_NO_CWD_CONFIG, k.helper];
 }
 
 /** Pure: the two files the kit writes outside its lib dir. */

@@ -436,7 +436,8 @@ const WireError = z.object({ error: z.string(), message: z.string(), hint: z.str
 export function sudoRoot(exec: Exec, helperArgv: readonly string[]): RootRunner {
   return {
     async run(op) {
-      const r = await exec.run(sudoHelperArgv(helperArgv, op), { check: false });
+      // From /: the helper's Bun reads nothing from the caller's directory (its flags say so too: sys/bun-args.ts).
+      const r = await exec.run(sudoHelperArgv(helperArgv, op), { check: false, cwd: "/" });
       if (r.exitCode === 0) return WireResult.parse(JSON.parse(r.stdout));
       if (/a password is required|may not run sudo|not allowed to execute/i.test(r.stderr)) {
         throw new SbxError("permission", `sbx's root helper is not allowed to run (${op.op})`, {

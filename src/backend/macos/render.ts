@@ -42,6 +42,9 @@ export interface SudoersInput {
 }
 
 const SUDOERS_WORD = /^[A-Za-z0-9_./+-]+$/;
+/** A helper argument may also hold `=` (`--config=/dev/null`), which sudoers wants escaped. */
+const SUDOERS_ARG = /^[A-Za-z0-9_./+=-]+$/;
+const sudoersEscape = (a: string) => a.replaceAll("=", "\\=");
 
 /**
  * /etc/sudoers.d/sbx_<host>: the host user may run the one root helper (which validates every request), the one
@@ -52,6 +55,10 @@ export function renderSudoers(input: SudoersInput): string {
   if (!SUDOERS_WORD.test(input.hostUser)) throw new Error(`render: host user '${input.hostUser}' cannot be named in sudoers safely`);
   if (input.helperArgv.length === 0) throw new Error("render: helper argv is empty");
   for (const a of input.helperArgv) {
+    if (a.startsWith("-")) {
+      if (!SUDOERS_ARG.test(a)) throw new Error(`render: helper option '${a}' has characters sudoers would misread`);
+      continue;
+    }
     if (!a.startsWith("/")) throw new Error(`render: helper path ${a} must be absolute`);
     if (!SUDOERS_WORD.test(a)) throw new Error(`render: helper path '${a}' has characters sudoers would misread`);
   }
@@ -60,7 +67,7 @@ export function renderSudoers(input: SudoersInput): string {
     `# sbx: ${input.hostUser} may run sbx's root helper (creates/removes its sandbox users, loads their pf anchors),`,
     `# and may run commands as its own sandbox users (group ${hostGroup(input.hostUser)}), never as anyone else.`,
     `# Written by \`sbx service install\` to /etc/sudoers.d/sbx_${hostTag(input.hostUser)}; validate with \`visudo -cf <file>\`.`,
-    `Cmnd_Alias ${alias} = ${input.helperArgv.join(" ")} *`,
+    `Cmnd_Alias ${alias} = ${input.helperArgv.map(sudoersEscape).join(" ")} *`,
     `Cmnd_Alias ${alias.replace(/_HELPER$/, "_PFLOG")} = ${MONITOR_ARGV.join(" ")}`,
     `Defaults!${alias} env_reset`,
     `${input.hostUser} ALL = (root) NOPASSWD: ${alias}, ${alias.replace(/_HELPER$/, "_PFLOG")}`,

@@ -106,7 +106,7 @@ describe("sbx service on macOS (launchd LaunchAgent and the root kit)", () => {
     const r = await installService(d, kind);
     // Shown before sudo ran anything, and the rule shown is the one installed.
     expect(shown[0]).toBe(kitPaths(d.env.userName, lib).sudoers);
-    expect(shown[1]).toContain(`${lib}/bun ${lib}/privileged.js *`);
+    expect(shown[1]).toContain(`${lib}/bun --no-env-file --config\\=/dev/null ${lib}/privileged.js *`);
     const firstSudo = exec.calls.findIndex((c) => isSudo(c.argv));
     const agent = exec.calls.findIndex((c) => c.argv[0] === "launchctl" && c.argv[1] === "bootstrap");
     expect(firstSudo).toBeGreaterThan(0);

@@ -59,8 +59,10 @@ describe("installKit", () => {
   test("what the sudoers rule allows is exactly what the backend runs as root", () => {
     const rule = renderKit("alice", k).sudoers;
     const argv = sudoHelperArgv(kitHelperArgv(k), { op: "ensure-share" });
-    expect(argv.slice(0, 4)).toEqual(["/usr/bin/sudo", "-n", "/usr/local/libexec/sbx/bun", "/usr/local/libexec/sbx/privileged.js"]);
-    expect(rule).toContain(`Cmnd_Alias SBX_ALICE_HELPER = ${argv[2]} ${argv[3]} *`);
+    // Bun as root reads neither the caller's directory's bunfig.toml (a preload) nor its .env.
+    expect(argv.slice(0, 6)).toEqual(["/usr/bin/sudo", "-n", "/usr/local/libexec/sbx/bun", "--no-env-file", "--config=/dev/null", "/usr/local/libexec/sbx/privileged.js"]);
+    // sudoers wants `=` escaped in a command's arguments.
+    expect(rule).toContain("Cmnd_Alias SBX_ALICE_HELPER = /usr/local/libexec/sbx/bun --no-env-file --config\\=/dev/null /usr/local/libexec/sbx/privileged.js *");
   });
 });
 

@@ -4,8 +4,9 @@ import { anchorName, guestUser, parseAnchorName, parseGuestUser, pickId } from "
 import { renderPfAnchor, renderPrivilegedPlist, renderSudoers, renderZshRc } from "../../../../src/backend/macos/render";
 import { fishQuote, llmEnv, proxyEnv, renderShellRc, renderShimWrappers, shQuote } from "../../../../src/backend/provision/provision";
 import { golden } from "./golden";
+import { kitHelperArgv, kitPaths } from "../../../../src/backend/macos/install";
 
-const HELPER = ["/usr/local/libexec/sbx/bun", "/usr/local/libexec/sbx/privileged.js"];
+const HELPER = kitHelperArgv(kitPaths("alice"));
 
 describe("pf anchor", () => {
   test("golden: pass to the proxy port, block and log every other TCP/UDP of the uid", () => {
@@ -47,6 +48,7 @@ describe("sudoers rule", () => {
     [{ hostUser: "al ice", helperArgv: HELPER }, /cannot be named/],
     [{ hostUser: "alice", helperArgv: ["bun", "x.js"] }, /absolute/],
     [{ hostUser: "alice", helperArgv: ["/Library/Application Support/bun"] }, /misread/],
+    [{ hostUser: "alice", helperArgv: ["/usr/local/libexec/sbx/bun", "--config=/x,ALL", "/h.js"] }, /misread/],
   ])("refuses %j", (input, why) => {
     expect(() => renderSudoers(input)).toThrow(why);
   });
