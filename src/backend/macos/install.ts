@@ -105,7 +105,7 @@ async function asRoot(exec: Exec, argv: string[], what: string, check = true): P
 /**
  * Installs (or refreshes: every step converges) the kit for `hostUser`. The sudoers rule is checked with visudo
  * before it is written; a rule visudo refuses is never installed.
- * runs: bun build <helper source> --target=bun --outfile <tmp>/privileged.js;
+ * runs: bun --no-env-file --config=/dev/null build <helper source> --target=bun --outfile=<tmp>/privileged.js;
  *       sudo visudo -cf <tmp>/sudoers; sudo install -d …; sudo install … (bun, helper, shims, sudoers, plist);
  *       sudo launchctl bootout system/dev.sbx.privileged; sudo launchctl bootstrap system <plist>
  */
@@ -115,7 +115,8 @@ export async function installKit(exec: Exec, o: { hostUser: string; source: KitS
   const tmp = o.tmp ?? mkdtempSync(join(tmpdir(), "sbx-kit-"));
   try {
     const built = join(tmp, "privileged.js");
-    await exec.run([o.source.bun, "build", o.source.helperSource, "--target=bun", `--outfile=${built}`]);
+    // Built from /, reading no bunfig.toml or .env of the caller's directory: what runs as root is sbx's own code.
+    await exec.run([o.source.bun, ...BUN_NO_CWD_CONFIG, "build", o.source.helperSource, "--target=bun", `--outfile=${built}`], { cwd: "/" });
     writeFileSync(join(tmp, "sudoers"), files.sudoers, { mode: 0o600 });
     writeFileSync(join(tmp, "plist"), files.plist, { mode: 0o644 });
     await asRoot(exec, root([BIN.visudo, "-cf", join(tmp, "sudoers")]), "checking the sudoers rule with visudo");

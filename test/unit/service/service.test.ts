@@ -90,7 +90,7 @@ describe("sbx service on macOS (launchd LaunchAgent and the root kit)", () => {
   test("install shows the sudoers rule, installs the root kit, then writes the plist and bootstraps it into the user's GUI domain; uninstall boots it out and removes the rule", async () => {
     const isSudo = (a: readonly string[]) => a[0] === "/usr/bin/sudo";
     const exec = new FakeExec()
-      .expect((a) => a[1] === "build")
+      .expect((a) => a.includes("build"))
       .always(isSudo)
       .expect(["launchctl", "bootout", "gui/501/dev.sbx.daemon"], { exitCode: 3, stderr: "No such process" })
       .expect((a) => a[0] === "launchctl" && a[1] === "bootstrap" && a[2] === "gui/501")

@@ -7,6 +7,7 @@ import { macosBackendHere } from "../../../../src/backend/macos/backend";
 import { installKit, kitHelperArgv, kitMissing, kitPaths, renderKit, requireKit, uninstallKit, type KitSource } from "../../../../src/backend/macos/install";
 import { sudoHelperArgv } from "../../../../src/backend/macos/privileged";
 import { SbxError } from "../../../../src/core/errors";
+import { createExec, type Exec } from "../../../../src/sys/exec";
 import { FakeExec } from "../../../fakes/exec";
 import { golden } from "./golden";
 
@@ -16,7 +17,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const source: KitSource = { bun: "/Users/alice/.bun/bin/bun", helperSource: "/Users/alice/src/sbx/src/backend/macos/privileged.ts", shimDir: "/Users/alice/src/sbx/shims" };
 const k = kitPaths("alice");
 const isSudo = (a: readonly string[]) => a[0] === "/usr/bin/sudo";
-const isBuild = (a: readonly string[]) => a[1] === "build";
+const isBuild = (a: readonly string[]) => a.includes("build");
 /** Transcript with the per-run scratch dir named <tmp>; root's commands marked `root#` (through sudo), the user's `alice$`. */
 const transcript = (exec: FakeExec, scratch: string) =>
   exec.calls
@@ -37,6 +38,17 @@ describe("installKit", () => {
     const visudo = exec.calls.findIndex((c) => c.argv.includes("/usr/sbin/visudo"));
     expect(visudo).toBeGreaterThan(-1);
     expect(visudo).toBeLessThan(first);
+  });
+
+  test("the helper it bundles runs on its own (no node_modules, no source tree) and refuses a request not made through sudo", async () => {
+    const scratch = mkdtempSync(join(tmp, "b-"));
+    const real = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" });
+    // The real build; the root steps are only recorded.
+    const exec: Exec = { ...real, run: (argv, opts) => (argv[0] === "/usr/bin/sudo" ? Promise.resolve({ argv: [...argv], exitCode: 0, stdout: "", stderr: "" }) : real.run(argv, opts)) };
+    await installKit(exec, { hostUser: "alice", source: { ...source, bun: process.execPath, helperSource: join(import.meta.dir, "../../../../src/backend/macos/privileged.ts") }, tmp: scratch });
+    const r = Bun.spawnSync([process.execPath, "--no-env-file", "--config=/dev/null", join(scratch, "privileged.js"), '{"op":"pf-state"}'], { cwd: "/", env: { PATH: "/usr/bin:/bin" }, stdout: "pipe", stderr: "pipe" });
+    expect(r.exitCode).toBe(77);
+    expect(JSON.parse(r.stderr.toString())).toMatchObject({ error: "permission", message: "the helper only serves requests made through sudo" });
   });
 
   test("a rule visudo refuses is never installed, and nothing else is either", async () => {
