@@ -166,6 +166,12 @@ export function checkMacosKit(hostUser: string, exists?: (p: string) => boolean)
   };
 }
 
+/** On macOS sandboxes are user accounts by default: Docker is needed only for `--backend docker`, so not a failure. */
+function dockerOptional(c: Check): Check {
+  if (c.status !== "fail") return c;
+  return { ...c, status: "warn", detail: `${c.detail} (only \`--backend docker\` needs Docker here; macOS sandboxes are user accounts)` };
+}
+
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   const [docker, git, ...gc] = await Promise.all([
     checkDocker(deps.exec),
@@ -174,7 +180,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   ]);
   return [
     checkBun(deps.bunVersion),
-    docker!,
+    deps.env.platform === "darwin" ? dockerOptional(docker!) : docker!,
     git!,
     checkDir("state dir", deps.paths.stateDir),
     checkDir("runtime dir", deps.paths.runtimeDir),

@@ -18,9 +18,12 @@ export function claudeAuthOpt(opts: Record<string, unknown>): { claudeAuth?: "in
   });
 }
 
-/** `--backend`: docker (default) or a user-account backend; the Docker-only options make no sense with the latter. */
-export function userBackendFlag(opts: Record<string, unknown>): string | null {
-  const b = opts.backend === undefined ? "docker" : String(opts.backend);
+/**
+ * `--backend`: docker or a user-account backend; the Docker-only options make no sense with the latter. Without the
+ * flag: docker on Linux, the hidden-account backend on macOS (Docker Desktop cannot keep the user's uid and paths).
+ */
+export function userBackendFlag(opts: Record<string, unknown>, platform: NodeJS.Platform): string | null {
+  const b = opts.backend === undefined ? (platform === "darwin" ? "macos" : "docker") : String(opts.backend);
   if (b === "docker") return null;
   const dockerOnly = [
     ["rebuild", opts.rebuild === true],
@@ -29,7 +32,7 @@ export function userBackendFlag(opts: Record<string, unknown>): string | null {
   ] as const;
   const bad = dockerOnly.find(([, set]) => set);
   if (bad) {
-    throw new SbxError("usage", `--${bad[0]} applies to Docker sandboxes, not --backend ${b}`, {
+    throw new SbxError("usage", `--${bad[0]} applies to Docker sandboxes, not --backend ${b}${opts.backend === undefined ? " (the default here)" : ""}`, {
       hint: `Drop --${bad[0]}, or use --backend docker.`,
     });
   }
@@ -55,7 +58,7 @@ async function stageIfNew(ctx: { exec: Exec; env: { raw: Readonly<Record<string,
   }
 }
 
-export const BACKEND_OPTION = ["--backend <kind>", "docker (default); user: a dedicated account per sandbox (Linux, as root; macOS)"] as const;
+export const BACKEND_OPTION = ["--backend <kind>", "docker (the default on Linux) or user: a dedicated account per sandbox (Linux, as root; the default on macOS)"] as const;
 
 export const create: Verb = {
   name: "create",
@@ -75,7 +78,7 @@ export const create: Verb = {
   },
   async run(ctx, args, opts) {
     const name = args[0] ?? "";
-    const userBackend = userBackendFlag(opts);
+    const userBackend = userBackendFlag(opts, ctx.env.platform);
     // The clone (create's slowest step) starts before the lifecycle's modules load; the create moves it into place
     // under its lock, or removes it. Only for a new Docker sandbox of a repo found at once.
     const staged = userBackend === null ? await stageIfNew(ctx, name, opts.repo as string | undefined) : null;

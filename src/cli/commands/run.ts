@@ -33,7 +33,7 @@ export const run: Verb = {
       if (code !== null) return code;
     }
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const userBackend = userBackendFlag(opts);
+    const userBackend = userBackendFlag(opts, ctx.env.platform);
     const { backendOf, enter, withDaemonManager, withUserSandboxes } = await import("../../client/sandboxes");
     return withDaemonManager(ctx, async (m, client) => {
       const existing = await backendOf(m, name, { cwd: ctx.cwd, repoFlag });

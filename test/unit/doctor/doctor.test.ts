@@ -153,3 +153,14 @@ describe("doctor on the host's home and the macOS kit", () => {
     expect(c.fix).toContain("sbx service install");
   });
 });
+
+describe("doctor on macOS", () => {
+  test("Docker Desktop (or none) is a warning there, not a failure: sandboxes are user accounts by default", async () => {
+    const mac = readEnv({ vars: { HOME: root, XDG_STATE_HOME: `${root}/doc-state`, XDG_RUNTIME_DIR: `${root}/doc-run` }, uid: 501, gid: 20, platform: "darwin" });
+    const fake = new FakeExec().expect(INFO, info({ OperatingSystem: "Docker Desktop" })).expect(GIT, { stdout: "git version 2.39.5" });
+    const checks = Object.fromEntries((await runDoctor({ exec: fake, env: mac, paths: pathsFor(mac), bunVersion: "1.4.5" })).map((c) => [c.name, c]));
+    expect(checks.docker).toMatchObject({ status: "warn" });
+    expect(checks.docker!.detail).toContain("only `--backend docker` needs Docker here");
+    expect(checks["macos kit"]).toBeDefined();
+  });
+});
