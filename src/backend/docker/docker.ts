@@ -92,6 +92,14 @@ export function foundFromApi(containers: unknown, volumes: unknown): Found[] | u
   return out;
 }
 
+/** Epoch seconds as the engine takes them for a log's `since` (API and CLI alike). */
+const sinceText = (since: number) => since.toFixed(3);
+
+/** API path of a container's log, both streams, from `since` when given. */
+function logsPath(name: string, since?: number): string {
+  return `/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1${since === undefined ? "" : `&since=${sinceText(since)}`}`;
+}
+
 function isDir(p: string): boolean {
   try {
     return statSync(p).isDirectory();
@@ -391,11 +399,10 @@ export class DockerBackend implements Backend {
   /** The container's log (stdout+stderr) and whether it still runs. runs: docker logs sbx-<id>; docker inspect … */
   private async logsAndState(name: string, since?: number): Promise<{ logs: string; running: boolean; exitCode: number }> {
     const sock = this.opts.apiSocket;
-    const from = since === undefined ? "" : since.toFixed(3);
     if (sock !== undefined) {
       try {
         const [l, i] = await Promise.all([
-          fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1${from ? `&since=${from}` : ""}`, { unix: sock } as RequestInit),
+          fetch(`http://docker${logsPath(name, since)}`, { unix: sock } as RequestInit),
           fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit),
         ]);
         if (l.ok && i.ok) {
@@ -408,7 +415,7 @@ export class DockerBackend implements Backend {
         /* fall back to the CLI */
       }
     }
-    const l = await this.exec.run(["docker", "logs", ...(from ? ["--since", from] : []), name], { check: false });
+    const l = await this.exec.run(["docker", "logs", ...(since === undefined ? [] : ["--since", sinceText(since)]), name], { check: false });
     const i = await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", name], { check: false });
     const [running = "false", code = "0"] = i.stdout.trim().split(" ");
     return { logs: `${l.stdout}${l.stderr}`, running: running === "true", exitCode: Number(code) };
@@ -424,8 +431,8 @@ export class DockerBackend implements Backend {
     const name = containerName(spec.id);
     const until = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
     // The log followed as it is written: the line is seen the moment it is (a poll sees it up to its interval later).
-    // When the stream ends without it (the container exited) or cannot be had, the poll below says why.
-    if ((await this.apiFollowLogsFor(name, FORWARDER_READY, until, since)) === "seen") return;
+    // When the stream ends without it (the container exited), runs out of time or cannot be had, the poll below says why.
+    if (await this.apiFollowLogsFor(name, FORWARDER_READY, until, since)) return;
     let delay = 5;
     for (;;) {
       const s = await this.logsAndState(name, since);
@@ -457,32 +464,28 @@ export class DockerBackend implements Backend {
   }
 
   /**
-   * Follows a container's log (GET /containers/<name>/logs?follow=1[&since=…] on the engine socket) until `text` appears
-   * ("seen"), the log ends ("ended": the container stopped), `until` passes ("timeout") or the API cannot answer
-   * (undefined). The stream is multiplexed (8-byte frame headers); a line written at once sits inside one frame.
+   * Follows a container's log (GET /containers/<name>/logs?follow=1[&since=…] on the engine socket): true once `text`
+   * appears; false when the log ends (the container stopped), `until` passes or the API cannot answer. The stream is
+   * multiplexed (8-byte frame headers); a line written at once sits inside one frame.
    */
-  private async apiFollowLogsFor(name: string, text: string, until: number, since?: number): Promise<"seen" | "ended" | "timeout" | undefined> {
+  private async apiFollowLogsFor(name: string, text: string, until: number, since?: number): Promise<boolean> {
     const sock = this.opts.apiSocket;
-    if (sock === undefined) return undefined;
+    if (sock === undefined) return false;
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), Math.max(0, until - Date.now()));
-    const from = since === undefined ? "" : `&since=${since.toFixed(3)}`;
     try {
-      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1&follow=1${from}`, {
-        unix: sock,
-        signal: abort.signal,
-      } as RequestInit);
-      if (!res.ok || res.body === null) return undefined;
+      const res = await fetch(`http://docker${logsPath(name, since)}&follow=1`, { unix: sock, signal: abort.signal } as RequestInit);
+      if (!res.ok || res.body === null) return false;
       const decoder = new TextDecoder();
       let seen = "";
       for await (const chunk of res.body) {
         // Only the tail can hold the start of a text split across chunks.
         seen = seen.slice(-text.length) + decoder.decode(chunk, { stream: true });
-        if (seen.includes(text)) return "seen";
+        if (seen.includes(text)) return true;
       }
-      return "ended";
+      return false;
     } catch {
-      return abort.signal.aborted ? "timeout" : undefined;
+      return false;
     } finally {
       clearTimeout(timer);
       abort.abort(); // ends the follow when it returned early
@@ -578,11 +581,8 @@ export class DockerBackend implements Backend {
 
   /**
    * Every container and volume of THIS state root (label sbx.root=<hash>); another root's or user's are never seen.
-   * runs: docker ps --all --filter label=sbx.root=<hash> --format …; docker volume ls --filter label=sbx.root=<hash> --format …
-   */
-  /**
-   * This state root's containers and volumes (by label).
-   * API: GET /containers/json?all=1&filters=…, GET /volumes?filters=… (engine socket); else runs: docker ps …; docker volume ls …
+   * API: GET /containers/json?all=1&filters=…, GET /volumes?filters=… (engine socket); else runs: docker ps --all
+   * --filter label=sbx.root=<hash> --format …; docker volume ls --filter label=sbx.root=<hash> --format …
    */
   async found(): Promise<Found[]> {
     const fast = await this.apiFound();
