@@ -364,12 +364,11 @@ export class SandboxManager {
     else await this.ensureRunning(row);
   }
 
-  /** Starts a stored sandbox's container if it is not running (rebuilding a missing image). */
   /**
    * Makes the container of a sandbox that has none, without starting it, when its image is already there (else
    * ensureRunning builds it first and makes the container then). The daemon runs this while the sandbox's guards come
    * up; nothing runs in the container until ensureRunning starts it, after the guards.
-   * API: GET /images/<tag>/json; then (backend.prepare) docker volume create …, docker create …
+   * API: GET /images/<tag>/json; then (backend.prepare) docker volume create …, docker create …, docker cp …
    */
   async prepareRun(row: Sandbox): Promise<void> {
     if (row.backend !== "docker") return;
@@ -382,6 +381,7 @@ export class SandboxManager {
     await this.d.backend.prepare(this.spec(row.name, row.repo, ident));
   }
 
+  /** Starts a stored sandbox's container if it is not running (rebuilding a missing image). */
   async ensureRunning(row: Sandbox): Promise<SandboxSpec> {
     let spec = this.specFor(row);
     const obs = await this.d.backend.inspect(spec);
