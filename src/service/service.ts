@@ -154,13 +154,12 @@ export async function macosSudoersRule(deps: Pick<ServiceDeps, "env" | "kit">): 
 /** runs: (installKit) bun build …; sudo visudo -cf …; sudo install …; sudo launchctl bootstrap system … */
 async function installMacosKit(deps: ServiceDeps): Promise<KitPaths> {
   const [{ installKit, kitSource }, { defaultRuntime }] = await Promise.all([import("../backend/macos/install"), import("../backend/docker/docker")]);
-  const shown = await macosSudoersRule(deps);
-  deps.showSudoers?.(shown.path, shown.rule);
   const r = await installKit(deps.exec, {
     hostUser: deps.env.userName,
     source: deps.kit?.source ?? kitSource(defaultRuntime()),
     ...(deps.kit?.paths ? { paths: deps.kit.paths } : {}),
     ...(deps.kit?.tmp ? { tmp: deps.kit.tmp } : {}),
+    ...(deps.showSudoers ? { showRule: deps.showSudoers } : {}),
   });
   return r.paths;
 }

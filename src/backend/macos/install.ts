@@ -103,15 +103,19 @@ async function asRoot(exec: Exec, argv: string[], what: string, check = true): P
 }
 
 /**
- * Installs (or refreshes: every step converges) the kit for `hostUser`. The sudoers rule is checked with visudo
- * before it is written; a rule visudo refuses is never installed.
+ * Installs (or refreshes: every step converges) the kit for `hostUser`. The sudoers rule is shown (`showRule`) before
+ * anything runs and checked with visudo before it is written; a rule visudo refuses is never installed.
  * runs: bun --no-env-file --config=/dev/null build <helper source> --target=bun --outfile=<tmp>/privileged.js;
  *       sudo visudo -cf <tmp>/sudoers; sudo install -d …; sudo install … (bun, helper, shims, sudoers, plist);
  *       sudo launchctl bootout system/dev.sbx.privileged; sudo launchctl bootstrap system <plist>
  */
-export async function installKit(exec: Exec, o: { hostUser: string; source: KitSource; paths?: KitPaths; tmp?: string }): Promise<{ paths: KitPaths; sudoers: string }> {
+export async function installKit(
+  exec: Exec,
+  o: { hostUser: string; source: KitSource; paths?: KitPaths; tmp?: string; showRule?: (path: string, rule: string) => void },
+): Promise<{ paths: KitPaths; sudoers: string }> {
   const k = o.paths ?? kitPaths(o.hostUser);
   const files = renderKit(o.hostUser, k);
+  o.showRule?.(k.sudoers, files.sudoers); // before anything runs: the user sees what sudo will be asked to allow
   const tmp = o.tmp ?? mkdtempSync(join(tmpdir(), "sbx-kit-"));
   try {
     const built = join(tmp, "privileged.js");
