@@ -67,7 +67,7 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
   const lay = sandboxLayout(req.dir);
   mkdirSync(req.dir, { recursive: true, mode: 0o700 });
   ensureLink(lay.link, req.repo);
-  if (existsSync(lay.clone)) rmSync(lay.clone, { recursive: true, force: true });
+  rmSync(lay.clone, { recursive: true, force: true });
   // An empty dir holds the clone's place from this call on: the container can be made while the clone is (the engine
   // wants a bind mount's source to exist at create, and mounts whatever the path holds at start). The clone replaces it.
   mkdirSync(lay.clone, { mode: 0o700 });
