@@ -4,7 +4,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createExec } from "../../../src/sys/exec";
 import { refSyncGuard } from "../../../src/sync/guard";
-import { makeFixture, REMOTE, waitFor } from "./fixture";
+import { makeFixture, REMOTE, waitFor, type SyncFixture } from "./fixture";
+
+/** The guard's target for fixture f (its repos, remote and alternates; no poll), with this inside fetch. */
+function targetOf(f: SyncFixture, insideFetch: SyncFixture["insideFetch"]) {
+  return { hostRepo: f.host, clonePath: f.clone, remoteName: REMOTE, expectedAlternates: f.alternates, insideFetch, pollMs: 0 };
+}
 
 describe("ref-sync guard", () => {
   test("start → synced both ways with audits via ctx.audit; health ok; stop audits and stops", async () => {
@@ -12,14 +17,7 @@ describe("ref-sync guard", () => {
     try {
       const audits: [string, Record<string, unknown> | undefined][] = [];
       const ctx = { exec: createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), audit: (a: string, d?: Record<string, unknown>) => void audits.push([a, d]), sandboxName: "t" };
-      const guard = refSyncGuard((c: typeof ctx) => ({
-        hostRepo: f.host,
-        clonePath: f.clone,
-        remoteName: `sandbox-${c.sandboxName}`,
-        expectedAlternates: f.alternates,
-        insideFetch: f.insideFetch,
-        pollMs: 0,
-      }));
+      const guard = refSyncGuard((c: typeof ctx) => ({ ...targetOf(f, f.insideFetch), remoteName: `sandbox-${c.sandboxName}` }));
       expect(guard.name).toBe("ref-sync");
       const h = await guard.start(ctx);
       expect(h.health()).toEqual({ ok: true, detail: expect.stringContaining(`${REMOTE} in sync`) });
@@ -43,17 +41,12 @@ describe("ref-sync guard", () => {
       const audits: string[] = [];
       const fetches: string[] = [];
       const ctx = { exec: createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), audit: (a: string) => void audits.push(a), sandboxName: "t" };
-      const guard = refSyncGuard(() => ({
-        hostRepo: f.host,
-        clonePath: f.clone,
-        remoteName: REMOTE,
-        expectedAlternates: f.alternates,
-        insideFetch: async () => {
+      const guard = refSyncGuard(() =>
+        targetOf(f, async () => {
           fetches.push("inside");
           return f.insideFetch();
-        },
-        pollMs: 0,
-      }));
+        }),
+      );
       const h = await guard.start(ctx);
       expect(h.health().ok).toBe(false);
       expect(h.health().detail).toContain("refused");
@@ -75,17 +68,12 @@ describe("ref-sync guard", () => {
       let slow = false;
       let insideDone = 0;
       const guard = refSyncGuard(() => ({
-        hostRepo: f.host,
-        clonePath: f.clone,
-        remoteName: REMOTE,
-        expectedAlternates: f.alternates,
-        insideFetch: async () => {
+        ...targetOf(f, async () => {
           if (slow) await Bun.sleep(400);
           const r = await f.insideFetch();
           if (slow) insideDone++;
           return r;
-        },
-        pollMs: 0,
+        }),
         syncOnStart: () => true,
       }));
       const h = await guard.start(ctx);
