@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
 import { redact } from "../core/redact";
 import type { Exec, ExecResult } from "../sys/exec";
+import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
 import {
   closeVerdict,
@@ -772,7 +773,9 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
   const old = process.umask(0o177);
   let server: ReturnType<typeof Bun.serve>;
   try {
-    server = Bun.serve({ unix: o.socketPath, fetch: (req: Request) => app.fetch(req), maxRequestBodySize: MAX_REQUEST });
+    // No idle limit: a fetch or push whose upstream stays quiet sends nothing for longer than Bun's default 10 s, which
+    // cut the call.
+    server = Bun.serve({ unix: o.socketPath, fetch: (req: Request) => app.fetch(req), maxRequestBodySize: MAX_REQUEST, ...NO_IDLE_TIMEOUT });
   } finally {
     process.umask(old);
   }

@@ -3,6 +3,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, statSync, unlinkSync } fro
 import { dirname } from "node:path";
 import type { Server, ServerWebSocket } from "bun";
 import { SbxError } from "../core/errors";
+import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { errorBody } from "./app";
 import type { Logger } from "./log";
 import { AttachQuerySchema, ClientFrameSchema, type ServerFrame } from "./protocol";
@@ -62,6 +63,9 @@ export function serveControl(opts: { path: string; fetch: FetchHandler; sessions
   try {
     server = Bun.serve<WsData>({
       unix: path,
+      // No idle limit: Bun's default 10 s cut a quiet command's exec stream, a long-poll and a slow start. Every peer
+      // is one of the user's own processes (0600 socket); one that dies aborts its request at once (measured: 3 ms).
+      ...NO_IDLE_TIMEOUT,
       fetch(req, srv) {
         const url = new URL(req.url);
         if (url.pathname === "/v1/attach" && req.headers.get("upgrade")?.toLowerCase() === "websocket") {

@@ -10,6 +10,9 @@ export interface GitHttpServer {
   createRepo(name: string): Promise<string>;
   /** Every request seen: method, path and whether it carried the right token. */
   requests: Array<{ method: string; path: string; authorized: boolean; authorization: string | null }>;
+  /** Makes the server hold the next authorized request whose path and query contain `part` this long before it answers
+   * (a quiet, slow upstream). */
+  holdNext(ms: number, part: string): void;
   stop(): Promise<void>;
 }
 
@@ -23,9 +26,12 @@ async function git(args: string[], cwd?: string): Promise<void> {
 export function startGitHttpServer(root: string, token: string): GitHttpServer {
   mkdirSync(root, { recursive: true });
   const requests: GitHttpServer["requests"] = [];
+  const holds: Array<{ ms: number; part: string }> = [];
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
+    // A slow upstream (holdNext) sends nothing for longer than Bun's default 10 s idle limit.
+    idleTimeout: 0,
     async fetch(req) {
       const u = new URL(req.url);
       const authorization = req.headers.get("authorization");
@@ -36,6 +42,8 @@ export function startGitHttpServer(root: string, token: string): GitHttpServer {
       }
       requests.push({ method: req.method, path: u.pathname + u.search, authorized, authorization });
       if (!authorized) return new Response("token required\n", { status: 401, headers: { "WWW-Authenticate": 'Basic realm="sbx-test"' } });
+      const held = holds.findIndex((h) => (u.pathname + u.search).includes(h.part));
+      if (held >= 0) await Bun.sleep(holds.splice(held, 1)[0]!.ms);
       const body = req.method === "POST" ? new Uint8Array(await req.arrayBuffer()) : undefined;
       const env: Record<string, string> = {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -90,6 +98,9 @@ export function startGitHttpServer(root: string, token: string): GitHttpServer {
       return dir;
     },
     requests,
+    holdNext(ms, part) {
+      holds.push({ ms, part });
+    },
     async stop() {
       await server.stop(true);
     },
