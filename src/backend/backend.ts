@@ -60,6 +60,8 @@ export interface ShellRequest {
   cwd: string;
   tty: boolean;
   env: Record<string, string>;
+  /** Whether stdin data will be forwarded (non-interactive; Docker keeps stdin open for it). */
+  stdin?: boolean;
 }
 
 export interface Backend {

@@ -60,6 +60,8 @@ export interface SbxErrorOptions {
   hint?: string;
   exitCode?: ExitCodeValue;
   cause?: unknown;
+  /** Structured facts of the refusal (the unsynced commits, …), for `--json` callers. */
+  data?: Record<string, unknown>;
 }
 
 /** The one error type that crosses module boundaries. `hint` says what to do next. */
@@ -67,6 +69,7 @@ export class SbxError extends Error {
   readonly code: ErrorCode;
   readonly exitCode: ExitCodeValue;
   readonly hint: string | undefined;
+  readonly data: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, message: string, opts: SbxErrorOptions = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -74,11 +77,12 @@ export class SbxError extends Error {
     this.code = code;
     this.exitCode = opts.exitCode ?? defaultExit[code];
     this.hint = opts.hint;
+    this.data = opts.data;
   }
 
   /** The single wire shape of an error over any socket. */
   toWire(): WireError {
-    return { error: this.code, message: this.message, hint: this.hint ?? "" };
+    return { error: this.code, message: this.message, hint: this.hint ?? "", ...(this.data ? { data: this.data } : {}) };
   }
 }
 
@@ -86,6 +90,7 @@ export interface WireError {
   error: ErrorCode;
   message: string;
   hint: string;
+  data?: Record<string, unknown>;
 }
 
 export function isSbxError(e: unknown): e is SbxError {
@@ -105,5 +110,45 @@ export function toSbxError(e: unknown): SbxError {
 export function notAvailableYet(verb: string): SbxError {
   return new SbxError("not_available", `sbx ${verb}: not available yet`, {
     hint: `The '${verb}' verb is declared but not built in this version of sbx; see the README for what works today.`,
+  });
+}
+
+// ── Named refusals: the same refusal reads the same wherever it is raised ──
+
+/** No sandbox of that name for that repo. */
+export function sandboxNotFound(name: string, repo: string): SbxError {
+  return new SbxError("not_found", `no sandbox '${name}' for ${repo}`, {
+    hint: `Create it with \`sbx create ${name}\` (or \`sbx run ${name}\`); \`sbx list\` shows the ones that exist.`,
+  });
+}
+
+/** A sandbox of that name exists already (of kind `backend`). */
+export function sandboxExists(name: string, repo: string, backend: string): SbxError {
+  return new SbxError("exists", `sandbox '${name}' already exists for ${repo} (${backend})`, {
+    hint: `Enter it with \`sbx shell ${name}\`, or remove it with \`sbx rm ${name}\` first.`,
+  });
+}
+
+/** A commit as the unsynced-work refusal shows it. */
+export interface CommitLine {
+  sha: string;
+  subject: string;
+}
+
+/** The clone holds commits that exist nowhere else on the host (exit 65); `commits` travel as structured data too. */
+export function unsyncedCommits(name: string, commits: readonly CommitLine[]): SbxError {
+  const lines = commits.slice(0, 20).map((c) => `  ${c.sha.slice(0, 12)} ${c.subject}`);
+  if (commits.length > 20) lines.push(`  … and ${commits.length - 20} more`);
+  const n = commits.length;
+  return new SbxError("unsynced_commits", `sandbox '${name}' holds ${n} commit${n === 1 ? "" : "s"} that no host ref has:\n${lines.join("\n")}`, {
+    hint: `Keep them with \`git branch <branch> sandbox-${name}/<branch>\` in the repo (they are already fetched as sandbox-${name}/*), or discard them with \`sbx rm --force ${name}\`.`,
+    data: { commits: commits.map((c) => ({ sha: c.sha, subject: c.subject })) },
+  });
+}
+
+/** Whether the clone holds such commits could not be told (the fetch or the count failed). */
+export function unsyncedUnknown(name: string, why: string): SbxError {
+  return new SbxError("unsynced_commits", `cannot tell whether sandbox '${name}' holds commits the host lacks: ${why}`, {
+    hint: `See the error; remove it anyway with \`sbx rm --force ${name}\`.`,
   });
 }

@@ -1,12 +1,17 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
 import { join } from "node:path";
 import { containerName } from "../backend/docker/args";
-import { defaultRuntime, DockerBackend, engineSocket } from "../backend/docker/docker";
+import { defaultRuntime, type DockerBackend } from "../backend/docker/docker";
 import { LinuxUserBackend } from "../backend/linux-user/backend";
 import { probeLinuxUser } from "../backend/linux-user/probe";
 import { macosBackendHere } from "../backend/macos/backend";
 import { PLAIN_PATH } from "../lifecycle/env";
-import { SandboxManager } from "../lifecycle/manager";
+import type { BackendKind } from "../core/schemas";
+import { DockerDriver } from "../drivers/docker";
+import type { Driver } from "../drivers/driver";
+import { UserAccountDriver } from "../drivers/user-account";
+import { lineSplitter } from "../sandboxes/open";
+import { SandboxService } from "../sandboxes/service";
 import { createLlmHandler } from "../llm/handler";
 import type { Provider } from "../llm/keys";
 import { readSecrets, secretsFile } from "../secrets/store";
@@ -30,7 +35,6 @@ import {
   safeRepoExec,
   startUserBackendAudits,
   userBackendOf,
-  userSpecFor,
   type UserBackends,
 } from "./user-backends";
 import { startDaemon } from "./daemon";
@@ -132,32 +136,41 @@ export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends
  */
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
   const backends: Backends = {};
-  let dockerSpecFor: ((row: Sandbox) => SandboxSpec) | undefined;
-  let dockerBringUp: ((row: Sandbox) => Promise<SandboxSpec>) | undefined;
-  let dockerPrepare: ((row: Sandbox) => Promise<void>) | undefined;
+  // One driver per kind this host runs, and the one sandbox service over them: the daemon's spec, bring-up and
+  // prepare come from the same code the CLI's create and rm use.
+  const drivers: Partial<Record<BackendKind, Driver>> = {};
   if (d.env.platform === "linux") {
-    const sock = engineSocket(d.env.vars.DOCKER_HOST);
-    const docker = new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, ...(sock === undefined ? {} : { apiSocket: sock }) });
-    backends.docker = docker;
-    // The lifecycle's own spec (image, shell, overlays from the stored identity), so daemon and CLI converge to one spec.
-    const manager = new SandboxManager({ exec: d.exec, env: d.env, paths: d.paths, store: d.store, backend: docker, log: (l) => d.log.info(l) });
-    dockerSpecFor = (row) => manager.specFor(row);
-    // ensureRunning rebuilds a missing image and resolves the user's shell (fish when theirs is fish).
-    dockerBringUp = (row) => manager.ensureRunning(row);
-    // The container is made while the guards come up (not started: that waits for them).
-    dockerPrepare = (row) => manager.prepareRun(row);
+    const docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths });
+    drivers.docker = docker;
+    backends.docker = docker.backend;
   }
   const ub = users ?? (await detectUserBackends(d));
-  if (ub.linuxUser) backends["linux-user"] = ub.linuxUser;
-  if (ub.macos) backends.macos = ub.macos;
+  for (const b of [ub.linuxUser, ub.macos]) {
+    if (!b) continue;
+    drivers[b.kind] = new UserAccountDriver({ exec: d.exec, env: d.env, paths: d.paths, backend: b });
+    backends[b.kind] = b;
+  }
+  const service = new SandboxService({
+    exec: d.exec,
+    env: d.env,
+    paths: d.paths,
+    store: d.store,
+    drivers: Object.fromEntries(Object.entries(drivers).map(([k, v]) => [k, () => v])),
+    defaultKind: d.env.platform === "darwin" ? "macos" : "docker",
+    log: (l) => d.log.info(l),
+    progress: lineSplitter((l) => d.log.info(l)),
+  });
+  // A row of a kind with no driver here (a test's fake backend) gets the plain spec: it stays fenced unless a backend runs it.
   const fallbackSpec = defaultSpecBuilder(d.env, d.paths);
-  const userSpec = userSpecFor(d.paths);
-  const specFor = (row: Sandbox): SandboxSpec => userSpec(row) ?? (dockerSpecFor && row.backend === "docker" ? dockerSpecFor(row) : fallbackSpec(row));
+  const specFor = (row: Sandbox): SandboxSpec => drivers[row.backend]?.spec(row) ?? fallbackSpec(row);
+  // Docker: rebuilds a missing image and resolves the user's shell; user accounts: account, firewall, clone, rc files.
   const bringUp: NonNullable<Components["bringUp"]> = async (row, spec, backend) => {
-    if (row.backend === "docker" && dockerBringUp) return dockerBringUp(row);
+    if (drivers[row.backend]) return service.ensureRunning(row);
     await backend.apply(spec);
     return spec;
   };
+  // The container is made while the guards come up (not started: that waits for them).
+  const prepareRun = (row: Sandbox) => (drivers[row.backend] ? service.prepareRun(row) : Promise.resolve());
   const secrets = () => {
     const fromEnv: Record<string, string> = {};
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
@@ -192,9 +205,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     loopbackGuard(),
     bridgeGuard({ secrets, path: d.env.vars.PATH, publish, placement }),
   ];
-  const docker = backends.docker;
   const agents = new ExecAgents();
-  const dockerSync = docker instanceof DockerBackend ? dockerRefSyncGuard(docker, agents) : null;
+  const dockerSync = drivers.docker instanceof DockerDriver ? dockerRefSyncGuard(drivers.docker.backend, agents) : null;
   if (dockerSync || ub.linuxUser || ub.macos) guards.push(dispatchingRefSyncGuard(ub, dockerSync, d.env.uid));
   const hasUsers = ub.linuxUser !== undefined || ub.macos !== undefined;
   return {
@@ -203,7 +215,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     agents,
     specFor,
     bringUp,
-    ...(dockerPrepare ? { prepareRun: dockerPrepare } : {}),
+    prepareRun,
     ...(hasUsers ? { prepare: (store: Store) => restoreUserFirewalls(ub, store, d.paths, d.log) } : {}),
     ...(hasUsers
       ? { services: (store: Store) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish }) }

@@ -1,7 +1,7 @@
 // The daemon's pflog0 audit (macOS): a long-lived `sudo -n tcpdump … -i pflog0` child whose blocked packets become audit rows and feed events; restarted with backoff, stopped by pid.
 import type { MacosBackend } from "../backend/macos/backend";
 import { auditOfPflog, monitorCommand, pflogFilter, type PflogEvent } from "../backend/macos/monitor";
-import { userSpec } from "../lifecycle/user-backend";
+import { userSpec } from "../drivers/user-account";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";

@@ -10,7 +10,8 @@ import { auditOf, KernelLogMonitor, type BlockEvent } from "../backend/linux-use
 import { auditOfPflog, monitorCommand } from "../backend/macos/monitor";
 import { MacosBackend } from "../backend/macos/backend";
 import type { Sandbox } from "../core/schemas";
-import { hostUserExec, isUserBackend, userSpec, type UserAccountBackend } from "../lifecycle/user-backend";
+import { isUserBackend } from "../core/backend-kind";
+import { hostUserExec, userSpec, type UserAccountBackend } from "../drivers/user-account";
 import type { Store } from "../store/store";
 import { refSyncGuard, type RefSyncGuardTarget } from "../sync/guard";
 import { hostGitEnv, hostRefsArgv, parseHostRefs } from "../sync/git-argv";
@@ -31,11 +32,6 @@ export function userBackendOf(b: UserBackends, kind: string): UserAccountBackend
   if (kind === "linux-user") return b.linuxUser;
   if (kind === "macos") return b.macos;
   return undefined;
-}
-
-/** The spec of a user-account row (identity → spec); undefined for other backends. */
-export function userSpecFor(paths: Paths): (row: Sandbox) => SandboxSpec | undefined {
-  return (row) => (isUserBackend(row.backend) ? userSpec(paths, row) : undefined);
 }
 
 /**

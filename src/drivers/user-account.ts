@@ -1,37 +1,22 @@
-// Sandboxes as user accounts (`--backend user` on Linux, macOS): identity record, loopback proxy port, spec, create/stop/rm/prune.
+// The user-account driver (`--backend user` on Linux, macOS): an account per sandbox, its loopback proxy port, its spec.
 //
-// The counterpart of SandboxManager for the two user-account backends. The store row keeps everything the daemon needs
-// to rebuild the spec after a restart (host user, sandbox id, proxy port), so the port is chosen once and never moves.
-// Starting goes through the Supervisor (the daemon: guards, including the loopback port, before the backend applies).
-// Every git in the host repo runs as the host user (`hostExec`): the daemon and CLI run as root for this backend, and
-// root's git would refuse the host's repo (dubious ownership) or leave root-owned files in it.
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+// The store row keeps everything the daemon needs to rebuild the spec after a restart (host user, sandbox id, proxy
+// port), so the port is chosen once and never moves. Every git in the host repo runs as the host user (`hostExec`):
+// sbx runs as root for this backend, and root's git would refuse the host's repo (dubious ownership) or leave
+// root-owned files in it. The guest makes its own clone when the backend applies; the host makes nothing but the dir.
+import { existsSync, readFileSync, symlinkSync } from "node:fs";
 import { z } from "zod";
 import type { Backend, HostUser, SandboxSpec } from "../backend/backend";
 import { proxyEnv } from "../core/egress";
 import { SbxError } from "../core/errors";
-import { validateSandboxName } from "../core/names";
 import type { Sandbox } from "../core/schemas";
 import { llmEnv } from "../llm/env";
-import type { Store } from "../store/store";
-import { finalFetch } from "../sync/final-fetch";
-import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Env } from "../sys/env";
 import type { Exec, ExecOptions } from "../sys/exec";
-import { sandboxDir, sandboxSockets, sha256Hex, type Paths } from "../sys/paths";
-import { parseCommits, requirePlainGitDir, sandboxRemote, type Commit } from "../workspace/clone";
+import { sandboxSockets, sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
-import { findRepoRoot } from "../workspace/repo";
-import { terminalVars } from "./env";
-import { acquireLock, lockPath, type Lock } from "./lock";
-import { sandboxId, type Supervisor } from "./manager";
-
-export type UserBackendKind = "linux-user" | "macos";
-export const USER_BACKENDS: readonly UserBackendKind[] = ["linux-user", "macos"];
-
-export function isUserBackend(kind: string): kind is UserBackendKind {
-  return (USER_BACKENDS as readonly string[]).includes(kind);
-}
+import { type UserBackendKind } from "../core/backend-kind";
+import type { Driver, NewSandbox } from "./driver";
 
 /** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
 export interface UserAccountBackend extends Backend {
@@ -163,257 +148,90 @@ export function hostUserExec(exec: Exec, host: HostUser, selfUid: number): Exec 
   } as Exec;
 }
 
-export interface UserSandboxesDeps {
+export interface UserAccountDriverDeps {
   exec: Exec;
   env: Env;
   paths: Paths;
-  store: Store;
   backend: UserAccountBackend;
-  log: (line: string) => void;
-  /** The daemon (guards before the backend); without one the backend is applied directly (tests). */
-  supervisor?: Supervisor;
   /** The passwd file (tests). */
   passwdFile?: string;
   /** Port probe seam (tests). */
   portFree?: (port: number) => boolean;
 }
 
-export interface UserCreateRequest {
-  name: string;
-  cwd: string;
-  repoFlag?: string | undefined;
-  ifExists?: "error" | "reuse";
-}
+export class UserAccountDriver implements Driver {
+  readonly hostUser: HostUser;
 
-export interface UserWhere {
-  cwd: string;
-  repoFlag?: string | undefined;
-}
-
-/** create / session / stop / rm / prune / list for user-account sandboxes. */
-export class UserSandboxes {
-  readonly host: HostUser;
-  /** Runs as the host user: every git in the host repo. */
-  readonly hostExec: Exec;
-
-  constructor(private readonly d: UserSandboxesDeps) {
-    this.host = hostUserFor(d.env, readFileSync(d.passwdFile ?? "/etc/passwd", "utf8"));
-    this.hostExec = hostUserExec(d.exec, this.host, d.env.uid);
+  constructor(private readonly d: UserAccountDriverDeps) {
+    this.hostUser = hostUserFor(d.env, readFileSync(d.passwdFile ?? "/etc/passwd", "utf8"));
   }
 
-  private get kind(): UserBackendKind {
+  /** git as the sandbox's own host user (setpriv from root), never root's in their repo. */
+  hostExec(spec: SandboxSpec): Exec {
+    return hostUserExec(this.d.exec, spec.hostUser, this.d.env.uid);
+  }
+
+  get kind(): UserBackendKind {
     return this.d.backend.kind;
   }
 
-  private lock(repo: string, name: string): Promise<Lock> {
-    return acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
-      onWait: (h) => this.d.log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
-    });
+  get backend(): UserAccountBackend {
+    return this.d.backend;
   }
 
-  async locate(name: string, w: UserWhere): Promise<{ repo: string; row: Sandbox }> {
-    validateSandboxName(name);
-    const repo = await findRepoRoot(this.hostExec, w.cwd, w.repoFlag);
-    const row = this.d.store.findSandbox(repo, name);
-    if (!row) {
-      throw new SbxError("not_found", `no sandbox '${name}' for ${repo}`, {
-        hint: `Create it with \`sbx create --backend user ${name}\`; \`sbx list\` shows the ones that exist.`,
-      });
+  /** Probed when the backend was made (userBackendFor): nothing more to check per create. */
+  async ready(): Promise<void> {}
+
+  /** A loopback port no other live sandbox holds and nothing has bound, chosen once for the sandbox's life. */
+  async newIdentity(n: NewSandbox, others: readonly Sandbox[]): Promise<UserIdentity> {
+    const taken = new Set<number>();
+    for (const r of others) {
+      const p = UserIdentitySchema.safeParse(r.identity);
+      if (p.success && r.state !== "deleted") taken.add(p.data.proxyPort);
     }
-    if (row.backend !== this.kind) {
-      throw new SbxError("conflict", `sandbox '${name}' is a ${row.backend} sandbox, not a ${this.kind} one`, { hint: "This is a bug in sbx's verb dispatch." });
-    }
-    return { repo, row };
+    const proxyPort = pickProxyPort(n.id, taken, this.d.portFree ?? loopbackPortFree);
+    return { kind: "user", id: n.id, dir: n.dir, proxyPort, hostUser: this.hostUser };
   }
 
   spec(row: Sandbox): SandboxSpec {
     return userSpec(this.d.paths, row);
   }
 
-  private async bringUp(row: Sandbox): Promise<void> {
-    if (this.d.supervisor) await this.d.supervisor.start(row);
-    else await this.d.backend.apply(this.spec(row));
+  /** The `repo` link tells prune whose dir this is; the guest clones when the backend first applies. */
+  async provision(row: Sandbox, n: NewSandbox): Promise<UserIdentity> {
+    const link = sandboxLayout(n.dir).link;
+    if (!existsSync(link)) symlinkSync(n.repo, link);
+    return userIdentity(row);
   }
 
-  /**
-   * Creates (or with `ifExists: "reuse"`, starts) a sandbox: row with its port, then the daemon brings up guards and
-   * applies the backend (account, firewall, clone, rc files). A failure tears down what was made and says why.
-   */
-  async create(req: UserCreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
-    validateSandboxName(req.name);
-    const repo = await findRepoRoot(this.hostExec, req.cwd, req.repoFlag);
-    requirePlainGitDir(repo);
-    const lock = await this.lock(repo, req.name);
-    try {
-      const existing = this.d.store.findSandbox(repo, req.name);
-      if (existing) {
-        if (req.ifExists === "reuse" && existing.backend === this.kind) {
-          await this.bringUp(existing);
-          return { sandbox: this.d.store.getSandbox(existing.id) ?? existing, created: false };
-        }
-        throw new SbxError("exists", `sandbox '${req.name}' already exists for ${repo} (${existing.backend})`, {
-          hint: `Enter it with \`sbx shell ${req.name}\`, or remove it with \`sbx rm ${req.name}\` first.`,
-        });
-      }
-      const id = sandboxId(this.d.paths.sandboxRoot, repo, req.name);
-      const taken = new Set<number>();
-      for (const r of this.d.store.listSandboxes({ all: true })) {
-        const p = UserIdentitySchema.safeParse(r.identity);
-        if (p.success && r.state !== "deleted") taken.add(p.data.proxyPort);
-      }
-      const proxyPort = pickProxyPort(id, taken, this.d.portFree ?? loopbackPortFree);
-      const dir = sandboxDir(this.d.paths, repo, req.name);
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      // The `repo` link tells prune whose dir this is (a dir without one counts as a leftover).
-      const link = sandboxLayout(dir).link;
-      if (!existsSync(link)) symlinkSync(repo, link);
-      const identity: UserIdentity = { kind: "user", id, dir, proxyPort, hostUser: this.host };
-      const row = this.d.store.createSandbox({ name: req.name, repo, backend: this.kind, identity });
-      try {
-        await this.bringUp(row);
-      } catch (e) {
-        this.d.log(`creating ${req.name} failed; removing what was made…`);
-        await this.teardown(row).catch((e2: unknown) => this.d.log(`warning: cleanup after the failed create: ${(e2 as Error).message} (\`sbx prune\` retries)`));
-        throw e;
-      }
-      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, backend: this.kind, proxyPort } });
-      return { sandbox: this.d.store.getSandbox(row.id) ?? row, created: true };
-    } finally {
-      lock.release();
-    }
-  }
-
-  /** The host argv of a shell or command as the guest (the sandbox started first, through the daemon). */
-  async session(req: UserWhere & { name: string; argv: string[]; tty: boolean }): Promise<string[]> {
-    const { row } = await this.locate(req.name, req);
-    await this.bringUp(row);
-    const live = this.d.store.getSandbox(row.id) ?? row;
-    this.d.store.touchSandbox(row.id);
-    return this.d.backend.shellArgv(this.spec(live), { argv: req.argv, cwd: req.cwd, tty: req.tty, env: terminalVars(this.d.env.raw) });
-  }
-
-  /** Stops the sandbox (firewall to block-all, the guest's processes killed), then its guards; then the last fetch. */
-  async stop(name: string, w: UserWhere): Promise<boolean> {
-    const { repo, row } = await this.locate(name, w);
-    const changed = this.d.supervisor ? await this.d.supervisor.stop(row) : (await this.d.backend.stop(this.spec(row))).changed;
-    this.d.store.setSandboxState(row.id, "stopped");
-    await this.lastFetch(repo, row);
-    return changed;
-  }
-
-  /**
-   * The clone → host fetch into `refs/remotes/sandbox-<name>/*`, as the host user with ref sync's pinned, config-free
-   * git (never git in the clone). runs: (finalFetch, as the host user) git … -C <repo> fetch … <clone> …
-   */
-  private async lastFetch(repo: string, row: Sandbox): Promise<void> {
+  /** Account, firewall (run mode), clone and rc files: the backend converges them all. */
+  async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec }> {
     const spec = this.spec(row);
-    await finalFetch({
-      hostRepo: repo,
-      clonePath: this.d.backend.workspace(spec),
-      remoteName: sandboxRemote(row.name),
-      expectedAlternates: this.d.backend.expectedAlternates(spec),
-      exec: this.hostExec,
-      audit: (e) => this.d.store.audit({ sandboxId: row.id, kind: "ref-sync", action: e.action, detail: e.detail }),
-    });
+    await this.d.backend.apply(spec);
+    return { spec };
   }
 
-  /** Commits under `refs/remotes/sandbox-<name>/` that no other host ref has. runs (as the host user): git -C <repo> log … */
-  private async unsynced(repo: string, name: string): Promise<Commit[]> {
-    const r = await this.hostExec.run(
-      ["git", ...HOST_GIT_SAFE, "-C", repo, "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all"],
-      { env: hostGitEnv(), replaceEnv: true },
-    );
-    return parseCommits(r.stdout);
+  async prepareRun(): Promise<void> {}
+
+  workspace(spec: SandboxSpec): string {
+    return this.d.backend.workspace(spec);
   }
 
-  /**
-   * Removes a sandbox: fetch its commits, refuse (exit 65) while some are on no other host ref unless `force`, stop it,
-   * fetch once more, let the daemon go, then the account, firewall chain, home, sockets and dir. The host keeps
-   * `refs/remotes/sandbox-<name>/*`.
-   */
-  async rm(name: string, w: UserWhere & { force?: boolean }): Promise<{ lost: Commit[] }> {
-    const { repo, row } = await this.locate(name, w);
-    const lock = await this.lock(repo, name);
-    try {
-      let lost: Commit[] = [];
-      try {
-        await this.lastFetch(repo, row);
-        lost = await this.unsynced(repo, name);
-      } catch (e) {
-        if (!w.force) {
-          throw new SbxError("unsynced_commits", `cannot tell whether sandbox '${name}' holds commits the host lacks: ${(e as Error).message}`, {
-            hint: `Remove it anyway with \`sbx rm --force ${name}\`.`,
-          });
-        }
-      }
-      if (lost.length > 0 && !w.force) {
-        const lines = lost.slice(0, 20).map((c) => `  ${c.sha.slice(0, 12)} ${c.subject}`);
-        throw new SbxError("unsynced_commits", `sandbox '${name}' holds ${lost.length} commit(s) that no host ref has:\n${lines.join("\n")}`, {
-          hint: `Keep them with \`git branch <branch> sandbox-${name}/<branch>\`, or discard them with \`sbx rm --force ${name}\`.`,
-        });
-      }
-      if (this.d.supervisor) await this.d.supervisor.stop(row);
-      else await this.d.backend.stop(this.spec(row));
-      try {
-        await this.lastFetch(repo, row);
-      } catch (e) {
-        if (!w.force) throw e;
-        this.d.log(`warning: the last fetch from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
-      }
-      await this.teardown(row);
-      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rm", detail: { name, repo, force: w.force === true, lost: lost.length } });
-      return { lost };
-    } finally {
-      lock.release();
-    }
+  expectedAlternates(spec: SandboxSpec): string {
+    return this.d.backend.expectedAlternates(spec);
   }
 
-  /** Everything of one sandbox, in an order a crash can resume: daemon's hold, row, backend, dirs. Idempotent. */
-  private async teardown(row: Sandbox): Promise<void> {
-    const spec = this.spec(row);
-    if (this.d.supervisor) await this.d.supervisor.release(row).catch(() => undefined);
-    this.d.store.setSandboxState(row.id, "deleted");
-    await this.d.backend.remove(spec);
-    rmSync(spec.dir, { recursive: true, force: true });
-    rmSync(spec.sockets.dir, { recursive: true, force: true });
+  /** The backend maps host repo paths into the guest's clone itself. */
+  sessionCwd(_spec: SandboxSpec, callerCwd: string): string {
+    return callerCwd;
   }
 
-  /** What a crash left: accounts, chains/anchors, homes, mounts and records of no live sandbox of this backend. */
-  async prune(opts: { dryRun?: boolean } = {}): Promise<{ removed: string[] }> {
-    const keep = new Set<string>();
-    for (const r of this.d.store.listSandboxes()) {
-      if (r.backend !== this.kind) continue;
-      const p = UserIdentitySchema.safeParse(r.identity);
-      if (p.success) keep.add(p.data.id);
-    }
-    return this.d.backend.cleanup(keep, opts.dryRun ? { dryRun: true } : {});
-  }
-
-  /** This backend's sandboxes with their observed phase. */
-  async list(opts: { all?: boolean; repo?: string } = {}): Promise<{ name: string; repo: string; state: Sandbox["state"]; phase: string; proxyPort: number | null }[]> {
-    const rows = this.d.store.listSandboxes({ all: opts.all === true, ...(opts.repo ? { repo: opts.repo } : {}) }).filter((r) => r.backend === this.kind);
-    return Promise.all(
-      rows.map(async (row) => {
-        const p = UserIdentitySchema.safeParse(row.identity);
-        const phase = row.state === "deleted" || !p.success ? "absent" : (await this.d.backend.inspect(this.spec(row)).catch(() => null))?.phase ?? "unknown";
-        return { name: row.name, repo: row.repo, state: row.state, phase, proxyPort: p.success ? p.data.proxyPort : null };
-      }),
-    );
+  /** Accounts, chains/anchors, homes, mounts and records of no live sandbox of this kind. */
+  async cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
+    return (await this.d.backend.cleanup(keep, opts.dryRun ? { dryRun: true } : {})).removed;
   }
 }
 
-/** `--backend user` means the user-account backend of this OS; `--backend macos` is accepted on a Mac too. */
-export function userBackendKind(platform: NodeJS.Platform, flag: string): UserBackendKind {
-  if (flag === "macos" || (flag === "user" && platform === "darwin")) {
-    if (platform !== "darwin") throw new SbxError("usage", "--backend macos runs only on macOS", { hint: "On Linux use --backend user (as root) or docker." });
-    return "macos";
-  }
-  if (flag === "user" || flag === "linux-user") {
-    if (platform !== "linux") throw new SbxError("usage", `--backend user is not available on ${platform}`, { hint: "Use --backend docker." });
-    return "linux-user";
-  }
-  throw new SbxError("usage", `unknown backend '${flag}'`, { hint: "Use --backend docker, user or macos." });
-}
 
 /**
  * The CLI-side instance of a user-account backend, configured as the daemon configures its own (same root, table,
@@ -435,16 +253,4 @@ export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env
   }
   const { macosBackendHere } = await import("../backend/macos/backend");
   return macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir });
-}
-
-/** Opens the store and a UserSandboxes over the given backend kind; call close() when done (CLI verbs). */
-export async function openUserSandboxes(
-  d: { exec: Exec; env: Env; paths: Paths; log: (line: string) => void; supervisor?: Supervisor },
-  kind: UserBackendKind,
-): Promise<{ users: UserSandboxes; store: Store; close(): void }> {
-  const { Store: StoreImpl } = await import("../store/store");
-  const backend = await userBackendFor(kind, { ...d, warn: (m) => d.log(`warning: ${m}`) });
-  const store = new StoreImpl(d.paths.dbFile);
-  const users = new UserSandboxes({ exec: d.exec, env: d.env, paths: d.paths, store, backend, log: d.log, ...(d.supervisor ? { supervisor: d.supervisor } : {}) });
-  return { users, store, close: () => store.close() };
 }

@@ -1,6 +1,8 @@
 // sbx create: create a sandbox for this repo and start it
 import type { Command } from "commander";
 import { SbxError } from "../../core/errors";
+import type { BackendKind } from "../../core/schemas";
+import { userBackendKind } from "../../core/backend-kind";
 import type { Exec } from "../../sys/exec";
 import type { Paths } from "../../sys/paths";
 import type { StagedClone } from "../../workspace/staged-clone";
@@ -19,12 +21,13 @@ export function claudeAuthOpt(opts: Record<string, unknown>): { claudeAuth?: "in
 }
 
 /**
- * `--backend`: docker or a user-account backend; the Docker-only options make no sense with the latter. Without the
- * flag: docker on Linux, the hidden-account backend on macOS (Docker Desktop cannot keep the user's uid and paths).
+ * `--backend`: docker or a user-account backend (`user` is this OS's); the Docker-only options make no sense with the
+ * latter. Without the flag: docker on Linux, the hidden-account backend on macOS (Docker Desktop cannot keep the
+ * user's uid and paths).
  */
-export function userBackendFlag(opts: Record<string, unknown>, platform: NodeJS.Platform): string | null {
+export function backendFlag(opts: Record<string, unknown>, platform: NodeJS.Platform): BackendKind {
   const b = opts.backend === undefined ? (platform === "darwin" ? "macos" : "docker") : String(opts.backend);
-  if (b === "docker") return null;
+  if (b === "docker") return "docker";
   const dockerOnly = [
     ["rebuild", opts.rebuild === true],
     ["overlay", Array.isArray(opts.overlay) && opts.overlay.length > 0],
@@ -36,7 +39,7 @@ export function userBackendFlag(opts: Record<string, unknown>, platform: NodeJS.
       hint: `Drop --${bad[0]}, or use --backend docker.`,
     });
   }
-  return b;
+  return userBackendKind(platform, b);
 }
 
 /** A clone started ahead for a new sandbox `name` of the repo around cwd, or null (bad name, no repo found cheaply, the sandbox dir exists). */
@@ -78,34 +81,20 @@ export const create: Verb = {
   },
   async run(ctx, args, opts) {
     const name = args[0] ?? "";
-    const userBackend = userBackendFlag(opts, ctx.env.platform);
-    // The clone (create's slowest step) starts before the lifecycle's modules load; the create moves it into place
+    const backend = backendFlag(opts, ctx.env.platform);
+    // The clone (create's slowest step) starts before the service's modules load; the create moves it into place
     // under its lock, or removes it. Only for a new Docker sandbox of a repo found at once.
-    const staged = userBackend === null ? await stageIfNew(ctx, name, opts.repo as string | undefined) : null;
+    const staged = backend === "docker" ? await stageIfNew(ctx, name, opts.repo as string | undefined) : null;
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { withDaemonManager } = await import("../../client/sandboxes");
-    if (userBackend !== null) {
-      const [{ daemonFor }, { withUserSandboxes }, { userBackendKind }] = await Promise.all([
-        import("../../client/cli"),
-        import("../../client/sandboxes"),
-        import("../../lifecycle/user-backend"),
-      ]);
-      const kind = userBackendKind(ctx.env.platform, userBackend);
-      const client = await daemonFor(ctx);
-      const { sandbox } = await withUserSandboxes(ctx, client, kind, (u) =>
-        u.create({ name, cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, ifExists: "error" }),
-      );
-      if (opts.json) ctx.render.json(sandbox);
-      else ctx.render.out(`created sandbox ${sandbox.name} (${kind}) for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
-      return 0;
-    }
+    const { withDaemonService } = await import("../../client/sandboxes");
     // Clone and image here (build output on this terminal); the daemon starts it, guards first.
-    const { sandbox } = await withDaemonManager(ctx, (m) =>
-      m.create({
+    const { sandbox } = await withDaemonService(ctx, (s) =>
+      s.create({
         ...(staged ? { staged } : {}),
         name,
         cwd: ctx.cwd,
         repoFlag: opts.repo as string | undefined,
+        backend,
         rebuild: opts.rebuild === true,
         overlays: (opts.overlay as string[] | undefined) ?? [],
         ifExists: "error",
@@ -113,7 +102,10 @@ export const create: Verb = {
       }),
     ).finally(() => staged?.discard()); // also when the create never began (no daemon, a bad option)
     if (opts.json) ctx.render.json(sandbox);
-    else ctx.render.out(`created sandbox ${sandbox.name} for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
+    else {
+      const kind = sandbox.backend === "docker" ? "" : ` (${sandbox.backend})`;
+      ctx.render.out(`created sandbox ${sandbox.name}${kind} for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
+    }
     return 0;
   },
 };

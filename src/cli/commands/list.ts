@@ -16,9 +16,9 @@ export const list: Verb = {
   },
   async run(ctx, _args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { withDaemonManager } = await import("../../client/sandboxes");
-    const { items, guarded } = await withDaemonManager(ctx, async (m, client) => {
-      const [items, views] = await Promise.all([m.list({ all: opts.all === true }), client.sandboxes()]);
+    const { withDaemonService } = await import("../../client/sandboxes");
+    const { items, guarded } = await withDaemonService(ctx, async (s, client) => {
+      const [items, views] = await Promise.all([s.list({ all: opts.all === true }), client.sandboxes()]);
       const guarded = new Map(views.sandboxes.map((v) => [`${v.repo}\0${v.name}`, v.guarded]));
       return { items, guarded };
     });
@@ -28,6 +28,7 @@ export const list: Verb = {
         items.map((i) => ({
           name: i.name,
           repo: i.repo,
+          backend: i.backend,
           state: i.state,
           phase: i.phase,
           createdAt: i.createdAt,

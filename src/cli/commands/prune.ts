@@ -9,27 +9,10 @@ export const prune: Verb = {
     cmd.option("--dry-run", "list what would be removed, remove nothing").option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
-    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { cliDeps, withManager } = await import("../../lifecycle/open");
+    const { cliDeps, withService } = await import("../../sandboxes/open");
     const dryRun = opts.dryRun === true;
-    const report = await withManager(cliDeps(ctx), (m) => m.prune({ dryRun }));
-    // The user-account backend of this OS too, where it can run (root on Linux; a Mac): its orphans are accounts.
-    const { openUserSandboxes, userBackendKind } = await import("../../lifecycle/user-backend");
-    if ((ctx.env.platform === "linux" && ctx.env.uid === 0) || ctx.env.platform === "darwin") {
-      const o = await openUserSandboxes({ exec: ctx.exec, env: ctx.env, paths: ctx.paths, log: (l) => ctx.render.info(l) }, userBackendKind(ctx.env.platform, "user")).catch(
-        (e: unknown) => {
-          ctx.render.info(`user-account sandboxes not checked: ${(e as Error).message.split("\n")[0]}`);
-          return null;
-        },
-      );
-      if (o) {
-        try {
-          report.removed.push(...(await o.users.prune({ dryRun })).removed);
-        } finally {
-          o.close();
-        }
-      }
-    }
+    // Every kind this host has (Docker; user accounts when sbx can reach them), in one pass.
+    const report = await withService(cliDeps(ctx), (s) => s.prune({ dryRun }));
     if (opts.json) {
       ctx.render.json({ dryRun, ...report });
       return 0;

@@ -13,16 +13,11 @@ export const rm: Verb = {
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { backendOf, withDaemonManager, withUserSandboxes } = await import("../../client/sandboxes");
-    const { isUserBackend } = await import("../../lifecycle/user-backend");
+    const { withDaemonService } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
     const where = { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, force: opts.force === true };
     // The daemon stops it and lets go of it; the host keeps refs/remotes/sandbox-<name>/* (nothing made inside is lost).
-    const { lost } = await withDaemonManager(ctx, async (m, client) => {
-      const kind = await backendOf(m, name, where);
-      if (kind !== null && isUserBackend(kind)) return withUserSandboxes(ctx, client, kind, (u) => u.rm(name, where));
-      return m.rm(name, where);
-    });
+    const { lost } = await withDaemonService(ctx, (s) => s.rm(name, where));
     if (lost.length > 0) ctx.render.info(`${lost.length} commit(s) no host branch has are kept only as sandbox-${name}/* refs in the repo (--force)`);
     ctx.render.info(`its branches stay in the repo as sandbox-${name}/*; a new sandbox named ${name} moves them to refs/sbx-retired/${name}/<time>/*`);
     ctx.render.out(`removed ${name}`);

@@ -1,7 +1,7 @@
 // sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
 import type { Command } from "commander";
 import type { Verb } from "../verb";
-import { BACKEND_OPTION, claudeAuthOpt, userBackendFlag } from "./create";
+import { BACKEND_OPTION, backendFlag, claudeAuthOpt } from "./create";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -33,32 +33,23 @@ export const run: Verb = {
       if (code !== null) return code;
     }
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const userBackend = userBackendFlag(opts, ctx.env.platform);
-    const { backendOf, enter, withDaemonManager, withUserSandboxes } = await import("../../client/sandboxes");
-    return withDaemonManager(ctx, async (m, client) => {
-      const existing = await backendOf(m, name, { cwd: ctx.cwd, repoFlag });
-      if (userBackend !== null || (existing !== null && existing !== "docker")) {
-        // A user-account sandbox: created by its own lifecycle if missing; enter() routes by the stored backend.
-        if (existing === null) {
-          const { userBackendKind } = await import("../../lifecycle/user-backend");
-          await withUserSandboxes(ctx, client, userBackendKind(ctx.env.platform, userBackend!), (u) =>
-            u.create({ name, cwd: ctx.cwd, repoFlag, ifExists: "reuse" }),
-          );
-          ctx.render.info(`created sandbox ${name}`);
-        }
-        return enter(ctx, m, client, { name, argv, repoFlag });
-      }
-      const { created } = await m.create({
+    // An existing sandbox is entered whatever its kind; --backend (or this OS's default) picks the kind of a new one.
+    const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
+    if (backend === undefined) backendFlag(opts, ctx.env.platform); // Docker-only flags with a user-account default refuse
+    const { enter, withDaemonService } = await import("../../client/sandboxes");
+    return withDaemonService(ctx, async (s, client) => {
+      const { created } = await s.create({
         name,
         cwd: ctx.cwd,
         repoFlag,
+        ...(backend ? { backend } : {}),
         rebuild: opts.rebuild === true,
         overlays: (opts.overlay as string[] | undefined) ?? [],
         ifExists: "reuse",
         ...claudeAuthOpt(opts),
       });
       if (created) ctx.render.info(`created sandbox ${name}`);
-      return enter(ctx, m, client, { name, argv, repoFlag });
+      return enter(ctx, s, client, { name, argv, repoFlag });
     });
   },
 };

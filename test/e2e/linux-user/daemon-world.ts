@@ -1,5 +1,5 @@
-// The daemon's production wiring for linux-user sandboxes, in process: productionComponents + Controller + UserSandboxes, over a private root, nft table and state dir.
-import { mkdirSync } from "node:fs";
+// The daemon's production wiring for linux-user sandboxes, in process: productionComponents + Controller + SandboxService, over a private root, nft table and state dir.
+import { mkdirSync, readFileSync } from "node:fs";
 import type { SandboxSpec } from "../../../src/backend/backend";
 import { defaultRuntime } from "../../../src/backend/docker/docker";
 import { LinuxUserBackend } from "../../../src/backend/linux-user/backend";
@@ -7,7 +7,8 @@ import type { Sandbox } from "../../../src/core/schemas";
 import { Controller } from "../../../src/daemon/controller";
 import { createLogger } from "../../../src/daemon/log";
 import { productionComponents, type Components } from "../../../src/daemon/main";
-import { UserSandboxes } from "../../../src/lifecycle/user-backend";
+import { hostUserExec, hostUserFor, UserAccountDriver } from "../../../src/drivers/user-account";
+import { SandboxService } from "../../../src/sandboxes/service";
 import { Store } from "../../../src/store/store";
 import { processEnv, type Env } from "../../../src/sys/env";
 import { createExec } from "../../../src/sys/exec";
@@ -22,7 +23,8 @@ export interface DaemonWorld {
   backend: LinuxUserBackend;
   comps: Components;
   controller: Controller;
-  users: UserSandboxes;
+  /** The one sandbox service, with the linux-user driver as the default kind. */
+  users: SandboxService;
   logs: string[];
   /** The kernel-log audit service as the daemon starts it (poll() exposed for tests). */
   kernelLog: { stop(): Promise<void>; poll(): Promise<number> };
@@ -69,12 +71,15 @@ export async function makeDaemonWorld(w: World): Promise<DaemonWorld> {
   });
   const kernelLog = comps.services!(store) as DaemonWorld["kernelLog"];
   const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
-  const users = new UserSandboxes({
+  const users = new SandboxService({
     exec,
     env,
     paths,
     store,
-    backend,
+    drivers: { "linux-user": () => new UserAccountDriver({ exec, env, paths, backend }) },
+    defaultKind: "linux-user",
+    // As the CLI under sudo does: the repo is found by git run as its owner.
+    repoExec: hostUserExec(exec, hostUserFor(env, readFileSync("/etc/passwd", "utf8")), env.uid),
     log: (l) => void logs.push(l),
     supervisor: {
       start: async (row) => void (await controller.start(ref(row))),

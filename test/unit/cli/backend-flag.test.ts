@@ -1,20 +1,20 @@
 // Which backend `sbx create|run` uses without --backend: Docker on Linux, the hidden-account backend on macOS; Docker-only options say which backend they do not apply to.
 import { describe, expect, test } from "bun:test";
-import { userBackendFlag } from "../../../src/cli/commands/create";
+import { backendFlag } from "../../../src/cli/commands/create";
 import { SbxError } from "../../../src/core/errors";
 
 describe("--backend", () => {
-  test("the default: docker on Linux (null: the Docker lifecycle), macos on macOS", () => {
-    expect(userBackendFlag({}, "linux")).toBeNull();
-    expect(userBackendFlag({}, "darwin")).toBe("macos");
-    expect(userBackendFlag({ backend: "docker" }, "darwin")).toBeNull();
-    expect(userBackendFlag({ backend: "user" }, "linux")).toBe("user");
+  test("the default: docker on Linux, macos on macOS; user is this OS's account backend", () => {
+    expect(backendFlag({}, "linux")).toBe("docker");
+    expect(backendFlag({}, "darwin")).toBe("macos");
+    expect(backendFlag({ backend: "docker" }, "darwin")).toBe("docker");
+    expect(backendFlag({ backend: "user" }, "linux")).toBe("linux-user");
   });
 
   test("a Docker-only option with a user-account backend is a usage error naming both, and whether the backend was the default", () => {
     const err = (() => {
       try {
-        userBackendFlag({ overlay: ["/x"] }, "darwin");
+        backendFlag({ overlay: ["/x"] }, "darwin");
       } catch (e) {
         return e as SbxError;
       }

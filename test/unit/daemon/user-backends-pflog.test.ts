@@ -4,7 +4,7 @@ import { MacosBackend } from "../../../src/backend/macos/backend";
 import { monitorCommand } from "../../../src/backend/macos/monitor";
 import { silentLogger } from "../../../src/daemon/log";
 import { startPflogAudit, type LineChild, type SpawnLines } from "../../../src/daemon/pflog-audit";
-import type { UserIdentity } from "../../../src/lifecycle/user-backend";
+import type { UserIdentity } from "../../../src/drivers/user-account";
 import { Store } from "../../../src/store/store";
 import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";

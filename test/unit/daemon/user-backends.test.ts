@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Sandbox } from "../../../src/core/schemas";
 import { safeRepoExec } from "../../../src/daemon/user-backends";
-import { hostUserExec, hostUserFor, pickProxyPort, PROXY_PORT_RANGE, userSpec, type UserIdentity } from "../../../src/lifecycle/user-backend";
+import { hostUserExec, hostUserFor, pickProxyPort, PROXY_PORT_RANGE, userSpec, type UserIdentity } from "../../../src/drivers/user-account";
 import { processEnv, type Env } from "../../../src/sys/env";
 import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
@@ -93,7 +93,7 @@ describe("Exec wrappers", () => {
 });
 
 describe("userBackendKind (--backend flag)", () => {
-  const { userBackendKind } = require("../../../src/lifecycle/user-backend") as typeof import("../../../src/lifecycle/user-backend");
+  const { userBackendKind } = require("../../../src/core/backend-kind") as typeof import("../../../src/core/backend-kind");
   test("user is linux-user on Linux and macos on a Mac; macos only on a Mac; unknown names refused", () => {
     expect(userBackendKind("linux", "user")).toBe("linux-user");
     expect(userBackendKind("darwin", "user")).toBe("macos");

@@ -4,7 +4,7 @@ import { DockerBackend } from "../../../../src/backend/docker/docker";
 import { rootLabel } from "../../../../src/backend/docker/args";
 import type { SandboxSpec } from "../../../../src/backend/backend";
 import { SbxError } from "../../../../src/core/errors";
-import { sandboxId } from "../../../../src/lifecycle/manager";
+import { sandboxId } from "../../../../src/sandboxes/identity";
 import { FakeExec } from "../../../fakes/exec";
 
 const ROOT = "/home/ann/.cache/sandbox";

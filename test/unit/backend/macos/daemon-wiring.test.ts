@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { productionComponents } from "../../../../src/daemon/main";
 import { silentLogger } from "../../../../src/daemon/log";
-import { userSpec } from "../../../../src/lifecycle/user-backend";
+import { userSpec } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
 import { processEnv, type Env } from "../../../../src/sys/env";
 import { createEventBus } from "../../../../src/ui/feed";

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import type { SandboxSpec } from "../../../../src/backend/backend";
 import { MacosBackend } from "../../../../src/backend/macos/backend";
 import { directRoot, type RootContext } from "../../../../src/backend/macos/privileged";
-import type { UserIdentity } from "../../../../src/lifecycle/user-backend";
+import type { UserIdentity } from "../../../../src/drivers/user-account";
 import type { Exec } from "../../../../src/sys/exec";
 import type { Paths } from "../../../../src/sys/paths";
 import { FakeExec, type Reply } from "../../../fakes/exec";

@@ -1,0 +1,74 @@
+// The Driver: everything the one sandbox lifecycle (src/sandboxes) needs of one kind of sandbox. Kind checks end here.
+import type { Backend, HostUser, SandboxSpec } from "../backend/backend";
+import type { BackendKind, Sandbox } from "../core/schemas";
+import type { Exec } from "../sys/exec";
+import type { StagedClone } from "../workspace/staged-clone";
+
+/** What a new sandbox is asked for, beyond its name and repo (flags of `create`/`run`; a driver refuses what it cannot honour). */
+export interface CreateOptions {
+  /** Build the image again even when its tag exists (Docker). */
+  rebuild?: boolean;
+  /** More host dirs overlaid copy-on-write (Docker). */
+  overlays?: string[];
+  /** How the host's Claude login reaches the sandbox (Docker). */
+  claudeAuth?: "inject" | "overlay";
+  /** A clone the caller started ahead (Docker): moved into place if it is of this repo, else removed. */
+  staged?: StagedClone;
+}
+
+/** A sandbox being made: where it lives and what was asked. */
+export interface NewSandbox extends CreateOptions {
+  name: string;
+  /** Real path of the host repo. */
+  repo: string;
+  /** The sandbox dir (already made, 0700). */
+  dir: string;
+  /** The sandbox id (`sandboxes/identity.ts`): container, account and socket-dir names. */
+  id: string;
+  /** The caller's working directory (relative `--overlay` paths). */
+  cwd: string;
+}
+
+/** Progress and notes for the person, and audit rows, while a driver works. */
+export interface DriverReport {
+  log(line: string): void;
+  /** Raw build output as it arrives. */
+  progress(chunk: string): void;
+  audit(action: string, detail: Record<string, unknown>): void;
+}
+
+export interface Driver {
+  readonly kind: BackendKind;
+  /** The backend that converges the system (apply, stop, remove, inspect, list, cleanup, shell argv). */
+  readonly backend: Backend;
+  /** The person a new sandbox belongs to (a stored one names its own in its spec). */
+  readonly hostUser: HostUser;
+  /** Runs git in a sandbox's host repo: as the person it belongs to, also when sbx runs as root for them. */
+  hostExec(spec: SandboxSpec): Exec;
+  /** Refuses before anything is made when this kind cannot run here now (Docker: the engine). */
+  ready(): Promise<void>;
+  /**
+   * The `identity` column of a new sandbox: everything later specs are built from (stable across daemon restarts).
+   * `others` are the live rows of every kind (what they hold, e.g. loopback ports, is taken). Makes nothing.
+   */
+  newIdentity(n: NewSandbox, others: readonly Sandbox[], r: DriverReport): Promise<Record<string, unknown>>;
+  /** The spec of a stored sandbox; a row this driver cannot read is an error that says how to recover. */
+  spec(row: Sandbox): SandboxSpec;
+  /**
+   * Makes the host-side parts of a new sandbox before its first start (Docker: clone ‖ image ‖ container, not
+   * started). Returns the identity to store (e.g. with the image tag).
+   */
+  provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<Record<string, unknown>>;
+  /** Brings a sandbox to running once its guards are up; returns the identity to store when it changed. */
+  ensureRunning(row: Sandbox, r: DriverReport): Promise<{ spec: SandboxSpec; identity?: Record<string, unknown> }>;
+  /** What may be made while the guards come up, without running anything inside (Docker: the container). */
+  prepareRun(row: Sandbox): Promise<void>;
+  /** The sandbox's clone as a host path. */
+  workspace(spec: SandboxSpec): string;
+  /** Exactly what the clone's alternates file must hold. */
+  expectedAlternates(spec: SandboxSpec): string;
+  /** Where a session starts inside, for a caller in `callerCwd` on the host. */
+  sessionCwd(spec: SandboxSpec, callerCwd: string): string;
+  /** What a crash left of this kind: anything of sbx's whose id is not in `keep` (Docker: also by its sandbox dir). */
+  cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]>;
+}

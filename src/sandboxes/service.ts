@@ -1,0 +1,531 @@
+// The one sandbox lifecycle: create, start, session, stop, rm, prune and list, for every kind, over the store and a driver per kind.
+//
+// Everything that is the same for every kind lives here once (name and repo checks, the per-name lock, the row, the
+// order of teardown, the unsynced-work refusal, the last fetch, prune's dir scan); what differs is behind `Driver`.
+import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import type { SandboxSpec } from "../backend/backend";
+import { sandboxExists, sandboxNotFound, SbxError, unsyncedCommits, unsyncedUnknown } from "../core/errors";
+import { validateSandboxName } from "../core/names";
+import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
+import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
+import { terminalVars } from "../lifecycle/env";
+import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
+import type { Store } from "../store/store";
+import { finalFetch, retireSandboxRemote } from "../sync/final-fetch";
+import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
+import type { Env } from "../sys/env";
+import type { Exec } from "../sys/exec";
+import { sandboxDir, sandboxSockets, type Paths } from "../sys/paths";
+import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, staleConfigLock, type Commit } from "../workspace/clone";
+import { sandboxLayout } from "../workspace/layout";
+import { deadStagingDirs } from "../workspace/staged-clone";
+import { findRepoRoot } from "../workspace/repo";
+import { baseIdentity, sandboxId } from "./identity";
+
+/**
+ * Who brings a sandbox up and down when the service is not itself inside the daemon: the daemon, through its client,
+ * so guards (proxy, bridge, ref sync) are up before the sandbox starts and go down after it stops. Without one (the
+ * daemon's own service, tests) the service converges the driver directly.
+ */
+export interface Supervisor {
+  /** Guards up, then the sandbox running; throws when the guards cannot come up (the sandbox stays fenced). */
+  start(row: Sandbox): Promise<void>;
+  /** The sandbox stopped, then its guards down; whether it was running. */
+  stop(row: Sandbox): Promise<boolean>;
+  /** The daemon lets go of a sandbox being removed (guards down, sockets gone). */
+  release(row: Sandbox): Promise<void>;
+}
+
+/** The drivers a process may use, made when first needed (a user-account driver needs root and its tools). */
+export type DriverTable = Partial<Record<BackendKind, () => Driver | Promise<Driver>>>;
+
+export interface ServiceDeps {
+  exec: Exec;
+  env: Env;
+  paths: Paths;
+  store: Store;
+  drivers: DriverTable;
+  /** The kind of a new sandbox when the caller names none (docker on Linux, macos on a Mac). */
+  defaultKind: BackendKind;
+  /** Finds the repo root (git as the host user when sbx runs as root for them); default: `exec`. */
+  repoExec?: Exec;
+  /** Progress and notes for the person (stderr). */
+  log: (line: string) => void;
+  /** Raw build output as it arrives (stderr). */
+  progress?: (chunk: string) => void;
+  /** The daemon, for callers outside it (the CLI). */
+  supervisor?: Supervisor;
+}
+
+export interface Where {
+  cwd: string;
+  repoFlag?: string | undefined;
+}
+
+export interface CreateRequest extends Where, CreateOptions {
+  name: string;
+  /** The kind of a new sandbox (default: `defaultKind`); an existing one of another kind is refused. */
+  backend?: BackendKind;
+  /** `run` reuses an existing sandbox; `create` refuses one. */
+  ifExists?: "error" | "reuse";
+}
+
+export interface SessionRequest extends Where {
+  name: string;
+  argv: string[];
+  tty: boolean;
+  /** Whether stdin data will be forwarded (non-interactive). */
+  stdin?: boolean;
+}
+
+export interface SandboxInfo {
+  name: string;
+  repo: string;
+  backend: BackendKind;
+  state: SandboxState;
+  phase: "running" | "stopped" | "absent" | "unknown";
+  createdAt: number;
+  lastUsedAt: number | null;
+  /** Commits the clone holds that no other host ref has; null when they could not be counted. */
+  unsynced: Commit[] | null;
+  dir: string;
+  id: string;
+}
+
+export interface PruneReport {
+  removed: string[];
+  kept: string[];
+}
+
+export class SandboxService {
+  private readonly made = new Map<BackendKind, Promise<Driver>>();
+
+  constructor(private readonly d: ServiceDeps) {}
+
+  /** The driver of a kind; refuses, with what to do, a kind this process cannot run. */
+  driver(kind: BackendKind): Promise<Driver> {
+    let p = this.made.get(kind);
+    if (!p) {
+      const make = this.d.drivers[kind];
+      p = make
+        ? Promise.resolve().then(make)
+        : Promise.reject(
+            new SbxError("not_available", `${kind} sandboxes cannot be run from here`, {
+              hint: kind === "docker" ? "Docker sandboxes run on Linux." : "Run sbx as root (sudo) for --backend user, or on a Mac for macos.",
+            }),
+          );
+      this.made.set(kind, p);
+    }
+    return p;
+  }
+
+  private report(rowId: number | null): DriverReport {
+    return {
+      log: (l) => this.d.log(l),
+      progress: (c) => this.d.progress?.(c),
+      audit: (action, detail) => {
+        if (rowId !== null) this.d.store.audit({ sandboxId: rowId, kind: "lifecycle", action, detail });
+      },
+    };
+  }
+
+  private lock(repo: string, name: string): Promise<Lock> {
+    return acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
+      onWait: (h) => this.d.log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
+    });
+  }
+
+  private repoOf(w: Where): Promise<string> {
+    return findRepoRoot(this.d.repoExec ?? this.d.exec, w.cwd, w.repoFlag);
+  }
+
+  /** The live row of a sandbox and its driver, or a not_found error. */
+  async locate(name: string, w: Where): Promise<{ repo: string; row: Sandbox; driver: Driver }> {
+    validateSandboxName(name);
+    const repo = await this.repoOf(w);
+    const row = this.d.store.findSandbox(repo, name);
+    if (!row) throw sandboxNotFound(name, repo);
+    return { repo, row, driver: await this.driver(row.backend) };
+  }
+
+  /** The spec a driver converges to, for a stored sandbox. */
+  async specFor(row: Sandbox): Promise<SandboxSpec> {
+    return (await this.driver(row.backend)).spec(row);
+  }
+
+  /**
+   * Creates a sandbox: row, then the driver's host-side parts, then (through the daemon when there is one: guards
+   * first) running. Holds the per-name lock throughout, so two `sbx run x` at once give one sandbox. A failure removes
+   * what was made; a half-made one (its creator died) is torn down and made again.
+   */
+  async create(req: CreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
+    try {
+      return await this.createUnstaged(req);
+    } finally {
+      // Used or not (exists, a bad config, an error), a clone started ahead never outlives the create.
+      await req.staged?.discard();
+    }
+  }
+
+  private async createUnstaged(req: CreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
+    validateSandboxName(req.name);
+    // The driver's check (Docker: one engine round trip) runs while the repo is found; both pass before anything is made.
+    const guess = req.backend ?? this.d.defaultKind;
+    const early = this.driver(guess).then((dr) => dr.ready());
+    early.catch(() => undefined); // awaited below; never an unhandled rejection if repoOf throws first
+    const repo = await this.repoOf(req);
+    requirePlainGitDir(repo);
+    // `run` of an existing sandbox without --backend enters it whatever its kind.
+    const found = req.backend === undefined && req.ifExists === "reuse" ? this.d.store.findSandbox(repo, req.name) : null;
+    const kind = found?.backend ?? guess;
+    if (kind === guess) await early;
+    else await (await this.driver(kind)).ready();
+    const driver = await this.driver(kind);
+    const lock = await this.lock(repo, req.name);
+    try {
+      const dir = sandboxDir(this.d.paths, repo, req.name);
+      const lay = sandboxLayout(dir);
+      const existing = this.d.store.findSandbox(repo, req.name);
+      if (existing && !existsSync(lay.creating)) {
+        if (req.ifExists === "reuse" && (req.backend === undefined || req.backend === existing.backend)) {
+          await this.bringUp(existing);
+          return { sandbox: this.d.store.getSandbox(existing.id) ?? existing, created: false };
+        }
+        throw sandboxExists(req.name, repo, existing.backend);
+      }
+      if (existing || existsSync(dir)) {
+        this.d.log(`clearing what an interrupted create of ${req.name} left behind…`);
+        await this.teardown(req.name, repo, dir, existing);
+      }
+      const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(this.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd };
+      // Decided before anything is made: a bad config or no free port refuses here, with nothing to clean up.
+      const identity = await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null));
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      writeFileSync(lay.creating, `${process.pid}\n`);
+      const row = this.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
+      try {
+        this.d.store.updateIdentity(row.id, await driver.provision(row, n, this.report(row.id)));
+        await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
+      } catch (e) {
+        this.d.log(`creating ${req.name} failed; removing what was made…`);
+        await this.teardown(req.name, repo, dir, this.d.store.getSandbox(row.id) ?? row).catch((e2: unknown) =>
+          this.d.log(`warning: cleanup after the failed create: ${(e2 as Error).message} (\`sbx prune\` retries)`),
+        );
+        throw e;
+      }
+      unlinkSync(lay.creating);
+      const live = this.d.store.getSandbox(row.id) ?? row;
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, backend: driver.kind, ...createFacts(live) } });
+      return { sandbox: live, created: true };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** Brings a stored sandbox to running: through the supervisor (the daemon) when there is one, else directly. */
+  private async bringUp(row: Sandbox): Promise<void> {
+    if (this.d.supervisor) await this.d.supervisor.start(row);
+    else await this.ensureRunning(row);
+  }
+
+  /** Runs a stored sandbox once its guards are up (the daemon calls this); keeps what the driver learnt (image, shell). */
+  async ensureRunning(row: Sandbox): Promise<SandboxSpec> {
+    const driver = await this.driver(row.backend);
+    const { spec, identity } = await driver.ensureRunning(row, this.report(row.id));
+    if (identity) this.d.store.updateIdentity(row.id, identity);
+    if (row.state !== "active") this.d.store.setSandboxState(row.id, "active");
+    return spec;
+  }
+
+  /** What may be made while the guards come up (the daemon calls this beside them). */
+  async prepareRun(row: Sandbox): Promise<void> {
+    await (await this.driver(row.backend)).prepareRun(row);
+  }
+
+  async start(name: string, w: Where): Promise<Sandbox> {
+    const { row } = await this.locate(name, w);
+    await this.bringUp(row);
+    return this.d.store.getSandbox(row.id) ?? row;
+  }
+
+  /** Where a session of a caller in `callerCwd` starts inside the sandbox. */
+  async sessionCwd(row: Sandbox, callerCwd: string): Promise<string> {
+    const driver = await this.driver(row.backend);
+    return driver.sessionCwd(driver.spec(row), callerCwd);
+  }
+
+  /**
+   * The host argv of a session (shell or command), starting the sandbox if it is stopped (through the daemon when
+   * there is one: its guards are up before the argv is handed out).
+   */
+  async session(req: SessionRequest): Promise<string[]> {
+    const { row, driver } = await this.locate(req.name, req);
+    await this.bringUp(row);
+    const spec = driver.spec(this.d.store.getSandbox(row.id) ?? row);
+    if ((await driver.backend.inspect(spec)).phase !== "running") {
+      throw new SbxError("unavailable", `sandbox '${req.name}' is not running`, { hint: `Start it with \`sbx run ${req.name}\`; \`sbx status\` shows its guards.` });
+    }
+    this.d.store.touchSandbox(row.id);
+    return driver.backend.shellArgv(spec, {
+      argv: req.argv,
+      cwd: driver.sessionCwd(spec, req.cwd),
+      tty: req.tty,
+      env: terminalVars(this.d.env.raw),
+      stdin: req.stdin === true,
+    });
+  }
+
+  /**
+   * Stops a sandbox (through the daemon when there is one: the sandbox first, then its guards), then takes one last
+   * clone → host fetch so `sandbox-<name>/*` on the host holds every commit made inside.
+   */
+  async stop(name: string, w: Where): Promise<boolean> {
+    const { row, driver } = await this.locate(name, w);
+    const changed = this.d.supervisor ? await this.d.supervisor.stop(row) : (await driver.backend.stop(driver.spec(row))).changed;
+    this.d.store.setSandboxState(row.id, "stopped");
+    await this.lastFetch(row, driver, true);
+    return changed;
+  }
+
+  /**
+   * The clone → host fetch into `refs/remotes/sandbox-<name>/*`: ref sync's pinned, config-free git in the host repo,
+   * as the host user (never git in the clone); refused when the clone's alternates were rewritten.
+   * runs: (finalFetch) git … -C <repo> fetch … <clone> +refs/heads/*:refs/remotes/sandbox-<name>/*
+   */
+  private async lastFetch(row: Sandbox, driver: Driver, audit: boolean): Promise<void> {
+    const spec = driver.spec(row);
+    await finalFetch({
+      hostRepo: row.repo,
+      clonePath: driver.workspace(spec),
+      remoteName: sandboxRemote(row.name),
+      expectedAlternates: driver.expectedAlternates(spec),
+      exec: driver.hostExec(spec),
+      ...(audit ? { audit: (e) => this.d.store.audit({ sandboxId: row.id, kind: "ref-sync", action: e.action, detail: e.detail }) } : {}),
+    });
+  }
+
+  /**
+   * Commits the sandbox holds that exist nowhere else on the host: fetched first, then those under
+   * `refs/remotes/sandbox-<name>/` that no other host ref has. The daemon's ref sync fetches into the same refs, and
+   * two fetches at once fail on the ref lock, so a failed fetch is tried again a few times before it counts.
+   * runs (as the host user): git … -C <repo> log --format=%H%x09%s --remotes=sandbox-<name> --not --exclude=refs/remotes/sandbox-* --all
+   */
+  private async unsynced(row: Sandbox, driver: Driver, audit: boolean): Promise<Commit[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.lastFetch(row, driver, audit);
+        break;
+      } catch (e) {
+        if (attempt >= 4 || (e instanceof SbxError && e.code === "conflict")) throw e;
+        await Bun.sleep(40 * attempt);
+      }
+    }
+    const r = await driver.hostExec(driver.spec(row)).run(
+      ["git", ...HOST_GIT_SAFE, "-C", row.repo, "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(row.name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all"],
+      { env: hostGitEnv(), replaceEnv: true },
+    );
+    return parseCommits(r.stdout);
+  }
+
+  /**
+   * Removes a sandbox: refuses (exit 65) while it holds commits that exist nowhere else on the host, unless `force`;
+   * then stops it, fetches once more, lets the daemon go and removes everything of it. The host keeps
+   * `refs/remotes/sandbox-<name>/*`.
+   */
+  async rm(name: string, w: Where & { force?: boolean }): Promise<{ lost: Commit[] }> {
+    const { repo, row, driver } = await this.locate(name, w);
+    const lock = await this.lock(repo, name);
+    try {
+      let lost: Commit[] = [];
+      try {
+        lost = await this.unsynced(row, driver, true);
+      } catch (e) {
+        if (!w.force) throw unsyncedUnknown(name, (e as Error).message);
+      }
+      if (lost.length > 0 && !w.force) throw unsyncedCommits(name, lost);
+      // Stopped first (sandbox, then guards), so nothing is committed after the last fetch.
+      if (this.d.supervisor) await this.d.supervisor.stop(row);
+      else await driver.backend.stop(driver.spec(row));
+      try {
+        await this.lastFetch(row, driver, true);
+      } catch (e) {
+        if (!w.force) throw e;
+        this.d.log(`warning: the last fetch from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
+      }
+      await this.teardown(name, repo, driver.spec(row).dir, row);
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rm", detail: { name, repo, backend: row.backend, force: w.force === true, lost: lost.length } });
+      return { lost };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /**
+   * Removes everything of one sandbox, whatever state it is in, in an order a crash can resume: the daemon's hold, the
+   * row, what the driver made, the host's `sandbox-<name>` remote config (never its refs), the dirs. Idempotent. A
+   * sandbox with no readable row is removed as the default kind would have made it; prune finds anything else.
+   */
+  private async teardown(name: string, repo: string, dir: string, row: Sandbox | null): Promise<void> {
+    if (row && this.d.supervisor) await this.d.supervisor.release(row).catch(() => undefined);
+    if (row && row.state !== "deleted") this.d.store.setSandboxState(row.id, "deleted");
+    const id = (row && baseIdentity(row)?.id) || sandboxId(this.d.paths.sandboxRoot, repo, name);
+    const driver = await this.driver(row?.backend ?? this.d.defaultKind).catch(() => null);
+    let spec: SandboxSpec | null = null;
+    if (driver) {
+      const shape: Sandbox = row ?? { id: -1, name, repo, backend: driver.kind, state: "deleted", identity: {}, createdAt: 0, updatedAt: 0, lastUsedAt: null };
+      try {
+        spec = driver.spec({ ...shape, identity: { ...shape.identity, id, dir } });
+      } catch {
+        spec = null; // unreadable for this kind: prune's cleanup finds what it made by label or name
+      }
+    }
+    if (driver && spec) {
+      await driver.backend.remove(spec);
+      const url = await sandboxRemoteUrl(driver.hostExec(spec), repo, name).catch(() => null);
+      // Retire, never `git remote remove`: the remote's config goes, its refs (the sandbox's commits) stay on the host.
+      if (url !== null && url === driver.workspace(spec) && existsSync(repo)) {
+        await retireSandboxRemote(driver.hostExec(spec), repo, sandboxRemote(name)).catch(() => false);
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(sandboxSockets(this.d.paths, id).dir, { recursive: true, force: true });
+  }
+
+  /** Every sandbox dir on disk: `<sandboxRoot>/<repo>-<hash>/<name>`. */
+  private sandboxDirs(): string[] {
+    const root = this.d.paths.sandboxRoot;
+    const out: string[] = [];
+    let repos: string[] = [];
+    try {
+      repos = readdirSync(root);
+    } catch {
+      return out;
+    }
+    for (const r of repos) {
+      const rd = join(root, r);
+      try {
+        if (!statSync(rd).isDirectory()) continue;
+        for (const n of readdirSync(rd)) if (statSync(join(rd, n)).isDirectory()) out.push(join(rd, n));
+      } catch {
+        /* vanished */
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Commits an orphaned sandbox dir's clone holds that no host ref has, or null when that cannot be told (its
+   * alternates were rewritten, the fetch failed). Same pinned fetch as `rm`, with the layout Docker sandboxes have.
+   */
+  private async orphanUnsynced(repo: string, name: string, dir: string): Promise<Commit[] | null> {
+    const lay = sandboxLayout(dir);
+    const exec = this.d.repoExec ?? this.d.exec;
+    try {
+      await finalFetch({ hostRepo: repo, clonePath: lay.clone, remoteName: sandboxRemote(name), expectedAlternates: `${join(lay.linkGit, "objects")}\n`, exec });
+      const r = await exec.run(
+        ["git", ...HOST_GIT_SAFE, "-C", repo, "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all"],
+        { env: hostGitEnv(), replaceEnv: true },
+      );
+      return parseCommits(r.stdout);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Removes what no live sandbox owns: sandbox dirs with no live row, half-made sandboxes whose creator died, what each
+   * driver finds of sbx's that no live sandbox holds (containers, volumes, accounts, firewall rules), stale locks and
+   * staged clones. Dirs whose clone holds unsynced commits are kept. A kind this process cannot reach is said, not skipped silently.
+   */
+  async prune(opts: { dryRun?: boolean } = {}): Promise<PruneReport> {
+    const dry = opts.dryRun === true;
+    const removed: string[] = [];
+    const kept: string[] = [];
+    for (const dir of this.sandboxDirs()) {
+      const lay = sandboxLayout(dir);
+      const name = basename(dir);
+      let repo: string;
+      try {
+        repo = readlinkSync(lay.link);
+      } catch {
+        repo = "";
+      }
+      const row = repo ? this.d.store.findSandbox(repo, name) : null;
+      const live = row !== null && baseIdentity(row)?.dir === dir;
+      const halfMade = existsSync(lay.creating) && !lockHeld(lockPath(this.d.paths.stateDir, repo, name));
+      if (live && !halfMade) continue;
+      if (existsSync(lay.creating) && !halfMade) continue; // a create in progress
+      if (!halfMade && repo && existsSync(lay.clone) && (await sandboxRemoteUrl(this.d.repoExec ?? this.d.exec, repo, name).catch(() => null)) === lay.clone) {
+        const lost = await this.orphanUnsynced(repo, name, dir);
+        if (lost === null || lost.length > 0) {
+          kept.push(`${dir}: its clone holds ${lost === null ? "commits that could not be checked" : `${lost.length} unsynced commit(s)`}; fetch them (git fetch sandbox-${name}) or delete the dir by hand`);
+          continue;
+        }
+      }
+      removed.push(`sandbox dir ${dir}${halfMade ? " (interrupted create)" : ""}`);
+      // A create killed while adding its remote leaves the repo's config locked; its remote cannot be removed (or
+      // added again) until that lock is gone.
+      const lock = halfMade && repo ? staleConfigLock(repo) : null;
+      if (lock) {
+        removed.push(`stale git lock ${lock} (a git killed with the create)`);
+        if (!dry) rmSync(lock, { force: true });
+      }
+      if (!dry) await this.teardown(name, repo || "/nonexistent", dir, live ? row : null);
+    }
+    const rows = this.d.store.listSandboxes();
+    for (const kind of Object.keys(this.d.drivers) as BackendKind[]) {
+      let driver: Driver;
+      try {
+        driver = await this.driver(kind);
+      } catch (e) {
+        // Said only when there are sandboxes of that kind: a kind never used here is no news.
+        if (rows.some((r) => r.backend === kind)) this.d.log(`${kind} sandboxes not checked: ${(e as Error).message.split("\n")[0]}`);
+        continue;
+      }
+      const keep = new Set(rows.filter((r) => r.backend === kind).flatMap((r) => baseIdentity(r)?.id ?? []));
+      removed.push(...(await driver.cleanup(keep, { dryRun: dry })));
+    }
+    for (const l of staleLocks(this.d.paths.stateDir)) {
+      removed.push(`stale lock ${l}`);
+      if (!dry) rmSync(l, { force: true });
+    }
+    for (const d of deadStagingDirs(this.d.paths)) {
+      removed.push(`staged clone ${d} (its create died)`);
+      if (!dry) rmSync(d, { recursive: true, force: true });
+    }
+    return { removed, kept };
+  }
+
+  /** Sandboxes of every kind with their observed phase and unsynced commits. */
+  async list(opts: { all?: boolean; repo?: string } = {}): Promise<SandboxInfo[]> {
+    const rows = this.d.store.listSandboxes({ all: opts.all === true, ...(opts.repo ? { repo: opts.repo } : {}) });
+    return Promise.all(
+      rows.map(async (row): Promise<SandboxInfo> => {
+        const ident = baseIdentity(row);
+        const base = { name: row.name, repo: row.repo, backend: row.backend, state: row.state, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, dir: ident?.dir ?? "", id: ident?.id ?? "" };
+        if (row.state === "deleted") return { ...base, phase: "absent", unsynced: null };
+        const driver = await this.driver(row.backend).catch(() => null);
+        let spec: SandboxSpec | null = null;
+        try {
+          spec = driver?.spec(row) ?? null;
+        } catch {
+          spec = null;
+        }
+        if (!driver || !spec) return { ...base, phase: "unknown", unsynced: null };
+        const [obs, unsynced] = await Promise.all([
+          driver.backend.inspect(spec).catch(() => null),
+          this.unsynced(row, driver, false).catch(() => null),
+        ]);
+        return { ...base, phase: obs?.phase ?? "unknown", unsynced };
+      }),
+    );
+  }
+}
+
+/** What the create's audit row records of the stored identity (the image for Docker, the port for user accounts). */
+function createFacts(row: Sandbox): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ["image", "proxyPort"]) if (row.identity[k] !== undefined) out[k] = row.identity[k];
+  return out;
+}

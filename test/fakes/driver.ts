@@ -1,0 +1,96 @@
+// A Driver over the in-memory FakeBackend whose workspace is a real `git clone --shared`: the service's rules (refusals,
+// teardown order, nothing left after a failure) are tested with real git and no engine or root.
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import type { HostUser, SandboxSpec } from "../../src/backend/backend";
+import type { BackendKind, Sandbox } from "../../src/core/schemas";
+import type { Driver, DriverReport, NewSandbox } from "../../src/drivers/driver";
+import { BaseIdentitySchema } from "../../src/sandboxes/identity";
+import type { Exec } from "../../src/sys/exec";
+import { sandboxSockets, type Paths } from "../../src/sys/paths";
+import { FakeBackend } from "./backend";
+
+export class FakeDriver implements Driver {
+  readonly backend = new FakeBackend();
+  /** Set to make the next provision fail after it made its clone (a bad Dockerfile, an engine gone mid-create). */
+  failProvision: Error | null = null;
+  /** Calls in order, for tests that assert which kind did what. */
+  readonly calls: string[] = [];
+
+  constructor(
+    readonly kind: BackendKind,
+    private readonly exec: Exec,
+    private readonly paths: Paths,
+    readonly hostUser: HostUser,
+  ) {}
+
+  hostExec(): Exec {
+    return this.exec;
+  }
+
+  /** Set to make ready() refuse (the engine is down). */
+  failReady: Error | null = null;
+
+  async ready(): Promise<void> {
+    this.calls.push("ready");
+    if (this.failReady) throw this.failReady;
+  }
+
+  async newIdentity(n: NewSandbox): Promise<Record<string, unknown>> {
+    return { id: n.id, dir: n.dir };
+  }
+
+  spec(row: Sandbox): SandboxSpec {
+    const ident = BaseIdentitySchema.parse(row.identity);
+    return {
+      id: ident.id,
+      name: row.name,
+      repo: row.repo,
+      dir: ident.dir,
+      hostUser: this.hostUser,
+      sockets: sandboxSockets(this.paths, ident.id),
+      env: {},
+      overlays: [],
+      options: {},
+    };
+  }
+
+  async provision(row: Sandbox, n: NewSandbox, _r: DriverReport): Promise<Record<string, unknown>> {
+    this.calls.push("provision");
+    const link = join(n.dir, "repo");
+    if (!existsSync(link)) symlinkSync(n.repo, link);
+    mkdirSync(n.dir, { recursive: true });
+    await this.exec.run(["git", "clone", "-q", "--shared", n.repo, join(n.dir, "clone")], { check: true });
+    if (this.failProvision) {
+      const e = this.failProvision;
+      this.failProvision = null;
+      throw e;
+    }
+    return row.identity;
+  }
+
+  async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec }> {
+    this.calls.push("ensureRunning");
+    const spec = this.spec(row);
+    await this.backend.apply(spec);
+    return { spec };
+  }
+
+  async prepareRun(): Promise<void> {}
+
+  workspace(spec: SandboxSpec): string {
+    return join(spec.dir, "clone");
+  }
+
+  expectedAlternates(spec: SandboxSpec): string {
+    return `${join(spec.repo, ".git", "objects")}\n`;
+  }
+
+  sessionCwd(_spec: SandboxSpec, callerCwd: string): string {
+    return callerCwd;
+  }
+
+  async cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
+    return (await this.backend.cleanup(keep, opts)).removed;
+  }
+}
