@@ -4,6 +4,11 @@ import { SbxError } from "../core/errors";
 import {
   ErrorBodySchema,
   HealthSchema,
+  LIFECYCLE_LINES_TYPE,
+  LifecycleLineSchema,
+  LifecycleResults,
+  type ErrorBody,
+  type LifecycleVerb,
   LogsSchema,
   OkSchema,
   SandboxActionSchema,
@@ -29,6 +34,11 @@ export function noDaemonError(socket: string, cause?: unknown): SbxError {
     hint: "Start it with `sbx daemon` (or install it: `sbx service install`).",
     ...(cause === undefined ? {} : { cause }),
   });
+}
+
+/** An error as the daemon sent it, with its hint and data. */
+function wireError(b: ErrorBody): SbxError {
+  return new SbxError(b.error, b.message, { hint: b.hint, ...(b.data ? { data: b.data } : {}) });
 }
 
 export class DaemonClient {
@@ -72,7 +82,7 @@ export class DaemonClient {
     }
     if (!res.ok) {
       const err = ErrorBodySchema.safeParse(json);
-      if (err.success) throw new SbxError(err.data.error, err.data.message, { hint: err.data.hint });
+      if (err.success) throw wireError(err.data);
       throw new SbxError("internal", `the daemon answered ${path} with HTTP ${res.status}`, { hint: "See the daemon log." });
     }
     const parsed = schema.safeParse(json);
@@ -129,6 +139,86 @@ export class DaemonClient {
 
   createSession(req: SessionCreate) {
     return this.call("POST", "/v1/sessions", SessionViewSchema, req);
+  }
+
+  /**
+   * One of the sandbox service's verbs (POST /v1/lifecycle/<verb>): notes and build output go to `out` as they come;
+   * resolves with the result, or throws the verb's error. No time limit: a create that builds an image, or an rm
+   * whose last fetch is slow, takes what it takes (a daemon that dies closes the socket, which ends the wait).
+   */
+  async lifecycle<V extends LifecycleVerb>(
+    verb: V,
+    body: unknown,
+    out: { log(line: string): void; progress?(chunk: string): void },
+  ): Promise<z.infer<(typeof LifecycleResults)[V]>> {
+    let res: Response;
+    try {
+      res = await fetch(`http://sbx/v1/lifecycle/${verb}`, {
+        method: "POST",
+        unix: this.socket,
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+      });
+    } catch (e) {
+      if (isNoDaemon(e)) throw noDaemonError(this.socket, e);
+      throw e;
+    }
+    if (!res.ok || res.headers.get("content-type") !== LIFECYCLE_LINES_TYPE) {
+      const json = await res.json().catch(() => null);
+      const err = ErrorBodySchema.safeParse(json);
+      if (err.success) throw wireError(err.data);
+      throw new SbxError("internal", `the daemon answered ${verb} with HTTP ${res.status}`, { hint: "The client and daemon may be different versions: restart the daemon." });
+    }
+    const lostDaemon = () =>
+      new SbxError("unavailable", `lost the sbx daemon while it ran ${verb}`, {
+        hint: "See the daemon log; `sbx list` shows what exists now (a create or rm the daemon finished is complete).",
+      });
+    let result: unknown;
+    let ended = false;
+    const dec = new TextDecoder();
+    let buf = "";
+    const take = (line: string) => {
+      if (line === "") return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        throw new SbxError("internal", `the daemon sent a line that is not JSON while it ran ${verb}`, { hint: "Restart the daemon." });
+      }
+      const l = LifecycleLineSchema.safeParse(parsed);
+      if (!l.success) throw new SbxError("internal", `the daemon sent an unexpected line while it ran ${verb}`, { hint: "The client and daemon may be different versions: restart the daemon." });
+      const v = l.data;
+      if (v.t === "log") out.log(v.line);
+      else if (v.t === "progress") out.progress?.(v.chunk);
+      else if (v.t === "error") throw wireError(v.body);
+      else {
+        result = v.result;
+        ended = true;
+      }
+    };
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += dec.decode(chunk, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          take(line);
+        }
+      }
+    } catch (e) {
+      if (e instanceof SbxError) throw e;
+      throw lostDaemon();
+    }
+    take(buf.trim());
+    if (!ended) throw lostDaemon();
+    const parsed = LifecycleResults[verb].safeParse(result);
+    if (!parsed.success) {
+      throw new SbxError("internal", `the daemon's answer to ${verb} has an unexpected shape: ${parsed.error.issues[0]?.message}`, {
+        hint: "The client and daemon may be different versions: restart the daemon.",
+      });
+    }
+    return parsed.data as z.infer<(typeof LifecycleResults)[V]>;
   }
 
   /** The WebSocket URL of a session's PTY relay (Bun's `ws+unix://<socket>:<path>`). */

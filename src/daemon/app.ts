@@ -3,7 +3,10 @@ import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { SbxError, toSbxError, type ErrorCode } from "../core/errors";
+import type { Output, SandboxService } from "../sandboxes/service";
 import type { Store } from "../store/store";
+import type { Paths } from "../sys/paths";
+import { adoptStagedClone } from "../workspace/staged-clone";
 import type { Controller } from "./controller";
 import type { ExecAgents } from "./exec-agents";
 import { EXEC_FRAMES_TYPE } from "./exec-types";
@@ -13,6 +16,14 @@ import {
   AuditViewSchema,
   ChatStatusSchema,
   HealthSchema,
+  LIFECYCLE_LINES_TYPE,
+  LifecycleCreateSchema,
+  LifecycleListSchema,
+  LifecycleNamedSchema,
+  LifecyclePruneSchema,
+  LifecycleResults,
+  LifecycleSessionSchema,
+  type LifecycleLine,
   LogsQuerySchema,
   LogsSchema,
   SandboxActionSchema,
@@ -44,6 +55,53 @@ export interface AppDeps {
   hosted?: () => Hosted | null;
   /** The in-sandbox exec agents (POST /v1/sandboxes/exec); without, that route always answers "no agent". */
   agents?: ExecAgents;
+  /** The sandbox service (/v1/lifecycle/*); without one (a test's daemon) those routes answer not_available. */
+  service?: SandboxService;
+  /** Where clones staged by the CLI live (`<cache>/sandbox-staging`). */
+  paths?: Pick<Paths, "cacheDir">;
+}
+
+/**
+ * Runs one service verb and answers with its lines as they come: notes and build output, then the result or the error.
+ * The verb runs to its end even when the caller goes away: a create or rm is never left half-done by a Ctrl-C.
+ */
+function lifecycleLines(log: Logger, req: Request, run: (out: Output, gone: AbortSignal) => Promise<unknown>): Response {
+  const enc = new TextEncoder();
+  // The caller is gone when its request is aborted or it stops reading (its end of the socket closed).
+  const gone = new AbortController();
+  req.signal.addEventListener("abort", () => gone.abort(), { once: true });
+  const stream = new ReadableStream<Uint8Array>({
+    async start(ctl) {
+      let open = true;
+      const send = (l: LifecycleLine) => {
+        if (!open) return;
+        try {
+          ctl.enqueue(enc.encode(`${JSON.stringify(l)}\n`));
+        } catch {
+          open = false; // the caller is gone; the work goes on
+        }
+      };
+      try {
+        const result = await run({ log: (line) => send({ t: "log", line }), progress: (chunk) => send({ t: "progress", chunk }) }, gone.signal);
+        send({ t: "done", result });
+      } catch (e) {
+        const { status, body } = errorBody(e);
+        if (status >= 500) log.error("lifecycle request failed", { error: body.error, message: body.message });
+        send({ t: "error", body });
+      }
+      if (open) {
+        try {
+          ctl.close();
+        } catch {
+          /* cancelled meanwhile */
+        }
+      }
+    },
+    cancel() {
+      gone.abort();
+    },
+  });
+  return new Response(stream, { headers: { "content-type": LIFECYCLE_LINES_TYPE } });
 }
 
 /** Pure: splits an exec request body into its JSON head and the stdin bytes after it. */
@@ -199,6 +257,85 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   app.post("/v1/reconcile", async (c) => c.json(await controller.reconcile()));
+
+  // ── the sandbox service's verbs: every answer is lines (lifecycleLines) ──
+  const service = (): SandboxService => {
+    if (!deps.service) throw new SbxError("not_available", "this daemon runs no sandbox service", { hint: "Restart the daemon (`sbx daemon`); see its log." });
+    return deps.service;
+  };
+  const where = (w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, out: Output) => ({
+    cwd: w.cwd,
+    repoFlag: w.repoFlag,
+    asUid: w.asUid,
+    out,
+  });
+
+  app.post("/v1/lifecycle/create", async (c) => {
+    const req = LifecycleCreateSchema.parse(await jsonBody(c));
+    const s = service();
+    const staged = req.staged ? adoptStagedClone(deps.paths ?? { cacheDir: "/nonexistent" }, req.staged) : undefined;
+    return lifecycleLines(log, c.req.raw, async (out, gone) => {
+      const r = await s.create({
+        ...where(req, out),
+        name: req.name,
+        ...(req.backend ? { backend: req.backend } : {}),
+        rebuild: req.rebuild,
+        overlays: req.overlays,
+        ...(req.claudeAuth ? { claudeAuth: req.claudeAuth } : {}),
+        ifExists: req.ifExists,
+        ...(staged ? { staged } : {}),
+        ...(req.shell ? { shell: req.shell } : {}),
+        signal: gone,
+      });
+      return LifecycleResults.create.parse(r);
+    });
+  });
+
+  app.post("/v1/lifecycle/start", async (c) => {
+    const req = LifecycleNamedSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => {
+      const row = await s.start(req.name, where(req, out));
+      return LifecycleResults.start.parse({ sandbox: row, cwd: await s.sessionCwd(row, req.cwd) });
+    });
+  });
+
+  app.post("/v1/lifecycle/session", async (c) => {
+    const req = LifecycleSessionSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => {
+      const argv = await s.session({ ...where(req, out), name: req.name, argv: req.argv, tty: false, stdin: req.stdin, env: req.env });
+      return LifecycleResults.session.parse({ argv });
+    });
+  });
+
+  app.post("/v1/lifecycle/stop", async (c) => {
+    const req = LifecycleNamedSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.stop.parse({ changed: await s.stop(req.name, where(req, out)) }));
+  });
+
+  app.post("/v1/lifecycle/rm", async (c) => {
+    const req = LifecycleNamedSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.rm.parse(await s.rm(req.name, { ...where(req, out), force: req.force })));
+  });
+
+  app.post("/v1/lifecycle/prune", async (c) => {
+    const req = LifecyclePruneSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.prune.parse(await s.prune({ dryRun: req.dryRun, out })));
+  });
+
+  app.post("/v1/lifecycle/list", async (c) => {
+    const req = LifecycleListSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async () => {
+      const items = await s.list({ all: req.all });
+      const guarded = new Map(controller.views().map((v) => [`${v.repo}\0${v.name}`, v.guarded]));
+      return LifecycleResults.list.parse({ sandboxes: items.map((i) => ({ ...i, guarded: guarded.get(`${i.repo}\0${i.name}`) ?? false })) });
+    });
+  });
 
   app.get("/v1/logs", async (c) => {
     const q = LogsQuerySchema.parse(c.req.query());

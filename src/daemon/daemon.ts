@@ -16,6 +16,8 @@ import { API_VERSION, type Health } from "./protocol";
 import { clearStaleSocket, ensurePrivateDir, serveControl, type ControlServer } from "./server";
 import { SessionManager } from "./sessions";
 import { defaultSpecBuilder, type SpecBuilder } from "./spec";
+import { controllerSupervisor } from "./supervisor";
+import type { SandboxService } from "../sandboxes/service";
 
 export interface DaemonDeps {
   env: Env;
@@ -41,6 +43,8 @@ export interface DaemonDeps {
   agents?: ExecAgents;
   /** Daemon-wide background services (the kernel-log audit), started after prepare and stopped at shutdown. */
   services?: (store: Store) => { stop(): Promise<void> };
+  /** The sandbox service behind /v1/lifecycle/* (the daemon makes itself its supervisor). */
+  service?: SandboxService;
 }
 
 export interface RunningDaemon {
@@ -99,6 +103,8 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     const h = hosted;
     const app = createApp({
       agents,
+      ...(deps.service ? { service: deps.service.withSupervisor(controllerSupervisor(controller, sessions)) } : {}),
+      paths,
       hosted: () => h,
       controller,
       sessions,

@@ -10,7 +10,7 @@ import type { BackendKind } from "../core/schemas";
 import { DockerDriver } from "../drivers/docker";
 import type { Driver } from "../drivers/driver";
 import { UserAccountDriver } from "../drivers/user-account";
-import { lineSplitter } from "../sandboxes/open";
+import { lineSplitter } from "../core/lines";
 import { SandboxService } from "../sandboxes/service";
 import { createLlmHandler } from "../llm/handler";
 import type { Provider } from "../llm/keys";
@@ -61,6 +61,8 @@ export interface Components {
   services?: (store: Store) => { stop(): Promise<void>; poll?(): Promise<number> };
   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
   agents?: ExecAgents;
+  /** The sandbox service (create, rm, … for the CLI); absent in tests that run a daemon over fakes only. */
+  service?: SandboxService;
 }
 
 export interface ComponentDeps {
@@ -216,6 +218,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     specFor,
     bringUp,
     prepareRun,
+    service,
     ...(hasUsers ? { prepare: (store: Store) => restoreUserFirewalls(ub, store, d.paths, d.log) } : {}),
     ...(hasUsers
       ? { services: (store: Store) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish }) }
@@ -306,6 +309,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       backends: comps.backends,
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
+      ...(comps.service ? { service: comps.service } : {}),
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
       ...(comps.prepareRun ? { prepareRun: comps.prepareRun } : {}),

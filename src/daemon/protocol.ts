@@ -8,7 +8,7 @@ export const API_VERSION = 1;
 export const ErrorCodeSchema = z.enum(ERROR_CODES);
 
 /** The one error shape over the socket. */
-export const ErrorBodySchema = z.object({ error: ErrorCodeSchema, message: z.string(), hint: z.string() });
+export const ErrorBodySchema = z.object({ error: ErrorCodeSchema, message: z.string(), hint: z.string(), data: z.record(z.string(), z.unknown()).optional() });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 export const HealthSchema = z.object({
@@ -109,7 +109,7 @@ export type AuditView = z.infer<typeof AuditViewSchema>;
 export const LogsSchema = z.object({ entries: z.array(AuditViewSchema), cursor: z.number().int() });
 
 /** Terminal-related variables a client may pass into a session (DESIGN: "The environment a sandbox gets"). */
-export const TERMINAL_ENV = /^(TERM|COLORTERM|FORCE_COLOR|NO_COLOR|LANG|LC_[A-Z]+)$/;
+export const TERMINAL_ENV = /^(TERM|COLORTERM|FORCE_COLOR|NO_COLOR|LANG|LC_[A-Z_]+)$/;
 
 export const SessionCreateSchema = z.object({
   name: nameSchema,
@@ -179,3 +179,99 @@ export const UiTicketStateSchema = z.object({ state: z.enum(["unused", "used", "
 export const SandboxActionSchema = z.object({ sandbox: SandboxViewSchema });
 
 export const OkSchema = z.object({ ok: z.literal(true) });
+
+// ── The sandbox service's verbs (/v1/lifecycle/*): the CLI's create, run, shell, stop, rm, prune and list ──
+
+/** Where the caller is: the daemon finds the repo from cwd (and --repo), as the caller would. */
+const WhereSchema = z.object({
+  cwd: z.string().startsWith("/"),
+  repoFlag: z.string().min(1).optional(),
+  /** sudo's SUDO_UID when the CLI runs as root for someone: the repo is theirs (honoured only by a root daemon). */
+  asUid: z.number().int().min(1).optional(),
+});
+
+export const LifecycleCreateSchema = WhereSchema.extend({
+  name: nameSchema,
+  backend: BackendKindSchema.optional(),
+  rebuild: z.boolean().default(false),
+  overlays: z.array(z.string().min(1)).max(64).default([]),
+  claudeAuth: z.enum(["inject", "overlay"]).optional(),
+  ifExists: z.enum(["error", "reuse"]).default("error"),
+  /** A clone the CLI started ahead: `<cache>/sandbox-staging/<pid>-<random>` (checked: nothing else is taken). */
+  staged: z.string().startsWith("/").optional(),
+  /** The caller's $SHELL: the shell preference is the creator's, not the daemon's environment's. */
+  shell: z.string().startsWith("/").max(4096).optional(),
+});
+export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
+
+export const LifecycleNamedSchema = WhereSchema.extend({ name: nameSchema, force: z.boolean().default(false) });
+export type LifecycleNamed = z.input<typeof LifecycleNamedSchema>;
+
+export const LifecycleSessionSchema = WhereSchema.extend({
+  name: nameSchema,
+  argv: z.array(z.string()),
+  stdin: z.boolean(),
+  /** The caller's terminal variables only. */
+  env: z
+    .record(z.string(), z.string())
+    .default({})
+    .refine((e) => Object.keys(e).every((k) => TERMINAL_ENV.test(k)), { message: "only terminal variables may be passed into a sandbox" }),
+});
+export type LifecycleSession = z.input<typeof LifecycleSessionSchema>;
+
+export const LifecyclePruneSchema = z.object({ dryRun: z.boolean().default(false) });
+export const LifecycleListSchema = z.object({ all: z.boolean().default(false) });
+
+export const CommitSchema = z.object({ sha: z.string(), subject: z.string() });
+
+/** A stored sandbox as the service returns it. */
+export const SandboxRowSchema = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  repo: z.string(),
+  backend: BackendKindSchema,
+  state: SandboxStateSchema,
+  identity: z.record(z.string(), z.unknown()),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  lastUsedAt: z.number().nullable(),
+});
+
+export const SandboxInfoSchema = z.object({
+  name: z.string(),
+  repo: z.string(),
+  backend: BackendKindSchema,
+  state: SandboxStateSchema,
+  phase: PhaseViewSchema,
+  createdAt: z.number(),
+  lastUsedAt: z.number().nullable(),
+  unsynced: z.array(CommitSchema).nullable(),
+  dir: z.string(),
+  id: z.string(),
+  /** Every guard up (the daemon's view). */
+  guarded: z.boolean(),
+});
+export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
+
+/** What each verb answers with, once done. */
+export const LifecycleResults = {
+  create: z.object({ sandbox: SandboxRowSchema, created: z.boolean() }),
+  start: z.object({ sandbox: SandboxRowSchema, cwd: z.string() }),
+  session: z.object({ argv: z.array(z.string()) }),
+  stop: z.object({ changed: z.boolean() }),
+  rm: z.object({ lost: z.array(CommitSchema) }),
+  prune: z.object({ removed: z.array(z.string()), kept: z.array(z.string()) }),
+  list: z.object({ sandboxes: z.array(SandboxInfoSchema) }),
+} as const;
+export type LifecycleVerb = keyof typeof LifecycleResults;
+
+/** The content type of a lifecycle answer: one JSON line each for notes, build output, then the result or the error. */
+export const LIFECYCLE_LINES_TYPE = "application/x-sbx-lines";
+
+export const LifecycleLineSchema = z.discriminatedUnion("t", [
+  z.object({ t: z.literal("log"), line: z.string() }),
+  z.object({ t: z.literal("progress"), chunk: z.string() }),
+  z.object({ t: z.literal("done"), result: z.unknown() }),
+  z.object({ t: z.literal("error"), body: ErrorBodySchema }),
+]);
+export type LifecycleLine = z.infer<typeof LifecycleLineSchema>;

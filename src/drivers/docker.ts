@@ -136,7 +136,7 @@ export class DockerDriver implements Driver {
       id: n.id,
       dir: n.dir,
       overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd),
-      hostShell: user.shell,
+      hostShell: n.shell ?? user.shell,
       claudeAuth: this.claudeAuthFor(n, config, r.log),
       ...(Object.keys(config.env).length ? { userEnv: config.env } : {}),
     };

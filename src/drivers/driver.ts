@@ -14,6 +14,8 @@ export interface CreateOptions {
   claudeAuth?: "inject" | "overlay";
   /** A clone the caller started ahead (Docker): moved into place if it is of this repo, else removed. */
   staged?: StagedClone;
+  /** The caller's login shell (default: sbx's own $SHELL). */
+  shell?: string;
 }
 
 /** A sandbox being made: where it lives and what was asked. */
@@ -27,6 +29,8 @@ export interface NewSandbox extends CreateOptions {
   id: string;
   /** The caller's working directory (relative `--overlay` paths). */
   cwd: string;
+  /** The person sbx runs as root for (sudo's SUDO_UID), when it does: a user-account sandbox belongs to them. */
+  asUid?: number | undefined;
 }
 
 /** Progress and notes for the person, and audit rows, while a driver works. */

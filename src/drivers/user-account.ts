@@ -84,6 +84,18 @@ export function hostUserFor(env: Env, passwd: string): HostUser {
   };
 }
 
+/** Pure: the passwd entry of `uid` as a HostUser; refused when there is none. */
+export function userByUid(passwd: string, uid: number): HostUser {
+  const f = passwd.split("\n").map((l) => l.split(":")).find((f) => f.length >= 7 && f[2] === String(uid));
+  if (!f) throw new SbxError("config", `uid ${uid} has no passwd entry`, { hint: "Run sbx as a user with a passwd entry." });
+  return { name: f[0]!, uid, gid: Number(f[3]), home: f[5]!, shell: f[6]! };
+}
+
+/** An Exec whose commands run as `uid` (from root), for git in that person's repo. */
+export function asUidExec(exec: Exec, uid: number, passwdFile = "/etc/passwd"): Exec {
+  return hostUserExec(exec, userByUid(readFileSync(passwdFile, "utf8"), uid), 0);
+}
+
 /**
  * Pure: a free loopback port for a new sandbox. Starts at a point derived from its id (so two creates at once rarely
  * race for one port), skips ports other sandboxes hold and any `isFree` says is bound now.
@@ -163,7 +175,11 @@ export class UserAccountDriver implements Driver {
   readonly hostUser: HostUser;
 
   constructor(private readonly d: UserAccountDriverDeps) {
-    this.hostUser = hostUserFor(d.env, readFileSync(d.passwdFile ?? "/etc/passwd", "utf8"));
+    this.hostUser = hostUserFor(d.env, this.passwd());
+  }
+
+  private passwd(): string {
+    return readFileSync(this.d.passwdFile ?? "/etc/passwd", "utf8");
   }
 
   /** git as the sandbox's own host user (setpriv from root), never root's in their repo. */
@@ -190,7 +206,8 @@ export class UserAccountDriver implements Driver {
       if (p.success && r.state !== "deleted") taken.add(p.data.proxyPort);
     }
     const proxyPort = pickProxyPort(n.id, taken, this.d.portFree ?? loopbackPortFree);
-    return { kind: "user", id: n.id, dir: n.dir, proxyPort, hostUser: this.hostUser };
+    const hostUser = n.asUid !== undefined && this.d.env.uid === 0 ? userByUid(this.passwd(), n.asUid) : this.hostUser;
+    return { kind: "user", id: n.id, dir: n.dir, proxyPort, hostUser };
   }
 
   spec(row: Sandbox): SandboxSpec {

@@ -21,6 +21,7 @@ import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, stal
 import { sandboxLayout } from "../workspace/layout";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
+import { asUidExec } from "../drivers/user-account";
 import { baseIdentity, sandboxId } from "./identity";
 
 /**
@@ -58,9 +59,19 @@ export interface ServiceDeps {
   supervisor?: Supervisor;
 }
 
+/** Where a caller's lines go: notes for the person, and raw build output. */
+export interface Output {
+  log(line: string): void;
+  progress?(chunk: string): void;
+}
+
 export interface Where {
   cwd: string;
   repoFlag?: string | undefined;
+  /** The person sbx runs as root for (sudo's SUDO_UID): the repo is found by git run as them. Honoured only as root. */
+  asUid?: number | undefined;
+  /** This call's progress and notes (default: the service's log). */
+  out?: Output | undefined;
 }
 
 export interface CreateRequest extends Where, CreateOptions {
@@ -69,6 +80,11 @@ export interface CreateRequest extends Where, CreateOptions {
   backend?: BackendKind;
   /** `run` reuses an existing sandbox; `create` refuses one. */
   ifExists?: "error" | "reuse";
+  /**
+   * Aborted when the caller gave up (Ctrl-C, its process killed): the create stops at the next step and removes what
+   * it made. A step under way (a clone, an image build) runs to its end first.
+   */
+  signal?: AbortSignal;
 }
 
 export interface SessionRequest extends Where {
@@ -77,6 +93,8 @@ export interface SessionRequest extends Where {
   tty: boolean;
   /** Whether stdin data will be forwarded (non-interactive). */
   stdin?: boolean;
+  /** The caller's terminal variables (default: this process's). */
+  env?: Record<string, string>;
 }
 
 export interface SandboxInfo {
@@ -103,6 +121,13 @@ export class SandboxService {
 
   constructor(private readonly d: ServiceDeps) {}
 
+  /** The same service (same drivers) with a supervisor: the daemon hands its own in once its controller exists. */
+  withSupervisor(supervisor: Supervisor): SandboxService {
+    const s = new SandboxService({ ...this.d, supervisor });
+    for (const [k, v] of this.made) s.made.set(k, v);
+    return s;
+  }
+
   /** The driver of a kind; refuses, with what to do, a kind this process cannot run. */
   driver(kind: BackendKind): Promise<Driver> {
     let p = this.made.get(kind);
@@ -120,24 +145,30 @@ export class SandboxService {
     return p;
   }
 
-  private report(rowId: number | null): DriverReport {
+  private outOf(out: Output | undefined): Output {
+    return out ?? { log: (l) => this.d.log(l), progress: (c) => this.d.progress?.(c) };
+  }
+
+  private report(rowId: number | null, out?: Output): DriverReport {
+    const o = this.outOf(out);
     return {
-      log: (l) => this.d.log(l),
-      progress: (c) => this.d.progress?.(c),
+      log: (l) => o.log(l),
+      progress: (c) => o.progress?.(c),
       audit: (action, detail) => {
         if (rowId !== null) this.d.store.audit({ sandboxId: rowId, kind: "lifecycle", action, detail });
       },
     };
   }
 
-  private lock(repo: string, name: string): Promise<Lock> {
+  private lock(repo: string, name: string, out?: Output): Promise<Lock> {
     return acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
-      onWait: (h) => this.d.log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
+      onWait: (h) => this.outOf(out).log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
     });
   }
 
   private repoOf(w: Where): Promise<string> {
-    return findRepoRoot(this.d.repoExec ?? this.d.exec, w.cwd, w.repoFlag);
+    const exec = w.asUid !== undefined && this.d.env.uid === 0 && w.asUid !== 0 ? asUidExec(this.d.exec, w.asUid) : (this.d.repoExec ?? this.d.exec);
+    return findRepoRoot(exec, w.cwd, w.repoFlag);
   }
 
   /** The live row of a sandbox and its driver, or a not_found error. */
@@ -182,7 +213,8 @@ export class SandboxService {
     if (kind === guess) await early;
     else await (await this.driver(kind)).ready();
     const driver = await this.driver(kind);
-    const lock = await this.lock(repo, req.name);
+    const out = this.outOf(req.out);
+    const lock = await this.lock(repo, req.name, out);
     try {
       const dir = sandboxDir(this.d.paths, repo, req.name);
       const lay = sandboxLayout(dir);
@@ -195,22 +227,25 @@ export class SandboxService {
         throw sandboxExists(req.name, repo, existing.backend);
       }
       if (existing || existsSync(dir)) {
-        this.d.log(`clearing what an interrupted create of ${req.name} left behind…`);
+        out.log(`clearing what an interrupted create of ${req.name} left behind…`);
         await this.teardown(req.name, repo, dir, existing);
       }
       const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(this.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd };
       // Decided before anything is made: a bad config or no free port refuses here, with nothing to clean up.
-      const identity = await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null));
+      const identity = await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out));
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(lay.creating, `${process.pid}\n`);
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
       try {
-        this.d.store.updateIdentity(row.id, await driver.provision(row, n, this.report(row.id)));
+        cancelled(req);
+        this.d.store.updateIdentity(row.id, await driver.provision(row, n, this.report(row.id, out)));
+        cancelled(req);
         await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
+        cancelled(req);
       } catch (e) {
-        this.d.log(`creating ${req.name} failed; removing what was made…`);
+        out.log(`creating ${req.name} failed; removing what was made…`);
         await this.teardown(req.name, repo, dir, this.d.store.getSandbox(row.id) ?? row).catch((e2: unknown) =>
-          this.d.log(`warning: cleanup after the failed create: ${(e2 as Error).message} (\`sbx prune\` retries)`),
+          out.log(`warning: cleanup after the failed create: ${(e2 as Error).message} (\`sbx prune\` retries)`),
         );
         throw e;
       }
@@ -271,7 +306,7 @@ export class SandboxService {
       argv: req.argv,
       cwd: driver.sessionCwd(spec, req.cwd),
       tty: req.tty,
-      env: terminalVars(this.d.env.raw),
+      env: req.env ?? terminalVars(this.d.env.raw),
       stdin: req.stdin === true,
     });
   }
@@ -335,7 +370,7 @@ export class SandboxService {
    */
   async rm(name: string, w: Where & { force?: boolean }): Promise<{ lost: Commit[] }> {
     const { repo, row, driver } = await this.locate(name, w);
-    const lock = await this.lock(repo, name);
+    const lock = await this.lock(repo, name, w.out);
     try {
       let lost: Commit[] = [];
       try {
@@ -351,7 +386,7 @@ export class SandboxService {
         await this.lastFetch(row, driver, true);
       } catch (e) {
         if (!w.force) throw e;
-        this.d.log(`warning: the last fetch from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
+        this.outOf(w.out).log(`warning: the last fetch from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
       }
       await this.teardown(name, repo, driver.spec(row).dir, row);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rm", detail: { name, repo, backend: row.backend, force: w.force === true, lost: lost.length } });
@@ -438,7 +473,7 @@ export class SandboxService {
    * driver finds of sbx's that no live sandbox holds (containers, volumes, accounts, firewall rules), stale locks and
    * staged clones. Dirs whose clone holds unsynced commits are kept. A kind this process cannot reach is said, not skipped silently.
    */
-  async prune(opts: { dryRun?: boolean } = {}): Promise<PruneReport> {
+  async prune(opts: { dryRun?: boolean; out?: Output } = {}): Promise<PruneReport> {
     const dry = opts.dryRun === true;
     const removed: string[] = [];
     const kept: string[] = [];
@@ -480,7 +515,7 @@ export class SandboxService {
         driver = await this.driver(kind);
       } catch (e) {
         // Said only when there are sandboxes of that kind: a kind never used here is no news.
-        if (rows.some((r) => r.backend === kind)) this.d.log(`${kind} sandboxes not checked: ${(e as Error).message.split("\n")[0]}`);
+        if (rows.some((r) => r.backend === kind)) this.outOf(opts.out).log(`${kind} sandboxes not checked: ${(e as Error).message.split("\n")[0]}`);
         continue;
       }
       const keep = new Set(rows.filter((r) => r.backend === kind).flatMap((r) => baseIdentity(r)?.id ?? []));
@@ -520,6 +555,13 @@ export class SandboxService {
         return { ...base, phase: obs?.phase ?? "unknown", unsynced };
       }),
     );
+  }
+}
+
+/** Throws once the caller of a create has gone away (the create then removes what it made). */
+function cancelled(req: { name: string; signal?: AbortSignal | undefined }): void {
+  if (req.signal?.aborted) {
+    throw new SbxError("unavailable", `the create of ${req.name} was cancelled (its caller went away)`, { hint: `Run \`sbx create ${req.name}\` again.` });
   }
 }
 

@@ -14,8 +14,12 @@ export class FakeDriver implements Driver {
   readonly backend = new FakeBackend();
   /** Set to make the next provision fail after it made its clone (a bad Dockerfile, an engine gone mid-create). */
   failProvision: Error | null = null;
+  /** When set, provision waits for it first (a slow clone or build a test acts during). */
+  provisionGate: Promise<void> | null = null;
   /** Calls in order, for tests that assert which kind did what. */
   readonly calls: string[] = [];
+  /** When set, starts are also recorded here (beside a test's guard events, to check their order). */
+  trace: string[] | null = null;
 
   constructor(
     readonly kind: BackendKind,
@@ -57,6 +61,7 @@ export class FakeDriver implements Driver {
 
   async provision(row: Sandbox, n: NewSandbox, _r: DriverReport): Promise<Record<string, unknown>> {
     this.calls.push("provision");
+    if (this.provisionGate) await this.provisionGate;
     const link = join(n.dir, "repo");
     if (!existsSync(link)) symlinkSync(n.repo, link);
     mkdirSync(n.dir, { recursive: true });
@@ -71,6 +76,7 @@ export class FakeDriver implements Driver {
 
   async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec }> {
     this.calls.push("ensureRunning");
+    this.trace?.push(`driver.ensureRunning ${row.name}`);
     const spec = this.spec(row);
     await this.backend.apply(spec);
     return { spec };

@@ -1,5 +1,6 @@
 // sbx create: create a sandbox for this repo and start it
 import type { Command } from "commander";
+import { dirname } from "node:path";
 import { SbxError } from "../../core/errors";
 import type { BackendKind } from "../../core/schemas";
 import { userBackendKind } from "../../core/backend-kind";
@@ -82,25 +83,26 @@ export const create: Verb = {
   async run(ctx, args, opts) {
     const name = args[0] ?? "";
     const backend = backendFlag(opts, ctx.env.platform);
-    // The clone (create's slowest step) starts before the service's modules load; the create moves it into place
-    // under its lock, or removes it. Only for a new Docker sandbox of a repo found at once.
+    // The clone (create's slowest step) starts before sbx even reaches the daemon, which moves it into place under
+    // the create's lock, or removes it. Only for a new Docker sandbox of a repo found at once.
     const staged = backend === "docker" ? await stageIfNew(ctx, name, opts.repo as string | undefined) : null;
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { withDaemonService } = await import("../../client/sandboxes");
-    // Clone and image here (build output on this terminal); the daemon starts it, guards first.
-    const { sandbox } = await withDaemonService(ctx, (s) =>
-      s.create({
-        ...(staged ? { staged } : {}),
-        name,
-        cwd: ctx.cwd,
-        repoFlag: opts.repo as string | undefined,
-        backend,
-        rebuild: opts.rebuild === true,
-        overlays: (opts.overlay as string[] | undefined) ?? [],
-        ifExists: "error",
-        ...claudeAuthOpt(opts),
-      }),
-    ).finally(() => staged?.discard()); // also when the create never began (no daemon, a bad option)
+    const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
+    // The daemon makes it (clone, image, guards, container), its build output on this terminal as it comes.
+    const request = {
+      ...whereOf(ctx, opts.repo as string | undefined),
+      name,
+      backend,
+      rebuild: opts.rebuild === true,
+      overlays: (opts.overlay as string[] | undefined) ?? [],
+      ifExists: "error" as const,
+      ...claudeAuthOpt(opts),
+      ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
+      ...(staged ? { staged: dirname(staged.path) } : {}),
+    };
+    const { sandbox } = await daemon(ctx)
+      .then((client) => client.lifecycle("create", request, outOf(ctx)))
+      .finally(() => staged?.discard()); // also when the create never began (no daemon, a bad option)
     if (opts.json) ctx.render.json(sandbox);
     else {
       const kind = sandbox.backend === "docker" ? "" : ` (${sandbox.backend})`;

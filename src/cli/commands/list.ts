@@ -16,13 +16,9 @@ export const list: Verb = {
   },
   async run(ctx, _args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { withDaemonService } = await import("../../client/sandboxes");
-    const { items, guarded } = await withDaemonService(ctx, async (s, client) => {
-      const [items, views] = await Promise.all([s.list({ all: opts.all === true }), client.sandboxes()]);
-      const guarded = new Map(views.sandboxes.map((v) => [`${v.repo}\0${v.name}`, v.guarded]));
-      return { items, guarded };
-    });
-    const isGuarded = (i: { repo: string; name: string }) => guarded.get(`${i.repo}\0${i.name}`) ?? false;
+    const { daemon, outOf } = await import("../../client/sandboxes");
+    const { sandboxes: items } = await (await daemon(ctx)).lifecycle("list", { all: opts.all === true }, outOf(ctx));
+    const isGuarded = (i: { guarded: boolean }) => i.guarded;
     if (opts.json) {
       ctx.render.json(
         items.map((i) => ({

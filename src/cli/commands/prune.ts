@@ -9,10 +9,10 @@ export const prune: Verb = {
     cmd.option("--dry-run", "list what would be removed, remove nothing").option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
-    const { cliDeps, withService } = await import("../../sandboxes/open");
+    const { daemon, outOf } = await import("../../client/sandboxes");
     const dryRun = opts.dryRun === true;
-    // Every kind this host has (Docker; user accounts when sbx can reach them), in one pass.
-    const report = await withService(cliDeps(ctx), (s) => s.prune({ dryRun }));
+    // Every kind the daemon runs (Docker; user accounts when it can reach them), in one pass.
+    const report = await (await daemon(ctx)).lifecycle("prune", { dryRun }, outOf(ctx));
     if (opts.json) {
       ctx.render.json({ dryRun, ...report });
       return 0;

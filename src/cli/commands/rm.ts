@@ -13,11 +13,11 @@ export const rm: Verb = {
   },
   async run(ctx, args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { withDaemonService } = await import("../../client/sandboxes");
+    const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
-    const where = { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined, force: opts.force === true };
-    // The daemon stops it and lets go of it; the host keeps refs/remotes/sandbox-<name>/* (nothing made inside is lost).
-    const { lost } = await withDaemonService(ctx, (s) => s.rm(name, where));
+    // The daemon stops it and removes it; the host keeps refs/remotes/sandbox-<name>/* (nothing made inside is lost).
+    const client = await daemon(ctx);
+    const { lost } = await client.lifecycle("rm", { ...whereOf(ctx, opts.repo as string | undefined), name, force: opts.force === true }, outOf(ctx));
     if (lost.length > 0) ctx.render.info(`${lost.length} commit(s) no host branch has are kept only as sandbox-${name}/* refs in the repo (--force)`);
     ctx.render.info(`its branches stay in the repo as sandbox-${name}/*; a new sandbox named ${name} moves them to refs/sbx-retired/${name}/<time>/*`);
     ctx.render.out(`removed ${name}`);

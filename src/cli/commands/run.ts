@@ -36,20 +36,23 @@ export const run: Verb = {
     // An existing sandbox is entered whatever its kind; --backend (or this OS's default) picks the kind of a new one.
     const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
     if (backend === undefined) backendFlag(opts, ctx.env.platform); // Docker-only flags with a user-account default refuse
-    const { enter, withDaemonService } = await import("../../client/sandboxes");
-    return withDaemonService(ctx, async (s, client) => {
-      const { created } = await s.create({
+    const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
+    const client = await daemon(ctx);
+    const { created } = await client.lifecycle(
+      "create",
+      {
+        ...whereOf(ctx, repoFlag),
         name,
-        cwd: ctx.cwd,
-        repoFlag,
         ...(backend ? { backend } : {}),
         rebuild: opts.rebuild === true,
         overlays: (opts.overlay as string[] | undefined) ?? [],
         ifExists: "reuse",
         ...claudeAuthOpt(opts),
-      });
-      if (created) ctx.render.info(`created sandbox ${name}`);
-      return enter(ctx, s, client, { name, argv, repoFlag });
-    });
+        ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
+      },
+      outOf(ctx),
+    );
+    if (created) ctx.render.info(`created sandbox ${name}`);
+    return enter(ctx, client, { name, argv, repoFlag });
   },
 };

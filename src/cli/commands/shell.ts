@@ -53,7 +53,7 @@ export const shell: Verb = {
       if (code !== null) return code;
     }
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
-    const { enter, withDaemonService } = await import("../../client/sandboxes");
-    return withDaemonService(ctx, (s, client) => enter(ctx, s, client, { name, argv, repoFlag: opts.repo as string | undefined }));
+    const { daemon, enter } = await import("../../client/sandboxes");
+    return enter(ctx, await daemon(ctx), { name, argv, repoFlag: opts.repo as string | undefined });
   },
 };

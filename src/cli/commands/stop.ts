@@ -9,9 +9,10 @@ export const stop: Verb = {
     cmd.argument("<name>", "sandbox name").option("--repo <path>", "the repo the sandbox belongs to");
   },
   async run(ctx, args, opts) {
-    const { withDaemonService } = await import("../../client/sandboxes");
+    const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
     const name = args[0] ?? "";
-    const changed = await withDaemonService(ctx, (s) => s.stop(name, { cwd: ctx.cwd, repoFlag: opts.repo as string | undefined }));
+    const client = await daemon(ctx);
+    const { changed } = await client.lifecycle("stop", { ...whereOf(ctx, opts.repo as string | undefined), name }, outOf(ctx));
     ctx.render.out(changed ? `stopped ${name}` : `${name} was not running`);
     return 0;
   },

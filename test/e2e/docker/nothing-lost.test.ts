@@ -1,8 +1,9 @@
-// nothing-lost: rm refuses while the clone holds commits no host ref has; a create killed midway leaves only what prune removes.
+// nothing-lost: rm refuses while the clone holds commits no host ref has; a create whose caller is killed is undone;
+// one whose daemon is killed leaves only what prune removes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
+import { acquireFixture, canRun, daemonPid, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
 /** Pids of a process's children, grandchildren, … (from /proc). */
 function descendants(pid: number): number[] {
@@ -21,7 +22,7 @@ describe.skipIf(!canRun)(`nothing-lost (Docker)${canRun ? "" : ` — skipped: ${
     f = acquireFixture();
   }, 60_000);
   afterAll(() => {
-    for (const n of ["keep", "killed", "bystander"]) f?.sbx(["rm", "--force", n]);
+    for (const n of ["keep", "killed", "cancelled", "bystander"]) f?.sbx(["rm", "--force", n]);
     releaseFixture();
   }, 60_000);
 
@@ -51,28 +52,63 @@ describe.skipIf(!canRun)(`nothing-lost (Docker)${canRun ? "" : ` — skipped: ${
     expect(f.git(["log", "--format=%s", "-1", "saved"]).stdout.trim()).toBe("precious work");
   }, 60_000);
 
-  test("a create killed midway leaves only what prune removes, and prune spares live sandboxes", async () => {
+  /** Starts `sbx create name` and resolves once its clone is being made (the create is then midway). */
+  async function createUntilCloning(name: string): Promise<ReturnType<Fixture["spawnSbx"]>> {
+    const p = f.spawnSbx(["create", name]);
+    const dir = f.sandboxDir(name);
+    for (let i = 0; i < 400 && p.exitCode === null; i++) {
+      if (existsSync(join(dir, "clone", ".git"))) break;
+      await Bun.sleep(5);
+    }
+    return p;
+  }
+
+  /** Kills a process and everything under it (runuser runs sbx as its child), by pid: all ours. */
+  async function killTree(p: ReturnType<Fixture["spawnSbx"]>): Promise<void> {
+    for (const pid of descendants(p.pid)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+    }
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+
+  test("a create whose sbx is killed midway is undone by the daemon: no row, dir, container, volume or remote is left", async () => {
     mustCreate(f, "bystander");
+    const dir = f.sandboxDir("cancelled");
+    await killTree(await createUntilCloning("cancelled"));
+    // The daemon ends the step under way, sees its caller gone, and removes what it made (bounded wait).
+    for (let i = 0; i < 300 && existsSync(dir); i++) await Bun.sleep(100);
+    expect(existsSync(dir)).toBe(false);
+    const names = (JSON.parse(f.sbx(["list", "--json"]).stdout) as { name: string }[]).map((s) => s.name);
+    expect(names).not.toContain("cancelled");
+    expect(f.docker(["ps", "-a", "-q", "--filter", "label=sbx.name=cancelled", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
+    expect(f.docker(["volume", "ls", "-q", "--filter", "label=sbx.name=cancelled", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim()).toBe("");
+    expect(f.git(["remote"]).stdout).not.toContain("sandbox-cancelled");
+    expect(f.sbx(["shell", "bystander", "--", "true"]).code).toBe(0);
+    mustCreate(f, "cancelled");
+    expect(f.sbx(["rm", "--force", "cancelled"]).code).toBe(0);
+  }, 60_000);
+
+  test("a create whose daemon is killed midway leaves only what prune removes, and prune spares live sandboxes", async () => {
+    if (f.sbx(["shell", "bystander", "--", "true"]).code !== 0) mustCreate(f, "bystander");
     const dir = f.sandboxDir("killed");
     let killedMidway = false;
     for (let attempt = 0; attempt < 5 && !killedMidway; attempt++) {
-      const p = f.spawnSbx(["create", "killed"]);
-      // Kill it once the clone is being made (its marker is still there, so the create is not finished).
-      for (let i = 0; i < 400 && p.exitCode === null; i++) {
-        if (existsSync(join(dir, "clone", ".git"))) break;
-        await Bun.sleep(5);
-      }
-      // runuser runs sbx as its child: kill that child (the sbx process we started) by pid, then runuser.
-      for (const pid of descendants(p.pid)) {
+      const p = await createUntilCloning("killed");
+      // The daemon makes the sandbox: killing it (ours: the test user's sbx started it) stops the create midway.
+      const pid = daemonPid(f.user);
+      if (pid !== null) {
         try {
           process.kill(pid, "SIGKILL");
         } catch {
           /* already gone */
         }
       }
-      p.kill("SIGKILL");
       await p.exited;
-      await Bun.sleep(200);
       killedMidway = existsSync(join(dir, ".creating"));
       if (!killedMidway) f.sbx(["rm", "--force", "killed"]);
     }

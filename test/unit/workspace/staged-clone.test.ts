@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { createExec } from "../../../src/sys/exec";
 import { createClone } from "../../../src/workspace/clone";
 import { sandboxLayout } from "../../../src/workspace/layout";
-import { deadStagingDirs, stageClone, stagingRoot } from "../../../src/workspace/staged-clone";
+import { adoptStagedClone, deadStagingDirs, stageClone, stagingRoot } from "../../../src/workspace/staged-clone";
+import { dirname } from "node:path";
 
 const exec = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root" });
 const tmp = mkdtempSync(join(tmpdir(), "sbx-staged-"));
@@ -96,5 +97,29 @@ describe("a staged clone", () => {
     mkdirSync(join(stagingRoot(paths), "999999999-dead"), { recursive: true });
     expect(deadStagingDirs(paths, (pid) => pid === process.pid)).toEqual([join(stagingRoot(paths), "999999999-dead")]);
     rmSync(stagingRoot(paths), { recursive: true, force: true });
+  });
+});
+
+describe("a staged clone handed to the daemon (adoptStagedClone)", () => {
+  test("is the CLI's clone: same repo, done once git ended, moved into place like one made there", async () => {
+    const staged = stageClone(exec, paths, repo);
+    const adopted = adoptStagedClone(paths, dirname(staged.path));
+    expect(adopted.repo).toBe(repo);
+    expect(await adopted.done).toBe(true);
+    const dir = join(tmp, "sandboxes", "adopted");
+    await createClone(exec, { repo, dir, name: "adopted" }, adopted);
+    expect(readFileSync(join(sandboxLayout(dir).clone, "sub", "a.txt"), "utf8")).toBe(`${repo}\n`);
+    await staged.discard();
+    expect(existsSync(dirname(staged.path))).toBe(false);
+  });
+
+  test("a CLI that died before its clone ended counts as a failed clone, not a wait without end", async () => {
+    const dir = join(stagingRoot(paths), "999999-dead");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, ".repo"), repo);
+    const adopted = adoptStagedClone(paths, dir, { alive: () => false });
+    expect(await adopted.done).toBe(false);
+    await adopted.discard();
+    expect(existsSync(dir)).toBe(false);
   });
 });

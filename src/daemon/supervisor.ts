@@ -1,0 +1,30 @@
+// The daemon as the sandbox service's supervisor: guards up before a sandbox runs, sessions ended before it stops.
+import { SbxError } from "../core/errors";
+import type { Sandbox } from "../core/schemas";
+import type { Supervisor } from "../sandboxes/service";
+import type { Controller } from "./controller";
+import type { SessionManager } from "./sessions";
+
+export function controllerSupervisor(controller: Controller, sessions: SessionManager): Supervisor {
+  const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
+  return {
+    async start(row) {
+      const view = await controller.start(ref(row));
+      if (!view.guarded) {
+        throw new SbxError("unavailable", `sandbox '${row.name}' started but its guards are not all up`, {
+          hint: "See `sbx status` and the daemon log; nothing runs in a sandbox whose proxy and bridge are down.",
+        });
+      }
+    },
+    async stop(row) {
+      const was = controller.view(row).phase === "running";
+      sessions.endFor(row.id);
+      await controller.stop(ref(row));
+      return was;
+    },
+    async release(row) {
+      sessions.endFor(row.id);
+      await controller.release(ref(row));
+    },
+  };
+}

@@ -1,0 +1,152 @@
+// The sandbox service behind the control socket (/v1/lifecycle/*): lines as the work goes, guards before the sandbox
+// runs, a caller that goes away leaves nothing half-made, refusals arrive whole, and a staged clone is only ever one.
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createApp } from "../../../src/daemon/app";
+import { Controller } from "../../../src/daemon/controller";
+import { LifecycleLineSchema, type LifecycleLine } from "../../../src/daemon/protocol";
+import { SessionManager } from "../../../src/daemon/sessions";
+import { controllerSupervisor } from "../../../src/daemon/supervisor";
+import { SandboxService } from "../../../src/sandboxes/service";
+import { Store } from "../../../src/store/store";
+import { readEnv } from "../../../src/sys/env";
+import { createExec } from "../../../src/sys/exec";
+import { pathsFor, type Paths } from "../../../src/sys/paths";
+import { stagingRoot } from "../../../src/workspace/staged-clone";
+import { FakeDriver } from "../../fakes/driver";
+import { silentLogger } from "../../../src/daemon/log";
+import { recordingGuard, type Events } from "../../support/daemon-harness";
+
+const exec = createExec(process.env as Record<string, string>);
+let root: string;
+let repo: string;
+let paths: Paths;
+let store: Store;
+let driver: FakeDriver;
+let events: Events;
+let controller: Controller;
+let sessions: SessionManager;
+let app: ReturnType<typeof createApp>;
+
+async function git(cwd: string, ...args: string[]): Promise<string> {
+  const r = await exec.run(["git", "-C", cwd, ...args], { check: true, env: { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } });
+  return r.stdout.trim();
+}
+
+beforeEach(async () => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-lc-")));
+  repo = join(root, "repo");
+  mkdirSync(repo);
+  await git(repo, "init", "-q", "-b", "main");
+  await git(repo, "commit", "-q", "--allow-empty", "-m", "first");
+  const env = readEnv({
+    vars: { HOME: join(root, "home"), PATH: process.env.PATH, XDG_STATE_HOME: join(root, "state"), XDG_CACHE_HOME: join(root, "cache"), XDG_RUNTIME_DIR: join(root, "rt") },
+    uid: process.getuid!(),
+    gid: process.getgid!(),
+    platform: "linux",
+  });
+  paths = pathsFor(env);
+  mkdirSync(paths.stateDir, { recursive: true });
+  store = new Store(paths.dbFile);
+  events = [];
+  driver = new FakeDriver("fake", exec, paths, { name: "t", uid: env.uid, gid: env.gid, home: env.vars.HOME, shell: "/bin/sh" });
+  driver.trace = events;
+  controller = new Controller({
+    store,
+    backends: { fake: driver.backend },
+    guards: [recordingGuard("proxy", events), recordingGuard("bridge", events)],
+    exec,
+    paths,
+    log: silentLogger,
+    specFor: (row) => driver.spec(row),
+    bringUp: async (row) => (await service.ensureRunning(row)),
+  });
+  sessions = new SessionManager({ controller, exec, store, log: silentLogger });
+  const service = new SandboxService({ exec, env, paths, store, drivers: { fake: () => driver }, defaultKind: "fake", log: () => {} });
+  app = createApp({
+    controller,
+    sessions,
+    store,
+    log: silentLogger,
+    backends: ["fake"],
+    health: () => ({ ok: true, api: 1, pid: process.pid, version: "test", startedAt: 1, socket: paths.controlSocket }),
+    service: service.withSupervisor(controllerSupervisor(controller, sessions)),
+    paths,
+  });
+});
+
+afterEach(async () => {
+  await sessions.closeAll();
+  await controller.close();
+  store.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function call(verb: string, body: unknown): Promise<LifecycleLine[]> {
+  const res = await app.request(`/v1/lifecycle/${verb}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+  const text = await res.text();
+  return text.split("\n").filter((l) => l !== "").map((l) => LifecycleLineSchema.parse(JSON.parse(l)));
+}
+
+const last = (lines: LifecycleLine[]) => lines[lines.length - 1]!;
+
+describe("/v1/lifecycle", () => {
+  test("create answers the stored sandbox, running, with every guard up before the sandbox started", async () => {
+    const lines = await call("create", { name: "w", cwd: repo });
+    const end = last(lines);
+    expect(end.t).toBe("done");
+    expect((end as { result: { sandbox: { name: string }; created: boolean } }).result).toMatchObject({ sandbox: { name: "w" }, created: true });
+    expect(events.slice(0, 3)).toEqual(["proxy.start w", "bridge.start w", "driver.ensureRunning w"]);
+    expect(controller.view(store.findSandbox(repo, "w")!).guarded).toBe(true);
+  });
+
+  test("a create whose caller goes away leaves no live row, no sandbox dir and nothing in the backend", async () => {
+    let open!: () => void;
+    driver.provisionGate = new Promise((r) => (open = r));
+    const res = await app.request("/v1/lifecycle/create", { method: "POST", body: JSON.stringify({ name: "gone", cwd: repo }), headers: { "content-type": "application/json" } });
+    // The caller reads nothing more and hangs up while the clone is under way.
+    await res.body!.cancel();
+    open();
+    const rowOf = () => store.listSandboxes({ all: true }).find((r) => r.name === "gone");
+    // The daemon finishes the step under way, then removes what it made: wait (bounded) for the end of that.
+    for (let i = 0; i < 300 && !(rowOf()?.state === "deleted" && !existsSync(String(rowOf()!.identity.dir))); i++) await Bun.sleep(10);
+    const row = rowOf();
+    expect(row?.state).toBe("deleted");
+    expect(existsSync(String(row!.identity.dir))).toBe(false);
+    expect(driver.backend.entries.size).toBe(0);
+    expect(store.findSandbox(repo, "gone")).toBeNull();
+  });
+
+  test("rm's refusal of unsynced work arrives as the error line, with the commits as data", async () => {
+    await call("create", { name: "w", cwd: repo });
+    const clone = join(String(store.findSandbox(repo, "w")!.identity.dir), "clone");
+    await git(clone, "commit", "-q", "--allow-empty", "-m", "made inside");
+    const sha = await git(clone, "rev-parse", "HEAD");
+    const end = last(await call("rm", { name: "w", cwd: repo }));
+    expect(end).toMatchObject({ t: "error", body: { error: "unsynced_commits", data: { commits: [{ sha, subject: "made inside" }] } } });
+    expect(store.findSandbox(repo, "w")).not.toBeNull();
+  });
+
+  test("a staged clone is taken only from directly under the staging root: other paths, links and traversal are refused", async () => {
+    mkdirSync(stagingRoot(paths), { recursive: true });
+    const outside = join(root, "elsewhere", "123-abc");
+    mkdirSync(outside, { recursive: true });
+    symlinkSync(outside, join(stagingRoot(paths), "124-link"));
+    writeFileSync(join(outside, ".repo"), repo);
+    for (const staged of [outside, join(stagingRoot(paths), "124-link"), join(stagingRoot(paths), "..", "elsewhere", "123-abc"), join(stagingRoot(paths), "notapid")]) {
+      const res = await app.request("/v1/lifecycle/create", { method: "POST", body: JSON.stringify({ name: "s", cwd: repo, staged }), headers: { "content-type": "application/json" } });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { message: string }).message).toContain("not a staged clone");
+    }
+    expect(existsSync(outside)).toBe(true);
+    expect(store.findSandbox(repo, "s")).toBeNull();
+  });
+
+  test("list answers every sandbox with the daemon's view of its guards", async () => {
+    await call("create", { name: "a", cwd: repo });
+    const end = last(await call("list", {}));
+    expect(end).toMatchObject({ t: "done", result: { sandboxes: [{ name: "a", backend: "fake", phase: "running", guarded: true, unsynced: [] }] } });
+  });
+});
