@@ -1,15 +1,16 @@
-// Builds the SandboxSpec the daemon hands to backends and guards from a store row (default; the lifecycle module may supply its own).
+// The spec of a row of a kind with no driver in this daemon (a test's fake backend): the drivers build every real one.
 import type { SandboxSpec } from "../backend/backend";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
-import { sandboxDir, sandboxSockets, socketId, type Paths } from "../sys/paths";
+import { sandboxId } from "../sandboxes/identity";
+import { sandboxDir, sandboxSockets, type Paths } from "../sys/paths";
 
 export type SpecBuilder = (sandbox: Sandbox) => SandboxSpec;
 
 /** Pure: the spec of a stored sandbox. Backend options are the scalar fields of the row's `identity`. */
 export function defaultSpecBuilder(env: Env, paths: Paths): SpecBuilder {
   return (sb) => {
-    const id = socketId(sb.repo, sb.name);
+    const id = sandboxId(paths.sandboxRoot, sb.repo, sb.name);
     const options: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(sb.identity)) {
       if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") options[k] = v;

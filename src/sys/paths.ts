@@ -71,11 +71,6 @@ export function sandboxDir(paths: Paths, repoRealPath: string, name: string): st
   return join(repoSandboxDir(paths, repoRealPath), name);
 }
 
-/** Short, stable id of one sandbox used where length matters (socket dirs). */
-export function socketId(repoRealPath: string, name: string): string {
-  return sha256Hex(`${repoRealPath}\0${name}`).slice(0, SOCKET_ID_LENGTH);
-}
-
 export interface SandboxSockets {
   readonly dir: string;
   readonly proxy: string;

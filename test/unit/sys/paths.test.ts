@@ -8,8 +8,8 @@ import {
   sandboxDir,
   sandboxSockets,
   sha256Hex,
-  socketId,
 } from "../../../src/sys/paths";
+import { sandboxId } from "../../../src/sandboxes/identity";
 
 const env = (vars: Record<string, string | undefined>) =>
   readEnv({ vars: { HOME: "/home/ada", ...vars }, uid: 1000, gid: 1000, platform: "linux" });
@@ -57,23 +57,24 @@ describe("paths", () => {
     const long = "/run/" + "x".repeat(90);
     const p = pathsFor(env({ XDG_RUNTIME_DIR: long }));
     expect(p.runtimeDir).toBe("/tmp/sbx-1000");
-    const s = sandboxSockets(p, socketId("/repo", "demo"));
+    const s = sandboxSockets(p, sandboxId(p.sandboxRoot, "/repo", "demo"));
     expect(Buffer.byteLength(s.bridge)).toBeLessThanOrEqual(MAX_SOCKET_PATH);
   });
 
   test("the longest socket path under a usable XDG_RUNTIME_DIR fits", () => {
     const rt = "/run/user/" + "1".repeat(60);
     const p = pathsFor(env({ XDG_RUNTIME_DIR: rt }));
-    for (const s of Object.values(sandboxSockets(p, socketId("/r", "n")))) {
+    for (const s of Object.values(sandboxSockets(p, sandboxId(p.sandboxRoot, "/r", "n")))) {
       expect(Buffer.byteLength(s)).toBeLessThanOrEqual(MAX_SOCKET_PATH);
     }
   });
 
-  test("socket ids are short, stable and distinct per repo and name", () => {
-    expect(socketId("/r", "a")).toHaveLength(12);
-    expect(socketId("/r", "a")).toBe(socketId("/r", "a"));
-    expect(socketId("/r", "a")).not.toBe(socketId("/r", "b"));
-    expect(socketId("/r1", "a")).not.toBe(socketId("/r2", "a"));
+  test("sandbox ids are short, stable and distinct per state root, repo and name", () => {
+    expect(sandboxId("/s", "/r", "a")).toHaveLength(12);
+    expect(sandboxId("/s", "/r", "a")).toBe(sandboxId("/s", "/r", "a"));
+    expect(sandboxId("/s", "/r", "a")).not.toBe(sandboxId("/s", "/r", "b"));
+    expect(sandboxId("/s", "/r1", "a")).not.toBe(sandboxId("/s", "/r2", "a"));
+    expect(sandboxId("/s1", "/r", "a")).not.toBe(sandboxId("/s2", "/r", "a"));
   });
 });
 
