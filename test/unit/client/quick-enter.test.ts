@@ -11,7 +11,7 @@ import { SbxError } from "../../../src/core/errors";
 import { readEnv } from "../../../src/sys/env";
 import { pathsFor } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
-import { startFakeEngine, type FakeEngine } from "../backend/docker/fake-engine";
+import { startFakeEngine, type FakeEngine } from "../../fakes/engine";
 
 let root = "";
 let engine: FakeEngine | null = null;

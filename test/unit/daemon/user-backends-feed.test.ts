@@ -13,7 +13,7 @@ import type { Exec, TerminalOptions } from "../../../src/sys/exec";
 import { createEventBus, feedFromAudit, type FeedEvent } from "../../../src/ui/feed";
 import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
-import { ALICE_IDENTITY, ALICE_PATHS } from "../backend/macos/fake-mac";
+import { ALICE_IDENTITY, ALICE_PATHS } from "../../fakes/mac";
 
 const paths = ALICE_PATHS;
 const identity = ALICE_IDENTITY;

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { engineExec, engineSocket, execCreateBody, execStartRequest, FrameReader } from "../../../../src/backend/docker/engine-exec";
 import { SbxError } from "../../../../src/core/errors";
-import { startFakeEngine, type FakeEngine } from "./fake-engine";
+import { startFakeEngine, type FakeEngine } from "../../../fakes/engine";
 
 const frame = (kind: number, s: string) => {
   const p = new TextEncoder().encode(s);

@@ -6,7 +6,7 @@ import { userSpec } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
 import { processEnv, type Env } from "../../../../src/sys/env";
 import { createEventBus } from "../../../../src/ui/feed";
-import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "./fake-mac";
+import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "../../../fakes/mac";
 import { golden } from "./golden";
 
 const paths = ALICE_PATHS;

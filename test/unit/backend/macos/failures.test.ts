@@ -1,7 +1,7 @@
 // Failure injection on the fake Mac: sysadminctl failing halfway, pf that will not enable, UID collisions, an open host home.
 import { describe, expect, test } from "bun:test";
 import { SbxError } from "../../../../src/core/errors";
-import { FakeMac, macSpec } from "./fake-mac";
+import { FakeMac, macSpec } from "../../../fakes/mac";
 
 describe("macOS backend under failures", () => {
   test("sysadminctl exits 0 but leaves a record without a home: apply converges on retry", async () => {

@@ -4,7 +4,7 @@ import { SbxError } from "../../../../src/core/errors";
 import { DEFAULT_ROOT_CONTEXT, helperMain, sudoHelperArgv, sudoRoot } from "../../../../src/backend/macos/privileged";
 import type { Exec } from "../../../../src/sys/exec";
 import { FakeExec } from "../../../fakes/exec";
-import { FakeMac, macSpec } from "./fake-mac";
+import { FakeMac, macSpec } from "../../../fakes/mac";
 
 const HELPER = ["/usr/local/libexec/sbx/bun", "/usr/local/libexec/sbx/privileged.js"];
 

@@ -8,7 +8,7 @@ import { Store } from "../../../../src/store/store";
 import { hostGitEnv } from "../../../../src/sync/git-argv";
 import { processEnv, type Env } from "../../../../src/sys/env";
 import { createEventBus } from "../../../../src/ui/feed";
-import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "./fake-mac";
+import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "../../../fakes/mac";
 import { golden } from "./golden";
 
 const paths = ALICE_PATHS;

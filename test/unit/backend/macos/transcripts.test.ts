@@ -1,7 +1,7 @@
 // Golden command transcripts of the macOS backend on a fake Mac: create, apply again, stop, reboot re-apply, remove, cleanup.
 import { describe, expect, test } from "bun:test";
 import { runRootOp } from "../../../../src/backend/macos/privileged";
-import { FakeMac, macSpec } from "./fake-mac";
+import { FakeMac, macSpec } from "../../../fakes/mac";
 import { golden } from "./golden";
 
 const ROOT_CTX = {

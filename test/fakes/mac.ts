@@ -1,12 +1,12 @@
 // A small model of a Mac's accounts, files, ACLs and pf, answering MacosBackend's commands through FakeExec.
 import { createHash } from "node:crypto";
-import type { SandboxSpec } from "../../../../src/backend/backend";
-import { MacosBackend } from "../../../../src/backend/macos/backend";
-import { directRoot, type RootContext } from "../../../../src/backend/macos/privileged";
-import type { UserIdentity } from "../../../../src/drivers/user-account";
-import type { Exec } from "../../../../src/sys/exec";
-import type { Paths } from "../../../../src/sys/paths";
-import { FakeExec, type Reply } from "../../../fakes/exec";
+import type { SandboxSpec } from "../../src/backend/backend";
+import { MacosBackend } from "../../src/backend/macos/backend";
+import { directRoot, type RootContext } from "../../src/backend/macos/privileged";
+import type { UserIdentity } from "../../src/drivers/user-account";
+import type { Exec } from "../../src/sys/exec";
+import type { Paths } from "../../src/sys/paths";
+import { FakeExec, type Reply } from "./exec";
 
 interface User {
   uid: number;
