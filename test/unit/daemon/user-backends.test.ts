@@ -1,105 +1,12 @@
-// Pure parts of the user-account wiring: port choice, host user under sudo, the stored identity → spec, the host-user and safe-repo Exec wrappers.
+// The daemon's wiring of user-account sandboxes: git in someone else's repo marks exactly that repo safe.
 import { describe, expect, test } from "bun:test";
-import type { Sandbox } from "../../../src/core/schemas";
 import { safeRepoExec } from "../../../src/daemon/user-backends";
-import { hostUserExec, hostUserFor, pickProxyPort, PROXY_PORT_RANGE, userSpec, type UserIdentity } from "../../../src/drivers/user-account";
-import { processEnv, type Env } from "../../../src/sys/env";
-import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
 
-const PASSWD = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/usr/bin/fish\n";
-const base = processEnv();
-const asRoot = (raw: Record<string, string>): Env => ({ ...base, uid: 0, gid: 0, userName: "root", vars: { ...base.vars, HOME: "/root" }, raw });
-
-describe("pickProxyPort", () => {
-  test("in range, stable for an id, skips taken and bound ports", () => {
-    const a = pickProxyPort("abc123def456", new Set(), () => true);
-    expect(a).toBeGreaterThanOrEqual(PROXY_PORT_RANGE.min);
-    expect(a).toBeLessThanOrEqual(PROXY_PORT_RANGE.max);
-    expect(pickProxyPort("abc123def456", new Set(), () => true)).toBe(a);
-    const b = pickProxyPort("abc123def456", new Set([a]), () => true);
-    expect(b).not.toBe(a);
-    expect(pickProxyPort("abc123def456", new Set(), (p) => p !== a)).not.toBe(a);
-  });
-  test("none free: a clear error", () => {
-    expect(() => pickProxyPort("x", new Set(), () => false)).toThrow(/no free loopback port/);
-  });
-});
-
-describe("hostUserFor", () => {
-  test("under sudo the sandbox belongs to the invoking user, from passwd", () => {
-    expect(hostUserFor(asRoot({ SUDO_UID: "1000" }), PASSWD)).toEqual({ name: "alice", uid: 1000, gid: 1000, home: "/home/alice", shell: "/usr/bin/fish" });
-  });
-  test("plain root (no sudo) is root", () => {
-    expect(hostUserFor(asRoot({}), PASSWD)).toMatchObject({ name: "root", uid: 0, home: "/root" });
-  });
-  test("a SUDO_UID with no passwd entry is refused", () => {
-    expect(() => hostUserFor(asRoot({ SUDO_UID: "4242" }), PASSWD)).toThrow(/no passwd entry/);
-  });
-});
-
-describe("userSpec", () => {
-  const paths = { runtimeDir: "/tmp/sbx-0", sandboxRoot: "/root/.cache/sandbox" } as Paths;
-  const identity: UserIdentity = {
-    kind: "user",
-    id: "abc123def456",
-    dir: "/root/.cache/sandbox/proj-x/demo",
-    proxyPort: 23456,
-    hostUser: { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", shell: "/bin/bash" },
-  };
-  const row = { id: 1, name: "demo", repo: "/home/alice/proj", backend: "linux-user", identity, state: "active" } as unknown as Sandbox;
-  test("the stored port, the host user and the socket dir; the proxy and LLM variables point at the port", () => {
-    const s = userSpec(paths, row);
-    expect(s.options).toEqual({ proxyPort: 23456 });
-    expect(s.hostUser.name).toBe("alice");
-    expect(s.sockets.dir).toBe("/tmp/sbx-0/sb/abc123def456");
-    expect(s.env).toMatchObject({
-      SANDBOX: "demo",
-      HTTP_PROXY: "http://127.0.0.1:23456",
-      https_proxy: "http://127.0.0.1:23456",
-      ANTHROPIC_BASE_URL: "http://127.0.0.1:23456/llm/anthropic",
-      ANTHROPIC_API_KEY: "sbx-placeholder",
-      SBX_BRIDGE_SOCKET: "/tmp/sbx-0/sb/abc123def456/bridge.sock",
-    });
-  });
-  test("a damaged record is refused, never guessed", () => {
-    expect(() => userSpec(paths, { ...row, identity: { ...identity, proxyPort: 80 } } as Sandbox)).toThrow(/not a user-account sandbox/);
-  });
-});
-
 describe("Exec wrappers", () => {
-  const alice = { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", shell: "/bin/bash" };
-  test("hostUserExec: root drops to the host user with setpriv, HOME its own unless the caller set one", async () => {
-    const exec = new FakeExec().expect(["setpriv", "--reuid=1000", "--regid=1000", "--init-groups", "--", "git", "status"]).expect((a) => a[0] === "setpriv");
-    const e = hostUserExec(exec, alice, 0);
-    await e.run(["git", "status"]);
-    await e.run(["git", "log"], { env: { HOME: "/nonexistent" }, replaceEnv: true });
-    expect(exec.calls[0]!.opts.env).toMatchObject({ HOME: "/home/alice", USER: "alice" });
-    expect(exec.calls[1]!.opts.env).toMatchObject({ HOME: "/nonexistent", USER: "alice" });
-    expect(exec.calls[1]!.opts.replaceEnv).toBe(true);
-    exec.assertDone();
-  });
-  test("hostUserExec: nothing to drop when sbx is not root, or the host user is root", () => {
-    const exec = new FakeExec();
-    expect(hostUserExec(exec, alice, 1000)).toBe(exec);
-    expect(hostUserExec(exec, { ...alice, uid: 0 }, 0)).toBe(exec);
-  });
   test("safeRepoExec: exactly the host repo is marked safe, after any config the caller passed", async () => {
     const exec = new FakeExec().always(() => true);
     const e = safeRepoExec(exec, "/home/alice/proj");
     await e.run(["git", "config", "--get-regexp", "x"], { env: { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "a.b", GIT_CONFIG_VALUE_0: "c" } });
     expect(exec.calls[0]!.opts.env).toMatchObject({ GIT_CONFIG_COUNT: "2", GIT_CONFIG_KEY_0: "a.b", GIT_CONFIG_KEY_1: "safe.directory", GIT_CONFIG_VALUE_1: "/home/alice/proj" });
-  });
-});
-
-describe("userBackendKind (--backend flag)", () => {
-  const { userBackendKind } = require("../../../src/core/backend-kind") as typeof import("../../../src/core/backend-kind");
-  test("user is linux-user on Linux and macos on a Mac; macos only on a Mac; unknown names refused", () => {
-    expect(userBackendKind("linux", "user")).toBe("linux-user");
-    expect(userBackendKind("darwin", "user")).toBe("macos");
-    expect(userBackendKind("darwin", "macos")).toBe("macos");
-    expect(() => userBackendKind("linux", "macos")).toThrow(/only on macOS/);
-    expect(() => userBackendKind("win32", "user")).toThrow(/not available/);
-    expect(() => userBackendKind("linux", "vm")).toThrow(/unknown backend/);
-  });
-});
+  });});
