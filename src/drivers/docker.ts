@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { HostUser, SandboxSpec } from "../backend/backend";
 import type { ClaudeAuth } from "../backend/docker/args";
 import { DockerBackend, engineSocket, requireSameUidEngine } from "../backend/docker/docker";
-import { ensureImage, imageExists, planImage } from "../backend/docker/image";
+import { ensureImage, planImage } from "../backend/docker/image";
 import type { Config } from "../core/config";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
@@ -183,11 +183,7 @@ export class DockerDriver implements Driver {
   async provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<DockerIdentity> {
     const ident = this.identity(row);
     const pruning = this.backend.pruneOrphans().catch(() => undefined);
-    const imaging = ensureImage(this.d.exec, n.repo, this.hostUser, {
-      rebuild: n.rebuild === true,
-      onProgress: (s) => r.progress(s),
-      apiSocket: this.backend.apiSocket,
-    });
+    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, onProgress: (s) => r.progress(s) });
     const cloning = (async () => {
       // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
       // --prune fetch (ref sync, once the sandbox starts) would delete them, so they move to
@@ -222,7 +218,7 @@ export class DockerDriver implements Driver {
     const spec = this.spec(row);
     if ((await this.backend.inspect(spec)).phase !== "absent") return;
     const tag = planImage(row.repo, this.hostUser).tag;
-    if (!(await imageExists(this.d.exec, tag, this.backend.apiSocket))) return;
+    if (!(await this.backend.engine.imageExists(tag))) return;
     await this.backend.prepare(this.specOf(row.name, row.repo, { ...this.identity(row), image: tag }));
   }
 
@@ -233,7 +229,7 @@ export class DockerDriver implements Driver {
     if (obs.phase === "running") return { spec };
     const ident = this.identity(row);
     if (obs.phase === "absent") {
-      const img = await ensureImage(this.d.exec, row.repo, this.hostUser, { onProgress: (s) => r.progress(s), apiSocket: this.backend.apiSocket });
+      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { onProgress: (s) => r.progress(s) });
       ident.image = img.tag;
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));

@@ -26,7 +26,8 @@ import {
   type RuntimeSources,
 } from "./args";
 import { probeEngineFast } from "./engine";
-import { engineJson, engineMessage, engineSocket } from "./engine-exec";
+import { DockerEngine, type Engine, type Found } from "./engine-client";
+import { engineSocket } from "./engine-exec";
 import { tarArchive } from "./tar";
 
 export interface DockerBackendOptions {
@@ -47,58 +48,11 @@ export interface DockerBackendOptions {
    * attach). Unset: every query goes through the docker CLI.
    */
   apiSocket?: string;
+  /** The engine (default: DockerEngine over apiSocket and the docker CLI; tests give an in-memory one). */
+  engine?: Engine;
 }
 
 export { engineSocket };
-
-interface Seen {
-  status: string;
-  root: string;
-  dir: string;
-}
-
-export interface Found {
-  kind: "container" | "volume";
-  name: string;
-  id: string;
-  sandbox: string;
-  dir: string;
-  repo: string;
-  state: string;
-}
-
-/**
- * Pure: this state root's containers and volumes from the engine's GET /containers/json and GET /volumes answers
- * (already filtered by label), as `found()` reads them from `docker ps` / `docker volume ls`. Undefined when an answer
- * does not have the expected shape (the caller then asks the CLI).
- */
-export function foundFromApi(containers: unknown, volumes: unknown): Found[] | undefined {
-  if (!Array.isArray(containers)) return undefined;
-  const vols = (volumes as { Volumes?: unknown } | null)?.Volumes ?? [];
-  if (!Array.isArray(vols)) return undefined;
-  const str = (v: unknown) => (typeof v === "string" ? v : "");
-  const out: Found[] = [];
-  for (const c of containers as { Names?: unknown; Labels?: Record<string, unknown> | null; State?: unknown }[]) {
-    const l = c?.Labels ?? {};
-    if (!Array.isArray(c?.Names) || typeof c.Names[0] !== "string" || typeof c.State !== "string") return undefined;
-    if (str(l[LABEL.role]) === "cleanup") continue;
-    out.push({ kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State });
-  }
-  for (const v of vols as { Name?: unknown; Labels?: Record<string, unknown> | null }[]) {
-    if (typeof v?.Name !== "string") return undefined;
-    const l = v.Labels ?? {};
-    out.push({ kind: "volume", name: v.Name, sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: "" });
-  }
-  return out;
-}
-
-/** Epoch seconds as the engine takes them for a log's `since` (API and CLI alike). */
-const sinceText = (since: number) => since.toFixed(3);
-
-/** API path of a container's log, both streams, from `since` when given. */
-function logsPath(name: string, since?: number): string {
-  return `/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1${since === undefined ? "" : `&since=${sinceText(since)}`}`;
-}
 
 function isDir(p: string): boolean {
   try {
@@ -160,13 +114,16 @@ export class DockerBackend implements Backend {
   readonly kind = "docker" as const;
   /** The `sbx.root` label value of this state root. */
   readonly root: string;
+  /** Every call to the engine goes through here. */
+  readonly engine: Engine;
   private runtimeCache: RuntimeSources | undefined;
   constructor(
-    private readonly exec: Exec,
+    exec: Exec,
     private readonly opts: DockerBackendOptions,
   ) {
     this.root = rootLabel(opts.sandboxRoot);
     this.runtimeCache = opts.runtime;
+    this.engine = opts.engine ?? new DockerEngine(exec, opts.apiSocket);
   }
 
   /** The engine's unix socket for API calls, when there is one. */
@@ -193,45 +150,13 @@ export class DockerBackend implements Backend {
   }
 
   /**
-   * GET /containers/<name>/json on the engine socket: 404 means absent. Undefined when the API cannot answer.
-   * Returns the status and the labels that say whose container it is.
-   */
-  private async apiStatus(name: string): Promise<Seen | null | undefined> {
-    const sock = this.opts.apiSocket;
-    if (sock === undefined) return undefined;
-    try {
-      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit);
-      if (res.status === 404) return null;
-      if (!res.ok) return undefined;
-      const body = (await res.json()) as { State?: { Status?: unknown }; Config?: { Labels?: Record<string, unknown> | null } };
-      if (typeof body.State?.Status !== "string") return undefined;
-      const l = body.Config?.Labels ?? {};
-      const str = (v: unknown) => (typeof v === "string" ? v : "");
-      return { status: body.State.Status, root: str(l[LABEL.root]), dir: str(l[LABEL.dir]) };
-    } catch {
-      return undefined;
-    }
-  }
-
-  /**
    * The container's status, or null when there is none of THIS state root: a container of that name that another
    * root made (its sbx.root label differs; an unlabelled one whose sbx.dir is not this sandbox's dir) is never ours to
    * start, stop or remove. `foreign` says one is in the way.
-   * runs: docker inspect --type container --format '{{.State.Status}}\t{{index .Config.Labels "sbx.root"}}\t…' sbx-<id>
+   * (engine: seen)
    */
   async ownContainer(spec: SandboxSpec): Promise<{ status: string | null; foreign: boolean }> {
-    let seen = await this.apiStatus(containerName(spec.id));
-    if (seen === undefined) {
-      const r = await this.exec.run(
-        ["docker", "inspect", "--type", "container", "--format", `{{.State.Status}}\t{{index .Config.Labels "${LABEL.root}"}}\t{{index .Config.Labels "${LABEL.dir}"}}`, containerName(spec.id)],
-        { check: false },
-      );
-      if (r.exitCode !== 0) seen = null;
-      else {
-        const [status = "", root = "", dir = ""] = r.stdout.trim().split("\t");
-        seen = { status, root: root === "<no value>" ? "" : root, dir: dir === "<no value>" ? "" : dir };
-      }
-    }
+    const seen = await this.engine.seen(containerName(spec.id));
     if (seen === null) return { status: null, foreign: false };
     const ours = seen.root === this.root || (seen.root === "" && seen.dir === spec.dir);
     return ours ? { status: seen.status, foreign: false } : { status: null, foreign: true };
@@ -256,27 +181,7 @@ export class DockerBackend implements Backend {
    * first. API: POST /volumes/create (engine socket); else runs: docker volume create --opt type=overlay …
    */
   private async ensureVolume(spec: SandboxSpec, p: OverlayPlan): Promise<void> {
-    if (await this.apiPost("/volumes/create", overlayVolumeCreateBody(spec, p, this.root))) return;
-    await this.exec.run(overlayVolumeCreateArgs(spec, p, this.root));
-  }
-
-  /**
-   * POST <path> on the engine socket with a JSON body: true when the engine did it (2xx, or 304 "already so"), false
-   * when the API cannot answer (then the caller runs the docker CLI). An engine that answers with an error throws it.
-   */
-  private async apiPost(path: string, body?: unknown): Promise<boolean> {
-    const sock = this.opts.apiSocket;
-    if (sock === undefined) return false;
-    let r: { status: number; json: unknown };
-    try {
-      r = await engineJson(sock, "POST", path, body);
-    } catch {
-      return false;
-    }
-    if ((r.status >= 200 && r.status < 300) || r.status === 304) return true;
-    throw new SbxError("exec_failed", `the Docker engine refused POST ${path.split("?")[0]} (HTTP ${r.status}): ${engineMessage(r.json)}`, {
-      hint: "See `docker info` and the engine's log.",
-    });
+    await this.engine.createVolume({ argv: overlayVolumeCreateArgs(spec, p, this.root), body: overlayVolumeCreateBody(spec, p, this.root) });
   }
 
   /**
@@ -292,29 +197,7 @@ export class DockerBackend implements Backend {
       claudeJson = null;
     }
     const tar = tarArchive(seedEntries(spec, mountTargets(spec, overlays), claudeJson, Math.floor(Date.now() / 1000)));
-    if (await this.apiPutArchive(containerName(spec.id), tar)) return;
-    await this.exec.run(["docker", "cp", "-", `${containerName(spec.id)}:/`], { stdin: tar });
-  }
-
-  /**
-   * PUT /containers/<name>/archive?path=/ on the engine socket: what `docker cp - <name>:/` sends, without the CLI
-   * process. False when the API cannot answer (then the CLI does it).
-   */
-  private async apiPutArchive(name: string, tar: Uint8Array): Promise<boolean> {
-    const sock = this.opts.apiSocket;
-    if (sock === undefined) return false;
-    try {
-      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/archive?path=%2F&noOverwriteDirNonDir=true`, {
-        method: "PUT",
-        unix: sock,
-        body: tar,
-        headers: { "content-type": "application/x-tar" },
-      } as RequestInit);
-      await res.arrayBuffer();
-      return res.ok;
-    } catch {
-      return false;
-    }
+    await this.engine.putArchive(containerName(spec.id), tar);
   }
 
   /**
@@ -326,7 +209,7 @@ export class DockerBackend implements Backend {
     if (status === "running") return { changed: false };
     // A restarted container keeps its earlier runs' log, "listening" line included: only this run's lines count.
     const since = Date.now() / 1000;
-    await this.startContainer(containerName(spec.id));
+    await this.engine.start(containerName(spec.id));
     await this.waitForwarder(spec, since);
     return { changed: true };
   }
@@ -368,7 +251,7 @@ export class DockerBackend implements Backend {
       for (const p of overlays) this.prepareOverlayDirs(p);
       await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
       writeShellProfiles(spec);
-      await this.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
+      await this.engine.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
     }
     // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of
     // mount points only: before a start the engine writes through the mounts).
@@ -377,48 +260,6 @@ export class DockerBackend implements Backend {
       writeFileSync(marker, `${containerName(spec.id)}\n`);
     }
     return { status, overlays };
-  }
-
-  /**
-   * The container argv describes, made through the Engine API when its socket answers (the same request, translated
-   * by createRequestFromArgs: ≈30 ms less than a docker CLI process), else by running argv.
-   * API: POST /containers/create?name=<name>; else runs: docker create … (dockerCreateArgs)
-   */
-  private async createContainer(argv: string[]): Promise<void> {
-    const req = createRequestFromArgs(argv);
-    if (await this.apiPost(`/containers/create?name=${encodeURIComponent(req.name)}`, req.body)) return;
-    await this.exec.run(argv);
-  }
-
-  /** API: POST /containers/<name>/start (engine socket); else runs: docker start <name> */
-  private async startContainer(name: string): Promise<void> {
-    if (await this.apiPost(`/containers/${encodeURIComponent(name)}/start`)) return;
-    await this.exec.run(["docker", "start", name]);
-  }
-
-  /** The container's log (stdout+stderr) and whether it still runs. runs: docker logs sbx-<id>; docker inspect … */
-  private async logsAndState(name: string, since?: number): Promise<{ logs: string; running: boolean; exitCode: number }> {
-    const sock = this.opts.apiSocket;
-    if (sock !== undefined) {
-      try {
-        const [l, i] = await Promise.all([
-          fetch(`http://docker${logsPath(name, since)}`, { unix: sock } as RequestInit),
-          fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit),
-        ]);
-        if (l.ok && i.ok) {
-          // The log stream is multiplexed (8-byte frame headers); the lines we look for are plain text inside it.
-          const logs = new TextDecoder().decode(await l.arrayBuffer());
-          const st = ((await i.json()) as { State?: { Running?: boolean; ExitCode?: number } }).State ?? {};
-          return { logs, running: st.Running === true, exitCode: st.ExitCode ?? 0 };
-        }
-      } catch {
-        /* fall back to the CLI */
-      }
-    }
-    const l = await this.exec.run(["docker", "logs", ...(since === undefined ? [] : ["--since", sinceText(since)]), name], { check: false });
-    const i = await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", name], { check: false });
-    const [running = "false", code = "0"] = i.stdout.trim().split(" ");
-    return { logs: `${l.stdout}${l.stderr}`, running: running === "true", exitCode: Number(code) };
   }
 
   /**
@@ -432,10 +273,10 @@ export class DockerBackend implements Backend {
     const until = Date.now() + (this.opts.readyTimeoutMs ?? 10_000);
     // The log followed as it is written: the line is seen the moment it is (a poll sees it up to its interval later).
     // When the stream ends without it (the container exited), runs out of time or cannot be had, the poll below says why.
-    if (await this.apiFollowLogsFor(name, FORWARDER_READY, until, since)) return;
+    if (await this.engine.followLogsFor(name, FORWARDER_READY, until, since)) return;
     let delay = 5;
     for (;;) {
-      const s = await this.logsAndState(name, since);
+      const s = await this.engine.logsAndState(name, since);
       if (s.logs.includes(FORWARDER_READY)) return;
       if (!s.running) {
         const tail = s.logs.replace(/[\x00-\x08\x0e-\x1f]/g, "").trim().split("\n").slice(-3).join(" | ");
@@ -463,40 +304,11 @@ export class DockerBackend implements Backend {
     }
   }
 
-  /**
-   * Follows a container's log (GET /containers/<name>/logs?follow=1[&since=…] on the engine socket): true once `text`
-   * appears; false when the log ends (the container stopped), `until` passes or the API cannot answer. The stream is
-   * multiplexed (8-byte frame headers); a line written at once sits inside one frame.
-   */
-  private async apiFollowLogsFor(name: string, text: string, until: number, since?: number): Promise<boolean> {
-    const sock = this.opts.apiSocket;
-    if (sock === undefined) return false;
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), Math.max(0, until - Date.now()));
-    try {
-      const res = await fetch(`http://docker${logsPath(name, since)}&follow=1`, { unix: sock, signal: abort.signal } as RequestInit);
-      if (!res.ok || res.body === null) return false;
-      const decoder = new TextDecoder();
-      let seen = "";
-      for await (const chunk of res.body) {
-        // Only the tail can hold the start of a text split across chunks.
-        seen = seen.slice(-text.length) + decoder.decode(chunk, { stream: true });
-        if (seen.includes(text)) return true;
-      }
-      return false;
-    } catch {
-      return false;
-    } finally {
-      clearTimeout(timer);
-      abort.abort(); // ends the follow when it returned early
-    }
-  }
-
   /** runs: docker stop --time 3 sbx-<id> */
   async stop(spec: SandboxSpec): Promise<Change> {
     const status = await this.containerStatus(spec);
     if (status !== "running" && status !== "restarting" && status !== "paused") return { changed: false };
-    await this.exec.run(["docker", "stop", "--time", "3", containerName(spec.id)]);
+    await this.engine.stop(containerName(spec.id), 3);
     return { changed: true };
   }
 
@@ -504,21 +316,15 @@ export class DockerBackend implements Backend {
   async remove(spec: SandboxSpec): Promise<Change> {
     let changed = false;
     if ((await this.containerStatus(spec)) !== null) {
-      await this.exec.run(["docker", "rm", "--force", containerName(spec.id)]);
+      await this.engine.removeContainer(containerName(spec.id));
       changed = true;
     }
-    for (const v of await this.volumesOf(spec.id)) {
-      await this.exec.run(["docker", "volume", "rm", "--force", v]);
+    for (const v of await this.engine.volumes([`${LABEL.root}=${this.root}`, `${LABEL.sandbox}=${spec.id}`])) {
+      await this.engine.removeVolume(v);
       changed = true;
     }
     if (await this.removeOverlayDirs(spec.dir, typeof spec.options.image === "string" ? spec.options.image : undefined)) changed = true;
     return { changed };
-  }
-
-  /** runs: docker volume ls --quiet --filter label=sbx.root=<hash> --filter label=sbx.sandbox=<id> */
-  private async volumesOf(id: string): Promise<string[]> {
-    const r = await this.exec.run(["docker", "volume", "ls", "--quiet", "--filter", `label=${LABEL.root}=${this.root}`, "--filter", `label=${LABEL.sandbox}=${id}`]);
-    return r.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
   }
 
   /**
@@ -538,13 +344,12 @@ export class DockerBackend implements Backend {
     const img = image ?? this.opts.fallbackImage;
     const candidates = img ? [img] : [];
     if (candidates.length === 0) {
-      const r = await this.exec.run(["docker", "image", "ls", "--quiet", "--filter", "label=sbx.image=1"], { check: false });
-      candidates.push(...r.stdout.split("\n").map((s) => s.trim()).filter(Boolean).slice(0, 1));
+      candidates.push(...(await this.engine.imagesLabelled("sbx.image=1")).slice(0, 1));
     }
     const targets = readdirSync(root).map((n) => `/sbx-overlay/${n}/work`);
     let lastErr: unknown = null;
     for (const c of candidates) {
-      const r = await this.exec.run(
+      const r = await this.engine.runToEnd(
         [
           "docker", "run", "--rm", "--network", "none", "--user", "0:0",
           "--cap-drop", "ALL", "--cap-add", "DAC_OVERRIDE", "--cap-add", "DAC_READ_SEARCH", "--cap-add", "FOWNER",
@@ -554,7 +359,6 @@ export class DockerBackend implements Backend {
           "--mount", mountValue([["type", "bind"], ["src", root], ["dst", "/sbx-overlay"]]),
           "--entrypoint", "rm", c, "-rf", "--", ...targets,
         ],
-        { check: false },
       );
       if (r.exitCode === 0) {
         rmSync(root, { recursive: true, force: true });
@@ -579,50 +383,9 @@ export class DockerBackend implements Backend {
     };
   }
 
-  /**
-   * Every container and volume of THIS state root (label sbx.root=<hash>); another root's or user's are never seen.
-   * API: GET /containers/json?all=1&filters=…, GET /volumes?filters=… (engine socket); else runs: docker ps --all
-   * --filter label=sbx.root=<hash> --format …; docker volume ls --filter label=sbx.root=<hash> --format …
-   */
+  /** Every container and volume of THIS state root (label sbx.root=<hash>); another root's or user's are never seen. */
   async found(): Promise<Found[]> {
-    const fast = await this.apiFound();
-    if (fast !== undefined) return fast;
-    const fmt = (fields: string[]) => fields.join("\t");
-    const lbl = (k: string) => `{{.Label "${k}"}}`;
-    const c = await this.exec.run([
-      "docker", "ps", "--all", "--no-trunc", "--filter", `label=${LABEL.root}=${this.root}`, "--filter", `label=${LABEL.sandbox}`,
-      "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role)]),
-    ]);
-    const v = await this.exec.run([
-      "docker", "volume", "ls", "--filter", `label=${LABEL.root}=${this.root}`, "--filter", `label=${LABEL.sandbox}`,
-      "--format", fmt(["{{.Name}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name)]),
-    ]);
-    const rows = (s: string) => s.split("\n").filter((l) => l.trim() !== "").map((l) => l.split("\t"));
-    const out: Found[] = [];
-    for (const [name = "", sandbox = "", dir = "", repo = "", sname = "", state = "", role = ""] of rows(c.stdout)) {
-      if (role === "cleanup") continue;
-      out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state });
-    }
-    for (const [name = "", sandbox = "", dir = "", repo = "", sname = ""] of rows(v.stdout)) {
-      out.push({ kind: "volume", name, sandbox, dir, repo, id: sname, state: "" });
-    }
-    return out;
-  }
-
-  private async apiFound(): Promise<Found[] | undefined> {
-    const sock = this.opts.apiSocket;
-    if (sock === undefined) return undefined;
-    const filters = encodeURIComponent(JSON.stringify({ label: [`${LABEL.root}=${this.root}`, LABEL.sandbox] }));
-    try {
-      const [c, v] = await Promise.all([
-        engineJson(sock, "GET", `/containers/json?all=1&filters=${filters}`),
-        engineJson(sock, "GET", `/volumes?filters=${filters}`),
-      ]);
-      if (c.status !== 200 || v.status !== 200) return undefined;
-      return foundFromApi(c.json, v.json);
-    } catch {
-      return undefined;
-    }
+    return this.engine.found(this.root);
   }
 
   async list(): Promise<Observed[]> {
@@ -644,8 +407,9 @@ export class DockerBackend implements Backend {
     for (const f of ordered) {
       removed.push(`${f.kind} ${f.name} (sandbox ${f.id || "?"}, ${f.sandbox})`);
       if (dryRun) continue;
-      if (f.kind === "container") await this.exec.run(["docker", "rm", "--force", f.name], { check: false });
-      else await this.exec.run(["docker", "volume", "rm", "--force", f.name], { check: false });
+      // Best effort, each on its own: one that is gone or busy does not stop the others.
+      if (f.kind === "container") await this.engine.removeContainer(f.name).catch(() => undefined);
+      else await this.engine.removeVolume(f.name).catch(() => undefined);
     }
     return removed;
   }
@@ -677,8 +441,7 @@ export class DockerBackend implements Backend {
 
   /**
    * The shell a session gets: fish when the host user's shell is fish, else that shell when the image has it,
-   * else bash, else sh.
-   * API: HEAD /containers/sbx-<id>/archive?path=<candidate> (engine socket); else runs: docker exec sbx-<id> ls -d -- <candidates…>
+   * else bash, else sh (engine.pathsExist: a stat through the API, or `docker exec … ls -d`).
    */
   async resolveShell(spec: SandboxSpec): Promise<string> {
     const host = spec.hostUser.shell;
@@ -687,34 +450,7 @@ export class DockerBackend implements Backend {
       ...(base === "fish" ? [host, "/usr/bin/fish", "/bin/fish", "/usr/local/bin/fish"] : host ? [host] : []),
       "/bin/bash", "/usr/bin/bash", "/bin/sh",
     ].filter((c, i, a) => c.startsWith("/") && a.indexOf(c) === i);
-    const fast = await this.apiPathsExist(containerName(spec.id), candidates);
-    if (fast !== undefined) return candidates.find((c) => fast.has(c)) ?? "/bin/sh";
-    const r = await this.exec.run(
-      ["docker", "exec", "--user", `${spec.hostUser.uid}:${spec.hostUser.gid}`, containerName(spec.id), "ls", "-d", "--", ...candidates],
-      { check: false },
-    );
-    const present = new Set(r.stdout.split("\n").map((s) => s.trim()));
+    const present = await this.engine.pathsExist(containerName(spec.id), candidates, spec.hostUser);
     return candidates.find((c) => present.has(c)) ?? "/bin/sh";
-  }
-
-  /**
-   * Which of these paths exist in a container, by HEAD /containers/<name>/archive?path=… on the engine socket (a stat,
-   * no process started: ≈80 ms less than a `docker exec ls`). Undefined when the API cannot answer.
-   */
-  private async apiPathsExist(name: string, paths: readonly string[]): Promise<Set<string> | undefined> {
-    const sock = this.opts.apiSocket;
-    if (sock === undefined) return undefined;
-    try {
-      const codes = await Promise.all(
-        paths.map(async (p) => {
-          const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/archive?path=${encodeURIComponent(p)}`, { method: "HEAD", unix: sock } as RequestInit);
-          return [p, res.status] as const;
-        }),
-      );
-      if (codes.some(([, c]) => c !== 200 && c !== 404)) return undefined;
-      return new Set(codes.filter(([, c]) => c === 200).map(([p]) => p));
-    } catch {
-      return undefined;
-    }
   }
 }

@@ -132,18 +132,21 @@ export interface EnsureImageOptions {
   rebuild?: boolean;
   /** Build progress, as it arrives (sbx writes it to stderr). */
   onProgress?: (chunk: string) => void;
-  /** The engine's unix socket: the existence check asks its API instead of running the docker CLI. */
-  apiSocket?: string | undefined;
+}
+
+/** What building needs of the engine (engine-client.ts). */
+export interface ImageEngine {
+  imageExists(tag: string): Promise<boolean>;
+  build(argv: string[], onOutput: (chunk: string) => void): Promise<number>;
 }
 
 /**
  * Builds the image when its tag is missing (or `rebuild`), and returns the tag.
- * runs: docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> <context>
- * The legacy builder prints progress on stdout, so the build runs under a PTY sbx owns and its output is relayed.
+ * runs (engine.build): docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> <context>
  */
-export async function ensureImage(exec: Exec, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
+export async function ensureImage(engine: ImageEngine, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
   const plan = planImage(repo, user);
-  if (!opts.rebuild && (await imageExists(exec, plan.tag, opts.apiSocket))) return { tag: plan.tag, built: false };
+  if (!opts.rebuild && (await engine.imageExists(plan.tag))) return { tag: plan.tag, built: false };
   let tmp: string | null = null;
   try {
     let contextDir: string;
@@ -159,16 +162,10 @@ export async function ensureImage(exec: Exec, repo: string, user: HostUser, opts
     }
     const argv = dockerBuildArgs(plan, contextDir, dockerfilePath);
     let tail = "";
-    const proc = exec.terminal(argv, {
-      cols: 120,
-      rows: 40,
-      onData: (d) => {
-        const s = new TextDecoder().decode(d);
-        tail = (tail + s).slice(-4000);
-        opts.onProgress?.(s);
-      },
+    const code = await engine.build(argv, (s) => {
+      tail = (tail + s).slice(-4000);
+      opts.onProgress?.(s);
     });
-    const code = await proc.exited;
     if (code !== 0) {
       const last = tail.trim().split(/\r?\n/).slice(-3).join(" | ");
       throw new SbxError("exec_failed", `docker build of ${plan.tag} failed (exit ${code}): ${last}`, {

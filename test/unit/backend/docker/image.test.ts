@@ -3,6 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DockerEngine } from "../../../../src/backend/docker/engine-client";
 import { buildArgsFor, contextHash, dockerBuildArgs, ensureImage, imageRepoName, imageTag, planImage, usesContext } from "../../../../src/backend/docker/image";
 import { FakeExec } from "../../../fakes/exec";
 
@@ -83,7 +84,7 @@ test("an existing tag is not rebuilt", async () => {
   const plan = planImage(d, user);
   expect(plan.context).toBeNull();
   const exec = new FakeExec().expect(["docker", "image", "inspect", "--format", "{{.Id}}", plan.tag], { stdout: "sha256:1" });
-  expect(await ensureImage(exec, d, user)).toEqual({ tag: plan.tag, built: false });
+  expect(await ensureImage(new DockerEngine(exec, undefined), d, user)).toEqual({ tag: plan.tag, built: false });
   exec.assertDone();
 });
 

@@ -1,0 +1,364 @@
+// The one seam between sbx and a Docker engine: every container, volume, archive, log and image call the backend makes.
+//
+// `Engine` is what the backend needs; `DockerEngine` serves it through the engine's HTTP API on its unix socket when
+// one answers (a few ms, no process) and falls back to the docker CLI otherwise. Unit tests give the backend an
+// in-memory engine (test/fakes/docker-engine.ts) with the same rules.
+import { SbxError } from "../../core/errors";
+import type { Exec } from "../../sys/exec";
+import { createRequestFromArgs, LABEL } from "./args";
+import { engineJson, engineMessage } from "./engine-exec";
+import { imageExists } from "./image";
+
+/** A container as sbx reads it: its status and the labels that say whose it is. */
+export interface Seen {
+  status: string;
+  root: string;
+  dir: string;
+}
+
+export interface Found {
+  kind: "container" | "volume";
+  name: string;
+  id: string;
+  sandbox: string;
+  dir: string;
+  repo: string;
+  state: string;
+}
+
+export interface LogsAndState {
+  logs: string;
+  running: boolean;
+  exitCode: number;
+}
+
+export interface Engine {
+  /** A container's status and ownership labels; null when there is none of that name. */
+  seen(name: string): Promise<Seen | null>;
+  /** Makes a container from `docker create` argv (dockerCreateArgs); a name in use is an error. */
+  createContainer(argv: string[]): Promise<void>;
+  /** Makes a named volume; one that exists is left as it is. Both forms of the same request. */
+  createVolume(req: { argv: string[]; body: Record<string, unknown> }): Promise<void>;
+  /** Extracts a tar at / in a container (made, not necessarily started). */
+  putArchive(name: string, tar: Uint8Array): Promise<void>;
+  start(name: string): Promise<void>;
+  stop(name: string, timeoutS: number): Promise<void>;
+  /** Removes a container, running or not. */
+  removeContainer(name: string): Promise<void>;
+  /** Removes a volume; one a container still uses is an error. */
+  removeVolume(name: string): Promise<void>;
+  /** Names of the volumes with every one of these labels (`k=v`). */
+  volumes(labels: string[]): Promise<string[]>;
+  /** This state root's containers and volumes (label sbx.root=<root>); cleanup containers left out. */
+  found(root: string): Promise<Found[]>;
+  /** A container's log since `since` (epoch s) and whether it still runs. */
+  logsAndState(name: string, since?: number): Promise<LogsAndState>;
+  /** Follows a container's log until `text` appears (true), the log ends, or `until` (epoch ms) passes (false). */
+  followLogsFor(name: string, text: string, until: number, since?: number): Promise<boolean>;
+  /** Which of these absolute paths exist in a container. */
+  pathsExist(name: string, paths: readonly string[], user: { uid: number; gid: number }): Promise<Set<string>>;
+  /** Runs a throwaway container to its end (`docker run --rm` argv). */
+  runToEnd(argv: string[]): Promise<{ exitCode: number; stderr: string }>;
+  /** Ids of the images with this label. */
+  imagesLabelled(label: string): Promise<string[]>;
+  /** Whether an image of this tag exists. */
+  imageExists(tag: string): Promise<boolean>;
+  /** Builds an image from `docker build` argv (dockerBuildArgs), its output to `onOutput` as it comes; the exit code. */
+  build(argv: string[], onOutput: (chunk: string) => void): Promise<number>;
+}
+
+/**
+ * Pure: this state root's containers and volumes from the engine's GET /containers/json and GET /volumes answers
+ * (already filtered by label), as `found()` reads them from `docker ps` / `docker volume ls`. Undefined when an answer
+ * does not have the expected shape (the caller then asks the CLI).
+ */
+export function foundFromApi(containers: unknown, volumes: unknown): Found[] | undefined {
+  if (!Array.isArray(containers)) return undefined;
+  const vols = (volumes as { Volumes?: unknown } | null)?.Volumes ?? [];
+  if (!Array.isArray(vols)) return undefined;
+  const str = (v: unknown) => (typeof v === "string" ? v : "");
+  const out: Found[] = [];
+  for (const c of containers as { Names?: unknown; Labels?: Record<string, unknown> | null; State?: unknown }[]) {
+    const l = c?.Labels ?? {};
+    if (!Array.isArray(c?.Names) || typeof c.Names[0] !== "string" || typeof c.State !== "string") return undefined;
+    if (str(l[LABEL.role]) === "cleanup") continue;
+    out.push({ kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State });
+  }
+  for (const v of vols as { Name?: unknown; Labels?: Record<string, unknown> | null }[]) {
+    if (typeof v?.Name !== "string") return undefined;
+    const l = v.Labels ?? {};
+    out.push({ kind: "volume", name: v.Name, sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: "" });
+  }
+  return out;
+}
+
+/** Epoch seconds as the engine takes them for a log's `since` (API and CLI alike). */
+const sinceText = (since: number) => since.toFixed(3);
+
+/** API path of a container's log, both streams, from `since` when given. */
+function logsPath(name: string, since?: number): string {
+  return `/containers/${encodeURIComponent(name)}/logs?stdout=1&stderr=1${since === undefined ? "" : `&since=${sinceText(since)}`}`;
+}
+
+/** The engine through its API on `apiSocket` when that answers, else through the docker CLI. */
+export class DockerEngine implements Engine {
+  constructor(
+    private readonly exec: Exec,
+    readonly apiSocket: string | undefined,
+  ) {}
+
+  /**
+   * POST <path> on the engine socket with a JSON body: true when the engine did it (2xx, or 304 "already so"), false
+   * when the API cannot answer (then the caller runs the docker CLI). An engine that answers with an error throws it.
+   */
+  private async apiPost(path: string, body?: unknown): Promise<boolean> {
+    const sock = this.apiSocket;
+    if (sock === undefined) return false;
+    let r: { status: number; json: unknown };
+    try {
+      r = await engineJson(sock, "POST", path, body);
+    } catch {
+      return false;
+    }
+    if ((r.status >= 200 && r.status < 300) || r.status === 304) return true;
+    throw new SbxError("exec_failed", `the Docker engine refused POST ${path.split("?")[0]} (HTTP ${r.status}): ${engineMessage(r.json)}`, {
+      hint: "See `docker info` and the engine's log.",
+    });
+  }
+
+  /**
+   * API: GET /containers/<name>/json (404: absent); else runs:
+   * docker inspect --type container --format '{{.State.Status}}\t{{index .Config.Labels "sbx.root"}}\t…' <name>
+   */
+  async seen(name: string): Promise<Seen | null> {
+    const sock = this.apiSocket;
+    if (sock !== undefined) {
+      try {
+        const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit);
+        if (res.status === 404) return null;
+        if (res.ok) {
+          const body = (await res.json()) as { State?: { Status?: unknown }; Config?: { Labels?: Record<string, unknown> | null } };
+          if (typeof body.State?.Status === "string") {
+            const l = body.Config?.Labels ?? {};
+            const str = (v: unknown) => (typeof v === "string" ? v : "");
+            return { status: body.State.Status, root: str(l[LABEL.root]), dir: str(l[LABEL.dir]) };
+          }
+        }
+      } catch {
+        /* the CLI below */
+      }
+    }
+    const r = await this.exec.run(
+      ["docker", "inspect", "--type", "container", "--format", `{{.State.Status}}\t{{index .Config.Labels "${LABEL.root}"}}\t{{index .Config.Labels "${LABEL.dir}"}}`, name],
+      { check: false },
+    );
+    if (r.exitCode !== 0) return null;
+    const [status = "", root = "", dir = ""] = r.stdout.trim().split("\t");
+    return { status, root: root === "<no value>" ? "" : root, dir: dir === "<no value>" ? "" : dir };
+  }
+
+  /** API: POST /containers/create?name=<name> (the argv's request, translated: ≈30 ms less than a CLI); else runs argv. */
+  async createContainer(argv: string[]): Promise<void> {
+    const req = createRequestFromArgs(argv);
+    if (await this.apiPost(`/containers/create?name=${encodeURIComponent(req.name)}`, req.body)) return;
+    await this.exec.run(argv);
+  }
+
+  /**
+   * A volume create of an existing name returns that volume unchanged (measured on 20.10, CLI and API).
+   * API: POST /volumes/create; else runs: docker volume create --opt type=overlay …
+   */
+  async createVolume(req: { argv: string[]; body: Record<string, unknown> }): Promise<void> {
+    if (await this.apiPost("/volumes/create", req.body)) return;
+    await this.exec.run(req.argv);
+  }
+
+  /** API: PUT /containers/<name>/archive?path=/ (what `docker cp -` sends, without the process); else runs: docker cp - <name>:/ */
+  async putArchive(name: string, tar: Uint8Array): Promise<void> {
+    const sock = this.apiSocket;
+    if (sock !== undefined) {
+      try {
+        const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/archive?path=%2F&noOverwriteDirNonDir=true`, {
+          method: "PUT",
+          unix: sock,
+          body: tar,
+          headers: { "content-type": "application/x-tar" },
+        } as RequestInit);
+        await res.arrayBuffer();
+        if (res.ok) return;
+      } catch {
+        /* the CLI below */
+      }
+    }
+    await this.exec.run(["docker", "cp", "-", `${name}:/`], { stdin: tar });
+  }
+
+  /** API: POST /containers/<name>/start; else runs: docker start <name> */
+  async start(name: string): Promise<void> {
+    if (await this.apiPost(`/containers/${encodeURIComponent(name)}/start`)) return;
+    await this.exec.run(["docker", "start", name]);
+  }
+
+  /** runs: docker stop --time <s> <name> */
+  async stop(name: string, timeoutS: number): Promise<void> {
+    await this.exec.run(["docker", "stop", "--time", String(timeoutS), name]);
+  }
+
+  /** runs: docker rm --force <name> */
+  async removeContainer(name: string): Promise<void> {
+    await this.exec.run(["docker", "rm", "--force", name]);
+  }
+
+  /** runs: docker volume rm --force <name> */
+  async removeVolume(name: string): Promise<void> {
+    await this.exec.run(["docker", "volume", "rm", "--force", name]);
+  }
+
+  /** runs: docker volume ls --quiet --filter label=<k=v> … */
+  async volumes(labels: string[]): Promise<string[]> {
+    const r = await this.exec.run(["docker", "volume", "ls", "--quiet", ...labels.flatMap((l) => ["--filter", `label=${l}`])]);
+    return r.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
+  }
+
+  /**
+   * API: GET /containers/json?all=1&filters=…, GET /volumes?filters=…; else runs: docker ps --all --filter
+   * label=sbx.root=<hash> --format …; docker volume ls --filter label=sbx.root=<hash> --format …
+   */
+  async found(root: string): Promise<Found[]> {
+    const sock = this.apiSocket;
+    if (sock !== undefined) {
+      const filters = encodeURIComponent(JSON.stringify({ label: [`${LABEL.root}=${root}`, LABEL.sandbox] }));
+      try {
+        const [c, v] = await Promise.all([engineJson(sock, "GET", `/containers/json?all=1&filters=${filters}`), engineJson(sock, "GET", `/volumes?filters=${filters}`)]);
+        if (c.status === 200 && v.status === 200) {
+          const fast = foundFromApi(c.json, v.json);
+          if (fast !== undefined) return fast;
+        }
+      } catch {
+        /* the CLI below */
+      }
+    }
+    const fmt = (fields: string[]) => fields.join("\t");
+    const lbl = (k: string) => `{{.Label "${k}"}}`;
+    const c = await this.exec.run([
+      "docker", "ps", "--all", "--no-trunc", "--filter", `label=${LABEL.root}=${root}`, "--filter", `label=${LABEL.sandbox}`,
+      "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role)]),
+    ]);
+    const v = await this.exec.run([
+      "docker", "volume", "ls", "--filter", `label=${LABEL.root}=${root}`, "--filter", `label=${LABEL.sandbox}`,
+      "--format", fmt(["{{.Name}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name)]),
+    ]);
+    const rows = (s: string) => s.split("\n").filter((l) => l.trim() !== "").map((l) => l.split("\t"));
+    const out: Found[] = [];
+    for (const [name = "", sandbox = "", dir = "", repo = "", sname = "", state = "", role = ""] of rows(c.stdout)) {
+      if (role === "cleanup") continue;
+      out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state });
+    }
+    for (const [name = "", sandbox = "", dir = "", repo = "", sname = ""] of rows(v.stdout)) {
+      out.push({ kind: "volume", name, sandbox, dir, repo, id: sname, state: "" });
+    }
+    return out;
+  }
+
+  /** API: GET /containers/<name>/logs, GET /containers/<name>/json; else runs: docker logs <name>; docker inspect … */
+  async logsAndState(name: string, since?: number): Promise<LogsAndState> {
+    const sock = this.apiSocket;
+    if (sock !== undefined) {
+      try {
+        const [l, i] = await Promise.all([
+          fetch(`http://docker${logsPath(name, since)}`, { unix: sock } as RequestInit),
+          fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit),
+        ]);
+        if (l.ok && i.ok) {
+          // The log stream is multiplexed (8-byte frame headers); the lines we look for are plain text inside it.
+          const logs = new TextDecoder().decode(await l.arrayBuffer());
+          const st = ((await i.json()) as { State?: { Running?: boolean; ExitCode?: number } }).State ?? {};
+          return { logs, running: st.Running === true, exitCode: st.ExitCode ?? 0 };
+        }
+      } catch {
+        /* fall back to the CLI */
+      }
+    }
+    const l = await this.exec.run(["docker", "logs", ...(since === undefined ? [] : ["--since", sinceText(since)]), name], { check: false });
+    const i = await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", name], { check: false });
+    const [running = "false", code = "0"] = i.stdout.trim().split(" ");
+    return { logs: `${l.stdout}${l.stderr}`, running: running === "true", exitCode: Number(code) };
+  }
+
+  /**
+   * API: GET /containers/<name>/logs?follow=1[&since=…]. The stream is multiplexed (8-byte frame headers); a line
+   * written at once sits inside one frame. False without an API (the caller polls logsAndState).
+   */
+  async followLogsFor(name: string, text: string, until: number, since?: number): Promise<boolean> {
+    const sock = this.apiSocket;
+    if (sock === undefined) return false;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), Math.max(0, until - Date.now()));
+    try {
+      const res = await fetch(`http://docker${logsPath(name, since)}&follow=1`, { unix: sock, signal: abort.signal } as RequestInit);
+      if (!res.ok || res.body === null) return false;
+      const decoder = new TextDecoder();
+      let seen = "";
+      for await (const chunk of res.body) {
+        // Only the tail can hold the start of a text split across chunks.
+        seen = seen.slice(-text.length) + decoder.decode(chunk, { stream: true });
+        if (seen.includes(text)) return true;
+      }
+      return false;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+      abort.abort(); // ends the follow when it returned early
+    }
+  }
+
+  /**
+   * API: HEAD /containers/<name>/archive?path=<p> (a stat, no process: ≈80 ms less than a docker exec); else runs:
+   * docker exec --user <uid>:<gid> <name> ls -d -- <paths…>
+   */
+  async pathsExist(name: string, paths: readonly string[], user: { uid: number; gid: number }): Promise<Set<string>> {
+    const sock = this.apiSocket;
+    if (sock !== undefined) {
+      try {
+        const codes = await Promise.all(
+          paths.map(async (p) => {
+            const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/archive?path=${encodeURIComponent(p)}`, { method: "HEAD", unix: sock } as RequestInit);
+            return [p, res.status] as const;
+          }),
+        );
+        if (codes.every(([, c]) => c === 200 || c === 404)) return new Set(codes.filter(([, c]) => c === 200).map(([p]) => p));
+      } catch {
+        /* the CLI below */
+      }
+    }
+    const r = await this.exec.run(["docker", "exec", "--user", `${user.uid}:${user.gid}`, name, "ls", "-d", "--", ...paths], { check: false });
+    return new Set(r.stdout.split("\n").map((s) => s.trim()).filter((s) => paths.includes(s)));
+  }
+
+  /** runs: argv (docker run --rm …) */
+  async runToEnd(argv: string[]): Promise<{ exitCode: number; stderr: string }> {
+    const r = await this.exec.run(argv, { check: false });
+    return { exitCode: r.exitCode, stderr: r.stderr };
+  }
+
+  /** API: GET /images/<tag>/json; else runs: docker image inspect <tag> */
+  imageExists(tag: string): Promise<boolean> {
+    return imageExists(this.exec, tag, this.apiSocket);
+  }
+
+  /**
+   * runs: docker build … under a PTY sbx owns (the legacy builder prints its progress on stdout only to a terminal).
+   */
+  async build(argv: string[], onOutput: (chunk: string) => void): Promise<number> {
+    const dec = new TextDecoder();
+    const proc = this.exec.terminal(argv, { cols: 120, rows: 40, onData: (d) => onOutput(dec.decode(d, { stream: true })) });
+    return proc.exited;
+  }
+
+  /** runs: docker image ls --quiet --filter label=<label> */
+  async imagesLabelled(label: string): Promise<string[]> {
+    const r = await this.exec.run(["docker", "image", "ls", "--quiet", "--filter", `label=${label}`], { check: false });
+    return r.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
+  }
+}

@@ -1,0 +1,180 @@
+// An in-memory Docker engine behind the backend's Engine seam, with the real engine's rules where sbx relies on them:
+// a name in use refuses a create, an unknown image or container is an error, a volume in use cannot be removed, a
+// started container's forwarder prints its ready line (or exits, as on a musl image), labels filter what is found.
+import { createRequestFromArgs, FORWARDER_READY, LABEL } from "../../src/backend/docker/args";
+import type { Engine, Found, LogsAndState, Seen } from "../../src/backend/docker/engine-client";
+import { SbxError } from "../../src/core/errors";
+
+interface Container {
+  name: string;
+  image: string;
+  labels: Record<string, string>;
+  volumes: string[];
+  status: "created" | "running" | "exited";
+  exitCode: number;
+  log: { at: number; line: string }[];
+  archives: Uint8Array[];
+}
+
+interface Volume {
+  name: string;
+  labels: Record<string, string>;
+}
+
+const refused = (msg: string) => new SbxError("exec_failed", msg, { hint: "fake engine" });
+
+export class FakeDockerEngine implements Engine {
+  readonly containers = new Map<string, Container>();
+  readonly volumesByName = new Map<string, Volume>();
+  readonly images = new Map<string, Record<string, string>>();
+  /** Paths every container's image has (resolveShell asks). */
+  imagePaths = new Set(["/bin/sh", "/bin/bash", "/usr/bin/bash"]);
+  /** What the next start does: the forwarder listens (the default) or the container exits at once with this code. */
+  nextStartExits: { code: number; log: string } | null = null;
+  /** Every call that changed the engine's state, in order. */
+  readonly mutations: string[] = [];
+  /** Builds that fail with this exit code and output (a bad Dockerfile). */
+  failBuild: { code: number; output: string } | null = null;
+
+  constructor(images: string[] = []) {
+    for (const i of images) this.images.set(i, {});
+  }
+
+  private container(name: string): Container {
+    const c = this.containers.get(name);
+    if (!c) throw refused(`Error response from daemon: No such container: ${name}`);
+    return c;
+  }
+
+  async seen(name: string): Promise<Seen | null> {
+    const c = this.containers.get(name);
+    return c ? { status: c.status, root: c.labels[LABEL.root] ?? "", dir: c.labels[LABEL.dir] ?? "" } : null;
+  }
+
+  async createContainer(argv: string[]): Promise<void> {
+    const { name, body } = createRequestFromArgs(argv);
+    if (this.containers.has(name)) throw refused(`Conflict. The container name "/${name}" is already in use`);
+    const image = String((body as { Image?: unknown }).Image ?? "");
+    if (!this.images.has(image)) throw refused(`Error response from daemon: No such image: ${image}`);
+    const hc = (body as { HostConfig?: { Mounts?: { Type?: string; Source?: string }[] } }).HostConfig ?? {};
+    const volumes = (hc.Mounts ?? []).filter((m) => m.Type === "volume" && m.Source).map((m) => m.Source!);
+    // The real engine makes a named volume a create refers to when it is missing (unlabelled, default driver).
+    for (const v of volumes) if (!this.volumesByName.has(v)) this.volumesByName.set(v, { name: v, labels: {} });
+    const labels = ((body as { Labels?: Record<string, string> }).Labels ?? {}) as Record<string, string>;
+    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [] });
+    this.mutations.push(`create ${name}`);
+  }
+
+  async createVolume(req: { argv: string[]; body: Record<string, unknown> }): Promise<void> {
+    const name = String(req.body.Name ?? "");
+    if (this.volumesByName.has(name)) return; // the real engine returns the existing volume unchanged
+    this.volumesByName.set(name, { name, labels: (req.body.Labels ?? {}) as Record<string, string> });
+    this.mutations.push(`volume create ${name}`);
+  }
+
+  async putArchive(name: string, tar: Uint8Array): Promise<void> {
+    this.container(name).archives.push(tar);
+    this.mutations.push(`archive ${name}`);
+  }
+
+  async start(name: string): Promise<void> {
+    const c = this.container(name);
+    if (c.status === "running") return; // 304
+    const now = Date.now() / 1000;
+    this.mutations.push(`start ${name}`);
+    if (this.nextStartExits) {
+      const { code, log } = this.nextStartExits;
+      this.nextStartExits = null;
+      c.status = "exited";
+      c.exitCode = code;
+      c.log.push({ at: now, line: log });
+      return;
+    }
+    c.status = "running";
+    c.log.push({ at: now, line: FORWARDER_READY });
+  }
+
+  async stop(name: string): Promise<void> {
+    const c = this.container(name);
+    if (c.status !== "running") return;
+    c.status = "exited";
+    c.exitCode = 143;
+    this.mutations.push(`stop ${name}`);
+  }
+
+  async removeContainer(name: string): Promise<void> {
+    this.container(name);
+    this.containers.delete(name);
+    this.mutations.push(`rm ${name}`);
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    if (!this.volumesByName.has(name)) return; // --force: a missing volume is fine
+    const user = [...this.containers.values()].find((c) => c.volumes.includes(name));
+    if (user) throw refused(`Error response from daemon: remove ${name}: volume is in use - [${user.name}]`);
+    this.volumesByName.delete(name);
+    this.mutations.push(`volume rm ${name}`);
+  }
+
+  async volumes(labels: string[]): Promise<string[]> {
+    const match = (l: Record<string, string>) => labels.every((kv) => (kv.includes("=") ? l[kv.slice(0, kv.indexOf("="))] === kv.slice(kv.indexOf("=") + 1) : kv in l));
+    return [...this.volumesByName.values()].filter((v) => match(v.labels)).map((v) => v.name);
+  }
+
+  async found(root: string): Promise<Found[]> {
+    const ours = (l: Record<string, string>) => l[LABEL.root] === root && LABEL.sandbox in l;
+    const out: Found[] = [];
+    for (const c of this.containers.values()) {
+      if (!ours(c.labels) || c.labels[LABEL.role] === "cleanup") continue;
+      const l = c.labels;
+      out.push({ kind: "container", name: c.name, sandbox: l[LABEL.sandbox] ?? "", dir: l[LABEL.dir] ?? "", repo: l[LABEL.repo] ?? "", id: l[LABEL.name] ?? "", state: c.status });
+    }
+    for (const v of this.volumesByName.values()) {
+      if (!ours(v.labels)) continue;
+      const l = v.labels;
+      out.push({ kind: "volume", name: v.name, sandbox: l[LABEL.sandbox] ?? "", dir: l[LABEL.dir] ?? "", repo: l[LABEL.repo] ?? "", id: l[LABEL.name] ?? "", state: "" });
+    }
+    return out;
+  }
+
+  async logsAndState(name: string, since?: number): Promise<LogsAndState> {
+    const c = this.container(name);
+    const logs = c.log.filter((l) => since === undefined || l.at >= since).map((l) => `${l.line}\n`).join("");
+    return { logs, running: c.status === "running", exitCode: c.exitCode };
+  }
+
+  async followLogsFor(name: string, text: string, _until: number, since?: number): Promise<boolean> {
+    return (await this.logsAndState(name, since)).logs.includes(text);
+  }
+
+  async pathsExist(name: string, paths: readonly string[]): Promise<Set<string>> {
+    this.container(name);
+    return new Set(paths.filter((p) => this.imagePaths.has(p)));
+  }
+
+  async runToEnd(argv: string[]): Promise<{ exitCode: number; stderr: string }> {
+    this.mutations.push(`run ${argv.slice(2).join(" ")}`);
+    return { exitCode: 0, stderr: "" };
+  }
+
+  async imagesLabelled(label: string): Promise<string[]> {
+    const [k = "", v = ""] = label.split("=");
+    return [...this.images.entries()].filter(([, l]) => l[k] === v).map(([tag]) => tag);
+  }
+
+  async imageExists(tag: string): Promise<boolean> {
+    return this.images.has(tag);
+  }
+
+  async build(argv: string[], onOutput: (chunk: string) => void): Promise<number> {
+    if (this.failBuild) {
+      onOutput(this.failBuild.output);
+      return this.failBuild.code;
+    }
+    const tag = argv[argv.indexOf("--tag") + 1] ?? "";
+    onOutput(`Step 1/1 : FROM sbx-base\nSuccessfully tagged ${tag}\n`);
+    this.images.set(tag, { "sbx.image": "1" });
+    this.mutations.push(`build ${tag}`);
+    return 0;
+  }
+}
