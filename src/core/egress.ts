@@ -146,20 +146,3 @@ export function blockedMessage(sandboxName: string, target: string, detail: stri
       : `To allow it, run on the host: ${allowCommand(suggest, sandboxName)} (or add --global for every sandbox); the next request goes through, no restart needed.`;
   return `sbx blocked a connection from sandbox '${sandboxName}' to ${target}: ${detail}. ${fix}\n`;
 }
-
-/** The environment a sandbox needs so every client goes through the in-sandbox forwarder. */
-export function proxyEnv(port: number = DEFAULT_FORWARDER_PORT): Record<string, string> {
-  const url = `http://127.0.0.1:${port}`;
-  const noProxy = "localhost,127.0.0.1";
-  return {
-    HTTP_PROXY: url,
-    HTTPS_PROXY: url,
-    http_proxy: url,
-    https_proxy: url,
-    ALL_PROXY: url,
-    all_proxy: url,
-    NO_PROXY: noProxy,
-    no_proxy: noProxy,
-    NODE_USE_ENV_PROXY: "1",
-  };
-}

@@ -5,7 +5,7 @@ import { defaultRuntime, type DockerBackend } from "../backend/docker/docker";
 import { LinuxUserBackend } from "../backend/linux-user/backend";
 import { probeLinuxUser } from "../backend/linux-user/probe";
 import { macosBackendHere } from "../backend/macos/backend";
-import { PLAIN_PATH } from "../lifecycle/env";
+import { PLAIN_PATH } from "../sandboxes/env";
 import type { BackendKind } from "../core/schemas";
 import { DockerDriver } from "../drivers/docker";
 import type { Driver } from "../drivers/driver";

@@ -10,7 +10,9 @@ import type { Config } from "../core/config";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import { expandHome, loadConfig } from "../lifecycle/config";
-import { sandboxEnv } from "../lifecycle/env";
+import { RUNTIME_MOUNT, SOCKET_MOUNT } from "../backend/docker/args";
+import { DEFAULT_FORWARDER_PORT } from "../core/egress";
+import { SANDBOX_PATH, sandboxEnv } from "../sandboxes/env";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { retiredStamp, setAsideRetiredRefs } from "../sync/final-fetch";
 import { passwdName, type Env } from "../sys/env";
@@ -169,7 +171,12 @@ export class DockerDriver implements Driver {
       dir: ident.dir,
       hostUser: ident.hostShell ? { ...user, shell: ident.hostShell } : user,
       sockets: sandboxSockets(this.d.paths, ident.id),
-      env: sandboxEnv(this.d.env.raw, name, ident.userEnv ? { user: ident.userEnv } : {}),
+      // Inside a container: the forwarder's port, the socket dir and the runtime where the container mounts them.
+      env: sandboxEnv(
+        name,
+        { proxyPort: DEFAULT_FORWARDER_PORT, proxySocket: `${SOCKET_MOUNT}/proxy.sock`, bridgeSocket: `${SOCKET_MOUNT}/bridge.sock`, bun: RUNTIME_MOUNT.bun, path: SANDBOX_PATH },
+        { terminal: this.d.env.raw, ...(ident.userEnv ? { user: ident.userEnv } : {}) },
+      ),
       overlays: ident.overlays,
       options,
     };

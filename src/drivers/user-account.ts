@@ -7,15 +7,14 @@
 import { existsSync, readFileSync, symlinkSync } from "node:fs";
 import { z } from "zod";
 import type { Backend, HostUser, SandboxSpec } from "../backend/backend";
-import { proxyEnv } from "../core/egress";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
-import { llmEnv } from "../llm/env";
 import type { Env } from "../sys/env";
 import type { Exec, ExecOptions } from "../sys/exec";
 import { sandboxSockets, sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import { type UserBackendKind } from "../core/backend-kind";
+import { sandboxEnv } from "../sandboxes/env";
 import type { Driver, NewSandbox } from "./driver";
 
 /** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
@@ -123,11 +122,6 @@ export function loopbackPortFree(port: number): boolean {
   }
 }
 
-/** Pure: the environment every process of a user-account sandbox gets (rc files and sessions). */
-export function userSandboxEnv(name: string, proxyPort: number, bridgeSocket: string): Record<string, string> {
-  return { SANDBOX: name, ...proxyEnv(proxyPort), ...llmEnv(proxyPort), SBX_BRIDGE_SOCKET: bridgeSocket };
-}
-
 /** Pure: the spec of a stored user-account sandbox (what the daemon hands to the backend and the guards). */
 export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
   const ident = userIdentity(row);
@@ -139,7 +133,8 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
     dir: ident.dir,
     hostUser: ident.hostUser,
     sockets,
-    env: userSandboxEnv(row.name, ident.proxyPort, sockets.bridge),
+    // A guest reaches the proxy on its loopback port and the bridge at its socket's host path; its rc files set PATH.
+    env: sandboxEnv(row.name, { proxyPort: ident.proxyPort, bridgeSocket: sockets.bridge }),
     overlays: [],
     options: { proxyPort: ident.proxyPort },
   };

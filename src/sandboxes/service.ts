@@ -9,7 +9,7 @@ import { sandboxExists, sandboxNotFound, SbxError, unsyncedCommits, unsyncedUnkn
 import { validateSandboxName } from "../core/names";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
 import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
-import { terminalVars } from "../lifecycle/env";
+import { terminalVars } from "../lifecycle/terminal-vars";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
 import { finalFetch, retireSandboxRemote } from "../sync/final-fetch";

@@ -4,6 +4,7 @@ import type { SandboxSpec } from "../../src/backend/backend";
 import { MacosBackend } from "../../src/backend/macos/backend";
 import { directRoot, type RootContext } from "../../src/backend/macos/privileged";
 import type { UserIdentity } from "../../src/drivers/user-account";
+import { sandboxEnv } from "../../src/sandboxes/env";
 import type { Exec } from "../../src/sys/exec";
 import type { Paths } from "../../src/sys/paths";
 import { FakeExec, type Reply } from "./exec";
@@ -487,6 +488,7 @@ export function macSpec(name: string, opts: { port?: number } = {}): SandboxSpec
   const id = createHash("sha256").update(`demo\0${name}`).digest("hex").slice(0, 12);
   counter++;
   const dir = `/tmp/sbx-501/sb/${id}`;
+  const port = opts.port ?? 17000 + (counter % 1000);
   return {
     id,
     name,
@@ -494,9 +496,10 @@ export function macSpec(name: string, opts: { port?: number } = {}): SandboxSpec
     dir: `/Users/alice/.cache/sandbox/demo-x/${name}`,
     hostUser: { name: HOST, uid: 501, gid: 20, home: "/Users/alice", shell: "/bin/zsh" },
     sockets: { dir, proxy: `${dir}/proxy.sock`, bridge: `${dir}/bridge.sock` },
-    env: { TERM: "xterm-256color", LANG: "en_US.UTF-8" },
+    // As userSpec builds it: the one sandbox environment for this port and socket dir.
+    env: sandboxEnv(name, { proxyPort: port, bridgeSocket: `${dir}/bridge.sock` }, { terminal: { TERM: "xterm-256color", LANG: "en_US.UTF-8" } }),
     overlays: [],
-    options: { proxyPort: opts.port ?? 17000 + (counter % 1000) },
+    options: { proxyPort: port },
   };
 }
 

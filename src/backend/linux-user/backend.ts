@@ -4,9 +4,7 @@
 // firewall and none of the guest's processes; absent = no account. Every command goes through the Exec.
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
-import { proxyEnv } from "../../core/egress";
 import { SbxError } from "../../core/errors";
-import { llmEnv } from "../../llm/env";
 import { sha256Hex } from "../../sys/paths";
 import type { Exec, ExecResult } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../backend";
@@ -414,18 +412,16 @@ export class LinuxUserBackend implements Backend {
 
   // ── what the guest runs: runtime, rc files, shims, its socket dir ──────────────────
 
-  /** The environment a guest's shells get from their rc files: the sandbox env plus sbx's proxy, LLM, bridge and shim variables. */
+  /**
+   * The environment a guest's shells get from their rc files: the spec's (sandboxes/env.ts builds it: proxy, LLM and
+   * bridge variables) without identity variables or PATH (the rc files put ~/bin first), plus where this host's Bun is.
+   */
   guestEnv(spec: SandboxSpec): Record<string, string> {
-    const port = this.proxyPort(spec);
     const guest = this.guest(spec);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(spec.env)) if (!IDENTITY_VARS.has(k) && k !== "PATH") env[k] = v;
     return {
       ...env,
-      SANDBOX: spec.name,
-      ...proxyEnv(port),
-      ...llmEnv(port),
-      SBX_BRIDGE_SOCKET: spec.sockets.bridge,
       SBX_BUN: this.runtimeBun,
       // The shims find the real git by skipping their own dirs: ~/bin (the wrappers) is one of them.
       SBX_SHIM_DIR: this.binDir(guest),

@@ -11,7 +11,7 @@ import { hostGitEnv } from "../../sync/git-argv";
 import { hostUpdateRefs } from "../linux-user/backend";
 import { sha256Hex } from "../../sys/paths";
 import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../backend";
-import { llmEnv, proxyEnv, renderShimWrappers, type HomeFile } from "../provision/provision";
+import { renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
 import { BIN, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, shareDir, sudoRoot, type RootRunner } from "./privileged";
@@ -226,8 +226,8 @@ export class MacosBackend implements Backend {
 
   /** The files a guest home gets; the stamp is a hash of all of them. */
   homeFiles(c: Pick<Ctx, "spec" | "home" | "port">): { files: HomeFile[]; stamp: string } {
-    const url = `http://127.0.0.1:${c.port}`;
-    const env = { ...c.spec.env, ...proxyEnv(url), ...llmEnv(url), SANDBOX: c.spec.name, SBX_BRIDGE_SOCKET: c.spec.sockets.bridge };
+    // The spec's environment (sandboxes/env.ts: proxy, LLM and bridge variables), as every kind gets it.
+    const env = c.spec.env;
     const files = [
       ...renderZshRc({ home: c.home, sandbox: c.spec.name, env }),
       // binDir: the git shim must skip ~/bin (its own wrapper) when it looks for the real git on PATH.

@@ -122,24 +122,3 @@ export function renderShimWrappers(input: ShimWrapperInput): HomeFile[] {
     content: `#!/bin/sh\n# sbx shim: ${s.name} network operations go to the host's command bridge.\n${own}exec ${shQuote(input.runtime)} ${shQuote(`${input.shimDir}/${s.script}`)} "$@"\n`,
   }));
 }
-
-/** Proxy variables (both cases) pointing at a loopback HTTP proxy. */
-export function proxyEnv(proxyUrl: string): Record<string, string> {
-  return { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl };
-}
-
-/**
- * LLM base URLs served by the proxy at `/llm/<provider>`, with placeholder keys: the proxy swaps in the host's
- * real key at request time, so nothing secret is ever inside.
- */
-export function llmEnv(proxyUrl: string): Record<string, string> {
-  const base = proxyUrl.replace(/\/+$/, "");
-  return {
-    ANTHROPIC_BASE_URL: `${base}/llm/anthropic`,
-    ANTHROPIC_API_KEY: "sbx-placeholder",
-    OPENAI_BASE_URL: `${base}/llm/openai/v1`,
-    OPENAI_API_KEY: "sbx-placeholder",
-    GEMINI_API_KEY: "sbx-placeholder",
-    GOOGLE_GEMINI_BASE_URL: `${base}/llm/gemini`,
-  };
-}

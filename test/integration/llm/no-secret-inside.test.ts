@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLlmHandler } from "../../../src/llm/handler";
-import { llmEnv, PLACEHOLDER_KEY } from "../../../src/llm/env";
+import { PLACEHOLDER_KEY } from "../../../src/sandboxes/env";
 import { setSecret } from "../../../src/secrets/store";
 import { startFakeLlm, type FakeLlm } from "../../support/fake-llm";
 
@@ -120,17 +120,5 @@ describe("llm proxy", () => {
     const r = await fetch(`${base}/llm/openai/v1/models`);
     expect(r.status).toBe(503);
     expect(((await r.json()) as { hint: string }).hint).toContain("sbx secret set OPENAI_API_KEY");
-  });
-
-  test("llmEnv points every provider at the forwarder with placeholder keys", () => {
-    expect(llmEnv(4321)).toEqual({
-      ANTHROPIC_BASE_URL: "http://127.0.0.1:4321/llm/anthropic",
-      ANTHROPIC_API_KEY: "sbx-placeholder",
-      OPENAI_BASE_URL: "http://127.0.0.1:4321/llm/openai/v1",
-      OPENAI_API_KEY: "sbx-placeholder",
-      GOOGLE_GEMINI_BASE_URL: "http://127.0.0.1:4321/llm/google",
-      GEMINI_API_KEY: "sbx-placeholder",
-      GOOGLE_API_KEY: "sbx-placeholder",
-    });
   });
 });

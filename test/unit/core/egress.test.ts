@@ -1,6 +1,6 @@
 // The egress decision: order (sandbox, global, built-in), ports, IP literals, the resolved-address check, and the 403 text.
 import { describe, expect, test } from "bun:test";
-import { BUILTIN_ALLOWLIST, blockedMessage, checkAddresses, compilePolicy, decide, proxyEnv } from "../../../src/core/egress";
+import { BUILTIN_ALLOWLIST, blockedMessage, checkAddresses, compilePolicy, decide } from "../../../src/core/egress";
 
 const none = new Set<string>();
 
@@ -77,18 +77,5 @@ describe("texts", () => {
     expect(body).toContain("example.org:443");
     expect(body).toContain("sbx allow example.org --sandbox demo");
     expect(body.trim().split("\n")).toHaveLength(1);
-  });
-  test("proxyEnv sets both cases and NO_PROXY for loopback", () => {
-    expect(proxyEnv(3128)).toEqual({
-      HTTP_PROXY: "http://127.0.0.1:3128",
-      HTTPS_PROXY: "http://127.0.0.1:3128",
-      http_proxy: "http://127.0.0.1:3128",
-      https_proxy: "http://127.0.0.1:3128",
-      ALL_PROXY: "http://127.0.0.1:3128",
-      all_proxy: "http://127.0.0.1:3128",
-      NO_PROXY: "localhost,127.0.0.1",
-      no_proxy: "localhost,127.0.0.1",
-      NODE_USE_ENV_PROXY: "1",
-    });
   });
 });

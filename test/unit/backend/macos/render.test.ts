@@ -2,7 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { anchorName, guestUser, parseAnchorName, parseGuestUser, pickId } from "../../../../src/backend/macos/naming";
 import { renderPfAnchor, renderPrivilegedPlist, renderSudoers, renderZshRc } from "../../../../src/backend/macos/render";
-import { fishQuote, llmEnv, proxyEnv, renderShellRc, renderShimWrappers, shQuote } from "../../../../src/backend/provision/provision";
+import { sandboxEnv } from "../../../../src/sandboxes/env";
+import { fishQuote, renderShellRc, renderShimWrappers, shQuote } from "../../../../src/backend/provision/provision";
 import { golden } from "./golden";
 import { kitHelperArgv, kitPaths } from "../../../../src/backend/macos/install";
 
@@ -55,7 +56,7 @@ describe("sudoers rule", () => {
 });
 
 describe("zsh rc and shims", () => {
-  const env = { ...proxyEnv("http://127.0.0.1:17001"), ...llmEnv("http://127.0.0.1:17001"), SANDBOX: "demo", WEIRD: "it's $HOME `x`" };
+  const env = { ...sandboxEnv("demo", { proxyPort: 17001, bridgeSocket: "/var/run/sbx/sb/28008768e2f6/bridge.sock" }), WEIRD: "it's $HOME `x`" };
   test("golden: .zshenv, .zprofile, .zshrc", () => {
     const files = renderZshRc({ home: "/Users/sbx_alice_28008768e2f6", sandbox: "demo", env });
     expect(files.map((f) => f.path)).toEqual([".zshenv", ".zprofile", ".zshrc"]);
