@@ -6,7 +6,7 @@ import { isSbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { FeedEvent } from "../ui/feed";
-import { allowPatterns, denyPatterns } from "../ui/ops";
+import { PolicyService } from "../policy/service";
 import { ZULIP_NAME_MAX } from "./config";
 
 /** Pure: the topic a sandbox's notifications go to, `<name> · <repo dir>` (at most 60 characters). */
@@ -90,7 +90,8 @@ export function handleChat(ctx: CommandContext, m: IncomingChat): string | null 
   const head = text.split(/\s+/, 1)[0]!.toLowerCase();
   const now = (ctx.now ?? Date.now)();
   const sandbox = sandboxForTopic(ctx.store, m.topic);
-  const ops = { store: ctx.store, by: `${ctx.source}:${m.senderEmail.toLowerCase()}`, ...(ctx.publish ? { publish: ctx.publish } : {}), now: () => now };
+  const by = `${ctx.source}:${m.senderEmail.toLowerCase()}`;
+  const policy = new PolicyService({ store: ctx.store, ...(ctx.publish ? { publish: ctx.publish } : {}), now: () => now });
 
   if (head === "/help") return HELP;
   if (head === "/status") return sandbox ? status(ctx.store, sandbox, now) : overview(ctx.store);
@@ -105,13 +106,13 @@ export function handleChat(ctx: CommandContext, m: IncomingChat): string | null 
   const where = scopeSandbox ? `sandbox **${scopeSandbox.name}**` : "**every sandbox** (global list)";
   try {
     if (cmd.op === "allow") {
-      const results = allowPatterns(ops, scopeSandbox, cmd.patterns);
+      const results = policy.allow(scopeSandbox ? { kind: "sandbox", sandbox: scopeSandbox } : { kind: "global" }, cmd.patterns, by);
       const answered = results.reduce((n, r) => n + r.resolved.length, 0);
       const lines = results.map((r) => `${r.changed ? "Allowed" : "Already allowed:"} ${code(r.pattern)} for ${where}.`);
       lines.push(answered ? `The next request goes through without a restart (${answered} pending request${answered === 1 ? "" : "s"} answered).` : "The next request goes through without a restart.");
       return lines.join("\n");
     }
-    const results = denyPatterns(ops, scopeSandbox, cmd.patterns);
+    const results = policy.deny(scopeSandbox ? { kind: "sandbox", sandbox: scopeSandbox } : { kind: "global" }, cmd.patterns, by);
     return results
       .map((r) =>
         r.changed

@@ -11,6 +11,12 @@ import {
   type LifecycleVerb,
   LogsSchema,
   OkSchema,
+  PolicyChangeSchema,
+  PolicyDecisionSchema,
+  PolicyPendingSchema,
+  PolicyViewSchema,
+  type PolicyPatterns,
+  type PolicyShow,
   SandboxActionSchema,
   SandboxListSchema,
   SessionListSchema,
@@ -124,6 +130,28 @@ export class DaemonClient {
   /** Tells the daemon to drop a sandbox that is being removed (guards stop, sockets go). */
   async release(ref: SandboxRef): Promise<void> {
     await this.call("POST", "/v1/sandboxes/release", OkSchema, ref);
+  }
+
+  /** Adds patterns to a sandbox's list or the global one (answering the pending approvals they cover). */
+  allow(req: PolicyPatterns) {
+    return this.call("POST", "/v1/policy/allow", PolicyChangeSchema, req);
+  }
+
+  /** Removes patterns from a list (answering pending approvals for those hosts as denied). */
+  deny(req: PolicyPatterns) {
+    return this.call("POST", "/v1/policy/deny", PolicyChangeSchema, req);
+  }
+
+  allowlist(req: PolicyShow) {
+    return this.call("POST", "/v1/policy/allowlist", PolicyViewSchema, req);
+  }
+
+  approvals() {
+    return this.call("POST", "/v1/policy/approvals", PolicyPendingSchema, {});
+  }
+
+  decide(id: number, choice: "allow-sandbox" | "allow-global" | "deny") {
+    return this.call("POST", "/v1/policy/decide", PolicyDecisionSchema, { id, choice });
   }
 
   logs(q: LogsQuery = {}) {

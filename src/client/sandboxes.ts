@@ -1,5 +1,6 @@
 // The CLI's sandbox verbs: each is one call to the daemon's sandbox service (/v1/lifecycle/*), its notes and build output shown as they come.
 import { lineSplitter } from "../core/lines";
+import { listScope } from "../core/scope";
 import { processPipedIo, readStdin, runPiped, stdinHasData } from "../lifecycle/relay";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import type { Env } from "../sys/env";
@@ -27,6 +28,19 @@ export function whereOf(ctx: Pick<VerbContext, "cwd" | "env">, repoFlag: string 
   const sudo = ctx.env.raw.SUDO_UID;
   const asUid = ctx.env.uid === 0 && sudo !== undefined && /^[1-9]\d*$/.test(sudo) ? Number(sudo) : undefined;
   return { cwd: ctx.cwd, ...(repoFlag !== undefined ? { repoFlag } : {}), ...(asUid !== undefined ? { asUid } : {}) };
+}
+
+/**
+ * `--sandbox NAME` / `--global` as the daemon takes them (it finds NAME in the repo around the caller's cwd); neither
+ * or both is refused here, before any daemon is reached.
+ */
+export function scopeOf(
+  verb: string,
+  ctx: Pick<VerbContext, "cwd" | "env">,
+  opts: Record<string, unknown>,
+): { cwd: string; repoFlag?: string; asUid?: number; sandbox?: string; global: boolean } {
+  const name = listScope(verb, typeof opts.sandbox === "string" ? opts.sandbox : undefined, opts.global === true);
+  return { ...whereOf(ctx, undefined), ...(name === null ? { global: true } : { sandbox: name, global: false }) };
 }
 
 /** Notes on stderr; build output indented beneath them. */

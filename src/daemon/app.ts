@@ -3,6 +3,9 @@ import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { SbxError, toSbxError, type ErrorCode } from "../core/errors";
+import type { Sandbox } from "../core/schemas";
+import { listScope } from "../core/scope";
+import { scopeLabel, type PatternResult, type PolicyService, type Scope } from "../policy/service";
 import type { Output, SandboxService } from "../sandboxes/service";
 import type { Store } from "../store/store";
 import type { Paths } from "../sys/paths";
@@ -26,6 +29,13 @@ import {
   type LifecycleLine,
   LogsQuerySchema,
   LogsSchema,
+  PolicyChangeSchema,
+  PolicyDecideSchema,
+  PolicyDecisionSchema,
+  PolicyPatternsSchema,
+  PolicyPendingSchema,
+  PolicyShowSchema,
+  PolicyViewSchema,
   SandboxActionSchema,
   SandboxExecSchema,
   SandboxListSchema,
@@ -59,6 +69,10 @@ export interface AppDeps {
   service?: SandboxService;
   /** Where clones staged by the CLI live (`<cache>/sandbox-staging`). */
   paths?: Pick<Paths, "cacheDir">;
+  /** The allowlist and approvals (/v1/policy/*); the dashboard and chat bot decide through the same service. */
+  policy?: PolicyService;
+  /** Who a CLI decision is recorded as (`cli:<user>`): the control socket is the user's own (0600). */
+  user?: string;
 }
 
 /**
@@ -335,6 +349,61 @@ export function createApp(deps: AppDeps): Hono {
       const guarded = new Map(controller.views().map((v) => [`${v.repo}\0${v.name}`, v.guarded]));
       return LifecycleResults.list.parse({ sandboxes: items.map((i) => ({ ...i, guarded: guarded.get(`${i.repo}\0${i.name}`) ?? false })) });
     });
+  });
+
+  // ── the allowlist and approvals: the one policy service the dashboard and chat use too ──
+  const policy = (): PolicyService => {
+    if (!deps.policy) throw new SbxError("not_available", "this daemon runs no policy service", { hint: "Restart the daemon (`sbx daemon`); see its log." });
+    return deps.policy;
+  };
+  const cliBy = `cli:${deps.user ?? "user"}`;
+  const sandboxNamed = async (w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, name: string): Promise<Sandbox> => {
+    const repo = await service().repoOf(w);
+    const sb = store.findSandbox(repo, name);
+    if (!sb) {
+      throw new SbxError("not_found", `no sandbox '${name}' in ${repo}`, {
+        hint: "Run `sbx list` to see this repo's sandboxes, or run sbx from inside the repo the sandbox was created from.",
+      });
+    }
+    return sb;
+  };
+  const scopeOf = async (verb: string, req: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined; sandbox?: string | undefined; global: boolean }): Promise<Scope> => {
+    const name = listScope(verb, req.sandbox, req.global);
+    return name === null ? { kind: "global" } : { kind: "sandbox", sandbox: await sandboxNamed(req, name) };
+  };
+  const changeView = (scope: Scope, results: PatternResult[]) =>
+    PolicyChangeSchema.parse({ scope: scopeLabel(scope), results: results.map((r) => ({ pattern: r.pattern, changed: r.changed, resolved: r.resolved.length })) });
+
+  app.post("/v1/policy/allow", async (c) => {
+    const req = PolicyPatternsSchema.parse(await jsonBody(c));
+    const scope = await scopeOf("allow", req);
+    return c.json(changeView(scope, policy().allow(scope, req.patterns, cliBy)));
+  });
+
+  app.post("/v1/policy/deny", async (c) => {
+    const req = PolicyPatternsSchema.parse(await jsonBody(c));
+    const scope = await scopeOf("deny", req);
+    return c.json(changeView(scope, policy().deny(scope, req.patterns, cliBy)));
+  });
+
+  app.post("/v1/policy/allowlist", async (c) => {
+    const req = PolicyShowSchema.parse(await jsonBody(c));
+    const view = policy().show(req.sandbox === undefined ? null : await sandboxNamed(req, req.sandbox));
+    const entry = (e: { pattern: string; addedBy: string; addedAt: number }) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt });
+    return c.json(
+      PolicyViewSchema.parse({
+        sandbox: view.sandbox && { name: view.sandbox.name, entries: view.sandbox.entries.map(entry) },
+        global: view.global.map(entry),
+        builtin: [...view.builtin],
+      }),
+    );
+  });
+
+  app.post("/v1/policy/approvals", (c) => c.json(PolicyPendingSchema.parse({ pending: policy().pending() })));
+
+  app.post("/v1/policy/decide", async (c) => {
+    const req = PolicyDecideSchema.parse(await jsonBody(c));
+    return c.json(PolicyDecisionSchema.parse(policy().decide(req.id, req.choice, cliBy)));
   });
 
   app.get("/v1/logs", async (c) => {

@@ -17,6 +17,7 @@ import { clearStaleSocket, ensurePrivateDir, serveControl, type ControlServer } 
 import { SessionManager } from "./sessions";
 import { defaultSpecBuilder, type SpecBuilder } from "./spec";
 import { controllerSupervisor } from "./supervisor";
+import type { PolicyService } from "../policy/service";
 import type { SandboxService } from "../sandboxes/service";
 
 export interface DaemonDeps {
@@ -45,6 +46,8 @@ export interface DaemonDeps {
   services?: (store: Store) => { stop(): Promise<void> };
   /** The sandbox service behind /v1/lifecycle/* (the daemon makes itself its supervisor). */
   service?: SandboxService;
+  /** The allowlist and approvals behind /v1/policy/* (the dashboard and chat decide through the same one). */
+  policy?: PolicyService;
 }
 
 export interface RunningDaemon {
@@ -104,6 +107,8 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     const app = createApp({
       agents,
       ...(deps.service ? { service: deps.service.withSupervisor(controllerSupervisor(controller, sessions)) } : {}),
+      ...(deps.policy ? { policy: deps.policy } : {}),
+      user: deps.env.userName,
       paths,
       hosted: () => h,
       controller,

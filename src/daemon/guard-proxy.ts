@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { fdPassing } from "../../shims/fd-pass";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
 import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
-import { createDecisionSink, policyFor, type DecisionSinkOptions } from "../proxy/allowlist-service";
+import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
+import { policyFor } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../ui/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 

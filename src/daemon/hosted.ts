@@ -4,7 +4,7 @@ import { startZulipBot, type ZulipBot } from "../chat/bot";
 import { SbxError, toSbxError } from "../core/errors";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
-import { feedFromAudit, type EventBus } from "../ui/feed";
+import type { EventBus } from "../ui/feed";
 import { startDashboard, type Dashboard } from "../ui/server";
 import type { TicketState } from "../ui/auth";
 import type { Logger } from "./log";
@@ -18,8 +18,6 @@ export interface HostedDeps {
   exec: Exec;
   configDir: string;
   platform: NodeJS.Platform;
-  /** How often allowlist changes made by the CLI (another process) are read from the audit log onto the feed (ms). */
-  cliTailMs?: number;
   /** Seams for tests. */
   dashboard?: boolean;
   notifications?: boolean;
@@ -89,8 +87,6 @@ export function startHosted(deps: HostedDeps): Hosted {
     unsubscribe = events.subscribe((e) => n.onEvent(e));
   }
 
-  const stopTail = tailCliDecisions(store, events, log, deps.cliTailMs ?? 1000);
-
   return {
     notifier,
     uiOrigin: () => dash?.origin ?? null,
@@ -109,41 +105,8 @@ export function startHosted(deps: HostedDeps): Hosted {
       return chatStatus();
     },
     async close() {
-      stopTail();
       unsubscribe();
       await Promise.allSettled([bot?.close(), dash?.close(), notifier?.idle()]);
     },
   };
-}
-
-/**
- * Allowlist changes made by `sbx allow|deny|approvals` run in the CLI's process: they reach the daemon's live feed
- * (dashboard, chat) from their audit rows (kind "allowlist", decided by `cli:…`), read every `everyMs`. Rows the
- * daemon's own dashboard or bot wrote were published when made and are skipped.
- */
-export function tailCliDecisions(store: Store, events: EventBus, log: Logger, everyMs: number): () => void {
-  let last = store.listAudit({ limit: 1 })[0]?.id ?? 0;
-  const names = new Map<number, string>();
-  const nameOf = (id: number) => {
-    let n = names.get(id);
-    if (n === undefined) {
-      n = store.getSandbox(id)?.name ?? `#${id}`;
-      names.set(id, n);
-    }
-    return n;
-  };
-  const timer = setInterval(() => {
-    try {
-      for (const row of store.listAudit({ kind: "allowlist", afterId: last, limit: 10_000 })) {
-        last = Math.max(last, row.id);
-        if (typeof row.detail.by !== "string" || !row.detail.by.startsWith("cli:")) continue;
-        const e = feedFromAudit(row, nameOf);
-        if (e) events.publish(e);
-      }
-    } catch (e) {
-      log.warn("reading the CLI's allowlist changes failed", { err: toSbxError(e).message });
-    }
-  }, everyMs);
-  timer.unref?.();
-  return () => clearInterval(timer);
 }

@@ -11,6 +11,7 @@ import { DockerDriver } from "../drivers/docker";
 import type { Driver } from "../drivers/driver";
 import { UserAccountDriver } from "../drivers/user-account";
 import { lineSplitter } from "../core/lines";
+import { PolicyService } from "../policy/service";
 import { SandboxService } from "../sandboxes/service";
 import { createLlmHandler } from "../llm/handler";
 import type { Provider } from "../llm/keys";
@@ -310,6 +311,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.service ? { service: comps.service } : {}),
+      policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
       ...(comps.prepareRun ? { prepareRun: comps.prepareRun } : {}),

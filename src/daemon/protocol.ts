@@ -275,3 +275,54 @@ export const LifecycleLineSchema = z.discriminatedUnion("t", [
   z.object({ t: z.literal("error"), body: ErrorBodySchema }),
 ]);
 export type LifecycleLine = z.infer<typeof LifecycleLineSchema>;
+
+// ── The allowlist and approvals (/v1/policy/*): sbx allow, deny, allowlist and approvals ──
+
+/** A list to change: a sandbox's (named as the CLI names it: in the repo around cwd) or the global one. */
+const ScopeSchema = WhereSchema.extend({ sandbox: nameSchema.optional(), global: z.boolean().default(false) });
+
+export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200) });
+export type PolicyPatterns = z.input<typeof PolicyPatternsSchema>;
+
+export const PolicyShowSchema = WhereSchema.extend({ sandbox: nameSchema.optional() });
+export type PolicyShow = z.input<typeof PolicyShowSchema>;
+
+export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]) });
+
+const AllowEntryViewSchema = z.object({ pattern: z.string(), addedBy: z.string(), addedAt: z.number() });
+export const ApprovalViewSchema = z.object({
+  id: z.number().int(),
+  sandboxId: z.number().int(),
+  /** The sandbox's name (pending lists carry it). */
+  sandbox: z.string().optional(),
+  host: z.string(),
+  port: z.number().int(),
+  reason: z.string(),
+  state: z.enum(["pending", "allowed", "denied"]),
+  count: z.number().int(),
+  firstSeen: z.number(),
+  lastSeen: z.number(),
+  decidedBy: z.string().nullable(),
+  decidedAt: z.number().nullable(),
+});
+export type ApprovalView = z.infer<typeof ApprovalViewSchema>;
+
+export const PolicyChangeSchema = z.object({
+  /** Which list, as people read it ("sandbox 'demo'", "every sandbox (global)"). */
+  scope: z.string(),
+  results: z.array(z.object({ pattern: z.string(), changed: z.boolean(), resolved: z.number().int() })),
+});
+export const PolicyViewSchema = z.object({
+  sandbox: z.object({ name: z.string(), entries: z.array(AllowEntryViewSchema) }).nullable(),
+  global: z.array(AllowEntryViewSchema),
+  builtin: z.array(z.string()),
+});
+export const PolicyPendingSchema = z.object({ pending: z.array(ApprovalViewSchema) });
+export const PolicyDecisionSchema = z.object({
+  approval: ApprovalViewSchema,
+  sandbox: z.object({ id: z.number().int(), name: z.string() }),
+  pattern: z.string(),
+  scope: z.enum(["sandbox", "global"]),
+  action: z.enum(["allow", "deny"]),
+  added: z.boolean(),
+});

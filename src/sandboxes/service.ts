@@ -166,7 +166,8 @@ export class SandboxService {
     });
   }
 
-  private repoOf(w: Where): Promise<string> {
+  /** The repo a caller means: the one around its cwd, or --repo (git run as the sudo caller when sbx is root for them). */
+  repoOf(w: Where): Promise<string> {
     const exec = w.asUid !== undefined && this.d.env.uid === 0 && w.asUid !== 0 ? asUidExec(this.d.exec, w.asUid) : (this.d.repoExec ?? this.d.exec);
     return findRepoRoot(exec, w.cwd, w.repoFlag);
   }

@@ -9,7 +9,7 @@ import { BUILTIN_ALLOWLIST, patternFor } from "../core/egress";
 import { SbxError, toSbxError } from "../core/errors";
 import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type Session } from "./auth";
 import { feedFromAudit, type DataSource, type FeedEvent } from "./feed";
-import { decideApproval, removeEntry } from "./ops";
+import { PolicyService } from "../policy/service";
 
 export const SESSION_COOKIE = "sbx_ui";
 export const CSRF_HEADER = "x-sbx-csrf";
@@ -232,7 +232,7 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
     try {
       const id = z.coerce.number().int().positive().parse(c.req.param("id"));
       const { choice } = DecideBody.parse(body);
-      const r = decideApproval({ store, by: "ui", publish, now }, id, choice);
+      const r = new PolicyService({ store, publish, now }).decide(id, choice, "ui");
       return c.json({ ok: true, action: r.action, scope: r.scope, pattern: r.pattern, sandbox: r.sandbox.name, added: r.added });
     } catch (e) {
       return fail(c, e);
@@ -244,7 +244,7 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
     if (body instanceof Response) return body;
     try {
       const { sandboxId, pattern } = RemoveBody.parse(typeof body.sandboxId === "string" ? { ...body, sandboxId: body.sandboxId === "" ? null : Number(body.sandboxId) } : body);
-      const removed = removeEntry({ store, by: "ui", publish, now }, sandboxId, pattern);
+      const removed = new PolicyService({ store, publish, now }).remove(sandboxId, pattern, "ui");
       return c.json({ ok: true, removed });
     } catch (e) {
       return fail(c, e);

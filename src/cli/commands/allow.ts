@@ -16,18 +16,14 @@ export const allow: Verb = {
   },
   async run(ctx, args, opts) {
     const { presetPatterns } = await import("../../core/presets");
-    const { addPatterns, resolveScope, scopeLabel } = await import("../../proxy/allowlist-service");
-    const { Store } = await import("../../store/store");
+    const { daemon, scopeOf } = await import("../../client/sandboxes");
     const patterns = [...args, ...(typeof opts.preset === "string" ? presetPatterns(opts.preset) : [])];
-    const store = new Store(ctx.paths.dbFile);
-    try {
-      const scope = await resolveScope(store, ctx.exec, ctx.cwd, opts, "allow");
-      const changes = addPatterns(store, scope, patterns, `cli:${ctx.env.userName}`);
-      for (const c of changes) ctx.render.out(c.changed ? `allowed ${c.pattern} for ${scopeLabel(scope)}` : `${c.pattern} was already allowed for ${scopeLabel(scope)}`);
-      ctx.render.info("takes effect on the next request; no restart needed");
-      return ExitCode.ok;
-    } finally {
-      store.close();
-    }
+    const req = { ...scopeOf("allow", ctx, opts), patterns };
+    const r = await (await daemon(ctx)).allow(req);
+    for (const c of r.results) ctx.render.out(c.changed ? `allowed ${c.pattern} for ${r.scope}` : `${c.pattern} was already allowed for ${r.scope}`);
+    const answered = r.results.reduce((n, c) => n + c.resolved, 0);
+    if (answered > 0) ctx.render.info(`${answered} pending request${answered === 1 ? "" : "s"} answered`);
+    ctx.render.info("takes effect on the next request; no restart needed");
+    return ExitCode.ok;
   },
 };

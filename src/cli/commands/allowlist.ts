@@ -11,29 +11,22 @@ export const allowlist: Verb = {
       .option("--sandbox <name>", "this sandbox's list").option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
-    const { findSandboxByName, showAllowlist } = await import("../../proxy/allowlist-service");
-    const { Store } = await import("../../store/store");
-    const store = new Store(ctx.paths.dbFile);
-    try {
-      const sb = typeof opts.sandbox === "string" ? await findSandboxByName(store, ctx.exec, ctx.cwd, opts.sandbox) : null;
-      const view = showAllowlist(store, sb);
-      if (opts.json) {
-        ctx.render.json({
-          sandbox: view.sandbox && { name: view.sandbox.name, patterns: view.sandbox.entries.map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })) },
-          global: view.global.map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
-          builtin: view.builtin,
-        });
-        return ExitCode.ok;
-      }
-      const rows: string[][] = [];
-      if (view.sandbox) for (const e of view.sandbox.entries) rows.push([e.pattern, `sandbox ${view.sandbox.name}`, e.addedBy, new Date(e.addedAt).toISOString()]);
-      for (const e of view.global) rows.push([e.pattern, "global", e.addedBy, new Date(e.addedAt).toISOString()]);
-      for (const p of view.builtin) rows.push([p, "built-in", "sbx", ""]);
-      ctx.render.table(["PATTERN", "SCOPE", "ADDED BY", "ADDED"], rows);
-      if (!view.sandbox) ctx.render.info("showing the global and built-in lists; add --sandbox NAME for a sandbox's own");
+    const { daemon, whereOf } = await import("../../client/sandboxes");
+    const view = await (await daemon(ctx)).allowlist({ ...whereOf(ctx, undefined), ...(typeof opts.sandbox === "string" ? { sandbox: opts.sandbox } : {}) });
+    if (opts.json) {
+      ctx.render.json({
+        sandbox: view.sandbox && { name: view.sandbox.name, patterns: view.sandbox.entries.map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })) },
+        global: view.global.map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
+        builtin: view.builtin,
+      });
       return ExitCode.ok;
-    } finally {
-      store.close();
     }
+    const rows: string[][] = [];
+    if (view.sandbox) for (const e of view.sandbox.entries) rows.push([e.pattern, `sandbox ${view.sandbox.name}`, e.addedBy, new Date(e.addedAt).toISOString()]);
+    for (const e of view.global) rows.push([e.pattern, "global", e.addedBy, new Date(e.addedAt).toISOString()]);
+    for (const p of view.builtin) rows.push([p, "built-in", "sbx", ""]);
+    ctx.render.table(["PATTERN", "SCOPE", "ADDED BY", "ADDED"], rows);
+    if (!view.sandbox) ctx.render.info("showing the global and built-in lists; add --sandbox NAME for a sandbox's own");
+    return ExitCode.ok;
   },
 };

@@ -14,20 +14,14 @@ export const deny: Verb = {
       .option("--global", "from the global list");
   },
   async run(ctx, args, opts) {
-    const { removePatterns, resolveScope, scopeLabel } = await import("../../proxy/allowlist-service");
-    const { Store } = await import("../../store/store");
-    const store = new Store(ctx.paths.dbFile);
-    try {
-      const scope = await resolveScope(store, ctx.exec, ctx.cwd, opts, "deny");
-      const changes = removePatterns(store, scope, args, `cli:${ctx.env.userName}`);
-      for (const c of changes) {
-        if (c.changed) ctx.render.out(`removed ${c.pattern} from ${scopeLabel(scope)}`);
-        else ctx.render.info(`${c.pattern} is not on the list of ${scopeLabel(scope)} (see \`sbx allowlist\`)`);
-      }
-      // Nothing removed at all is worth a non-zero exit: the pattern was probably mistyped.
-      return changes.some((c) => c.changed) ? ExitCode.ok : ExitCode.noInput;
-    } finally {
-      store.close();
+    const { daemon, scopeOf } = await import("../../client/sandboxes");
+    const req = { ...scopeOf("deny", ctx, opts), patterns: args };
+    const r = await (await daemon(ctx)).deny(req);
+    for (const c of r.results) {
+      if (c.changed) ctx.render.out(`removed ${c.pattern} from ${r.scope}`);
+      else ctx.render.info(`${c.pattern} is not on the list of ${r.scope} (see \`sbx allowlist\`)`);
     }
+    // Nothing removed at all is worth a non-zero exit: the pattern was probably mistyped.
+    return r.results.some((c) => c.changed) ? ExitCode.ok : ExitCode.noInput;
   },
 };

@@ -3,10 +3,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } fr
 import { mkdirSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
-import { createDecisionSink, policyFor } from "../../../src/proxy/allowlist-service";
+import { createDecisionSink } from "../../../src/policy/decision-sink";
+import { PolicyService, policyFor } from "../../../src/policy/service";
 import { Store } from "../../../src/store/store";
-import { FakeExec } from "../../fakes/exec";
-import { runCli } from "../../support/cli";
 import { echoServer, echoThrough, get, httpServer, openTunnel, rawExchange, tempDir } from "./helpers";
 
 let echo: Awaited<ReturnType<typeof echoServer>>;
@@ -142,7 +141,7 @@ describe("CONNECT and plain HTTP with a static policy", () => {
   });
 });
 
-describe("with the Store: approvals recorded once, `sbx allow` applies without restart", () => {
+describe("with the Store: approvals recorded once, an allow applies without restart", () => {
   let tmp: ReturnType<typeof tempDir>;
   let store: Store;
   let proxy: EgressProxy;
@@ -184,21 +183,21 @@ describe("with the Store: approvals recorded once, `sbx allow` applies without r
     expect(notified).toEqual(["svc.test"]);
   });
 
-  test("sbx allow (the CLI, another Store connection) then success, same proxy, no restart", async () => {
-    const exec = new FakeExec().always((a) => a[0] === "git", { stdout: `${repo}\n` });
-    const vars = { XDG_STATE_HOME: join(tmp.dir, "state") };
+  test("an allow (the policy service, on another Store connection) then success, same proxy, no restart", async () => {
+    const other = new Store(join(tmp.dir, "state", "sbx", "sbx.db"));
+    const policy = new PolicyService({ store: other });
+    const sb = other.getSandbox(sandboxId)!;
     expect((await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`)).status).toBe(403);
 
-    const r1 = await runCli(["allow", `svc.test:${echo.port}`, "--sandbox", "demo"], { exec, vars, cwd: repo });
-    expect(r1.code).toBe(0);
+    policy.allow({ kind: "sandbox", sandbox: sb }, [`svc.test:${echo.port}`], "cli:t");
     // The name is allowed now, but it resolves to loopback: refused until that address is allowed too.
     const mid = await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`);
     expect(mid.status).toBe(403);
     expect(mid.response.headers["x-sbx-blocked"]).toBe(`internal-address svc.test:${echo.port}`);
     expect(mid.response.body).toContain(`sbx allow 127.0.0.1:${echo.port} --sandbox demo`);
 
-    const r2 = await runCli(["allow", `127.0.0.1:${echo.port}`, "--sandbox", "demo"], { exec, vars, cwd: repo });
-    expect(r2.code).toBe(0);
+    policy.allow({ kind: "sandbox", sandbox: sb }, [`127.0.0.1:${echo.port}`], "cli:t");
+    other.close();
     const t = await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`);
     expect(t.status).toBe(200);
     expect((await echoThrough(t, "ok")).toString()).toBe("okbye 2");
@@ -208,14 +207,14 @@ describe("with the Store: approvals recorded once, `sbx allow` applies without r
     expect(allowed[0]!.detail).toMatchObject({ host: "svc.test", address: "127.0.0.1", bytesUp: 2, bytesDown: 7 });
   });
 
-  test("`sbx approvals allow ID` lets the next request through", async () => {
+  test("deciding the approval (allow for its sandbox) lets the next request through", async () => {
     store.addAllow(sandboxId, `svc.test:${echo.port}`, "test");
     expect((await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`)).status).toBe(403);
     const [p] = store.listApprovals({ state: "pending" });
     expect(p).toMatchObject({ host: "127.0.0.1", port: echo.port });
-    const exec = new FakeExec();
-    const r = await runCli(["approvals", "allow", String(p!.id)], { exec, vars: { XDG_STATE_HOME: join(tmp.dir, "state") }, cwd: repo });
-    expect(r.code).toBe(0);
+    const other = new Store(join(tmp.dir, "state", "sbx", "sbx.db"));
+    new PolicyService({ store: other }).decide(p!.id, "allow-sandbox", "cli:t");
+    other.close();
     const t = await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`);
     expect(t.status).toBe(200);
     t.socket.destroy();

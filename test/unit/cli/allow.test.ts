@@ -1,4 +1,5 @@
-// sbx allow / deny / allowlist / approvals through main(): scopes, presets, too-broad refusal (64), approvals deciding.
+// sbx allow / deny / allowlist / approvals through main() and the daemon's policy routes (served in this process):
+// scopes, presets, too-broad refusal (64), approvals deciding, and every decision on the daemon's live feed.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,27 +8,34 @@ import { PRESETS } from "../../../src/core/presets";
 import { Store } from "../../../src/store/store";
 import { FakeExec } from "../../fakes/exec";
 import { runCli } from "../../support/cli";
+import { serveInprocDaemon, type InprocDaemon } from "../../support/inproc-daemon";
 
 let root: string;
 let repo: string;
 let exec: FakeExec;
 let vars: Record<string, string>;
 let dbFile: string;
+let daemon: InprocDaemon;
 
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), "sbx-allow-"));
   repo = join(root, "repo");
   mkdirSync(repo);
   repo = realpathSync(repo);
-  vars = { XDG_STATE_HOME: join(root, "state") };
+  // The CLI's and the daemon's environment alike: one state dir, one runtime dir (the control socket).
+  vars = { HOME: join(root, "home"), XDG_STATE_HOME: join(root, "state"), XDG_CONFIG_HOME: join(root, "config"), XDG_CACHE_HOME: join(root, "cache"), XDG_RUNTIME_DIR: join(root, "run") };
   dbFile = join(root, "state", "sbx", "sbx.db");
   exec = new FakeExec().always((argv) => argv[0] === "git" && argv.includes("rev-parse"), { stdout: `${repo}\n` });
   const store = new Store(dbFile);
   store.createSandbox({ name: "demo", repo, backend: "fake" });
   store.createSandbox({ name: "other", repo, backend: "fake" });
   store.close();
+  daemon = serveInprocDaemon({ ...vars, PATH: process.env.PATH }, exec);
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
+afterEach(async () => {
+  await daemon.stop();
+  rmSync(root, { recursive: true, force: true });
+});
 
 const cli = (argv: string[]) => runCli(argv, { exec, vars, cwd: repo });
 const withStore = <T>(fn: (s: Store) => T): T => {
@@ -79,6 +87,24 @@ describe("sbx allow", () => {
     expect(missing.code).toBe(66);
     expect(missing.stderr).toContain("no sandbox 'nope'");
     expect((await cli(["allow", "--preset", "nosuch", "--global"])).stderr).toContain("unknown preset");
+  });
+
+  test("allow answers the pending approvals it covers, and the daemon's feed (dashboard, chat, notifications) hears of it", async () => {
+    const demo = withStore((s) => s.findSandbox(repo, "demo")!);
+    withStore((s) => s.recordPending(demo.id, "api.example.com", 443, "not on the allowlist"));
+    const r = await cli(["allow", "api.example.com", "--sandbox", "demo"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("1 pending request answered");
+    withStore((s) => expect(s.listApprovals({ state: "pending" })).toEqual([]));
+    expect(daemon.events.map((e) => e.kind === "decision" && [e.action, e.pattern, e.scope, e.by])).toEqual([["allow", "api.example.com", "sandbox", "cli:tester"]]);
+  });
+
+  test("a name is looked up in the repo around the caller only: another repo's sandbox of that name is not found", async () => {
+    withStore((s) => s.createSandbox({ name: "elsewhere", repo: "/some/other/repo", backend: "fake" }));
+    const r = await cli(["allow", "example.com", "--sandbox", "elsewhere"]);
+    expect(r.code).toBe(66);
+    expect(r.stderr).toContain(`no sandbox 'elsewhere' in ${repo}`);
+    withStore((s) => expect(s.listAllow(s.listSandboxes().find((x) => x.name === "elsewhere")!.id)).toEqual([]));
   });
 });
 

@@ -25,13 +25,6 @@ const EXCEPTIONS: Record<string, { why: string; may: string[] }> = {
   "demo.ts": { why: "runs its own throwaway sbx and servers, driving sbx only through its CLI", may: ["src/backend/"] },
   "chat.ts": { why: "writes chat.json (the daemon reloads it)", may: ["src/chat/config.ts"] },
   "ui.ts": { why: "opens the launch page the daemon's link points at", may: ["src/ui/launch.ts"] },
-  // Not yet behind the daemon: they open the store and the CLI's own allowlist service. To go with one policy service.
-  ...Object.fromEntries(
-    ["allow.ts", "deny.ts", "approvals.ts", "allowlist.ts"].map((v) => [
-      v,
-      { why: "still decides in the CLI process over the store (one policy service behind the daemon is to replace it)", may: ["src/proxy/", "src/store/"] },
-    ]),
-  ),
 };
 
 function tsFiles(d: string): string[] {

@@ -1,0 +1,235 @@
+// The one allowlist and approvals service: the CLI (through the daemon), the dashboard and the chat bot all decide here.
+//
+// Every decision is the same three things wherever it is made: the store changed (in one transaction, with the pending
+// approvals it answers), an audit row, and a decision event on the live feed (dashboard, chat, notifications).
+import { formatIp, parseIp } from "../core/addresses";
+import { matchesAddress, matchesName, parsePattern, validatePattern } from "../core/allowlist";
+import { BUILTIN_ALLOWLIST, patternFor, type PolicyLists } from "../core/egress";
+import { SbxError } from "../core/errors";
+import type { AllowEntry, Approval, Sandbox } from "../core/schemas";
+import type { Store } from "../store/store";
+import type { FeedEvent, SandboxRef } from "../ui/feed";
+
+/** Which list a change is for. */
+export type Scope = { kind: "sandbox"; sandbox: Sandbox } | { kind: "global" };
+
+export function scopeLabel(scope: Scope): string {
+  return scope.kind === "global" ? "every sandbox (global)" : `sandbox '${scope.sandbox.name}'`;
+}
+
+/** How a pending approval is answered: allowed for its sandbox, for every sandbox, or denied. */
+export type Choice = "allow-sandbox" | "allow-global" | "deny";
+
+export interface PatternResult {
+  pattern: string;
+  /** Whether the list changed (added for allow, removed for deny). */
+  changed: boolean;
+  /** Pending approvals this answered. */
+  resolved: Approval[];
+}
+
+export interface ApprovalDecision {
+  approval: Approval;
+  sandbox: SandboxRef;
+  pattern: string;
+  scope: "sandbox" | "global";
+  action: "allow" | "deny";
+  /** false when the pattern was already on that list (or for deny). */
+  added: boolean;
+}
+
+export interface AllowlistView {
+  sandbox: { name: string; entries: AllowEntry[] } | null;
+  global: AllowEntry[];
+  builtin: readonly string[];
+}
+
+export type PendingView = Approval & { sandbox: string };
+
+export interface PolicyDeps {
+  store: Store;
+  /** The live feed; a listener that throws never undoes a stored decision. */
+  publish?: (e: FeedEvent) => void;
+  now?: () => number;
+}
+
+/** What the proxy reads on every request. */
+export function policyFor(store: Store, sandboxId: number): PolicyLists {
+  return {
+    sandbox: store.listAllow(sandboxId).map((e) => e.pattern),
+    global: store.listAllow(null).map((e) => e.pattern),
+  };
+}
+
+/** Whether a pattern covers a pending approval's host and port. */
+function covers(pattern: string, host: string, port: number): boolean {
+  const { pattern: p } = validatePattern(pattern);
+  const ip = parseIp(host);
+  return ip ? matchesAddress(p, ip, port) : matchesName(p, host, port);
+}
+
+/** The host part of a suggested pattern, as the approvals table keys it (the proxy's decision sink uses it). */
+export function approvalHost(suggest: string): string | null {
+  const r = parsePattern(suggest);
+  if (!r.ok) return null;
+  const p = r.pattern;
+  if (p.kind === "exact") return p.host;
+  if (p.kind === "cidr") return formatIp(p.cidr.network);
+  return null;
+}
+
+export class PolicyService {
+  constructor(private readonly d: PolicyDeps) {}
+
+  private ref(id: number): SandboxRef {
+    return { id, name: this.d.store.getSandbox(id)?.name ?? `#${id}` };
+  }
+
+  /** The audit row and the feed event of one decision (the store change is already made). */
+  private announce(e: Extract<FeedEvent, { kind: "decision" }>): void {
+    this.d.store.audit({
+      sandboxId: e.sandbox?.id ?? null,
+      kind: "allowlist",
+      action: e.action,
+      detail: { pattern: e.pattern, scope: e.scope, by: e.by, approvalId: e.approvalId ?? null },
+    });
+    try {
+      this.d.publish?.(e);
+    } catch {
+      // The feed is best effort; the decision is stored and audited.
+    }
+  }
+
+  private now(): number {
+    return (this.d.now ?? Date.now)();
+  }
+
+  /** Marks the pending approvals a pattern covers (in one sandbox, or every sandbox) as decided. */
+  private resolvePending(sandboxId: number | null, pattern: string, state: "allowed" | "denied", by: string): Approval[] {
+    const { store } = this.d;
+    const pending = store.listApprovals(sandboxId === null ? { state: "pending" } : { state: "pending", sandboxId });
+    return pending.filter((a) => covers(pattern, a.host, a.port)).map((a) => store.decideApproval(a.id, state, by));
+  }
+
+  /** For deny: the pending approvals for the pattern's host, on any port when the pattern names none. */
+  private resolvePendingHost(sandboxId: number | null, pattern: string, by: string): Approval[] {
+    const { store } = this.d;
+    const { pattern: p } = validatePattern(pattern);
+    const pending = store.listApprovals(sandboxId === null ? { state: "pending" } : { state: "pending", sandboxId });
+    return pending
+      .filter((a) => {
+        const q = p.port === null ? { ...p, port: a.port } : p;
+        const ip = parseIp(a.host);
+        return ip ? matchesAddress(q, ip, a.port) : matchesName(q, a.host, a.port);
+      })
+      .map((a) => store.decideApproval(a.id, "denied", by));
+  }
+
+  /**
+   * Adds patterns to a list and answers the pending approvals they cover. Every pattern is validated first: one the
+   * core refuses (too broad, malformed) refuses the whole call, and nothing changes.
+   */
+  allow(scope: Scope, patterns: readonly string[], by: string): PatternResult[] {
+    const canon = [...new Set(patterns.map((p) => validatePattern(p).canonical))];
+    if (canon.length === 0) {
+      throw new SbxError("usage", "nothing to allow", { hint: "Name a host (example.com), a wildcard (*.example.com), an IP or CIDR, or --preset NAME." });
+    }
+    const id = scope.kind === "global" ? null : scope.sandbox.id;
+    const results = this.d.store.write(() =>
+      canon.map((pattern) => ({
+        pattern,
+        changed: this.d.store.addAllow(id, pattern, by),
+        resolved: this.resolvePending(id, pattern, "allowed", by),
+      })),
+    );
+    const at = this.now();
+    const sandbox = scope.kind === "global" ? null : { id: scope.sandbox.id, name: scope.sandbox.name };
+    // Only what changed something is a decision: allowing what was allowed already is no news.
+    for (const r of results) {
+      if (r.changed || r.resolved.length > 0) this.announce({ kind: "decision", at, sandbox, action: "allow", pattern: r.pattern, scope: scope.kind, by });
+    }
+    return results;
+  }
+
+  /**
+   * Removes patterns from a list (matched in canonical form, or verbatim for an entry stored before a rule changed)
+   * and answers the pending approvals for those hosts as denied.
+   */
+  deny(scope: Scope, patterns: readonly string[], by: string): PatternResult[] {
+    if (patterns.length === 0) throw new SbxError("usage", "nothing to deny", { hint: "Name a host, e.g. example.org." });
+    const id = scope.kind === "global" ? null : scope.sandbox.id;
+    const { store } = this.d;
+    const results = store.write(() =>
+      patterns.map((raw) => {
+        const r = parsePattern(raw);
+        const pattern = r.ok ? r.canonical : raw.trim();
+        const changed = store.removeAllow(id, pattern) || (pattern !== raw && store.removeAllow(id, raw));
+        return { pattern, changed, resolved: r.ok ? this.resolvePendingHost(id, pattern, by) : [] };
+      }),
+    );
+    const at = this.now();
+    const sandbox = scope.kind === "global" ? null : { id: scope.sandbox.id, name: scope.sandbox.name };
+    for (const r of results) {
+      if (r.changed || r.resolved.length > 0) this.announce({ kind: "decision", at, sandbox, action: r.changed ? "remove" : "deny", pattern: r.pattern, scope: scope.kind, by });
+    }
+    return results;
+  }
+
+  /** Removes one entry (the dashboard's remove button); removing what is gone is not an error. */
+  remove(sandboxId: number | null, pattern: string, by: string): boolean {
+    const changed = this.d.store.removeAllow(sandboxId, pattern);
+    if (changed) {
+      this.announce({
+        kind: "decision",
+        at: this.now(),
+        sandbox: sandboxId === null ? null : this.ref(sandboxId),
+        action: "remove",
+        pattern,
+        scope: sandboxId === null ? "global" : "sandbox",
+        by,
+      });
+    }
+    return changed;
+  }
+
+  /**
+   * Decides one pending approval: allow for its sandbox, allow everywhere (the global list, which also answers every
+   * other sandbox's pending request it covers), or deny. Allowing adds the host (with its port when not 80/443).
+   */
+  decide(approvalId: number, choice: Choice, by: string): ApprovalDecision {
+    const { store } = this.d;
+    const result = store.write(() => {
+      const approval = store.decideApproval(approvalId, choice === "deny" ? "denied" : "allowed", by);
+      const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
+      const scope: "sandbox" | "global" = choice === "allow-global" ? "global" : "sandbox";
+      let added = false;
+      if (choice !== "deny") {
+        added = store.addAllow(scope === "global" ? null : approval.sandboxId, pattern, by);
+        this.resolvePending(scope === "global" ? null : approval.sandboxId, pattern, "allowed", by);
+      }
+      return { approval, sandbox: this.ref(approval.sandboxId), pattern, scope, action: choice === "deny" ? ("deny" as const) : ("allow" as const), added };
+    });
+    this.announce({ kind: "decision", at: this.now(), sandbox: result.sandbox, action: result.action, pattern: result.pattern, scope: result.scope, by, approvalId });
+    return result;
+  }
+
+  /** Pending approvals, newest first, with the sandbox's name. */
+  pending(): PendingView[] {
+    const { store } = this.d;
+    const names = new Map<number, string>();
+    return store.listApprovals({ state: "pending" }).map((a) => {
+      if (!names.has(a.sandboxId)) names.set(a.sandboxId, store.getSandbox(a.sandboxId)?.name ?? `#${a.sandboxId}`);
+      return { ...a, sandbox: names.get(a.sandboxId)! };
+    });
+  }
+
+  /** A sandbox's list (when given), the global list and the built-in one. */
+  show(sandbox: Sandbox | null): AllowlistView {
+    const { store } = this.d;
+    return {
+      sandbox: sandbox ? { name: sandbox.name, entries: store.listAllow(sandbox.id) } : null,
+      global: store.listAllow(null),
+      builtin: BUILTIN_ALLOWLIST,
+    };
+  }
+}
