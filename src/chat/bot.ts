@@ -1,5 +1,5 @@
 // The Zulip bot: posts blocked requests to a topic per sandbox and answers /allow, /deny, /allowlist, /status there; long-polls with re-register and jittered backoff.
-import type { DataSource, FeedEvent } from "../ui/feed";
+import type { DataSource, FeedEvent } from "../events/feed";
 import type { UiLog } from "../ui/app";
 import { blockedNotice, handleChat, topicFor } from "./commands";
 import type { ZulipConfig } from "./config";

@@ -5,7 +5,7 @@ import { BUILTIN_ALLOWLIST, patternFor } from "../core/egress";
 import { isSbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
-import type { FeedEvent } from "../ui/feed";
+import type { FeedEvent } from "../events/feed";
 import { PolicyService } from "../policy/service";
 import { ZULIP_NAME_MAX } from "./config";
 

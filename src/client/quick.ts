@@ -5,7 +5,7 @@ import { engineExec, engineSocket } from "../backend/docker/engine-exec";
 import { SbxError, isErrorCode } from "../core/errors";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
-import { processPipedIo, readStdin, stdinHasData } from "../lifecycle/relay";
+import { processPipedIo, readStdin, stdinHasData } from "./piped";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";

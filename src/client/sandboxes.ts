@@ -1,7 +1,7 @@
 // The CLI's sandbox verbs: each is one call to the daemon's sandbox service (/v1/lifecycle/*), its notes and build output shown as they come.
 import { lineSplitter } from "../core/lines";
 import { listScope } from "../core/scope";
-import { processPipedIo, readStdin, runPiped, stdinHasData } from "../lifecycle/relay";
+import { processPipedIo, readStdin, runPiped, stdinHasData } from "./piped";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";

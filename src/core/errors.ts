@@ -107,12 +107,6 @@ export function toSbxError(e: unknown): SbxError {
   });
 }
 
-export function notAvailableYet(verb: string): SbxError {
-  return new SbxError("not_available", `sbx ${verb}: not available yet`, {
-    hint: `The '${verb}' verb is declared but not built in this version of sbx; see the README for what works today.`,
-  });
-}
-
 // ── Named refusals: the same refusal reads the same wherever it is raised ──
 
 /** No sandbox of that name for that repo. */

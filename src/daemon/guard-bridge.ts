@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { startBridge, type AuditEvent } from "../bridge/server";
 import { sandboxLayout } from "../workspace/layout";
-import type { FeedEvent } from "../ui/feed";
+import type { FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 
 export interface BridgeGuardOptions {

@@ -9,7 +9,7 @@ import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-hand
 import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
-import { feedFromEgress, type FeedEvent } from "../ui/feed";
+import { feedFromEgress, type FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 
 export interface ProxyGuardOptions {

@@ -4,7 +4,7 @@ import { startZulipBot, type ZulipBot } from "../chat/bot";
 import { SbxError, toSbxError } from "../core/errors";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
-import type { EventBus } from "../ui/feed";
+import type { EventBus } from "../events/feed";
 import { startDashboard, type Dashboard } from "../ui/server";
 import type { TicketState } from "../ui/auth";
 import type { Logger } from "./log";

@@ -23,7 +23,7 @@ import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
 import { HOST_REMOTE, sandboxRemote } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
-import { createEventBus, type EventBus } from "../ui/feed";
+import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "./guard-bridge";

@@ -1,7 +1,7 @@
 // Desktop notifications of blocked requests: notify-send (Linux) or osascript (macOS) through Exec, at most one per sandbox and host per interval.
 import { patternFor } from "../core/egress";
 import type { Exec } from "../sys/exec";
-import type { FeedEvent } from "../ui/feed";
+import type { FeedEvent } from "../events/feed";
 import type { Logger } from "./log";
 
 export type EgressFeedEvent = Extract<FeedEvent, { kind: "egress" }>;

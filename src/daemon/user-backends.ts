@@ -18,7 +18,7 @@ import { hostGitEnv, hostRefsArgv, parseHostRefs } from "../sync/git-argv";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { sandboxRemote } from "../workspace/clone";
-import { feedFromAudit, type FeedEvent } from "../ui/feed";
+import { feedFromAudit, type FeedEvent } from "../events/feed";
 import type { GuardContext, SandboxGuard } from "./guards";
 import type { Logger } from "./log";
 import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";

@@ -8,7 +8,7 @@ import { BUILTIN_ALLOWLIST, patternFor, type PolicyLists } from "../core/egress"
 import { SbxError } from "../core/errors";
 import type { AllowEntry, Approval, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
-import type { FeedEvent, SandboxRef } from "../ui/feed";
+import type { FeedEvent, SandboxRef } from "../events/feed";
 
 /** Which list a change is for. */
 export type Scope = { kind: "sandbox"; sandbox: Sandbox } | { kind: "global" };

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { BUILTIN_ALLOWLIST, patternFor } from "../core/egress";
 import { SbxError, toSbxError } from "../core/errors";
 import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type Session } from "./auth";
-import { feedFromAudit, type DataSource, type FeedEvent } from "./feed";
+import { feedFromAudit, type DataSource, type FeedEvent } from "../events/feed";
 import { PolicyService } from "../policy/service";
 
 export const SESSION_COOKIE = "sbx_ui";

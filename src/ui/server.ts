@@ -1,7 +1,7 @@
 // Serves the dashboard with Bun.serve on 127.0.0.1 at a port chosen at start; returns the launch URL (which holds the token) and close().
 import { LaunchTickets, randomSecret, type TicketState } from "./auth";
 import { createDashboardApp, type UiLog } from "./app";
-import type { DataSource } from "./feed";
+import type { DataSource } from "../events/feed";
 
 export interface DashboardOptions {
   source: DataSource;

@@ -16,7 +16,7 @@ import { Store } from "../../src/store/store";
 import { readEnv } from "../../src/sys/env";
 import type { Exec } from "../../src/sys/exec";
 import { pathsFor } from "../../src/sys/paths";
-import type { FeedEvent } from "../../src/ui/feed";
+import type { FeedEvent } from "../../src/events/feed";
 import { FakeBackend } from "../fakes/backend";
 
 export interface InprocDaemon {

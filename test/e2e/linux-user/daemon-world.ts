@@ -13,7 +13,7 @@ import { Store } from "../../../src/store/store";
 import { processEnv, type Env } from "../../../src/sys/env";
 import { createExec } from "../../../src/sys/exec";
 import type { Paths } from "../../../src/sys/paths";
-import { createEventBus } from "../../../src/ui/feed";
+import { createEventBus } from "../../../src/events/feed";
 import type { World } from "./harness";
 
 export interface DaemonWorld {

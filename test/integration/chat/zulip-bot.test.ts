@@ -5,7 +5,7 @@ import { topicFor } from "../../../src/chat/commands";
 import { buildZulipConfig } from "../../../src/chat/config";
 import { patternFor } from "../../../src/core/egress";
 import { Store } from "../../../src/store/store";
-import { createEventBus, type EventBus, type FeedEvent } from "../../../src/ui/feed";
+import { createEventBus, type EventBus, type FeedEvent } from "../../../src/events/feed";
 import { startFakeZulip, type FakeMessage, type FakeZulip } from "../../support/fake-zulip";
 
 const BOT = "sbx-bot@zulip.test";

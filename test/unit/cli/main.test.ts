@@ -149,33 +149,6 @@ describe("sbx shell arguments", () => {
   });
 });
 
-describe("verbs not built yet", () => {
-  /** Verbs whose file still uses the shared not-yet action; shrinks as issues land. */
-  const notBuilt = async () => {
-    const out: Verb[] = [];
-    for (const v of verbs) {
-      const src = await Bun.file(`${import.meta.dir}/../../../src/cli/commands/${v.name}.ts`).text();
-      if (src.includes("notYet(")) out.push(v);
-    }
-    return out;
-  };
-
-  /** Fills every required positional so that parsing succeeds and the action runs. */
-  const argvFor = (v: Verb) => {
-    const cmd = new Command(v.name);
-    v.declare(cmd);
-    return [v.name, ...cmd.registeredArguments.filter((a) => a.required).map(() => "x")];
-  };
-
-  test("each exits 69 with 'not available yet'", async () => {
-    for (const v of await notBuilt()) {
-      const r = await runCli(argvFor(v));
-      expect({ verb: v.name, code: r.code }).toEqual({ verb: v.name, code: 69 });
-      expect(r.stderr).toContain(`sbx ${v.name}: not available yet`);
-    }
-  });
-});
-
 describe("colour", () => {
   test("off for non-TTY, off with NO_COLOR even on a TTY, on for a TTY", () => {
     expect(colorLevel(false, {})).toBe(0);

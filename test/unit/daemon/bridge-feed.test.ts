@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import type { AuditEvent } from "../../../src/bridge/server";
 import { feedFromBridge } from "../../../src/daemon/guard-bridge";
-import { feedFromAudit } from "../../../src/ui/feed";
+import { feedFromAudit } from "../../../src/events/feed";
 
 const sb = { id: 3, name: "demo" };
 const ev = (decision: AuditEvent["decision"], extra: Partial<AuditEvent> = {}): AuditEvent => ({

@@ -8,7 +8,7 @@ import { buildZulipConfig, chatConfigPath, writeChatConfig } from "../../../src/
 import { startHosted, type Hosted } from "../../../src/daemon/hosted";
 import { createLogger } from "../../../src/daemon/log";
 import { Store } from "../../../src/store/store";
-import { createEventBus } from "../../../src/ui/feed";
+import { createEventBus } from "../../../src/events/feed";
 import { FakeExec } from "../../fakes/exec";
 
 let dir: string;

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../../src/daemon/log";
 import { blockedNotification, createDesktopNotifier, notificationArgv, type EgressFeedEvent } from "../../../src/daemon/notify";
-import type { FeedEvent } from "../../../src/ui/feed";
+import type { FeedEvent } from "../../../src/events/feed";
 import { FakeExec } from "../../fakes/exec";
 
 function denied(host: string, sandbox = { id: 1, name: "demo" }, port = 443): EgressFeedEvent {

@@ -10,7 +10,7 @@ import { rawBlockFeed, startUserBackendAudits } from "../../../src/daemon/user-b
 import { Store } from "../../../src/store/store";
 import { processEnv, type Env } from "../../../src/sys/env";
 import type { Exec, TerminalOptions } from "../../../src/sys/exec";
-import { createEventBus, feedFromAudit, type FeedEvent } from "../../../src/ui/feed";
+import { createEventBus, feedFromAudit, type FeedEvent } from "../../../src/events/feed";
 import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
 import { ALICE_IDENTITY, ALICE_PATHS } from "../../fakes/mac";

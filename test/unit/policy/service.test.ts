@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { PolicyService } from "../../../src/policy/service";
 import { Store } from "../../../src/store/store";
-import { feedFromAudit, type FeedEvent } from "../../../src/ui/feed";
+import { feedFromAudit, type FeedEvent } from "../../../src/events/feed";
 
 let store: Store;
 afterEach(() => store?.close());

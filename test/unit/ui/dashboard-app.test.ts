@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createDashboardApp, CSRF_HEADER, SESSION_COOKIE, type UiLog } from "../../../src/ui/app";
 import { CONTENT_SECURITY_POLICY, LaunchTickets } from "../../../src/ui/auth";
-import { createEventBus, type EventBus, type FeedEvent } from "../../../src/ui/feed";
+import { createEventBus, type EventBus, type FeedEvent } from "../../../src/events/feed";
 import { Store } from "../../../src/store/store";
 
 const TOKEN = "launch-token-" + "x".repeat(30);

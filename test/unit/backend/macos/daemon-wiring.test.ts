@@ -5,7 +5,7 @@ import { silentLogger } from "../../../../src/daemon/log";
 import { userSpec } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
 import { processEnv, type Env } from "../../../../src/sys/env";
-import { createEventBus } from "../../../../src/ui/feed";
+import { createEventBus } from "../../../../src/events/feed";
 import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "../../../fakes/mac";
 import { golden } from "./golden";
 

@@ -7,7 +7,7 @@ import { userRefSyncTarget } from "../../../../src/daemon/user-backends";
 import { Store } from "../../../../src/store/store";
 import { hostGitEnv } from "../../../../src/sync/git-argv";
 import { processEnv, type Env } from "../../../../src/sys/env";
-import { createEventBus } from "../../../../src/ui/feed";
+import { createEventBus } from "../../../../src/events/feed";
 import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "../../../fakes/mac";
 import { golden } from "./golden";
 

@@ -1,6 +1,6 @@
 // A piped command's exit code is handed back only after its output is written out (main exits the process right after; a full pipe would lose the tail).
 import { describe, expect, test } from "bun:test";
-import { runPiped } from "../../../src/lifecycle/relay";
+import { runPiped } from "../../../src/client/piped";
 import { FakeExec } from "../../fakes/exec";
 
 describe("runPiped", () => {

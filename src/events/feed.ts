@@ -1,4 +1,4 @@
-// The live feed: event shapes (proxy decisions, bridge commands, approvals decided), a tiny in-memory bus, and the data source the daemon passes in.
+// The live feed: event shapes (proxy decisions, bridge commands, approvals decided), the in-memory bus every part of the daemon publishes on, and the converters from audit rows and proxy decisions.
 import { z } from "zod";
 import type { AuditEntry } from "../core/schemas";
 import type { Store } from "../store/store";

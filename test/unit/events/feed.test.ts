@@ -1,6 +1,6 @@
 // The feed: the in-memory bus isolates listeners, proxy decisions and audit rows map to feed events, and tailAudit publishes only new rows.
 import { describe, expect, test } from "bun:test";
-import { createEventBus, feedFromAudit, feedFromEgress, tailAudit, type FeedEvent } from "../../../src/ui/feed";
+import { createEventBus, feedFromAudit, feedFromEgress, tailAudit, type FeedEvent } from "../../../src/events/feed";
 import { Store } from "../../../src/store/store";
 
 describe("event bus", () => {

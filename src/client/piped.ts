@@ -1,51 +1,6 @@
-// The terminal relay: an interactive session runs under a PTY sbx owns; the user's terminal only exchanges bytes with it.
+// A command with no terminal: stdin forwarded when it carries data, stdout and stderr streamed as they come, and flushed before sbx exits.
 import { fstatSync } from "node:fs";
 import type { Exec } from "../sys/exec";
-
-export interface RelayIo {
-  stdin: NodeJS.ReadStream;
-  stdout: NodeJS.WriteStream;
-  /** Subscribes to terminal resizes; returns the unsubscribe. */
-  onResize: (fn: () => void) => () => void;
-}
-
-export function processIo(): RelayIo {
-  return {
-    stdin: process.stdin,
-    stdout: process.stdout,
-    onResize(fn) {
-      process.on("SIGWINCH", fn);
-      return () => void process.off("SIGWINCH", fn);
-    },
-  };
-}
-
-/**
- * Runs argv under a new PTY (never the user's real terminal: TIOCSTI), puts the user's terminal in raw mode,
- * relays bytes both ways and resizes, and returns the inner exit code.
- */
-export async function relayTerminal(exec: Exec, argv: readonly string[], io: RelayIo = processIo()): Promise<number> {
-  const size = () => ({ cols: io.stdout.columns || 80, rows: io.stdout.rows || 24 });
-  const { cols, rows } = size();
-  const term = exec.terminal(argv, { cols, rows, onData: (d) => void io.stdout.write(d) });
-  const wasRaw = io.stdin.isRaw;
-  if (io.stdin.isTTY) io.stdin.setRawMode(true);
-  const onInput = (d: Buffer | string) => term.write(typeof d === "string" ? d : new Uint8Array(d));
-  io.stdin.on("data", onInput);
-  io.stdin.resume();
-  const off = io.onResize(() => {
-    const s = size();
-    term.resize(s.cols, s.rows);
-  });
-  try {
-    return await term.exited;
-  } finally {
-    off();
-    io.stdin.off("data", onInput);
-    io.stdin.pause();
-    if (io.stdin.isTTY) io.stdin.setRawMode(wasRaw ?? false);
-  }
-}
 
 /** Whether stdin carries data worth forwarding to a non-interactive command (a pipe or a file, not a tty or /dev/null). */
 export function stdinHasData(fd = 0): boolean {
