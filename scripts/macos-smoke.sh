@@ -61,9 +61,9 @@ sleep 1
 
 DRIVER='
 import { createExec } from "./src/sys/exec";
-import { MacosBackend } from "./src/backend/macos/backend";
-import { sudoRoot } from "./src/backend/macos/privileged";
-import { kitHelperArgv, kitPaths } from "./src/backend/macos/install";
+import { MacosBackend } from "./src/drivers/macos/backend";
+import { sudoRoot } from "./src/drivers/macos/privileged";
+import { kitHelperArgv, kitPaths } from "./src/drivers/macos/install";
 import { hostGitEnv, hostRefsArgv, parseHostRefs } from "./src/sync/git-argv";
 const [verb, me, port, repo, runtime, lib] = process.argv.slice(1);
 const exec = createExec({ PATH: "/usr/bin:/bin:/usr/sbin:/sbin" });
@@ -123,9 +123,9 @@ as_guest curl -s -m 3 --noproxy '*' -o /dev/null https://example.org/ || true
 sleep 2
 grep -m1 "sbx_$UID_" /tmp/sbx-pflog.txt | sed -E 's/^[^ ]+ //; s/ > .*//'
 # expect: rule <n>.sbx_<uid>.<m>/0(match) [uid <uid>]: block out on en0: <your ip>.<port>
-#         (the anchor's own name, not com.apple/sbx_<uid>, and the socket's uid: what src/backend/macos/monitor.ts parses)
+#         (the anchor's own name, not com.apple/sbx_<uid>, and the socket's uid: what src/drivers/macos/monitor.ts parses)
 "$BUN" -e "
-import { parsePflogLine } from './src/backend/macos/monitor';
+import { parsePflogLine } from './src/drivers/macos/monitor';
 const e = (await Bun.file('/tmp/sbx-pflog.txt').text()).split('\n').map(parsePflogLine).find((x) => x && x.uid === $UID_ && x.action === 'block');
 console.log(e ? ['blocked-raw', e.socketUid === e.uid ? 'uid-match' : 'uid-' + e.socketUid, e.proto, e.dstPort].join(' ') : 'no sbx block parsed');
 "

@@ -16,7 +16,7 @@ export {
 } from "./sys/paths";
 export { createExec, ExecError, type Exec, type ExecOptions, type ExecResult } from "./sys/exec";
 export { Store } from "./store/store";
-export type { Backend, SandboxSpec, Observed, Phase, HostUser, ShellRequest, CleanupReport } from "./backend/backend";
-export { probeEngine, classifyEngine, type EngineClass, type EngineKind } from "./backend/docker/engine";
+export type { Backend, SandboxSpec, Observed, Phase, HostUser, ShellRequest, CleanupReport } from "./drivers/backend";
+export { probeEngine, classifyEngine, type EngineClass, type EngineKind } from "./drivers/docker/engine";
 export { runDoctor, type Check, type CheckStatus } from "./doctor/doctor";
 export { findRepoRoot } from "./workspace/repo";

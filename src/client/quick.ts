@@ -1,7 +1,7 @@
 // The fast path of `sbx shell|run NAME -- cmd` without a terminal: the daemon starts the sandbox (guards up) and runs the command through its exec agent, or else the command goes through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
 import { existsSync } from "node:fs";
 import { readExecStream } from "../../shims/exec-frames";
-import { engineExec, engineSocket } from "../backend/docker/engine-exec";
+import { engineExec, engineSocket } from "../drivers/docker/engine-exec";
 import { SbxError, isErrorCode } from "../core/errors";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";

@@ -1,13 +1,13 @@
 // The supervisor: one record per sandbox (guards, observed phase); reconcile on start; guards go up before a sandbox runs and it is fenced when they are down.
 import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync, chmodSync } from "node:fs";
 import { join } from "node:path";
-import type { Backend, Observed, SandboxSpec } from "../backend/backend";
+import type { Backend, Observed, SandboxSpec } from "../drivers/backend";
 import { SbxError, toSbxError } from "../core/errors";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
-import { notifyStarted, startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "./guards";
+import { notifyStarted, startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "../guards/guards";
 import type { Logger } from "./log";
 import type { SandboxRef, SandboxView } from "./protocol";
 import type { SpecBuilder } from "./spec";

@@ -8,7 +8,7 @@ import type { Paths } from "../sys/paths";
 import { createApp } from "./app";
 import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
 import { ExecAgents, execAgentGuard } from "./exec-agents";
-import type { SandboxGuard } from "./guards";
+import type { SandboxGuard } from "../guards/guards";
 import type { Hosted } from "./hosted";
 import { acquireLock, type DaemonLock } from "./lock";
 import type { Logger } from "./log";

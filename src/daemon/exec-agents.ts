@@ -20,7 +20,7 @@ import {
   type Frame,
   type StartPayload,
 } from "../../shims/exec-frames";
-import type { GuardHandle, SandboxGuard } from "./guards";
+import type { GuardHandle, SandboxGuard } from "../guards/guards";
 
 /** The agent socket's name in a sandbox's socket dir (mounted at /run/sbx inside). */
 export const AGENT_SOCKET = "agent.sock";

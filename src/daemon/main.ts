@@ -1,13 +1,13 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
 import { join } from "node:path";
-import { containerName } from "../backend/docker/args";
-import { defaultRuntime, type DockerBackend } from "../backend/docker/docker";
-import { LinuxUserBackend } from "../backend/linux-user/backend";
-import { probeLinuxUser } from "../backend/linux-user/probe";
-import { macosBackendHere } from "../backend/macos/backend";
+import { containerName } from "../drivers/docker/args";
+import { defaultRuntime, type DockerBackend } from "../drivers/docker/docker";
+import { LinuxUserBackend } from "../drivers/linux-user/backend";
+import { probeLinuxUser } from "../drivers/linux-user/probe";
+import { macosBackendHere } from "../drivers/macos/backend";
 import { PLAIN_PATH } from "../sandboxes/env";
 import type { BackendKind } from "../core/schemas";
-import { DockerDriver } from "../drivers/docker";
+import { DockerDriver } from "../drivers/docker/driver";
 import type { Driver } from "../drivers/driver";
 import { UserAccountDriver } from "../drivers/user-account";
 import { lineSplitter } from "../core/lines";
@@ -17,7 +17,7 @@ import { createLlmHandler } from "../llm/handler";
 import type { Provider } from "../llm/keys";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { Store } from "../store/store";
-import { refSyncGuard } from "../sync/guard";
+import { refSyncGuard } from "../guards/ref-sync";
 import type { Env } from "../sys/env";
 import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
@@ -26,9 +26,9 @@ import { sandboxLayout } from "../workspace/layout";
 import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
-import { bridgeGuard } from "./guard-bridge";
-import { loopbackGuard } from "./guard-loopback";
-import { proxyGuard } from "./guard-proxy";
+import { bridgeGuard } from "../guards/bridge";
+import { loopbackGuard } from "../guards/loopback";
+import { proxyGuard } from "../guards/proxy";
 import { defaultSpecBuilder } from "./spec";
 import {
   dispatchingRefSyncGuard,
@@ -41,10 +41,10 @@ import {
 import { startDaemon } from "./daemon";
 import { ExecAgents } from "./exec-agents";
 import { startHosted } from "./hosted";
-import type { GuardContext, SandboxGuard } from "./guards";
+import type { GuardContext, SandboxGuard } from "../guards/guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
 import type { SpecBuilder } from "./spec";
-import type { SandboxSpec } from "../backend/backend";
+import type { SandboxSpec } from "../drivers/backend";
 import type { Sandbox } from "../core/schemas";
 
 export interface Components {

@@ -1,6 +1,6 @@
 // The daemon's pflog0 audit (macOS): a long-lived `sudo -n tcpdump … -i pflog0` child whose blocked packets become audit rows and feed events; restarted with backoff, stopped by pid.
-import type { MacosBackend } from "../backend/macos/backend";
-import { auditOfPflog, monitorCommand, pflogFilter, type PflogEvent } from "../backend/macos/monitor";
+import type { MacosBackend } from "../drivers/macos/backend";
+import { auditOfPflog, monitorCommand, pflogFilter, type PflogEvent } from "../drivers/macos/monitor";
 import { userSpec } from "../drivers/user-account";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";

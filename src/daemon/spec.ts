@@ -1,5 +1,5 @@
 // The spec of a row of a kind with no driver in this daemon (a test's fake backend): the drivers build every real one.
-import type { SandboxSpec } from "../backend/backend";
+import type { SandboxSpec } from "../drivers/backend";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
 import { sandboxId } from "../sandboxes/identity";

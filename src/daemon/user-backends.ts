@@ -4,22 +4,22 @@
 // Docker sandbox never takes a user-account path and vice versa.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Backend, SandboxSpec } from "../backend/backend";
-import { LinuxUserBackend } from "../backend/linux-user/backend";
-import { auditOf, KernelLogMonitor, type BlockEvent } from "../backend/linux-user/monitor";
-import { auditOfPflog, monitorCommand } from "../backend/macos/monitor";
-import { MacosBackend } from "../backend/macos/backend";
+import type { Backend, SandboxSpec } from "../drivers/backend";
+import { LinuxUserBackend } from "../drivers/linux-user/backend";
+import { auditOf, KernelLogMonitor, type BlockEvent } from "../drivers/linux-user/monitor";
+import { auditOfPflog, monitorCommand } from "../drivers/macos/monitor";
+import { MacosBackend } from "../drivers/macos/backend";
 import type { Sandbox } from "../core/schemas";
 import { isUserBackend } from "../core/backend-kind";
 import { hostUserExec, userSpec, type UserAccountBackend } from "../drivers/user-account";
 import type { Store } from "../store/store";
-import { refSyncGuard, type RefSyncGuardTarget } from "../sync/guard";
+import { refSyncGuard, type RefSyncGuardTarget } from "../guards/ref-sync";
 import { hostGitEnv, hostRefsArgv, parseHostRefs } from "../sync/git-argv";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { sandboxRemote } from "../workspace/clone";
 import { feedFromAudit, type FeedEvent } from "../events/feed";
-import type { GuardContext, SandboxGuard } from "./guards";
+import type { GuardContext, SandboxGuard } from "../guards/guards";
 import type { Logger } from "./log";
 import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";
 

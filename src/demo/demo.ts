@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { rootLabel } from "../backend/docker/args";
+import { rootLabel } from "../drivers/docker/args";
 import { defaultDaemonArgv } from "../client/autostart";
 import { readEnv, type Env } from "../sys/env";
 import type { Exec, ExecResult } from "../sys/exec";

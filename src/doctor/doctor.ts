@@ -1,7 +1,7 @@
 // sbx doctor: checks the host can run sandboxes and says, for each problem, what to do about it.
 import { accessSync, constants, mkdirSync, statSync } from "node:fs";
-import { probeEngine } from "../backend/docker/engine";
-import { kitMissing, kitPaths } from "../backend/macos/install";
+import { probeEngine } from "../drivers/docker/engine";
+import { kitMissing, kitPaths } from "../drivers/macos/install";
 import { checkHostGc } from "../sync/gc-check";
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";

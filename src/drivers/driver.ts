@@ -1,5 +1,5 @@
 // The Driver: everything the one sandbox lifecycle (src/sandboxes) needs of one kind of sandbox. Kind checks end here.
-import type { Backend, HostUser, SandboxSpec } from "../backend/backend";
+import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { Exec } from "../sys/exec";
 import type { StagedClone } from "../workspace/staged-clone";

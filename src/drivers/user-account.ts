@@ -6,7 +6,7 @@
 // root-owned files in it. The guest makes its own clone when the backend applies; the host makes nothing but the dir.
 import { existsSync, readFileSync, symlinkSync } from "node:fs";
 import { z } from "zod";
-import type { Backend, HostUser, SandboxSpec } from "../backend/backend";
+import type { Backend, HostUser, SandboxSpec } from "./backend";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
@@ -251,10 +251,10 @@ export class UserAccountDriver implements Driver {
  */
 export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env: Env; paths: Paths; warn?: (m: string) => void }): Promise<UserAccountBackend> {
   if (kind === "linux-user") {
-    const { defaultRuntime } = await import("../backend/docker/docker");
+    const { defaultRuntime } = await import("./docker/docker");
     const rt = defaultRuntime();
-    const { LinuxUserBackend } = await import("../backend/linux-user/backend");
-    const { probeLinuxUser } = await import("../backend/linux-user/probe");
+    const { LinuxUserBackend } = await import("./linux-user/backend");
+    const { probeLinuxUser } = await import("./linux-user/probe");
     const probe = await probeLinuxUser(d.exec);
     if (!probe.ok) {
       throw new SbxError("not_available", `the user backend cannot run here:\n  ${probe.missing.join("\n  ")}`, {
@@ -263,6 +263,6 @@ export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env
     }
     return new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, runtime: rt, ...(d.warn ? { warn: d.warn } : {}) });
   }
-  const { macosBackendHere } = await import("../backend/macos/backend");
+  const { macosBackendHere } = await import("./macos/backend");
   return macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir });
 }

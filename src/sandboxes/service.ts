@@ -4,7 +4,7 @@
 // order of teardown, the unsynced-work refusal, the last fetch, prune's dir scan); what differs is behind `Driver`.
 import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import type { SandboxSpec } from "../backend/backend";
+import type { SandboxSpec } from "../drivers/backend";
 import { sandboxExists, sandboxNotFound, SbxError, unsyncedCommits, unsyncedUnknown } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";

@@ -5,7 +5,7 @@ import { SbxError } from "../core/errors";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
-import type { KitPaths, KitSource } from "../backend/macos/install";
+import type { KitPaths, KitSource } from "../drivers/macos/install";
 import {
   LAUNCHD_LABEL,
   SYSTEMD_UNIT_NAME,
@@ -145,7 +145,7 @@ export async function installService(deps: ServiceDeps, kind: ServiceKind): Prom
 
 /** The kit's sudoers rule for this user, as `sbx service install` would write it (for --print). */
 export async function macosSudoersRule(deps: Pick<ServiceDeps, "env" | "kit">): Promise<{ path: string; rule: string; daemonPlist: string }> {
-  const { kitPaths, renderKit } = await import("../backend/macos/install");
+  const { kitPaths, renderKit } = await import("../drivers/macos/install");
   const k = deps.kit?.paths ?? kitPaths(deps.env.userName);
   const r = renderKit(deps.env.userName, k);
   return { path: k.sudoers, rule: r.sudoers, daemonPlist: r.plist };
@@ -153,7 +153,7 @@ export async function macosSudoersRule(deps: Pick<ServiceDeps, "env" | "kit">): 
 
 /** runs: (installKit) bun build …; sudo visudo -cf …; sudo install …; sudo launchctl bootstrap system … */
 async function installMacosKit(deps: ServiceDeps): Promise<KitPaths> {
-  const [{ installKit, kitSource }, { defaultRuntime }] = await Promise.all([import("../backend/macos/install"), import("../backend/docker/docker")]);
+  const [{ installKit, kitSource }, { defaultRuntime }] = await Promise.all([import("../drivers/macos/install"), import("../drivers/docker/docker")]);
   const r = await installKit(deps.exec, {
     hostUser: deps.env.userName,
     source: deps.kit?.source ?? kitSource(defaultRuntime()),
@@ -176,7 +176,7 @@ export async function uninstallService(deps: ServiceDeps, kind: ServiceKind): Pr
   if (kind === "launchd") {
     await deps.exec.run(["launchctl", "bootout", `gui/${deps.env.uid}/${LAUNCHD_LABEL}`], { check: false });
     rmSync(file, { force: true });
-    const { uninstallKit } = await import("../backend/macos/install");
+    const { uninstallKit } = await import("../drivers/macos/install");
     const kit = await uninstallKit(deps.exec, {
       hostUser: deps.env.userName,
       ...(deps.kit?.paths ? { paths: deps.kit.paths } : {}),
@@ -201,7 +201,7 @@ export async function serviceStatus(deps: ServiceDeps, kind: ServiceKind): Promi
   if (kind === "launchd") {
     const r = await deps.exec.run(["launchctl", "print", `gui/${deps.env.uid}/${LAUNCHD_LABEL}`], { check: false });
     const state = /^\s*state = (\S+)/m.exec(r.stdout)?.[1] ?? (r.exitCode === 0 ? "loaded" : "not loaded");
-    const { kitMissing, kitPaths } = await import("../backend/macos/install");
+    const { kitMissing, kitPaths } = await import("../drivers/macos/install");
     const missing = kitMissing(deps.kit?.paths ?? kitPaths(deps.env.userName));
     const kit = missing.length === 0 ? "root kit installed" : `root kit missing ${missing.join(", ")}`;
     return { kind, file, installed: installed && missing.length === 0, active: state === "running", enabled: r.exitCode === 0, detail: `${state}; ${kit}` };

@@ -1,6 +1,6 @@
 // The backend contract: every backend, real or faked, must pass these. Each backend's test calls runBackendContract.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Backend, SandboxSpec } from "../../src/backend/backend";
+import type { Backend, SandboxSpec } from "../../src/drivers/backend";
 
 export interface ContractHarness {
   backend: Backend;

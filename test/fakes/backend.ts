@@ -1,5 +1,5 @@
 // An in-memory Backend: the contract suite's reference implementation and the daemon tests' stand-in.
-import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../src/backend/backend";
+import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../src/drivers/backend";
 
 interface Entry {
   spec: SandboxSpec;

@@ -1,8 +1,8 @@
 // An in-memory Docker engine behind the backend's Engine seam, with the real engine's rules where sbx relies on them:
 // a name in use refuses a create, an unknown image or container is an error, a volume in use cannot be removed, a
 // started container's forwarder prints its ready line (or exits, as on a musl image), labels filter what is found.
-import { createRequestFromArgs, FORWARDER_READY, LABEL } from "../../src/backend/docker/args";
-import type { Engine, Found, LogsAndState, Seen } from "../../src/backend/docker/engine-client";
+import { createRequestFromArgs, FORWARDER_READY, LABEL } from "../../src/drivers/docker/args";
+import type { Engine, Found, LogsAndState, Seen } from "../../src/drivers/docker/engine-client";
 import { SbxError } from "../../src/core/errors";
 
 interface Container {

@@ -1,8 +1,8 @@
 // A small model of a Mac's accounts, files, ACLs and pf, answering MacosBackend's commands through FakeExec.
 import { createHash } from "node:crypto";
-import type { SandboxSpec } from "../../src/backend/backend";
-import { MacosBackend } from "../../src/backend/macos/backend";
-import { directRoot, type RootContext } from "../../src/backend/macos/privileged";
+import type { SandboxSpec } from "../../src/drivers/backend";
+import { MacosBackend } from "../../src/drivers/macos/backend";
+import { directRoot, type RootContext } from "../../src/drivers/macos/privileged";
 import type { UserIdentity } from "../../src/drivers/user-account";
 import { sandboxEnv } from "../../src/sandboxes/env";
 import type { Exec } from "../../src/sys/exec";

@@ -1,6 +1,6 @@
 // Test-only daemon entry: the real daemon with the file-backed fake backend and socket guards (never used by sbx itself).
 import { toSbxError } from "../../src/core/errors";
-import { proxyGuard } from "../../src/daemon/guard-proxy";
+import { proxyGuard } from "../../src/guards/proxy";
 import { runDaemonForeground } from "../../src/daemon/main";
 import { processEnv } from "../../src/sys/env";
 import { FileBackend } from "./daemon-file-backend";

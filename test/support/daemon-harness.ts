@@ -2,10 +2,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Backend, SandboxSpec } from "../../src/backend/backend";
+import type { Backend, SandboxSpec } from "../../src/drivers/backend";
 import { createApp } from "../../src/daemon/app";
 import { Controller, type Backends, type ControllerDeps } from "../../src/daemon/controller";
-import type { GuardContext, SandboxGuard } from "../../src/daemon/guards";
+import type { GuardContext, SandboxGuard } from "../../src/guards/guards";
 import { silentLogger } from "../../src/daemon/log";
 import { API_VERSION } from "../../src/daemon/protocol";
 import { SessionManager } from "../../src/daemon/sessions";

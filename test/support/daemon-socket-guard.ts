@@ -1,7 +1,7 @@
 // Test-only guard that serves a real unix socket per sandbox, so "the sandbox has network" is observable as "its socket answers".
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { GuardContext, GuardHandle, SandboxGuard } from "../../src/daemon/guards";
+import type { GuardContext, GuardHandle, SandboxGuard } from "../../src/guards/guards";
 
 /**
  * Serves `GET /` → `<guard> <sandbox>` on the sandbox's proxy (or bridge) socket. Fails to start while a

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { rootLabel } from "../../../src/backend/docker/args";
+import { rootLabel } from "../../../src/drivers/docker/args";
 import { cannotCreateUsers, createTestUser } from "../../support/test-user";
 
 const CLI = join(import.meta.dir, "../../../src/cli/main.ts");

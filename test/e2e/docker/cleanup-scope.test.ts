@@ -3,8 +3,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { rootLabel } from "../../../src/backend/docker/args";
-import { DockerBackend } from "../../../src/backend/docker/docker";
+import { rootLabel } from "../../../src/drivers/docker/args";
+import { DockerBackend } from "../../../src/drivers/docker/docker";
 import { createExec } from "../../../src/sys/exec";
 import { BASE_IMAGE, canRun, skipReason } from "./fixture";
 

@@ -2,8 +2,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DockerBackend } from "../../../src/backend/docker/docker";
-import type { SandboxSpec } from "../../../src/backend/backend";
+import { DockerBackend } from "../../../src/drivers/docker/docker";
+import type { SandboxSpec } from "../../../src/drivers/backend";
 import { createExec, type Exec } from "../../../src/sys/exec";
 import { sha256Hex } from "../../../src/sys/paths";
 import { createClone, removeSandboxRemote } from "../../../src/workspace/clone";

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRequestFromArgs, mountValue } from "../../../src/backend/docker/args";
+import { createRequestFromArgs, mountValue } from "../../../src/drivers/docker/args";
 import { BASE_IMAGE } from "./fixture";
 
 function ok(argv: string[]): boolean {

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { kitHelperArgv, kitPaths, renderKit } from "../../../src/backend/macos/install";
+import { kitHelperArgv, kitPaths, renderKit } from "../../../src/drivers/macos/install";
 import { cannotCreateUsers, createTestUser, type TestUser } from "../../support/test-user";
 
 const why =

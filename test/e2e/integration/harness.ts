@@ -1,7 +1,7 @@
 // Shared pieces of the end-to-end Docker tests: a repo of the e2e test user, the container of a sandbox, docker exec as that user.
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { imageRepoName } from "../../../src/backend/docker/image";
+import { imageRepoName } from "../../../src/drivers/docker/image";
 import { userRecipe } from "../../../src/workspace/init";
 import { BASE_IMAGE, type Fixture } from "../docker/fixture";
 import type { RunResult } from "../../support/test-user";

@@ -1,8 +1,8 @@
 // The daemon's production wiring for linux-user sandboxes, in process: productionComponents + Controller + SandboxService, over a private root, nft table and state dir.
 import { mkdirSync, readFileSync } from "node:fs";
-import type { SandboxSpec } from "../../../src/backend/backend";
-import { defaultRuntime } from "../../../src/backend/docker/docker";
-import { LinuxUserBackend } from "../../../src/backend/linux-user/backend";
+import type { SandboxSpec } from "../../../src/drivers/backend";
+import { defaultRuntime } from "../../../src/drivers/docker/docker";
+import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import type { Sandbox } from "../../../src/core/schemas";
 import { Controller } from "../../../src/daemon/controller";
 import { createLogger } from "../../../src/daemon/log";

@@ -2,8 +2,8 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import type { HostUser, SandboxSpec } from "../../../src/backend/backend";
-import { LinuxUserBackend } from "../../../src/backend/linux-user/backend";
+import type { HostUser, SandboxSpec } from "../../../src/drivers/backend";
+import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import { createExec } from "../../../src/sys/exec";
 
 function has(tool: string): boolean {

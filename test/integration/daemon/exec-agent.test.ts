@@ -8,7 +8,7 @@ import { startExecAgent } from "../../../shims/exec-agent";
 import { encodeFrame, FRAME_HEADER, FrameDecoder, FrameType, jsonFrame, parseExit, parseJson, type StartPayload } from "../../../shims/exec-frames";
 import type { BackendKind } from "../../../src/core/schemas";
 import { AGENT_SOCKET, ExecAgents, execAgentGuard } from "../../../src/daemon/exec-agents";
-import type { GuardContext, GuardHandle } from "../../../src/daemon/guards";
+import type { GuardContext, GuardHandle } from "../../../src/guards/guards";
 import { Store } from "../../../src/store/store";
 import { guardContext } from "../../support/guard-context";
 

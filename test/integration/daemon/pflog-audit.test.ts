@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { monitorCommand } from "../../../src/backend/macos/monitor";
+import { monitorCommand } from "../../../src/drivers/macos/monitor";
 import { silentLogger } from "../../../src/daemon/log";
 import { ptyLines, startPflogAudit, type SpawnLines } from "../../../src/daemon/pflog-audit";
 import { Store } from "../../../src/store/store";

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createExec } from "../../../src/sys/exec";
-import { refSyncGuard } from "../../../src/sync/guard";
+import { refSyncGuard } from "../../../src/guards/ref-sync";
 import { makeFixture, REMOTE, waitFor, type SyncFixture } from "./fixture";
 
 /** The guard's target for fixture f (its repos, remote and alternates; no poll), with this inside fetch. */

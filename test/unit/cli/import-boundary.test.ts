@@ -11,7 +11,7 @@ const FORBIDDEN = /^src\/(store|sandboxes|drivers|backend|daemon|proxy|bridge|sy
 const ALLOWED = new Set([
   "src/daemon/protocol.ts", // the control socket's wire shapes
   "src/daemon/exec-types.ts", // the exec stream's content type
-  "src/backend/docker/engine-exec.ts", // the fast path's fallback for a container with no exec agent (Engine API exec)
+  "src/drivers/docker/engine-exec.ts", // the fast path's fallback for a container with no exec agent (Engine API exec)
 ]);
 
 /** Verbs that are not "one daemon call", and why; each may reach only the modules listed (a prefix ends in /). */
@@ -19,10 +19,10 @@ const EXCEPTIONS: Record<string, { why: string; may: string[] }> = {
   "daemon.ts": { why: "`sbx daemon` is the daemon, in the foreground", may: ["src/"] },
   "service.ts": {
     why: "installs the daemon's own unit (and the macOS root kit) before any daemon runs",
-    may: ["src/backend/", "src/store/", "src/service/"],
+    may: ["src/drivers/", "src/store/", "src/service/"],
   },
-  "doctor.ts": { why: "diagnoses the host, including when the daemon cannot start", may: ["src/backend/", "src/store/", "src/sync/"] },
-  "demo.ts": { why: "runs its own throwaway sbx and servers, driving sbx only through its CLI", may: ["src/backend/"] },
+  "doctor.ts": { why: "diagnoses the host, including when the daemon cannot start", may: ["src/drivers/", "src/store/", "src/sync/"] },
+  "demo.ts": { why: "runs its own throwaway sbx and servers, driving sbx only through its CLI", may: ["src/drivers/"] },
   "chat.ts": { why: "writes chat.json (the daemon reloads it)", may: ["src/chat/config.ts"] },
   "ui.ts": { why: "opens the launch page the daemon's link points at", may: ["src/ui/launch.ts"] },
 };

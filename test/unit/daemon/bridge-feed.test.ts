@@ -1,7 +1,7 @@
 // Bridge commands in the live feed: the guard's audit event maps to a feed event, and the audit row it writes maps back to the same outcome (history after a reload).
 import { describe, expect, test } from "bun:test";
 import type { AuditEvent } from "../../../src/bridge/server";
-import { feedFromBridge } from "../../../src/daemon/guard-bridge";
+import { feedFromBridge } from "../../../src/guards/bridge";
 import { feedFromAudit } from "../../../src/events/feed";
 
 const sb = { id: 3, name: "demo" };

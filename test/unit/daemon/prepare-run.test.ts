@@ -1,6 +1,6 @@
 // A start makes the container while the guards come up (prepareRun), but nothing starts before every guard is up; a failed prepare only costs time, a failed guard still fences.
 import { afterEach, describe, expect, test } from "bun:test";
-import type { SandboxGuard } from "../../../src/daemon/guards";
+import type { SandboxGuard } from "../../../src/guards/guards";
 import { makeHarness, recordingGuard, type Harness } from "../../support/daemon-harness";
 
 let h: Harness;

@@ -1,8 +1,8 @@
 // Blocked raw connections of both user-account backends reach the live feed (dashboard) and the desktop notifier, deduplicated, through the daemon's own wiring.
 import { describe, expect, test } from "bun:test";
-import type { LinuxUserBackend } from "../../../src/backend/linux-user/backend";
-import { MacosBackend } from "../../../src/backend/macos/backend";
-import { monitorCommand } from "../../../src/backend/macos/monitor";
+import type { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
+import { MacosBackend } from "../../../src/drivers/macos/backend";
+import { monitorCommand } from "../../../src/drivers/macos/monitor";
 import { silentLogger } from "../../../src/daemon/log";
 import { productionComponents } from "../../../src/daemon/main";
 import { blockedNotification, createDesktopNotifier } from "../../../src/daemon/notify";

@@ -1,7 +1,7 @@
 // The daemon's pflog0 audit on a fake Mac: a blocked packet of a sandbox's anchor becomes that sandbox's audit row and a feed event; unknown anchors are ignored; a dead tcpdump is restarted with backoff; stop kills it by pid.
 import { describe, expect, test } from "bun:test";
-import { MacosBackend } from "../../../src/backend/macos/backend";
-import { monitorCommand } from "../../../src/backend/macos/monitor";
+import { MacosBackend } from "../../../src/drivers/macos/backend";
+import { monitorCommand } from "../../../src/drivers/macos/monitor";
 import { silentLogger } from "../../../src/daemon/log";
 import { startPflogAudit, type LineChild, type SpawnLines } from "../../../src/daemon/pflog-audit";
 import type { UserIdentity } from "../../../src/drivers/user-account";

@@ -1,6 +1,6 @@
 // sbx doctor through the fake executor: each engine situation is reported with a fix, and the exit code follows.
 import { describe, expect, test } from "bun:test";
-import { classifyEngine, DockerInfoSchema } from "../../../src/backend/docker/engine";
+import { classifyEngine, DockerInfoSchema } from "../../../src/drivers/docker/engine";
 import { compareVersions, runDoctor } from "../../../src/doctor/doctor";
 import { readEnv } from "../../../src/sys/env";
 import { pathsFor } from "../../../src/sys/paths";

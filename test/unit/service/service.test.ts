@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { kitPaths } from "../../../src/backend/macos/install";
+import { kitPaths } from "../../../src/drivers/macos/install";
 import { SbxError } from "../../../src/core/errors";
 import { installService, serviceFile, serviceKind, serviceStatus, uninstallService, type ServiceDeps } from "../../../src/service/service";
 import { readEnv } from "../../../src/sys/env";

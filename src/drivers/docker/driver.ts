@@ -1,0 +1,264 @@
+// The Docker driver: a container per sandbox, the clone made on the host, the image built from the repo's Dockerfile.
+import { existsSync, realpathSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import type { HostUser, SandboxSpec } from "../backend";
+import type { ClaudeAuth } from "./args";
+import { DockerBackend, engineSocket, requireSameUidEngine } from "./docker";
+import { ensureImage, planImage } from "./image";
+import type { Config } from "../../core/config";
+import { SbxError } from "../../core/errors";
+import type { Sandbox } from "../../core/schemas";
+import { expandHome, loadConfig } from "../../lifecycle/config";
+import { RUNTIME_MOUNT, SOCKET_MOUNT } from "./args";
+import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
+import { SANDBOX_PATH, sandboxEnv } from "../../sandboxes/env";
+import { readSecrets, secretsFile } from "../../secrets/store";
+import { retiredStamp, setAsideRetiredRefs } from "../../sync/final-fetch";
+import { passwdName, type Env } from "../../sys/env";
+import type { Exec } from "../../sys/exec";
+import { sandboxSockets, type Paths } from "../../sys/paths";
+import { createClone, sessionCwd } from "../../workspace/clone";
+import { sandboxLayout } from "../../workspace/layout";
+import type { Driver, DriverReport, NewSandbox } from "../driver";
+
+/** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
+export const DockerIdentitySchema = z.object({
+  id: z.string(),
+  dir: z.string(),
+  overlays: z.array(z.string()).default([]),
+  image: z.string().optional(),
+  shell: z.string().optional(),
+  /** The creating user's $SHELL: the shell preference is the creator's, not the daemon's environment's. */
+  hostShell: z.string().optional(),
+  /** How the host's Claude login reaches the sandbox (absent on sandboxes made before the choice existed: overlay). */
+  claudeAuth: z.enum(["inject", "overlay"]).optional(),
+  /** The config file's `env:` at create time (a container's environment is fixed when it is created). */
+  userEnv: z.record(z.string(), z.string()).optional(),
+});
+export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
+
+export interface DockerDriverDeps {
+  exec: Exec;
+  env: Env;
+  paths: Paths;
+  /** The backend (default: one on the engine DOCKER_HOST names, scoped to this state root). */
+  backend?: DockerBackend;
+  /** Engine check seam (tests with a fake executor skip it). */
+  checkEngine?: (exec: Exec) => Promise<void>;
+}
+
+export class DockerDriver implements Driver {
+  readonly kind = "docker" as const;
+  readonly backend: DockerBackend;
+
+  constructor(private readonly d: DockerDriverDeps) {
+    const sock = engineSocket(d.env.vars.DOCKER_HOST);
+    this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, ...(sock === undefined ? {} : { apiSocket: sock }) });
+  }
+
+  /** A container runs as sbx's own user: git in the host repo runs as that user too. */
+  hostExec(): Exec {
+    return this.d.exec;
+  }
+
+  /** The process's own user: a container runs as exactly this uid, with this home and these paths. */
+  get hostUser(): HostUser {
+    const e = this.d.env;
+    const name = e.vars.USER ?? e.vars.LOGNAME ?? passwdName(e.uid) ?? e.userName;
+    return { name, uid: e.uid, gid: e.gid, home: e.vars.HOME, shell: e.vars.SHELL ?? "/bin/sh" };
+  }
+
+  /** One API round trip: the engine answers and keeps the user's uid (not rootless, no userns-remap). */
+  ready(): Promise<void> {
+    return (this.d.checkEngine ?? ((e: Exec) => requireSameUidEngine(e, this.backend.apiSocket)))(this.d.exec);
+  }
+
+  /** Where the host keeps Claude Code's OAuth login. */
+  private claudeCredentials(): string {
+    return join(this.d.env.vars.HOME, ".claude", ".credentials.json");
+  }
+
+  /** Whether the host has an Anthropic key or Claude login the LLM proxy can inject (env, sbx secrets, ~/.claude). */
+  hostHasClaudeCredentials(): boolean {
+    const names = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"];
+    if (names.some((n) => (this.d.env.raw[n] ?? "") !== "")) return true;
+    if (existsSync(this.claudeCredentials())) return true;
+    try {
+      const secrets = readSecrets(secretsFile(this.d.paths.configDir));
+      return names.some((n) => (secrets[n] ?? "") !== "");
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The Claude credentials mode of a new sandbox: the flag, else inject when the host has something to inject, else
+   * overlay (then a login made inside stays in the sandbox's overlay). Warns when the agent will be able to read the
+   * host's credentials file.
+   */
+  private claudeAuthFor(n: NewSandbox, config: Config, log: (l: string) => void): ClaudeAuth {
+    const mode: ClaudeAuth = n.claudeAuth ?? config.claudeAuth ?? (this.hostHasClaudeCredentials() ? "inject" : "overlay");
+    if (mode === "overlay" && existsSync(this.claudeCredentials())) {
+      log(
+        `warning: --claude-auth overlay: the agent in sandbox ${n.name} can read your Claude credentials (${this.claudeCredentials()}) and could use or copy them. ` +
+          "The default, --claude-auth inject, keeps them on the host and adds them to the agent's API requests on the way out.",
+      );
+    }
+    return mode;
+  }
+
+  /** The overlays every sandbox gets, plus the user's own (`--overlay`, and `overlays` in the config file). */
+  overlaysFor(extra: readonly string[], cwd: string): string[] {
+    const home = this.d.env.vars.HOME;
+    const out = [join(home, ".claude"), join(home, ".config", "fish")];
+    for (const p of extra) {
+      let abs = resolve(cwd, expandHome(p, home));
+      try {
+        abs = realpathSync(abs);
+      } catch {
+        /* a missing dir becomes an empty one inside */
+      }
+      if (abs === "/" || abs === home) {
+        throw new SbxError("usage", `cannot overlay ${abs}: overlay a specific directory, not / or your whole home`, {
+          hint: "Name the dirs the agent needs, e.g. --overlay ~/.config/gh",
+        });
+      }
+      out.push(abs);
+    }
+    return [...new Set(out)];
+  }
+
+  /** The config file is read here, once per create: a bad one refuses before anything is made. */
+  async newIdentity(n: NewSandbox, _others: readonly Sandbox[], r: DriverReport): Promise<DockerIdentity> {
+    const config = loadConfig(this.d.paths, this.d.env);
+    const user = this.hostUser;
+    if (user.uid === 0) r.log("note: you are root, so the sandbox runs as root inside (with every capability dropped and no-new-privileges).");
+    return {
+      id: n.id,
+      dir: n.dir,
+      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd),
+      hostShell: n.shell ?? user.shell,
+      claudeAuth: this.claudeAuthFor(n, config, r.log),
+      ...(Object.keys(config.env).length ? { userEnv: config.env } : {}),
+    };
+  }
+
+  identity(row: Sandbox): DockerIdentity {
+    const r = DockerIdentitySchema.safeParse(row.identity);
+    if (!r.success) {
+      throw new SbxError("internal", `sandbox ${row.name}: its stored record is unreadable`, {
+        hint: `Remove it with \`sbx rm --force ${row.name}\`, then create it again.`,
+      });
+    }
+    return r.data;
+  }
+
+  spec(row: Sandbox): SandboxSpec {
+    return this.specOf(row.name, row.repo, this.identity(row));
+  }
+
+  private specOf(name: string, repo: string, ident: DockerIdentity): SandboxSpec {
+    const options: Record<string, string> = {};
+    if (ident.image) options.image = ident.image;
+    if (ident.shell) options.shell = ident.shell;
+    options.claudeAuth = ident.claudeAuth ?? "overlay";
+    const user = this.hostUser;
+    return {
+      id: ident.id,
+      name,
+      repo,
+      dir: ident.dir,
+      hostUser: ident.hostShell ? { ...user, shell: ident.hostShell } : user,
+      sockets: sandboxSockets(this.d.paths, ident.id),
+      // Inside a container: the forwarder's port, the socket dir and the runtime where the container mounts them.
+      env: sandboxEnv(
+        name,
+        { proxyPort: DEFAULT_FORWARDER_PORT, proxySocket: `${SOCKET_MOUNT}/proxy.sock`, bridgeSocket: `${SOCKET_MOUNT}/bridge.sock`, bun: RUNTIME_MOUNT.bun, path: SANDBOX_PATH },
+        { terminal: this.d.env.raw, ...(ident.userEnv ? { user: ident.userEnv } : {}) },
+      ),
+      overlays: ident.overlays,
+      options,
+    };
+  }
+
+  /**
+   * Three independent things at once (the clone is git on the disk, the other two wait on the engine): orphaned volumes
+   * (their sandbox dir is gone) are removed; the image is checked (or built); the clone made. The container (and its
+   * volumes) is made, not started, while the clone is: it needs only the image and the clone's place.
+   */
+  async provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<DockerIdentity> {
+    const ident = this.identity(row);
+    const pruning = this.backend.pruneOrphans().catch(() => undefined);
+    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, onProgress: (s) => r.progress(s) });
+    const cloning = (async () => {
+      // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
+      // --prune fetch (ref sync, once the sandbox starts) would delete them, so they move to
+      // refs/sbx-retired/<name>/<stamp>/* while the clone is made (nothing-lost).
+      const [aside] = await Promise.all([
+        setAsideRetiredRefs(this.d.exec, n.repo, n.name, retiredStamp(new Date())),
+        createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged),
+      ]);
+      if (aside !== null) {
+        const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
+        r.log(`note: the branches an earlier sandbox '${n.name}' left as sandbox-${n.name}/* are kept as ${aside.prefix}/*${eg}`);
+        r.audit("refs.set-aside", { name: n.name, prefix: aside.prefix, branches: aside.branches });
+      }
+    })();
+    // Best effort: a start makes whatever is still missing.
+    const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
+    // allSettled: nothing may still run in the background once the create's lock is released.
+    const [img, cloned] = await Promise.allSettled([imaging, cloning, pruning, preparing]);
+    if (cloned.status === "rejected") throw cloned.reason;
+    if (img.status === "rejected") throw img.reason;
+    if (img.value.built) r.log(`built image ${img.value.tag}`);
+    return { ...ident, image: img.value.tag };
+  }
+
+  /**
+   * Makes the container of a sandbox that has none, without starting it, when its image is already there (else
+   * ensureRunning builds it first and makes the container then). The daemon runs this while the sandbox's guards come
+   * up; nothing runs in the container until ensureRunning starts it, after the guards.
+   * API: GET /images/<tag>/json; then (backend.prepare) docker volume create …, docker create …, docker cp …
+   */
+  async prepareRun(row: Sandbox): Promise<void> {
+    const spec = this.spec(row);
+    if ((await this.backend.inspect(spec)).phase !== "absent") return;
+    const tag = planImage(row.repo, this.hostUser).tag;
+    if (!(await this.backend.engine.imageExists(tag))) return;
+    await this.backend.prepare(this.specOf(row.name, row.repo, { ...this.identity(row), image: tag }));
+  }
+
+  /** Starts a stored sandbox's container if it is not running (rebuilding a missing image, resolving the user's shell). */
+  async ensureRunning(row: Sandbox, r: DriverReport): Promise<{ spec: SandboxSpec; identity?: DockerIdentity }> {
+    const spec = this.spec(row);
+    const obs = await this.backend.inspect(spec);
+    if (obs.phase === "running") return { spec };
+    const ident = this.identity(row);
+    if (obs.phase === "absent") {
+      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { onProgress: (s) => r.progress(s) });
+      ident.image = img.tag;
+    }
+    await this.backend.apply(this.specOf(row.name, row.repo, ident));
+    if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));
+    return { spec: this.specOf(row.name, row.repo, ident), identity: ident };
+  }
+
+  workspace(spec: SandboxSpec): string {
+    return sandboxLayout(spec.dir).clone;
+  }
+
+  expectedAlternates(spec: SandboxSpec): string {
+    return `${join(sandboxLayout(spec.dir).linkGit, "objects")}\n`;
+  }
+
+  /** The clone is mounted at the repo's own path: the caller's dir inside the repo, when the clone has it. */
+  sessionCwd(spec: SandboxSpec, callerCwd: string): string {
+    return sessionCwd(spec.repo, callerCwd, this.workspace(spec));
+  }
+
+  /** Labelled containers and volumes of this state root whose sandbox dir is gone. */
+  async cleanup(_keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
+    return (await this.backend.pruneOrphans({ dryRun: opts.dryRun })).removed;
+  }
+}

@@ -1,0 +1,69 @@
+// Adapter from ref sync to the daemon's per-sandbox guard shape (`start(ctx) → { stop(), health() }`), typed structurally.
+import type { Exec } from "../sys/exec";
+import { startRefSync, type RefSyncOptions } from "../sync/refsync";
+
+/** The part of the daemon's GuardContext the ref-sync guard uses. */
+export interface RefSyncGuardContext {
+  exec: Exec;
+  audit(action: string, detail?: Record<string, unknown>): void;
+}
+
+/**
+ * A target, plus (optionally) whether a sync is owed once the sandbox runs: true when a host → clone fetch had to be
+ * skipped because the sandbox was not running. Without it, every start syncs both ways.
+ */
+export type RefSyncGuardTarget = RefSyncTarget & { syncOnStart?: () => boolean };
+
+/** What the daemon must work out per sandbox (paths, the remote, the `docker exec … git fetch` callback). */
+export type RefSyncTarget = Omit<RefSyncOptions, "exec" | "audit">;
+
+export interface RefSyncGuardHandle {
+  stop(): Promise<void>;
+  health(): { ok: boolean; detail: string };
+  /** The sandbox now runs: sync both ways (host → clone could not run while it was stopped), in the background. */
+  sandboxStarted(): Promise<void>;
+}
+
+/**
+ * The "ref-sync" guard: on start, resolves the sandbox's target, starts watching and syncs once each way (in the
+ * background: refused at once when the alternates were rewritten); its health
+ * is not ok while sync is refused (alternates rewritten) or failing, with the reason as detail.
+ */
+export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncGuardTarget | Promise<RefSyncGuardTarget>) {
+  return {
+    name: "ref-sync" as const,
+    async start(ctx: C): Promise<RefSyncGuardHandle> {
+      const target = await resolve(ctx);
+      const { syncOnStart: _owed, ...opts } = target;
+      // The first sync runs in the background (alternates checked first): a start does not wait on it.
+      const sync = await startRefSync({ ...opts, initialSync: "background", exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
+      // The owed sync runs in the background: a start (and so `sbx create`, `sbx run`) does not wait the ≈100 ms of a
+      // `docker exec … git fetch` for refs the watcher would bring a moment later anyway. Its outcome is audited by
+      // ref sync itself; stop() waits for it, so nothing runs against a container being stopped or removed.
+      let owed: Promise<void> | null = null;
+      return {
+        stop: async () => {
+          await owed;
+          await sync.stop();
+        },
+        sandboxStarted: async () => {
+          if (target.syncOnStart !== undefined && !target.syncOnStart()) return;
+          const run: Promise<void> = sync
+            .syncNow()
+            .then(
+              () => undefined,
+              (e: unknown) => ctx.audit("ref-sync.error", { direction: "both", error: e instanceof Error ? e.message : String(e), onStart: true }),
+            )
+            .finally(() => {
+              if (owed === run) owed = null;
+            });
+          owed = run;
+        },
+        health: () => {
+          const h = sync.health();
+          return { ok: h.ok, detail: h.detail };
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,98 @@
+// Image tags: a content hash of the Dockerfile, the build args and (with COPY/ADD) the context; missing Dockerfile names `sbx init`.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DockerEngine } from "../../../../src/drivers/docker/engine-client";
+import { buildArgsFor, contextHash, dockerBuildArgs, ensureImage, imageRepoName, imageTag, planImage, usesContext } from "../../../../src/drivers/docker/image";
+import { FakeExec } from "../../../fakes/exec";
+
+const user = { name: "ann", uid: 1000, gid: 1000, home: "/home/ann", shell: "/bin/bash" };
+const args = buildArgsFor(user);
+const tmp = mkdtempSync(join(tmpdir(), "sbx-image-test-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe("imageTag", () => {
+  test("is sbx-<repo-dir>:<64 hex> and stable", () => {
+    const t = imageTag("/src/My App", "FROM x\n", args);
+    expect(t).toMatch(/^sbx-my-app:[0-9a-f]{64}$/);
+    expect(imageTag("/src/My App", "FROM x\n", args)).toBe(t);
+  });
+
+  test("changes with the Dockerfile, any build arg, and the context hash", () => {
+    const t = imageTag("/r", "FROM x\n", args);
+    expect(imageTag("/r", "FROM y\n", args)).not.toBe(t);
+    expect(imageTag("/r", "FROM x\n", { ...args, USER_UID: "1001" })).not.toBe(t);
+    expect(imageTag("/r", "FROM x\n", { ...args, USER_HOME: "/home/bob" })).not.toBe(t);
+    expect(imageTag("/r", "FROM x\n", args, "c1")).not.toBe(imageTag("/r", "FROM x\n", args, "c2"));
+  });
+
+  test("build arg order does not matter", () => {
+    const rev = Object.fromEntries(Object.entries(args).reverse());
+    expect(imageTag("/r", "FROM x", rev)).toBe(imageTag("/r", "FROM x", args));
+  });
+
+  test("repo names are made valid for docker", () => {
+    expect(imageRepoName("/x/Foo_Bar.baz")).toBe("sbx-foo_bar.baz");
+    expect(imageRepoName("/x/--")).toBe("sbx-repo");
+    expect(imageRepoName("/x/a  b")).toBe("sbx-a-b");
+  });
+});
+
+describe("usesContext", () => {
+  test.each([
+    ["FROM x\nRUN true\n", false],
+    ["FROM x\nCOPY . /src\n", true],
+    ["FROM x\n  add foo.tar /\n", true],
+    ["FROM x AS b\nFROM y\nCOPY --from=b /a /a\n", false],
+    ["FROM x\nCOPY \\\n  a /a\n", true],
+    ["FROM x\n# COPY is mentioned in a comment\n", false],
+  ])("%j → %p", (df, want) => expect(usesContext(df)).toBe(want));
+});
+
+test("contextHash changes when a file in the context changes, not with .git", () => {
+  const d = join(tmp, "ctx");
+  rmSync(d, { recursive: true, force: true });
+  mkdirSync(join(d, ".git"), { recursive: true });
+  writeFileSync(join(d, "a"), "1");
+  const h1 = contextHash(d);
+  writeFileSync(join(d, ".git", "HEAD"), "x");
+  expect(contextHash(d)).toBe(h1);
+  writeFileSync(join(d, "a"), "2");
+  expect(contextHash(d)).not.toBe(h1);
+});
+
+test("a repo without a Dockerfile gets a config error that names sbx init", () => {
+  const d = join(tmp, "nodf");
+  mkdirSync(d, { recursive: true });
+  const err = (() => {
+    try {
+      planImage(d, user);
+    } catch (e) {
+      return e as { code: string; hint: string; exitCode: number };
+    }
+  })();
+  expect(err?.code).toBe("config");
+  expect(err?.exitCode).toBe(78);
+  expect(err?.hint).toContain("sbx init");
+});
+
+test("an existing tag is not rebuilt", async () => {
+  const d = join(tmp, "hasdf");
+  mkdirSync(d, { recursive: true });
+  writeFileSync(join(d, "Dockerfile"), "FROM sbx-base:bookworm\n");
+  const plan = planImage(d, user);
+  expect(plan.context).toBeNull();
+  const exec = new FakeExec().expect(["docker", "image", "inspect", "--format", "{{.Id}}", plan.tag], { stdout: "sha256:1" });
+  expect(await ensureImage(new DockerEngine(exec, undefined), d, user)).toEqual({ tag: plan.tag, built: false });
+  exec.assertDone();
+});
+
+test("docker build argv passes the four build args and the tag", () => {
+  const argv = dockerBuildArgs({ tag: "sbx-r:1", dockerfile: "", buildArgs: args, context: null }, "/ctx", "/ctx/Dockerfile");
+  expect(argv).toEqual([
+    "docker", "build", "--tag", "sbx-r:1",
+    "--build-arg", "USER_GID=1000", "--build-arg", "USER_HOME=/home/ann", "--build-arg", "USER_NAME=ann", "--build-arg", "USER_UID=1000",
+    "--label", "sbx.image=1", "--file", "/ctx/Dockerfile", "/ctx",
+  ]);
+});

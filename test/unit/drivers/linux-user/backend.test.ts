@@ -1,0 +1,123 @@
+// LinuxUserBackend against FakeExec: the first apply's command transcript (golden), a no-op re-apply, stop and shellArgv.
+import { describe, expect, test } from "bun:test";
+import type { SandboxSpec } from "../../../../src/drivers/backend";
+import { LinuxUserBackend } from "../../../../src/drivers/linux-user/backend";
+import { FakeExec } from "../../../fakes/exec";
+import { golden } from "./golden";
+
+const spec: SandboxSpec = {
+  id: "abc123def456",
+  name: "demo",
+  repo: "/home/alice/src/proj",
+  dir: "/home/alice/.cache/sbx/sandbox/proj-x/demo",
+  hostUser: { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", shell: "/bin/bash" },
+  sockets: { dir: "/run/user/1000/sbx/sb/abc123def456", proxy: "/run/user/1000/sbx/sb/abc123def456/proxy.sock", bridge: "/run/user/1000/sbx/sb/abc123def456/bridge.sock" },
+  env: { SANDBOX: "demo", HOME: "/home/alice" },
+  overlays: [],
+  options: { proxyPort: 41234 },
+};
+const PW = "sbx-alice-abc123def456:x:998:998:sbx sandbox demo:/var/lib/sbx/homes/sbx-alice-abc123def456:/bin/bash\n";
+const ACL = "# file: /var/lib/sbx/homes/sbx-alice-abc123def456\n# owner: 998\n# group: 998\nuser::rwx\nuser:1000:rwx\ngroup::---\nmask::rwx\nother::---\ndefault:user::rwx\ndefault:user:1000:rwx\ndefault:group::---\ndefault:mask::rwx\ndefault:other::---\n";
+const META = JSON.stringify({ id: spec.id, name: "demo", repo: spec.repo, user: "sbx-alice-abc123def456", uid: 998, traverse: [], objects: "/home/alice/src/proj/.git/objects" });
+const TABLE = JSON.stringify({
+  nftables: [
+    { table: { family: "inet", name: "sbx" } },
+    { map: { name: "guests", elem: [[998, { jump: { target: "sb_abc123def456" } }]] } },
+    { chain: { name: "sb_abc123def456" } },
+    { rule: { chain: "output", comment: "sbx dispatch" } },
+    { rule: { chain: "sb_abc123def456", comment: "sbx id=abc123def456 uid=998 mode=run port=41234" } },
+  ],
+});
+
+describe("LinuxUserBackend (FakeExec)", () => {
+  test("first apply: base dirs, account, firewall before anything else, home ACL, objects mount, clone", async () => {
+    let userMade = false;
+    const exec = new FakeExec()
+      .expect((a) => a[0] === "stat" && a[3] === "/var/lib/sbx", { exitCode: 1 })
+      .always((a) => a[0] === "install" || a[0] === "setfacl" || a[0] === "tee" || a[0] === "mount" || a[0] === "chown" || a[0] === "mv" || a[0] === "rmdir" || a[0] === "rm")
+      .always(["getent", "passwd", "sbx-alice-abc123def456"], () => (userMade ? { stdout: PW } : { exitCode: 2 }))
+      .expect((a) => a[0] === "useradd", () => ((userMade = true), {}))
+      .expect(["nft", "-j", "list", "table", "inet", "sbx"], { exitCode: 1 })
+      .expect(["nft", "-f", "-"])
+      .expect((a) => a[0] === "getfacl", { exitCode: 1 })
+      .expect((a) => a[0] === "stat" && a[3]?.endsWith("/.git") === true, { exitCode: 1 })
+      .expect((a) => a[0] === "cat", { exitCode: 1 })
+      .expect((a) => a[0] === "setpriv" && a.includes("rev-parse"), { stdout: "/home/alice/src/proj/.git\n" })
+      .expect((a) => a[0] === "realpath", { stdout: "/home/alice/src/proj/.git/objects\n" })
+      .expect((a) => a[0] === "mountpoint", { exitCode: 1 })
+      .expect((a) => a[0] === "setpriv" && a.includes("clone"))
+      .expect((a) => a[0] === "setpriv" && a.includes("rename"))
+      .expect((a) => a[0] === "setpriv" && a.includes("remote.origin.url"), { exitCode: 1 })
+      .expect((a) => a[0] === "stat" && a[3]?.endsWith("/work") === true, { exitCode: 1 })
+      .expect(["stat", "-c", "%a", "/home/alice"], { stdout: "755\n" });
+    const warnings: string[] = [];
+    const b = new LinuxUserBackend({ exec, warn: (m) => warnings.push(m) });
+    expect((await b.apply(spec)).changed).toBe(true);
+    exec.assertDone();
+    golden("apply.transcript", exec.transcript());
+    const nft = exec.calls.find((c) => c.argv[0] === "nft" && c.argv[1] === "-f")!;
+    golden("apply-stdin.nft", String(nft.opts.stdin));
+    // the firewall goes in right after the account exists, before any file of the guest's is made
+    const order = exec.calls.map((c) => c.argv[0]);
+    expect(order.indexOf("nft")).toBeLessThan(order.indexOf("getfacl"));
+    expect(warnings.join()).toMatch(/chmod 700 \/home\/alice/);
+  });
+
+  test("re-apply on a converged system only reads", async () => {
+    const exec = new FakeExec()
+      .expect((a) => a[0] === "stat" && a[3] === "/var/lib/sbx", { stdout: "755 0 0\n711 0 0\n700 0 0\n711 0 0\n" })
+      .always(["getent", "passwd", "sbx-alice-abc123def456"], { stdout: PW })
+      .expect(["nft", "-j", "list", "table", "inet", "sbx"], { stdout: TABLE })
+      .expect((a) => a[0] === "getfacl", { stdout: ACL })
+      .expect((a) => a[0] === "stat" && a[3]?.endsWith("/.git") === true, { stdout: "998\n" })
+      .expect((a) => a[0] === "cat", { stdout: META })
+      .expect((a) => a[0] === "mountpoint", { exitCode: 0 })
+      .expect(["stat", "-c", "%a", "/home/alice"], { stdout: "700\n" });
+    const b = new LinuxUserBackend({ exec, warn: () => undefined });
+    expect((await b.apply(spec)).changed).toBe(false);
+    exec.assertDone();
+  });
+
+  test("stop blocks everything, then kills the guest's processes by uid", async () => {
+    const exec = new FakeExec()
+      .always(["getent", "passwd", "sbx-alice-abc123def456"], { stdout: PW })
+      .expect(["nft", "-j", "list", "table", "inet", "sbx"], { stdout: TABLE })
+      .expect(["nft", "-f", "-"])
+      .expect(["pgrep", "-u", "998"], { stdout: "4242\n" })
+      .expect(["pkill", "-KILL", "-u", "998"])
+      .expect(["pgrep", "-u", "998"], { exitCode: 1 });
+    const b = new LinuxUserBackend({ exec });
+    expect((await b.stop(spec)).changed).toBe(true);
+    exec.assertDone();
+    expect(String(exec.calls[2]!.opts.stdin)).toContain("mode=stop");
+    expect(String(exec.calls[2]!.opts.stdin)).not.toContain("accept");
+  });
+
+  test("shellArgv: setpriv to the guest, cwd mapped into its clone, identity vars not overridable", () => {
+    const b = new LinuxUserBackend({ exec: new FakeExec() });
+    golden("shell.argv", JSON.stringify(b.shellArgv(spec, { argv: [], cwd: "/home/alice/src/proj/lib", tty: true, env: { TERM: "xterm" } }), null, 1) + "\n");
+    const cmd = b.shellArgv(spec, { argv: ["git", "status"], cwd: "/elsewhere", tty: false, env: {} });
+    expect(cmd.slice(-5)).toEqual(["-c", 'exec "$@"', "sbx", "git", "status"]);
+    expect(cmd).toContain("/var/lib/sbx/homes/sbx-alice-abc123def456");
+    expect(cmd.some((a) => a.startsWith("HOME="))).toBe(false);
+  });
+});
+
+describe("hostUpdateRefs (host → clone as the guest)", () => {
+  const { hostUpdateRefs } = require("../../../../src/drivers/linux-user/backend") as typeof import("../../../../src/drivers/linux-user/backend");
+  const A = "a".repeat(40);
+  const B = "b".repeat(40);
+  test("host branches become refs/remotes/host/*, gone ones are deleted, HEAD (a symref) and odd names are left alone", () => {
+    const host = new Map([
+      ["refs/heads/main", A],
+      ["refs/heads/feat/x", B],
+      ["refs/tags/v1", A],
+      ["refs/heads/bad..name", A],
+      ["refs/heads/evil", "not-an-oid"],
+    ]);
+    expect(hostUpdateRefs(host, ["refs/remotes/host/HEAD", "refs/remotes/host/main", "refs/remotes/host/old"])).toBe(
+      `update refs/remotes/host/feat/x ${B}\nupdate refs/remotes/host/main ${A}\ndelete refs/remotes/host/old\n`,
+    );
+    expect(hostUpdateRefs(new Map(), [])).toBe("");
+  });
+});

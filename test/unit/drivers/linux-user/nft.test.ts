@@ -1,0 +1,69 @@
+// nft rendering is golden-tested; parsing reads back what the renderer marks; naming respects useradd's limits.
+import { describe, expect, test } from "bun:test";
+import { guestUser, parseGuestUser, USER_NAME_MAX } from "../../../../src/drivers/linux-user/naming";
+import { chainMatches, parseMarker, parseTable, renderBase, renderRemove, renderSandbox } from "../../../../src/drivers/linux-user/nft";
+import { golden } from "./golden";
+
+describe("nft render", () => {
+  test("base table: map, dispatch chain on the output hook", () => golden("base.nft", renderBase()));
+  test("running sandbox: only 127.0.0.1:<port>, then log and reject", () =>
+    golden("run.nft", renderSandbox({ id: "abc123def456", uid: 998, mode: "run", proxyPort: 41234 })));
+  test("stopped sandbox: log and reject everything", () => golden("stop.nft", renderSandbox({ id: "abc123def456", uid: 998, mode: "stop" })));
+  test("remove: elements, then chain", () => golden("remove.nft", renderRemove("abc123def456", [998])));
+  test("refuses a run chain without a valid port, and uid 0", () => {
+    expect(() => renderSandbox({ id: "a1", uid: 998, mode: "run" })).toThrow(/port/);
+    expect(() => renderSandbox({ id: "a1", uid: 0, mode: "stop" })).toThrow(/uid/);
+  });
+});
+
+describe("nft parse", () => {
+  const json = JSON.stringify({
+    nftables: [
+      { metainfo: { version: "1.0.6" } },
+      { table: { family: "inet", name: "sbx" } },
+      { map: { name: "guests", type: "uid", map: "verdict", elem: [[998, { jump: { target: "sb_abc" } }]] } },
+      { chain: { name: "output", hook: "output" } },
+      { chain: { name: "sb_abc" } },
+      { rule: { chain: "output", comment: "sbx dispatch", expr: [] } },
+      { rule: { chain: "sb_abc", expr: [] } },
+      { rule: { chain: "sb_abc", comment: "sbx id=abc uid=998 mode=run port=40123", expr: [] } },
+    ],
+  });
+  test("reads base, chains, markers and map elements", () => {
+    const t = parseTable(json);
+    expect(t.exists).toBe(true);
+    expect(t.baseOk).toBe(true);
+    const c = t.chains.get("sb_abc");
+    expect(c?.uids).toEqual([998]);
+    expect(chainMatches(c, { id: "abc", uid: 998, mode: "run", proxyPort: 40123 })).toBe(true);
+    expect(chainMatches(c, { id: "abc", uid: 998, mode: "run", proxyPort: 40124 })).toBe(false);
+    expect(chainMatches(c, { id: "abc", uid: 998, mode: "stop" })).toBe(false);
+  });
+  test("no table: nothing exists", () => expect(parseTable("")).toMatchObject({ exists: false, baseOk: false }));
+  test("markers round-trip", () => {
+    expect(parseMarker("sbx id=x1 uid=5 mode=stop")).toEqual({ id: "x1", uid: 5, mode: "stop" });
+    expect(parseMarker("something else")).toBeNull();
+  });
+});
+
+describe("guest names", () => {
+  test.each([
+    ["alice", "abc123def456", "sbx-alice-abc123def456"],
+    ["Alice.Smith", "abc123def456", null],
+    ["averyveryverylongusername", "abc123def456", null],
+  ])("%s / %s", (host, id, want) => {
+    const n = guestUser(host, id);
+    if (want) expect(n).toBe(want);
+    expect(n.length).toBeLessThanOrEqual(USER_NAME_MAX);
+    expect(n).toMatch(/^[a-z_][a-z0-9_-]*$/);
+    expect(parseGuestUser(n)).toBe(id);
+    expect(guestUser(host, id)).toBe(n); // deterministic
+  });
+  test("two long host names that share a prefix get different tags", () => {
+    expect(guestUser("averyveryverylongusername1", "abc")).not.toBe(guestUser("averyveryverylongusername2", "abc"));
+  });
+  test("foreign accounts do not parse", () => {
+    expect(parseGuestUser("sbxt-e2e")).toBeNull();
+    expect(parseGuestUser("postgres")).toBeNull();
+  });
+});

@@ -1,0 +1,116 @@
+// The root helper refuses anything outside its narrow remit; the sudo client maps its answers back to SbxErrors.
+import { describe, expect, test } from "bun:test";
+import { SbxError } from "../../../../src/core/errors";
+import { DEFAULT_ROOT_CONTEXT, helperMain, sudoHelperArgv, sudoRoot } from "../../../../src/drivers/macos/privileged";
+import type { Exec } from "../../../../src/sys/exec";
+import { FakeExec } from "../../../fakes/exec";
+import { FakeMac, macSpec } from "../../../fakes/mac";
+
+const HELPER = ["/usr/local/libexec/sbx/bun", "/usr/local/libexec/sbx/privileged.js"];
+
+async function helper(args: string[], sudoUser: string | undefined, exec = new FakeExec()) {
+  let out = "";
+  let err = "";
+  const code = await helperMain(args, { exec, sudoUser, out: (s) => (out += s), err: (s) => (err += s), ctx: { ...DEFAULT_ROOT_CONTEXT, uidRange: { min: 7000, max: 7999 } } });
+  return { code, out, err, exec };
+}
+
+describe("root helper (helperMain)", () => {
+  test.each([
+    ["another host's guest", { op: "delete-user", user: "sbx_bob_0123456789ab" }, /not a sandbox user of alice/],
+    ["a system account", { op: "kill-user", user: "root" }, /not an sbx guest user name/],
+    ["a UID outside the range", { op: "add-user", user: "sbx_alice_abc", uid: 501, gid: 7000, sandbox: "x", repo: "/r" }, /outside sbx's reserved range/],
+    ["a shell that is not zsh or false", { op: "set-user", user: "sbx_alice_abc", attr: "UserShell", value: "/bin/sh" }, /refusing to set/],
+    ["an attribute outside the list", { op: "set-user", user: "sbx_alice_abc", attr: "GroupMembership", value: "admin" }, /bad privileged request/],
+    ["a port below 1024", { op: "pf-load", user: "sbx_alice_abc", uid: 7001, port: 22 }, /bad privileged request/],
+    ["raw pf rules (unknown keys)", { op: "pf-load", user: "sbx_alice_abc", uid: 7001, port: 17001, rules: "pass all" }, /bad privileged request/],
+  ])("refuses %s without running anything", async (_what, op, why) => {
+    const r = await helper([JSON.stringify(op)], "alice");
+    expect(r.code).not.toBe(0);
+    const wire = JSON.parse(r.err.trim()) as { message: string };
+    expect(wire.message).toMatch(why);
+    expect(r.exec.calls).toEqual([]);
+  });
+
+  test("requests not made through sudo are refused, except reapply-all (launchd at boot)", async () => {
+    const r = await helper([JSON.stringify({ op: "pf-state" })], undefined);
+    expect(r.code).toBe(77);
+    const exec = new FakeExec().expect(["/bin/ls", "/private/var/db/sbx/pf"], { exitCode: 1 });
+    const boot = await helper([JSON.stringify({ op: "reapply-all" })], undefined, exec);
+    expect(boot.code).toBe(0);
+    expect(JSON.parse(boot.out)).toEqual({ changed: false, out: "" });
+    exec.assertDone();
+  });
+
+  test("pf changes for a UID held by a non-sbx account are refused", async () => {
+    const exec = new FakeExec().expect(["/usr/bin/dscl", ".", "-list", "/Users", "UniqueID"], { stdout: "alice 501\nsvc 7005\n" });
+    const r = await helper([JSON.stringify({ op: "pf-unload", uid: 7005 })], "alice", exec);
+    expect(r.code).toBe(77);
+    expect(JSON.parse(r.err).message).toContain("belongs to svc");
+  });
+
+  test("not JSON, or more than one argument: usage error", async () => {
+    expect((await helper(["{"], "alice")).code).toBe(64);
+    expect((await helper(["{}", "x"], "alice")).code).toBe(64);
+  });
+});
+
+describe("sudo client (sudoRoot)", () => {
+  test("argv: sudo -n <helper> '<json>'", () => {
+    expect(sudoHelperArgv(HELPER, { op: "pf-state" })).toEqual(["/usr/bin/sudo", "-n", ...HELPER, '{"op":"pf-state"}']);
+  });
+
+  test("a missing sudoers rule becomes a permission error that says to run `sbx service install`", async () => {
+    const exec = new FakeExec().expect(() => true, { exitCode: 1, stderr: "sudo: a password is required\n" });
+    const err = await sudoRoot(exec, HELPER).run({ op: "pf-state" }).catch((e: unknown) => e);
+    expect((err as SbxError).code).toBe("permission");
+    expect((err as SbxError).hint).toContain("sbx service install");
+  });
+
+  test("the helper's wire error comes back as the same SbxError", async () => {
+    const wire = JSON.stringify({ error: "unavailable", message: "pf could not be enabled", hint: "check pfctl" });
+    const exec = new FakeExec().expect(() => true, { exitCode: 69, stderr: `${wire}\n` });
+    const err = (await sudoRoot(exec, HELPER).run({ op: "pf-enable", uid: 7001 }).catch((e: unknown) => e)) as SbxError;
+    expect([err.code, err.message, err.hint]).toEqual(["unavailable", "pf could not be enabled", "check pfctl"]);
+  });
+
+  test("a round trip: sudoRoot → sudo argv → helperMain on the fake Mac → the same result", async () => {
+    const mac = new FakeMac();
+    const seen: string[][] = [];
+    const viaSudo: Exec = {
+      run: async (argv) => {
+        seen.push([...argv]);
+        const r = await helper([argv.at(-1)!], "alice", mac.exec);
+        return { argv, exitCode: r.code, stdout: r.out, stderr: r.err };
+      },
+      terminal: () => {
+        throw new Error("no terminal");
+      },
+    };
+    const res = await sudoRoot(viaSudo, HELPER).run({ op: "pf-state" });
+    expect(seen).toEqual([sudoHelperArgv(HELPER, { op: "pf-state" })]);
+    expect(JSON.parse(res.out)).toEqual({ enabled: false, tokens: [], anchors: [], files: [] });
+    const err = await sudoRoot(viaSudo, HELPER).run({ op: "delete-user", user: "sbx_bob_0123456789ab" }).catch((e: unknown) => e);
+    expect((err as SbxError).code).toBe("permission");
+  });
+});
+
+describe("shellArgv", () => {
+  test("a login shell of the guest through sudo, in the mapped workspace dir, with only the given env", () => {
+    const mac = new FakeMac();
+    const s = macSpec("demo", { port: 17001 });
+    const argv = mac.backend().shellArgv(s, { argv: [], cwd: "/Users/alice/src/demo/pkg", tty: true, env: { TERM: "xterm", "BAD-NAME": "x" } });
+    expect(argv).toEqual([
+      "/usr/bin/sudo", "-n", "-H", "-u", `sbx_alice_${s.id}`, "-i", "--",
+      "/usr/bin/env", "TERM=xterm",
+      "/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sbx-enter", `/Users/sbx_alice_${s.id}/demo/pkg`, "/bin/zsh", "-l",
+    ]);
+  });
+
+  test("a command runs as given; a cwd outside the repo maps to the workspace root", () => {
+    const mac = new FakeMac();
+    const s = macSpec("demo", { port: 17001 });
+    const argv = mac.backend().shellArgv(s, { argv: ["git", "status"], cwd: "/etc", tty: false, env: {} });
+    expect(argv.slice(-4)).toEqual(["sbx-enter", `/Users/sbx_alice_${s.id}/demo`, "git", "status"]);
+  });
+});

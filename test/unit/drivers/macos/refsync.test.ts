@@ -1,0 +1,104 @@
+// Host → clone ref sync on a fake Mac: the host fetches into its own mirror (hardened env), then the guest update-refs refs/remotes/host/* in its clone; owed while stopped (golden transcripts).
+import { describe, expect, test } from "bun:test";
+import type { GuardContext } from "../../../../src/guards/guards";
+import { silentLogger } from "../../../../src/daemon/log";
+import { productionComponents } from "../../../../src/daemon/main";
+import { userRefSyncTarget } from "../../../../src/daemon/user-backends";
+import { Store } from "../../../../src/store/store";
+import { hostGitEnv } from "../../../../src/sync/git-argv";
+import { processEnv, type Env } from "../../../../src/sys/env";
+import { createEventBus } from "../../../../src/events/feed";
+import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "../../../fakes/mac";
+import { golden } from "./golden";
+
+const paths = ALICE_PATHS;
+const IDENTITY = ALICE_IDENTITY;
+const WS = "/Users/sbx_alice_0a1b2c3d4e5f/demo";
+const oid = (c: string) => c.repeat(40);
+
+async function setup() {
+  const mac = new FakeMac();
+  const backend = mac.backend();
+  const store = new Store(":memory:");
+  const base = processEnv();
+  const env: Env = { ...base, platform: "darwin", uid: 501, gid: 20, userName: "alice", vars: { ...base.vars, HOME: "/Users/alice" } };
+  const comps = await productionComponents({ env, paths, exec: mac.exec, log: silentLogger, store, events: createEventBus() }, { macos: backend });
+  const row = store.createSandbox({ name: "demo", repo: "/Users/alice/src/demo", backend: "macos", identity: IDENTITY });
+  const spec = comps.specFor!(row);
+  mac.mk(spec.sockets.dir, "dir", 0o700, "alice");
+  mac.mk(spec.sockets.bridge, "sock", 0o600, "alice");
+  await comps.bringUp!(row, spec, backend);
+  const ctx = { sandbox: row, spec, exec: mac.exec, store, paths, log: silentLogger, audit: () => {} } as unknown as GuardContext;
+  return { mac, backend, spec, target: userRefSyncTarget(ctx, backend) };
+}
+
+/** The transcript since `from`, with each update-ref's stdin shown under it. */
+function transcriptWithStdin(mac: FakeMac, from: number): string {
+  const lines = mac.transcript(from).trimEnd().split("\n");
+  return lines
+    .map((l, i) => {
+      const stdin = mac.exec.calls[from + i]!.opts.stdin;
+      return typeof stdin === "string" && l.includes("update-ref") ? `${l}\n${stdin.trimEnd().replace(/^/gm, "  < ")}` : l;
+    })
+    .join("\n") + "\n";
+}
+
+describe("macOS host → clone ref sync", () => {
+  test("host branches appear in the running guest's clone as refs/remotes/host/*: mirror fetch as the host, update-ref as the guest", async () => {
+    const { mac, target } = await setup();
+    mac.repo.host.set("refs/heads/main", oid("2"));
+    mac.repo.host.set("refs/heads/feature", oid("3"));
+    const from = mac.exec.calls.length;
+    const r = await target.insideFetch();
+    expect(r.exitCode).toBe(0);
+    golden("refsync-host-to-clone.txt", transcriptWithStdin(mac, from));
+    expect(Object.fromEntries(mac.repo.clones.get(WS)!)).toEqual({ "refs/remotes/host/feature": oid("3"), "refs/remotes/host/main": oid("2") });
+    // the host's git runs with the hardened env and nothing of the daemon's
+    const fetch = mac.exec.calls.slice(from).find((c) => c.argv.includes("fetch"))!;
+    expect(fetch.opts.env).toEqual(hostGitEnv());
+    expect(fetch.opts.replaceEnv).toBe(true);
+    // the host never runs git in the guest's clone: every git naming the workspace runs as the guest
+    for (const c of mac.exec.calls.slice(from)) if (c.argv.includes(WS)) expect(c.argv.slice(0, 5)).toEqual(["/usr/bin/sudo", "-n", "-H", "-u", "sbx_alice_0a1b2c3d4e5f"]);
+
+    // a branch deleted on the host goes away inside; nothing changed → no update-ref at all
+    mac.repo.host.delete("refs/heads/feature");
+    await target.insideFetch();
+    expect([...mac.repo.clones.get(WS)!.keys()]).toEqual(["refs/remotes/host/main"]);
+    const quiet = mac.exec.calls.length;
+    await target.insideFetch();
+    expect(mac.transcript(quiet)).not.toContain("update-ref");
+  });
+
+  test("while stopped: the mirror is still brought up to date, the guest runs nothing, and one sync is owed at the next start", async () => {
+    const { mac, backend, spec, target } = await setup();
+    await backend.stop(spec);
+    mac.repo.host.set("refs/heads/main", oid("4"));
+    const from = mac.exec.calls.length;
+    expect((await target.insideFetch()).exitCode).toBe(0);
+    golden("refsync-stopped.txt", mac.transcript(from));
+    expect(mac.transcript(from)).not.toContain("sbx_alice_0a1b2c3d4e5f$");
+    expect(mac.repo.mirrorObjects.has(oid("4"))).toBe(true);
+    expect(target.syncOnStart!()).toBe(true);
+    expect(target.syncOnStart!()).toBe(false);
+  });
+
+  test("the mirror fetch comes first: without it the guest's update-ref names an object its clone cannot reach", async () => {
+    const { mac, backend, spec } = await setup();
+    mac.repo.host.set("refs/heads/main", oid("5"));
+    const r = await backend.syncHostRefs(spec, mac.repo.host);
+    expect(r.exitCode).toBe(128);
+    expect(r.stderr).toContain("nonexistent object");
+  });
+
+  test("a failed mirror fetch is reported and the guest step is skipped", async () => {
+    const { mac, target } = await setup();
+    mac.files.get("/private/var/sbx/alice")!; // exists
+    const mirror = [...mac.files.keys()].find((k) => k.startsWith("/private/var/sbx/alice/demo-") && k.endsWith(".git"))!;
+    mac.files.get(mirror)!.owner = "root"; // not the host's any more: git cannot write its objects
+    mac.repo.host.set("refs/heads/main", oid("6"));
+    const from = mac.exec.calls.length;
+    const r = await target.insideFetch();
+    expect(r.exitCode).toBe(255);
+    expect(mac.transcript(from)).not.toContain("update-ref");
+  });
+});
