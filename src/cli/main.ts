@@ -99,14 +99,32 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
   }
 }
 
-if (import.meta.main) {
-  const code = await main(process.argv.slice(2), {
-    io: {
-      stdout: (s) => void process.stdout.write(s),
-      stderr: (s) => void process.stderr.write(s),
-      stdoutIsTTY: Boolean(process.stdout.isTTY),
-      stderrIsTTY: Boolean(process.stderr.isTTY),
+/**
+ * This process's stdout and stderr for main(), and a drain that resolves once everything written is out. A write to a
+ * pipe the reader has not emptied completes later; exiting before it does cut piped output at the pipe's size
+ * (measured: a 1.2 MB `--json` arrived as its first 64 KiB).
+ */
+export function processIo(): Io & { drain(): Promise<void> } {
+  let out: Promise<void> = Promise.resolve();
+  let err: Promise<void> = Promise.resolve();
+  // Writes to one stream complete in order: waiting for the last one's callback waits for all of them.
+  const write = (stream: NodeJS.WriteStream, s: string) => new Promise<void>((res) => void stream.write(s, () => res()));
+  return {
+    stdout: (s) => void (out = write(process.stdout, s)),
+    stderr: (s) => void (err = write(process.stderr, s)),
+    stdoutIsTTY: Boolean(process.stdout.isTTY),
+    stderrIsTTY: Boolean(process.stderr.isTTY),
+    drain: async () => {
+      await Promise.all([out, err]);
     },
+  };
+}
+
+/** Runs sbx as this process: main(), every byte of its output written, then exit with its code. */
+export async function runAsProcess(argv: readonly string[], verbs?: readonly Verb[]): Promise<never> {
+  const io = processIo();
+  const code = await main(argv, {
+    io,
     vars: process.env,
     env: async () => {
       const { processEnv } = await import("../sys/env");
@@ -118,6 +136,10 @@ if (import.meta.main) {
     },
     cwd: process.cwd(),
     stdinIsTTY: Boolean(process.stdin.isTTY),
+    ...(verbs ? { verbs } : {}),
   });
+  await io.drain();
   process.exit(code);
 }
+
+if (import.meta.main) await runAsProcess(process.argv.slice(2));
