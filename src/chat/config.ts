@@ -33,15 +33,19 @@ export const SiteSchema = z
   });
 
 export const ZulipConfigSchema = z.object({
-  provider: z.literal("zulip"),
-  site: SiteSchema,
-  email: z.email({ message: "the bot's email address is not valid" }),
+  provider: z.literal("zulip").describe("the chat service: zulip"),
+  site: SiteSchema.describe("the organisation's https URL, e.g. https://ORG.zulipchat.com"),
+  email: z.email({ message: "the bot's email address is not valid" }).describe("the bot's email address (its Zulip login)"),
   apiKey: z
     .string()
     .min(1, "the API key is empty")
-    .refine((k) => !/\s/.test(k), "the API key holds whitespace: is the key file the bot's zuliprc rather than the bare key?"),
-  stream: z.string().trim().min(1, "name a stream").max(ZULIP_NAME_MAX),
-  allowSenders: z.array(z.email().transform((e) => e.toLowerCase())).default([]),
+    .refine((k) => !/\s/.test(k), "the API key holds whitespace: is the key file the bot's zuliprc rather than the bare key?")
+    .describe("the bot's API key (stored 0600; never shown)"),
+  stream: z.string().trim().min(1, "name a stream").max(ZULIP_NAME_MAX).describe(`the stream the bot posts to (at most ${ZULIP_NAME_MAX} characters)`),
+  allowSenders: z
+    .array(z.email().transform((e) => e.toLowerCase()))
+    .default([])
+    .describe("emails of the people whose commands the bot obeys (default: nobody)"),
 });
 export type ZulipConfig = z.infer<typeof ZulipConfigSchema>;
 export type ChatConfig = ZulipConfig;

@@ -11,8 +11,10 @@ const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENT
 
 export const ConfigSchema = z
   .object({
-    /** Host dirs overlaid copy-on-write in every new sandbox, besides ~/.claude and ~/.config/fish. `~/` is your home. */
-    overlays: z.array(z.string().min(1)).default([]),
+    overlays: z
+      .array(z.string().min(1))
+      .default([])
+      .describe("list of host dirs overlaid copy-on-write in every new sandbox, besides ~/.claude and ~/.config/fish (`~/` is your home; default: none)"),
     /** Variables every new sandbox gets, besides the terminal, locale, proxy and LLM ones sbx sets. */
     env: z
       .record(
@@ -23,11 +25,19 @@ export const ConfigSchema = z
           .refine((k) => !SECRET_NAME.test(k), "looks like a credential; sbx keeps credentials on the host (use `sbx secret set`)"),
         z.string().refine((v) => scanText(v, "config").length === 0, "looks like a secret (a key or token pattern matched)"),
       )
-      .default({}),
-    /** The default for --claude-auth. */
-    claudeAuth: z.enum(["inject", "overlay"]).optional(),
+      .default({})
+      .describe("name → value: variables every new sandbox gets, besides the terminal, locale, proxy and LLM ones sbx sets (no credentials; default: none)"),
+    claudeAuth: z
+      .enum(["inject", "overlay"])
+      .optional()
+      .describe("inject | overlay: the default for --claude-auth (default: inject when the host has a Claude key or login)"),
   })
   .strict();
+
+/** Pure: each key of an object schema with its description, as a hint lists them ("key: what it is"). */
+export function describeKeys(schema: z.ZodObject): string[] {
+  return Object.entries(schema.shape).map(([k, v]) => `${k}: ${(v as z.ZodType).description ?? "(undocumented)"}`);
+}
 export type Config = z.infer<typeof ConfigSchema>;
 
 /**
@@ -50,7 +60,7 @@ export function parseConfig(text: string, file: string, knownSecrets: readonly s
     // A record key's own reason is nested under zod's generic "Invalid key in record".
     const nested = "issues" in i && Array.isArray(i.issues) ? (i.issues as { message: string }[])[0]?.message : undefined;
     throw new SbxError("config", `${file}: ${where}: ${nested ?? i.message}`, {
-      hint: "Allowed keys: overlays (list of dirs), env (name → value), claudeAuth (inject | overlay).",
+      hint: `Allowed keys:\n  ${describeKeys(ConfigSchema).join("\n  ")}`,
     });
   }
   for (const [k, v] of Object.entries(r.data.env)) {

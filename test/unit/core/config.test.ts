@@ -1,6 +1,6 @@
 // The config file is parsed strictly: a bad one refuses with what and where, and it can never carry a secret or route around the proxy (fail-closed).
 import { describe, expect, test } from "bun:test";
-import { parseConfig } from "../../../src/core/config";
+import { ConfigSchema, parseConfig } from "../../../src/core/config";
 import { SbxError } from "../../../src/core/errors";
 
 const parse = (v: unknown, known: string[] = []) => parseConfig(JSON.stringify(v), "/c/config.json", known);
@@ -60,5 +60,26 @@ describe("config file", () => {
     const e = refusal(() => parseConfig("{ overlays: [", "/c/config.json"));
     expect(e.exitCode).toBe(78);
     expect(e.message).toContain("not valid JSON");
+  });
+});
+
+describe("the config schemas document themselves", () => {
+  test("every field of every config file's schema has a description (config.json and chat.json)", async () => {
+    const { ZulipConfigSchema } = await import("../../../src/chat/config");
+    for (const schema of [ConfigSchema, ZulipConfigSchema]) {
+      for (const [key, field] of Object.entries(schema.shape)) expect({ key, description: (field as { description?: string }).description ?? null }).toMatchObject({ key, description: expect.any(String) });
+    }
+  });
+
+  test("an unknown key's refusal lists the allowed keys with what each is, from the schema", () => {
+    let err: SbxError | null = null;
+    try {
+      parseConfig(JSON.stringify({ overlay: ["~/.config/gh"] }), "/c/config.json");
+    } catch (e) {
+      err = e as SbxError;
+    }
+    expect(err?.exitCode).toBe(78);
+    expect(err?.message).toContain("overlay");
+    for (const [key, field] of Object.entries(ConfigSchema.shape)) expect(err?.hint).toContain(`${key}: ${(field as { description?: string }).description}`);
   });
 });
