@@ -5,7 +5,7 @@ import { defaultRuntime, type DockerBackend } from "../drivers/docker/docker";
 import { LinuxUserBackend } from "../drivers/linux-user/backend";
 import { probeLinuxUser } from "../drivers/linux-user/probe";
 import { macosBackendHere } from "../drivers/macos/backend";
-import { PLAIN_PATH } from "../sandboxes/env";
+import { PLAIN_PATH } from "../drivers/docker/args";
 import type { BackendKind } from "../core/schemas";
 import { DockerDriver } from "../drivers/docker/driver";
 import type { Driver } from "../drivers/driver";

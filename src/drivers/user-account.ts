@@ -6,15 +6,16 @@
 // root-owned files in it. The guest makes its own clone when the backend applies; the host makes nothing but the dir.
 import { existsSync, readFileSync, symlinkSync } from "node:fs";
 import { z } from "zod";
-import type { Backend, HostUser, SandboxSpec } from "./backend";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
-import type { Exec, ExecOptions } from "../sys/exec";
+import type { Exec } from "../sys/exec";
 import { sandboxSockets, sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
-import { type UserBackendKind } from "../core/backend-kind";
+import type { UserBackendKind } from "../core/backend-kind";
 import { sandboxEnv } from "../sandboxes/env";
+import { hostUserExec, hostUserFor, userByUid } from "../sys/as-user";
+import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { Driver, NewSandbox } from "./driver";
 
 /** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
@@ -61,39 +62,8 @@ export function userIdentity(row: Sandbox): UserIdentity {
   return r.data;
 }
 
-/**
- * The host user a user-account sandbox belongs to. Under `sudo` (root, with SUDO_UID) that is the invoking user, read
- * from the passwd file; otherwise the process's own user. Pure given the passwd text.
- */
-export function hostUserFor(env: Env, passwd: string): HostUser {
-  const entry = (pred: (f: string[]) => boolean) => passwd.split("\n").map((l) => l.split(":")).find((f) => f.length >= 7 && pred(f));
-  const sudoUid = env.raw.SUDO_UID;
-  if (env.uid === 0 && sudoUid !== undefined && /^\d+$/.test(sudoUid) && sudoUid !== "0") {
-    const f = entry((f) => f[2] === sudoUid);
-    if (!f) throw new SbxError("config", `sudo says you are uid ${sudoUid}, but that uid has no passwd entry`, { hint: "Run sbx as a user with a passwd entry." });
-    return { name: f[0]!, uid: Number(f[2]), gid: Number(f[3]), home: f[5]!, shell: f[6]! };
-  }
-  const f = entry((f) => f[2] === String(env.uid));
-  return {
-    name: f?.[0] ?? env.userName,
-    uid: env.uid,
-    gid: env.gid,
-    home: env.vars.HOME,
-    shell: env.vars.SHELL ?? f?.[6] ?? "/bin/sh",
-  };
-}
 
-/** Pure: the passwd entry of `uid` as a HostUser; refused when there is none. */
-export function userByUid(passwd: string, uid: number): HostUser {
-  const f = passwd.split("\n").map((l) => l.split(":")).find((f) => f.length >= 7 && f[2] === String(uid));
-  if (!f) throw new SbxError("config", `uid ${uid} has no passwd entry`, { hint: "Run sbx as a user with a passwd entry." });
-  return { name: f[0]!, uid, gid: Number(f[3]), home: f[5]!, shell: f[6]! };
-}
 
-/** An Exec whose commands run as `uid` (from root), for git in that person's repo. */
-export function asUidExec(exec: Exec, uid: number, passwdFile = "/etc/passwd"): Exec {
-  return hostUserExec(exec, userByUid(readFileSync(passwdFile, "utf8"), uid), 0);
-}
 
 /**
  * Pure: a free loopback port for a new sandbox. Starts at a point derived from its id (so two creates at once rarely
@@ -140,20 +110,6 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
   };
 }
 
-/**
- * An Exec whose commands run as the host user: `setpriv` drops root to its uid, gid and groups (nothing when sbx is
- * not root or the host user is root). HOME/USER/LOGNAME are the host user's unless the caller set them (ref sync's
- * git gets HOME=/nonexistent). runs: setpriv --reuid=<uid> --regid=<gid> --init-groups -- <argv>
- */
-export function hostUserExec(exec: Exec, host: HostUser, selfUid: number): Exec {
-  if (selfUid !== 0 || host.uid === 0) return exec;
-  const wrap = (argv: readonly string[]) => ["setpriv", `--reuid=${host.uid}`, `--regid=${host.gid}`, "--init-groups", "--", ...argv];
-  const envOf = (o: { env?: Record<string, string> | undefined }) => ({ HOME: host.home, USER: host.name, LOGNAME: host.name, ...o.env });
-  return {
-    run: (argv, opts: ExecOptions = {}) => exec.run(wrap(argv), { ...opts, env: envOf(opts) }),
-    terminal: (argv, opts) => exec.terminal(wrap(argv), { ...opts, env: envOf(opts) }),
-  } as Exec;
-}
 
 export interface UserAccountDriverDeps {
   exec: Exec;

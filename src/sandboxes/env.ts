@@ -2,17 +2,10 @@
 //
 // Pure. What differs per kind is where things are as the guest sees them (`EnvPlace`); the variables and their values
 // are decided here only, so a container and a user account can never drift apart again.
-import { RUNTIME_MOUNT } from "../drivers/docker/args";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import type { Provider } from "../llm/keys";
 
 export { terminalVars };
-
-/** The PATH inside a container: the git/gh shims first (network git goes to the bridge), then the usual system dirs. */
-export const SANDBOX_PATH = `${RUNTIME_MOUNT.shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
-
-/** The PATH for git that must NOT go through the shims (host → clone ref sync runs the image's own git). */
-export const PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /** The placeholder the LLM clients inside send as their key: the proxy replaces it with the host's, on the way out. */
 export const PLACEHOLDER_KEY = "sbx-placeholder";

@@ -21,7 +21,7 @@ import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, stal
 import { sandboxLayout } from "../workspace/layout";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
-import { asUidExec } from "../drivers/user-account";
+import { asUidExec } from "../sys/as-user";
 import { baseIdentity, sandboxId } from "./identity";
 
 /**

@@ -28,6 +28,12 @@ export const RUNTIME_MOUNT = {
   shims: "/opt/sbx/shims",
 } as const;
 
+/** The PATH inside a container: the git/gh shims first (network git goes to the bridge), then the usual system dirs. */
+export const SANDBOX_PATH = `${RUNTIME_MOUNT.shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+
+/** The PATH for git that must NOT go through the shims (host → clone ref sync runs the image's own git). */
+export const PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /**
  * Where sbx's login-shell snippets appear inside, read-only. Login shells reset PATH (Debian's /etc/profile sets it
  * from scratch), which would put the image's git before the shims; these put the shims back first. A dir the image

@@ -1,7 +1,8 @@
 // The user-account driver's pure parts: port choice, host user under sudo, the stored identity → spec, the host-user Exec.
 import { describe, expect, test } from "bun:test";
 import type { Sandbox } from "../../../src/core/schemas";
-import { hostUserExec, hostUserFor, pickProxyPort, PROXY_PORT_RANGE, userSpec, type UserIdentity } from "../../../src/drivers/user-account";
+import { pickProxyPort, PROXY_PORT_RANGE, userSpec, type UserIdentity } from "../../../src/drivers/user-account";
+import { hostUserExec, hostUserFor } from "../../../src/sys/as-user";
 import { processEnv, type Env } from "../../../src/sys/env";
 import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";

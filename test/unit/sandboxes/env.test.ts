@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { userSpec } from "../../../src/drivers/user-account";
 import { PROVIDERS, upstreamFor } from "../../../src/llm/handler";
-import { LLM_ROUTES, SANDBOX_PATH, sandboxEnv, terminalVars } from "../../../src/sandboxes/env";
+import { SANDBOX_PATH } from "../../../src/drivers/docker/args";
+import { LLM_ROUTES, sandboxEnv, terminalVars } from "../../../src/sandboxes/env";
 import type { Sandbox } from "../../../src/core/schemas";
 import type { Paths } from "../../../src/sys/paths";
 
