@@ -2,8 +2,9 @@
 import type { SandboxSpec } from "../drivers/backend";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
-import { sandboxId } from "../sandboxes/identity";
-import { sandboxDir, sandboxSockets, type Paths } from "../sys/paths";
+import { DEFAULT_FORWARDER_PORT } from "../core/egress";
+import { sandboxId, sandboxSpec } from "../sandboxes/identity";
+import { sandboxDir, type Paths } from "../sys/paths";
 
 export type SpecBuilder = (sandbox: Sandbox) => SandboxSpec;
 
@@ -15,22 +16,14 @@ export function defaultSpecBuilder(env: Env, paths: Paths): SpecBuilder {
     for (const [k, v] of Object.entries(sb.identity)) {
       if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") options[k] = v;
     }
-    return {
+    return sandboxSpec(paths, {
       id,
       name: sb.name,
       repo: sb.repo,
       dir: sandboxDir(paths, sb.repo, sb.name),
-      hostUser: {
-        name: env.userName,
-        uid: env.uid,
-        gid: env.gid,
-        home: env.vars.HOME,
-        shell: env.vars.SHELL ?? "/bin/sh",
-      },
-      sockets: sandboxSockets(paths, id),
-      env: { SANDBOX: sb.name },
-      overlays: [],
+      hostUser: { name: env.userName, uid: env.uid, gid: env.gid, home: env.vars.HOME, shell: env.vars.SHELL ?? "/bin/sh" },
+      place: { proxyPort: DEFAULT_FORWARDER_PORT },
       options,
-    };
+    });
   };
 }

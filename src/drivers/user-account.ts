@@ -10,10 +10,10 @@ import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
-import { sandboxSockets, sha256Hex, type Paths } from "../sys/paths";
+import { sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import type { UserBackendKind } from "../core/backend-kind";
-import { sandboxEnv } from "../sandboxes/env";
+import { sandboxSpec } from "../sandboxes/identity";
 import { hostUserExec, hostUserFor, userByUid } from "../sys/as-user";
 import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { Driver, NewSandbox } from "./driver";
@@ -95,19 +95,16 @@ export function loopbackPortFree(port: number): boolean {
 /** Pure: the spec of a stored user-account sandbox (what the daemon hands to the backend and the guards). */
 export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
   const ident = userIdentity(row);
-  const sockets = sandboxSockets(paths, ident.id);
-  return {
+  // A guest reaches the proxy on its loopback port and the bridge at its socket's host path; its rc files set PATH.
+  return sandboxSpec(paths, {
     id: ident.id,
     name: row.name,
     repo: row.repo,
     dir: ident.dir,
     hostUser: ident.hostUser,
-    sockets,
-    // A guest reaches the proxy on its loopback port and the bridge at its socket's host path; its rc files set PATH.
-    env: sandboxEnv(row.name, { proxyPort: ident.proxyPort, bridgeSocket: sockets.bridge }),
-    overlays: [],
+    place: { proxyPort: ident.proxyPort },
     options: { proxyPort: ident.proxyPort },
-  };
+  });
 }
 
 

@@ -1,7 +1,9 @@
-// A sandbox's id and the part of its stored identity every kind shares (its id and its dir).
+// A sandbox's id, the part of its stored identity every kind shares (its id and its dir), and the one spec builder.
 import { z } from "zod";
 import type { Sandbox } from "../core/schemas";
-import { sha256Hex, SOCKET_ID_LENGTH } from "../sys/paths";
+import type { HostUser, SandboxSpec } from "../drivers/backend";
+import { sandboxSockets, sha256Hex, SOCKET_ID_LENGTH, type Paths } from "../sys/paths";
+import { sandboxEnv, type EnvPlace, type SandboxEnvOptions } from "./env";
 
 /**
  * Pure: a sandbox's id (container `sbx-<id>`, account, volume and socket-dir names), scoped to the state root: two
@@ -19,4 +21,34 @@ export const BaseIdentitySchema = z.object({ id: z.string().min(1), dir: z.strin
 export function baseIdentity(row: Sandbox): { id: string; dir: string } | null {
   const r = BaseIdentitySchema.safeParse(row.identity);
   return r.success ? r.data : null;
+}
+
+/** What a kind says of one of its sandboxes; the rest of the spec (socket dir, environment) is decided here. */
+export interface SpecParts {
+  id: string;
+  name: string;
+  repo: string;
+  dir: string;
+  hostUser: HostUser;
+  /** Where sbx's pieces are as the guest sees them; the bridge socket is the sandbox's own on the host unless said. */
+  place: Omit<EnvPlace, "bridgeSocket"> & { bridgeSocket?: string };
+  envOptions?: SandboxEnvOptions;
+  overlays?: string[];
+  options?: Record<string, string | number | boolean>;
+}
+
+/** Pure: the one builder of a SandboxSpec, whatever the kind (each driver supplies its parts from its identity). */
+export function sandboxSpec(paths: Pick<Paths, "runtimeDir">, p: SpecParts): SandboxSpec {
+  const sockets = sandboxSockets(paths as Paths, p.id);
+  return {
+    id: p.id,
+    name: p.name,
+    repo: p.repo,
+    dir: p.dir,
+    hostUser: p.hostUser,
+    sockets,
+    env: sandboxEnv(p.name, { bridgeSocket: sockets.bridge, ...p.place }, p.envOptions),
+    overlays: p.overlays ?? [],
+    options: p.options ?? {},
+  };
 }

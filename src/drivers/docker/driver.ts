@@ -12,12 +12,12 @@ import type { Sandbox } from "../../core/schemas";
 import { expandHome, loadConfig } from "../../lifecycle/config";
 import { RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
-import { sandboxEnv } from "../../sandboxes/env";
+import { sandboxSpec } from "../../sandboxes/identity";
 import { readSecrets, secretsFile } from "../../secrets/store";
 import { retiredStamp, setAsideRetiredRefs } from "../../sync/final-fetch";
 import { passwdName, type Env } from "../../sys/env";
 import type { Exec } from "../../sys/exec";
-import { sandboxSockets, type Paths } from "../../sys/paths";
+import type { Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
 import type { Driver, DriverReport, NewSandbox } from "../driver";
@@ -164,22 +164,18 @@ export class DockerDriver implements Driver {
     if (ident.shell) options.shell = ident.shell;
     options.claudeAuth = ident.claudeAuth ?? "overlay";
     const user = this.hostUser;
-    return {
+    return sandboxSpec(this.d.paths, {
       id: ident.id,
       name,
       repo,
       dir: ident.dir,
       hostUser: ident.hostShell ? { ...user, shell: ident.hostShell } : user,
-      sockets: sandboxSockets(this.d.paths, ident.id),
       // Inside a container: the forwarder's port, the socket dir and the runtime where the container mounts them.
-      env: sandboxEnv(
-        name,
-        { proxyPort: DEFAULT_FORWARDER_PORT, proxySocket: `${SOCKET_MOUNT}/proxy.sock`, bridgeSocket: `${SOCKET_MOUNT}/bridge.sock`, bun: RUNTIME_MOUNT.bun, path: SANDBOX_PATH },
-        { terminal: this.d.env.raw, ...(ident.userEnv ? { user: ident.userEnv } : {}) },
-      ),
+      place: { proxyPort: DEFAULT_FORWARDER_PORT, proxySocket: `${SOCKET_MOUNT}/proxy.sock`, bridgeSocket: `${SOCKET_MOUNT}/bridge.sock`, bun: RUNTIME_MOUNT.bun, path: SANDBOX_PATH },
+      envOptions: { terminal: this.d.env.raw, ...(ident.userEnv ? { user: ident.userEnv } : {}) },
       overlays: ident.overlays,
       options,
-    };
+    });
   }
 
   /**
