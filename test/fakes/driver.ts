@@ -5,9 +5,9 @@ import { join } from "node:path";
 import type { HostUser, SandboxSpec } from "../../src/drivers/backend";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
 import type { Driver, DriverReport, NewSandbox } from "../../src/drivers/driver";
-import { BaseIdentitySchema } from "../../src/sandboxes/identity";
+import { BaseIdentitySchema, sandboxSpec } from "../../src/sandboxes/identity";
 import type { Exec } from "../../src/sys/exec";
-import { sandboxSockets, type Paths } from "../../src/sys/paths";
+import type { Paths } from "../../src/sys/paths";
 import { FakeBackend } from "./backend";
 
 export class FakeDriver implements Driver {
@@ -46,17 +46,7 @@ export class FakeDriver implements Driver {
 
   spec(row: Sandbox): SandboxSpec {
     const ident = BaseIdentitySchema.parse(row.identity);
-    return {
-      id: ident.id,
-      name: row.name,
-      repo: row.repo,
-      dir: ident.dir,
-      hostUser: this.hostUser,
-      sockets: sandboxSockets(this.paths, ident.id),
-      env: {},
-      overlays: [],
-      options: {},
-    };
+    return sandboxSpec(this.paths, { id: ident.id, name: row.name, repo: row.repo, dir: ident.dir, hostUser: this.hostUser, place: { proxyPort: 3128 } });
   }
 
   async provision(row: Sandbox, n: NewSandbox, _r: DriverReport): Promise<Record<string, unknown>> {
