@@ -87,5 +87,5 @@ runDriverContract("macos on the fake Mac", async (): Promise<DriverHarness> => {
 });
 
 runDriverContract("linux-user on a fake Linux", async () => ({}) as DriverHarness, {
-  skipAll: "no fake Linux (passwd plus nft state) yet; the real backend runs the backend contract as root in test/e2e/linux-user, and the service's e2e creates, stops and removes through this driver",
+  skipAll: "no fake Linux (passwd plus nft state) yet; the real backend runs the backend contract as root in test/e2e/linux-user, and the linux-user e2e creates, stops and removes sandboxes through this driver",
 });
