@@ -56,10 +56,15 @@ export function stageClone(exec: Exec, paths: Pick<Paths, "cacheDir">, repo: str
       }
       return ok;
     });
+  return stagedIn(dir, repo, done);
+}
+
+/** The staged clone in `dir` (its clone at `<dir>/clone`); discard waits for the clone to end, then removes the dir. */
+function stagedIn(dir: string, repo: string, done: Promise<boolean>): StagedClone {
   let gone = false;
   return {
     repo,
-    path,
+    path: join(dir, "clone"),
     done,
     async discard() {
       if (gone) return;
@@ -127,16 +132,5 @@ export function adoptStagedClone(paths: Pick<Paths, "cacheDir">, dir: string, op
       await Bun.sleep(5);
     }
   })();
-  let gone = false;
-  return {
-    repo,
-    path: join(dir, "clone"),
-    done,
-    async discard() {
-      if (gone) return;
-      gone = true;
-      await done;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return stagedIn(dir, repo, done);
 }

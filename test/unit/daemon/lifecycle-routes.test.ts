@@ -1,8 +1,7 @@
 // The sandbox service behind the control socket (/v1/lifecycle/*): lines as the work goes, guards before the sandbox
 // runs, a caller that goes away leaves nothing half-made, refusals arrive whole, and a staged clone is only ever one.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createApp } from "../../../src/daemon/app";
 import { Controller } from "../../../src/daemon/controller";
@@ -10,17 +9,15 @@ import { LifecycleLineSchema, type LifecycleLine } from "../../../src/daemon/pro
 import { SessionManager } from "../../../src/daemon/sessions";
 import { controllerSupervisor } from "../../../src/daemon/supervisor";
 import { SandboxService } from "../../../src/sandboxes/service";
-import { Store } from "../../../src/store/store";
-import { readEnv } from "../../../src/sys/env";
-import { createExec } from "../../../src/sys/exec";
-import { pathsFor, type Paths } from "../../../src/sys/paths";
+import type { Store } from "../../../src/store/store";
+import type { Paths } from "../../../src/sys/paths";
 import { stagingRoot } from "../../../src/workspace/staged-clone";
 import { FakeDriver } from "../../fakes/driver";
+import { tempWorld, type TempWorld } from "../../support/temp-world";
 import { silentLogger } from "../../../src/daemon/log";
 import { recordingGuard, type Events } from "../../support/daemon-harness";
 
-const exec = createExec(process.env as Record<string, string>);
-let root: string;
+let w: TempWorld;
 let repo: string;
 let paths: Paths;
 let store: Store;
@@ -29,27 +26,12 @@ let events: Events;
 let controller: Controller;
 let sessions: SessionManager;
 let app: ReturnType<typeof createApp>;
-
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  const r = await exec.run(["git", "-C", cwd, ...args], { check: true, env: { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } });
-  return r.stdout.trim();
-}
+const git = (cwd: string, ...args: string[]) => w.git(cwd, ...args);
 
 beforeEach(async () => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-lc-")));
-  repo = join(root, "repo");
-  mkdirSync(repo);
-  await git(repo, "init", "-q", "-b", "main");
-  await git(repo, "commit", "-q", "--allow-empty", "-m", "first");
-  const env = readEnv({
-    vars: { HOME: join(root, "home"), PATH: process.env.PATH, XDG_STATE_HOME: join(root, "state"), XDG_CACHE_HOME: join(root, "cache"), XDG_RUNTIME_DIR: join(root, "rt") },
-    uid: process.getuid!(),
-    gid: process.getgid!(),
-    platform: "linux",
-  });
-  paths = pathsFor(env);
-  mkdirSync(paths.stateDir, { recursive: true });
-  store = new Store(paths.dbFile);
+  w = await tempWorld({});
+  ({ repo, paths, store } = w);
+  const { env, exec } = w;
   events = [];
   driver = new FakeDriver("fake", exec, paths, { name: "t", uid: env.uid, gid: env.gid, home: env.vars.HOME, shell: "/bin/sh" });
   driver.trace = events;
@@ -80,8 +62,7 @@ beforeEach(async () => {
 afterEach(async () => {
   await sessions.closeAll();
   await controller.close();
-  store.close();
-  rmSync(root, { recursive: true, force: true });
+  w.close();
 });
 
 async function call(verb: string, body: unknown): Promise<LifecycleLine[]> {
@@ -131,7 +112,7 @@ describe("/v1/lifecycle", () => {
 
   test("a staged clone is taken only from directly under the staging root: other paths, links and traversal are refused", async () => {
     mkdirSync(stagingRoot(paths), { recursive: true });
-    const outside = join(root, "elsewhere", "123-abc");
+    const outside = join(w.root, "elsewhere", "123-abc");
     mkdirSync(outside, { recursive: true });
     symlinkSync(outside, join(stagingRoot(paths), "124-link"));
     writeFileSync(join(outside, ".repo"), repo);

@@ -6,60 +6,39 @@ import { join } from "node:path";
 import { defaultRuntime, DockerBackend } from "../../../src/drivers/docker/docker";
 import { DockerDriver } from "../../../src/drivers/docker/driver";
 import type { NewSandbox } from "../../../src/drivers/driver";
+import { UserAccountDriver } from "../../../src/drivers/user-account";
 import { sandboxId } from "../../../src/sandboxes/identity";
 import { Store } from "../../../src/store/store";
 import { readEnv } from "../../../src/sys/env";
-import { createExec } from "../../../src/sys/exec";
-import { pathsFor } from "../../../src/sys/paths";
 import { runDriverContract, type DriverHarness } from "../../contract/driver";
 import { FakeDockerEngine } from "../../fakes/docker-engine";
 import { FakeDriver } from "../../fakes/driver";
 import { ALICE_PATHS, FakeMac } from "../../fakes/mac";
-import { UserAccountDriver } from "../../../src/drivers/user-account";
+import { tempWorld } from "../../support/temp-world";
 
-const exec = createExec(process.env as Record<string, string>);
-
-/** A temp world: env and paths under one root, a store, a committed repo. */
-function world() {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-dc-")));
-  const home = join(root, "home");
-  mkdirSync(home, { recursive: true });
-  const env = readEnv({
-    vars: { HOME: home, USER: "t", SHELL: "/bin/bash", PATH: process.env.PATH, XDG_STATE_HOME: join(root, "state"), XDG_CACHE_HOME: join(root, "cache"), XDG_CONFIG_HOME: join(root, "config"), XDG_RUNTIME_DIR: join(root, "rt") },
-    uid: process.getuid!(),
-    gid: process.getgid!(),
-    platform: "linux",
-  });
-  const paths = pathsFor(env);
-  mkdirSync(paths.stateDir, { recursive: true });
-  const repo = join(root, "repo");
-  mkdirSync(repo);
-  const g = (...a: string[]) => Bun.spawnSync(["git", "-c", "user.email=t@t", "-c", "user.name=t", "-C", repo, ...a]);
-  g("init", "-q", "-b", "main");
-  writeFileSync(join(repo, "Dockerfile"), "FROM sbx-base:bookworm\n");
-  g("add", "-A");
-  g("commit", "-qm", "first");
-  const store = new Store(paths.dbFile);
+/** A temp world (a repo with a Dockerfile) and how a new sandbox's request looks in it. */
+async function world() {
+  const w = await tempWorld({ Dockerfile: "FROM sbx-base:bookworm\n" });
   const newSandbox = (name: string): NewSandbox => {
-    const dir = join(paths.sandboxRoot, "repo", name);
+    const dir = join(w.paths.sandboxRoot, "repo", name);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return { name, repo, dir, id: sandboxId(paths.sandboxRoot, repo, name), cwd: repo };
+    return { name, repo: w.repo, dir, id: sandboxId(w.paths.sandboxRoot, w.repo, name), cwd: w.repo };
   };
-  return { root, env, paths, repo, store, newSandbox, teardown: async () => (store.close(), rmSync(root, { recursive: true, force: true })) };
+  return { ...w, newSandbox, teardown: async () => w.close() };
 }
 
 runDriverContract("fake", async (): Promise<DriverHarness> => {
-  const w = world();
-  const driver = new FakeDriver("fake", exec, w.paths, { name: "t", uid: w.env.uid, gid: w.env.gid, home: w.env.vars.HOME, shell: "/bin/bash" });
+  const w = await world();
+  const driver = new FakeDriver("fake", w.exec, w.paths, w.host);
   return { driver, store: w.store, newSandbox: w.newSandbox, mutations: () => driver.backend.mutations, teardown: w.teardown };
 });
 
 runDriverContract("docker on the fake engine", async (): Promise<DriverHarness> => {
-  const w = world();
+  const w = await world();
   const engine = new FakeDockerEngine(["sbx-base:bookworm"]);
   // The image the repo's Dockerfile makes is built by the fake engine on first use, as the real one would be.
-  const backend = new DockerBackend(exec, { sandboxRoot: w.paths.sandboxRoot, engine, runtime: defaultRuntime() });
-  const driver = new DockerDriver({ exec, env: w.env, paths: w.paths, backend, checkEngine: async () => {} });
+  const backend = new DockerBackend(w.exec, { sandboxRoot: w.paths.sandboxRoot, engine, runtime: defaultRuntime() });
+  const driver = new DockerDriver({ exec: w.exec, env: w.env, paths: w.paths, backend, checkEngine: async () => {} });
   return { driver, store: w.store, newSandbox: w.newSandbox, mutations: () => engine.mutations.length, teardown: w.teardown };
 });
 

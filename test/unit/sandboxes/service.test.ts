@@ -1,37 +1,28 @@
 // The one lifecycle's rules hold for every kind: the same refusal of unsynced work, nothing left after a failed create,
 // an existing sandbox entered whatever its kind. Real git in temp dirs; the drivers are fakes over an in-memory backend.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import type { BackendKind } from "../../../src/core/schemas";
 import { SandboxService } from "../../../src/sandboxes/service";
-import { Store } from "../../../src/store/store";
-import { readEnv, type Env } from "../../../src/sys/env";
-import { createExec } from "../../../src/sys/exec";
-import { pathsFor, type Paths } from "../../../src/sys/paths";
+import type { Store } from "../../../src/store/store";
 import { FakeDriver } from "../../fakes/driver";
+import { tempWorld, type TempWorld } from "../../support/temp-world";
 
-const exec = createExec(process.env as Record<string, string>);
-let root: string;
-let repo: string;
-let paths: Paths;
-let env: Env;
-let store: Store;
+let w: TempWorld;
 let drivers: Record<string, FakeDriver>;
 let logs: string[];
-
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  const r = await exec.run(["git", "-C", cwd, ...args], { check: true, env: { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } });
-  return r.stdout.trim();
-}
+// Set per test from the world (the tests below read them as plain names).
+let repo: string;
+let store: Store;
+const git = (cwd: string, ...args: string[]) => w.git(cwd, ...args);
 
 function service(defaultKind: BackendKind = "docker"): SandboxService {
   return new SandboxService({
-    exec,
-    env,
-    paths,
+    exec: w.exec,
+    env: w.env,
+    paths: w.paths,
     store,
     drivers: { docker: () => drivers.docker!, "linux-user": () => drivers["linux-user"]! },
     defaultKind,
@@ -40,31 +31,13 @@ function service(defaultKind: BackendKind = "docker"): SandboxService {
 }
 
 beforeEach(async () => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-svc-")));
-  repo = join(root, "repo");
-  mkdirSync(repo);
-  await git(repo, "init", "-q", "-b", "main");
-  writeFileSync(join(repo, "a.txt"), "a\n");
-  await git(repo, "add", "a.txt");
-  await git(repo, "commit", "-q", "-m", "first");
-  env = readEnv({
-    vars: { HOME: join(root, "home"), USER: "t", PATH: process.env.PATH, XDG_STATE_HOME: join(root, "state"), XDG_CACHE_HOME: join(root, "cache"), XDG_CONFIG_HOME: join(root, "config"), XDG_RUNTIME_DIR: join(root, "rt") },
-    uid: process.getuid!(),
-    gid: process.getgid!(),
-    platform: "linux",
-  });
-  paths = pathsFor(env);
-  mkdirSync(paths.stateDir, { recursive: true });
-  store = new Store(paths.dbFile);
-  const host = { name: "t", uid: env.uid, gid: env.gid, home: env.vars.HOME, shell: "/bin/sh" };
-  drivers = { docker: new FakeDriver("docker", exec, paths, host), "linux-user": new FakeDriver("linux-user", exec, paths, host) };
+  w = await tempWorld();
+  ({ repo, store } = w);
+  drivers = { docker: new FakeDriver("docker", w.exec, w.paths, w.host), "linux-user": new FakeDriver("linux-user", w.exec, w.paths, w.host) };
   logs = [];
 });
 
-afterEach(() => {
-  store.close();
-  rmSync(root, { recursive: true, force: true });
-});
+afterEach(() => w.close());
 
 async function commitInside(name: string, file: string): Promise<string> {
   const row = store.findSandbox(repo, name)!;
