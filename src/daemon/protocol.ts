@@ -250,6 +250,8 @@ export const SandboxInfoSchema = z.object({
   id: z.string(),
   /** Every guard up (the daemon's view). */
   guarded: z.boolean(),
+  /** Why the phase is unknown, when it is. */
+  reason: z.string().optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 

@@ -109,6 +109,8 @@ export interface SandboxInfo {
   unsynced: Commit[] | null;
   dir: string;
   id: string;
+  /** Why the phase is unknown (the engine does not answer, the driver cannot run here, the record is unreadable). */
+  reason?: string;
 }
 
 export interface PruneReport {
@@ -541,19 +543,22 @@ export class SandboxService {
         const ident = baseIdentity(row);
         const base = { name: row.name, repo: row.repo, backend: row.backend, state: row.state, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, dir: ident?.dir ?? "", id: ident?.id ?? "" };
         if (row.state === "deleted") return { ...base, phase: "absent", unsynced: null };
-        const driver = await this.driver(row.backend).catch(() => null);
-        let spec: SandboxSpec | null = null;
+        let driver: Driver;
+        let spec: SandboxSpec;
         try {
-          spec = driver?.spec(row) ?? null;
-        } catch {
-          spec = null;
+          driver = await this.driver(row.backend);
+          spec = driver.spec(row);
+        } catch (e) {
+          return { ...base, phase: "unknown", unsynced: null, reason: (e as Error).message.split("\n")[0]! };
         }
-        if (!driver || !spec) return { ...base, phase: "unknown", unsynced: null };
         const [obs, unsynced] = await Promise.all([
-          driver.backend.inspect(spec).catch(() => null),
+          driver.backend.inspect(spec).then(
+            (o) => ({ phase: o.phase }),
+            (e: unknown) => ({ phase: "unknown" as const, reason: (e as Error).message.split("\n")[0]! }),
+          ),
           this.unsynced(row, driver, false).catch(() => null),
         ]);
-        return { ...base, phase: obs?.phase ?? "unknown", unsynced };
+        return { ...base, ...obs, unsynced };
       }),
     );
   }

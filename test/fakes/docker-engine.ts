@@ -35,6 +35,8 @@ export class FakeDockerEngine implements Engine {
   readonly mutations: string[] = [];
   /** Builds that fail with this exit code and output (a bad Dockerfile). */
   failBuild: { code: number; output: string } | null = null;
+  /** The engine is down: every call fails as a client's does when nothing answers on the socket. */
+  down = false;
 
   constructor(images: string[] = []) {
     for (const i of images) this.images.set(i, {});
@@ -47,6 +49,7 @@ export class FakeDockerEngine implements Engine {
   }
 
   async seen(name: string): Promise<Seen | null> {
+    if (this.down) throw new SbxError("unavailable", "the Docker engine did not answer: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?");
     const c = this.containers.get(name);
     return c ? { status: c.status, root: c.labels[LABEL.root] ?? "", dir: c.labels[LABEL.dir] ?? "" } : null;
   }

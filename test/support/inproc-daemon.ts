@@ -11,7 +11,9 @@ import { SessionManager } from "../../src/daemon/sessions";
 import { defaultSpecBuilder } from "../../src/daemon/spec";
 import { controllerSupervisor } from "../../src/daemon/supervisor";
 import { PolicyService } from "../../src/policy/service";
-import { SandboxService } from "../../src/sandboxes/service";
+import type { BackendKind } from "../../src/core/schemas";
+import type { Driver } from "../../src/drivers/driver";
+import { SandboxService, type DriverTable } from "../../src/sandboxes/service";
 import { Store } from "../../src/store/store";
 import { readEnv } from "../../src/sys/env";
 import type { Exec } from "../../src/sys/exec";
@@ -26,17 +28,34 @@ export interface InprocDaemon {
   stop(): Promise<void>;
 }
 
-/** `vars` as runCli gets them (XDG dirs decide the socket and the database). */
-export function serveInprocDaemon(vars: Record<string, string | undefined>, exec: Exec): InprocDaemon {
+/** `vars` as runCli gets them (XDG dirs decide the socket and the database); `drivers` by kind (default: none). */
+export function serveInprocDaemon(vars: Record<string, string | undefined>, exec: Exec, opts: { drivers?: Partial<Record<BackendKind, Driver>> } = {}): InprocDaemon {
   const env = readEnv({ vars: { USER: "tester", ...vars }, uid: process.getuid!(), gid: process.getgid!(), platform: "linux" });
   const paths = pathsFor(env);
   mkdirSync(paths.stateDir, { recursive: true });
   mkdirSync(paths.runtimeDir, { recursive: true, mode: 0o700 });
   const store = new Store(paths.dbFile);
   const events: FeedEvent[] = [];
-  const controller = new Controller({ store, backends: { fake: new FakeBackend() }, guards: [], exec, paths, log: silentLogger, specFor: defaultSpecBuilder(env, paths) });
+  // As the daemon composes them: each driver's backend registered, its spec and its bring-up the service's.
+  const drivers = opts.drivers ?? {};
+  const table: DriverTable = Object.fromEntries(Object.entries(drivers).map(([k, d]) => [k, () => d]));
+  const service = new SandboxService({ exec, env, paths, store, drivers: table, defaultKind: "docker", log: () => {} });
+  const fallback = defaultSpecBuilder(env, paths);
+  const controller = new Controller({
+    store,
+    backends: { fake: new FakeBackend(), ...Object.fromEntries(Object.entries(drivers).map(([k, d]) => [k, d.backend])) },
+    guards: [],
+    exec,
+    paths,
+    log: silentLogger,
+    specFor: (row) => drivers[row.backend]?.spec(row) ?? fallback(row),
+    bringUp: async (row, spec, backend) => {
+      if (drivers[row.backend]) return service.ensureRunning(row);
+      await backend.apply(spec);
+      return spec;
+    },
+  });
   const sessions = new SessionManager({ controller, exec, store, log: silentLogger });
-  const service = new SandboxService({ exec, env, paths, store, drivers: {}, defaultKind: "docker", log: () => {} });
   const app = createApp({
     controller,
     sessions,

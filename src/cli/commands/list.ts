@@ -1,5 +1,6 @@
 // sbx list: the sandboxes sbx knows, with their state and whether their clones hold commits the host lacks
 import type { Command } from "commander";
+import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
 
 function when(ms: number | null): string {
@@ -19,6 +20,11 @@ export const list: Verb = {
     const { daemon, outOf } = await import("../../client/sandboxes");
     const { sandboxes: items } = await (await daemon(ctx)).lifecycle("list", { all: opts.all === true }, outOf(ctx));
     const isGuarded = (i: { guarded: boolean }) => i.guarded;
+    // A sandbox whose state could not be read (the engine down, a kind that cannot run here) is shown as unknown,
+    // never as absent, and the exit status says so (69).
+    const unread = items.filter((i) => i.reason !== undefined);
+    const code = unread.length > 0 ? ExitCode.unavailable : ExitCode.ok;
+    for (const i of unread) ctx.render.info(`${i.name}: state unknown: ${i.reason}`);
     if (opts.json) {
       ctx.render.json(
         items.map((i) => ({
@@ -32,9 +38,10 @@ export const list: Verb = {
           guarded: isGuarded(i),
           unsyncedCommits: i.unsynced === null ? null : i.unsynced.length,
           unsynced: i.unsynced,
+          ...(i.reason !== undefined ? { reason: i.reason } : {}),
         })),
       );
-      return 0;
+      return code;
     }
     if (items.length === 0) {
       ctx.render.info("no sandboxes; create one with `sbx create <name>` in a repo");
@@ -45,13 +52,13 @@ export const list: Verb = {
       items.map((i) => [
         i.name,
         i.repo,
-        i.state === "deleted" ? "deleted" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
+        i.state === "deleted" ? "deleted" : i.reason !== undefined ? "unknown" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
         i.state === "deleted" ? "-" : isGuarded(i) ? "up" : "down",
         when(i.createdAt),
         when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
       ]),
     );
-    return 0;
+    return code;
   },
 };

@@ -33,7 +33,7 @@ export interface LogsAndState {
 }
 
 export interface Engine {
-  /** A container's status and ownership labels; null when there is none of that name. */
+  /** A container's status and ownership labels; null when there is none of that name; throws when the engine does not answer. */
   seen(name: string): Promise<Seen | null>;
   /** Makes a container from `docker create` argv (dockerCreateArgs); a name in use is an error. */
   createContainer(argv: string[]): Promise<void>;
@@ -152,7 +152,14 @@ export class DockerEngine implements Engine {
       ["docker", "inspect", "--type", "container", "--format", `{{.State.Status}}\t{{index .Config.Labels "${LABEL.root}"}}\t{{index .Config.Labels "${LABEL.dir}"}}`, name],
       { check: false },
     );
-    if (r.exitCode !== 0) return null;
+    if (r.exitCode !== 0) {
+      // Only "no such container" means absent. An engine that does not answer is not an absent container: taking it
+      // for one would show sandboxes as gone, and let a remove drop a row whose container still runs.
+      if (/no such (container|object)/i.test(r.stderr)) return null;
+      throw new SbxError("unavailable", `the Docker engine did not answer: ${r.stderr.trim().split("\n")[0] || `docker inspect exited ${r.exitCode}`}`, {
+        hint: "Start the engine (sudo systemctl start docker, or dockerd), then retry; `sbx doctor` checks the setup.",
+      });
+    }
     const [status = "", root = "", dir = ""] = r.stdout.trim().split("\t");
     return { status, root: root === "<no value>" ? "" : root, dir: dir === "<no value>" ? "" : dir };
   }

@@ -46,7 +46,7 @@ const verbs = (exec: FakeExec) => exec.calls.map((c) => (c.argv[1] === "inspect"
 describe("the home is seeded when the container is made, before its first start", () => {
   test("a missing container: create, seed, then start; the marker names it", async () => {
     const spec = sandbox();
-    const exec = ready(new FakeExec().expect(isInspect, { exitCode: 1 }).expect(isCreate).expect(isSeed).expect(isStart));
+    const exec = ready(new FakeExec().expect(isInspect, { exitCode: 1, stderr: "Error: No such container: sbx-abc123def456\n" }).expect(isCreate).expect(isSeed).expect(isStart));
     expect((await backend(exec).apply(spec)).changed).toBe(true);
     exec.assertDone();
     expect(verbs(exec)).toEqual(["inspect", "create", "seed", "start", "logs", "inspect"]);
@@ -58,7 +58,7 @@ describe("the home is seeded when the container is made, before its first start"
 
   test("prepare (the create's, beside the clone) seeds; the start after it does not seed again", async () => {
     const spec = sandbox();
-    const made = new FakeExec().expect(isInspect, { exitCode: 1 }).expect(isCreate).expect(isSeed);
+    const made = new FakeExec().expect(isInspect, { exitCode: 1, stderr: "Error: No such container: sbx-abc123def456\n" }).expect(isCreate).expect(isSeed);
     await backend(made).prepare(spec);
     made.assertDone();
     const started = ready(new FakeExec().expect(isInspect, inspectAs("created", spec)).expect(isStart));
@@ -77,7 +77,7 @@ describe("the home is seeded when the container is made, before its first start"
 
   test("a failed seed starts nothing and leaves no marker; the next apply seeds again", async () => {
     const spec = sandbox();
-    const failing = new FakeExec().expect(isInspect, { exitCode: 1 }).expect(isCreate).expect(isSeed, { exitCode: 1, stderr: "no space left" });
+    const failing = new FakeExec().expect(isInspect, { exitCode: 1, stderr: "Error: No such container: sbx-abc123def456\n" }).expect(isCreate).expect(isSeed, { exitCode: 1, stderr: "no space left" });
     await expect(backend(failing).apply(spec)).rejects.toThrow();
     failing.assertDone();
     expect(verbs(failing)).not.toContain("start");
@@ -90,7 +90,7 @@ describe("the home is seeded when the container is made, before its first start"
   test("a container made anew drops the marker of the one before it (so it is seeded too)", async () => {
     const spec = sandbox();
     writeFileSync(sandboxLayout(spec.dir).seeded, "sbx-abc123def456\n");
-    const exec = ready(new FakeExec().expect(isInspect, { exitCode: 1 }).expect(isCreate).expect(isSeed).expect(isStart));
+    const exec = ready(new FakeExec().expect(isInspect, { exitCode: 1, stderr: "Error: No such container: sbx-abc123def456\n" }).expect(isCreate).expect(isSeed).expect(isStart));
     await backend(exec).apply(spec);
     exec.assertDone();
   });
