@@ -1,4 +1,5 @@
 // The CLI's sandbox verbs: each is one call to the daemon's sandbox service (/v1/lifecycle/*), its notes and build output shown as they come.
+import { SbxError, toSbxError } from "../core/errors";
 import { lineSplitter } from "../core/lines";
 import { listScope } from "../core/scope";
 import { processPipedIo, readStdin, runPiped, stdinHasData } from "./piped";
@@ -51,6 +52,41 @@ export function outOf(ctx: Pick<VerbContext, "render">): { log(line: string): vo
 /** The daemon (started if needed) for a verb. */
 export function daemon(ctx: VerbContext): Promise<DaemonClient> {
   return daemonFor(ctx);
+}
+
+/**
+ * Runs `fn` for each named sandbox, or with `all` for every live sandbox of the repo around the caller, one after
+ * another: a refusal (unsynced work, a sandbox gone) is said and the rest still run. Returns 0, or the exit code of the
+ * first that failed. Neither names nor `all`, or both, is a usage error.
+ */
+export async function forEachSandbox(
+  ctx: VerbContext & { render: { info(line: string): void; error(e: SbxError): void } },
+  verb: string,
+  names: readonly string[],
+  opts: { all: boolean; repoFlag: string | undefined },
+  fn: (client: DaemonClient, name: string) => Promise<void>,
+): Promise<number> {
+  if (opts.all === (names.length > 0)) {
+    throw new SbxError("usage", opts.all ? `sbx ${verb} --all takes no names` : `sbx ${verb}: name the sandboxes, or give --all`, {
+      hint: `sbx ${verb} NAME [NAME…], or sbx ${verb} --all for every sandbox of this repo.`,
+    });
+  }
+  const client = await daemon(ctx);
+  const targets = opts.all
+    ? (await client.lifecycle("list", { here: whereOf(ctx, opts.repoFlag) }, outOf(ctx))).sandboxes.map((s) => s.name)
+    : names;
+  if (opts.all && targets.length === 0) ctx.render.info("no sandboxes in this repo");
+  let code = 0;
+  for (const name of targets) {
+    try {
+      await fn(client, name);
+    } catch (e) {
+      const err = toSbxError(e);
+      ctx.render.error(err);
+      if (code === 0) code = err.exitCode;
+    }
+  }
+  return code;
 }
 
 export interface EnterRequest {

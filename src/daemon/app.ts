@@ -345,7 +345,7 @@ export function createApp(deps: AppDeps): Hono {
     const req = LifecycleListSchema.parse(await jsonBody(c));
     const s = service();
     return lifecycleLines(log, c.req.raw, async () => {
-      const items = await s.list({ all: req.all });
+      const items = await s.list({ all: req.all, ...(req.here ? { repo: await s.repoOf(req.here) } : {}) });
       const guarded = new Map(controller.views().map((v) => [`${v.repo}\0${v.name}`, v.guarded]));
       return LifecycleResults.list.parse({ sandboxes: items.map((i) => ({ ...i, guarded: guarded.get(`${i.repo}\0${i.name}`) ?? false })) });
     });

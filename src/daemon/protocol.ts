@@ -220,7 +220,11 @@ export const LifecycleSessionSchema = WhereSchema.extend({
 export type LifecycleSession = z.input<typeof LifecycleSessionSchema>;
 
 export const LifecyclePruneSchema = z.object({ dryRun: z.boolean().default(false) });
-export const LifecycleListSchema = z.object({ all: z.boolean().default(false) });
+export const LifecycleListSchema = z.object({
+  all: z.boolean().default(false),
+  /** Only the sandboxes of the repo around this directory (and --repo), as `rm --all` and `stop --all` need. */
+  here: WhereSchema.optional(),
+});
 
 export const CommitSchema = z.object({ sha: z.string(), subject: z.string() });
 

@@ -4,16 +4,19 @@ import type { Verb } from "../verb";
 
 export const stop: Verb = {
   name: "stop",
-  summary: "stop a sandbox (its clone and overlays stay)",
+  summary: "stop sandboxes (their clones and overlays stay)",
   declare(cmd: Command) {
-    cmd.argument("<name>", "sandbox name").option("--repo <path>", "the repo the sandbox belongs to");
+    cmd
+      .argument("[names...]", "sandbox names")
+      .option("--all", "every sandbox of this repo")
+      .option("--repo <path>", "the repo the sandboxes belong to");
   },
   async run(ctx, args, opts) {
-    const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
-    const name = args[0] ?? "";
-    const client = await daemon(ctx);
-    const { changed } = await client.lifecycle("stop", { ...whereOf(ctx, opts.repo as string | undefined), name }, outOf(ctx));
-    ctx.render.out(changed ? `stopped ${name}` : `${name} was not running`);
-    return 0;
+    const { forEachSandbox, outOf, whereOf } = await import("../../client/sandboxes");
+    const repoFlag = opts.repo as string | undefined;
+    return forEachSandbox(ctx, "stop", args, { all: opts.all === true, repoFlag }, async (client, name) => {
+      const { changed } = await client.lifecycle("stop", { ...whereOf(ctx, repoFlag), name }, outOf(ctx));
+      ctx.render.out(changed ? `stopped ${name}` : `${name} was not running`);
+    });
   },
 };

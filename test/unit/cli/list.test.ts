@@ -2,38 +2,16 @@
 // cannot be read because the engine does not answer is listed as unknown, with the reason, and the exit status is 69.
 // It is never shown as absent (which would invite a user, or a script, to make it again over the running one).
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { join } from "node:path";
-import { defaultRuntime, DockerBackend } from "../../../src/drivers/docker/docker";
-import { DockerDriver } from "../../../src/drivers/docker/driver";
-import { readEnv } from "../../../src/sys/env";
-import { pathsFor } from "../../../src/sys/paths";
-import { FakeDockerEngine } from "../../fakes/docker-engine";
-import { runCli } from "../../support/cli";
-import { serveInprocDaemon, type InprocDaemon } from "../../support/inproc-daemon";
-import { tempWorld, type TempWorld } from "../../support/temp-world";
+import { dockerCliWorld, type DockerCliWorld } from "../../support/docker-cli-world";
 
-let w: TempWorld;
-let daemon: InprocDaemon;
-let engine: FakeDockerEngine;
-let vars: Record<string, string>;
-
+let x: DockerCliWorld;
 beforeEach(async () => {
-  w = await tempWorld({ Dockerfile: "FROM sbx-base:bookworm\n" });
-  w.store.close(); // the daemon opens its own
-  vars = { HOME: w.env.vars.HOME, USER: "t", SHELL: "/bin/bash", XDG_STATE_HOME: join(w.root, "state"), XDG_CONFIG_HOME: join(w.root, "config"), XDG_CACHE_HOME: join(w.root, "cache"), XDG_RUNTIME_DIR: join(w.root, "rt") };
-  engine = new FakeDockerEngine(["sbx-base:bookworm"]);
-  const env = readEnv({ vars: { ...vars, PATH: process.env.PATH }, uid: w.env.uid, gid: w.env.gid, platform: "linux" });
-  const paths = pathsFor(env);
-  const backend = new DockerBackend(w.exec, { sandboxRoot: paths.sandboxRoot, engine, runtime: defaultRuntime() });
-  const driver = new DockerDriver({ exec: w.exec, env, paths, backend, checkEngine: async () => {} });
-  daemon = serveInprocDaemon({ ...vars, PATH: process.env.PATH }, w.exec, { drivers: { docker: driver } });
+  x = await dockerCliWorld();
 });
 afterEach(async () => {
-  await daemon.stop();
-  w.close();
+  await x.close();
 });
-
-const cli = (argv: string[]) => runCli(argv, { exec: w.exec, vars: { ...vars, PATH: process.env.PATH }, cwd: w.repo });
+const cli = (argv: string[]) => x.cli(argv);
 
 describe("sbx list", () => {
   test("create streams the image build to the caller's terminal as it comes; list shows the sandbox running, exit 0", async () => {
@@ -49,7 +27,7 @@ describe("sbx list", () => {
 
   test("with the engine down: unknown, with the reason, exit 69; never absent", async () => {
     expect((await cli(["create", "demo"])).code).toBe(0);
-    engine.down = true;
+    x.engine.down = true;
     const j = await cli(["list", "--json"]);
     expect(j.code).toBe(69);
     const [item] = JSON.parse(j.stdout) as { phase: string; reason?: string }[];
@@ -64,10 +42,10 @@ describe("sbx list", () => {
 
   test("with the engine down, rm refuses and keeps the sandbox (its container may still run)", async () => {
     expect((await cli(["create", "demo"])).code).toBe(0);
-    engine.down = true;
+    x.engine.down = true;
     const r = await cli(["rm", "--force", "demo"]);
     expect(r.code).toBe(69);
-    engine.down = false;
+    x.engine.down = false;
     expect(JSON.parse((await cli(["list", "--json"])).stdout)).toMatchObject([{ name: "demo", phase: "running" }]);
   });
 });

@@ -52,7 +52,7 @@ describe("exit codes", () => {
   });
 
   test("a missing argument is a usage error (64)", async () => {
-    const r = await runCli(["stop"]);
+    const r = await runCli(["create"]);
     expect(r.code).toBe(64);
     expect(r.stderr).toContain("missing required argument");
   });
