@@ -414,6 +414,8 @@ export function createApp(deps: AppDeps): Hono {
       store.listAudit({
         ...(sandboxId !== undefined ? { sandboxId } : {}),
         ...(q.after !== undefined ? { afterId: q.after } : {}),
+        ...(q.kind !== undefined ? { kind: q.kind } : {}),
+        ...(q.since !== undefined ? { since: q.since } : {}),
         limit: q.limit || (q.after !== undefined ? 10_000 : 100),
       });
     let entries = read();

@@ -92,6 +92,10 @@ export const LogsQuerySchema = z.object({
   limit: intParam.max(10_000).optional(),
   /** Long-poll: wait up to this many ms for an entry after `after` when there is none yet. */
   waitMs: intParam.max(60_000).optional(),
+  /** Only entries of this kind (egress, bridge, lifecycle, ref-sync, allowlist, daemon, llm, …). */
+  kind: z.string().regex(/^[a-z][a-z-]{0,31}$/, "a kind: lowercase letters and '-'").optional(),
+  /** Only entries at or after this time (epoch ms). */
+  since: intParam.optional(),
 });
 export type LogsQuery = z.infer<typeof LogsQuerySchema>;
 

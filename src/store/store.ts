@@ -250,9 +250,13 @@ export class Store {
     });
   }
 
-  listAudit(opts: { sandboxId?: number; afterId?: number; limit?: number; kind?: string } = {}): AuditEntry[] {
+  listAudit(opts: { sandboxId?: number; afterId?: number; limit?: number; kind?: string; since?: number } = {}): AuditEntry[] {
     const where: string[] = [];
     const args: (number | string)[] = [];
+    if (opts.since !== undefined) {
+      where.push("ts >= ?");
+      args.push(opts.since);
+    }
     if (opts.kind !== undefined) {
       where.push("kind = ?");
       args.push(opts.kind);

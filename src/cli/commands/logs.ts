@@ -1,16 +1,47 @@
-// sbx logs: the audit log (bridge commands, proxy decisions, blocked attempts, sync and session events), optionally followed.
+// sbx logs: the audit log (bridge commands, proxy decisions, blocked attempts, sync and session events), filtered, optionally followed.
 import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { ExitCode } from "../../core/errors";
+import { ExitCode, SbxError } from "../../core/errors";
 import type { AuditView } from "../../daemon/protocol";
 import type { Verb } from "../verb";
 
-/** Pure: one human line per entry. */
+/**
+ * Pure: text safe to print on a terminal. Audit details carry what a sandbox chose (hosts, commands, ref names):
+ * control characters (escape sequences that set a title, write the clipboard, move the cursor) are shown, not sent.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
+}
+
+/** Pure: a detail value as a person reads it: bare when simple, quoted when it holds spaces, lists joined. */
+function value(v: unknown): string {
+  if (v === null || v === undefined) return "-";
+  const t = Array.isArray(v)
+    ? printable(v.map((x) => (typeof x === "string" ? x : JSON.stringify(x))).join(" "))
+    : typeof v === "object"
+      ? printable(JSON.stringify(v))
+      : printable(String(v));
+  return /\s/.test(t) || t === "" ? JSON.stringify(t) : t;
+}
+
+/** Pure: one human line per entry: time, sandbox, kind, action, then the details as key=value. */
 export function formatAudit(e: AuditView): string {
   const ts = new Date(e.ts).toISOString().replace("T", " ").slice(0, 19);
-  const detail = Object.keys(e.detail).length ? ` ${JSON.stringify(e.detail)}` : "";
-  return `${ts}  ${(e.sandbox ?? "-").padEnd(12)} ${e.kind.padEnd(8)} ${e.action}${detail}`;
+  const detail = Object.entries(e.detail)
+    .filter(([, v]) => v !== null && v !== undefined && v !== "")
+    .map(([k, v]) => `${printable(k)}=${value(v)}`)
+    .join(" ");
+  return `${ts}  ${printable(e.sandbox ?? "-").padEnd(12)} ${printable(e.kind).padEnd(9)} ${printable(e.action)}${detail ? `  ${detail}` : ""}`;
+}
+
+/** Pure: `--since` as epoch ms: a duration back from now (30s, 10m, 2h, 1d) or a date/time (2026-11-24, …T10:00Z). */
+export function parseSince(text: string, now: number): number {
+  const d = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());
+  if (d) return now - Number(d[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[d[2] as "s" | "m" | "h" | "d"];
+  const t = Date.parse(text);
+  if (!Number.isNaN(t)) return t;
+  throw new SbxError("usage", `--since ${text}: not a duration or a time`, { hint: "e.g. --since 10m, --since 2h, --since 1d, or --since 2026-11-24T10:00Z" });
 }
 
 export const logs: Verb = {
@@ -20,18 +51,27 @@ export const logs: Verb = {
     cmd
       .option("--sandbox <name>", "only this sandbox")
       .option("--repo <path>", "the repo of --sandbox when several repos have one of that name")
+      .option("--kind <kind>", "only this kind: egress, bridge, lifecycle, ref-sync, allowlist, daemon, llm, …")
+      .option("--since <when>", "only entries since then: a duration back (30s, 10m, 2h, 1d) or a time (2026-11-24T10:00Z)")
       .option("--follow", "keep printing new entries")
       .option("--json", "print JSON lines")
       .option("-n, --lines <n>", "how many recent entries to show first", "100");
   },
   async run(ctx, _args, opts) {
-    const { daemonFor } = await import("../../client/cli");
-    const client = await daemonFor(ctx);
     const sandbox = typeof opts.sandbox === "string" ? opts.sandbox : undefined;
     const repo = typeof opts.repo === "string" ? realpathSync(resolve(ctx.cwd, opts.repo)) : undefined;
     const print = (e: AuditView) => (opts.json ? ctx.render.out(JSON.stringify(e)) : ctx.render.out(formatAudit(e)));
-    const base = { ...(sandbox ? { sandbox } : {}), ...(repo ? { repo } : {}) };
-    const first = await client.logs({ ...base, limit: Math.max(1, Number(opts.lines) || 100) });
+    const since = typeof opts.since === "string" ? parseSince(opts.since, Date.now()) : undefined;
+    const kind = typeof opts.kind === "string" ? opts.kind : undefined;
+    const lines = Number(opts.lines);
+    if (!Number.isInteger(lines) || lines < 1 || lines > 10_000) {
+      throw new SbxError("usage", `-n ${String(opts.lines)}: not a count of entries`, { hint: "Give a whole number from 1 to 10000, e.g. -n 50." });
+    }
+    const base = { ...(sandbox ? { sandbox } : {}), ...(repo ? { repo } : {}), ...(kind ? { kind } : {}), ...(since !== undefined ? { since } : {}) };
+    // A bad --since or -n is refused before any daemon is reached (or started).
+    const { daemonFor } = await import("../../client/cli");
+    const client = await daemonFor(ctx);
+    const first = await client.logs({ ...base, limit: lines });
     first.entries.forEach(print);
     if (!opts.follow) return ExitCode.ok;
     let cursor = first.cursor;
