@@ -87,6 +87,8 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
           stdin: req.stdin ? "pipe" : "ignore",
           stdout: "pipe",
           stderr: "pipe",
+          // Its own session and process group: what it leaves running is found (and ended) by the group.
+          detached: true,
         });
       } catch (e) {
         const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
@@ -94,11 +96,13 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
       }
       running.set(id, { proc, stdin: req.stdin });
       try {
-        await Promise.all([
-          pump(id, FrameType.stdout, proc.stdout as ReadableStream<Uint8Array>),
-          pump(id, FrameType.stderr, proc.stderr as ReadableStream<Uint8Array>),
-          proc.exited,
-        ]);
+        const pumps = Promise.all([pump(id, FrameType.stdout, proc.stdout as ReadableStream<Uint8Array>), pump(id, FrameType.stderr, proc.stderr as ReadableStream<Uint8Array>)]);
+        await proc.exited;
+        // What the command left running in its group ends with it (a fork bomb, a forgotten `&`): otherwise they
+        // hold its output open, so it never ends for its caller, and hold the sandbox's process limit. A process
+        // that wants to outlive the command leaves the group (setsid), as a daemon does.
+        await endGroup(proc.pid);
+        await pumps;
       } catch {
         /* the connection went away mid-stream: the exit frame below is lost with it */
       }
@@ -174,4 +178,16 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
       current?.destroy();
     },
   };
+}
+
+/** Kills every process of a process group until none is left (a fork bomb forks while it is killed); gives up after ~2 s. */
+export async function endGroup(pgid: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      return; // ESRCH: the group is empty
+    }
+    await Bun.sleep(20);
+  }
 }

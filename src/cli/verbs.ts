@@ -10,6 +10,7 @@ import { demo } from "./commands/demo";
 import { deny } from "./commands/deny";
 import { doctor } from "./commands/doctor";
 import { init } from "./commands/init";
+import { limits } from "./commands/limits";
 import { list } from "./commands/list";
 import { logs } from "./commands/logs";
 import { prune } from "./commands/prune";
@@ -24,7 +25,7 @@ import { stop } from "./commands/stop";
 import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
-  create, shell, run, list, stop, rm, prune, init,
+  create, shell, run, list, limits, stop, rm, prune, init,
   allow, deny, allowlist, approvals, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor,

@@ -27,6 +27,15 @@ export const ConfigSchema = z
       )
       .default({})
       .describe("name → value: variables every new sandbox gets, besides the terminal, locale, proxy and LLM ones sbx sets (no credentials; default: none)"),
+    limits: z
+      .object({
+        memory: z.union([z.string(), z.number()]).optional().describe("e.g. \"8g\", \"512m\" or \"none\" (default: half this machine's memory)"),
+        cpus: z.union([z.string(), z.number()]).optional().describe("e.g. 2, 0.5 or \"none\" (default: every CPU but one)"),
+        pids: z.union([z.string(), z.number()]).optional().describe("processes and threads at once, or \"none\" (default: 4096)"),
+      })
+      .strict()
+      .default({})
+      .describe("{memory, cpus, pids}: what each new sandbox may use, unless --memory/--cpus/--pids say otherwise (default: half the memory, every CPU but one, 4096 processes)"),
     claudeAuth: z
       .enum(["inject", "overlay"])
       .optional()

@@ -14,6 +14,7 @@ import type { Controller } from "./controller";
 import type { ExecAgents } from "./exec-agents";
 import { EXEC_FRAMES_TYPE } from "./exec-types";
 import type { Hosted } from "./hosted";
+import type { LimitWatch } from "./limit-watch";
 import type { Logger } from "./log";
 import {
   AuditViewSchema,
@@ -22,6 +23,7 @@ import {
   LIFECYCLE_LINES_TYPE,
   LifecycleCreateSchema,
   LifecycleListSchema,
+  LifecycleLimitsSchema,
   LifecycleNamedSchema,
   LifecyclePruneSchema,
   LifecycleResults,
@@ -73,6 +75,8 @@ export interface AppDeps {
   policy?: PolicyService;
   /** Who a CLI decision is recorded as (`cli:<user>`): the control socket is the user's own (0600). */
   user?: string;
+  /** Notices limits a sandbox runs into; a command that ran into one is told so on its stderr. */
+  limits?: LimitWatch;
 }
 
 /**
@@ -251,7 +255,11 @@ export function createApp(deps: AppDeps): Hono {
     const agent = view.backend === "docker" ? await deps.agents?.wait(view.id, 1000) : undefined;
     if (!agent) return c.json({ ...SandboxActionSchema.parse({ sandbox: view }), agent: false });
     store.audit({ sandboxId: view.id, kind: "daemon", action: "exec", detail: { argv0: req.argv[0] ?? "", via: "agent" } });
-    const body = agent.run({ argv: req.argv, cwd: req.cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined);
+    const row = store.getSandbox(view.id);
+    const watch = deps.limits;
+    if (watch && row) await watch.sample(row); // the counters as the command starts
+    const beforeExit = watch && row ? async () => watch.notes(row, await watch.sample(row)) : undefined;
+    const body = agent.run({ argv: req.argv, cwd: req.cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
     return new Response(body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
   });
 
@@ -299,6 +307,7 @@ export function createApp(deps: AppDeps): Hono {
         ifExists: req.ifExists,
         ...(staged ? { staged } : {}),
         ...(req.shell ? { shell: req.shell } : {}),
+        limits: req.limits,
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
@@ -333,6 +342,12 @@ export function createApp(deps: AppDeps): Hono {
     const req = LifecycleNamedSchema.parse(await jsonBody(c));
     const s = service();
     return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.rm.parse(await s.rm(req.name, { ...where(req, out), force: req.force })));
+  });
+
+  app.post("/v1/lifecycle/limits", async (c) => {
+    const req = LifecycleLimitsSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.limits.parse(await s.limits(req.name, { ...where(req, out), set: req.set })));
   });
 
   app.post("/v1/lifecycle/prune", async (c) => {

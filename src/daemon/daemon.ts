@@ -8,6 +8,7 @@ import type { Paths } from "../sys/paths";
 import { createApp } from "./app";
 import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
 import { ExecAgents, execAgentGuard } from "./exec-agents";
+import { LimitWatch } from "./limit-watch";
 import type { SandboxGuard } from "../guards/guards";
 import type { Hosted } from "./hosted";
 import { acquireLock, type DaemonLock } from "./lock";
@@ -59,6 +60,9 @@ export interface RunningDaemon {
   readonly stopped: Promise<void>;
 }
 
+/** How often the daemon reads every active sandbox's limit counters (a file read or an engine inspect each). */
+const LIMIT_WATCH_MS = 5000;
+
 /** The lock file lives next to the control socket: one daemon per user and runtime dir. */
 export function lockPath(paths: Paths): string {
   return join(paths.runtimeDir, "daemon.pid");
@@ -74,6 +78,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
   let sessions: SessionManager | undefined;
   let hosted: Hosted | null = null;
   let service: { stop(): Promise<void> } | null = null;
+  let watch: LimitWatch | undefined;
   try {
     await clearStaleSocket(paths.controlSocket);
     store = deps.store ?? new Store(paths.dbFile);
@@ -90,7 +95,11 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       ...(deps.bringUp ? { bringUp: deps.bringUp } : {}),
       ...(deps.prepareRun ? { prepareRun: deps.prepareRun } : {}),
     });
-    sessions = new SessionManager({ controller, exec: deps.exec, store, log });
+    // Limits a sandbox runs into: read every 5 s, and when a command or session ends (which is then told).
+    const limits = deps.service ? new LimitWatch({ service: deps.service, store, log }) : undefined;
+    limits?.start(LIMIT_WATCH_MS);
+    watch = limits;
+    sessions = new SessionManager({ controller, exec: deps.exec, store, log, ...(limits ? { limits } : {}) });
     const health: Health = {
       ok: true,
       api: API_VERSION,
@@ -106,6 +115,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     const h = hosted;
     const app = createApp({
       agents,
+      ...(limits ? { limits } : {}),
       ...(deps.service ? { service: deps.service.withSupervisor(controllerSupervisor(controller, sessions)) } : {}),
       ...(deps.policy ? { policy: deps.policy } : {}),
       user: deps.env.userName,
@@ -145,6 +155,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
         stopping ??= (async () => {
           log.info("daemon stopping", { reason });
           await srv.stop();
+          watch?.stop();
           await h?.close();
           await s.closeAll();
           await reconciled.catch(() => {});
@@ -159,6 +170,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       },
     };
   } catch (e) {
+    watch?.stop();
     await server?.stop();
     await service?.stop();
     await hosted?.close();

@@ -31,6 +31,8 @@ const FRESH_MS = 5000;
 interface Session {
   controller: ReadableStreamDefaultController<Uint8Array>;
   done: boolean;
+  /** Called once the command ended, before its exit frame: what it returns goes out on stderr first. */
+  beforeExit?: () => Promise<string>;
 }
 
 /** One connected agent: runs commands as numbered sessions on its connection. */
@@ -49,7 +51,7 @@ export class AgentLink {
    * Starts a command and returns its output as CLI frames (session 0): stdout, stderr, then exit, or failed when the
    * agent goes away first. Cancelling the stream (the caller went away) sends SIGTERM, then SIGKILL 3 s later.
    */
-  run(start: StartPayload, stdin?: Uint8Array): ReadableStream<Uint8Array> {
+  run(start: StartPayload, stdin?: Uint8Array, opts: { beforeExit?: () => Promise<string> } = {}): ReadableStream<Uint8Array> {
     const id = this.next++;
     const sock = this.sock;
     let killTimer: ReturnType<typeof setTimeout> | undefined;
@@ -61,7 +63,7 @@ export class AgentLink {
             controller.close();
             return;
           }
-          this.sessions.set(id, { controller, done: false });
+          this.sessions.set(id, { controller, done: false, ...(opts.beforeExit ? { beforeExit: opts.beforeExit } : {}) });
           sock.write(jsonFrame(FrameType.start, id, start));
           if (start.stdin) {
             for (const f of dataFrames(FrameType.stdin, id, stdin ?? new Uint8Array(0))) sock.write(f);
@@ -100,8 +102,19 @@ export class AgentLink {
       this.sessions.delete(f.session);
       if (s.done) return;
       s.done = true;
-      s.controller.enqueue(jsonFrame(FrameType.exit, 0, { code: parseExit(parseJson(f.payload)) }));
-      s.controller.close();
+      const code = parseExit(parseJson(f.payload));
+      const end = (note: string) => {
+        try {
+          if (note !== "") for (const fr of dataFrames(FrameType.stderr, 0, new TextEncoder().encode(note))) s.controller.enqueue(fr);
+          s.controller.enqueue(jsonFrame(FrameType.exit, 0, { code }));
+          s.controller.close();
+        } catch {
+          /* the caller went away meanwhile */
+        }
+      };
+      // A note (a limit the sandbox hit while the command ran) goes out on stderr, before the exit status.
+      if (s.beforeExit) void s.beforeExit().then(end, () => end(""));
+      else end("");
     }
   }
 

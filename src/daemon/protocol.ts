@@ -194,6 +194,14 @@ const WhereSchema = z.object({
   asUid: z.number().int().min(1).optional(),
 });
 
+/** `--memory`, `--cpus`, `--pids` as the person typed them (the service checks them against the machine). */
+export const LimitsInputSchema = z
+  .object({ memory: z.string().max(32).optional(), cpus: z.string().max(16).optional(), pids: z.string().max(16).optional() })
+  .strict();
+
+export const LimitsViewSchema = z.object({ memory: z.number().nullable(), cpus: z.number().nullable(), pids: z.number().nullable() });
+export const LimitHitSchema = z.object({ limit: z.enum(["memory", "pids"]), count: z.number().int() });
+
 export const LifecycleCreateSchema = WhereSchema.extend({
   name: nameSchema,
   backend: BackendKindSchema.optional(),
@@ -205,8 +213,13 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   staged: z.string().startsWith("/").optional(),
   /** The caller's $SHELL: the shell preference is the creator's, not the daemon's environment's. */
   shell: z.string().startsWith("/").max(4096).optional(),
+  limits: LimitsInputSchema.default({}),
 });
 export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
+
+/** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
+export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
+export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
 
 export const LifecycleNamedSchema = WhereSchema.extend({ name: nameSchema, force: z.boolean().default(false) });
 export type LifecycleNamed = z.input<typeof LifecycleNamedSchema>;
@@ -258,8 +271,11 @@ export const SandboxInfoSchema = z.object({
   id: z.string(),
   /** Every guard up (the daemon's view). */
   guarded: z.boolean(),
-  /** Why the phase is unknown, when it is. */
+  /** Why the phase is unknown, or why a stopped sandbox stopped when sbx did not stop it. */
   reason: z.string().optional(),
+  limits: LimitsViewSchema.optional(),
+  /** The limits it ran into since it last started. */
+  hits: z.array(LimitHitSchema).optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 
@@ -272,6 +288,12 @@ export const LifecycleResults = {
   rm: z.object({ lost: z.array(CommitSchema) }),
   prune: z.object({ removed: z.array(z.string()), kept: z.array(z.string()) }),
   list: z.object({ sandboxes: z.array(SandboxInfoSchema) }),
+  limits: z.object({
+    name: z.string(),
+    limits: LimitsViewSchema.nullable(),
+    hits: z.array(LimitHitSchema).nullable(),
+    applied: z.enum(["now", "next-start"]).optional(),
+  }),
 } as const;
 export type LifecycleVerb = keyof typeof LifecycleResults;
 

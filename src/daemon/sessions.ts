@@ -4,6 +4,7 @@ import { SbxError } from "../core/errors";
 import type { Store } from "../store/store";
 import type { Exec, TerminalProcess } from "../sys/exec";
 import type { Controller } from "./controller";
+import type { LimitWatch } from "./limit-watch";
 import type { Logger } from "./log";
 import { SessionCreateSchema, type ServerFrame, type SessionCreate, type SessionView } from "./protocol";
 
@@ -73,6 +74,8 @@ export interface SessionManagerDeps {
   store: Store;
   log: Logger;
   now?: () => number;
+  /** Notices limits a sandbox runs into: a session that ran into one says so on its terminal as it ends. */
+  limits?: Pick<LimitWatch, "sample" | "notes">;
 }
 
 export class SessionManager {
@@ -96,9 +99,13 @@ export class SessionManager {
     this.deps.store.touchSandbox(sb.id);
     this.audit(s, "session.start", { argv: req.argv, pid: s.proc.pid });
     this.deps.log.info("session started", { session: id, sandbox: sb.name, pid: s.proc.pid });
+    const watch = this.deps.limits;
+    if (watch) void watch.sample(sb); // the counters as the session starts
     void s.proc.exited.then((code) => {
-      const t = setTimeout(() => {
+      const t = setTimeout(async () => {
         this.timers.delete(t);
+        const note = watch ? watch.notes(sb, await watch.sample(sb).catch(() => [])) : "";
+        if (note !== "") s.output(new TextEncoder().encode(`\r\n${note.replace(/\n/g, "\r\n")}`));
         s.exitCode = code;
         this.audit(s, "session.exit", { code });
         this.deps.log.info("session ended", { session: id, code });

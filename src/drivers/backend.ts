@@ -1,4 +1,5 @@
 // The Backend interface: one shape for Docker containers, macOS users and Linux users. Platform detail stays behind it.
+import type { Limits } from "../core/limits";
 import type { BackendKind } from "../core/schemas";
 import type { SandboxSockets } from "../sys/paths";
 
@@ -29,6 +30,8 @@ export interface SandboxSpec {
   overlays: string[];
   /** Backend-specific options (image tag for Docker, proxy port for user backends, …). */
   options: Record<string, string | number | boolean>;
+  /** What the sandbox may use (memory, CPUs, processes); absent on sandboxes made before limits existed. */
+  limits?: Limits;
 }
 
 /** What the system holds for a sandbox, whatever the store says. */

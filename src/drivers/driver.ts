@@ -1,5 +1,6 @@
 // The Driver: everything the one sandbox lifecycle (src/sandboxes) needs of one kind of sandbox. Kind checks end here.
 import type { Backend, HostUser, SandboxSpec } from "./backend";
+import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { Exec } from "../sys/exec";
 import type { StagedClone } from "../workspace/staged-clone";
@@ -16,6 +17,8 @@ export interface CreateOptions {
   staged?: StagedClone;
   /** The caller's login shell (default: sbx's own $SHELL). */
   shell?: string;
+  /** `--memory`, `--cpus`, `--pids` as typed (over the config file's `limits`, over the defaults). */
+  limits?: LimitsInput;
 }
 
 /** A sandbox being made: where it lives and what was asked. */
@@ -73,6 +76,12 @@ export interface Driver {
   expectedAlternates(spec: SandboxSpec): string;
   /** Where a session starts inside, for a caller in `callerCwd` on the host. */
   sessionCwd(spec: SandboxSpec, callerCwd: string): string;
+  /** The kernel's counters of a running sandbox's limits (OOM kills, refused forks); null when it does not run or this kind keeps none. */
+  counters(spec: SandboxSpec): Promise<LimitCounters | null>;
+  /** Why a stopped sandbox stopped when it was not sbx that stopped it (Docker: killed for memory); else null. */
+  stopReason(spec: SandboxSpec): Promise<string | null>;
+  /** Makes a sandbox that exists now keep `spec.limits` (a stopped one keeps them when it starts); a kind that cannot change them live says so. */
+  applyLimits(spec: SandboxSpec): Promise<void>;
   /** What a crash left of this kind: anything of sbx's whose id is not in `keep` (Docker: also by its sandbox dir). */
   cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]>;
 }

@@ -8,12 +8,13 @@ import { existsSync, readFileSync, symlinkSync } from "node:fs";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
+import type { LimitCounters } from "../core/limits";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import type { UserBackendKind } from "../core/backend-kind";
-import { sandboxSpec } from "../sandboxes/identity";
+import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
 import { hostUserExec, hostUserFor, userByUid } from "../sys/as-user";
 import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { Driver, NewSandbox } from "./driver";
@@ -25,6 +26,10 @@ export interface UserAccountBackend extends Backend {
   workspace(spec: SandboxSpec): string;
   /** Exactly what the clone's alternates file must hold. */
   expectedAlternates(spec: SandboxSpec): string;
+  /** The kernel's limit counters of the guest's cgroup; null when it has none (a kind without cgroups). */
+  counters?(spec: SandboxSpec): Promise<LimitCounters | null>;
+  /** Makes the guest's cgroup (when there is one) hold `spec.limits` now. */
+  applyLimits?(spec: SandboxSpec): Promise<void>;
 }
 
 /** Loopback ports user-account sandboxes get: below Linux's ephemeral range (32768+), above the usual dev servers. */
@@ -49,6 +54,8 @@ export const UserIdentitySchema = z.object({
   proxyPort: z.number().int().min(1024).max(65535),
   /** The person the sandbox belongs to (not root when sbx runs under sudo). */
   hostUser: HostUserSchema,
+  /** Memory, CPUs and processes (decided by the service at create; absent on sandboxes made before limits). */
+  limits: LimitsSchema.optional(),
 });
 export type UserIdentity = z.infer<typeof UserIdentitySchema>;
 
@@ -104,6 +111,7 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
     hostUser: ident.hostUser,
     place: { proxyPort: ident.proxyPort },
     options: { proxyPort: ident.proxyPort },
+    limits: ident.limits,
   });
 }
 
@@ -189,6 +197,19 @@ export class UserAccountDriver implements Driver {
   /** The backend maps host repo paths into the guest's clone itself. */
   sessionCwd(_spec: SandboxSpec, callerCwd: string): string {
     return callerCwd;
+  }
+
+  async counters(spec: SandboxSpec): Promise<LimitCounters | null> {
+    return (await this.d.backend.counters?.(spec)) ?? null;
+  }
+
+  /** A guest's processes are killed only by its own limits, which the counters show; sbx stops nothing by itself. */
+  async stopReason(): Promise<string | null> {
+    return null;
+  }
+
+  async applyLimits(spec: SandboxSpec): Promise<void> {
+    await this.d.backend.applyLimits?.(spec);
   }
 
   /** Accounts, chains/anchors, homes, mounts and records of no live sandbox of this kind. */

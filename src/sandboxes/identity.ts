@@ -1,5 +1,6 @@
 // A sandbox's id, the part of its stored identity every kind shares (its id and its dir), and the one spec builder.
 import { z } from "zod";
+import type { Limits } from "../core/limits";
 import type { Sandbox } from "../core/schemas";
 import type { HostUser, SandboxSpec } from "../drivers/backend";
 import { sandboxSockets, sha256Hex, SOCKET_ID_LENGTH, type Paths } from "../sys/paths";
@@ -16,6 +17,13 @@ export function sandboxId(sandboxRoot: string, repo: string, name: string): stri
 
 /** What every driver's identity holds (each adds its own fields). */
 export const BaseIdentitySchema = z.object({ id: z.string().min(1), dir: z.string().startsWith("/") });
+
+/** A sandbox's limits as its identity keeps them (decided at create, changed by `sbx limits`). */
+export const LimitsSchema = z.object({
+  memory: z.number().int().positive().nullable(),
+  cpus: z.number().positive().nullable(),
+  pids: z.number().int().positive().nullable(),
+});
 
 /** The id and dir a row was made with, or null when its identity is unreadable (prune then treats its dir as orphaned). */
 export function baseIdentity(row: Sandbox): { id: string; dir: string } | null {
@@ -35,6 +43,7 @@ export interface SpecParts {
   envOptions?: SandboxEnvOptions;
   overlays?: string[];
   options?: Record<string, string | number | boolean>;
+  limits?: Limits | undefined;
 }
 
 /** Pure: the one builder of a SandboxSpec, whatever the kind (each driver supplies its parts from its identity). */
@@ -50,5 +59,6 @@ export function sandboxSpec(paths: Pick<Paths, "runtimeDir">, p: SpecParts): San
     env: sandboxEnv(p.name, { bridgeSocket: sockets.bridge, ...p.place }, p.envOptions),
     overlays: p.overlays ?? [],
     options: p.options ?? {},
+    ...(p.limits ? { limits: p.limits } : {}),
   };
 }

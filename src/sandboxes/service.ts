@@ -22,7 +22,10 @@ import { sandboxLayout } from "../workspace/layout";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
 import { asUidExec } from "../sys/as-user";
-import { baseIdentity, sandboxId } from "./identity";
+import { baseIdentity, LimitsSchema, sandboxId } from "./identity";
+import { defaultLimits, limitHits, parseCpus, parseMemory, parsePids, resolveLimits, type HostCapacity, type LimitCounters, type LimitHit, type Limits, type LimitsInput } from "../core/limits";
+import { loadConfig } from "../lifecycle/config";
+import { hostCapacity } from "../sys/capacity";
 
 /**
  * Who brings a sandbox up and down when the service is not itself inside the daemon: the daemon, through its client,
@@ -57,6 +60,8 @@ export interface ServiceDeps {
   progress?: (chunk: string) => void;
   /** The daemon, for callers outside it (the CLI). */
   supervisor?: Supervisor;
+  /** This machine's memory and CPUs (limits' defaults and bounds; tests give their own). */
+  capacity?: HostCapacity;
 }
 
 /** Where a caller's lines go: notes for the person, and raw build output. */
@@ -109,8 +114,25 @@ export interface SandboxInfo {
   unsynced: Commit[] | null;
   dir: string;
   id: string;
-  /** Why the phase is unknown (the engine does not answer, the driver cannot run here, the record is unreadable). */
+  /**
+   * Why the phase is unknown (the engine does not answer, the driver cannot run here, the record is unreadable), or
+   * why a stopped sandbox stopped when sbx did not stop it (killed for memory).
+   */
   reason?: string;
+  /** What it may use (absent on sandboxes made before limits). */
+  limits?: Limits;
+  /** The limits it ran into since it last started (running sandboxes whose kind keeps counters). */
+  hits?: LimitHit[];
+}
+
+/** A sandbox's limits and what it ran into (`sbx limits NAME`). */
+export interface LimitsReport {
+  name: string;
+  limits: Limits | null;
+  /** Limits the sandbox hit since it last started; null when it does not run or its kind keeps no counters. */
+  hits: LimitHit[] | null;
+  /** When limits changed: whether the running sandbox has them now or gets them at its next start. */
+  applied?: "now" | "next-start";
 }
 
 export interface PruneReport {
@@ -224,6 +246,12 @@ export class SandboxService {
       const existing = this.d.store.findSandbox(repo, req.name);
       if (existing && !existsSync(lay.creating)) {
         if (req.ifExists === "reuse" && (req.backend === undefined || req.backend === existing.backend)) {
+          const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => `--${k}`);
+          if (given.length > 0) {
+            throw new SbxError("usage", `${given.join(", ")} set the limits of a new sandbox, and ${req.name} exists`, {
+              hint: `Change its limits with \`sbx limits ${req.name} ${given.map((g) => `${g} …`).join(" ")}\`.`,
+            });
+          }
           await this.bringUp(existing);
           return { sandbox: this.d.store.getSandbox(existing.id) ?? existing, created: false };
         }
@@ -235,7 +263,8 @@ export class SandboxService {
       }
       const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(this.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd };
       // Decided before anything is made: a bad config or no free port refuses here, with nothing to clean up.
-      const identity = await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out));
+      const limits = resolveLimits(this.capacity, loadConfig(this.d.paths, this.d.env).limits, req.limits);
+      const identity = { ...(await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out))), limits };
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(lay.creating, `${process.pid}\n`);
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
@@ -256,6 +285,56 @@ export class SandboxService {
       const live = this.d.store.getSandbox(row.id) ?? row;
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, backend: driver.kind, ...createFacts(live) } });
       return { sandbox: live, created: true };
+    } finally {
+      lock.release();
+    }
+  }
+
+  private get capacity(): HostCapacity {
+    return this.d.capacity ?? hostCapacity();
+  }
+
+  /** The limits a stored sandbox holds (null: made before limits existed, it has none). */
+  private limitsOf(row: Sandbox): Limits | null {
+    const r = LimitsSchema.safeParse(row.identity.limits);
+    return r.success ? r.data : null;
+  }
+
+  /** The kernel's limit counters of a stored sandbox, or null (not running, no counters for its kind, unreadable). */
+  async counters(row: Sandbox): Promise<LimitCounters | null> {
+    const driver = await this.driver(row.backend);
+    return driver.counters(driver.spec(row)).catch(() => null);
+  }
+
+  /**
+   * `sbx limits NAME [--memory …] [--cpus …] [--pids …]`: shows a sandbox's limits and what it ran into, or changes
+   * them: stored, then applied at once to what exists (a stopped sandbox has them when it starts). A sandbox made
+   * before limits existed starts from the defaults.
+   */
+  async limits(name: string, w: Where & { set?: LimitsInput }): Promise<LimitsReport> {
+    const { repo, row, driver } = await this.locate(name, w);
+    const given = Object.entries(w.set ?? {}).filter(([, v]) => v !== undefined);
+    if (given.length === 0) {
+      const counters = await driver.counters(driver.spec(row)).catch(() => null);
+      return { name, limits: this.limitsOf(row), hits: counters === null ? null : limitHits(null, counters) };
+    }
+    const lock = await this.lock(repo, name, w.out);
+    try {
+      const fresh = this.d.store.getSandbox(row.id) ?? row;
+      const cap = this.capacity;
+      const next: Limits = { ...(this.limitsOf(fresh) ?? defaultLimits(cap)) };
+      const set = w.set ?? {};
+      if (set.memory !== undefined) next.memory = parseMemory(set.memory, cap);
+      if (set.cpus !== undefined) next.cpus = parseCpus(set.cpus, cap);
+      if (set.pids !== undefined) next.pids = parsePids(set.pids);
+      const updated: Sandbox = { ...fresh, identity: { ...fresh.identity, limits: next } };
+      const spec = driver.spec(updated);
+      // Applied first: a value the kernel refuses (memory below what the sandbox uses now) is not stored.
+      await driver.applyLimits(spec);
+      this.d.store.updateIdentity(row.id, updated.identity);
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "limits", detail: { name, ...next } });
+      const running = (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
+      return { name, limits: next, hits: null, applied: running ? "now" : "next-start" };
     } finally {
       lock.release();
     }
@@ -551,14 +630,20 @@ export class SandboxService {
         } catch (e) {
           return { ...base, phase: "unknown", unsynced: null, reason: (e as Error).message.split("\n")[0]! };
         }
-        const [obs, unsynced] = await Promise.all([
+        const limits = this.limitsOf(row);
+        const [obs, unsynced, counters] = await Promise.all([
           driver.backend.inspect(spec).then(
-            (o) => ({ phase: o.phase }),
+            async (o): Promise<{ phase: SandboxInfo["phase"]; reason?: string }> => {
+              const why = o.phase === "stopped" ? await driver.stopReason(spec).catch(() => null) : null;
+              return why ? { phase: o.phase, reason: why } : { phase: o.phase };
+            },
             (e: unknown) => ({ phase: "unknown" as const, reason: (e as Error).message.split("\n")[0]! }),
           ),
           this.unsynced(row, driver, false).catch(() => null),
+          driver.counters(spec).catch(() => null),
         ]);
-        return { ...base, ...obs, unsynced };
+        const hits = counters === null ? [] : limitHits(null, counters);
+        return { ...base, ...obs, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}) };
       }),
     );
   }

@@ -14,6 +14,11 @@ interface Container {
   exitCode: number;
   log: { at: number; line: string }[];
   archives: Uint8Array[];
+  /** HostConfig's limit fields as the create (or a later update) set them. */
+  limits: { Memory?: number; MemorySwap?: number; NanoCpus?: number; PidsLimit?: number };
+  /** The host pid a test says the container's first process has (its cgroup counters are read from it). */
+  pid: number;
+  oomKilled: boolean;
 }
 
 interface Volume {
@@ -51,7 +56,7 @@ export class FakeDockerEngine implements Engine {
   async seen(name: string): Promise<Seen | null> {
     if (this.down) throw new SbxError("unavailable", "the Docker engine did not answer: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?");
     const c = this.containers.get(name);
-    return c ? { status: c.status, root: c.labels[LABEL.root] ?? "", dir: c.labels[LABEL.dir] ?? "" } : null;
+    return c ? { status: c.status, root: c.labels[LABEL.root] ?? "", dir: c.labels[LABEL.dir] ?? "", pid: c.status === "running" ? c.pid : 0, oomKilled: c.oomKilled } : null;
   }
 
   async createContainer(argv: string[]): Promise<void> {
@@ -59,12 +64,13 @@ export class FakeDockerEngine implements Engine {
     if (this.containers.has(name)) throw refused(`Conflict. The container name "/${name}" is already in use`);
     const image = String((body as { Image?: unknown }).Image ?? "");
     if (!this.images.has(image)) throw refused(`Error response from daemon: No such image: ${image}`);
-    const hc = (body as { HostConfig?: { Mounts?: { Type?: string; Source?: string }[] } }).HostConfig ?? {};
+    const hc = (body as { HostConfig?: { Mounts?: { Type?: string; Source?: string }[]; Memory?: number; MemorySwap?: number; NanoCpus?: number; PidsLimit?: number } }).HostConfig ?? {};
+    const limits = Object.fromEntries((["Memory", "MemorySwap", "NanoCpus", "PidsLimit"] as const).flatMap((k) => (hc[k] === undefined ? [] : [[k, hc[k]]])));
     const volumes = (hc.Mounts ?? []).filter((m) => m.Type === "volume" && m.Source).map((m) => m.Source!);
     // The real engine makes a named volume a create refers to when it is missing (unlabelled, default driver).
     for (const v of volumes) if (!this.volumesByName.has(v)) this.volumesByName.set(v, { name: v, labels: {} });
     const labels = ((body as { Labels?: Record<string, string> }).Labels ?? {}) as Record<string, string>;
-    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [] });
+    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [], limits, pid: 0, oomKilled: false });
     this.mutations.push(`create ${name}`);
   }
 
@@ -103,6 +109,12 @@ export class FakeDockerEngine implements Engine {
     c.status = "exited";
     c.exitCode = 143;
     this.mutations.push(`stop ${name}`);
+  }
+
+  async update(name: string, l: { memory: number | null; cpus: number | null; pids: number | null }): Promise<void> {
+    const c = this.container(name);
+    c.limits = { Memory: l.memory ?? 0, MemorySwap: l.memory ?? -1, NanoCpus: l.cpus === null ? 0 : Math.round(l.cpus * 1e9), PidsLimit: l.pids ?? -1 };
+    this.mutations.push(`update ${name}`);
   }
 
   async removeContainer(name: string): Promise<void> {

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import type { HostUser, SandboxSpec } from "../../src/drivers/backend";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
 import type { Driver, DriverReport, NewSandbox } from "../../src/drivers/driver";
-import { BaseIdentitySchema, sandboxSpec } from "../../src/sandboxes/identity";
+import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/sandboxes/identity";
+import type { LimitCounters, Limits } from "../../src/core/limits";
 import type { Exec } from "../../src/sys/exec";
 import type { Paths } from "../../src/sys/paths";
 import { FakeBackend } from "./backend";
@@ -45,8 +46,27 @@ export class FakeDriver implements Driver {
   }
 
   spec(row: Sandbox): SandboxSpec {
-    const ident = BaseIdentitySchema.parse(row.identity);
-    return sandboxSpec(this.paths, { id: ident.id, name: row.name, repo: row.repo, dir: ident.dir, hostUser: this.hostUser, place: { proxyPort: 3128 } });
+    const ident = BaseIdentitySchema.extend({ limits: LimitsSchema.optional() }).parse(row.identity);
+    return sandboxSpec(this.paths, { id: ident.id, name: row.name, repo: row.repo, dir: ident.dir, hostUser: this.hostUser, place: { proxyPort: 3128 }, limits: ident.limits });
+  }
+
+  /** The kernel's counters per sandbox id, as a test sets them (a running sandbox that hit a limit). */
+  readonly kernelCounters = new Map<string, LimitCounters>();
+  /** The limits each sandbox id holds now (what applyLimits set), and why a sandbox stopped. */
+  readonly applied = new Map<string, Limits>();
+  stoppedBecause: string | null = null;
+
+  async counters(spec: SandboxSpec): Promise<LimitCounters | null> {
+    return (await this.backend.inspect(spec)).phase === "running" ? (this.kernelCounters.get(spec.id) ?? { oomKills: 0, pidsRefused: 0 }) : null;
+  }
+
+  async stopReason(): Promise<string | null> {
+    return this.stoppedBecause;
+  }
+
+  async applyLimits(spec: SandboxSpec): Promise<void> {
+    this.calls.push("applyLimits");
+    if (spec.limits) this.applied.set(spec.id, spec.limits);
   }
 
   async provision(row: Sandbox, n: NewSandbox, _r: DriverReport): Promise<Record<string, unknown>> {

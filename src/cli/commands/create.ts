@@ -21,6 +21,20 @@ export function claudeAuthOpt(opts: Record<string, unknown>): { claudeAuth?: "in
   });
 }
 
+/** `--memory`, `--cpus`, `--pids` as typed (the daemon checks them against the machine and says what is wrong). */
+export function limitsOpt(opts: Record<string, unknown>): { limits: { memory?: string; cpus?: string; pids?: string } } {
+  const out: { memory?: string; cpus?: string; pids?: string } = {};
+  for (const k of ["memory", "cpus", "pids"] as const) if (typeof opts[k] === "string") out[k] = opts[k];
+  return { limits: out };
+}
+
+/** The limit flags of create, run and limits. */
+export const LIMIT_OPTIONS = [
+  ["--memory <size>", "memory the sandbox may use, e.g. 4g or 512m; none for no limit (default: half this machine's; config: limits.memory)"],
+  ["--cpus <n>", "CPUs' worth of time, e.g. 2 or 0.5; none for no limit (default: every CPU but one; config: limits.cpus)"],
+  ["--pids <n>", "processes and threads at once; none for no limit (default: 4096; config: limits.pids)"],
+] as const;
+
 /**
  * `--backend`: docker or a user-account backend (`user` is this OS's); the Docker-only options make no sense with the
  * latter. Without the flag: docker on Linux, the hidden-account backend on macOS (Docker Desktop cannot keep the
@@ -78,6 +92,9 @@ export const create: Verb = {
         "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
       )
       .option(...BACKEND_OPTION)
+      .option(...LIMIT_OPTIONS[0])
+      .option(...LIMIT_OPTIONS[1])
+      .option(...LIMIT_OPTIONS[2])
       .option("--json", "print the sandbox as JSON");
   },
   async run(ctx, args, opts) {
@@ -97,6 +114,7 @@ export const create: Verb = {
       overlays: (opts.overlay as string[] | undefined) ?? [],
       ifExists: "error" as const,
       ...claudeAuthOpt(opts),
+      ...limitsOpt(opts),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),
     };

@@ -1,6 +1,7 @@
 // sbx list: the sandboxes sbx knows, with their state and whether their clones hold commits the host lacks
 import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
+import { formatBytes } from "../../core/limits";
 import type { Verb } from "../verb";
 
 function when(ms: number | null): string {
@@ -22,7 +23,7 @@ export const list: Verb = {
     const isGuarded = (i: { guarded: boolean }) => i.guarded;
     // A sandbox whose state could not be read (the engine down, a kind that cannot run here) is shown as unknown,
     // never as absent, and the exit status says so (69).
-    const unread = items.filter((i) => i.reason !== undefined);
+    const unread = items.filter((i) => i.phase === "unknown" && i.reason !== undefined);
     const code = unread.length > 0 ? ExitCode.unavailable : ExitCode.ok;
     for (const i of unread) ctx.render.info(`${i.name}: state unknown: ${i.reason}`);
     if (opts.json) {
@@ -39,6 +40,8 @@ export const list: Verb = {
           unsyncedCommits: i.unsynced === null ? null : i.unsynced.length,
           unsynced: i.unsynced,
           ...(i.reason !== undefined ? { reason: i.reason } : {}),
+          ...(i.limits ? { limits: i.limits } : {}),
+          ...(i.hits ? { hits: i.hits } : {}),
         })),
       );
       return code;
@@ -47,16 +50,29 @@ export const list: Verb = {
       ctx.render.info("no sandboxes; create one with `sbx create <name>` in a repo");
       return 0;
     }
+    // What a person should know beside the state: a limit it ran into, or why it stopped when sbx did not stop it.
+    const note = (i: (typeof items)[number]): string => {
+      if (i.phase !== "unknown" && i.reason !== undefined) return i.reason;
+      const hit = (i.hits ?? []).map((h) =>
+        h.limit === "memory"
+          ? `memory limit${i.limits?.memory ? ` (${formatBytes(i.limits.memory)})` : ""} hit: ${h.count} killed`
+          : `pids limit${i.limits?.pids ? ` (${i.limits.pids})` : ""} hit: ${h.count} forks refused`,
+      );
+      return hit.join("; ");
+    };
+    const notes = items.map(note);
+    const withNotes = notes.some((n) => n !== "");
     ctx.render.table(
-      ["NAME", "REPO", "STATE", "GUARDS", "CREATED", "LAST USED", "UNSYNCED"],
-      items.map((i) => [
+      ["NAME", "REPO", "STATE", "GUARDS", "CREATED", "LAST USED", "UNSYNCED", ...(withNotes ? ["NOTE"] : [])],
+      items.map((i, n) => [
         i.name,
         i.repo,
-        i.state === "deleted" ? "deleted" : i.reason !== undefined ? "unknown" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
+        i.state === "deleted" ? "deleted" : i.phase === "unknown" ? "unknown" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
         i.state === "deleted" ? "-" : isGuarded(i) ? "up" : "down",
         when(i.createdAt),
         when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
+        ...(withNotes ? [notes[n] || "-"] : []),
       ]),
     );
     return code;

@@ -1,7 +1,7 @@
 // sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
 import type { Command } from "commander";
 import type { Verb } from "../verb";
-import { BACKEND_OPTION, backendFlag, claudeAuthOpt } from "./create";
+import { BACKEND_OPTION, backendFlag, claudeAuthOpt, LIMIT_OPTIONS, limitsOpt } from "./create";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -20,14 +20,18 @@ export const run: Verb = {
         "--claude-auth <mode>",
         "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
       )
-      .option(...BACKEND_OPTION);
+      .option(...BACKEND_OPTION)
+      .option(...LIMIT_OPTIONS[0])
+      .option(...LIMIT_OPTIONS[1])
+      .option(...LIMIT_OPTIONS[2]);
   },
   async run(ctx, args, opts) {
     const [name = "", ...rest] = args;
     const argv = rest[0] === "--" ? rest.slice(1) : rest;
     const repoFlag = opts.repo as string | undefined;
     // An existing sandbox and a command with no terminal: the fast path (see shell); a missing one is created below.
-    if (!ctx.stdinIsTTY && argv.length > 0) {
+    const limits = limitsOpt(opts);
+    if (!ctx.stdinIsTTY && argv.length > 0 && Object.keys(limits.limits).length === 0) {
       const { quickEnter, stdio } = await import("../../client/quick");
       const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());
       if (code !== null) return code;
@@ -48,6 +52,7 @@ export const run: Verb = {
         overlays: (opts.overlay as string[] | undefined) ?? [],
         ifExists: "reuse",
         ...claudeAuthOpt(opts),
+        ...limits,
         ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       },
       outOf(ctx),

@@ -222,6 +222,31 @@ export interface CreatePlan {
   root: string;
 }
 
+/**
+ * Pure: the resource limits as `docker create`/`docker update` flags. Memory is RAM with no swap beyond it
+ * (`--memory-swap` equal), so a hog is killed at the limit instead of thrashing the host's swap.
+ */
+export function limitArgs(spec: Pick<SandboxSpec, "limits">): string[] {
+  const l = spec.limits;
+  if (!l) return [];
+  return [
+    ...(l.memory === null ? [] : ["--memory", String(l.memory), "--memory-swap", String(l.memory)]),
+    ...(l.cpus === null ? [] : ["--cpus", String(l.cpus)]),
+    ...(l.pids === null ? [] : ["--pids-limit", String(l.pids)]),
+  ];
+}
+
+/** Pure: the Engine API's HostConfig fields for the same limits (POST /containers/<id>/update takes them too). */
+export function limitHostConfig(l: { memory: number | null; cpus: number | null; pids: number | null }): { Memory: number; MemorySwap: number; NanoCpus: number; PidsLimit: number } {
+  // On an update, 0 / -1 take a limit away again; a create leaves them unset.
+  return {
+    Memory: l.memory ?? 0,
+    MemorySwap: l.memory ?? -1,
+    NanoCpus: l.cpus === null ? 0 : Math.round(l.cpus * 1e9),
+    PidsLimit: l.pids ?? -1,
+  };
+}
+
 /** Pure: the full `docker create` argv for a sandbox. Golden-tested. */
 export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] {
   const u = spec.hostUser;
@@ -241,6 +266,7 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "--cap-drop", "ALL",
     "--security-opt", "no-new-privileges",
     "--workdir", spec.repo,
+    ...limitArgs(spec),
     ...labelArgs(labels(spec, "sandbox", plan.root)),
     // Identity: $HOME is the host's even when the image's passwd says otherwise (root's is /root).
     "--env", `HOME=${u.home}`,
@@ -325,6 +351,15 @@ export function createRequestFromArgs(argv: readonly string[]): CreateRequestBod
       case "--cap-drop": host.CapDrop = [...((host.CapDrop as string[] | undefined) ?? []), value(flag)]; break;
       case "--security-opt": host.SecurityOpt = [...((host.SecurityOpt as string[] | undefined) ?? []), value(flag)]; break;
       case "--workdir": config.WorkingDir = value(flag); break;
+      case "--memory": host.Memory = intValue(flag, value(flag)); break;
+      case "--memory-swap": host.MemorySwap = intValue(flag, value(flag)); break;
+      case "--pids-limit": host.PidsLimit = intValue(flag, value(flag)); break;
+      case "--cpus": {
+        const v = Number(value(flag));
+        if (!(v > 0)) throw new Error(`--cpus ${v} is not a positive number`);
+        host.NanoCpus = Math.round(v * 1e9);
+        break;
+      }
       case "--env": (config.Env as string[]).push(value(flag)); break;
       case "--label": {
         const kv = value(flag);
@@ -355,6 +390,11 @@ export function createRequestFromArgs(argv: readonly string[]): CreateRequestBod
   const image = argv[i];
   if (image === undefined || name === "") throw new Error("docker create argv without a name or an image");
   return { name, body: { ...config, Image: image, Cmd: argv.slice(i + 1), HostConfig: host } };
+}
+
+function intValue(flag: string, v: string): number {
+  if (!/^\d+$/.test(v)) throw new Error(`${flag} ${v} is not a whole number`);
+  return Number(v);
 }
 
 /** Every mount destination inside the container (for seeding their parents). */

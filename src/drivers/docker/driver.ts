@@ -10,9 +10,11 @@ import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
 import { expandHome, loadConfig } from "../../lifecycle/config";
-import { RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
+import { containerName, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
-import { sandboxSpec } from "../../sandboxes/identity";
+import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
+import { countersOfPid } from "../../sys/cgroup";
+import type { LimitCounters } from "../../core/limits";
 import { readSecrets, secretsFile } from "../../secrets/store";
 import { retiredStamp, setAsideRetiredRefs } from "../../sync/final-fetch";
 import { passwdName, type Env } from "../../sys/env";
@@ -35,6 +37,8 @@ export const DockerIdentitySchema = z.object({
   claudeAuth: z.enum(["inject", "overlay"]).optional(),
   /** The config file's `env:` at create time (a container's environment is fixed when it is created). */
   userEnv: z.record(z.string(), z.string()).optional(),
+  /** Memory, CPUs and processes (decided by the service at create; absent on sandboxes made before limits). */
+  limits: LimitsSchema.optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -46,6 +50,9 @@ export interface DockerDriverDeps {
   backend?: DockerBackend;
   /** Engine check seam (tests with a fake executor skip it). */
   checkEngine?: (exec: Exec) => Promise<void>;
+  /** Where the cgroup filesystems and /proc are (tests give a tree of their own). */
+  cgroupRoot?: string;
+  procRoot?: string;
 }
 
 export class DockerDriver implements Driver {
@@ -175,7 +182,27 @@ export class DockerDriver implements Driver {
       envOptions: { terminal: this.d.env.raw, ...(ident.userEnv ? { user: ident.userEnv } : {}) },
       overlays: ident.overlays,
       options,
+      limits: ident.limits,
     });
+  }
+
+  /** The container's cgroup counters (through its first process on the host), or null when it does not run. */
+  async counters(spec: SandboxSpec): Promise<LimitCounters | null> {
+    const seen = await this.backend.engine.seen(containerName(spec.id));
+    if (seen === null || seen.pid <= 0) return null;
+    return countersOfPid(seen.pid, this.d.cgroupRoot, this.d.procRoot);
+  }
+
+  /** Why a stopped container stopped, when the kernel stopped it (its first process was killed for memory). */
+  async stopReason(spec: SandboxSpec): Promise<string | null> {
+    const seen = await this.backend.engine.seen(containerName(spec.id)).catch(() => null);
+    return seen?.oomKilled ? "out of memory: the kernel killed its first process at the memory limit" : null;
+  }
+
+  /** A container that exists takes the new limits at once, running or not (docker update). */
+  async applyLimits(spec: SandboxSpec): Promise<void> {
+    if (!spec.limits || (await this.backend.containerStatus(spec)) === null) return;
+    await this.backend.engine.update(containerName(spec.id), spec.limits);
   }
 
   /**

@@ -5,7 +5,8 @@
 // in-memory engine (test/fakes/docker-engine.ts) with the same rules.
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
-import { createRequestFromArgs, LABEL } from "./args";
+import { createRequestFromArgs, LABEL, limitHostConfig } from "./args";
+import type { Limits } from "../../core/limits";
 import { engineJson, engineMessage } from "./engine-exec";
 import { imageExists } from "./image";
 
@@ -14,6 +15,10 @@ export interface Seen {
   status: string;
   root: string;
   dir: string;
+  /** The container's first process on the host (0 when it does not run): its cgroups hold the limit counters. */
+  pid: number;
+  /** The kernel's OOM killer killed the container's first process (it stopped for lack of memory). */
+  oomKilled: boolean;
 }
 
 export interface Found {
@@ -43,6 +48,8 @@ export interface Engine {
   putArchive(name: string, tar: Uint8Array): Promise<void>;
   start(name: string): Promise<void>;
   stop(name: string, timeoutS: number): Promise<void>;
+  /** Changes a container's resource limits, running or not (`none` takes a limit away). */
+  update(name: string, limits: Limits): Promise<void>;
   /** Removes a container, running or not. */
   removeContainer(name: string): Promise<void>;
   /** Removes a volume; one a container still uses is an error. */
@@ -137,11 +144,12 @@ export class DockerEngine implements Engine {
         const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit);
         if (res.status === 404) return null;
         if (res.ok) {
-          const body = (await res.json()) as { State?: { Status?: unknown }; Config?: { Labels?: Record<string, unknown> | null } };
+          const body = (await res.json()) as { State?: { Status?: unknown; Pid?: unknown; OOMKilled?: unknown }; Config?: { Labels?: Record<string, unknown> | null } };
           if (typeof body.State?.Status === "string") {
             const l = body.Config?.Labels ?? {};
             const str = (v: unknown) => (typeof v === "string" ? v : "");
-            return { status: body.State.Status, root: str(l[LABEL.root]), dir: str(l[LABEL.dir]) };
+            const pid = typeof body.State.Pid === "number" ? body.State.Pid : 0;
+            return { status: body.State.Status, root: str(l[LABEL.root]), dir: str(l[LABEL.dir]), pid, oomKilled: body.State.OOMKilled === true };
           }
         }
       } catch {
@@ -149,7 +157,7 @@ export class DockerEngine implements Engine {
       }
     }
     const r = await this.exec.run(
-      ["docker", "inspect", "--type", "container", "--format", `{{.State.Status}}\t{{index .Config.Labels "${LABEL.root}"}}\t{{index .Config.Labels "${LABEL.dir}"}}`, name],
+      ["docker", "inspect", "--type", "container", "--format", `{{.State.Status}}\t{{index .Config.Labels "${LABEL.root}"}}\t{{index .Config.Labels "${LABEL.dir}"}}\t{{.State.Pid}}\t{{.State.OOMKilled}}`, name],
       { check: false },
     );
     if (r.exitCode !== 0) {
@@ -160,8 +168,8 @@ export class DockerEngine implements Engine {
         hint: "Start the engine (sudo systemctl start docker, or dockerd), then retry; `sbx doctor` checks the setup.",
       });
     }
-    const [status = "", root = "", dir = ""] = r.stdout.trim().split("\t");
-    return { status, root: root === "<no value>" ? "" : root, dir: dir === "<no value>" ? "" : dir };
+    const [status = "", root = "", dir = "", pid = "0", oom = "false"] = r.stdout.trim().split("\t");
+    return { status, root: root === "<no value>" ? "" : root, dir: dir === "<no value>" ? "" : dir, pid: /^\d+$/.test(pid) ? Number(pid) : 0, oomKilled: oom === "true" };
   }
 
   /** API: POST /containers/create?name=<name> (the argv's request, translated: ≈30 ms less than a CLI); else runs argv. */
@@ -209,6 +217,16 @@ export class DockerEngine implements Engine {
   /** runs: docker stop --time <s> <name> */
   async stop(name: string, timeoutS: number): Promise<void> {
     await this.exec.run(["docker", "stop", "--time", String(timeoutS), name]);
+  }
+
+  /**
+   * API: POST /containers/<name>/update; else runs: docker update --memory … --memory-swap … --cpus … --pids-limit … <name>
+   * (`none` as 0 / -1, which take a limit away).
+   */
+  async update(name: string, limits: Limits): Promise<void> {
+    if (await this.apiPost(`/containers/${encodeURIComponent(name)}/update`, limitHostConfig(limits))) return;
+    const h = limitHostConfig(limits);
+    await this.exec.run(["docker", "update", "--memory", String(h.Memory), "--memory-swap", String(h.MemorySwap), "--cpus", String(h.NanoCpus / 1e9), "--pids-limit", String(h.PidsLimit), name]);
   }
 
   /** runs: docker rm --force <name> */

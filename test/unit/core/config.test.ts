@@ -17,15 +17,26 @@ function refusal(f: () => unknown): SbxError {
 
 describe("config file", () => {
   test("an empty object gives the defaults", () => {
-    expect(parse({})).toEqual({ overlays: [], env: {} });
+    expect(parse({})).toEqual({ overlays: [], env: {}, limits: {} });
   });
 
   test("overlays, env and claudeAuth are read", () => {
     expect(parse({ overlays: ["~/.config/gh"], env: { EDITOR: "vim", LANGUAGE: "en" }, claudeAuth: "inject" })).toEqual({
       overlays: ["~/.config/gh"],
       env: { EDITOR: "vim", LANGUAGE: "en" },
+      limits: {},
       claudeAuth: "inject",
     });
+  });
+
+  test("limits are read as written (their values are checked against the machine at create)", () => {
+    expect(parse({ limits: { memory: "2g", cpus: 1.5, pids: 512 } }).limits).toEqual({ memory: "2g", cpus: 1.5, pids: 512 });
+  });
+
+  test("an unknown limit is refused, naming the allowed keys", () => {
+    const e = refusal(() => parse({ limits: { swap: "1g" } }));
+    expect(e.message).toContain("limits");
+    expect(e.hint).toContain("limits: {memory, cpus, pids}");
   });
 
   for (const [what, cfg, why] of [

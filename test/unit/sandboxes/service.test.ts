@@ -1,8 +1,8 @@
 // The one lifecycle's rules hold for every kind: the same refusal of unsynced work, nothing left after a failed create,
 // an existing sandbox entered whatever its kind. Real git in temp dirs; the drivers are fakes over an in-memory backend.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import type { BackendKind } from "../../../src/core/schemas";
 import { SandboxService } from "../../../src/sandboxes/service";
@@ -131,5 +131,93 @@ describe("one lifecycle for every kind", () => {
     const report = await s.prune();
     expect(report.removed).toEqual(["sandbox gone (orphan1)"]);
     expect(drivers.docker!.backend.entries.size).toBe(1);
+  });
+});
+
+describe("limits", () => {
+  const GIB = 1024 ** 3;
+  const capped = () =>
+    new SandboxService({
+      exec: w.exec,
+      env: w.env,
+      paths: w.paths,
+      store,
+      drivers: { docker: () => drivers.docker!, "linux-user": () => drivers["linux-user"]! },
+      defaultKind: "docker",
+      log: (l) => void logs.push(l),
+      capacity: { memoryBytes: 16 * GIB, cpus: 4 },
+    });
+
+  for (const kind of ["docker", "linux-user"] as const) {
+    test(`a new sandbox keeps its limits in its identity and its spec: flags over the config file over the defaults (${kind})`, async () => {
+      mkdirSync(dirname(w.paths.configFile), { recursive: true });
+      writeFileSync(w.paths.configFile, JSON.stringify({ limits: { memory: "2g", pids: 500 } }));
+      const s = capped();
+      await s.create({ name: "l", cwd: repo, backend: kind, limits: { pids: "300" } });
+      const row = store.findSandbox(repo, "l")!;
+      expect(row.identity.limits).toEqual({ memory: 2 * GIB, cpus: 3, pids: 300 });
+      expect(drivers[kind]!.spec(row).limits).toEqual({ memory: 2 * GIB, cpus: 3, pids: 300 });
+    });
+  }
+
+  test("a bad limit refuses the create before anything is made", async () => {
+    const s = capped();
+    const err = await s.create({ name: "l", cwd: repo, limits: { memory: "64g" } }).then(() => null, (e: unknown) => e as SbxError);
+    expect(err?.code).toBe("usage");
+    expect(err?.message).toContain("more than this machine has (16 GiB)");
+    expect(store.findSandbox(repo, "l")).toBeNull();
+    expect(drivers.docker!.calls).not.toContain("provision");
+  });
+
+  test("run of an existing sandbox with a limit flag is refused, naming `sbx limits` (a flag is never ignored)", async () => {
+    const s = capped();
+    await s.create({ name: "l", cwd: repo });
+    const err = await s.create({ name: "l", cwd: repo, ifExists: "reuse", limits: { memory: "1g" } }).then(() => null, (e: unknown) => e as SbxError);
+    expect(err?.code).toBe("usage");
+    expect(err?.hint).toContain("sbx limits l --memory");
+  });
+
+  test("sbx limits changes only what is given, applies it to what exists, and keeps it", async () => {
+    const s = capped();
+    await s.create({ name: "l", cwd: repo, limits: { memory: "1g" } });
+    const r = await s.limits("l", { cwd: repo, set: { pids: "none", cpus: "0.5" } });
+    expect(r).toEqual({ name: "l", limits: { memory: 1 * GIB, cpus: 0.5, pids: null }, hits: null, applied: "now" });
+    const id = String(store.findSandbox(repo, "l")!.identity.id);
+    expect(drivers.docker!.applied.get(id)).toEqual({ memory: 1 * GIB, cpus: 0.5, pids: null });
+    expect(store.findSandbox(repo, "l")!.identity.limits).toEqual({ memory: 1 * GIB, cpus: 0.5, pids: null });
+    expect(store.listAudit({ kind: "lifecycle" }).some((a) => a.action === "limits")).toBe(true);
+  });
+
+  test("a value the driver refuses (the kernel: less than the sandbox uses now) is not stored", async () => {
+    const s = capped();
+    await s.create({ name: "l", cwd: repo, limits: { memory: "1g" } });
+    drivers.docker!.applyLimits = async () => {
+      throw new SbxError("exec_failed", "Minimum memory limit can not be less than memory reservation limit");
+    };
+    await expect(s.limits("l", { cwd: repo, set: { memory: "200m" } })).rejects.toThrow("Minimum memory");
+    expect(store.findSandbox(repo, "l")!.identity.limits).toEqual({ memory: 1 * GIB, cpus: 3, pids: 4096 });
+  });
+
+  test("a sandbox made before limits existed shows none, and takes the defaults for what is not given", async () => {
+    const s = capped();
+    await s.create({ name: "old", cwd: repo });
+    const row = store.findSandbox(repo, "old")!;
+    const { limits: _gone, ...rest } = row.identity;
+    store.updateIdentity(row.id, rest);
+    expect((await s.limits("old", { cwd: repo })).limits).toBeNull();
+    expect((await s.limits("old", { cwd: repo, set: { memory: "1g" } })).limits).toEqual({ memory: 1 * GIB, cpus: 3, pids: 4096 });
+  });
+
+  test("list and limits show what a running sandbox ran into; list says why a sandbox stopped when sbx did not stop it", async () => {
+    const s = capped();
+    await s.create({ name: "l", cwd: repo });
+    const id = String(store.findSandbox(repo, "l")!.identity.id);
+    drivers.docker!.kernelCounters.set(id, { oomKills: 2, pidsRefused: 0 });
+    expect((await s.list()).find((i) => i.name === "l")?.hits).toEqual([{ limit: "memory", count: 2 }]);
+    expect((await s.limits("l", { cwd: repo })).hits).toEqual([{ limit: "memory", count: 2 }]);
+    await s.stop("l", { cwd: repo });
+    drivers.docker!.stoppedBecause = "out of memory: the kernel killed its first process at the memory limit";
+    const info = (await s.list()).find((i) => i.name === "l")!;
+    expect({ phase: info.phase, reason: info.reason, hits: info.hits }).toEqual({ phase: "stopped", reason: "out of memory: the kernel killed its first process at the memory limit", hits: undefined });
   });
 });

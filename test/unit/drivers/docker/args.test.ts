@@ -79,6 +79,18 @@ describe("dockerCreateArgs", () => {
     expect(() => createRequestFromArgs(["docker", "create", "--hostname", "x", "img"])).toThrow(/without a name/);
   });
 
+  test("limits become --memory (with no swap beyond it), --cpus and --pids-limit, and the same HostConfig fields in the API request", () => {
+    const limited = dockerCreateArgs({ ...spec, limits: { memory: 512 * 1024 ** 2, cpus: 1.5, pids: 128 } }, { image: "sbx-app:1234", overlays, command: containerCommand(spec), runtime, root: "r" });
+    const at = limited.indexOf("--memory");
+    expect(limited.slice(at, at + 8)).toEqual(["--memory", "536870912", "--memory-swap", "536870912", "--cpus", "1.5", "--pids-limit", "128"]);
+    const hc = (createRequestFromArgs(limited).body as { HostConfig: Record<string, unknown> }).HostConfig;
+    expect({ m: hc.Memory, s: hc.MemorySwap, c: hc.NanoCpus, p: hc.PidsLimit }).toEqual({ m: 536870912, s: 536870912, c: 1.5e9, p: 128 });
+    // A limit set to none is left out; a sandbox made before limits has none of these flags.
+    const open = dockerCreateArgs({ ...spec, limits: { memory: null, cpus: null, pids: 64 } }, { image: "i", overlays, command: [], runtime, root: "r" });
+    expect(open.filter((a) => a.startsWith("--memory") || a === "--cpus")).toEqual([]);
+    expect(argv.some((a) => a === "--pids-limit" || a === "--memory")).toBe(false);
+  });
+
   test("mount values with commas and quotes come apart as mountValue put them together", () => {
     const fields: [string, string][] = [["type", "bind"], ["src", '/we,ird "dir"'], ["dst", "/x"]];
     expect(parseMountValue(mountValue([...fields, "readonly"]))).toEqual(['type=bind', 'src=/we,ird "dir"', "dst=/x", "readonly"]);

@@ -1,0 +1,56 @@
+// sbx limits: show a sandbox's memory, CPU and process limits and what it ran into, or change them
+import type { Command } from "commander";
+import { formatLimits } from "../../core/limits";
+import type { Verb } from "../verb";
+import { LIMIT_OPTIONS, limitsOpt } from "./create";
+
+export const limits: Verb = {
+  name: "limits",
+  summary: "show or change a sandbox's memory, CPU and process limits",
+  declare(cmd: Command) {
+    cmd
+      .argument("<name>", "sandbox name")
+      .option("--repo <path>", "the repo the sandbox belongs to")
+      .option(...LIMIT_OPTIONS[0])
+      .option(...LIMIT_OPTIONS[1])
+      .option(...LIMIT_OPTIONS[2])
+      .option("--json", "print JSON")
+      .addHelpText(
+        "after",
+        [
+          "",
+          "Without a limit flag it shows the limits and what the sandbox ran into since it started (processes the kernel",
+          "killed at the memory limit, forks refused at the process limit). With flags it changes those limits: a",
+          "running sandbox has them at once, a stopped one when it starts. Other limits stay as they are.",
+          "",
+          "Examples:",
+          "  sbx limits agent                  show them",
+          "  sbx limits agent --memory 8g      more memory, now",
+          "  sbx limits agent --pids none      no process limit",
+        ].join("\n"),
+      );
+  },
+  async run(ctx, args, opts) {
+    const name = args[0] ?? "";
+    const repoFlag = opts.repo as string | undefined;
+    const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
+    const { limits: set } = limitsOpt(opts);
+    const r = await (await daemon(ctx)).lifecycle("limits", { ...whereOf(ctx, repoFlag), name, set }, outOf(ctx));
+    if (opts.json) {
+      ctx.render.json(r);
+      return 0;
+    }
+    const what = r.limits === null ? "none (made before sbx had limits; set them with --memory, --cpus, --pids)" : formatLimits(r.limits);
+    if (r.applied !== undefined) {
+      ctx.render.out(`${name}: ${what}${r.applied === "now" ? " (in effect now)" : " (from its next start)"}`);
+      return 0;
+    }
+    ctx.render.out(`${name}: ${what}`);
+    if (r.hits === null) ctx.render.out("not running: nothing to count");
+    else if (r.hits.length === 0) ctx.render.out("no limit hit since it started");
+    for (const h of r.hits ?? []) {
+      ctx.render.out(h.limit === "memory" ? `memory limit hit: the kernel killed ${h.count} process(es)` : `process limit hit: ${h.count} fork(s) refused`);
+    }
+    return 0;
+  },
+};

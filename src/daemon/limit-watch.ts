@@ -1,0 +1,76 @@
+// Notices when a sandbox runs into its memory or process limit: an audit row (`sbx logs --kind limit`) and a note for the command that was running.
+import { describeHit, limitHits, type LimitCounters, type LimitHit } from "../core/limits";
+import type { Sandbox } from "../core/schemas";
+import { LimitsSchema } from "../sandboxes/identity";
+import type { SandboxService } from "../sandboxes/service";
+import type { Store } from "../store/store";
+import type { Logger } from "./log";
+
+export interface LimitWatchDeps {
+  service: Pick<SandboxService, "counters">;
+  store: Pick<Store, "audit" | "listSandboxes">;
+  log: Logger;
+}
+
+/**
+ * Reads each sandbox's kernel counters (OOM kills, refused forks) and records what changed since its last reading.
+ * A sandbox's first reading after the daemon starts is its baseline: what it hit before is in `sbx limits`, not logged twice.
+ */
+export class LimitWatch {
+  private readonly last = new Map<number, LimitCounters>();
+  private timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(private readonly d: LimitWatchDeps) {}
+
+  /** The hits since this sandbox's last reading (each one audited), or none (first reading, not running, no counters). */
+  async sample(row: Sandbox): Promise<LimitHit[]> {
+    const now = await this.d.service.counters(row).catch(() => null);
+    if (now === null) {
+      this.last.delete(row.id); // stopped: its next container or cgroup counts from zero
+      return [];
+    }
+    const before = this.last.get(row.id);
+    this.last.set(row.id, now);
+    if (before === undefined) return [];
+    const hits = limitHits(before, now);
+    const limits = LimitsSchema.safeParse(row.identity.limits);
+    for (const h of hits) {
+      try {
+        this.d.store.audit({
+          sandboxId: row.id,
+          kind: "limit",
+          action: h.limit,
+          detail: { count: h.count, ...(limits.success ? { limit: limits.data[h.limit] } : {}) },
+        });
+      } catch (e) {
+        this.d.log.error("audit write failed", { err: e });
+      }
+      this.d.log.warn("sandbox hit a limit", { sandbox: row.name, limit: h.limit, count: h.count });
+    }
+    return hits;
+  }
+
+  /** A person's lines for the hits of a command that just ended (empty when none). */
+  notes(row: Sandbox, hits: readonly LimitHit[]): string {
+    const limits = LimitsSchema.safeParse(row.identity.limits);
+    return hits.map((h) => `sbx: ${describeHit(row.name, h, limits.success ? limits.data : null)}\n`).join("");
+  }
+
+  /** Reads every active sandbox every `ms`, so a hit is logged even when no command of sbx's was waiting on it. */
+  start(ms: number): void {
+    if (this.timer) return;
+    let busy = false;
+    this.timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      const rows = this.d.store.listSandboxes().filter((r) => r.state === "active");
+      void Promise.all(rows.map((r) => this.sample(r))).finally(() => (busy = false));
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+}

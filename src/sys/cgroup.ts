@@ -1,0 +1,63 @@
+// The kernel's cgroup counters of a sandbox (OOM kills, refused forks), on cgroup v1 and v2 alike.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { LimitCounters } from "../core/limits";
+
+/** Where the cgroup filesystems are mounted (v2 unified: here; v1: one dir per controller under it). */
+export const CGROUP_ROOT = "/sys/fs/cgroup";
+
+/** Pure: a process's cgroup paths by controller, from /proc/<pid>/cgroup (`""` is v2's unified hierarchy). */
+export function parseProcCgroup(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const m = /^\d+:([^:]*):(\/.*)$/.exec(line.trim());
+    if (!m) continue;
+    for (const c of m[1]!.split(",")) out.set(c, m[2]!);
+  }
+  return out;
+}
+
+/** Pure: the value of `key` in a flat-keyed cgroup file (`oom_kill 3\n…`), or 0. */
+export function keyedValue(text: string, key: string): number {
+  for (const line of text.split("\n")) {
+    const [k, v] = line.trim().split(/\s+/);
+    if (k === key && v !== undefined && /^\d+$/.test(v)) return Number(v);
+  }
+  return 0;
+}
+
+function read(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The counters of the cgroup(s) a process is in, or null when none can be read (the process is gone, or the
+ * controllers are not there). v1: memory/<path>/memory.oom_control and pids/<path>/pids.events; v2: the unified
+ * path's memory.events and pids.events.
+ */
+export function countersOfPid(pid: number, root = CGROUP_ROOT, proc = "/proc"): LimitCounters | null {
+  const text = read(join(proc, String(pid), "cgroup"));
+  if (text === null) return null;
+  const paths = parseProcCgroup(text);
+  const mem = paths.get("memory");
+  const pids = paths.get("pids");
+  if (mem !== undefined || pids !== undefined) {
+    const oom = mem === undefined ? null : read(join(root, "memory", mem, "memory.oom_control"));
+    const pev = pids === undefined ? null : read(join(root, "pids", pids, "pids.events"));
+    if (oom !== null || pev !== null) return { oomKills: oom === null ? 0 : keyedValue(oom, "oom_kill"), pidsRefused: pev === null ? 0 : keyedValue(pev, "max") };
+  }
+  const unified = paths.get("");
+  return unified === undefined ? null : countersOfDir(join(root, unified));
+}
+
+/** The counters of one v2 cgroup dir (what the linux-user driver makes), or null when it has neither file. */
+export function countersOfDir(dir: string): LimitCounters | null {
+  const mev = read(join(dir, "memory.events"));
+  const pev = read(join(dir, "pids.events"));
+  if (mev === null && pev === null) return null;
+  return { oomKills: mev === null ? 0 : keyedValue(mev, "oom_kill"), pidsRefused: pev === null ? 0 : keyedValue(pev, "max") };
+}

@@ -1,0 +1,70 @@
+// A runaway inside cannot take the host down: a sandbox's memory, CPU and process limits hold on a real engine, the
+// limit that was hit is reported (the command's stderr and exit status, `sbx limits`, `sbx list`, `sbx logs`), and
+// the sandbox works again for the next command.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { acquireFixture, canRun, releaseFixture, skipReason, type Fixture } from "./fixture";
+
+const MIB = 1024 * 1024;
+
+describe.skipIf(!canRun)(`resource limits (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
+  let f: Fixture;
+  const container = () => f.docker(["ps", "-aq", "--filter", "label=sbx.name=limited"]).stdout.trim();
+  beforeAll(() => {
+    f = acquireFixture();
+    const r = f.sbx(["create", "limited", "--memory", "256m", "--pids", "128", "--cpus", "1"]);
+    if (r.code !== 0) throw new Error(`sbx create limited exited ${r.code}: ${r.stderr}`);
+  }, 120_000);
+  afterAll(() => {
+    f?.sbx(["rm", "--force", "limited"]);
+    releaseFixture();
+  }, 60_000);
+
+  test("the container is made with the limits asked for (memory with no swap beyond it)", () => {
+    const hc = JSON.parse(f.docker(["inspect", "--format", "{{json .HostConfig}}", container()]).stdout) as Record<string, number>;
+    expect({ mem: hc.Memory, swap: hc.MemorySwap, pids: hc.PidsLimit, cpus: hc.NanoCpus }).toEqual({ mem: 256 * MIB, swap: 256 * MIB, pids: 128, cpus: 1e9 });
+  });
+
+  test("a memory hog is killed at the limit: exit 137, a note naming the limit, and the sandbox works after", () => {
+    // The shell holds 600 MB in a variable: the kernel kills it, not the host and not the sandbox.
+    const r = f.sbx(["run", "limited", "--", "sh", "-c", 'x=$(head -c 600000000 /dev/zero | tr "\\0" a); echo survived ${#x}']);
+    expect(r.code).toBe(137);
+    expect(r.stdout).not.toContain("survived");
+    expect(r.stderr).toContain("sandbox limited hit its memory limit (256 MiB)");
+    expect(r.stderr).toContain("sbx limits limited --memory");
+    const next = f.sbx(["run", "limited", "--", "echo", "still here"]);
+    expect({ code: next.code, out: next.stdout }).toEqual({ code: 0, out: "still here\n" });
+    const shown = f.sbx(["limits", "limited"]);
+    expect(shown.stdout).toContain("memory 256 MiB, cpus 1, pids 128");
+    expect(shown.stdout).toMatch(/memory limit hit: the kernel killed [1-9]\d* process/);
+    const logs = f.sbx(["logs", "--kind", "limit", "--json"]);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toContain('"action":"memory"');
+  }, 120_000);
+
+  test("a fork bomb stops at the process limit, is ended with its command, and the next command runs", () => {
+    const started = Date.now();
+    // A classic bomb: every copy forks two more in the background. Without the limit it takes the host's process table.
+    const r = f.sbx(["run", "limited", "--", "sh", "-c", "b() { b | b & }; b; sleep 2"]);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(r.stderr).toContain("sandbox limited hit its process limit (128)");
+    const next = f.sbx(["run", "limited", "--", "sh", "-c", "echo ok; ls /proc | grep -c '^[0-9]'"]);
+    expect(next.code).toBe(0);
+    expect(next.stdout.split("\n")[0]).toBe("ok");
+    // What is left: the forwarder, init and this command, not the bomb.
+    expect(Number(next.stdout.split("\n")[1])).toBeLessThan(20);
+    const list = JSON.parse(f.sbx(["list", "--json"]).stdout) as { name: string; hits?: { limit: string; count: number }[] }[];
+    const hits = list.find((s) => s.name === "limited")?.hits ?? [];
+    expect(hits.map((h) => h.limit).sort()).toEqual(["memory", "pids"]);
+  }, 120_000);
+
+  test("sbx limits changes a running sandbox's limits at once (docker update), and a bad value is refused before anything changes", () => {
+    const bad = f.sbx(["limits", "limited", "--memory", "12q"]);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toContain("--memory '12q' is not a size");
+    const r = f.sbx(["limits", "limited", "--memory", "512m", "--pids", "none"]);
+    expect({ code: r.code, out: r.stdout.trim() }).toEqual({ code: 0, out: "limited: memory 512 MiB, cpus 1, pids none (in effect now)" });
+    const hc = JSON.parse(f.docker(["inspect", "--format", "{{json .HostConfig}}", container()]).stdout) as Record<string, number>;
+    expect({ mem: hc.Memory, swap: hc.MemorySwap, cpus: hc.NanoCpus }).toEqual({ mem: 512 * MIB, swap: 512 * MIB, cpus: 1e9 });
+    expect(hc.PidsLimit === 0 || hc.PidsLimit === -1 || hc.PidsLimit === null).toBe(true);
+  }, 60_000);
+});
