@@ -4,6 +4,8 @@
 // firewall and none of the guest's processes; absent = no account. Every command goes through the Exec.
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
+import { GuestCgroups } from "./cgroup";
+import type { LimitCounters } from "../../core/limits";
 import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
 import type { Exec, ExecResult } from "../../sys/exec";
@@ -33,6 +35,8 @@ export interface LinuxUserOptions {
    * read-only to guests: the host's own Bun usually sits in a 700 home) and provisions the guest's rc files and ~/bin shims.
    */
   runtime?: { bun: string; shims: string };
+  /** Where the cgroup filesystems are (tests give a tree of their own; default /sys/fs/cgroup). */
+  cgroupRoot?: string;
 }
 
 export interface Passwd {
@@ -73,6 +77,9 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Set by setpriv --reset-env from the guest's passwd entry; a spec must not override who the guest is. */
 const IDENTITY_VARS = new Set(["HOME", "USER", "LOGNAME", "SHELL"]);
 
+/** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
+const LIVE_STATES = "R,S,D,T,t,I";
+
 export class LinuxUserBackend implements Backend {
   readonly kind = "linux-user" as const;
   readonly root: string;
@@ -80,12 +87,16 @@ export class LinuxUserBackend implements Backend {
   private readonly exec: Exec;
   private readonly warn: (m: string) => void;
   private readonly opts: LinuxUserOptions;
+  /** Each guest's memory, CPU and process limits. */
+  readonly cgroups: GuestCgroups;
 
   constructor(opts: LinuxUserOptions) {
     this.opts = opts;
     this.exec = opts.exec;
     this.root = opts.root ?? DEFAULT_ROOT;
     this.table = opts.table ?? DEFAULT_TABLE;
+    // One install's cgroups apart from another's (a test's private root beside the real one): `sbx`, or `sbx-<hash>`.
+    this.cgroups = new GuestCgroups(opts.cgroupRoot, this.root === DEFAULT_ROOT ? "sbx" : `sbx-${sha256Hex(this.root).slice(0, 10)}`);
     this.warn = opts.warn ?? ((m) => process.stderr.write(`sbx: warning: ${m}\n`));
   }
 
@@ -366,11 +377,15 @@ export class LinuxUserBackend implements Backend {
     return true;
   }
 
-  /** Kills every process of the guest UID (these processes belong to the account sbx made). runs: pgrep -u <uid>; pkill -KILL -u <uid> */
+  /**
+   * Kills every process of the guest UID (these processes belong to the account sbx made). Zombies are not counted:
+   * they are dead already, waiting for init to reap them (which, on a loaded machine, may come after we look).
+   * runs: pgrep -u <uid> --runstates R,S,D,T,t,I; pkill -KILL -u <uid>
+   */
   private async killGuest(uid: number): Promise<boolean> {
     let killed = false;
     for (let i = 0; i < 20; i++) {
-      const r = await this.exec.run(["pgrep", "-u", String(uid)], { check: false });
+      const r = await this.exec.run(["pgrep", "-u", String(uid), "--runstates", LIVE_STATES], { check: false });
       if (r.exitCode !== 0) return killed;
       await this.exec.run(["pkill", "-KILL", "-u", String(uid)], { check: false });
       killed = true;
@@ -399,6 +414,7 @@ export class LinuxUserBackend implements Backend {
       changed = true;
     }
     if (await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "run", proxyPort: port })) changed = true;
+    this.ensureLimits(spec);
     if (await this.ensureHome(pw, spec.hostUser)) changed = true;
     if (await this.ensureWorkspace(spec, pw)) changed = true;
     if (this.opts.runtime) {
@@ -543,11 +559,36 @@ export class LinuxUserBackend implements Backend {
     return this.exec.run(git(["update-ref", "--stdin"]), { check: false, stdin: lines, timeoutMs: 60_000 });
   }
 
+  /**
+   * The guest's cgroup with the spec's limits, before anything runs as the guest. A machine whose kernel offers no
+   * cgroup sbx can use runs the guest without limits, and says so (the daemon logs it; `sbx doctor` repeats it).
+   */
+  private ensureLimits(spec: SandboxSpec): void {
+    if (!spec.limits) return;
+    try {
+      this.cgroups.ensure(spec.id, spec.limits);
+    } catch (e) {
+      this.warn(`sandbox ${spec.name}: its memory, CPU and process limits are not enforced: ${(e as Error).message}`);
+    }
+  }
+
+  /** The kernel's counters of the guest's cgroup (OOM kills, refused forks), or null when it has none. */
+  async counters(spec: SandboxSpec): Promise<LimitCounters | null> {
+    return this.cgroups.counters(spec.id);
+  }
+
+  /** New limits hold at once for every process of the guest (they are all in its cgroup). */
+  async applyLimits(spec: SandboxSpec): Promise<void> {
+    if (spec.limits && this.cgroups.exists(spec.id)) this.cgroups.ensure(spec.id, spec.limits);
+  }
+
   /** Blocks everything for the guest, then kills its processes; the account, home and clone stay. */
   async stop(spec: SandboxSpec): Promise<Change> {
     const pw = await this.getUser(this.guest(spec));
     if (!pw) return { changed: false };
     let changed = await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "stop" });
+    // Its cgroup first: with forks shut off there, even a fork bomb ends; then anything of its uid outside it.
+    if (await this.cgroups.killAll(spec.id, spec.limits).catch(() => false)) changed = true;
     if (await this.killGuest(pw.uid)) changed = true;
     return { changed };
   }
@@ -595,10 +636,17 @@ export class LinuxUserBackend implements Backend {
 
   async cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
     const removed: string[] = [];
-    for (const inv of (await this.inventory()).values()) {
+    const inventory = await this.inventory();
+    for (const inv of inventory.values()) {
       if (keep.has(inv.id)) continue;
       removed.push(...describe(inv));
       if (!opts.dryRun) await this.removeInventory(inv);
+    }
+    // A cgroup whose sandbox left nothing else (a crash between making it and the account).
+    for (const id of this.cgroups.ids()) {
+      if (keep.has(id) || inventory.has(id)) continue;
+      removed.push(`cgroup sbx/${id}`);
+      if (!opts.dryRun) await this.cgroups.remove(id);
     }
     return { removed };
   }
@@ -622,7 +670,9 @@ export class LinuxUserBackend implements Backend {
       env.push(`${k}=${v}`);
     }
     const cmd = req.argv.length === 0 ? ["/bin/bash", "-l"] : ["/bin/bash", "-l", "-c", 'exec "$@"', "sbx", ...req.argv];
-    return ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", "env", "-C", cwd, ...env, ...cmd];
+    const argv = ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", "env", "-C", cwd, ...env, ...cmd];
+    // Into the guest's cgroup first (as root), so nothing it runs is outside its limits.
+    return spec.limits ? this.cgroups.joinArgv(spec.id, argv) : argv;
   }
 
   // ── inventory and removal ────────────────────────────────────────────────────
@@ -684,6 +734,7 @@ export class LinuxUserBackend implements Backend {
     const uid = inv.user?.uid ?? inv.meta?.uid ?? inv.chain?.rules?.uid;
     if (inv.user) {
       await this.ensureFirewall({ id: inv.id, uid: inv.user.uid, mode: "stop" });
+      await this.cgroups.killAll(inv.id, undefined).catch(() => false);
       await this.killGuest(inv.user.uid);
     }
     if (uid !== undefined && this.opts.runtimeDir) {
@@ -709,6 +760,7 @@ export class LinuxUserBackend implements Backend {
     const c = t.chains.get(chainName(inv.id));
     if (c) await this.exec.run(["nft", "-f", "-"], { stdin: renderRemove(inv.id, c.uids, this.table) });
     if (inv.metaFile) await this.exec.run(["rm", "-f", inv.metaFile]);
+    await this.cgroups.remove(inv.id);
   }
 
   /** Re-loads every chain after a reboot or a foreign `nft flush ruleset`: run mode for active sandboxes, block-all for the rest. */

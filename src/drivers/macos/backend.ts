@@ -505,10 +505,14 @@ export class MacosBackend implements Backend {
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([k, v]) => `${k}=${v}`);
     const cmd = req.argv.length > 0 ? req.argv : [RUNNING_SHELL, "-l"];
+    // The process limit as the guest's RLIMIT_NPROC, soft and hard (it counts the guest uid's processes, which are
+    // this sandbox's alone); the guest cannot raise it again. macOS enforces no memory rlimit and has no CPU quota.
+    const pids = spec.limits?.pids;
+    const limit = typeof pids === "number" ? `ulimit -u ${pids} || exit 125; ` : "";
     return [
       BIN.sudo, "-n", "-H", "-u", guest, "-i", "--",
       "/usr/bin/env", ...env,
-      "/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sbx-enter", cwd, ...cmd,
+      "/bin/sh", "-c", `${limit}cd -- "$1" || exit 1; shift; exec "$@"`, "sbx-enter", cwd, ...cmd,
     ];
   }
 }

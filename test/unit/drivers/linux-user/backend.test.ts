@@ -83,9 +83,9 @@ describe("LinuxUserBackend (FakeExec)", () => {
       .always(["getent", "passwd", "sbx-alice-abc123def456"], { stdout: PW })
       .expect(["nft", "-j", "list", "table", "inet", "sbx"], { stdout: TABLE })
       .expect(["nft", "-f", "-"])
-      .expect(["pgrep", "-u", "998"], { stdout: "4242\n" })
+      .expect(["pgrep", "-u", "998", "--runstates", "R,S,D,T,t,I"], { stdout: "4242\n" })
       .expect(["pkill", "-KILL", "-u", "998"])
-      .expect(["pgrep", "-u", "998"], { exitCode: 1 });
+      .expect(["pgrep", "-u", "998", "--runstates", "R,S,D,T,t,I"], { exitCode: 1 });
     const b = new LinuxUserBackend({ exec });
     expect((await b.stop(spec)).changed).toBe(true);
     exec.assertDone();

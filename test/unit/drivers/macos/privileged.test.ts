@@ -113,4 +113,15 @@ describe("shellArgv", () => {
     const argv = mac.backend().shellArgv(s, { argv: ["git", "status"], cwd: "/etc", tty: false, env: {} });
     expect(argv.slice(-4)).toEqual(["sbx-enter", `/Users/sbx_alice_${s.id}/demo`, "git", "status"]);
   });
+
+  test("the process limit is the guest's RLIMIT_NPROC, soft and hard, set before anything of the guest's runs", () => {
+    const mac = new FakeMac();
+    const s = { ...macSpec("demo", { port: 17001 }), limits: { memory: 1024 ** 3, cpus: 1, pids: 256 } };
+    const argv = mac.backend().shellArgv(s, { argv: ["make"], cwd: "/etc", tty: false, env: {} });
+    expect(argv[argv.indexOf("-c") + 1]).toBe('ulimit -u 256 || exit 125; cd -- "$1" || exit 1; shift; exec "$@"');
+    // The script really sets both limits (ulimit without -S/-H), so the guest cannot raise it again. macOS's /bin/sh
+    // is bash; bash here runs it the same way.
+    const r = Bun.spawnSync(["bash", "-c", argv[argv.indexOf("-c") + 1]!, "sbx-enter", "/", "bash", "-c", "ulimit -Su; ulimit -Hu"]);
+    expect(r.stdout.toString()).toBe("256\n256\n");
+  });
 });

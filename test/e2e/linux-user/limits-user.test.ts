@@ -1,0 +1,79 @@
+// A user-account guest is held by its limits as a container is: every process it runs is in its cgroup, a memory hog
+// is killed at the limit (exit 137) and counted, a fork bomb stops at the process limit, limits change at once, and
+// removing the sandbox removes its cgroup. Real root, real cgroups, real setpriv.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import type { SandboxSpec } from "../../../src/drivers/backend";
+import { makeWorld, sh, whyNot, type World } from "./harness";
+
+const MIB = 1024 * 1024;
+const skip = whyNot();
+
+describe.skipIf(skip !== undefined)(`limits: linux-user guests${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  let w: World;
+  let spec: SandboxSpec;
+  let cgSkip: string | undefined;
+  const run = (script: string) => sh(w.backend.shellArgv(spec, { argv: ["bash", "-c", script], cwd: w.repo, tty: false, env: {} }));
+
+  beforeAll(async () => {
+    w = await makeWorld();
+    if (w.backend.cgroups.version === null) cgSkip = "this kernel offers no memory/pids cgroup";
+    spec = { ...w.spec("limited"), limits: { memory: 256 * MIB, cpus: 1, pids: 64 } };
+    await w.backend.apply(spec);
+  }, 60_000);
+  afterAll(async () => {
+    await w?.teardown();
+  }, 60_000);
+
+  test("every process the guest runs is in its cgroup, with the limits set", () => {
+    if (cgSkip) return console.warn(`skipped: ${cgSkip}`);
+    expect(w.warnings.filter((m) => m.includes("not enforced"))).toEqual([]);
+    const r = run("cat /proc/self/cgroup");
+    expect(r.code).toBe(0);
+    const dirs = w.backend.cgroups.dirs(spec.id);
+    expect(dirs.length).toBeGreaterThan(0);
+    for (const d of dirs) {
+      const rel = d.slice(w.backend.cgroups.root.length).replace(/^\/(memory|pids|cpu)\//, "/");
+      expect(r.out).toContain(rel);
+    }
+  });
+
+  test("a memory hog is killed at the limit and counted; the next command works", async () => {
+    if (cgSkip) return console.warn(`skipped: ${cgSkip}`);
+    const hog = run('x=$(head -c 600000000 /dev/zero | tr "\\0" a); echo survived');
+    expect(hog.out).not.toContain("survived");
+    expect(hog.code).not.toBe(0);
+    expect((await w.backend.counters(spec))?.oomKills).toBeGreaterThan(0);
+    expect(run("echo ok").out).toBe("ok\n");
+  }, 60_000);
+
+  test("a fork bomb stops at the process limit and is counted; stopping the sandbox ends it", async () => {
+    if (cgSkip) return console.warn(`skipped: ${cgSkip}`);
+    // The bomb goes on in the background after its command returns (its output to /dev/null, so the command ends).
+    const bomb = run("(b() { b | b & }; b) >/dev/null 2>&1; sleep 2; echo returned");
+    expect(bomb.out).toBe("returned\n"); // the host kept its process table, and this shell could still be made
+    expect((await w.backend.counters(spec))?.pidsRefused).toBeGreaterThan(0);
+    const started = Date.now();
+    await w.backend.stop(spec);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(sh(["pgrep", "-u", w.backend.guest(spec), "--runstates", "R,S,D,T,t,I"]).code).toBe(1); // none left running (zombies wait for init)
+    await w.backend.apply(spec);
+    expect(run("echo ok").out).toBe("ok\n");
+  }, 90_000);
+
+  test("new limits hold at once for the running guest", async () => {
+    if (cgSkip) return console.warn(`skipped: ${cgSkip}`);
+    spec = { ...spec, limits: { memory: 512 * MIB, cpus: null, pids: 100 } };
+    await w.backend.applyLimits(spec);
+    const v = w.backend.cgroups.version;
+    const read = (file: string) => sh(["cat", `${w.backend.cgroups.dirs(spec.id).find((d) => existsSync(`${d}/${file}`))}/${file}`]).out.trim();
+    expect(read(v === 2 ? "memory.max" : "memory.limit_in_bytes")).toBe(String(512 * MIB));
+    expect(read("pids.max")).toBe("100");
+  });
+
+  test("removing the sandbox removes its cgroup", async () => {
+    if (cgSkip) return console.warn(`skipped: ${cgSkip}`);
+    await w.backend.remove(spec);
+    for (const d of w.backend.cgroups.dirs(spec.id)) expect(existsSync(d)).toBe(false);
+  }, 60_000);
+});
