@@ -2,6 +2,7 @@
 import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, existsSync, openSync, writeSync, closeSync, lstatSync, constants } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Exec, ExecResult } from "../sys/exec";
 import type { SecretFinding } from "../core/secrets";
 import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown } from "./scan";
@@ -201,6 +202,27 @@ export function trustedTips(host: string, gate: string): string[] {
     }
   }
   return [...out];
+}
+
+/**
+ * What the upstream was seen to have (the gate's `refs/remotes/*`: pushed after a clean scan, or fetched through the
+ * bridge) that the host repo holds too, as object ids: a sandbox's commit among them is not lost when the sandbox
+ * goes, even if no host branch has it. None when the sandbox never used the bridge. The gate is read as its owner
+ * (the daemon), the host repo as the person it belongs to.
+ * runs: git --git-dir <gate> for-each-ref --format=%(objectname) refs/remotes/; git -C <repo> cat-file --batch-check
+ */
+export async function upstreamTips(exec: { gate: Exec; host: Exec }, gateDir: string, hostRepo: string): Promise<string[]> {
+  const repo = gatePaths(gateDir).repo;
+  if (!existsSync(join(repo, "HEAD"))) return [];
+  const opts = { env: hostGitEnv(), replaceEnv: true, check: false } as const;
+  const refs = await exec.gate.run(["git", ...HOST_GIT_SAFE, "--git-dir", repo, "for-each-ref", "--format=%(objectname)", "refs/remotes/"], opts);
+  const shas = [...new Set(refs.stdout.split("\n").filter((l) => /^[0-9a-f]{40,64}$/.test(l)))];
+  if (shas.length === 0) return [];
+  const have = await exec.host.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "cat-file", "--batch-check=%(objectname) %(objecttype)"], { ...opts, stdin: `${shas.join("\n")}\n` });
+  return have.stdout.split("\n").flatMap((l) => {
+    const [sha, type] = l.split(" ");
+    return type === "commit" && sha ? [sha] : [];
+  });
 }
 
 /**

@@ -34,7 +34,7 @@ export function feedFromBridge(sandbox: { id: number; name: string }, e: AuditEv
 }
 
 /** The gate repo lives in the sandbox dir, beside (never inside) what is mounted into the sandbox. */
-export function gateDirOf(ctx: Pick<GuardContext, "spec">): string {
+export function gateDirOf(ctx: { spec: Pick<GuardContext["spec"], "dir"> }): string {
   return join(ctx.spec.dir, "gate");
 }
 

@@ -23,6 +23,8 @@ import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
 import { asUidExec } from "../sys/as-user";
 import { baseIdentity, LimitsSchema, sandboxId } from "./identity";
+import { upstreamTips } from "../bridge/gate";
+import { gateDirOf } from "../guards/bridge";
 import { defaultLimits, limitHits, parseCpus, parseMemory, parsePids, resolveLimits, type HostCapacity, type LimitCounters, type LimitHit, type Limits, type LimitsInput } from "../core/limits";
 import { loadConfig } from "../lifecycle/config";
 import { hostCapacity } from "../sys/capacity";
@@ -438,8 +440,20 @@ export class SandboxService {
         await Bun.sleep(40 * attempt);
       }
     }
-    const r = await driver.hostExec(driver.spec(row)).run(
-      ["git", ...HOST_GIT_SAFE, "-C", row.repo, "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(row.name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all"],
+    const spec = driver.spec(row);
+    const host = driver.hostExec(spec);
+    return this.onlyHere(host, row.repo, row.name, gateDirOf({ spec }));
+  }
+
+  /**
+   * The commits of `sandbox-<name>/*` in the host repo that exist nowhere else: on no other host ref, and not on the
+   * upstream as the sandbox's bridge saw it (pushed, or fetched; the gate's `refs/remotes/*`).
+   * runs (as the host user): git … -C <repo> log --format=%H%x09%s --remotes=sandbox-<name> --not --exclude=refs/remotes/sandbox-* --all <upstream tips>
+   */
+  private async onlyHere(host: Exec, repo: string, name: string, gateDir: string): Promise<Commit[]> {
+    const upstream = await upstreamTips({ gate: this.d.exec, host }, gateDir, repo).catch(() => []);
+    const r = await host.run(
+      ["git", ...HOST_GIT_SAFE, "-C", repo, "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all", ...upstream],
       { env: hostGitEnv(), replaceEnv: true },
     );
     return parseCommits(r.stdout);
@@ -540,11 +554,7 @@ export class SandboxService {
     const exec = this.d.repoExec ?? this.d.exec;
     try {
       await finalFetch({ hostRepo: repo, clonePath: lay.clone, remoteName: sandboxRemote(name), expectedAlternates: `${join(lay.linkGit, "objects")}\n`, exec });
-      const r = await exec.run(
-        ["git", ...HOST_GIT_SAFE, "-C", repo, "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all"],
-        { env: hostGitEnv(), replaceEnv: true },
-      );
-      return parseCommits(r.stdout);
+      return await this.onlyHere(exec, repo, name, gateDirOf({ spec: { dir } }));
     } catch {
       return null;
     }

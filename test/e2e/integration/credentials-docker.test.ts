@@ -178,4 +178,26 @@ describe.skipIf(!canRun)(`credentials end to end on Docker${skipReason ? ` (skip
     f.user.run(["git", "-C", clone, "checkout", "-q", "main"]);
     expect(Bun.spawnSync(["test", "-e", marker]).exitCode).toBe(0);
   }, 120_000);
+
+  test("work the bridge pushed upstream is not unsynced (no host branch has it); a commit never pushed still is, and refuses rm", async () => {
+    must(dexec(f, ctr, ["sh", "-c", `git checkout -q -b shipped main && echo a > shipped.txt && git add shipped.txt && git ${GIT_ID.join(" ")} commit -qm shipped`], { workdir: repo }), "commit shipped");
+    const shipped = must(dexec(f, ctr, ["git", "rev-parse", "HEAD"], { workdir: repo }), "rev-parse").stdout.trim();
+    must(await sbxAsync(["run", "c", "--", "git", "push", "origin", "shipped"]), "push shipped");
+    must(dexec(f, ctr, ["sh", "-c", `git checkout -q -b kept main && echo b > kept.txt && git add kept.txt && git ${GIT_ID.join(" ")} commit -qm kept-only-here`], { workdir: repo }), "commit kept");
+    const kept = must(dexec(f, ctr, ["git", "rev-parse", "HEAD"], { workdir: repo }), "rev-parse").stdout.trim();
+    const list = JSON.parse(must(await sbxAsync(["list", "--json"]), "list").stdout) as { name: string; unsynced: { sha: string }[] | null }[];
+    const unsynced = (list.find((i) => i.name === "c")?.unsynced ?? []).map((c) => c.sha);
+    expect(unsynced).toContain(kept);
+    expect(unsynced).not.toContain(shipped);
+    // Pushed earlier in this file, also on no host branch: not counted either.
+    expect(unsynced.some((sha) => sha === upstreamBranch("feature"))).toBe(false);
+    const rm = await sbxAsync(["rm", "c"]);
+    expect(rm.code).toBe(65);
+    expect(rm.stderr).toContain(kept.slice(0, 12));
+    expect(rm.stderr).not.toContain(shipped.slice(0, 12));
+  }, 120_000);
 });
+
+function upstreamBranch(name: string): string {
+  return Bun.spawnSync(["git", "--git-dir", join(upstreamRoot, "proj.git"), "rev-parse", `refs/heads/${name}`]).stdout.toString().trim();
+}

@@ -76,6 +76,30 @@ describe("one lifecycle for every kind", () => {
       expect(await git(repo, "rev-parse", "refs/remotes/sandbox-w/main")).toBe(sha);
     });
 
+    test(`rm lets go of work the bridge pushed upstream (the gate saw it there), though no host branch has it (${kind})`, async () => {
+      const s = service();
+      await s.create({ name: "w", cwd: repo, backend: kind });
+      const pushed = await commitInside("w", "pushed.txt");
+      const dir = String(store.findSandbox(repo, "w")!.identity.dir);
+      // What the bridge leaves after a clean push: the gate (host-owned, in the sandbox dir) has the commit as the
+      // upstream's branch. The host repo has no branch with it.
+      const gate = join(dir, "gate", "gate.git");
+      await git(dir, "init", "-q", "--bare", gate);
+      await git(gate, "fetch", "-q", join(dir, "clone"), "+refs/heads/main:refs/remotes/origin/main");
+      expect(await s.rm("w", { cwd: repo })).toEqual({ lost: [] });
+      // A commit made after the push is still the sandbox's alone: it refuses.
+      await s.create({ name: "v", cwd: repo, backend: kind });
+      const vdir = String(store.findSandbox(repo, "v")!.identity.dir);
+      await commitInside("v", "one.txt");
+      const vgate = join(vdir, "gate", "gate.git");
+      await git(vdir, "init", "-q", "--bare", vgate);
+      await git(vgate, "fetch", "-q", join(vdir, "clone"), "+refs/heads/main:refs/remotes/origin/main");
+      const later = await commitInside("v", "two.txt");
+      const err = await s.rm("v", { cwd: repo }).then(() => null, (e: unknown) => e as SbxError);
+      expect(err?.data).toEqual({ commits: [{ sha: later, subject: "work on two.txt" }] });
+      expect(pushed).not.toBe(later);
+    });
+
     test(`a create whose driver fails leaves no live row, no sandbox dir and nothing in the backend (${kind})`, async () => {
       const s = service();
       drivers[kind]!.failProvision = new SbxError("exec_failed", "image build failed");
