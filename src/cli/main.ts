@@ -21,6 +21,15 @@ export interface MainDeps {
   /** Injected in tests; the real executor otherwise. */
   exec?: Exec;
   verbs?: readonly Verb[];
+  /** Reads the answer to a question (tests give theirs); default: a line of stdin. */
+  ask?: (question: string) => Promise<string | null>;
+}
+
+/** The question on stderr, then one line of stdin (null at end of input). */
+async function askStdin(io: Io, question: string): Promise<string | null> {
+  io.stderr(question);
+  for await (const line of console) return line;
+  return null;
 }
 
 const EPILOG = `
@@ -45,6 +54,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       render,
       cwd: deps.cwd,
       stdinIsTTY: deps.stdinIsTTY,
+      ask: deps.ask ?? ((q) => askStdin(io, q)),
     };
   };
 

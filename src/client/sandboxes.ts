@@ -89,6 +89,27 @@ export async function forEachSandbox(
   return code;
 }
 
+/**
+ * A stop or rm that would end sessions attached to the sandbox: with `--force`, or with no terminal to ask at, it
+ * ends them (each terminal is told why); otherwise the daemon refuses while there are any, and the person is asked.
+ */
+export async function endingSessions<T>(ctx: Pick<VerbContext, "stdinIsTTY"> & { ask(question: string): Promise<string | null> }, verb: "stop" | "rm", name: string, force: boolean, call: (ifSessions: "end" | "refuse") => Promise<T>): Promise<T> {
+  if (force || !ctx.stdinIsTTY) return call("end");
+  try {
+    return await call("refuse");
+  } catch (e) {
+    const n = e instanceof SbxError && e.code === "conflict" ? (e.data as { sessions?: unknown } | undefined)?.sessions : undefined;
+    if (typeof n !== "number") throw e;
+    const answer = await ctx.ask(`sandbox ${name} has ${n} open session${n === 1 ? "" : "s"}. End ${n === 1 ? "it" : "them"} and ${verb === "rm" ? "remove" : "stop"} ${name}? [y/N] `);
+    if (!/^y(es)?$/i.test((answer ?? "").trim())) {
+      throw new SbxError("conflict", `sandbox ${name} was not ${verb === "rm" ? "removed" : "stopped"}: its sessions stay open`, {
+        hint: `\`sbx ${verb} --force ${name}\` ends them without asking.`,
+      });
+    }
+    return call("end");
+  }
+}
+
 export interface EnterRequest {
   name: string;
   argv: string[];

@@ -335,13 +335,13 @@ export function createApp(deps: AppDeps): Hono {
   app.post("/v1/lifecycle/stop", async (c) => {
     const req = LifecycleNamedSchema.parse(await jsonBody(c));
     const s = service();
-    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.stop.parse({ changed: await s.stop(req.name, where(req, out)) }));
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.stop.parse(await s.stop(req.name, { ...where(req, out), ifSessions: req.ifSessions })));
   });
 
   app.post("/v1/lifecycle/rm", async (c) => {
     const req = LifecycleNamedSchema.parse(await jsonBody(c));
     const s = service();
-    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.rm.parse(await s.rm(req.name, { ...where(req, out), force: req.force })));
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.rm.parse(await s.rm(req.name, { ...where(req, out), force: req.force, ifSessions: req.ifSessions })));
   });
 
   app.post("/v1/lifecycle/limits", async (c) => {

@@ -116,7 +116,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     const app = createApp({
       agents,
       ...(limits ? { limits } : {}),
-      ...(deps.service ? { service: deps.service.withSupervisor(controllerSupervisor(controller, sessions)) } : {}),
+      ...(deps.service ? { service: deps.service.withSupervisor(controllerSupervisor(controller, sessions, agents)) } : {}),
       ...(deps.policy ? { policy: deps.policy } : {}),
       user: deps.env.userName,
       paths,

@@ -47,6 +47,32 @@ export class AgentLink {
     return !this.closed;
   }
 
+  /** Commands running through this agent whose callers are still waiting. */
+  get running(): number {
+    return [...this.sessions.values()].filter((s) => !s.done).length;
+  }
+
+  /**
+   * Ends every running command (the sandbox is being stopped or removed): its caller is told why, and the command is
+   * killed. How many were ended.
+   */
+  endAll(why?: string): number {
+    let n = 0;
+    for (const [id, s] of this.sessions) {
+      if (s.done) continue;
+      s.done = true;
+      n++;
+      try {
+        s.controller.enqueue(jsonFrame(FrameType.failed, 0, { message: why ?? "the sandbox is stopping" }));
+        s.controller.close();
+      } catch {
+        /* the caller already went away */
+      }
+      if (!this.closed) this.sock.write(jsonFrame(FrameType.kill, id, { signal: "SIGKILL" }));
+    }
+    return n;
+  }
+
   /**
    * Starts a command and returns its output as CLI frames (session 0): stdout, stderr, then exit, or failed when the
    * agent goes away first. Cancelling the stream (the caller went away) sends SIGTERM, then SIGKILL 3 s later.

@@ -221,7 +221,12 @@ export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
 
-export const LifecycleNamedSchema = WhereSchema.extend({ name: nameSchema, force: z.boolean().default(false) });
+export const LifecycleNamedSchema = WhereSchema.extend({
+  name: nameSchema,
+  force: z.boolean().default(false),
+  /** stop/rm: end sessions attached to the sandbox (each told why), or refuse while there are any (the CLI asks first). */
+  ifSessions: z.enum(["end", "refuse"]).default("end"),
+});
 export type LifecycleNamed = z.input<typeof LifecycleNamedSchema>;
 
 export const LifecycleSessionSchema = WhereSchema.extend({
@@ -284,8 +289,8 @@ export const LifecycleResults = {
   create: z.object({ sandbox: SandboxRowSchema, created: z.boolean() }),
   start: z.object({ sandbox: SandboxRowSchema, cwd: z.string() }),
   session: z.object({ argv: z.array(z.string()) }),
-  stop: z.object({ changed: z.boolean() }),
-  rm: z.object({ lost: z.array(CommitSchema) }),
+  stop: z.object({ changed: z.boolean(), sessions: z.number().int() }),
+  rm: z.object({ lost: z.array(CommitSchema), sessions: z.number().int() }),
   prune: z.object({ removed: z.array(z.string()), kept: z.array(z.string()) }),
   list: z.object({ sandboxes: z.array(SandboxInfoSchema) }),
   limits: z.object({

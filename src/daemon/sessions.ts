@@ -27,6 +27,8 @@ class Session {
   private replay: Uint8Array[] = [];
   private replayBytes = 0;
   exitCode: number | null = null;
+  /** sbx ended it (stop, rm, guards down) and its process is on its way out. */
+  ending = false;
   proc!: TerminalProcess;
 
   constructor(
@@ -207,10 +209,24 @@ export class SessionManager {
     this.timers.clear();
   }
 
-  /** Ends the sessions of one sandbox (its guards went down: nothing may keep running there through sbx). */
-  endFor(sandboxId: number): void {
+  /** How many sessions of one sandbox still run. */
+  liveFor(sandboxId: number): number {
+    return [...this.sessions.values()].filter((s) => s.sandboxId === sandboxId && s.exitCode === null && !s.ending).length;
+  }
+
+  /**
+   * Ends the sessions of one sandbox (it is being stopped or removed, or its guards went down: nothing may keep
+   * running there through sbx). Each terminal is told why first. How many were ended.
+   */
+  endFor(sandboxId: number, why?: string): number {
+    let n = 0;
     for (const s of this.sessions.values()) {
-      if (s.sandboxId === sandboxId && s.exitCode === null) s.proc.kill("SIGHUP");
+      if (s.sandboxId !== sandboxId || s.exitCode !== null || s.ending) continue;
+      s.ending = true;
+      if (why) s.output(new TextEncoder().encode(`\r\nsbx: ${why}; this session ends.\r\n`));
+      s.proc.kill("SIGHUP");
+      n++;
     }
+    return n;
   }
 }

@@ -3,9 +3,10 @@ import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { Supervisor } from "../sandboxes/service";
 import type { Controller } from "./controller";
+import type { ExecAgents } from "./exec-agents";
 import type { SessionManager } from "./sessions";
 
-export function controllerSupervisor(controller: Controller, sessions: SessionManager): Supervisor {
+export function controllerSupervisor(controller: Controller, sessions: SessionManager, agents?: ExecAgents): Supervisor {
   const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
   return {
     async start(row) {
@@ -16,14 +17,18 @@ export function controllerSupervisor(controller: Controller, sessions: SessionMa
         });
       }
     },
-    async stop(row) {
-      const was = controller.view(row).phase === "running";
-      sessions.endFor(row.id);
-      await controller.stop(ref(row));
-      return was;
+    sessions(row) {
+      return sessions.liveFor(row.id) + (agents?.get(row.id)?.running ?? 0);
     },
-    async release(row) {
-      sessions.endFor(row.id);
+    async stop(row, why) {
+      const was = controller.view(row).phase === "running";
+      const ended = sessions.endFor(row.id, why) + (agents?.get(row.id)?.endAll(why) ?? 0);
+      await controller.stop(ref(row));
+      return { running: was, sessions: ended };
+    },
+    async release(row, why) {
+      sessions.endFor(row.id, why);
+      agents?.get(row.id)?.endAll(why);
       await controller.release(ref(row));
     },
   };

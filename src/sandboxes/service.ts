@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { SandboxSpec } from "../drivers/backend";
-import { sandboxExists, sandboxNotFound, SbxError, unsyncedCommits, unsyncedUnknown } from "../core/errors";
+import { sandboxExists, sandboxNotFound, SbxError, sessionsAttached, unsyncedCommits, unsyncedUnknown } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
 import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
@@ -37,11 +37,19 @@ import { hostCapacity } from "../sys/capacity";
 export interface Supervisor {
   /** Guards up, then the sandbox running; throws when the guards cannot come up (the sandbox stays fenced). */
   start(row: Sandbox): Promise<void>;
-  /** The sandbox stopped, then its guards down; whether it was running. */
-  stop(row: Sandbox): Promise<boolean>;
-  /** The daemon lets go of a sandbox being removed (guards down, sockets gone). */
-  release(row: Sandbox): Promise<void>;
+  /** Sessions and commands running in the sandbox through the daemon (a stop would end them). */
+  sessions(row: Sandbox): number;
+  /**
+   * The sandbox's sessions ended (each told `why`), the sandbox stopped, then its guards down; whether it was
+   * running and how many sessions ended.
+   */
+  stop(row: Sandbox, why?: string): Promise<{ running: boolean; sessions: number }>;
+  /** The daemon lets go of a sandbox being removed (sessions ended, guards down, sockets gone). */
+  release(row: Sandbox, why?: string): Promise<void>;
 }
+
+/** What a stop or rm does to sessions attached to the sandbox: end them (each told why), or refuse while there are any. */
+export type IfSessions = "end" | "refuse";
 
 /** The drivers a process may use, made when first needed (a user-account driver needs root and its tools). */
 export type DriverTable = Partial<Record<BackendKind, () => Driver | Promise<Driver>>>;
@@ -399,12 +407,24 @@ export class SandboxService {
    * Stops a sandbox (through the daemon when there is one: the sandbox first, then its guards), then takes one last
    * clone → host fetch so `sandbox-<name>/*` on the host holds every commit made inside.
    */
-  async stop(name: string, w: Where): Promise<boolean> {
+  async stop(name: string, w: Where & { ifSessions?: IfSessions }): Promise<{ changed: boolean; sessions: number }> {
     const { row, driver } = await this.locate(name, w);
-    const changed = this.d.supervisor ? await this.d.supervisor.stop(row) : (await driver.backend.stop(driver.spec(row))).changed;
+    this.refuseSessions(row, "stop", w.ifSessions);
+    let out = { changed: false, sessions: 0 };
+    if (this.d.supervisor) {
+      const r = await this.d.supervisor.stop(row, `sandbox ${name} is being stopped (sbx stop)`);
+      out = { changed: r.running, sessions: r.sessions };
+    } else out.changed = (await driver.backend.stop(driver.spec(row))).changed;
     this.d.store.setSandboxState(row.id, "stopped");
     await this.lastFetch(row, driver, true);
-    return changed;
+    return out;
+  }
+
+  /** With `refuse`, a sandbox that has sessions running is not stopped or removed: the caller asks its person first. */
+  private refuseSessions(row: Sandbox, verb: "stop" | "rm", ifSessions: IfSessions | undefined): void {
+    if (ifSessions !== "refuse" || !this.d.supervisor) return;
+    const n = this.d.supervisor.sessions(row);
+    if (n > 0) throw sessionsAttached(row.name, n, verb);
   }
 
   /**
@@ -464,7 +484,7 @@ export class SandboxService {
    * then stops it, fetches once more, lets the daemon go and removes everything of it. The host keeps
    * `refs/remotes/sandbox-<name>/*`.
    */
-  async rm(name: string, w: Where & { force?: boolean }): Promise<{ lost: Commit[] }> {
+  async rm(name: string, w: Where & { force?: boolean; ifSessions?: IfSessions }): Promise<{ lost: Commit[]; sessions: number }> {
     const { repo, row, driver } = await this.locate(name, w);
     const lock = await this.lock(repo, name, w.out);
     try {
@@ -475,8 +495,10 @@ export class SandboxService {
         if (!w.force) throw unsyncedUnknown(name, (e as Error).message);
       }
       if (lost.length > 0 && !w.force) throw unsyncedCommits(name, lost);
+      this.refuseSessions(row, "rm", w.ifSessions);
       // Stopped first (sandbox, then guards), so nothing is committed after the last fetch.
-      if (this.d.supervisor) await this.d.supervisor.stop(row);
+      let sessions = 0;
+      if (this.d.supervisor) sessions = (await this.d.supervisor.stop(row, `sandbox ${name} is being removed (sbx rm)`)).sessions;
       else await driver.backend.stop(driver.spec(row));
       try {
         await this.lastFetch(row, driver, true);
@@ -485,8 +507,8 @@ export class SandboxService {
         this.outOf(w.out).log(`warning: the last fetch from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
       }
       await this.teardown(name, repo, driver.spec(row).dir, row);
-      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rm", detail: { name, repo, backend: row.backend, force: w.force === true, lost: lost.length } });
-      return { lost };
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rm", detail: { name, repo, backend: row.backend, force: w.force === true, lost: lost.length, sessions } });
+      return { lost, sessions };
     } finally {
       lock.release();
     }

@@ -16,6 +16,8 @@ export interface CliOptions {
   cwd?: string;
   tty?: boolean;
   verbs?: readonly Verb[];
+  /** What the person answers to each question asked, in order (none left: end of input). */
+  answers?: string[];
 }
 
 export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun> {
@@ -50,6 +52,10 @@ export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun
     env,
     cwd: o.cwd ?? process.cwd(),
     stdinIsTTY: o.tty ?? false,
+    ask: async (q) => {
+      stderr += q;
+      return o.answers?.shift() ?? null;
+    },
     ...(o.exec ? { exec: o.exec } : {}),
     ...(o.verbs ? { verbs: o.verbs } : {}),
   });

@@ -69,4 +69,31 @@ describe.skipIf(!run)(`interactive sbx shell in tmux${run ? "" : ` — skipped: 
     expect(await until(() => existsSync(exitFile) && readFileSync(exitFile, "utf8").trim() !== "")).toBe(true);
     expect(readFileSync(exitFile, "utf8").trim()).toBe("5");
   }, 90_000);
+
+  test("sbx stop of a sandbox with an open shell: asked at a terminal (no keeps it), then the shell is told why it ends", async () => {
+    const q = (argv: string[]) => [...f.user.prefix({ SHELL: "/bin/bash", TERM: "xterm-256color" }), ...argv].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+    const shellWin = `${session}-sh`;
+    const stopWin = `${session}-stop`;
+    tmux("new-session", "-d", "-s", shellWin, "-x", "120", "-y", "40", "sh", "-c", `cd '${f.repo}' && ${q(["bun", CLI, "shell", "tty"])}; echo shell-ended; sleep 30`);
+    const shellPane = () => tmux("capture-pane", "-p", "-t", shellWin);
+    tmux("send-keys", "-t", shellWin, "echo READY_$((2*3))", "Enter");
+    expect(await until(() => shellPane().includes("READY_6"))).toBe(true);
+    // At a terminal: asked; "n" keeps the sandbox and its shell.
+    tmux("new-session", "-d", "-s", stopWin, "-x", "120", "-y", "20", "sh", "-c", `cd '${f.repo}' && ${q(["bun", CLI, "stop", "tty"])}; echo stop-exit=$?; sleep 30`);
+    const stopPane = () => tmux("capture-pane", "-p", "-t", stopWin);
+    expect(await until(() => stopPane().includes("sandbox tty has 1 open session. End it and stop tty? [y/N]"))).toBe(true);
+    tmux("send-keys", "-t", stopWin, "n", "Enter");
+    expect(await until(() => stopPane().includes("stop-exit=75"))).toBe(true);
+    expect(stopPane()).toContain("was not stopped: its sessions stay open");
+    tmux("send-keys", "-t", shellWin, "echo STILL_$((3*3))", "Enter");
+    expect(await until(() => shellPane().includes("STILL_9"))).toBe(true);
+    // With no terminal to ask at: it ends the shell, whose screen says why, and says how many it ended.
+    const r = f.sbx(["stop", "tty"]);
+    tmux("kill-session", "-t", stopWin);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("ended 1 session(s) of tty");
+    expect(await until(() => shellPane().includes("shell-ended"))).toBe(true);
+    expect(shellPane()).toContain("sbx: sandbox tty is being stopped (sbx stop); this session ends.");
+    tmux("kill-session", "-t", shellWin);
+  }, 90_000);
 });

@@ -84,7 +84,8 @@ export async function makeDaemonWorld(w: World): Promise<DaemonWorld> {
     log: (l) => void logs.push(l),
     supervisor: {
       start: async (row) => void (await controller.start(ref(row))),
-      stop: async (row) => (await controller.stop(ref(row)), true),
+      sessions: () => 0,
+      stop: async (row) => (await controller.stop(ref(row)), { running: true, sessions: 0 }),
       release: (row) => controller.release(ref(row)),
     },
   });

@@ -45,7 +45,16 @@ beforeEach(async () => {
     specFor: (row) => driver.spec(row),
     bringUp: async (row) => (await service.ensureRunning(row)),
   });
-  sessions = new SessionManager({ controller, exec, store, log: silentLogger });
+  // Sessions run under a stand-in PTY: a process that lives until it is signalled (then exits 129, as on SIGHUP).
+  const terminalExec = {
+    run: exec.run.bind(exec),
+    terminal: () => {
+      let end!: (code: number) => void;
+      const exited = new Promise<number>((r) => (end = r));
+      return { pid: 4242, exited, write() {}, resize() {}, kill: () => end(129) };
+    },
+  };
+  sessions = new SessionManager({ controller, exec: terminalExec, store, log: silentLogger });
   const service = new SandboxService({ exec, env, paths, store, drivers: { fake: () => driver }, defaultKind: "fake", log: () => {} });
   app = createApp({
     controller,
@@ -108,6 +117,23 @@ describe("/v1/lifecycle", () => {
     const end = last(await call("rm", { name: "w", cwd: repo }));
     expect(end).toMatchObject({ t: "error", body: { error: "unsynced_commits", data: { commits: [{ sha, subject: "made inside" }] } } });
     expect(store.findSandbox(repo, "w")).not.toBeNull();
+  });
+
+  test("stop and rm with sessions open: refused while asked to, then each terminal is told why and the caller how many ended", async () => {
+    await call("create", { name: "w", cwd: repo });
+    const view = sessions.create({ name: "w", repo: await git(repo, "rev-parse", "--show-toplevel"), argv: [], cwd: repo, cols: 80, rows: 24, env: {} });
+    let screen = "";
+    const frames: unknown[] = [];
+    sessions.attach(view.id, { sendData: (d) => void (screen += new TextDecoder().decode(d)), sendFrame: (f) => void frames.push(f), close() {} });
+    const refused = last(await call("stop", { name: "w", cwd: repo, ifSessions: "refuse" }));
+    expect(refused).toMatchObject({ t: "error", body: { error: "conflict", data: { sessions: 1 } } });
+    expect(controller.view(store.findSandbox(repo, "w")!).phase).toBe("running");
+    expect(screen).toBe("");
+    const stopped = last(await call("stop", { name: "w", cwd: repo }));
+    expect(stopped).toMatchObject({ t: "done", result: { changed: true, sessions: 1 } });
+    expect(screen).toContain("sbx: sandbox w is being stopped (sbx stop); this session ends.");
+    // rm of a sandbox with none open ends none, and refuses nothing.
+    expect(last(await call("rm", { name: "w", cwd: repo, ifSessions: "refuse" }))).toMatchObject({ t: "done", result: { lost: [], sessions: 0 } });
   });
 
   test("a staged clone is taken only from directly under the staging root: other paths, links and traversal are refused", async () => {

@@ -70,7 +70,7 @@ describe("one lifecycle for every kind", () => {
       const sha = await commitInside("w", "b.txt");
       // The user keeps it: the commit is now on a host branch, so it exists elsewhere.
       await git(repo, "fetch", "-q", join(String(store.findSandbox(repo, "w")!.identity.dir), "clone"), `+refs/heads/main:refs/heads/kept`);
-      expect(await s.rm("w", { cwd: repo })).toEqual({ lost: [] });
+      expect(await s.rm("w", { cwd: repo })).toEqual({ lost: [], sessions: 0 });
       expect(store.findSandbox(repo, "w")).toBeNull();
       expect(drivers[kind]!.backend.entries.size).toBe(0);
       expect(await git(repo, "rev-parse", "refs/remotes/sandbox-w/main")).toBe(sha);
@@ -86,7 +86,7 @@ describe("one lifecycle for every kind", () => {
       const gate = join(dir, "gate", "gate.git");
       await git(dir, "init", "-q", "--bare", gate);
       await git(gate, "fetch", "-q", join(dir, "clone"), "+refs/heads/main:refs/remotes/origin/main");
-      expect(await s.rm("w", { cwd: repo })).toEqual({ lost: [] });
+      expect(await s.rm("w", { cwd: repo })).toEqual({ lost: [], sessions: 0 });
       // A commit made after the push is still the sandbox's alone: it refuses.
       await s.create({ name: "v", cwd: repo, backend: kind });
       const vdir = String(store.findSandbox(repo, "v")!.identity.dir);
