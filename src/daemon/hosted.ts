@@ -17,6 +17,8 @@ export interface HostedDeps {
   log: Logger;
   exec: Exec;
   configDir: string;
+  /** Where the dashboard keeps its port and session key across restarts (`<state>/dashboard.json`). */
+  dashboardState?: string;
   platform: NodeJS.Platform;
   /** Seams for tests. */
   dashboard?: boolean;
@@ -43,7 +45,7 @@ export function startHosted(deps: HostedDeps): Hosted {
   if (deps.dashboard !== false) {
     try {
       // The dashboard logs its origin only; its token stays in this process (sbx ui gets single-use tickets).
-      dash = startDashboard({ source: { store, events }, log: log.with({ part: "ui" }) });
+      dash = startDashboard({ source: { store, events }, log: log.with({ part: "ui" }), ...(deps.dashboardState ? { stateFile: deps.dashboardState } : {}) });
     } catch (e) {
       log.error("dashboard failed to start", { err: toSbxError(e).message });
     }

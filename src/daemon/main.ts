@@ -324,6 +324,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
           log,
           exec,
           configDir: paths.configDir,
+          dashboardState: join(paths.stateDir, "dashboard.json"),
           platform: env.platform,
           ...(opts.notifications === false ? { notifications: false } : {}),
         }),

@@ -32,6 +32,8 @@ export interface DashboardAppOptions {
   historyLimit?: number;
   /** SSE keep-alive comment interval. */
   keepAliveMs?: number;
+  /** Signs the cookie sessions (the same key after a restart keeps open tabs signed in); random when absent. */
+  sessionKey?: string;
 }
 
 const STATIC: Record<string, { file: string; type: string }> = {
@@ -70,7 +72,7 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
   const now = opts.now ?? Date.now;
   const historyLimit = opts.historyLimit ?? 100;
   const keepAliveMs = opts.keepAliveMs ?? 15_000;
-  const sessions = new Sessions();
+  const sessions = new Sessions(opts.sessionKey, now);
   const files = loadStatic();
   const app = new Hono<Env>();
 

@@ -1,5 +1,5 @@
 // Dashboard access: a random launch token (constant-time compare), cookie sessions with a CSRF token each, and the same-origin checks for mutations.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 
 /** A fresh URL-safe random secret (256 bits). */
 export function randomSecret(bytes = 32): string {
@@ -19,31 +19,42 @@ export interface Session {
   createdAt: number;
 }
 
-/** In-memory sessions; the oldest are dropped past `max` (a local dashboard has a handful of tabs). */
+/** How long a dashboard session lasts (a browser tab left open over a week signs in again). */
+export const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
+
+/**
+ * Cookie sessions signed with a key, so a daemon that restarts with the same key (kept 0600 in the state dir) still
+ * knows the tabs it let in: the dashboard reconnects by itself. A session id is `<nonce>.<issued ms>.<mac>`; its CSRF
+ * token is another MAC of the id. Nothing is stored per session; a changed key ends them all.
+ */
 export class Sessions {
-  private readonly byId = new Map<string, Session>();
   constructor(
-    private readonly max = 64,
+    private readonly key: string = randomSecret(),
     private readonly now: () => number = Date.now,
+    private readonly maxAgeMs = SESSION_MAX_AGE_MS,
   ) {}
 
+  private mac(what: string): string {
+    return createHmac("sha256", this.key).update(what).digest("base64url");
+  }
+
   create(): Session {
-    const s: Session = { id: randomSecret(), csrf: randomSecret(), createdAt: this.now() };
-    this.byId.set(s.id, s);
-    while (this.byId.size > this.max) this.byId.delete(this.byId.keys().next().value!);
-    return s;
+    const createdAt = this.now();
+    const body = `${randomSecret(24)}.${createdAt}`;
+    const id = `${body}.${this.mac(`session:${body}`)}`;
+    return { id, csrf: this.mac(`csrf:${id}`), createdAt };
   }
 
-  /** The session whose id equals `id`, compared in constant time against every live one. */
+  /** The session `id` names when its MAC is this key's (compared in constant time) and it has not expired; else null. */
   find(id: string | undefined): Session | null {
-    if (id === undefined || id === "") return null;
-    let found: Session | null = null;
-    for (const s of this.byId.values()) if (safeEqual(s.id, id)) found = s;
-    return found;
-  }
-
-  size(): number {
-    return this.byId.size;
+    if (id === undefined) return null;
+    const m = /^([A-Za-z0-9_-]{32}\.(\d{1,16}))\.([A-Za-z0-9_-]{43})$/.exec(id);
+    if (!m) return null;
+    if (!safeEqual(m[3]!, this.mac(`session:${m[1]}`))) return null;
+    const createdAt = Number(m[2]);
+    const age = this.now() - createdAt;
+    if (age < 0 || age > this.maxAgeMs) return null;
+    return { id, csrf: this.mac(`csrf:${id}`), createdAt };
   }
 }
 

@@ -198,9 +198,26 @@
     }, 150);
   }
 
+  /** The whole page again from /api/state: what changed while the feed was down (a daemon restart) is not missed. */
+  async function resync() {
+    const state = await refresh();
+    if (!state) return false;
+    $("feed").replaceChildren();
+    for (const e of state.feed) addFeed(e);
+    return true;
+  }
+
+  /**
+   * Follows the feed. The browser retries a dropped stream by itself; one it gave up on (the daemon was down, or
+   * answered with an error while it restarted) is opened again here, every few seconds, until the dashboard answers.
+   * Each (re)connection brings the page up to date first. A session the dashboard no longer knows says so and stops.
+   */
   function follow() {
+    let first = true;
     const source = new EventSource("/api/events");
-    source.addEventListener("hello", () => {
+    source.addEventListener("hello", async () => {
+      if (!first && !(await resync().catch(() => false))) return;
+      first = false;
       $("connection").textContent = "live";
     });
     source.addEventListener("feed", (m) => {
@@ -208,7 +225,19 @@
       scheduleRefresh();
     });
     source.addEventListener("error", () => {
+      first = false;
       $("connection").textContent = "reconnecting…";
+      if (source.readyState !== EventSource.CLOSED) return;
+      setTimeout(async () => {
+        // Ended (401) is final; anything else (the daemon still starting) tries again.
+        const alive = await fetch("/api/state", { credentials: "same-origin" }).then((r) => r.status, () => 0);
+        if (alive === 401) {
+          $("connection").textContent = "This session has ended: run `sbx ui` again.";
+          return;
+        }
+        if (alive === 200) await resync().catch(() => false);
+        follow();
+      }, 2000);
     });
   }
 

@@ -127,6 +127,22 @@ describe.skipIf(!existsSync(CHROMIUM))("dashboard in a real browser (skipped: ne
     expect(d.log()).not.toContain(launch.ticket);
   }, 60_000);
 
+  test("the open page reconnects by itself after the daemon restarts: no reload, and what happens next shows up live", async () => {
+    d.proc.kill("SIGTERM");
+    await d.exited;
+    await page.getByText("reconnecting…", { exact: true }).waitFor({ timeout: 10_000 });
+    d = await startDaemonProc(w, 10_000, "real-proxy");
+    await w.client.start({ name: "demo" });
+    await page.getByText("live", { exact: true }).waitFor({ timeout: 20_000 });
+    const url = `http://after-restart.test:${upstream.port}/`;
+    expect((await viaProxy(proxySocket, url)).status).toBe(403);
+    await page.locator("#feed li", { hasText: "after-restart.test" }).first().waitFor({ timeout: 10_000 });
+    await page.locator("#pending-table tbody tr", { hasText: "after-restart.test" }).waitFor({ timeout: 10_000 });
+    // The same tab, never reloaded: its cookie session is still good for a decision.
+    await page.locator("#pending-table tbody tr", { hasText: "after-restart.test" }).getByRole("button", { name: /^Deny/ }).click();
+    await page.locator("#action-result", { hasText: "Denied" }).waitFor({ timeout: 10_000 });
+  }, 60_000);
+
   test("keyboard: the first Tab reaches the skip link, which moves focus to the pending approvals", async () => {
     await page.reload();
     await page.getByText("live", { exact: true }).waitFor({ timeout: 10_000 });
