@@ -1,5 +1,5 @@
 // The driver contract for every kind, in unit tests: the fake driver, Docker on the in-memory engine (real git clones),
-// and the kinds this machine cannot fake whole, each skipped with its reason.
+// linux-user on the fake Linux, macos on the fake Mac.
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,9 @@ import { runDriverContract, type DriverHarness } from "../../contract/driver";
 import { FakeDockerEngine } from "../../fakes/docker-engine";
 import { FakeDriver } from "../../fakes/driver";
 import { ALICE_PATHS, FakeMac } from "../../fakes/mac";
+import { FakeLinux } from "../../fakes/linux";
+import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
+import { pathsFor } from "../../../src/sys/paths";
 import { tempWorld } from "../../support/temp-world";
 
 /** A temp world (a repo with a Dockerfile) and how a new sandbox's request looks in it. */
@@ -65,6 +68,28 @@ runDriverContract("macos on the fake Mac", async (): Promise<DriverHarness> => {
   };
 });
 
-runDriverContract("linux-user on a fake Linux", async () => ({}) as DriverHarness, {
-  skipAll: "no fake Linux (passwd plus nft state) yet; the real backend runs the backend contract as root in test/e2e/linux-user, and the linux-user e2e creates, stops and removes sandboxes through this driver",
+runDriverContract("linux-user on a fake Linux", async (): Promise<DriverHarness> => {
+  const host = { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", repo: "/home/alice/src/proj" };
+  const linux = new FakeLinux(host);
+  const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-dc-linux-")));
+  const passwd = join(root, "passwd");
+  writeFileSync(passwd, "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/bin/bash\n");
+  // As under `sudo sbx …`: the daemon is root, the sandbox belongs to the person sudo names.
+  const env = readEnv({ vars: { HOME: "/root", USER: "root", PATH: process.env.PATH, SUDO_UID: "1000", SUDO_GID: "1000", SUDO_USER: "alice" }, uid: 0, gid: 0, platform: "linux" });
+  const paths = pathsFor(readEnv({ vars: { HOME: host.home, USER: "alice", PATH: process.env.PATH, XDG_RUNTIME_DIR: join(root, "rt") }, uid: 1000, gid: 1000, platform: "linux" }));
+  const backend = new LinuxUserBackend({ exec: linux.exec, root: "/var/lib/sbx", table: "sbx", cgroupRoot: join(root, "no-cgroups"), warn: () => {} });
+  const store = new Store(":memory:");
+  const driver = new UserAccountDriver({ exec: linux.exec, env, paths, backend, passwdFile: passwd, portFree: () => true });
+  return {
+    driver,
+    store,
+    // The sandbox dir is a real one (the driver links the repo there); accounts, files, mounts and rules are the fake's.
+    newSandbox: (name) => {
+      const dir = join(root, "sandboxes", name);
+      mkdirSync(dir, { recursive: true });
+      return { name, repo: host.repo, dir, id: sandboxId(paths.sandboxRoot, host.repo, name), cwd: host.repo };
+    },
+    mutations: () => linux.changes.length,
+    teardown: async () => (store.close(), rmSync(root, { recursive: true, force: true })),
+  };
 });
