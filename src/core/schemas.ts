@@ -4,7 +4,7 @@ import { z } from "zod";
 export const BackendKindSchema = z.enum(["docker", "macos", "linux-user", "fake"]);
 export type BackendKind = z.infer<typeof BackendKindSchema>;
 
-export const SandboxStateSchema = z.enum(["active", "stopped", "archived", "deleted"]);
+export const SandboxStateSchema = z.enum(["active", "stopped", "deleted"]);
 export type SandboxState = z.infer<typeof SandboxStateSchema>;
 
 const jsonObject = z

@@ -12,7 +12,7 @@ import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
-import { finalFetch, retireSandboxRemote } from "../sync/final-fetch";
+import { finalFetch, putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/final-fetch";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
@@ -278,17 +278,18 @@ export class SandboxService {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(lay.creating, `${process.pid}\n`);
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
+      let aside: SetAside | null = null;
       try {
         cancelled(req);
         this.d.store.updateIdentity(row.id, await driver.provision(row, n, this.report(row.id, out)));
         cancelled(req);
+        aside = await this.setAside(row, driver, out);
         await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
         cancelled(req);
       } catch (e) {
         out.log(`creating ${req.name} failed; removing what was made…`);
-        await this.teardown(req.name, repo, dir, this.d.store.getSandbox(row.id) ?? row).catch((e2: unknown) =>
-          out.log(`warning: cleanup after the failed create: ${(e2 as Error).message} (\`sbx prune\` retries)`),
-        );
+        await this.undoCreate(row, dir, aside, driver, out);
+        this.d.store.audit({ sandboxId: null, kind: "lifecycle", action: "create.failed", detail: { name: req.name, repo, backend: driver.kind, error: (e as Error).message.split("\n")[0] } });
         throw e;
       }
       unlinkSync(lay.creating);
@@ -348,6 +349,33 @@ export class SandboxService {
     } finally {
       lock.release();
     }
+  }
+
+  /**
+   * An earlier sandbox of this name kept its commits as `refs/remotes/sandbox-<name>/*`: the new clone's first
+   * `--prune` fetch (ref sync, once the sandbox starts) would delete them, so they move to
+   * `refs/sbx-retired/<name>/<stamp>/*` before it starts (nothing-lost). A create that fails puts them back.
+   */
+  private async setAside(row: Sandbox, driver: Driver, out: Output): Promise<SetAside | null> {
+    const aside = await setAsideRetiredRefs(driver.hostExec(driver.spec(row)), row.repo, row.name, retiredStamp(new Date()));
+    if (aside !== null) {
+      const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
+      out.log(`note: the branches an earlier sandbox '${row.name}' left as sandbox-${row.name}/* are kept as ${aside.prefix}/*${eg}`);
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "refs.set-aside", detail: { name: row.name, prefix: aside.prefix, branches: aside.branches } });
+    }
+    return aside;
+  }
+
+  /**
+   * What a failed create made, unmade, so the host is as it was: the earlier sandbox's refs back where they were,
+   * everything the driver made, the remote, the dirs, and the row itself (the audit log keeps the attempt).
+   */
+  private async undoCreate(row: Sandbox, dir: string, aside: SetAside | null, driver: Driver, out: Output): Promise<void> {
+    const warn = (what: string) => (e: unknown) => out.log(`warning: ${what} after the failed create: ${(e as Error).message} (\`sbx prune\` retries)`);
+    const live = this.d.store.getSandbox(row.id) ?? row;
+    await this.teardown(row.name, row.repo, dir, live).catch(warn("cleanup"));
+    if (aside) await putBackRetiredRefs(driver.hostExec(driver.spec(live)), row.repo, row.name, aside).catch(warn("putting the earlier sandbox's refs back"));
+    this.d.store.purgeSandbox(row.id);
   }
 
   /** Brings a stored sandbox to running: through the supervisor (the daemon) when there is one, else directly. */

@@ -52,4 +52,13 @@ export const migrations: readonly string[] = [
   CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
   CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
   `,
+  // 2: 'archived' is gone: nothing ever set it, and a state with no meaning is a state nobody can rely on. The table's
+  // CHECK cannot change without rebuilding it (which would cascade into allowlist and approvals), so triggers refuse it.
+  `
+  UPDATE sandboxes SET state = 'stopped' WHERE state = 'archived';
+  CREATE TRIGGER sandboxes_state_insert BEFORE INSERT ON sandboxes WHEN NEW.state NOT IN ('active', 'stopped', 'deleted')
+    BEGIN SELECT RAISE(ABORT, 'sandbox state must be active, stopped or deleted'); END;
+  CREATE TRIGGER sandboxes_state_update BEFORE UPDATE OF state ON sandboxes WHEN NEW.state NOT IN ('active', 'stopped', 'deleted')
+    BEGIN SELECT RAISE(ABORT, 'sandbox state must be active, stopped or deleted'); END;
+  `,
 ];

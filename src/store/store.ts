@@ -143,6 +143,16 @@ export class Store {
     });
   }
 
+  /**
+   * Removes a sandbox's row for good, with its allowlist and approvals (cascade): only for a create that failed, so
+   * the store is as it was before it. The audit log keeps every row that names it.
+   */
+  purgeSandbox(id: number): void {
+    this.write(() => {
+      this.db.query(`DELETE FROM sandboxes WHERE id = ?`).run(id);
+    });
+  }
+
   updateIdentity(id: number, identity: Record<string, unknown>): void {
     this.write(() => {
       this.db

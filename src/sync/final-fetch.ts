@@ -84,6 +84,9 @@ export interface SetAside {
   prefix: string;
   /** Branch names (the part after `refs/remotes/sandbox-<name>/`). */
   branches: string[];
+  /** Each moved ref's object id, and each symbolic ref dropped (its target), so a failed create can put them back. */
+  moved: { branch: string; oid: string }[];
+  symrefs: { branch: string; target: string }[];
 }
 
 /** Pure: the namespace a retired sandbox's refs move to when its name is used again. */
@@ -116,6 +119,8 @@ export async function setAsideRetiredRefs(exec: Exec, hostRepo: string, name: st
   const prefix = retiredPrefix(name, stamp);
   const lines: string[] = [];
   const branches: string[] = [];
+  const moved: SetAside["moved"] = [];
+  const symrefs: SetAside["symrefs"] = [];
   for (const row of l.stdout.split("\n")) {
     const [oid = "", symref = "", ref = ""] = row.split(" ");
     if (!ref.startsWith(from)) continue;
@@ -123,9 +128,11 @@ export async function setAsideRetiredRefs(exec: Exec, hostRepo: string, name: st
     if (symref !== "") {
       // A symbolic HEAD names a branch that is moved anyway: drop it, do not copy it.
       lines.push("option no-deref", `delete ${ref}`);
+      symrefs.push({ branch, target: symref });
       continue;
     }
     branches.push(branch);
+    moved.push({ branch, oid });
     lines.push(`create ${prefix}/${branch} ${oid}`, `delete ${ref} ${oid}`);
   }
   if (branches.length === 0 && lines.length === 0) return null;
@@ -140,5 +147,23 @@ export async function setAsideRetiredRefs(exec: Exec, hostRepo: string, name: st
       hint: `Move or delete refs/remotes/${remote}/* by hand (git update-ref), then create the sandbox again.`,
     });
   }
-  return { prefix, branches };
+  return { prefix, branches, moved, symrefs };
+}
+
+/**
+ * Undoes setAsideRetiredRefs (a create that failed after it): each moved ref goes back where it was, in one ref
+ * transaction that fails whole if any ref changed meanwhile, then each symbolic ref is made again.
+ * runs: git -C <host> update-ref --stdin (create + delete); git -C <host> symbolic-ref <ref> <target>
+ */
+export async function putBackRetiredRefs(exec: Exec, hostRepo: string, name: string, aside: SetAside, gitPath?: string): Promise<void> {
+  const remote = validateRemoteName(`sandbox-${name}`);
+  const env = hostGitEnv(gitPath);
+  const lines = aside.moved.flatMap((m) => [`create refs/remotes/${remote}/${m.branch} ${m.oid}`, `delete ${aside.prefix}/${m.branch} ${m.oid}`]);
+  if (lines.length > 0) {
+    const u = await exec.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "update-ref", "--stdin"], { env, replaceEnv: true, check: false, stdin: `start\n${lines.join("\n")}\ncommit\n` });
+    if (u.exitCode !== 0) throw new SbxError("exec_failed", `cannot put the refs of the earlier sandbox '${name}' back from ${aside.prefix}: ${u.stderr.trim()}`, { hint: `They are safe under ${aside.prefix}/*.` });
+  }
+  for (const s of aside.symrefs) {
+    await exec.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "symbolic-ref", `refs/remotes/${remote}/${s.branch}`, s.target], { env, replaceEnv: true, check: false });
+  }
 }

@@ -84,8 +84,16 @@ export class FakeDriver implements Driver {
     return row.identity;
   }
 
+  /** Set to make the next start fail (a container that exits at once, an engine gone after the build). */
+  failStart: Error | null = null;
+
   async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec }> {
     this.calls.push("ensureRunning");
+    if (this.failStart) {
+      const e = this.failStart;
+      this.failStart = null;
+      throw e;
+    }
     this.trace?.push(`driver.ensureRunning ${row.name}`);
     const spec = this.spec(row);
     await this.backend.apply(spec);

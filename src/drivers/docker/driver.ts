@@ -16,7 +16,6 @@ import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
 import { countersOfPid } from "../../sys/cgroup";
 import type { LimitCounters } from "../../core/limits";
 import { readSecrets, secretsFile } from "../../secrets/store";
-import { retiredStamp, setAsideRetiredRefs } from "../../sync/final-fetch";
 import { passwdName, type Env } from "../../sys/env";
 import type { Exec } from "../../sys/exec";
 import type { Paths } from "../../sys/paths";
@@ -214,20 +213,7 @@ export class DockerDriver implements Driver {
     const ident = this.identity(row);
     const pruning = this.backend.pruneOrphans().catch(() => undefined);
     const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, onProgress: (s) => r.progress(s) });
-    const cloning = (async () => {
-      // An earlier sandbox of this name kept its commits as refs/remotes/sandbox-<name>/*: the new clone's first
-      // --prune fetch (ref sync, once the sandbox starts) would delete them, so they move to
-      // refs/sbx-retired/<name>/<stamp>/* while the clone is made (nothing-lost).
-      const [aside] = await Promise.all([
-        setAsideRetiredRefs(this.d.exec, n.repo, n.name, retiredStamp(new Date())),
-        createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged),
-      ]);
-      if (aside !== null) {
-        const eg = aside.branches[0] ? ` (e.g. git log ${aside.prefix}/${aside.branches[0]})` : "";
-        r.log(`note: the branches an earlier sandbox '${n.name}' left as sandbox-${n.name}/* are kept as ${aside.prefix}/*${eg}`);
-        r.audit("refs.set-aside", { name: n.name, prefix: aside.prefix, branches: aside.branches });
-      }
-    })();
+    const cloning = createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged);
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
     // allSettled: nothing may still run in the background once the create's lock is released.

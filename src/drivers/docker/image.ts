@@ -99,6 +99,8 @@ export function planImage(repo: string, user: HostUser): BuildPlan {
 export function dockerBuildArgs(plan: BuildPlan, contextDir: string, dockerfilePath: string): string[] {
   return [
     "docker", "build",
+    // A failed step's container goes too (the classic builder keeps it otherwise): a failed create leaves nothing.
+    "--force-rm",
     "--tag", plan.tag,
     ...Object.keys(plan.buildArgs)
       .sort()

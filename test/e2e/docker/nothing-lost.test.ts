@@ -76,6 +76,36 @@ describe.skipIf(!canRun)(`nothing-lost (Docker)${canRun ? "" : ` — skipped: ${
     await p.exited;
   }
 
+  test("a create whose image build fails leaves the host as it was: no container (the build's included), volume, row, dir, remote or ref", () => {
+    const dockerfile = join(f.repo, "Dockerfile");
+    const good = readFileSync(dockerfile, "utf8");
+    const snapshot = () => ({
+      containers: f.docker(["ps", "-a", "-q", "--no-trunc"]).stdout.split("\n").filter(Boolean).sort(),
+      volumes: f.docker(["volume", "ls", "-q"]).stdout.split("\n").filter(Boolean).sort(),
+      list: f.sbx(["list", "--json", "--all"]).stdout,
+      refs: f.git(["for-each-ref", "--format=%(refname) %(objectname)"]).stdout,
+      config: f.git(["config", "--local", "--list"]).stdout,
+      dirExists: (() => {
+        try {
+          return existsSync(f.sandboxDir("badbuild"));
+        } catch {
+          return false; // no sandbox dir of this repo at all yet
+        }
+      })(),
+    });
+    const before = snapshot();
+    // A step that fails after one that made a container: the classic builder would keep the failed step's container.
+    writeFileSync(dockerfile, `${good}\nRUN echo building > /tmp/step\nRUN false\n`);
+    try {
+      const r = f.sbx(["create", "badbuild"]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain("creating badbuild failed; removing what was made");
+      expect(snapshot()).toEqual(before);
+    } finally {
+      writeFileSync(dockerfile, good);
+    }
+  }, 180_000);
+
   test("a create whose sbx is killed midway is undone by the daemon: no row, dir, container, volume or remote is left", async () => {
     mustCreate(f, "bystander");
     const dir = f.sandboxDir("cancelled");

@@ -1,7 +1,7 @@
 // The one lifecycle's rules hold for every kind: the same refusal of unsynced work, nothing left after a failed create,
 // an existing sandbox entered whatever its kind. Real git in temp dirs; the drivers are fakes over an in-memory backend.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import type { BackendKind } from "../../../src/core/schemas";
@@ -100,17 +100,52 @@ describe("one lifecycle for every kind", () => {
       expect(pushed).not.toBe(later);
     });
 
-    test(`a create whose driver fails leaves no live row, no sandbox dir and nothing in the backend (${kind})`, async () => {
+    test(`a create that fails at any point leaves the host as it was: store, refs, repo config, dirs, backend (${kind})`, async () => {
       const s = service();
-      drivers[kind]!.failProvision = new SbxError("exec_failed", "image build failed");
-      const err = await s.create({ name: "bad", cwd: repo, backend: kind }).then(() => null, (e: unknown) => e as SbxError);
-      expect(err?.message).toBe("image build failed");
-      expect(store.findSandbox(repo, "bad")).toBeNull();
-      const dir = store.listSandboxes({ all: true }).find((r) => r.name === "bad")!.identity.dir as string;
-      expect(existsSync(dir)).toBe(false);
-      expect(drivers[kind]!.backend.entries.size).toBe(0);
-      // And the name is free again.
+      // An earlier sandbox of the same name left its branch on the host (rm --force keeps sandbox-bad/*).
+      await s.create({ name: "bad", cwd: repo, backend: kind });
+      await commitInside("bad", "earlier.txt");
+      await s.rm("bad", { cwd: repo, force: true });
+      await git(repo, "symbolic-ref", "refs/remotes/sandbox-bad/HEAD", "refs/remotes/sandbox-bad/main");
+      const snapshot = async () => ({
+        rows: store.listSandboxes({ all: true }).map((r) => ({ ...r, updatedAt: 0 })),
+        allow: store.listAllow(null),
+        approvals: store.listApprovals(),
+        refs: await git(repo, "for-each-ref", "--format=%(refname) %(objectname) %(symref)"),
+        config: await git(repo, "config", "--local", "--list"),
+        dirs: listTree(w.paths.sandboxRoot),
+        sockets: listTree(join(w.paths.runtimeDir, "sb")),
+        backend: [...drivers[kind]!.backend.entries.keys()],
+      });
+      const before = await snapshot();
+      const points: [string, () => Promise<unknown>][] = [
+        ["a bad limit (before anything is made)", () => s.create({ name: "bad", cwd: repo, backend: kind, limits: { memory: "lots" } })],
+        ["the image build or clone (provision)", () => ((drivers[kind]!.failProvision = new SbxError("exec_failed", "image build failed")), s.create({ name: "bad", cwd: repo, backend: kind }))],
+        ["the start (after the earlier refs were set aside)", () => ((drivers[kind]!.failStart = new SbxError("unavailable", "the container exited at once")), s.create({ name: "bad", cwd: repo, backend: kind }))],
+        ["its caller gone mid-way", async () => {
+          let open!: () => void;
+          drivers[kind]!.provisionGate = new Promise((r) => (open = r));
+          const gone = new AbortController();
+          const p = s.create({ name: "bad", cwd: repo, backend: kind, signal: gone.signal });
+          await Bun.sleep(20);
+          gone.abort();
+          open();
+          try {
+            return await p;
+          } finally {
+            drivers[kind]!.provisionGate = null;
+          }
+        }],
+      ];
+      for (const [point, fail] of points) {
+        const err = await fail().then(() => null, (e: unknown) => e as SbxError);
+        expect({ point, failed: err !== null }).toEqual({ point, failed: true });
+        expect({ point, after: await snapshot() }).toEqual({ point, after: before });
+      }
+      // The audit log keeps each attempt (it is append-only); the name is free again, and a good create takes it.
+      expect(store.listAudit({ kind: "lifecycle" }).filter((a) => a.action === "create.failed").length).toBe(3);
       expect((await s.create({ name: "bad", cwd: repo, backend: kind })).created).toBe(true);
+      expect(await git(repo, "for-each-ref", "--format=%(refname)", "refs/sbx-retired/")).toMatch(/^refs\/sbx-retired\/bad\/\d{8}T\d{6}Z\/main$/);
     });
   }
 
@@ -245,3 +280,12 @@ describe("limits", () => {
     expect({ phase: info.phase, reason: info.reason, hits: info.hits }).toEqual({ phase: "stopped", reason: "out of memory: the kernel killed its first process at the memory limit", hits: undefined });
   });
 });
+
+/** Every path under a dir, relative, sorted (empty when it does not exist). */
+function listTree(dir: string): string[] {
+  try {
+    return (readdirSync(dir, { recursive: true }) as string[]).sort();
+  } catch {
+    return [];
+  }
+}

@@ -1,6 +1,6 @@
 // The store: migrations keyed on user_version, the sandbox/allowlist/approval/audit tables and their rules.
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
@@ -36,6 +36,28 @@ describe("migrations", () => {
     const b = new Store(f);
     expect(b.listSandboxes().map((x) => x.name)).toEqual(["keep"]);
     b.close();
+  });
+
+  test("2: a database made at schema 1 keeps its sandboxes, allowlists and approvals; an archived row becomes stopped, and no row can be archived again", () => {
+    const f = tmpDb();
+    const old = (() => {
+      mkdirSync(join(f, ".."), { recursive: true });
+      const db = new Database(f);
+      db.run("PRAGMA foreign_keys = ON");
+      db.run(migrations[0]!);
+      db.run("PRAGMA user_version = 1");
+      db.run(`INSERT INTO sandboxes (id, name, repo, backend, state, identity, created_at, updated_at) VALUES (1, 'a', '/r', 'fake', 'archived', '{}', 1, 1), (2, 'b', '/r', 'fake', 'active', '{}', 1, 1)`);
+      db.run(`INSERT INTO allowlist (sandbox_id, pattern, added_by, added_at) VALUES (1, 'example.org', 'cli', 1)`);
+      db.close();
+      return f;
+    })();
+    const s = new Store(old);
+    expect(s.schemaVersion).toBe(migrations.length);
+    expect(s.listSandboxes().map((x) => [x.name, x.state])).toEqual([["a", "stopped"], ["b", "active"]]);
+    expect(s.listAllow(1).map((e) => e.pattern)).toEqual(["example.org"]);
+    expect(() => s.db.run(`UPDATE sandboxes SET state = 'archived' WHERE id = 2`)).toThrow(/active, stopped or deleted/);
+    expect(() => s.db.run(`INSERT INTO sandboxes (name, repo, backend, state, created_at, updated_at) VALUES ('c', '/r', 'fake', 'archived', 1, 1)`)).toThrow(/active, stopped or deleted/);
+    s.close();
   });
 
   test("a database from a newer sbx is refused with a hint", () => {
