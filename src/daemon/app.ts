@@ -435,7 +435,8 @@ export function createApp(deps: AppDeps): Hono {
       });
     let entries = read();
     if (entries.length === 0 && q.waitMs && q.after !== undefined) {
-      // Long-poll: other processes write the audit table too, so the store is re-read rather than waiting on an event.
+      // Long-poll: the store is re-read rather than waiting on an event (every writer is in this daemon, but not every
+      // kind of audit row is published on the bus).
       const until = Date.now() + q.waitMs;
       const aborted = () => c.req.raw.signal.aborted;
       while (entries.length === 0 && Date.now() < until && !aborted()) {

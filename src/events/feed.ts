@@ -184,37 +184,3 @@ export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => stri
   }
   return null;
 }
-
-export interface AuditTail {
-  /** Reads rows written since the last poll and publishes them; returns how many were published. */
-  poll(): number;
-  close(): void;
-}
-
-/**
- * Publishes audit rows as they appear (from any process), polling every intervalMs. Used when the dashboard
- * runs in another process than the daemon: the proxy and bridge then only reach it through the store.
- */
-export function tailAudit(store: Store, publish: (e: FeedEvent) => void, intervalMs = 1000): AuditTail {
-  const last = store.listAudit({ limit: 1 });
-  let afterId = last.length ? last[last.length - 1]!.id : 0;
-  const names = new Map<number, string>();
-  const nameOf = (id: number) => {
-    if (!names.has(id)) names.set(id, store.getSandbox(id)?.name ?? `#${id}`);
-    return names.get(id)!;
-  };
-  const poll = () => {
-    let n = 0;
-    for (const row of store.listAudit({ afterId, limit: 500 })) {
-      afterId = row.id;
-      const e = feedFromAudit(row, nameOf);
-      if (e) {
-        publish(e);
-        n++;
-      }
-    }
-    return n;
-  };
-  const timer = intervalMs > 0 ? setInterval(poll, intervalMs) : null;
-  return { poll, close: () => void (timer && clearInterval(timer)) };
-}

@@ -1,6 +1,6 @@
-// The feed: the in-memory bus isolates listeners, proxy decisions and audit rows map to feed events, and tailAudit publishes only new rows.
+// The feed: the in-memory bus isolates listeners, and proxy decisions and audit rows map to feed events.
 import { describe, expect, test } from "bun:test";
-import { createEventBus, feedFromAudit, feedFromEgress, tailAudit, type FeedEvent } from "../../../src/events/feed";
+import { createEventBus, feedFromAudit, feedFromEgress, type FeedEvent } from "../../../src/events/feed";
 import { Store } from "../../../src/store/store";
 
 describe("event bus", () => {
@@ -38,22 +38,5 @@ describe("mapping", () => {
     expect(feedFromAudit(row("allowlist", "allow", { pattern: "pypi.org", scope: "global", by: "ui" }, null), name)).toMatchObject({ kind: "decision", sandbox: null, scope: "global" });
     expect(feedFromAudit(row("egress", "denied", { host: 42 }), name)).toBeNull();
     expect(feedFromAudit(row("lifecycle", "create", {}), name)).toBeNull();
-  });
-});
-
-describe("tailAudit", () => {
-  test("publishes rows written after it started, each once", () => {
-    const store = new Store(":memory:");
-    const sb = store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
-    store.audit({ sandboxId: sb.id, kind: "egress", action: "denied", detail: { host: "old.test", port: 443 } });
-    const got: FeedEvent[] = [];
-    const tail = tailAudit(store, (e) => got.push(e), 0);
-    expect(tail.poll()).toBe(0);
-    store.audit({ sandboxId: sb.id, kind: "egress", action: "denied", detail: { host: "new.test", port: 443 } });
-    expect(tail.poll()).toBe(1);
-    expect(tail.poll()).toBe(0);
-    expect(got).toMatchObject([{ host: "new.test", sandbox: { name: "demo" } }]);
-    tail.close();
-    store.close();
   });
 });
