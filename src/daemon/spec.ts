@@ -1,5 +1,5 @@
 // The spec of a row of a kind with no driver in this daemon (a test's fake backend): the drivers build every real one.
-import type { SandboxSpec } from "../drivers/backend";
+import type { SandboxOptions, SandboxSpec } from "../drivers/backend";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
 import { DEFAULT_FORWARDER_PORT } from "../core/egress";
@@ -8,14 +8,12 @@ import { sandboxDir, type Paths } from "../sys/paths";
 
 export type SpecBuilder = (sandbox: Sandbox) => SandboxSpec;
 
-/** Pure: the spec of a stored sandbox. Backend options are the scalar fields of the row's `identity`. */
+/** Pure: the spec of a stored sandbox: a test backend's, or a guest's with the loopback port its identity holds. */
 export function defaultSpecBuilder(env: Env, paths: Paths): SpecBuilder {
   return (sb) => {
     const id = sandboxId(paths.sandboxRoot, sb.repo, sb.name);
-    const options: Record<string, string | number | boolean> = {};
-    for (const [k, v] of Object.entries(sb.identity)) {
-      if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") options[k] = v;
-    }
+    const port = sb.identity.proxyPort;
+    const options: SandboxOptions = typeof port === "number" ? { driver: "user", proxyPort: port } : { driver: "fake" };
     return sandboxSpec(paths, {
       id,
       name: sb.name,

@@ -28,11 +28,38 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** Host dirs overlaid copy-on-write inside (Docker) or provisioned (user backends). */
   overlays: string[];
-  /** Backend-specific options (image tag for Docker, proxy port for user backends, …). */
-  options: Record<string, string | number | boolean>;
+  /** What only its kind reads: the image and shell of a container, a guest's loopback proxy port. */
+  options: SandboxOptions;
   /** What the sandbox may use (memory, CPUs, processes); absent on sandboxes made before limits existed. */
   limits?: Limits;
 }
+
+/** A Docker sandbox's own part of its spec. */
+export interface DockerOptions {
+  readonly driver: "docker";
+  /** The image its container is made from (absent until the first build). */
+  image?: string;
+  /** The login shell inside (resolved at the first start). */
+  shell?: string;
+  /** How the host's Claude login reaches the sandbox. */
+  claudeAuth: "inject" | "overlay";
+  /** The in-sandbox forwarder's port (default 3128). */
+  proxyPort?: number;
+}
+
+/** A user-account sandbox's (linux-user, macos): the loopback port its guest reaches its proxy on. */
+export interface UserOptions {
+  readonly driver: "user";
+  proxyPort: number;
+}
+
+/** A test backend's: it reads nothing of its own. */
+export interface FakeOptions {
+  readonly driver: "fake";
+}
+
+/** One typed shape per kind of driver; a backend narrows on `driver` and reads only its own. */
+export type SandboxOptions = DockerOptions | UserOptions | FakeOptions;
 
 /** What the system holds for a sandbox, whatever the store says. */
 export type Phase = "running" | "stopped" | "absent";

@@ -110,7 +110,7 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
     dir: ident.dir,
     hostUser: ident.hostUser,
     place: { proxyPort: ident.proxyPort },
-    options: { proxyPort: ident.proxyPort },
+    options: { driver: "user", proxyPort: ident.proxyPort },
     limits: ident.limits,
   });
 }

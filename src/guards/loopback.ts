@@ -18,7 +18,7 @@ export const LOOPBACK_BACKENDS: ReadonlySet<BackendKind> = new Set(["linux-user"
 
 /** The sandbox's loopback proxy port from its spec; throws when a user-account sandbox has none (fail closed). */
 export function loopbackPort(ctx: Pick<GuardContext, "spec" | "sandbox">): number {
-  const p = ctx.spec.options.proxyPort;
+  const p = ctx.spec.options.driver === "user" ? ctx.spec.options.proxyPort : undefined;
   if (typeof p !== "number" || !Number.isInteger(p) || p < 1024 || p > 65535) {
     throw new SbxError("config", `sandbox '${ctx.sandbox.name}' has no usable loopback proxy port (got ${JSON.stringify(p)})`, {
       hint: `Its stored record is damaged: remove it with \`sbx rm --force ${ctx.sandbox.name}\` and create it again.`,

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import type { Limits } from "../core/limits";
 import type { Sandbox } from "../core/schemas";
-import type { HostUser, SandboxSpec } from "../drivers/backend";
+import type { HostUser, SandboxOptions, SandboxSpec } from "../drivers/backend";
 import { sandboxSockets, sha256Hex, SOCKET_ID_LENGTH, type Paths } from "../sys/paths";
 import { sandboxEnv, type EnvPlace, type SandboxEnvOptions } from "./env";
 
@@ -42,7 +42,7 @@ export interface SpecParts {
   place: Omit<EnvPlace, "bridgeSocket"> & { bridgeSocket?: string };
   envOptions?: SandboxEnvOptions;
   overlays?: string[];
-  options?: Record<string, string | number | boolean>;
+  options: SandboxOptions;
   limits?: Limits | undefined;
 }
 
@@ -58,7 +58,7 @@ export function sandboxSpec(paths: Pick<Paths, "runtimeDir">, p: SpecParts): San
     sockets,
     env: sandboxEnv(p.name, { bridgeSocket: sockets.bridge, ...p.place }, p.envOptions),
     overlays: p.overlays ?? [],
-    options: p.options ?? {},
+    options: p.options,
     ...(p.limits ? { limits: p.limits } : {}),
   };
 }

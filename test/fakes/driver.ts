@@ -47,7 +47,7 @@ export class FakeDriver implements Driver {
 
   spec(row: Sandbox): SandboxSpec {
     const ident = BaseIdentitySchema.extend({ limits: LimitsSchema.optional() }).parse(row.identity);
-    return sandboxSpec(this.paths, { id: ident.id, name: row.name, repo: row.repo, dir: ident.dir, hostUser: this.hostUser, place: { proxyPort: 3128 }, limits: ident.limits });
+    return sandboxSpec(this.paths, { id: ident.id, name: row.name, repo: row.repo, dir: ident.dir, hostUser: this.hostUser, place: { proxyPort: 3128 }, options: { driver: "fake" }, limits: ident.limits });
   }
 
   /** The kernel's counters per sandbox id, as a test sets them (a running sandbox that hit a limit). */

@@ -499,7 +499,7 @@ export function macSpec(name: string, opts: { port?: number } = {}): SandboxSpec
     // As userSpec builds it: the one sandbox environment for this port and socket dir.
     env: sandboxEnv(name, { proxyPort: port, bridgeSocket: `${dir}/bridge.sock` }, { terminal: { TERM: "xterm-256color", LANG: "en_US.UTF-8" } }),
     overlays: [],
-    options: { proxyPort: port },
+    options: { driver: "user", proxyPort: port },
   };
 }
 

@@ -19,7 +19,7 @@ export function guardContext(o: { store: Store; sandbox: Sandbox; dir: string; s
       sockets,
       env: {},
       overlays: [],
-      options: o.options ?? {},
+      options: o.options ?? { driver: "fake" },
     },
     sockets,
     store: o.store,

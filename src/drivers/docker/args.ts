@@ -53,7 +53,7 @@ export type ClaudeAuth = "inject" | "overlay";
 
 /** Pure: the in-sandbox path masked in inject mode, or null (overlay mode, or no ~/.claude overlay). */
 export function claudeCredentialsMask(spec: Pick<SandboxSpec, "hostUser" | "overlays" | "options">): string | null {
-  if (spec.options.claudeAuth !== "inject") return null;
+  if (spec.options.driver !== "docker" || spec.options.claudeAuth !== "inject") return null;
   const claude = posix.join(spec.hostUser.home, ".claude");
   return spec.overlays.includes(claude) ? posix.join(claude, ".credentials.json") : null;
 }
@@ -208,7 +208,7 @@ export function containerCommand(spec: SandboxSpec): string[] {
 
 /** The in-sandbox forwarder port of a spec. */
 export function forwarderPort(spec: Pick<SandboxSpec, "options">): number {
-  const p = spec.options.proxyPort;
+  const p = spec.options.driver === "docker" ? spec.options.proxyPort : undefined;
   return typeof p === "number" && Number.isInteger(p) && p > 0 && p < 65536 ? p : DEFAULT_FORWARDER_PORT;
 }
 

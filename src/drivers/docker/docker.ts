@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSy
 import { basename, dirname, join } from "node:path";
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
-import type { Backend, Change, CleanupReport, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
+import type { Backend, Change, CleanupReport, DockerOptions, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
 import {
   FORWARDER_READY,
   LABEL,
@@ -110,6 +110,14 @@ export async function requireSameUidEngine(exec: Exec, socket?: string): Promise
   }
 }
 
+/** A Docker sandbox's own options; a spec of another kind handed to this backend is a bug, said at once. */
+export function dockerOptions(spec: SandboxSpec): DockerOptions {
+  if (spec.options.driver !== "docker") {
+    throw new SbxError("internal", `sandbox ${spec.name}: a ${spec.options.driver} spec reached the Docker backend`, { hint: "This is a bug in sbx; please report it." });
+  }
+  return spec.options;
+}
+
 export class DockerBackend implements Backend {
   readonly kind = "docker" as const;
   /** The `sbx.root` label value of this state root. */
@@ -137,7 +145,7 @@ export class DockerBackend implements Backend {
   }
 
   private image(spec: SandboxSpec): string {
-    const image = spec.options.image;
+    const image = dockerOptions(spec).image;
     if (typeof image !== "string" || image === "") {
       throw new SbxError("internal", `sandbox ${spec.name}: no image in its spec`, { hint: "This is a bug in sbx; please report it." });
     }
@@ -280,7 +288,7 @@ export class DockerBackend implements Backend {
       if (s.logs.includes(FORWARDER_READY)) return;
       if (!s.running) {
         const tail = s.logs.replace(/[\x00-\x08\x0e-\x1f]/g, "").trim().split("\n").slice(-3).join(" | ");
-        const image = String(spec.options.image ?? "the image");
+        const image = dockerOptions(spec).image ?? "the image";
         const musl = s.exitCode === 127 || /no such file or directory|not found|GLIBC|ld-linux|musl/i.test(tail);
         throw new SbxError(
           "config",
@@ -323,7 +331,7 @@ export class DockerBackend implements Backend {
       await this.engine.removeVolume(v);
       changed = true;
     }
-    if (await this.removeOverlayDirs(spec.dir, typeof spec.options.image === "string" ? spec.options.image : undefined)) changed = true;
+    if (await this.removeOverlayDirs(spec.dir, dockerOptions(spec).image)) changed = true;
     return { changed };
   }
 
@@ -435,7 +443,7 @@ export class DockerBackend implements Backend {
   }
 
   shellArgv(spec: SandboxSpec, req: ShellRequest & { stdin?: boolean }): string[] {
-    const shell = typeof spec.options.shell === "string" && spec.options.shell !== "" ? spec.options.shell : "/bin/sh";
+    const shell = dockerOptions(spec).shell || "/bin/sh";
     return dockerExecArgs(spec, req, shell);
   }
 

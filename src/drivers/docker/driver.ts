@@ -2,7 +2,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import type { HostUser, SandboxSpec } from "../backend";
+import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, engineSocket, requireSameUidEngine } from "./docker";
 import { ensureImage, planImage } from "./image";
@@ -165,10 +165,12 @@ export class DockerDriver implements Driver {
   }
 
   private specOf(name: string, repo: string, ident: DockerIdentity): SandboxSpec {
-    const options: Record<string, string> = {};
-    if (ident.image) options.image = ident.image;
-    if (ident.shell) options.shell = ident.shell;
-    options.claudeAuth = ident.claudeAuth ?? "overlay";
+    const options: DockerOptions = {
+      driver: "docker",
+      claudeAuth: ident.claudeAuth ?? "overlay",
+      ...(ident.image ? { image: ident.image } : {}),
+      ...(ident.shell ? { shell: ident.shell } : {}),
+    };
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
       id: ident.id,

@@ -144,7 +144,7 @@ export class LinuxUserBackend implements Backend {
   }
 
   private proxyPort(spec: SandboxSpec): number {
-    const p = spec.options.proxyPort;
+    const p = spec.options.driver === "user" ? spec.options.proxyPort : undefined;
     if (typeof p !== "number" || !Number.isInteger(p) || p < 1 || p > 65535) {
       throw new SbxError("config", `sandbox ${spec.name}: the user backend needs options.proxyPort (1-65535), got ${JSON.stringify(p)}`, {
         hint: "The daemon assigns each user-account sandbox a loopback proxy port; this is a bug in sbx if you see it.",
@@ -606,7 +606,7 @@ export class LinuxUserBackend implements Backend {
     const base: Observed = { id: spec.id, name: spec.name, repo: spec.repo, phase: "absent", detail: {} };
     if (!pw) return base;
     const t = await this.readTable();
-    const port = typeof spec.options.proxyPort === "number" ? spec.options.proxyPort : -1;
+    const port = spec.options.driver === "user" ? spec.options.proxyPort : -1;
     const running = chainMatches(t.chains.get(chainName(spec.id)), { id: spec.id, uid: pw.uid, mode: "run", proxyPort: port });
     return {
       ...base,

@@ -42,6 +42,7 @@ export interface MacosBackendConfig {
 }
 
 const OptionsSchema = z.object({
+  driver: z.literal("user", { error: "a macOS sandbox's spec must carry user-account options" }),
   proxyPort: z.number({ error: "spec.options.proxyPort is required on macOS (the guest's loopback proxy port)" }).int().min(1024).max(65535),
 });
 
@@ -421,7 +422,7 @@ export class MacosBackend implements Backend {
     return {
       ...base,
       phase: rec.get("UserShell") === RUNNING_SHELL ? "running" : "stopped",
-      detail: { user: guest, uid, home: `${this.usersDir}/${guest}`, anchor: anchorName(Number(uid)), ...(typeof spec.options.proxyPort === "number" ? { proxyPort: String(spec.options.proxyPort) } : {}) },
+      detail: { user: guest, uid, home: `${this.usersDir}/${guest}`, anchor: anchorName(Number(uid)), ...(spec.options.driver === "user" ? { proxyPort: String(spec.options.proxyPort) } : {}) },
     };
   }
 

@@ -52,7 +52,7 @@ runBackendContract(
           sockets: { dir: join(root, "sock", id), proxy: join(root, "sock", id, "proxy.sock"), bridge: join(root, "sock", id, "bridge.sock") },
           env: { SANDBOX: name },
           overlays: [join(home, ".claude")],
-          options: { image: BASE_IMAGE },
+          options: { driver: "docker", claudeAuth: "overlay", image: BASE_IMAGE },
         };
       },
       async teardown() {

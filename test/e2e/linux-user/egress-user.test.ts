@@ -44,8 +44,13 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
 
     sb = (await d.users.create({ name: "egress", cwd: w.repo })).sandbox;
     other = (await d.users.create({ name: "other", cwd: w.repo })).sandbox;
-    port = d.spec(sb).options.proxyPort as number;
-    otherPort = d.spec(other).options.proxyPort as number;
+    const portOf = (row: typeof sb) => {
+      const o = d.spec(row).options;
+      if (o.driver !== "user") throw new Error("not a user-account spec");
+      return o.proxyPort;
+    };
+    port = portOf(sb);
+    otherPort = portOf(other);
     d.store.addAllow(sb.id, `127.0.0.5:${allowed.port}`, "test");
 
     makeNetns({ ns, vethHost, vethNs, net });

@@ -96,7 +96,7 @@ export async function makeWorld(): Promise<World> {
         sockets: { dir: `/tmp/sbx-e2e-${tag}/sb/${id}`, proxy: `/tmp/sbx-e2e-${tag}/sb/${id}/proxy.sock`, bridge: `/tmp/sbx-e2e-${tag}/sb/${id}/bridge.sock` },
         env: { SANDBOX: sname },
         overlays: [],
-        options: { proxyPort: port ?? 20000 + n },
+        options: { driver: "user", proxyPort: port ?? 20000 + n },
       };
     },
     async teardown() {

@@ -41,14 +41,14 @@ describe("control API", () => {
       bringUp: (ev) => async (sb, spec, backend) => {
         ev.push(`bringUp ${sb.name}`);
         await backend.apply(spec);
-        return { ...spec, options: { ...spec.options, shell: "/usr/bin/fish" } };
+        return { ...spec, options: { driver: "docker", claudeAuth: "overlay", shell: "/usr/bin/fish" } };
       },
     });
     h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
     expect((await post(h, "/v1/sandboxes/start", { name: "demo" })).status).toBe(200);
     expect(h.events).toEqual(["proxy.start demo", "bridge.start demo", "bringUp demo", "backend.apply demo"]);
     const rec = h.controller.requireGuarded(h.store.findSandbox("/r", "demo")!);
-    expect(rec.spec.options.shell).toBe("/usr/bin/fish");
+    expect(rec.spec.options).toMatchObject({ shell: "/usr/bin/fish" });
   });
 
   test("guards get the sandbox's own socket dir, 0700, and its spec", async () => {

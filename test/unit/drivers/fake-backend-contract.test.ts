@@ -17,7 +17,7 @@ runBackendContract("fake (in-memory)", async () => {
       sockets: { dir: "/run/sbx/sb/x", proxy: "/run/sbx/sb/x/proxy.sock", bridge: "/run/sbx/sb/x/bridge.sock" },
       env: {},
       overlays: [],
-      options: {},
+      options: { driver: "fake" },
     }),
   };
 });

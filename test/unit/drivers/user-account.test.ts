@@ -50,7 +50,7 @@ describe("userSpec", () => {
   const row = { id: 1, name: "demo", repo: "/home/alice/proj", backend: "linux-user", identity, state: "active" } as unknown as Sandbox;
   test("the stored port, the host user and the socket dir; the proxy and LLM variables point at the port", () => {
     const s = userSpec(paths, row);
-    expect(s.options).toEqual({ proxyPort: 23456 });
+    expect(s.options).toEqual({ driver: "user", proxyPort: 23456 });
     expect(s.hostUser.name).toBe("alice");
     expect(s.sockets.dir).toBe("/tmp/sbx-0/sb/abc123def456");
     expect(s.env).toMatchObject({

@@ -34,7 +34,7 @@ function ctx(backend: BackendKind, proxyPort: number | undefined): GuardContext 
   const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend });
   const dir = join(root, "sb", "0123456789ab");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return guardContext({ store, sandbox, dir, specDir: join(root, "cache"), options: proxyPort === undefined ? {} : { proxyPort } });
+  return guardContext({ store, sandbox, dir, specDir: join(root, "cache"), options: proxyPort === undefined ? { driver: "fake" } : { driver: "user", proxyPort } });
 }
 
 /** One raw HTTP request over TCP to 127.0.0.1:<port>; the whole reply. */

@@ -1,6 +1,6 @@
 // Golden tests of the Docker backend's rendered argv: hardening flags, labels, mounts, overlay options, seed entries.
 import { describe, expect, test } from "bun:test";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { DockerOptions, SandboxSpec } from "../../../../src/drivers/backend";
 import {
   containerCommand,
   createRequestFromArgs,
@@ -18,6 +18,7 @@ import {
   RUNTIME_MOUNT,
 } from "../../../../src/drivers/docker/args";
 
+const dockerOpts: DockerOptions = { driver: "docker", claudeAuth: "overlay", image: "sbx-app:1234" };
 const spec: SandboxSpec = {
   id: "abc123def456",
   name: "demo",
@@ -27,7 +28,7 @@ const spec: SandboxSpec = {
   sockets: { dir: "/run/user/1000/sbx/sb/abc123def456", proxy: "/p", bridge: "/b" },
   env: { TERM: "xterm-256color", SANDBOX: "demo", LANG: "C.UTF-8" },
   overlays: ["/home/ann/.claude", "/home/ann/.config/fish"],
-  options: { image: "sbx-app:1234" },
+  options: dockerOpts,
 };
 
 describe("dockerCreateArgs", () => {
@@ -133,7 +134,7 @@ describe("dockerCreateArgs", () => {
 
   test("the long-lived process is the forwarder on the host's Bun, mounted read-only with the shims", () => {
     expect(containerCommand(spec)[0]).toBe(RUNTIME_MOUNT.bun);
-    expect(containerCommand({ ...spec, options: { ...spec.options, proxyPort: 4000 } }).slice(-2)).toEqual(["--port", "4000"]);
+    expect(containerCommand({ ...spec, options: { ...dockerOpts, proxyPort: 4000 } }).slice(-2)).toEqual(["--port", "4000"]);
     const mounts = argv.filter((_, i) => argv[i - 1] === "--mount");
     expect(mounts.filter((m) => m.includes("/opt/sbx/")).every((m) => m.endsWith(",readonly"))).toBe(true);
   });
@@ -262,7 +263,7 @@ describe("--claude-auth in the create argv", () => {
   const mask = "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/claude-credentials.masked,dst=/home/ann/.claude/.credentials.json,readonly";
 
   test("inject: an empty read-only file over ~/.claude/.credentials.json, after the ~/.claude overlay", () => {
-    const argv = dockerCreateArgs({ ...spec, options: { ...spec.options, claudeAuth: "inject" } }, plan);
+    const argv = dockerCreateArgs({ ...spec, options: { ...dockerOpts, claudeAuth: "inject" } }, plan);
     const at = argv.indexOf(mask);
     expect(at).toBeGreaterThan(0);
     expect(argv[at - 1]).toBe("--mount");
@@ -270,7 +271,7 @@ describe("--claude-auth in the create argv", () => {
   });
 
   test("overlay, or no ~/.claude overlay: no mask", () => {
-    expect(dockerCreateArgs({ ...spec, options: { ...spec.options, claudeAuth: "overlay" } }, plan)).not.toContain(mask);
-    expect(dockerCreateArgs({ ...spec, overlays: [], options: { ...spec.options, claudeAuth: "inject" } }, { ...plan, overlays: [] }).join(" ")).not.toContain("credentials");
+    expect(dockerCreateArgs({ ...spec, options: { ...dockerOpts, claudeAuth: "overlay" } }, plan)).not.toContain(mask);
+    expect(dockerCreateArgs({ ...spec, overlays: [], options: { ...dockerOpts, claudeAuth: "inject" } }, { ...plan, overlays: [] }).join(" ")).not.toContain("credentials");
   });
 });

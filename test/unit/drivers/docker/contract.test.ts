@@ -36,7 +36,7 @@ runBackendContract("docker on a fake engine", async () => {
         sockets: sandboxSockets(paths, id),
         env: { SANDBOX: name },
         overlays: [join(home, ".claude")],
-        options: { image: IMAGE },
+        options: { driver: "docker", claudeAuth: "overlay", image: IMAGE },
       };
     },
     async teardown() {

@@ -17,7 +17,7 @@ const spec: SandboxSpec = {
   sockets: { dir: "/run/user/1000/sbx/sb/abc123def456", proxy: "/p", bridge: "/b" },
   env: {},
   overlays: [],
-  options: { image: "sbx-app:alpine" },
+  options: { driver: "docker", claudeAuth: "overlay", image: "sbx-app:alpine" },
 };
 
 const backend = (exec: FakeExec) =>

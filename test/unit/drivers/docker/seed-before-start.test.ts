@@ -27,7 +27,7 @@ function sandbox(): SandboxSpec {
     sockets: { dir: join(tmp, "rt", `sb${n}`), proxy: "/p", bridge: "/b" },
     env: {},
     overlays: [],
-    options: { image: "sbx-app:1" },
+    options: { driver: "docker", claudeAuth: "overlay", image: "sbx-app:1" },
   };
 }
 

@@ -17,7 +17,7 @@ const spec: SandboxSpec = {
   sockets: { dir: "/run/user/1000/sbx/sb/abc123def456", proxy: "/p", bridge: "/b" },
   env: {},
   overlays: [],
-  options: { image: "sbx-app:1" },
+  options: { driver: "docker", claudeAuth: "overlay", image: "sbx-app:1" },
 };
 
 const backend = (exec: FakeExec) => new DockerBackend(exec, { sandboxRoot: ROOT, runtime: { bun: "/usr/bin/bun", shims: "/opt/sbx/shims" } });

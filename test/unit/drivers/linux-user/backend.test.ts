@@ -14,7 +14,7 @@ const spec: SandboxSpec = {
   sockets: { dir: "/run/user/1000/sbx/sb/abc123def456", proxy: "/run/user/1000/sbx/sb/abc123def456/proxy.sock", bridge: "/run/user/1000/sbx/sb/abc123def456/bridge.sock" },
   env: { SANDBOX: "demo", HOME: "/home/alice" },
   overlays: [],
-  options: { proxyPort: 41234 },
+  options: { driver: "user", proxyPort: 41234 },
 };
 const PW = "sbx-alice-abc123def456:x:998:998:sbx sandbox demo:/var/lib/sbx/homes/sbx-alice-abc123def456:/bin/bash\n";
 const ACL = "# file: /var/lib/sbx/homes/sbx-alice-abc123def456\n# owner: 998\n# group: 998\nuser::rwx\nuser:1000:rwx\ngroup::---\nmask::rwx\nother::---\ndefault:user::rwx\ndefault:user:1000:rwx\ndefault:group::---\ndefault:mask::rwx\ndefault:other::---\n";

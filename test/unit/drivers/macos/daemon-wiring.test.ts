@@ -34,7 +34,7 @@ describe("macOS backend through the daemon's wiring (fake Mac)", () => {
     expect(Object.keys(comps.backends)).toEqual(["macos"]);
     expect(comps.guards.map((g) => g.name)).toEqual(["proxy", "loopback", "bridge", "ref-sync"]);
     expect(spec).toEqual(userSpec(paths, store.listSandboxes()[0]!));
-    expect(spec.options).toEqual({ proxyPort: 17001 });
+    expect(spec.options).toEqual({ driver: "user", proxyPort: 17001 });
     expect(spec.sockets.bridge).toBe("/tmp/sbx-501/sb/0a1b2c3d4e5f/bridge.sock");
     expect(spec.env.HTTP_PROXY).toBe("http://127.0.0.1:17001");
     expect(spec.env.ANTHROPIC_BASE_URL).toBe("http://127.0.0.1:17001/llm/anthropic");

@@ -128,7 +128,7 @@ describe("macOS backend under failures", () => {
   test("a spec without a proxy port is a config error", async () => {
     const mac = new FakeMac();
     const s = macSpec("noport");
-    s.options = {};
+    s.options = { driver: "fake" }; // a spec without a guest's port
     expect(((await mac.backend().apply(s).catch((e: unknown) => e)) as SbxError).code).toBe("config");
   });
 });

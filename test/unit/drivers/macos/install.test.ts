@@ -122,7 +122,7 @@ describe("without the kit", () => {
       sockets: { dir: "/tmp/sbx-501/sb/28008768e2f6", proxy: "/p", bridge: "/b" },
       env: {},
       overlays: [],
-      options: { proxyPort: 17001 },
+      options: { driver: "user" as const, proxyPort: 17001 },
     };
     const err = (await b.apply(spec).catch((e) => e)) as SbxError;
     expect(err).toBeInstanceOf(SbxError);

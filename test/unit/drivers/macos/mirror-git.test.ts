@@ -52,7 +52,7 @@ describe("macOS mirror update with real git (Linux stand-in for the host side)",
     sockets: { dir: join(root, "sb"), proxy: join(root, "sb", "proxy.sock"), bridge: join(root, "sb", "bridge.sock") },
     env: {},
     overlays: [],
-    options: { proxyPort: 17001 },
+    options: { driver: "user", proxyPort: 17001 },
   };
   const guests: string[][] = [];
   // The daemon's own environment may carry git variables; the host's git must not see them.
