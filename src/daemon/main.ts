@@ -1,11 +1,9 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
 import { join } from "node:path";
-import { containerName } from "../drivers/docker/args";
-import { defaultRuntime, type DockerBackend } from "../drivers/docker/docker";
+import { defaultRuntime } from "../drivers/docker/docker";
 import { LinuxUserBackend } from "../drivers/linux-user/backend";
 import { probeLinuxUser } from "../drivers/linux-user/probe";
 import { macosBackendHere } from "../drivers/macos/backend";
-import { PLAIN_PATH } from "../drivers/docker/args";
 import type { BackendKind } from "../core/schemas";
 import { DockerDriver } from "../drivers/docker/driver";
 import type { Driver } from "../drivers/driver";
@@ -17,12 +15,9 @@ import { createLlmHandler } from "../llm/handler";
 import type { Provider } from "../llm/keys";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { Store } from "../store/store";
-import { refSyncGuard } from "../guards/ref-sync";
 import type { Env } from "../sys/env";
 import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
-import { HOST_REMOTE, sandboxRemote } from "../workspace/clone";
-import { sandboxLayout } from "../workspace/layout";
 import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
@@ -30,14 +25,8 @@ import { bridgeGuard } from "../guards/bridge";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { defaultSpecBuilder } from "./spec";
-import {
-  dispatchingRefSyncGuard,
-  restoreUserFirewalls,
-  safeRepoExec,
-  startUserBackendAudits,
-  userBackendOf,
-  type UserBackends,
-} from "./user-backends";
+import { startUserBackendAudits, type UserBackends } from "./user-backends";
+import { driverRefSyncGuard, restoreFences } from "./driver-guards";
 import { startDaemon } from "./daemon";
 import { ExecAgents } from "./exec-agents";
 import { startHosted } from "./hosted";
@@ -195,22 +184,15 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
       onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
     });
   const publish = d.events.publish;
-  // User-account workspaces are the guest's clone (named by its own path); the host repo is someone else's when the
-  // daemon is root, so the bridge's git marks exactly that repo safe.
-  const placement = (ctx: GuardContext) => {
-    const b = userBackendOf(ub, ctx.sandbox.backend);
-    if (!b) return undefined;
-    const ws = b.workspace(ctx.spec);
-    return { workspace: ws, workspaceView: ws, exec: d.env.uid === 0 ? safeRepoExec(ctx.exec, ctx.spec.repo) : ctx.exec };
-  };
+  // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
+  const placement = (ctx: GuardContext) => drivers[ctx.sandbox.backend]?.bridgePlace(ctx.spec, ctx.exec);
   const guards: SandboxGuard[] = [
     proxyGuard({ originHandler, publish }),
     loopbackGuard(),
     bridgeGuard({ secrets, path: d.env.vars.PATH, publish, placement }),
   ];
   const agents = new ExecAgents();
-  const dockerSync = drivers.docker instanceof DockerDriver ? dockerRefSyncGuard(drivers.docker.backend, agents) : null;
-  if (dockerSync || ub.linuxUser || ub.macos) guards.push(dispatchingRefSyncGuard(ub, dockerSync, d.env.uid));
+  guards.push(driverRefSyncGuard((kind) => drivers[kind as BackendKind], agents));
   const hasUsers = ub.linuxUser !== undefined || ub.macos !== undefined;
   return {
     backends,
@@ -220,54 +202,12 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     bringUp,
     prepareRun,
     service,
-    ...(hasUsers ? { prepare: (store: Store) => restoreUserFirewalls(ub, store, d.paths, d.log) } : {}),
+    // Before any guard: every sandbox fenced as its driver says (user accounts: block-all until their guards are up).
+    prepare: (store: Store) => restoreFences(drivers, store, specFor, d.log),
     ...(hasUsers
       ? { services: (store: Store) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish }) }
       : {}),
   };
-}
-
-/**
- * Ref sync for Docker sandboxes: clone → host by a pinned fetch in the host repo; host → clone by `git fetch` run
- * INSIDE the sandbox as its user, with the image's own git (PATH without the shims, which would send it to the bridge).
- * While the container is not running there is nothing to fetch into; the sync after start catches up. With the
- * sandbox's exec agent connected (the container runs) the fetch goes through it: the same user, environment and
- * PATH as the docker exec, ≈100 ms and a docker CLI process less per sync.
- * runs (inside): git -C <repo> fetch --prune --quiet host, through the exec agent with PATH=<plain>; else
- *   docker exec --user <uid>:<gid> --env PATH=<plain> sbx-<id> git -C <repo> fetch --prune --quiet host
- */
-export function dockerRefSyncGuard(docker: DockerBackend, agents?: ExecAgents): SandboxGuard {
-  return refSyncGuard<GuardContext>((ctx) => {
-    const lay = sandboxLayout(ctx.spec.dir);
-    const u = ctx.spec.hostUser;
-    const argv = [
-      "docker", "exec", "--user", `${u.uid}:${u.gid}`, "--env", `PATH=${PLAIN_PATH}`, containerName(ctx.spec.id),
-      "git", "-C", ctx.spec.repo, "fetch", "--prune", "--quiet", HOST_REMOTE,
-    ];
-    // Set when a host → clone fetch was skipped (container not running): the first start then owes one sync.
-    let owed = false;
-    return {
-      hostRepo: ctx.spec.repo,
-      clonePath: lay.clone,
-      remoteName: sandboxRemote(ctx.spec.name),
-      expectedAlternates: `${join(lay.linkGit, "objects")}\n`,
-      insideFetch: async () => {
-        const inside = argv.slice(argv.indexOf(containerName(ctx.spec.id)) + 1);
-        const viaAgent = await agents?.collect(ctx.sandbox.id, { argv: inside, cwd: "/", env: { PATH: PLAIN_PATH }, stdin: false }, 60_000);
-        if (viaAgent) return { argv: inside, ...viaAgent };
-        if ((await docker.containerStatus(ctx.spec)) !== "running") {
-          owed = true;
-          return { argv, exitCode: 0, stdout: "", stderr: "" };
-        }
-        return ctx.exec.run(argv, { check: false, timeoutMs: 60_000 });
-      },
-      syncOnStart: () => {
-        const o = owed;
-        owed = false;
-        return o;
-      },
-    };
-  });
 }
 
 export interface RunOptions {

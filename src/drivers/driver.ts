@@ -2,7 +2,8 @@
 import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
-import type { Exec } from "../sys/exec";
+import type { Exec, ExecResult } from "../sys/exec";
+import type { RefSyncOptions } from "../sync/refsync";
 import type { StagedClone } from "../workspace/staged-clone";
 
 /** What a new sandbox is asked for, beyond its name and repo (flags of `create`/`run`; a driver refuses what it cannot honour). */
@@ -34,6 +35,23 @@ export interface NewSandbox extends CreateOptions {
   cwd: string;
   /** The person sbx runs as root for (sudo's SUDO_UID), when it does: a user-account sandbox belongs to them. */
   asUid?: number | undefined;
+}
+
+/** Runs a command inside a running sandbox with no terminal (Docker: its exec agent); null when there is no such way now. */
+export type InsideRun = (argv: string[], env: Record<string, string>) => Promise<Omit<ExecResult, "argv"> | null>;
+
+/**
+ * What ref sync needs of one sandbox: the host repo, the clone as the host sees it, the remote name, the exact
+ * alternates, how the host's refs reach the clone (run inside, as the sandbox), and whether a start owes a sync
+ * (true when host → clone had to be skipped while the sandbox was not running).
+ */
+export type RefSyncPlan = Pick<RefSyncOptions, "hostRepo" | "clonePath" | "remoteName" | "expectedAlternates" | "insideFetch"> & { syncOnStart?: () => boolean };
+
+/** Where the bridge finds a sandbox's clone (as the host sees it, and as the sandbox names it), and the git it runs in the host repo. */
+export interface BridgePlace {
+  workspace: string;
+  workspaceView: string;
+  exec: Exec;
 }
 
 /** Progress and notes for the person, and audit rows, while a driver works. */
@@ -82,6 +100,16 @@ export interface Driver {
   stopReason(spec: SandboxSpec): Promise<string | null>;
   /** Makes a sandbox that exists now keep `spec.limits` (a stopped one keeps them when it starts); a kind that cannot change them live says so. */
   applyLimits(spec: SandboxSpec): Promise<void>;
+  /** Ref sync's plan for a sandbox; `hostExec` is `hostExec(spec)`, `inside` runs commands in it when it runs. */
+  refSyncTarget(spec: SandboxSpec, hostExec: Exec, inside: InsideRun): RefSyncPlan | null;
+  /**
+   * At daemon start, before any guard: every stored sandbox of this kind fenced (nothing out but what a running
+   * guard allows: user accounts get their block-all rules back); a start brings each to run mode after its guards.
+   * How many it changed. Docker needs nothing: a container has no network of its own.
+   */
+  restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number>;
+  /** Where the bridge works for this sandbox. `exec` is the daemon's. */
+  bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace;
   /** What a crash left of this kind: anything of sbx's whose id is not in `keep` (Docker: also by its sandbox dir). */
   cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]>;
 }

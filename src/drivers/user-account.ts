@@ -10,14 +10,16 @@ import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { LimitCounters } from "../core/limits";
 import type { Env } from "../sys/env";
-import type { Exec } from "../sys/exec";
+import type { Exec, ExecResult } from "../sys/exec";
 import { sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import type { UserBackendKind } from "../core/backend-kind";
 import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
-import { hostUserExec, hostUserFor, userByUid } from "../sys/as-user";
+import { hostUserExec, hostUserFor, safeRepoExec, userByUid } from "../sys/as-user";
+import { hostGitEnv, hostRefsArgv, parseHostRefs } from "../sync/git-argv";
+import { sandboxRemote } from "../workspace/clone";
 import type { Backend, HostUser, SandboxSpec } from "./backend";
-import type { Driver, NewSandbox } from "./driver";
+import type { BridgePlace, Driver, InsideRun, NewSandbox, RefSyncPlan } from "./driver";
 
 /** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
 export interface UserAccountBackend extends Backend {
@@ -26,6 +28,12 @@ export interface UserAccountBackend extends Backend {
   workspace(spec: SandboxSpec): string;
   /** Exactly what the clone's alternates file must hold. */
   expectedAlternates(spec: SandboxSpec): string;
+  /** Host → clone, as the guest while it runs: its `refs/remotes/host/*` become the host's branches. */
+  syncHostRefs(spec: SandboxSpec, hostRefs: ReadonlyMap<string, string>): Promise<ExecResult>;
+  /** Host-side work before that, as the host user (macOS: the mirror the clone borrows objects from). */
+  beforeHostRefs?(spec: SandboxSpec, hostExec: Exec): Promise<ExecResult>;
+  /** At daemon start: each guest fenced (block-all) until its guards are up; how many changed. */
+  restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number>;
   /** The kernel's limit counters of the guest's cgroup; null when it has none (a kind without cgroups). */
   counters?(spec: SandboxSpec): Promise<LimitCounters | null>;
   /** Makes the guest's cgroup (when there is one) hold `spec.limits` now. */
@@ -210,6 +218,54 @@ export class UserAccountDriver implements Driver {
 
   async applyLimits(spec: SandboxSpec): Promise<void> {
     await this.d.backend.applyLimits?.(spec);
+  }
+
+  /**
+   * Ref sync: clone → host is ref sync's pinned fetch in the host repo as the host user (root's would leave root-owned
+   * objects there); host → clone runs as the guest (`syncHostRefs`: update-ref of refs/remotes/host/*), after the
+   * backend's host-side step (macOS: the mirror). While the sandbox is stopped the guest runs nothing: the sync is
+   * owed and done at the next start.
+   * runs: git … -C <host repo> for-each-ref; (macOS) git … -C <mirror> fetch … <host repo>; (as the guest) git … update-ref --stdin
+   */
+  refSyncTarget(spec: SandboxSpec, hostExec: Exec, _inside: InsideRun): RefSyncPlan {
+    const backend = this.d.backend;
+    const done = (argv: string[] = []): ExecResult => ({ argv, exitCode: 0, stdout: "", stderr: "" });
+    let owed = false;
+    return {
+      hostRepo: spec.repo,
+      clonePath: backend.workspace(spec),
+      remoteName: sandboxRemote(spec.name),
+      expectedAlternates: backend.expectedAlternates(spec),
+      insideFetch: async () => {
+        const refs = await hostExec.run(hostRefsArgv(spec.repo), { env: hostGitEnv(), replaceEnv: true, check: false });
+        if (refs.exitCode !== 0) return refs;
+        const before = await backend.beforeHostRefs?.(spec, hostExec);
+        if (before && before.exitCode !== 0) return before;
+        if ((await backend.inspect(spec)).phase !== "running") {
+          owed = true;
+          return done();
+        }
+        return backend.syncHostRefs(spec, parseHostRefs(refs.stdout));
+      },
+      syncOnStart: () => {
+        const o = owed;
+        owed = false;
+        return o;
+      },
+    };
+  }
+
+  restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number> {
+    return this.d.backend.restoreBlockAll(specs);
+  }
+
+  /**
+   * The guest's clone is named by its own path, inside and out. When the daemon is root, the host repo is someone
+   * else's: the bridge's git marks exactly that repo safe.
+   */
+  bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace {
+    const ws = this.d.backend.workspace(spec);
+    return { workspace: ws, workspaceView: ws, exec: this.d.env.uid === 0 ? safeRepoExec(exec, spec.repo) : exec };
   }
 
   /** Accounts, chains/anchors, homes, mounts and records of no live sandbox of this kind. */

@@ -53,3 +53,21 @@ export function hostUserExec(exec: Exec, host: HostUser, selfUid: number): Exec 
 export function asUidExec(exec: Exec, uid: number, passwdFile = "/etc/passwd"): Exec {
   return hostUserExec(exec, userByUid(readFileSync(passwdFile, "utf8"), uid), 0);
 }
+
+/**
+ * An Exec for the host repo's git when the daemon is root and the repo belongs to someone else: git refuses such a repo
+ * ("dubious ownership") unless told it is safe, and only protected config may say so. The bridge only reads the host
+ * repo (remotes, refs, objects through its gate's alternates), so it keeps running as the daemon with exactly that
+ * repo marked safe. runs: <argv> with GIT_CONFIG_COUNT/KEY/VALUE = safe.directory=<repo>
+ */
+export function safeRepoExec(exec: Exec, repo: string): Exec {
+  const add = (env: Record<string, string> | undefined) => {
+    const n = Number(env?.GIT_CONFIG_COUNT ?? "0");
+    return { ...env, GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: "safe.directory", [`GIT_CONFIG_VALUE_${n}`]: repo };
+  };
+  return {
+    ...exec,
+    run: (argv, opts = {}) => exec.run(argv, { ...opts, env: add(opts.env) }),
+    terminal: (argv, opts) => exec.terminal(argv, { ...opts, env: add(opts.env) }),
+  } as Exec;
+}

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { HostUser, SandboxSpec } from "../../src/drivers/backend";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
-import type { Driver, DriverReport, NewSandbox } from "../../src/drivers/driver";
+import type { BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
 import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/sandboxes/identity";
 import type { LimitCounters, Limits } from "../../src/core/limits";
 import type { Exec } from "../../src/sys/exec";
@@ -112,6 +112,21 @@ export class FakeDriver implements Driver {
 
   sessionCwd(_spec: SandboxSpec, callerCwd: string): string {
     return callerCwd;
+  }
+
+  /** No ref sync for a fake sandbox unless a test gives a plan (its clone is real git, its inside is not). */
+  refSyncPlan: ((spec: SandboxSpec) => RefSyncPlan) | null = null;
+
+  refSyncTarget(spec: SandboxSpec): RefSyncPlan | null {
+    return this.refSyncPlan?.(spec) ?? null;
+  }
+
+  async restoreBlockAll(): Promise<number> {
+    return 0;
+  }
+
+  bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace {
+    return { workspace: join(spec.dir, "clone"), workspaceView: spec.repo, exec };
   }
 
   async cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {

@@ -10,7 +10,8 @@ import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
 import { expandHome, loadConfig } from "../../lifecycle/config";
-import { containerName, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
+import { containerName, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
+import { HOST_REMOTE, sandboxRemote } from "../../workspace/clone";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
 import { countersOfPid } from "../../sys/cgroup";
@@ -21,7 +22,7 @@ import type { Exec } from "../../sys/exec";
 import type { Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { Driver, DriverReport, NewSandbox } from "../driver";
+import type { BridgePlace, Driver, DriverReport, InsideRun, NewSandbox, RefSyncPlan } from "../driver";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
 export const DockerIdentitySchema = z.object({
@@ -266,6 +267,53 @@ export class DockerDriver implements Driver {
   /** The clone is mounted at the repo's own path: the caller's dir inside the repo, when the clone has it. */
   sessionCwd(spec: SandboxSpec, callerCwd: string): string {
     return sessionCwd(spec.repo, callerCwd, this.workspace(spec));
+  }
+
+  /**
+   * Ref sync: clone → host by a pinned fetch in the host repo; host → clone by `git fetch` run INSIDE the sandbox as
+   * its user, with the image's own git (PATH without the shims, which would send it to the bridge). With the
+   * sandbox's exec agent connected the fetch goes through it (the same user, environment and PATH as the docker exec,
+   * ≈100 ms and a docker CLI process less per sync); while the container is not running there is nothing to fetch
+   * into, and the sync after start catches up.
+   * runs (inside): git -C <repo> fetch --prune --quiet host, through the exec agent with PATH=<plain>; else
+   *   docker exec --user <uid>:<gid> --env PATH=<plain> sbx-<id> git -C <repo> fetch --prune --quiet host
+   */
+  refSyncTarget(spec: SandboxSpec, hostExec: Exec, inside: InsideRun): RefSyncPlan {
+    const lay = sandboxLayout(spec.dir);
+    const u = spec.hostUser;
+    const fetch = ["git", "-C", spec.repo, "fetch", "--prune", "--quiet", HOST_REMOTE];
+    const argv = ["docker", "exec", "--user", `${u.uid}:${u.gid}`, "--env", `PATH=${PLAIN_PATH}`, containerName(spec.id), ...fetch];
+    let owed = false;
+    return {
+      hostRepo: spec.repo,
+      clonePath: lay.clone,
+      remoteName: sandboxRemote(spec.name),
+      expectedAlternates: `${join(lay.linkGit, "objects")}\n`,
+      insideFetch: async () => {
+        const viaAgent = await inside(fetch, { PATH: PLAIN_PATH });
+        if (viaAgent) return { argv: fetch, ...viaAgent };
+        if ((await this.backend.containerStatus(spec)) !== "running") {
+          owed = true;
+          return { argv, exitCode: 0, stdout: "", stderr: "" };
+        }
+        return hostExec.run(argv, { check: false, timeoutMs: 60_000 });
+      },
+      syncOnStart: () => {
+        const o = owed;
+        owed = false;
+        return o;
+      },
+    };
+  }
+
+  /** A container has no network of its own: nothing to fence at daemon start. */
+  async restoreBlockAll(): Promise<number> {
+    return 0;
+  }
+
+  /** The clone on the host; inside, it is mounted at the host repo's own path, which is the path the sandbox names. */
+  bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace {
+    return { workspace: sandboxLayout(spec.dir).clone, workspaceView: spec.repo, exec };
   }
 
   /** Labelled containers and volumes of this state root whose sandbox dir is gone. */

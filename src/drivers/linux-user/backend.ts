@@ -763,6 +763,11 @@ export class LinuxUserBackend implements Backend {
     await this.cgroups.remove(inv.id);
   }
 
+  /** At daemon start: every guest's chain back in block-all form, until its guards are up and a start brings it to run mode. */
+  restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number> {
+    return this.restoreFirewall(specs.map((spec) => ({ spec, active: false })));
+  }
+
   /** Re-loads every chain after a reboot or a foreign `nft flush ruleset`: run mode for active sandboxes, block-all for the rest. */
   async restoreFirewall(specs: readonly { spec: SandboxSpec; active: boolean }[]): Promise<number> {
     let n = 0;

@@ -352,6 +352,16 @@ export class MacosBackend implements Backend {
    * After a reboot or a pf.conf reload: take a pf token and re-load each sandbox's anchor. Idempotent.
    * runs (through the root helper): pfctl -s info / -s References / -E; pfctl -a com.apple/sbx_<uid> -s rules / -f
    */
+  /** Before host → clone: the mirror gets the host's branches first (as the host user). */
+  beforeHostRefs(spec: SandboxSpec, hostExec: Exec): Promise<ExecResult> {
+    return this.updateMirror(spec, hostExec);
+  }
+
+  /** At daemon start: every anchor back (an anchor only ever lets its guest reach its proxy port). */
+  async restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number> {
+    return (await this.reapply(specs)).changed ? specs.length : 0;
+  }
+
   async reapply(specs: readonly SandboxSpec[]): Promise<Change> {
     let changed = false;
     const users = await this.users();

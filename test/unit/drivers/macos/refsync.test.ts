@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import type { GuardContext } from "../../../../src/guards/guards";
 import { silentLogger } from "../../../../src/daemon/log";
 import { productionComponents } from "../../../../src/daemon/main";
-import { userRefSyncTarget } from "../../../../src/daemon/user-backends";
+import { UserAccountDriver } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
 import { hostGitEnv } from "../../../../src/sync/git-argv";
 import { processEnv, type Env } from "../../../../src/sys/env";
@@ -28,8 +28,8 @@ async function setup() {
   mac.mk(spec.sockets.dir, "dir", 0o700, "alice");
   mac.mk(spec.sockets.bridge, "sock", 0o600, "alice");
   await comps.bringUp!(row, spec, backend);
-  const ctx = { sandbox: row, spec, exec: mac.exec, store, paths, log: silentLogger, audit: () => {} } as unknown as GuardContext;
-  return { mac, backend, spec, target: userRefSyncTarget(ctx, backend) };
+  const driver = new UserAccountDriver({ exec: mac.exec, env, paths, backend, passwdFile: "/dev/null" });
+  return { mac, backend, spec, target: driver.refSyncTarget(spec, mac.exec, async () => null) };
 }
 
 /** The transcript since `from`, with each update-ref's stdin shown under it. */

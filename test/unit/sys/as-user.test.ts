@@ -1,6 +1,6 @@
-// The daemon's wiring of user-account sandboxes: git in someone else's repo marks exactly that repo safe.
+// Running git as root over another person's repo: exactly that repo is marked safe.
 import { describe, expect, test } from "bun:test";
-import { safeRepoExec } from "../../../src/daemon/user-backends";
+import { safeRepoExec } from "../../../src/sys/as-user";
 import { FakeExec } from "../../fakes/exec";
 
 describe("Exec wrappers", () => {
@@ -9,4 +9,5 @@ describe("Exec wrappers", () => {
     const e = safeRepoExec(exec, "/home/alice/proj");
     await e.run(["git", "config", "--get-regexp", "x"], { env: { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "a.b", GIT_CONFIG_VALUE_0: "c" } });
     expect(exec.calls[0]!.opts.env).toMatchObject({ GIT_CONFIG_COUNT: "2", GIT_CONFIG_KEY_0: "a.b", GIT_CONFIG_KEY_1: "safe.directory", GIT_CONFIG_VALUE_1: "/home/alice/proj" });
-  });});
+  });
+});
