@@ -5,6 +5,7 @@
 // command it starts has exactly what one started by `docker exec --user <uid>:<gid>` has: same user, same env (plus the
 // request's terminal variables), same caps, same network namespace. It saves the engine's ~65 ms per exec.
 // Nothing here is trusted by the host: whatever the agent answers is the sandbox's own output.
+import { writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { constants } from "node:os";
 import {
@@ -94,6 +95,9 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
         const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
         return refuse(id, `sbx: cannot run ${req.argv[0]} in ${req.cwd}: ${(e as Error).message}`, missing ? 127 : 126);
       }
+      // The sandbox's own process (this agent and the forwarder) is the last the kernel kills at the memory limit: a
+      // command and what it starts are first (a process may raise its own and its children's score, never lower it).
+      raiseOomScore(proc.pid);
       running.set(id, { proc, stdin: req.stdin });
       try {
         const pumps = Promise.all([pump(id, FrameType.stdout, proc.stdout as ReadableStream<Uint8Array>), pump(id, FrameType.stderr, proc.stderr as ReadableStream<Uint8Array>)]);
@@ -189,5 +193,17 @@ export async function endGroup(pgid: number): Promise<void> {
       return; // ESRCH: the group is empty
     }
     await Bun.sleep(20);
+  }
+}
+
+/** What a command's oom_score_adj becomes: half the memory limit's worth of badness added, so it goes before the agent. */
+export const COMMAND_OOM_SCORE = 500;
+
+/** Raises a process's OOM score (best effort: a process that already ended, or a kernel without the file, is fine). */
+export function raiseOomScore(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/oom_score_adj`, String(COMMAND_OOM_SCORE));
+  } catch {
+    /* gone already */
   }
 }

@@ -257,8 +257,8 @@ export function createApp(deps: AppDeps): Hono {
     store.audit({ sandboxId: view.id, kind: "daemon", action: "exec", detail: { argv0: req.argv[0] ?? "", via: "agent" } });
     const row = store.getSandbox(view.id);
     const watch = deps.limits;
-    if (watch && row) await watch.sample(row); // the counters as the command starts
-    const beforeExit = watch && row ? async () => watch.notes(row, await watch.sample(row)) : undefined;
+    const ended = watch && row ? await watch.span(row) : undefined; // the counters as the command starts
+    const beforeExit = watch && row && ended ? async () => watch.notes(row, await ended()) : undefined;
     const body = agent.run({ argv: req.argv, cwd: req.cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
     return new Response(body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
   });

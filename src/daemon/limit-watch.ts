@@ -22,17 +22,32 @@ export class LimitWatch {
 
   constructor(private readonly d: LimitWatchDeps) {}
 
-  /** The hits since this sandbox's last reading (each one audited), or none (first reading, not running, no counters). */
-  async sample(row: Sandbox): Promise<LimitHit[]> {
+  /**
+   * Reads a sandbox's counters now; what they gained since the last reading (by anyone: a command's end, the
+   * periodic pass) is audited once. The counters, or null (not running, no counters for its kind).
+   */
+  async sample(row: Sandbox): Promise<LimitCounters | null> {
     const now = await this.d.service.counters(row).catch(() => null);
     if (now === null) {
       this.last.delete(row.id); // stopped: its next container or cgroup counts from zero
-      return [];
+      return null;
     }
     const before = this.last.get(row.id);
     this.last.set(row.id, now);
-    if (before === undefined) return [];
-    const hits = limitHits(before, now);
+    if (before !== undefined) this.record(row, limitHits(before, now));
+    return now;
+  }
+
+  /** Reads the counters when a command starts, and gives what it ran into when it ends (its own span, whoever else read them). */
+  async span(row: Sandbox): Promise<() => Promise<LimitHit[]>> {
+    const start = await this.sample(row);
+    return async () => {
+      const end = await this.sample(row);
+      return start !== null && end !== null ? limitHits(start, end) : [];
+    };
+  }
+
+  private record(row: Sandbox, hits: readonly LimitHit[]): void {
     const limits = LimitsSchema.safeParse(row.identity.limits);
     for (const h of hits) {
       try {
@@ -47,7 +62,6 @@ export class LimitWatch {
       }
       this.d.log.warn("sandbox hit a limit", { sandbox: row.name, limit: h.limit, count: h.count });
     }
-    return hits;
   }
 
   /** A person's lines for the hits of a command that just ended (empty when none). */

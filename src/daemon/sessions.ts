@@ -77,7 +77,7 @@ export interface SessionManagerDeps {
   log: Logger;
   now?: () => number;
   /** Notices limits a sandbox runs into: a session that ran into one says so on its terminal as it ends. */
-  limits?: Pick<LimitWatch, "sample" | "notes">;
+  limits?: Pick<LimitWatch, "span" | "notes">;
 }
 
 export class SessionManager {
@@ -102,11 +102,12 @@ export class SessionManager {
     this.audit(s, "session.start", { argv: req.argv, pid: s.proc.pid });
     this.deps.log.info("session started", { session: id, sandbox: sb.name, pid: s.proc.pid });
     const watch = this.deps.limits;
-    if (watch) void watch.sample(sb); // the counters as the session starts
+    const span = watch?.span(sb).catch(() => null); // the counters as the session starts
     void s.proc.exited.then((code) => {
       const t = setTimeout(async () => {
         this.timers.delete(t);
-        const note = watch ? watch.notes(sb, await watch.sample(sb).catch(() => [])) : "";
+        const ended = await span;
+        const note = watch && ended ? watch.notes(sb, await ended().catch(() => [])) : "";
         if (note !== "") s.output(new TextEncoder().encode(`\r\n${note.replace(/\n/g, "\r\n")}`));
         s.exitCode = code;
         this.audit(s, "session.exit", { code });

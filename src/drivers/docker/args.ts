@@ -451,6 +451,10 @@ export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: 
     "--workdir", req.cwd,
     ...env,
     containerName(spec.id),
-    ...argv,
+    // The session goes before the sandbox's own process at the memory limit (as the exec agent's commands do).
+    "/bin/sh", "-c", OOM_FIRST, "sbx", ...argv,
   ];
 }
+
+/** The shell line that raises its own OOM score (as the exec agent raises its commands'), then becomes argv. */
+export const OOM_FIRST = 'echo 500 > /proc/self/oom_score_adj 2>/dev/null; exec "$@"';

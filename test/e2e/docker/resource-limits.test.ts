@@ -2,6 +2,7 @@
 // limit that was hit is reported (the command's stderr and exit status, `sbx limits`, `sbx list`, `sbx logs`), and
 // the sandbox works again for the next command.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { acquireFixture, canRun, releaseFixture, skipReason, type Fixture } from "./fixture";
 
 const MIB = 1024 * 1024;
@@ -39,6 +40,19 @@ describe.skipIf(!canRun)(`resource limits (Docker)${canRun ? "" : ` — skipped:
     const logs = f.sbx(["logs", "--kind", "limit", "--json"]);
     expect(logs.code).toBe(0);
     expect(logs.stdout).toContain('"action":"memory"');
+  }, 120_000);
+
+  test("many hogs smaller than the sandbox's own process: the kernel kills them, never the agent (the sandbox keeps running)", () => {
+    // Each hog alone is smaller than the agent's Bun; together they pass the limit. Without the commands' raised OOM
+    // score the kernel picks the biggest process: the agent, and the sandbox stops.
+    const r = f.sbx(["run", "limited", "--", "sh", "-c", 'for i in $(seq 16); do (x=$(head -c 20000000 /dev/zero | tr "\\0" a); sleep 3) & done; wait; cat /proc/self/oom_score_adj']);
+    expect(r.stderr).not.toContain("exec agent went away");
+    expect(r.stdout.trim()).toBe("500");
+    expect(f.docker(["inspect", "--format", "{{.State.Running}} {{.State.OOMKilled}}", container()]).stdout.trim()).toBe("true false");
+    // A terminal session's processes go first too (script gives sbx a terminal: the daemon's PTY and docker exec).
+    const cli = join(import.meta.dir, "../../../src/cli/main.ts");
+    const tty = Bun.spawnSync(["script", "-qec", `${f.user.prefix().map((a) => `'${a}'`).join(" ")} bun ${cli} shell limited -- cat /proc/self/oom_score_adj`, "/dev/null"], { cwd: f.repo, stdout: "pipe", stderr: "pipe" });
+    expect(tty.stdout.toString().replace(/[^0-9]/g, "")).toBe("500");
   }, 120_000);
 
   test("a fork bomb stops at the process limit, is ended with its command, and the next command runs", () => {
