@@ -1,5 +1,6 @@
 // The Driver: everything the one sandbox lifecycle (src/sandboxes) needs of one kind of sandbox. Kind checks end here.
 import type { Backend, HostUser, SandboxSpec } from "./backend";
+import type { Config } from "../core/config";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { Exec, ExecResult } from "../sys/exec";
@@ -35,6 +36,8 @@ export interface NewSandbox extends CreateOptions {
   cwd: string;
   /** The person sbx runs as root for (sudo's SUDO_UID), when it does: a user-account sandbox belongs to them. */
   asUid?: number | undefined;
+  /** The config file as this create read it (once: a bad one refused before anything was made). */
+  config: Config;
 }
 
 /** Runs a command inside a running sandbox with no terminal (Docker: its exec agent); null when there is no such way now. */

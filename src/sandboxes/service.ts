@@ -271,9 +271,10 @@ export class SandboxService {
         out.log(`clearing what an interrupted create of ${req.name} left behind…`);
         await this.teardown(req.name, repo, dir, existing);
       }
-      const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(this.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd };
       // Decided before anything is made: a bad config or no free port refuses here, with nothing to clean up.
-      const limits = resolveLimits(this.capacity, loadConfig(this.d.paths, this.d.env).limits, req.limits);
+      const config = loadConfig(this.d.paths, this.d.env);
+      const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(this.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd, config };
+      const limits = resolveLimits(this.capacity, config.limits, req.limits);
       const identity = { ...(await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out))), limits };
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(lay.creating, `${process.pid}\n`);

@@ -9,7 +9,7 @@ import { ensureImage, planImage } from "./image";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
-import { expandHome, loadConfig } from "../../lifecycle/config";
+import { expandHome } from "../../lifecycle/config";
 import { containerName, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { HOST_REMOTE, sandboxRemote } from "../../workspace/clone";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
@@ -136,9 +136,9 @@ export class DockerDriver implements Driver {
     return [...new Set(out)];
   }
 
-  /** The config file is read here, once per create: a bad one refuses before anything is made. */
+  /** Its part of the identity, from the config file the create read (a bad one refused before anything was made). */
   async newIdentity(n: NewSandbox, _others: readonly Sandbox[], r: DriverReport): Promise<DockerIdentity> {
-    const config = loadConfig(this.d.paths, this.d.env);
+    const config = n.config;
     const user = this.hostUser;
     if (user.uid === 0) r.log("note: you are root, so the sandbox runs as root inside (with every capability dropped and no-new-privileges).");
     return {

@@ -15,6 +15,7 @@ import { FakeDockerEngine } from "../../fakes/docker-engine";
 import { FakeDriver } from "../../fakes/driver";
 import { ALICE_PATHS, FakeMac } from "../../fakes/mac";
 import { FakeLinux } from "../../fakes/linux";
+import { ConfigSchema } from "../../../src/core/config";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import { pathsFor } from "../../../src/sys/paths";
 import { tempWorld } from "../../support/temp-world";
@@ -25,7 +26,7 @@ async function world() {
   const newSandbox = (name: string): NewSandbox => {
     const dir = join(w.paths.sandboxRoot, "repo", name);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return { name, repo: w.repo, dir, id: sandboxId(w.paths.sandboxRoot, w.repo, name), cwd: w.repo };
+    return { name, repo: w.repo, dir, id: sandboxId(w.paths.sandboxRoot, w.repo, name), cwd: w.repo, config: ConfigSchema.parse({}) };
   };
   return { ...w, newSandbox, teardown: async () => w.close() };
 }
@@ -61,7 +62,7 @@ runDriverContract("macos on the fake Mac", async (): Promise<DriverHarness> => {
     newSandbox: (name) => {
       const dir = join(root, name);
       mkdirSync(dir, { recursive: true });
-      return { name, repo, dir, id: sandboxId(ALICE_PATHS.sandboxRoot, repo, name), cwd: repo };
+      return { name, repo, dir, id: sandboxId(ALICE_PATHS.sandboxRoot, repo, name), cwd: repo, config: ConfigSchema.parse({}) };
     },
     mutations: () => mac.mutations(),
     teardown: async () => (store.close(), rmSync(root, { recursive: true, force: true })),
@@ -87,7 +88,7 @@ runDriverContract("linux-user on a fake Linux", async (): Promise<DriverHarness>
     newSandbox: (name) => {
       const dir = join(root, "sandboxes", name);
       mkdirSync(dir, { recursive: true });
-      return { name, repo: host.repo, dir, id: sandboxId(paths.sandboxRoot, host.repo, name), cwd: host.repo };
+      return { name, repo: host.repo, dir, id: sandboxId(paths.sandboxRoot, host.repo, name), cwd: host.repo, config: ConfigSchema.parse({}) };
     },
     mutations: () => linux.changes.length,
     teardown: async () => (store.close(), rmSync(root, { recursive: true, force: true })),
