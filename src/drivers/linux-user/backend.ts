@@ -77,6 +77,22 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Set by setpriv --reset-env from the guest's passwd entry; a spec must not override who the guest is. */
 const IDENTITY_VARS = new Set(["HOME", "USER", "LOGNAME", "SHELL"]);
 
+/**
+ * Runs argv (as root, before setpriv) in a session and process group of its own, passes it stdin, waits for it, then
+ * kills what it left in that group (a fork bomb, a forgotten `&`): otherwise they hold its output open, so it never
+ * ends for its caller, and hold the sandbox's process limit. INT/TERM/HUP are passed on to the group. Nothing here
+ * forks after the command ends (the kill is a builtin): at the process limit it still works. A process that wants
+ * to outlive the command leaves the group (setsid), as a daemon does. The exit status is the command's.
+ */
+export const GROUP_SCRIPT = [
+  'exec 3<&0; setsid "$@" <&3 3<&- & p=$!',
+  "trap 'kill -TERM -\"$p\" 2>/dev/null' INT TERM HUP",
+  'while :; do wait "$p"; rc=$?; kill -0 "$p" 2>/dev/null || break; done',
+  // dash's kill takes no `--`: a negative pid right after the signal is the group.
+  'i=0; while [ $i -lt 200 ] && kill -KILL -"$p" 2>/dev/null; do i=$((i+1)); done',
+  'exit "$rc"',
+].join("\n");
+
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";
 
@@ -670,7 +686,9 @@ export class LinuxUserBackend implements Backend {
       env.push(`${k}=${v}`);
     }
     const cmd = req.argv.length === 0 ? ["/bin/bash", "-l"] : ["/bin/bash", "-l", "-c", 'exec "$@"', "sbx", ...req.argv];
-    const argv = ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", "env", "-C", cwd, ...env, ...cmd];
+    const guestArgv = ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", "env", "-C", cwd, ...env, ...cmd];
+    // A command with no terminal: what it leaves running ends with it (a terminal's close ends a session's own).
+    const argv = req.tty ? guestArgv : ["sh", "-c", GROUP_SCRIPT, "sbx-group", ...guestArgv];
     // Into the guest's cgroup first (as root), so nothing it runs is outside its limits.
     return spec.limits ? this.cgroups.joinArgv(spec.id, argv) : argv;
   }

@@ -121,3 +121,32 @@ describe("hostUpdateRefs (host → clone as the guest)", () => {
     expect(hostUpdateRefs(new Map(), [])).toBe("");
   });
 });
+
+describe("a command with no terminal ends with what it left running (GROUP_SCRIPT, real sh and setsid)", () => {
+  const { GROUP_SCRIPT } = require("../../../../src/drivers/linux-user/backend") as typeof import("../../../../src/drivers/linux-user/backend");
+  const run = (argv: string[], stdin?: string) => {
+    const started = Date.now();
+    const r = Bun.spawnSync(["sh", "-c", GROUP_SCRIPT, "sbx-group", ...argv], { stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin), stdout: "pipe", stderr: "pipe" });
+    return { code: r.exitCode, out: r.stdout.toString(), ms: Date.now() - started };
+  };
+
+  test("a leftover in the background is killed when the command ends (its output does not hold the caller)", () => {
+    const r = run(["sh", "-c", "sleep 30 & echo started"]);
+    expect({ code: r.code, out: r.out }).toEqual({ code: 0, out: "started\n" });
+    expect(r.ms).toBeLessThan(10_000);
+  });
+
+  test("the exit status is the command's, and stdin reaches it", () => {
+    expect(run(["sh", "-c", "exit 7"]).code).toBe(7);
+    expect(run(["cat"], "piped in\n").out).toBe("piped in\n");
+  });
+
+  test("a process that left the group (a daemon) outlives the command", () => {
+    const marker = `/tmp/sbx-group-${process.pid}`;
+    const r = run(["sh", "-c", `setsid sh -c 'sleep 1; touch ${marker}' >/dev/null 2>&1 < /dev/null & echo ok`]);
+    expect(r.out).toBe("ok\n");
+    Bun.sleepSync(1500);
+    expect(Bun.spawnSync(["test", "-e", marker]).exitCode).toBe(0);
+    Bun.spawnSync(["rm", "-f", marker]);
+  });
+});
