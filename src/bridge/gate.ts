@@ -209,13 +209,17 @@ export function trustedTips(host: string, gate: string): string[] {
  * bridge) that the host repo holds too, as object ids: a sandbox's commit among them is not lost when the sandbox
  * goes, even if no host branch has it. None when the sandbox never used the bridge. The gate is read as its owner
  * (the daemon), the host repo as the person it belongs to.
- * runs: git --git-dir <gate> for-each-ref --format=%(objectname) refs/remotes/; git -C <repo> cat-file --batch-check
+ * runs: git -C <repo> remote; git --git-dir <gate> for-each-ref --format=%(objectname) refs/remotes/<remote>/…; git -C <repo> cat-file --batch-check
  */
 export async function upstreamTips(exec: { gate: Exec; host: Exec }, gateDir: string, hostRepo: string): Promise<string[]> {
   const repo = gatePaths(gateDir).repo;
   if (!existsSync(join(repo, "HEAD"))) return [];
   const opts = { env: hostGitEnv(), replaceEnv: true, check: false } as const;
-  const refs = await exec.gate.run(["git", ...HOST_GIT_SAFE, "--git-dir", repo, "for-each-ref", "--format=%(objectname)", "refs/remotes/"], opts);
+  // Only the host repo's own remotes count: a push to a URL the sandbox named is not the user's upstream.
+  const names = await exec.host.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "remote"], opts);
+  const remotes = names.stdout.split("\n").filter((n) => /^[A-Za-z0-9._-]+$/.test(n));
+  if (remotes.length === 0) return [];
+  const refs = await exec.gate.run(["git", ...HOST_GIT_SAFE, "--git-dir", repo, "for-each-ref", "--format=%(objectname)", ...remotes.map((r) => `refs/remotes/${r}/`)], opts);
   const shas = [...new Set(refs.stdout.split("\n").filter((l) => /^[0-9a-f]{40,64}$/.test(l)))];
   if (shas.length === 0) return [];
   const have = await exec.host.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "cat-file", "--batch-check=%(objectname) %(objecttype)"], { ...opts, stdin: `${shas.join("\n")}\n` });

@@ -25,6 +25,21 @@ describe.skipIf(!canRun)(`resource limits (Docker)${canRun ? "" : ` — skipped:
     expect({ mem: hc.Memory, swap: hc.MemorySwap, pids: hc.PidsLimit, cpus: hc.NanoCpus }).toEqual({ mem: 256 * MIB, swap: 256 * MIB, pids: 128, cpus: 1e9 });
   });
 
+  test("the sandbox can neither raise its limits nor make itself safer from the OOM killer than the host's processes", () => {
+    const tries = [
+      "echo max > /sys/fs/cgroup/pids/pids.max",
+      "echo max > /sys/fs/cgroup/pids.max",
+      "echo -1 > /sys/fs/cgroup/memory/memory.limit_in_bytes",
+      "echo -500 > /proc/self/oom_score_adj",
+    ];
+    for (const t of tries) {
+      const r = f.sbx(["run", "limited", "--", "sh", "-c", `${t} 2>/dev/null && echo WROTE`]);
+      expect({ t, out: r.stdout }).toEqual({ t, out: "" });
+    }
+    const hc = JSON.parse(f.docker(["inspect", "--format", "{{json .HostConfig}}", container()]).stdout) as Record<string, number>;
+    expect(hc.PidsLimit).toBe(128);
+  }, 60_000);
+
   test("a memory hog is killed at the limit: exit 137, a note naming the limit, and the sandbox works after", () => {
     // The shell holds 600 MB in a variable: the kernel kills it, not the host and not the sandbox.
     const r = f.sbx(["run", "limited", "--", "sh", "-c", 'x=$(head -c 600000000 /dev/zero | tr "\\0" a); echo survived ${#x}']);

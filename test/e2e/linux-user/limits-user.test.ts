@@ -38,6 +38,23 @@ describe.skipIf(skip !== undefined)(`limits: linux-user guests${skip ? ` (skippe
     }
   });
 
+  test("the guest can neither raise its limits nor leave its cgroup", () => {
+    if (cgSkip) return console.warn(`skipped: ${cgSkip}`);
+    const dirs = w.backend.cgroups.dirs(spec.id);
+    const pidsDir = dirs.find((d) => d.includes("/pids/")) ?? dirs[0]!;
+    const parent = pidsDir.slice(0, pidsDir.lastIndexOf("/"));
+    const root = w.backend.cgroups.version === 2 ? w.backend.cgroups.root : `${w.backend.cgroups.root}/pids`;
+    const tries = [
+      `echo max > ${pidsDir}/pids.max`,
+      `echo $$ > ${root}/cgroup.procs`,
+      `echo $$ > ${parent}/cgroup.procs`,
+      `mkdir ${pidsDir}/escape`,
+    ];
+    for (const t of tries) expect({ t, out: run(`${t} 2>/dev/null && echo WROTE`).out }).toEqual({ t, out: "" });
+    expect(run("cat /proc/self/cgroup").out).toContain(spec.id);
+    expect(Bun.spawnSync(["cat", `${pidsDir}/pids.max`]).stdout.toString().trim()).toBe("64");
+  });
+
   test("a memory hog is killed at the limit and counted; the next command works", async () => {
     if (cgSkip) return console.warn(`skipped: ${cgSkip}`);
     const hog = run('x=$(head -c 600000000 /dev/zero | tr "\\0" a); echo survived');

@@ -78,6 +78,7 @@ describe("one lifecycle for every kind", () => {
 
     test(`rm lets go of work the bridge pushed upstream (the gate saw it there), though no host branch has it (${kind})`, async () => {
       const s = service();
+      await git(repo, "remote", "add", "origin", "https://forge.invalid/me/repo.git");
       await s.create({ name: "w", cwd: repo, backend: kind });
       const pushed = await commitInside("w", "pushed.txt");
       const dir = String(store.findSandbox(repo, "w")!.identity.dir);
@@ -95,6 +96,8 @@ describe("one lifecycle for every kind", () => {
       await git(vdir, "init", "-q", "--bare", vgate);
       await git(vgate, "fetch", "-q", join(vdir, "clone"), "+refs/heads/main:refs/remotes/origin/main");
       const later = await commitInside("v", "two.txt");
+      // Pushed to a URL the sandbox named (not a remote of the host repo): that is not the user's upstream.
+      await git(vgate, "fetch", "-q", join(vdir, "clone"), "+refs/heads/main:refs/remotes/undefined/elsewhere");
       const err = await s.rm("v", { cwd: repo }).then(() => null, (e: unknown) => e as SbxError);
       expect(err?.data).toEqual({ commits: [{ sha: later, subject: "work on two.txt" }] });
       expect(pushed).not.toBe(later);
