@@ -207,3 +207,21 @@ export function raiseOomScore(pid: number): void {
     /* gone already */
   }
 }
+
+/**
+ * Makes the threads running commands needs (spawning, several pipes read at once, a full GC) while they can still be
+ * made: a sandbox at its process limit has no room for one more, and this process must keep working then.
+ * Best effort: an image without sh or seq just skips it.
+ */
+export async function warmUp(): Promise<void> {
+  try {
+    const ps = Array.from({ length: 4 }, () =>
+      Bun.spawn(["/bin/sh", "-c", "seq 1 20000; seq 1 20000 >&2"], { stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true }),
+    );
+    await Promise.all(ps.flatMap((p) => [new Response(p.stdout).arrayBuffer(), new Response(p.stderr).arrayBuffer(), p.exited]));
+  } catch {
+    /* no sh in this image */
+  }
+  await Promise.all(Array.from({ length: 8 }, () => Bun.file("/proc/self/stat").text().catch(() => "")));
+  Bun.gc(true);
+}

@@ -75,6 +75,11 @@ describe.skipIf(!canRun)(`resource limits (Docker)${canRun ? "" : ` — skipped:
     // A classic bomb: every copy forks two more in the background. Without the limit it takes the host's process table.
     const r = f.sbx(["run", "limited", "--", "sh", "-c", "b() { b | b & }; b; sleep 2"]);
     expect(Date.now() - started).toBeLessThan(60_000);
+    if (!r.stderr.includes("hit its process limit")) {
+      // Why, for whoever reads a failed run: the container's own log says how its process ended.
+      console.error("container:", f.docker(["inspect", "--format", "{{json .State}}", container()]).stdout);
+      console.error("its log:", f.docker(["logs", "--tail", "40", container()]).stderr.slice(-4000));
+    }
     expect(r.stderr).toContain("sandbox limited hit its process limit (128)");
     const next = f.sbx(["run", "limited", "--", "sh", "-c", "echo ok; ls /proc | grep -c '^[0-9]'"]);
     expect(next.code).toBe(0);
