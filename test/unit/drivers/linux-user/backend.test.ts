@@ -143,10 +143,16 @@ describe("a command with no terminal ends with what it left running (GROUP_SCRIP
 
   test("a process that left the group (a daemon) outlives the command", () => {
     const marker = `/tmp/sbx-group-${process.pid}`;
-    const r = run(["sh", "-c", `setsid sh -c 'sleep 1; touch ${marker}' >/dev/null 2>&1 < /dev/null & echo ok`]);
+    const ready = `${marker}.ready`;
+    // The command ends only once its daemon has left the group (as a daemon does before its parent returns).
+    const r = run(["sh", "-c", `setsid sh -c 'touch ${ready}; sleep 1; touch ${marker}' >/dev/null 2>&1 < /dev/null & while [ ! -e ${ready} ]; do :; done; echo ok`]);
     expect(r.out).toBe("ok\n");
-    Bun.sleepSync(1500);
-    expect(Bun.spawnSync(["test", "-e", marker]).exitCode).toBe(0);
-    Bun.spawnSync(["rm", "-f", marker]);
-  });
+    let made = false;
+    for (let i = 0; i < 100 && !made; i++) {
+      Bun.sleepSync(100);
+      made = Bun.spawnSync(["test", "-e", marker]).exitCode === 0;
+    }
+    expect(made).toBe(true);
+    Bun.spawnSync(["rm", "-f", marker, ready]);
+  }, 20_000);
 });
