@@ -1,6 +1,7 @@
 // The only chalk user: human output (tables, check lists, errors) and --json for machines. Results → stdout, the rest → stderr.
 import type { ChalkInstance } from "chalk";
 import type { SbxError } from "../core/errors";
+import { jsonText, terminalLine } from "../core/printable";
 
 export interface Io {
   stdout: (s: string) => void;
@@ -31,6 +32,11 @@ export function colorLevel(isTTY: boolean, env: { NO_COLOR?: string | undefined;
 
 const ANSI = /\x1b\[[0-9;]*m/g;
 
+/** A table cell is one line: its breaks and tabs are shown too (sbx's colours kept). */
+function printableCell(cell: string): string {
+  return terminalLine(cell).replace(/[\n\t]/g, (c) => (c === "\n" ? "\\n" : "\\t"));
+}
+
 /** chalk costs ~12 ms to load: loaded on first use so `--help` and `--version` do not pay for it. */
 function lazyChalk(level: 0 | 1): () => ChalkInstance {
   let inst: ChalkInstance | undefined;
@@ -44,11 +50,15 @@ export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE
     get c() {
       return out();
     },
-    out: (line) => io.stdout(line + "\n"),
-    info: (line) => io.stderr(line + "\n"),
+    // Every line a verb prints may carry what a sandbox chose (a commit subject, a ref, a session name): its control
+    // characters are shown, not sent (only sbx's own colours pass). `write` is a command's own output, passed as is.
+    out: (line) => io.stdout(terminalLine(line) + "\n"),
+    info: (line) => io.stderr(terminalLine(line) + "\n"),
     write: (stream, s) => (stream === "stdout" ? io.stdout(s) : io.stderr(s)),
-    json: (value) => io.stdout(JSON.stringify(value, null, 2) + "\n"),
-    table(columns, rows) {
+    json: (value) => io.stdout(jsonText(value, 2) + "\n"),
+    table(columnsIn, rowsIn) {
+      const columns = columnsIn.map(printableCell);
+      const rows = rowsIn.map((r) => r.map(printableCell));
       const all = [columns, ...rows];
       const widths = columns.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").replace(ANSI, "").length)));
       const line = (r: string[]) =>
@@ -61,8 +71,8 @@ export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE
     },
     error(e) {
       const ce = err();
-      io.stderr(`${ce.red("sbx:")} ${e.message}\n`);
-      if (e.hint) io.stderr(`${ce.dim("hint:")} ${e.hint}\n`);
+      io.stderr(`${ce.red("sbx:")} ${terminalLine(e.message)}\n`);
+      if (e.hint) io.stderr(`${ce.dim("hint:")} ${terminalLine(e.hint)}\n`);
     },
   };
 }

@@ -6,13 +6,8 @@ import { ExitCode, SbxError } from "../../core/errors";
 import type { AuditView } from "../../daemon/protocol";
 import type { Verb } from "../verb";
 
-/**
- * Pure: text safe to print on a terminal. Audit details carry what a sandbox chose (hosts, commands, ref names):
- * control characters (escape sequences that set a title, write the clipboard, move the cursor) are shown, not sent.
- */
-export function printable(text: string): string {
-  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
-}
+// Audit details carry what a sandbox chose (hosts, commands, ref names): each value is shown, never sent.
+import { jsonText, printable } from "../../core/printable";
 
 /** Pure: a detail value as a person reads it: bare when simple, quoted when it holds spaces, lists joined. */
 function value(v: unknown): string {
@@ -60,7 +55,7 @@ export const logs: Verb = {
   async run(ctx, _args, opts) {
     const sandbox = typeof opts.sandbox === "string" ? opts.sandbox : undefined;
     const repo = typeof opts.repo === "string" ? realpathSync(resolve(ctx.cwd, opts.repo)) : undefined;
-    const print = (e: AuditView) => (opts.json ? ctx.render.out(JSON.stringify(e)) : ctx.render.out(formatAudit(e)));
+    const print = (e: AuditView) => ctx.render.out(opts.json ? jsonText(e) : formatAudit(e));
     const since = typeof opts.since === "string" ? parseSince(opts.since, Date.now()) : undefined;
     const kind = typeof opts.kind === "string" ? opts.kind : undefined;
     const lines = Number(opts.lines);

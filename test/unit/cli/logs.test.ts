@@ -1,7 +1,8 @@
 // sbx logs: a human line per entry whose sandbox-chosen text can never act on the terminal, filters by kind and time
 // (through the daemon's route, served in this process), and flags that are wrong are refused, never ignored.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { formatAudit, parseSince, printable } from "../../../src/cli/commands/logs";
+import { formatAudit, parseSince } from "../../../src/cli/commands/logs";
+import { printable } from "../../../src/core/printable";
 import type { AuditView } from "../../../src/daemon/protocol";
 import { dockerCliWorld, type DockerCliWorld } from "../../support/docker-cli-world";
 
