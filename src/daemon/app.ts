@@ -308,6 +308,7 @@ export function createApp(deps: AppDeps): Hono {
         ...(staged ? { staged } : {}),
         ...(req.shell ? { shell: req.shell } : {}),
         limits: req.limits,
+        exposeCredentials: req.exposeCredentials,
         signal: gone,
       });
       return LifecycleResults.create.parse(r);

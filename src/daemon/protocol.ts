@@ -214,6 +214,7 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   /** The caller's $SHELL: the shell preference is the creator's, not the daemon's environment's. */
   shell: z.string().startsWith("/").max(4096).optional(),
   limits: LimitsInputSchema.default({}),
+  exposeCredentials: z.boolean().default(false),
 });
 export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
 

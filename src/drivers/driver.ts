@@ -19,6 +19,8 @@ export interface CreateOptions {
   staged?: StagedClone;
   /** The caller's login shell (default: sbx's own $SHELL). */
   shell?: string;
+  /** Overlays of credential locations (~/.ssh, ~/.config/gh, …) are refused unless this is set (`--expose-credentials`). */
+  exposeCredentials?: boolean;
   /** `--memory`, `--cpus`, `--pids` as typed (over the config file's `limits`, over the defaults). */
   limits?: LimitsInput;
 }

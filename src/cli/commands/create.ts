@@ -47,6 +47,7 @@ export function backendFlag(opts: Record<string, unknown>, platform: NodeJS.Plat
     ["rebuild", opts.rebuild === true],
     ["overlay", Array.isArray(opts.overlay) && opts.overlay.length > 0],
     ["claude-auth", opts.claudeAuth !== undefined],
+    ["expose-credentials", opts.exposeCredentials === true],
   ] as const;
   const bad = dockerOnly.find(([, set]) => set);
   if (bad) {
@@ -76,6 +77,9 @@ async function stageIfNew(ctx: { exec: Exec; env: { raw: Readonly<Record<string,
   }
 }
 
+/** An overlay of a credential location is refused without it. */
+export const EXPOSE_OPTION = ["--expose-credentials", "allow an --overlay (or config overlay) that holds credentials (~/.ssh, ~/.config/gh, ~/.aws, …): the agent can then read them"] as const;
+
 export const BACKEND_OPTION = ["--backend <kind>", "docker (the default on Linux) or user: a dedicated account per sandbox (Linux, as root; the default on macOS)"] as const;
 
 export const create: Verb = {
@@ -91,6 +95,7 @@ export const create: Verb = {
         "--claude-auth <mode>",
         "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
       )
+      .option(...EXPOSE_OPTION)
       .option(...BACKEND_OPTION)
       .option(...LIMIT_OPTIONS[0])
       .option(...LIMIT_OPTIONS[1])
@@ -115,6 +120,7 @@ export const create: Verb = {
       ifExists: "error" as const,
       ...claudeAuthOpt(opts),
       ...limitsOpt(opts),
+      ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),
     };

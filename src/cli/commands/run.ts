@@ -1,7 +1,7 @@
 // sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
 import type { Command } from "commander";
 import type { Verb } from "../verb";
-import { BACKEND_OPTION, backendFlag, claudeAuthOpt, LIMIT_OPTIONS, limitsOpt } from "./create";
+import { BACKEND_OPTION, backendFlag, claudeAuthOpt, EXPOSE_OPTION, LIMIT_OPTIONS, limitsOpt } from "./create";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -20,6 +20,7 @@ export const run: Verb = {
         "--claude-auth <mode>",
         "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
       )
+      .option(...EXPOSE_OPTION)
       .option(...BACKEND_OPTION)
       .option(...LIMIT_OPTIONS[0])
       .option(...LIMIT_OPTIONS[1])
@@ -53,6 +54,7 @@ export const run: Verb = {
         ifExists: "reuse",
         ...claudeAuthOpt(opts),
         ...limits,
+        ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
         ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       },
       outOf(ctx),

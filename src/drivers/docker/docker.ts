@@ -1,6 +1,7 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { sandboxClaudeJson } from "../../core/claude-json";
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, DockerOptions, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
@@ -200,7 +201,9 @@ export class DockerBackend implements Backend {
     const cj = join(spec.hostUser.home, ".claude.json");
     let claudeJson: Uint8Array | null = null;
     try {
-      if (statSync(cj).isFile()) claudeJson = readFileSync(cj);
+      // Never verbatim: keys, key fingerprints, MCP servers' env and headers and other projects' history stay on the host.
+      const kept = statSync(cj).isFile() ? sandboxClaudeJson(readFileSync(cj, "utf8"), spec.repo) : null;
+      if (kept !== null) claudeJson = new TextEncoder().encode(kept);
     } catch {
       claudeJson = null;
     }

@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, engineSocket, requireSameUidEngine } from "./docker";
+import { credentialsUnder } from "../../core/claude-json";
 import { ensureImage, planImage } from "./image";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
@@ -115,8 +116,12 @@ export class DockerDriver implements Driver {
     return mode;
   }
 
-  /** The overlays every sandbox gets, plus the user's own (`--overlay`, and `overlays` in the config file). */
-  overlaysFor(extra: readonly string[], cwd: string): string[] {
+  /**
+   * The overlays every sandbox gets, plus the user's own (`--overlay`, and `overlays` in the config file). One that
+   * would show a credential location inside (it is one, or holds one) is refused unless `exposeCredentials`, and
+   * then each is named in a warning.
+   */
+  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}): string[] {
     const home = this.d.env.vars.HOME;
     const out = [join(home, ".claude"), join(home, ".config", "fish")];
     for (const p of extra) {
@@ -128,9 +133,16 @@ export class DockerDriver implements Driver {
       }
       if (abs === "/" || abs === home) {
         throw new SbxError("usage", `cannot overlay ${abs}: overlay a specific directory, not / or your whole home`, {
-          hint: "Name the dirs the agent needs, e.g. --overlay ~/.config/gh",
+          hint: "Name the dirs the agent needs, e.g. --overlay ~/.config/nvim",
         });
       }
+      const creds = credentialsUnder(abs, home);
+      if (creds.length > 0 && !exposeCredentials) {
+        throw new SbxError("policy_denied", `will not overlay ${abs}: the agent could read the credentials in ${creds.map((c) => `~/${c}`).join(", ")}`, {
+          hint: "sbx keeps credentials on the host: git and gh go through its bridge with your token, the LLM proxy adds API keys. Leave it out, or overlay a dir without them; --expose-credentials overlays it anyway.",
+        });
+      }
+      for (const c of creds) warn(`warning: --expose-credentials: the agent in this sandbox can read ~/${c}`);
       out.push(abs);
     }
     return [...new Set(out)];
@@ -144,7 +156,7 @@ export class DockerDriver implements Driver {
     return {
       id: n.id,
       dir: n.dir,
-      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd),
+      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log),
       hostShell: n.shell ?? user.shell,
       claudeAuth: this.claudeAuthFor(n, config, r.log),
       ...(Object.keys(config.env).length ? { userEnv: config.env } : {}),

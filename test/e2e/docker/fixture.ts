@@ -6,6 +6,8 @@ import { userRecipe } from "../../../src/workspace/init";
 import { cannotCreateUsers, createTestUser, type RunResult, type TestUser } from "../../support/test-user";
 
 export const BASE_IMAGE = "sbx-base:bookworm";
+/** The host's ~/.claude.json: settings, and what must never reach a sandbox (a key, an MCP server's token). */
+export const CLAUDE_JSON = `${JSON.stringify({ numStartups: 1, primaryApiKey: "sk-ant-api03-fixture-not-inside", mcpServers: { gh: { command: "gh-mcp", env: { GITHUB_TOKEN: "ghp_fixture_not_inside" } } } })}\n`;
 export const CLI = join(import.meta.dir, "../../../src/cli/main.ts");
 
 function ok(argv: string[]): boolean {
@@ -126,7 +128,7 @@ function getFixture(): Fixture {
   // ~/.claude exists on the host (with a settings file); ~/.config/fish does not.
   mkdirSync(join(user.home, ".claude"), { recursive: true });
   writeFileSync(join(user.home, ".claude", "settings.json"), '{"host":true}\n');
-  writeFileSync(join(user.home, ".claude.json"), '{"numStartups":1}\n');
+  writeFileSync(join(user.home, ".claude.json"), CLAUDE_JSON);
   for (const p of [join(user.home, "src"), repo, join(repo, "sub"), join(repo, "sub", "deeper"), join(user.home, ".claude")]) chownSync(p, user.uid, user.gid);
   for (const p of ["Dockerfile", "README", "sub/deeper/file.txt"]) chownSync(join(repo, p), user.uid, user.gid);
   chownSync(join(user.home, ".claude", "settings.json"), user.uid, user.gid);

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
+import { CLAUDE_JSON, acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
 describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
   let f: Fixture;
@@ -31,11 +31,13 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
     expect(existsSync(join(f.user.home, ".config", "fish"))).toBe(false);
   }, 60_000);
 
-  test("~/.claude.json is a copy: same content inside, changes stay inside", () => {
+  test("~/.claude.json is a copy without credentials (no key, no MCP server env), and changes stay inside", () => {
     const r = f.sbx(["shell", "noprop", "--", "sh", "-c", 'cat ~/.claude.json && echo "{}" > ~/.claude.json.tmp && mv ~/.claude.json.tmp ~/.claude.json && cat ~/.claude.json']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('{"numStartups":1}\n{}\n');
-    expect(readFileSync(join(f.user.home, ".claude.json"), "utf8")).toBe('{"numStartups":1}\n');
+    expect(r.stdout).toBe(`${JSON.stringify({ numStartups: 1, mcpServers: { gh: { command: "gh-mcp" } } }, null, 2)}\n{}\n`);
+    expect(r.stdout).not.toContain("not_inside");
+    expect(r.stdout).not.toContain("not-inside");
+    expect(readFileSync(join(f.user.home, ".claude.json"), "utf8")).toBe(CLAUDE_JSON);
   }, 60_000);
 
   test("the host repo is read-only inside; work in the clone never touches the host checkout", () => {
