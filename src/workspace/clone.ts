@@ -49,19 +49,49 @@ function ensureLink(link: string, repo: string): void {
 }
 
 /** The host repo's `origin` URL, if it has one. runs: git -C <repo> config --get remote.origin.url */
-export async function hostOriginUrl(exec: Exec, repo: string): Promise<string | null> {
-  const r = await git(exec, repo, ["config", "--get", "remote.origin.url"], false);
-  const url = r.stdout.trim();
-  return r.exitCode === 0 && url !== "" ? url : null;
+/** What a new clone takes over from the host repo's config: its remotes (by name) and who commits. */
+export interface HostGitSetup {
+  remotes: Record<string, string>;
+  name?: string;
+  email?: string;
+}
+
+/**
+ * Pure: the host's remotes and identity from `git config --get-regexp` lines. Remote names sbx uses itself (`host`,
+ * `sandbox-*`) and names git would not take are left out; a value with a line break is dropped.
+ */
+export function parseHostGitSetup(text: string): HostGitSetup {
+  const out: HostGitSetup = { remotes: {} };
+  for (const line of text.split("\n")) {
+    const m = /^(remote\.(.+)\.url|user\.name|user\.email) (.*)$/.exec(line);
+    if (!m || m[3] === undefined || m[3].trim() === "") continue;
+    if (m[1] === "user.name") out.name = m[3];
+    else if (m[1] === "user.email") out.email = m[3];
+    else {
+      const name = m[2]!;
+      if (name === HOST_REMOTE || name.startsWith("sandbox-") || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) continue;
+      out.remotes[name] = m[3];
+    }
+  }
+  return out;
+}
+
+/**
+ * The host repo's remotes and identity (its own config, the user's global one included: who commits is theirs).
+ * runs: git -C <repo> config --get-regexp ^(remote\..*\.url|user\.(name|email))$
+ */
+export async function hostGitSetup(exec: Exec, repo: string): Promise<HostGitSetup> {
+  const r = await git(exec, repo, ["config", "--get-regexp", "^(remote\\..*\\.url|user\\.(name|email))$"], false);
+  return parseHostGitSetup(r.exitCode === 0 ? r.stdout : "");
 }
 
 /**
  * Makes the shared clone. Runs before the sandbox has ever run, so the clone's config is still sbx's own.
  * A clone started ahead by stageClone is moved into place instead (and its `host` remote pointed at the link).
  * `<dir>/clone` exists (empty until the clone takes its place) from the moment this is called.
- * runs, the first three at once: git clone --shared --origin host <dir>/repo <dir>/clone; git -C <repo> config --get
- *       remote.origin.url; git -C <repo> remote add sandbox-<name> <dir>/clone; then [git remote add origin <host's
- *       origin URL>; git fetch host +refs/remotes/origin/*:refs/remotes/origin/*]
+ * runs, the first three at once: git clone --shared --origin host <dir>/repo <dir>/clone; git -C <repo> config
+ *       --get-regexp <remotes and identity>; git -C <repo> remote add sandbox-<name> <dir>/clone; then (in the clone)
+ *       git config user.name/user.email; git remote add <each host remote>; git fetch host +refs/remotes/<r>/*:…
  */
 export async function createClone(exec: Exec, req: CloneRequest, staged?: StagedClone): Promise<void> {
   const lay = sandboxLayout(req.dir);
@@ -72,8 +102,8 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
   // wants a bind mount's source to exist at create, and mounts whatever the path holds at start). The clone replaces it.
   mkdirSync(lay.clone, { mode: 0o700 });
   // The host repo's own config (its origin, the sandbox-<name> remote) is read and written while the clone runs.
-  const [origin] = await Promise.all([
-    hostOriginUrl(exec, req.repo),
+  const [setup] = await Promise.all([
+    hostGitSetup(exec, req.repo),
     addSandboxRemote(exec, req.repo, req.name, lay.clone),
     (async () => {
       // A clone started ahead (stageClone) of this very repo is moved into place; else (none, failed, another
@@ -95,10 +125,16 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
   await staged?.discard();
   // Worktrees record the real common dir, and clone may resolve the link: always go through the link.
   writeFileSync(join(lay.clone, ".git", "objects", "info", "alternates"), `${join(lay.linkGit, "objects")}\n`);
-  if (origin !== null) {
-    await git(exec, lay.clone, ["remote", "add", "origin", origin]);
-    // The host's view of origin, so `origin/main` means inside what it means outside. Objects are shared: no copy.
-    await git(exec, lay.clone, ["fetch", "--quiet", "--no-tags", HOST_REMOTE, "+refs/remotes/origin/*:refs/remotes/origin/*"], false);
+  // Who commits inside is who commits on the host (an agent's first commit must not fail for want of an identity).
+  if (setup.name !== undefined) await git(exec, lay.clone, ["config", "user.name", setup.name]);
+  if (setup.email !== undefined) await git(exec, lay.clone, ["config", "user.email", setup.email]);
+  // Every remote the host repo has, under the same name (the shims send them to the bridge, which uses the host's
+  // URL and token), with the host's view of it, so `upstream/main` means inside what it means outside.
+  const names = Object.keys(setup.remotes).sort();
+  for (const name of names) await git(exec, lay.clone, ["remote", "add", name, setup.remotes[name]!]);
+  if (names.length > 0) {
+    // Objects are shared: no copy.
+    await git(exec, lay.clone, ["fetch", "--quiet", "--no-tags", HOST_REMOTE, ...names.map((n) => `+refs/remotes/${n}/*:refs/remotes/${n}/*`)], false);
   }
 }
 

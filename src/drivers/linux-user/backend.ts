@@ -6,6 +6,7 @@ import { basename, dirname, join } from "node:path";
 import { z } from "zod";
 import { GuestCgroups } from "./cgroup";
 import type { LimitCounters } from "../../core/limits";
+import { parseHostGitSetup } from "../../workspace/clone";
 import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
 import type { Exec, ExecResult } from "../../sys/exec";
@@ -339,13 +340,19 @@ export class LinuxUserBackend implements Backend {
     await this.exec.run(this.asHost(host, ["git", "clone", "--quiet", "--shared", spec.repo, staged]));
     // Remotes as in every sandbox: `host` is the host repo (its refs arrive as refs/remotes/host/* by ref sync), `origin`
     // is the host's origin URL, so `git push origin` inside goes to the shim and the bridge. Still the host's tree here.
-    // runs (as the host user): git -C <staged> remote rename origin host; git -C <repo> config --get remote.origin.url;
-    //   git -C <staged> remote add origin <url>; git -C <staged> fetch --quiet --no-tags host +refs/remotes/origin/*:refs/remotes/origin/*
+    // Every host remote under its name (the bridge pushes with the host's URL and token) and who commits: the host's.
+    // runs (as the host user): git -C <staged> remote rename origin host; git -C <repo> config --get-regexp <remotes,
+    //   identity>; git -C <staged> config user.name/email; git -C <staged> remote add <r> <url>;
+    //   git -C <staged> fetch --quiet --no-tags host +refs/remotes/<r>/*:refs/remotes/<r>/*
     await this.exec.run(this.asHost(host, ["git", "-C", staged, "remote", "rename", "origin", "host"]));
-    const origin = await this.exec.run(this.asHost(host, ["git", "-C", spec.repo, "config", "--get", "remote.origin.url"]), { check: false });
-    if (origin.exitCode === 0 && origin.stdout.trim() !== "") {
-      await this.exec.run(this.asHost(host, ["git", "-C", staged, "remote", "add", "origin", origin.stdout.trim()]));
-      await this.exec.run(this.asHost(host, ["git", "-C", staged, "fetch", "--quiet", "--no-tags", "host", "+refs/remotes/origin/*:refs/remotes/origin/*"]), { check: false });
+    const cfg = await this.exec.run(this.asHost(host, ["git", "-C", spec.repo, "config", "--get-regexp", "^(remote\\..*\\.url|user\\.(name|email))$"]), { check: false });
+    const setup = parseHostGitSetup(cfg.exitCode === 0 ? cfg.stdout : "");
+    if (setup.name !== undefined) await this.exec.run(this.asHost(host, ["git", "-C", staged, "config", "user.name", setup.name]));
+    if (setup.email !== undefined) await this.exec.run(this.asHost(host, ["git", "-C", staged, "config", "user.email", setup.email]));
+    const remotes = Object.keys(setup.remotes).sort();
+    for (const r of remotes) await this.exec.run(this.asHost(host, ["git", "-C", staged, "remote", "add", r, setup.remotes[r]!]));
+    if (remotes.length > 0) {
+      await this.exec.run(this.asHost(host, ["git", "-C", staged, "fetch", "--quiet", "--no-tags", "host", ...remotes.map((r) => `+refs/remotes/${r}/*:refs/remotes/${r}/*`)]), { check: false });
     }
     await this.exec.run(["tee", join(staged, ".git", "objects", "info", "alternates")], { stdin: `${this.objectsMount(spec.id)}\n` });
     await this.exec.run(["chown", "-R", "--no-dereference", `${pw.uid}:${pw.gid}`, staged]);

@@ -28,12 +28,36 @@ beforeAll(async () => {
   git(repo, "commit", "-qm", "first");
   git(repo, "remote", "add", "origin", "https://example.invalid/org/app.git");
   git(repo, "update-ref", "refs/remotes/origin/main", "HEAD");
+  git(repo, "remote", "add", "upstream", "https://example.invalid/up/app.git");
+  git(repo, "update-ref", "refs/remotes/upstream/main", "HEAD");
+  git(repo, "config", "user.name", "Ann Host");
+  git(repo, "config", "user.email", "ann@example.invalid");
   await createClone(exec, { repo, dir, name: "demo" });
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("createClone", () => {
   const lay = sandboxLayout(dir);
+  test("an agent can commit at once: the host's identity is the clone's", async () => {
+    // A clone of its own: a commit here must not show in the other tests' clone.
+    const own = join(tmp, "sandboxes", "ident");
+    await createClone(exec, { repo, dir: own, name: "ident" });
+    const clone = sandboxLayout(own).clone;
+    const bare = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent", GIT_CONFIG_NOSYSTEM: "1" };
+    const cfg = (k: string) => Bun.spawnSync(["git", "-C", clone, "config", k], { env: bare }).stdout.toString().trim();
+    expect(cfg("user.name")).toBe("Ann Host");
+    expect(cfg("user.email")).toBe("ann@example.invalid");
+    expect(Bun.spawnSync(["git", "-C", clone, "commit", "-q", "--allow-empty", "-m", "first inside"], { env: bare }).exitCode).toBe(0);
+    expect(Bun.spawnSync(["git", "-C", clone, "log", "-1", "--format=%an <%ae>"], { env: bare }).stdout.toString().trim()).toBe("Ann Host <ann@example.invalid>");
+    git(repo, "remote", "remove", "sandbox-ident");
+  });
+
+  test("every remote of the host repo is in the clone under its name, with the host's view of its branches", () => {
+    expect(git(lay.clone, "remote").split("\n").sort()).toEqual(["host", "origin", "upstream"]);
+    expect(git(lay.clone, "config", "remote.upstream.url")).toBe("https://example.invalid/up/app.git");
+    expect(git(lay.clone, "rev-parse", "refs/remotes/upstream/main")).toBe(git(repo, "rev-parse", "HEAD"));
+  });
+
   test("the link points at the host repo and alternates go through it", () => {
     expect(readlinkSync(lay.link)).toBe(repo);
     expect(readFileSync(join(lay.clone, ".git", "objects", "info", "alternates"), "utf8")).toBe(`${lay.linkGit}/objects\n`);

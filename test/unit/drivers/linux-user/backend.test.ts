@@ -47,7 +47,7 @@ describe("LinuxUserBackend (FakeExec)", () => {
       .expect((a) => a[0] === "mountpoint", { exitCode: 1 })
       .expect((a) => a[0] === "setpriv" && a.includes("clone"))
       .expect((a) => a[0] === "setpriv" && a.includes("rename"))
-      .expect((a) => a[0] === "setpriv" && a.includes("remote.origin.url"), { exitCode: 1 })
+      .expect((a) => a[0] === "setpriv" && a.includes("--get-regexp"), { exitCode: 1 })
       .expect((a) => a[0] === "stat" && a[3]?.endsWith("/work") === true, { exitCode: 1 })
       .expect(["stat", "-c", "%a", "/home/alice"], { stdout: "755\n" });
     const warnings: string[] = [];
