@@ -293,6 +293,8 @@ export interface GitPlan {
   remote?: string;
   /** The URL the host will talk to (from host config, or a vetted URL the sandbox named). */
   url: string;
+  /** It is one of the host repo's own remotes (named, or by its URL): the only destination the host's token goes to. */
+  own: boolean;
   /** Long option names the sandbox gave, with values (`--jobs=4` → ["--jobs","4"]). */
   options: Array<[string, string | undefined]>;
   /** Positional arguments after the remote. */
@@ -445,7 +447,18 @@ export function toHttpsUrl(url: string): string | undefined {
  * Judges a repository argument: a host remote's name, or a URL on a host the host repo already talks to.
  * Local paths, file://, ssh and remote helpers are refused (local repos are fetched inside the sandbox).
  */
-export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): Decision<{ remote?: string; url: string }> {
+/** Pure: whether two https URLs name the same repository (host case-insensitive; a trailing `/` or `.git` ignored). */
+export function sameRepository(a: string, b: string): boolean {
+  const norm = (u: string) => {
+    const m = /^https?:\/\/(?:[^@\/?#]*@)?([^\/?#]+)(\/[^?#]*)?/i.exec(u);
+    if (!m) return null;
+    return `${m[1]!.toLowerCase()}${(m[2] ?? "/").replace(/\/+$/, "").replace(/\.git$/i, "").toLowerCase()}`;
+  };
+  const [x, y] = [norm(a), norm(b)];
+  return x !== null && x === y;
+}
+
+export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): Decision<{ remote?: string; url: string; own: boolean }> {
   if (arg.startsWith("-")) return deny(`${JSON.stringify(arg)} is not a repository`);
   if (/^[A-Za-z][A-Za-z0-9+.-]*::/.test(arg)) return deny(REMOTE_HELPER);
   if (/^file:/i.test(arg)) return deny("file:// URLs are refused: the host never reads repositories by path for the sandbox");
@@ -454,7 +467,7 @@ export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): D
     if (url === undefined) return deny(`remote ${JSON.stringify(arg)} is not a remote of the host repository`);
     const https = toHttpsUrl(url);
     if (!https) return deny(`remote ${arg} has URL ${url}, which the bridge cannot reach (only http(s) and github/gitlab ssh)`);
-    return { ok: true, plan: { remote: arg, url: https } };
+    return { ok: true, plan: { remote: arg, url: https, own: true } };
   }
   if (/^https?:\/\//i.test(arg)) {
     if (/[\s\x00-\x1f]/.test(arg)) return deny("URL contains control characters");
@@ -464,7 +477,10 @@ export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): D
     if (!origin || !known.has(origin)) {
       return deny(`${origin ?? arg} is not a host that the host repository's remotes use; the bridge only talks to those`);
     }
-    return { ok: true, plan: { url: arg } };
+    // The URL of one of the host repo's own remotes is that remote (its token may be sent); any other repository on
+    // that host is reached without the token, as anyone may (a private one then is not found).
+    const own = Object.values(ctx.remotes).some((u) => sameRepository(toHttpsUrl(u) ?? "", arg));
+    return { ok: true, plan: { url: arg, own } };
   }
   if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(arg)) return deny(`transport ${arg.split(":")[0]} is refused; only https to the host repo's remote hosts`);
   if (/^[^\/]*@?[^\/]+:/.test(arg) && !arg.startsWith("/") && !arg.startsWith(".")) {
@@ -529,7 +545,7 @@ export function decideGit(args: readonly string[], cwdView: string, ctx: PolicyC
       const p = ctx.checkPath(dir, cwdViewNow);
       if (!p.ok) return deny(`clone directory ${dir}: ${p.reason}`);
     }
-    return { ok: true, plan: { tool: "git", op, url: r.plan.url, options, rest: positionals.slice(1), refspecs: [], cwd } };
+    return { ok: true, plan: { tool: "git", op, url: r.plan.url, own: r.plan.own, options, rest: positionals.slice(1), refspecs: [], cwd } };
   }
   const repoArg = positionals[0] ?? (ctx.remotes.origin !== undefined ? "origin" : undefined);
   if (repoArg === undefined) return deny(`git ${sub}: no remote named and the host repository has no origin`);
@@ -553,7 +569,7 @@ export function decideGit(args: readonly string[], cwdView: string, ctx: PolicyC
   } else if (op === "ls-remote") {
     for (const pat of rest) if (!/^[A-Za-z0-9._\/*-]+$/.test(pat)) return deny(`pattern ${JSON.stringify(pat)} is not allowed`);
   }
-  return { ok: true, plan: { tool: "git", op, ...(r.plan.remote !== undefined ? { remote: r.plan.remote } : {}), url: r.plan.url, options, rest, refspecs, cwd } };
+  return { ok: true, plan: { tool: "git", op, ...(r.plan.remote !== undefined ? { remote: r.plan.remote } : {}), url: r.plan.url, own: r.plan.own, options, rest, refspecs, cwd } };
 }
 
 /** Decides on a gh invocation. `args` is everything after `gh`. */

@@ -374,7 +374,8 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   const d = decideGit(req.args, req.cwd, ctx);
   if (!d.ok) return refuse(d.reason);
   const plan = d.plan;
-  const token = tokenFor(plan.url, deps.secrets());
+  // The token goes only to the host repo's own remotes: a URL the sandbox named that is not one of them gets none.
+  const token = plan.own ? tokenFor(plan.url, deps.secrets()) : undefined;
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":

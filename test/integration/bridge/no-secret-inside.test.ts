@@ -96,6 +96,21 @@ describe("no-secret-inside", () => {
     expect(r.stdout + r.stderr).not.toContain(h.token);
   });
 
+  test("the token goes only to the host repo's own remotes: a clone or ls-remote of another repo on that server carries none", async () => {
+    await h.upstream.createRepo("private-other");
+    const before = h.upstream.requests.length;
+    const clone = await h.shim(["clone", "-q", h.upstream.repoUrl("private-other"), "sub/other"]);
+    const ls = await h.shim(["ls-remote", h.upstream.repoUrl("private-other")]);
+    expect(clone.code).not.toBe(0);
+    expect(ls.code).not.toBe(0);
+    const seen = h.upstream.requests.slice(before).filter((q) => q.path.includes("private-other"));
+    expect(seen.length).toBeGreaterThan(0); // it was asked, without the token
+    expect(seen.some((q) => q.authorized)).toBe(false);
+    // The same repository by its URL (".git" or not) is the host's own remote: it gets the token.
+    const own = await h.shim(["ls-remote", h.upstream.repoUrl("proj").replace(/\.git$/, "")]);
+    expect(own.code).toBe(0);
+  });
+
   test("output from the remote that contains the token comes back redacted", async () => {
     const hook = join(h.upstreamRepo, "hooks", "pre-receive");
     writeFileSync(hook, `#!/bin/sh\necho "remote says ${h.token}" >&2\nexit 1\n`);

@@ -250,3 +250,15 @@ describe("plans", () => {
     expect(parsePushRefspec("refs/tags/v1")).toEqual({ ok: true, plan: { force: false, src: "refs/tags/v1", dst: "refs/tags/v1" } });
   });
 });
+
+describe("sameRepository: the host's own remote by URL (the only place its token goes)", () => {
+  const { sameRepository } = require("../../../src/bridge/policy") as typeof import("../../../src/bridge/policy");
+  test("the same repository however it is spelled; another repository on that host is not", () => {
+    expect(sameRepository("https://github.com/o/r.git", "https://GitHub.com/o/r")).toBe(true);
+    expect(sameRepository("https://github.com/o/r.git", "https://github.com/o/r/")).toBe(true);
+    expect(sameRepository("https://github.com/o/r.git", "https://github.com/o/other.git")).toBe(false);
+    expect(sameRepository("https://github.com/o/r.git", "https://github.com/o/r.git.evil")).toBe(false);
+    expect(sameRepository("https://github.com/o/r.git", "https://github.com.evil.example/o/r.git")).toBe(false);
+    expect(sameRepository("https://github.com/o/r.git", "https://github.com/o/r/../other")).toBe(false);
+  });
+});
