@@ -2,18 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigSchema, parseConfig } from "../../../src/core/config";
 import { SbxError } from "../../../src/core/errors";
+import { refusal } from "../../support/refusal";
 
 const parse = (v: unknown, known: string[] = []) => parseConfig(JSON.stringify(v), "/c/config.json", known);
-
-function refusal(f: () => unknown): SbxError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof SbxError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("config file", () => {
   test("an empty object gives the defaults", () => {

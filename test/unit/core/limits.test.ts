@@ -1,20 +1,10 @@
 // A sandbox's limits: what a person may write, the defaults a machine gives, and what a hit reads like.
 import { describe, expect, test } from "bun:test";
-import { SbxError } from "../../../src/core/errors";
 import { defaultLimits, describeHit, formatLimits, limitHits, parseCpus, parseMemory, parsePids, resolveLimits } from "../../../src/core/limits";
+import { refusal } from "../../support/refusal";
 
 const GIB = 1024 ** 3;
 const host = { memoryBytes: 24 * GIB, cpus: 8 };
-
-function refusal(f: () => unknown): SbxError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof SbxError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("limits", () => {
   test("the defaults leave the host half its memory and a CPU, and cap processes", () => {
