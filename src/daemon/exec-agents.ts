@@ -35,6 +35,19 @@ interface Session {
   beforeExit?: () => Promise<string>;
 }
 
+/** Ends a session that is still open with a failed frame saying why; whether it was open. */
+function fail(s: Session, message: string): boolean {
+  if (s.done) return false;
+  s.done = true;
+  try {
+    s.controller.enqueue(jsonFrame(FrameType.failed, 0, { message }));
+    s.controller.close();
+  } catch {
+    /* the caller already went away */
+  }
+  return true;
+}
+
 /** One connected agent: runs commands as numbered sessions on its connection. */
 export class AgentLink {
   private readonly sessions = new Map<number, Session>();
@@ -59,15 +72,8 @@ export class AgentLink {
   endAll(why?: string): number {
     let n = 0;
     for (const [id, s] of this.sessions) {
-      if (s.done) continue;
-      s.done = true;
+      if (!fail(s, why ?? "the sandbox is stopping")) continue;
       n++;
-      try {
-        s.controller.enqueue(jsonFrame(FrameType.failed, 0, { message: why ?? "the sandbox is stopping" }));
-        s.controller.close();
-      } catch {
-        /* the caller already went away */
-      }
       if (!this.closed) this.sock.write(jsonFrame(FrameType.kill, id, { signal: "SIGKILL" }));
     }
     return n;
@@ -148,16 +154,7 @@ export class AgentLink {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const s of this.sessions.values()) {
-      if (s.done) continue;
-      s.done = true;
-      try {
-        s.controller.enqueue(jsonFrame(FrameType.failed, 0, { message: "the sandbox's exec agent went away (the sandbox stopped?)" }));
-        s.controller.close();
-      } catch {
-        /* the caller already cancelled */
-      }
-    }
+    for (const s of this.sessions.values()) fail(s, "the sandbox's exec agent went away (the sandbox stopped?)");
     this.sessions.clear();
     this.sock.destroy();
   }

@@ -46,12 +46,19 @@ export function countersOfPid(pid: number, root = CGROUP_ROOT, proc = "/proc"): 
   const mem = paths.get("memory");
   const pids = paths.get("pids");
   if (mem !== undefined || pids !== undefined) {
-    const oom = mem === undefined ? null : read(join(root, "memory", mem, "memory.oom_control"));
-    const pev = pids === undefined ? null : read(join(root, "pids", pids, "pids.events"));
-    if (oom !== null || pev !== null) return { oomKills: oom === null ? 0 : keyedValue(oom, "oom_kill"), pidsRefused: pev === null ? 0 : keyedValue(pev, "max") };
+    const v1 = countersOfV1(mem === undefined ? null : join(root, "memory", mem), pids === undefined ? null : join(root, "pids", pids));
+    if (v1 !== null) return v1;
   }
   const unified = paths.get("");
   return unified === undefined ? null : countersOfDir(join(root, unified));
+}
+
+/** The counters of a v1 memory dir and pids dir (either may be absent), or null when neither file can be read. */
+export function countersOfV1(memDir: string | null, pidsDir: string | null): LimitCounters | null {
+  const oom = memDir === null ? null : read(join(memDir, "memory.oom_control"));
+  const pev = pidsDir === null ? null : read(join(pidsDir, "pids.events"));
+  if (oom === null && pev === null) return null;
+  return { oomKills: oom === null ? 0 : keyedValue(oom, "oom_kill"), pidsRefused: pev === null ? 0 : keyedValue(pev, "max") };
 }
 
 /** The counters of one v2 cgroup dir (what the linux-user driver makes), or null when it has neither file. */

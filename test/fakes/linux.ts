@@ -3,16 +3,11 @@
 // on them: useradd refuses a name in use, userdel refuses while the account runs processes, `nft -f` is one atomic
 // transaction whose `delete element` of a missing key or `delete chain` still jumped to fails it whole, `rm -rf
 // --one-file-system` cannot remove a mount point, rmdir wants an empty dir, and the host's git runs as the host user.
+import type { Passwd } from "../../src/drivers/linux-user/backend";
 import { FakeExec, type Reply } from "./exec";
 
-interface Account {
-  name: string;
-  uid: number;
-  gid: number;
-  gecos: string;
-  home: string;
-  shell: string;
-}
+/** An account as getent prints it: the backend's own passwd shape. */
+type Account = Passwd;
 
 interface Node {
   kind: "dir" | "file";

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LimitCounters, Limits } from "../../core/limits";
-import { CGROUP_ROOT, countersOfDir, keyedValue } from "../../sys/cgroup";
+import { CGROUP_ROOT, countersOfDir, countersOfV1 } from "../../sys/cgroup";
 
 /** Period of the CPU quota (µs): the kernel's default. */
 const CPU_PERIOD = 100_000;
@@ -93,17 +93,7 @@ export class GuestCgroups {
   counters(id: string): LimitCounters | null {
     if (this.version === 2) return countersOfDir(join(this.root, this.name, id));
     if (this.version !== 1) return null;
-    const read = (p: string) => {
-      try {
-        return readFileSync(p, "utf8");
-      } catch {
-        return null;
-      }
-    };
-    const oom = read(join(this.root, "memory", this.name, id, "memory.oom_control"));
-    const pev = read(join(this.root, "pids", this.name, id, "pids.events"));
-    if (oom === null && pev === null) return null;
-    return { oomKills: oom === null ? 0 : keyedValue(oom, "oom_kill"), pidsRefused: pev === null ? 0 : keyedValue(pev, "max") };
+    return countersOfV1(join(this.root, "memory", this.name, id), join(this.root, "pids", this.name, id));
   }
 
   /**
