@@ -1,10 +1,13 @@
 // Ref sync latency: a commit in the clone until its ref is on the host, and back, against one plain `git fetch` each way.
-// Run: bun bench/refsync.bench.ts [--json]. The inside fetch is a git process in the clone (a stand-in for the Docker
-// sandbox's exec agent, which adds a few ms; without a connected agent, `docker exec` adds ≈94 ms).
+// Run: bun bench/refsync.bench.ts [--json]. git "as the sandbox" is a git process in the clone (a stand-in for the Docker
+// sandbox's exec agent, which adds a few ms per call; without a connected agent, `docker exec` adds ≈94 ms per call).
+// Each way is the real protocol: clone → host lists the sandbox's branches, packs what the host lacks (inside), indexes
+// it strictly into the sandbox's store and moves the refs; host → clone promotes, then update-refs inside.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createExec, type ExecResult } from "../src/sys/exec";
+import { createExec, streamRun } from "../src/sys/exec";
+import type { SandboxGit } from "../src/sync/sandbox-git";
 import { startRefSync, type Direction, type RefSyncEvent } from "../src/sync/refsync";
 import { report, summarize } from "./lib";
 
@@ -51,29 +54,25 @@ try {
   const alternates = `${join(link, ".git", "objects")}\n`;
   writeFileSync(join(clone, ".git", "objects", "info", "alternates"), alternates);
   await git(clone, "remote", "rename", "origin", "host");
-  await git(host, "remote", "add", "sandbox-bench", clone);
+  // Only for the baseline: plain `git fetch` of the clone into the host, the way sbx no longer does it.
+  await git(host, "remote", "add", "plain-bench", clone);
 
-  const insideFetch = async (): Promise<ExecResult> => {
-    const argv = ["git", "-C", clone, "fetch", "--prune", "--quiet", "host"];
-    const p = Bun.spawn(argv, { env, stdout: "pipe", stderr: "pipe" });
-    const [stdout, stderr, exitCode] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    return { argv, exitCode, stdout, stderr };
-  };
+  const inside = createExec(env);
+  const sandboxGit: SandboxGit = (args, stdin) => streamRun(inside, ["git", "-C", clone, ...args], stdin === undefined ? {} : { stdin });
 
   // Each synced event resolves the waiter for its direction.
   const waiters: Partial<Record<Direction, () => void>> = {};
   const audit = (e: RefSyncEvent) => {
-    if (e.action === "ref-sync.error" || e.action === "ref-sync.refused") console.error("ref sync:", e);
+    if (e.action === "ref-sync.error") console.error("ref sync:", e);
     if (e.action === "ref-sync.synced") waiters[e.detail.direction as Direction]?.();
   };
   const next = (d: Direction) => new Promise<void>((r) => (waiters[d] = r));
 
   const sync = await startRefSync({
     hostRepo: host,
-    clonePath: clone,
-    remoteName: "sandbox-bench",
-    expectedAlternates: alternates,
-    insideFetch,
+    name: "bench",
+    sandboxGit: async () => sandboxGit,
+    watchDir: join(clone, ".git"),
     exec: createExec({ PATH: env.PATH }),
     audit,
     pollMs: 0,
@@ -124,7 +123,7 @@ try {
     }
     return summarize(xs);
   };
-  const plainC2h = await plain(clone, host, "sandbox-bench");
+  const plainC2h = await plain(clone, host, "plain-bench");
   const plainH2c = await plain(host, clone, "host");
 
   const a = summarize(c2h);

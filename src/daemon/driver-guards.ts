@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Sandbox } from "../core/schemas";
 import type { SandboxSpec } from "../drivers/backend";
-import type { Driver, InsideRun } from "../drivers/driver";
+import type { AgentRun, Driver } from "../drivers/driver";
 import type { GuardContext, SandboxGuard } from "../guards/guards";
 import { refSyncGuard } from "../guards/ref-sync";
 import type { Store } from "../store/store";
@@ -26,12 +26,12 @@ export function driverRefSyncGuard(driverOf: DriverOf, agents?: ExecAgents): San
       const driver = driverOf(ctx.sandbox.backend);
       if (!driver) return none;
       const hostExec = driver.hostExec(ctx.spec);
-      const inside: InsideRun = async (argv, env) => (await agents?.collect(ctx.sandbox.id, { argv, cwd: "/", env, stdin: false }, 60_000)) ?? null;
-      const plan = driver.refSyncTarget(ctx.spec, hostExec, inside);
+      const agent: AgentRun = (argv, env, stdin) => agents?.stream(ctx.sandbox.id, { argv, cwd: "/", env, stdin: false }, stdin, 600_000) ?? null;
+      const plan = driver.refSyncTarget(ctx.spec, hostExec, agent);
       if (!plan) return none;
       const guard = refSyncGuard<GuardContext>(() => plan);
       const hctx = { ...ctx, exec: hostExec };
-      if (existsSync(join(plan.clonePath, ".git"))) return guard.start(hctx);
+      if (!plan.watchDir || existsSync(plan.watchDir)) return guard.start(hctx);
       let inner: Awaited<ReturnType<typeof guard.start>> | null = null;
       return {
         health: () => inner?.health() ?? { ok: true, detail: "starts once the sandbox's clone exists" },

@@ -21,6 +21,7 @@ import {
   type StartPayload,
 } from "../../shims/exec-frames";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
+import type { StreamedRun } from "../sys/exec";
 
 /** The agent socket's name in a sandbox's socket dir (mounted at /run/sbx inside). */
 export const AGENT_SOCKET = "agent.sock";
@@ -220,24 +221,33 @@ export class ExecAgents {
   }
 
   /**
-   * Runs a command through the sandbox's agent and collects its output (for the daemon's own work, e.g. ref sync's
-   * fetch inside), or null when no agent is connected (the caller then uses the engine). A command still running after
-   * `timeoutMs` is stopped (the stream is cancelled: SIGTERM, then SIGKILL) and reported as exit code 124.
+   * Runs a command through the sandbox's agent with its stdout as bytes (the daemon's own work: ref sync's git as the
+   * sandbox, whose packs are binary), or null when none is connected (the caller then uses the engine). stdin is given
+   * whole. A command still running after `timeoutMs` is stopped (the stream is cancelled: SIGTERM, then SIGKILL) and
+   * ends with exit code 124.
    */
-  async collect(sandboxId: number, start: StartPayload, timeoutMs: number): Promise<{ exitCode: number; stdout: string; stderr: string } | null> {
+  stream(sandboxId: number, start: StartPayload, stdin: string | undefined, timeoutMs: number): StreamedRun | null {
     const link = this.get(sandboxId);
     if (!link) return null;
-    const td = { out: new TextDecoder(), err: new TextDecoder() };
-    let stdout = "";
-    let stderr = "";
-    const end = await readExecStream(
-      link.run(start),
-      { stdout: (b) => void (stdout += td.out.decode(b, { stream: true })), stderr: (b) => void (stderr += td.err.decode(b, { stream: true })) },
-      AbortSignal.timeout(timeoutMs),
-    );
-    if ("code" in end) return { exitCode: end.code, stdout, stderr };
-    const timedOut = end.cancelled === true;
-    return { exitCode: timedOut ? 124 : 255, stdout, stderr: `${stderr}${timedOut ? `timed out after ${timeoutMs} ms` : end.failed}\n` };
+    const frames = link.run({ ...start, stdin: stdin !== undefined }, stdin !== undefined ? new TextEncoder().encode(stdin) : undefined);
+    let err = "";
+    const td = new TextDecoder();
+    let resolveDone: (v: { exitCode: number; stderr: string }) => void = () => {};
+    const done = new Promise<{ exitCode: number; stderr: string }>((r) => (resolveDone = r));
+    const stdout = new ReadableStream<Uint8Array>({
+      start(c) {
+        void readExecStream(frames, { stdout: (b) => c.enqueue(b), stderr: (b) => void (err += td.decode(b, { stream: true })) }, AbortSignal.timeout(timeoutMs)).then((end) => {
+          try {
+            c.close();
+          } catch {
+            /* the reader went away */
+          }
+          if ("code" in end) resolveDone({ exitCode: end.code, stderr: err });
+          else resolveDone({ exitCode: end.cancelled ? 124 : 255, stderr: `${err}${end.cancelled ? `timed out after ${timeoutMs} ms` : end.failed}\n` });
+        });
+      },
+    });
+    return { stdout, done };
   }
 }
 

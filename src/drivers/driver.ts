@@ -3,8 +3,9 @@ import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { Config } from "../core/config";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
-import type { Exec, ExecResult } from "../sys/exec";
+import type { Exec, StreamedRun } from "../sys/exec";
 import type { RefSyncOptions } from "../sync/refsync";
+import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 import type { StagedClone } from "../workspace/staged-clone";
 
 /** What a new sandbox is asked for, beyond its name and repo (flags of `create`/`run`; a driver refuses what it cannot honour). */
@@ -42,15 +43,14 @@ export interface NewSandbox extends CreateOptions {
   config: Config;
 }
 
-/** Runs a command inside a running sandbox with no terminal (Docker: its exec agent); null when there is no such way now. */
-export type InsideRun = (argv: string[], env: Record<string, string>) => Promise<Omit<ExecResult, "argv"> | null>;
+/** Runs a command inside a running sandbox through its exec agent (Docker), stdout as bytes; null when none is connected. */
+export type AgentRun = (argv: string[], env: Record<string, string>, stdin?: string) => StreamedRun | null;
 
 /**
- * What ref sync needs of one sandbox: the host repo, the clone as the host sees it, the remote name, the exact
- * alternates, how the host's refs reach the clone (run inside, as the sandbox), and whether a start owes a sync
- * (true when host → clone had to be skipped while the sandbox was not running).
+ * What ref sync needs of one sandbox: the host repo, its name, how git runs as the sandbox in its clone, the host-side
+ * step before host → clone (macOS), and the clone's `.git` to watch as a trigger.
  */
-export type RefSyncPlan = Pick<RefSyncOptions, "hostRepo" | "clonePath" | "remoteName" | "expectedAlternates" | "insideFetch"> & { syncOnStart?: () => boolean };
+export type RefSyncPlan = Pick<RefSyncOptions, "hostRepo" | "name" | "sandboxGit" | "beforeHostRefs" | "watchDir">;
 
 /** Where the bridge finds a sandbox's clone (as the host sees it, and as the sandbox names it), and the git it runs in the host repo. */
 export interface BridgePlace {
@@ -105,8 +105,14 @@ export interface Driver {
   stopReason(spec: SandboxSpec): Promise<string | null>;
   /** Makes a sandbox that exists now keep `spec.limits` (a stopped one keeps them when it starts); a kind that cannot change them live says so. */
   applyLimits(spec: SandboxSpec): Promise<void>;
-  /** Ref sync's plan for a sandbox; `hostExec` is `hostExec(spec)`, `inside` runs commands in it when it runs. */
-  refSyncTarget(spec: SandboxSpec, hostExec: Exec, inside: InsideRun): RefSyncPlan | null;
+  /**
+   * git as the sandbox in its clone, the only way the host reads a clone: "read" whenever something can run as the
+   * sandbox (Docker: a one-off container of its image, the clone read-only, while it is stopped), "write" only while it
+   * runs. Null when not now. `agent` is its exec agent when one is connected.
+   */
+  sandboxGit(spec: SandboxSpec, mode: SandboxGitMode, agent: AgentRun | null): Promise<SandboxGit | null>;
+  /** Ref sync's plan for a sandbox; `hostExec` is `hostExec(spec)`, `agent` its exec agent while it runs. */
+  refSyncTarget(spec: SandboxSpec, hostExec: Exec, agent: AgentRun): RefSyncPlan | null;
   /**
    * At daemon start, before any guard: every stored sandbox of this kind fenced (nothing out but what a running
    * guard allows: user accounts get their block-all rules back); a start brings each to run mode after its guards.

@@ -5,21 +5,21 @@
 // sbx runs as root for this backend, and root's git would refuse the host's repo (dubious ownership) or leave
 // root-owned files in it. The guest makes its own clone when the backend applies; the host makes nothing but the dir.
 import { existsSync, readFileSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { LimitCounters } from "../core/limits";
 import type { Env } from "../sys/env";
-import type { Exec, ExecResult } from "../sys/exec";
+import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import type { UserBackendKind } from "../core/backend-kind";
 import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
 import { hostUserExec, hostUserFor, safeRepoExec, userByUid } from "../sys/as-user";
-import { hostGitEnv, hostRefsArgv, parseHostRefs } from "../sync/git-argv";
-import { sandboxRemote } from "../workspace/clone";
 import type { Backend, HostUser, SandboxSpec } from "./backend";
-import type { BridgePlace, Driver, InsideRun, NewSandbox, RefSyncPlan } from "./driver";
+import type { BridgePlace, Driver, NewSandbox, RefSyncPlan } from "./driver";
+import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 
 /** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
 export interface UserAccountBackend extends Backend {
@@ -28,8 +28,8 @@ export interface UserAccountBackend extends Backend {
   workspace(spec: SandboxSpec): string;
   /** Exactly what the clone's alternates file must hold. */
   expectedAlternates(spec: SandboxSpec): string;
-  /** Host → clone, as the guest while it runs: its `refs/remotes/host/*` become the host's branches. */
-  syncHostRefs(spec: SandboxSpec, hostRefs: ReadonlyMap<string, string>): Promise<ExecResult>;
+  /** git as the guest in its clone: the argv the daemon runs (as root, or the host user on macOS) to read or sync it. */
+  guestGitArgv(spec: SandboxSpec, args: string[]): string[];
   /** Host-side work before that, as the host user (macOS: the mirror the clone borrows objects from). */
   beforeHostRefs?(spec: SandboxSpec, hostExec: Exec): Promise<ExecResult>;
   /** At daemon start: each guest fenced (block-all) until its guards are up; how many changed. */
@@ -221,37 +221,28 @@ export class UserAccountDriver implements Driver {
   }
 
   /**
-   * Ref sync: clone → host is ref sync's pinned fetch in the host repo as the host user (root's would leave root-owned
-   * objects there); host → clone runs as the guest (`syncHostRefs`: update-ref of refs/remotes/host/*), after the
-   * backend's host-side step (macOS: the mirror). While the sandbox is stopped the guest runs nothing: the sync is
-   * owed and done at the next start.
-   * runs: git … -C <host repo> for-each-ref; (macOS) git … -C <mirror> fetch … <host repo>; (as the guest) git … update-ref --stdin
+   * git as the guest: reading its clone whenever its account and clone exist, changing its refs only while it runs
+   * (a stopped guest runs nothing that changes its sandbox; host → clone is then owed to the next start).
    */
-  refSyncTarget(spec: SandboxSpec, hostExec: Exec, _inside: InsideRun): RefSyncPlan {
+  async sandboxGit(spec: SandboxSpec, mode: SandboxGitMode): Promise<SandboxGit | null> {
     const backend = this.d.backend;
-    const done = (argv: string[] = []): ExecResult => ({ argv, exitCode: 0, stdout: "", stderr: "" });
-    let owed = false;
+    const phase = (await backend.inspect(spec)).phase;
+    if (phase === "absent" || (mode === "write" && phase !== "running")) return null;
+    return (args, stdin) => streamRun(this.d.exec, backend.guestGitArgv(spec, args), stdin === undefined ? { timeoutMs: 600_000 } : { stdin, timeoutMs: 600_000 });
+  }
+
+  /**
+   * Ref sync: both ways through sandboxGit, after the backend's host-side step before host → clone (macOS: the mirror,
+   * as the host user).
+   */
+  refSyncTarget(spec: SandboxSpec, hostExec: Exec): RefSyncPlan {
+    const backend = this.d.backend;
     return {
       hostRepo: spec.repo,
-      clonePath: backend.workspace(spec),
-      remoteName: sandboxRemote(spec.name),
-      expectedAlternates: backend.expectedAlternates(spec),
-      insideFetch: async () => {
-        const refs = await hostExec.run(hostRefsArgv(spec.repo), { env: hostGitEnv(), replaceEnv: true, check: false });
-        if (refs.exitCode !== 0) return refs;
-        const before = await backend.beforeHostRefs?.(spec, hostExec);
-        if (before && before.exitCode !== 0) return before;
-        if ((await backend.inspect(spec)).phase !== "running") {
-          owed = true;
-          return done();
-        }
-        return backend.syncHostRefs(spec, parseHostRefs(refs.stdout));
-      },
-      syncOnStart: () => {
-        const o = owed;
-        owed = false;
-        return o;
-      },
+      name: spec.name,
+      watchDir: join(backend.workspace(spec), ".git"),
+      sandboxGit: (mode) => this.sandboxGit(spec, mode),
+      ...(backend.beforeHostRefs ? { beforeHostRefs: () => backend.beforeHostRefs!(spec, hostExec) } : {}),
     };
   }
 

@@ -8,13 +8,7 @@ export interface RefSyncGuardContext {
   audit(action: string, detail?: Record<string, unknown>): void;
 }
 
-/**
- * A target, plus (optionally) whether a sync is owed once the sandbox runs: true when a host → clone fetch had to be
- * skipped because the sandbox was not running. Without it, every start syncs both ways.
- */
-export type RefSyncGuardTarget = RefSyncTarget & { syncOnStart?: () => boolean };
-
-/** What the daemon must work out per sandbox (paths, the remote, the `docker exec … git fetch` callback). */
+/** What the daemon must work out per sandbox (the repo, the name, how git runs as the sandbox). */
 export type RefSyncTarget = Omit<RefSyncOptions, "exec" | "audit">;
 
 export interface RefSyncGuardHandle {
@@ -26,17 +20,15 @@ export interface RefSyncGuardHandle {
 
 /**
  * The "ref-sync" guard: on start, resolves the sandbox's target, starts watching and syncs once each way (in the
- * background: refused at once when the alternates were rewritten); its health
- * is not ok while sync is refused (alternates rewritten) or failing, with the reason as detail.
+ * background); its health is not ok while sync is failing, with the reason as detail.
  */
-export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncGuardTarget | Promise<RefSyncGuardTarget>) {
+export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncTarget | Promise<RefSyncTarget>) {
   return {
     name: "ref-sync" as const,
     async start(ctx: C): Promise<RefSyncGuardHandle> {
       const target = await resolve(ctx);
-      const { syncOnStart: _owed, ...opts } = target;
-      // The first sync runs in the background (alternates checked first): a start does not wait on it.
-      const sync = await startRefSync({ ...opts, initialSync: "background", exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
+      // The first sync runs in the background: a start does not wait on it.
+      const sync = await startRefSync({ ...target, initialSync: "background", exec: ctx.exec, audit: (e) => ctx.audit(e.action, e.detail) });
       // The owed sync runs in the background: a start (and so `sbx create`, `sbx run`) does not wait the ≈100 ms of a
       // `docker exec … git fetch` for refs the watcher would bring a moment later anyway. Its outcome is audited by
       // ref sync itself; stop() waits for it, so nothing runs against a container being stopped or removed.
@@ -47,7 +39,7 @@ export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) =>
           await sync.stop();
         },
         sandboxStarted: async () => {
-          if (target.syncOnStart !== undefined && !target.syncOnStart()) return;
+          if (!sync.takeOwed()) return;
           const run: Promise<void> = sync
             .syncNow()
             .then(

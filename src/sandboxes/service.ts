@@ -12,13 +12,15 @@ import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
-import { finalFetch, putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/final-fetch";
+import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, sandboxSockets, type Paths } from "../sys/paths";
 import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, staleConfigLock, type Commit } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
+import { importSandbox } from "../sync/import";
+import { ensureStore, promoteStores, retireStore } from "../sync/store";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
 import { asUidExec } from "../sys/as-user";
@@ -282,7 +284,10 @@ export class SandboxService {
       let aside: SetAside | null = null;
       try {
         cancelled(req);
-        this.d.store.updateIdentity(row.id, await driver.provision(row, n, this.report(row.id, out)));
+        const h = { exec: driver.hostExec(driver.spec(row)), repo };
+        // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
+        const [ident] = await Promise.all([driver.provision(row, n, this.report(row.id, out)), promoteStores(h).then(() => ensureStore(h, req.name))]);
+        this.d.store.updateIdentity(row.id, ident);
         cancelled(req);
         aside = await this.setAside(row, driver, out);
         await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
@@ -457,39 +462,49 @@ export class SandboxService {
   }
 
   /**
-   * The clone → host fetch into `refs/remotes/sandbox-<name>/*`: ref sync's pinned, config-free git in the host repo,
-   * as the host user (never git in the clone); refused when the clone's alternates were rewritten.
-   * runs: (finalFetch) git … -C <repo> fetch … <clone> +refs/heads/*:refs/remotes/sandbox-<name>/*
+   * The clone → host sync into `refs/remotes/sandbox-<name>/*`: the sandbox's own git lists and packs, the host
+   * verifies into the sandbox's store (importSandbox; never git in the clone on the host). A sandbox nothing can run as
+   * (its container and account gone) is an error: what it held cannot be told. Then `<dir>/.synced` says the host has
+   * everything of it (prune reads that, never the clone).
    */
   private async lastFetch(row: Sandbox, driver: Driver, audit: boolean): Promise<void> {
     const spec = driver.spec(row);
-    await finalFetch({
-      hostRepo: row.repo,
-      clonePath: driver.workspace(spec),
-      remoteName: sandboxRemote(row.name),
-      expectedAlternates: driver.expectedAlternates(spec),
-      exec: driver.hostExec(spec),
-      ...(audit ? { audit: (e) => this.d.store.audit({ sandboxId: row.id, kind: "ref-sync", action: e.action, detail: e.detail }) } : {}),
-    });
+    const git = await driver.sandboxGit(spec, "read", null);
+    if (!git) {
+      if (!existsSync(driver.workspace(spec))) return;
+      throw new SbxError("unavailable", `nothing can run as sandbox ${row.name} to read its clone`, {
+        hint: "Its container or account is gone. `sbx rm --force` it: what the host already took from it stays as sandbox-NAME/*.",
+      });
+    }
+    const remote = sandboxRemote(row.name);
+    try {
+      const r = await importSandbox({ repo: row.repo, name: row.name, sandboxGit: git, exec: driver.hostExec(spec) });
+      if (audit && r.changed) this.d.store.audit({ sandboxId: row.id, kind: "ref-sync", action: "ref-sync.synced", detail: { remote, direction: "clone-to-host", final: true, packBytes: r.packBytes } });
+    } catch (e) {
+      if (audit) this.d.store.audit({ sandboxId: row.id, kind: "ref-sync", action: "ref-sync.error", detail: { remote, direction: "clone-to-host", final: true, error: (e as Error).message } });
+      throw e;
+    }
+    if (existsSync(spec.dir)) writeFileSync(sandboxLayout(spec.dir).synced, `${new Date().toISOString()}\n`);
   }
 
   /**
-   * Commits the sandbox holds that exist nowhere else on the host: fetched first, then those under
-   * `refs/remotes/sandbox-<name>/` that no other host ref has. The daemon's ref sync fetches into the same refs, and
-   * two fetches at once fail on the ref lock, so a failed fetch is tried again a few times before it counts.
+   * Commits the sandbox holds that exist nowhere else on the host: synced first (a stopped sandbox only when asked:
+   * nothing runs in it, and its last stop synced it), then those under `refs/remotes/sandbox-<name>/` that no other
+   * host ref has. The daemon's ref sync moves the same refs, so a failed sync is tried again a few times before it counts.
    * runs (as the host user): git … -C <repo> log --format=%H%x09%s --remotes=sandbox-<name> --not --exclude=refs/remotes/sandbox-* --all
    */
-  private async unsynced(row: Sandbox, driver: Driver, audit: boolean): Promise<Commit[]> {
-    for (let attempt = 1; ; attempt++) {
+  private async unsynced(row: Sandbox, driver: Driver, audit: boolean, stoppedToo = true): Promise<Commit[]> {
+    const spec = driver.spec(row);
+    const running = stoppedToo || (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
+    for (let attempt = 1; running; attempt++) {
       try {
         await this.lastFetch(row, driver, audit);
         break;
       } catch (e) {
-        if (attempt >= 4 || (e instanceof SbxError && e.code === "conflict")) throw e;
+        if (attempt >= 4 || (e instanceof SbxError && (e.code === "conflict" || e.code === "unavailable"))) throw e;
         await Bun.sleep(40 * attempt);
       }
     }
-    const spec = driver.spec(row);
     const host = driver.hostExec(spec);
     return this.onlyHere(host, row.repo, row.name, gateDirOf({ spec }));
   }
@@ -545,7 +560,8 @@ export class SandboxService {
 
   /**
    * Removes everything of one sandbox, whatever state it is in, in an order a crash can resume: the daemon's hold, the
-   * row, what the driver made, the host's `sandbox-<name>` remote config (never its refs), the dirs. Idempotent. A
+   * row, what the driver made, the sandbox's store (what host refs reach of it copied into the host's objects first;
+   * `sandbox-<name>/*` stays), a `sandbox-<name>` remote an older sbx added, the dirs. Idempotent. A
    * sandbox with no readable row is removed as the default kind would have made it; prune finds anything else.
    */
   private async teardown(name: string, repo: string, dir: string, row: Sandbox | null): Promise<void> {
@@ -564,10 +580,13 @@ export class SandboxService {
     }
     if (driver && spec) {
       await driver.backend.remove(spec);
-      const url = await sandboxRemoteUrl(driver.hostExec(spec), repo, name).catch(() => null);
-      // Retire, never `git remote remove`: the remote's config goes, its refs (the sandbox's commits) stay on the host.
-      if (url !== null && url === driver.workspace(spec) && existsSync(repo)) {
-        await retireSandboxRemote(driver.hostExec(spec), repo, sandboxRemote(name)).catch(() => false);
+      if (existsSync(join(repo, ".git"))) {
+        // What the host keeps of it (sandbox-<name>/*, and whatever the person merged) becomes the host's own objects
+        // before its store goes.
+        await retireStore({ exec: driver.hostExec(spec), repo }, name);
+        // A sandbox made before stores had a `sandbox-<name>` remote in the repo's config: its section goes, its refs stay.
+        const url = await sandboxRemoteUrl(driver.hostExec(spec), repo, name).catch(() => null);
+        if (url !== null && url === driver.workspace(spec)) await retireSandboxRemote(driver.hostExec(spec), repo, sandboxRemote(name)).catch(() => false);
       }
     }
     rmSync(dir, { recursive: true, force: true });
@@ -597,21 +616,6 @@ export class SandboxService {
   }
 
   /**
-   * Commits an orphaned sandbox dir's clone holds that no host ref has, or null when that cannot be told (its
-   * alternates were rewritten, the fetch failed). Same pinned fetch as `rm`, with the layout Docker sandboxes have.
-   */
-  private async orphanUnsynced(repo: string, name: string, dir: string): Promise<Commit[] | null> {
-    const lay = sandboxLayout(dir);
-    const exec = this.d.repoExec ?? this.d.exec;
-    try {
-      await finalFetch({ hostRepo: repo, clonePath: lay.clone, remoteName: sandboxRemote(name), expectedAlternates: `${join(lay.linkGit, "objects")}\n`, exec });
-      return await this.onlyHere(exec, repo, name, gateDirOf({ spec: { dir } }));
-    } catch {
-      return null;
-    }
-  }
-
-  /**
    * Removes what no live sandbox owns: sandbox dirs with no live row, half-made sandboxes whose creator died, what each
    * driver finds of sbx's that no live sandbox holds (containers, volumes, accounts, firewall rules), stale locks and
    * staged clones. Dirs whose clone holds unsynced commits are kept. A kind this process cannot reach is said, not skipped silently.
@@ -634,12 +638,11 @@ export class SandboxService {
       const halfMade = existsSync(lay.creating) && !lockHeld(lockPath(this.d.paths.stateDir, repo, name));
       if (live && !halfMade) continue;
       if (existsSync(lay.creating) && !halfMade) continue; // a create in progress
-      if (!halfMade && repo && existsSync(lay.clone) && (await sandboxRemoteUrl(this.d.repoExec ?? this.d.exec, repo, name).catch(() => null)) === lay.clone) {
-        const lost = await this.orphanUnsynced(repo, name, dir);
-        if (lost === null || lost.length > 0) {
-          kept.push(`${dir}: its clone holds ${lost === null ? "commits that could not be checked" : `${lost.length} unsynced commit(s)`}; fetch them (git fetch sandbox-${name}) or delete the dir by hand`);
-          continue;
-        }
+      // The host never reads a clone, an orphan's least of all (nothing runs as it any more): a dir whose sandbox was
+      // not synced to the end (no `.synced`, written by the last sync of a stop or rm) is kept.
+      if (!halfMade && repo && existsSync(join(lay.clone, ".git")) && !existsSync(lay.synced)) {
+        kept.push(`${dir}: its clone may hold commits the host does not have (its sandbox was not synced at the end); look at it inside a container, or delete the dir by hand`);
+        continue;
       }
       removed.push(`sandbox dir ${dir}${halfMade ? " (interrupted create)" : ""}`);
       // A create killed while adding its remote leaves the repo's config locked; its remote cannot be removed (or
@@ -700,7 +703,7 @@ export class SandboxService {
             },
             (e: unknown) => ({ phase: "unknown" as const, reason: (e as Error).message.split("\n")[0]! }),
           ),
-          this.unsynced(row, driver, false).catch(() => null),
+          this.unsynced(row, driver, false, false).catch(() => null),
           driver.counters(spec).catch(() => null),
         ]);
         const hits = counters === null ? [] : limitHits(null, counters);

@@ -3,8 +3,10 @@ import { watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../core/errors";
 import type { Exec, ExecResult } from "../sys/exec";
-import { checkAlternates, cloneGitDir, readCloneBranches, snapshotKey } from "./clone-files";
-import { cloneToHostFetchArgv, hostGitEnv, hostRefsArgv, parseHostRefs, validateRemoteName } from "./git-argv";
+import { validateRemoteName } from "./git-argv";
+import { exportHostRefs, importSandbox } from "./import";
+import type { SandboxGit, SandboxGitMode } from "./sandbox-git";
+import { hostRefs, isUserRef, promoteStores } from "./store";
 
 export type Direction = "clone-to-host" | "host-to-clone";
 
@@ -16,7 +18,6 @@ export interface RefSyncEvent {
     | "ref-sync.synced"
     | "ref-sync.error"
     | "ref-sync.refused"
-    | "ref-sync.recovered"
     | "ref-sync.skipped-refs"
     | "ref-sync.watch-error";
   detail: Record<string, unknown>;
@@ -25,14 +26,17 @@ export interface RefSyncEvent {
 export interface RefSyncOptions {
   /** Real path of the host repo (the working tree; `.git` is a directory in it). */
   hostRepo: string;
-  /** The shared clone on the host (sandbox-writable: read only as files here). */
-  clonePath: string;
-  /** `sandbox-<name>`: the host sees the clone's branches as `refs/remotes/<remoteName>/*`. */
-  remoteName: string;
-  /** Exactly what sbx wrote into `<clone>/.git/objects/info/alternates`. */
-  expectedAlternates: string;
-  /** host → clone: runs `git fetch` INSIDE the sandbox (e.g. `docker exec <ctr> git -C <path> fetch --prune host`). */
-  insideFetch: () => Promise<ExecResult>;
+  /** The sandbox's name: the host sees its branches as `refs/remotes/sandbox-<name>/*`. */
+  name: string;
+  /**
+   * git as the sandbox, in its clone: "read" whenever anything can run as it (Docker: also a one-off container while
+   * it is stopped), "write" only while it runs. Null: not now (host → clone is then owed until it runs).
+   */
+  sandboxGit: (mode: SandboxGitMode) => Promise<SandboxGit | null>;
+  /** Host-side work before host → clone (macOS: the mirror the guest's clone borrows from). */
+  beforeHostRefs?: () => Promise<ExecResult | undefined>;
+  /** The clone's `.git` as the host sees it: watched (never read) so a commit inside syncs at once; the poll covers the rest. */
+  watchDir?: string;
   exec: Exec;
   audit: (event: RefSyncEvent) => void;
   /** Quiet time after the last file event before a sync (default 100 ms). */
@@ -45,36 +49,30 @@ export interface RefSyncOptions {
   watch?: boolean;
   /**
    * "wait" (default): startRefSync resolves after the first sync each way. "background": it resolves once watching,
-   * with the alternates checked (a rewritten file refuses at once, in health) and the first sync still running; its
-   * outcome shows in health and audit, and stop() waits for it. The daemon's guard uses it so a start does not wait
-   * on two git processes whose result the sandbox does not need to run.
+   * with the first sync still running; its outcome shows in health and audit, and stop() waits for it.
    */
   initialSync?: "wait" | "background";
-  /** PATH for host git (default DEFAULT_GIT_PATH). */
-  gitPath?: string;
   /** Per-command timeout (default 60 s). */
   timeoutMs?: number;
 }
 
-export type RefSyncState = "starting" | "ok" | "degraded" | "refused" | "stopped";
+export type RefSyncState = "starting" | "ok" | "degraded" | "stopped";
 
 export interface RefSyncHealth {
   ok: boolean;
   state: RefSyncState;
   /** One line for `sbx status`. */
   detail: string;
-  /** Why sync is refused (alternates rewritten, …). */
-  reason?: string;
   lastError?: { direction: Direction | "watch"; message: string; at: string };
   lastSync: Partial<Record<Direction, string>>;
   syncs: Record<Direction, number>;
-  /** Watchers currently open (4 when healthy: host .git and refs, clone .git and refs, plus the clone's objects/info). */
+  /** Watchers currently open (4 when healthy: the host's .git and refs, the clone's .git and refs/heads). */
   watchers: number;
 }
 
 export interface SyncResult {
   direction: Direction;
-  /** False when refs were unchanged (no fetch ran), or when sync is refused / failed. */
+  /** True when a sync ran to its end and something moved, or it was forced; false when nothing changed or it failed. */
   fetched: boolean;
   error?: string;
 }
@@ -84,16 +82,30 @@ export interface RefSync {
   stop(): Promise<void>;
   /** Syncs both ways now, fetching even if no ref looks changed. */
   syncNow(): Promise<SyncResult[]>;
+  /** Whether host → clone was skipped because nothing could run as the sandbox (it was stopped); reading clears it. */
+  takeOwed(): boolean;
   health(): RefSyncHealth;
 }
 
 /** Names of `.git` entries whose change can mean a ref changed (the top-level watch is not recursive). */
 const RELEVANT_TOP = new Set(["HEAD", "packed-refs", "refs", "objects", "reftable"]);
 
+/** Entries of the clone's `.git` that a commit, checkout or branch change writes (not `index`: `git status` rewrites it). */
+const RELEVANT_CLONE = new Set(["HEAD", "packed-refs", "refs", "COMMIT_EDITMSG", "ORIG_HEAD", "HEAD.lock", "packed-refs.lock"]);
+
+function relevantClone(filename: string | null | Buffer): boolean {
+  return filename === null || RELEVANT_CLONE.has(String(filename));
+}
+
 function relevantTop(filename: string | null | Buffer): boolean {
   if (filename === null) return true;
   const f = String(filename);
   return RELEVANT_TOP.has(f) || f === "packed-refs.lock" || f === "HEAD.lock";
+}
+
+/** A stable text for a ref snapshot: equal snapshots, equal keys. */
+function snapshotKey(refs: ReadonlyMap<string, string>): string {
+  return [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([r, o]) => `${o} ${r}`).join("\n");
 }
 
 function message(e: unknown): string {
@@ -159,24 +171,19 @@ class Lane {
 }
 
 /**
- * Starts syncing one sandbox's clone with the host repo. Validates inputs, takes one sync each way, then watches.
- * runs (host repo only): git for-each-ref (host snapshot); git fetch … <clone> +refs/heads/*:refs/remotes/sandbox-<name>/*
- * (see cloneToHostFetchArgv). Never runs git in the clone; host → clone is the caller's `insideFetch`.
+ * Starts syncing one sandbox's clone with the host repo. Takes one sync each way, then watches.
+ * clone → host: importSandbox (the sandbox's own git lists and packs; the host verifies into the sandbox's store).
+ * host → clone: promotion of what the person's branches now reach, then exportHostRefs as the sandbox.
+ * Never runs git in the clone, and never reads a file there.
  */
 export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
-  const remote = validateRemoteName(opts.remoteName);
+  const remote = validateRemoteName(`sandbox-${opts.name}`);
   const debounceMs = opts.debounceMs ?? 100;
   const maxWaitMs = opts.maxWaitMs ?? 500;
   const pollMs = opts.pollMs ?? 5000;
   const timeoutMs = opts.timeoutMs ?? 60_000;
-  const env = hostGitEnv(opts.gitPath);
-  const hostGit = join(opts.hostRepo, ".git");
-  const cloneGit = cloneGitDir(opts.clonePath);
-  if ("problem" in cloneGit) {
-    throw new SbxError("not_found", `ref sync for ${remote}: the clone's ${cloneGit.problem}`, {
-      hint: "The sandbox's clone is missing or was tampered with; `sbx rm` it (its host refs stay) and create it again.",
-    });
-  }
+  const hostGitDir = join(opts.hostRepo, ".git");
+  const hg = { exec: opts.exec, repo: opts.hostRepo, timeoutMs };
 
   const h: RefSyncHealth = {
     ok: false,
@@ -186,8 +193,6 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
     syncs: { "clone-to-host": 0, "host-to-clone": 0 },
     watchers: 0,
   };
-  let refusedReason: string | null = null;
-  let lastCloneKey: string | null = null;
   let lastHostKey: string | null = null;
   let lastSkippedKey = "";
   let stopped = false;
@@ -198,18 +203,13 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
       Object.assign(h, { ok: false, state: "stopped", detail: "stopped" });
       return;
     }
-    if (refusedReason !== null) {
-      Object.assign(h, { ok: false, state: "refused", reason: refusedReason, detail: `sync refused: ${refusedReason}` });
-      return;
-    }
-    delete h.reason;
     const errs = Object.entries(errors).filter(([, m]) => m !== undefined);
     if (errs.length > 0) {
       Object.assign(h, { ok: false, state: "degraded", detail: errs.map(([d, m]) => `${d}: ${m}`).join("; ") });
       return;
     }
     const at = [h.lastSync["clone-to-host"], h.lastSync["host-to-clone"]].filter(Boolean).sort().pop();
-    Object.assign(h, { ok: true, state: "ok", detail: `${remote} in sync${at ? ` (last fetch ${at})` : ""}` });
+    Object.assign(h, { ok: true, state: "ok", detail: `${remote} in sync${at ? ` (last sync ${at})` : ""}` });
   };
 
   const fail = (direction: Direction | "watch", e: unknown) => {
@@ -232,52 +232,21 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
     refresh();
   };
 
-  /** Re-checks the alternates; refuses (once per distinct reason) or recovers. Returns whether sync may run. */
-  const gate = (): boolean => {
-    const c = checkAlternates(opts.clonePath, opts.expectedAlternates);
-    if (!c.ok) {
-      if (refusedReason !== c.reason) {
-        refusedReason = c.reason;
-        opts.audit({ action: "ref-sync.refused", detail: { remote, reason: c.reason } });
-      }
-      refresh();
-      return false;
-    }
-    if (refusedReason !== null) {
-      opts.audit({ action: "ref-sync.recovered", detail: { remote, was: refusedReason } });
-      refusedReason = null;
-      // Whatever happened meanwhile, fetch again rather than trust old snapshots.
-      lastCloneKey = null;
-      lastHostKey = null;
-      refresh();
-    }
-    return true;
-  };
-
   const cloneToHost = async (force: boolean): Promise<SyncResult> => {
     const direction: Direction = "clone-to-host";
-    if (!gate()) return { direction, fetched: false, error: refusedReason ?? "refused" };
     try {
-      const snap = readCloneBranches(opts.clonePath);
-      const skippedKey = snap.skipped.join("\n");
+      const git = await opts.sandboxGit("read");
+      if (!git) return { direction, fetched: false };
+      const t = performance.now();
+      const r = await importSandbox({ repo: opts.hostRepo, name: opts.name, sandboxGit: git, exec: opts.exec, timeoutMs });
+      const skippedKey = r.skipped.join("\n");
       if (skippedKey !== lastSkippedKey) {
         lastSkippedKey = skippedKey;
-        if (snap.skipped.length > 0) opts.audit({ action: "ref-sync.skipped-refs", detail: { remote, skipped: snap.skipped.slice(0, 20) } });
+        if (r.skipped.length > 0) opts.audit({ action: "ref-sync.skipped-refs", detail: { remote, skipped: r.skipped.slice(0, 20) } });
       }
-      // Unreadable as files (reftable, a missing refs dir): fetch every time rather than miss a change.
-      const key = snap.unreadable === undefined ? snapshotKey(snap.refs) : null;
-      if (!force && key !== null && key === lastCloneKey && errors[direction] === undefined) return { direction, fetched: false };
-      const t = performance.now();
-      const r = await opts.exec.run(cloneToHostFetchArgv({ hostRepo: opts.hostRepo, clonePath: opts.clonePath, remote }), {
-        env,
-        replaceEnv: true,
-        check: false,
-        timeoutMs,
-      });
-      if (r.exitCode !== 0) throw new Error(`git fetch from the clone exited ${r.exitCode}: ${r.stderr.trim().split("\n").slice(-3).join(" | ")}`);
-      lastCloneKey = key;
-      succeed(direction, { refs: snap.refs.size, ms: Math.round(performance.now() - t), ...(snap.unreadable ? { unreadable: snap.unreadable } : {}) });
-      return { direction, fetched: true };
+      if (!r.changed && !force && errors[direction] === undefined) return { direction, fetched: false };
+      succeed(direction, { refs: r.refs.size, packBytes: r.packBytes, ms: Math.round(performance.now() - t) });
+      return { direction, fetched: r.changed || force };
     } catch (e) {
       fail(direction, e);
       return { direction, fetched: false, error: message(e) };
@@ -286,25 +255,31 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
 
   const hostToClone = async (force: boolean): Promise<SyncResult> => {
     const direction: Direction = "host-to-clone";
-    if (!gate()) return { direction, fetched: false, error: refusedReason ?? "refused" };
     try {
-      const r = await opts.exec.run(hostRefsArgv(opts.hostRepo), { env, replaceEnv: true, check: false, timeoutMs });
-      if (r.exitCode !== 0) throw new Error(`git for-each-ref in the host repo exited ${r.exitCode}: ${r.stderr.trim()}`);
-      const key = snapshotKey(parseHostRefs(r.stdout));
+      const refs = await hostRefs(hg);
+      const mine = new Map([...refs].filter(([r]) => isUserRef(r)));
+      const key = snapshotKey(mine);
       if (!force && key === lastHostKey && errors[direction] === undefined) return { direction, fetched: false };
       const t = performance.now();
-      const f = await opts.insideFetch();
-      if (f.exitCode !== 0) {
-        throw new Error(`fetch inside the sandbox (${f.argv.join(" ")}) exited ${f.exitCode}: ${f.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+      // What the person's branches now reach of any sandbox's store becomes the host's own, before a sandbox is told.
+      const promoted = await promoteStores(hg);
+      const before = await opts.beforeHostRefs?.();
+      if (before && before.exitCode !== 0) throw new Error(`${before.argv.join(" ")} exited ${before.exitCode}: ${before.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+      const git = await opts.sandboxGit("write");
+      if (!git) {
+        owedHost = true;
+        return { direction, fetched: false };
       }
+      const n = await exportHostRefs(git, opts.name, mine);
       lastHostKey = key;
-      succeed(direction, { ms: Math.round(performance.now() - t) });
+      succeed(direction, { refs: n, ...(promoted > 0 ? { promoted } : {}), ms: Math.round(performance.now() - t) });
       return { direction, fetched: true };
     } catch (e) {
       fail(direction, e);
       return { direction, fetched: false, error: message(e) };
     }
   };
+  let owedHost = false;
 
   let forceNext = { c: false, h: false };
   // Results of forced runs only: a watcher-triggered run finishing later must not overwrite what syncNow reports.
@@ -324,13 +299,17 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
 
   // ---- watchers -------------------------------------------------------------------------------------------------
   type Slot = { path: string; recursive: boolean; lane: Lane; filter: (f: string | null | Buffer) => boolean; w: FSWatcher | null };
+  // The clone is watched as a trigger only (never read, never recursively: its `.git` may be a symlink to anywhere).
+  const cloneSlots: Slot[] = opts.watchDir
+    ? [
+        { path: opts.watchDir, recursive: false, lane: cloneLane, filter: relevantClone, w: null },
+        { path: join(opts.watchDir, "refs", "heads"), recursive: false, lane: cloneLane, filter: () => true, w: null },
+      ]
+    : [];
   const slots: Slot[] = [
-    { path: hostGit, recursive: false, lane: hostLane, filter: relevantTop, w: null },
-    { path: join(hostGit, "refs"), recursive: true, lane: hostLane, filter: () => true, w: null },
-    { path: cloneGit.dir, recursive: false, lane: cloneLane, filter: relevantTop, w: null },
-    { path: join(cloneGit.dir, "refs"), recursive: true, lane: cloneLane, filter: () => true, w: null },
-    // A rewritten alternates file shows up in health at once, not only at the next ref change.
-    { path: join(cloneGit.dir, "objects", "info"), recursive: false, lane: cloneLane, filter: () => true, w: null },
+    { path: hostGitDir, recursive: false, lane: hostLane, filter: relevantTop, w: null },
+    { path: join(hostGitDir, "refs"), recursive: true, lane: hostLane, filter: () => true, w: null },
+    ...cloneSlots,
   ];
   const countWatchers = () => {
     h.watchers = slots.filter((s) => s.w !== null).length;
@@ -365,12 +344,11 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
     refresh();
   };
 
-  opts.audit({ action: "ref-sync.start", detail: { remote, hostRepo: opts.hostRepo, clonePath: opts.clonePath, debounceMs, pollMs } });
+  opts.audit({ action: "ref-sync.start", detail: { remote, hostRepo: opts.hostRepo, debounceMs, pollMs } });
   // Watch first, then sync: a change during the first sync is then seen by a watcher rather than lost.
   arm();
   forceNext = { c: true, h: true };
   if (opts.initialSync === "background") {
-    gate();
     void Promise.all([cloneLane.runNow(), hostLane.runNow()]);
   } else await Promise.all([cloneLane.runNow(), hostLane.runNow()]);
 
@@ -404,6 +382,11 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
       forceNext = { c: true, h: true };
       await Promise.all([cloneLane.runNow(), hostLane.runNow()]);
       return [forced["clone-to-host"], forced["host-to-clone"]].filter((r): r is SyncResult => r !== undefined);
+    },
+    takeOwed() {
+      const o = owedHost;
+      owedHost = false;
+      return o;
     },
     health() {
       return { ...h, lastSync: { ...h.lastSync }, syncs: { ...h.syncs } };

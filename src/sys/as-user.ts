@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import type { HostUser } from "../drivers/backend";
 import { SbxError } from "../core/errors";
 import type { Env } from "./env";
-import type { Exec, ExecOptions } from "./exec";
+import { streamRun, type Exec, type ExecOptions } from "./exec";
 
 /**
  * The host user a user-account sandbox belongs to. Under `sudo` (root, with SUDO_UID) that is the invoking user, read
@@ -45,6 +45,7 @@ export function hostUserExec(exec: Exec, host: HostUser, selfUid: number): Exec 
   const envOf = (o: { env?: Record<string, string> | undefined }) => ({ HOME: host.home, USER: host.name, LOGNAME: host.name, ...o.env });
   return {
     run: (argv, opts: ExecOptions = {}) => exec.run(wrap(argv), { ...opts, env: envOf(opts) }),
+    stream: (argv, opts: ExecOptions = {}) => streamRun(exec, wrap(argv), { ...opts, env: envOf(opts) }),
     terminal: (argv, opts) => exec.terminal(wrap(argv), { ...opts, env: envOf(opts) }),
   } as Exec;
 }
@@ -68,6 +69,7 @@ export function safeRepoExec(exec: Exec, repo: string): Exec {
   return {
     ...exec,
     run: (argv, opts = {}) => exec.run(argv, { ...opts, env: add(opts.env) }),
+    stream: (argv, opts = {}) => streamRun(exec, argv, { ...opts, env: add(opts.env) }),
     terminal: (argv, opts) => exec.terminal(argv, { ...opts, env: add(opts.env) }),
   } as Exec;
 }

@@ -44,8 +44,16 @@ export interface TerminalProcess {
   readonly pid: number;
 }
 
+/** A command whose stdout is read as bytes while it runs (a pack), then how it ended. */
+export interface StreamedRun {
+  stdout: ReadableStream<Uint8Array>;
+  done: Promise<{ exitCode: number; stderr: string }>;
+}
+
 export interface Exec {
   run(argv: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** Like run, with stdout as a byte stream (never decoded); `onStdout`/`check` do not apply. Optional: see streamRun. */
+  stream?(argv: readonly string[], opts?: ExecOptions): StreamedRun;
   /** Spawns argv under a new PTY (Bun's built-in `terminal`; node-pty breaks under Bun 1.4). */
   terminal(argv: readonly string[], opts: TerminalOptions): TerminalProcess;
 }
@@ -95,24 +103,33 @@ async function readAll(stream: ReadableStream<Uint8Array>, onChunk?: (s: string)
   return out;
 }
 
+type Piped = Bun.Subprocess<"pipe" | "ignore", "pipe", "pipe">;
+
+/** Spawns argv with stdout and stderr piped; the error message when it could not start (not found, not executable). */
+function spawnPiped(argv: readonly string[], baseEnv: Record<string, string>, opts: ExecOptions): Piped | string {
+  try {
+    return Bun.spawn([...argv], {
+      cwd: opts.cwd,
+      env: mergeEnv(baseEnv, opts),
+      stdin: opts.stdin === undefined ? "ignore" : typeof opts.stdin === "string" ? Buffer.from(opts.stdin) : opts.stdin,
+      stdout: "pipe",
+      stderr: "pipe",
+      timeout: opts.timeoutMs,
+      killSignal: "SIGKILL",
+    }) as Piped;
+  } catch (e) {
+    return String((e as Error).message);
+  }
+}
+
 /** The real executor. `baseEnv` is what spawned commands inherit unless told otherwise. */
 export function createExec(baseEnv: Record<string, string>): Exec {
   return {
     async run(argv, opts = {}) {
       if (argv.length === 0) throw new SbxError("internal", "exec: empty argv");
-      let proc: Bun.Subprocess<"pipe" | "ignore", "pipe", "pipe">;
-      try {
-        proc = Bun.spawn([...argv], {
-          cwd: opts.cwd,
-          env: mergeEnv(baseEnv, opts),
-          stdin: opts.stdin === undefined ? "ignore" : typeof opts.stdin === "string" ? Buffer.from(opts.stdin) : opts.stdin,
-          stdout: "pipe",
-          stderr: "pipe",
-          timeout: opts.timeoutMs,
-          killSignal: "SIGKILL",
-        }) as Bun.Subprocess<"pipe" | "ignore", "pipe", "pipe">;
-      } catch (e) {
-        const result: ExecResult = { argv, exitCode: EXIT_NOT_FOUND, stdout: "", stderr: String((e as Error).message) };
+      const proc = spawnPiped(argv, baseEnv, opts);
+      if (typeof proc === "string") {
+        const result: ExecResult = { argv, exitCode: EXIT_NOT_FOUND, stdout: "", stderr: proc };
         if (opts.check === false) return result;
         throw new ExecError(result, `Is \`${argv[0]}\` installed and on PATH?`);
       }
@@ -124,6 +141,13 @@ export function createExec(baseEnv: Record<string, string>): Exec {
       const result: ExecResult = { argv, exitCode, stdout, stderr };
       if (exitCode !== 0 && opts.check !== false) throw new ExecError(result);
       return result;
+    },
+
+    stream(argv, opts = {}) {
+      const proc = spawnPiped(argv, baseEnv, opts);
+      if (typeof proc === "string") return { stdout: new ReadableStream({ start: (c) => c.close() }), done: Promise.resolve({ exitCode: EXIT_NOT_FOUND, stderr: proc }) };
+      const stderr = readAll(proc.stderr);
+      return { stdout: proc.stdout, done: Promise.all([proc.exited, stderr]).then(([exitCode, err]) => ({ exitCode, stderr: err })) };
     },
 
     terminal(argv, opts) {
@@ -185,4 +209,26 @@ export function spawnDetached(argv: readonly string[], opts: DetachedOptions): D
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * Runs argv with its stdout as bytes: the executor's own `stream` when it has one, else (a test double) its `run`, whose
+ * text stdout is handed on encoded.
+ */
+export function streamRun(exec: Exec, argv: readonly string[], opts: ExecOptions = {}): StreamedRun {
+  if (exec.stream) return exec.stream(argv, opts);
+  const r = exec.run(argv, { ...opts, check: false });
+  let bytes: Uint8Array | null = null;
+  return {
+    stdout: new ReadableStream({
+      async pull(c) {
+        if (bytes === null) {
+          bytes = new TextEncoder().encode((await r).stdout);
+          if (bytes.length > 0) c.enqueue(bytes);
+        }
+        c.close();
+      },
+    }),
+    done: r.then((x) => ({ exitCode: x.exitCode, stderr: x.stderr })),
+  };
 }

@@ -1,4 +1,4 @@
-// The shared clone: made on the host before the sandbox ever runs; afterwards the host only fetches FROM it, in the host repo.
+// The shared clone: made on the host before the sandbox ever runs; afterwards the host never runs git in it or reads it.
 import { existsSync, mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from "node:fs";
 import { join, relative, isAbsolute, sep } from "node:path";
 import { statSync } from "node:fs";
@@ -87,11 +87,11 @@ export async function hostGitSetup(exec: Exec, repo: string): Promise<HostGitSet
 
 /**
  * Makes the shared clone. Runs before the sandbox has ever run, so the clone's config is still sbx's own.
- * A clone started ahead by stageClone is moved into place instead (and its `host` remote pointed at the link).
- * `<dir>/clone` exists (empty until the clone takes its place) from the moment this is called.
- * runs, the first three at once: git clone --shared --origin host <dir>/repo <dir>/clone; git -C <repo> config
- *       --get-regexp <remotes and identity>; git -C <repo> remote add sandbox-<name> <dir>/clone; then (in the clone)
- *       git config user.name/user.email; git remote add <each host remote>; git fetch host +refs/remotes/<r>/*:…
+ * A clone started ahead by stageClone is moved into place instead. The host repo's config is only read: no remote
+ * there ever points at a clone. `<dir>/clone` exists (empty until the clone takes its place) from the moment this is called.
+ * runs, the two at once: git clone --shared --origin host <dir>/repo <dir>/clone; git -C <repo> config --get-regexp
+ *       <remotes and identity>; then (in the new clone) git config user.name/user.email; git remote add <each host
+ *       remote>; git fetch <dir>/repo +refs/remotes/<r>/*:…; git config --remove-section remote.host
  */
 export async function createClone(exec: Exec, req: CloneRequest, staged?: StagedClone): Promise<void> {
   const lay = sandboxLayout(req.dir);
@@ -101,18 +101,15 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
   // An empty dir holds the clone's place from this call on: the container can be made while the clone is (the engine
   // wants a bind mount's source to exist at create, and mounts whatever the path holds at start). The clone replaces it.
   mkdirSync(lay.clone, { mode: 0o700 });
-  // The host repo's own config (its origin, the sandbox-<name> remote) is read and written while the clone runs.
+  // The host repo's own config (its remotes, who commits) is read while the clone runs.
   const [setup] = await Promise.all([
     hostGitSetup(exec, req.repo),
-    addSandboxRemote(exec, req.repo, req.name, lay.clone),
     (async () => {
       // A clone started ahead (stageClone) of this very repo is moved into place; else (none, failed, another
       // filesystem) the clone is made here.
       if (staged && staged.repo === req.repo && (await staged.done)) {
         try {
           renameSync(staged.path, lay.clone);
-          // It was made from the repo's real path: inside, the host repo is at the link's path.
-          await git(exec, lay.clone, ["remote", "set-url", HOST_REMOTE, lay.link]);
           return;
         } catch {
           rmSync(lay.clone, { recursive: true, force: true });
@@ -133,29 +130,11 @@ export async function createClone(exec: Exec, req: CloneRequest, staged?: Staged
   const names = Object.keys(setup.remotes).sort();
   for (const name of names) await git(exec, lay.clone, ["remote", "add", name, setup.remotes[name]!]);
   if (names.length > 0) {
-    // Objects are shared: no copy.
-    await git(exec, lay.clone, ["fetch", "--quiet", "--no-tags", HOST_REMOTE, ...names.map((n) => `+refs/remotes/${n}/*:refs/remotes/${n}/*`)], false);
+    // Objects are shared: no copy. (The clone is sbx's own until the sandbox first runs: nothing planted yet.)
+    await git(exec, lay.clone, ["fetch", "--quiet", "--no-tags", lay.link, ...names.map((n) => `+refs/remotes/${n}/*:refs/remotes/${n}/*`)], false);
   }
-}
-
-/**
- * runs: git -C <repo> remote add sandbox-<name> <clone> (or set-url when it exists). When the add fails for another
- * reason (the repo's config is locked), that is the error, with what to do.
- */
-export async function addSandboxRemote(exec: Exec, repo: string, name: string, clone: string): Promise<void> {
-  const remote = sandboxRemote(name);
-  const r = await git(exec, repo, ["remote", "add", remote, clone], false);
-  if (r.exitCode === 0) return;
-  if ((await sandboxRemoteUrl(exec, repo, name)) !== null) {
-    await git(exec, repo, ["remote", "set-url", remote, clone]);
-    return;
-  }
-  const lock = join(repo, ".git", "config.lock");
-  throw new SbxError("unavailable", `cannot add the remote ${remote} to ${repo}: ${r.stderr.trim() || `git exited ${r.exitCode}`}`, {
-    hint: existsSync(lock)
-      ? `${lock} exists: another git command is changing the repo's config, or one was killed (\`sbx prune\` removes one an interrupted sbx create left). If no git is running there, remove that file and try again.`
-      : "Check that the repo's .git/config is writable by you, then try again.",
-  });
+  // No remote leads back to the host repo: inside, only its objects are there, and ref sync keeps refs/remotes/host/*.
+  await git(exec, lay.clone, ["config", "--remove-section", `remote.${HOST_REMOTE}`], false);
 }
 
 /**
@@ -178,34 +157,11 @@ export function staleConfigLock(repo: string): string | null {
   return lock;
 }
 
-/** Removes the host repo's `sandbox-<name>` remote and its refs; a missing remote is fine. runs: git -C <repo> remote remove sandbox-<name> */
-export async function removeSandboxRemote(exec: Exec, repo: string, name: string): Promise<boolean> {
-  if (!existsSync(repo)) return false;
-  const r = await git(exec, repo, ["remote", "remove", sandboxRemote(name)], false);
-  return r.exitCode === 0;
-}
-
 /** The URL the host repo has for remote `sandbox-<name>`, if any. runs: git -C <repo> config --get remote.sandbox-<name>.url */
 export async function sandboxRemoteUrl(exec: Exec, repo: string, name: string): Promise<string | null> {
   if (!existsSync(repo)) return null;
   const r = await git(exec, repo, ["config", "--get", `remote.${sandboxRemote(name)}.url`], false);
   return r.exitCode === 0 && r.stdout.trim() !== "" ? r.stdout.trim() : null;
-}
-
-/**
- * Copies the clone's branches and HEAD into the host repo as `refs/remotes/sandbox-<name>/*`. Runs in the HOST repo
- * (never git inside the clone on the host), with fsmonitor and hooks off and a pinned upload-pack.
- * runs: git -c core.fsmonitor=false -c core.hooksPath=/dev/null -C <repo> fetch --no-tags --prune --upload-pack=git-upload-pack
- *       sandbox-<name> +refs/heads/*:refs/remotes/sandbox-<name>/* +HEAD:refs/remotes/sandbox-<name>/HEAD
- */
-export async function fetchSandboxRefs(exec: Exec, repo: string, name: string): Promise<void> {
-  const remote = sandboxRemote(name);
-  await git(exec, repo, [
-    "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", "--upload-pack=git-upload-pack",
-    remote,
-    `+refs/heads/*:refs/remotes/${remote}/*`,
-    `+HEAD:refs/remotes/${remote}/HEAD`,
-  ]);
 }
 
 export interface Commit {
@@ -222,28 +178,6 @@ export function parseCommits(stdout: string): Commit[] {
       const i = l.indexOf("\t");
       return i < 0 ? { sha: l.trim(), subject: "" } : { sha: l.slice(0, i), subject: l.slice(i + 1) };
     });
-}
-
-/**
- * Commits the clone holds that no host ref (other than sandbox remotes) contains. Fetches first, in the host repo.
- * runs: (fetchSandboxRefs) then git -C <repo> log --format=%H%x09%s --remotes=sandbox-<name> --not --exclude=refs/remotes/sandbox-* --all
- */
-export async function unsyncedCommits(exec: Exec, repo: string, name: string): Promise<Commit[]> {
-  // The daemon's ref sync fetches into the same refs: two fetches at once fail on the ref lock ("cannot lock ref"),
-  // so a failed fetch is tried again a few times before it counts.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await fetchSandboxRefs(exec, repo, name);
-      break;
-    } catch (e) {
-      if (attempt >= 4) throw e;
-      await Bun.sleep(40 * attempt);
-    }
-  }
-  const r = await git(exec, repo, [
-    "log", "--format=%H%x09%s", `--remotes=${sandboxRemote(name)}`, "--not", "--exclude=refs/remotes/sandbox-*", "--all",
-  ]);
-  return parseCommits(r.stdout);
 }
 
 /**

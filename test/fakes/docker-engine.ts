@@ -1,7 +1,8 @@
 // An in-memory Docker engine behind the backend's Engine seam, with the real engine's rules where sbx relies on them:
 // a name in use refuses a create, an unknown image or container is an error, a volume in use cannot be removed, a
 // started container's forwarder prints its ready line (or exits, as on a musl image), labels filter what is found.
-import { createRequestFromArgs, FORWARDER_READY, LABEL } from "../../src/drivers/docker/args";
+import { createRequestFromArgs, FORWARDER_READY, LABEL, parseMountValue } from "../../src/drivers/docker/args";
+import type { StreamedRun } from "../../src/sys/exec";
 import type { Engine, Found, LogsAndState, Seen } from "../../src/drivers/docker/engine-client";
 import { SbxError } from "../../src/core/errors";
 
@@ -19,6 +20,8 @@ interface Container {
   /** The host pid a test says the container's first process has (its cgroup counters are read from it). */
   pid: number;
   oomKilled: boolean;
+  /** Bind mounts, container path → host path: what a command inside sees where. */
+  binds: Map<string, string>;
 }
 
 interface Volume {
@@ -67,10 +70,11 @@ export class FakeDockerEngine implements Engine {
     const hc = (body as { HostConfig?: { Mounts?: { Type?: string; Source?: string }[]; Memory?: number; MemorySwap?: number; NanoCpus?: number; PidsLimit?: number } }).HostConfig ?? {};
     const limits = Object.fromEntries((["Memory", "MemorySwap", "NanoCpus", "PidsLimit"] as const).flatMap((k) => (hc[k] === undefined ? [] : [[k, hc[k]]])));
     const volumes = (hc.Mounts ?? []).filter((m) => m.Type === "volume" && m.Source).map((m) => m.Source!);
+    const binds = new Map((hc.Mounts ?? []).filter((m) => m.Type === "bind").map((m) => [String((m as { Target?: string }).Target), String(m.Source)]));
     // The real engine makes a named volume a create refers to when it is missing (unlabelled, default driver).
     for (const v of volumes) if (!this.volumesByName.has(v)) this.volumesByName.set(v, { name: v, labels: {} });
     const labels = ((body as { Labels?: Record<string, string> }).Labels ?? {}) as Record<string, string>;
-    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [], limits, pid: 0, oomKilled: false });
+    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [], limits, pid: 0, oomKilled: false, binds });
     this.mutations.push(`create ${name}`);
   }
 
@@ -170,6 +174,43 @@ export class FakeDockerEngine implements Engine {
   async runToEnd(argv: string[]): Promise<{ exitCode: number; stderr: string }> {
     this.mutations.push(`run ${argv.slice(2).join(" ")}`);
     return { exitCode: 0, stderr: "" };
+  }
+
+  /**
+   * A command inside: only git, run for real by the test process in the host dir its `-C` path is bound from (what
+   * the container's git would see there), as this uid.
+   */
+  execStream(name: string, _user: string, env: Record<string, string>, argv: readonly string[], stdin?: string): StreamedRun {
+    const c = this.container(name);
+    if (c.status !== "running") throw refused(`Error response from daemon: container ${name} is not running`);
+    this.mutations.push(`exec ${name} ${argv.filter((a) => !a.startsWith("/")).slice(0, 8).join(" ")}`);
+    return this.gitThrough(c.binds, argv, env, stdin);
+  }
+
+  /** A throwaway container (`docker run --rm -i … --entrypoint git <image> …`): its binds from the argv. */
+  runStream(argv: readonly string[], stdin?: string): StreamedRun {
+    const binds = new Map<string, string>();
+    argv.forEach((a, i) => {
+      if (argv[i - 1] !== "--mount") return;
+      const f = Object.fromEntries(parseMountValue(a).map((x) => x.split("=") as [string, string]));
+      if (f.type === "bind" && f.src && f.dst) binds.set(f.dst, f.src);
+    });
+    const at = argv.indexOf("--entrypoint");
+    const image = argv[at + 2] ?? "";
+    if (!this.images.has(image)) throw refused(`Unable to find image '${image}' locally`);
+    this.mutations.push(`run-git ${image}`);
+    return this.gitThrough(binds, [argv[at + 1]!, ...argv.slice(at + 3)], { PATH: process.env.PATH ?? "/usr/bin:/bin" }, stdin);
+  }
+
+  private gitThrough(binds: Map<string, string>, argv: readonly string[], env: Record<string, string>, stdin?: string): StreamedRun {
+    if (argv[0] !== "git") throw refused(`fake engine: only git runs inside (${argv[0]})`);
+    const map = (p: string) => {
+      const t = [...binds.keys()].filter((d) => p === d || p.startsWith(`${d}/`)).sort((a, b) => b.length - a.length)[0];
+      return t === undefined ? `/nonexistent-in-container${p}` : `${binds.get(t)}${p.slice(t.length)}`;
+    };
+    const args = argv.map((a, i) => (argv[i - 1] === "-C" ? map(a) : a));
+    const p = Bun.spawn([...args], { env: { ...env, PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent" }, stdin: stdin === undefined ? "ignore" : Buffer.from(stdin), stdout: "pipe", stderr: "pipe" });
+    return { stdout: p.stdout, done: Promise.all([p.exited, new Response(p.stderr).text()]).then(([exitCode, stderr]) => ({ exitCode, stderr })) };
   }
 
   async imagesLabelled(label: string): Promise<string[]> {

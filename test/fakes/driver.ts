@@ -7,7 +7,8 @@ import type { BackendKind, Sandbox } from "../../src/core/schemas";
 import type { BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
 import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/sandboxes/identity";
 import type { LimitCounters, Limits } from "../../src/core/limits";
-import type { Exec } from "../../src/sys/exec";
+import { streamRun, type Exec } from "../../src/sys/exec";
+import type { SandboxGit, SandboxGitMode } from "../../src/sync/sandbox-git";
 import type { Paths } from "../../src/sys/paths";
 import { FakeBackend } from "./backend";
 
@@ -112,6 +113,19 @@ export class FakeDriver implements Driver {
 
   sessionCwd(_spec: SandboxSpec, callerCwd: string): string {
     return callerCwd;
+  }
+
+  /**
+   * git as the fake sandbox: its real git in its real clone, run by the test's executor (a fake sandbox has no identity
+   * of its own to run as; the Docker and linux-user suites run it as the sandbox for real). Null without a clone, and
+   * for "write" while it is not running, as the real drivers answer.
+   */
+  async sandboxGit(spec: SandboxSpec, mode: SandboxGitMode): Promise<SandboxGit | null> {
+    this.calls.push(`sandboxGit ${spec.name} ${mode}`);
+    const clone = this.workspace(spec);
+    if (!existsSync(join(clone, ".git"))) return null;
+    if (mode === "write" && (await this.backend.inspect(spec)).phase !== "running") return null;
+    return (args, stdin) => streamRun(this.exec, ["git", "-C", clone, ...args], stdin === undefined ? {} : { stdin });
   }
 
   /** No ref sync for a fake sandbox unless a test gives a plan (its clone is real git, its inside is not). */

@@ -3,7 +3,7 @@
 // on them: useradd refuses a name in use, userdel refuses while the account runs processes, `nft -f` is one atomic
 // transaction whose `delete element` of a missing key or `delete chain` still jumped to fails it whole, `rm -rf
 // --one-file-system` cannot remove a mount point, rmdir wants an empty dir, and the host's git runs as the host user.
-import type { Passwd } from "../../src/drivers/linux-user/backend";
+import { ENSURE_LIST, type Passwd } from "../../src/drivers/linux-user/backend";
 import { FakeExec, type Reply } from "./exec";
 
 /** An account as getent prints it: the backend's own passwd shape. */
@@ -179,7 +179,7 @@ export class FakeLinux {
         return this.mounts.has(args[1]!) ? ok : fail(32, `${args[1]} is not a mountpoint`);
       case "mount":
         if (args[0] === "--bind") {
-          if (!this.files.has(args[1]!) || !this.files.has(args[2]!)) return fail(32, `mount: ${args[2]}: special device ${args[1]} does not exist`);
+          if (!this.files.has(args[1]!) || !this.files.has(this.throughMounts(args[2]!))) return fail(32, `mount: ${args[2]}: special device ${args[1]} does not exist`);
           this.mounts.set(args[2]!, args[1]!);
         } else if (args[0] === "-o" && args[1] === "remount,bind,ro") {
           if (!this.mounts.has(args[2]!)) return fail(32, `mount: ${args[2]}: not mounted`);
@@ -210,7 +210,22 @@ export class FakeLinux {
     }
   }
 
+  /** A path as the kernel finds it: under a bind mount, the same path under its source. */
+  private throughMounts(p: string): string {
+    for (const [target, source] of this.mounts) if (p.startsWith(`${target}/`)) return `${source}${p.slice(target.length)}`;
+    return p;
+  }
+
   private asUser(uid: number, argv: readonly string[]): Reply {
+    if (argv[0] === "sh" && argv[2] === ENSURE_LIST) {
+      // The host user makes its objects' list of alternates when it is missing (in a dir it owns).
+      const info = `${argv[4]}/info`;
+      const dir = this.files.get(info) ?? this.files.get(argv[4]!);
+      if (!dir || dir.uid !== uid) return fail(1, `sh: ${info}/alternates: Permission denied`);
+      if (!this.files.has(info)) this.mk(info, "dir", 0o755, uid);
+      if (!this.files.has(`${info}/alternates`)) this.mk(`${info}/alternates`, "file", 0o644, uid, "");
+      return ok;
+    }
     if (argv[0] !== "git") return fail(127, `fake linux: setpriv ${argv[0]}: not modelled`);
     const git = argv.slice(1);
     const at = git[0] === "-C" ? git[1]! : "";

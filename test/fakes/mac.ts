@@ -280,6 +280,10 @@ export class FakeMac {
       }
       return this.ok();
     }
+    if (sub === "init" && a.includes("--bare")) {
+      this.mk(a[a.length - 1]!, "dir", 0o755, who);
+      return this.ok();
+    }
     if (dir === null) throw new Error(`fake mac: git ${a.join(" ")}`);
     if (sub === "for-each-ref" && dir === "/Users/alice/src/demo") {
       if (who !== HOST) return this.fail(`fatal: cannot change to '${dir}': Permission denied`, 128);
@@ -302,7 +306,8 @@ export class FakeMac {
       return this.ok([...clone].filter(([r]) => r.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : 1)).map(([r, o]) => `${withOid ? `${o} ` : ""}${r}\n`).join(""));
     }
     if (sub === "update-ref" && rest[1] === "--stdin") {
-      const ops = stdin.split("\n").filter(Boolean).map((l) => l.split(" "));
+      // A transaction's start/commit lines frame the ops; only update and delete change anything.
+      const ops = stdin.split("\n").filter((l) => l.startsWith("update ") || l.startsWith("delete ")).map((l) => l.split(" "));
       for (const [op, ref, oid] of ops) {
         if (op === "update" && !this.repo.mirrorObjects.has(oid!)) return this.fail(`fatal: cannot update ref '${ref}': trying to write ref '${ref}' with nonexistent object ${oid}`, 128);
       }

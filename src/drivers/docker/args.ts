@@ -247,6 +247,45 @@ export function limitHostConfig(l: { memory: number | null; cpus: number | null;
   };
 }
 
+/**
+ * Pure: the host repo's objects, read-only, where the clone's alternates lead (never its config, hooks, refs or info/),
+ * with an empty file over their own alternates list: the stores of other sandboxes it names stay out of sight.
+ */
+export function hostObjectsMounts(spec: Pick<SandboxSpec, "dir" | "repo">): string[] {
+  const lay = sandboxLayout(spec.dir);
+  return [
+    "--mount", mountValue([["type", "bind"], ["src", join(spec.repo, ".git", "objects")], ["dst", join(lay.linkGit, "objects")], "readonly"]),
+    "--mount", mountValue([["type", "bind"], ["src", lay.alternatesMask], ["dst", join(lay.linkGit, "objects", "info", "alternates")], "readonly"]),
+  ];
+}
+
+/**
+ * Pure: a one-off container that runs the sandbox's own git in its clone while the sandbox is stopped: the sandbox's
+ * image, user and view of the repo (the clone read-only), no network, no capabilities, its limits. How the host reads
+ * a stopped sandbox's clone without reading it itself.
+ */
+export function oneShotGitArgs(spec: SandboxSpec, image: string, root: string, git: readonly string[]): string[] {
+  const u = spec.hostUser;
+  const lay = sandboxLayout(spec.dir);
+  return [
+    "docker", "run", "--rm", "-i",
+    "--user", `${u.uid}:${u.gid}`,
+    "--network", "none",
+    "--cap-drop", "ALL",
+    "--security-opt", "no-new-privileges",
+    ...limitArgs(spec),
+    ...labelArgs(labels(spec, "git", root)),
+    "--env", `HOME=${u.home}`,
+    "--env", `PATH=${PLAIN_PATH}`,
+    "--mount", mountValue([["type", "bind"], ["src", lay.clone], ["dst", spec.repo], "readonly"]),
+    ...hostObjectsMounts(spec),
+    "--workdir", spec.repo,
+    "--entrypoint", "git",
+    image,
+    ...git,
+  ];
+}
+
 /** Pure: the full `docker create` argv for a sandbox. Golden-tested. */
 export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] {
   const u = spec.hostUser;
@@ -272,7 +311,7 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "--env", `HOME=${u.home}`,
     ...env,
     "--mount", mountValue([["type", "bind"], ["src", lay.clone], ["dst", spec.repo]]),
-    "--mount", mountValue([["type", "bind"], ["src", join(spec.repo, ".git")], ["dst", lay.linkGit], "readonly"]),
+    ...hostObjectsMounts(spec),
     "--mount", mountValue([["type", "bind"], ["src", spec.sockets.dir], ["dst", SOCKET_MOUNT]]),
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.bun], ["dst", RUNTIME_MOUNT.bun], "readonly"]),
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.shims], ["dst", RUNTIME_MOUNT.shims], "readonly"]),
@@ -399,7 +438,7 @@ function intValue(flag: string, v: string): number {
 
 /** Every mount destination inside the container (for seeding their parents). */
 export function mountTargets(spec: SandboxSpec, overlays: readonly OverlayPlan[]): string[] {
-  return [spec.repo, sandboxLayout(spec.dir).linkGit, ...overlays.map((o) => o.target)];
+  return [spec.repo, join(sandboxLayout(spec.dir).linkGit, "objects"), ...overlays.map((o) => o.target)];
 }
 
 /**

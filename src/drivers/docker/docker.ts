@@ -1,5 +1,5 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { sandboxClaudeJson } from "../../core/claude-json";
 import { SbxError } from "../../core/errors";
@@ -87,6 +87,19 @@ export function writeShellProfiles(spec: Pick<SandboxSpec, "dir">): void {
   // Empty, read-only for everyone: what ~/.claude/.credentials.json shows inside in --claude-auth inject mode.
   if (!existsSync(lay.credentialsMask)) writeFileSync(lay.credentialsMask, "", { mode: 0o444 });
   chmodSync(lay.credentialsMask, 0o444);
+  // Empty too: what the host objects' list of alternates (the sandboxes' stores) shows inside.
+  if (!existsSync(lay.alternatesMask)) writeFileSync(lay.alternatesMask, "", { mode: 0o444 });
+  chmodSync(lay.alternatesMask, 0o444);
+}
+
+/**
+ * The host objects' `info/alternates` exists (empty when the repo has none): the mask is mounted over it, and a mount
+ * point inside a read-only mount cannot be made. Opened for append, so a list that is there stays as it is.
+ */
+export function ensureAlternatesFile(repo: string): void {
+  const info = join(repo, ".git", "objects", "info");
+  mkdirSync(info, { recursive: true });
+  appendFileSync(join(info, "alternates"), "");
 }
 
 /**
@@ -262,6 +275,7 @@ export class DockerBackend implements Backend {
       for (const p of overlays) this.prepareOverlayDirs(p);
       await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
       writeShellProfiles(spec);
+      ensureAlternatesFile(spec.repo);
       await this.engine.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
     }
     // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of

@@ -4,14 +4,14 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
 import type { ClaudeAuth } from "./args";
-import { DockerBackend, engineSocket, requireSameUidEngine } from "./docker";
+import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { credentialsUnder } from "../../core/claude-json";
 import { ensureImage, planImage } from "./image";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
 import { expandHome } from "../../lifecycle/config";
-import { containerName, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
+import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { HOST_REMOTE, sandboxRemote } from "../../workspace/clone";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
@@ -23,7 +23,8 @@ import type { Exec } from "../../sys/exec";
 import type { Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { BridgePlace, Driver, DriverReport, InsideRun, NewSandbox, RefSyncPlan } from "../driver";
+import type { AgentRun, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
 export const DockerIdentitySchema = z.object({
@@ -282,39 +283,33 @@ export class DockerDriver implements Driver {
   }
 
   /**
-   * Ref sync: clone → host by a pinned fetch in the host repo; host → clone by `git fetch` run INSIDE the sandbox as
-   * its user, with the image's own git (PATH without the shims, which would send it to the bridge). With the
-   * sandbox's exec agent connected the fetch goes through it (the same user, environment and PATH as the docker exec,
-   * ≈100 ms and a docker CLI process less per sync); while the container is not running there is nothing to fetch
-   * into, and the sync after start catches up.
-   * runs (inside): git -C <repo> fetch --prune --quiet host, through the exec agent with PATH=<plain>; else
-   *   docker exec --user <uid>:<gid> --env PATH=<plain> sbx-<id> git -C <repo> fetch --prune --quiet host
+   * git as the sandbox: through its exec agent while it runs (≈30 ms), else `docker exec` as its user while the
+   * container runs, else (read only) a one-off container of its image with the clone read-only. Always the image's own
+   * git, with a PATH without the shims (they would send it to the bridge).
+   * runs: docker exec -i --user <uid>:<gid> --env PATH=<plain> sbx-<id> git -C <repo> …;
+   *       docker run --rm -i … --mount <clone>:<repo>:ro … --entrypoint git <image> -C <repo> …
    */
-  refSyncTarget(spec: SandboxSpec, hostExec: Exec, inside: InsideRun): RefSyncPlan {
-    const lay = sandboxLayout(spec.dir);
+  async sandboxGit(spec: SandboxSpec, mode: SandboxGitMode, agent: AgentRun | null): Promise<SandboxGit | null> {
     const u = spec.hostUser;
-    const fetch = ["git", "-C", spec.repo, "fetch", "--prune", "--quiet", HOST_REMOTE];
-    const argv = ["docker", "exec", "--user", `${u.uid}:${u.gid}`, "--env", `PATH=${PLAIN_PATH}`, containerName(spec.id), ...fetch];
-    let owed = false;
+    const engine = this.backend.engine;
+    const git = (args: string[]) => ["git", ...SANDBOX_GIT_SAFE, "-C", spec.repo, ...args];
+    const viaExec: SandboxGit = (args, stdin) => engine.execStream(containerName(spec.id), `${u.uid}:${u.gid}`, { PATH: PLAIN_PATH }, git(args), stdin);
+    if (agent) return (args, stdin) => agent(git(args), { PATH: PLAIN_PATH }, stdin) ?? viaExec(args, stdin);
+    const status = await this.backend.containerStatus(spec);
+    if (status === "running") return viaExec;
+    if (mode === "write" || status === null) return null;
+    const image = dockerOptions(spec).image;
+    if (typeof image !== "string" || image === "") return null;
+    return (args, stdin) => engine.runStream(oneShotGitArgs(spec, image, this.backend.root, [...SANDBOX_GIT_SAFE, "-C", spec.repo, ...args]), stdin);
+  }
+
+  /** Ref sync: both ways through sandboxGit; the clone's `.git` is watched as a trigger. */
+  refSyncTarget(spec: SandboxSpec, _hostExec: Exec, agent: AgentRun): RefSyncPlan {
     return {
       hostRepo: spec.repo,
-      clonePath: lay.clone,
-      remoteName: sandboxRemote(spec.name),
-      expectedAlternates: `${join(lay.linkGit, "objects")}\n`,
-      insideFetch: async () => {
-        const viaAgent = await inside(fetch, { PATH: PLAIN_PATH });
-        if (viaAgent) return { argv: fetch, ...viaAgent };
-        if ((await this.backend.containerStatus(spec)) !== "running") {
-          owed = true;
-          return { argv, exitCode: 0, stdout: "", stderr: "" };
-        }
-        return hostExec.run(argv, { check: false, timeoutMs: 60_000 });
-      },
-      syncOnStart: () => {
-        const o = owed;
-        owed = false;
-        return o;
-      },
+      name: spec.name,
+      watchDir: join(sandboxLayout(spec.dir).clone, ".git"),
+      sandboxGit: (mode) => this.sandboxGit(spec, mode, (argv, env, stdin) => agent(argv, env, stdin)),
     };
   }
 

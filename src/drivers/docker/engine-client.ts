@@ -4,7 +4,7 @@
 // one answers (a few ms, no process) and falls back to the docker CLI otherwise. Unit tests give the backend an
 // in-memory engine (test/fakes/docker-engine.ts) with the same rules.
 import { SbxError } from "../../core/errors";
-import type { Exec } from "../../sys/exec";
+import { streamRun, type Exec, type StreamedRun } from "../../sys/exec";
 import { createRequestFromArgs, LABEL, limitHostConfig } from "./args";
 import type { Limits } from "../../core/limits";
 import { engineJson, engineMessage } from "./engine-exec";
@@ -66,6 +66,10 @@ export interface Engine {
   pathsExist(name: string, paths: readonly string[], user: { uid: number; gid: number }): Promise<Set<string>>;
   /** Runs a throwaway container to its end (`docker run --rm` argv). */
   runToEnd(argv: string[]): Promise<{ exitCode: number; stderr: string }>;
+  /** Runs argv in a running container as `user` (uid:gid), `env` added, stdin given whole, stdout as bytes (`docker exec -i`). */
+  execStream(name: string, user: string, env: Record<string, string>, argv: readonly string[], stdin?: string): StreamedRun;
+  /** Runs a throwaway container (`docker run --rm -i` argv) with stdin given whole and stdout as bytes. */
+  runStream(argv: readonly string[], stdin?: string): StreamedRun;
   /** Ids of the images with this label. */
   imagesLabelled(label: string): Promise<string[]>;
   /** Whether an image of this tag exists. */
@@ -88,7 +92,7 @@ export function foundFromApi(containers: unknown, volumes: unknown): Found[] | u
   for (const c of containers as { Names?: unknown; Labels?: Record<string, unknown> | null; State?: unknown }[]) {
     const l = c?.Labels ?? {};
     if (!Array.isArray(c?.Names) || typeof c.Names[0] !== "string" || typeof c.State !== "string") return undefined;
-    if (str(l[LABEL.role]) === "cleanup") continue;
+    if (str(l[LABEL.role]) === "cleanup" || str(l[LABEL.role]) === "git") continue;
     out.push({ kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State });
   }
   for (const v of vols as { Name?: unknown; Labels?: Record<string, unknown> | null }[]) {
@@ -276,7 +280,7 @@ export class DockerEngine implements Engine {
     const rows = (s: string) => s.split("\n").filter((l) => l.trim() !== "").map((l) => l.split("\t"));
     const out: Found[] = [];
     for (const [name = "", sandbox = "", dir = "", repo = "", sname = "", state = "", role = ""] of rows(c.stdout)) {
-      if (role === "cleanup") continue;
+      if (role === "cleanup" || role === "git") continue;
       out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state });
     }
     for (const [name = "", sandbox = "", dir = "", repo = "", sname = ""] of rows(v.stdout)) {
@@ -365,6 +369,17 @@ export class DockerEngine implements Engine {
   async runToEnd(argv: string[]): Promise<{ exitCode: number; stderr: string }> {
     const r = await this.exec.run(argv, { check: false });
     return { exitCode: r.exitCode, stderr: r.stderr };
+  }
+
+  /** runs: docker exec -i --user <user> --env K=V… <name> <argv…> */
+  execStream(name: string, user: string, env: Record<string, string>, argv: readonly string[], stdin?: string): StreamedRun {
+    const e = Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]);
+    return streamRun(this.exec, ["docker", "exec", "-i", "--user", user, ...e, name, ...argv], { timeoutMs: 600_000, ...(stdin === undefined ? {} : { stdin }) });
+  }
+
+  /** runs: <argv> (docker run --rm -i …) */
+  runStream(argv: readonly string[], stdin?: string): StreamedRun {
+    return streamRun(this.exec, argv, { timeoutMs: 600_000, ...(stdin === undefined ? {} : { stdin }) });
   }
 
   /** API: GET /images/<tag>/json; else runs: docker image inspect <tag> */

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { GuestCgroups } from "./cgroup";
 import type { LimitCounters } from "../../core/limits";
 import { parseHostGitSetup } from "../../workspace/clone";
+import { SANDBOX_GIT_SAFE } from "../../sync/sandbox-git";
 import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
 import type { Exec, ExecResult } from "../../sys/exec";
@@ -75,6 +76,9 @@ export function parsePasswdLine(line: string): Passwd | null {
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** As the host user: their objects dir's `info/alternates` exists (appended nothing: a list that is there stays). */
+export const ENSURE_LIST = 'mkdir -p "$1/info" && : >> "$1/info/alternates"';
+
 /** Set by setpriv --reset-env from the guest's passwd entry; a spec must not override who the guest is. */
 const IDENTITY_VARS = new Set(["HOME", "USER", "LOGNAME", "SHELL"]);
 
@@ -383,21 +387,35 @@ export class LinuxUserBackend implements Backend {
    * The host's objects dir, bind-mounted read-only under a root-owned dir only this guest may traverse. The
    * guest thus needs no ACL on any dir of the host's home (a traverse ACL there would let it open every
    * world-readable file whose name it guesses, such as ~/.bashrc). Mounts vanish at reboot: apply re-makes them.
-   * runs: mountpoint -q <mnt>; install -d …; setfacl -m u:<uid>:--x <dir> (and u:<host uid>:--x); mount --bind <objects> <mnt>; mount -o remount,bind,ro <mnt>
+   * runs: mountpoint -q <mnt>; install -d …; setfacl -m u:<uid>:--x <dir>; mount --bind <objects> <mnt>; mount -o remount,bind,ro <mnt>;
+   *       mountpoint -q <mnt>/info/alternates; (as the host user) sh -c <ENSURE_LIST> sh <objects>; tee <dir>/alternates.masked;
+   *       mount --bind <mask> <mnt>/info/alternates; mount -o remount,bind,ro <mnt>/info/alternates
    */
   private async ensureObjectsMount(pw: Passwd, host: HostUser, id: string, objects: string): Promise<boolean> {
     const mnt = this.objectsMount(id);
     const dir = dirname(mnt);
-    const m = await this.exec.run(["mountpoint", "-q", mnt], { check: false });
-    if (m.exitCode === 0) return false;
-    await this.exec.run(["install", "-d", "-m", "0711", "-o", "root", "-g", "root", dirname(dir)]);
-    await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", dir, mnt]);
-    await this.exec.run(["setfacl", "-m", `u:${pw.uid}:--x`, dir]);
-    // The host user reads the clone (clone → host fetch), whose alternates lead here: it may traverse to its own objects.
-    if (host.uid !== 0) await this.exec.run(["setfacl", "-m", `u:${host.uid}:--x`, dir]);
-    await this.exec.run(["mount", "--bind", objects, mnt]);
-    await this.exec.run(["mount", "-o", "remount,bind,ro", mnt]);
-    return true;
+    let changed = false;
+    if ((await this.exec.run(["mountpoint", "-q", mnt], { check: false })).exitCode !== 0) {
+      await this.exec.run(["install", "-d", "-m", "0711", "-o", "root", "-g", "root", dirname(dir)]);
+      await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", dir, mnt]);
+      await this.exec.run(["setfacl", "-m", `u:${pw.uid}:--x`, dir]);
+      await this.exec.run(["mount", "--bind", objects, mnt]);
+      await this.exec.run(["mount", "-o", "remount,bind,ro", mnt]);
+      changed = true;
+    }
+    // Over the host objects' own list of alternates (the stores of every sandbox of the repo), an empty root-owned
+    // file: this guest never reaches another sandbox's commits. The list must exist to be masked; it is made (empty,
+    // which changes nothing) by the host user, never by root in their repo.
+    const list = join(mnt, "info", "alternates");
+    if ((await this.exec.run(["mountpoint", "-q", list], { check: false })).exitCode !== 0) {
+      await this.exec.run(this.asHost(host, ["sh", "-c", ENSURE_LIST, "sh", objects]));
+      const mask = join(dir, "alternates.masked");
+      await this.exec.run(["tee", mask], { stdin: "" });
+      await this.exec.run(["mount", "--bind", mask, list]);
+      await this.exec.run(["mount", "-o", "remount,bind,ro", list]);
+      changed = true;
+    }
+    return changed;
   }
 
   /**
@@ -566,20 +584,12 @@ export class LinuxUserBackend implements Backend {
   }
 
   /**
-   * host → clone for ref sync, run AS THE GUEST (never git in the clone as root or the host user): the host's branches
-   * become the clone's `refs/remotes/host/*` with `git update-ref --stdin`. No transport is needed: the clone's
-   * alternates already hold every host object. `hostRefs` maps host ref names (refs/heads/…) to object ids.
-   * runs (as the guest): git -C <clone> for-each-ref --format=%(refname) refs/remotes/host/; git -C <clone> update-ref --stdin
+   * git as the guest in its clone (how the host reads a clone: never itself). Hooks and fsmonitor off on the command
+   * line, so nothing the clone's config names runs behind a stopped sandbox's back.
+   * runs: setpriv --reuid=<guest> --regid=<guest> --init-groups --reset-env -- git -c core.hooksPath=/dev/null -c core.fsmonitor=false -C <clone> …
    */
-  async syncHostRefs(spec: SandboxSpec, hostRefs: ReadonlyMap<string, string>): Promise<ExecResult> {
-    const guest = this.guest(spec);
-    const ws = this.workspace(spec);
-    const git = (args: string[]) => this.asGuestArgv(guest, ["git", "-c", "core.fsmonitor=false", "-C", ws, ...args]);
-    const cur = await this.exec.run(git(["for-each-ref", "--format=%(refname)", "refs/remotes/host/"]), { check: false });
-    if (cur.exitCode !== 0) return cur;
-    const lines = hostUpdateRefs(hostRefs, cur.stdout.split("\n").filter((l) => l !== ""));
-    if (lines === "") return { ...cur, stdout: "" };
-    return this.exec.run(git(["update-ref", "--stdin"]), { check: false, stdin: lines, timeoutMs: 60_000 });
+  guestGitArgv(spec: SandboxSpec, args: string[]): string[] {
+    return this.asGuestArgv(this.guest(spec), ["git", ...SANDBOX_GIT_SAFE, "-C", this.workspace(spec), ...args]);
   }
 
   /**
@@ -777,7 +787,9 @@ export class LinuxUserBackend implements Backend {
     }
     if (inv.objectsDir) {
       const mnt = this.objectsMount(inv.id);
-      if ((await this.exec.run(["mountpoint", "-q", mnt], { check: false })).exitCode === 0) await this.exec.run(["umount", mnt]);
+      for (const m of [join(mnt, "info", "alternates"), mnt]) {
+        if ((await this.exec.run(["mountpoint", "-q", m], { check: false })).exitCode === 0) await this.exec.run(["umount", m]);
+      }
       await this.exec.run(["rm", "-rf", "--one-file-system", inv.objectsDir]);
     }
     for (const d of [inv.home, inv.stage]) if (d) await this.exec.run(["rm", "-rf", "--one-file-system", d]);
@@ -806,25 +818,6 @@ export class LinuxUserBackend implements Backend {
     }
     return n;
   }
-}
-
-/**
- * Pure: the `git update-ref --stdin` lines that make a clone's `refs/remotes/host/*` equal the host's branches:
- * an update per host branch, a delete for each host-tracking ref whose branch is gone. Names are checked strictly.
- */
-export function hostUpdateRefs(hostRefs: ReadonlyMap<string, string>, current: readonly string[]): string {
-  const want = new Map<string, string>();
-  for (const [ref, oid] of hostRefs) {
-    if (!ref.startsWith("refs/heads/") || !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(oid)) continue;
-    const branch = ref.slice("refs/heads/".length);
-    if (!/^[A-Za-z0-9._\/-]+$/.test(branch) || branch.includes("..") || branch.endsWith(".lock")) continue;
-    want.set(`refs/remotes/host/${branch}`, oid);
-  }
-  const out: string[] = [];
-  for (const [ref, oid] of [...want].sort(([a], [b]) => (a < b ? -1 : 1))) out.push(`update ${ref} ${oid}`);
-  // refs/remotes/host/HEAD is clone's symref to the default branch: deleting it would delete that branch too.
-  for (const ref of [...current].sort()) if (!want.has(ref) && ref.startsWith("refs/remotes/host/") && ref !== "refs/remotes/host/HEAD") out.push(`delete ${ref}`);
-  return out.length === 0 ? "" : `${out.join("\n")}\n`;
 }
 
 /** One sandbox id's leftovers, whichever of them exist. */

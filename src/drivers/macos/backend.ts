@@ -8,7 +8,7 @@ import { z } from "zod";
 import { SbxError } from "../../core/errors";
 import type { Exec, ExecOptions, ExecResult } from "../../sys/exec";
 import { hostGitEnv } from "../../sync/git-argv";
-import { hostUpdateRefs } from "../linux-user/backend";
+import { SANDBOX_GIT_SAFE } from "../../sync/sandbox-git";
 import { sha256Hex } from "../../sys/paths";
 import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../backend";
 import { renderShimWrappers, type HomeFile } from "../provision/provision";
@@ -189,10 +189,11 @@ export class MacosBackend implements Backend {
 
     // The read-only path: a host-owned mirror outside the host's home; the guest may only read it.
     did(await this.root.run({ op: "ensure-share" }));
+    // Made empty and filled with the person's branches only: a `clone --mirror` would copy every ref, other
+    // sandboxes' `sandbox-*` commits included, where this guest can read them.
     if ((await this.ls(c.mirror)) === null) {
-      await this.run([BIN.git, "clone", "--mirror", "--quiet", "--", spec.repo, c.mirror], {
-        env: { GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0" },
-      });
+      await this.run([BIN.git, "init", "--bare", "--quiet", "--", c.mirror], { env: { GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0" } });
+      await this.run(mirrorFetchArgv({ hostRepo: spec.repo, mirror: c.mirror }), { env: hostGitEnv(), replaceEnv: true });
       changed = true;
     }
     await this.grant(c.share, `user:${c.guest}`, ["search"], false) && (changed = true);
@@ -305,32 +306,12 @@ export class MacosBackend implements Backend {
   }
 
   /**
-   * Host → clone, step 2 (AS THE GUEST, only while it runs): its clone's `refs/remotes/host/*` become the host's
-   * branches (update-ref; the objects are already reachable through the mirror). The host never runs git in the clone.
-   * runs: sudo -n -H -u <guest> /usr/bin/git -c core.fsmonitor=false -C <workspace> for-each-ref --format=%(objectname) %(refname) refs/remotes/host/
-   *       sudo -n -H -u <guest> /usr/bin/git -c core.fsmonitor=false -C <workspace> update-ref --stdin   (when anything changed)
+   * git as the guest in its clone (how the host reads a clone: never itself), hooks and fsmonitor off. Pure.
+   * runs: sudo -n -H -u <guest> /usr/bin/git -c core.hooksPath=/dev/null -c core.fsmonitor=false -C <workspace> …
    */
-  async syncHostRefs(spec: SandboxSpec, hostRefs: ReadonlyMap<string, string>): Promise<ExecResult> {
+  guestGitArgv(spec: SandboxSpec, args: string[]): string[] {
     const c = this.ctx(spec);
-    const git = (args: string[]) => [BIN.git, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-C", c.workspace, ...args];
-    const cur = await this.asGuest(c.guest, git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/host/"]), { check: false });
-    if (cur.exitCode !== 0) return cur;
-    const have = new Map<string, string>();
-    for (const l of cur.stdout.split("\n")) {
-      const i = l.indexOf(" ");
-      if (i > 0) have.set(l.slice(i + 1), l.slice(0, i));
-    }
-    // Only what differs: the watcher calls this on every host ref change, most of which touch no branch.
-    const lines = hostUpdateRefs(hostRefs, [...have.keys()])
-      .split("\n")
-      .filter((l) => {
-        const [op, ref, oid] = l.split(" ");
-        return l !== "" && !(op === "update" && have.get(ref!) === oid);
-      })
-      .map((l) => `${l}\n`)
-      .join("");
-    if (lines === "") return { ...cur, stdout: "" };
-    return this.asGuest(c.guest, git(["update-ref", "--stdin"]), { check: false, stdin: lines, timeoutMs: 60_000 });
+    return [BIN.sudo, "-n", "-H", "-u", c.guest, BIN.git, ...SANDBOX_GIT_SAFE, "-C", c.workspace, ...args];
   }
 
   /** This host user's guests by UID → sandbox id (what the pflog monitor maps a blocked packet's anchor to). runs: dscl . -list /Users UniqueID */

@@ -6,7 +6,7 @@ import { DockerBackend } from "../../../src/drivers/docker/docker";
 import type { SandboxSpec } from "../../../src/drivers/backend";
 import { createExec, type Exec } from "../../../src/sys/exec";
 import { sha256Hex } from "../../../src/sys/paths";
-import { createClone, removeSandboxRemote } from "../../../src/workspace/clone";
+import { createClone } from "../../../src/workspace/clone";
 import { runBackendContract } from "../../contract/backend";
 import { BASE_IMAGE, skipReason } from "./fixture";
 
@@ -56,9 +56,6 @@ runBackendContract(
         };
       },
       async teardown() {
-        for (const n of ["contract-apply", "contract-idem", "contract-stop", "contract-rm", "contract-list-a", "contract-list-b", "contract-keep", "contract-orphan", "contract-shell"]) {
-          await removeSandboxRemote(base, repo, n);
-        }
         rmSync(root, { recursive: true, force: true });
       },
     };

@@ -1,6 +1,7 @@
 // Live ref sync end to end on Docker: commits made inside appear on the host with no command typed, host branches appear inside, and `sbx rm --force` keeps the sandbox's refs.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { realpathSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, waitFor } from "./harness";
 
@@ -57,7 +58,7 @@ describe.skipIf(!canRun)(`ref sync end to end on Docker${skipReason ? ` (skipped
     expect(seen!).toBeLessThan(2000);
   }, 30_000);
 
-  test("sbx stop takes a last fetch; sbx rm --force keeps refs/remotes/sandbox-r/* and drops only the remote's config", () => {
+  test("sbx stop takes a last sync; sbx rm --force keeps refs/remotes/sandbox-r/*, their objects move into the host's own, and its store goes", () => {
     must(dexec(f, ctr, ["sh", "-c", `echo late >> w.txt && git ${GIT_ID.join(" ")} commit -qam late`], { workdir: repo }), "late commit");
     const late = must(dexec(f, ctr, ["git", "rev-parse", "HEAD"], { workdir: repo }), "rev-parse").stdout.trim();
     must(f.sbx(["stop", "r"], { cwd: repo }), "sbx stop");
@@ -67,6 +68,12 @@ describe.skipIf(!canRun)(`ref sync end to end on Docker${skipReason ? ` (skipped
     expect(hostRef("refs/remotes/sandbox-r/work")).toBe(late);
     expect(f.git(["log", "--format=%s", "-1", "sandbox-r/work"], repo).stdout.trim()).toBe("late");
     expect(f.git(["config", "--get", "remote.sandbox-r.url"], repo).code).not.toBe(0);
+    expect(existsSync(join(repo, ".git", "sbx", "r.git"))).toBe(false);
+    expect(readFileSync(join(repo, ".git", "objects", "info", "alternates"), "utf8")).not.toContain("r.git");
+    // the-users-git-stays-safe: gc with nothing left to borrow from keeps every commit a host ref reaches
+    must(f.git(["gc", "-q", "--prune=now"], repo), "git gc");
+    expect(f.git(["log", "--format=%s", "-1", "sandbox-r/work"], repo).stdout.trim()).toBe("late");
+    must(f.git(["fsck", "--connectivity-only", "--no-dangling"], repo), "git fsck");
   }, 60_000);
 
   test("a new sandbox named r moves the old one's kept refs to refs/sbx-retired/r/<time>/*, says so, and its first sync deletes nothing", async () => {
@@ -76,7 +83,7 @@ describe.skipIf(!canRun)(`ref sync end to end on Docker${skipReason ? ` (skipped
     expect(c.stderr).toMatch(/kept as refs\/sbx-retired\/r\/\d{8}T\d{6}Z\/\*/);
     const list = f.git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/sbx-retired/r/"], repo).stdout.trim().split("\n");
     expect(list.some((l) => l.startsWith(`${late} `) && l.endsWith("/work"))).toBe(true);
-    // The new sandbox's ref sync (a --prune fetch) has run: the old branch is gone from sandbox-r/*, kept aside.
+    // The new sandbox's first sync has run: the old branch is gone from sandbox-r/*, kept aside.
     const main = hostRef("refs/heads/main");
     expect(await waitFor(() => (hostRef("refs/remotes/sandbox-r/main") === main ? true : undefined), 5000)).toBe(true);
     expect(hostRef("refs/remotes/sandbox-r/work")).toBeUndefined();

@@ -3,6 +3,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import type { SandboxSpec } from "../../../src/drivers/backend";
 import { makeWorld, must, sh, whyNot, type World } from "./harness";
+import { importSandbox } from "../../../src/sync/import";
+import type { SandboxGit } from "../../../src/sync/sandbox-git";
+import { createExec, streamRun } from "../../../src/sys/exec";
+import { hostUserExec } from "../../../src/sys/as-user";
 
 const skip = whyNot();
 const hasSudo = sh(["which", "sudo"]).code === 0;
@@ -65,6 +69,25 @@ describe.skipIf(skip !== undefined)(`sandboxes-apart: linux-user guests${skip ? 
     // the host's objects are readable, not writable
     const objects = must(["git", "-c", `safe.directory=*`, "-C", w.repo, "rev-parse", "--path-format=absolute", "--git-common-dir"]).trim() + "/objects";
     expect(run(a, `touch ${objects}/planted && echo planted`).out).not.toContain("planted");
+  });
+
+  test("a-sandbox-sees-only-its-own-work: a's commit, taken by the host through a's own git into a's store, is out of b's reach", async () => {
+    const hostExec = hostUserExec(createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), w.host, 0);
+    const root = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" });
+    const guestGit = (spec: SandboxSpec): SandboxGit => (args, stdin) => streamRun(root, w.backend.guestGitArgv(spec, args), stdin === undefined ? {} : { stdin });
+    expect(run(a, "git -c user.name=a -c user.email=a@x commit -q --allow-empty -m only-a && echo committed").out).toContain("committed");
+    const sha = run(a, "git rev-parse HEAD").out.trim();
+    const r = await importSandbox({ repo: w.repo, name: a.name, sandboxGit: guestGit(a), exec: hostExec });
+    expect(r.refs.get("main")).toBe(sha);
+    const hostGitAs = (args: string[]) => must(["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--init-groups", "--reset-env", "--", "git", "-C", w.repo, ...args]);
+    expect(hostGitAs(["log", "--format=%s", "-1", `sandbox-${a.name}/main`]).trim()).toBe("only-a");
+    // b: not by id, not by listing every object it can reach, not through the host objects' list of alternates
+    expect(run(b, `git cat-file -e ${sha} && echo readable`).out).not.toContain("readable");
+    expect(run(b, "git cat-file --batch-all-objects --batch-check='%(objectname)'").out).not.toContain(sha);
+    expect(run(b, `cat ${w.backend.objectsMount(b.id)}/info/alternates | wc -c`).out.trim()).toBe("0");
+    expect(run(b, `ls ${w.repo}/.git/sbx && echo listed`).out).not.toContain("listed");
+    // control: the host's own list does name a's store
+    expect(hostGitAs(["cat-file", "-e", sha])).toBe("");
   });
 
   test("the guest cannot list or read the host user's home", () => {

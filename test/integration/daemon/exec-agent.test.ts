@@ -193,27 +193,39 @@ describe("exec agent ↔ daemon", () => {
   });
 });
 
-describe("ExecAgents.collect (the daemon's own commands inside, e.g. ref sync's fetch)", () => {
-  test("output and exit code collected; null without an agent, so the caller takes the engine", async () => {
+describe("ExecAgents.stream (the daemon's own commands inside: ref sync's git as the sandbox)", () => {
+  test("null without an agent, so the caller takes the engine; the request's environment reaches the command", async () => {
     const w = await world();
-    expect(await w.agents.collect(w.sandboxId, cmd(["true"]), 1000)).toBeNull();
+    expect(w.agents.stream(w.sandboxId, cmd(["true"]), undefined, 1000)).toBeNull();
     agentFor(w);
     await connected(w);
-    expect(await w.agents.collect(w.sandboxId, cmd(["sh", "-c", "echo $PATH; echo e >&2; exit 2"], { env: { PATH: "/usr/bin:/bin" } }), 5000)).toEqual({
-      exitCode: 2,
-      stdout: "/usr/bin:/bin\n",
-      stderr: "e\n",
-    });
+    const run = w.agents.stream(w.sandboxId, cmd(["sh", "-c", "echo $PATH; echo e >&2; exit 2"], { env: { PATH: "/usr/bin:/bin" } }), undefined, 5000)!;
+    expect(await new Response(run.stdout).text()).toBe("/usr/bin:/bin\n");
+    expect(await run.done).toEqual({ exitCode: 2, stderr: "e\n" });
   });
+
+  test("stream: the daemon's own commands get stdout as exact bytes (a pack), stdin given whole, stderr and the exit code", async () => {
+    const w = await world();
+    agentFor(w);
+    await connected(w);
+    const run = w.agents.stream(w.sandboxId, cmd(["sh", "-c", "printf '\\000\\377\\200PACK'; cat; echo oops >&2; exit 3"]), "in", 5000)!;
+    const bytes = new Uint8Array(await new Response(run.stdout).arrayBuffer());
+    expect([...bytes]).toEqual([0, 255, 128, 80, 65, 67, 75, 105, 110]);
+    expect(await run.done).toEqual({ exitCode: 3, stderr: "oops\n" });
+    expect(w.agents.stream(w.sandboxId + 1, cmd(["true"]), undefined, 5000)).toBeNull();
+  });
+
 
   test("a command past its time is stopped and reported as 124", async () => {
     const w = await world();
     agentFor(w);
     await connected(w);
     const pidFile = join(w.root, "slow.pid");
-    const r = await w.agents.collect(w.sandboxId, cmd(["sh", "-c", `echo $$ > ${pidFile}; exec sleep 30`]), 300);
-    expect(r?.exitCode).toBe(124);
-    expect(r?.stderr).toContain("timed out");
+    const run = w.agents.stream(w.sandboxId, cmd(["sh", "-c", `echo $$ > ${pidFile}; exec sleep 30`]), undefined, 300)!;
+    await new Response(run.stdout).arrayBuffer();
+    const r = await run.done;
+    expect(r.exitCode).toBe(124);
+    expect(r.stderr).toContain("timed out");
     const pid = Number(readFileSync(pidFile, "utf8"));
     const until = Date.now() + 5000;
     const alive = () => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z");

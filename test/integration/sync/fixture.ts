@@ -2,7 +2,8 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createExec, type ExecResult } from "../../../src/sys/exec";
+import { createExec, streamRun, type ExecResult } from "../../../src/sys/exec";
+import { SANDBOX_GIT_SAFE, type SandboxGit } from "../../../src/sync/sandbox-git";
 import type { RefSyncEvent, RefSyncOptions } from "../../../src/sync/refsync";
 
 export const NAME = "t";
@@ -46,8 +47,8 @@ export interface SyncFixture {
   alternates: string;
   marker: string;
   events: RefSyncEvent[];
-  /** Stands in for `docker exec <ctr> git fetch`: a separate git process in the clone, marked as the inside. */
-  insideFetch: () => Promise<ExecResult>;
+  /** Stands in for a driver's sandboxGit: the sandbox's own git in its clone, marked as the inside (hooks off, as the drivers run it). */
+  sandboxGit: SandboxGit;
   /** A commit made inside the sandbox (a separate process marked as the inside). */
   commitInside(msg: string, branch?: string): string;
   commitHost(msg: string, branch?: string): string;
@@ -77,7 +78,6 @@ export function makeFixture(): SyncFixture {
   const alternates = `${join(link, ".git", "objects")}\n`;
   writeFileSync(join(clone, ".git", "objects", "info", "alternates"), alternates);
   gitOk(clone, ["remote", "rename", "origin", "host"]);
-  gitOk(host, ["remote", "add", REMOTE, clone]);
   const events: RefSyncEvent[] = [];
   const exec = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" });
 
@@ -90,7 +90,12 @@ export function makeFixture(): SyncFixture {
     alternates,
     marker,
     events,
-    insideFetch: async () => git(clone, ["fetch", "--prune", "--quiet", "host"], "inside"),
+    sandboxGit: (args, stdin) =>
+      streamRun(exec, ["git", ...SANDBOX_GIT_SAFE, "-C", clone, ...args], {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, ".home-does-not-exist"), GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", SBX_SIDE: "inside" },
+        replaceEnv: true,
+        ...(stdin === undefined ? {} : { stdin }),
+      }),
     commitInside(msg, branch) {
       if (branch !== undefined) gitOk(clone, ["checkout", "-q", "-B", branch], "inside");
       gitOk(clone, ["commit", "-q", "--allow-empty", "-m", msg], "inside");
@@ -115,10 +120,9 @@ export function makeFixture(): SyncFixture {
     options(extra = {}) {
       return {
         hostRepo: host,
-        clonePath: clone,
-        remoteName: REMOTE,
-        expectedAlternates: alternates,
-        insideFetch: f.insideFetch,
+        name: NAME,
+        sandboxGit: async () => f.sandboxGit,
+        watchDir: join(clone, ".git"),
         exec,
         audit: (e) => void events.push(e),
         pollMs: 0,

@@ -1,7 +1,7 @@
 // Invariant 4, host-runs-no-guest-config, for ref sync: nothing the sandbox plants in its clone runs on the host while syncing.
 //
 // Every planted command appends `${SBX_SIDE:-host} <setting>` to a marker file. Processes standing in for the inside
-// of the sandbox (the test's `insideFetch`, commits made "inside") set SBX_SIDE=inside; the sync's own host git runs
+// of the sandbox (the fixture's sandboxGit, commits made "inside") set SBX_SIDE=inside; the sync's own host git runs
 // with a replaced environment that has no SBX_SIDE, so any line starting with `host` is a planted command the HOST ran.
 // Each test first runs a CONTROL: the naive host-side command a careless sync would use, and shows it does write a
 // `host` line, so the assertion after the real sync is one that can fail.
@@ -114,7 +114,6 @@ describe("host-runs-no-guest-config: ref sync never runs the clone's hooks or co
     expect(control(f, ["fetch", "-q", "host"])).toEqual(["host remote.host.uploadpack"]);
     await syncBothWays(f);
     expect(hostLines(f)).toEqual([]);
-    expect(f.markerLines()).toContain("inside remote.host.uploadpack");
   });
 
   test("uploadpack.packObjectsHook in the clone's config, and in a global config the daemon's HOME could point at", async () => {
@@ -150,7 +149,6 @@ describe("host-runs-no-guest-config: ref sync never runs the clone's hooks or co
     expect(control(f, ["fetch", "-q", "host"])).toEqual(["host core.alternateRefsCommand"]);
     await syncBothWays(f);
     expect(hostLines(f)).toEqual([]);
-    expect(f.markerLines()).toContain("inside core.alternateRefsCommand");
   });
 
   test("the daemon's own GIT_DIR and GIT_* variables do not leak into the sync's git", async () => {
@@ -163,87 +161,5 @@ describe("host-runs-no-guest-config: ref sync never runs the clone's hooks or co
     });
     await syncBothWays(f, { exec });
     expect(f.hostRef(`${REMOTE}/feature`)).not.toBeNull();
-  });
-});
-
-describe("host-runs-no-guest-config: a rewritten alternates file stops the sync", () => {
-  test("the sync refuses, audits the reason, shows it in health, fetches nothing, and resumes once restored", async () => {
-    f = makeFixture();
-    const fx = f;
-    sync = await startRefSync(fx.options());
-    expect(sync.health().state).toBe("ok");
-    // Another repo's objects (a copy of the host here, so git inside keeps working): what an attacker would point at.
-    Bun.spawnSync(["git", "clone", "-q", "--bare", fx.host, join(fx.root, "elsewhere.git")]);
-    const evil = join(fx.root, "elsewhere.git", "objects");
-    writeFileSync(join(fx.clone, ".git", "objects", "info", "alternates"), `${evil}\n`);
-    // The objects/info watcher notices without any ref change.
-    await waitFor("refused", () => sync!.health().state === "refused", 1000);
-    const h = sync.health();
-    expect(h.ok).toBe(false);
-    expect(h.reason).toContain("was rewritten");
-    expect(h.reason).toContain(evil);
-    expect(h.detail).toStartWith("sync refused:");
-    const refused = fx.events.filter((e) => e.action === "ref-sync.refused");
-    expect(refused).toHaveLength(1);
-    expect(String(refused[0]!.detail.reason)).toContain(evil);
-
-    // Commits inside no longer reach the host; host commits are not fetched in either.
-    const sha = fx.commitInside("while refused", "blocked");
-    const hostSha = fx.commitHost("host while refused");
-    const forced = await sync.syncNow();
-    expect(forced.every((r) => !r.fetched && r.error?.includes("was rewritten"))).toBe(true);
-    await Bun.sleep(300);
-    expect(fx.hostRef(`${REMOTE}/blocked`)).toBeNull();
-    expect(fx.cloneRef("refs/remotes/host/main")).not.toBe(hostSha);
-    // One audit per distinct reason, not one per attempt.
-    expect(fx.events.filter((e) => e.action === "ref-sync.refused")).toHaveLength(1);
-
-    writeFileSync(join(fx.clone, ".git", "objects", "info", "alternates"), fx.alternates);
-    await waitFor("recovered", () => fx.hostRef(`${REMOTE}/blocked`) === sha, 1500);
-    await waitFor("host->clone after recovery", () => fx.cloneRef("refs/remotes/host/main") === hostSha, 1500);
-    expect(sync.health().state).toBe("ok");
-    expect(fx.events.some((e) => e.action === "ref-sync.recovered")).toBe(true);
-  });
-
-  test("alternates turned into a symlink, or an extra line, is refused too", async () => {
-    f = makeFixture();
-    const alt = join(f.clone, ".git", "objects", "info", "alternates");
-    writeFileSync(alt, `${f.alternates}${join(f.root, "extra")}\n`);
-    sync = await startRefSync(f.options());
-    expect(sync.health().state).toBe("refused");
-    expect(f.hostRef(`${REMOTE}/main`)).toBeNull();
-    await sync.stop();
-    sync = null;
-    const target = join(f.root, "alt-target");
-    writeFileSync(target, f.alternates);
-    Bun.spawnSync(["rm", "-f", alt]);
-    Bun.spawnSync(["ln", "-s", target, alt]);
-    sync = await startRefSync(f.options());
-    expect(sync.health().reason).toContain("is a symlink");
-  });
-});
-
-// Under macOS the clone belongs to the sandbox user, not to the daemon's user; git's "dubious ownership" check would
-// stop the host's upload-pack unless the pinned command admits exactly that clone (safe.directory on its command line).
-const isRoot = process.getuid?.() === 0;
-describe.skipIf(!isRoot)("host-runs-no-guest-config: a clone owned by another uid (skipped: needs root to chown)", () => {
-  test("the pinned upload-pack fetches from it, where a plain fetch is refused as dubious ownership", async () => {
-    f = makeFixture();
-    const fx = f;
-    const sha = fx.commitInside("owned by someone else", "other-uid");
-    Bun.spawnSync(["chown", "-R", "4242:4242", fx.clone]);
-    const plain = Bun.spawnSync(["git", "-C", fx.host, "fetch", "-q", fx.clone, "+refs/heads/*:refs/remotes/plain/*"], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent", GIT_CONFIG_NOSYSTEM: "1" },
-    });
-    expect(plain.exitCode).not.toBe(0);
-    expect(plain.stderr.toString()).toContain("dubious ownership");
-    sync = await startRefSync(
-      fx.options({
-        // The inside runs as that other user; here it only has to not fail.
-        insideFetch: async () => ({ argv: ["inside"], exitCode: 0, stdout: "", stderr: "" }),
-      }),
-    );
-    expect(fx.hostRef(`${REMOTE}/other-uid`)).toBe(sha);
-    expect(sync.health().state).toBe("ok");
   });
 });

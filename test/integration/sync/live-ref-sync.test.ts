@@ -1,6 +1,7 @@
 // Live ref sync between a real host repo and its shared clone: both directions, bursts, no command typed, clean stop.
 import { afterEach, describe, expect, test } from "bun:test";
 import { startRefSync, type RefSync } from "../../../src/sync/refsync";
+import type { SandboxGit } from "../../../src/sync/sandbox-git";
 import { makeFixture, REMOTE, waitFor, type SyncFixture } from "./fixture";
 
 let f: SyncFixture | null = null;
@@ -17,7 +18,7 @@ describe("live ref sync (watchers, backstop poll off unless a test says so)", ()
     f = makeFixture();
     sync = await startRefSync(f.options());
     expect(sync.health().state).toBe("ok");
-    expect(sync.health().watchers).toBe(5);
+    expect(sync.health().watchers).toBe(4);
     const fx = f;
     const sha = fx.commitInside("work inside", "feature");
     const t = performance.now();
@@ -68,7 +69,7 @@ describe("live ref sync (watchers, backstop poll off unless a test says so)", ()
     await waitFor("pruned", () => fx.hostRef(`${REMOTE}/gone-soon`) === null, 1000);
   });
 
-  test("refs packed by `git pack-refs` in the clone are seen (packed-refs read as a file)", async () => {
+  test("refs packed by `git pack-refs` in the clone are seen (the sandbox's own git lists them)", async () => {
     f = makeFixture();
     sync = await startRefSync(f.options());
     const fx = f;
@@ -113,16 +114,15 @@ describe("live ref sync (watchers, backstop poll off unless a test says so)", ()
     await expect(sync.syncNow()).rejects.toThrow(/stopped/);
   });
 
-  test("an inside fetch that fails is audited and shown in health, then recovers on the next change", async () => {
+  test("git inside that fails is audited and shown in health, then recovers on the next change", async () => {
     f = makeFixture();
     const fx = f;
     let broken = true;
-    sync = await startRefSync(
-      fx.options({
-        insideFetch: async () =>
-          broken ? { argv: ["docker", "exec", "x", "git", "fetch"], exitCode: 1, stdout: "", stderr: "Error: No such container: x" } : fx.insideFetch(),
-      }),
-    );
+    const failing: SandboxGit = () => ({
+      stdout: new ReadableStream({ start: (c) => c.close() }),
+      done: Promise.resolve({ exitCode: 1, stderr: "Error: No such container: x" }),
+    });
+    sync = await startRefSync(fx.options({ sandboxGit: async () => (broken ? failing : fx.sandboxGit) }));
     expect(sync.health().state).toBe("degraded");
     expect(sync.health().detail).toContain("No such container");
     expect(fx.events.some((e) => e.action === "ref-sync.error" && String(e.detail.error).includes("No such container"))).toBe(true);

@@ -1,10 +1,9 @@
-// The shared clone with real git: alternates through the link, remotes both ways, unsynced commits, and no guest config run on the host.
+// The shared clone with real git: alternates through the link, the host's remotes and identity, and no remote in the host repo leading to it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SbxError } from "../../../src/core/errors";
-import { addSandboxRemote, createClone, fetchSandboxRefs, removeSandboxRemote, sessionCwd, staleConfigLock, unsyncedCommits } from "../../../src/workspace/clone";
+import { createClone, sessionCwd, staleConfigLock } from "../../../src/workspace/clone";
 import { sandboxLayout } from "../../../src/workspace/layout";
 import { createExec } from "../../../src/sys/exec";
 
@@ -49,11 +48,10 @@ describe("createClone", () => {
     expect(cfg("user.email")).toBe("ann@example.invalid");
     expect(Bun.spawnSync(["git", "-C", clone, "commit", "-q", "--allow-empty", "-m", "first inside"], { env: bare }).exitCode).toBe(0);
     expect(Bun.spawnSync(["git", "-C", clone, "log", "-1", "--format=%an <%ae>"], { env: bare }).stdout.toString().trim()).toBe("Ann Host <ann@example.invalid>");
-    git(repo, "remote", "remove", "sandbox-ident");
   });
 
   test("every remote of the host repo is in the clone under its name, with the host's view of its branches", () => {
-    expect(git(lay.clone, "remote").split("\n").sort()).toEqual(["host", "origin", "upstream"]);
+    expect(git(lay.clone, "remote").split("\n").sort()).toEqual(["origin", "upstream"]);
     expect(git(lay.clone, "config", "remote.upstream.url")).toBe("https://example.invalid/up/app.git");
     expect(git(lay.clone, "rev-parse", "refs/remotes/upstream/main")).toBe(git(repo, "rev-parse", "HEAD"));
   });
@@ -63,15 +61,16 @@ describe("createClone", () => {
     expect(readFileSync(join(lay.clone, ".git", "objects", "info", "alternates"), "utf8")).toBe(`${lay.linkGit}/objects\n`);
   });
 
-  test("the clone's origin is the host's origin URL; the host repo is remote 'host'", () => {
+  test("the clone's origin is the host's origin URL; the host's branches are refs/remotes/host/*, with no remote leading back", () => {
     expect(git(lay.clone, "remote", "get-url", "origin")).toBe("https://example.invalid/org/app.git");
-    expect(git(lay.clone, "remote", "get-url", "host")).toBe(lay.link);
+    expect(Bun.spawnSync(["git", "-C", lay.clone, "config", "--get-regexp", "^remote\\.host\\."]).stdout.toString()).toBe("");
     expect(git(lay.clone, "rev-parse", "origin/main")).toBe(git(repo, "rev-parse", "HEAD"));
     expect(git(lay.clone, "rev-parse", "host/main")).toBe(git(repo, "rev-parse", "HEAD"));
   });
 
-  test("the host repo has the clone as remote sandbox-demo", () => {
-    expect(git(repo, "remote", "get-url", "sandbox-demo")).toBe(lay.clone);
+  test("the-users-git-stays-safe: no remote in the host repo's config points at the clone (the user's `git fetch --all` never runs in it)", () => {
+    expect(git(repo, "remote").split("\n").sort()).toEqual(["origin", "upstream"]);
+    expect(readFileSync(join(repo, ".git", "config"), "utf8")).not.toContain(lay.clone);
   });
 
   test("the clone has a work tree and shares objects (no pack copied)", () => {
@@ -80,87 +79,7 @@ describe("createClone", () => {
   });
 });
 
-describe("unsyncedCommits", () => {
-  const lay = sandboxLayout(dir);
-  test("none right after the clone", async () => {
-    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([]);
-  });
-
-  test("a commit made in the clone is reported until a host ref has it", async () => {
-    writeFileSync(join(lay.clone, "b.txt"), "b\n");
-    git(lay.clone, "add", "b.txt");
-    git(lay.clone, "commit", "-qm", "sandbox work");
-    const sha = git(lay.clone, "rev-parse", "HEAD");
-    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([{ sha, subject: "sandbox work" }]);
-    git(repo, "branch", "kept", "sandbox-demo/main");
-    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([]);
-  });
-
-  test("a ref lock held for a moment (the daemon's ref sync fetching at the same time) is waited out, not reported as a failure", async () => {
-    writeFileSync(join(lay.clone, "c.txt"), "c\n");
-    git(lay.clone, "add", "c.txt");
-    git(lay.clone, "commit", "-qm", "while locked");
-    const sha = git(lay.clone, "rev-parse", "HEAD");
-    const lock = join(repo, ".git", "refs", "remotes", "sandbox-demo", "main.lock");
-    writeFileSync(lock, "");
-    setTimeout(() => rmSync(lock, { force: true }), 60);
-    expect(await unsyncedCommits(exec, repo, "demo")).toEqual([{ sha, subject: "while locked" }]);
-    git(repo, "branch", "kept-too", "sandbox-demo/main");
-  });
-
-  test("a detached-HEAD commit counts too", async () => {
-    git(lay.clone, "checkout", "-q", "--detach");
-    git(lay.clone, "commit", "-q", "--allow-empty", "-m", "detached");
-    const list = await unsyncedCommits(exec, repo, "demo");
-    expect(list.map((c) => c.subject)).toEqual(["detached"]);
-    git(lay.clone, "checkout", "-q", "main");
-  });
-
-  test("host-runs-no-guest-config: hooks and fsmonitor planted in the clone never run on the host", async () => {
-    const marker = join(tmp, "pwned");
-    const script = join(tmp, "evil.sh");
-    writeFileSync(script, `#!/bin/sh\ntouch ${marker}\n`);
-    chmodSync(script, 0o755);
-    for (const h of ["pre-upload-pack", "post-checkout", "reference-transaction", "post-merge", "fsmonitor-watchman"]) {
-      writeFileSync(join(lay.clone, ".git", "hooks", h), `#!/bin/sh\ntouch ${marker}\n`);
-      chmodSync(join(lay.clone, ".git", "hooks", h), 0o755);
-    }
-    git(lay.clone, "config", "core.fsmonitor", script);
-    git(lay.clone, "config", "core.hooksPath", join(lay.clone, ".git", "hooks"));
-    git(lay.clone, "config", "uploadpack.packObjectsHook", script);
-    git(lay.clone, "config", "core.sshCommand", script);
-    git(lay.clone, "commit", "-q", "--allow-empty", "-m", "bait");
-    rmSync(marker, { force: true });
-    await fetchSandboxRefs(exec, repo, "demo");
-    await unsyncedCommits(exec, repo, "demo");
-    expect(existsSync(marker)).toBe(false);
-  });
-
-  test("removing the remote drops it and its refs", async () => {
-    expect(await removeSandboxRemote(exec, repo, "demo")).toBe(true);
-    expect(git(repo, "for-each-ref", "refs/remotes/sandbox-demo")).toBe("");
-    expect(await removeSandboxRemote(exec, repo, "demo")).toBe(false);
-  });
-
-  test("adding the remote: again is a set-url; a locked config (a git killed midway) is that error, naming the lock", async () => {
-    const clone = sandboxLayout(dir).clone;
-    await addSandboxRemote(exec, repo, "again", clone);
-    await addSandboxRemote(exec, repo, "again", clone);
-    expect(git(repo, "config", "--get", "remote.sandbox-again.url")).toBe(clone);
-    const lock = join(repo, ".git", "config.lock");
-    writeFileSync(lock, "");
-    try {
-      const err = await addSandboxRemote(exec, repo, "locked", clone).then(() => null, (e: unknown) => e as SbxError);
-      expect(err).toBeInstanceOf(SbxError);
-      expect(err!.message).toContain("cannot add the remote sandbox-locked");
-      expect(err!.message).toContain("could not lock config file");
-      expect(err!.hint).toContain(lock);
-    } finally {
-      rmSync(lock, { force: true });
-    }
-    await removeSandboxRemote(exec, repo, "again");
-  });
-
+describe("staleConfigLock", () => {
   test("a config.lock nobody holds open is stale (what prune removes after a killed create); one a live git holds is not", async () => {
     const lock = join(repo, ".git", "config.lock");
     expect(staleConfigLock(repo)).toBeNull();

@@ -62,7 +62,8 @@ describe("dockerCreateArgs", () => {
         SecurityOpt: ["no-new-privileges"],
         Mounts: [
           { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/clone", Target: "/home/ann/src/app" },
-          { Type: "bind", Source: "/home/ann/src/app/.git", Target: "/home/ann/.cache/sandbox/app-ff/demo/repo/.git", ReadOnly: true },
+          { Type: "bind", Source: "/home/ann/src/app/.git/objects", Target: "/home/ann/.cache/sandbox/app-ff/demo/repo/.git/objects", ReadOnly: true },
+          { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/etc/alternates.masked", Target: "/home/ann/.cache/sandbox/app-ff/demo/repo/.git/objects/info/alternates", ReadOnly: true },
           { Type: "bind", Source: "/run/user/1000/sbx/sb/abc123def456", Target: "/run/sbx" },
           { Type: "bind", Source: "/usr/lib/bun/bun", Target: "/opt/sbx/bin/bun", ReadOnly: true },
           { Type: "bind", Source: "/opt/src/sbx/shims", Target: "/opt/sbx/shims", ReadOnly: true },
@@ -120,7 +121,8 @@ describe("dockerCreateArgs", () => {
       "--env", "SANDBOX=demo",
       "--env", "TERM=xterm-256color",
       "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/clone,dst=/home/ann/src/app",
-      "--mount", "type=bind,src=/home/ann/src/app/.git,dst=/home/ann/.cache/sandbox/app-ff/demo/repo/.git,readonly",
+      "--mount", "type=bind,src=/home/ann/src/app/.git/objects,dst=/home/ann/.cache/sandbox/app-ff/demo/repo/.git/objects,readonly",
+      "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/alternates.masked,dst=/home/ann/.cache/sandbox/app-ff/demo/repo/.git/objects/info/alternates,readonly",
       "--mount", "type=bind,src=/run/user/1000/sbx/sb/abc123def456,dst=/run/sbx",
       "--mount", "type=bind,src=/usr/lib/bun/bun,dst=/opt/sbx/bin/bun,readonly",
       "--mount", "type=bind,src=/opt/src/sbx/shims,dst=/opt/sbx/shims,readonly",
@@ -221,7 +223,8 @@ describe("seedEntries", () => {
     expect(paths).toContain("home/ann/.cache/sandbox/app-ff/demo/repo");
     // mount points themselves are left out: docker cp would write through the mount
     expect(paths).not.toContain("home/ann/src/app");
-    expect(paths).not.toContain("home/ann/.cache/sandbox/app-ff/demo/repo/.git");
+    expect(paths).toContain("home/ann/.cache/sandbox/app-ff/demo/repo/.git");
+    expect(paths).not.toContain("home/ann/.cache/sandbox/app-ff/demo/repo/.git/objects");
     expect(paths).not.toContain("home/ann/.claude");
     expect(paths).not.toContain("home");
     expect(entries.every((e) => e.uid === 1000 && e.gid === 1000 && e.type === "dir")).toBe(true);

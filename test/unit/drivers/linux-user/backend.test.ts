@@ -45,6 +45,8 @@ describe("LinuxUserBackend (FakeExec)", () => {
       .expect((a) => a[0] === "setpriv" && a.includes("rev-parse"), { stdout: "/home/alice/src/proj/.git\n" })
       .expect((a) => a[0] === "realpath", { stdout: "/home/alice/src/proj/.git/objects\n" })
       .expect((a) => a[0] === "mountpoint", { exitCode: 1 })
+      .expect((a) => a[0] === "mountpoint" && a[2]!.endsWith("/info/alternates"), { exitCode: 1 })
+      .expect((a) => a[0] === "setpriv" && a.includes("sh"))
       .expect((a) => a[0] === "setpriv" && a.includes("clone"))
       .expect((a) => a[0] === "setpriv" && a.includes("rename"))
       .expect((a) => a[0] === "setpriv" && a.includes("--get-regexp"), { exitCode: 1 })
@@ -71,7 +73,7 @@ describe("LinuxUserBackend (FakeExec)", () => {
       .expect((a) => a[0] === "getfacl", { stdout: ACL })
       .expect((a) => a[0] === "stat" && a[3]?.endsWith("/.git") === true, { stdout: "998\n" })
       .expect((a) => a[0] === "cat", { stdout: META })
-      .expect((a) => a[0] === "mountpoint", { exitCode: 0 })
+      .expect((a) => a[0] === "mountpoint", { exitCode: 0 }, 2)
       .expect(["stat", "-c", "%a", "/home/alice"], { stdout: "700\n" });
     const b = new LinuxUserBackend({ exec, warn: () => undefined });
     expect((await b.apply(spec)).changed).toBe(false);
@@ -103,8 +105,8 @@ describe("LinuxUserBackend (FakeExec)", () => {
   });
 });
 
-describe("hostUpdateRefs (host → clone as the guest)", () => {
-  const { hostUpdateRefs } = require("../../../../src/drivers/linux-user/backend") as typeof import("../../../../src/drivers/linux-user/backend");
+describe("hostUpdateRefs (host → clone as the sandbox)", () => {
+  const { hostUpdateRefs } = require("../../../../src/sync/import") as typeof import("../../../../src/sync/import");
   const A = "a".repeat(40);
   const B = "b".repeat(40);
   test("host branches become refs/remotes/host/*, gone ones are deleted, HEAD (a symref) and odd names are left alone", () => {
@@ -115,10 +117,12 @@ describe("hostUpdateRefs (host → clone as the guest)", () => {
       ["refs/heads/bad..name", A],
       ["refs/heads/evil", "not-an-oid"],
     ]);
-    expect(hostUpdateRefs(host, ["refs/remotes/host/HEAD", "refs/remotes/host/main", "refs/remotes/host/old"])).toBe(
-      `update refs/remotes/host/feat/x ${B}\nupdate refs/remotes/host/main ${A}\ndelete refs/remotes/host/old\n`,
-    );
-    expect(hostUpdateRefs(new Map(), [])).toBe("");
+    expect(hostUpdateRefs(host, ["refs/remotes/host/HEAD", "refs/remotes/host/main", "refs/remotes/host/old"])).toEqual([
+      `update refs/remotes/host/feat/x ${B}`,
+      `update refs/remotes/host/main ${A}`,
+      "delete refs/remotes/host/old",
+    ]);
+    expect(hostUpdateRefs(new Map(), [])).toEqual([]);
   });
 });
 

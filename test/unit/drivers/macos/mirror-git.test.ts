@@ -5,8 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SandboxSpec } from "../../../../src/drivers/backend";
 import { MacosBackend } from "../../../../src/drivers/macos/backend";
-import { hostRefsArgv, parseHostRefs } from "../../../../src/sync/git-argv";
-import { createExec, type Exec } from "../../../../src/sys/exec";
+import { hostRefs } from "../../../../src/sync/store";
+import { createExec, streamRun, type Exec, type ExecOptions } from "../../../../src/sys/exec";
+import { exportHostRefs } from "../../../../src/sync/import";
+import type { SandboxGit } from "../../../../src/sync/sandbox-git";
 
 const root = mkdtempSync(join(tmpdir(), "sbx-mirror-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -29,15 +31,15 @@ function commit(repo: string, file: string, text: string): string {
  * with the small environment sudo's env_reset leaves (nothing of the daemon's).
  */
 function noSudo(exec: Exec, guests: string[][]): Exec {
+  const hop = (argv: readonly string[], opts: ExecOptions | undefined): [readonly string[], ExecOptions | undefined] => {
+    if (argv[0] !== "/usr/bin/sudo" || argv[3] !== "-u") return [argv, opts];
+    guests.push([...argv]);
+    return [argv.slice(5), { ...opts, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "Users", argv[4]!) }, replaceEnv: true }];
+  };
   return {
     ...exec,
-    run: (argv, opts) => {
-      if (argv[0] === "/usr/bin/sudo" && argv[3] === "-u") {
-        guests.push([...argv]);
-        return exec.run(argv.slice(5), { ...opts, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "Users", argv[4]!) }, replaceEnv: true });
-      }
-      return exec.run(argv, opts);
-    },
+    run: (argv, opts) => exec.run(...hop(argv, opts)),
+    stream: (argv, opts) => streamRun(exec, ...hop(argv, opts)),
   };
 }
 
@@ -68,6 +70,7 @@ describe("macOS mirror update with real git (Linux stand-in for the host side)",
     shareRoot: join(root, "share"),
   });
   const ws = backend.workspace(spec);
+  const asGuest: SandboxGit = (args, stdin) => streamRun(exec, backend.guestGitArgv(spec, args), stdin === undefined ? {} : { stdin });
   const mirror = backend.mirror(spec);
   let a = "";
 
@@ -94,12 +97,11 @@ describe("macOS mirror update with real git (Linux stand-in for the host side)",
     chmodSync(join(mirror, "hooks", "reference-transaction"), 0o755);
     const objectsBefore = readdirSync(join(ws, ".git", "objects")).sort();
 
-    const refs = await exec.run(hostRefsArgv(host), { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, replaceEnv: true });
+    const refs = await hostRefs({ exec, repo: host });
     const m = await backend.updateMirror(spec);
     expect(m.exitCode).toBe(0);
     expect(git(mirror, "rev-parse", "refs/heads/main", "refs/heads/feature").split("\n")).toEqual([b, c]);
-    const r = await backend.syncHostRefs(spec, parseHostRefs(refs.stdout));
-    expect(r.exitCode).toBe(0);
+    expect(await exportHostRefs(asGuest, "demo", refs)).toBe(2);
     expect(git(ws, "rev-parse", "refs/remotes/host/main", "refs/remotes/host/feature").split("\n")).toEqual([b, c]);
     expect(git(ws, "log", "--format=%s", "refs/remotes/host/feature")).toBe("c.txt\nb.txt\na.txt");
     git(ws, "fsck", "--connectivity-only", "--no-dangling");
@@ -116,9 +118,9 @@ describe("macOS mirror update with real git (Linux stand-in for the host side)",
     git(host, "branch", "-q", "-D", "feature");
     git(host, "reset", "-q", "--hard", a);
     const d = commit(host, "d.txt", "d");
-    const refs = await exec.run(hostRefsArgv(host), { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, replaceEnv: true });
+    const refs = await hostRefs({ exec, repo: host });
     expect((await backend.updateMirror(spec)).exitCode).toBe(0);
-    expect((await backend.syncHostRefs(spec, parseHostRefs(refs.stdout))).exitCode).toBe(0);
+    await exportHostRefs(asGuest, "demo", refs);
     expect(git(ws, "for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes/host/")).toBe(`refs/remotes/host/main ${d}`);
     // a guest branch made from the old feature tip still resolves: its objects are still in the mirror
     git(ws, "cat-file", "-e", `${oldFeature}^{commit}`);

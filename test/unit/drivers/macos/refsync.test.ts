@@ -1,4 +1,4 @@
-// Host → clone ref sync on a fake Mac: the host fetches into its own mirror (hardened env), then the guest update-refs refs/remotes/host/* in its clone; owed while stopped (golden transcripts).
+// Host → clone ref sync on a fake Mac: the host fetches into its own mirror (hardened env), then the guest update-refs refs/remotes/host/* in its clone; nothing runs as a stopped guest (golden transcripts).
 import { describe, expect, test } from "bun:test";
 import type { GuardContext } from "../../../../src/guards/guards";
 import { silentLogger } from "../../../../src/daemon/log";
@@ -6,6 +6,7 @@ import { productionComponents } from "../../../../src/daemon/main";
 import { UserAccountDriver } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
 import { hostGitEnv } from "../../../../src/sync/git-argv";
+import { exportHostRefs } from "../../../../src/sync/import";
 import { processEnv, type Env } from "../../../../src/sys/env";
 import { createEventBus } from "../../../../src/events/feed";
 import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "../../../fakes/mac";
@@ -29,7 +30,21 @@ async function setup() {
   mac.mk(spec.sockets.bridge, "sock", 0o600, "alice");
   await comps.bringUp!(row, spec, backend);
   const driver = new UserAccountDriver({ exec: mac.exec, env, paths, backend, passwdFile: "/dev/null" });
-  return { mac, backend, spec, target: driver.refSyncTarget(spec, mac.exec, async () => null) };
+  const target = driver.refSyncTarget(spec, mac.exec);
+  /** What ref sync's host → clone lane does once promotion is done: the mirror, then update-ref as the guest. */
+  const hostToClone = async (): Promise<{ exitCode: number; stderr: string; owed?: true }> => {
+    const before = await target.beforeHostRefs!();
+    if (before && before.exitCode !== 0) return before;
+    const git = await target.sandboxGit("write");
+    if (!git) return { exitCode: 0, stderr: "", owed: true };
+    try {
+      await exportHostRefs(git, "demo", mac.repo.host);
+      return { exitCode: 0, stderr: "" };
+    } catch (e) {
+      return { exitCode: 1, stderr: (e as Error).message };
+    }
+  };
+  return { mac, backend, spec, target, hostToClone };
 }
 
 /** The transcript since `from`, with each update-ref's stdin shown under it. */
@@ -45,11 +60,11 @@ function transcriptWithStdin(mac: FakeMac, from: number): string {
 
 describe("macOS host → clone ref sync", () => {
   test("host branches appear in the running guest's clone as refs/remotes/host/*: mirror fetch as the host, update-ref as the guest", async () => {
-    const { mac, target } = await setup();
+    const { mac, hostToClone } = await setup();
     mac.repo.host.set("refs/heads/main", oid("2"));
     mac.repo.host.set("refs/heads/feature", oid("3"));
     const from = mac.exec.calls.length;
-    const r = await target.insideFetch();
+    const r = await hostToClone();
     expect(r.exitCode).toBe(0);
     golden("refsync-host-to-clone.txt", transcriptWithStdin(mac, from));
     expect(Object.fromEntries(mac.repo.clones.get(WS)!)).toEqual({ "refs/remotes/host/feature": oid("3"), "refs/remotes/host/main": oid("2") });
@@ -62,42 +77,40 @@ describe("macOS host → clone ref sync", () => {
 
     // a branch deleted on the host goes away inside; nothing changed → no update-ref at all
     mac.repo.host.delete("refs/heads/feature");
-    await target.insideFetch();
+    await hostToClone();
     expect([...mac.repo.clones.get(WS)!.keys()]).toEqual(["refs/remotes/host/main"]);
     const quiet = mac.exec.calls.length;
-    await target.insideFetch();
+    await hostToClone();
     expect(mac.transcript(quiet)).not.toContain("update-ref");
   });
 
-  test("while stopped: the mirror is still brought up to date, the guest runs nothing, and one sync is owed at the next start", async () => {
-    const { mac, backend, spec, target } = await setup();
+  test("while stopped: the mirror is still brought up to date, the guest runs nothing, and the sync is owed to the next start", async () => {
+    const { mac, backend, spec, hostToClone } = await setup();
     await backend.stop(spec);
     mac.repo.host.set("refs/heads/main", oid("4"));
     const from = mac.exec.calls.length;
-    expect((await target.insideFetch()).exitCode).toBe(0);
+    const r = await hostToClone();
+    expect(r).toEqual({ exitCode: 0, stderr: "", owed: true });
     golden("refsync-stopped.txt", mac.transcript(from));
-    expect(mac.transcript(from)).not.toContain("sbx_alice_0a1b2c3d4e5f$");
+    expect(mac.transcript(from)).not.toContain("sudo -n -H -u sbx_alice_0a1b2c3d4e5f");
     expect(mac.repo.mirrorObjects.has(oid("4"))).toBe(true);
-    expect(target.syncOnStart!()).toBe(true);
-    expect(target.syncOnStart!()).toBe(false);
   });
 
   test("the mirror fetch comes first: without it the guest's update-ref names an object its clone cannot reach", async () => {
-    const { mac, backend, spec } = await setup();
+    const { mac, target } = await setup();
     mac.repo.host.set("refs/heads/main", oid("5"));
-    const r = await backend.syncHostRefs(spec, mac.repo.host);
-    expect(r.exitCode).toBe(128);
-    expect(r.stderr).toContain("nonexistent object");
+    const git = (await target.sandboxGit("write"))!;
+    expect(exportHostRefs(git, "demo", mac.repo.host)).rejects.toThrow("nonexistent object");
   });
 
   test("a failed mirror fetch is reported and the guest step is skipped", async () => {
-    const { mac, target } = await setup();
+    const { mac, hostToClone } = await setup();
     mac.files.get("/private/var/sbx/alice")!; // exists
     const mirror = [...mac.files.keys()].find((k) => k.startsWith("/private/var/sbx/alice/demo-") && k.endsWith(".git"))!;
     mac.files.get(mirror)!.owner = "root"; // not the host's any more: git cannot write its objects
     mac.repo.host.set("refs/heads/main", oid("6"));
     const from = mac.exec.calls.length;
-    const r = await target.insideFetch();
+    const r = await hostToClone();
     expect(r.exitCode).toBe(255);
     expect(mac.transcript(from)).not.toContain("update-ref");
   });

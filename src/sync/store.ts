@@ -1,0 +1,216 @@
+// The host-owned object store of each sandbox: where its verified commits live, apart from the host's own objects.
+//
+// `<repo>/.git/sbx/<name>.git` is a bare repo the host user owns and no sandbox can see. Its alternates lead to the host
+// repo's objects (so a thin pack resolves against them and nothing is stored twice), and the host repo's alternates list
+// each store (so `git log sandbox-<name>/main` works on the host). Sandboxes read the host's objects with that list
+// masked: one sandbox never reaches another's store. When the person puts a sandbox's commits on a branch of their own,
+// promotion copies those objects into the host's own objects as a kept pack, where every sandbox sees them (and a
+// `git gc`, which drops local copies of what an alternate holds, keeps them).
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { SbxError } from "../core/errors";
+import { streamRun, type Exec, type ExecResult } from "../sys/exec";
+import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "./git-argv";
+import { packObjectCount } from "./sandbox-git";
+
+/** The store of sandbox `name` in `repo`. Pure. */
+export function storeDir(repo: string, name: string): string {
+  validateRemoteName(`sandbox-${name}`);
+  return join(repo, ".git", "sbx", `${name}.git`);
+}
+
+/** The line the host repo's `objects/info/alternates` gets for a store (relative: the repo may move). Pure. */
+export function storeAlternate(name: string): string {
+  return `../sbx/${name}.git/objects`;
+}
+
+/** The host refs that are the person's own (what sandboxes see and promotion follows): all but sbx's. Pure. */
+export function isUserRef(ref: string): boolean {
+  return !ref.startsWith("refs/remotes/sandbox-") && !ref.startsWith("refs/sbx-retired/");
+}
+
+const SEEN = "refs/sbx-seen/";
+
+export interface HostGit {
+  exec: Exec;
+  repo: string;
+  timeoutMs?: number;
+}
+
+/** Host git, config-free and hook-free, in the host repo or (gitDir) one of its stores. */
+export function hostGit(h: HostGit, args: string[], opts: { gitDir?: string; stdin?: string } = {}): Promise<ExecResult> {
+  const where = opts.gitDir ? ["--git-dir", opts.gitDir] : ["-C", h.repo];
+  return h.exec.run(["git", ...HOST_GIT_SAFE, ...where, ...args], {
+    env: hostGitEnv(),
+    replaceEnv: true,
+    check: false,
+    timeoutMs: h.timeoutMs ?? 120_000,
+    ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
+  });
+}
+
+function fail(what: string, r: ExecResult, hint?: string): never {
+  throw new SbxError("exec_failed", `${what}: ${r.stderr.trim().split("\n").slice(-3).join(" | ") || `git exited ${r.exitCode}`}`, hint ? { hint } : {});
+}
+
+/** Pure: `<oid> <ref>` lines into a map. */
+export function parseRefLines(stdout: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of stdout.split("\n")) {
+    const i = line.indexOf(" ");
+    if (i > 0) out.set(line.slice(i + 1), line.slice(0, i));
+  }
+  return out;
+}
+
+/** Every ref of the host repo (`<oid> <ref>`). runs: git -C <repo> for-each-ref --format=%(objectname) %(refname) */
+export async function hostRefs(h: HostGit, prefix?: string): Promise<Map<string, string>> {
+  const r = await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", ...(prefix ? [prefix] : [])]);
+  if (r.exitCode !== 0) fail(`cannot list the refs of ${h.repo}`, r);
+  return parseRefLines(r.stdout);
+}
+
+/** Which of `oids` the repo (or store) can read, its alternates included. runs: git … cat-file --batch-check */
+export async function present(h: HostGit, oids: Iterable<string>, gitDir?: string): Promise<Set<string>> {
+  const list = [...new Set(oids)];
+  if (list.length === 0) return new Set();
+  const r = await hostGit(h, ["cat-file", "--batch-check=%(objectname)"], { stdin: `${list.join("\n")}\n`, ...(gitDir ? { gitDir } : {}) });
+  if (r.exitCode !== 0) fail("cannot check objects", r);
+  return new Set(r.stdout.split("\n").filter((l) => l !== "" && !l.endsWith(" missing")));
+}
+
+/**
+ * Runs a shell line as the host user (the daemon may be root): the store's files must be theirs.
+ * runs: sh -c <script> sh <args…>
+ */
+function sh(h: HostGit, script: string, args: string[]): Promise<ExecResult> {
+  return h.exec.run(["sh", "-c", script, "sh", ...args], { env: hostGitEnv(), replaceEnv: true, check: false });
+}
+
+/** Adds `line` to the alternates file in place (never replaced by rename: sandboxes have a mask mounted over it). */
+const ADD_LINE = 'f="$1/objects/info/alternates"; mkdir -p "$1/objects/info" && touch "$f" && { grep -qxF -- "$2" "$f" || printf "%s\\n" "$2" >> "$f"; }';
+/** Removes `line` from the alternates file, rewriting it in place. */
+const DROP_LINE = 'f="$1/objects/info/alternates"; [ -f "$f" ] || exit 0; t=$(grep -vxF -- "$2" "$f"); printf "%s" "$t${t:+\n}" > "$f"';
+
+/**
+ * Makes the store of sandbox `name` (idempotent) and lists it in the host repo's alternates. A new store starts with
+ * what the person's refs are now as its "seen" line, so promotion never walks old history.
+ * runs: git init --bare -q <store>; sh -c <append line> (store → host objects, host → store); git for-each-ref; git update-ref --stdin
+ */
+export async function ensureStore(h: HostGit, name: string): Promise<string> {
+  const dir = storeDir(h.repo, name);
+  const hostGitDir = join(h.repo, ".git");
+  if (!existsSync(join(dir, "objects"))) {
+    const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", dir], { env: hostGitEnv(), replaceEnv: true, check: false });
+    if (i.exitCode !== 0) fail(`cannot make the store of sandbox ${name} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
+    const a = await sh(h, ADD_LINE, [dir, "../../../objects"]);
+    if (a.exitCode !== 0) fail(`cannot point the store of sandbox ${name} at ${hostGitDir}/objects`, a);
+    await markSeen(h, dir, await userTips(h));
+  }
+  const b = await sh(h, ADD_LINE, [hostGitDir, storeAlternate(name)]);
+  if (b.exitCode !== 0) fail(`cannot list the store of sandbox ${name} in ${hostGitDir}/objects/info/alternates`, b);
+  return dir;
+}
+
+/** The person's own ref tips in the host repo. */
+async function userTips(h: HostGit): Promise<Set<string>> {
+  return new Set([...(await hostRefs(h)).entries()].filter(([ref]) => isUserRef(ref)).map(([, oid]) => oid));
+}
+
+/** Makes the store's `refs/sbx-seen/*` exactly `tips`. */
+async function markSeen(h: HostGit, store: string, tips: Iterable<string>): Promise<void> {
+  const cur = parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: store })).stdout);
+  const want = new Set([...tips].map((oid) => `${SEEN}${oid}`));
+  const lines = [...cur.keys()].filter((r) => !want.has(r)).map((r) => `delete ${r}`);
+  for (const ref of want) if (!cur.has(ref)) lines.push(`update ${ref} ${ref.slice(SEEN.length)}`);
+  if (lines.length === 0) return;
+  const u = await hostGit(h, ["update-ref", "--stdin"], { gitDir: store, stdin: `${lines.join("\n")}\n` });
+  if (u.exitCode !== 0) fail(`cannot record what the store ${store} has seen`, u);
+}
+
+/** The stores of the host repo's sandboxes (whatever the alternates say: a store's dir is what counts). */
+function storesOf(repo: string): string[] {
+  const root = join(repo, ".git", "sbx");
+  try {
+    return [...new Bun.Glob("*.git").scanSync({ cwd: root, onlyFiles: false })].map((d) => join(root, d)).filter((d) => existsSync(join(d, "objects")));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Copies the objects of `store` that `tips` reach (and `seen` does not) into the host repo's own objects, as a kept
+ * pack. How many objects it copied (0: nothing of the store's was reached).
+ * runs: git --git-dir <store> pack-objects --revs --local --stdout (stdin: tips, --not, seen); git -C <repo> index-pack --stdin --keep --strict
+ */
+async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: Iterable<string>): Promise<number> {
+  const have = await present(h, seen, store);
+  const input = `${[...tips].join("\n")}\n--not\n${[...have].join("\n")}\n`;
+  const run = streamRun(h.exec, ["git", ...HOST_GIT_SAFE, "--git-dir", store, "pack-objects", "--revs", "--local", "--stdout", "-q"], {
+    env: hostGitEnv(),
+    replaceEnv: true,
+    stdin: input,
+    timeoutMs: h.timeoutMs ?? 600_000,
+  });
+  const bytes = new Uint8Array(await new Response(run.stdout).arrayBuffer());
+  const end = await run.done;
+  if (end.exitCode !== 0) throw new SbxError("exec_failed", `cannot pack the objects of ${store}: ${end.stderr.trim()}`);
+  const n = packObjectCount(bytes) ?? 0;
+  if (n === 0) return 0;
+  const ip = await h.exec.run(["git", ...HOST_GIT_SAFE, "-C", h.repo, "index-pack", "--stdin", "--strict", "--keep=sbx: promoted from a sandbox's store"], {
+    env: hostGitEnv(),
+    replaceEnv: true,
+    check: false,
+    stdin: bytes,
+    timeoutMs: h.timeoutMs ?? 600_000,
+  });
+  if (ip.exitCode !== 0) fail(`cannot copy the objects of ${store} into ${h.repo}`, ip);
+  return n;
+}
+
+/**
+ * Promotion: objects of any store that the person's own refs now reach are copied into the host's own objects, so
+ * every sandbox sees what the person put on a branch of theirs. Cheap when nothing changed (each store remembers the
+ * tips it last saw, and walks only from new ones). How many objects were copied.
+ */
+export async function promoteStores(h: HostGit): Promise<number> {
+  const stores = storesOf(h.repo);
+  if (stores.length === 0) return 0;
+  const tips = await userTips(h);
+  let copied = 0;
+  for (const store of stores) {
+    const seen = new Set(parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: store })).stdout).values());
+    const fresh = [...tips].filter((t) => !seen.has(t));
+    if (fresh.length === 0 && seen.size === tips.size) continue;
+    if (fresh.length > 0) copied += await copyOut(h, store, fresh, seen);
+    await markSeen(h, store, tips);
+  }
+  return copied;
+}
+
+/**
+ * A sandbox is removed: every object of its store that any host ref reaches (its kept `sandbox-<name>/*` refs, the
+ * person's branches) is copied into the host's own objects first; then the store leaves the alternates and is deleted.
+ * The host repo never points at a store that is gone. A missing store is fine.
+ * runs: (copyOut) …; sh -c <drop line>; rm -rf <store>; rmdir <repo>/.git/sbx
+ */
+export async function retireStore(h: HostGit, name: string): Promise<number> {
+  const dir = storeDir(h.repo, name);
+  const hostGitDir = join(h.repo, ".git");
+  let copied = 0;
+  if (existsSync(join(dir, "objects"))) {
+    const all = new Set((await hostRefs(h)).values());
+    const seen = parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: dir })).stdout).values();
+    // Only what exists: a host ref may name an object of another store, which is that store's to copy.
+    copied = await copyOut(h, dir, await present(h, all, dir), seen);
+  }
+  if (existsSync(hostGitDir)) {
+    const d = await sh(h, DROP_LINE, [hostGitDir, storeAlternate(name)]);
+    if (d.exitCode !== 0) fail(`cannot take the store of sandbox ${name} out of ${hostGitDir}/objects/info/alternates`, d);
+  }
+  const r = await h.exec.run(["rm", "-rf", "--", dir], { check: false });
+  if (r.exitCode !== 0) fail(`cannot remove ${dir}`, r);
+  // The stores' dir goes with the last store (a non-empty one stays: rmdir refuses).
+  await h.exec.run(["rmdir", "--", join(hostGitDir, "sbx")], { check: false });
+  return copied;
+}
