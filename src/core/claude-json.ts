@@ -70,6 +70,18 @@ export function sandboxClaudeJson(text: string, repo: string): string | null {
   return `${JSON.stringify(out, null, 2)}\n`;
 }
 
+/**
+ * What of the host's ~/.claude a sandbox sees: settings, instructions, commands, agents, output styles and skills. Not
+ * other projects' transcripts (`projects/*`), the prompt history of every project (`history.jsonl`), todos, shell
+ * snapshots, IDE locks or the login (`.credentials.json`). The current project's transcripts come on their own.
+ */
+export const CLAUDE_DIR_SHOWN = ["settings.json", "CLAUDE.md", "commands", "agents", "output-styles", "skills"] as const;
+
+/** Pure: the name Claude Code gives a project's dir under ~/.claude/projects (every character but [A-Za-z0-9] as `-`). */
+export function claudeProjectKey(repo: string): string {
+  return repo.replace(/[^A-Za-z0-9]/g, "-");
+}
+
 /** Host paths (relative to $HOME) that hold credentials: overlaying one, or a dir that holds one, shows them inside. */
 export const CREDENTIAL_PATHS = [
   ".ssh",

@@ -141,15 +141,18 @@ export interface OverlayPlan {
   hostExists: boolean;
 }
 
-/** Pure: where one overlaid dir's volume and upper/work dirs live. `hostExists` is the caller's stat of `target`. */
-export function overlayPlan(spec: Pick<SandboxSpec, "id" | "dir">, target: string, hostExists: boolean): OverlayPlan {
+/**
+ * Pure: where one overlaid dir's volume and upper/work dirs live. `hostExists` is the caller's stat of `target`; `view`
+ * a dir sbx filled with what of `target` may be seen (~/.claude), used as the lower dir instead of the host's.
+ */
+export function overlayPlan(spec: Pick<SandboxSpec, "id" | "dir">, target: string, hostExists: boolean, view?: string): OverlayPlan {
   const slug = `${basename(target).replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "") || "dir"}-${short(target)}`;
   const base = join(sandboxLayout(spec.dir).overlays, slug);
   const empty = join(base, "empty");
   return {
     target,
     volume: `sbx-${spec.id}-ov-${short(target)}`,
-    lower: hostExists ? target : empty,
+    lower: view ?? (hostExists ? target : empty),
     upper: join(base, "upper"),
     work: join(base, "work"),
     empty,

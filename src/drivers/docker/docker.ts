@@ -2,6 +2,7 @@
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { sandboxClaudeJson } from "../../core/claude-json";
+import { fillClaudeView } from "./claude-view";
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, DockerOptions, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
@@ -92,6 +93,11 @@ export function writeShellProfiles(spec: Pick<SandboxSpec, "dir">): void {
   chmodSync(lay.alternatesMask, 0o444);
 }
 
+/** Where a sandbox's view of ~/.claude is made (the lower dir of its ~/.claude overlay). */
+export function claudeViewDir(spec: Pick<SandboxSpec, "dir">): string {
+  return join(sandboxLayout(spec.dir).overlays, "claude-view");
+}
+
 /**
  * The host objects' `info/alternates` exists (empty when the repo has none): the mask is mounted over it, and a mount
  * point inside a read-only mount cannot be made. Opened for append, so a list that is there stays as it is.
@@ -166,9 +172,10 @@ export class DockerBackend implements Backend {
     return image;
   }
 
-  /** Pure-ish: the overlay plans for a spec (stats each host dir). */
+  /** Pure-ish: the overlay plans for a spec (stats each host dir). ~/.claude's lower dir is sbx's view of it. */
   overlayPlans(spec: SandboxSpec): OverlayPlan[] {
-    return [...new Set(spec.overlays)].map((t) => overlayPlan(spec, t, isDir(t)));
+    const claude = join(spec.hostUser.home, ".claude");
+    return [...new Set(spec.overlays)].map((t) => overlayPlan(spec, t, isDir(t), t === claude ? claudeViewDir(spec) : undefined));
   }
 
   /**
@@ -272,6 +279,8 @@ export class DockerBackend implements Backend {
         });
       }
       rmSync(marker, { force: true }); // an earlier container's
+      // A fresh view of ~/.claude for each new container: what the host has now, of what a sandbox may see.
+      if (overlays.some((p) => p.lower === claudeViewDir(spec))) fillClaudeView(join(spec.hostUser.home, ".claude"), claudeViewDir(spec), spec.repo);
       for (const p of overlays) this.prepareOverlayDirs(p);
       await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
       writeShellProfiles(spec);
