@@ -306,6 +306,7 @@ export interface GitPlan {
 
 export interface GhPlan {
   tool: "gh";
+  /** `version` and `auth` (status only) are answered without the token; the rest run against the host repo. */
   group: string;
   sub: string;
   /** Arguments to pass to gh (with --body-file values replaced by "-" and --repo removed). */
@@ -368,7 +369,7 @@ interface Parsed {
 }
 
 /** Splits argv by an option table; any option not in it is refused, with the specific reason if one exists. */
-function parseOptions(args: readonly string[], table: OptTable, what: string): Decision<Parsed> {
+function parseOptions(args: readonly string[], table: OptTable, what: string, refuse: (name: string) => string | undefined = refusal): Decision<Parsed> {
   const options: Array<[string, string | undefined]> = [];
   const positionals: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -381,7 +382,7 @@ function parseOptions(args: readonly string[], table: OptTable, what: string): D
       const eq = a.indexOf("=");
       const name = eq === -1 ? a : a.slice(0, eq);
       const inline = eq === -1 ? undefined : a.slice(eq + 1);
-      const refused = refusal(name);
+      const refused = refuse(name);
       if (refused) return deny(refused);
       const kind = table.long[name];
       if (kind === undefined) return deny(`${what}: option ${name} is not allowed`);
@@ -402,7 +403,7 @@ function parseOptions(args: readonly string[], table: OptTable, what: string): D
         const ch = a[j]!;
         const long = table.short[ch] ?? (ch === "c" ? "-c" : undefined);
         if (long === undefined) return deny(`${what}: option -${ch} is not allowed`);
-        const refused = refusal(long);
+        const refused = refuse(long);
         if (refused) return deny(refused);
         const kind = table.long[long];
         if (kind === undefined) return deny(`${what}: option -${ch} (${long}) is not allowed`);
@@ -578,6 +579,14 @@ export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyCo
   if (!cwdCheck.ok) return deny(`working directory: ${cwdCheck.reason}`);
   const [group, sub] = args;
   if (group === undefined) return deny("no gh command given");
+  // Asked by people and agents before anything else: answered with no token anywhere near.
+  if ((group === "--version" || group === "version") && args.length === 1) return { ok: true, plan: { tool: "gh", group: "version", sub: "", args: ["--version"] } };
+  if (group === "auth") {
+    if (sub !== "status") return deny(`gh auth ${sub ?? ""} is not run through the bridge: the login is the host's, and stays there`.replace("  ", " "));
+    const extra = args.slice(2).filter((a, i, all) => !(a === "-h" || a === "--hostname" || a.startsWith("--hostname=") || all[i - 1] === "-h" || all[i - 1] === "--hostname"));
+    if (extra.length > 0) return deny(`gh auth status ${extra.join(" ")}: only --hostname is taken (the token is never shown)`);
+    return { ok: true, plan: { tool: "gh", group: "auth", sub: "status", args: [] } };
+  }
   if (group.startsWith("-")) return deny(refusal(group.split("=")[0]!) ?? `gh option ${group} is not allowed before the command`);
   if (group in GH_OPT_IN) {
     const key = GH_OPT_IN[group as keyof typeof GH_OPT_IN];
@@ -598,7 +607,9 @@ export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyCo
     if (a === "-R" || a.startsWith("--repo") || /^-R./.test(a)) return deny("--repo is set by the bridge from the host repository's remote; do not pass it");
     if (a === "--") break;
   }
-  const parsed = parseOptions(args.slice(2), table, `gh ${group} ${sub}`);
+  // gh's --template is a Go template over gh's own output, not git's hook copier: it runs where no token is (the token
+  // is in a private config dir, not gh's environment), so it is taken like --jq.
+  const parsed = parseOptions(args.slice(2), table, `gh ${group} ${sub}`, (n) => (n === "--template" ? undefined : refusal(n)));
   if (!parsed.ok) return parsed;
   const out: string[] = [group, sub];
   let bodyFile: string | undefined;
@@ -613,6 +624,8 @@ export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyCo
     } else if (v === undefined) out.push(name);
     else out.push(`${name}=${v}`);
   }
+  // `gh repo view` takes the repo as its argument: the bridge names the host's own, and no other.
+  if (group === "repo" && parsed.plan.positionals.length > 0) return deny(`gh repo ${sub} shows this sandbox's repository only; do not name one (${parsed.plan.positionals[0]})`);
   for (const pos of parsed.plan.positionals) {
     if (!/^[A-Za-z0-9#._\/:-]+$/.test(pos)) return deny(`argument ${JSON.stringify(pos)} is not allowed (a number, branch or URL is)`);
     if (/^https?:/.test(pos) || pos.includes("://")) return deny("pass a number or branch, not a URL");

@@ -11,15 +11,42 @@ const AUTH_HEADER =
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/@:]+)(?::([^\s/@]*))?@/gi;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 
+/** Pieces of a value this long (and longer values' every such piece) are redacted too: a token printed in slices. */
+export const SLICE_LENGTH = 12;
+
 /**
- * Returns `text` with each known secret value (and its base64 and URL-encoded forms) replaced,
+ * Pure: the forms a secret value takes in output that meant to carry it out: itself, reversed, URL-encoded, hex (both
+ * cases), base64 and base64url at each of the three alignments it can sit at inside longer encoded text, and (for
+ * values at least twice SLICE_LENGTH long) every SLICE_LENGTH-long piece. Only forms of MIN_SECRET_LENGTH or more.
+ */
+export function secretForms(v: string): string[] {
+  const out = new Set<string>([v, [...v].reverse().join(""), encodeURIComponent(v)]);
+  const bytes = new TextEncoder().encode(v);
+  const hex = Buffer.from(bytes).toString("hex");
+  out.add(hex);
+  out.add(hex.toUpperCase());
+  for (let k = 0; k < 3; k++) {
+    // k bytes before the value: the characters that depend on them (the first group) and on what follows (the last
+    // group) are dropped, the rest is what any text with the value at that alignment encodes to.
+    let b = Buffer.concat([Buffer.alloc(k), bytes]).toString("base64").replace(/=+$/, "");
+    if (k > 0) b = b.slice(4);
+    if ((k + bytes.length) % 3 !== 0) b = b.slice(0, -4);
+    out.add(b);
+    out.add(b.replaceAll("+", "-").replaceAll("/", "_"));
+  }
+  if (v.length >= 2 * SLICE_LENGTH) for (let i = 0; i + SLICE_LENGTH <= v.length; i++) out.add(v.slice(i, i + SLICE_LENGTH));
+  return [...out].filter((f) => f.length >= MIN_SECRET_LENGTH);
+}
+
+/**
+ * Returns `text` with each known secret value (and every form of it secretForms names) replaced,
  * then any auth header value, URL credentials, bearer token or secret-shaped string.
  */
 export function redact(text: string, secrets: Iterable<string> = []): string {
   let out = text;
   const values = [...new Set([...secrets].filter((s) => s.length >= MIN_SECRET_LENGTH))];
   // Longest first so a value that contains another is removed whole.
-  const forms = values.flatMap((v) => [v, encodeURIComponent(v), base64(v)]).filter((v) => v.length >= MIN_SECRET_LENGTH);
+  const forms = [...new Set(values.flatMap((v) => [...secretForms(v), base64(v)]))].filter((v) => v.length >= MIN_SECRET_LENGTH);
   forms.sort((a, b) => b.length - a.length);
   for (const v of forms) out = out.split(v).join(REDACTED);
   out = out.replace(AUTH_HEADER, (_m, head: string) => `${head}${REDACTED}`);

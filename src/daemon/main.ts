@@ -126,6 +126,11 @@ export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends
  *             (kernel log on Linux, pflog0 on macOS), published on the live feed.
  * A sandbox of a backend that is not registered stays fenced (see Controller). `users` replaces detection (tests).
  */
+/** The host's CA settings, as git and gh read them: a private CA in front of a forge works through the bridge too. */
+function tlsEnvOf(raw: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(["SSL_CERT_FILE", "SSL_CERT_DIR"].flatMap((k) => (raw[k] ? [[k, raw[k]]] : [])));
+}
+
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
   const backends: Backends = {};
   // One driver per kind this host runs, and the one sandbox service over them: the daemon's spec, bring-up and
@@ -189,7 +194,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const guards: SandboxGuard[] = [
     proxyGuard({ originHandler, publish }),
     loopbackGuard(),
-    bridgeGuard({ secrets, path: d.env.vars.PATH, publish, placement }),
+    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), publish, placement }),
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard((kind) => drivers[kind as BackendKind], agents));

@@ -11,6 +11,8 @@ export interface BridgeGuardOptions {
   secrets: () => Record<string, string>;
   /** PATH for the host's git and gh. */
   path?: string;
+  /** The host's CA settings (SSL_CERT_FILE, SSL_CERT_DIR) for gh. */
+  tlsEnv?: Record<string, string>;
   /** The live feed: every bridge command, as audited. */
   publish?: (e: FeedEvent) => void;
   /**
@@ -60,6 +62,7 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
           }
         },
         ...(opts.path ? { path: opts.path } : {}),
+        ...(opts.tlsEnv ? { tlsEnv: opts.tlsEnv } : {}),
       });
       return {
         health: () => (existsSync(bridge.socketPath) ? { ok: true, detail: "serving" } : { ok: false, detail: `socket ${bridge.socketPath} is gone` }),

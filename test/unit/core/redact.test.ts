@@ -1,6 +1,6 @@
 // Redaction: known values (and their encodings), auth headers, URL credentials and key shapes never survive.
 import { describe, expect, test } from "bun:test";
-import { REDACTED, redact, redactor } from "../../../src/core/redact";
+import { REDACTED, redact, redactor, secretForms } from "../../../src/core/redact";
 
 describe("redact", () => {
   test("every known value, wherever it appears", () => {
@@ -45,5 +45,34 @@ describe("redact", () => {
     expect(r("first-secret-1")).toBe(REDACTED);
     v = "second-secret-2";
     expect(r("first-secret-1 second-secret-2")).toBe(`first-secret-1 ${REDACTED}`);
+  });
+});
+
+describe("a host secret carried out encoded (a formatter, a script inside: whatever printed it)", () => {
+  const token = "ghp_R3alTok3nValue0123456789abcdefXYZ";
+  const b64at = (k: number, after = "") => Buffer.concat([Buffer.alloc(k, 0x41), Buffer.from(token), Buffer.from(after)]).toString("base64");
+  const cases: [string, string][] = [
+    ["plain", token],
+    ["reversed", [...token].reverse().join("")],
+    ["URL-encoded", encodeURIComponent(token)],
+    ["hex", Buffer.from(token).toString("hex")],
+    ["HEX", Buffer.from(token).toString("hex").toUpperCase()],
+    ["base64", Buffer.from(token).toString("base64")],
+    ["base64 inside text, offset 1", b64at(1, "xy")],
+    ["base64 inside text, offset 2", b64at(2, "z")],
+    ["base64url", Buffer.from(token).toString("base64url")],
+    ["the first half", token.slice(0, 18)],
+    ["a middle piece", token.slice(9, 27)],
+  ];
+  for (const [name, form] of cases) {
+    test(`${name}: never in the output whole`, () => {
+      const out = redact(`before ${form} after`, [token]);
+      expect(out).toContain("[REDACTED]");
+      expect(out).not.toContain(form);
+    });
+  }
+  test("secretForms leaves out forms too short to redact without shredding ordinary output", () => {
+    expect(secretForms("abcdefgh").every((f) => f.length >= 8)).toBe(true);
+    expect(secretForms("abcdefgh")).toContain("hgfedcba");
   });
 });
