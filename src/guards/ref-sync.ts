@@ -20,7 +20,7 @@ export interface RefSyncGuardHandle {
 
 /**
  * The "ref-sync" guard: on start, resolves the sandbox's target, starts watching and syncs once each way (in the
- * background); its health is not ok while sync is failing, with the reason as detail.
+ * background). A failing sync is in its health's detail, never a fence: only a stopped sync is not ok.
  */
 export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) => RefSyncTarget | Promise<RefSyncTarget>) {
   return {
@@ -51,9 +51,11 @@ export function refSyncGuard<C extends RefSyncGuardContext>(resolve: (ctx: C) =>
             });
           owed = run;
         },
+        // Failing sync fences nothing: it guards no boundary (the host never reads the clone), and a clone that cannot
+        // be synced keeps only its own work from the host. It shows in the detail (`sbx status`) and the audit log.
         health: () => {
           const h = sync.health();
-          return { ok: h.ok, detail: h.detail };
+          return { ok: h.state !== "stopped", detail: h.ok ? h.detail : `not in sync: ${h.detail}` };
         },
       };
     },

@@ -31,6 +31,23 @@ export function isUserRef(ref: string): boolean {
 
 const SEEN = "refs/sbx-seen/";
 
+/**
+ * One store operation per repo at a time in this process (the daemon: every sandbox's ref sync and the creates of one
+ * repo share its stores and its alternates file). Another process (a second daemon of another state root) is covered
+ * by git's own locks and by each step being safe to run twice.
+ */
+const queues = new Map<string, Promise<unknown>>();
+function serialized<T>(repo: string, fn: () => Promise<T>): Promise<T> {
+  const prev = queues.get(repo) ?? Promise.resolve();
+  const next = prev.then(fn, fn);
+  const tail = next.catch(() => undefined);
+  queues.set(repo, tail);
+  void tail.then(() => {
+    if (queues.get(repo) === tail) queues.delete(repo);
+  });
+  return next;
+}
+
 export interface HostGit {
   exec: Exec;
   repo: string;
@@ -97,19 +114,27 @@ const DROP_LINE = 'f="$1/objects/info/alternates"; [ -f "$f" ] || exit 0; t=$(gr
  * what the person's refs are now as its "seen" line, so promotion never walks old history.
  * runs: git init --bare -q <store>; sh -c <append line> (store → host objects, host → store); git for-each-ref; git update-ref --stdin
  */
-export async function ensureStore(h: HostGit, name: string): Promise<string> {
-  const dir = storeDir(h.repo, name);
-  const hostGitDir = join(h.repo, ".git");
-  if (!existsSync(join(dir, "objects"))) {
-    const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", dir], { env: hostGitEnv(), replaceEnv: true, check: false });
-    if (i.exitCode !== 0) fail(`cannot make the store of sandbox ${name} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
-    const a = await sh(h, ADD_LINE, [dir, "../../../objects"]);
-    if (a.exitCode !== 0) fail(`cannot point the store of sandbox ${name} at ${hostGitDir}/objects`, a);
-    await markSeen(h, dir, await userTips(h));
-  }
-  const b = await sh(h, ADD_LINE, [hostGitDir, storeAlternate(name)]);
-  if (b.exitCode !== 0) fail(`cannot list the store of sandbox ${name} in ${hostGitDir}/objects/info/alternates`, b);
-  return dir;
+export function ensureStore(h: HostGit, name: string): Promise<string> {
+  return serialized(h.repo, async () => {
+    const dir = storeDir(h.repo, name);
+    const hostGitDir = join(h.repo, ".git");
+    if (!existsSync(join(dir, "objects", "info", "alternates"))) {
+      // Made whole beside its place and renamed into it: a store is either absent or complete for anyone listing them.
+      const part = `${dir}.part-${process.pid}`;
+      await h.exec.run(["rm", "-rf", "--", part], { check: false });
+      const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", part], { env: hostGitEnv(), replaceEnv: true, check: false });
+      if (i.exitCode !== 0) fail(`cannot make the store of sandbox ${name} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
+      const a = await sh(h, ADD_LINE, [part, "../../../objects"]);
+      if (a.exitCode !== 0) fail(`cannot point the store of sandbox ${name} at ${hostGitDir}/objects`, a);
+      await markSeen(h, part, await userTips(h));
+      await h.exec.run(["rm", "-rf", "--", dir], { check: false });
+      const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
+      if (mv.exitCode !== 0) fail(`cannot put the store of sandbox ${name} in place`, mv);
+    }
+    const b = await sh(h, ADD_LINE, [hostGitDir, storeAlternate(name)]);
+    if (b.exitCode !== 0) fail(`cannot list the store of sandbox ${name} in ${hostGitDir}/objects/info/alternates`, b);
+    return dir;
+  });
 }
 
 /** The person's own ref tips in the host repo. */
@@ -128,11 +153,11 @@ async function markSeen(h: HostGit, store: string, tips: Iterable<string>): Prom
   if (u.exitCode !== 0) fail(`cannot record what the store ${store} has seen`, u);
 }
 
-/** The stores of the host repo's sandboxes (whatever the alternates say: a store's dir is what counts). */
+/** The stores of the host repo's sandboxes (whatever the alternates say: a whole store's dir is what counts). */
 function storesOf(repo: string): string[] {
   const root = join(repo, ".git", "sbx");
   try {
-    return [...new Bun.Glob("*.git").scanSync({ cwd: root, onlyFiles: false })].map((d) => join(root, d)).filter((d) => existsSync(join(d, "objects")));
+    return [...new Bun.Glob("*.git").scanSync({ cwd: root, onlyFiles: false })].map((d) => join(root, d)).filter((d) => existsSync(join(d, "objects", "info", "alternates")));
   } catch {
     return [];
   }
@@ -173,7 +198,11 @@ async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: 
  * every sandbox sees what the person put on a branch of theirs. Cheap when nothing changed (each store remembers the
  * tips it last saw, and walks only from new ones). How many objects were copied.
  */
-export async function promoteStores(h: HostGit): Promise<number> {
+export function promoteStores(h: HostGit): Promise<number> {
+  return serialized(h.repo, () => promoteNow(h));
+}
+
+async function promoteNow(h: HostGit): Promise<number> {
   const stores = storesOf(h.repo);
   if (stores.length === 0) return 0;
   const tips = await userTips(h);
@@ -194,7 +223,11 @@ export async function promoteStores(h: HostGit): Promise<number> {
  * The host repo never points at a store that is gone. A missing store is fine.
  * runs: (copyOut) …; sh -c <drop line>; rm -rf <store>; rmdir <repo>/.git/sbx
  */
-export async function retireStore(h: HostGit, name: string): Promise<number> {
+export function retireStore(h: HostGit, name: string): Promise<number> {
+  return serialized(h.repo, () => retireNow(h, name));
+}
+
+async function retireNow(h: HostGit, name: string): Promise<number> {
   const dir = storeDir(h.repo, name);
   const hostGitDir = join(h.repo, ".git");
   let copied = 0;

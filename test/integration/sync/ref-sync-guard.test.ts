@@ -34,6 +34,21 @@ describe("ref-sync guard", () => {
     }
   });
 
+  test("a sync that fails is in the health's detail but fences nothing (it guards no boundary)", async () => {
+    const f = makeFixture();
+    try {
+      const ctx = { exec: createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), audit: () => undefined };
+      const failing: SandboxGit = () => ({ stdout: new ReadableStream({ start: (c) => c.close() }), done: Promise.resolve({ exitCode: 128, stderr: "fatal: not a git repository" }) });
+      const h = await refSyncGuard(() => targetOf(f, async () => failing)).start(ctx);
+      await waitFor("the failure", () => h.health().detail.includes("not a git repository"), 5000);
+      expect(h.health()).toMatchObject({ ok: true, detail: expect.stringContaining("not in sync:") });
+      await h.stop();
+      expect(h.health().ok).toBe(false);
+    } finally {
+      f.cleanup();
+    }
+  });
+
   test("sandboxStarted does not wait for the owed sync (a start stays fast); stop waits for it before stopping", async () => {
     const f = makeFixture();
     try {
