@@ -16,10 +16,11 @@ export interface ViewReport {
 
 /**
  * Fills `view` (emptied first) with what of `claudeDir` a sandbox of `repo` may see: the entries of CLAUDE_DIR_SHOWN and
- * `projects/<repo's key>`. Regular files and dirs only, never through a symlink (a link in ~/.claude could lead to any
+ * `projects/<repo's key>`, and the login (`.credentials.json`) only with `login` (`--claude-auth overlay`, which the
+ * person chose, warned). Regular files and dirs only, never through a symlink (a link in ~/.claude could lead to any
  * file of the host user's), within CLAUDE_VIEW_LIMITS. A missing ~/.claude gives an empty view.
  */
-export function fillClaudeView(claudeDir: string, view: string, repo: string): ViewReport {
+export function fillClaudeView(claudeDir: string, view: string, repo: string, opts: { login?: boolean } = {}): ViewReport {
   rmSync(view, { recursive: true, force: true });
   mkdirSync(view, { recursive: true, mode: 0o700 });
   const r: ViewReport = { copied: 0, bytes: 0, skipped: [] };
@@ -50,6 +51,7 @@ export function fillClaudeView(claudeDir: string, view: string, repo: string): V
     for (const e of readdirSync(from)) copy(join(rel, e));
   };
   for (const e of CLAUDE_DIR_SHOWN) copy(e);
+  if (opts.login) copy(".credentials.json");
   const project = join("projects", claudeProjectKey(repo));
   mkdirSync(join(view, "projects"), { recursive: true, mode: 0o700 });
   copy(project);

@@ -280,7 +280,7 @@ export class DockerBackend implements Backend {
       }
       rmSync(marker, { force: true }); // an earlier container's
       // A fresh view of ~/.claude for each new container: what the host has now, of what a sandbox may see.
-      if (overlays.some((p) => p.lower === claudeViewDir(spec))) fillClaudeView(join(spec.hostUser.home, ".claude"), claudeViewDir(spec), spec.repo);
+      if (overlays.some((p) => p.lower === claudeViewDir(spec))) fillClaudeView(join(spec.hostUser.home, ".claude"), claudeViewDir(spec), spec.repo, { login: dockerOptions(spec).claudeAuth === "overlay" });
       for (const p of overlays) this.prepareOverlayDirs(p);
       await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
       writeShellProfiles(spec);

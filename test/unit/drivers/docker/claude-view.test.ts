@@ -47,6 +47,14 @@ describe("fillClaudeView", () => {
     expect(r.skipped.sort()).toEqual(["commands/evil.md: not a plain file or dir", "output-styles: not a plain file or dir"]);
   });
 
+  test("--claude-auth overlay (the person's choice, warned): the login is in the view too", () => {
+    root = mkdtempSync(join(tmpdir(), "sbx-claude-view-"));
+    mkdirSync(join(root, ".claude"));
+    writeFileSync(join(root, ".claude", ".credentials.json"), "{}\n");
+    fillClaudeView(join(root, ".claude"), join(root, "view"), "/r", { login: true });
+    expect(readdirSync(join(root, "view")).sort()).toEqual([".credentials.json", "projects"]);
+  });
+
   test("no ~/.claude on the host: an empty view with an empty projects dir", () => {
     root = mkdtempSync(join(tmpdir(), "sbx-claude-view-"));
     const view = join(root, "view");
