@@ -312,6 +312,29 @@ export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: stri
   await run(g, ["update-ref", "--stdin"], { stdin });
 }
 
+/**
+ * The paths the commits new to the remote change: every non-merge commit's, and a merge's where it differs from all its
+ * parents (what the merge itself brought, an "evil merge" included), never what a merged parent already had.
+ * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= --stdin (tips, then ^known; in the gate)
+ */
+export async function changedPaths(g: Gate, shas: string[], tips: string[]): Promise<Set<string>> {
+  const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
+  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "--stdin"], { stdin });
+  return new Set(r.stdout.split("\n").filter((l) => l !== ""));
+}
+
+/** The remote's default branch as the host repo knows it (`refs/remotes/<remote>/HEAD`), if it does. runs: git symbolic-ref -q … (host repo) */
+export async function defaultBranchOf(g: Gate, remote: string): Promise<string | undefined> {
+  const r = await run(g, ["symbolic-ref", "-q", `refs/remotes/${remote}/HEAD`], { cwd: g.hostRepo, check: false });
+  const ref = r.stdout.trim();
+  return ref.startsWith(`refs/remotes/${remote}/`) ? ref.slice(`refs/remotes/${remote}/`.length) : undefined;
+}
+
+/** The gate's record that this sandbox created `dst` on `remote` (so it may delete it). Pure. */
+export function createdMarker(remote: string, dst: string): string {
+  return `refs/sbx-created/${remote}/${dst.slice("refs/".length)}`;
+}
+
 /** Whether `ancestor` is in `commit`'s history (false when either is missing). */
 export async function isAncestor(g: Gate, ancestor: string, commit: string): Promise<boolean> {
   // runs: git merge-base --is-ancestor <ancestor> <commit> (in the gate)

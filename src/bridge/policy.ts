@@ -573,6 +573,33 @@ export function decideGit(args: readonly string[], cwdView: string, ctx: PolicyC
   return { ok: true, plan: { tool: "git", op, ...(r.plan.remote !== undefined ? { remote: r.plan.remote } : {}), url: r.plan.url, own: r.plan.own, options, rest, refspecs, cwd } };
 }
 
+const API_TABLE: OptTable = {
+  long: { "--jq": "value", "--template": "value", "--paginate": "none", "--silent": "none", "--include": "none", "--method": "value", "--cache": "value" },
+  short: { q: "--jq", t: "--template", i: "--include", X: "--method" },
+};
+
+/**
+ * `gh api`, once allowed: GET only (no fields, no input, no headers, no other host), of one path. The path's repository
+ * is checked where it is known (the bridge: `repos/{owner}/{repo}/…` or the host repo's own owner/name).
+ */
+function decideGhApi(args: readonly string[]): Decision<GhPlan> {
+  const parsed = parseOptions(args, API_TABLE, "gh api", (n) => (n === "--template" ? undefined : refusal(n)));
+  if (!parsed.ok) return deny(`${parsed.reason} (gh api takes a GET of one path of this repository, with --jq/--template/--paginate)`);
+  const out: string[] = ["api"];
+  for (const [name, v] of parsed.plan.options) {
+    if (name === "--method" && (v ?? "").toUpperCase() !== "GET") return deny("gh api: only GET requests go through the bridge");
+    if (name === "--method") continue;
+    out.push(v === undefined ? name : `${name}=${v}`);
+  }
+  if (parsed.plan.positionals.length !== 1) return deny("gh api: name exactly one path (e.g. repos/{owner}/{repo}/pulls)");
+  const path = parsed.plan.positionals[0]!;
+  if (!/^\/?repos\/[A-Za-z0-9_.{}-]+\/[A-Za-z0-9_.{}-]+(?:[/?][A-Za-z0-9_.,=&%\/?{}:-]*)?$/.test(path) || path.includes("..")) {
+    return deny(`gh api ${path}: only this repository's paths (repos/{owner}/{repo}/…) are allowed`);
+  }
+  out.push("--method", "GET", "--", path);
+  return { ok: true, plan: { tool: "gh", group: "api", sub: "", args: out } };
+}
+
 /** Decides on a gh invocation. `args` is everything after `gh`. */
 export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyContext): Decision<GhPlan> {
   const cwdCheck = ctx.checkPath(cwdView, "/");
@@ -590,7 +617,8 @@ export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyCo
   if (group.startsWith("-")) return deny(refusal(group.split("=")[0]!) ?? `gh option ${group} is not allowed before the command`);
   if (group in GH_OPT_IN) {
     const key = GH_OPT_IN[group as keyof typeof GH_OPT_IN];
-    if (!ctx.options[key]) return deny(`gh ${group} is disabled; the user can enable it for this sandbox`);
+    if (!ctx.options[key]) return deny(`gh ${group} is disabled; to allow it for this sandbox: sbx bridge NAME --allow ${group === "api" ? "gh-api" : "gh-gist"}`);
+    if (group === "api") return decideGhApi(args.slice(1));
     for (const a of args) {
       const n = a.split("=")[0]!;
       if (REFUSED_OPTIONS[n]) return deny(REFUSED_OPTIONS[n]!);

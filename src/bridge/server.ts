@@ -8,8 +8,12 @@ import { redact } from "../core/redact";
 import type { Exec, ExecResult } from "../sys/exec";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
+import { isCiPath, isProtectedBranch, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
 import {
+  changedPaths,
   closeVerdict,
+  createdMarker,
+  defaultBranchOf,
   ensureGate,
   maintainGate,
   hookRefsReader,
@@ -93,6 +97,8 @@ export interface BridgeDeps {
   path?: string;
   /** The host's CA settings for gh (SSL_CERT_FILE, SSL_CERT_DIR): a private CA in front of a forge works as on the host. */
   tlsEnv?: Record<string, string>;
+  /** This sandbox's switches (`sbx bridge NAME --allow …`), read at request time; none: the defaults. */
+  settings?: () => BridgeSettings;
   policy?: Partial<PolicyOptions>;
   /** Test seam: called at points of a push where a failure must leave nothing that goes out. */
   faults?: PushFaults;
@@ -362,7 +368,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   const ctx: PolicyContext = {
     remotes: await remotesP,
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
-    options: { ghApi: false, ghGist: false, ...deps.policy },
+    options: { ghApi: settingsOf(deps).allow.includes("gh-api"), ghGist: settingsOf(deps).allow.includes("gh-gist"), ...deps.policy },
   };
   const refuse = (reason: string): Outcome => {
     send({ t: "err", d: `sbx: refused: ${reason}\n` });
@@ -381,7 +387,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push(g, plan, req, indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tipsP ?? knownTips(g), takeVerdict, token, send, refuse, deps);
+      return push(g, plan, req, indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tipsP ?? knownTips(g), takeVerdict, token, send, refuse, { ...deps, settings: () => settingsOf(deps) });
     case "fetch":
     case "pull":
       return fetch(g, plan, req, token, send, refuse);
@@ -394,6 +400,15 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
     case "clone":
       return clone(g, plan, token, send);
   }
+}
+
+function settingsOf(deps: Pick<BridgeDeps, "settings">): BridgeSettings {
+  return deps.settings?.() ?? NO_BRIDGE_SETTINGS;
+}
+
+/** The refusal of something a switch would allow, saying which. */
+function notAllowed(what: string, allow: BridgeAllow, name: string): string {
+  return `${what}; to allow it for this sandbox: sbx bridge ${name} --allow ${allow}`;
 }
 
 function opt(plan: GitPlan, name: string): boolean {
@@ -439,7 +454,7 @@ function shortRef(ref: string): string {
  * leaves) until the verdict: the secret scan (which is also the completeness check) passed, and every ref
  * is a fast-forward of what the remote has or the sandbox forced it. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace">): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox"> & { settings: () => BridgeSettings }): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -464,6 +479,24 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
       dst = r.ref;
     }
     out.push({ src: s.src, dst, sha: r.sha, force: s.force || force });
+  }
+  // What the user protects, decided before anything goes out: forced updates of protected branches, deleting what this
+  // sandbox did not create (CI files are checked once the commits are in, below).
+  const settings = deps.settings();
+  const allowed = new Set(settings.allow);
+  if (!allowed.has("force-push") && (lease || out.some((o) => o.force))) {
+    const def = await defaultBranchOf(g, remote);
+    for (const o of out) {
+      if (!(o.force || lease) || o.sha === null || !o.dst.startsWith("refs/heads/")) continue;
+      const b = o.dst.slice("refs/heads/".length);
+      if (isProtectedBranch(b, def, settings)) return refuse(notAllowed(`a forced push to ${b} (protected${b === def ? ": the default branch" : ""}) is refused`, "force-push", deps.sandbox.name));
+    }
+  }
+  if (!allowed.has("delete")) {
+    for (const o of out) {
+      if (o.sha !== null) continue;
+      if (!(await readRef(g, createdMarker(remote, o.dst)))) return refuse(notAllowed(`deleting ${shortRef(o.dst)} on ${remote}, which this sandbox did not create, is refused`, "delete", deps.sandbox.name));
+    }
   }
   const shas = [...new Set(out.flatMap((o) => (o.sha ? [o.sha] : [])))];
   const args = ["push"];
@@ -490,6 +523,8 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
   }
   const incomplete = (e: unknown) => refuse(`the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
   const pushArgs = (specs: string[]) => [...args, plan.url, ...specs];
+  // What the remote had before (the pre-push hook says), to record the refs this push creates.
+  let before: Promise<HookRef[]> = Promise.resolve([]);
   const finish = async (r: ExecResult, stderr: { end(): void }): Promise<Outcome> => {
     stderr.end();
     if (r.stdout) {
@@ -503,7 +538,13 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
         const t = trackingRef(remote, o.dst);
         return t ? [[t, o.sha]] : [];
       });
-      return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, tracking) };
+      const had = await Promise.race([before, Promise.resolve([] as HookRef[])]);
+      const created = out.flatMap((o): Array<[string, string | null]> => {
+        if (o.sha === null) return [[createdMarker(remote, o.dst), null]];
+        const h = had.find((x) => x.remoteRef === o.dst);
+        return h && /^0+$/.test(h.remoteSha) ? [[createdMarker(remote, o.dst), o.sha]] : [];
+      });
+      return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, [...tracking, ...created]) };
     }
     return { decision: "allowed", exitCode: r.exitCode };
   };
@@ -528,6 +569,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
     if (held) held.push(s);
     else stderr.write(s);
   });
+  before = reader.refs;
   const trace = deps.trace ?? (() => undefined);
   if (deps.trace) void reader.refs.then(() => trace("hook reached (the remote's refs are in)"));
   let pushing: Promise<ExecResult> | undefined;
@@ -558,9 +600,12 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
       const ended = pushing!.then(() => [] as HookRef[]);
       const [scanned, ff] = await Promise.allSettled([scanNew(g, shas, tips), earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true)]);
       trace("scanned, fast-forwards checked");
+      const ci = scanned.status === "fulfilled" && !allowed.has("ci-files") ? [...(await changedPaths(g, shas, tips))].filter(isCiPath) : [];
       if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
       else if (scanned.value.length > 0) {
         refusal = refuse(`the commits contain what looks like a secret:\n${formatGateFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
+      } else if (ci.length > 0) {
+        refusal = refuse(notAllowed(`the commits change CI or automation files (${ci.slice(0, 5).join(", ")}${ci.length > 5 ? ", …" : ""}), which run with the repository's own credentials`, "ci-files", deps.sandbox.name));
       } else {
         ffOk = ff.status === "fulfilled" && ff.value;
         ok = true;
@@ -591,6 +636,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
     const again = await openVerdict(g);
     stderr = pushOutputRewriter(names, (d) => send({ t: "err", d }));
     const plain = hookRefsReader(again.nonce, (s) => stderr.write(s));
+    before = plain.refs;
     giveVerdict(again, true);
     const r = await remoteGit(g, plan.url, token, pushArgs(refspecs), (s) => plain.write(s), undefined, again);
     closeVerdict(again);
@@ -799,6 +845,13 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
     stdin = body.bytes;
   }
   const repoArg = forge.host === "github.com" ? forge.path : `${forge.host}/${forge.path}`;
+  if (plan.group === "api") {
+    // The path names this repository: through gh's own placeholders, or its owner/name exactly.
+    const path = plan.args.at(-1)!.replace(/^\//, "");
+    const own = `repos/${forge.path}`;
+    const ok = path.startsWith("repos/{owner}/{repo}") ? /^repos\/\{owner\}\/\{repo\}(?:[/?]|$)/.test(path) : path === own || path.startsWith(`${own}/`) || path.startsWith(`${own}?`);
+    if (!ok) return refuse(`gh api ${path}: only ${own}/… (or repos/{owner}/{repo}/…) is allowed`);
+  }
   const dash = plan.args.indexOf("--");
   const head = dash === -1 ? plan.args : plan.args.slice(0, dash);
   const tail = dash === -1 ? [] : plan.args.slice(dash);
@@ -815,7 +868,7 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
     writeFileSync(join(configDir, "hosts.yml"), ghHostsYaml(forge.host, token), { mode: 0o600 });
     const r = await deps.exec.run(["gh", ...head, ...extra, ...tail], {
       cwd: g.paths.ghCwd,
-      env: { ...env(configDir), ...(forge.host === "github.com" ? {} : { GH_HOST: forge.host }) },
+      env: { ...env(configDir), ...(forge.host === "github.com" ? {} : { GH_HOST: forge.host }), ...(plan.group === "api" ? { GH_REPO: repoArg } : {}) },
       replaceEnv: true,
       ...(stdin ? { stdin } : {}),
       onStderr: (s) => send({ t: "err", d: s }),

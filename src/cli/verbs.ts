@@ -3,6 +3,7 @@ import type { Verb } from "./verb";
 import { allow } from "./commands/allow";
 import { allowlist } from "./commands/allowlist";
 import { approvals } from "./commands/approvals";
+import { bridge } from "./commands/bridge";
 import { chat } from "./commands/chat";
 import { create } from "./commands/create";
 import { daemon } from "./commands/daemon";
@@ -26,7 +27,7 @@ import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
   create, shell, run, list, limits, stop, rm, prune, init,
-  allow, deny, allowlist, approvals, logs,
+  allow, deny, allowlist, approvals, bridge, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor,
 ];

@@ -24,6 +24,7 @@ import {
   LifecycleCreateSchema,
   LifecycleListSchema,
   LifecycleLimitsSchema,
+  LifecycleBridgeSchema,
   LifecycleNamedSchema,
   LifecyclePruneSchema,
   LifecycleResults,
@@ -349,6 +350,14 @@ export function createApp(deps: AppDeps): Hono {
     const req = LifecycleLimitsSchema.parse(await jsonBody(c));
     const s = service();
     return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.limits.parse(await s.limits(req.name, { ...where(req, out), set: req.set })));
+  });
+
+  app.post("/v1/lifecycle/bridge", async (c) => {
+    const req = LifecycleBridgeSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) =>
+      LifecycleResults.bridge.parse(await s.bridge(req.name, { ...where(req, out), allow: req.allow, disallow: req.disallow, protect: req.protect, unprotect: req.unprotect })),
+    );
   });
 
   app.post("/v1/lifecycle/prune", async (c) => {

@@ -1,5 +1,6 @@
 // The control socket's wire shapes (zod): every request and response the daemon serves, shared with src/client.
 import { z } from "zod";
+import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
 
@@ -222,6 +223,16 @@ export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
 
+/** `sbx bridge NAME [--allow X] [--disallow X] [--protect B] [--unprotect B]`: shows the switches, or changes those given. */
+export const LifecycleBridgeSchema = WhereSchema.extend({
+  name: nameSchema,
+  allow: z.array(z.enum(BRIDGE_ALLOWS)).max(16).default([]),
+  disallow: z.array(z.enum(BRIDGE_ALLOWS)).max(16).default([]),
+  protect: z.array(z.string().min(1).max(200)).max(64).default([]),
+  unprotect: z.array(z.string().min(1).max(200)).max(64).default([]),
+});
+export type LifecycleBridge = z.input<typeof LifecycleBridgeSchema>;
+
 export const LifecycleNamedSchema = WhereSchema.extend({
   name: nameSchema,
   force: z.boolean().default(false),
@@ -300,6 +311,7 @@ export const LifecycleResults = {
     hits: z.array(LimitHitSchema).nullable(),
     applied: z.enum(["now", "next-start"]).optional(),
   }),
+  bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
 } as const;
 export type LifecycleVerb = keyof typeof LifecycleResults;
 

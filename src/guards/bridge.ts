@@ -1,6 +1,7 @@
 // The command bridge as a guard: git/gh for one sandbox on its own socket, with a host-owned gate repo and host secrets read per request.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { BridgeSettings } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
 import { sandboxLayout } from "../workspace/layout";
 import type { FeedEvent } from "../events/feed";
@@ -13,6 +14,8 @@ export interface BridgeGuardOptions {
   path?: string;
   /** The host's CA settings (SSL_CERT_FILE, SSL_CERT_DIR) for gh. */
   tlsEnv?: Record<string, string>;
+  /** A sandbox's bridge switches as stored now (`sbx bridge NAME --allow …`), read at each request. */
+  settingsOf?: (sandboxId: number) => BridgeSettings;
   /** The live feed: every bridge command, as audited. */
   publish?: (e: FeedEvent) => void;
   /**
@@ -63,6 +66,7 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
         },
         ...(opts.path ? { path: opts.path } : {}),
         ...(opts.tlsEnv ? { tlsEnv: opts.tlsEnv } : {}),
+        ...(opts.settingsOf ? { settings: () => opts.settingsOf!(ctx.sandbox.id) } : {}),
       });
       return {
         health: () => (existsSync(bridge.socketPath) ? { ok: true, detail: "serving" } : { ok: false, detail: `socket ${bridge.socketPath} is gone` }),

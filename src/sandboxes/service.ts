@@ -20,6 +20,7 @@ import { sandboxDir, sandboxSockets, type Paths } from "../sys/paths";
 import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, staleConfigLock, type Commit } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
 import { importSandbox } from "../sync/import";
+import { BRIDGE_ALLOWS, bridgeSettingsOf, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
 import { ensureStore, promoteStores, retireStore } from "../sync/store";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
@@ -352,6 +353,41 @@ export class SandboxService {
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "limits", detail: { name, ...next } });
       const running = (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
       return { name, limits: next, hits: null, applied: running ? "now" : "next-start" };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /**
+   * `sbx bridge NAME`: the bridge's per-sandbox switches (what its git/gh may do beyond the default), shown, or changed
+   * and kept in its identity, where the bridge reads them at each request (no restart).
+   */
+  async bridge(name: string, w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[] }): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
+    const { repo, row } = await this.locate(name, w);
+    const asked = [w.allow, w.disallow, w.protect, w.unprotect].some((l) => (l?.length ?? 0) > 0);
+    if (!asked) return { name, settings: bridgeSettingsOf(row.identity), changed: false };
+    for (const p of w.protect ?? []) {
+      if (!/^[A-Za-z0-9._\/*-]+$/.test(p) || p.includes("..")) {
+        throw new SbxError("usage", `--protect ${p}: a branch name (letters, digits, . _ - /) with * for any part of one segment`, { hint: "e.g. --protect 'release/*'" });
+      }
+    }
+    const lock = await this.lock(repo, name, w.out);
+    try {
+      const fresh = this.d.store.getSandbox(row.id) ?? row;
+      const cur = bridgeSettingsOf(fresh.identity);
+      const allow = new Set(cur.allow);
+      for (const a of w.allow ?? []) allow.add(a);
+      for (const a of w.disallow ?? []) allow.delete(a);
+      const protect = new Set(cur.protect);
+      for (const p of w.protect ?? []) protect.add(p);
+      for (const p of w.unprotect ?? []) protect.delete(p);
+      const next: BridgeSettings = { allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort() };
+      const changed = JSON.stringify(next) !== JSON.stringify(cur);
+      if (changed) {
+        this.d.store.updateIdentity(row.id, { ...fresh.identity, bridge: next });
+        this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "bridge", detail: { name, allow: next.allow, protect: next.protect } });
+      }
+      return { name, settings: next, changed };
     } finally {
       lock.release();
     }

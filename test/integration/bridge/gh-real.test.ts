@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createBridgeApp } from "../../../src/bridge/server";
+import type { BridgeSettings } from "../../../src/core/bridge-settings";
 import { makeSiteCert } from "../../../src/demo/cert";
 import { createExec } from "../../../src/sys/exec";
 
@@ -39,6 +40,7 @@ beforeAll(async () => {
       if (u.pathname === "/api/graphql" && body.includes("PullRequestList")) {
         return Response.json({ data: { repository: { pullRequests: { totalCount: PRS.length, nodes: PRS, pageInfo: { hasNextPage: false, endCursor: null } } } } });
       }
+      if (u.pathname === "/api/v3/repos/acme/widgets/pulls" && req.method === "GET") return Response.json(PRS.map((p) => ({ number: p.number, title: p.title })));
       if (u.pathname === "/api/graphql") return Response.json({ data: { repository: { name: "widgets", nameWithOwner: "acme/widgets", description: "d", url: "https://x/acme/widgets" } } });
       return Response.json({ message: "Not Found" }, { status: 404 });
     },
@@ -51,7 +53,7 @@ afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-function bridge() {
+function bridge(settings: BridgeSettings = { allow: [], protect: [] }) {
   const exec = createExec({ PATH });
   const repo = join(root, `host-${seen.length}-${Math.random().toString(36).slice(2, 6)}`);
   mkdirSync(repo);
@@ -68,6 +70,7 @@ function bridge() {
     exec,
     path: PATH,
     tlsEnv: { SSL_CERT_FILE: certFile },
+    settings: () => settings,
   });
   return async (args: string[]) => {
     const res = await app.request("/v1/run", { method: "POST", body: `${JSON.stringify({ tool: "gh", args, cwd: "/home/u/widgets", branch: "feature" })}\n` });
@@ -113,6 +116,17 @@ describe.skipIf(!hasGh)(`the real gh through the bridge${hasGh ? "" : " (skipped
     expect(st.code).toBe(0);
     expect(st.out).toContain(`Logged in to ${host} through the sbx bridge`);
     expect(`${st.out}${st.err}`).not.toContain(TOKEN);
+  });
+
+  test("gh api: off by default; allowed for this sandbox, a GET of this repository's paths works, another's is refused", async () => {
+    expect((await bridge()(["api", "repos/{owner}/{repo}/pulls"])).code).toBe(77);
+    const call = bridge({ allow: ["gh-api"], protect: [] });
+    const r = await call(["api", "repos/{owner}/{repo}/pulls", "--jq", ".[].title"]);
+    expect(r).toMatchObject({ code: 0, out: "Add widgets\nFix sprockets\n" });
+    expect((await call(["api", "repos/acme/widgets/pulls", "--jq", "length"])).out).toBe("2\n");
+    const before = seen.length;
+    for (const args of [["api", "repos/evil/other/pulls"], ["api", "user"], ["api", "-X", "POST", "repos/{owner}/{repo}/issues"]]) expect((await call(args)).code).toBe(77);
+    expect(seen.length).toBe(before);
   });
 
   test("another repository by -R/--repo is refused before gh runs", async () => {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { startBridge, type AuditEvent, type StartedBridge } from "../../../src/bridge/server";
 import { createExec } from "../../../src/sys/exec";
+import type { BridgeSettings } from "../../../src/core/bridge-settings";
 import { startGitHttpServer, type GitHttpServer } from "../../support/git-http-server";
 
 export const SHIMS = join(import.meta.dir, "../../../shims");
@@ -53,7 +54,7 @@ export interface Harness {
 }
 
 /** Sets up upstream ← host repo (origin = upstream), clone = `git clone --shared host`, bridge on its socket. */
-export async function makeHarness(): Promise<Harness> {
+export async function makeHarness(opts: { settings?: () => BridgeSettings } = {}): Promise<Harness> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-br-")));
   const token = `tok-${randomBytes(16).toString("hex")}`;
   const upstream = startGitHttpServer(join(root, "srv"), token);
@@ -82,6 +83,7 @@ export async function makeHarness(): Promise<Harness> {
     audit: (e) => audit.push(e),
     exec: createExec({ PATH }),
     path: PATH,
+    ...(opts.settings ? { settings: opts.settings } : {}),
   });
   const sandboxEnv = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
   return {

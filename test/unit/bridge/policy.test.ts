@@ -218,9 +218,31 @@ describe("gh", () => {
       if (!d.ok) throw new Error(d.reason);
     });
   }
-  test("gh api and gist when the user enables them", () => {
-    expect(decideGh(["api", "/user"], VIEW, ctx({ ghApi: true })).ok).toBe(true);
+  test("gh api and gist when the user enables them; gh api as a GET of one repository path only", () => {
+    expect(decideGh(["api", "repos/{owner}/{repo}/pulls", "--jq", ".[].number"], VIEW, ctx({ ghApi: true }))).toEqual({
+      ok: true,
+      plan: { tool: "gh", group: "api", sub: "", args: ["api", "--jq=.[].number", "--method", "GET", "--", "repos/{owner}/{repo}/pulls"] },
+    });
+    expect(decideGh(["api", "-X", "GET", "/repos/o/r/issues?state=open", "--paginate"], VIEW, ctx({ ghApi: true })).ok).toBe(true);
     expect(decideGh(["gist", "list"], VIEW, ctx({ ghGist: true })).ok).toBe(true);
+    const refusedApi: [string[], string][] = [
+      [["api", "/user"], "only this repository's paths"],
+      [["api", "graphql", "-f", "query=x"], "not allowed"],
+      [["api", "-X", "POST", "repos/o/r/issues"], "only GET"],
+      [["api", "--method=DELETE", "repos/o/r"], "only GET"],
+      [["api", "--hostname", "evil.example", "repos/o/r"], "another host"],
+      [["api", "-H", "Authorization: x", "repos/o/r"], "not allowed"],
+      [["api", "--input", "f", "repos/o/r"], "not allowed"],
+      [["api", "repos/o/r/../../user"], "only this repository's paths"],
+      [["api", "repos/o/r", "repos/x/y"], "exactly one path"],
+    ];
+    for (const [argv, why] of refusedApi) {
+      const d = decideGh(argv, VIEW, ctx({ ghApi: true }));
+      expect(d.ok).toBe(false);
+      if (!d.ok) expect(d.reason).toContain(why);
+    }
+    const off = decideGh(["api", "repos/o/r"], VIEW, ctx());
+    expect(!off.ok && off.reason).toContain("sbx bridge NAME --allow gh-api");
   });
   test("--body-file becomes stdin read by the bridge from the checked host path", () => {
     const d = decideGh(["pr", "create", "-t", "x", "--body-file", "body.md"], VIEW, ctx());

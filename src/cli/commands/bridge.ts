@@ -1,0 +1,67 @@
+// sbx bridge: show or change what a sandbox's git and gh may do through the bridge beyond the default
+import type { Command } from "commander";
+import { SbxError } from "../../core/errors";
+import type { Verb } from "../verb";
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+const ALLOWS = ["force-push", "delete", "ci-files", "gh-api", "gh-gist"];
+
+export const bridge: Verb = {
+  name: "bridge",
+  summary: "show or change what a sandbox's git and gh may do with your forge token",
+  declare(cmd: Command) {
+    cmd
+      .argument("<name>", "sandbox name")
+      .option("--repo <path>", "the repo the sandbox belongs to")
+      .option("--allow <what>", `allow one more thing (${ALLOWS.join(", ")}); repeatable`, collect)
+      .option("--disallow <what>", "take an allowance back; repeatable", collect)
+      .option("--protect <branch>", "protect one more branch (* matches within a segment, e.g. 'release/*'); repeatable", collect)
+      .option("--unprotect <branch>", "stop protecting a branch named with --protect; repeatable", collect)
+      .option("--json", "print JSON")
+      .addHelpText(
+        "after",
+        [
+          "",
+          "The bridge uses your token only for this repo's own remotes. By default it refuses:",
+          "  force-push  a forced push (or --force-with-lease) to a protected branch: the remote's default branch,",
+          "              main, master, and any named with --protect",
+          "  delete      deleting a branch or tag on the remote that this sandbox did not create",
+          "  ci-files    commits changing CI or automation files (.github/workflows, .github/actions, .gitlab-ci.yml,",
+          "              .circleci, Jenkinsfile, .buildkite, azure-pipelines.yml, .pre-commit-config.yaml, CODEOWNERS)",
+          "  gh-api      `gh api`",
+          "  gh-gist     `gh gist` (publishes files)",
+          "Each refusal names the --allow that lifts it, for this sandbox only. Changes apply to the next command.",
+          "",
+          "Examples:",
+          "  sbx bridge agent                          show what is allowed and protected",
+          "  sbx bridge agent --allow ci-files         let it push workflow changes",
+          "  sbx bridge agent --protect 'release/*'    no forced pushes to release branches either",
+        ].join("\n"),
+      );
+  },
+  async run(ctx, args, opts) {
+    const name = args[0] ?? "";
+    const repoFlag = opts.repo as string | undefined;
+    const list = (k: string) => ((opts[k] as string[] | undefined) ?? []);
+    for (const k of ["allow", "disallow"]) {
+      for (const v of list(k)) {
+        if (!ALLOWS.includes(v)) throw new SbxError("usage", `--${k} ${v}: not something the bridge allows or refuses`, { hint: `One of: ${ALLOWS.join(", ")}.` });
+      }
+    }
+    const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
+    const r = await (await daemon(ctx)).lifecycle(
+      "bridge",
+      { ...whereOf(ctx, repoFlag), name, allow: list("allow") as never, disallow: list("disallow") as never, protect: list("protect"), unprotect: list("unprotect") },
+      outOf(ctx),
+    );
+    if (opts.json) {
+      ctx.render.json(r);
+      return 0;
+    }
+    const allowed = r.settings.allow.length ? r.settings.allow.join(", ") : "nothing beyond the default";
+    const protectedOnes = ["the default branch", "main", "master", ...r.settings.protect].join(", ");
+    ctx.render.out(`${name}: allowed: ${allowed}`);
+    ctx.render.out(`${name}: protected from forced pushes: ${protectedOnes}${r.changed ? " (changed)" : ""}`);
+    return 0;
+  },
+};
