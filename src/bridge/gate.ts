@@ -100,15 +100,20 @@ export function credentialHost(url: string): string {
   return (m?.[1] ?? "").toLowerCase();
 }
 
-/** Which host secret is the git token for a URL: GIT_TOKEN_<HOST>, then the forge's usual name, then GIT_TOKEN. */
-export function tokenFor(url: string, secrets: Record<string, string>): string | undefined {
+/** The names a URL's token may have, in the order the bridge looks: GIT_TOKEN_<HOST>, the forge's usual name, GIT_TOKEN. Pure. */
+export function tokenNames(url: string): string[] {
   const host = credentialHost(url);
   const specific = `GIT_TOKEN_${host.replace(/[^a-z0-9]/gi, "_").toUpperCase()}`;
-  if (secrets[specific]) return secrets[specific];
   const bare = host.replace(/:\d+$/, "");
-  if (bare === "github.com") return secrets.GH_TOKEN ?? secrets.GITHUB_TOKEN ?? secrets.GIT_TOKEN;
-  if (bare === "gitlab.com") return secrets.GITLAB_TOKEN ?? secrets.GIT_TOKEN;
-  return secrets.GIT_TOKEN;
+  if (bare === "github.com") return [specific, "GH_TOKEN", "GITHUB_TOKEN", "GIT_TOKEN"];
+  if (bare === "gitlab.com") return [specific, "GITLAB_TOKEN", "GIT_TOKEN"];
+  return [specific, "GIT_TOKEN"];
+}
+
+/** Which host secret is the git token for a URL: the first of tokenNames that is set. */
+export function tokenFor(url: string, secrets: Record<string, string>): string | undefined {
+  const name = tokenNames(url).find((n) => secrets[n]);
+  return name === undefined ? undefined : secrets[name];
 }
 
 export interface Gate {

@@ -3,6 +3,7 @@ import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { probeEngine } from "../drivers/docker/engine";
 import { kitMissing, kitPaths } from "../drivers/macos/install";
 import { checkHostGc } from "../sync/gc-check";
+import { checkSandboxRemotes, checkStores, checkTokens } from "./repo-checks";
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
@@ -22,8 +23,10 @@ export interface DoctorDeps {
   env: Env;
   paths: Paths;
   bunVersion: string;
-  /** Host repos that have sandboxes: their `git gc` settings could prune objects a clone still needs. */
+  /** Host repos that have sandboxes: their `git gc` settings, sandbox stores, old sandbox remotes and tokens. */
   repos?: readonly string[];
+  /** The sbx secrets file's values (names are reported, never values). */
+  secrets?: Readonly<Record<string, string>>;
 }
 
 export const MIN_BUN = "1.4.0";
@@ -173,11 +176,13 @@ function dockerOptional(c: Check): Check {
 }
 
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
-  const [docker, git, ...gc] = await Promise.all([
+  const repos = deps.repos ?? [];
+  const [docker, git, ...perRepo] = await Promise.all([
     checkDocker(deps.exec),
     checkGit(deps.exec),
-    ...(deps.repos ?? []).map((r) => checkHostGc(deps.exec, r)),
+    ...repos.flatMap((r) => [checkHostGc(deps.exec, r), Promise.resolve(checkStores(r)), checkSandboxRemotes(deps.exec, r), checkTokens(deps.exec, r, deps.env.raw, deps.secrets ?? {})]),
   ]);
+  const gc = perRepo;
   return [
     checkBun(deps.bunVersion),
     deps.env.platform === "darwin" ? dockerOptional(docker!) : docker!,

@@ -25,12 +25,14 @@ export const doctor: Verb = {
   },
   async run(ctx, _args, opts) {
     const { runDoctor } = await import("../../doctor/doctor");
+    const { readSecrets, secretsFile } = await import("../../secrets/store");
     const checks = await runDoctor({
       exec: ctx.exec,
       env: ctx.env,
       paths: ctx.paths,
       bunVersion: Bun.version,
       repos: await sandboxRepos(ctx.paths.dbFile),
+      secrets: readSecrets(secretsFile(ctx.paths.configDir)),
     });
     const failed = checks.some((c) => c.status === "fail");
     if (opts.json) {
