@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Exec, ExecResult } from "../sys/exec";
-import type { SecretFinding } from "../core/secrets";
+import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown } from "./scan";
 
 export interface GatePaths {
@@ -265,9 +265,9 @@ export async function maintainGate(g: Gate): Promise<void> {
  *       read as it streams); git cat-file --batch-check (the types of pushed tips the log did not show);
  *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
-export async function scanNew(g: Gate, shas: string[], tips: string[]): Promise<SecretFinding[]> {
+export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<SecretFinding[]> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const scanner = new LogScanner();
+  const scanner = new LogScanner([...SECRET_PATTERNS, ...hostValues], hostValues);
   await run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) });
   const { findings, unshown } = scanner.end();
   // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit

@@ -72,7 +72,14 @@ export class LogScanner {
   private parents = 1;
   private header = "";
 
-  constructor(private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS) {}
+  /**
+   * `patterns` are looked for in what a commit adds and in its message; `always` (the host's own secret values) also in
+   * the headers names and emails are in, and in file names.
+   */
+  constructor(
+    private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS,
+    private readonly always: readonly SecretPattern[] = [],
+  ) {}
 
   /** Reads every whole line of `chunk` (the tail waits for the next chunk). */
   write(chunk: string): void {
@@ -135,7 +142,11 @@ export class LogScanner {
         }
         // A continuation line (a signature, a mergetag's embedded tag) belongs to the header before it.
         if (raw.charCodeAt(0) !== 32) this.header = raw.slice(0, raw.indexOf(" ") >>> 0);
-        if (QUIET_HEADERS.has(this.header) || (this.header === "mergetag" && raw.startsWith(" tagger "))) return;
+        if (QUIET_HEADERS.has(this.header) || (this.header === "mergetag" && raw.startsWith(" tagger "))) {
+          const a = firstMatch(raw, 0, this.always);
+          if (a) this.found(a, COMMIT_HEADER, 0);
+          return;
+        }
         const f = firstMatch(raw, 0, this.patterns);
         if (f) this.found(f, COMMIT_HEADER, 0);
         return;
@@ -166,6 +177,9 @@ export class LogScanner {
       return;
     }
     if (raw.startsWith("diff --git ") || raw.startsWith("diff --cc ") || raw.startsWith("diff --combined ")) {
+      // A file's name is what the sandbox chose too.
+      const a = firstMatch(raw, 0, this.always);
+      if (a) this.found(a, "file name", 0);
       this.file = raw.startsWith("diff --git ") ? "" : unquote(raw.slice(raw.indexOf(" ", 5) + 1));
       this.blob = "";
       return;

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { chmodSync, closeSync, constants as fsConstants, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readlinkSync, readSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
-import { redact } from "../core/redact";
+import { hostSecretPatterns, redact } from "../core/redact";
 import type { Exec, ExecResult } from "../sys/exec";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
@@ -454,7 +454,7 @@ function shortRef(ref: string): string {
  * leaves) until the verdict: the secret scan (which is also the completeness check) passed, and every ref
  * is a fast-forward of what the remote has or the sandbox forced it. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox"> & { settings: () => BridgeSettings }): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox" | "secrets"> & { settings: () => BridgeSettings }): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -598,7 +598,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
       // The fast-forward check of the early push runs beside it, once the hook has said what the remote has.
       const ended = pushing!.then(() => [] as HookRef[]);
-      const [scanned, ff] = await Promise.allSettled([scanNew(g, shas, tips), earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true)]);
+      const [scanned, ff] = await Promise.allSettled([scanNew(g, shas, tips, hostSecretPatterns(deps.secrets())), earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true)]);
       trace("scanned, fast-forwards checked");
       const ci = scanned.status === "fulfilled" && !allowed.has("ci-files") ? [...(await changedPaths(g, shas, tips))].filter(isCiPath) : [];
       if (scanned.status === "rejected") refusal = incomplete(scanned.reason);

@@ -1,5 +1,5 @@
 // Redaction: removes every secret value the host knows, secret-shaped strings and auth headers from text.
-import { SECRET_PATTERNS } from "./secrets";
+import { SECRET_PATTERNS, type SecretPattern } from "./secrets";
 
 export const REDACTED = "[REDACTED]";
 
@@ -70,4 +70,18 @@ function base64(s: string): string {
   } catch {
     return s;
   }
+}
+
+/**
+ * Patterns for the exact values the host holds (a push must not carry one out, in any form secretForms names), one per
+ * secret, named by the secret's name; the value is in no description. Values shorter than MIN_SECRET_LENGTH are left out.
+ */
+export function hostSecretPatterns(secrets: Readonly<Record<string, string>>): SecretPattern[] {
+  return Object.entries(secrets)
+    .filter(([, v]) => v.length >= MIN_SECRET_LENGTH)
+    .map(([name, v]) => ({
+      id: "host-secret",
+      description: `the value of the host secret ${name} (or an encoding of it)`,
+      regex: new RegExp(secretForms(v).map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")),
+    }));
 }
