@@ -598,10 +598,17 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
       // The fast-forward check of the early push runs beside it, once the hook has said what the remote has.
       const ended = pushing!.then(() => [] as HookRef[]);
-      const [scanned, ff] = await Promise.allSettled([scanNew(g, shas, tips, hostSecretPatterns(deps.secrets())), earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true)]);
+      // The CI-file check walks the same commits beside the scan (their paths), so it adds no time of its own.
+      const ciP = allowed.has("ci-files") ? Promise.resolve([] as string[]) : changedPaths(g, shas, tips).then((p) => [...p].filter(isCiPath));
+      const [scanned, ff, ciPaths] = await Promise.allSettled([
+        scanNew(g, shas, tips, hostSecretPatterns(deps.secrets())),
+        earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true),
+        ciP,
+      ]);
       trace("scanned, fast-forwards checked");
-      const ci = scanned.status === "fulfilled" && !allowed.has("ci-files") ? [...(await changedPaths(g, shas, tips))].filter(isCiPath) : [];
+      const ci = ciPaths.status === "fulfilled" ? ciPaths.value : [];
       if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
+      else if (ciPaths.status === "rejected") refusal = incomplete(ciPaths.reason);
       else if (scanned.value.length > 0) {
         refusal = refuse(`the commits contain what looks like a secret:\n${formatGateFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
       } else if (ci.length > 0) {
