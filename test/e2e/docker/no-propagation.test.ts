@@ -1,6 +1,6 @@
 // no-propagation: writes inside to ~/.claude, ~/.config/fish, ~/.claude.json and the host repo never change the host.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CLAUDE_JSON, acquireFixture, canRun, mustCreate, releaseFixture, skipReason, type Fixture } from "./fixture";
 
@@ -24,6 +24,31 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
     expect(readdirSync(join(f.user.home, ".claude"))).toEqual(["settings.json"]);
   }, 60_000);
 
+  test("overlays-carry-no-credentials: of ~/.claude only settings and this project's transcripts are inside, never another project's or the prompt history", () => {
+    const host = join(f.user.home, ".claude");
+    const key = realpathSync(f.repo).replace(/[^A-Za-z0-9]/g, "-");
+    const made = [join(host, "projects", key), join(host, "projects", "-home-other-project")];
+    for (const d of made) mkdirSync(d, { recursive: true });
+    writeFileSync(join(made[0]!, "s1.jsonl"), "this project\n");
+    writeFileSync(join(made[1]!, "s2.jsonl"), "another project's secret transcript\n");
+    writeFileSync(join(host, "history.jsonl"), "every prompt ever\n");
+    for (const p of [join(host, "projects"), ...made, join(made[0]!, "s1.jsonl"), join(made[1]!, "s2.jsonl"), join(host, "history.jsonl")]) chownSync(p, f.user.uid, f.user.gid);
+    try {
+      mustCreate(f, "claudeview");
+      const r = f.sbx(["shell", "claudeview", "--", "sh", "-c", "ls -A ~/.claude ~/.claude/projects; cat ~/.claude/projects/*/*.jsonl"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("this project");
+      expect(r.stdout).toContain(key);
+      expect(r.stdout).not.toContain("another project");
+      expect(r.stdout).not.toContain("-home-other-project");
+      expect(r.stdout).not.toContain("history.jsonl");
+    } finally {
+      f.sbx(["rm", "--force", "claudeview"]);
+      rmSync(join(host, "projects"), { recursive: true, force: true });
+      rmSync(join(host, "history.jsonl"), { force: true });
+    }
+  }, 120_000);
+
   test("a missing ~/.config/fish is an empty writable dir inside and is never made on the host", () => {
     const r = f.sbx(["shell", "noprop", "--", "sh", "-c", 'ls -A ~/.config/fish | wc -l && echo "set x 1" > ~/.config/fish/config.fish && cat ~/.config/fish/config.fish']);
     expect(r.code).toBe(0);
@@ -40,7 +65,7 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
     expect(readFileSync(join(f.user.home, ".claude.json"), "utf8")).toBe(CLAUDE_JSON);
   }, 60_000);
 
-  test("the host repo is read-only inside; work in the clone never touches the host checkout", () => {
+  test("the host repo's objects are read-only inside, and nothing else of its .git is there; work in the clone never touches the host checkout", () => {
     const link = join(f.sandboxDir("noprop"), "repo", ".git");
     const before = f.git(["rev-parse", "HEAD"]).stdout;
     const r = f.sbx(["shell", "noprop", "--", "sh", "-c",
