@@ -95,8 +95,6 @@ export interface Driver {
   prepareRun(row: Sandbox): Promise<void>;
   /** The sandbox's clone as a host path. */
   workspace(spec: SandboxSpec): string;
-  /** Exactly what the clone's alternates file must hold. */
-  expectedAlternates(spec: SandboxSpec): string;
   /** Where a session starts inside, for a caller in `callerCwd` on the host. */
   sessionCwd(spec: SandboxSpec, callerCwd: string): string;
   /** The kernel's counters of a running sandbox's limits (OOM kills, refused forks); null when it does not run or this kind keeps none. */

@@ -26,8 +26,6 @@ export interface UserAccountBackend extends Backend {
   readonly kind: UserBackendKind;
   /** The guest's clone of the host repo (a host path; the guest sees the same path). */
   workspace(spec: SandboxSpec): string;
-  /** Exactly what the clone's alternates file must hold. */
-  expectedAlternates(spec: SandboxSpec): string;
   /** git as the guest in its clone: the argv the daemon runs (as root, or the host user on macOS) to read or sync it. */
   guestGitArgv(spec: SandboxSpec, args: string[]): string[];
   /** Host-side work before that, as the host user (macOS: the mirror the clone borrows objects from). */
@@ -196,10 +194,6 @@ export class UserAccountDriver implements Driver {
 
   workspace(spec: SandboxSpec): string {
     return this.d.backend.workspace(spec);
-  }
-
-  expectedAlternates(spec: SandboxSpec): string {
-    return this.d.backend.expectedAlternates(spec);
   }
 
   /** The backend maps host repo paths into the guest's clone itself. */

@@ -107,10 +107,6 @@ export class FakeDriver implements Driver {
     return join(spec.dir, "clone");
   }
 
-  expectedAlternates(spec: SandboxSpec): string {
-    return `${join(spec.repo, ".git", "objects")}\n`;
-  }
-
   sessionCwd(_spec: SandboxSpec, callerCwd: string): string {
     return callerCwd;
   }

@@ -12,7 +12,6 @@ import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
 import { expandHome } from "../../lifecycle/config";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
-import { HOST_REMOTE, sandboxRemote } from "../../workspace/clone";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
 import { countersOfPid } from "../../sys/cgroup";
@@ -271,10 +270,6 @@ export class DockerDriver implements Driver {
 
   workspace(spec: SandboxSpec): string {
     return sandboxLayout(spec.dir).clone;
-  }
-
-  expectedAlternates(spec: SandboxSpec): string {
-    return `${join(sandboxLayout(spec.dir).linkGit, "objects")}\n`;
   }
 
   /** The clone is mounted at the repo's own path: the caller's dir inside the repo, when the clone has it. */

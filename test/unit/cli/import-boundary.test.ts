@@ -21,7 +21,7 @@ const EXCEPTIONS: Record<string, { why: string; may: string[] }> = {
     why: "installs the daemon's own unit (and the macOS root kit) before any daemon runs",
     may: ["src/drivers/", "src/store/", "src/service/"],
   },
-  "doctor.ts": { why: "diagnoses the host, including when the daemon cannot start", may: ["src/drivers/", "src/store/", "src/sync/"] },
+  "doctor.ts": { why: "diagnoses the host, including when the daemon cannot start, and names the token the bridge would send each remote (the bridge's own naming rules)", may: ["src/drivers/", "src/store/", "src/sync/", "src/bridge/"] },
   "demo.ts": { why: "runs its own throwaway sbx and servers, driving sbx only through its CLI", may: ["src/drivers/"] },
   "chat.ts": { why: "writes chat.json (the daemon reloads it)", may: ["src/chat/config.ts"] },
   "ui.ts": { why: "opens the launch page the daemon's link points at", may: ["src/ui/launch.ts"] },
