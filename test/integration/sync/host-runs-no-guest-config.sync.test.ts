@@ -39,9 +39,9 @@ function control(fx: SyncFixture, args: string[], cwd = fx.clone): string[] {
 async function syncBothWays(fx: SyncFixture, opts: Parameters<SyncFixture["options"]>[0] = {}): Promise<void> {
   sync = await startRefSync(fx.options(opts));
   const inside = fx.commitInside("inside work", "feature");
-  await waitFor("clone->host", () => fx.hostRef(`${REMOTE}/feature`) === inside, 2000);
+  await waitFor("clone->host", () => fx.hostRef(`${REMOTE}/feature`) === inside, 5000);
   const hostSha = fx.commitHost("host work");
-  await waitFor("host->clone", () => fx.cloneRef("refs/remotes/host/main") === hostSha, 2000);
+  await waitFor("host->clone", () => fx.cloneRef("refs/remotes/host/main") === hostSha, 5000);
   const forced = await sync.syncNow();
   expect(forced.every((r) => r.fetched)).toBe(true);
   await sync.stop();
