@@ -135,7 +135,7 @@ export function unsyncedCommits(name: string, commits: readonly CommitLine[]): S
   if (commits.length > 20) lines.push(`  … and ${commits.length - 20} more`);
   const n = commits.length;
   return new SbxError("unsynced_commits", `sandbox '${name}' holds ${n} commit${n === 1 ? "" : "s"} that no host ref has:\n${lines.join("\n")}`, {
-    hint: `Keep them with \`git branch <branch> sandbox-${name}/<branch>\` in the repo (they are already fetched as sandbox-${name}/*), or discard them with \`sbx rm --force ${name}\`.`,
+    hint: `Keep them with \`git branch <branch> sandbox-${name}/<branch>\` in the repo (they are already on the host as sandbox-${name}/*), or discard them with \`sbx rm --force ${name}\`.`,
     data: { commits: commits.map((c) => ({ sha: c.sha, subject: c.subject })) },
   });
 }
