@@ -121,6 +121,16 @@ export interface Gate {
   exec: Exec;
   hostRepo: string;
   path: string;
+  /** The host's CA settings as git takes them (GIT_SSL_CAINFO/GIT_SSL_CAPATH from SSL_CERT_FILE/SSL_CERT_DIR). */
+  tls?: Record<string, string>;
+}
+
+/** Pure: git's names for the host's CA settings (a private CA in front of a forge works through the bridge too). */
+export function gitTlsEnv(tlsEnv: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (tlsEnv?.SSL_CERT_FILE) out.GIT_SSL_CAINFO = tlsEnv.SSL_CERT_FILE;
+  if (tlsEnv?.SSL_CERT_DIR) out.GIT_SSL_CAPATH = tlsEnv.SSL_CERT_DIR;
+  return out;
 }
 
 function mkdir0700(p: string): void {
@@ -133,7 +143,7 @@ function mkdir0700(p: string): void {
  * to the sandbox) so the sandbox sends only what the host does not have.
  * runs: git rev-parse --git-common-dir (in the host repo); git init --bare (the gate)
  */
-export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string): Promise<Gate> {
+export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>): Promise<Gate> {
   const paths = gatePaths(gateDir);
   mkdir0700(gateDir);
   for (const d of [paths.home, paths.tmp, paths.ghCwd, paths.hooks]) mkdir0700(d);
@@ -147,13 +157,13 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   const altFile = join(paths.repo, "objects", "info", "alternates");
   mkdirSync(join(paths.repo, "objects", "info"), { recursive: true });
   if (!existsSync(altFile) || readFileSync(altFile, "utf8") !== alt) writeFileSync(altFile, alt, { mode: 0o600 });
-  return { paths, exec, hostRepo, path };
+  return { paths, exec, hostRepo, path, tls: gitTlsEnv(tlsEnv) };
 }
 
 function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
   return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
-    env: gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }),
+    env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
     replaceEnv: true,
     ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),

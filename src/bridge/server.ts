@@ -157,7 +157,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
   const app = new Hono();
   const path = deps.path ?? DEFAULT_PATH;
   let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(ready) : undefined;
-  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path).catch((e) => {
+  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv).catch((e) => {
     gateP = undefined;
     throw e;
   }));
@@ -920,7 +920,7 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
   // FIFO whose push is held or already gave up, partial bundles): gone, so nothing can wait on them.
   rmSync(gatePaths(o.gateDir).tmp, { recursive: true, force: true });
   // The gate is made before the socket answers, so the first push pays nothing for it.
-  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH);
+  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH, o.tlsEnv);
   const spare = new SpareVerdict(() => openVerdict(gate));
   spare.fill();
   const app = createBridgeApp(o, gate, spare);

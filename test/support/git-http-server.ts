@@ -22,14 +22,15 @@ async function git(args: string[], cwd?: string): Promise<void> {
   if (code !== 0) throw new Error(`git ${args.join(" ")}: ${err}`);
 }
 
-/** Serves `root/*.git`; requests need HTTP Basic auth whose password is `token`. */
-export function startGitHttpServer(root: string, token: string): GitHttpServer {
+/** Serves `root/*.git`; requests need HTTP Basic auth whose password is `token`. With `tls`, over HTTPS (a private CA). */
+export function startGitHttpServer(root: string, token: string, tls?: { cert: string; key: string }): GitHttpServer {
   mkdirSync(root, { recursive: true });
   const requests: GitHttpServer["requests"] = [];
   const holds: Array<{ ms: number; part: string }> = [];
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
+    ...(tls ? { tls } : {}),
     // A slow upstream (holdNext) sends nothing for longer than Bun's default 10 s idle limit.
     idleTimeout: 0,
     async fetch(req) {
@@ -87,7 +88,7 @@ export function startGitHttpServer(root: string, token: string): GitHttpServer {
       return new Response(bytes.subarray(bodyStart), { status, headers });
     },
   });
-  const url = `http://127.0.0.1:${server.port}`;
+  const url = `${tls ? "https" : "http"}://127.0.0.1:${server.port}`;
   return {
     url,
     repoUrl: (name) => `${url}/${name}.git`,
