@@ -267,6 +267,8 @@ export type PathCheck = (p: string, cwd: string) => { ok: true; hostPath: string
 export interface PolicyContext {
   /** Remote name → URL, read from the HOST repo's config (never the clone's). */
   remotes: Record<string, string>;
+  /** More repositories (https URLs) this sandbox's token may go to (`sbx bridge NAME --allow-repo URL`). */
+  extraRepos?: readonly string[];
   checkPath: PathCheck;
   options: PolicyOptions;
 }
@@ -474,13 +476,14 @@ export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): D
     if (/[\s\x00-\x1f]/.test(arg)) return deny("URL contains control characters");
     if (/^https?:\/\/[^\/]*@/i.test(arg)) return deny("URLs with credentials in them are refused");
     const origin = urlOrigin(arg);
-    const known = new Set(Object.values(ctx.remotes).map((u) => urlOrigin(toHttpsUrl(u) ?? "")).filter(Boolean));
+    const extra = ctx.extraRepos ?? [];
+    const known = new Set([...Object.values(ctx.remotes).map((u) => urlOrigin(toHttpsUrl(u) ?? "")), ...extra.map((u) => urlOrigin(u))].filter(Boolean));
     if (!origin || !known.has(origin)) {
       return deny(`${origin ?? arg} is not a host that the host repository's remotes use; the bridge only talks to those`);
     }
     // The URL of one of the host repo's own remotes is that remote (its token may be sent); any other repository on
     // that host is reached without the token, as anyone may (a private one then is not found).
-    const own = Object.values(ctx.remotes).some((u) => sameRepository(toHttpsUrl(u) ?? "", arg));
+    const own = Object.values(ctx.remotes).some((u) => sameRepository(toHttpsUrl(u) ?? "", arg)) || extra.some((u) => sameRepository(u, arg));
     return { ok: true, plan: { url: arg, own } };
   }
   if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(arg)) return deny(`transport ${arg.split(":")[0]} is refused; only https to the host repo's remote hosts`);

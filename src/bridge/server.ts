@@ -369,6 +369,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
     remotes: await remotesP,
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
     options: { ghApi: settingsOf(deps).allow.includes("gh-api"), ghGist: settingsOf(deps).allow.includes("gh-gist"), ...deps.policy },
+    extraRepos: settingsOf(deps).repos,
   };
   const refuse = (reason: string): Outcome => {
     send({ t: "err", d: `sbx: refused: ${reason}\n` });

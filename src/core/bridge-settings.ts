@@ -18,10 +18,12 @@ export const BridgeSettingsSchema = z.object({
   allow: z.array(z.enum(BRIDGE_ALLOWS)).default([]),
   /** More protected branches (names, `*` matches within a path segment), beside the default branch, main and master. */
   protect: z.array(z.string().min(1).max(200)).default([]),
+  /** More repositories the token may be sent to (https URLs), beside the host repo's own remotes. */
+  repos: z.array(z.string().regex(/^https:\/\/[^\s@/]+\/[^\s@]+$/)).default([]),
 });
 export type BridgeSettings = z.infer<typeof BridgeSettingsSchema>;
 
-export const NO_BRIDGE_SETTINGS: BridgeSettings = { allow: [], protect: [] };
+export const NO_BRIDGE_SETTINGS: BridgeSettings = { allow: [], protect: [], repos: [] };
 
 /** A stored identity's settings (a sandbox made before them has none: the defaults). */
 export function bridgeSettingsOf(identity: Record<string, unknown>): BridgeSettings {

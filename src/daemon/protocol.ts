@@ -230,6 +230,8 @@ export const LifecycleBridgeSchema = WhereSchema.extend({
   disallow: z.array(z.enum(BRIDGE_ALLOWS)).max(16).default([]),
   protect: z.array(z.string().min(1).max(200)).max(64).default([]),
   unprotect: z.array(z.string().min(1).max(200)).max(64).default([]),
+  addRepos: z.array(z.string().min(1).max(500)).max(64).default([]),
+  dropRepos: z.array(z.string().min(1).max(500)).max(64).default([]),
 });
 export type LifecycleBridge = z.input<typeof LifecycleBridgeSchema>;
 

@@ -362,13 +362,18 @@ export class SandboxService {
    * `sbx bridge NAME`: the bridge's per-sandbox switches (what its git/gh may do beyond the default), shown, or changed
    * and kept in its identity, where the bridge reads them at each request (no restart).
    */
-  async bridge(name: string, w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[] }): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
+  async bridge(name: string, w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[]; addRepos?: string[]; dropRepos?: string[] }): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
     const { repo, row } = await this.locate(name, w);
-    const asked = [w.allow, w.disallow, w.protect, w.unprotect].some((l) => (l?.length ?? 0) > 0);
+    const asked = [w.allow, w.disallow, w.protect, w.unprotect, w.addRepos, w.dropRepos].some((l) => (l?.length ?? 0) > 0);
     if (!asked) return { name, settings: bridgeSettingsOf(row.identity), changed: false };
     for (const p of w.protect ?? []) {
       if (!/^[A-Za-z0-9._\/*-]+$/.test(p) || p.includes("..")) {
         throw new SbxError("usage", `--protect ${p}: a branch name (letters, digits, . _ - /) with * for any part of one segment`, { hint: "e.g. --protect 'release/*'" });
+      }
+    }
+    for (const u of w.addRepos ?? []) {
+      if (!/^https:\/\/[^\s@/]+\/[^\s@]+$/.test(u)) {
+        throw new SbxError("usage", `--allow-repo ${u}: an https URL of a repository, without credentials`, { hint: "e.g. --allow-repo https://github.com/acme/shared-lib" });
       }
     }
     const lock = await this.lock(repo, name, w.out);
@@ -381,11 +386,14 @@ export class SandboxService {
       const protect = new Set(cur.protect);
       for (const p of w.protect ?? []) protect.add(p);
       for (const p of w.unprotect ?? []) protect.delete(p);
-      const next: BridgeSettings = { allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort() };
+      const repos = new Set(cur.repos);
+      for (const u of w.addRepos ?? []) repos.add(u.replace(/\/+$/, "").replace(/\.git$/, ""));
+      for (const u of w.dropRepos ?? []) repos.delete(u.replace(/\/+$/, "").replace(/\.git$/, ""));
+      const next: BridgeSettings = { allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort(), repos: [...repos].sort() };
       const changed = JSON.stringify(next) !== JSON.stringify(cur);
       if (changed) {
         this.d.store.updateIdentity(row.id, { ...fresh.identity, bridge: next });
-        this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "bridge", detail: { name, allow: next.allow, protect: next.protect } });
+        this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "bridge", detail: { name, allow: next.allow, protect: next.protect, repos: next.repos } });
       }
       return { name, settings: next, changed };
     } finally {

@@ -17,6 +17,8 @@ export const bridge: Verb = {
       .option("--disallow <what>", "take an allowance back; repeatable", collect)
       .option("--protect <branch>", "protect one more branch (* matches within a segment, e.g. 'release/*'); repeatable", collect)
       .option("--unprotect <branch>", "stop protecting a branch named with --protect; repeatable", collect)
+      .option("--allow-repo <url>", "send the token to one more repository (https URL) for clone/fetch/ls-remote; repeatable", collect)
+      .option("--disallow-repo <url>", "take such a repository back; repeatable", collect)
       .option("--json", "print JSON")
       .addHelpText(
         "after",
@@ -31,6 +33,8 @@ export const bridge: Verb = {
           "  gh-api      `gh api`",
           "  gh-gist     `gh gist` (publishes files)",
           "Each refusal names the --allow that lifts it, for this sandbox only. Changes apply to the next command.",
+          "The token goes only to this repo's own remotes; --allow-repo adds another repository: a clone, fetch or",
+          "ls-remote of its URL then carries the token (pushes go to this repo's remotes, by name, only).",
           "",
           "Examples:",
           "  sbx bridge agent                          show what is allowed and protected",
@@ -51,7 +55,7 @@ export const bridge: Verb = {
     const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
     const r = await (await daemon(ctx)).lifecycle(
       "bridge",
-      { ...whereOf(ctx, repoFlag), name, allow: list("allow") as never, disallow: list("disallow") as never, protect: list("protect"), unprotect: list("unprotect") },
+      { ...whereOf(ctx, repoFlag), name, allow: list("allow") as never, disallow: list("disallow") as never, protect: list("protect"), unprotect: list("unprotect"), addRepos: list("allowRepo"), dropRepos: list("disallowRepo") },
       outOf(ctx),
     );
     if (opts.json) {
@@ -61,7 +65,8 @@ export const bridge: Verb = {
     const allowed = r.settings.allow.length ? r.settings.allow.join(", ") : "nothing beyond the default";
     const protectedOnes = ["the default branch", "main", "master", ...r.settings.protect].join(", ");
     ctx.render.out(`${name}: allowed: ${allowed}`);
-    ctx.render.out(`${name}: protected from forced pushes: ${protectedOnes}${r.changed ? " (changed)" : ""}`);
+    ctx.render.out(`${name}: protected from forced pushes: ${protectedOnes}`);
+    ctx.render.out(`${name}: the token goes to: this repo's remotes${r.settings.repos.length ? `, ${r.settings.repos.join(", ")}` : ""}${r.changed ? " (changed)" : ""}`);
     return 0;
   },
 };

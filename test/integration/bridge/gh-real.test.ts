@@ -53,7 +53,7 @@ afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-function bridge(settings: BridgeSettings = { allow: [], protect: [] }) {
+function bridge(settings: BridgeSettings = { allow: [], protect: [], repos: [] }) {
   const exec = createExec({ PATH });
   const repo = join(root, `host-${seen.length}-${Math.random().toString(36).slice(2, 6)}`);
   mkdirSync(repo);
@@ -120,7 +120,7 @@ describe.skipIf(!hasGh)(`the real gh through the bridge${hasGh ? "" : " (skipped
 
   test("gh api: off by default; allowed for this sandbox, a GET of this repository's paths works, another's is refused", async () => {
     expect((await bridge()(["api", "repos/{owner}/{repo}/pulls"])).code).toBe(77);
-    const call = bridge({ allow: ["gh-api"], protect: [] });
+    const call = bridge({ allow: ["gh-api"], protect: [], repos: [] });
     const r = await call(["api", "repos/{owner}/{repo}/pulls", "--jq", ".[].title"]);
     expect(r).toMatchObject({ code: 0, out: "Add widgets\nFix sprockets\n" });
     expect((await call(["api", "repos/acme/widgets/pulls", "--jq", "length"])).out).toBe("2\n");

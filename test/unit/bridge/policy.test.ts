@@ -284,3 +284,18 @@ describe("sameRepository: the host's own remote by URL (the only place its token
     expect(sameRepository("https://github.com/o/r.git", "https://github.com/o/r/../other")).toBe(false);
   });
 });
+
+describe("the token goes only to this repo's own remotes, and to repos the user added for this sandbox", () => {
+  test("another repository on the same host gets no token unless --allow-repo named it; a host nobody named is refused", () => {
+    const plain = decideGit(["ls-remote", "https://github.com/acme/shared.git"], VIEW, ctx());
+    expect(plain.ok && plain.plan.own).toBe(false);
+    const added = decideGit(["ls-remote", "https://github.com/acme/shared.git"], VIEW, { ...ctx(), extraRepos: ["https://github.com/acme/shared"] });
+    expect(added.ok && added.plan.own).toBe(true);
+    const otherHost = decideGit(["clone", "https://gitlab.example/acme/x.git", "x"], VIEW, ctx());
+    expect(otherHost.ok).toBe(false);
+    const addedHost = decideGit(["clone", "https://gitlab.example/acme/x.git", "x"], VIEW, { ...ctx(), extraRepos: ["https://gitlab.example/acme/x"] });
+    expect(addedHost.ok && addedHost.plan.own).toBe(true);
+    // Pushes go to the host repo's remotes by name only, added repos or not.
+    expect(decideGit(["push", "https://github.com/acme/shared.git", "main"], VIEW, { ...ctx(), extraRepos: ["https://github.com/acme/shared"] }).ok).toBe(false);
+  });
+});

@@ -19,10 +19,13 @@ describe("sbx bridge", () => {
     expect(shown.stdout).toContain("the default branch, main, master");
     const set = await x.cli(["bridge", "a", "--allow", "ci-files", "--allow", "delete", "--protect", "release/*", "--json"]);
     expect(set.code).toBe(0);
-    expect(JSON.parse(set.stdout)).toEqual({ name: "a", settings: { allow: ["delete", "ci-files"], protect: ["release/*"] }, changed: true });
-    expect(x.daemon.store.findSandbox(x.w.repo, "a")!.identity.bridge).toEqual({ allow: ["delete", "ci-files"], protect: ["release/*"] });
-    const back = await x.cli(["bridge", "a", "--disallow", "delete", "--unprotect", "release/*", "--json"]);
-    expect(JSON.parse(back.stdout).settings).toEqual({ allow: ["ci-files"], protect: [] });
+    expect(JSON.parse(set.stdout)).toEqual({ name: "a", settings: { allow: ["delete", "ci-files"], protect: ["release/*"], repos: [] }, changed: true });
+    expect(x.daemon.store.findSandbox(x.w.repo, "a")!.identity.bridge).toEqual({ allow: ["delete", "ci-files"], protect: ["release/*"], repos: [] });
+    const repo = await x.cli(["bridge", "a", "--allow-repo", "https://github.com/acme/shared.git", "--json"]);
+    expect(JSON.parse(repo.stdout).settings.repos).toEqual(["https://github.com/acme/shared"]);
+    expect((await x.cli(["bridge", "a", "--allow-repo", "https://x:tok@github.com/acme/shared"])).code).toBe(64);
+    const back = await x.cli(["bridge", "a", "--disallow", "delete", "--unprotect", "release/*", "--disallow-repo", "https://github.com/acme/shared", "--json"]);
+    expect(JSON.parse(back.stdout).settings).toEqual({ allow: ["ci-files"], protect: [], repos: [] });
     const logs = await x.cli(["logs", "--json", "--kind", "lifecycle"]);
     expect(logs.stdout).toContain('"bridge"');
   });

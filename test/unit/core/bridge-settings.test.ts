@@ -11,14 +11,15 @@ describe("bridge settings", () => {
   });
 
   test("protected branches: the default, main, master, and patterns", () => {
-    const s = { allow: [], protect: ["release/*", "prod"] };
+    const s = { allow: [], protect: ["release/*", "prod"], repos: [] };
     for (const b of ["develop", "main", "master", "release/1.2", "prod"]) expect(isProtectedBranch(b, "develop", s)).toBe(true);
     for (const b of ["feature", "release/1/2", "production", "sbx/agent/x"]) expect(isProtectedBranch(b, "develop", s)).toBe(false);
   });
 
   test("a stored identity without settings (or with a bad one) has the defaults", () => {
-    expect(bridgeSettingsOf({})).toEqual({ allow: [], protect: [] });
-    expect(bridgeSettingsOf({ bridge: { allow: ["root"] } })).toEqual({ allow: [], protect: [] });
-    expect(bridgeSettingsOf({ bridge: { allow: ["delete"] } })).toEqual({ allow: ["delete"], protect: [] });
+    expect(bridgeSettingsOf({})).toEqual({ allow: [], protect: [], repos: [] });
+    expect(bridgeSettingsOf({ bridge: { allow: ["root"] } })).toEqual({ allow: [], protect: [], repos: [] });
+    expect(bridgeSettingsOf({ bridge: { allow: ["delete"] } })).toEqual({ allow: ["delete"], protect: [], repos: [] });
+    expect(bridgeSettingsOf({ bridge: { repos: ["https://x:tok@github.com/o/r"] } })).toEqual({ allow: [], protect: [], repos: [] });
   });
 });
