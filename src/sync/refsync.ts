@@ -273,6 +273,8 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
       const n = await exportHostRefs(git, opts.name, mine);
       lastHostKey = key;
       succeed(direction, { refs: n, ...(promoted > 0 ? { promoted } : {}), ms: Math.round(performance.now() - t) });
+      // The sandbox answers again: the other way, failing until now, is tried at once rather than at its next change.
+      if (errors["clone-to-host"] !== undefined) cloneLane.poke();
       return { direction, fetched: true };
     } catch (e) {
       fail(direction, e);
