@@ -402,8 +402,8 @@ export class SandboxService {
   }
 
   /**
-   * An earlier sandbox of this name kept its commits as `refs/remotes/sandbox-<name>/*`: the new clone's first
-   * `--prune` fetch (ref sync, once the sandbox starts) would delete them, so they move to
+   * An earlier sandbox of this name kept its commits as `refs/remotes/sandbox-<name>/*`: the new sandbox's first sync
+   * (which makes them what its clone has, once it starts) would delete them, so they move to
    * `refs/sbx-retired/<name>/<stamp>/*` before it starts (nothing-lost). A create that fails puts them back.
    */
   private async setAside(row: Sandbox, driver: Driver, out: Output): Promise<SetAside | null> {
@@ -483,7 +483,7 @@ export class SandboxService {
 
   /**
    * Stops a sandbox (through the daemon when there is one: the sandbox first, then its guards), then takes one last
-   * clone → host fetch so `sandbox-<name>/*` on the host holds every commit made inside.
+   * clone → host sync so `sandbox-<name>/*` on the host holds every commit made inside.
    */
   async stop(name: string, w: Where & { ifSessions?: IfSessions }): Promise<{ changed: boolean; sessions: number }> {
     const { row, driver } = await this.locate(name, w);
@@ -569,7 +569,7 @@ export class SandboxService {
 
   /**
    * Removes a sandbox: refuses (exit 65) while it holds commits that exist nowhere else on the host, unless `force`;
-   * then stops it, fetches once more, lets the daemon go and removes everything of it. The host keeps
+   * then stops it, syncs once more, lets the daemon go and removes everything of it. The host keeps
    * `refs/remotes/sandbox-<name>/*`.
    */
   async rm(name: string, w: Where & { force?: boolean; ifSessions?: IfSessions }): Promise<{ lost: Commit[]; sessions: number }> {
@@ -592,7 +592,7 @@ export class SandboxService {
         await this.lastFetch(row, driver, true);
       } catch (e) {
         if (!w.force) throw e;
-        this.outOf(w.out).log(`warning: the last fetch from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
+        this.outOf(w.out).log(`warning: the last sync from sandbox ${name} failed (${(e as Error).message}); removing anyway (--force)`);
       }
       await this.teardown(name, repo, driver.spec(row).dir, row);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rm", detail: { name, repo, backend: row.backend, force: w.force === true, lost: lost.length, sessions } });

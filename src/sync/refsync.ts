@@ -80,7 +80,7 @@ export interface SyncResult {
 export interface RefSync {
   /** Stops watchers and timers and waits for a sync in flight. Idempotent. */
   stop(): Promise<void>;
-  /** Syncs both ways now, fetching even if no ref looks changed. */
+  /** Syncs both ways now, even if no ref looks changed. */
   syncNow(): Promise<SyncResult[]>;
   /** Whether host → clone was skipped because nothing could run as the sandbox (it was stopped); reading clears it. */
   takeOwed(): boolean;
