@@ -172,7 +172,7 @@ export class DaemonClient {
   /**
    * One of the sandbox service's verbs (POST /v1/lifecycle/<verb>): notes and build output go to `out` as they come;
    * resolves with the result, or throws the verb's error. No time limit: a create that builds an image, or an rm
-   * whose last fetch is slow, takes what it takes (a daemon that dies closes the socket, which ends the wait).
+   * whose last sync is slow, takes what it takes (a daemon that dies closes the socket, which ends the wait).
    */
   async lifecycle<V extends LifecycleVerb>(
     verb: V,

@@ -1,7 +1,7 @@
 // The one sandbox lifecycle: create, start, session, stop, rm, prune and list, for every kind, over the store and a driver per kind.
 //
 // Everything that is the same for every kind lives here once (name and repo checks, the per-name lock, the row, the
-// order of teardown, the unsynced-work refusal, the last fetch, prune's dir scan); what differs is behind `Driver`.
+// order of teardown, the unsynced-work refusal, the last sync, prune's dir scan); what differs is behind `Driver`.
 import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { SandboxSpec } from "../drivers/backend";
@@ -584,7 +584,7 @@ export class SandboxService {
       }
       if (lost.length > 0 && !w.force) throw unsyncedCommits(name, lost);
       this.refuseSessions(row, "rm", w.ifSessions);
-      // Stopped first (sandbox, then guards), so nothing is committed after the last fetch.
+      // Stopped first (sandbox, then guards), so nothing is committed after the last sync.
       let sessions = 0;
       if (this.d.supervisor) sessions = (await this.d.supervisor.stop(row, `sandbox ${name} is being removed (sbx rm)`)).sessions;
       else await driver.backend.stop(driver.spec(row));
