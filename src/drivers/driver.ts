@@ -117,6 +117,8 @@ export interface Driver {
    * How many it changed. Docker needs nothing: a container has no network of its own.
    */
   restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number>;
+  /** What the person should know each time this sandbox starts (an older layout it still has), as warning lines. */
+  notes?(spec: SandboxSpec): string[];
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */
   bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace;
   /** What a crash left of this kind: anything of sbx's whose id is not in `keep` (Docker: also by its sandbox dir). */

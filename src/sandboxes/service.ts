@@ -265,6 +265,7 @@ export class SandboxService {
               hint: `Change its limits with \`sbx limits ${req.name} ${given.map((g) => `${g} …`).join(" ")}\`.`,
             });
           }
+          this.sayNotes(existing, driver, out);
           await this.bringUp(existing);
           return { sandbox: this.d.store.getSandbox(existing.id) ?? existing, created: false };
         }
@@ -428,6 +429,15 @@ export class SandboxService {
     this.d.store.purgeSandbox(row.id);
   }
 
+  /** What the driver says the person should know as a sandbox starts (an older layout it still has). */
+  private sayNotes(row: Sandbox, driver: Driver, out: Output): void {
+    try {
+      for (const n of driver.notes?.(driver.spec(row)) ?? []) out.log(n);
+    } catch {
+      /* a row the driver cannot read fails the start itself, with its own message */
+    }
+  }
+
   /** Brings a stored sandbox to running: through the supervisor (the daemon) when there is one, else directly. */
   private async bringUp(row: Sandbox): Promise<void> {
     if (this.d.supervisor) await this.d.supervisor.start(row);
@@ -449,7 +459,8 @@ export class SandboxService {
   }
 
   async start(name: string, w: Where): Promise<Sandbox> {
-    const { row } = await this.locate(name, w);
+    const { row, driver } = await this.locate(name, w);
+    this.sayNotes(row, driver, this.outOf(w.out));
     await this.bringUp(row);
     return this.d.store.getSandbox(row.id) ?? row;
   }

@@ -253,6 +253,19 @@ export class DockerDriver implements Driver {
     await this.backend.prepare(this.specOf(row.name, row.repo, { ...this.identity(row), image: tag }));
   }
 
+  /**
+   * A container made before sandboxes saw only the host repo's objects (its mask file came with that change) still
+   * mounts the whole .git: said at every start until it is made again.
+   */
+  notes(spec: SandboxSpec): string[] {
+    const lay = sandboxLayout(spec.dir);
+    if (!existsSync(lay.clone) || existsSync(lay.alternatesMask)) return [];
+    return [
+      `warning: sandbox ${spec.name}'s container was made by an older sbx and sees your repo's whole .git (its config, hooks and other sandboxes' commits); ` +
+        `remove it and create it again to close that: sbx rm ${spec.name} && sbx create ${spec.name}`,
+    ];
+  }
+
   /** Starts a stored sandbox's container if it is not running (rebuilding a missing image, resolving the user's shell). */
   async ensureRunning(row: Sandbox, r: DriverReport): Promise<{ spec: SandboxSpec; identity?: DockerIdentity }> {
     const spec = this.spec(row);

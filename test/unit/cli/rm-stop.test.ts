@@ -1,7 +1,7 @@
 // sbx rm and sbx stop of several sandboxes, or of every sandbox of this repo: each refused the same way it would be
 // alone (unsynced work keeps its sandbox), the rest still done, and the exit status that of the first refusal.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dockerCliWorld, type DockerCliWorld } from "../../support/docker-cli-world";
 
@@ -51,5 +51,19 @@ describe("several at once", () => {
     expect((await x.cli(["create", "a"])).code).toBe(0);
     for (const argv of [["rm"], ["rm", "--all", "a"], ["stop"], ["stop", "--all", "a"]]) expect((await x.cli(argv)).code).toBe(64);
     expect(await names()).toEqual(["a"]);
+  });
+});
+
+describe("a container made by an older sbx", () => {
+  test("its start warns that it still sees the repo's whole .git, and says how to close that", async () => {
+    expect((await x.cli(["create", "old"])).code).toBe(0);
+    const row = x.daemon.store.findSandbox(x.w.repo, "old")!;
+    expect((await x.cli(["run", "old"])).stderr).not.toContain("older sbx"); // control: a container of this sbx
+    expect((await x.cli(["stop", "old"])).code).toBe(0);
+    // What a sandbox dir of an older sbx lacks: the mask of the host objects' alternates list.
+    rmSync(join(String(row.identity.dir), "etc", "alternates.masked"));
+    const r = await x.cli(["run", "old"]);
+    expect(r.stderr).toContain("was made by an older sbx and sees your repo's whole .git");
+    expect(r.stderr).toContain("sbx rm old && sbx create old");
   });
 });
