@@ -5,7 +5,8 @@ import { z } from "zod";
 import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
-import { credentialsUnder } from "../../core/claude-json";
+import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
+import { hostSecretValues, scanOverlays } from "./overlay-scan";
 import { ensureImage, planImage } from "./image";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
@@ -121,7 +122,7 @@ export class DockerDriver implements Driver {
    * would show a credential location inside (it is one, or holds one) is refused unless `exposeCredentials`, and
    * then each is named in a warning.
    */
-  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}): string[] {
+  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}, repo?: string): string[] {
     const home = this.d.env.vars.HOME;
     const out = [join(home, ".claude"), join(home, ".config", "fish")];
     for (const p of extra) {
@@ -145,7 +146,23 @@ export class DockerDriver implements Driver {
       for (const c of creds) warn(`warning: --expose-credentials: the agent in this sandbox can read ~/${c}`);
       out.push(abs);
     }
-    return [...new Set(out)];
+    const all = [...new Set(out)];
+    // What the overlays would show is read for secrets too: a token in a shell config (fish's `set -gx GH_TOKEN …`),
+    // a key in Claude's settings, one pasted into this project's transcripts. ~/.claude is read as far as its view
+    // shows it.
+    const values = hostSecretValues(this.d.env.raw, readSecrets(secretsFile(this.d.paths.configDir)));
+    const claude = join(home, ".claude");
+    const shown = [...CLAUDE_DIR_SHOWN, ...(repo ? [join("projects", claudeProjectKey(repo))] : [])];
+    const { findings, truncated } = scanOverlays(all.map((d) => (d === claude ? { dir: d, only: shown } : { dir: d })), values, home);
+    if (findings.length > 0 && !exposeCredentials) {
+      const list = findings.slice(0, 5).map((f) => `${f.file}:${f.line}: ${f.what}`).join("; ");
+      throw new SbxError("policy_denied", `will not overlay what holds a secret: ${list}${findings.length > 5 ? `; and ${findings.length - 5} more` : ""}`, {
+        hint: "Move the secret out of that file (sbx passes git, gh and LLM credentials through the host instead), or overlay a dir without it; --expose-credentials overlays it anyway.",
+      });
+    }
+    for (const f of findings) warn(`warning: --expose-credentials: the agent in this sandbox can read ${f.file}:${f.line} (${f.what})`);
+    if (truncated) warn("note: the overlays are larger than sbx reads for secrets; only their first files were checked");
+    return all;
   }
 
   /** Its part of the identity, from the config file the create read (a bad one refused before anything was made). */
@@ -156,7 +173,7 @@ export class DockerDriver implements Driver {
     return {
       id: n.id,
       dir: n.dir,
-      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log),
+      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log, n.repo),
       hostShell: n.shell ?? user.shell,
       claudeAuth: this.claudeAuthFor(n, config, r.log),
       ...(Object.keys(config.env).length ? { userEnv: config.env } : {}),

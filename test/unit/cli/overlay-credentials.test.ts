@@ -1,9 +1,10 @@
 // Invariant "overlays carry no credentials": an overlay that is, or holds, a credential location is refused (flag or
 // config file) with the reason, unless --expose-credentials, which names each location it shows.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dockerCliWorld, type DockerCliWorld } from "../../support/docker-cli-world";
+import { secretsFile, setSecret } from "../../../src/secrets/store";
 
 let x: DockerCliWorld;
 let home: string;
@@ -43,5 +44,46 @@ describe("overlays of credential locations", () => {
     const r = await x.cli(["create", "b", "--overlay", "~/.ssh", "--expose-credentials"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("warning: --expose-credentials: the agent in this sandbox can read ~/.ssh");
+  });
+});
+
+describe("overlays holding a secret's value or shape", () => {
+  const TOKEN = "ghp_0123456789abcdefABCDEF0123456789abcd";
+  test("the default fish overlay with the host's own token in config.fish is refused, naming the line, never the value; --expose-credentials overlays it with a warning", async () => {
+    setSecret(secretsFile(join(x.w.root, "config", "sbx")), "GH_TOKEN", TOKEN);
+    mkdirSync(join(home, ".config", "fish"), { recursive: true });
+    writeFileSync(join(home, ".config", "fish", "config.fish"), `set -gx EDITOR vim\nset -gx GH_TOKEN ${TOKEN}\n`);
+    const r = await x.cli(["create", "c"]);
+    expect(r.code).toBe(77);
+    expect(r.stderr).toContain("~/.config/fish/config.fish:2: the value of the host secret GH_TOKEN");
+    expect(r.stderr).not.toContain(TOKEN);
+    expect(JSON.parse((await x.cli(["list", "--json"])).stdout)).toEqual([]);
+    const ok = await x.cli(["create", "c", "--expose-credentials"]);
+    expect(ok.code).toBe(0);
+    expect(ok.stderr).toContain("can read ~/.config/fish/config.fish:2");
+  });
+
+  test("a secret shape in an --overlay dir, or an encoded host value, is refused too; ~/.claude only as far as its view shows it", async () => {
+    setSecret(secretsFile(join(x.w.root, "config", "sbx")), "OPENAI_API_KEY", "sk-proj-hostvalue-0123456789");
+    writeFileSync(join(home, ".config", "nvim", "init.lua"), `vim.g.key = "${Buffer.from("sk-proj-hostvalue-0123456789").toString("base64")}"\n`);
+    const enc = await x.cli(["create", "c", "--overlay", "~/.config/nvim"]);
+    expect(enc.code).toBe(77);
+    expect(enc.stderr).toContain("init.lua:1: the value of the host secret OPENAI_API_KEY");
+    writeFileSync(join(home, ".config", "nvim", "init.lua"), `-- token = "${TOKEN}"\n`);
+    expect((await x.cli(["create", "c", "--overlay", "~/.config/nvim"])).code).toBe(77);
+    writeFileSync(join(home, ".config", "nvim", "init.lua"), "-- nothing\n");
+    // Another project's transcript is not shown, so not read; this project's is shown, so it is.
+    mkdirSync(join(home, ".claude", "projects", "-other"), { recursive: true });
+    writeFileSync(join(home, ".claude", "projects", "-other", "t.jsonl"), `${TOKEN}\n`);
+    expect((await x.cli(["create", "c", "--overlay", "~/.config/nvim"])).code).toBe(0);
+    const mine = join(home, ".claude", "projects", realpathSync(x.w.repo).replace(/[^A-Za-z0-9]/g, "-"));
+    mkdirSync(mine, { recursive: true });
+    writeFileSync(join(mine, "t.jsonl"), `{"pasted":"${TOKEN}"}\n`);
+    const pasted = await x.cli(["create", "e"]);
+    expect(pasted.code).toBe(77);
+    expect(pasted.stderr).toContain("t.jsonl:1");
+    rmSync(mine, { recursive: true });
+    writeFileSync(join(home, ".claude", "settings.json"), JSON.stringify({ env: { GH_TOKEN: TOKEN } }));
+    expect((await x.cli(["create", "d"])).code).toBe(77);
   });
 });
