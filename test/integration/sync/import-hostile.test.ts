@@ -2,7 +2,7 @@
 // into the sandbox's store before any ref moves. Tried as a hostile sandbox would: garbage, oversized, incomplete and
 // malformed packs, and (as root, with a real second uid) every shape of redirection planted in the clone.
 import { afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, lchownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -174,9 +174,10 @@ describe.skipIf(!isRoot)(`the-host-never-reads-a-clone: redirections planted in 
     git(canary, "commit", "-q", "--allow-empty", "-m", "canary secret");
     const secret = git(canary, "rev-parse", "HEAD");
     git(canary, "pack-refs", "--all");
+    // lchown: a planted symlink is the guest's, never what it points at.
     const own = (p: string) => {
-      for (const e of readdirSync(p, { recursive: true })) chownSync(join(p, String(e)), GUEST, GUEST);
-      chownSync(p, GUEST, GUEST);
+      for (const e of readdirSync(p, { recursive: true })) lchownSync(join(p, String(e)), GUEST, GUEST);
+      lchownSync(p, GUEST, GUEST);
     };
     own(clone);
     return { host, clone, canary, secret, own };
@@ -237,6 +238,16 @@ describe.skipIf(!isRoot)(`the-host-never-reads-a-clone: redirections planted in 
     own2(clone2);
     await tryImport(host2, clone2);
     noCanary(host2, secret2);
+  });
+
+  test("the clone's .git itself a symlink to the canary's .git", async () => {
+    const { host, clone, canary, secret, own } = guestWorld();
+    rmSync(join(clone, ".git"), { recursive: true, force: true });
+    symlinkSync(join(canary, ".git"), join(clone, ".git"));
+    own(clone);
+    expect(git(clone, "rev-parse", "HEAD")).toBe(secret); // control: root follows it
+    expect((await tryImport(host, clone)).ok).toBe(false);
+    noCanary(host, secret);
   });
 
   test("symlinked refs, refs/heads and packed-refs leading to the canary's", async () => {

@@ -1,12 +1,13 @@
 // The one lifecycle's rules hold for every kind: the same refusal of unsynced work, nothing left after a failed create,
 // an existing sandbox entered whatever its kind. Real git in temp dirs; the drivers are fakes over an in-memory backend.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import type { BackendKind } from "../../../src/core/schemas";
 import { SandboxService } from "../../../src/sandboxes/service";
 import type { Store } from "../../../src/store/store";
+import { streamRun, type Exec } from "../../../src/sys/exec";
 import { FakeDriver } from "../../fakes/driver";
 import { tempWorld, type TempWorld } from "../../support/temp-world";
 
@@ -18,9 +19,9 @@ let repo: string;
 let store: Store;
 const git = (cwd: string, ...args: string[]) => w.git(cwd, ...args);
 
-function service(defaultKind: BackendKind = "docker"): SandboxService {
+function service(defaultKind: BackendKind = "docker", exec: Exec = w.exec): SandboxService {
   return new SandboxService({
-    exec: w.exec,
+    exec,
     env: w.env,
     paths: w.paths,
     store,
@@ -193,6 +194,48 @@ describe("one lifecycle for every kind", () => {
     const report = await s.prune();
     expect(report.removed).toEqual(["sandbox gone (orphan1)"]);
     expect(drivers.docker!.backend.entries.size).toBe(1);
+  });
+});
+
+describe("the-host-never-reads-a-clone: list, prune", () => {
+  test("an orphaned sandbox dir whose clone was turned into a redirection is kept by prune, and nothing on the host reads it", async () => {
+    // Every command the service runs on the host, with its working dir.
+    const seen: string[] = [];
+    const note = (a: readonly string[], o?: { cwd?: string }) => void seen.push([...a, o?.cwd ?? ""].join(" "));
+    const recording: Exec = {
+      run: (a, o) => (note(a, o), w.exec.run(a, o)),
+      stream: (a, o) => (note(a, o), streamRun(w.exec, a, o)),
+      terminal: (a, o) => w.exec.terminal(a, o),
+    };
+    // The drivers run their git (the clone's making, git as the sandbox) through it too.
+    drivers.docker = new FakeDriver("docker", recording, w.paths, w.host);
+    const s = service("docker", recording);
+    await s.create({ name: "o", cwd: repo, backend: "docker" });
+    const row = store.findSandbox(repo, "o")!;
+    const dir = String(row.identity.dir);
+    // The sandbox wrote its clone's .git as a pointer elsewhere; then its row went (a crash between rm's steps).
+    const canary = join(w.root, "canary");
+    mkdirSync(canary);
+    await git(canary, "init", "-q", "-b", "main");
+    await git(canary, "commit", "-q", "--allow-empty", "-m", "canary secret");
+    rmSync(join(dir, "clone", ".git"), { recursive: true, force: true });
+    writeFileSync(join(dir, "clone", ".git"), `gitdir: ${join(canary, ".git")}\n`);
+    rmSync(join(dir, ".synced"), { force: true });
+    store.purgeSandbox(row.id);
+    // Control: the recorder sees commands that name the clone when there are some (create makes the clone, before the
+    // sandbox ever ran).
+    expect(seen.some((c) => c.includes(join(dir, "clone")))).toBe(true);
+    seen.length = 0;
+    const report = await s.prune();
+    expect(report.kept.join("\n")).toContain(`${dir}: its clone may hold commits the host does not have`);
+    expect(existsSync(join(dir, "clone"))).toBe(true);
+    for (const c of seen) expect(c).not.toContain(join(dir, "clone"));
+    // And list reads a stopped sandbox's clone not at all: nothing runs as it, nothing of it is read on the host.
+    await s.create({ name: "l", cwd: repo, backend: "docker" });
+    await s.stop("l", { cwd: repo });
+    drivers.docker!.calls.length = 0;
+    await s.list();
+    expect(drivers.docker!.calls.filter((c) => c.startsWith("sandboxGit l"))).toEqual([]);
   });
 });
 
