@@ -315,6 +315,17 @@ export interface GhPlan {
   args: string[];
   /** Host path of the file to feed on stdin as the body, after the path check. */
   bodyFile?: string;
+  /** Another repository (its https URL, one the user added for this sandbox) gh acts on instead of the host repo's. */
+  repo?: string;
+}
+
+/** Whether gh's `[HOST/]OWNER/REPO` names the repository at `url` (no host: any, gh's default host is the forge's). Pure. */
+export function ghRepoMatches(url: string, arg: string): boolean {
+  const m = /^https:\/\/([^/]+)\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url);
+  if (!m) return false;
+  const parts = arg.split("/");
+  if (parts.length === 2) return `${m[2]}/${m[3]}`.toLowerCase() === arg.toLowerCase();
+  return parts.length === 3 && `${m[1]}/${m[2]}/${m[3]}`.toLowerCase() === arg.toLowerCase();
 }
 
 export type Decision<P> = { ok: true; plan: P } | { ok: false; reason: string };
@@ -604,7 +615,8 @@ function decideGhApi(args: readonly string[]): Decision<GhPlan> {
 }
 
 /** Decides on a gh invocation. `args` is everything after `gh`. */
-export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyContext): Decision<GhPlan> {
+export function decideGh(argsIn: readonly string[], cwdView: string, ctx: PolicyContext): Decision<GhPlan> {
+  let args = argsIn;
   const cwdCheck = ctx.checkPath(cwdView, "/");
   if (!cwdCheck.ok) return deny(`working directory: ${cwdCheck.reason}`);
   const [group, sub] = args;
@@ -633,11 +645,27 @@ export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyCo
   if (sub === undefined || !Object.hasOwn(subs, sub)) return deny(`gh ${group} ${sub ?? ""} is not allowed; allowed: ${Object.keys(subs).join(", ")}`.replace("  ", " "));
   const spec = subs[sub]!;
   const table: OptTable = { long: spec.long, short: spec.short };
-  // gh's --repo/-R is set by the bridge from the host repo's remote; a sandbox may not choose another.
-  for (const a of args.slice(2)) {
-    if (a === "-R" || a.startsWith("--repo") || /^-R./.test(a)) return deny("--repo is set by the bridge from the host repository's remote; do not pass it");
+  // gh's --repo/-R is set by the bridge from the host repo's remote; a sandbox may name another only when the user added
+  // it for this sandbox (`sbx bridge NAME --allow-repo URL`).
+  const rest = [...args.slice(2)];
+  let chosen: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
     if (a === "--") break;
+    let v: string | undefined;
+    if (a === "-R" || a === "--repo") v = rest[i + 1];
+    else if (a.startsWith("--repo=")) v = a.slice("--repo=".length);
+    else if (/^-R./.test(a)) v = a.slice(2);
+    else continue;
+    const url = v === undefined ? undefined : (ctx.extraRepos ?? []).find((u) => ghRepoMatches(u, v!));
+    if (!url) {
+      return deny(`gh acts on this sandbox's repository only; ${v === undefined ? "--repo needs a value" : `to let it act on ${v}: sbx bridge NAME --allow-repo https://<host>/${v.split("/").slice(-2).join("/")}`}`);
+    }
+    chosen = url;
+    rest.splice(i, a === "-R" || a === "--repo" ? 2 : 1);
+    i--;
   }
+  args = [group, sub, ...rest];
   // gh's --template is a Go template over gh's own output, not git's hook copier: it runs where no token is (the token
   // is in a private config dir, not gh's environment), so it is taken like --jq.
   const parsed = parseOptions(args.slice(2), table, `gh ${group} ${sub}`, (n) => (n === "--template" ? undefined : refusal(n)));
@@ -662,7 +690,7 @@ export function decideGh(args: readonly string[], cwdView: string, ctx: PolicyCo
     if (/^https?:/.test(pos) || pos.includes("://")) return deny("pass a number or branch, not a URL");
   }
   out.push(...(parsed.plan.positionals.length ? ["--", ...parsed.plan.positionals] : []));
-  return { ok: true, plan: { tool: "gh", group, sub, args: out, ...(bodyFile !== undefined ? { bodyFile } : {}) } };
+  return { ok: true, plan: { tool: "gh", group, sub, args: out, ...(bodyFile !== undefined ? { bodyFile } : {}), ...(chosen ? { repo: chosen } : {}) } };
 }
 
 export interface PathCheckerOptions {

@@ -832,7 +832,7 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
       rmSync(empty, { recursive: true, force: true });
     }
   }
-  const url = ctx.remotes.origin ?? Object.values(ctx.remotes)[0];
+  const url = plan.repo ?? ctx.remotes.origin ?? Object.values(ctx.remotes)[0];
   const forge = url ? forgeRepo(url) : undefined;
   if (!forge) return refuse("the host repository has no forge remote (https://host/owner/repo or git@host:owner/repo), so gh has nothing to act on");
   const token = tokenFor(`https://${forge.host}/`, deps.secrets());

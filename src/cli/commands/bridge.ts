@@ -34,7 +34,7 @@ export const bridge: Verb = {
           "  gh-gist     `gh gist` (publishes files)",
           "Each refusal names the --allow that lifts it, for this sandbox only. Changes apply to the next command.",
           "The token goes only to this repo's own remotes; --allow-repo adds another repository: a clone, fetch or",
-          "ls-remote of its URL then carries the token (pushes go to this repo's remotes, by name, only).",
+          "ls-remote of its URL, and gh -R OWNER/REPO, then carry the token (pushes go to this repo's remotes, by name).",
           "",
           "Examples:",
           "  sbx bridge agent                          show what is allowed and protected",

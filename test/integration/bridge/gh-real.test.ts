@@ -129,6 +129,16 @@ describe.skipIf(!hasGh)(`the real gh through the bridge${hasGh ? "" : " (skipped
     expect(seen.length).toBe(before);
   });
 
+  test("-R of a repository the user added for this sandbox (--allow-repo) goes to that repository, with the token", async () => {
+    const call = bridge({ allow: [], protect: [], repos: [`https://${host}/acme/other`] });
+    const before = seen.length;
+    const r = await call(["pr", "list", "-R", `${host}/acme/other`, "--json", "number", "--jq", "length"]);
+    expect(r).toMatchObject({ code: 0, out: "2\n" });
+    const asked = seen.slice(before).find((q) => q.body.includes("PullRequestList"))!;
+    expect(asked.body).toContain('"repo":"other"');
+    expect(asked.auth).toBe(`token ${TOKEN}`);
+  });
+
   test("another repository by -R/--repo is refused before gh runs", async () => {
     const call = bridge();
     const before = seen.length;

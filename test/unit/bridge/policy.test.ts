@@ -178,8 +178,8 @@ const maliciousGh: Array<[string[], string, Partial<PolicyContext["options"]>?]>
   [["alias", "set", "x", "!sh"], "not something"],
   [["pr", "checkout", "1"], "not allowed"],
   [["pr", "create", "--web"], "browser"],
-  [["pr", "create", "-R", "evil/repo", "-t", "x"], "--repo"],
-  [["pr", "create", "--repo=evil/repo"], "--repo"],
+  [["pr", "create", "-R", "evil/repo", "-t", "x"], "this sandbox's repository only"],
+  [["pr", "create", "--repo=evil/repo"], "this sandbox's repository only"],
   [["pr", "create", "--body-file", "/etc/passwd"], "outside the sandbox's workspace"],
   [["pr", "create", "-F", VIEW + "/body-link.md"], "resolves outside"],
   [["pr", "create", "--body-file", "-"], "stdin"],
@@ -297,5 +297,20 @@ describe("the token goes only to this repo's own remotes, and to repos the user 
     expect(addedHost.ok && addedHost.plan.own).toBe(true);
     // Pushes go to the host repo's remotes by name only, added repos or not.
     expect(decideGit(["push", "https://github.com/acme/shared.git", "main"], VIEW, { ...ctx(), extraRepos: ["https://github.com/acme/shared"] }).ok).toBe(false);
+  });
+});
+
+describe("gh -R/--repo", () => {
+  test("another repository is refused, naming --allow-repo; one the user added for this sandbox is taken, and the flag leaves the args", () => {
+    const off = decideGh(["pr", "list", "-R", "acme/lib"], VIEW, ctx());
+    expect(!off.ok && off.reason).toContain("sbx bridge NAME --allow-repo https://<host>/acme/lib");
+    const on = { ...ctx(), extraRepos: ["https://github.com/acme/lib"] };
+    for (const argv of [["pr", "list", "-R", "acme/lib"], ["pr", "list", "--repo=github.com/acme/lib"], ["pr", "list", "-Racme/lib", "--json", "number"]]) {
+      const d = decideGh(argv, VIEW, on);
+      expect(d.ok && d.plan.repo).toBe("https://github.com/acme/lib");
+      expect(d.ok && d.plan.args.some((a) => a.includes("acme/lib") || a === "-R" || a.startsWith("--repo"))).toBe(false);
+    }
+    expect(decideGh(["pr", "list", "-R", "acme/other"], VIEW, on).ok).toBe(false);
+    expect(decideGh(["pr", "list", "-R", "evil.example/acme/lib"], VIEW, on).ok).toBe(false);
   });
 });
