@@ -110,6 +110,12 @@ export function tokenNames(url: string): string[] {
   return [specific, "GIT_TOKEN"];
 }
 
+/** The name to tell a person to set for a URL's token: the forge's usual one, or GIT_TOKEN_<HOST> for other hosts. Pure. */
+export function suggestedTokenName(url: string): string {
+  const [specific, usual] = tokenNames(url);
+  return usual === "GIT_TOKEN" ? specific! : usual!;
+}
+
 /** Which host secret is the git token for a URL: the first of tokenNames that is set. */
 export function tokenFor(url: string, secrets: Record<string, string>): string | undefined {
   const name = tokenNames(url).find((n) => secrets[n]);

@@ -13,6 +13,7 @@ import {
   changedPaths,
   closeVerdict,
   createdMarker,
+  suggestedTokenName,
   defaultBranchOf,
   ensureGate,
   maintainGate,
@@ -365,11 +366,13 @@ async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeR
 }
 
 async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<string[]> | undefined, takeVerdict: () => Promise<Verdict>, indexing: Promise<void> | undefined): Promise<Outcome> {
+  // This request's switches, read once (`sbx bridge NAME` changes apply from the next request).
+  const settings = settingsOf(deps);
   const ctx: PolicyContext = {
     remotes: await remotesP,
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
-    options: { ghApi: settingsOf(deps).allow.includes("gh-api"), ghGist: settingsOf(deps).allow.includes("gh-gist"), ...deps.policy },
-    extraRepos: settingsOf(deps).repos,
+    options: { ghApi: settings.allow.includes("gh-api"), ghGist: settings.allow.includes("gh-gist"), ...deps.policy },
+    extraRepos: settings.repos,
   };
   const refuse = (reason: string): Outcome => {
     send({ t: "err", d: `sbx: refused: ${reason}\n` });
@@ -388,7 +391,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push(g, plan, req, indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tipsP ?? knownTips(g), takeVerdict, token, send, refuse, { ...deps, settings: () => settingsOf(deps) });
+      return push(g, plan, req, indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tipsP ?? knownTips(g), takeVerdict, token, send, refuse, { ...deps, settings: () => settings });
     case "fetch":
     case "pull":
       return fetch(g, plan, req, token, send, refuse);
@@ -836,7 +839,7 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
   const forge = url ? forgeRepo(url) : undefined;
   if (!forge) return refuse("the host repository has no forge remote (https://host/owner/repo or git@host:owner/repo), so gh has nothing to act on");
   const token = tokenFor(`https://${forge.host}/`, deps.secrets());
-  const tokenName = forge.host === "github.com" ? "GH_TOKEN" : `GIT_TOKEN_${forge.host.replace(/[^a-z0-9]/gi, "_").toUpperCase()}`;
+  const tokenName = suggestedTokenName(`https://${forge.host}/`);
   if (plan.group === "auth") {
     if (!token) {
       send({ t: "err", d: `${forge.host}\n  X not logged in: the host has no token for ${forge.host} (sbx secret set ${tokenName})\n` });

@@ -2,7 +2,7 @@
 // bridge will use for each of its remotes.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { tokenNames } from "../bridge/gate";
+import { suggestedTokenName, tokenNames } from "../bridge/gate";
 import { toHttpsUrl } from "../bridge/policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
@@ -61,9 +61,7 @@ export function tokenReport(url: string, env: Readonly<Record<string, string>>, 
     if (secrets[n]) return { status: "ok", text: `${url}: ${n} from the sbx secrets file` };
     if ((n === "GH_TOKEN" || n === "GITHUB_TOKEN") && env[n]) return { status: "ok", text: `${url}: ${n} from the environment (the daemon's must have it too: it reads its own)` };
   }
-  const first = tokenNames(https)[0]!;
-  const usual = tokenNames(https)[1]!;
-  return { status: "warn", text: `${url}: no token: pushes and gh fail with "authentication"; \`sbx secret set ${usual === "GIT_TOKEN" ? first : usual}\`` };
+  return { status: "warn", text: `${url}: no token: pushes and gh fail with "authentication"; \`sbx secret set ${suggestedTokenName(https)}\`` };
 }
 
 /**

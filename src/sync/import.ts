@@ -5,7 +5,7 @@ import { SbxError } from "../core/errors";
 import { streamRun, type Exec } from "../sys/exec";
 import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "./git-argv";
 import { collectText, isOid, parseSandboxRefs, type SandboxGit } from "./sandbox-git";
-import { ensureStore, hostGit, hostRefs, isUserRef, present, type HostGit } from "./store";
+import { ensureStore, hostGit, hostRefs, isUserRef, parseRefLines, present, type HostGit } from "./store";
 
 /** Bounds on what a sandbox may send in one sync (it chooses the bytes). */
 export const IMPORT_LIMITS = { refsBytes: 8 << 20, packBytes: 1 << 30, haves: 2000 } as const;
@@ -133,11 +133,7 @@ export async function importSandbox(o: ImportOptions): Promise<ImportResult> {
 export async function exportHostRefs(sandboxGit: SandboxGit, name: string, hostBranches: ReadonlyMap<string, string>): Promise<number> {
   const cur = await collectText(sandboxGit(["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/host/"]), IMPORT_LIMITS.refsBytes);
   if (cur.exitCode !== 0) sandboxFailed("listing refs/remotes/host", name, cur.stderr, cur.exitCode);
-  const have = new Map<string, string>();
-  for (const l of cur.stdout.split("\n")) {
-    const i = l.indexOf(" ");
-    if (i > 0) have.set(l.slice(i + 1), l.slice(0, i));
-  }
+  const have = parseRefLines(cur.stdout);
   // Only what differs: the watcher calls this on every host ref change, most of which touch no branch.
   const lines = hostUpdateRefs(hostBranches, [...have.keys()]).filter((l) => {
     const [op, ref, oid] = l.split(" ");

@@ -6,7 +6,7 @@
 // masked: one sandbox never reaches another's store. When the person puts a sandbox's commits on a branch of their own,
 // promotion copies those objects into the host's own objects as a kept pack, where every sandbox sees them (and a
 // `git gc`, which drops local copies of what an alternate holds, keeps them).
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../core/errors";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
@@ -131,8 +131,11 @@ export function ensureStore(h: HostGit, name: string): Promise<string> {
       const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
       if (mv.exitCode !== 0) fail(`cannot put the store of sandbox ${name} in place`, mv);
     }
-    const b = await sh(h, ADD_LINE, [hostGitDir, storeAlternate(name)]);
-    if (b.exitCode !== 0) fail(`cannot list the store of sandbox ${name} in ${hostGitDir}/objects/info/alternates`, b);
+    // Every sync comes through here: the line is read for (the host's own file) before a shell is started to add it.
+    if (!alternateLines(hostGitDir).includes(storeAlternate(name))) {
+      const b = await sh(h, ADD_LINE, [hostGitDir, storeAlternate(name)]);
+      if (b.exitCode !== 0) fail(`cannot list the store of sandbox ${name} in ${hostGitDir}/objects/info/alternates`, b);
+    }
     return dir;
   });
 }
@@ -142,9 +145,23 @@ async function userTips(h: HostGit): Promise<Set<string>> {
   return new Set([...(await hostRefs(h)).entries()].filter(([ref]) => isUserRef(ref)).map(([, oid]) => oid));
 }
 
-/** Makes the store's `refs/sbx-seen/*` exactly `tips`. */
-async function markSeen(h: HostGit, store: string, tips: Iterable<string>): Promise<void> {
-  const cur = parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: store })).stdout);
+/** The lines of a git dir's `objects/info/alternates` (none when it has none). */
+function alternateLines(gitDir: string): string[] {
+  try {
+    return readFileSync(join(gitDir, "objects", "info", "alternates"), "utf8").split("\n");
+  } catch {
+    return [];
+  }
+}
+
+/** The store's `refs/sbx-seen/*`: ref → object id. */
+async function seenRefs(h: HostGit, store: string): Promise<Map<string, string>> {
+  return parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: store })).stdout);
+}
+
+/** Makes the store's `refs/sbx-seen/*` exactly `tips` (`cur`: what they are now, when the caller just read them). */
+async function markSeen(h: HostGit, store: string, tips: Iterable<string>, cur?: Map<string, string>): Promise<void> {
+  cur ??= await seenRefs(h, store);
   const want = new Set([...tips].map((oid) => `${SEEN}${oid}`));
   const lines = [...cur.keys()].filter((r) => !want.has(r)).map((r) => `delete ${r}`);
   for (const ref of want) if (!cur.has(ref)) lines.push(`update ${ref} ${ref.slice(SEEN.length)}`);
@@ -208,11 +225,12 @@ async function promoteNow(h: HostGit): Promise<number> {
   const tips = await userTips(h);
   let copied = 0;
   for (const store of stores) {
-    const seen = new Set(parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: store })).stdout).values());
+    const cur = await seenRefs(h, store);
+    const seen = new Set(cur.values());
     const fresh = [...tips].filter((t) => !seen.has(t));
     if (fresh.length === 0 && seen.size === tips.size) continue;
     if (fresh.length > 0) copied += await copyOut(h, store, fresh, seen);
-    await markSeen(h, store, tips);
+    await markSeen(h, store, tips, cur);
   }
   return copied;
 }
@@ -233,7 +251,7 @@ async function retireNow(h: HostGit, name: string): Promise<number> {
   let copied = 0;
   if (existsSync(join(dir, "objects"))) {
     const all = new Set((await hostRefs(h)).values());
-    const seen = parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: dir })).stdout).values();
+    const seen = (await seenRefs(h, dir)).values();
     // Only what exists: a host ref may name an object of another store, which is that store's to copy.
     copied = await copyOut(h, dir, await present(h, all, dir), seen);
   }
