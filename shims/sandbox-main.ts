@@ -5,11 +5,12 @@
 // sees the sandbox stopped, which is fail closed.
 import { dirname, join } from "node:path";
 import "./forwarder";
-import { startExecAgent, warmUp } from "./exec-agent";
+import { MAIN_RUNTIME_ENV, startExecAgent, warmUp } from "./exec-agent";
 
 const proxySocket = process.env.SBX_PROXY_SOCKET ?? "/run/sbx/proxy.sock";
 const baseEnv: Record<string, string> = {};
-for (const [k, v] of Object.entries(process.env)) if (v !== undefined) baseEnv[k] = v;
+// This process's own JSC settings (set by the container's launch line) are not its commands'.
+for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !(k in MAIN_RUNTIME_ENV)) baseEnv[k] = v;
 // A crash still ends this process (fail closed), but says why first: the container's log is where it is looked for.
 process.on("uncaughtException", (e) => {
   process.stderr.write(`sbx sandbox-main: uncaught: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

@@ -5,6 +5,7 @@ import type { SandboxSpec, ShellRequest } from "../backend";
 import { sandboxLayout } from "../../workspace/layout";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "./tar";
+import { MAIN_RUNTIME_ENV } from "../../../shims/exec-agent";
 
 export { sandboxLayout };
 
@@ -206,8 +207,19 @@ export const FORWARDER_READY = "sbx forwarder listening";
  * from `spec.options.proxyPort` (default 3128).
  */
 export function containerCommand(spec: SandboxSpec): string[] {
-  return [RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/sandbox-main.ts`, "--port", String(forwarderPort(spec))];
+  return ["-c", MAIN_LAUNCH, "sbx-main", RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/sandbox-main.ts`, "--port", String(forwarderPort(spec))];
 }
+
+/**
+ * The container's entrypoint, whatever the image's own ENTRYPOINT is (an image built from a Dockerfile that sets one
+ * would otherwise get sandbox-main as its arguments), and the line it runs: sandbox-main's JSC settings
+ * (MAIN_RUNTIME_ENV) for that process alone, so neither its commands nor a `docker exec` session inherit them (nor
+ * the PWD the shell exports).
+ */
+export const CONTAINER_ENTRYPOINT = "/bin/sh";
+export const MAIN_LAUNCH = `export ${Object.entries(MAIN_RUNTIME_ENV)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(" ")}; unset PWD; exec "$@"`;
 
 /** The in-sandbox forwarder port of a spec. */
 export function forwarderPort(spec: Pick<SandboxSpec, "options">): number {
@@ -326,6 +338,7 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     ]),
     // Over the ~/.claude overlay (docker mounts parents first): the host's credentials never show inside.
     ...(mask === null ? [] : ["--mount", mountValue([["type", "bind"], ["src", lay.credentialsMask], ["dst", mask], "readonly"])]),
+    "--entrypoint", CONTAINER_ENTRYPOINT,
     plan.image,
     ...plan.command,
   ];
@@ -393,6 +406,7 @@ export function createRequestFromArgs(argv: readonly string[]): CreateRequestBod
       case "--cap-drop": host.CapDrop = [...((host.CapDrop as string[] | undefined) ?? []), value(flag)]; break;
       case "--security-opt": host.SecurityOpt = [...((host.SecurityOpt as string[] | undefined) ?? []), value(flag)]; break;
       case "--workdir": config.WorkingDir = value(flag); break;
+      case "--entrypoint": config.Entrypoint = [value(flag)]; break;
       case "--memory": host.Memory = intValue(flag, value(flag)); break;
       case "--memory-swap": host.MemorySwap = intValue(flag, value(flag)); break;
       case "--pids-limit": host.PidsLimit = intValue(flag, value(flag)); break;

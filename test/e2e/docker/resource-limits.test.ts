@@ -2,6 +2,7 @@
 // limit that was hit is reported (the command's stderr and exit status, `sbx limits`, `sbx list`, `sbx logs`), and
 // the sandbox works again for the next command.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { acquireFixture, canRun, releaseFixture, skipReason, type Fixture } from "./fixture";
 
@@ -69,6 +70,22 @@ describe.skipIf(!canRun)(`resource limits (Docker)${canRun ? "" : ` — skipped:
     const tty = Bun.spawnSync(["script", "-qec", `${f.user.prefix().map((a) => `'${a}'`).join(" ")} bun ${cli} shell limited -- cat /proc/self/oom_score_adj`, "/dev/null"], { cwd: f.repo, stdout: "pipe", stderr: "pipe" });
     expect(tty.stdout.toString().replace(/[^0-9]/g, "")).toBe("500");
   }, 120_000);
+
+  test("sandbox-main alone runs without JSC's lazily made threads (a fork bomb cannot make it abort); its commands never inherit that", () => {
+    const main = f.docker(["inspect", "--format", "{{.State.Pid}}", container()]).stdout.trim();
+    // --init's only child is sandbox-main (the launch line exec'd into it).
+    const kid = readFileSync(`/proc/${main}/task/${main}/children`, "utf8").trim().split(/\s+/)[0]!;
+    expect(readFileSync(`/proc/${kid}/cmdline`, "utf8")).toContain("sandbox-main.ts");
+    expect(readFileSync(`/proc/${kid}/environ`, "utf8").split("\0")).toContain("BUN_JSC_useConcurrentJIT=0");
+    // Its warm-up made the thread JSC would otherwise make mid-bomb (Bun 1.4.5's name for it), and no JIT worker runs.
+    const threads = readdirSync(`/proc/${kid}/task`).map((t) => readFileSync(`/proc/${kid}/task/${t}/comm`, "utf8").trim());
+    expect(threads).toContain("JSCWarmUp");
+    expect(threads).not.toContain("JITWorker");
+    const viaAgent = f.sbx(["run", "limited", "--", "sh", "-c", "env | grep -c BUN_JSC_ || true"]);
+    expect(viaAgent.stdout.trim()).toBe("0");
+    const viaExec = f.docker(["exec", container(), "sh", "-c", "env | grep -c BUN_JSC_ || true"]);
+    expect(viaExec.stdout.trim()).toBe("0");
+  });
 
   test("a fork bomb stops at the process limit, is ended with its command, and the next command runs", () => {
     const started = Date.now();

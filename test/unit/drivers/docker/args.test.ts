@@ -54,7 +54,8 @@ describe("dockerCreateArgs", () => {
       },
       Env: ["HOME=/home/ann", "LANG=C.UTF-8", "SANDBOX=demo", "TERM=xterm-256color"],
       Image: "sbx-app:1234",
-      Cmd: ["/opt/sbx/bin/bun", "/opt/sbx/shims/sandbox-main.ts", "--port", "3128"],
+      Entrypoint: ["/bin/sh"],
+      Cmd: ["-c", 'export BUN_JSC_useConcurrentJIT=0 BUN_JSC_useConcurrentGC=0 BUN_JSC_numberOfGCMarkers=1; unset PWD; exec "$@"', "sbx-main", "/opt/sbx/bin/bun", "/opt/sbx/shims/sandbox-main.ts", "--port", "3128"],
       HostConfig: {
         Init: true,
         NetworkMode: "none",
@@ -130,13 +131,14 @@ describe("dockerCreateArgs", () => {
       "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.fish,dst=/etc/fish/conf.d/sbx-shims.fish,readonly",
       "--mount", `type=volume,src=${overlays[0]!.volume},dst=/home/ann/.claude,volume-nocopy`,
       "--mount", `type=volume,src=${overlays[1]!.volume},dst=/home/ann/.config/fish,volume-nocopy`,
+      "--entrypoint", "/bin/sh",
       "sbx-app:1234",
-      "/opt/sbx/bin/bun", "/opt/sbx/shims/sandbox-main.ts", "--port", "3128",
+      "-c", 'export BUN_JSC_useConcurrentJIT=0 BUN_JSC_useConcurrentGC=0 BUN_JSC_numberOfGCMarkers=1; unset PWD; exec "$@"', "sbx-main", "/opt/sbx/bin/bun", "/opt/sbx/shims/sandbox-main.ts", "--port", "3128",
     ]);
   });
 
   test("the long-lived process is the forwarder on the host's Bun, mounted read-only with the shims", () => {
-    expect(containerCommand(spec)[0]).toBe(RUNTIME_MOUNT.bun);
+    expect(containerCommand(spec)[3]).toBe(RUNTIME_MOUNT.bun);
     expect(containerCommand({ ...spec, options: { ...dockerOpts, proxyPort: 4000 } }).slice(-2)).toEqual(["--port", "4000"]);
     const mounts = argv.filter((_, i) => argv[i - 1] === "--mount");
     expect(mounts.filter((m) => m.includes("/opt/sbx/")).every((m) => m.endsWith(",readonly"))).toBe(true);
