@@ -3,9 +3,10 @@ import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, existsSync, 
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
-import type { Exec, ExecResult } from "../sys/exec";
+import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
-import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown } from "./scan";
+import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "./archive";
+import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown, type UnshownBlob } from "./scan";
 
 export interface GatePaths {
   /** The bare gate repository. */
@@ -283,17 +284,47 @@ export async function maintainGate(g: Gate): Promise<void> {
  */
 export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<SecretFinding[]> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const scanner = new LogScanner([...SECRET_PATTERNS, ...hostValues], hostValues);
+  const patterns = [...SECRET_PATTERNS, ...hostValues];
+  const scanner = new LogScanner(patterns);
   await run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) });
-  const { findings, unshown } = scanner.end();
+  const { findings, unshown, archives } = scanner.end();
   // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
   // already known: only those are looked at, so a push of new commits costs no extra process.
   const tagFindings = await scanTags(g, shas.filter((s) => !scanner.commits.has(s)));
-  // Rare (a merge that changed a binary file against every parent): one read per blob. Exec decodes
-  // stdout as UTF-8, which keeps every ASCII secret shape intact.
-  const whole = await Promise.all(unshown.map((u) => run(g, ["cat-file", "blob", u.blob])));
-  unshown.forEach((u, i) => findings.push(...scanUnshown(u, whole[i]!.stdout)));
+  // Rare (a merge that changed a binary file against every parent; a gzip or zip file): one read per blob, as bytes.
+  // What is not an archive is scanned as text (latin1 keeps every ASCII secret shape intact).
+  const blobs = [...unshown.map((u) => ({ u, whole: true })), ...archives.filter((a) => !unshown.some((u) => u.blob === a.blob)).map((u) => ({ u, whole: false }))];
+  for (const { u, whole } of blobs) {
+    const bytes = await readBlob(g, u.blob, MAX_ARCHIVE_BYTES);
+    if (bytes === null) continue; // over the bound: not unpacked (its text lines were scanned in the diff)
+    if (isGzip(bytes) || isZip(bytes)) findings.push(...scanArchive(u, bytes, patterns));
+    else if (whole) findings.push(...scanUnshown(u, latin1(bytes), patterns));
+  }
   return [...findings, ...tagFindings];
+}
+
+/** Findings in what a gzip or zip blob unpacks to, each named `file!member` (or `file (gzip)`). */
+export function scanArchive(u: UnshownBlob, bytes: Uint8Array, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
+  const { members } = unpackArchive(bytes);
+  return members.flatMap((m) => scanUnshown({ ...u, file: m.member ? `${u.file}!${m.member}` : `${u.file} (gzip)` }, latin1(m.bytes), patterns));
+}
+
+function latin1(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
+}
+
+/**
+ * A blob's bytes, or null when it is larger than `max`.
+ * runs: git cat-file -s <oid>; git cat-file blob <oid> (in the gate)
+ */
+async function readBlob(g: Gate, blob: string, max: number): Promise<Uint8Array | null> {
+  const size = Number((await run(g, ["cat-file", "-s", blob])).stdout.trim());
+  if (!(size <= max)) return null;
+  const r = streamRun(g.exec, gateGit(["cat-file", "blob", blob]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, timeoutMs: 60_000 });
+  const bytes = new Uint8Array(await new Response(r.stdout).arrayBuffer());
+  const done = await r.done;
+  if (done.exitCode !== 0) throw new Error(`git cat-file blob ${blob} exited ${done.exitCode}: ${done.stderr.trim()}`);
+  return bytes;
 }
 
 /** How deep a chain of tags pointing at tags the gate follows before it refuses the push. */

@@ -1,5 +1,5 @@
 // The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
-import { SECRET_PATTERNS, formatFindings, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
+import { SECRET_PATTERNS, formatFindings, matchSecret, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
@@ -29,13 +29,20 @@ export interface LogScan {
   findings: SecretFinding[];
   /** Blobs to scan whole (combined diffs ignore -a); their lines are new to every parent of the merge. */
   unshown: UnshownBlob[];
+  /** Blobs that look like gzip or zip (by name, or by the first bytes a hunk shows): unpacked and scanned. */
+  archives: UnshownBlob[];
 }
+
+/** Names of files that are gzip or zip inside (whatever their first bytes show in a diff). */
+const ARCHIVE_NAME = /\.(?:gz|tgz|taz|zip|jar|war|ear|aar|apk|whl|egg|nupkg|vsix|xpi|crx|docx|xlsx|pptx|odt|ods|odp|epub|ipa)$/i;
+/** A gzip's or zip's first bytes as git's text output shows them (0x8b is not UTF-8: it reads as U+FFFD). */
+const ARCHIVE_MAGIC = /^(?:\x1f\uFFFD\x08|PK\x03\x04)/;
 
 const HUNK = /^(@@+) (?:-\d+(?:,\d+)? )+\+(\d+)(?:,\d+)? @@/;
 const COMMIT = /^commit ([0-9a-f]{40,64})$/;
 const ZERO = /^0+$/;
-/** Headers that are object ids or a person (names and emails are not secrets, and are not flagged). */
-const QUIET_HEADERS = new Set(["tree", "parent", "author", "committer", "tagger", "object", "type", "encoding"]);
+/** Headers git itself checks to be object ids or a type name (index-pack --strict): nothing the sandbox chose is in them. */
+const ID_HEADERS = new Set(["tree", "parent", "object", "type"]);
 
 const enum State {
   /** Between files, or before the first commit. */
@@ -61,6 +68,8 @@ const enum State {
 export class LogScanner {
   readonly findings: SecretFinding[] = [];
   readonly unshown: UnshownBlob[] = [];
+  readonly archives: UnshownBlob[] = [];
+  private readonly archiveBlobs = new Set<string>();
   /** Every commit the log showed. */
   readonly commits = new Set<string>();
   private rest = "";
@@ -73,13 +82,10 @@ export class LogScanner {
   private header = "";
 
   /**
-   * `patterns` are looked for in what a commit adds and in its message; `always` (the host's own secret values) also in
-   * the headers names and emails are in, and in file names.
+   * `patterns` are looked for, plain and decoded, in what a commit adds, its message, its headers (names and emails
+   * included) and the names of the files it touches.
    */
-  constructor(
-    private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS,
-    private readonly always: readonly SecretPattern[] = [],
-  ) {}
+  constructor(private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS) {}
 
   /** Reads every whole line of `chunk` (the tail waits for the next chunk). */
   write(chunk: string): void {
@@ -95,7 +101,13 @@ export class LogScanner {
   end(): LogScan {
     if (this.rest) this.onLine(this.rest);
     this.rest = "";
-    return { findings: this.findings, unshown: this.unshown };
+    return { findings: this.findings, unshown: this.unshown, archives: this.archives };
+  }
+
+  private archive(): void {
+    if (!this.blob || this.archiveBlobs.has(this.blob)) return;
+    this.archiveBlobs.add(this.blob);
+    this.archives.push({ ...(this.commit ? { commit: this.commit } : {}), file: this.file, blob: this.blob });
   }
 
   private found(p: SecretPattern, file: string, line: number): void {
@@ -110,6 +122,7 @@ export class LogScanner {
         // Fast path for the common one-parent case.
         if (n === 1) {
           if (c0 === 43 /* + */) {
+            if (this.line === 1 && ARCHIVE_MAGIC.test(raw.slice(1))) this.archive();
             const f = firstMatch(raw, 1, this.patterns);
             if (f) this.found(f, this.file, this.line);
             this.line++;
@@ -124,6 +137,7 @@ export class LogScanner {
           const cols = raw.slice(0, n);
           if (!cols.includes("-")) {
             if (!cols.includes(" ")) {
+              if (this.line === 1 && ARCHIVE_MAGIC.test(raw.slice(n))) this.archive();
               const f = firstMatch(raw, n, this.patterns);
               if (f) this.found(f, this.file, this.line);
             }
@@ -142,11 +156,8 @@ export class LogScanner {
         }
         // A continuation line (a signature, a mergetag's embedded tag) belongs to the header before it.
         if (raw.charCodeAt(0) !== 32) this.header = raw.slice(0, raw.indexOf(" ") >>> 0);
-        if (QUIET_HEADERS.has(this.header) || (this.header === "mergetag" && raw.startsWith(" tagger "))) {
-          const a = firstMatch(raw, 0, this.always);
-          if (a) this.found(a, COMMIT_HEADER, 0);
-          return;
-        }
+        if (ID_HEADERS.has(this.header)) return;
+        // Everything else (author and committer names and emails included) is the sandbox's text.
         const f = firstMatch(raw, 0, this.patterns);
         if (f) this.found(f, COMMIT_HEADER, 0);
         return;
@@ -178,7 +189,7 @@ export class LogScanner {
     }
     if (raw.startsWith("diff --git ") || raw.startsWith("diff --cc ") || raw.startsWith("diff --combined ")) {
       // A file's name is what the sandbox chose too.
-      const a = firstMatch(raw, 0, this.always);
+      const a = firstMatch(raw, 0, this.patterns);
       if (a) this.found(a, "file name", 0);
       this.file = raw.startsWith("diff --git ") ? "" : unquote(raw.slice(raw.indexOf(" ", 5) + 1));
       this.blob = "";
@@ -193,6 +204,7 @@ export class LogScanner {
     if (raw.startsWith("+++ ")) {
       const p = raw.slice(4);
       this.file = p === "/dev/null" ? "" : unquote(p).replace(/^b\//, "");
+      if (ARCHIVE_NAME.test(this.file)) this.archive();
       return;
     }
     if (raw.startsWith("Binary files ") && raw.endsWith(" differ")) {
@@ -246,7 +258,7 @@ export function scanTag(sha: string, content: string, patterns: readonly SecretP
     if (header === "object" && !tag.object) tag.object = value;
     else if (header === "type" && !tag.type) tag.type = value;
     else if (header === "tag" && !tag.name) tag.name = value;
-    if (QUIET_HEADERS.has(header)) continue;
+    if (ID_HEADERS.has(header)) continue;
     const f = firstMatch(raw, 0, patterns);
     if (f) findings.push({ file: TAG_MESSAGE, line: 0, pattern: f.id, description: f.description, commit: sha });
   }
@@ -272,10 +284,11 @@ export function formatGateFindings(fs: readonly SecretFinding[]): string {
     .join("\n");
 }
 
+/** The first pattern the text (from `from`) or one of its decodings matches, as the finding will name it. */
 function firstMatch(raw: string, from: number, patterns: readonly SecretPattern[]): SecretPattern | undefined {
-  const s = from ? raw.slice(from) : raw;
-  for (const p of patterns) if (p.regex.test(s)) return p;
-  return undefined;
+  if (patterns.length === 0) return undefined;
+  const m = matchSecret(from ? raw.slice(from) : raw, patterns);
+  return m === undefined ? undefined : m.how === "" ? m.pattern : { ...m.pattern, description: `${m.pattern.description} (${m.how})` };
 }
 
 /** git quotes paths with unusual bytes as C strings: "b/a\tb". */

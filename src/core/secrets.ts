@@ -63,7 +63,8 @@ export function scanText(text: string, file: string, patterns: readonly SecretPa
 }
 
 function scanLine(line: string, patterns: readonly SecretPattern[]): SecretPattern | undefined {
-  return patterns.find((p) => p.regex.test(line));
+  const m = matchSecret(line, patterns);
+  return m === undefined ? undefined : m.how === "" ? m.pattern : { ...m.pattern, description: `${m.pattern.description} (${m.how})` };
 }
 
 /**
@@ -130,4 +131,60 @@ export function formatFindings(fs: readonly SecretFinding[]): string {
   return fs
     .map((f) => `${f.file}:${f.line}: ${f.description}${f.commit ? ` (commit ${f.commit.slice(0, 12)})` : ""}`)
     .join("\n");
+}
+
+/** One way a line may hold a secret out of sight: what it decodes to, and how it was encoded. */
+export interface DecodedView {
+  how: string;
+  text: string;
+}
+
+/** Runs at least this long are tried as base64 (or base64url) and hex: shorter ones cannot hold a whole key. */
+const B64_RUN = /[A-Za-z0-9+/_-]{20,}={0,2}/g;
+const HEX_RUN = /(?:[0-9a-fA-F]{2}){12,}/g;
+const PERCENT = /%[0-9A-Fa-f]{2}/;
+/** Bytes of decoded text one line may produce, across all its views: a bound on a crafted line's cost. */
+const MAX_DECODED = 1 << 20;
+
+function latin1(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 8192) s += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  return s;
+}
+
+/**
+ * What a line decodes to, for the scan to look at as well as the line itself: each base64/base64url and hex run,
+ * percent-encoding, and UTF-16 (its NUL bytes dropped), and those again one level down (base64 of hex, UTF-16 in
+ * base64). Pure and bounded; a line with nothing that could decode costs three regex tests.
+ */
+export function decodedViews(line: string, depth = 2, budget = { left: MAX_DECODED }): DecodedView[] {
+  const out: DecodedView[] = [];
+  const add = (how: string, decoded: string) => {
+    if (decoded.length === 0 || decoded === line || budget.left <= 0) return;
+    const text = decoded.length > budget.left ? decoded.slice(0, budget.left) : decoded;
+    budget.left -= text.length;
+    out.push({ how, text });
+    if (depth > 1) for (const v of decodedViews(text, depth - 1, budget)) out.push({ how: `${v.how} inside ${how}`, text: v.text });
+  };
+  if (line.includes("\0")) add("UTF-16", line.replaceAll("\0", ""));
+  if (PERCENT.test(line)) add("URL-encoded", line.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))));
+  for (const m of line.matchAll(HEX_RUN)) {
+    if (budget.left <= 0) break;
+    add("hex-encoded", latin1(Buffer.from(m[0].slice(0, budget.left * 2), "hex")));
+  }
+  for (const m of line.matchAll(B64_RUN)) {
+    if (budget.left <= 0) break;
+    // A hex run is base64's alphabet too; decoding it as base64 gives noise, which costs a regex test and no more.
+    const run = m[0].replace(/=+$/, "").slice(0, Math.ceil((budget.left * 4) / 3));
+    const bytes = Buffer.from(run.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+    if (bytes.length >= 12) add("base64-encoded", latin1(bytes));
+  }
+  return out;
+}
+
+/** The first pattern that matches the line or one of its decodings, and how it was hidden ("" when in plain sight). */
+export function matchSecret(line: string, patterns: readonly SecretPattern[]): { pattern: SecretPattern; how: string } | undefined {
+  for (const p of patterns) if (p.regex.test(line)) return { pattern: p, how: "" };
+  for (const v of decodedViews(line)) for (const p of patterns) if (p.regex.test(v.text)) return { pattern: p, how: v.how };
+  return undefined;
 }

@@ -220,15 +220,17 @@ describe("no-secret-inside", () => {
     expect(r.stderr).not.toContain(keyOf("Cm8s"));
     expect(await refIn(h.upstreamRepo, "refs/heads/msg")).toBe(before);
     expect(receivePosts()).toBe(posts);
-    // Author and committer names are not secrets: a clean commit by a key-shaped author goes through.
+    // Author and committer are the sandbox's text as well, and a forge shows them to everyone: a key-shaped author is
+    // refused too (as 'commit header').
     await git(h.clone, "checkout", "-q", "main");
     await git(h.clone, "checkout", "-q", "-B", "who");
     const odd = keyOf("Au7h");
     await sh(["git", "commit", "-q", "--allow-empty", "-m", "empty, by an odd name"], { cwd: h.clone, env: { GIT_AUTHOR_NAME: odd, GIT_AUTHOR_EMAIL: `${odd}@example.invalid`, GIT_COMMITTER_NAME: odd } });
-    const ok = await h.shim(["push", "origin", "who"]);
-    expect(ok.stderr).not.toContain("refused");
-    expect(ok.code).toBe(0);
-    expect(await refIn(h.upstreamRepo, "refs/heads/who")).toBe(await git(h.clone, "rev-parse", "who"));
+    const who = await h.shim(["push", "origin", "who"]);
+    expect(who.code).toBe(77);
+    expect(who.stderr).toContain("commit header: GitHub token");
+    expect(who.stderr).not.toContain(odd);
+    expect(await refIn(h.upstreamRepo, "refs/heads/who")).toBe("");
   });
 
   test("a commit whose message hides a secret after a NUL byte (where git log stops reading) is refused; the upstream is unchanged", async () => {

@@ -113,10 +113,18 @@ describe("commit messages and headers", () => {
     expect(scanLog([...rawCommit(C1, { message, diff })].join("\n")).findings).toEqual([]);
   });
 
-  test("author, committer and tagger names and emails are not flagged, whatever they look like", () => {
-    const who = `${KEY} <${KEY}@example.invalid> 1700000000 +0000`;
-    const headers = [`author ${who}`, `committer ${who}`, "mergetag object " + "c".repeat(40), " type commit", " tag v1", ` tagger ${who}`, " ", " signed"];
-    expect(scanLog(rawCommit(C1, { headers, message: ["ok"], diff }).join("\n")).findings).toEqual([]);
+  test("identities are the sandbox's text too: a key in an author, committer or mergetag tagger is found as 'commit header'", () => {
+    const who = `${KEY} <x@example.invalid> 1700000000 +0000`;
+    const plain = "a <a@example.invalid> 1700000000 +0000";
+    for (const headers of [
+      [`author ${who}`, `committer ${plain}`],
+      [`author ${plain}`, `committer a <${KEY}@example.invalid> 1 +0000`],
+      [`author ${plain}`, `committer ${plain}`, "mergetag object " + "c".repeat(40), " type commit", " tag v1", ` tagger ${who}`, " ", " signed"],
+    ]) {
+      expect(scanLog(rawCommit(C1, { headers, message: ["ok"], diff }).join("\n")).findings.map((f) => f.file)).toEqual(["commit header"]);
+    }
+    const clean = [`author ${plain}`, `committer ${plain}`, "mergetag object " + "c".repeat(40), " type commit", " tag v1", ` tagger ${plain}`, " ", " signed"];
+    expect(scanLog(rawCommit(C1, { headers: clean, message: ["ok"], diff }).join("\n")).findings).toEqual([]);
   });
 
   test("a key in another header (one git keeps but does not show in messages) is found", () => {
@@ -155,7 +163,7 @@ describe("commit messages and headers", () => {
 describe("annotated tags", () => {
   const T1 = "7".repeat(40);
   const tag = (message: string[], extra: string[] = []) =>
-    [`object ${C1}`, "type commit", "tag v1.0", `tagger ${KEY} <${KEY}@example.invalid> 1700000000 +0000`, ...extra, "", ...message].join("\n") + "\n";
+    [`object ${C1}`, "type commit", "tag v1.0", "tagger a <a@example.invalid> 1700000000 +0000", ...extra, "", ...message].join("\n") + "\n";
 
   test("a key in a tag message is found as 'tag message' with its line and the tag object", () => {
     const r = scanTag(T1, tag(["Release 1.0", "", `deploy with ${KEY}`]));
@@ -164,7 +172,12 @@ describe("annotated tags", () => {
     expect(formatGateFindings(r.findings)).toBe(`tag message:3: GitHub token (tag object ${T1.slice(0, 12)})`);
   });
 
-  test("the tagger is not flagged; an ordinary message and a signature are not either", () => {
+  test("a key in the tagger is found", () => {
+    const t = [`object ${C1}`, "type commit", "tag v1.0", `tagger ${KEY} <a@example.invalid> 1 +0000`, "", "ok"].join("\n");
+    expect(scanTag(T1, t).findings.map((f) => [f.file, f.line])).toEqual([["tag message", 0]]);
+  });
+
+  test("an ordinary tagger, message and signature are not flagged", () => {
     const sig = ["-----BEGIN PGP SIGNATURE-----", "", "iQEzBAABCAAdFiEE" + "x".repeat(40), "-----END PGP SIGNATURE-----"];
     expect(scanTag(T1, tag(["Release 1.0", `built from ${"e".repeat(40)}`, ...sig])).findings).toEqual([]);
   });

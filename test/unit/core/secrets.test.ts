@@ -1,6 +1,6 @@
 // Secret patterns: key-shaped strings are found with file and line; ordinary code, hashes and prose are not.
 import { describe, expect, test } from "bun:test";
-import { formatFindings, scanText, scanUnifiedDiff } from "../../../src/core/secrets";
+import { decodedViews, formatFindings, matchSecret, scanText, scanUnifiedDiff, SECRET_PATTERNS } from "../../../src/core/secrets";
 
 // Built at run time so this file itself does not hold key-shaped literals.
 const A = (n: number) => "A1b2C3d4E5".repeat(10).slice(0, n);
@@ -95,5 +95,43 @@ describe("scanUnifiedDiff", () => {
 
   test("a diff header line that looks like an addition is not scanned", () => {
     expect(scanUnifiedDiff(`diff --git a/x b/x\n--- a/x\n+++ b/x\n`)).toEqual([]);
+  });
+});
+
+describe("a secret hidden in an encoding is still found (matchSecret, decodedViews)", () => {
+  const key = fakeKeys["github-token"]!;
+  const utf16 = (s: string) => [...s].map((c) => `${c}\0`).join("");
+  const forms: [string, string, string][] = [
+    ["base64", `blob: ${Buffer.from(`token=${key}`).toString("base64")}`, "base64-encoded"],
+    ["base64url", `x=${Buffer.from(`token=${key}??`).toString("base64url")}`, "base64-encoded"],
+    ["hex", `payload ${Buffer.from(key).toString("hex")}`, "hex-encoded"],
+    ["percent-encoded", `q=${[...key].map((c) => `%${c.charCodeAt(0).toString(16)}`).join("")}`, "URL-encoded"],
+    ["UTF-16 (NUL bytes)", utf16(`k = ${key}`), "UTF-16"],
+    ["UTF-16 inside base64", Buffer.from(utf16(key), "latin1").toString("base64"), "UTF-16 inside base64-encoded"],
+    ["base64 inside hex", Buffer.from(Buffer.from(key).toString("base64")).toString("hex"), "base64-encoded inside hex-encoded"],
+  ];
+  for (const [name, line, how] of forms) {
+    test(name, () => {
+      const m = matchSecret(line, SECRET_PATTERNS);
+      expect({ id: m?.pattern.id, how: m?.how }).toEqual({ id: "github-token", how });
+      expect(scanText(line, "f")[0]?.description).toBe(`GitHub token (${how})`);
+    });
+  }
+
+  test("ordinary encoded things are not flagged: lockfile integrity, hashes, a PGP signature, an image's base64", () => {
+    const lines = [
+      `"integrity": "sha512-${Buffer.alloc(64, 7).toString("base64")}"`,
+      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+      "iQEzBAABCAAdFiEE" + "x".repeat(60),
+      `data:image/png;base64,${Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 37) % 256)).toString("base64")}`,
+      "https://example.org/search?q=hello%20world&lang=en",
+    ];
+    for (const l of lines) expect({ l, m: matchSecret(l, SECRET_PATTERNS) }).toEqual({ l, m: undefined });
+  });
+
+  test("a crafted line's decoding is bounded", () => {
+    const huge = Buffer.alloc(4 << 20, 65).toString("base64");
+    const views = decodedViews(huge);
+    expect(views.reduce((n, v) => n + v.text.length, 0)).toBeLessThan(6 << 20);
   });
 });
