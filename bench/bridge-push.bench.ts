@@ -1,4 +1,5 @@
 // Benchmark: pushing a 1,000-commit branch through the git shim + bridge + gate vs a plain `git push` to the same local upstream.
+import { NO_BRIDGE_SETTINGS } from "../src/core/bridge-settings";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,6 +80,7 @@ try {
     await sh(["git", "update-ref", "-d", "refs/remotes/origin/big"], { cwd: clone });
     const socket = join(root, `s${i}`, "bridge.sock");
     const bridge = await startBridge({
+      settings: () => ({ ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"] }), // pushes by plain branch names; the prefix has its own test
       socketPath: socket,
       sandbox: { id: `bench${i}`, name: "bench", workspace: clone, repo: host },
       gateDir: join(root, `gate${i}`),

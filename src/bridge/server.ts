@@ -5,10 +5,11 @@ import { chmodSync, closeSync, constants as fsConstants, existsSync, fstatSync, 
 import { dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
 import { hostSecretPatterns, redact } from "../core/redact";
+import { SECRET_PATTERNS, scanText } from "../core/secrets";
 import type { Exec, ExecResult } from "../sys/exec";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
-import { isCiPath, isProtectedBranch, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
+import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
 import {
   changedPaths,
   closeVerdict,
@@ -100,6 +101,11 @@ export interface BridgeDeps {
   tlsEnv?: Record<string, string>;
   /** This sandbox's switches (`sbx bridge NAME --allow …`), read at request time; none: the defaults. */
   settings?: () => BridgeSettings;
+  /**
+   * Records what policy refused as a pending approval (the approvals queue egress uses: `sbx approvals`, the dashboard);
+   * its id, or null where there is no queue. Allowing it changes this sandbox's settings for its next request.
+   */
+  ask?: (subject: BridgeSubject, reason: string) => number | null;
   policy?: Partial<PolicyOptions>;
   /** Test seam: called at points of a push where a failure must leave nothing that goes out. */
   faults?: PushFaults;
@@ -458,7 +464,7 @@ function shortRef(ref: string): string {
  * leaves) until the verdict: the secret scan (which is also the completeness check) passed, and every ref
  * is a fast-forward of what the remote has or the sandbox forced it. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox" | "secrets"> & { settings: () => BridgeSettings }): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox" | "secrets" | "ask"> & { settings: () => BridgeSettings }): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -484,9 +490,33 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
     }
     out.push({ src: s.src, dst, sha: r.sha, force: s.force || force });
   }
+  // Ref names are the sandbox's text too, and a remote shows them to anyone who can read it.
+  const refPatterns = [...SECRET_PATTERNS, ...hostSecretPatterns(deps.secrets())];
+  for (const o of out) {
+    const f = scanText(o.dst, "ref name", refPatterns)[0];
+    if (f) return refuse(`the ref name ${JSON.stringify(redact(o.dst, Object.values(deps.secrets())))} contains what looks like a secret (${f.description}); push to another name`);
+  }
+  // Its own branches are under its prefix (sbx/<name>/); a branch or tag outside it (main, a release tag, a colleague's
+  // branch) asks first: refused now, recorded as a pending approval, allowed by the user for the next push.
+  const settings = deps.settings();
+  const outside = out.filter((o) => o.sha !== null && !mayPushTo(shortRef(o.dst), settings, deps.sandbox.name));
+  if (outside.length > 0) {
+    const prefix = branchPrefix(settings, deps.sandbox.name);
+    const asked = outside.map((o) => ({ ref: shortRef(o.dst), src: o.src, id: deps.ask?.({ kind: "push", ref: shortRef(o.dst) }, `a push to ${shortRef(o.dst)} on ${remote}, outside ${prefix}`) ?? null }));
+    const first = asked[0]!;
+    const ids = asked.flatMap((a) => (a.id === null ? [] : [a.id]));
+    return refuse(
+      `this sandbox pushes to branches under ${prefix} without asking; ${asked.map((a) => a.ref).join(", ")} ${asked.length === 1 ? "is" : "are"} outside it.
+` +
+        `Push there instead: git push ${remote} ${first.src}:${prefix}${first.ref}
+` +
+        (ids.length > 0 ? `Or ask the user to approve it: approval ${ids.join(", ")} is waiting (sbx approvals allow ${ids[0]} on the host, or the dashboard); then push again.
+` : "") +
+        `The user can also allow it for this sandbox: sbx bridge ${deps.sandbox.name} --allow-push ${first.ref}`,
+    );
+  }
   // What the user protects, decided before anything goes out: forced updates of protected branches, deleting what this
   // sandbox did not create (CI files are checked once the commits are in, below).
-  const settings = deps.settings();
   const allowed = new Set(settings.allow);
   if (!allowed.has("force-push") && (lease || out.some((o) => o.force))) {
     const def = await defaultBranchOf(g, remote);

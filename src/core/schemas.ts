@@ -62,6 +62,7 @@ export const ApprovalSchema = z
   .object({
     id: z.number().int(),
     sandbox_id: z.number().int(),
+    kind: z.enum(["egress", "bridge"]).default("egress"),
     host: z.string(),
     port: z.number().int(),
     reason: z.string(),
@@ -75,6 +76,8 @@ export const ApprovalSchema = z
   .transform((r) => ({
     id: r.id,
     sandboxId: r.sandbox_id,
+    /** egress: `host` and `port` were refused. bridge: `host` is the refused operation's subject (bridgeSubject), port 0. */
+    kind: r.kind,
     host: r.host,
     port: r.port,
     reason: r.reason,

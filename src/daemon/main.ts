@@ -1,6 +1,6 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
 import { join } from "node:path";
-import { bridgeSettingsOf } from "../core/bridge-settings";
+import { subjectText, bridgeSettingsOf } from "../core/bridge-settings";
 import { defaultRuntime } from "../drivers/docker/docker";
 import { LinuxUserBackend } from "../drivers/linux-user/backend";
 import { probeLinuxUser } from "../drivers/linux-user/probe";
@@ -195,7 +195,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const guards: SandboxGuard[] = [
     proxyGuard({ originHandler, publish }),
     loopbackGuard(),
-    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), publish, placement }),
+    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => d.store.recordPending(id, subjectText(subject), 0, reason, "bridge").id, publish, placement }),
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard((kind) => drivers[kind as BackendKind], agents));

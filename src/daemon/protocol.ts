@@ -223,7 +223,7 @@ export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
 
-/** `sbx bridge NAME [--allow X] [--disallow X] [--protect B] [--unprotect B]`: shows the switches, or changes those given. */
+/** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] …`: shows the switches, or changes those given. */
 export const LifecycleBridgeSchema = WhereSchema.extend({
   name: nameSchema,
   allow: z.array(z.enum(BRIDGE_ALLOWS)).max(16).default([]),
@@ -232,6 +232,10 @@ export const LifecycleBridgeSchema = WhereSchema.extend({
   unprotect: z.array(z.string().min(1).max(200)).max(64).default([]),
   addRepos: z.array(z.string().min(1).max(500)).max(64).default([]),
   dropRepos: z.array(z.string().min(1).max(500)).max(64).default([]),
+  pushTo: z.array(z.string().min(1).max(200)).max(64).default([]),
+  unpushTo: z.array(z.string().min(1).max(200)).max(64).default([]),
+  /** "" puts the default (sbx/<name>/) back. */
+  prefix: z.string().max(200).optional(),
 });
 export type LifecycleBridge = z.input<typeof LifecycleBridgeSchema>;
 
@@ -347,6 +351,8 @@ export const ApprovalViewSchema = z.object({
   sandboxId: z.number().int(),
   /** The sandbox's name (pending lists carry it). */
   sandbox: z.string().optional(),
+  /** egress: host and port; bridge: `host` is what the bridge refused (a push outside the prefix), port 0. */
+  kind: z.enum(["egress", "bridge"]).default("egress"),
   host: z.string(),
   port: z.number().int(),
   reason: z.string(),

@@ -278,10 +278,10 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
 
     // 5. A push through the shim and bridge, with the token added on the host.
     let sha = "";
-    add("push", "git commit && git push origin agent-work (through the shim and bridge)", "the token-demanding upstream accepts it", async () => {
+    add("push", `git commit && git push origin agent-work:sbx/${SANDBOX}/agent-work (its own branch prefix; through the shim and bridge)`, "the token-demanding upstream accepts it", async () => {
       const { r, kv } = await agent(c, "push");
       sha = kv.sha ?? "";
-      const up = await git(c, root, ["--git-dir", join(root, "upstream", "demo.git"), "rev-parse", "--verify", "-q", "refs/heads/agent-work"]);
+      const up = await git(c, root, ["--git-dir", join(root, "upstream", "demo.git"), "rev-parse", "--verify", "-q", `refs/heads/sbx/${SANDBOX}/agent-work`]);
       const authed = upstream.requests.some((q) => q.authorized && q.method === "POST" && q.path.endsWith("git-receive-pack"));
       const ok = kv.push_exit === "0" && sha !== "" && up.stdout.trim() === sha && authed;
       return {

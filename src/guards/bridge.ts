@@ -1,7 +1,7 @@
 // The command bridge as a guard: git/gh for one sandbox on its own socket, with a host-owned gate repo and host secrets read per request.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { BridgeSettings } from "../core/bridge-settings";
+import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
 import { sandboxLayout } from "../workspace/layout";
 import type { FeedEvent } from "../events/feed";
@@ -16,6 +16,8 @@ export interface BridgeGuardOptions {
   tlsEnv?: Record<string, string>;
   /** A sandbox's bridge switches as stored now (`sbx bridge NAME --allow …`), read at each request. */
   settingsOf?: (sandboxId: number) => BridgeSettings;
+  /** Records a refused operation as a pending approval of the sandbox's (the egress queue's table); its id. */
+  ask?: (sandboxId: number, subject: BridgeSubject, reason: string) => number | null;
   /** The live feed: every bridge command, as audited. */
   publish?: (e: FeedEvent) => void;
   /**
@@ -67,6 +69,7 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
         ...(opts.path ? { path: opts.path } : {}),
         ...(opts.tlsEnv ? { tlsEnv: opts.tlsEnv } : {}),
         ...(opts.settingsOf ? { settings: () => opts.settingsOf!(ctx.sandbox.id) } : {}),
+        ...(opts.ask ? { ask: (subject: BridgeSubject, reason: string) => opts.ask!(ctx.sandbox.id, subject, reason) } : {}),
       });
       return {
         health: () => (existsSync(bridge.socketPath) ? { ok: true, detail: "serving" } : { ok: false, detail: `socket ${bridge.socketPath} is gone` }),

@@ -5,6 +5,7 @@
 import { formatIp, parseIp } from "../core/addresses";
 import { matchesAddress, matchesName, parsePattern, validatePattern } from "../core/allowlist";
 import { BUILTIN_ALLOWLIST, patternFor, type PolicyLists } from "../core/egress";
+import { bridgeSettingsOf, parseSubject, subjectText, withApproval } from "../core/bridge-settings";
 import { SbxError } from "../core/errors";
 import type { AllowEntry, Approval, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
@@ -86,10 +87,10 @@ export class PolicyService {
   }
 
   /** The audit row and the feed event of one decision (the store change is already made). */
-  private announce(e: Extract<FeedEvent, { kind: "decision" }>): void {
+  private announce(e: Extract<FeedEvent, { kind: "decision" }>, auditKind: "allowlist" | "bridge" = "allowlist"): void {
     this.d.store.audit({
       sandboxId: e.sandbox?.id ?? null,
-      kind: "allowlist",
+      kind: auditKind,
       action: e.action,
       detail: { pattern: e.pattern, scope: e.scope, by: e.by, approvalId: e.approvalId ?? null },
     });
@@ -108,7 +109,7 @@ export class PolicyService {
   private resolvePending(sandboxId: number | null, pattern: string, state: "allowed" | "denied", by: string): Approval[] {
     const { store } = this.d;
     const pending = store.listApprovals(sandboxId === null ? { state: "pending" } : { state: "pending", sandboxId });
-    return pending.filter((a) => covers(pattern, a.host, a.port)).map((a) => store.decideApproval(a.id, state, by));
+    return pending.filter((a) => a.kind === "egress" && covers(pattern, a.host, a.port)).map((a) => store.decideApproval(a.id, state, by));
   }
 
   /** For deny: the pending approvals for the pattern's host, on any port when the pattern names none. */
@@ -118,6 +119,7 @@ export class PolicyService {
     const pending = store.listApprovals(sandboxId === null ? { state: "pending" } : { state: "pending", sandboxId });
     return pending
       .filter((a) => {
+        if (a.kind !== "egress") return false;
         const q = p.port === null ? { ...p, port: a.port } : p;
         const ip = parseIp(a.host);
         return ip ? matchesAddress(q, ip, a.port) : matchesName(q, a.host, a.port);
@@ -200,6 +202,7 @@ export class PolicyService {
     const { store } = this.d;
     const result = store.write(() => {
       const approval = store.decideApproval(approvalId, choice === "deny" ? "denied" : "allowed", by);
+      if (approval.kind === "bridge") return this.decideBridge(approval, choice, by);
       const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
       const scope: "sandbox" | "global" = choice === "allow-global" ? "global" : "sandbox";
       let added = false;
@@ -209,8 +212,32 @@ export class PolicyService {
       }
       return { approval, sandbox: this.ref(approval.sandboxId), pattern, scope, action: choice === "deny" ? ("deny" as const) : ("allow" as const), added };
     });
-    this.announce({ kind: "decision", at: this.now(), sandbox: result.sandbox, action: result.action, pattern: result.pattern, scope: result.scope, by, approvalId });
+    this.announce({ kind: "decision", at: this.now(), sandbox: result.sandbox, action: result.action, pattern: result.pattern, scope: result.scope, by, approvalId }, result.approval.kind === "bridge" ? "bridge" : "allowlist");
     return result;
+  }
+
+  /**
+   * A bridge approval (inside decide's transaction): allowing adds its one branch or repository to the sandbox's bridge
+   * settings, which the bridge reads at its next request. There is no global bridge list: allow-global is refused.
+   */
+  private decideBridge(approval: Approval, choice: Choice, by: string): ApprovalDecision {
+    const { store } = this.d;
+    if (choice === "allow-global") {
+      throw new SbxError("usage", `approval ${approval.id} is the bridge's, for one sandbox: it cannot be allowed for every sandbox`, {
+        hint: `Allow it for its sandbox (\`sbx approvals allow ${approval.id}\`).`,
+      });
+    }
+    const subject = parseSubject(approval.host);
+    if (subject === null) throw new SbxError("config", `approval ${approval.id} names nothing the bridge knows (${approval.host})`);
+    const sandbox = store.getSandbox(approval.sandboxId);
+    let added = false;
+    if (choice !== "deny" && sandbox) {
+      const cur = bridgeSettingsOf(sandbox.identity);
+      const next = withApproval(cur, subject);
+      added = next !== cur;
+      if (added) store.updateIdentity(sandbox.id, { ...sandbox.identity, bridge: next });
+    }
+    return { approval, sandbox: this.ref(approval.sandboxId), pattern: subjectText(subject), scope: "sandbox", action: choice === "deny" ? "deny" : "allow", added };
   }
 
   /** Pending approvals, newest first, with the sandbox's name. */

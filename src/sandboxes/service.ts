@@ -20,7 +20,7 @@ import { sandboxDir, sandboxSockets, type Paths } from "../sys/paths";
 import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, staleConfigLock, type Commit } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
 import { importSandbox } from "../sync/import";
-import { BRIDGE_ALLOWS, bridgeSettingsOf, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
+import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
 import { ensureStore, promoteStores, retireStore } from "../sync/store";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
@@ -363,14 +363,17 @@ export class SandboxService {
    * `sbx bridge NAME`: the bridge's per-sandbox switches (what its git/gh may do beyond the default), shown, or changed
    * and kept in its identity, where the bridge reads them at each request (no restart).
    */
-  async bridge(name: string, w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[]; addRepos?: string[]; dropRepos?: string[] }): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
+  async bridge(name: string, w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[]; addRepos?: string[]; dropRepos?: string[]; pushTo?: string[]; unpushTo?: string[]; prefix?: string }): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
     const { repo, row } = await this.locate(name, w);
-    const asked = [w.allow, w.disallow, w.protect, w.unprotect, w.addRepos, w.dropRepos].some((l) => (l?.length ?? 0) > 0);
+    const asked = [w.allow, w.disallow, w.protect, w.unprotect, w.addRepos, w.dropRepos, w.pushTo, w.unpushTo].some((l) => (l?.length ?? 0) > 0) || w.prefix !== undefined;
     if (!asked) return { name, settings: bridgeSettingsOf(row.identity), changed: false };
-    for (const p of w.protect ?? []) {
-      if (!/^[A-Za-z0-9._\/*-]+$/.test(p) || p.includes("..")) {
-        throw new SbxError("usage", `--protect ${p}: a branch name (letters, digits, . _ - /) with * for any part of one segment`, { hint: "e.g. --protect 'release/*'" });
+    for (const [flag, p] of [...(w.protect ?? []).map((p) => ["--protect", p]), ...(w.pushTo ?? []).map((p) => ["--allow-push", p])] as [string, string][]) {
+      if (!REF_PATTERN.test(p)) {
+        throw new SbxError("usage", `${flag} ${p}: a branch or tag name (letters, digits, . _ - /) with * for any part of one segment`, { hint: `e.g. ${flag} 'release/*'` });
       }
+    }
+    if (w.prefix !== undefined && w.prefix !== "" && !BridgeSettingsSchema.shape.prefix.safeParse(w.prefix).success) {
+      throw new SbxError("usage", `--branch-prefix ${w.prefix}: one or more name segments ending in '/'`, { hint: "e.g. --branch-prefix agents/claude/ (an empty value puts back sbx/<name>/)" });
     }
     for (const u of w.addRepos ?? []) {
       if (!/^https:\/\/[^\s@/]+\/[^\s@]+$/.test(u)) {
@@ -379,6 +382,8 @@ export class SandboxService {
     }
     const lock = await this.lock(repo, name, w.out);
     try {
+      // Read and written in one transaction: an approval decided meanwhile (PolicyService.decide) is not lost.
+      return this.d.store.write(() => {
       const fresh = this.d.store.getSandbox(row.id) ?? row;
       const cur = bridgeSettingsOf(fresh.identity);
       const allow = new Set(cur.allow);
@@ -390,13 +395,18 @@ export class SandboxService {
       const repos = new Set(cur.repos);
       for (const u of w.addRepos ?? []) repos.add(u.replace(/\/+$/, "").replace(/\.git$/, ""));
       for (const u of w.dropRepos ?? []) repos.delete(u.replace(/\/+$/, "").replace(/\.git$/, ""));
-      const next: BridgeSettings = { allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort(), repos: [...repos].sort() };
+      const pushTo = new Set(cur.pushTo);
+      for (const p of w.pushTo ?? []) pushTo.add(p);
+      for (const p of w.unpushTo ?? []) pushTo.delete(p);
+      const prefix = w.prefix === undefined ? cur.prefix : w.prefix === "" ? null : w.prefix;
+      const next: BridgeSettings = { allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort(), repos: [...repos].sort(), pushTo: [...pushTo].sort(), prefix };
       const changed = JSON.stringify(next) !== JSON.stringify(cur);
       if (changed) {
         this.d.store.updateIdentity(row.id, { ...fresh.identity, bridge: next });
-        this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "bridge", detail: { name, allow: next.allow, protect: next.protect, repos: next.repos } });
+        this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "bridge", detail: { name, ...next } });
       }
       return { name, settings: next, changed };
+      });
     } finally {
       lock.release();
     }

@@ -61,4 +61,11 @@ export const migrations: readonly string[] = [
   CREATE TRIGGER sandboxes_state_update BEFORE UPDATE OF state ON sandboxes WHEN NEW.state NOT IN ('active', 'stopped', 'deleted')
     BEGIN SELECT RAISE(ABORT, 'sandbox state must be active, stopped or deleted'); END;
   `,
+  // 3: approvals are of two kinds: egress (host and port) and bridge (what the bridge refused: its subject in `host`,
+  // port 0). A pending one is unique per sandbox, kind and subject.
+  `
+  ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'egress' CHECK (kind IN ('egress', 'bridge'));
+  DROP INDEX approvals_pending_once;
+  CREATE UNIQUE INDEX approvals_pending_once ON approvals (sandbox_id, kind, host) WHERE state = 'pending';
+  `,
 ];

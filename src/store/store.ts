@@ -198,19 +198,22 @@ export class Store {
 
   // ── approvals ──────────────────────────────────────────────────────────
 
-  /** Records a blocked request: one pending row per sandbox and host, counted on repeats. */
-  recordPending(sandboxId: number, host: string, port: number, reason: string): Approval {
+  /**
+   * Records a blocked request: one pending row per sandbox, kind and host (for a bridge approval, its subject), counted
+   * on repeats.
+   */
+  recordPending(sandboxId: number, host: string, port: number, reason: string, kind: Approval["kind"] = "egress"): Approval {
     return this.write(() => {
       const t = this.now();
       const row = this.db
-        .query<Row, [number, string, number, string, number, number]>(
-          `INSERT INTO approvals (sandbox_id, host, port, reason, state, first_seen, last_seen)
-           VALUES (?, ?, ?, ?, 'pending', ?, ?)
-           ON CONFLICT (sandbox_id, host) WHERE state = 'pending'
+        .query<Row, [number, string, string, number, string, number, number]>(
+          `INSERT INTO approvals (sandbox_id, kind, host, port, reason, state, first_seen, last_seen)
+           VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)
+           ON CONFLICT (sandbox_id, kind, host) WHERE state = 'pending'
            DO UPDATE SET count = count + 1, last_seen = excluded.last_seen, port = excluded.port, reason = excluded.reason
            RETURNING *`,
         )
-        .get(sandboxId, host, port, reason, t, t);
+        .get(sandboxId, kind, host, port, reason, t, t);
       return ApprovalSchema.parse(row);
     });
   }

@@ -76,7 +76,8 @@ case "$phase" in
     git add agent-note.txt
     git commit -q -m "agent: a note from inside the sandbox"
     say sha "$(git rev-parse HEAD)"
-    out=$(git push origin agent-work 2>&1)
+    # A sandbox's own branches go under sbx/<name>/ on the remote: those need no approval.
+    out=$(git push origin "agent-work:sbx/${SANDBOX}/agent-work" 2>&1)
     say push_exit "$?"
     say push_output "$(printf '%s\n' "$out" | tail -n 3)"
     ;;
@@ -97,7 +98,7 @@ case "$phase" in
     printf 'aws_access_key_id = %s\n' "$key" > leaked-config.ini
     git add leaked-config.ini
     git commit -q -m "agent: oops, a key"
-    out=$(git push origin leaky 2>&1)
+    out=$(git push origin "leaky:sbx/${SANDBOX}/leaky" 2>&1)
     say push_exit "$?"
     say push_output "$(printf '%s\n' "$out" | grep -v '^\s*$' | tail -n 3)"
     git checkout -q agent-work

@@ -1,7 +1,15 @@
-// sbx approvals: list pending approvals (newest first, with counts), or allow/deny one by id.
+// sbx approvals: list pending approvals (egress hosts, and what the bridge refused: newest first, with counts), or allow/deny one by id.
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
+import { describeSubject } from "../../core/bridge-settings";
+import type { Approval } from "../../core/schemas";
 import type { Verb } from "../verb";
+
+/** What an approval asks for: `host:port` for egress, the bridge operation in words for the bridge. */
+export function approvalWhat(a: Pick<Approval, "kind" | "host" | "port">): string {
+  if (a.kind === "bridge") return `bridge: ${describeSubject(a.host)}`;
+  return `${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`;
+}
 
 export const approvals: Verb = {
   name: "approvals",
@@ -35,16 +43,17 @@ export const approvals: Verb = {
         return ExitCode.ok;
       }
       ctx.render.table(
-        ["ID", "SANDBOX", "HOST", "PORT", "COUNT", "LAST SEEN", "REASON"],
-        pending.map((a) => [String(a.id), a.sandbox ?? `#${a.sandboxId}`, a.host, String(a.port), String(a.count), new Date(a.lastSeen).toISOString(), a.reason]),
+        ["ID", "SANDBOX", "WHAT", "COUNT", "LAST SEEN", "REASON"],
+        pending.map((a) => [String(a.id), a.sandbox ?? `#${a.sandboxId}`, approvalWhat(a), String(a.count), new Date(a.lastSeen).toISOString(), a.reason]),
       );
       ctx.render.info("decide with `sbx approvals allow ID` or `sbx approvals deny ID`");
       return ExitCode.ok;
     }
     const out = await client.decide(Number(idText), action === "allow" ? "allow-sandbox" : "deny");
     if (opts.json) ctx.render.json({ approval: out.approval, pattern: action === "allow" ? out.pattern : null, added: out.added });
+    else if (action === "allow" && out.approval.kind === "bridge") ctx.render.out(`allowed the bridge to ${describeSubject(out.approval.host)} for sandbox '${out.sandbox.name}' (approval ${out.approval.id}); its next try goes through`);
     else if (action === "allow") ctx.render.out(`allowed ${out.pattern} for sandbox '${out.sandbox.name}' (approval ${out.approval.id}, seen ${out.approval.count}x)`);
-    else ctx.render.out(`denied ${out.approval.host}:${out.approval.port} (approval ${out.approval.id}); it stays blocked`);
+    else ctx.render.out(`denied ${approvalWhat(out.approval)} (approval ${out.approval.id}); it stays ${out.approval.kind === "bridge" ? "refused" : "blocked"}`);
     return ExitCode.ok;
   },
 };

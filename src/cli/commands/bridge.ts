@@ -4,7 +4,7 @@ import { SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
-const ALLOWS = ["force-push", "delete", "ci-files", "gh-api", "gh-gist"];
+const ALLOWS = ["push-anywhere", "force-push", "delete", "ci-files", "gh-api", "gh-gist"];
 
 export const bridge: Verb = {
   name: "bridge",
@@ -17,6 +17,9 @@ export const bridge: Verb = {
       .option("--disallow <what>", "take an allowance back; repeatable", collect)
       .option("--protect <branch>", "protect one more branch (* matches within a segment, e.g. 'release/*'); repeatable", collect)
       .option("--unprotect <branch>", "stop protecting a branch named with --protect; repeatable", collect)
+      .option("--allow-push <branch>", "let it push to one more branch or tag outside its prefix (* within a segment); repeatable", collect)
+      .option("--disallow-push <branch>", "take such a branch back; repeatable", collect)
+      .option("--branch-prefix <prefix>", "where its own branches go (default sbx/<name>/; '' puts the default back)")
       .option("--allow-repo <url>", "send the token to one more repository (https URL) for clone/fetch/ls-remote; repeatable", collect)
       .option("--disallow-repo <url>", "take such a repository back; repeatable", collect)
       .option("--json", "print JSON")
@@ -24,7 +27,10 @@ export const bridge: Verb = {
         "after",
         [
           "",
-          "The bridge uses your token only for this repo's own remotes. By default it refuses:",
+          "The bridge uses your token only for this repo's own remotes. It pushes to branches and tags under the",
+          "sandbox's prefix (sbx/<name>/, or --branch-prefix) without asking; a push anywhere else (main, a tag, a",
+          "colleague's branch) is refused and waits in `sbx approvals` (and the dashboard): allowing it there adds",
+          "that one branch, as --allow-push does. By default it also refuses:",
           "  force-push  a forced push (or --force-with-lease) to a protected branch: the remote's default branch,",
           "              main, master, and any named with --protect",
           "  delete      deleting a branch or tag on the remote that this sandbox did not create",
@@ -32,6 +38,7 @@ export const bridge: Verb = {
           "              .circleci, Jenkinsfile, .buildkite, azure-pipelines.yml, .pre-commit-config.yaml, CODEOWNERS)",
           "  gh-api      `gh api`",
           "  gh-gist     `gh gist` (publishes files)",
+          "  push-anywhere  (not a refusal: lifts the prefix rule altogether)",
           "Each refusal names the --allow that lifts it, for this sandbox only. Changes apply to the next command.",
           "The token goes only to this repo's own remotes; --allow-repo adds another repository: a clone, fetch or",
           "ls-remote of its URL, and gh -R OWNER/REPO, then carry the token (pushes go to this repo's remotes, by name).",
@@ -40,6 +47,7 @@ export const bridge: Verb = {
           "  sbx bridge agent                          show what is allowed and protected",
           "  sbx bridge agent --allow ci-files         let it push workflow changes",
           "  sbx bridge agent --protect 'release/*'    no forced pushes to release branches either",
+          "  sbx bridge agent --allow-push 'fix/*'     let it push fix/… branches without asking",
         ].join("\n"),
       );
   },
@@ -55,7 +63,7 @@ export const bridge: Verb = {
     const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
     const r = await (await daemon(ctx)).lifecycle(
       "bridge",
-      { ...whereOf(ctx, repoFlag), name, allow: list("allow") as never, disallow: list("disallow") as never, protect: list("protect"), unprotect: list("unprotect"), addRepos: list("allowRepo"), dropRepos: list("disallowRepo") },
+      { ...whereOf(ctx, repoFlag), name, allow: list("allow") as never, disallow: list("disallow") as never, protect: list("protect"), unprotect: list("unprotect"), addRepos: list("allowRepo"), dropRepos: list("disallowRepo"), pushTo: list("allowPush"), unpushTo: list("disallowPush"), ...(opts.branchPrefix !== undefined ? { prefix: String(opts.branchPrefix) } : {}) },
       outOf(ctx),
     );
     if (opts.json) {
@@ -65,6 +73,7 @@ export const bridge: Verb = {
     const allowed = r.settings.allow.length ? r.settings.allow.join(", ") : "nothing beyond the default";
     const protectedOnes = ["the default branch", "main", "master", ...r.settings.protect].join(", ");
     ctx.render.out(`${name}: allowed: ${allowed}`);
+    ctx.render.out(`${name}: pushes without asking to: ${[`${r.settings.prefix ?? `sbx/${name}/`}…`, ...(r.settings.pushTo ?? [])].join(", ")}${r.settings.allow.includes("push-anywhere") ? " (and anywhere: push-anywhere)" : ""}`);
     ctx.render.out(`${name}: protected from forced pushes: ${protectedOnes}`);
     ctx.render.out(`${name}: the token goes to: this repo's remotes${r.settings.repos.length ? `, ${r.settings.repos.join(", ")}` : ""}${r.changed ? " (changed)" : ""}`);
     return 0;

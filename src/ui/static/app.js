@@ -36,6 +36,11 @@
     return (host.includes(":") ? "[" + host + "]" : host) + ":" + port;
   }
 
+  // What an approval asks for: a host and port, or (the bridge's) an operation such as "push feature-x".
+  function what(a) {
+    return a.kind === "bridge" ? "bridge: " + a.host : target(a.host, a.port);
+  }
+
   async function post(path, body) {
     const res = await fetch(path, {
       method: "POST",
@@ -60,7 +65,7 @@
     try {
       const r = await post("/api/approvals/" + approval.id + "/decide", { choice });
       const where = r.scope === "global" ? "every sandbox" : "sandbox " + r.sandbox;
-      say(r.action === "allow" ? "Allowed " + r.pattern + " for " + where + "." : "Denied " + target(approval.host, approval.port) + " for sandbox " + r.sandbox + ".");
+      say(r.action === "allow" ? "Allowed " + r.pattern + " for " + where + "." : "Denied " + what(approval) + " for sandbox " + r.sandbox + ".");
       await refresh();
       const next = document.querySelector("#pending-table tbody button");
       (next || $("pending")).focus();
@@ -87,16 +92,18 @@
     $("pending-empty").hidden = state.pending.length > 0;
     $("pending-table").hidden = state.pending.length === 0;
     for (const a of state.pending) {
-      const label = target(a.host, a.port) + " from " + a.sandbox;
+      const label = what(a) + " from " + a.sandbox;
+      const bridge = a.kind === "bridge";
       tbody.append(
         el("tr", { "data-approval": String(a.id) },
           el("td", { text: a.sandbox }),
-          el("td", { class: "mono", text: target(a.host, a.port) }),
+          el("td", { class: "mono", text: what(a) }),
           el("td", { text: a.reason }),
           el("td", { text: (a.count > 1 ? a.count + "×, last " : "") + ago(a.lastSeen, state.now) + " ago" }),
           el("td", {},
-            el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow"),
-            el("button", { type: "button", "aria-label": "Allow " + label + " for this sandbox only", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox only"),
+            // A bridge approval is one sandbox's: there is no "every sandbox" for it.
+            bridge ? null : el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow"),
+            el("button", { type: "button", ...(bridge ? { class: "primary" } : {}), "aria-label": "Allow " + label + " for this sandbox only", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox only"),
             el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
           ),
         ),

@@ -49,6 +49,9 @@ describe.skipIf(!canRun)(`credentials end to end on Docker${skipReason ? ` (skip
     must(f.git(["remote", "add", "origin", upstream.repoUrl("proj")], repo), "git remote add");
     must(await done(f.user.spawn(["git", "push", "-q", upstream.repoUrl("proj").replace("http://", `http://x:${TOKEN}@`), "main"], { cwd: repo })), "host push main");
     must(sbx(["create", "c"]), "sbx create c");
+    // These tests push branches by their plain names (feature, leak, …): the branch prefix has its own tests
+    // (test/integration/bridge/push-prefix.test.ts, and the demo's push to sbx/demo/…).
+    must(sbx(["bridge", "c", "--allow", "push-anywhere"]), "sbx bridge c --allow push-anywhere");
     ctr = containerOf(realpathSync(repo), "c");
   }, 180_000);
 

@@ -73,14 +73,15 @@ describe.skipIf(skip !== undefined)(`no-secret-inside (--backend user): push thr
     );
     const sampled = new Response(sampler.stdout).text();
     await Bun.sleep(300);
-    const push = await d.asGuest(sb, `cd ${ws} && git push origin feature 2>&1`, 60);
+    // Its own branch prefix (sbx/<name>/): no approval needed.
+    const push = await d.asGuest(sb, `cd ${ws} && git push origin feature:sbx/creds/feature 2>&1`, 60);
     sampler.kill();
     const cmdlines = await sampled;
 
     if (push.code !== 0) console.error(push.out, push.err, d.logs.slice(-20).join(""));
     expect(push.code).toBe(0);
-    expect(push.out).toContain("feature -> feature");
-    const upstreamSha = Bun.spawnSync(["git", "--git-dir", join(upstreamRoot, "proj.git"), "rev-parse", "refs/heads/feature"]).stdout.toString().trim();
+    expect(push.out).toContain("feature -> sbx/creds/feature");
+    const upstreamSha = Bun.spawnSync(["git", "--git-dir", join(upstreamRoot, "proj.git"), "rev-parse", "refs/heads/sbx/creds/feature"]).stdout.toString().trim();
     expect(upstreamSha).toBe(sha);
     expect(upstream.requests.some((q) => q.authorized && q.method === "POST" && q.path.endsWith("git-receive-pack"))).toBe(true);
     expect(d.store.listAudit({ sandboxId: sb.id }).some((e) => e.action.startsWith("git.") && JSON.stringify(e.detail).includes("push"))).toBe(true);

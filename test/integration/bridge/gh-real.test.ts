@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createBridgeApp } from "../../../src/bridge/server";
-import type { BridgeSettings } from "../../../src/core/bridge-settings";
+import { NO_BRIDGE_SETTINGS, type BridgeSettings } from "../../../src/core/bridge-settings";
 import { makeSiteCert } from "../../../src/demo/cert";
 import { createExec } from "../../../src/sys/exec";
 
@@ -53,7 +53,7 @@ afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-function bridge(settings: BridgeSettings = { allow: [], protect: [], repos: [] }) {
+function bridge(settings: BridgeSettings = { ...NO_BRIDGE_SETTINGS, allow: [], repos: [] }) {
   const exec = createExec({ PATH });
   const repo = join(root, `host-${seen.length}-${Math.random().toString(36).slice(2, 6)}`);
   mkdirSync(repo);
@@ -120,7 +120,7 @@ describe.skipIf(!hasGh)(`the real gh through the bridge${hasGh ? "" : " (skipped
 
   test("gh api: off by default; allowed for this sandbox, a GET of this repository's paths works, another's is refused", async () => {
     expect((await bridge()(["api", "repos/{owner}/{repo}/pulls"])).code).toBe(77);
-    const call = bridge({ allow: ["gh-api"], protect: [], repos: [] });
+    const call = bridge({ ...NO_BRIDGE_SETTINGS, allow: ["gh-api"], repos: [] });
     const r = await call(["api", "repos/{owner}/{repo}/pulls", "--jq", ".[].title"]);
     expect(r).toMatchObject({ code: 0, out: "Add widgets\nFix sprockets\n" });
     expect((await call(["api", "repos/acme/widgets/pulls", "--jq", "length"])).out).toBe("2\n");
@@ -130,7 +130,7 @@ describe.skipIf(!hasGh)(`the real gh through the bridge${hasGh ? "" : " (skipped
   });
 
   test("-R of a repository the user added for this sandbox (--allow-repo) goes to that repository, with the token", async () => {
-    const call = bridge({ allow: [], protect: [], repos: [`https://${host}/acme/other`] });
+    const call = bridge({ ...NO_BRIDGE_SETTINGS, allow: [], repos: [`https://${host}/acme/other`] });
     const before = seen.length;
     const r = await call(["pr", "list", "-R", `${host}/acme/other`, "--json", "number", "--jq", "length"]);
     expect(r).toMatchObject({ code: 0, out: "2\n" });

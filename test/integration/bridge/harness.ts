@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { startBridge, type AuditEvent, type StartedBridge } from "../../../src/bridge/server";
+import { startBridge, type AuditEvent, type BridgeDeps, type StartedBridge } from "../../../src/bridge/server";
 import { createExec } from "../../../src/sys/exec";
-import type { BridgeSettings } from "../../../src/core/bridge-settings";
+import { NO_BRIDGE_SETTINGS, type BridgeSettings } from "../../../src/core/bridge-settings";
 import { startGitHttpServer, type GitHttpServer } from "../../support/git-http-server";
 
 export const SHIMS = join(import.meta.dir, "../../../shims");
@@ -54,7 +54,7 @@ export interface Harness {
 }
 
 /** Sets up upstream ← host repo (origin = upstream), clone = `git clone --shared host`, bridge on its socket. */
-export async function makeHarness(opts: { settings?: () => BridgeSettings } = {}): Promise<Harness> {
+export async function makeHarness(opts: { settings?: () => BridgeSettings; ask?: BridgeDeps["ask"] } = {}): Promise<Harness> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-br-")));
   const token = `tok-${randomBytes(16).toString("hex")}`;
   const upstream = startGitHttpServer(join(root, "srv"), token);
@@ -83,7 +83,9 @@ export async function makeHarness(opts: { settings?: () => BridgeSettings } = {}
     audit: (e) => audit.push(e),
     exec: createExec({ PATH }),
     path: PATH,
-    ...(opts.settings ? { settings: opts.settings } : {}),
+    // Tests of other rules push anywhere; the branch prefix has its own (push-prefix.test.ts, with no settings given).
+    settings: opts.settings ?? (() => ({ ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"] })),
+    ...(opts.ask ? { ask: opts.ask } : {}),
   });
   const sandboxEnv = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
   return {

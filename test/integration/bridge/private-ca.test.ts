@@ -1,5 +1,6 @@
 // A forge behind a private CA: the bridge's git and gh use the host's CA settings (SSL_CERT_FILE), as the host's own
 // git would with them; without them the same push fails certificate checks. Real bridge, real shim, HTTPS on 127.0.0.1.
+import { NO_BRIDGE_SETTINGS } from "../../../src/core/bridge-settings";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,6 +42,7 @@ async function world(tlsEnv: Record<string, string> | undefined, name: string): 
   await git(clone, "remote", "set-url", "origin", server.repoUrl("proj"));
   const socket = join(root, `s-${name}`, "bridge.sock");
   const bridge = await startBridge({
+    settings: () => ({ ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"] }), // pushes by plain branch names; the prefix has its own test
     socketPath: socket,
     sandbox: { id: `ca-${name}`, name, workspace: clone, repo: host },
     gateDir: join(root, `gate-${name}`),

@@ -1,4 +1,5 @@
 // A push fails closed when the bridge fails or dies between starting the gate's push and its verdict: refused within a bound, nothing reaches the upstream, no push left waiting.
+import { NO_BRIDGE_SETTINGS } from "../../../src/core/bridge-settings";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35,6 +36,7 @@ describe("a push fails closed when the bridge fails before the verdict", () => {
     const socket = join(h.root, "seam", "bridge.sock");
     let hit = 0;
     const bridge: StartedBridge = await startBridge({
+      settings: () => ({ ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"] }), // pushes by plain branch names; the prefix has its own test
       socketPath: socket,
       sandbox: { id: "sbx-seam", name: "seam", workspace: h.clone, repo: h.host },
       gateDir: join(h.root, "gate-seam"),
@@ -101,7 +103,7 @@ describe("a push fails closed when the bridge fails before the verdict", () => {
       // The dead bridge's FIFOs (the push's and the spare it had made) are still there…
       expect(readdirSync(join(gateDir, "tmp")).length).toBeGreaterThan(0);
       const stale = readdirSync(join(gateDir, "tmp"));
-      const next = await startBridge({ socketPath: socket, sandbox: { id: "sbx-child", name: "child", workspace: h.clone, repo: h.host }, gateDir, secrets: () => ({ GIT_TOKEN: h.token }), audit: () => undefined, exec: createExec({ PATH }), path: PATH });
+      const next = await startBridge({ settings: () => ({ ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"] }), socketPath: socket, sandbox: { id: "sbx-child", name: "child", workspace: h.clone, repo: h.host }, gateDir, secrets: () => ({ GIT_TOKEN: h.token }), audit: () => undefined, exec: createExec({ PATH }), path: PATH });
       try {
         // …and the next bridge clears them (keeping only its own spare).
         expect(readdirSync(join(gateDir, "tmp")).filter((d) => stale.includes(d))).toEqual([]);

@@ -3,11 +3,11 @@
 // bridge, real shim, a token-demanding git server on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { BridgeSettings } from "../../../src/core/bridge-settings";
+import { NO_BRIDGE_SETTINGS, type BridgeSettings } from "../../../src/core/bridge-settings";
 import { commitOn, git, makeHarness, refIn, type Harness } from "./harness";
 
 let h: Harness;
-let settings: BridgeSettings = { allow: [], protect: [], repos: [] };
+let settings: BridgeSettings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: [] };
 beforeAll(async () => {
   h = await makeHarness({ settings: () => settings });
 });
@@ -37,14 +37,14 @@ describe("push protections", () => {
   });
 
   test("a protected pattern (release/*) is protected too; a forced push to the sandbox's own branch is not", async () => {
-    settings = { allow: [], protect: ["release/*"], repos: [] };
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: ["release/*"] };
     await upstreamRef("refs/heads/release/1");
     await commitOn(h.clone, "release/1", { "r.txt": "r\n" });
     expect((await h.shim(["push", "--force", "origin", "release/1"])).code).toBe(77);
     const mine = await commitOn(h.clone, "agent-work", { "a.txt": "1\n" });
     expect((await h.shim(["push", "--force", "origin", "agent-work"])).code).toBe(0);
     expect(await refIn(h.upstreamRepo, "refs/heads/agent-work")).toBe(mine);
-    settings = { allow: [], protect: [], repos: [] };
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: [] };
   });
 
   test("deleting a branch or tag the sandbox did not create is refused; one it pushed new, it may delete", async () => {
@@ -87,19 +87,19 @@ describe("push protections", () => {
     expect(m.code).toBe(77);
     expect(m.stderr).toContain("CODEOWNERS");
 
-    settings = { allow: ["ci-files"], protect: [], repos: [] };
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere", "ci-files"], protect: [] };
     expect((await h.shim(["push", "origin", "ci-edit"])).code).toBe(0);
-    settings = { allow: [], protect: [], repos: [] };
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: [] };
   });
 
   test("with force-push and delete allowed for this sandbox, they go", async () => {
-    settings = { allow: ["force-push", "delete"], protect: [], repos: [] };
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere", "force-push", "delete"], protect: [] };
     await git(h.clone, "checkout", "-q", "-B", "main", await refIn(h.upstreamRepo, "refs/heads/main"));
     await git(h.clone, "commit", "-q", "--amend", "--allow-empty", "-m", "allowed rewrite of the upstream's tip");
     const sha = await git(h.clone, "rev-parse", "HEAD");
     expect((await h.shim(["push", "--force", "origin", "main"])).code).toBe(0);
     expect(await refIn(h.upstreamRepo, "refs/heads/main")).toBe(sha);
     expect((await h.shim(["push", "origin", "--delete", "colleague"])).code).toBe(0);
-    settings = { allow: [], protect: [], repos: [] };
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: [] };
   });
 });

@@ -157,7 +157,7 @@ describe("sbx approvals", () => {
       ["old.example", 1, "demo"],
     ]);
     const table = await cli(["approvals"]);
-    expect(table.stdout).toMatch(/new\.example\s+8443\s+2/);
+    expect(table.stdout).toMatch(/new\.example:8443\s+2/);
 
     const ok = await cli(["approvals", "allow", String(ids.b)]);
     expect(ok.code).toBe(0);

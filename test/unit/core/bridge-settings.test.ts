@@ -1,6 +1,6 @@
 // The bridge's per-sandbox switches and the lists they guard.
 import { describe, expect, test } from "bun:test";
-import { bridgeSettingsOf, isCiPath, isProtectedBranch } from "../../../src/core/bridge-settings";
+import { bridgeSettingsOf, describeSubject, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, parseSubject, subjectText, withApproval } from "../../../src/core/bridge-settings";
 
 describe("bridge settings", () => {
   test("CI and automation paths", () => {
@@ -11,15 +11,38 @@ describe("bridge settings", () => {
   });
 
   test("protected branches: the default, main, master, and patterns", () => {
-    const s = { allow: [], protect: ["release/*", "prod"], repos: [] };
+    const s = { ...NO_BRIDGE_SETTINGS, protect: ["release/*", "prod"] };
     for (const b of ["develop", "main", "master", "release/1.2", "prod"]) expect(isProtectedBranch(b, "develop", s)).toBe(true);
     for (const b of ["feature", "release/1/2", "production", "sbx/agent/x"]) expect(isProtectedBranch(b, "develop", s)).toBe(false);
   });
 
   test("a stored identity without settings (or with a bad one) has the defaults", () => {
-    expect(bridgeSettingsOf({})).toEqual({ allow: [], protect: [], repos: [] });
-    expect(bridgeSettingsOf({ bridge: { allow: ["root"] } })).toEqual({ allow: [], protect: [], repos: [] });
-    expect(bridgeSettingsOf({ bridge: { allow: ["delete"] } })).toEqual({ allow: ["delete"], protect: [], repos: [] });
-    expect(bridgeSettingsOf({ bridge: { repos: ["https://x:tok@github.com/o/r"] } })).toEqual({ allow: [], protect: [], repos: [] });
+    expect(bridgeSettingsOf({})).toEqual(NO_BRIDGE_SETTINGS);
+    expect(bridgeSettingsOf({ bridge: { allow: ["root"] } })).toEqual(NO_BRIDGE_SETTINGS);
+    expect(bridgeSettingsOf({ bridge: { allow: ["delete"] } })).toEqual({ ...NO_BRIDGE_SETTINGS, allow: ["delete"] });
+    expect(bridgeSettingsOf({ bridge: { repos: ["https://x:tok@github.com/o/r"] } })).toEqual(NO_BRIDGE_SETTINGS);
+  });
+
+  test("pushes without asking: under the prefix (sbx/<name>/ or set), an --allow-push pattern, or anywhere with push-anywhere", () => {
+    const s = NO_BRIDGE_SETTINGS;
+    expect(mayPushTo("sbx/agent/fix", s, "agent")).toBe(true);
+    for (const r of ["main", "feature", "sbx/other/fix", "sbx/agent", "v1.0"]) expect({ r, ok: mayPushTo(r, s, "agent") }).toEqual({ r, ok: false });
+    expect(mayPushTo("fix/a", { ...s, pushTo: ["fix/*"] }, "agent")).toBe(true);
+    expect(mayPushTo("fix/a/b", { ...s, pushTo: ["fix/*"] }, "agent")).toBe(false);
+    expect(mayPushTo("agents/a/x", { ...s, prefix: "agents/a/" }, "agent")).toBe(true);
+    expect(mayPushTo("sbx/agent/x", { ...s, prefix: "agents/a/" }, "agent")).toBe(false);
+    expect(mayPushTo("main", { ...s, allow: ["push-anywhere"] }, "agent")).toBe(true);
+  });
+
+  test("bridge approval subjects: round trip, refusal of anything else, and what approving adds", () => {
+    for (const sub of [{ kind: "push", ref: "feature-x" }, { kind: "repo", url: "https://github.com/acme/lib" }] as const) {
+      expect(parseSubject(subjectText(sub))).toEqual(sub);
+    }
+    for (const t of ["push fix/*", "push a..b", "repo http://x/y", "repo https://u:p@h/o/r", "rm -rf", "push "]) expect({ t, s: parseSubject(t) }).toEqual({ t, s: null });
+    expect(describeSubject("push main")).toBe("push to main (outside its branch prefix)");
+    const once = withApproval(NO_BRIDGE_SETTINGS, { kind: "push", ref: "main" });
+    expect(once.pushTo).toEqual(["main"]);
+    expect(withApproval(once, { kind: "push", ref: "main" })).toBe(once);
+    expect(withApproval(NO_BRIDGE_SETTINGS, { kind: "repo", url: "https://github.com/acme/lib" }).repos).toEqual(["https://github.com/acme/lib"]);
   });
 });
