@@ -1,4 +1,5 @@
 // The command bridge's policy as data: which git/gh subcommands and options a sandbox may ask the host to run.
+import type { BridgeSubject } from "../core/bridge-settings";
 
 /** What an option does with the next argument. */
 type Arg = "none" | "value" | "optional" | "path";
@@ -328,7 +329,8 @@ export function ghRepoMatches(url: string, arg: string): boolean {
   return parts.length === 3 && `${m[1]}/${m[2]}/${m[3]}`.toLowerCase() === arg.toLowerCase();
 }
 
-export type Decision<P> = { ok: true; plan: P } | { ok: false; reason: string };
+/** A refusal may name what the user could approve for this sandbox (the bridge then records it in the approvals queue). */
+export type Decision<P> = { ok: true; plan: P } | { ok: false; reason: string; ask?: BridgeSubject };
 
 const deny = (reason: string): { ok: false; reason: string } => ({ ok: false, reason });
 
@@ -448,6 +450,22 @@ function refusal(name: string): string | undefined {
 export function urlOrigin(url: string): string | undefined {
   const m = /^(https?):\/\/(?:[^@\/?#]*@)?([^\/?#]+)/i.exec(url);
   return m ? `${m[1]!.toLowerCase()}://${m[2]!.toLowerCase()}` : undefined;
+}
+
+/**
+ * The https URL of a repository gh names as OWNER/REPO (on the host repo's forge: its first remote's host) or
+ * HOST/OWNER/REPO; undefined for anything else.
+ */
+export function repoUrlOf(arg: string, remotes: Record<string, string>): string | undefined {
+  const parts = arg.split("/");
+  if (!parts.every((p) => /^[A-Za-z0-9_.-]{1,100}$/.test(p) && p !== "." && p !== "..")) return undefined;
+  if (parts.length === 3) return `https://${parts[0]!.toLowerCase()}/${parts[1]}/${parts[2]}`;
+  if (parts.length !== 2) return undefined;
+  // The forge host of the first remote that has one (https, or ssh in either form, any host: as gh itself is pointed).
+  const host = [remotes.origin, ...Object.values(remotes)]
+    .map((u) => (u === undefined ? undefined : (/^https?:\/\/(?:[^@/]*@)?([A-Za-z0-9.-]+(?::\d+)?)\//i.exec(u) ?? /^(?:ssh:\/\/)?[A-Za-z0-9._-]+@([A-Za-z0-9.-]+)[:/]/.exec(u))?.[1]))
+    .find((h) => h !== undefined);
+  return host === undefined ? undefined : `https://${host.toLowerCase()}/${arg}`;
 }
 
 /** Converts `git@github.com:o/r.git` / `ssh://git@gitlab.com/o/r` for well-known forges to https. */
@@ -659,7 +677,13 @@ export function decideGh(argsIn: readonly string[], cwdView: string, ctx: Policy
     else continue;
     const url = v === undefined ? undefined : (ctx.extraRepos ?? []).find((u) => ghRepoMatches(u, v!));
     if (!url) {
-      return deny(`gh acts on this sandbox's repository only; ${v === undefined ? "--repo needs a value" : `to let it act on ${v}: sbx bridge NAME --allow-repo https://<host>/${v.split("/").slice(-2).join("/")}`}`);
+      if (v === undefined) return deny("gh acts on this sandbox's repository only; --repo needs a value");
+      const wanted = repoUrlOf(v, ctx.remotes);
+      return {
+        ok: false,
+        reason: `gh acts on this sandbox's repository only; to let it act on ${v}: sbx bridge NAME --allow-repo ${wanted ?? `https://<host>/${v.split("/").slice(-2).join("/")}`}`,
+        ...(wanted ? { ask: { kind: "repo" as const, url: wanted } } : {}),
+      };
     }
     chosen = url;
     rest.splice(i, a === "-R" || a === "--repo" ? 2 : 1);

@@ -384,9 +384,14 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
     send({ t: "err", d: `sbx: refused: ${reason}\n` });
     return { decision: "refused", reason, exitCode: REFUSED_EXIT };
   };
+  // A refusal the user could lift for this sandbox waits in the approvals queue too.
+  const refuseOrAsk = (d: { reason: string; ask?: BridgeSubject }): Outcome => {
+    const id = d.ask ? (deps.ask?.(d.ask, d.reason) ?? null) : null;
+    return refuse(id === null ? d.reason : `${d.reason}\nOr ask the user to approve it: approval ${id} is waiting (sbx approvals allow ${id} on the host, or the dashboard); then run it again.`);
+  };
   if (req.tool === "gh") {
     const d = decideGh(req.args, req.cwd, ctx);
-    if (!d.ok) return refuse(d.reason);
+    if (!d.ok) return refuseOrAsk(d);
     return runGh(deps, g, ctx, d.plan, req, send, refuse);
   }
   const d = decideGit(req.args, req.cwd, ctx);

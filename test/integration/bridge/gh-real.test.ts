@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createBridgeApp } from "../../../src/bridge/server";
-import { NO_BRIDGE_SETTINGS, type BridgeSettings } from "../../../src/core/bridge-settings";
+import { createBridgeApp, type BridgeDeps } from "../../../src/bridge/server";
+import { NO_BRIDGE_SETTINGS, parseSubject, subjectText, withApproval, type BridgeSettings } from "../../../src/core/bridge-settings";
 import { makeSiteCert } from "../../../src/demo/cert";
 import { createExec } from "../../../src/sys/exec";
 
@@ -53,7 +53,7 @@ afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-function bridge(settings: BridgeSettings = { ...NO_BRIDGE_SETTINGS, allow: [], repos: [] }) {
+function bridge(settings: BridgeSettings | (() => BridgeSettings) = NO_BRIDGE_SETTINGS, ask?: BridgeDeps["ask"]) {
   const exec = createExec({ PATH });
   const repo = join(root, `host-${seen.length}-${Math.random().toString(36).slice(2, 6)}`);
   mkdirSync(repo);
@@ -70,7 +70,8 @@ function bridge(settings: BridgeSettings = { ...NO_BRIDGE_SETTINGS, allow: [], r
     exec,
     path: PATH,
     tlsEnv: { SSL_CERT_FILE: certFile },
-    settings: () => settings,
+    settings: typeof settings === "function" ? settings : () => settings,
+    ...(ask ? { ask } : {}),
   });
   return async (args: string[]) => {
     const res = await app.request("/v1/run", { method: "POST", body: `${JSON.stringify({ tool: "gh", args, cwd: "/home/u/widgets", branch: "feature" })}\n` });
@@ -137,6 +138,25 @@ describe.skipIf(!hasGh)(`the real gh through the bridge${hasGh ? "" : " (skipped
     const asked = seen.slice(before).find((q) => q.body.includes("PullRequestList"))!;
     expect(asked.body).toContain('"repo":"other"');
     expect(asked.auth).toBe(`token ${TOKEN}`);
+  });
+
+  test("another repository by -R waits in the approvals queue; allowed there, the next call goes to it with the token", async () => {
+    let settings: BridgeSettings = NO_BRIDGE_SETTINGS;
+    const asked: string[] = [];
+    const call = bridge(
+      () => settings,
+      (subject) => (asked.push(subjectText(subject)), 41),
+    );
+    const before = seen.length;
+    const r = await call(["pr", "list", "-R", "acme/other", "--json", "number", "--jq", "length"]);
+    expect(r.code).toBe(77);
+    expect(r.err).toContain("approval 41 is waiting");
+    expect(asked).toEqual([`repo https://${host}/acme/other`]);
+    expect(seen.length).toBe(before);
+    settings = withApproval(settings, parseSubject(asked[0]!)!);
+    const ok = await call(["pr", "list", "-R", "acme/other", "--json", "number", "--jq", "length"]);
+    expect(ok).toMatchObject({ code: 0, out: "2\n" });
+    expect(seen.slice(before).find((q) => q.body.includes("PullRequestList"))!.body).toContain('"repo":"other"');
   });
 
   test("another repository by -R/--repo is refused before gh runs", async () => {

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { decideGh, decideGit, makePathChecker, parsePushRefspec, type PolicyContext } from "../../../src/bridge/policy";
+import { decideGh, decideGit, makePathChecker, parsePushRefspec, repoUrlOf, type PolicyContext } from "../../../src/bridge/policy";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-policy-")));
 const clone = join(root, "clone");
@@ -303,7 +303,8 @@ describe("the token goes only to this repo's own remotes, and to repos the user 
 describe("gh -R/--repo", () => {
   test("another repository is refused, naming --allow-repo; one the user added for this sandbox is taken, and the flag leaves the args", () => {
     const off = decideGh(["pr", "list", "-R", "acme/lib"], VIEW, ctx());
-    expect(!off.ok && off.reason).toContain("sbx bridge NAME --allow-repo https://<host>/acme/lib");
+    expect(!off.ok && off.reason).toContain("sbx bridge NAME --allow-repo https://github.com/acme/lib");
+    expect(!off.ok && off.ask).toEqual({ kind: "repo", url: "https://github.com/acme/lib" });
     const on = { ...ctx(), extraRepos: ["https://github.com/acme/lib"] };
     for (const argv of [["pr", "list", "-R", "acme/lib"], ["pr", "list", "--repo=github.com/acme/lib"], ["pr", "list", "-Racme/lib", "--json", "number"]]) {
       const d = decideGh(argv, VIEW, on);
@@ -312,5 +313,15 @@ describe("gh -R/--repo", () => {
     }
     expect(decideGh(["pr", "list", "-R", "acme/other"], VIEW, on).ok).toBe(false);
     expect(decideGh(["pr", "list", "-R", "evil.example/acme/lib"], VIEW, on).ok).toBe(false);
+  });
+});
+
+describe("repoUrlOf: what an approval of gh -R names", () => {
+  const remotes = { origin: "git@ghe.example.com:acme/widgets.git" };
+  test("OWNER/REPO on the host repo's forge, HOST/OWNER/REPO as given; anything else nothing", () => {
+    expect(repoUrlOf("acme/other", remotes)).toBe("https://ghe.example.com/acme/other");
+    expect(repoUrlOf("GitHub.com/o/r", remotes)).toBe("https://github.com/o/r");
+    for (const bad of ["../x", "a/b/c/d", "a", "a/b c", "a/..", "x/y?z=1"]) expect({ bad, u: repoUrlOf(bad, remotes) }).toEqual({ bad, u: undefined });
+    expect(repoUrlOf("a/b", {})).toBeUndefined();
   });
 });
