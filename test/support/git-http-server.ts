@@ -22,8 +22,11 @@ async function git(args: string[], cwd?: string): Promise<void> {
   if (code !== 0) throw new Error(`git ${args.join(" ")}: ${err}`);
 }
 
-/** Serves `root/*.git`; requests need HTTP Basic auth whose password is `token`. With `tls`, over HTTPS (a private CA). */
-export function startGitHttpServer(root: string, token: string, tls?: { cert: string; key: string }): GitHttpServer {
+/**
+ * Serves `root/*.git`; requests need HTTP Basic auth whose password is `token`. With `tls`, over HTTPS (a private CA).
+ * With `api`, requests under /api/ go to it instead (a forge's API beside its git: a GitHub double, say).
+ */
+export function startGitHttpServer(root: string, token: string, tls?: { cert: string; key: string }, api?: (req: Request, url: URL) => Promise<Response> | Response): GitHttpServer {
   mkdirSync(root, { recursive: true });
   const requests: GitHttpServer["requests"] = [];
   const holds: Array<{ ms: number; part: string }> = [];
@@ -35,6 +38,7 @@ export function startGitHttpServer(root: string, token: string, tls?: { cert: st
     idleTimeout: 0,
     async fetch(req) {
       const u = new URL(req.url);
+      if (api && u.pathname.startsWith("/api/")) return api(req, u);
       const authorization = req.headers.get("authorization");
       let authorized = false;
       if (authorization?.startsWith("Basic ")) {
