@@ -6,6 +6,7 @@ import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "./archive";
+import { isSshUrl } from "./policy";
 import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown, type UnshownBlob } from "./scan";
 
 export interface GatePaths {
@@ -73,13 +74,14 @@ export const CREDENTIAL_HELPER =
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
  * no credential helper but ours (and ours only with `credentials`). Pure: golden-tested.
  */
-export function gateGit(args: readonly string[], o: { transport?: "https" | "http"; credentials?: boolean; hooksPath?: string } = {}): string[] {
+export function gateGit(args: readonly string[], o: { transport?: Transport; credentials?: boolean; hooksPath?: string; sshCommand?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];
   return [
     "git",
     ...c(`core.hooksPath=${o.hooksPath ?? "/dev/null"}`),
     ...c("core.fsmonitor=false"),
-    ...c("core.sshCommand=/bin/false"),
+    // ssh runs only for an ssh remote of the host repo's own config, as the host's ssh command, never prompting.
+    ...c(`core.sshCommand=${o.transport === "ssh" && o.sshCommand ? o.sshCommand : "/bin/false"}`),
     ...c("protocol.allow=never"),
     ...(o.transport ? c(`protocol.${o.transport}.allow=always`) : []),
     ...c("http.followRedirects=false"),
@@ -91,8 +93,27 @@ export function gateGit(args: readonly string[], o: { transport?: "https" | "htt
   ];
 }
 
-export function transportOf(url: string): "https" | "http" {
+export type Transport = "https" | "http" | "ssh";
+
+export function transportOf(url: string): Transport {
+  if (isSshUrl(url)) return "ssh";
   return url.toLowerCase().startsWith("http://") ? "http" : "https";
+}
+
+/**
+ * How the bridge's git reaches an ssh remote: the host's own ssh command (GIT_SSH_COMMAND of the daemon's environment,
+ * else `ssh`) with BatchMode (no prompt: a key the agent or ~/.ssh has, or nothing), and the host's agent socket. The
+ * key never enters the sandbox. Pure.
+ */
+export function sshSettingsOf(env: Readonly<Record<string, string | undefined>>): GateSsh {
+  const base = env.GIT_SSH_COMMAND?.trim() || "ssh";
+  return { command: `${base} -o BatchMode=yes`, env: env.SSH_AUTH_SOCK ? { SSH_AUTH_SOCK: env.SSH_AUTH_SOCK } : {} };
+}
+
+export interface GateSsh {
+  command: string;
+  /** SSH_AUTH_SOCK, when the host has an agent. */
+  env: Record<string, string>;
 }
 
 /** host[:port] of an http(s) URL. */
@@ -130,6 +151,8 @@ export interface Gate {
   path: string;
   /** The host's CA settings as git takes them (GIT_SSL_CAINFO/GIT_SSL_CAPATH from SSL_CERT_FILE/SSL_CERT_DIR). */
   tls?: Record<string, string>;
+  /** How ssh remotes are reached (the host's ssh command and agent); none: ssh is off. */
+  ssh?: GateSsh;
 }
 
 /** Pure: git's names for the host's CA settings (a private CA in front of a forge works through the bridge too). */
@@ -150,7 +173,7 @@ function mkdir0700(p: string): void {
  * to the sandbox) so the sandbox sends only what the host does not have.
  * runs: git rev-parse --git-common-dir (in the host repo); git init --bare (the gate)
  */
-export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>): Promise<Gate> {
+export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>, ssh?: GateSsh): Promise<Gate> {
   const paths = gatePaths(gateDir);
   mkdir0700(gateDir);
   for (const d of [paths.home, paths.tmp, paths.ghCwd, paths.hooks]) mkdir0700(d);
@@ -164,13 +187,14 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   const altFile = join(paths.repo, "objects", "info", "alternates");
   mkdirSync(join(paths.repo, "objects", "info"), { recursive: true });
   if (!existsSync(altFile) || readFileSync(altFile, "utf8") !== alt) writeFileSync(altFile, alt, { mode: 0o600 });
-  return { paths, exec, hostRepo, path, tls: gitTlsEnv(tlsEnv) };
+  return { paths, exec, hostRepo, path, tls: gitTlsEnv(tlsEnv), ...(ssh ? { ssh } : {}) };
 }
 
-function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: "https" | "http"; verdict?: Verdict } = {}): Promise<ExecResult> {
-  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}) }), {
+function run(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: Transport; verdict?: Verdict } = {}): Promise<ExecResult> {
+  const ssh = opts.transport === "ssh" ? g.ssh : undefined;
+  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}), ...(ssh ? { sshCommand: ssh.command } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
-    env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
+    env: { ...g.tls, ...ssh?.env, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
     replaceEnv: true,
     ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
@@ -408,9 +432,10 @@ export async function readRef(g: Gate, ref: string): Promise<string | undefined>
  */
 export function remoteGit(g: Gate, url: string, token: string | undefined, args: string[], onStderr: (s: string) => void, cwd?: string, verdict?: Verdict): Promise<ExecResult> {
   if (verdict) ensurePrePushHook(g.paths);
+  const transport = transportOf(url);
   return run(g, args, {
-    transport: transportOf(url),
-    ...(token && credentialHost(url) ? { token: { value: token, host: credentialHost(url) } } : {}),
+    transport,
+    ...(token && transport !== "ssh" && credentialHost(url) ? { token: { value: token, host: credentialHost(url) } } : {}),
     onStderr,
     check: false,
     ...(cwd ? { cwd } : {}),

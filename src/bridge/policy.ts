@@ -298,6 +298,8 @@ export interface GitPlan {
   url: string;
   /** It is one of the host repo's own remotes (named, or by its URL): the only destination the host's token goes to. */
   own: boolean;
+  /** The remote's ssh URL, when its config has one: used (with the host's ssh and agent) where no token is at hand. */
+  ssh?: string;
   /** Long option names the sandbox gave, with values (`--jobs=4` → ["--jobs","4"]). */
   options: Array<[string, string | undefined]>;
   /** Positional arguments after the remote. */
@@ -490,7 +492,12 @@ export function sameRepository(a: string, b: string): boolean {
   return x !== null && x === y;
 }
 
-export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): Decision<{ remote?: string; url: string; own: boolean }> {
+/** Pure: is a URL ssh (`ssh://…` or scp-like `user@host:path`)? */
+export function isSshUrl(url: string): boolean {
+  return /^ssh:\/\//i.test(url) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!\/\/)/.test(url);
+}
+
+export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): Decision<{ remote?: string; url: string; ssh?: string; own: boolean }> {
   if (arg.startsWith("-")) return deny(`${JSON.stringify(arg)} is not a repository`);
   if (/^[A-Za-z][A-Za-z0-9+.-]*::/.test(arg)) return deny(REMOTE_HELPER);
   if (/^file:/i.test(arg)) return deny("file:// URLs are refused: the host never reads repositories by path for the sandbox");
@@ -498,7 +505,10 @@ export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): D
     const url = ctx.remotes[arg];
     if (url === undefined) return deny(`remote ${JSON.stringify(arg)} is not a remote of the host repository`);
     const https = toHttpsUrl(url);
-    if (!https) return deny(`remote ${arg} has URL ${url}, which the bridge cannot reach (only http(s) and github/gitlab ssh)`);
+    // An ssh remote (from the host's own config, never a URL the sandbox names) is reached with the host's ssh and
+    // agent; one on a forge whose https form is known uses the token instead where the host has one.
+    if (isSshUrl(url) && !/[\s\x00-\x1f]/.test(url) && !/^(?:ssh:\/\/)?-/.test(url)) return { ok: true, plan: { remote: arg, url: https ?? url, ssh: url, own: true } };
+    if (!https) return deny(`remote ${arg} has URL ${url}, which the bridge cannot reach (only http(s) and ssh)`);
     return { ok: true, plan: { remote: arg, url: https, own: true } };
   }
   if (/^https?:\/\//i.test(arg)) {
@@ -602,7 +612,7 @@ export function decideGit(args: readonly string[], cwdView: string, ctx: PolicyC
   } else if (op === "ls-remote") {
     for (const pat of rest) if (!/^[A-Za-z0-9._\/*-]+$/.test(pat)) return deny(`pattern ${JSON.stringify(pat)} is not allowed`);
   }
-  return { ok: true, plan: { tool: "git", op, ...(r.plan.remote !== undefined ? { remote: r.plan.remote } : {}), url: r.plan.url, own: r.plan.own, options, rest, refspecs, cwd } };
+  return { ok: true, plan: { tool: "git", op, ...(r.plan.remote !== undefined ? { remote: r.plan.remote } : {}), url: r.plan.url, ...(r.plan.ssh !== undefined ? { ssh: r.plan.ssh } : {}), own: r.plan.own, options, rest, refspecs, cwd } };
 }
 
 const API_TABLE: OptTable = {

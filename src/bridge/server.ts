@@ -37,6 +37,7 @@ import {
   tokenFor,
   updateRefs,
   type Gate,
+  type GateSsh,
   type Verdict,
 } from "./gate";
 import { formatGateFindings } from "./scan";
@@ -99,6 +100,8 @@ export interface BridgeDeps {
   path?: string;
   /** The host's CA settings for gh (SSL_CERT_FILE, SSL_CERT_DIR): a private CA in front of a forge works as on the host. */
   tlsEnv?: Record<string, string>;
+  /** How the bridge's git reaches the host repo's ssh remotes (the host's ssh command and agent); none: ssh is off. */
+  ssh?: GateSsh;
   /** This sandbox's switches (`sbx bridge NAME --allow …`), read at request time; none: the defaults. */
   settings?: () => BridgeSettings;
   /**
@@ -164,7 +167,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
   const app = new Hono();
   const path = deps.path ?? DEFAULT_PATH;
   let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(ready) : undefined;
-  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv).catch((e) => {
+  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv, deps.ssh).catch((e) => {
     gateP = undefined;
     throw e;
   }));
@@ -396,9 +399,16 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   }
   const d = decideGit(req.args, req.cwd, ctx);
   if (!d.ok) return refuse(d.reason);
-  const plan = d.plan;
+  let plan = d.plan;
   // The token goes only to the host repo's own remotes: a URL the sandbox named that is not one of them gets none.
-  const token = plan.own ? tokenFor(plan.url, deps.secrets()) : undefined;
+  let token = plan.own ? tokenFor(plan.url, deps.secrets()) : undefined;
+  // An ssh remote: over https with the token where the host has one for that forge, else over ssh with the host's
+  // ssh and agent (no token then).
+  if (plan.ssh !== undefined && (token === undefined || plan.url === plan.ssh)) {
+    if (!deps.ssh) return refuse(`remote ${plan.remote} is ssh (${plan.ssh}) and this bridge has no ssh set up`);
+    plan = { ...plan, url: plan.ssh };
+    token = undefined;
+  }
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
@@ -959,7 +969,7 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
   // FIFO whose push is held or already gave up, partial bundles): gone, so nothing can wait on them.
   rmSync(gatePaths(o.gateDir).tmp, { recursive: true, force: true });
   // The gate is made before the socket answers, so the first push pays nothing for it.
-  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH, o.tlsEnv);
+  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH, o.tlsEnv, o.ssh);
   const spare = new SpareVerdict(() => openVerdict(gate));
   spare.fill();
   const app = createBridgeApp(o, gate, spare);

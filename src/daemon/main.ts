@@ -23,6 +23,7 @@ import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "../guards/bridge";
+import { sshSettingsOf } from "../bridge/gate";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { defaultSpecBuilder } from "./spec";
@@ -195,7 +196,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const guards: SandboxGuard[] = [
     proxyGuard({ originHandler, publish }),
     loopbackGuard(),
-    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => d.store.recordPending(id, subjectText(subject), 0, reason, "bridge").id, publish, placement }),
+    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => d.store.recordPending(id, subjectText(subject), 0, reason, "bridge").id, publish, placement }),
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard((kind) => drivers[kind as BackendKind], agents));

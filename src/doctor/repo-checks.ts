@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { suggestedTokenName, tokenNames } from "../bridge/gate";
-import { toHttpsUrl } from "../bridge/policy";
+import { isSshUrl, toHttpsUrl } from "../bridge/policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Check } from "./doctor";
@@ -55,12 +55,18 @@ export async function checkSandboxRemotes(exec: Exec, repo: string): Promise<Che
 /** Pure: for one remote URL, the token the bridge will send and where it comes from, or why none. */
 export function tokenReport(url: string, env: Readonly<Record<string, string>>, secrets: Readonly<Record<string, string>>): { status: "ok" | "warn"; text: string } {
   const https = toHttpsUrl(url) ?? (/^https?:\/\//.test(url) ? url : undefined);
-  if (!https) return { status: "warn", text: `${url}: not an https remote, and not one of a forge the bridge reaches over https: pushes through the bridge fail (SSH remotes of other hosts are not supported yet)` };
+  // An ssh remote goes over https with a token where there is one for its forge, else with the host's ssh and agent.
+  const viaSsh = (why: string) =>
+    env.SSH_AUTH_SOCK
+      ? { status: "ok" as const, text: `${url}: ${why}: the bridge pushes over ssh with the host's agent (SSH_AUTH_SOCK; the daemon's environment must have it too) or ~/.ssh keys without a passphrase` }
+      : { status: "warn" as const, text: `${url}: ${why}: the bridge pushes over ssh, but no SSH_AUTH_SOCK is set: only ~/.ssh keys without a passphrase work (ssh never prompts)` };
+  if (!https) return isSshUrl(url) ? viaSsh("ssh, no https form") : { status: "warn", text: `${url}: neither https nor ssh: pushes through the bridge fail` };
   // The daemon reads GH_TOKEN/GITHUB_TOKEN from its environment, everything from the sbx secrets file (which wins).
   for (const n of tokenNames(https)) {
     if (secrets[n]) return { status: "ok", text: `${url}: ${n} from the sbx secrets file` };
     if ((n === "GH_TOKEN" || n === "GITHUB_TOKEN") && env[n]) return { status: "ok", text: `${url}: ${n} from the environment (the daemon's must have it too: it reads its own)` };
   }
+  if (isSshUrl(url)) return viaSsh(`no token (\`sbx secret set ${suggestedTokenName(https)}\` for https)`);
   return { status: "warn", text: `${url}: no token: pushes and gh fail with "authentication"; \`sbx secret set ${suggestedTokenName(https)}\`` };
 }
 

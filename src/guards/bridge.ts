@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
+import type { GateSsh } from "../bridge/gate";
 import { sandboxLayout } from "../workspace/layout";
 import type { FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
@@ -14,6 +15,8 @@ export interface BridgeGuardOptions {
   path?: string;
   /** The host's CA settings (SSL_CERT_FILE, SSL_CERT_DIR) for gh. */
   tlsEnv?: Record<string, string>;
+  /** The host's ssh command and agent, for the host repo's ssh remotes. */
+  ssh?: GateSsh;
   /** A sandbox's bridge switches as stored now (`sbx bridge NAME --allow …`), read at each request. */
   settingsOf?: (sandboxId: number) => BridgeSettings;
   /** Records a refused operation as a pending approval of the sandbox's (the egress queue's table); its id. */
@@ -68,6 +71,7 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
         },
         ...(opts.path ? { path: opts.path } : {}),
         ...(opts.tlsEnv ? { tlsEnv: opts.tlsEnv } : {}),
+        ...(opts.ssh ? { ssh: opts.ssh } : {}),
         ...(opts.settingsOf ? { settings: () => opts.settingsOf!(ctx.sandbox.id) } : {}),
         ...(opts.ask ? { ask: (subject: BridgeSubject, reason: string) => opts.ask!(ctx.sandbox.id, subject, reason) } : {}),
       });

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, tokenFor, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
+import { credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, sshSettingsOf, tokenFor, transportOf, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
 import { FakeExec } from "../../fakes/exec";
 import { fastForwards, githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
 
@@ -235,5 +235,19 @@ describe("the early push's hook report and fast-forward rules", () => {
     w.write(`To http://x/r.git\n + 1111111...2222222 ${B} -> f (forced update)\n + 3333333...4444444 g -> g (forced update)\n`);
     w.end();
     expect(got.join("")).toBe("To http://x/r.git\n   1111111..2222222  f -> f\n + 3333333...4444444 g -> g (forced update)\n");
+  });
+});
+
+describe("ssh remotes", () => {
+  test("transport of each URL form; ssh runs only for the ssh transport, as the host's command with BatchMode", () => {
+    expect(["ssh://git@h/o/r", "git@h:o/r.git", "https://h/o/r", "http://h/o/r"].map(transportOf)).toEqual(["ssh", "ssh", "https", "http"]);
+    const ssh = sshSettingsOf({ GIT_SSH_COMMAND: "ssh -i /k", SSH_AUTH_SOCK: "/run/agent", HOME: "/h" });
+    expect(ssh).toEqual({ command: "ssh -i /k -o BatchMode=yes", env: { SSH_AUTH_SOCK: "/run/agent" } });
+    expect(sshSettingsOf({})).toEqual({ command: "ssh -o BatchMode=yes", env: {} });
+    const on = gateGit(["push"], { transport: "ssh", sshCommand: ssh.command });
+    expect(on).toContain("core.sshCommand=ssh -i /k -o BatchMode=yes");
+    expect(on).toContain("protocol.ssh.allow=always");
+    // Any other transport keeps ssh off, whatever command is at hand.
+    expect(gateGit(["push"], { transport: "https", sshCommand: ssh.command })).toContain("core.sshCommand=/bin/false");
   });
 });

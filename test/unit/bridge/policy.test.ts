@@ -325,3 +325,16 @@ describe("repoUrlOf: what an approval of gh -R names", () => {
     expect(repoUrlOf("a/b", {})).toBeUndefined();
   });
 });
+
+describe("ssh remotes of the host repo", () => {
+  test("a named ssh remote is taken (with its https form where the forge has one); a URL the sandbox names is not", () => {
+    const base = { checkPath: () => ({ ok: true as const, path: "/w" }), options: {} } as unknown as PolicyContext;
+    const c = { ...base, remotes: { origin: "git@git.corp.example:team/app.git", gh: "git@github.com:acme/app.git", bad: "ssh://-oProxyCommand=x/y" } } as PolicyContext;
+    const own = decideGit(["fetch", "origin"], VIEW, c);
+    expect(own.ok && [own.plan.url, own.plan.ssh]).toEqual(["git@git.corp.example:team/app.git", "git@git.corp.example:team/app.git"]);
+    const gh = decideGit(["fetch", "gh"], VIEW, c);
+    expect(gh.ok && [gh.plan.url, gh.plan.ssh]).toEqual(["https://github.com/acme/app.git", "git@github.com:acme/app.git"]);
+    expect(decideGit(["fetch", "bad"], VIEW, c).ok).toBe(false);
+    for (const url of ["git@git.corp.example:team/app.git", "ssh://git@git.corp.example/team/app.git"]) expect(decideGit(["fetch", url], VIEW, c).ok).toBe(false);
+  });
+});

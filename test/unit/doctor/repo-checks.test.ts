@@ -43,7 +43,13 @@ describe("doctor per repo", () => {
     expect(tokenReport("https://github.com/o/r", { GITHUB_TOKEN: "v" }, {}).text).toContain("GITHUB_TOKEN from the environment");
     expect(tokenReport("https://ghe.example.com/o/r", {}, { GIT_TOKEN_GHE_EXAMPLE_COM: "v" }).text).toContain("GIT_TOKEN_GHE_EXAMPLE_COM");
     expect(tokenReport("https://ghe.example.com/o/r", {}, {})).toMatchObject({ status: "warn" });
-    expect(tokenReport("git@ghe.example.com:o/r.git", {}, {}).text).toContain("SSH remotes of other hosts are not supported yet");
+    // ssh remotes: the host's agent, said either way; a github ssh remote with a token goes over https.
+    expect(tokenReport("git@ghe.example.com:o/r.git", {}, {})).toMatchObject({ status: "warn" });
+    expect(tokenReport("git@ghe.example.com:o/r.git", {}, {}).text).toContain("no SSH_AUTH_SOCK");
+    expect(tokenReport("git@ghe.example.com:o/r.git", { SSH_AUTH_SOCK: "/a" }, {})).toMatchObject({ status: "ok" });
+    expect(tokenReport("git@github.com:o/r.git", { SSH_AUTH_SOCK: "/a" }, {}).text).toContain("over ssh with the host's agent");
+    expect(tokenReport("git@github.com:o/r.git", {}, { GH_TOKEN: "v" }).text).toContain("GH_TOKEN from the sbx secrets file");
+    expect(tokenReport("svn://x/y", {}, {})).toMatchObject({ status: "warn" });
     const r = repo();
     Bun.spawnSync(["git", "-C", r, "remote", "add", "origin", "https://github.com/o/r.git"]);
     const c = await checkTokens(exec, r, {}, { GH_TOKEN: "the-value-itself" });
