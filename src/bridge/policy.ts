@@ -503,7 +503,10 @@ export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): D
   if (/^file:/i.test(arg)) return deny("file:// URLs are refused: the host never reads repositories by path for the sandbox");
   if (REMOTE_NAME.test(arg) && !arg.includes("/") && !arg.includes(":")) {
     const url = ctx.remotes[arg];
-    if (url === undefined) return deny(`remote ${JSON.stringify(arg)} is not a remote of the host repository`);
+    if (url === undefined) {
+      const names = Object.keys(ctx.remotes).sort();
+      return deny(`remote ${JSON.stringify(arg)} is not a remote of the host repository (${names.length ? `its remotes: ${names.join(", ")}` : "it has none"}); the sandbox has the same remotes under the same names`);
+    }
     const https = toHttpsUrl(url);
     // An ssh remote (from the host's own config, never a URL the sandbox names) is reached with the host's ssh and
     // agent; one on a forge whose https form is known uses the token instead where the host has one.

@@ -76,6 +76,8 @@ export interface AuditEvent {
   reason?: string;
   exitCode?: number;
   durationMs: number;
+  /** The pending approval a refusal was recorded as (the first, when several), and how often it has been asked. */
+  approval?: { id: number; count: number };
 }
 
 export interface BridgeSandbox {
@@ -108,7 +110,7 @@ export interface BridgeDeps {
    * Records what policy refused as a pending approval (the approvals queue egress uses: `sbx approvals`, the dashboard);
    * its id, or null where there is no queue. Allowing it changes this sandbox's settings for its next request.
    */
-  ask?: (subject: BridgeSubject, reason: string) => number | null;
+  ask?: (subject: BridgeSubject, reason: string) => { id: number; count: number } | null;
   policy?: Partial<PolicyOptions>;
   /** Test seam: called at points of a push where a failure must leave nothing that goes out. */
   faults?: PushFaults;
@@ -335,6 +337,7 @@ interface Outcome {
   decision: "allowed" | "refused" | "failed";
   reason?: string;
   exitCode: number;
+  approval?: { id: number; count: number };
   /** Runs after the "exit" frame, still inside this sandbox's queue. */
   after?: () => Promise<void>;
 }
@@ -389,8 +392,9 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   };
   // A refusal the user could lift for this sandbox waits in the approvals queue too.
   const refuseOrAsk = (d: { reason: string; ask?: BridgeSubject }): Outcome => {
-    const id = d.ask ? (deps.ask?.(d.ask, d.reason) ?? null) : null;
-    return refuse(id === null ? d.reason : `${d.reason}\nOr ask the user to approve it: approval ${id} is waiting (sbx approvals allow ${id} on the host, or the dashboard); then run it again.`);
+    const a = d.ask ? (deps.ask?.(d.ask, d.reason) ?? null) : null;
+    if (a === null) return refuse(d.reason);
+    return { ...refuse(`${d.reason}\nOr ask the user to approve it: approval ${a.id} is waiting (sbx approvals allow ${a.id} on the host, the dashboard, or /approve ${a.id} in chat); then run it again.`), approval: a };
   };
   if (req.tool === "gh") {
     const d = decideGh(req.args, req.cwd, ctx);
@@ -517,18 +521,17 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
   const outside = out.filter((o) => o.sha !== null && !mayPushTo(shortRef(o.dst), settings, deps.sandbox.name));
   if (outside.length > 0) {
     const prefix = branchPrefix(settings, deps.sandbox.name);
-    const asked = outside.map((o) => ({ ref: shortRef(o.dst), src: o.src, id: deps.ask?.({ kind: "push", ref: shortRef(o.dst) }, `a push to ${shortRef(o.dst)} on ${remote}, outside ${prefix}`) ?? null }));
+    const asked = outside.map((o) => ({ ref: shortRef(o.dst), src: o.src, approval: deps.ask?.({ kind: "push", ref: shortRef(o.dst) }, `a push to ${shortRef(o.dst)} on ${remote}, outside ${prefix}`) ?? null }));
     const first = asked[0]!;
-    const ids = asked.flatMap((a) => (a.id === null ? [] : [a.id]));
-    return refuse(
-      `this sandbox pushes to branches under ${prefix} without asking; ${asked.map((a) => a.ref).join(", ")} ${asked.length === 1 ? "is" : "are"} outside it.
-` +
-        `Push there instead: git push ${remote} ${first.src}:${prefix}${first.ref}
-` +
-        (ids.length > 0 ? `Or ask the user to approve it: approval ${ids.join(", ")} is waiting (sbx approvals allow ${ids[0]} on the host, or the dashboard); then push again.
-` : "") +
+    const approvals = asked.flatMap((a) => (a.approval === null ? [] : [a.approval]));
+    const ids = approvals.map((a) => a.id);
+    const refused = refuse(
+      `this sandbox pushes to branches under ${prefix} without asking; ${asked.map((a) => a.ref).join(", ")} ${asked.length === 1 ? "is" : "are"} outside it.\n` +
+        `Push there instead: git push ${remote} ${first.src}:${prefix}${first.ref}\n` +
+        (ids.length > 0 ? `Or ask the user to approve it: approval ${ids.join(", ")} is waiting (sbx approvals allow ${ids[0]} on the host, the dashboard, or /approve ${ids[0]} in chat); then push again.\n` : "") +
         `The user can also allow it for this sandbox: sbx bridge ${deps.sandbox.name} --allow-push ${first.ref}`,
     );
+    return approvals[0] ? { ...refused, approval: approvals[0] } : refused;
   }
   // What the user protects, decided before anything goes out: forced updates of protected branches, deleting what this
   // sandbox did not create (CI files are checked once the commits are in, below).

@@ -1,7 +1,7 @@
 // The Zulip bot: posts blocked requests to a topic per sandbox and answers /allow, /deny, /allowlist, /status there; long-polls with re-register and jittered backoff.
 import type { DataSource, FeedEvent } from "../events/feed";
 import type { UiLog } from "../ui/app";
-import { blockedNotice, handleChat, topicFor } from "./commands";
+import { blockedNotice, bridgeNotice, handleChat, topicFor } from "./commands";
 import type { ZulipConfig } from "./config";
 import { ZulipClient, ZulipError, ZulipMessageSchema, type Fetch, type Registration } from "./zulip";
 
@@ -79,6 +79,13 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
 
   const notified = new Map<string, number>();
   const unsubscribe = source.events.subscribe((e) => {
+    // What the bridge refused and recorded for approval: told once per approval, in the sandbox's topic.
+    if (e.kind === "bridge" && e.approvalId !== undefined && (e.count ?? 1) === 1) {
+      const a = store.listApprovals({ state: "pending", sandboxId: e.sandbox.id }).find((x) => x.id === e.approvalId);
+      const sb = store.getSandbox(e.sandbox.id);
+      if (a) void post(sb ? topicFor(sb) : e.sandbox.name, bridgeNotice(e, a.host));
+      return;
+    }
     if (e.kind !== "egress" || e.action !== "denied") return;
     if (e.count !== undefined && e.count > 1) return;
     const key = `${e.sandbox.id}\0${e.host}\0${e.port}`;

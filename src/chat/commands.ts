@@ -1,6 +1,7 @@
 // Chat commands over the store: topic ↔ sandbox, sender check, /allow /deny /allowlist /status /help, and the reply text for each.
 import { basename } from "node:path";
 import { parseChatCommand } from "../core/chat-commands";
+import { describeSubject } from "../core/bridge-settings";
 import { BUILTIN_ALLOWLIST, patternFor } from "../core/egress";
 import { isSbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
@@ -48,10 +49,11 @@ const HELP = [
   "- `/allow <domain> --global` — allow it for every sandbox",
   "- `/deny <domain>` — keep it blocked (and take it off this sandbox's list)",
   "- `/allowlist` — what this sandbox may reach",
+  "- `/approve <id>` / `/reject <id>` — answer what the sandbox asked for (a push outside its branches, another repository)",
   "- `/status` — this sandbox and what it is waiting for",
 ].join("\n");
 
-const HEADS = new Set(["/allow", "/deny", "/allowlist", "/status", "/help"]);
+const HEADS = new Set(["/allow", "/deny", "/allowlist", "/approve", "/reject", "/status", "/help"]);
 
 /** A message's command text: leading @-mentions of the bot dropped. null when it is ordinary chat. */
 export function commandText(content: string): string | null {
@@ -101,6 +103,7 @@ export function handleChat(ctx: CommandContext, m: IncomingChat): string | null 
   if (!parsed.ok) return `I could not read that: ${parsed.error}`;
   const cmd = parsed.command;
   if (cmd.op === "list") return allowlistText(ctx.store, sandbox);
+  if (cmd.op === "decide") return decideText(ctx.store, policy, sandbox, m.topic, cmd, by);
   const scopeSandbox = cmd.scope === "global" ? null : sandbox;
   if (cmd.scope === "sandbox" && sandbox === null) return noSandbox(m.topic);
   const where = scopeSandbox ? `sandbox **${scopeSandbox.name}**` : "**every sandbox** (global list)";
@@ -148,7 +151,10 @@ function status(store: Store, sb: Sandbox, now: number): string {
   if (pending.length === 0) lines.push("Nothing is waiting for an answer.");
   else {
     lines.push(`Waiting for an answer (${pending.length}):`);
-    for (const a of pending) lines.push(`- ${code(patternFor(a.host, a.port))} — ${a.count}×, last ${ago(a.lastSeen, now)} ago`);
+    for (const a of pending) {
+      const what = a.kind === "bridge" ? `${describeSubject(a.host)} — \`/approve ${a.id}\`` : code(patternFor(a.host, a.port));
+      lines.push(`- ${what} — ${a.count}×, last ${ago(a.lastSeen, now)} ago`);
+    }
   }
   return lines.join("\n");
 }
@@ -163,6 +169,35 @@ function overview(store: Store): string {
       const n = pending.filter((a) => a.sandboxId === s.id).length;
       return `- **${s.name}** (${s.state}) — ${n} pending — topic ${code(topicFor(s))}`;
     }),
+  ].join("\n");
+}
+
+/**
+ * `/approve N` or `/reject N`: one pending approval, answered for its own sandbox. In a sandbox's topic only that
+ * sandbox's approvals are taken (an id typed in the wrong topic changes nothing).
+ */
+function decideText(store: Store, policy: PolicyService, sandbox: Sandbox | null, topic: string, cmd: { id: number; allow: boolean }, by: string): string {
+  const a = store.listApprovals({ state: "pending" }).find((x) => x.id === cmd.id);
+  if (!a) return `There is no pending approval ${cmd.id}: it may have been answered already. \`/status\` lists what is waiting.`;
+  if (sandbox === null) return noSandbox(topic);
+  if (a.sandboxId !== sandbox.id) return `Approval ${cmd.id} is not this sandbox's (**${sandbox.name}**): answer it in its own sandbox's topic. Nothing changed.`;
+  const what = a.kind === "bridge" ? describeSubject(a.host) : code(`${a.host}:${a.port}`);
+  try {
+    policy.decide(cmd.id, cmd.allow ? "allow-sandbox" : "deny", by);
+  } catch (e) {
+    if (isSbxError(e)) return `Not done: ${e.message}`;
+    throw e;
+  }
+  return cmd.allow
+    ? `Approved for **${sandbox.name}**: ${what}. Its next try goes through.`
+    : `Rejected for **${sandbox.name}**: ${what}. It stays refused.`;
+}
+
+/** The notification posted when the bridge refuses a sandbox something the user can approve (once per approval). */
+export function bridgeNotice(e: Extract<FeedEvent, { kind: "bridge" }>, subject: string): string {
+  return [
+    `✋ **${e.sandbox.name}** asks to ${describeSubject(subject)} (${code(e.command.slice(0, 4).join(" "))}).`,
+    `Reply here with \`/approve ${e.approvalId}\` to allow it for this sandbox, or \`/reject ${e.approvalId}\`.`,
   ].join("\n");
 }
 

@@ -196,7 +196,10 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const guards: SandboxGuard[] = [
     proxyGuard({ originHandler, publish }),
     loopbackGuard(),
-    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => d.store.recordPending(id, subjectText(subject), 0, reason, "bridge").id, publish, placement }),
+    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
+        const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
+        return { id: a.id, count: a.count };
+      }, publish, placement }),
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard((kind) => drivers[kind as BackendKind], agents));

@@ -32,6 +32,9 @@ export const FeedEventSchema = z.discriminatedUnion("kind", [
     outcome: z.enum(["ok", "refused", "failed"]),
     exitCode: z.number().int().nullable().optional(),
     detail: z.string().optional(),
+    /** A refusal the user can lift: the pending approval it was recorded as, and how often it has been asked. */
+    approvalId: z.number().int().optional(),
+    count: z.number().int().optional(),
   }),
   z.object({
     kind: z.literal("decision"),

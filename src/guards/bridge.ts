@@ -20,7 +20,7 @@ export interface BridgeGuardOptions {
   /** A sandbox's bridge switches as stored now (`sbx bridge NAME --allow …`), read at each request. */
   settingsOf?: (sandboxId: number) => BridgeSettings;
   /** Records a refused operation as a pending approval of the sandbox's (the egress queue's table); its id. */
-  ask?: (sandboxId: number, subject: BridgeSubject, reason: string) => number | null;
+  ask?: (sandboxId: number, subject: BridgeSubject, reason: string) => { id: number; count: number } | null;
   /** The live feed: every bridge command, as audited. */
   publish?: (e: FeedEvent) => void;
   /**
@@ -40,6 +40,7 @@ export function feedFromBridge(sandbox: { id: number; name: string }, e: AuditEv
     outcome: e.decision === "allowed" ? "ok" : e.decision,
     ...(e.exitCode !== undefined ? { exitCode: e.exitCode } : {}),
     ...(e.reason !== undefined ? { detail: e.reason } : {}),
+    ...(e.approval ? { approvalId: e.approval.id, count: e.approval.count } : {}),
   };
 }
 

@@ -145,7 +145,7 @@ describe.skipIf(!hasGh)(`the real gh through the bridge${hasGh ? "" : " (skipped
     const asked: string[] = [];
     const call = bridge(
       () => settings,
-      (subject) => (asked.push(subjectText(subject)), 41),
+      (subject) => (asked.push(subjectText(subject)), { id: 41, count: 1 }),
     );
     const before = seen.length;
     const r = await call(["pr", "list", "-R", "acme/other", "--json", "number", "--jq", "length"]);

@@ -15,7 +15,10 @@ beforeAll(async () => {
   id = store.createSandbox({ name: "demo", repo: "/r", backend: "docker" }).id;
   h = await makeHarness({
     settings: () => bridgeSettingsOf(store.getSandbox(id)!.identity),
-    ask: (subject, reason) => store.recordPending(id, subjectText(subject), 0, reason, "bridge").id,
+    ask: (subject, reason) => {
+      const a = store.recordPending(id, subjectText(subject), 0, reason, "bridge");
+      return { id: a.id, count: a.count };
+    },
   });
 });
 afterAll(async () => {

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { startZulipBot, backoffDelay, type ZulipBot } from "../../../src/chat/bot";
 import { topicFor } from "../../../src/chat/commands";
 import { buildZulipConfig } from "../../../src/chat/config";
+import { bridgeSettingsOf, NO_BRIDGE_SETTINGS, subjectText } from "../../../src/core/bridge-settings";
 import { patternFor } from "../../../src/core/egress";
 import { Store } from "../../../src/store/store";
 import { createEventBus, type EventBus, type FeedEvent } from "../../../src/events/feed";
@@ -80,6 +81,47 @@ async function ask(sender: string, topic: string, content: string): Promise<Fake
   const ms = await zulip.waitFor((all) => all.some((m) => m.id > asked.id && m.sender_email === BOT && m.subject === topic));
   return ms.find((m) => m.id > asked.id && m.sender_email === BOT && m.subject === topic)!;
 }
+
+/** What the bridge does on a push outside the branch prefix: a pending bridge approval, then its feed event. */
+async function bridgeAsked(sb: { id: number; name: string }, ref: string) {
+  const before = zulip.messages.length;
+  const a = store.recordPending(sb.id, subjectText({ kind: "push", ref }), 0, `a push to ${ref} on origin, outside sbx/${sb.name}/`, "bridge");
+  bus.publish({ kind: "bridge", at: Date.now(), sandbox: { id: sb.id, name: sb.name }, command: ["git", "push", "origin", ref], outcome: "refused", exitCode: 77, detail: "outside", approvalId: a.id, count: a.count });
+  if (a.count === 1) await zulip.waitFor((ms) => ms.slice(before).some((m) => m.sender_email === BOT && m.content.includes(`/approve ${a.id}`)));
+  return a;
+}
+
+describe("zulip bot: what the bridge asks for", () => {
+  test("a push outside the prefix is posted once to the sandbox's topic; /approve there adds that branch for it", async () => {
+    const sb = sandbox();
+    const other = sandbox("other");
+    const a = await bridgeAsked(sb, "main");
+    await bridgeAsked(sb, "main"); // asked again: counted, not posted again
+    const notes = zulip.messages.filter((m) => m.sender_email === BOT);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]!.subject).toBe(topicFor(sb));
+    expect(notes[0]!.content).toContain("push to main (outside its branch prefix)");
+    // An id typed in another sandbox's topic changes nothing; a listed sender's /approve in its own topic does.
+    expect((await ask(ALICE, topicFor(other), `/approve ${a.id}`)).content).toContain("not this sandbox's");
+    expect((await ask(MALLORY, topicFor(sb), `/approve ${a.id}`)).content).toContain("Sorry");
+    expect(bridgeSettingsOf(store.getSandbox(sb.id)!.identity).pushTo).toEqual([]);
+    const reply = await ask(ALICE, topicFor(sb), `/approve ${a.id}`);
+    expect(reply.content).toContain("Approved for **demo**: push to main");
+    expect(bridgeSettingsOf(store.getSandbox(sb.id)!.identity).pushTo).toEqual(["main"]);
+    expect(store.listApprovals({ state: "allowed" })[0]).toMatchObject({ id: a.id, decidedBy: `zulip:${ALICE}` });
+    expect((await ask(ALICE, topicFor(sb), `/approve ${a.id}`)).content).toContain("no pending approval");
+  });
+
+  test("/reject answers it as denied and changes no setting; /status lists what the bridge waits for", async () => {
+    const sb = sandbox();
+    const a = await bridgeAsked(sb, "release/1.0");
+    expect((await ask(ALICE, topicFor(sb), "/status")).content).toContain(`push to release/1.0 (outside its branch prefix) — \`/approve ${a.id}\``);
+    expect((await ask(ALICE, topicFor(sb), `/reject ${a.id}`)).content).toContain("Rejected for **demo**");
+    expect(store.listApprovals({ state: "denied" }).map((x) => x.id)).toEqual([a.id]);
+    expect(bridgeSettingsOf(store.getSandbox(sb.id)!.identity)).toEqual(NO_BRIDGE_SETTINGS);
+    expect((await ask(ALICE, topicFor(sb), "/approve twelve")).content).toContain("takes one approval id");
+  });
+});
 
 describe("zulip bot", () => {
   test("a blocked request is posted once to the sandbox's own topic, with the commands that answer it", async () => {

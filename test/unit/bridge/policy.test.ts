@@ -338,3 +338,9 @@ describe("ssh remotes of the host repo", () => {
     for (const url of ["git@git.corp.example:team/app.git", "ssh://git@git.corp.example/team/app.git"]) expect(decideGit(["fetch", url], VIEW, c).ok).toBe(false);
   });
 });
+
+test("an unknown remote name is refused naming the host repo's remotes, not a path", () => {
+  const c = { checkPath: () => ({ ok: true as const, path: "/w" }), options: {}, remotes: { origin: "https://github.com/a/b", fork: "https://github.com/me/b" } } as unknown as PolicyContext;
+  const d = decideGit(["push", "upstream", "main"], VIEW, c);
+  expect(!d.ok && d.reason).toBe('remote "upstream" is not a remote of the host repository (its remotes: fork, origin); the sandbox has the same remotes under the same names');
+});
