@@ -63,7 +63,8 @@ if (role === "--proxy") {
   const proxy = await startEgressProxy({
     socketPath: socketPath!,
     sandbox: { id: 1, name: "bench" },
-    policy: () => ({ sandbox: ports.map((p) => `127.0.0.1:${p}`), global: [] }),
+    // The loopback servers stand for the internet here; to the proxy they are published services of the host.
+    policy: () => ({ sandbox: [], global: [], published: ports.map((p) => `127.0.0.1:${p}`) }),
     resolve: async () => [],
     onDecision: () => {},
   });

@@ -15,6 +15,7 @@ import { limits } from "./commands/limits";
 import { list } from "./commands/list";
 import { logs } from "./commands/logs";
 import { prune } from "./commands/prune";
+import { publish } from "./commands/publish";
 import { ps } from "./commands/ps";
 import { rm } from "./commands/rm";
 import { run } from "./commands/run";
@@ -27,7 +28,7 @@ import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
   create, shell, run, list, limits, stop, rm, prune, init,
-  allow, deny, allowlist, approvals, bridge, logs,
+  allow, deny, allowlist, approvals, publish, bridge, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor,
 ];

@@ -220,16 +220,41 @@ const V6_TABLE: readonly [Cidr, AddressKind][] = (
   ] as const
 ).map(([c, k]) => [cidr(c), k]);
 
-/** IPv6 prefixes that embed an IPv4 address: classify by the embedded one. */
-function embeddedV4(a: IpBytes): IpBytes | null {
-  const mapped = embeddedMappedV4(a);
-  if (mapped) return mapped;
-  // NAT64 well-known prefix 64:ff9b::/96
-  if (a[0] === 0x00 && a[1] === 0x64 && a[2] === 0xff && a[3] === 0x9b && a.slice(4, 12).every((x) => x === 0)) return a.slice(12);
-  // 6to4 2002:AABB:CCDD::/48
-  if (a[0] === 0x20 && a[1] === 0x02) return a.slice(2, 6);
-  return null;
+/**
+ * IPv6 prefixes that carry an IPv4 address, and where (the bit its first bit is at; `inverted`: stored bitwise NOT,
+ * as Teredo stores its client's address). An address in one of them is classified by what it carries, and an
+ * allowlist CIDR in one is as broad as the IPv4 network it stands for.
+ */
+export const V4_EMBEDDINGS: readonly { name: string; prefix: Cidr; at: number; inverted?: boolean }[] = [
+  { name: "IPv4-mapped", prefix: cidr("::ffff:0:0/96"), at: 96 },
+  { name: "IPv4-compatible", prefix: cidr("::/96"), at: 96 },
+  { name: "NAT64", prefix: cidr("64:ff9b::/96"), at: 96 },
+  { name: "NAT64 local-use", prefix: cidr("64:ff9b:1::/48"), at: 96 },
+  { name: "6to4", prefix: cidr("2002::/16"), at: 16 },
+  { name: "Teredo server", prefix: cidr("2001::/32"), at: 32 },
+  { name: "Teredo client", prefix: cidr("2001::/32"), at: 96, inverted: true },
+];
+
+/** Every IPv4 address an IPv6 address carries (none for one outside V4_EMBEDDINGS). */
+export function embeddedV4s(a: IpBytes): IpBytes[] {
+  if (a.length !== 16) return [];
+  const out: IpBytes[] = [];
+  for (const e of V4_EMBEDDINGS) {
+    if (!cidrContains(e.prefix, a)) continue;
+    // ::/96 holds :: and ::1 too, which are themselves (unspecified, loopback), not IPv4 addresses.
+    if (e.name === "IPv4-compatible" && a[12] === 0 && a[13] === 0 && a[14] === 0 && a[15]! <= 1) continue;
+    const v4 = new Uint8Array(4);
+    for (let i = 0; i < 32; i++) {
+      const bit = e.at + i;
+      if (a[bit >> 3]! & (0x80 >> (bit & 7))) v4[i >> 3]! |= 0x80 >> (i & 7);
+    }
+    out.push(e.inverted ? v4.map((x) => ~x & 0xff) : v4);
+  }
+  return out;
 }
+
+/** How strict each kind is: the first non-public kind of what an address carries is its kind. */
+const KIND_ORDER: readonly AddressKind[] = ["loopback", "unspecified", "metadata", "link-local", "private", "cgnat", "unique-local", "broadcast", "multicast", "reserved", "documentation", "benchmarking"];
 
 /** What kind of address this is; "public" is the only kind the proxy connects to without an allowlist entry for it. */
 export function classify(addr: IpBytes | string): AddressKind {
@@ -237,13 +262,30 @@ export function classify(addr: IpBytes | string): AddressKind {
   if (!a) throw new Error(`not an IP address: ${String(addr)}`);
   for (const m of METADATA) if (cidrContains(m, a)) return "metadata";
   if (a.length === 16) {
-    const v4 = embeddedV4(a);
-    if (v4) return classify(v4);
+    // Classified by every IPv4 address it carries: the strictest of them wins (Teredo carries two).
+    const inner = embeddedV4s(a).map((v4) => classify(v4));
+    if (inner.length > 0) return KIND_ORDER.find((k) => inner.includes(k)) ?? "public";
     for (const [c, k] of V6_TABLE) if (cidrContains(c, a)) return k;
     return "public";
   }
   for (const [c, k] of V4_TABLE) if (cidrContains(c, a)) return k;
   return "public";
+}
+
+/**
+ * How many leading bits of IPv4 an IPv6 CIDR pins down, per embedding it overlaps: the whole embedding prefix inside
+ * it is 0 (all of IPv4). Empty when it overlaps none. Pure.
+ */
+export function embeddedV4Breadth(c: Cidr): { name: string; v4Prefix: number }[] {
+  if (c.network.length !== 16) return [];
+  const out: { name: string; v4Prefix: number }[] = [];
+  for (const e of V4_EMBEDDINGS) {
+    const inside = c.prefix >= e.prefix.prefix && cidrContains(e.prefix, c.network);
+    const covers = c.prefix <= e.prefix.prefix && cidrContains(c, e.prefix.network);
+    if (!inside && !covers) continue;
+    out.push({ name: e.name, v4Prefix: Math.max(0, Math.min(32, c.prefix - e.at)) });
+  }
+  return out;
 }
 
 export function isPublic(addr: IpBytes | string): boolean {

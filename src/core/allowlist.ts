@@ -1,6 +1,6 @@
 // Allowlist patterns: parsing, canonical form, refusal of too-broad ones, host normalisation and matching; pure.
 import { domainToASCII } from "node:url";
-import { canonicalIp, cidrContains, formatCidr, parseCidr, parseIp, type Cidr, type IpBytes } from "./addresses";
+import { canonicalIp, cidrContains, classify, embeddedV4Breadth, formatCidr, parseCidr, parseIp, type Cidr, type IpBytes } from "./addresses";
 import { SbxError } from "./errors";
 
 /** Ports a pattern without `:port` allows. */
@@ -128,6 +128,13 @@ export function parsePattern(raw: string): ParseResult {
     if (!c) return { ok: false, reason: `'${host}' is not a valid IP address or CIDR (host bits must be zero)` };
     const min = c.network.length === 4 ? MIN_V4_PREFIX : MIN_V6_PREFIX;
     if (c.prefix < min) return { ok: false, reason: `'${host}' is too broad: networks wider than /${min} are refused` };
+    // The host's own services are published, never allowlisted: the proxy runs on the host.
+    if (reachesHost(c)) {
+      return { ok: false, reason: `'${host}' is the host's own ${c.network.length === 4 && c.network[0] === 0 ? "unspecified address (which reaches its loopback)" : "loopback"}: an allowlist never reaches it; to let one sandbox reach one service of the host: sbx publish NAME 127.0.0.1:PORT` };
+    }
+    // An IPv6 network that carries IPv4 addresses is as broad as the IPv4 network it stands for (::ffff:0:0/96 is all of IPv4).
+    const wide = embeddedV4Breadth(c).find((b) => b.v4Prefix < MIN_V4_PREFIX);
+    if (wide) return { ok: false, reason: `'${host}' is too broad: as ${wide.name} addresses it covers an IPv4 network /${wide.v4Prefix}; networks wider than /${MIN_V4_PREFIX} are refused` };
     const max = c.network.length * 8;
     const text = c.prefix === max ? formatCidr(c).replace(/\/\d+$/, "") : formatCidr(c);
     const canonical = port === null ? text : text.includes(":") ? `[${text}]${portText}` : `${text}${portText}`;
@@ -147,8 +154,16 @@ export function parsePattern(raw: string): ParseResult {
 
   const h = normalizeHost(host);
   if (h === null) return { ok: false, reason: `'${host}' is not a valid host name` };
+  if (h === "localhost" || h.endsWith(".localhost")) return { ok: false, reason: `'${host}' is the host's own loopback: an allowlist never reaches it; to let one sandbox reach one service of the host: sbx publish NAME 127.0.0.1:PORT` };
   if (parseIp(h)) return parsePattern(h.includes(":") ? `[${h}]${portText}` : `${h}${portText}`);
   return { ok: true, pattern: { kind: "exact", host: h, port }, canonical: `${h}${portText}` };
+}
+
+/** Loopback and unspecified addresses (in any form, and any network holding one): the host's own services. */
+const HOST_ITSELF = ["127.0.0.1", "0.0.0.0", "::1", "::"].map((a) => parseIp(a)!);
+function reachesHost(c: Cidr): boolean {
+  const k = classify(c.network);
+  return k === "loopback" || k === "unspecified" || HOST_ITSELF.some((a) => a.length === c.network.length && cidrContains(c, a));
 }
 
 /** parsePattern for user input: throws a usage error (exit 64) saying why a pattern is refused. */

@@ -11,9 +11,14 @@ export const DEFAULT_FORWARDER_PORT = 3128;
 export interface PolicyLists {
   sandbox: readonly string[];
   global: readonly string[];
+  /**
+   * Services of the host this sandbox may reach (`sbx publish NAME 127.0.0.1:5432`): exact loopback `addr:port`. The
+   * host's loopback is reachable by no other way.
+   */
+  published?: readonly string[];
 }
 
-export type PolicySource = "sandbox" | "global" | "builtin";
+export type PolicySource = "sandbox" | "global" | "builtin" | "published";
 
 export type BlockReason =
   | "invalid-host"
@@ -37,6 +42,23 @@ interface CompiledEntry {
 export interface CompiledPolicy {
   entries: readonly CompiledEntry[];
   invalid: readonly string[];
+  /** Published host services, as canonical `addr:port` (`[::1]:port`). */
+  published: ReadonlySet<string>;
+}
+
+/**
+ * Pure: a host service as `sbx publish` takes it (`PORT`, `127.0.0.1:PORT`, `[::1]:PORT`, any 127/8 address), in its
+ * canonical `addr:port` form, or why not.
+ */
+export function parsePublished(raw: string): { ok: true; endpoint: string } | { ok: false; reason: string } {
+  const t = raw.trim();
+  const m = /^(?:\[([^\]]+)\]|([^:\[\]]+)):(\d{1,5})$/.exec(t) ?? (/^\d{1,5}$/.test(t) ? [t, undefined, "127.0.0.1", t] : null);
+  if (!m) return { ok: false, reason: `'${raw}' is not PORT or ADDRESS:PORT (e.g. 5432, 127.0.0.1:5432, [::1]:5432)` };
+  const port = Number(m[3]);
+  if (!(port >= 1 && port <= 65535)) return { ok: false, reason: `'${m[3]}' is not a port (1-65535)` };
+  const bytes = parseIp(m[1] ?? m[2]!);
+  if (!bytes || classify(bytes) !== "loopback") return { ok: false, reason: `'${m[1] ?? m[2]}' is not a loopback address of the host (127.0.0.0/8 or ::1): only the host's own services are published` };
+  return { ok: true, endpoint: hostPort(formatIp(bytes), port) };
 }
 
 export function compilePolicy(lists: PolicyLists): CompiledPolicy {
@@ -50,7 +72,13 @@ export function compilePolicy(lists: PolicyLists): CompiledPolicy {
   add(lists.sandbox, "sandbox");
   add(lists.global, "global");
   add(BUILTIN_ALLOWLIST, "builtin");
-  return { entries, invalid };
+  const published = new Set<string>();
+  for (const raw of lists.published ?? []) {
+    const r = parsePublished(raw);
+    if (r.ok) published.add(r.endpoint);
+    else invalid.push(raw);
+  }
+  return { entries, invalid, published };
 }
 
 function hostPort(host: string, port: number): string {
@@ -62,14 +90,35 @@ export function patternFor(host: string, port: number): string {
   return DEFAULT_PORTS.includes(port) ? host : hostPort(host, port);
 }
 
+/**
+ * The name a sandbox reaches the host's 127.0.0.1 by (127.0.0.1 inside is the sandbox's own loopback, and in its
+ * NO_PROXY): published services only, as any other loopback address.
+ */
+export const HOST_ALIAS = "host.sbx.internal";
+
 /** The decision for one request, before any DNS lookup. */
 export function decide(policy: CompiledPolicy, rawHost: string, port: number): Decision {
-  const host = normalizeHost(rawHost);
+  const named = normalizeHost(rawHost);
+  const host = named === HOST_ALIAS ? "127.0.0.1" : named;
   if (host === null || !Number.isInteger(port) || port < 1 || port > 65535) {
     return { allow: false, host: rawHost, port, reason: "invalid-host", detail: `'${rawHost}' is not a valid host name`, suggest: null };
   }
   const ip = parseIp(host);
   if (ip) {
+    const kind = classify(ip);
+    if (kind === "loopback" || kind === "unspecified") {
+      // The host's own services: published ones only (the address check after this says the same for names).
+      const endpoint = hostPort(formatIp(ip), port);
+      if (kind === "loopback" && policy.published.has(endpoint)) return { allow: true, host, port, ip: true, source: "published", pattern: endpoint };
+      return {
+        allow: false,
+        host,
+        port,
+        reason: "host-address",
+        detail: kind === "loopback" ? `${host} is the host's own loopback: a sandbox reaches a service of the host only once it is published for it` : `${host} is the unspecified address, which reaches the host's own services: never allowed`,
+        suggest: kind === "loopback" ? endpoint : null,
+      };
+    }
     for (const e of policy.entries) {
       if (matchesAddress(e.pattern, ip, port)) return { allow: true, host, port, ip: true, source: e.source, pattern: e.text };
     }
@@ -89,7 +138,12 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
 
 export type AddressCheck =
   | { ok: true; address: string }
-  | { ok: false; reason: BlockReason; address: string; kind: AddressKind | "host"; detail: string; suggest: string };
+  | { ok: false; reason: BlockReason; address: string; kind: AddressKind | "host"; detail: string; suggest: string | null };
+
+/** An allowlist entry naming one address (a /32 or /128), the only kind that reaches an address that is not public. */
+function isExactEntry(p: AllowPattern): boolean {
+  return p.kind === "cidr" && p.cidr.prefix === p.cidr.network.length * 8;
+}
 
 /**
  * After an allow decision: every address the name resolved to must be public (and not this host's own),
@@ -108,22 +162,36 @@ export function checkAddresses(
     const bytes = parseIp(raw);
     if (!bytes) continue;
     const addr = formatIp(bytes);
-    const allowlisted = policy.entries.some((e) => matchesAddress(e.pattern, bytes, port));
-    if (!allowlisted) {
-      const kind = classify(bytes);
-      if (kind !== "public") {
-        return {
-          ok: false,
-          reason: "internal-address",
-          address: addr,
-          kind,
-          detail: `${host} resolves to ${addr}, a ${kind} address`,
-          suggest: patternFor(addr, port),
-        };
+    const kind = classify(bytes);
+    // The host's own services (its loopback, 0.0.0.0 / :: which reach it too, and its own addresses) are never
+    // reachable from a sandbox, whatever the allowlist says: the proxy runs on the host.
+    if (kind === "loopback" || kind === "unspecified" || hostOwn.has(addr)) {
+      // A published service of the host (loopback, exact address and port) is the one way in.
+      const endpoint = hostPort(addr, port);
+      if (kind === "loopback" && policy.published.has(endpoint)) {
+        first ??= addr;
+        continue;
       }
-      if (hostOwn.has(addr)) {
-        return { ok: false, reason: "host-address", address: addr, kind: "host", detail: `${host} resolves to ${addr}, an address of this host`, suggest: patternFor(addr, port) };
-      }
+      return {
+        ok: false,
+        reason: "host-address",
+        address: addr,
+        kind: hostOwn.has(addr) && kind !== "loopback" ? "host" : kind,
+        detail: `${host === addr ? addr : `${host} resolves to ${addr}, which`} is ${kind === "loopback" ? "the host's own loopback: a sandbox reaches a service of the host only once it is published for it" : hostOwn.has(addr) ? "an address of this host: a sandbox never reaches the host's services that way" : "the unspecified address, which reaches the host's own services: never allowed"}`,
+        suggest: kind === "loopback" ? endpoint : null,
+      };
+    }
+    // Any other address that is not public (private, link-local, metadata, …) only as that exact address, never as
+    // part of a network or through another form of it.
+    if (kind !== "public" && !policy.entries.some((e) => isExactEntry(e.pattern) && matchesAddress(e.pattern, bytes, port))) {
+      return {
+        ok: false,
+        reason: "internal-address",
+        address: addr,
+        kind,
+        detail: `${host === addr ? addr : `${host} resolves to ${addr}, which`} is a ${kind} address; only that exact address on the allowlist reaches it`,
+        suggest: patternFor(addr, port),
+      };
     }
     first ??= addr;
   }
@@ -133,9 +201,23 @@ export function checkAddresses(
   return { ok: true, address: first };
 }
 
-/** The command that would allow a blocked destination for this sandbox. */
+/** A stored identity's published host services (canonical `addr:port`; anything else dropped). */
+export function publishedOf(identity: Record<string, unknown>): string[] {
+  const raw = Array.isArray(identity.publish) ? identity.publish : [];
+  return raw.flatMap((e) => {
+    const r = typeof e === "string" ? parsePublished(e) : null;
+    return r?.ok ? [r.endpoint] : [];
+  });
+}
+
+/** Whether a suggestion is a host service (published, not allowlisted): a loopback `addr:port`. */
+export function isHostService(suggest: string): boolean {
+  return parsePublished(suggest).ok && !/^\d+$/.test(suggest);
+}
+
+/** The command that would allow a blocked destination for this sandbox (`sbx publish` for a service of the host). */
 export function allowCommand(suggest: string, sandboxName: string): string {
-  return `sbx allow ${suggest} --sandbox ${sandboxName}`;
+  return isHostService(suggest) ? `sbx publish ${sandboxName} ${suggest}` : `sbx allow ${suggest} --sandbox ${sandboxName}`;
 }
 
 /** The one-paragraph body of a 403: what was blocked, why, and the exact command to allow it. */
@@ -143,6 +225,8 @@ export function blockedMessage(sandboxName: string, target: string, detail: stri
   const fix =
     suggest === null
       ? "This request cannot be allowed as written."
-      : `To allow it, run on the host: ${allowCommand(suggest, sandboxName)} (or add --global for every sandbox); the next request goes through, no restart needed.`;
+      : isHostService(suggest)
+        ? `To let this sandbox reach that service of the host, run on the host: ${allowCommand(suggest, sandboxName)}; the next request goes through, no restart needed.`
+        : `To allow it, run on the host: ${allowCommand(suggest, sandboxName)} (or add --global for every sandbox); the next request goes through, no restart needed.`;
   return `sbx blocked a connection from sandbox '${sandboxName}' to ${target}: ${detail}. ${fix}\n`;
 }

@@ -25,6 +25,7 @@ import {
   LifecycleListSchema,
   LifecycleLimitsSchema,
   LifecycleBridgeSchema,
+  LifecyclePublishSchema,
   LifecycleNamedSchema,
   LifecyclePruneSchema,
   LifecycleResults,
@@ -358,6 +359,12 @@ export function createApp(deps: AppDeps): Hono {
     return lifecycleLines(log, c.req.raw, async (out) =>
       LifecycleResults.bridge.parse(await s.bridge(req.name, { ...where(req, out), allow: req.allow, disallow: req.disallow, protect: req.protect, unprotect: req.unprotect, addRepos: req.addRepos, dropRepos: req.dropRepos, pushTo: req.pushTo, unpushTo: req.unpushTo, ...(req.prefix !== undefined ? { prefix: req.prefix } : {}) })),
     );
+  });
+
+  app.post("/v1/lifecycle/publish", async (c) => {
+    const req = LifecyclePublishSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.publish.parse(await s.publish(req.name, { ...where(req, out), add: req.add, remove: req.remove })));
   });
 
   app.post("/v1/lifecycle/prune", async (c) => {

@@ -239,6 +239,14 @@ export const LifecycleBridgeSchema = WhereSchema.extend({
 });
 export type LifecycleBridge = z.input<typeof LifecycleBridgeSchema>;
 
+/** `sbx publish NAME [ENDPOINT…] [--remove ENDPOINT…]`: the host services (loopback address:port) it may reach. */
+export const LifecyclePublishSchema = WhereSchema.extend({
+  name: nameSchema,
+  add: z.array(z.string().min(1).max(100)).max(64).default([]),
+  remove: z.array(z.string().min(1).max(100)).max(64).default([]),
+});
+export type LifecyclePublish = z.input<typeof LifecyclePublishSchema>;
+
 export const LifecycleNamedSchema = WhereSchema.extend({
   name: nameSchema,
   force: z.boolean().default(false),
@@ -318,6 +326,7 @@ export const LifecycleResults = {
     applied: z.enum(["now", "next-start"]).optional(),
   }),
   bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
+  publish: z.object({ name: z.string(), published: z.array(z.string()), changed: z.boolean(), answered: z.number().int() }),
 } as const;
 export type LifecycleVerb = keyof typeof LifecycleResults;
 

@@ -222,9 +222,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
 
     // 2. The allowed site, through the proxy.
     add("allowed-site", `curl ${allowed.url} (through the proxy)`, "HTTP 200 from the site", async () => {
-      note(`the demo site runs on this machine's loopback, so the demo allows ${allowed.pattern} explicitly (names and addresses on loopback are refused unless allowlisted)`);
-      const a = await sbx(c, ["allow", allowed.pattern, "--sandbox", SANDBOX]);
-      if (a.exitCode !== 0) return { happened: `sbx allow ${allowed.pattern} failed: ${why(a)}`, pass: false };
+      note(`the demo site runs on this machine's loopback, which no allowlist reaches: the demo publishes that one service (sbx publish ${SANDBOX} ${allowed.pattern})`);
+      const a = await sbx(c, ["publish", SANDBOX, allowed.pattern]);
+      if (a.exitCode !== 0) return { happened: `sbx publish ${SANDBOX} ${allowed.pattern} failed: ${why(a)}`, pass: false };
       const hits = allowed.hits();
       const { r, kv } = await agent(c, "fetch", allowed.url);
       const ok = kv.http_code === "200" && (kv.body ?? "").includes("allowed site") && allowed.hits() > hits;
@@ -251,9 +251,18 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       const hit = rows.find((a) => a.sandbox === SANDBOX && a.host === other.ip && a.port === other.port);
       return { happened: hit ? `approval #${hit.id}: ${hit.host}:${hit.port} (${hit.reason}, seen ${hit.count}x)` : `${rows.length} pending, none for ${other.pattern}`, pass: hit !== undefined };
     });
-    add("allow-then-reach", `sbx allow ${other.pattern} --sandbox ${SANDBOX}, then curl again`, "HTTP 200, same container, no restart", async () => {
-      const a = await sbx(c, ["allow", other.pattern, "--sandbox", SANDBOX]);
-      if (a.exitCode !== 0) return { happened: `sbx allow failed: ${why(a)}`, pass: false };
+    add("allow-then-reach", `sbx approvals allow <that approval> (it publishes ${other.pattern} for ${SANDBOX}), then curl again`, "HTTP 200, same container, no restart", async () => {
+      const pending = await sbx(c, ["approvals", "--json"]);
+      let rows: Array<{ id: number; sandbox: string; host: string; port: number }> = [];
+      try {
+        rows = JSON.parse(pending.stdout);
+      } catch {
+        return { happened: `no JSON from sbx approvals: ${why(pending)}`, pass: false };
+      }
+      const hit = rows.find((x) => x.sandbox === SANDBOX && x.host === other.ip && x.port === other.port);
+      if (!hit) return { happened: `no pending approval for ${other.pattern} to allow`, pass: false };
+      const a = await sbx(c, ["approvals", "allow", String(hit.id)]);
+      if (a.exitCode !== 0) return { happened: `sbx approvals allow ${hit.id} failed: ${why(a)}`, pass: false };
       const { r, kv } = await agent(c, "fetch", other.url);
       const after = await containerState(c);
       const same = before !== null && after !== null && after.id === before.id && after.started === before.started;

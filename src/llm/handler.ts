@@ -48,14 +48,27 @@ export interface LlmHandlerOptions {
   onEvent?: (e: LlmEvent) => void;
 }
 
-/** Pure: the upstream URL for an origin-form path, or null when it is not an /llm/<provider>/ path. */
-export function upstreamFor(path: string, upstreams: Record<Provider, string>): { provider: Provider; url: URL } | null {
+/** A path segment decoded, or null when it holds a `%` that is not a valid escape (or escapes to invalid UTF-8). */
+function decodeSegment(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Pure: the upstream URL for an origin-form path; null when it is not an /llm/<provider>/ path; "malformed" when it is
+ * one whose path cannot be taken as written (a bad escape, `.`/`..`, an escaped `/`). Never throws.
+ */
+export function upstreamFor(path: string, upstreams: Record<Provider, string>): { provider: Provider; url: URL } | null | "malformed" {
   const m = /^\/llm\/([a-z]+)(\/[^?#]*)?(\?[^#]*)?$/.exec(path);
   if (!m) return null;
   const provider = m[1] as Provider;
   if (!Object.hasOwn(upstreams, provider)) return null;
   const rest = m[2] ?? "/";
-  if (rest.split("/").some((s) => s === ".." || s === "." || decodeURIComponent(s).includes("/"))) return null;
+  if (rest.split("/").some((s) => { const d = decodeSegment(s); return s === ".." || s === "." || d === null || d.includes("/") || d === ".." || d === "."; })) return "malformed";
+  if (m[3] !== undefined && decodeSegment(m[3].replace(/\+/g, " ")) === null) return "malformed";
   const base = new URL(upstreams[provider]);
   const url = new URL(base.origin);
   url.pathname = base.pathname.replace(/\/$/, "") + rest;
@@ -100,6 +113,10 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
   return (req, res) => {
     const started = Date.now();
     const target = upstreamFor(req.url ?? "", upstreams);
+    if (target === "malformed") {
+      fail(res, 400, "bad_request", "the LLM route's path is malformed (an invalid %-escape, '.' or '..', or an escaped '/')", "Send the path as the provider's SDK writes it.");
+      return;
+    }
     if (!target) {
       fail(res, 404, "not_found", `no LLM route for ${req.url}`, "Use /llm/anthropic/…, /llm/openai/… or /llm/google/… (the base URLs sbx sets inside the sandbox).");
       return;

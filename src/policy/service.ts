@@ -4,7 +4,7 @@
 // approvals it answers), an audit row, and a decision event on the live feed (dashboard, chat, notifications).
 import { formatIp, parseIp } from "../core/addresses";
 import { matchesAddress, matchesName, parsePattern, validatePattern } from "../core/allowlist";
-import { BUILTIN_ALLOWLIST, patternFor, type PolicyLists } from "../core/egress";
+import { BUILTIN_ALLOWLIST, parsePublished, patternFor, publishedOf, type PolicyLists } from "../core/egress";
 import { bridgeSettingsOf, parseSubject, subjectText, withApproval } from "../core/bridge-settings";
 import { SbxError } from "../core/errors";
 import type { AllowEntry, Approval, Sandbox } from "../core/schemas";
@@ -59,6 +59,7 @@ export function policyFor(store: Store, sandboxId: number): PolicyLists {
   return {
     sandbox: store.listAllow(sandboxId).map((e) => e.pattern),
     global: store.listAllow(null).map((e) => e.pattern),
+    published: publishedOf(store.getSandbox(sandboxId)?.identity ?? {}),
   };
 }
 
@@ -71,6 +72,9 @@ function covers(pattern: string, host: string, port: number): boolean {
 
 /** The host part of a suggested pattern, as the approvals table keys it (the proxy's decision sink uses it). */
 export function approvalHost(suggest: string): string | null {
+  // A service of the host (loopback address:port): its approval, allowed, publishes it.
+  const service = parsePublished(suggest);
+  if (service.ok) return formatIp(parseIp(service.endpoint.replace(/^\[(.*)\]:\d+$/, "$1").replace(/^([^[\]:]+):\d+$/, "$1"))!);
   const r = parsePattern(suggest);
   if (!r.ok) return null;
   const p = r.pattern;
@@ -203,6 +207,8 @@ export class PolicyService {
     const result = store.write(() => {
       const approval = store.decideApproval(approvalId, choice === "deny" ? "denied" : "allowed", by);
       if (approval.kind === "bridge") return this.decideBridge(approval, choice, by);
+      const service = parsePublished(`[${approval.host}]:${approval.port}`);
+      if (service.ok) return this.decideHostService(approval, service.endpoint, choice);
       const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
       const scope: "sandbox" | "global" = choice === "allow-global" ? "global" : "sandbox";
       let added = false;
@@ -238,6 +244,27 @@ export class PolicyService {
       if (added) store.updateIdentity(sandbox.id, { ...sandbox.identity, bridge: next });
     }
     return { approval, sandbox: this.ref(approval.sandboxId), pattern: subjectText(subject), scope: "sandbox", action: choice === "deny" ? "deny" : "allow", added };
+  }
+
+  /**
+   * A refused request for a service of the host (its loopback): allowing it publishes that one address and port for
+   * its sandbox (as `sbx publish` does); never for every sandbox.
+   */
+  private decideHostService(approval: Approval, endpoint: string, choice: Choice): ApprovalDecision {
+    const { store } = this.d;
+    if (choice === "allow-global") {
+      throw new SbxError("usage", `approval ${approval.id} is for ${endpoint}, a service of the host: it is published for one sandbox, never for every sandbox`, {
+        hint: `Allow it for its sandbox (\`sbx approvals allow ${approval.id}\`).`,
+      });
+    }
+    const sandbox = store.getSandbox(approval.sandboxId);
+    let added = false;
+    if (choice !== "deny" && sandbox) {
+      const cur = publishedOf(sandbox.identity);
+      added = !cur.includes(endpoint);
+      if (added) store.updateIdentity(sandbox.id, { ...sandbox.identity, publish: [...cur, endpoint].sort() });
+    }
+    return { approval, sandbox: this.ref(approval.sandboxId), pattern: endpoint, scope: "sandbox", action: choice === "deny" ? "deny" : "allow", added };
   }
 
   /** Pending approvals, newest first, with the sandbox's name. */

@@ -6,7 +6,7 @@ import { connect, createServer as createNetServer, type Server as NetServer, typ
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import { canonicalIp } from "../core/addresses";
-import { blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
+import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { listenUnix } from "./socket";
 
 export type Resolver = (host: string) => Promise<string[]>;
@@ -140,7 +140,7 @@ export function parseAuthority(s: string): { host: string; port: number } | null
 
 type Verdict =
   | { ok: true; host: string; port: number; address: string; source: PolicySource; pattern: string }
-  | { ok: false; status: 403; host: string; port: number; reason: BlockReason; header: string; body: string }
+  | { ok: false; status: 403; host: string; port: number; reason: BlockReason; header: string; body: string; phrase: string }
   | { ok: false; status: 502; host: string; port: number; reason: null; header: null; body: string };
 
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
@@ -160,7 +160,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   let cached: CompiledPolicy | null = null;
   const currentPolicy = (): CompiledPolicy => {
     const lists = opts.policy();
-    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}`;
+    // Every list the decision reads is in the key: a change to any of them applies to the next request.
+    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}`;
     if (cached === null || key !== cacheKey) {
       cached = compilePolicy(lists);
       cacheKey = key;
@@ -188,6 +189,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       reason,
       header: headerSafe(`${reason} ${target(host, port)}`),
       body: blockedMessage(sandbox.name, headerSafe(target(host, port)), headerSafe(detail), suggest),
+      phrase: blockedPhrase(headerSafe(target(host, port)), suggest === null ? null : allowCommand(headerSafe(suggest), sandbox.name)),
     };
   };
 
@@ -250,7 +252,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       if (client.destroyed) return;
       if (!v.ok) {
         const body = Buffer.from(v.body);
-        const status = v.status === 403 ? "403 Forbidden" : "502 Bad Gateway";
+        // The hint is in the reason phrase: what npm and `curl -v` print of a refused CONNECT (the body nobody shows).
+        const status = v.status === 403 ? `403 ${v.phrase}` : "502 Bad Gateway";
         const blocked = v.header === null ? "" : `X-Sbx-Blocked: ${v.header}\r\n`;
         finalResponse(
           client,
@@ -353,7 +356,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         const headers: Record<string, string> = { "Content-Type": "text/plain; charset=utf-8" };
         if (v.header !== null) headers["X-Sbx-Blocked"] = v.header;
         req.resume();
-        plain(res, v.status, v.body, headers);
+        plain(res, v.status, v.body, headers, v.status === 403 ? v.phrase : undefined);
         return;
       }
       forward(v, req, res, parsed);
@@ -479,7 +482,18 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
 }
 
-function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { "Content-Type": "text/plain; charset=utf-8", ...headers, "Content-Length": Buffer.byteLength(body) });
+function plain(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}, phrase?: string): void {
+  const h = { "Content-Type": "text/plain; charset=utf-8", ...headers, "Content-Length": Buffer.byteLength(body) };
+  if (phrase === undefined) res.writeHead(status, h);
+  else res.writeHead(status, phrase, h);
   res.end(body);
+}
+
+/**
+ * Pure: the reason phrase of a refusal, `sbx: <target> is not allowed (<command>)`, printable ASCII only (a reason
+ * phrase ends at CR/LF, and a client prints it raw), at most 200 characters.
+ */
+export function blockedPhrase(targetText: string, command: string | null): string {
+  const s = `sbx: ${targetText} is not allowed (${command ?? "it cannot be allowed"})`;
+  return s.replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
 }

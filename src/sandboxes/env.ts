@@ -34,8 +34,12 @@ export const LLM_ROUTES: Record<Provider, { base: string; suffix: string; keys: 
   google: { base: "GOOGLE_GEMINI_BASE_URL", suffix: "", keys: ["GEMINI_API_KEY", "GOOGLE_API_KEY"] },
 };
 
-/** Hosts no client may send to the proxy: the sandbox's own loopback in every form. */
-export const NO_PROXY = "localhost,127.0.0.1,::1";
+/**
+ * Hosts no client may send to the proxy: the sandbox's own loopback in every form a dev server is reached by
+ * (0.0.0.0 included: what a server bound to all interfaces prints). Not the sandbox's hostname: NO_PROXY matches by
+ * suffix, and a sandbox named like a top-level domain (`dev`, `app`) would send every host under it around the proxy.
+ */
+export const NO_PROXY = "localhost,127.0.0.1,::1,0.0.0.0";
 
 export interface SandboxEnvOptions {
   /** The caller's terminal and locale variables are taken from here (and nothing else of it). */

@@ -20,6 +20,7 @@ import { sandboxDir, sandboxSockets, type Paths } from "../sys/paths";
 import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, staleConfigLock, type Commit } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
 import { importSandbox } from "../sync/import";
+import { parsePublished, publishedOf } from "../core/egress";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
 import { ensureStore, promoteStores, retireStore } from "../sync/store";
 import { deadStagingDirs } from "../workspace/staged-clone";
@@ -354,6 +355,46 @@ export class SandboxService {
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "limits", detail: { name, ...next } });
       const running = (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
       return { name, limits: next, hits: null, applied: running ? "now" : "next-start" };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /**
+   * `sbx publish NAME [ENDPOINT…]`: the services of the host (a loopback address and port each) this sandbox's proxy
+   * may connect to, shown, or changed and kept in its identity, where the proxy reads them at each request. The
+   * host's loopback is reachable no other way. Adding one answers the sandbox's pending approvals for it.
+   */
+  async publish(name: string, w: Where & { add?: string[]; remove?: string[] }): Promise<{ name: string; published: string[]; changed: boolean; answered: number }> {
+    const { repo, row } = await this.locate(name, w);
+    const parse = (raw: string) => {
+      const r = parsePublished(raw);
+      if (!r.ok) throw new SbxError("usage", `sbx publish: ${r.reason}`, { hint: "e.g. sbx publish NAME 5432 (the host's 127.0.0.1:5432), or 127.0.0.2:8443, [::1]:6379" });
+      return r.endpoint;
+    };
+    const add = (w.add ?? []).map(parse);
+    const remove = (w.remove ?? []).map(parse);
+    if (add.length === 0 && remove.length === 0) return { name, published: publishedOf(row.identity), changed: false, answered: 0 };
+    const lock = await this.lock(repo, name, w.out);
+    try {
+      return this.d.store.write(() => {
+        const fresh = this.d.store.getSandbox(row.id) ?? row;
+        const cur = publishedOf(fresh.identity);
+        const next = [...new Set([...cur.filter((e) => !remove.includes(e)), ...add])].sort();
+        const changed = JSON.stringify(next) !== JSON.stringify(cur);
+        if (changed) {
+          this.d.store.updateIdentity(row.id, { ...fresh.identity, publish: next });
+          this.d.store.audit({ sandboxId: row.id, kind: "allowlist", action: "publish", detail: { name, added: add, removed: remove, published: next } });
+        }
+        // What this sandbox was refused for those services, answered.
+        const endpoint = (host: string, port: number) => {
+          const r = parsePublished(`[${host}]:${port}`);
+          return r.ok ? r.endpoint : null;
+        };
+        const pending = this.d.store.listApprovals({ state: "pending", sandboxId: row.id }).filter((a) => a.kind === "egress" && add.includes(endpoint(a.host, a.port) ?? ""));
+        for (const a of pending) this.d.store.decideApproval(a.id, "allowed", "cli:publish");
+        return { name, published: next, changed, answered: pending.length };
+      });
     } finally {
       lock.release();
     }

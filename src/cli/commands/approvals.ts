@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
 import { describeSubject } from "../../core/bridge-settings";
+import { isHostService } from "../../core/egress";
 import type { Approval } from "../../core/schemas";
 import type { Verb } from "../verb";
 
@@ -52,6 +53,7 @@ export const approvals: Verb = {
     const out = await client.decide(Number(idText), action === "allow" ? "allow-sandbox" : "deny");
     if (opts.json) ctx.render.json({ approval: out.approval, pattern: action === "allow" ? out.pattern : null, added: out.added });
     else if (action === "allow" && out.approval.kind === "bridge") ctx.render.out(`allowed the bridge to ${describeSubject(out.approval.host)} for sandbox '${out.sandbox.name}' (approval ${out.approval.id}); its next try goes through`);
+    else if (action === "allow" && isHostService(out.pattern)) ctx.render.out(`published ${out.pattern}, a service of the host, for sandbox '${out.sandbox.name}' only (approval ${out.approval.id}); \`sbx publish ${out.sandbox.name} --remove ${out.pattern}\` takes it back`);
     else if (action === "allow") ctx.render.out(`allowed ${out.pattern} for sandbox '${out.sandbox.name}' (approval ${out.approval.id}, seen ${out.approval.count}x)`);
     else ctx.render.out(`denied ${approvalWhat(out.approval)} (approval ${out.approval.id}); it stays ${out.approval.kind === "bridge" ? "refused" : "blocked"}`);
     return ExitCode.ok;

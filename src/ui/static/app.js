@@ -36,6 +36,11 @@
     return (host.includes(":") ? "[" + host + "]" : host) + ":" + port;
   }
 
+  // A refused request for a service of the host (its loopback): allowing it publishes it for that sandbox only.
+  function hostService(a) {
+    return a.kind !== "bridge" && (/^127\./.test(a.host) || a.host === "::1");
+  }
+
   // What an approval asks for: a host and port, or (the bridge's) an operation such as "push feature-x".
   function what(a) {
     return a.kind === "bridge" ? "bridge: " + a.host : target(a.host, a.port);
@@ -101,9 +106,10 @@
           el("td", { text: a.reason }),
           el("td", { text: (a.count > 1 ? a.count + "×, last " : "") + ago(a.lastSeen, state.now) + " ago" }),
           el("td", {},
-            // A bridge approval is one sandbox's: there is no "every sandbox" for it.
-            bridge ? null : el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow"),
-            el("button", { type: "button", ...(bridge ? { class: "primary" } : {}), "aria-label": "Allow " + label + " for this sandbox only", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox only"),
+            // The primary action is this sandbox's; every sandbox is the explicit second choice (and there is none
+            // for the bridge's approvals or a service of the host, which are one sandbox's).
+            el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for this sandbox", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox"),
+            bridge || hostService(a) ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow for every sandbox"),
             el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
           ),
         ),

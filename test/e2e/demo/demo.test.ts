@@ -99,9 +99,9 @@ describe.skipIf(skipReason !== undefined)(`sbx demo (real Docker, loopback only)
     expect(report.kept).toBe(false);
     expect(report.root).toMatch(/^\/tmp\/sbx-demo-/);
     expect(typeof report.daemonPid).toBe("number");
-    // It said which base image it used and why, and why the loopback site is allowlisted.
+    // It said which base image it used and why, and why the loopback site is published (never allowlisted).
     expect(report.notes.some((n) => n.startsWith("base image: "))).toBe(true);
-    expect(report.notes.some((n) => n.includes("runs on this machine's loopback, so the demo allows"))).toBe(true);
+    expect(report.notes.some((n) => n.includes("runs on this machine's loopback, which no allowlist reaches"))).toBe(true);
     expect(leftovers(report.root, report.daemonPid)).toEqual([]);
   }, 900_000);
 

@@ -91,8 +91,6 @@ describe.skipIf(!canRun)(`soak (Docker, ${LONG ? "long" : "short"})${canRun ? ""
 
   test(`${N.sandboxes} sandboxes created in parallel, ${N.requests} proxied requests, ${N.bridge} bridge calls, ${N.attach} attach/detach cycles, the daemon killed ${N.kills} times`, async () => {
     const started = Date.now();
-    const allow = f.sbx(["allow", `127.0.0.1:${upstream.port}`, "--global"]);
-    expect(allow.code).toBe(0);
     // In parallel, as separate sbx processes.
     const made = await Promise.all(
       names.map(async (n) => {
@@ -102,6 +100,8 @@ describe.skipIf(!canRun)(`soak (Docker, ${LONG ? "long" : "short"})${canRun ? ""
       }),
     );
     for (const m of made) expect({ name: m.n, code: m.code, err: m.code === 0 ? "" : m.err }).toEqual({ name: m.n, code: 0, err: "" });
+    // The upstream is the host's own (loopback): published for each sandbox.
+    for (const n of names) expect(f.sbx(["publish", n, `127.0.0.1:${upstream.port}`]).code).toBe(0);
     targets = names.map((name) => ({ name, id: f.docker(["ps", "-a", "--filter", `label=sbx.name=${name}`, "--filter", `label=sbx.repo=${f.repo}`, "--format", '{{.Label "sbx.sandbox"}}']).stdout.trim() }));
     for (const t of targets) expect(t.id).toMatch(/^[0-9a-f]{6,}$/);
 

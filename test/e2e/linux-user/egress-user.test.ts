@@ -51,7 +51,8 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
     };
     port = portOf(sb);
     otherPort = portOf(other);
-    d.store.addAllow(sb.id, `127.0.0.5:${allowed.port}`, "test");
+    // The test site is the host's own (loopback): published for this sandbox, as `sbx publish` stores it.
+    d.store.updateIdentity(sb.id, { ...sb.identity, publish: [`127.0.0.5:${allowed.port}`] });
 
     makeNetns({ ns, vethHost, vethNs, net });
     const srv = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", NS_SERVER], { stdio: ["ignore", "pipe", "inherit"] });

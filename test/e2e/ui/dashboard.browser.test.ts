@@ -46,8 +46,10 @@ describe.skipIf(!existsSync(CHROMIUM))("dashboard in a real browser (skipped: ne
     upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("hello from upstream\n") });
     const sid = seedSandbox(w, "demo", undefined, "/src/webapp");
     store = w.store();
-    // The upstream is on loopback: its address is allowlisted, its name is not — that is what the person decides.
-    store.addAllow(null, `127.0.0.1:${upstream.port}`, "test");
+    // The upstream is on the host's loopback: that service is published for the sandbox, its name is not on the
+    // allowlist — that is what the person decides.
+    const row = store.findSandbox("/src/webapp", "demo")!;
+    store.updateIdentity(row.id, { ...row.identity, publish: [`127.0.0.1:${upstream.port}`] });
     // The real daemon (fake backend) with its production egress proxy guard; `*.test` names resolve to 127.0.0.1.
     d = await startDaemonProc(w, 10_000, "real-proxy");
     await w.client.start({ name: "demo" });

@@ -105,13 +105,14 @@ describe("fail-closed with the real egress proxy guard", () => {
       const sid = seedSandbox(w, "demo");
       const store = w.store();
       const sb = store.findSandbox("/r", "demo")!;
-      store.addAllow(sb.id, `127.0.0.1:${upstream.port}`, "test");
+      // The upstream is the host's own (loopback): published for this sandbox, as `sbx publish` stores it.
+      store.updateIdentity(sb.id, { ...sb.identity, publish: [`127.0.0.1:${upstream.port}`] });
       d = await startDaemonProc(w, 10_000, "real-proxy");
       await w.client.start({ name: "demo" });
       const proxy = join(w.paths.runtimeDir, "sb", sid, "proxy.sock");
       const url = `http://127.0.0.1:${upstream.port}/`;
       expect(await viaProxy(proxy, url)).toMatchObject({ status: 200, body: "upstream-ok" });
-      // Not allowlisted: refused by policy (the proxy is up and deciding).
+      // Not published: refused by policy (the proxy is up and deciding).
       expect((await viaProxy(proxy, `http://127.0.0.2:${upstream.port}/`))?.status).toBe(403);
 
       await kill9(d);

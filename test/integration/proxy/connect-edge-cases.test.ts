@@ -18,7 +18,7 @@ beforeAll(async () => {
   proxy = await startEgressProxy({
     socketPath: join(tmp.dir, "sb", "proxy.sock"),
     sandbox: { id: 1, name: "fast" },
-    policy: () => ({ sandbox: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`, "127.0.0.1:9"], global: [] }),
+    policy: () => ({ sandbox: [], global: [], published: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`, "127.0.0.1:9"] }),
     resolve: async () => [],
     onDecision: (e) => void events.push(e),
     connectTimeoutMs: 300,

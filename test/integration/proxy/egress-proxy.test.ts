@@ -22,14 +22,14 @@ afterAll(async () => {
 describe("CONNECT and plain HTTP with a static policy", () => {
   let tmp: ReturnType<typeof tempDir>;
   let proxy: EgressProxy;
-  let lists: { sandbox: string[]; global: string[] };
+  let lists: { sandbox: string[]; global: string[]; published: string[] };
   const events: EgressEvent[] = [];
   const resolved: string[] = [];
   beforeEach(async () => {
     tmp = tempDir();
     events.length = 0;
     resolved.length = 0;
-    lists = { sandbox: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`, `local.test:${web.port}`, `local.test:${echo.port}`], global: [] };
+    lists = { sandbox: [`local.test:${web.port}`, `local.test:${echo.port}`], global: [], published: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`] };
     proxy = await startEgressProxy({
       socketPath: join(tmp.dir, "sb", "proxy.sock"),
       sandbox: { id: 7, name: "demo" },
@@ -63,7 +63,7 @@ describe("CONNECT and plain HTTP with a static policy", () => {
     expect(out.toString()).toBe("pingbye 4");
     await Bun.sleep(20);
     const closed = events.find((e) => e.type === "closed");
-    expect(closed).toMatchObject({ type: "closed", method: "CONNECT", host: "127.0.0.1", bytesUp: 4, bytesDown: 9, source: "sandbox" });
+    expect(closed).toMatchObject({ type: "closed", method: "CONNECT", host: "127.0.0.1", bytesUp: 4, bytesDown: 9, source: "published" });
   });
 
   test("CONNECT by name: resolved once through the seam, connected to the checked address", async () => {
@@ -127,7 +127,7 @@ describe("CONNECT and plain HTTP with a static policy", () => {
       await e.close();
       return p;
     })();
-    lists.sandbox.push(`127.0.0.1:${closedPort}`);
+    lists.published.push(`127.0.0.1:${closedPort}`);
     const t = await openTunnel({ path: proxy.socketPath }, `127.0.0.1:${closedPort}`);
     expect(t.status).toBe(502);
   });
@@ -190,13 +190,15 @@ describe("with the Store: approvals recorded once, an allow applies without rest
     expect((await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`)).status).toBe(403);
 
     policy.allow({ kind: "sandbox", sandbox: sb }, [`svc.test:${echo.port}`], "cli:t");
-    // The name is allowed now, but it resolves to loopback: refused until that address is allowed too.
+    // The name is allowed now, but it resolves to the host's loopback: refused until that service is published.
     const mid = await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`);
     expect(mid.status).toBe(403);
-    expect(mid.response.headers["x-sbx-blocked"]).toBe(`internal-address svc.test:${echo.port}`);
-    expect(mid.response.body).toContain(`sbx allow 127.0.0.1:${echo.port} --sandbox demo`);
-
-    policy.allow({ kind: "sandbox", sandbox: sb }, [`127.0.0.1:${echo.port}`], "cli:t");
+    expect(mid.response.headers["x-sbx-blocked"]).toBe(`host-address svc.test:${echo.port}`);
+    expect(mid.response.body).toContain(`sbx publish demo 127.0.0.1:${echo.port}`);
+    // No allowlist entry reaches it…
+    expect(() => policy.allow({ kind: "sandbox", sandbox: sb }, [`127.0.0.1:${echo.port}`], "cli:t")).toThrow(/sbx publish NAME/);
+    // …publishing it does (stored as `sbx publish` stores it; read by the proxy at the next request).
+    other.updateIdentity(sandboxId, { ...other.getSandbox(sandboxId)!.identity, publish: [`127.0.0.1:${echo.port}`] });
     other.close();
     const t = await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`);
     expect(t.status).toBe(200);
@@ -213,7 +215,10 @@ describe("with the Store: approvals recorded once, an allow applies without rest
     const [p] = store.listApprovals({ state: "pending" });
     expect(p).toMatchObject({ host: "127.0.0.1", port: echo.port });
     const other = new Store(join(tmp.dir, "state", "sbx", "sbx.db"));
-    new PolicyService({ store: other }).decide(p!.id, "allow-sandbox", "cli:t");
+    // A host service is never for every sandbox; for its own sandbox, the approval publishes it.
+    expect(() => new PolicyService({ store: other }).decide(p!.id, "allow-global", "cli:t")).toThrow(/never for every sandbox/);
+    expect(new PolicyService({ store: other }).decide(p!.id, "allow-sandbox", "cli:t")).toMatchObject({ pattern: `127.0.0.1:${echo.port}`, added: true });
+    expect(other.getSandbox(sandboxId)!.identity.publish).toEqual([`127.0.0.1:${echo.port}`]);
     other.close();
     const t = await openTunnel({ path: proxy.socketPath }, `svc.test:${echo.port}`);
     expect(t.status).toBe(200);

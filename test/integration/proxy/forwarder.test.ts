@@ -19,7 +19,7 @@ const startProxy = () =>
   startEgressProxy({
     socketPath,
     sandbox: { id: 1, name: "demo" },
-    policy: () => ({ sandbox: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`, `web.test:${web.port}`], global: [] }),
+    policy: () => ({ sandbox: [`web.test:${web.port}`], global: [], published: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`] }),
     resolve: async (h) => (h === "web.test" ? ["127.0.0.1"] : []),
   });
 

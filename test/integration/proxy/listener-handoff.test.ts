@@ -20,7 +20,7 @@ let listenPath: string;
 const warnings: string[] = [];
 
 const startProxy = () =>
-  startEgressProxy({ socketPath, sandbox: { id: 1, name: "demo" }, policy: () => ({ sandbox: [`127.0.0.1:${echo.port}`], global: [] }) });
+  startEgressProxy({ socketPath, sandbox: { id: 1, name: "demo" }, policy: () => ({ sandbox: [], global: [], published: [`127.0.0.1:${echo.port}`] }) });
 const serve = (p: EgressProxy, l: FdPassing) =>
   serveListenerHandoff({ lib: l, path: listenPath, adopt: (fd) => p.serveListener(fd), log: { warn: (msg, f) => void warnings.push(`${msg} ${JSON.stringify(f)}`) } });
 

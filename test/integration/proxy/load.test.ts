@@ -17,7 +17,7 @@ beforeAll(async () => {
   proxy = await startEgressProxy({
     socketPath: join(tmp.dir, "proxy.sock"),
     sandbox: { id: 1, name: "load" },
-    policy: () => ({ sandbox: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`, `svc.test:${web.port}`], global: [] }),
+    policy: () => ({ sandbox: [`svc.test:${web.port}`], global: [], published: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`] }),
     resolve: async (h) => (h === "svc.test" ? ["127.0.0.1"] : []),
     onDecision: () => void decisions++,
   });

@@ -40,7 +40,7 @@ const KINDS: [string, AddressKind][] = [
   ["::ffff:10.0.0.1", "private"],
   ["::ffff:169.254.169.254", "metadata"],
   ["::ffff:8.8.8.8", "public"],
-  ["::127.0.0.1", "reserved"],
+  ["::127.0.0.1", "loopback"],
   ["64:ff9b::a9fe:a9fe", "metadata"],
   ["64:ff9b::808:808", "public"],
   ["2002:7f00:1::", "loopback"],

@@ -45,12 +45,12 @@ const MATCH: [string, string, number, boolean][] = [
   ["93.184.216.34", "example.com", 443, false],
   ["93.184.216.34", "93.184.216.34", 443, true],
   ["93.184.216.34", "93.184.216.35", 443, false],
-  ["127.0.0.1", "2130706433", 443, true],
-  ["127.0.0.1", "0x7f.1", 80, true],
-  ["127.0.0.1:8080", "127.0.0.1", 8080, true],
-  ["127.0.0.1:8080", "127.0.0.1", 8081, false],
-  ["::1", "[::1]", 443, true],
-  ["[::1]:8443", "[0:0:0:0:0:0:0:1]", 8443, true],
+  ["10.0.0.1", "167772161", 443, true],
+  ["10.0.0.1", "0xa.1", 80, true],
+  ["10.0.0.1:8080", "10.0.0.1", 8080, true],
+  ["10.0.0.1:8080", "10.0.0.1", 8081, false],
+  ["2001:db8::1", "[2001:db8::1]", 443, true],
+  ["[2001:db8::1]:8443", "[2001:db8:0:0:0:0:0:1]", 8443, true],
   // CIDR
   ["10.0.0.0/8", "10.200.3.4", 443, true],
   ["10.0.0.0/8", "11.0.0.1", 443, false],
@@ -58,7 +58,7 @@ const MATCH: [string, string, number, boolean][] = [
   ["192.168.1.0/24:5432", "192.168.2.77", 5432, false],
   ["fd00::/8", "[fd12:3456::1]", 443, true],
   ["fd00::/8", "[fe80::1]", 443, false],
-  ["127.0.0.0/8", "[::ffff:127.0.0.1]", 443, true],
+  ["10.0.0.0/8", "[::ffff:10.0.0.1]", 443, true],
 ];
 
 function matches(patternText: string, rawHost: string, port: number): boolean {
@@ -130,10 +130,10 @@ describe("canonical form", () => {
     ["Example.COM.", "example.com"],
     ["*.Bücher.de", "*.xn--bcher-kva.de"],
     ["EXAMPLE.com:8443", "example.com:8443"],
-    ["0x7f.1", "127.0.0.1"],
-    ["127.1:8080", "127.0.0.1:8080"],
-    ["0:0:0:0:0:0:0:1", "::1"],
-    ["[0:0::1]:443", "[::1]:443"],
+    ["0xa.1", "10.0.0.1"],
+    ["10.1:8080", "10.0.0.1:8080"],
+    ["2001:db8:0:0:0:0:0:1", "2001:db8::1"],
+    ["[2001:db8:0::1]:443", "[2001:db8::1]:443"],
     ["10.0.0.0/8", "10.0.0.0/8"],
     ["10.1.2.3/32", "10.1.2.3"],
     ["FD00::/8", "fd00::/8"],
@@ -160,4 +160,26 @@ describe("normalizeHost", () => {
     ["example.com:443", null],
   ];
   for (const [input, want] of CASES) test(`${JSON.stringify(input)} → ${want}`, () => expect(normalizeHost(input)).toBe(want));
+});
+
+describe("the host's own services are published, never allowlisted", () => {
+  for (const p of ["127.0.0.1", "127.0.0.1:5432", "0x7f.1", "2130706433:80", "127.0.0.0/8", "127.5.0.0/16", "[::1]:8080", "::1", "0.0.0.0", "0.0.0.0:8080", "0.0.0.0/8", "::", "[::ffff:127.0.0.1]:22", "::ffff:7f00:0/104", "[::127.0.0.1]", "localhost", "localhost:3000", "app.localhost"]) {
+    test(p, () => {
+      const r = parsePattern(p);
+      expect(r.ok).toBe(false);
+      expect(!r.ok && r.reason).toContain("sbx publish NAME 127.0.0.1:PORT");
+    });
+  }
+});
+
+describe("an IPv6 network that carries IPv4 is as broad as the IPv4 network it stands for", () => {
+  for (const p of ["::ffff:0:0/96", "::ffff:0:0/100", "64:ff9b::/96", "2002::/16", "2002::/20", "2001::/32", "64:ff9b:1::/48", "::/96", "::/64"]) {
+    test(`${p} is refused`, () => {
+      const r = parsePattern(p);
+      expect(r.ok).toBe(false);
+    });
+  }
+  for (const p of ["::ffff:10.0.0.0/104", "2002:a00::/24", "64:ff9b::a00:0/104"]) {
+    test(`${p} (an IPv4 /8) is taken`, () => expect(parsePattern(p).ok).toBe(true));
+  }
 });

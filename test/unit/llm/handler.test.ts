@@ -8,13 +8,23 @@ describe("upstreamFor", () => {
     ["/llm/openai/v1/chat/completions?x=1", "https://api.openai.com/v1/chat/completions?x=1"],
     ["/llm/google/v1beta/models/g:streamGenerateContent?alt=sse&key=placeholder", "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse"],
     ["/llm/evil/x", null],
-    ["/llm/anthropic/../x", null],
-    ["/llm/anthropic/a/%2F/b", null],
+    ["/llm/anthropic/../x", "malformed"],
+    ["/llm/anthropic/a/%2F/b", "malformed"],
+    ["/llm/anthropic/a/%zz", "malformed"],
+    ["/llm/anthropic/%", "malformed"],
+    ["/llm/anthropic/%E0%A4%A", "malformed"],
+    ["/llm/anthropic/%2e%2e/x", "malformed"],
+    ["/llm/anthropic/v1/messages?beta=%", "malformed"],
     ["/llm/toString/x", null],
     ["/v1/messages", null],
     ["http://api.anthropic.com/llm/anthropic/x", null],
   ];
-  for (const [path, want] of cases) test(path, () => expect(upstreamFor(path, PROVIDERS)?.url.toString() ?? null).toBe(want));
+  for (const [path, want] of cases) {
+    test(path, () => {
+      const r = upstreamFor(path, PROVIDERS);
+      expect(r === "malformed" ? r : (r?.url.toString() ?? null)).toBe(want);
+    });
+  }
 });
 
 describe("upstreamHeaders", () => {

@@ -34,8 +34,8 @@ test("golden: the full environment of a container sandbox on the forwarder's por
     https_proxy: "http://127.0.0.1:3128",
     ALL_PROXY: "http://127.0.0.1:3128",
     all_proxy: "http://127.0.0.1:3128",
-    NO_PROXY: "localhost,127.0.0.1,::1",
-    no_proxy: "localhost,127.0.0.1,::1",
+    NO_PROXY: "localhost,127.0.0.1,::1,0.0.0.0",
+    no_proxy: "localhost,127.0.0.1,::1,0.0.0.0",
     NODE_USE_ENV_PROXY: "1",
     ANTHROPIC_BASE_URL: "http://127.0.0.1:3128/llm/anthropic",
     ANTHROPIC_API_KEY: "sbx-placeholder",
@@ -61,7 +61,8 @@ describe("every LLM base URL is a route the proxy serves", () => {
   for (const [provider, r] of Object.entries(LLM_ROUTES)) {
     test(`${r.base} reaches the ${provider} route`, () => {
       const path = new URL(env[r.base]!).pathname;
-      expect(upstreamFor(`${path}/models`, PROVIDERS)?.provider).toBe(provider as keyof typeof PROVIDERS);
+      const t = upstreamFor(`${path}/models`, PROVIDERS);
+      expect(t !== null && t !== "malformed" ? t.provider : t).toBe(provider as keyof typeof PROVIDERS);
     });
   }
 });
@@ -106,7 +107,7 @@ test("no host secret, agent socket or host PATH goes in", () => {
 test("the user's entries cannot point a client around the proxy or replace sbx's sockets", () => {
   const env = sandboxEnv("d", { ...container, proxyPort: 4000 }, { user: { HTTPS_PROXY: "http://evil:1", NO_PROXY: "*", SBX_BRIDGE_SOCKET: "/tmp/x", EDITOR: "vi" } });
   expect(env.HTTPS_PROXY).toBe("http://127.0.0.1:4000");
-  expect(env.NO_PROXY).toBe("localhost,127.0.0.1,::1");
+  expect(env.NO_PROXY).toBe("localhost,127.0.0.1,::1,0.0.0.0");
   expect(env.SBX_BRIDGE_SOCKET).toBe("/run/sbx/bridge.sock");
   expect(env.EDITOR).toBe("vi");
 });
