@@ -1,6 +1,7 @@
 // The Zulip bot: posts blocked requests to a topic per sandbox and answers /allow, /deny, /allowlist, /status there; long-polls with re-register and jittered backoff.
 import type { DataSource, FeedEvent } from "../events/feed";
 import type { UiLog } from "../ui/app";
+import { sandboxRate } from "../events/rate";
 import { blockedNotice, bridgeNotice, handleChat, topicFor } from "./commands";
 import type { ZulipConfig } from "./config";
 import { ZulipClient, ZulipError, ZulipMessageSchema, type Fetch, type Registration } from "./zulip";
@@ -78,12 +79,19 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
   };
 
   const notified = new Map<string, number>();
+  // A few notices per sandbox per minute: a flood of blocked names is a line saying so, not a thousand messages.
+  const rate = sandboxRate();
+  const budgeted = (sb: { id: number; name: string }, topic: string, text: string) => {
+    const b = rate.take(sb.id, now());
+    if (b === "send") void post(topic, text);
+    else if (b === "held-back") void post(topic, `… and more from **${sb.name}**: I hold back further notices for a minute. \`/status\` here lists everything that is waiting.`);
+  };
   const unsubscribe = source.events.subscribe((e) => {
     // What the bridge refused and recorded for approval: told once per approval, in the sandbox's topic.
     if (e.kind === "bridge" && e.approvalId !== undefined && (e.count ?? 1) === 1) {
       const a = store.listApprovals({ state: "pending", sandboxId: e.sandbox.id }).find((x) => x.id === e.approvalId);
       const sb = store.getSandbox(e.sandbox.id);
-      if (a) void post(sb ? topicFor(sb) : e.sandbox.name, bridgeNotice(e, a.host));
+      if (a) budgeted(e.sandbox, sb ? topicFor(sb) : e.sandbox.name, bridgeNotice(e, a.host));
       return;
     }
     if (e.kind !== "egress" || e.action !== "denied") return;
@@ -93,7 +101,7 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
     if (last !== undefined && now() - last < renotifyMs) return;
     notified.set(key, now());
     const sb = store.getSandbox(e.sandbox.id);
-    void post(sb ? topicFor(sb) : e.sandbox.name, blockedNotice(e));
+    budgeted(e.sandbox, sb ? topicFor(sb) : e.sandbox.name, blockedNotice(e));
   });
 
   const onMessage = async (raw: unknown) => {

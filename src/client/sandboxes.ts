@@ -41,7 +41,7 @@ export function scopeOf(
   opts: Record<string, unknown>,
 ): { cwd: string; repoFlag?: string; asUid?: number; sandbox?: string; global: boolean } {
   const name = listScope(verb, typeof opts.sandbox === "string" ? opts.sandbox : undefined, opts.global === true);
-  return { ...whereOf(ctx, undefined), ...(name === null ? { global: true } : { sandbox: name, global: false }) };
+  return { ...whereOf(ctx, typeof opts.repo === "string" ? opts.repo : undefined), ...(name === null ? { global: true } : { sandbox: name, global: false }) };
 }
 
 /** Notes on stderr; build output indented beneath them. */

@@ -389,15 +389,31 @@ export function createApp(deps: AppDeps): Hono {
     return deps.policy;
   };
   const cliBy = `cli:${deps.user ?? "user"}`;
+  /**
+   * The sandbox `--sandbox NAME` means: this repo's (the cwd's, or --repo's) of that name; from anywhere else, the one
+   * sandbox of that name there is. Two of that name in different repos need --repo, which the error names.
+   */
   const sandboxNamed = async (w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, name: string): Promise<Sandbox> => {
-    const repo = await service().repoOf(w);
-    const sb = store.findSandbox(repo, name);
-    if (!sb) {
-      throw new SbxError("not_found", `no sandbox '${name}' in ${repo}`, {
-        hint: "Run `sbx list` to see this repo's sandboxes, or run sbx from inside the repo the sandbox was created from.",
-      });
+    let repo: string | null = null;
+    try {
+      repo = await service().repoOf(w);
+    } catch (e) {
+      if (w.repoFlag !== undefined) throw e;
     }
-    return sb;
+    const here = repo === null ? null : store.findSandbox(repo, name);
+    if (here) return here;
+    if (w.repoFlag === undefined) {
+      const named = store.listSandboxes().filter((s) => s.name === name);
+      if (named.length === 1) return named[0]!;
+      if (named.length > 1) {
+        throw new SbxError("usage", `there are sandboxes named '${name}' in ${named.length} repos: ${named.map((s) => s.repo).join(", ")}`, {
+          hint: `Say which with --repo, e.g. --repo ${named[0]!.repo}.`,
+        });
+      }
+    }
+    throw new SbxError("not_found", `no sandbox '${name}'${repo === null ? "" : ` in ${repo}`}${w.repoFlag === undefined ? " or any other repo" : ""}`, {
+      hint: "Run `sbx list` in the repo the sandbox was made from, or name that repo with --repo PATH.",
+    });
   };
   const scopeOf = async (verb: string, req: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined; sandbox?: string | undefined; global: boolean }): Promise<Scope> => {
     const name = listScope(verb, req.sandbox, req.global);

@@ -198,7 +198,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     loopbackGuard(),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
-        return { id: a.id, count: a.count };
+        return a === null ? null : { id: a.id, count: a.count };
       }, publish, placement }),
   ];
   const agents = new ExecAgents();

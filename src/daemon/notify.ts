@@ -1,5 +1,6 @@
-// Desktop notifications of blocked requests: notify-send (Linux) or osascript (macOS) through Exec, at most one per sandbox and host per interval.
+// Desktop notifications of blocked requests: notify-send (Linux) or osascript (macOS) through Exec, at most one per sandbox and host per interval, and a few per sandbox per minute.
 import { patternFor } from "../core/egress";
+import { sandboxRate } from "../events/rate";
 import type { Exec } from "../sys/exec";
 import type { FeedEvent } from "../events/feed";
 import type { Logger } from "./log";
@@ -78,6 +79,7 @@ export function createDesktopNotifier(opts: DesktopNotifierOptions): DesktopNoti
   const minInterval = opts.minIntervalMs ?? 5 * 60_000;
   const now = opts.now ?? Date.now;
   const last = new Map<string, number>();
+  const rate = sandboxRate();
   let enabled = notificationArgv(opts.platform, { title: "", body: "" }) !== null;
   let queue: Promise<void> = Promise.resolve();
 
@@ -104,7 +106,11 @@ export function createDesktopNotifier(opts: DesktopNotifierOptions): DesktopNoti
       if (prev !== undefined && t - prev < minInterval) return;
       last.set(key, t);
       if (last.size > 1000) for (const [k, v] of last) if (t - v >= minInterval) last.delete(k);
-      const argv = notificationArgv(opts.platform, blockedNotification(e));
+      // And a few per sandbox per minute, whatever the hosts: a flood of names is one line, not a thousand.
+      const budget = rate.take(e.sandbox.id, t);
+      if (budget === "drop") return;
+      const n = budget === "send" ? blockedNotification(e) : { title: `sbx: ${e.sandbox.name} is blocked more`, body: `More blocked requests from ${e.sandbox.name}; sbx approvals lists them.` };
+      const argv = notificationArgv(opts.platform, n);
       if (argv) queue = queue.then(() => send(argv));
     },
     idle: () => queue,

@@ -60,7 +60,7 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
       });
       if (host !== null) {
         const approval = store.recordPending(e.sandbox.id, host, e.port, `${e.reason}: ${e.detail}`);
-        if (approval.count === 1) opts.notify?.(approval, e);
+        if (approval?.count === 1) opts.notify?.(approval, e);
       }
       return;
     }

@@ -68,4 +68,10 @@ export const migrations: readonly string[] = [
   DROP INDEX approvals_pending_once;
   CREATE UNIQUE INDEX approvals_pending_once ON approvals (sandbox_id, kind, host) WHERE state = 'pending';
   `,
+  // 4: pending approvals collapse by host and port (one per sandbox, kind, host and port); a removed sandbox's go.
+  `
+  DROP INDEX approvals_pending_once;
+  CREATE UNIQUE INDEX approvals_pending_once ON approvals (sandbox_id, kind, host, port) WHERE state = 'pending';
+  DELETE FROM approvals WHERE sandbox_id IN (SELECT id FROM sandboxes WHERE state = 'deleted');
+  `,
 ];

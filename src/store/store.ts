@@ -69,6 +69,9 @@ export interface AuditInput {
   detail?: Record<string, unknown>;
 }
 
+/** Pending approvals one sandbox may have at once. */
+export const MAX_PENDING = 100;
+
 export class Store {
   readonly db: Database;
   readonly schemaVersion: number;
@@ -140,6 +143,8 @@ export class Store {
   setSandboxState(id: number, state: SandboxState): void {
     this.write(() => {
       this.db.query(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ?`).run(state, this.now(), id);
+      // A removed sandbox asks for nothing any more: its approvals go with it (the audit log keeps what happened).
+      if (state === "deleted") this.db.query(`DELETE FROM approvals WHERE sandbox_id = ?`).run(id);
     });
   }
 
@@ -199,19 +204,26 @@ export class Store {
   // ── approvals ──────────────────────────────────────────────────────────
 
   /**
-   * Records a blocked request: one pending row per sandbox, kind and host (for a bridge approval, its subject), counted
-   * on repeats.
+   * Records a blocked request: one pending row per sandbox, kind, host (for a bridge approval, its subject) and port,
+   * counted on repeats; null once the sandbox has MAX_PENDING waiting (the request is refused and audited all the same).
    */
-  recordPending(sandboxId: number, host: string, port: number, reason: string, kind: Approval["kind"] = "egress"): Approval {
+  recordPending(sandboxId: number, host: string, port: number, reason: string, kind: Approval["kind"] = "egress"): Approval | null {
     return this.write(() => {
       const t = this.now();
+      const again = this.db
+        .query<Row, [number, string, number, string, string, number]>(
+          `UPDATE approvals SET count = count + 1, last_seen = ?, reason = ?
+           WHERE sandbox_id = ? AND kind = ? AND host = ? AND port = ? AND state = 'pending' RETURNING *`,
+        )
+        .get(t, reason, sandboxId, kind, host, port);
+      if (again) return ApprovalSchema.parse(again);
+      // A sandbox that asks for ever more (a flood of names) is capped: past MAX_PENDING the rest is only audited.
+      const n = this.db.query<{ n: number }, [number]>(`SELECT count(*) AS n FROM approvals WHERE sandbox_id = ? AND state = 'pending'`).get(sandboxId)?.n ?? 0;
+      if (n >= MAX_PENDING) return null;
       const row = this.db
         .query<Row, [number, string, string, number, string, number, number]>(
           `INSERT INTO approvals (sandbox_id, kind, host, port, reason, state, first_seen, last_seen)
-           VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)
-           ON CONFLICT (sandbox_id, kind, host) WHERE state = 'pending'
-           DO UPDATE SET count = count + 1, last_seen = excluded.last_seen, port = excluded.port, reason = excluded.reason
-           RETURNING *`,
+           VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) RETURNING *`,
         )
         .get(sandboxId, kind, host, port, reason, t, t);
       return ApprovalSchema.parse(row);

@@ -10,7 +10,8 @@ export const allow: Verb = {
     // Options may follow the patterns (`sbx allow example.org --sandbox demo`): nothing here is passed through.
     cmd
       .argument("[pattern...]", "example.com, *.example.com, 10.0.0.0/8, host:port")
-      .option("--sandbox <name>", "only for this sandbox")
+      .option("--sandbox <name>", "only for this sandbox (this repo's, else the one of that name anywhere)")
+      .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
       .option("--global", "for every sandbox")
       .option("--preset <name>", "a named bundle: github, npm, pypi, openai, google");
   },

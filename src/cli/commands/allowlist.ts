@@ -8,7 +8,9 @@ export const allowlist: Verb = {
   summary: "show the allowlist",
   declare(cmd: Command) {
     cmd
-      .option("--sandbox <name>", "this sandbox's list").option("--json", "print JSON");
+      .option("--sandbox <name>", "this sandbox's list (this repo's, else the one of that name anywhere)")
+      .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
+      .option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
     const { daemon, whereOf } = await import("../../client/sandboxes");

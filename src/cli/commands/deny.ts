@@ -10,7 +10,8 @@ export const deny: Verb = {
     // Options may follow the patterns (`sbx allow example.org --sandbox demo`): nothing here is passed through.
     cmd
       .argument("<pattern...>", "pattern to remove")
-      .option("--sandbox <name>", "from this sandbox's list")
+      .option("--sandbox <name>", "from this sandbox's list (this repo's, else the one of that name anywhere)")
+      .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
       .option("--global", "from the global list");
   },
   async run(ctx, args, opts) {

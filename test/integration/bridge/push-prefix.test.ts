@@ -16,7 +16,7 @@ beforeAll(async () => {
   h = await makeHarness({
     settings: () => bridgeSettingsOf(store.getSandbox(id)!.identity),
     ask: (subject, reason) => {
-      const a = store.recordPending(id, subjectText(subject), 0, reason, "bridge");
+      const a = store.recordPending(id, subjectText(subject), 0, reason, "bridge")!;
       return { id: a.id, count: a.count };
     },
   });

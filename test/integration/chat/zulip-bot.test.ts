@@ -56,7 +56,7 @@ function sandbox(name = "demo", repo = "/src/app") {
 /** What the proxy does on a denial: a pending approval in the store, then the event on the bus; waits for the bot's notice of a new one. */
 async function blocked(sb: { id: number; name: string }, host: string, port = 443) {
   const before = zulip.messages.length;
-  const a = store.recordPending(sb.id, host, port, `not-allowed: ${host} is not on the allowlist`);
+  const a = store.recordPending(sb.id, host, port, `not-allowed: ${host} is not on the allowlist`)!;
   const e: FeedEvent = {
     kind: "egress",
     at: Date.now(),
@@ -85,11 +85,29 @@ async function ask(sender: string, topic: string, content: string): Promise<Fake
 /** What the bridge does on a push outside the branch prefix: a pending bridge approval, then its feed event. */
 async function bridgeAsked(sb: { id: number; name: string }, ref: string) {
   const before = zulip.messages.length;
-  const a = store.recordPending(sb.id, subjectText({ kind: "push", ref }), 0, `a push to ${ref} on origin, outside sbx/${sb.name}/`, "bridge");
+  const a = store.recordPending(sb.id, subjectText({ kind: "push", ref }), 0, `a push to ${ref} on origin, outside sbx/${sb.name}/`, "bridge")!;
   bus.publish({ kind: "bridge", at: Date.now(), sandbox: { id: sb.id, name: sb.name }, command: ["git", "push", "origin", ref], outcome: "refused", exitCode: 77, detail: "outside", approvalId: a.id, count: a.count });
   if (a.count === 1) await zulip.waitFor((ms) => ms.slice(before).some((m) => m.sender_email === BOT && m.content.includes(`/approve ${a.id}`)));
   return a;
 }
+
+describe("zulip bot under a flood", () => {
+  test("a sandbox blocked on 40 names gets a few notices and one line saying more are held back, not 40", async () => {
+    const sb = sandbox();
+    const other = sandbox("other");
+    for (let i = 0; i < 40; i++) {
+      const host = `n${i}.flood.test`;
+      const a = store.recordPending(sb.id, host, 443, "not-allowed")!;
+      bus.publish({ kind: "egress", at: Date.now(), sandbox: { id: sb.id, name: sb.name }, action: "denied", method: "CONNECT", host, port: 443, reason: "not-allowed", suggest: host, approvalId: a.id, count: a.count });
+    }
+    await blocked(other, "calm.test"); // another sandbox is not held back by this one's flood
+    await Bun.sleep(200);
+    const mine = zulip.messages.filter((m) => m.sender_email === BOT && m.subject === topicFor(sb));
+    expect(mine).toHaveLength(6);
+    expect(mine.at(-1)!.content).toContain("hold back further notices");
+    expect(zulip.messages.filter((m) => m.sender_email === BOT && m.subject === topicFor(other))).toHaveLength(1);
+  });
+});
 
 describe("zulip bot: what the bridge asks for", () => {
   test("a push outside the prefix is posted once to the sandbox's topic; /approve there adds that branch for it", async () => {

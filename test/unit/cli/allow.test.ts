@@ -99,9 +99,9 @@ describe("sbx allow", () => {
     expect(daemon.events.map((e) => e.kind === "decision" && [e.action, e.pattern, e.scope, e.by])).toEqual([["allow", "api.example.com", "sandbox", "cli:tester"]]);
   });
 
-  test("a name is looked up in the repo around the caller only: another repo's sandbox of that name is not found", async () => {
+  test("with --repo, a name is looked up in that repo only: another repo's sandbox of that name is not found", async () => {
     withStore((s) => s.createSandbox({ name: "elsewhere", repo: "/some/other/repo", backend: "fake" }));
-    const r = await cli(["allow", "example.com", "--sandbox", "elsewhere"]);
+    const r = await cli(["allow", "example.com", "--sandbox", "elsewhere", "--repo", repo]);
     expect(r.code).toBe(66);
     expect(r.stderr).toContain(`no sandbox 'elsewhere' in ${repo}`);
     withStore((s) => expect(s.listAllow(s.listSandboxes().find((x) => x.name === "elsewhere")!.id)).toEqual([]));
@@ -141,8 +141,8 @@ describe("sbx approvals", () => {
       const st = new Store(dbFile, { now: () => (t += 1000) });
       try {
         const demo = st.findSandbox(repo, "demo")!;
-        const a = st.recordPending(demo.id, "old.example", 443, "not-allowlisted: old.example is not on the allowlist");
-        const b = st.recordPending(demo.id, "new.example", 8443, "port-not-allowed");
+        const a = st.recordPending(demo.id, "old.example", 443, "not-allowlisted: old.example is not on the allowlist")!;
+        const b = st.recordPending(demo.id, "new.example", 8443, "port-not-allowed")!;
         st.recordPending(demo.id, "new.example", 8443, "port-not-allowed");
         return { a: a.id, b: b.id, demo: demo.id };
       } finally {
@@ -171,5 +171,32 @@ describe("sbx approvals", () => {
     expect((await cli(["approvals", "allow", String(ids.b)])).code).toBe(66);
     expect((await cli(["approvals", "maybe", "1"])).code).toBe(64);
     expect((await cli(["approvals", "allow"])).code).toBe(64);
+  });
+});
+
+describe("--sandbox NAME from any directory", () => {
+  test("this repo's sandbox first; else the one sandbox of that name anywhere; two elsewhere need --repo", async () => {
+    const s = new Store(dbFile);
+    s.createSandbox({ name: "solo", repo: join(root, "elsewhere"), backend: "fake" });
+    s.createSandbox({ name: "dup", repo: join(root, "a"), backend: "fake" });
+    s.createSandbox({ name: "dup", repo: join(root, "b"), backend: "fake" });
+    s.createSandbox({ name: "demo", repo: join(root, "c"), backend: "fake" });
+    s.close();
+    expect((await cli(["allow", "solo.example", "--sandbox", "solo"])).code).toBe(0);
+    expect((await cli(["allow", "here.example", "--sandbox", "demo"])).code).toBe(0);
+    const dup = await cli(["allow", "dup.example", "--sandbox", "dup"]);
+    expect(dup.code).toBe(64);
+    expect(dup.stderr).toContain(`in 2 repos: ${join(root, "a")}, ${join(root, "b")}`);
+    const none = await cli(["allow", "x.example", "--sandbox", "nobody"]);
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toContain("no sandbox 'nobody'");
+    const st = new Store(dbFile);
+    try {
+      expect(st.listAllow(st.findSandbox(join(root, "elsewhere"), "solo")!.id).map((e) => e.pattern)).toEqual(["solo.example"]);
+      expect(st.listAllow(st.findSandbox(repo, "demo")!.id).map((e) => e.pattern)).toContain("here.example");
+      expect(st.listAllow(st.findSandbox(join(root, "c"), "demo")!.id)).toEqual([]);
+    } finally {
+      st.close();
+    }
   });
 });

@@ -85,8 +85,8 @@ describe("one policy service", () => {
 
   test("deciding an approval names it in the event and the audit row; allow-global answers the others it covers", () => {
     const { sb, other, policy, events, audited, pending } = world();
-    const a = store.recordPending(sb.id, "api.example.com", 443, "not allowed");
-    const b = store.recordPending(sb.id, "evil.example", 8443, "not allowed");
+    const a = store.recordPending(sb.id, "api.example.com", 443, "not allowed")!;
+    const b = store.recordPending(sb.id, "evil.example", 8443, "not allowed")!;
     store.recordPending(other.id, "api.example.com", 443, "not allowed");
     policy.decide(a.id, "allow-global", "cli:ann");
     policy.decide(b.id, "deny", "cli:ann");

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
-import { Store } from "../../../src/store/store";
+import { MAX_PENDING, Store } from "../../../src/store/store";
 import { migrations } from "../../../src/store/migrations";
 import { SbxError } from "../../../src/core/errors";
 
@@ -136,7 +136,7 @@ describe("approvals", () => {
     const s = new Store(tmpDb(), { now: () => ++t });
     const a = s.createSandbox({ name: "a", repo: "/r", backend: "fake" });
     s.recordPending(a.id, "example.org", 443, "not allowlisted");
-    const again = s.recordPending(a.id, "example.org", 443, "not allowlisted");
+    const again = s.recordPending(a.id, "example.org", 443, "not allowlisted")!;
     expect(again.count).toBe(2);
     s.recordPending(a.id, "other.org", 80, "not allowlisted");
     const pending = s.listApprovals({ state: "pending" });
@@ -148,7 +148,25 @@ describe("approvals", () => {
     expect(decided).toMatchObject({ state: "allowed", decidedBy: "cli" });
     expect(() => s.decideApproval(again.id, "denied", "cli")).toThrow(/no pending approval/);
     // A new block after a decision opens a new pending row.
-    expect(s.recordPending(a.id, "example.org", 443, "again").count).toBe(1);
+    expect(s.recordPending(a.id, "example.org", 443, "again")!.count).toBe(1);
+    // The same host on another port is its own row.
+    expect(s.recordPending(a.id, "example.org", 8443, "port-not-allowed")!.count).toBe(1);
+    s.close();
+  });
+
+  test("a flood of blocked names stops at MAX_PENDING rows per sandbox; repeats still count; another sandbox is not held", () => {
+    const s = new Store(tmpDb());
+    const a = s.createSandbox({ name: "a", repo: "/r", backend: "fake" });
+    const b = s.createSandbox({ name: "b", repo: "/r", backend: "fake" });
+    for (let i = 0; i < 1000; i++) s.recordPending(a.id, `n${i}.flood.test`, 443, "not allowlisted");
+    expect(s.listApprovals({ state: "pending", sandboxId: a.id })).toHaveLength(MAX_PENDING);
+    expect(s.recordPending(a.id, "n0.flood.test", 443, "again")!.count).toBe(2);
+    expect(s.recordPending(a.id, "new.flood.test", 443, "x")).toBeNull();
+    expect(s.recordPending(b.id, "ok.test", 443, "x")).not.toBeNull();
+    // Removed: its approvals go with it.
+    s.setSandboxState(a.id, "deleted");
+    expect(s.listApprovals({ sandboxId: a.id })).toEqual([]);
+    expect(s.listApprovals({ sandboxId: b.id })).toHaveLength(1);
     s.close();
   });
 });

@@ -42,7 +42,7 @@ async function login(): Promise<{ cookie: string; csrf: string }> {
 
 function pending() {
   const sb = store.createSandbox({ name: "demo", repo: "/src/app", backend: "fake" });
-  const a = store.recordPending(sb.id, "example.org", 443, "not-allowed: example.org is not on the allowlist");
+  const a = store.recordPending(sb.id, "example.org", 443, "not-allowed: example.org is not on the allowlist")!;
   return { sb, a };
 }
 
@@ -166,7 +166,7 @@ describe("mutations", () => {
 
   test("a non-default port is allowed as host:port", async () => {
     const sb = store.createSandbox({ name: "demo", repo: "/src/app", backend: "fake" });
-    const a = store.recordPending(sb.id, "example.org", 8443, "not-allowed");
+    const a = store.recordPending(sb.id, "example.org", 8443, "not-allowed")!;
     const { cookie, csrf } = await login();
     await post(`/api/approvals/${a.id}/decide`, { choice: "allow-sandbox" }, { cookie, origin: ORIGIN, [CSRF_HEADER]: csrf });
     expect(store.listAllow(sb.id).map((e) => e.pattern)).toEqual(["example.org:8443"]);
