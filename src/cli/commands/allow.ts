@@ -13,7 +13,7 @@ export const allow: Verb = {
       .option("--sandbox <name>", "only for this sandbox (this repo's, else the one of that name anywhere)")
       .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
       .option("--global", "for every sandbox")
-      .option("--preset <name>", "a named bundle: github, npm, pypi, openai, google");
+      .option("--preset <name>", "a named bundle (sbx allowlist --presets lists them): claude, openai, google, github, npm, pypi, …");
   },
   async run(ctx, args, opts) {
     const { presetPatterns } = await import("../../core/presets");

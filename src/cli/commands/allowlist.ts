@@ -10,11 +10,18 @@ export const allowlist: Verb = {
     cmd
       .option("--sandbox <name>", "this sandbox's list (this repo's, else the one of that name anywhere)")
       .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
+      .option("--presets", "list the named bundles `sbx allow --preset NAME` adds")
       .option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
+    if (opts.presets) {
+      const { PRESETS } = await import("../../core/presets");
+      if (opts.json) ctx.render.json(PRESETS);
+      else ctx.render.table(["PRESET", "PATTERNS"], Object.entries(PRESETS).map(([n, ps]) => [n, ps.join(" ")]));
+      return ExitCode.ok;
+    }
     const { daemon, whereOf } = await import("../../client/sandboxes");
-    const view = await (await daemon(ctx)).allowlist({ ...whereOf(ctx, undefined), ...(typeof opts.sandbox === "string" ? { sandbox: opts.sandbox } : {}) });
+    const view = await (await daemon(ctx)).allowlist({ ...whereOf(ctx, typeof opts.repo === "string" ? opts.repo : undefined), ...(typeof opts.sandbox === "string" ? { sandbox: opts.sandbox } : {}) });
     if (opts.json) {
       ctx.render.json({
         sandbox: view.sandbox && { name: view.sandbox.name, patterns: view.sandbox.entries.map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })) },

@@ -1,6 +1,6 @@
 // sbx deny: remove allowlist entries from a sandbox's list or the global one.
 import type { Command } from "commander";
-import { ExitCode } from "../../core/errors";
+import { ExitCode, SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
 
 export const deny: Verb = {
@@ -9,14 +9,18 @@ export const deny: Verb = {
   declare(cmd: Command) {
     // Options may follow the patterns (`sbx allow example.org --sandbox demo`): nothing here is passed through.
     cmd
-      .argument("<pattern...>", "pattern to remove")
+      .argument("[pattern...]", "pattern to remove")
+      .option("--preset <name>", "remove every pattern of a named bundle")
       .option("--sandbox <name>", "from this sandbox's list (this repo's, else the one of that name anywhere)")
       .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
       .option("--global", "from the global list");
   },
   async run(ctx, args, opts) {
     const { daemon, scopeOf } = await import("../../client/sandboxes");
-    const req = { ...scopeOf("deny", ctx, opts), patterns: args };
+    const { presetPatterns } = await import("../../core/presets");
+    const patterns = [...args, ...(typeof opts.preset === "string" ? presetPatterns(opts.preset) : [])];
+    if (patterns.length === 0) throw new SbxError("usage", "nothing to deny", { hint: "Name a pattern (sbx deny example.org --sandbox NAME) or a preset (--preset npm)." });
+    const req = { ...scopeOf("deny", ctx, opts), patterns };
     const r = await (await daemon(ctx)).deny(req);
     for (const c of r.results) {
       if (c.changed) ctx.render.out(`removed ${c.pattern} from ${r.scope}`);

@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PRESETS } from "../../../src/core/presets";
+import { parsePattern } from "../../../src/core/allowlist";
 import { Store } from "../../../src/store/store";
 import { FakeExec } from "../../fakes/exec";
 import { runCli } from "../../support/cli";
@@ -198,5 +199,21 @@ describe("--sandbox NAME from any directory", () => {
     } finally {
       st.close();
     }
+  });
+});
+
+describe("presets", () => {
+  test("allowlist --presets lists them; allow --preset adds one; deny --preset takes it back", async () => {
+    const list = await cli(["allowlist", "--presets", "--json"]);
+    expect(Object.keys(JSON.parse(list.stdout))).toEqual(expect.arrayContaining(["claude", "npm", "pypi", "crates", "go", "github-releases", "debian", "ubuntu"]));
+    expect((await cli(["allow", "--preset", "crates", "--sandbox", "demo"])).code).toBe(0);
+    withStore((s) => expect(s.listAllow(s.findSandbox(repo, "demo")!.id).map((e) => e.pattern).sort()).toEqual([...PRESETS.crates].sort()));
+    expect((await cli(["deny", "--preset", "crates", "--sandbox", "demo"])).code).toBe(0);
+    withStore((s) => expect(s.listAllow(s.findSandbox(repo, "demo")!.id)).toEqual([]));
+    expect((await cli(["deny", "--preset", "nope", "--sandbox", "demo"])).code).toBe(64);
+    expect((await cli(["deny", "--sandbox", "demo"])).code).toBe(64);
+  });
+  test("every preset's patterns pass the allowlist's own rules", () => {
+    for (const [name, ps] of Object.entries(PRESETS)) for (const p of ps) expect({ name, p, ok: parsePattern(p).ok }).toEqual({ name, p, ok: true });
   });
 });
