@@ -1,4 +1,5 @@
 // The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { subjectText, bridgeSettingsOf } from "../core/bridge-settings";
 import { defaultRuntime } from "../drivers/docker/docker";
@@ -24,6 +25,7 @@ import { VERSION } from "../version";
 import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "../guards/bridge";
 import { sshSettingsOf } from "../bridge/gate";
+import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { defaultSpecBuilder } from "./spec";
@@ -184,13 +186,21 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   });
   // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
-  const originHandler = (ctx: GuardContext) =>
-    createLlmHandler({
+  // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
+  const publish = d.events.publish;
+  const originHandler = (ctx: GuardContext) => {
+    const llm = createLlmHandler({
       keys,
       ...(upstreams ? { upstreams } : {}),
       onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
     });
-  const publish = d.events.publish;
+    const desk = createEgressDesk({ store: d.store, sandbox: { id: ctx.sandbox.id, name: ctx.sandbox.name }, publish });
+    return (req: IncomingMessage, res: ServerResponse) => {
+      const u = req.url ?? "";
+      if (u === DESK_PATH || u.startsWith(`${DESK_PATH}/`) || u.startsWith(`${DESK_PATH}?`)) void desk(req, res);
+      else llm(req, res);
+    };
+  };
   // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
   const placement = (ctx: GuardContext) => drivers[ctx.sandbox.backend]?.bridgePlace(ctx.spec, ctx.exec);
   const guards: SandboxGuard[] = [

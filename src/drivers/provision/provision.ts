@@ -90,12 +90,15 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
 export interface ShimFile {
   name: string;
   script: string;
+  /** One line on what it does, for the wrapper's comment. */
+  does: string;
 }
 
 /** The shims every user-account sandbox gets (written by the shims engineer under `shims/`). */
 export const SHIM_FILES: readonly ShimFile[] = [
-  { name: "git", script: "git.ts" },
-  { name: "gh", script: "gh.ts" },
+  { name: "git", script: "git.ts", does: "git network operations go to the host's command bridge" },
+  { name: "gh", script: "gh.ts", does: "gh network operations go to the host's command bridge" },
+  { name: "sbx-egress", script: "sbx-egress.ts", does: "this sandbox's egress policy, and asking the person for a host, through its own proxy" },
 ];
 
 export interface ShimWrapperInput {
@@ -119,6 +122,6 @@ export function renderShimWrappers(input: ShimWrapperInput): HomeFile[] {
   return SHIM_FILES.map((s) => ({
     path: `bin/${s.name}`,
     mode: 0o755,
-    content: `#!/bin/sh\n# sbx shim: ${s.name} network operations go to the host's command bridge.\n${own}exec ${shQuote(input.runtime)} ${shQuote(`${input.shimDir}/${s.script}`)} "$@"\n`,
+    content: `#!/bin/sh\n# sbx shim: ${s.does}.\n${own}exec ${shQuote(input.runtime)} ${shQuote(`${input.shimDir}/${s.script}`)} "$@"\n`,
   }));
 }

@@ -112,6 +112,16 @@ describe.skipIf(!canRun)(`egress end to end on Docker${skipReason ? ` (skipped: 
     const ap = must(sbx(["approvals", "--json"]), "sbx approvals --json");
     const pending = JSON.parse(ap.stdout) as Array<{ sandbox: string; host: string; port: number }>;
     expect(pending.some((p) => p.sandbox === "a" && p.host === ip && p.port === 8080)).toBe(true);
+    // A process inside can ask why (the reason phrase and sbx-egress), and ask the person for it.
+    const verbose = sbx(["run", "a", "--", "curl", "-sS", "-v", "-m", "10", "-o", "/dev/null", `https://${ip}:8080/`]);
+    expect(verbose.stderr).toContain(`403 sbx: ${ip}:8080 is not allowed (sbx allow ${ip}:8080 --sandbox a)`);
+    const why = sbx(["run", "a", "--", "sbx-egress"]);
+    expect(why.code).toBe(0);
+    expect(why.stdout).toContain(`${ip}:8080 — ip-literal`);
+    const ask = sbx(["run", "a", "--", "sbx-egress", "ask", `${ip}:8081`, "--why", "the tests' second server"]);
+    expect({ code: ask.code, out: ask.stdout.trim() }).toEqual({ code: 0, out: "waiting" });
+    const again = JSON.parse(must(sbx(["approvals", "--json"]), "sbx approvals --json").stdout) as Array<{ sandbox: string; host: string; port: number; reason: string }>;
+    expect(again.find((p) => p.sandbox === "a" && p.port === 8081)?.reason).toBe("asked: the tests' second server");
   }, 60_000);
 
   test("`sbx allow <ip>:8080 --sandbox a`: the next request passes, with no restart", () => {

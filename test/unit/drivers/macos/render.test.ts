@@ -67,7 +67,7 @@ describe("zsh rc and shims", () => {
 
   test("golden: ~/bin shim wrappers exec the installed shims on the installed Bun", () => {
     const files = renderShimWrappers({ runtime: "/usr/local/libexec/sbx/bun", shimDir: "/usr/local/libexec/sbx/shims" });
-    expect(files.map((f) => [f.path, f.mode])).toEqual([["bin/git", 0o755], ["bin/gh", 0o755]]);
+    expect(files.map((f) => [f.path, f.mode])).toEqual([["bin/git", 0o755], ["bin/gh", 0o755], ["bin/sbx-egress", 0o755]]);
     golden("shims.txt", files.map((f) => `==> ~/${f.path}\n${f.content}`).join(""));
   });
 
