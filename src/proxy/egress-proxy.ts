@@ -6,6 +6,7 @@ import { connect, createServer as createNetServer, type Server as NetServer, typ
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import { canonicalIp } from "../core/addresses";
+import { normalizeHost } from "../core/allowlist";
 import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { listenUnix } from "./socket";
 
@@ -117,6 +118,20 @@ function headerSafe(s: string): string {
 
 function target(host: string, port: number): string {
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * Pure: a Host header's authority, normalised (port 80 when it names none); undefined when there is no header, null
+ * when it is not one authority (several values, garbage).
+ */
+export function hostHeaderAuthority(h: string | string[] | undefined): { host: string; port: number } | null | undefined {
+  if (h === undefined) return undefined;
+  if (Array.isArray(h) || h.trim() === "") return null;
+  const t = h.trim();
+  const a = /:\d+$/.test(t) && !(t.startsWith("[") && t.endsWith("]")) ? parseAuthority(t) : { host: t, port: 80 };
+  if (!a || !(a.port >= 1 && a.port <= 65535)) return null;
+  const host = normalizeHost(a.host);
+  return host === null ? null : { host, port: a.port };
 }
 
 /** Splits a CONNECT authority `host:port` or `[v6]:port`; null when malformed. */
@@ -349,6 +364,13 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return;
     }
     const port = parsed.port === "" ? 80 : Number(parsed.port);
+    // What is checked is what is sent: a Host header naming another authority than the target (a virtual host the
+    // allowlist never saw, on an allowed address) is refused, and the forwarded Host is always the target's.
+    const claimed = hostHeaderAuthority(req.headers.host);
+    if (claimed !== undefined && (claimed === null || claimed.host !== normalizeHost(parsed.hostname) || claimed.port !== port)) {
+      plain(res, 400, `sbx proxy: the Host header (${headerSafe(String(req.headers.host))}) names another authority than the request target (${headerSafe(parsed.host)}); send them alike.\n`);
+      return;
+    }
     req.pause();
     void check(req.method ?? "GET", parsed.hostname, port).then((v) => {
       if (res.destroyed || req.destroyed) return;
@@ -391,7 +413,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       }
     };
     const headers = forwardHeaders(req.headers);
-    headers["host"] ??= url.host;
+    headers["host"] = url.host;
     const upReq = httpRequest({
       host: v.address,
       port: v.port,

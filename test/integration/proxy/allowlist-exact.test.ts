@@ -171,3 +171,50 @@ describe("a refused client can tell what happened", () => {
     expect(r.headers["x-sbx-blocked"]).toBe("not-allowlisted nope.test:80");
   });
 });
+
+describe("plain HTTP is judged by what is sent", () => {
+  /** Writes raw bytes to the proxy and reads until it closes (or 2 s pass). */
+  async function raw(text: string): Promise<string> {
+    const { connect } = await import("node:net");
+    return new Promise((resolve) => {
+      const s = connect(proxy.socketPath);
+      let out = "";
+      const t = setTimeout(() => s.destroy(), 2000);
+      s.on("data", (d) => (out += d.toString()));
+      s.on("close", () => (clearTimeout(t), resolve(out)));
+      s.on("error", () => undefined);
+      s.write(text);
+    });
+  }
+
+  test("a Host header naming another authority than the target is refused (400); the server is never reached", async () => {
+    answers.set("web.test", [["127.0.0.1"]]);
+    lists = { sandbox: [`web.test:${web.port}`], global: [], published: [`127.0.0.1:${web.port}`] };
+    let seen = 0;
+    const count = () => void seen++;
+    web.server.on("request", count);
+    for (const host of ["evil.test", `evil.test:${web.port}`, `web.test:${web.port + 1}`, "web.test", ""]) {
+      const r = await raw(`GET http://web.test:${web.port}/x HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      expect({ host, line: r.split("\r\n")[0] }).toEqual({ host, line: "HTTP/1.1 400 Bad Request" });
+    }
+    expect(seen).toBe(0);
+    web.server.off("request", count);
+    // The same authority in another spelling is the same: it goes, and the server sees the checked one.
+    const ok = await raw(`GET http://web.test:${web.port}/x HTTP/1.1\r\nHost: WEB.test.:${web.port}\r\nConnection: close\r\n\r\n`);
+    expect(ok.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    expect(ok).toContain(`host=web.test:${web.port}`);
+  });
+
+  test("pipelined requests on one connection are each checked on their own", async () => {
+    answers.set("web.test", [["127.0.0.1"]]);
+    lists = { sandbox: [`web.test:${web.port}`], global: [], published: [`127.0.0.1:${web.port}`] };
+    const r = await raw(
+      `GET http://web.test:${web.port}/a HTTP/1.1\r\nHost: web.test:${web.port}\r\n\r\n` +
+        `GET http://other.test:${web.port}/b HTTP/1.1\r\nHost: other.test:${web.port}\r\n\r\n` +
+        `GET http://web.test:${web.port}/c HTTP/1.1\r\nHost: web.test:${web.port}\r\nConnection: close\r\n\r\n`,
+    );
+    // Bodies do not end in CRLF: the status lines are found where they are.
+    expect([...r.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1])).toEqual(["200", "403", "200"]);
+    expect(r).toContain("hello GET /c host=web.test");
+  });
+});
