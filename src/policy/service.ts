@@ -74,7 +74,7 @@ function covers(pattern: string, host: string, port: number): boolean {
 export function approvalHost(suggest: string): string | null {
   // A service of the host (loopback address:port): its approval, allowed, publishes it.
   const service = parsePublished(suggest);
-  if (service.ok) return formatIp(parseIp(service.endpoint.replace(/^\[(.*)\]:\d+$/, "$1").replace(/^([^[\]:]+):\d+$/, "$1"))!);
+  if (service.ok) return service.endpoint.slice(0, service.endpoint.lastIndexOf(":")).replace(/^\[(.*)\]$/, "$1");
   const r = parsePattern(suggest);
   if (!r.ok) return null;
   const p = r.pattern;
