@@ -182,9 +182,37 @@ export function decodedViews(line: string, depth = 2, budget = { left: MAX_DECOD
   return out;
 }
 
+/**
+ * One regex per flag set that matches wherever any of `patterns` does: a line that holds no secret costs one or two
+ * scans instead of one per pattern (the push scan reads every line a push adds). Cached per list.
+ */
+const combined = new WeakMap<readonly SecretPattern[], RegExp[]>();
+function anyOf(patterns: readonly SecretPattern[]): RegExp[] {
+  let rs = combined.get(patterns);
+  if (rs === undefined) {
+    const byFlags = new Map<string, string[]>();
+    for (const p of patterns) {
+      const flags = p.regex.flags.replace(/[gy]/g, "");
+      byFlags.set(flags, [...(byFlags.get(flags) ?? []), `(?:${p.regex.source})`]);
+    }
+    rs = [...byFlags].map(([flags, sources]) => new RegExp(sources.join("|"), flags));
+    combined.set(patterns, rs);
+  }
+  return rs;
+}
+
+function firstIn(text: string, patterns: readonly SecretPattern[]): SecretPattern | undefined {
+  if (!anyOf(patterns).some((r) => r.test(text))) return undefined;
+  return patterns.find((p) => p.regex.test(text));
+}
+
 /** The first pattern that matches the line or one of its decodings, and how it was hidden ("" when in plain sight). */
 export function matchSecret(line: string, patterns: readonly SecretPattern[]): { pattern: SecretPattern; how: string } | undefined {
-  for (const p of patterns) if (p.regex.test(line)) return { pattern: p, how: "" };
-  for (const v of decodedViews(line)) for (const p of patterns) if (p.regex.test(v.text)) return { pattern: p, how: v.how };
+  const plain = firstIn(line, patterns);
+  if (plain) return { pattern: plain, how: "" };
+  for (const v of decodedViews(line)) {
+    const p = firstIn(v.text, patterns);
+    if (p) return { pattern: p, how: v.how };
+  }
   return undefined;
 }
