@@ -1,13 +1,14 @@
 // sbx approvals: list pending approvals (egress hosts, and what the bridge refused: newest first, with counts), or allow/deny one by id.
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
-import { describeSubject } from "../../core/bridge-settings";
-import { isHostService } from "../../core/egress";
 import type { Approval } from "../../core/schemas";
 import type { Verb } from "../verb";
 
-/** What an approval asks for: `host:port` for egress, the bridge operation in words for the bridge. */
-export function approvalWhat(a: Pick<Approval, "kind" | "host" | "port">): string {
+/**
+ * What an approval asks for: `host:port` for egress, the bridge operation in words for the bridge. (The modules it
+ * needs are loaded when a verb runs, not when sbx starts: zod alone costs every command ~15 ms.)
+ */
+function approvalWhat(a: Pick<Approval, "kind" | "host" | "port">, describeSubject: (s: string) => string): string {
   if (a.kind === "bridge") return `bridge: ${describeSubject(a.host)}`;
   return `${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`;
 }
@@ -32,6 +33,8 @@ export const approvals: Verb = {
       throw new SbxError("usage", `sbx approvals ${action} needs an approval id`, { hint: "Run `sbx approvals` to see the ids." });
     }
     const { daemon } = await import("../../client/sandboxes");
+    const { describeSubject } = await import("../../core/bridge-settings");
+    const { isHostService } = await import("../../core/egress");
     const client = await daemon(ctx);
     if (action === undefined) {
       const { pending } = await client.approvals();
@@ -45,7 +48,7 @@ export const approvals: Verb = {
       }
       ctx.render.table(
         ["ID", "SANDBOX", "WHAT", "COUNT", "LAST SEEN", "REASON"],
-        pending.map((a) => [String(a.id), a.sandbox ?? `#${a.sandboxId}`, approvalWhat(a), String(a.count), new Date(a.lastSeen).toISOString(), a.reason]),
+        pending.map((a) => [String(a.id), a.sandbox ?? `#${a.sandboxId}`, approvalWhat(a, describeSubject), String(a.count), new Date(a.lastSeen).toISOString(), a.reason]),
       );
       ctx.render.info("decide with `sbx approvals allow ID` or `sbx approvals deny ID`");
       return ExitCode.ok;
@@ -55,7 +58,7 @@ export const approvals: Verb = {
     else if (action === "allow" && out.approval.kind === "bridge") ctx.render.out(`allowed the bridge to ${describeSubject(out.approval.host)} for sandbox '${out.sandbox.name}' (approval ${out.approval.id}); its next try goes through`);
     else if (action === "allow" && isHostService(out.pattern)) ctx.render.out(`published ${out.pattern}, a service of the host, for sandbox '${out.sandbox.name}' only (approval ${out.approval.id}); \`sbx publish ${out.sandbox.name} --remove ${out.pattern}\` takes it back`);
     else if (action === "allow") ctx.render.out(`allowed ${out.pattern} for sandbox '${out.sandbox.name}' (approval ${out.approval.id}, seen ${out.approval.count}x)`);
-    else ctx.render.out(`denied ${approvalWhat(out.approval)} (approval ${out.approval.id}); it stays ${out.approval.kind === "bridge" ? "refused" : "blocked"}`);
+    else ctx.render.out(`denied ${approvalWhat(out.approval, describeSubject)} (approval ${out.approval.id}); it stays ${out.approval.kind === "bridge" ? "refused" : "blocked"}`);
     return ExitCode.ok;
   },
 };

@@ -1,6 +1,5 @@
 // sbx publish: show or change which services of the host (a loopback address and port each) a sandbox may reach
 import type { Command } from "commander";
-import { parsePublished } from "../../core/egress";
 import { SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
 
@@ -39,6 +38,7 @@ export const publish: Verb = {
     const add = (args.slice(1) as string[]) ?? [];
     const remove = (opts.remove as string[] | undefined) ?? [];
     // A mistyped service is refused before any daemon is reached (or started).
+    const { parsePublished } = await import("../../core/egress");
     for (const raw of [...add, ...remove]) {
       const r = parsePublished(raw);
       if (!r.ok) throw new SbxError("usage", `sbx publish: ${r.reason}`, { hint: "e.g. sbx publish NAME 5432, or 127.0.0.2:8443, [::1]:6379" });
