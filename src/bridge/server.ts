@@ -510,7 +510,8 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
     out.push({ src: s.src, dst, sha: r.sha, force: s.force || force });
   }
   // Ref names are the sandbox's text too, and a remote shows them to anyone who can read it.
-  const refPatterns = [...SECRET_PATTERNS, ...hostSecretPatterns(deps.secrets())];
+  const hostValues = hostSecretPatterns(deps.secrets());
+  const refPatterns = [...SECRET_PATTERNS, ...hostValues];
   for (const o of out) {
     const f = scanText(o.dst, "ref name", refPatterns)[0];
     if (f) return refuse(`the ref name ${JSON.stringify(redact(o.dst, Object.values(deps.secrets())))} contains what looks like a secret (${f.description}); push to another name`);
@@ -653,7 +654,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
       // The CI-file check walks the same commits beside the scan (their paths), so it adds no time of its own.
       const ciP = allowed.has("ci-files") ? Promise.resolve([] as string[]) : changedPaths(g, shas, tips).then((p) => [...p].filter(isCiPath));
       const [scanned, ff, ciPaths] = await Promise.allSettled([
-        scanNew(g, shas, tips, hostSecretPatterns(deps.secrets())),
+        scanNew(g, shas, tips, hostValues),
         earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true),
         ciP,
       ]);

@@ -206,7 +206,7 @@ export class PolicyService {
     const { store } = this.d;
     const result = store.write(() => {
       const approval = store.decideApproval(approvalId, choice === "deny" ? "denied" : "allowed", by);
-      if (approval.kind === "bridge") return this.decideBridge(approval, choice, by);
+      if (approval.kind === "bridge") return this.decideBridge(approval, choice);
       const service = parsePublished(`[${approval.host}]:${approval.port}`);
       if (service.ok) return this.decideHostService(approval, service.endpoint, choice);
       const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
@@ -226,7 +226,7 @@ export class PolicyService {
    * A bridge approval (inside decide's transaction): allowing adds its one branch or repository to the sandbox's bridge
    * settings, which the bridge reads at its next request. There is no global bridge list: allow-global is refused.
    */
-  private decideBridge(approval: Approval, choice: Choice, by: string): ApprovalDecision {
+  private decideBridge(approval: Approval, choice: Choice): ApprovalDecision {
     const { store } = this.d;
     if (choice === "allow-global") {
       throw new SbxError("usage", `approval ${approval.id} is the bridge's, for one sandbox: it cannot be allowed for every sandbox`, {
