@@ -1,5 +1,5 @@
 // The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
-import { SECRET_PATTERNS, formatFindings, matchSecret, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
+import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
@@ -286,9 +286,7 @@ export function formatGateFindings(fs: readonly SecretFinding[]): string {
 
 /** The first pattern the text (from `from`) or one of its decodings matches, as the finding will name it. */
 function firstMatch(raw: string, from: number, patterns: readonly SecretPattern[]): SecretPattern | undefined {
-  if (patterns.length === 0) return undefined;
-  const m = matchSecret(from ? raw.slice(from) : raw, patterns);
-  return m === undefined ? undefined : m.how === "" ? m.pattern : { ...m.pattern, description: `${m.pattern.description} (${m.how})` };
+  return patterns.length === 0 ? undefined : scanLine(from ? raw.slice(from) : raw, patterns);
 }
 
 /** git quotes paths with unusual bytes as C strings: "b/a\tb". */

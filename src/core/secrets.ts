@@ -62,7 +62,8 @@ export function scanText(text: string, file: string, patterns: readonly SecretPa
   return out;
 }
 
-function scanLine(line: string, patterns: readonly SecretPattern[]): SecretPattern | undefined {
+/** The first pattern the line (or one of its decodings) matches, as a finding names it: "GitHub token (base64-encoded)". */
+export function scanLine(line: string, patterns: readonly SecretPattern[]): SecretPattern | undefined {
   const m = matchSecret(line, patterns);
   return m === undefined ? undefined : m.how === "" ? m.pattern : { ...m.pattern, description: `${m.pattern.description} (${m.how})` };
 }
