@@ -5,7 +5,7 @@ import { Hono, type Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
-import { BUILTIN_ALLOWLIST, patternFor } from "../core/egress";
+import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
 import { SbxError, toSbxError } from "../core/errors";
 import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type Session } from "./auth";
 import { feedFromAudit, type DataSource, type FeedEvent } from "../events/feed";
@@ -153,6 +153,10 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
         id: a.id,
         sandboxId: a.sandboxId,
         sandbox: byId.get(a.sandboxId)?.name ?? nameOf(a.sandboxId),
+        // What the bridge refused (`host` is its subject), or an egress request; the bridge's and a service of the
+        // host's are one sandbox's: the page offers no "every sandbox" for them.
+        kind: a.kind,
+        sandboxOnly: a.kind === "bridge" || isHostService(patternFor(a.host, a.port)),
         host: a.host,
         port: a.port,
         reason: a.reason,

@@ -36,11 +36,6 @@
     return (host.includes(":") ? "[" + host + "]" : host) + ":" + port;
   }
 
-  // A refused request for a service of the host (its loopback): allowing it publishes it for that sandbox only.
-  function hostService(a) {
-    return a.kind !== "bridge" && (/^127\./.test(a.host) || a.host === "::1");
-  }
-
   // What an approval asks for: a host and port, or (the bridge's) an operation such as "push feature-x".
   function what(a) {
     return a.kind === "bridge" ? "bridge: " + a.host : target(a.host, a.port);
@@ -98,7 +93,6 @@
     $("pending-table").hidden = state.pending.length === 0;
     for (const a of state.pending) {
       const label = what(a) + " from " + a.sandbox;
-      const bridge = a.kind === "bridge";
       tbody.append(
         el("tr", { "data-approval": String(a.id) },
           el("td", { text: a.sandbox }),
@@ -109,7 +103,7 @@
             // The primary action is this sandbox's; every sandbox is the explicit second choice (and there is none
             // for the bridge's approvals or a service of the host, which are one sandbox's).
             el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for this sandbox", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox"),
-            bridge || hostService(a) ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow for every sandbox"),
+            a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow for every sandbox"),
             el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
           ),
         ),

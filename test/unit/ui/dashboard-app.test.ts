@@ -239,7 +239,16 @@ describe("state and feed", () => {
     const { cookie } = await login();
     const state = (await (await req("/api/state", { headers: { cookie } })).json()) as Record<string, unknown>;
     expect(state.sandboxes).toMatchObject([{ name: "demo", state: "active", repo: "/src/app" }]);
-    expect(state.pending).toMatchObject([{ sandbox: "demo", host: "example.org", port: 443, pattern: "example.org" }]);
+    expect(state.pending).toMatchObject([{ sandbox: "demo", host: "example.org", port: 443, pattern: "example.org", kind: "egress", sandboxOnly: false }]);
+    // What the bridge refused, and a service of the host, are one sandbox's: the page is told so (no "every sandbox").
+    store.recordPending(sb.id, "push main", 0, "outside sbx/demo/", "bridge");
+    store.recordPending(sb.id, "127.0.0.1", 5432, "host-address");
+    const more = (await (await req("/api/state", { headers: { cookie } })).json()) as { pending: { host: string; kind: string; sandboxOnly: boolean }[] };
+    expect(more.pending.map((p) => [p.host, p.kind, p.sandboxOnly]).sort()).toEqual([
+      ["127.0.0.1", "egress", true],
+      ["example.org", "egress", false],
+      ["push main", "bridge", true],
+    ]);
     expect(state.allowlists).toMatchObject({ global: [{ pattern: "pypi.org" }], sandboxes: [{ name: "demo", entries: [] }] });
     expect(state.feed).toMatchObject([{ kind: "egress", action: "denied", host: "example.org", sandbox: { name: "demo" } }]);
   });
