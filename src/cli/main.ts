@@ -83,7 +83,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       const opts = command.opts();
       // For verbs that run a command, commander keeps the `--` that separates it from sbx's own options.
       const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
-        a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" ? a.slice(1) : a) : [a],
+        a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" && !verb.keepsDashDash ? a.slice(1) : a) : [a],
       );
       exitCode = await verb.run(await ctx(), args, opts);
     });

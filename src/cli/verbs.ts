@@ -10,6 +10,7 @@ import { daemon } from "./commands/daemon";
 import { demo } from "./commands/demo";
 import { deny } from "./commands/deny";
 import { doctor } from "./commands/doctor";
+import { exec } from "./commands/exec";
 import { init } from "./commands/init";
 import { limits } from "./commands/limits";
 import { list } from "./commands/list";
@@ -27,7 +28,7 @@ import { stop } from "./commands/stop";
 import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
-  create, shell, run, list, limits, stop, rm, prune, init,
+  create, shell, run, exec, list, limits, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, bridge, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor,

@@ -18,6 +18,8 @@ export const PRESETS = {
     "www.googleapis.com",
     "accounts.google.com",
   ],
+  /** OpenCode: its model list and its own site (sharing is off in sbx's settings for it). */
+  opencode: ["models.dev", "opencode.ai"],
   github: ["github.com", "*.github.com", "*.githubusercontent.com", "*.githubassets.com", "ghcr.io"],
   /** Release downloads from GitHub only (no API, no git): where `gh release download` and install scripts fetch from. */
   "github-releases": ["github.com", "objects.githubusercontent.com", "release-assets.githubusercontent.com"],

@@ -1,4 +1,5 @@
 // The control API (hono): health, status, sandboxes, logs (long-poll follow), sessions. Requests and responses are zod-checked; errors have one shape.
+import type { AgentService } from "../agents/service";
 import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
@@ -21,6 +22,7 @@ import {
   ChatStatusSchema,
   HealthSchema,
   LIFECYCLE_LINES_TYPE,
+  LifecycleAgentSchema,
   LifecycleCreateSchema,
   LifecycleListSchema,
   LifecycleLimitsSchema,
@@ -79,6 +81,8 @@ export interface AppDeps {
   user?: string;
   /** Notices limits a sandbox runs into; a command that ran into one is told so on its stderr. */
   limits?: LimitWatch;
+  /** `sbx run AGENT` (/v1/lifecycle/agent); without, that route answers not_available. */
+  agentRuns?: AgentService;
 }
 
 /**
@@ -314,6 +318,30 @@ export function createApp(deps: AppDeps): Hono {
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
+    });
+  });
+
+  app.post("/v1/lifecycle/agent", async (c) => {
+    const req = LifecycleAgentSchema.parse(await jsonBody(c));
+    const runs = deps.agentRuns;
+    if (!runs) throw new SbxError("not_available", "this daemon runs no agents", { hint: "Restart the daemon (`sbx daemon`); see its log." });
+    return lifecycleLines(log, c.req.raw, async (out, gone) => {
+      const r = await runs.run({
+        ...where(req, out),
+        agent: req.agent,
+        ...(req.name ? { name: req.name } : {}),
+        ...(req.version ? { version: req.version } : {}),
+        unattended: req.unattended,
+        ...(req.backend ? { backend: req.backend } : {}),
+        rebuild: req.rebuild,
+        overlays: req.overlays,
+        ...(req.claudeAuth ? { claudeAuth: req.claudeAuth } : {}),
+        ...(req.shell ? { shell: req.shell } : {}),
+        limits: req.limits,
+        exposeCredentials: req.exposeCredentials,
+        signal: gone,
+      });
+      return LifecycleResults.agent.parse(r);
     });
   });
 

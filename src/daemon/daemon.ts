@@ -5,6 +5,7 @@ import { Store } from "../store/store";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
+import { agentService } from "../agents/service";
 import { createApp } from "./app";
 import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
 import { ExecAgents, execAgentGuard } from "./exec-agents";
@@ -113,10 +114,12 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     service = deps.services?.(store) ?? null;
     hosted = deps.host?.(store) ?? null;
     const h = hosted;
+    const lifecycle = deps.service?.withSupervisor(controllerSupervisor(controller, sessions, agents));
     const app = createApp({
       agents,
       ...(limits ? { limits } : {}),
-      ...(deps.service ? { service: deps.service.withSupervisor(controllerSupervisor(controller, sessions, agents)) } : {}),
+      ...(lifecycle ? { service: lifecycle } : {}),
+      ...(lifecycle && deps.policy ? { agentRuns: agentService(lifecycle, deps.policy, paths, deps.exec, deps.env) } : {}),
       ...(deps.policy ? { policy: deps.policy } : {}),
       user: deps.env.userName,
       paths,

@@ -1,5 +1,6 @@
 // The control socket's wire shapes (zod): every request and response the daemon serves, shared with src/client.
 import { z } from "zod";
+import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
@@ -219,6 +220,15 @@ export const LifecycleCreateSchema = WhereSchema.extend({
 });
 export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
 
+/** `sbx run AGENT [NAME]`: the sandbox made if missing, the agent cached, its preset allowed; answers the command to run. */
+export const LifecycleAgentSchema = LifecycleCreateSchema.omit({ name: true, ifExists: true, staged: true }).extend({
+  agent: z.enum(AGENT_NAMES),
+  name: nameSchema.optional(),
+  version: z.string().regex(VERSION_RE).optional(),
+  unattended: z.boolean().default(true),
+});
+export type LifecycleAgent = z.input<typeof LifecycleAgentSchema>;
+
 /** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
@@ -313,6 +323,7 @@ export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 /** What each verb answers with, once done. */
 export const LifecycleResults = {
   create: z.object({ sandbox: SandboxRowSchema, created: z.boolean() }),
+  agent: z.object({ sandbox: SandboxRowSchema, created: z.boolean(), version: z.string(), argv: z.array(z.string()) }),
   start: z.object({ sandbox: SandboxRowSchema, cwd: z.string() }),
   session: z.object({ argv: z.array(z.string()) }),
   stop: z.object({ changed: z.boolean(), sessions: z.number().int() }),

@@ -29,7 +29,7 @@ export interface EnvPlace {
  * handler's routes (src/llm/handler.ts) and these must agree: a unit test checks every base URL against it.
  */
 export const LLM_ROUTES: Record<Provider, { base: string; suffix: string; keys: readonly string[] }> = {
-  anthropic: { base: "ANTHROPIC_BASE_URL", suffix: "", keys: ["ANTHROPIC_API_KEY"] },
+  anthropic: { base: "ANTHROPIC_BASE_URL", suffix: "", keys: ["ANTHROPIC_AUTH_TOKEN"] },
   openai: { base: "OPENAI_BASE_URL", suffix: "/v1", keys: ["OPENAI_API_KEY"] },
   google: { base: "GOOGLE_GEMINI_BASE_URL", suffix: "", keys: ["GEMINI_API_KEY", "GOOGLE_API_KEY"] },
 };

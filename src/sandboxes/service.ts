@@ -7,6 +7,7 @@ import { basename, join } from "node:path";
 import type { SandboxSpec } from "../drivers/backend";
 import { sandboxExists, sandboxNotFound, SbxError, sessionsAttached, unsyncedCommits, unsyncedUnknown } from "../core/errors";
 import { validateSandboxName } from "../core/names";
+import { isAgentName } from "../core/agent-names";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
 import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
 import { terminalVars } from "../lifecycle/terminal-vars";
@@ -240,6 +241,11 @@ export class SandboxService {
 
   private async createUnstaged(req: CreateRequest): Promise<{ sandbox: Sandbox; created: boolean }> {
     validateSandboxName(req.name);
+    if (isAgentName(req.name) && !(req.ifExists === "reuse" && this.d.store.listSandboxes().some((s) => s.name === req.name))) {
+      throw new SbxError("usage", `'${req.name}' is an agent's name, and \`sbx run ${req.name}\` starts that agent`, {
+        hint: `Name the sandbox otherwise (e.g. ${req.name}-1), or let \`sbx run ${req.name}\` name it.`,
+      });
+    }
     // The driver's check (Docker: one engine round trip) runs while the repo is found; both pass before anything is made.
     const guess = req.backend ?? this.d.defaultKind;
     const early = this.driver(guess).then((dr) => dr.ready());

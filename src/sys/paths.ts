@@ -16,6 +16,8 @@ export interface Paths {
   readonly configDir: string;
   readonly cacheDir: string;
   readonly sandboxRoot: string;
+  /** The host's agent cache (`sbx run AGENT`): src/agents/cache.ts. */
+  readonly agentsDir: string;
   readonly runtimeDir: string;
   readonly dbFile: string;
   readonly configFile: string;
@@ -48,6 +50,7 @@ export function pathsFor(env: Env): Paths {
     configDir,
     cacheDir,
     sandboxRoot: join(cacheDir, "sandbox"),
+    agentsDir: join(cacheDir, "sbx", "agents"),
     runtimeDir,
     dbFile: join(stateDir, "sbx.db"),
     configFile: join(configDir, "config.json"),

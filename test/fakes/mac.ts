@@ -514,6 +514,7 @@ export const ALICE_PATHS: Paths = {
   configDir: "/Users/alice/.config/sbx",
   cacheDir: "/Users/alice/.cache",
   sandboxRoot: "/Users/alice/.cache/sandbox",
+  agentsDir: "/Users/alice/.cache/sbx/agents",
   runtimeDir: "/tmp/sbx-501",
   dbFile: ":memory:",
   configFile: "/Users/alice/.config/sbx/config.json",

@@ -1,65 +1,140 @@
-// sbx run: create the sandbox if missing, then open a shell or run a command in it; its exit code is sbx's
+// sbx run: `sbx run AGENT [NAME] [-- args]` starts a coding agent in its sandbox (made if missing, the agent supplied);
+// `sbx run NAME [-- command]` (NAME not an agent's) creates the sandbox if missing, then a shell or the command.
 import type { Command } from "commander";
-import type { Verb } from "../verb";
+import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
+import type { Verb, CliContext } from "../verb";
 import { BACKEND_OPTION, backendFlag, claudeAuthOpt, EXPOSE_OPTION, LIMIT_OPTIONS, limitsOpt } from "./create";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
+/** The options `run` and `exec` share: those of a new sandbox. */
+export function declareRunOptions(cmd: Command): Command {
+  return cmd
+    .option("--repo <path>", "the git repo to sandbox")
+    .option("--rebuild", "rebuild the image even if its tag exists")
+    .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
+    .option(
+      "--claude-auth <mode>",
+      "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
+    )
+    .option(...EXPOSE_OPTION)
+    .option(...BACKEND_OPTION)
+    .option(...LIMIT_OPTIONS[0])
+    .option(...LIMIT_OPTIONS[1])
+    .option(...LIMIT_OPTIONS[2]);
+}
+
+/** The create options as the lifecycle takes them. */
+function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
+  return {
+    ...(backend ? { backend: backend as "docker" } : {}),
+    rebuild: opts.rebuild === true,
+    overlays: (opts.overlay as string[] | undefined) ?? [],
+    ...claudeAuthOpt(opts),
+    ...limitsOpt(opts),
+    ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
+    ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
+  };
+}
+
+/** `run NAME` / `exec NAME`: create if missing, then a shell or the command; its exit code is sbx's. */
+export async function runInSandbox(ctx: CliContext, args: string[], opts: Record<string, unknown>): Promise<number> {
+  const [name = "", ...rest] = args;
+  const argv = rest[0] === "--" ? rest.slice(1) : rest;
+  const repoFlag = opts.repo as string | undefined;
+  // An existing sandbox and a command with no terminal: the fast path (see shell); a missing one is created below.
+  const limits = limitsOpt(opts);
+  if (!ctx.stdinIsTTY && argv.length > 0 && Object.keys(limits.limits).length === 0) {
+    const { quickEnter, stdio } = await import("../../client/quick");
+    const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());
+    if (code !== null) return code;
+  }
+  // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
+  // An existing sandbox is entered whatever its kind; --backend (or this OS's default) picks the kind of a new one.
+  const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
+  if (backend === undefined) backendFlag(opts, ctx.env.platform); // Docker-only flags with a user-account default refuse
+  const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
+  const client = await daemon(ctx);
+  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...createOpts(ctx, opts, backend), ifExists: "reuse" }, outOf(ctx));
+  if (created) ctx.render.info(`created sandbox ${name}`);
+  return enter(ctx, client, { name, argv, repoFlag });
+}
+
+/**
+ * Pure: `AGENT [NAME] [--] [agent args…]` split. A first word that is not an option and not `--` names the sandbox;
+ * everything else goes to the agent.
+ */
+export function splitAgentArgs(rest: readonly string[]): { name?: string; args: string[] } {
+  if (rest[0] === "--") return { args: rest.slice(1) };
+  if (rest[0] !== undefined && !rest[0].startsWith("-")) {
+    const after = rest.slice(1);
+    return { name: rest[0], args: after[0] === "--" ? after.slice(1) : after };
+  }
+  return { args: [...rest] };
+}
+
+async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts: Record<string, unknown>): Promise<number> {
+  const { name, args } = splitAgentArgs(rest);
+  const repoFlag = opts.repo as string | undefined;
+  const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
+  if (backend === undefined) backendFlag(opts, ctx.env.platform);
+  const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
+  const client = await daemon(ctx);
+  const r = await client.lifecycle(
+    "agent",
+    {
+      ...whereOf(ctx, repoFlag),
+      agent,
+      ...(name ? { name } : {}),
+      ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
+      unattended: opts.ask !== true,
+      ...createOpts(ctx, opts, backend),
+    },
+    outOf(ctx),
+  );
+  if (r.created) ctx.render.info(`created sandbox ${r.sandbox.name}`);
+  return enter(ctx, client, { name: r.sandbox.name, argv: [...r.argv, ...args], repoFlag });
+}
+
 export const run: Verb = {
   name: "run",
-  summary: "create the sandbox if missing, then a shell or the command (exit code propagated)",
+  summary: `start a coding agent (${AGENT_NAMES.join(", ")}) in its sandbox; or NAME: a shell or the command`,
   runsCommand: true,
+  keepsDashDash: true,
   declare(cmd: Command) {
-    cmd
-      .argument("<name>", "sandbox name")
-      .argument("[command...]", "command to run (after --); its exit code is sbx's")
-      .option("--repo <path>", "the git repo to sandbox")
-      .option("--rebuild", "rebuild the image even if its tag exists")
-      .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
-      .option(
-        "--claude-auth <mode>",
-        "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
-      )
-      .option(...EXPOSE_OPTION)
-      .option(...BACKEND_OPTION)
-      .option(...LIMIT_OPTIONS[0])
-      .option(...LIMIT_OPTIONS[1])
-      .option(...LIMIT_OPTIONS[2]);
+    declareRunOptions(
+      cmd
+        .argument("<agent-or-name>", `an agent (${AGENT_NAMES.join(", ")}), or a sandbox name`)
+        .argument("[args...]", "AGENT: [NAME] [-- agent args]; NAME: [-- command] (its exit code is sbx's)"),
+    )
+      .option("--agent-version <v>", "AGENT: the agent's version to install and run (default: the one sbx has, else the latest)")
+      .option("--ask", "AGENT: leave out the flags that let the agent act without asking (default: sbx is the boundary, so it does not ask)")
+      .addHelpText(
+        "after",
+        [
+          "",
+          "sbx run AGENT [NAME] [-- ARGS]",
+          "  Creates the sandbox if missing (NAME defaults to AGENT-<repo dir>), supplies the agent when the image lacks it",
+          "  (fetched once on the host from its npm package, sha512-checked, mounted read-only), allows the agent's preset",
+          "  for this sandbox, writes sbx's section into its user-level instruction file, and starts it attached. Logins stay",
+          "  on the host: the LLM proxy adds the host's key or login to each request.",
+          "    sbx run claude                       Claude Code in sandbox claude-<repo dir>",
+          "    sbx run codex work -- exec 'fix it'  Codex CLI, non-interactive, in sandbox work",
+          "    sbx run --ask --agent-version 2.1.0 claude",
+          "  sbx's own options go before AGENT: everything after it is the sandbox's name and the agent's arguments.",
+          "",
+          "sbx run NAME [-- COMMAND]",
+          "  NAME is not an agent's: creates the sandbox if missing, then a shell or COMMAND (same as sbx exec).",
+        ].join("\n"),
+      );
   },
   async run(ctx, args, opts) {
-    const [name = "", ...rest] = args;
-    const argv = rest[0] === "--" ? rest.slice(1) : rest;
-    const repoFlag = opts.repo as string | undefined;
-    // An existing sandbox and a command with no terminal: the fast path (see shell); a missing one is created below.
-    const limits = limitsOpt(opts);
-    if (!ctx.stdinIsTTY && argv.length > 0 && Object.keys(limits.limits).length === 0) {
-      const { quickEnter, stdio } = await import("../../client/quick");
-      const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());
-      if (code !== null) return code;
+    const [first = ""] = args;
+    if (isAgentName(first)) return runAgent(ctx, first, args.slice(1), opts);
+    if (opts.agentVersion !== undefined || opts.ask === true) {
+      const { SbxError } = await import("../../core/errors");
+      throw new SbxError("usage", `--agent-version and --ask go with an agent (${AGENT_NAMES.join(", ")}), and '${first}' is none`, { hint: `e.g. sbx run claude --ask` });
     }
-    // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    // An existing sandbox is entered whatever its kind; --backend (or this OS's default) picks the kind of a new one.
-    const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
-    if (backend === undefined) backendFlag(opts, ctx.env.platform); // Docker-only flags with a user-account default refuse
-    const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
-    const client = await daemon(ctx);
-    const { created } = await client.lifecycle(
-      "create",
-      {
-        ...whereOf(ctx, repoFlag),
-        name,
-        ...(backend ? { backend } : {}),
-        rebuild: opts.rebuild === true,
-        overlays: (opts.overlay as string[] | undefined) ?? [],
-        ifExists: "reuse",
-        ...claudeAuthOpt(opts),
-        ...limits,
-        ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
-        ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
-      },
-      outOf(ctx),
-    );
-    if (created) ctx.render.info(`created sandbox ${name}`);
-    return enter(ctx, client, { name, argv, repoFlag });
+    return runInSandbox(ctx, args, opts);
   },
 };

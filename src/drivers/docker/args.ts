@@ -27,10 +27,15 @@ export const SOCKET_MOUNT = "/run/sbx";
 export const RUNTIME_MOUNT = {
   bun: "/opt/sbx/bin/bun",
   shims: "/opt/sbx/shims",
+  /** The host's agent cache (src/agents/cache.ts): the launchers in bin/, the agents and Node.js they run. */
+  agents: "/opt/sbx/agents",
 } as const;
 
-/** The PATH inside a container: the git/gh shims first (network git goes to the bridge), then the usual system dirs. */
-export const SANDBOX_PATH = `${RUNTIME_MOUNT.shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+/**
+ * The PATH inside a container: the git/gh shims first (network git goes to the bridge), the agent launchers (each
+ * runs the image's own agent when it has one, else sbx's cached one), then the usual system dirs.
+ */
+export const SANDBOX_PATH = `${RUNTIME_MOUNT.shims}:${RUNTIME_MOUNT.agents}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
 
 /** The PATH for git that must NOT go through the shims (host → clone ref sync runs the image's own git). */
 export const PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -67,6 +72,11 @@ export function shProfileSnippet(shims: string = RUNTIME_MOUNT.shims): string {
     `  ${shims}:*) ;;`,
     `  *) PATH="${shims}:$PATH" ;;`,
     "esac",
+    "# The agent launchers (sbx run AGENT), after the image's own dirs.",
+    `case ":$PATH:" in`,
+    `  *:${RUNTIME_MOUNT.agents}/bin:*) ;;`,
+    `  *) PATH="$PATH:${RUNTIME_MOUNT.agents}/bin" ;;`,
+    "esac",
     "export PATH",
     "",
   ].join("\n");
@@ -85,6 +95,8 @@ export function fishProfileSnippet(shims: string = RUNTIME_MOUNT.shims): string 
     "    end",
     "end",
     "__sbx_shims_first",
+    "# The agent launchers (sbx run AGENT), after the image's own dirs.",
+    `contains -- ${RUNTIME_MOUNT.agents}/bin $PATH; or set -gx PATH $PATH ${RUNTIME_MOUNT.agents}/bin`,
     "",
   ].join("\n");
 }
@@ -93,6 +105,8 @@ export function fishProfileSnippet(shims: string = RUNTIME_MOUNT.shims): string 
 export interface RuntimeSources {
   bun: string;
   shims: string;
+  /** The agent cache (absent: no agents are offered, as for a backend made without one). */
+  agents?: string;
 }
 
 /** Pure: the value of the `sbx.root` label for a state root's sandbox dir. */
@@ -330,6 +344,7 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "--mount", mountValue([["type", "bind"], ["src", spec.sockets.dir], ["dst", SOCKET_MOUNT]]),
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.bun], ["dst", RUNTIME_MOUNT.bun], "readonly"]),
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.shims], ["dst", RUNTIME_MOUNT.shims], "readonly"]),
+    ...(plan.runtime.agents ? ["--mount", mountValue([["type", "bind"], ["src", plan.runtime.agents], ["dst", RUNTIME_MOUNT.agents], "readonly"])] : []),
     "--mount", mountValue([["type", "bind"], ["src", lay.shProfile], ["dst", PROFILE_MOUNT.sh], "readonly"]),
     "--mount", mountValue([["type", "bind"], ["src", lay.fishProfile], ["dst", PROFILE_MOUNT.fish], "readonly"]),
     ...plan.overlays.flatMap((o) => [

@@ -41,6 +41,8 @@ export interface DockerBackendOptions {
   sandboxRoot: string;
   /** Host paths of the Bun binary and shims dir mounted read-only into every sandbox (default: this process's Bun, this checkout's shims/). */
   runtime?: RuntimeSources;
+  /** The host's agent cache (src/agents/cache.ts), mounted read-only into every new container; unset: none. */
+  agentsDir?: string;
   /** How long to wait for the in-sandbox forwarder to listen after a start (default 10 s). */
   readyTimeoutMs?: number;
   /** Image used to delete root-owned overlay `work/` dirs when the sandbox's own image is gone. */
@@ -161,6 +163,7 @@ export class DockerBackend implements Backend {
 
   private runtime(): RuntimeSources {
     this.runtimeCache ??= defaultRuntime();
+    if (this.opts.agentsDir !== undefined && this.runtimeCache.agents === undefined) this.runtimeCache = { ...this.runtimeCache, agents: this.opts.agentsDir };
     return this.runtimeCache;
   }
 
@@ -285,7 +288,10 @@ export class DockerBackend implements Backend {
       await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
       writeShellProfiles(spec);
       ensureAlternatesFile(spec.repo);
-      await this.engine.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime: this.runtime(), root: this.root }));
+      const runtime = this.runtime();
+      // The mount's source must exist; agents installed later appear in it without a new container.
+      if (runtime.agents) mkdirSync(join(runtime.agents, "bin"), { recursive: true, mode: 0o755 });
+      await this.engine.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime, root: this.root }));
     }
     // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of
     // mount points only: before a start the engine writes through the mounts).

@@ -1,6 +1,9 @@
 // OS-neutral provisioning of a sandbox user's home: rc files that put ~/bin first and set sbx's env, and the shims to link.
 //
 // Pure: everything here returns text or data; the macOS and Linux user backends write it as the guest user.
+import { shQuote } from "../../core/sh";
+
+export { shQuote };
 
 /** Shells sbx writes rc files for. */
 export type ShellKind = "zsh" | "bash" | "fish";
@@ -24,10 +27,6 @@ export interface ShellRcInput {
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** POSIX single-quoting, valid in sh, bash and zsh. */
-export function shQuote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
-}
 
 /** fish single-quoting: only `\` and `'` are special inside. */
 export function fishQuote(s: string): string {

@@ -147,7 +147,7 @@ describe.skipIf(!canRun)(`credentials end to end on Docker${skipReason ? ` (skip
     const before = llm.requests.length;
     const r = await sbxAsync([
       "run", "c", "--", "sh", "-c",
-      'curl -sS -m 10 -H "x-api-key: $ANTHROPIC_API_KEY" -H "authorization: Bearer $ANTHROPIC_API_KEY" -H "content-type: application/json" -d \'{"model":"m"}\' "$ANTHROPIC_BASE_URL/v1/messages"',
+      'curl -sS -m 10 -H "x-api-key: $ANTHROPIC_AUTH_TOKEN" -H "authorization: Bearer $ANTHROPIC_AUTH_TOKEN" -H "content-type: application/json" -d \'{"model":"m"}\' "$ANTHROPIC_BASE_URL/v1/messages"',
     ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('"ok":true');
@@ -158,7 +158,7 @@ describe.skipIf(!canRun)(`credentials end to end on Docker${skipReason ? ` (skip
     expect(JSON.stringify(got[0]!.headers)).not.toContain("sbx-placeholder");
     expect(r.stdout + r.stderr).not.toContain(LLM_KEY);
     // Inside, the key variable holds only the placeholder.
-    expect(dexec(f, ctr, ["printenv", "ANTHROPIC_API_KEY"]).stdout.trim()).toBe("sbx-placeholder");
+    expect(dexec(f, ctr, ["printenv", "ANTHROPIC_AUTH_TOKEN"]).stdout.trim()).toBe("sbx-placeholder");
   }, 60_000);
 
   test("host-runs-no-guest-config: a hook and fsmonitor planted in the clone's config never run on the host during push and sync", async () => {

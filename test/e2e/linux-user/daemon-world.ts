@@ -43,6 +43,7 @@ export async function makeDaemonWorld(w: World): Promise<DaemonWorld> {
     configDir: `${tmp}/config`,
     cacheDir: `${tmp}/cache`,
     sandboxRoot: `${tmp}/cache/sandbox`,
+    agentsDir: `${tmp}/cache/sbx/agents`,
     runtimeDir: `${tmp}/rt`,
     dbFile: `${tmp}/state/sbx.db`,
     configFile: `${tmp}/config/config.json`,

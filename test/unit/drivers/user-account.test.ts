@@ -58,7 +58,7 @@ describe("userSpec", () => {
       HTTP_PROXY: "http://127.0.0.1:23456",
       https_proxy: "http://127.0.0.1:23456",
       ANTHROPIC_BASE_URL: "http://127.0.0.1:23456/llm/anthropic",
-      ANTHROPIC_API_KEY: "sbx-placeholder",
+      ANTHROPIC_AUTH_TOKEN: "sbx-placeholder",
       SBX_BRIDGE_SOCKET: "/tmp/sbx-0/sb/abc123def456/bridge.sock",
     });
   });

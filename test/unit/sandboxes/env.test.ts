@@ -38,7 +38,7 @@ test("golden: the full environment of a container sandbox on the forwarder's por
     no_proxy: "localhost,127.0.0.1,::1,0.0.0.0",
     NODE_USE_ENV_PROXY: "1",
     ANTHROPIC_BASE_URL: "http://127.0.0.1:3128/llm/anthropic",
-    ANTHROPIC_API_KEY: "sbx-placeholder",
+    ANTHROPIC_AUTH_TOKEN: "sbx-placeholder",
     OPENAI_BASE_URL: "http://127.0.0.1:3128/llm/openai/v1",
     OPENAI_API_KEY: "sbx-placeholder",
     GOOGLE_GEMINI_BASE_URL: "http://127.0.0.1:3128/llm/google",
@@ -101,7 +101,7 @@ test("no host secret, agent socket or host PATH goes in", () => {
   const values = Object.values(env).join("\n");
   for (const v of ["ghp_secret", "sk-ant", "/tmp/agent"]) expect(values).not.toContain(v);
   expect(env.PATH).toBe(SANDBOX_PATH);
-  expect(env.ANTHROPIC_API_KEY).toBe("sbx-placeholder");
+  expect(env.ANTHROPIC_AUTH_TOKEN).toBe("sbx-placeholder");
 });
 
 test("the user's entries cannot point a client around the proxy or replace sbx's sockets", () => {

@@ -34,7 +34,7 @@ const spec: SandboxSpec = {
 
 describe("dockerCreateArgs", () => {
   const overlays = [overlayPlan(spec, "/home/ann/.claude", true), overlayPlan(spec, "/home/ann/.config/fish", false)];
-  const runtime = { bun: "/usr/lib/bun/bun", shims: "/opt/src/sbx/shims" };
+  const runtime = { bun: "/usr/lib/bun/bun", shims: "/opt/src/sbx/shims", agents: "/home/ann/.cache/sbx/agents" };
   const argv = dockerCreateArgs(spec, { image: "sbx-app:1234", overlays, command: containerCommand(spec), runtime, root: rootLabel("/home/ann/.cache/sandbox") });
 
   test("the Engine API request says what the argv says: name, hardening, labels, env, every mount, image, command", () => {
@@ -68,6 +68,7 @@ describe("dockerCreateArgs", () => {
           { Type: "bind", Source: "/run/user/1000/sbx/sb/abc123def456", Target: "/run/sbx" },
           { Type: "bind", Source: "/usr/lib/bun/bun", Target: "/opt/sbx/bin/bun", ReadOnly: true },
           { Type: "bind", Source: "/opt/src/sbx/shims", Target: "/opt/sbx/shims", ReadOnly: true },
+          { Type: "bind", Source: "/home/ann/.cache/sbx/agents", Target: "/opt/sbx/agents", ReadOnly: true },
           { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.sh", Target: "/etc/profile.d/zz-sbx-shims.sh", ReadOnly: true },
           { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.fish", Target: "/etc/fish/conf.d/sbx-shims.fish", ReadOnly: true },
           { Type: "volume", Source: overlays[0]!.volume, Target: "/home/ann/.claude", VolumeOptions: { NoCopy: true, DriverConfig: {} } },
@@ -127,6 +128,7 @@ describe("dockerCreateArgs", () => {
       "--mount", "type=bind,src=/run/user/1000/sbx/sb/abc123def456,dst=/run/sbx",
       "--mount", "type=bind,src=/usr/lib/bun/bun,dst=/opt/sbx/bin/bun,readonly",
       "--mount", "type=bind,src=/opt/src/sbx/shims,dst=/opt/sbx/shims,readonly",
+      "--mount", "type=bind,src=/home/ann/.cache/sbx/agents,dst=/opt/sbx/agents,readonly",
       "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.sh,dst=/etc/profile.d/zz-sbx-shims.sh,readonly",
       "--mount", "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/sbx-shims.fish,dst=/etc/fish/conf.d/sbx-shims.fish,readonly",
       "--mount", `type=volume,src=${overlays[0]!.volume},dst=/home/ann/.claude,volume-nocopy`,

@@ -13,16 +13,21 @@ describe("login-shell PATH snippets", () => {
         "  /opt/sbx/shims:*) ;;",
         '  *) PATH="/opt/sbx/shims:$PATH" ;;',
         "esac",
+        "# The agent launchers (sbx run AGENT), after the image's own dirs.",
+        'case ":$PATH:" in',
+        "  *:/opt/sbx/agents/bin:*) ;;",
+        '  *) PATH="$PATH:/opt/sbx/agents/bin" ;;',
+        "esac",
         "export PATH",
         "",
       ].join("\n"),
     );
   });
 
-  test("sh: after a reset PATH the shims come first, and sourcing twice adds them once", () => {
+  test("sh: after a reset PATH the shims come first and the agent launchers last, and sourcing twice adds them once", () => {
     const script = `PATH=/usr/bin:/bin; ${shProfileSnippet()}\n${shProfileSnippet()}\necho "$PATH"`;
     const r = Bun.spawnSync(["sh", "-c", script], { stdout: "pipe" });
-    expect(r.stdout.toString().trim()).toBe("/opt/sbx/shims:/usr/bin:/bin");
+    expect(r.stdout.toString().trim()).toBe("/opt/sbx/shims:/usr/bin:/bin:/opt/sbx/agents/bin");
   });
 
   test.skipIf(!has("fish"))("fish (skipped without fish on the host): the shims come back first even when a later config sets PATH from scratch", () => {

@@ -1,0 +1,128 @@
+// `sbx run AGENT`: the sandbox (made if missing), the agent in the host's cache, its preset allowed for that sandbox,
+// and the command that starts it: setup inside (instruction section, first-run settings) then the agent's launcher.
+import { basename } from "node:path";
+import { AGENTS, agentSetupPlan, defaultAgentSandboxName, type AgentName, type AgentPlatform } from "../core/agents";
+import { SbxError } from "../core/errors";
+import { PRESETS } from "../core/presets";
+import type { PolicyService } from "../policy/service";
+import type { CreateRequest, SandboxService } from "../sandboxes/service";
+import type { Sandbox } from "../core/schemas";
+import { RUNTIME_MOUNT } from "../drivers/docker/args";
+import type { Env } from "../sys/env";
+import type { Exec } from "../sys/exec";
+import type { Paths } from "../sys/paths";
+import { AGENTS_MOUNT, AgentCache } from "./cache";
+
+/** Where sbx's own pieces are inside a Docker sandbox (drivers/docker/args RUNTIME_MOUNT). */
+export interface AgentPlace {
+  bun: string;
+  shims: string;
+}
+
+export interface AgentServiceDeps {
+  sandboxes: SandboxService;
+  cache: AgentCache;
+  policy: () => PolicyService;
+  platform: AgentPlatform;
+  place: AgentPlace;
+}
+
+export interface AgentRunRequest extends Omit<CreateRequest, "name" | "ifExists"> {
+  agent: AgentName;
+  name?: string;
+  version?: string;
+  /** Add the agent's flags that let it work without asking before each step (default). */
+  unattended: boolean;
+}
+
+export interface AgentRunResult {
+  sandbox: Sandbox;
+  created: boolean;
+  version: string;
+  /** The command the session runs (the caller's arguments go after it). */
+  argv: string[];
+}
+
+/** Pure: what `sbx run AGENT` runs inside: the setup shim on sbx's Bun, then the launcher with the agent's flags. */
+export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: AgentPlace; unattended: boolean }): string[] {
+  const a = AGENTS[o.agent];
+  const launcher = `${AGENTS_MOUNT}/bin/${a.binary}`;
+  const script = [
+    'b=$1 s=$2 p=$3 l=$4; shift 4',
+    `[ -x "$l" ] || { echo "sbx: this sandbox was made before sbx supplied agents (no $l); remove it with \\\`sbx rm ${o.sandbox}\\\` and run again" >&2; exit 69; }`,
+    // Bun reads nothing from the repo it starts in (bunfig.toml, .env): the sandbox's files are its own, but sbx's setup is sbx's.
+    '"$b" --no-env-file --config=/dev/null "$s" "$p"',
+    'exec "$l" "$@"',
+  ].join("\n");
+  return [
+    "/bin/sh",
+    "-c",
+    script,
+    "sbx-agent",
+    o.place.bun,
+    `${o.place.shims}/agent-setup.ts`,
+    JSON.stringify(agentSetupPlan(o.agent, o.sandbox, o.workdir)),
+    launcher,
+    ...(o.unattended ? a.unattended : []),
+  ];
+}
+
+export class AgentService {
+  constructor(private readonly d: AgentServiceDeps) {}
+
+  async run(req: AgentRunRequest): Promise<AgentRunResult> {
+    const a = AGENTS[req.agent];
+    const out = req.out ?? { log: () => undefined };
+    const repo = await this.d.sandboxes.repoOf(req);
+    const name = req.name ?? defaultAgentSandboxName(req.agent, basename(repo));
+    if (req.backend !== undefined && req.backend !== "docker") {
+      throw new SbxError("unavailable", `sbx run ${req.agent}: sbx supplies agents to Docker sandboxes only, for now (a ${req.backend} sandbox cannot mount its cache)`, {
+        hint: `Use a Docker sandbox, or install ${a.title} in the ${req.backend} sandbox yourself and run it with \`sbx exec NAME -- ${a.binary}\`.`,
+      });
+    }
+    const { sandbox, created } = await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
+    if (sandbox.backend !== "docker") {
+      throw new SbxError("unavailable", `sbx run ${req.agent}: ${name} is a ${sandbox.backend} sandbox, and sbx supplies agents to Docker sandboxes only, for now`, {
+        hint: `Install ${a.title} in it yourself and run \`sbx exec ${name} -- ${a.binary}\`, or name a Docker sandbox: \`sbx run ${req.agent} OTHER-NAME\`.`,
+      });
+    }
+    const inst = await this.d.cache.ensure(req.agent, this.d.platform, req.version, (l) => out.log(l));
+    if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
+    // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only.
+    const changed = this.d.policy().allow({ kind: "sandbox", sandbox }, PRESETS[a.preset], `sbx run ${req.agent}`);
+    if (changed.some((c) => c.changed)) out.log(`allowed for ${name}: the ${a.preset} preset (${PRESETS[a.preset].join(", ")})`);
+    return {
+      sandbox,
+      created,
+      version: inst.version,
+      argv: agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: sandbox.repo, place: this.d.place, unattended: req.unattended }),
+    };
+  }
+}
+
+/** The npm registry agents come from: the host's npm setting when it has one (a mirror), else npm's own. */
+export function agentRegistry(env: Env): string | undefined {
+  const r = env.raw.SBX_NPM_REGISTRY ?? env.raw.npm_config_registry ?? env.raw.NPM_CONFIG_REGISTRY;
+  return r && /^https?:\/\//.test(r) ? r : undefined;
+}
+
+/** The CPU a Docker sandbox runs on: the host's (no emulation). */
+export function hostAgentPlatform(arch: string = process.arch): AgentPlatform {
+  if (arch !== "x64" && arch !== "arm64") throw new SbxError("unavailable", `sbx supplies agents for x64 and arm64 CPUs; this host is ${arch}`);
+  return { os: "linux", arch };
+}
+
+/** The daemon's agent service: the cache under paths.agentsDir, for Docker sandboxes. */
+export function agentService(sandboxes: SandboxService, policy: PolicyService, paths: Paths, exec: Exec, env: Env): AgentService {
+  const registry = agentRegistry(env);
+  return new AgentService({
+    sandboxes,
+    cache: new AgentCache({ dir: paths.agentsDir, exec, ...(registry ? { registry } : {}) }),
+    policy: () => policy,
+    // Resolved when a run needs it: an unsupported CPU refuses `sbx run AGENT`, not the daemon's start.
+    get platform() {
+      return hostAgentPlatform();
+    },
+    place: { bun: RUNTIME_MOUNT.bun, shims: RUNTIME_MOUNT.shims },
+  });
+}

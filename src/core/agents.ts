@@ -1,0 +1,349 @@
+// The agents sbx runs out of the box (`sbx run AGENT`): one table of data, and the pure renderers that turn a row into
+// what the host caches, what the sandbox runs and what it is told. No agent has a code path of its own elsewhere.
+import { allowCommand } from "./egress";
+import { SbxError } from "./errors";
+import type { PresetName } from "./presets";
+import { shQuote } from "./sh";
+
+import { AGENT_NAMES, isAgentName, type AgentName } from "./agent-names";
+
+export { AGENT_NAMES, isAgentName, type AgentName };
+
+/** The OS and CPU the sandbox runs on, as npm's platform packages name them. */
+export interface AgentPlatform {
+  os: "linux" | "darwin";
+  arch: "x64" | "arm64";
+}
+
+/**
+ * How sbx supplies an agent the image lacks. `npm`: its registry package, fetched on the host (sha512 checked) into a
+ * versioned cache that is mounted read-only; `package` resolves the version, `from` is the package (and version) that
+ * holds the files for a platform, `entry` the file run. Templates: {os} {arch} {version} {triple} (Rust's target
+ * triple for the CPU). `runtime: "node"` runs `entry` with the Node.js sbx caches the same way (NODE_RUNTIME).
+ * `pip`: installed inside the sandbox, into a venv of its own, from PyPI through the proxy (the image needs python3).
+ */
+export type AgentInstall =
+  | { kind: "npm"; package: string; from: { name: string; version: string }; entry: string; runtime: "native" | "node" }
+  | { kind: "pip"; package: string; entry: string };
+
+/** A change made in the sandbox's home at each start, as the sandbox's own user. Templates: {workdir} (the repo inside). */
+export type AgentSetup =
+  /** Keys set in a JSON file only where it has none (the person's own choices inside win). */
+  | { kind: "json-defaults"; path: string; values: Record<string, unknown> }
+  /** A file written only when missing. */
+  | { kind: "file-if-missing"; path: string; content: string };
+
+export interface AgentSpec {
+  title: string;
+  /** The command name inside. */
+  binary: string;
+  install: AgentInstall;
+  /** The hosts it needs beyond the LLM API (which goes through sbx's LLM proxy), allowed for its sandbox. */
+  preset: PresetName;
+  /** The LLM proxy's routes it uses. */
+  routes: readonly ("anthropic" | "openai" | "google")[];
+  /**
+   * Its environment inside, on top of the sandbox's: telemetry and update checks off, trust asked of no one. Values
+   * may name the sandbox's variables as ${NAME} (the launcher expands them); a value of null unsets the variable.
+   */
+  env: Readonly<Record<string, string | null>>;
+  /** Arguments every start gets (pointing it at the LLM proxy where no variable does). ${NAME} as in env. */
+  args: readonly string[];
+  /** The flags that let it work without asking before each step: the sandbox is the boundary. */
+  unattended: readonly string[];
+  /** One prompt, no terminal: its non-interactive form. */
+  prompt: readonly string[];
+  /** Its user-level instruction file, relative to $HOME (sbx writes its section there, never into the repo). */
+  instructions: string;
+  setup: readonly AgentSetup[];
+  /** Where its login lives on the host ($HOME-relative), what of its config may be seen inside, and what never may. */
+  login: { hostFiles: readonly string[]; hostEnv: readonly string[]; shown: readonly string[]; never: readonly string[] };
+  /** The `--version` form, for `sbx agents` and the benchmark. */
+  version: readonly string[];
+}
+
+/** Node.js for the agents that are JavaScript (Gemini CLI): npm's per-platform package of the official binary. */
+export const NODE_RUNTIME = { name: "node-{os}-{arch}", version: "22.22.0", entry: "bin/node" } as const;
+
+export const AGENTS: Record<AgentName, AgentSpec> = {
+  claude: {
+    title: "Claude Code",
+    binary: "claude",
+    install: {
+      kind: "npm",
+      package: "@anthropic-ai/claude-code",
+      from: { name: "@anthropic-ai/claude-code-{os}-{arch}", version: "{version}" },
+      entry: "claude",
+      runtime: "native",
+    },
+    preset: "claude",
+    routes: ["anthropic"],
+    // An ANTHROPIC_API_KEY makes interactive Claude ask "use this API key?" with No preselected; a token is used as is.
+    env: { ANTHROPIC_API_KEY: null, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1", DISABLE_TELEMETRY: "1", IS_SANDBOX: "1" },
+    args: [],
+    unattended: ["--dangerously-skip-permissions"],
+    prompt: ["-p"],
+    instructions: ".claude/CLAUDE.md",
+    setup: [
+      { kind: "json-defaults", path: ".claude.json", values: { hasCompletedOnboarding: true, theme: "dark", projects: { "{workdir}": { hasTrustDialogAccepted: true } } } },
+    ],
+    login: {
+      hostFiles: [".claude/.credentials.json"],
+      hostEnv: ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
+      shown: ["~/.claude: settings.json, CLAUDE.md, commands, agents, output-styles, skills, this project's transcripts", "~/.claude.json without keys or other projects"],
+      never: ["~/.claude/.credentials.json", "~/.claude.json's primaryApiKey and oauthAccount", "API keys"],
+    },
+    version: ["--version"],
+  },
+  codex: {
+    title: "Codex CLI",
+    binary: "codex",
+    install: {
+      kind: "npm",
+      package: "@openai/codex",
+      from: { name: "@openai/codex", version: "{version}-{os}-{arch}" },
+      entry: "vendor/{triple}/bin/codex",
+      runtime: "native",
+    },
+    preset: "openai",
+    routes: ["openai"],
+    env: {},
+    // A provider of sbx's: the LLM proxy's OpenAI route, over HTTP (Codex's WebSocket transport is not proxied).
+    args: [
+      "-c",
+      'model_provider="sbx"',
+      "-c",
+      'model_providers.sbx={name="OpenAI through sbx",base_url="${OPENAI_BASE_URL}",env_key="OPENAI_API_KEY",wire_api="responses",supports_websockets=false}',
+      "-c",
+      "check_for_update_on_startup=false",
+      "-c",
+      "analytics.enabled=false",
+    ],
+    unattended: ["--dangerously-bypass-approvals-and-sandbox"],
+    prompt: ["exec", "--skip-git-repo-check"],
+    instructions: ".codex/AGENTS.md",
+    setup: [],
+    login: {
+      hostFiles: [".codex/auth.json"],
+      hostEnv: ["OPENAI_API_KEY"],
+      shown: ["~/.codex: none (sbx writes its own settings on the command line)"],
+      never: ["~/.codex/auth.json", "API keys"],
+    },
+    version: ["--version"],
+  },
+  gemini: {
+    title: "Gemini CLI",
+    binary: "gemini",
+    install: {
+      kind: "npm",
+      package: "@google/gemini-cli",
+      from: { name: "@google/gemini-cli", version: "{version}" },
+      entry: "bundle/gemini.js",
+      runtime: "node",
+    },
+    preset: "google",
+    routes: ["google"],
+    // GOOGLE_API_KEY would win over GEMINI_API_KEY (with a warning at every start); both are placeholders.
+    env: { GOOGLE_API_KEY: null, GEMINI_CLI_TRUST_WORKSPACE: "true", GEMINI_TELEMETRY_ENABLED: "false" },
+    args: [],
+    unattended: ["--yolo"],
+    prompt: ["-p"],
+    instructions: ".gemini/GEMINI.md",
+    setup: [
+      {
+        kind: "json-defaults",
+        path: ".gemini/settings.json",
+        values: { security: { auth: { selectedType: "gemini-api-key" } }, general: { disableAutoUpdate: true, disableUpdateNag: true }, privacy: { usageStatisticsEnabled: false } },
+      },
+    ],
+    login: {
+      hostFiles: [".gemini/oauth_creds.json"],
+      hostEnv: ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+      shown: ["~/.gemini/settings.json as sbx writes it"],
+      never: ["~/.gemini/oauth_creds.json", "API keys"],
+    },
+    version: ["--version"],
+  },
+  opencode: {
+    title: "OpenCode",
+    binary: "opencode",
+    install: {
+      kind: "npm",
+      package: "opencode-ai",
+      from: { name: "opencode-{os}-{arch}", version: "{version}" },
+      entry: "bin/opencode",
+      runtime: "native",
+    },
+    preset: "opencode",
+    routes: ["anthropic", "openai"],
+    // Its SDKs want the /v1 in the base URL, which Claude Code adds itself; and its own key variables.
+    env: {
+      ANTHROPIC_API_KEY: "${ANTHROPIC_AUTH_TOKEN}",
+      OPENCODE_CONFIG_CONTENT:
+        '{"$schema":"https://opencode.ai/config.json","autoupdate":false,"share":"disabled","provider":{"anthropic":{"options":{"baseURL":"${ANTHROPIC_BASE_URL}/v1"}},"openai":{"options":{"baseURL":"${OPENAI_BASE_URL}"}}}}',
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+    },
+    args: [],
+    unattended: [],
+    prompt: ["run"],
+    instructions: ".config/opencode/AGENTS.md",
+    setup: [],
+    login: {
+      hostFiles: [".local/share/opencode/auth.json"],
+      hostEnv: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+      shown: ["none"],
+      never: ["~/.local/share/opencode/auth.json", "API keys"],
+    },
+    version: ["--version"],
+  },
+  aider: {
+    title: "aider",
+    binary: "aider",
+    install: { kind: "pip", package: "aider-chat", entry: "bin/aider" },
+    preset: "pypi",
+    routes: ["anthropic", "openai"],
+    env: { ANTHROPIC_API_KEY: "${ANTHROPIC_AUTH_TOKEN}", AIDER_CHECK_UPDATE: "false", AIDER_ANALYTICS: "false", AIDER_SHOW_RELEASE_NOTES: "false" },
+    args: ["--read", "${HOME}/.config/sbx/AGENTS.md"],
+    unattended: ["--yes-always"],
+    prompt: ["--message"],
+    instructions: ".config/sbx/AGENTS.md",
+    setup: [],
+    login: { hostFiles: [], hostEnv: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"], shown: ["none"], never: ["API keys"] },
+    version: ["--version"],
+  },
+};
+
+/** The agent of that name; anything else is a usage error listing them. */
+export function agentSpec(name: string): AgentSpec {
+  if (!isAgentName(name)) throw new SbxError("usage", `unknown agent '${name}'`, { hint: `Agents: ${AGENT_NAMES.join(", ")}.` });
+  return AGENTS[name];
+}
+
+const TRIPLES: Record<AgentPlatform["arch"], Record<AgentPlatform["os"], string>> = {
+  x64: { linux: "x86_64-unknown-linux-musl", darwin: "x86_64-apple-darwin" },
+  arm64: { linux: "aarch64-unknown-linux-musl", darwin: "aarch64-apple-darwin" },
+};
+
+/** Pure: a template with {os} {arch} {version} {triple} filled in. */
+export function fillTemplate(t: string, p: AgentPlatform, version: string): string {
+  return t.replace(/\{(os|arch|version|triple)\}/g, (_, k: string) => (k === "os" ? p.os : k === "arch" ? p.arch : k === "version" ? version : TRIPLES[p.arch][p.os]));
+}
+
+/** A registry version sbx will fetch: digits and dots with an optional pre-release tag, nothing a path could abuse. */
+export const VERSION_RE = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]{1,64})?$/;
+
+/** The name sbx gives the sandbox of `sbx run AGENT` when none is named: the agent and the repo's dir name. */
+export function defaultAgentSandboxName(agent: AgentName, repoDir: string): string {
+  const base = repoDir
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 40)
+    .replace(/-+$/, "");
+  return base === "" ? `${agent}-sandbox` : `${agent}-${base}`;
+}
+
+/** Pure: a value with ${NAME} references as one sh word that expands them (and nothing else) at run time. */
+export function shExpand(v: string): string {
+  const parts: string[] = [];
+  let last = 0;
+  for (const m of v.matchAll(/\$\{([A-Z_][A-Z0-9_]*)\}/g)) {
+    if (m.index > last) parts.push(shQuote(v.slice(last, m.index)));
+    parts.push(`"\${${m[1]}}"`);
+    last = m.index + m[0].length;
+  }
+  if (last < v.length || parts.length === 0) parts.push(shQuote(v.slice(last)));
+  return parts.join("");
+}
+
+export interface LauncherInput {
+  agent: AgentName;
+  /** The agent's file as the sandbox sees it (absolute), used when the image has none on PATH. */
+  cached: string | null;
+  /** Node.js as the sandbox sees it, for a `runtime: "node"` agent. */
+  node: string | null;
+  /** The dir the launchers live in (skipped when the image's PATH is searched, so a launcher never finds itself). */
+  binDir: string;
+}
+
+/**
+ * Pure: the launcher script at `<binDir>/<binary>`: the agent's environment, then the image's own binary when it has
+ * one, else sbx's cached one, with the agent's arguments and the caller's. A POSIX sh script: every image has /bin/sh.
+ */
+export function renderLauncher(i: LauncherInput): string {
+  const a = AGENTS[i.agent];
+  const args = a.args.map((x) => ` ${shExpand(x)}`).join("");
+  const lines = ["#!/bin/sh", `# sbx launcher for ${a.title}: its settings inside a sandbox, then the image's ${a.binary} or sbx's cached one.`];
+  for (const [k, v] of Object.entries(a.env)) lines.push(v === null ? `unset ${k}` : `export ${k}=${shExpand(v)}`);
+  lines.push(
+    "set -f; IFS=:",
+    `for d in $PATH; do [ "$d" != ${shQuote(i.binDir)} ] && [ -f "$d/${a.binary}" ] && [ -x "$d/${a.binary}" ] && { unset IFS; exec "$d/${a.binary}"${args} "$@"; }; done`,
+    "unset IFS; set +f",
+  );
+  if (a.install.kind === "pip") {
+    // Into a venv of the sandbox's own on first use, from PyPI through the proxy (its preset allows it).
+    const venv = `"$HOME"/.local/share/sbx/${i.agent}`;
+    lines.push(
+      `[ -x ${venv}/${a.install.entry} ] || {`,
+      `  command -v python3 >/dev/null 2>&1 || { echo ${shQuote(`sbx: ${a.title} needs python3 (3.10 or newer) in the image; add it to the sandbox's Dockerfile`)} >&2; exit 127; }`,
+      `  echo ${shQuote(`sbx: installing ${a.install.package} into ~/.local/share/sbx/${i.agent} (once per sandbox)`)} >&2`,
+      `  python3 -m venv ${venv} && ${venv}/bin/pip install --quiet --disable-pip-version-check ${shQuote(a.install.package)} || { rm -rf ${venv}; exit 1; }`,
+      "}",
+      `exec ${venv}/${a.install.entry}${args} "$@"`,
+    );
+  } else if (i.cached) lines.push(`exec ${i.node ? `${shQuote(i.node)} ` : ""}${shQuote(i.cached)}${args} "$@"`);
+  else lines.push(`echo ${shQuote(`sbx: ${a.title} is not installed here; on the host, \`sbx run ${i.agent}\` installs it`)} >&2`, "exit 127");
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The section sbx writes into each agent's user-level instruction file: where it is and how to ask. One text for every
+ * agent; the proxy's refusal is quoted as it reads, so the agent recognises it.
+ */
+export function instructionSection(sandbox: string): string {
+  return [
+    "<!-- sbx:begin (written by sbx at each start; edits here are replaced) -->",
+    "## You are in an sbx sandbox",
+    "",
+    `This machine is the sandbox \`${sandbox}\`, run by the person through sbx. It has no credentials and a limited network.`,
+    "",
+    "- Network: every connection goes through sbx's egress proxy, which allows listed hosts only. A blocked request",
+    `  fails with HTTP 403 whose reason reads \`sbx: HOST:443 is not allowed (${allowCommand("HOST", sandbox)})\`,`,
+    "  or a refused CONNECT. Do not work around it (other ports, IP addresses, DNS tricks, other proxies): it will not work.",
+    "- To ask for a host: `sbx-egress ask HOST --why \"what you need it for\" --wait 120` (shows the person the request;",
+    "  waits for the answer). `sbx-egress status` shows what is allowed. You cannot allow anything yourself.",
+    "- LLM API keys are added by the host on the way out; placeholders such as `sbx-placeholder` are expected.",
+    "- `git push`, `git fetch` and `gh` go to the host's command bridge, which holds the tokens. You may push only",
+    `  branches under sbx/${sandbox}/ (unless the person allowed more); protected branches and force pushes are`,
+    "  refused, and pushes are scanned for secrets. A refusal says why; some need the person's approval (`--wait`).",
+    "- You cannot read the person's home directory, other sandboxes, or the host's files outside this repo.",
+    "- Commits you make stay in this sandbox's clone until pushed or synced by the person.",
+    "<!-- sbx:end -->",
+    "",
+  ].join("\n");
+}
+
+/** Pure: `values` with {workdir} filled in its keys and strings. */
+export function fillSetupValues(v: unknown, workdir: string): unknown {
+  if (typeof v === "string") return v.replaceAll("{workdir}", workdir);
+  if (Array.isArray(v)) return v.map((x) => fillSetupValues(x, workdir));
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replaceAll("{workdir}", workdir), fillSetupValues(x, workdir)]));
+  return v;
+}
+
+/** What the in-sandbox setup (shims/agent-setup.ts) is handed: everything decided on the host, nothing secret. */
+export interface AgentSetupPlan {
+  instructions: { path: string; section: string };
+  setup: AgentSetup[];
+}
+
+/** Pure: the plan for one agent in one sandbox. */
+export function agentSetupPlan(agent: AgentName, sandbox: string, workdir: string): AgentSetupPlan {
+  const a = AGENTS[agent];
+  return {
+    instructions: { path: a.instructions, section: instructionSection(sandbox) },
+    setup: a.setup.map((s) => (s.kind === "json-defaults" ? { ...s, values: fillSetupValues(s.values, workdir) as Record<string, unknown> } : s)),
+  };
+}
