@@ -85,7 +85,7 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
     prompt: ["-p"],
     instructions: ".claude/CLAUDE.md",
     setup: [
-      { kind: "json-defaults", path: ".claude.json", values: { hasCompletedOnboarding: true, theme: "dark", projects: { "{workdir}": { hasTrustDialogAccepted: true } } } },
+      { kind: "json-defaults", path: ".claude.json", values: { hasCompletedOnboarding: true, theme: "dark", bypassPermissionsModeAccepted: true, projects: { "{workdir}": { hasTrustDialogAccepted: true } } } },
     ],
     login: {
       hostFiles: [".claude/.credentials.json"],

@@ -49,7 +49,7 @@ describe("apply", () => {
     apply(plan, h, (m) => warns.push(m));
     expect(warns).toEqual([]);
     expect(readFileSync(join(h, ".claude/CLAUDE.md"), "utf8")).toBe(plan.instructions.section);
-    expect(JSON.parse(readFileSync(join(h, ".claude.json"), "utf8"))).toEqual({ theme: "light", numStartups: 3, hasCompletedOnboarding: true, projects: { "/w": { hasTrustDialogAccepted: true } } });
+    expect(JSON.parse(readFileSync(join(h, ".claude.json"), "utf8"))).toEqual({ theme: "light", numStartups: 3, hasCompletedOnboarding: true, bypassPermissionsModeAccepted: true, projects: { "/w": { hasTrustDialogAccepted: true } } });
   });
 
   test("a settings file that is not JSON is left as it is, with a warning", () => {

@@ -1,0 +1,176 @@
+// `sbx run AGENT` end to end with the real agents from their public npm packages (Claude Code, Codex CLI, Gemini CLI,
+// OpenCode), in a real sandbox, each answering one prompt from a fake LLM provider on loopback: the provider sees the
+// host's real key, the sandbox holds no trace of it (environment, files, process arguments), the agent prints the answer.
+// Claude Code's first interactive run reaches its prompt with no API-key question and no login screen.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { realpathSync } from "node:fs";
+import type { Fixture } from "../docker/fixture";
+import { CLI } from "../docker/fixture";
+import { FAKE_ANSWER, startFakeAgentLlm, type FakeAgentLlm } from "../../support/fake-agent-llm";
+import { acquireFixture, canRun, containerOf, dexec, docker, done, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+
+const tag = Math.random().toString(36).slice(2, 8);
+const KEYS = {
+  anthropic: `sk-ant-api03-agent${tag}${"a".repeat(24)}`,
+  openai: `sk-proj-agent${tag}${"o".repeat(30)}`,
+  google: `AIzaSyAgent${tag}${"g".repeat(22)}`,
+};
+const npmReachable = Bun.spawnSync(["sh", "-c", "curl -sf -m 10 -o /dev/null https://registry.npmjs.org/@anthropic-ai%2fclaude-code/latest"]).exitCode === 0;
+const hasTmux = Bun.spawnSync(["sh", "-c", "command -v tmux"]).exitCode === 0;
+const run = canRun && npmReachable;
+const why = !canRun ? skipReason : "the npm registry does not answer (the agents come from their public packages)";
+
+let f: Fixture;
+let repo = "";
+let llm: FakeAgentLlm;
+let env: Record<string, string>;
+let box = "";
+
+function sbxAsync(args: string[]) {
+  return done(f.spawnSbx(args, { cwd: repo, env }));
+}
+
+/** The requests the fake provider got while `fn` ran. */
+async function during<T>(fn: () => Promise<T>): Promise<{ result: T; got: FakeAgentLlm["requests"] }> {
+  const before = llm.requests.length;
+  const result = await fn();
+  return { result, got: llm.requests.slice(before) };
+}
+
+describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : ` — skipped: ${why}`}`, () => {
+  beforeAll(async () => {
+    f = acquireFixture();
+    repo = makeRepo(f, `agents-${tag}`);
+    llm = await startFakeAgentLlm();
+    await stopDaemon(f.user);
+    env = { SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url, openai: llm.url, google: llm.url }) };
+    must(f.sbx(["secret", "set", "ANTHROPIC_API_KEY"], { cwd: repo, env, stdin: KEYS.anthropic }), "secret ANTHROPIC_API_KEY");
+    must(f.sbx(["secret", "set", "OPENAI_API_KEY"], { cwd: repo, env, stdin: KEYS.openai }), "secret OPENAI_API_KEY");
+    must(f.sbx(["secret", "set", "GEMINI_API_KEY"], { cwd: repo, env, stdin: KEYS.google }), "secret GEMINI_API_KEY");
+  }, 120_000);
+
+  afterAll(async () => {
+    if (repo) {
+      f.sbx(["rm", "--force", box || `claude-agents-${tag}`], { cwd: repo, env });
+      f.sbx(["rm", "--force", "typed"], { cwd: repo, env });
+      const left = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${realpathSync(repo)}`]).stdout.split("\n").filter(Boolean);
+      if (left.length) docker(["rm", "--force", ...left]);
+      removeRepoImages(repo);
+      for (const k of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"]) f.sbx(["secret", "rm", k], { cwd: repo, env });
+    }
+    await llm?.stop();
+    if (f) await stopDaemon(f.user);
+    if (f) releaseFixture();
+  }, 60_000);
+
+  test("claude: `sbx run claude -- -p` makes sandbox claude-<repo dir>, installs Claude Code, and the provider sees the host's key", async () => {
+    const { result: r, got } = await during(() => sbxAsync(["run", "claude", "--", "-p", "say hi"]));
+    expect(r.stderr).toMatch(/fetching @anthropic-ai\/claude-code-linux-(x64|arm64)@\d+\.\d+\.\d+/);
+    expect(r.stderr).toContain(`created sandbox claude-agents-${tag}`);
+    expect(r.stdout).toContain(FAKE_ANSWER);
+    expect(r.code).toBe(0);
+    box = `claude-agents-${tag}`;
+    const msgs = got.filter((q) => q.path.startsWith("/v1/messages"));
+    expect(msgs.length).toBeGreaterThan(0);
+    for (const q of msgs) {
+      expect(q.headers["x-api-key"]).toBe(KEYS.anthropic);
+      expect(JSON.stringify(q.headers)).not.toContain("sbx-placeholder");
+    }
+  }, 300_000);
+
+  test("codex: `sbx run codex NAME -- exec` in the same sandbox; the OpenAI route, over HTTP, with the host's key", async () => {
+    const { result: r, got } = await during(() => sbxAsync(["run", "codex", box, "--", "exec", "--skip-git-repo-check", "say hi"]));
+    expect(r.stdout).toContain(FAKE_ANSWER);
+    expect(r.code).toBe(0);
+    const posts = got.filter((q) => q.path === "/v1/responses" && q.method === "POST");
+    expect(posts.length).toBeGreaterThan(0);
+    for (const q of posts) expect(q.headers.authorization).toBe(`Bearer ${KEYS.openai}`);
+    // No WebSocket attempt: the provider sbx configures speaks HTTP only.
+    expect(got.filter((q) => q.method === "GET").length).toBe(0);
+  }, 300_000);
+
+  test("gemini: on the cached Node.js; the Gemini route with the host's key", async () => {
+    const { result: r, got } = await during(() => sbxAsync(["run", "gemini", box, "--", "-m", "gemini-2.5-flash", "-p", "say hi"]));
+    expect(r.stdout).toContain(FAKE_ANSWER);
+    expect(r.code).toBe(0);
+    const calls = got.filter((q) => q.path.includes(":streamGenerateContent") || q.path.includes(":generateContent"));
+    expect(calls.length).toBeGreaterThan(0);
+    for (const q of calls) {
+      expect(q.headers["x-goog-api-key"]).toBe(KEYS.google);
+      expect(q.path).not.toContain("key=");
+    }
+  }, 300_000);
+
+  test("opencode: `opencode run` through the Anthropic route with the host's key", async () => {
+    const { result: r, got } = await during(() => sbxAsync(["run", "opencode", box, "--", "run", "-m", "anthropic/claude-sonnet-4-5", "say hi"]));
+    expect(r.stdout).toContain(FAKE_ANSWER);
+    expect(r.code).toBe(0);
+    const msgs = got.filter((q) => q.path === "/v1/messages");
+    expect(msgs.length).toBeGreaterThan(0);
+    for (const q of msgs) expect(q.headers["x-api-key"]).toBe(KEYS.anthropic);
+  }, 300_000);
+
+  test("no-secret-inside: no host key in the sandbox's environment, files or any process's arguments or environment", async () => {
+    const ctr = containerOf(realpathSync(repo), box);
+    // Sampled while an agent runs: every process's argv and environment.
+    const watcher = Bun.spawn(["docker", "exec", "--user", `${f.user.uid}:${f.user.gid}`, ctr, "sh", "-c", "for i in $(seq 60); do cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null; sleep 0.1; done"], { stdout: "pipe", stderr: "ignore" });
+    const r = await sbxAsync(["run", "claude", box, "--", "-p", "again"]);
+    expect(r.code).toBe(0);
+    const seen = await new Response(watcher.stdout).text();
+    await watcher.exited;
+    expect(seen).toContain("sbx-placeholder"); // the sampling saw the agents' own environment
+    const files = dexec(f, ctr, ["sh", "-c", 'grep -rsl -F -e "$1" -e "$2" -e "$3" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; true', "scan", KEYS.anthropic, KEYS.openai, KEYS.google], { timeoutMs: 120_000 });
+    for (const k of Object.values(KEYS)) {
+      expect(seen).not.toContain(k);
+      expect(files.stdout + files.stderr).not.toContain(k);
+      expect(r.stdout + r.stderr).not.toContain(k);
+    }
+    expect(files.stdout.trim()).toBe("");
+  }, 300_000);
+
+  test("the agent knows where it is: sbx's section in each agent's user-level instruction file, none in the repo", () => {
+    const ctr = containerOf(realpathSync(repo), box);
+    const r = dexec(f, ctr, ["sh", "-c", 'for p in .claude/CLAUDE.md .codex/AGENTS.md .gemini/GEMINI.md .config/opencode/AGENTS.md; do grep -c "sbx:begin" "$HOME/$p"; done; git status --porcelain'], { workdir: realpathSync(repo) });
+    expect(r.stdout).toBe("1\n1\n1\n1\n");
+  }, 60_000);
+
+  test("the preset of each agent run is allowed for that sandbox only", () => {
+    const r = must(f.sbx(["allowlist", "--sandbox", box, "--json"], { cwd: repo, env }), "allowlist");
+    const view = JSON.parse(r.stdout) as { sandbox: { patterns: { pattern: string; addedBy: string }[] }; global: { pattern: string }[] };
+    const mine = view.sandbox.patterns.map((p) => p.pattern);
+    for (const h of ["claude.ai", "api.openai.com", "generativelanguage.googleapis.com", "models.dev"]) expect(mine).toContain(h);
+    expect(view.sandbox.patterns.find((p) => p.pattern === "claude.ai")?.addedBy).toBe("sbx run claude");
+    expect(view.global.map((p) => p.pattern)).not.toContain("claude.ai");
+  }, 60_000);
+
+  test("create refuses an agent's name as a sandbox name (exit 64), with what to do", () => {
+    const r = f.sbx(["create", "codex"], { cwd: repo, env });
+    expect(r.code).toBe(64);
+    expect(r.stderr).toContain("'codex' is an agent's name");
+  }, 60_000);
+
+  test.skipIf(!hasTmux)("claude interactive, first run in a terminal: its prompt, with no 'use this API key?' question and no login screen", async () => {
+    const session = `sbx-agents-${process.pid}`;
+    const tmux = (...a: string[]) => Bun.spawnSync(["tmux", ...a], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
+    const inner = [...f.user.prefix({ ...env, TERM: "xterm-256color" }), "bun", CLI, "run", "claude", "typed"].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "sh", "-c", `cd '${repo}' && ${inner}; sleep 30`);
+    try {
+      const pane = () => tmux("capture-pane", "-p", "-t", session);
+      let screen = "";
+      for (let i = 0; i < 600 && !/^\s*❯\s*$/m.test(screen); i++) {
+        await Bun.sleep(100);
+        screen = pane();
+      }
+      expect(screen).toMatch(/^\s*❯\s*$/m);
+      expect(screen).not.toMatch(/API key/i);
+      expect(screen).not.toMatch(/log ?in|sign ?in|Select login method/i);
+      tmux("send-keys", "-t", session, "-l", "hello there");
+      await Bun.sleep(300);
+      tmux("send-keys", "-t", session, "Enter");
+      for (let i = 0; i < 300 && !pane().includes(FAKE_ANSWER); i++) await Bun.sleep(100);
+      expect(pane()).toContain(FAKE_ANSWER);
+    } finally {
+      tmux("kill-session", "-t", session);
+    }
+  }, 180_000);
+});
