@@ -9,7 +9,11 @@ import { dirname, join, normalize } from "node:path";
 
 export interface Plan {
   instructions: { path: string; section: string };
-  setup: Array<{ kind: "json-defaults"; path: string; values: Record<string, unknown> } | { kind: "file-if-missing"; path: string; content: string }>;
+  setup: Array<
+    | { kind: "json-defaults"; path: string; values: Record<string, unknown> }
+    | { kind: "file-if-missing"; path: string; content: string }
+    | { kind: "file"; path: string; content: string }
+  >;
 }
 
 /** A file bigger than this is not the kind sbx edits: it is left alone. */
@@ -78,6 +82,10 @@ export function apply(plan: Plan, home: string, warn: (m: string) => void): void
     }
     if (s.kind === "file-if-missing") {
       if (text === "" && !existsSync(p)) write(p, s.content, 0o600);
+      continue;
+    }
+    if (s.kind === "file") {
+      if (text !== s.content) write(p, s.content, 0o600);
       continue;
     }
     let base: unknown;

@@ -1,7 +1,9 @@
 // `sbx run AGENT`: the sandbox (made if missing), the agent in the host's cache, its preset allowed for that sandbox,
 // and the command that starts it: setup inside (instruction section, first-run settings) then the agent's launcher.
 import { basename } from "node:path";
-import { AGENTS, agentSetupPlan, defaultAgentSandboxName, type AgentName, type AgentPlatform } from "../core/agents";
+import { AGENTS, agentSetupPlan, codexPlaceholderAuth, defaultAgentSandboxName, type AgentName, type AgentPlatform, type AgentSetup } from "../core/agents";
+import { readCodexLogin } from "../llm/codex-login";
+import { credentialFor, hostKeySources, type KeySources } from "../llm/keys";
 import { SbxError } from "../core/errors";
 import { PRESETS } from "../core/presets";
 import type { PolicyService } from "../policy/service";
@@ -25,6 +27,9 @@ export interface AgentServiceDeps {
   policy: () => PolicyService;
   platform: AgentPlatform;
   place: AgentPlace;
+  /** The host's LLM credentials (which kind of login a placeholder must look like; never copied). */
+  keys: () => KeySources;
+  now?: () => number;
 }
 
 export interface AgentRunRequest extends Omit<CreateRequest, "name" | "ifExists"> {
@@ -44,7 +49,7 @@ export interface AgentRunResult {
 }
 
 /** Pure: what `sbx run AGENT` runs inside: the setup shim on sbx's Bun, then the launcher with the agent's flags. */
-export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: AgentPlace; unattended: boolean }): string[] {
+export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: AgentPlace; unattended: boolean; extra?: AgentSetup[] }): string[] {
   const a = AGENTS[o.agent];
   const launcher = `${AGENTS_MOUNT}/bin/${a.binary}`;
   const script = [
@@ -61,7 +66,7 @@ export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir:
     "sbx-agent",
     o.place.bun,
     `${o.place.shims}/agent-setup.ts`,
-    JSON.stringify(agentSetupPlan(o.agent, o.sandbox, o.workdir)),
+    JSON.stringify(agentSetupPlan(o.agent, o.sandbox, o.workdir, o.extra)),
     launcher,
     ...(o.unattended ? a.unattended : []),
   ];
@@ -91,12 +96,27 @@ export class AgentService {
     // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only.
     const changed = this.d.policy().allow({ kind: "sandbox", sandbox }, PRESETS[a.preset], `sbx run ${req.agent}`);
     if (changed.some((c) => c.changed)) out.log(`allowed for ${name}: the ${a.preset} preset (${PRESETS[a.preset].join(", ")})`);
+    const missing = a.routes.filter((r) => !credentialFor(r, this.d.keys()));
+    if (missing.length === a.routes.length) {
+      out.log(`note: the host has no login for ${a.title} that sbx can add (${a.login.hostEnv.join(", ")}${a.login.hostFiles.length ? `, ~/${a.login.hostFiles.join(", ~/")}` : ""}); its requests will be refused until it has`);
+    }
     return {
       sandbox,
       created,
       version: inst.version,
-      argv: agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: sandbox.repo, place: this.d.place, unattended: req.unattended }),
+      argv: agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: sandbox.repo, place: this.d.place, unattended: req.unattended, extra: this.loginFiles(req.agent) }),
     };
+  }
+
+  /** The placeholder login files an agent needs inside, shaped like the host's login (Codex: API key or ChatGPT). */
+  private loginFiles(agent: AgentName): AgentSetup[] {
+    if (agent !== "codex") return [];
+    const keys = this.d.keys();
+    const cred = credentialFor("codex", keys);
+    const login = readCodexLogin(keys.codexAuthFile);
+    const kind = cred?.upstream === "chatgpt" && login?.kind === "chatgpt" ? { kind: "chatgpt" as const, plan: login.plan } : { kind: "apikey" as const };
+    const now = new Date((this.d.now ?? Date.now)()).toISOString();
+    return [{ kind: "file", path: ".codex/auth.json", content: codexPlaceholderAuth(kind, now) }];
   }
 }
 
@@ -119,6 +139,7 @@ export function agentService(sandboxes: SandboxService, policy: PolicyService, p
     sandboxes,
     cache: new AgentCache({ dir: paths.agentsDir, exec, ...(registry ? { registry } : {}) }),
     policy: () => policy,
+    keys: () => hostKeySources(env, paths.configDir),
     // Resolved when a run needs it: an unsupported CPU refuses `sbx run AGENT`, not the daemon's start.
     get platform() {
       return hostAgentPlatform();

@@ -31,7 +31,9 @@ export type AgentSetup =
   /** Keys set in a JSON file only where it has none (the person's own choices inside win). */
   | { kind: "json-defaults"; path: string; values: Record<string, unknown> }
   /** A file written only when missing. */
-  | { kind: "file-if-missing"; path: string; content: string };
+  | { kind: "file-if-missing"; path: string; content: string }
+  /** A file of sbx's, written at each start (placeholder logins). */
+  | { kind: "file"; path: string; content: string };
 
 export interface AgentSpec {
   title: string;
@@ -41,7 +43,7 @@ export interface AgentSpec {
   /** The hosts it needs beyond the LLM API (which goes through sbx's LLM proxy), allowed for its sandbox. */
   preset: PresetName;
   /** The LLM proxy's routes it uses. */
-  routes: readonly ("anthropic" | "openai" | "google")[];
+  routes: readonly ("anthropic" | "openai" | "google" | "codex")[];
   /**
    * Its environment inside, on top of the sandbox's: telemetry and update checks off, trust asked of no one. Values
    * may name the sandbox's variables as ${NAME} (the launcher expands them); a value of null unsets the variable.
@@ -106,14 +108,16 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
       runtime: "native",
     },
     preset: "openai",
-    routes: ["openai"],
-    env: {},
-    // A provider of sbx's: the LLM proxy's OpenAI route, over HTTP (Codex's WebSocket transport is not proxied).
+    routes: ["codex"],
+    // Its own token refresh goes to the LLM proxy, which refreshes the host's sign-in and answers placeholders.
+    env: { CODEX_REFRESH_TOKEN_URL_OVERRIDE: "${SBX_CODEX_BASE_URL}-token" },
+    // A provider of sbx's: the LLM proxy's Codex route (the OpenAI API with the host's key, or ChatGPT's backend with
+    // its sign-in), with the login in ~/.codex/auth.json (placeholders), over HTTP (Codex's WebSocket is not proxied).
     args: [
       "-c",
       'model_provider="sbx"',
       "-c",
-      'model_providers.sbx={name="OpenAI through sbx",base_url="${OPENAI_BASE_URL}",env_key="OPENAI_API_KEY",wire_api="responses",supports_websockets=false}',
+      'model_providers.sbx={name="OpenAI through sbx",base_url="${SBX_CODEX_BASE_URL}",wire_api="responses",requires_openai_auth=true,supports_websockets=false}',
       "-c",
       "check_for_update_on_startup=false",
       "-c",
@@ -340,10 +344,42 @@ export interface AgentSetupPlan {
 }
 
 /** Pure: the plan for one agent in one sandbox. */
-export function agentSetupPlan(agent: AgentName, sandbox: string, workdir: string): AgentSetupPlan {
+export function agentSetupPlan(agent: AgentName, sandbox: string, workdir: string, extra: readonly AgentSetup[] = []): AgentSetupPlan {
   const a = AGENTS[agent];
   return {
     instructions: { path: a.instructions, section: instructionSection(sandbox) },
-    setup: a.setup.map((s) => (s.kind === "json-defaults" ? { ...s, values: fillSetupValues(s.values, workdir) as Record<string, unknown> } : s)),
+    setup: [...a.setup.map((s) => (s.kind === "json-defaults" ? { ...s, values: fillSetupValues(s.values, workdir) as Record<string, unknown> } : s)), ...extra],
   };
+}
+
+/** The value every credential inside a sandbox has (src/sandboxes/env.ts PLACEHOLDER_KEY). */
+const PLACEHOLDER = "sbx-placeholder";
+
+/** Pure: a JWT-shaped placeholder (unsigned): Codex reads claims from its tokens, and only sbx's proxy ever sees these. */
+function placeholderJwt(claims: Record<string, unknown>): string {
+  const b64 = (v: unknown) => btoa(JSON.stringify(v)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return `${b64({ alg: "none", typ: "JWT" })}.${b64(claims)}.sbx-placeholder`;
+}
+
+/** Far enough ahead that Codex never refreshes a placeholder on its own account (the host refreshes the real ones). */
+const PLACEHOLDER_EXP = 4102444800;
+
+/** Pure: the tokens a sandbox's Codex holds when the host is signed in to ChatGPT: placeholders with the plan's claims. */
+export function codexPlaceholderTokens(plan: string | null): { id_token: string; access_token: string; refresh_token: string; account_id: string } {
+  const auth = { chatgpt_plan_type: plan ?? "plus", chatgpt_account_id: "sbx-placeholder", chatgpt_user_id: "sbx-placeholder" };
+  return {
+    id_token: placeholderJwt({ email: "sandbox@sbx.invalid", exp: PLACEHOLDER_EXP, "https://api.openai.com/auth": auth }),
+    access_token: placeholderJwt({ exp: PLACEHOLDER_EXP, "https://api.openai.com/auth": auth }),
+    refresh_token: "sbx-placeholder",
+    account_id: "sbx-placeholder",
+  };
+}
+
+/**
+ * Pure: the sandbox's ~/.codex/auth.json for the host's kind of login, written at each `sbx run codex` (last_refresh
+ * now, so Codex does not try to refresh it): an API-key placeholder, or ChatGPT placeholders.
+ */
+export function codexPlaceholderAuth(login: { kind: "apikey" } | { kind: "chatgpt"; plan: string | null }, nowIso: string): string {
+  const body = login.kind === "apikey" ? { OPENAI_API_KEY: PLACEHOLDER } : { OPENAI_API_KEY: null, tokens: codexPlaceholderTokens(login.plan), last_refresh: nowIso };
+  return `${JSON.stringify(body, null, 2)}\n`;
 }

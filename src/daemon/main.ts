@@ -14,7 +14,8 @@ import { lineSplitter } from "../core/lines";
 import { PolicyService } from "../policy/service";
 import { SandboxService } from "../sandboxes/service";
 import { createLlmHandler } from "../llm/handler";
-import type { Provider } from "../llm/keys";
+import { hostKeySources, type Provider } from "../llm/keys";
+import { CodexRefresher } from "../llm/codex-login";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { Store } from "../store/store";
 import type { Env } from "../sys/env";
@@ -77,7 +78,7 @@ export interface ComponentDeps {
 export const TEST_LLM_UPSTREAMS_VAR = "SBX_TEST_ONLY_LLM_UPSTREAMS";
 
 /** Parses the test seam; anything but a JSON object of http(s) URLs for known providers is refused (fail closed). */
-export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provider, string>> | undefined {
+export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provider | "chatgpt" | "openai-auth", string>> | undefined {
   if (raw === undefined || raw === "") return undefined;
   let parsed: unknown;
   try {
@@ -85,9 +86,9 @@ export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provid
   } catch {
     throw new Error(`${TEST_LLM_UPSTREAMS_VAR} is not JSON`);
   }
-  const out: Partial<Record<Provider, string>> = {};
+  const out: Partial<Record<Provider | "chatgpt" | "openai-auth", string>> = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
-    if (!["anthropic", "openai", "google"].includes(k) || typeof v !== "string" || !/^https?:\/\//.test(v)) {
+    if (!["anthropic", "openai", "google", "codex", "chatgpt", "openai-auth"].includes(k) || typeof v !== "string" || !/^https?:\/\//.test(v)) {
       throw new Error(`${TEST_LLM_UPSTREAMS_VAR}: bad entry ${k}`);
     }
     out[k as Provider] = v;
@@ -179,11 +180,9 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   };
   const upstreams = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
   if (upstreams) d.log.warn("LLM upstreams replaced by the test seam", { var: TEST_LLM_UPSTREAMS_VAR, upstreams: Object.keys(upstreams).join(",") });
-  const keys = () => ({
-    env: d.env.raw,
-    secretsFile: secretsFile(d.paths.configDir),
-    claudeCredentialsFile: join(d.env.vars.HOME, ".claude", ".credentials.json"),
-  });
+  const keys = () => hostKeySources(d.env, d.paths.configDir);
+  // One for the daemon: every sandbox's Codex shares the host's one sign-in, refreshed once when it is due.
+  const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(upstreams?.["openai-auth"] ? { tokenUrl: upstreams["openai-auth"] } : {}) });
   // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
@@ -191,6 +190,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const originHandler = (ctx: GuardContext) => {
     const llm = createLlmHandler({
       keys,
+      codex,
       ...(upstreams ? { upstreams } : {}),
       onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
     });

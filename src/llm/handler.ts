@@ -2,13 +2,23 @@
 import { request as httpRequest, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from "node:http";
 import { request as httpsRequest, Agent as HttpsAgent } from "node:https";
 import { Agent as HttpAgent } from "node:http";
+import { codexPlaceholderTokens } from "../core/agents";
+import { readCodexLogin, type CodexRefresher } from "./codex-login";
 import { credentialFor, ANTHROPIC_OAUTH_BETA, type KeySources, type Provider } from "./keys";
 
 export const PROVIDERS: Record<Provider, string> = {
   anthropic: "https://api.anthropic.com",
   openai: "https://api.openai.com",
   google: "https://generativelanguage.googleapis.com",
+  /** Codex with an OpenAI API key; signed in to ChatGPT it goes to CHATGPT_UPSTREAM instead. */
+  codex: "https://api.openai.com/v1",
 };
+
+/** Where a ChatGPT-signed-in Codex sends its requests. */
+export const CHATGPT_UPSTREAM = "https://chatgpt.com/backend-api/codex";
+
+/** Codex's own token refresh inside a sandbox comes here (CODEX_REFRESH_TOKEN_URL_OVERRIDE): the host refreshes. */
+export const CODEX_TOKEN_PATH = "/llm/codex-token";
 
 /** Inbound headers that are never forwarded: credentials (the sandbox only has placeholders) and hop-by-hop. */
 export const STRIPPED = new Set([
@@ -17,6 +27,7 @@ export const STRIPPED = new Set([
   "x-api-key",
   "api-key",
   "x-goog-api-key",
+  "chatgpt-account-id",
   "cookie",
   "connection",
   "keep-alive",
@@ -43,8 +54,10 @@ export interface LlmEvent {
 export interface LlmHandlerOptions {
   /** Where keys come from; read on every request. */
   keys: () => KeySources;
-  /** Provider base URLs (tests point these at a fake on 127.0.0.1). */
-  upstreams?: Partial<Record<Provider, string>>;
+  /** Provider base URLs (tests point these at a fake on 127.0.0.1); `chatgpt`: ChatGPT's Codex backend. */
+  upstreams?: Partial<Record<Provider | "chatgpt", string>>;
+  /** Keeps the host's ChatGPT sign-in for Codex fresh (absent: used as it is). */
+  codex?: CodexRefresher;
   onEvent?: (e: LlmEvent) => void;
 }
 
@@ -65,7 +78,7 @@ export function upstreamFor(path: string, upstreams: Record<Provider, string>): 
   const m = /^\/llm\/([a-z]+)(\/[^?#]*)?(\?[^#]*)?$/.exec(path);
   if (!m) return null;
   const provider = m[1] as Provider;
-  if (!Object.hasOwn(upstreams, provider)) return null;
+  if (!Object.hasOwn(PROVIDERS, provider) || !Object.hasOwn(upstreams, provider)) return null;
   const rest = m[2] ?? "/";
   if (rest.split("/").some((s) => { const d = decodeSegment(s); return s === ".." || s === "." || d === null || d.includes("/") || d === ".." || d === "."; })) return "malformed";
   if (m[3] !== undefined && decodeSegment(m[3].replace(/\+/g, " ")) === null) return "malformed";
@@ -112,6 +125,10 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
   return (req, res) => {
     const started = Date.now();
+    if ((req.url ?? "").split("?")[0] === CODEX_TOKEN_PATH) {
+      void codexToken(o, req, res);
+      return;
+    }
     const target = upstreamFor(req.url ?? "", upstreams);
     if (target === "malformed") {
       fail(res, 400, "bad_request", "the LLM route's path is malformed (an invalid %-escape, '.' or '..', or an escaped '/')", "Send the path as the provider's SDK writes it.");
@@ -121,9 +138,26 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
       fail(res, 404, "not_found", `no LLM route for ${req.url}`, "Use /llm/anthropic/…, /llm/openai/… or /llm/google/… (the base URLs sbx sets inside the sandbox).");
       return;
     }
+    void forward(req, res, started, target);
+  };
+
+  async function forward(req: IncomingMessage, res: ServerResponse, started: number, first: { provider: Provider; url: URL }): Promise<void> {
+    let target = first;
+    if (target.provider === "codex" && o.codex) {
+      try {
+        await o.codex.fresh();
+      } catch (e) {
+        fail(res, 502, "login_expired", `the host's Codex sign-in could not be refreshed: ${(e as Error).message}`, "On the host: `codex login`, then try again.");
+        return;
+      }
+    }
     const cred = credentialFor(target.provider, o.keys());
+    if (cred?.upstream === "chatgpt") {
+      const t = upstreamFor(req.url ?? "", { ...upstreams, codex: o.upstreams?.chatgpt ?? CHATGPT_UPSTREAM });
+      if (t && t !== "malformed") target = t;
+    }
     if (!cred) {
-      fail(res, 503, "no_credentials", `the host has no ${target.provider} credential`, `On the host: \`sbx secret set ${target.provider === "openai" ? "OPENAI_API_KEY" : target.provider === "google" ? "GEMINI_API_KEY" : "ANTHROPIC_API_KEY"}\` (value on stdin), or log in to Claude Code on the host.`);
+      fail(res, 503, "no_credentials", `the host has no ${target.provider} credential`, NO_CREDENTIAL_HINT[target.provider]);
       return;
     }
     const { url } = target;
@@ -152,5 +186,38 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
     req.on("data", (c: Buffer) => up.write(c));
     req.on("end", () => up.end());
     req.on("error", () => up.destroy());
-  };
+  }
+}
+
+const NO_CREDENTIAL_HINT: Record<Provider, string> = {
+  anthropic: "On the host: `sbx secret set ANTHROPIC_API_KEY` (value on stdin), or log in to Claude Code on the host.",
+  openai: "On the host: `sbx secret set OPENAI_API_KEY` (value on stdin).",
+  google: "On the host: `sbx secret set GEMINI_API_KEY` (value on stdin).",
+  codex: "On the host: `codex login` (ChatGPT or an API key), or `sbx secret set OPENAI_API_KEY` (value on stdin).",
+};
+
+/**
+ * Codex's own token refresh from inside (CODEX_REFRESH_TOKEN_URL_OVERRIDE points here): the host's sign-in is refreshed
+ * on the host, and the sandbox gets its placeholders again, never a token.
+ */
+async function codexToken(o: LlmHandlerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  req.resume();
+  if (req.method !== "POST") {
+    fail(res, 405, "bad_request", "POST only", "This is where Codex inside refreshes its sign-in.");
+    return;
+  }
+  const login = readCodexLogin(o.keys().codexAuthFile);
+  if (login?.kind !== "chatgpt") {
+    fail(res, 400, "no_credentials", "the host has no ChatGPT sign-in for Codex", "On the host: `codex login`.");
+    return;
+  }
+  try {
+    await o.codex?.fresh(true);
+  } catch (e) {
+    fail(res, 502, "login_expired", `the host's Codex sign-in could not be refreshed: ${(e as Error).message}`, "On the host: `codex login`, then try again.");
+    return;
+  }
+  const p = codexPlaceholderTokens(login.plan);
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify({ id_token: p.id_token, access_token: p.access_token, refresh_token: p.refresh_token }));
 }

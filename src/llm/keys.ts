@@ -1,12 +1,15 @@
 // Where the host's LLM credentials come from, read at request time: env, the sbx secrets file, the host's Claude credentials file.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { readSecrets } from "../secrets/store";
+import { join } from "node:path";
+import { readSecrets, secretsFile } from "../secrets/store";
+import { readCodexLogin } from "./codex-login";
 
-export type Provider = "anthropic" | "openai" | "google";
+/** The LLM proxy's routes: the providers' APIs, and Codex's (the OpenAI API with a key, ChatGPT's backend signed in). */
+export type Provider = "anthropic" | "openai" | "google" | "codex";
 
-/** Headers that carry the credential for one request to one provider. */
-export type Credential = { headers: Record<string, string>; source: string };
+/** Headers that carry the credential for one request to one provider; `upstream` when not the route's own. */
+export type Credential = { headers: Record<string, string>; source: string; upstream?: "chatgpt" };
 
 export interface KeySources {
   /** Host environment variables (passed in, read once by the caller). */
@@ -15,6 +18,8 @@ export interface KeySources {
   secretsFile?: string;
   /** The host's `~/.claude/.credentials.json` (Claude Code's OAuth login). */
   claudeCredentialsFile?: string;
+  /** The host's `~/.codex/auth.json` (Codex's API key or ChatGPT sign-in). */
+  codexAuthFile?: string;
 }
 
 const ClaudeCredentials = z.object({
@@ -46,6 +51,9 @@ export function knownSecretValues(src: KeySources): string[] {
   }
   const o = claudeOauth(src.claudeCredentialsFile);
   if (o) out.push(o);
+  const c = readCodexLogin(src.codexAuthFile);
+  if (c?.kind === "apikey") out.push(c.key);
+  if (c?.kind === "chatgpt") out.push(c.access, c.refresh);
   return out;
 }
 
@@ -75,9 +83,31 @@ export function credentialFor(provider: Provider, src: KeySources): Credential |
       const key = get("OPENAI_API_KEY");
       return key ? { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY" } : undefined;
     }
+    case "codex": {
+      // A key wins (the person's own OpenAI account), as in Codex itself; else the ChatGPT sign-in, to ChatGPT's backend.
+      const key = get("OPENAI_API_KEY");
+      if (key) return { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY" };
+      const login = readCodexLogin(src.codexAuthFile);
+      if (login?.kind === "apikey") return { headers: { authorization: `Bearer ${login.key}` }, source: "codex-auth.json" };
+      if (login?.kind === "chatgpt") {
+        return { headers: { authorization: `Bearer ${login.access}`, ...(login.accountId ? { "chatgpt-account-id": login.accountId } : {}) }, source: "codex-chatgpt", upstream: "chatgpt" };
+      }
+      return undefined;
+    }
     case "google": {
       const key = get("GEMINI_API_KEY") ?? get("GOOGLE_API_KEY");
       return key ? { headers: { "x-goog-api-key": key }, source: "GEMINI_API_KEY" } : undefined;
     }
   }
+}
+
+/** Where this host keeps what the LLM proxy injects: its environment, sbx's secrets file, Claude's and Codex's logins. */
+export function hostKeySources(env: { raw: Readonly<Record<string, string>>; vars: { HOME: string } }, configDir: string): KeySources {
+  const codexHome = env.raw.CODEX_HOME?.startsWith("/") ? env.raw.CODEX_HOME : join(env.vars.HOME, ".codex");
+  return {
+    env: env.raw,
+    secretsFile: secretsFile(configDir),
+    claudeCredentialsFile: join(env.vars.HOME, ".claude", ".credentials.json"),
+    codexAuthFile: join(codexHome, "auth.json"),
+  };
 }

@@ -32,6 +32,8 @@ export const LLM_ROUTES: Record<Provider, { base: string; suffix: string; keys: 
   anthropic: { base: "ANTHROPIC_BASE_URL", suffix: "", keys: ["ANTHROPIC_AUTH_TOKEN"] },
   openai: { base: "OPENAI_BASE_URL", suffix: "/v1", keys: ["OPENAI_API_KEY"] },
   google: { base: "GOOGLE_GEMINI_BASE_URL", suffix: "", keys: ["GEMINI_API_KEY", "GOOGLE_API_KEY"] },
+  // Codex's own route (sbx's launcher points it here): its login is a placeholder auth.json, no variable.
+  codex: { base: "SBX_CODEX_BASE_URL", suffix: "", keys: [] },
 };
 
 /**

@@ -15,6 +15,8 @@ export interface AgentLlmRequest {
 export interface FakeAgentLlm {
   url: string;
   requests: AgentLlmRequest[];
+  /** What POST /oauth/token (OpenAI's token refresh) answers with next: a fresh access token per call. */
+  issued: string[];
   stop(): Promise<void>;
 }
 
@@ -96,7 +98,7 @@ function modelOf(body: string): string {
 
 /** Starts the fake; every provider is served at the root (point each route's test upstream at `url`). */
 export async function startFakeAgentLlm(): Promise<FakeAgentLlm> {
-  const state: FakeAgentLlm = { url: "", requests: [], stop: () => new Promise<void>((r) => server.close(() => r())) };
+  const state: FakeAgentLlm = { url: "", requests: [], issued: [], stop: () => new Promise<void>((r) => server.close(() => r())) };
   const server: Server = createServer((req, res) => {
     let body = "";
     req.on("data", (c: Buffer) => (body += c.toString()));
@@ -105,6 +107,12 @@ export async function startFakeAgentLlm(): Promise<FakeAgentLlm> {
       state.requests.push({ method: req.method ?? "", path, headers: req.headers, body });
       const stream = /"stream"\s*:\s*true/.test(body) || path.includes("alt=sse") || path.includes(":streamGenerateContent");
       const p = path.split("?")[0]!;
+      if (req.method === "POST" && p === "/oauth/token") {
+        const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+        const access = `${b64({ alg: "RS256" })}.${b64({ exp: Math.floor(Date.now() / 1000) + 3600, n: state.issued.length })}.fake-signature-${state.issued.length}`;
+        state.issued.push(access);
+        return json(res, { access_token: access, refresh_token: `rt-refreshed-${state.issued.length}` });
+      }
       if (req.method === "POST" && p.endsWith("/messages/count_tokens")) return json(res, { input_tokens: 10 });
       if (req.method === "POST" && p.endsWith("/messages")) return anthropic(res, stream, modelOf(body));
       if (req.method === "POST" && p.endsWith("/responses")) return responses(res, stream, modelOf(body));

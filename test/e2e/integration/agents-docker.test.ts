@@ -3,7 +3,8 @@
 // host's real key, the sandbox holds no trace of it (environment, files, process arguments), the agent prints the answer.
 // Claude Code's first interactive run reaches its prompt with no API-key question and no login screen.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { realpathSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { CLI } from "../docker/fixture";
 import { FAKE_ANSWER, startFakeAgentLlm, type FakeAgentLlm } from "../../support/fake-agent-llm";
@@ -43,7 +44,9 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     repo = makeRepo(f, `agents-${tag}`);
     llm = await startFakeAgentLlm();
     await stopDaemon(f.user);
-    env = { SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url, openai: llm.url, google: llm.url }) };
+    env = {
+      SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url, openai: llm.url, google: llm.url, codex: `${llm.url}/v1`, chatgpt: `${llm.url}/backend-api/codex`, "openai-auth": `${llm.url}/oauth/token` }),
+    };
     must(f.sbx(["secret", "set", "ANTHROPIC_API_KEY"], { cwd: repo, env, stdin: KEYS.anthropic }), "secret ANTHROPIC_API_KEY");
     must(f.sbx(["secret", "set", "OPENAI_API_KEY"], { cwd: repo, env, stdin: KEYS.openai }), "secret OPENAI_API_KEY");
     must(f.sbx(["secret", "set", "GEMINI_API_KEY"], { cwd: repo, env, stdin: KEYS.google }), "secret GEMINI_API_KEY");
@@ -87,6 +90,43 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     for (const q of posts) expect(q.headers.authorization).toBe(`Bearer ${KEYS.openai}`);
     // No WebSocket attempt: the provider sbx configures speaks HTTP only.
     expect(got.filter((q) => q.method === "GET").length).toBe(0);
+  }, 300_000);
+
+  test("codex signed in to ChatGPT on the host: its expired token refreshed on the host, ChatGPT's backend gets it, the sandbox only placeholders", async () => {
+    must(f.sbx(["secret", "rm", "OPENAI_API_KEY"], { cwd: repo, env }), "secret rm OPENAI_API_KEY");
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+    const jwt = (c: Record<string, unknown>) => `${b64({ alg: "RS256" })}.${b64(c)}.sig${tag}`;
+    const account = `acct-${tag}-host`;
+    const expired = jwt({ exp: Math.floor(Date.now() / 1000) - 60, host: tag });
+    const refresh = `rt-host-${tag}-secret`;
+    const idToken = jwt({ email: "ann@example.com", "https://api.openai.com/auth": { chatgpt_plan_type: "plus", chatgpt_account_id: account } });
+    const dir = join(f.user.home, ".codex");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "auth.json"), JSON.stringify({ OPENAI_API_KEY: null, tokens: { id_token: idToken, access_token: expired, refresh_token: refresh, account_id: account }, last_refresh: "2026-01-01T00:00:00Z" }), { mode: 0o600 });
+    chownSync(dir, f.user.uid, f.user.gid);
+    chownSync(join(dir, "auth.json"), f.user.uid, f.user.gid);
+    try {
+      const { result: r, got } = await during(() => sbxAsync(["run", "codex", box, "--", "exec", "--skip-git-repo-check", "say hi"]));
+      expect(r.stdout).toContain(FAKE_ANSWER);
+      expect(r.code).toBe(0);
+      expect(llm.issued.length).toBeGreaterThan(0);
+      const fresh = llm.issued.at(-1)!;
+      const posts = got.filter((q) => q.path === "/backend-api/codex/responses" && q.method === "POST");
+      expect(posts.length).toBeGreaterThan(0);
+      for (const q of posts) {
+        expect(q.headers.authorization).toBe(`Bearer ${fresh}`);
+        expect(q.headers["chatgpt-account-id"]).toBe(account);
+      }
+      // The host's file holds the refreshed token, as Codex itself would have written it.
+      expect(JSON.parse(readFileSync(join(dir, "auth.json"), "utf8")).tokens.access_token).toBe(fresh);
+      const ctr = containerOf(realpathSync(repo), box);
+      const inside = dexec(f, ctr, ["sh", "-c", 'cat "$HOME/.codex/auth.json"; grep -rsl -F -e "$1" -e "$2" -e "$3" -e "$4" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; true', "scan", fresh, expired, refresh, account], { timeoutMs: 120_000 });
+      expect(inside.stdout).toContain('"refresh_token": "sbx-placeholder"');
+      for (const s of [fresh, expired, refresh, account, "rt-refreshed"]) expect(inside.stdout + r.stdout + r.stderr).not.toContain(s);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      must(f.sbx(["secret", "set", "OPENAI_API_KEY"], { cwd: repo, env, stdin: KEYS.openai }), "secret OPENAI_API_KEY");
+    }
   }, 300_000);
 
   test("gemini: on the cached Node.js; the Gemini route with the host's key", async () => {

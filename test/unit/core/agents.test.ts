@@ -106,10 +106,10 @@ describe("the launcher, run by a real sh", () => {
   test("no agent on PATH: sbx's cached one, with the agent's arguments first", () => {
     const cached = join(tmp, "cached-codex");
     fakeAgent(cached, "cached");
-    const r = launch("codex", { cached, path: "/usr/bin:/bin", env: { OPENAI_BASE_URL: "http://127.0.0.1:3128/llm/openai/v1" } }, ["exec", "x"]);
+    const r = launch("codex", { cached, path: "/usr/bin:/bin", env: { SBX_CODEX_BASE_URL: "http://127.0.0.1:3128/llm/codex" } }, ["exec", "x"]);
     expect(r.code).toBe(0);
     const first = r.out.split("\n")[0]!;
-    expect(first).toContain('model_providers.sbx={name="OpenAI through sbx",base_url="http://127.0.0.1:3128/llm/openai/v1"');
+    expect(first).toContain('model_providers.sbx={name="OpenAI through sbx",base_url="http://127.0.0.1:3128/llm/codex"');
     expect(first.endsWith(" exec x")).toBe(true);
   });
 
@@ -133,10 +133,10 @@ describe("the launcher, run by a real sh", () => {
     expect(r.err).toContain("aider needs python3");
   });
 
-  test("a value the sandbox controls (OPENAI_BASE_URL) is passed as data, never run", () => {
+  test("a value the sandbox controls (SBX_CODEX_BASE_URL) is passed as data, never run", () => {
     const cached = join(tmp, "cached-codex2");
     fakeAgent(cached, "cached");
-    const r = launch("codex", { cached, path: "/usr/bin:/bin", env: { OPENAI_BASE_URL: `$(touch ${tmp}/pwned2)\`touch ${tmp}/pwned3\`` } });
+    const r = launch("codex", { cached, path: "/usr/bin:/bin", env: { SBX_CODEX_BASE_URL: `$(touch ${tmp}/pwned2)\`touch ${tmp}/pwned3\`` } });
     expect(r.code).toBe(0);
     expect(Bun.spawnSync(["test", "-e", join(tmp, "pwned2")]).exitCode).toBe(1);
     expect(Bun.spawnSync(["test", "-e", join(tmp, "pwned3")]).exitCode).toBe(1);

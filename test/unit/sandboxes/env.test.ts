@@ -44,6 +44,7 @@ test("golden: the full environment of a container sandbox on the forwarder's por
     GOOGLE_GEMINI_BASE_URL: "http://127.0.0.1:3128/llm/google",
     GEMINI_API_KEY: "sbx-placeholder",
     GOOGLE_API_KEY: "sbx-placeholder",
+    SBX_CODEX_BASE_URL: "http://127.0.0.1:3128/llm/codex",
     SBX_PROXY_SOCKET: "/run/sbx/proxy.sock",
     SBX_BRIDGE_SOCKET: "/run/sbx/bridge.sock",
     SBX_BUN: "/opt/sbx/bin/bun",
