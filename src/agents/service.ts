@@ -1,7 +1,7 @@
 // `sbx run AGENT`: the sandbox (made if missing), the agent in the host's cache, its preset allowed for that sandbox,
 // and the command that starts it: setup inside (instruction section, first-run settings) then the agent's launcher.
 import { basename } from "node:path";
-import { AGENTS, agentSetupPlan, codexPlaceholderAuth, defaultAgentSandboxName, type AgentName, type AgentPlatform, type AgentSetup } from "../core/agents";
+import { AGENT_NAMES, AGENTS, agentSetupPlan, codexPlaceholderAuth, defaultAgentSandboxName, type AgentName, type AgentPlatform, type AgentSetup } from "../core/agents";
 import { readCodexLogin } from "../llm/codex-login";
 import { credentialFor, hostKeySources, type KeySources } from "../llm/keys";
 import { SbxError } from "../core/errors";
@@ -9,6 +9,8 @@ import { PRESETS } from "../core/presets";
 import type { PolicyService } from "../policy/service";
 import type { CreateRequest, SandboxService } from "../sandboxes/service";
 import type { Sandbox } from "../core/schemas";
+import type { AgentView } from "../daemon/protocol";
+import type { Store } from "../store/store";
 import { RUNTIME_MOUNT } from "../drivers/docker/args";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
@@ -23,6 +25,7 @@ export interface AgentPlace {
 
 export interface AgentServiceDeps {
   sandboxes: SandboxService;
+  store: Store;
   cache: AgentCache;
   policy: () => PolicyService;
   platform: AgentPlatform;
@@ -93,6 +96,10 @@ export class AgentService {
     }
     const inst = await this.d.cache.ensure(req.agent, this.d.platform, req.version, (l) => out.log(l));
     if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
+    this.d.store.write(() => {
+      const fresh = this.d.store.getSandbox(sandbox.id) ?? sandbox;
+      this.d.store.updateIdentity(sandbox.id, { ...fresh.identity, agents: { ...agentsOf(fresh.identity), [req.agent]: inst.version } });
+    });
     // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only.
     const changed = this.d.policy().allow({ kind: "sandbox", sandbox }, PRESETS[a.preset], `sbx run ${req.agent}`);
     if (changed.some((c) => c.changed)) out.log(`allowed for ${name}: the ${a.preset} preset (${PRESETS[a.preset].join(", ")})`);
@@ -108,6 +115,31 @@ export class AgentService {
     };
   }
 
+  /** `sbx agents`: every agent, its cache, the sandboxes that ran it, and whether the host has a login for it. */
+  list(): AgentView[] {
+    const keys = this.d.keys();
+    const versions = this.d.cache.versions();
+    const rows = this.d.store.listSandboxes();
+    return AGENT_NAMES.map((n) => {
+      const a = AGENTS[n];
+      const via = [...new Set(a.routes.map((r) => credentialFor(r, keys)?.source).filter((s): s is string => s !== undefined))];
+      return {
+        name: n,
+        title: a.title,
+        binary: a.binary,
+        version: versions[n] ?? null,
+        cached: this.d.cache.installed(n),
+        install: a.install.kind,
+        preset: a.preset,
+        sandboxes: rows.flatMap((s) => {
+          const v = agentsOf(s.identity)[n];
+          return v === undefined ? [] : [{ name: s.name, repo: s.repo, version: v }];
+        }),
+        login: { ok: via.length > 0, via },
+      };
+    });
+  }
+
   /** The placeholder login files an agent needs inside, shaped like the host's login (Codex: API key or ChatGPT). */
   private loginFiles(agent: AgentName): AgentSetup[] {
     if (agent !== "codex") return [];
@@ -118,6 +150,13 @@ export class AgentService {
     const now = new Date((this.d.now ?? Date.now)()).toISOString();
     return [{ kind: "file", path: ".codex/auth.json", content: codexPlaceholderAuth(kind, now) }];
   }
+}
+
+/** The agents a sandbox has run, by the version it last ran (kept in its identity). */
+function agentsOf(identity: Record<string, unknown>): Record<string, string> {
+  const v = identity.agents;
+  if (!v || typeof v !== "object" || Array.isArray(v)) return {};
+  return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === "string"));
 }
 
 /** The npm registry agents come from: the host's npm setting when it has one (a mirror), else npm's own. */
@@ -133,10 +172,11 @@ export function hostAgentPlatform(arch: string = process.arch): AgentPlatform {
 }
 
 /** The daemon's agent service: the cache under paths.agentsDir, for Docker sandboxes. */
-export function agentService(sandboxes: SandboxService, policy: PolicyService, paths: Paths, exec: Exec, env: Env): AgentService {
+export function agentService(sandboxes: SandboxService, store: Store, policy: PolicyService, paths: Paths, exec: Exec, env: Env): AgentService {
   const registry = agentRegistry(env);
   return new AgentService({
     sandboxes,
+    store,
     cache: new AgentCache({ dir: paths.agentsDir, exec, ...(registry ? { registry } : {}) }),
     policy: () => policy,
     keys: () => hostKeySources(env, paths.configDir),

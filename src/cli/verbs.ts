@@ -1,5 +1,6 @@
 // The command table: every verb sbx has, in the order `sbx --help` lists them.
 import type { Verb } from "./verb";
+import { agents } from "./commands/agents";
 import { allow } from "./commands/allow";
 import { allowlist } from "./commands/allowlist";
 import { approvals } from "./commands/approvals";
@@ -28,7 +29,7 @@ import { stop } from "./commands/stop";
 import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
-  create, shell, run, exec, list, limits, stop, rm, prune, init,
+  create, shell, run, exec, agents, list, limits, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, bridge, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor,

@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import { SbxError } from "../core/errors";
 import {
+  AgentListSchema,
   ErrorBodySchema,
   HealthSchema,
   LIFECYCLE_LINES_TYPE,
@@ -144,6 +145,11 @@ export class DaemonClient {
 
   allowlist(req: PolicyShow) {
     return this.call("POST", "/v1/policy/allowlist", PolicyViewSchema, req);
+  }
+
+  /** `sbx agents`: each agent's cache, sandboxes and host login (names of sources only). */
+  agents() {
+    return this.call("GET", "/v1/agents", AgentListSchema);
   }
 
   approvals() {

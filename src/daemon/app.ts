@@ -22,6 +22,7 @@ import {
   ChatStatusSchema,
   HealthSchema,
   LIFECYCLE_LINES_TYPE,
+  AgentListSchema,
   LifecycleAgentSchema,
   LifecycleCreateSchema,
   LifecycleListSchema,
@@ -319,6 +320,12 @@ export function createApp(deps: AppDeps): Hono {
       });
       return LifecycleResults.create.parse(r);
     });
+  });
+
+  app.get("/v1/agents", (c) => {
+    const runs = deps.agentRuns;
+    if (!runs) throw new SbxError("not_available", "this daemon runs no agents", { hint: "Restart the daemon (`sbx daemon`); see its log." });
+    return c.json(AgentListSchema.parse({ agents: runs.list() }));
   });
 
   app.post("/v1/lifecycle/agent", async (c) => {

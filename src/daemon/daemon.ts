@@ -119,7 +119,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       agents,
       ...(limits ? { limits } : {}),
       ...(lifecycle ? { service: lifecycle } : {}),
-      ...(lifecycle && deps.policy ? { agentRuns: agentService(lifecycle, deps.policy, paths, deps.exec, deps.env) } : {}),
+      ...(lifecycle && deps.policy ? { agentRuns: agentService(lifecycle, store, deps.policy, paths, deps.exec, deps.env) } : {}),
       ...(deps.policy ? { policy: deps.policy } : {}),
       user: deps.env.userName,
       paths,

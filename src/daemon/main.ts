@@ -13,7 +13,7 @@ import { UserAccountDriver } from "../drivers/user-account";
 import { lineSplitter } from "../core/lines";
 import { PolicyService } from "../policy/service";
 import { SandboxService } from "../sandboxes/service";
-import { createLlmHandler } from "../llm/handler";
+import { createLlmHandler, gatewayUpstreams } from "../llm/handler";
 import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
 import { readSecrets, secretsFile } from "../secrets/store";
@@ -178,11 +178,15 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
     return { ...fromEnv, ...readSecrets(secretsFile(d.paths.configDir)) };
   };
-  const upstreams = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
-  if (upstreams) d.log.warn("LLM upstreams replaced by the test seam", { var: TEST_LLM_UPSTREAMS_VAR, upstreams: Object.keys(upstreams).join(",") });
+  const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
+  if (seam) d.log.warn("LLM upstreams replaced by the test seam", { var: TEST_LLM_UPSTREAMS_VAR, upstreams: Object.keys(seam).join(",") });
+  // The host's own gateway (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL) is where sandboxes' requests go too.
+  const gateways = gatewayUpstreams(d.env.raw);
+  if (Object.keys(gateways).length > 0) d.log.info("LLM requests go to the host's gateways", gateways);
+  const upstreams = seam ?? (Object.keys(gateways).length > 0 ? gateways : undefined);
   const keys = () => hostKeySources(d.env, d.paths.configDir);
   // One for the daemon: every sandbox's Codex shares the host's one sign-in, refreshed once when it is due.
-  const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(upstreams?.["openai-auth"] ? { tokenUrl: upstreams["openai-auth"] } : {}) });
+  const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(seam?.["openai-auth"] ? { tokenUrl: seam["openai-auth"] } : {}) });
   // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.

@@ -229,6 +229,23 @@ export const LifecycleAgentSchema = LifecycleCreateSchema.omit({ name: true, ifE
 });
 export type LifecycleAgent = z.input<typeof LifecycleAgentSchema>;
 
+/** `sbx agents`: what each agent is, which versions the host's cache holds, which sandboxes ran it, whether the host is logged in (never how). */
+export const AgentViewSchema = z.object({
+  name: z.enum(AGENT_NAMES),
+  title: z.string(),
+  binary: z.string(),
+  /** The version the launcher runs; null when none is cached (or it is installed inside, as aider is). */
+  version: z.string().nullable(),
+  cached: z.array(z.string()),
+  install: z.enum(["npm", "pip"]),
+  preset: z.string(),
+  sandboxes: z.array(z.object({ name: z.string(), repo: z.string(), version: z.string() })),
+  /** Where the login the LLM proxy would add comes from: names only (an env var, sbx's secrets, a login file). */
+  login: z.object({ ok: z.boolean(), via: z.array(z.string()) }),
+});
+export const AgentListSchema = z.object({ agents: z.array(AgentViewSchema) });
+export type AgentView = z.infer<typeof AgentViewSchema>;
+
 /** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;

@@ -221,3 +221,31 @@ async function codexToken(o: LlmHandlerOptions, req: IncomingMessage, res: Serve
   res.writeHead(200, { "content-type": "application/json" });
   res.end(JSON.stringify({ id_token: p.id_token, access_token: p.access_token, refresh_token: p.refresh_token }));
 }
+
+/**
+ * Pure: the LLM gateways the host itself uses (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `GOOGLE_GEMINI_BASE_URL` in the
+ * daemon's environment: a corporate gateway, a local model server), as the proxy's upstreams; the host's credentials
+ * for them are added as for the providers. OpenAI's base URL includes its `/v1` (as the SDKs take it); the OpenAI route's
+ * paths carry their own, so it is taken off there and kept for Codex's route.
+ */
+export function gatewayUpstreams(env: Readonly<Record<string, string | undefined>>): Partial<Record<Provider, string>> {
+  const url = (v: string | undefined): string | null => {
+    if (!v || !/^https?:\/\/[^\s/]+/.test(v)) return null;
+    try {
+      return new URL(v).toString().replace(/\/+$/, "");
+    } catch {
+      return null;
+    }
+  };
+  const out: Partial<Record<Provider, string>> = {};
+  const anthropic = url(env.ANTHROPIC_BASE_URL);
+  if (anthropic) out.anthropic = anthropic;
+  const openai = url(env.OPENAI_BASE_URL);
+  if (openai) {
+    out.openai = openai.replace(/\/v1$/, "");
+    out.codex = /\/v1$/.test(openai) ? openai : `${openai}/v1`;
+  }
+  const google = url(env.GOOGLE_GEMINI_BASE_URL);
+  if (google) out.google = google;
+  return out;
+}

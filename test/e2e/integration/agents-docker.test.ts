@@ -183,6 +183,23 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     expect(view.global.map((p) => p.pattern)).not.toContain("claude.ai");
   }, 60_000);
 
+  test("sbx agents: versions cached, the sandboxes that ran each, and where the host's login comes from (never its value)", () => {
+    const r = must(f.sbx(["agents", "--json"], { cwd: repo, env }), "sbx agents --json");
+    const list = JSON.parse(r.stdout) as Array<{ name: string; version: string | null; cached: string[]; sandboxes: { name: string; version: string }[]; login: { ok: boolean; via: string[] } }>;
+    const by = Object.fromEntries(list.map((a) => [a.name, a]));
+    for (const n of ["claude", "codex", "gemini", "opencode"]) {
+      expect(by[n]!.version).toMatch(/^\d+\.\d+\.\d+/);
+      expect(by[n]!.cached).toContain(by[n]!.version!);
+      expect(by[n]!.sandboxes.map((s) => s.name)).toContain(box);
+      expect(by[n]!.login.ok).toBe(true);
+    }
+    expect(by.claude!.login.via).toEqual(["ANTHROPIC_API_KEY"]);
+    expect(by.aider!.sandboxes).toEqual([]);
+    for (const k of Object.values(KEYS)) expect(r.stdout).not.toContain(k);
+    const table = must(f.sbx(["agents"], { cwd: repo, env }), "sbx agents");
+    expect(table.stdout).toMatch(/^claude \(Claude Code\)\s+\d+\.\d+\.\d+/m);
+  }, 60_000);
+
   test("create refuses an agent's name as a sandbox name (exit 64), with what to do", () => {
     const r = f.sbx(["create", "codex"], { cwd: repo, env });
     expect(r.code).toBe(64);

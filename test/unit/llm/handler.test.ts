@@ -1,12 +1,14 @@
 // LLM routing and header rewriting as pure functions: where a path goes, what headers leave.
 import { describe, expect, test } from "bun:test";
-import { PROVIDERS, upstreamFor, upstreamHeaders } from "../../../src/llm/handler";
+import { gatewayUpstreams, PROVIDERS, upstreamFor, upstreamHeaders } from "../../../src/llm/handler";
 
 describe("upstreamFor", () => {
   const cases: Array<[string, string | null]> = [
     ["/llm/anthropic/v1/messages", "https://api.anthropic.com/v1/messages"],
     ["/llm/openai/v1/chat/completions?x=1", "https://api.openai.com/v1/chat/completions?x=1"],
     ["/llm/google/v1beta/models/g:streamGenerateContent?alt=sse&key=placeholder", "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse"],
+    ["/llm/codex/responses", "https://api.openai.com/v1/responses"],
+    ["/llm/chatgpt/responses", null],
     ["/llm/evil/x", null],
     ["/llm/anthropic/../x", "malformed"],
     ["/llm/anthropic/a/%2F/b", "malformed"],
@@ -35,5 +37,26 @@ describe("upstreamHeaders", () => {
       "api.anthropic.com",
     );
     expect(h).toEqual({ "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "real", host: "api.anthropic.com" });
+  });
+});
+
+describe("gatewayUpstreams: the host's own LLM gateway is honoured", () => {
+  test("ANTHROPIC_BASE_URL, OPENAI_BASE_URL (its /v1 kept for Codex's route only) and GOOGLE_GEMINI_BASE_URL", () => {
+    expect(gatewayUpstreams({ ANTHROPIC_BASE_URL: "https://llm.corp.example/anthropic/", OPENAI_BASE_URL: "https://llm.corp.example/openai/v1", GOOGLE_GEMINI_BASE_URL: "http://127.0.0.1:8080" })).toEqual({
+      anthropic: "https://llm.corp.example/anthropic",
+      openai: "https://llm.corp.example/openai",
+      codex: "https://llm.corp.example/openai/v1",
+      google: "http://127.0.0.1:8080",
+    });
+    const up = { ...PROVIDERS, ...gatewayUpstreams({ OPENAI_BASE_URL: "https://gw.example/v1" }) };
+    const r = upstreamFor("/llm/openai/v1/chat/completions", up);
+    expect(r !== "malformed" && r?.url.toString()).toBe("https://gw.example/v1/chat/completions");
+    const c = upstreamFor("/llm/codex/responses", up);
+    expect(c !== "malformed" && c?.url.toString()).toBe("https://gw.example/v1/responses");
+  });
+
+  test("nothing set, or a value that is not an http(s) URL: the providers themselves", () => {
+    expect(gatewayUpstreams({})).toEqual({});
+    expect(gatewayUpstreams({ ANTHROPIC_BASE_URL: "file:///etc/passwd", OPENAI_BASE_URL: "", GOOGLE_GEMINI_BASE_URL: "not a url" })).toEqual({});
   });
 });
