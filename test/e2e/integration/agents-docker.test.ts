@@ -16,7 +16,8 @@ const KEYS = {
   openai: `sk-proj-agent${tag}${"o".repeat(30)}`,
   google: `AIzaSyAgent${tag}${"g".repeat(22)}`,
 };
-const npmReachable = Bun.spawnSync(["sh", "-c", "curl -sf -m 10 -o /dev/null https://registry.npmjs.org/@anthropic-ai%2fclaude-code/latest"]).exitCode === 0;
+const npmReachable =
+  Bun.spawnSync([process.execPath, "-e", 'const r = await fetch("https://registry.npmjs.org/@anthropic-ai%2fclaude-code/latest", { signal: AbortSignal.timeout(10000) }); process.exit(r.ok ? 0 : 1)']).exitCode === 0;
 const hasTmux = Bun.spawnSync(["sh", "-c", "command -v tmux"]).exitCode === 0;
 const run = canRun && npmReachable;
 const why = !canRun ? skipReason : "the npm registry does not answer (the agents come from their public packages)";
