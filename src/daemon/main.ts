@@ -16,6 +16,7 @@ import { SandboxService } from "../sandboxes/service";
 import { createLlmHandler, gatewayUpstreams } from "../llm/handler";
 import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
+import { ClaudeKeychain } from "../llm/claude-keychain";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { Store } from "../store/store";
 import type { Env } from "../sys/env";
@@ -184,7 +185,9 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const gateways = gatewayUpstreams(d.env.raw);
   if (Object.keys(gateways).length > 0) d.log.info("LLM requests go to the host's gateways", gateways);
   const upstreams = seam ?? (Object.keys(gateways).length > 0 ? gateways : undefined);
-  const keys = () => hostKeySources(d.env, d.paths.configDir);
+  // On a Mac, Claude Code keeps its login in the Keychain: read through the executor, a minute at a time.
+  const keychain = d.env.platform === "darwin" ? new ClaudeKeychain(d.exec, d.env.userName) : undefined;
+  const keys = () => hostKeySources(d.env, d.paths.configDir, keychain);
   // One for the daemon: every sandbox's Codex shares the host's one sign-in, refreshed once when it is due.
   const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(seam?.["openai-auth"] ? { tokenUrl: seam["openai-auth"] } : {}) });
   // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
@@ -195,6 +198,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     const llm = createLlmHandler({
       keys,
       codex,
+      ...(keychain ? { claudeKeychain: keychain } : {}),
       ...(upstreams ? { upstreams } : {}),
       onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
     });

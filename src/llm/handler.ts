@@ -58,6 +58,8 @@ export interface LlmHandlerOptions {
   upstreams?: Partial<Record<Provider | "chatgpt", string>>;
   /** Keeps the host's ChatGPT sign-in for Codex fresh (absent: used as it is). */
   codex?: CodexRefresher;
+  /** macOS: reads Claude Code's login from the Keychain (at most once a minute) before an Anthropic request. */
+  claudeKeychain?: { load(): Promise<void> };
   onEvent?: (e: LlmEvent) => void;
 }
 
@@ -151,6 +153,7 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
         return;
       }
     }
+    if (target.provider === "anthropic") await o.claudeKeychain?.load();
     const cred = credentialFor(target.provider, o.keys());
     if (cred?.upstream === "chatgpt") {
       const t = upstreamFor(req.url ?? "", { ...upstreams, codex: o.upstreams?.chatgpt ?? CHATGPT_UPSTREAM });

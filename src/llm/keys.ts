@@ -20,6 +20,8 @@ export interface KeySources {
   claudeCredentialsFile?: string;
   /** The host's `~/.codex/auth.json` (Codex's API key or ChatGPT sign-in). */
   codexAuthFile?: string;
+  /** Claude Code's login as macOS keeps it (the Keychain item's text, same shape as the credentials file). */
+  claudeKeychain?: () => string | undefined;
 }
 
 const ClaudeCredentials = z.object({
@@ -29,11 +31,20 @@ const ClaudeCredentials = z.object({
 /** The beta flag Anthropic's API requires with an OAuth bearer token. */
 export const ANTHROPIC_OAUTH_BETA = "oauth-2025-04-20";
 
+function claudeOauthText(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = ClaudeCredentials.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data.claudeAiOauth.accessToken : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function claudeOauth(file: string | undefined): string | undefined {
   if (!file) return undefined;
   try {
-    const parsed = ClaudeCredentials.safeParse(JSON.parse(readFileSync(file, "utf8")));
-    return parsed.success ? parsed.data.claudeAiOauth.accessToken : undefined;
+    return claudeOauthText(readFileSync(file, "utf8"));
   } catch {
     return undefined;
   }
@@ -49,7 +60,7 @@ export function knownSecretValues(src: KeySources): string[] {
       out.push(...Object.values(readSecrets(src.secretsFile)));
     } catch {}
   }
-  const o = claudeOauth(src.claudeCredentialsFile);
+  const o = claudeOauth(src.claudeCredentialsFile) ?? claudeOauthText(src.claudeKeychain?.());
   if (o) out.push(o);
   const c = readCodexLogin(src.codexAuthFile);
   if (c?.kind === "apikey") out.push(c.key);
@@ -77,6 +88,8 @@ export function credentialFor(provider: Provider, src: KeySources): Credential |
       if (tok) return { headers: { authorization: `Bearer ${tok}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "token" };
       const oauth = claudeOauth(src.claudeCredentialsFile);
       if (oauth) return { headers: { authorization: `Bearer ${oauth}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-credentials" };
+      const chain = claudeOauthText(src.claudeKeychain?.());
+      if (chain) return { headers: { authorization: `Bearer ${chain}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-keychain" };
       return undefined;
     }
     case "openai": {
@@ -102,12 +115,13 @@ export function credentialFor(provider: Provider, src: KeySources): Credential |
 }
 
 /** Where this host keeps what the LLM proxy injects: its environment, sbx's secrets file, Claude's and Codex's logins. */
-export function hostKeySources(env: { raw: Readonly<Record<string, string>>; vars: { HOME: string } }, configDir: string): KeySources {
+export function hostKeySources(env: { raw: Readonly<Record<string, string>>; vars: { HOME: string } }, configDir: string, keychain?: { value(): string | undefined }): KeySources {
   const codexHome = env.raw.CODEX_HOME?.startsWith("/") ? env.raw.CODEX_HOME : join(env.vars.HOME, ".codex");
   return {
     env: env.raw,
     secretsFile: secretsFile(configDir),
     claudeCredentialsFile: join(env.vars.HOME, ".claude", ".credentials.json"),
     codexAuthFile: join(codexHome, "auth.json"),
+    ...(keychain ? { claudeKeychain: () => keychain.value() } : {}),
   };
 }
