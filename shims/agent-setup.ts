@@ -13,6 +13,7 @@ export interface Plan {
     | { kind: "json-defaults"; path: string; values: Record<string, unknown> }
     | { kind: "file-if-missing"; path: string; content: string }
     | { kind: "file"; path: string; content: string }
+    | { kind: "json-set"; path: string; values: Record<string, unknown> }
   >;
 }
 
@@ -40,6 +41,15 @@ export function mergeDefaults(base: unknown, defaults: unknown): unknown {
   if (!base || typeof base !== "object" || Array.isArray(base)) return base;
   const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
   for (const [k, d] of Object.entries(defaults)) out[k] = mergeDefaults(out[k], d);
+  return out;
+}
+
+/** Pure: `base` with every key of `values` set (objects merged key by key; what `values` does not name is kept). */
+export function mergeSet(base: unknown, values: unknown): unknown {
+  if (!values || typeof values !== "object" || Array.isArray(values)) return values;
+  const b = base && typeof base === "object" && !Array.isArray(base) ? (base as Record<string, unknown>) : {};
+  const out: Record<string, unknown> = { ...b };
+  for (const [k, v] of Object.entries(values)) out[k] = mergeSet(b[k], v);
   return out;
 }
 
@@ -95,7 +105,7 @@ export function apply(plan: Plan, home: string, warn: (m: string) => void): void
       warn(`${s.path} is not valid JSON; left alone`);
       continue;
     }
-    const next = mergeDefaults(base, s.values);
+    const next = s.kind === "json-set" ? mergeSet(base, s.values) : mergeDefaults(base, s.values);
     if (JSON.stringify(next) !== JSON.stringify(base)) write(p, `${JSON.stringify(next, null, 2)}\n`, 0o600);
   }
 }

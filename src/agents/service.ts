@@ -3,7 +3,7 @@
 import { basename } from "node:path";
 import { AGENT_NAMES, AGENTS, agentSetupPlan, codexPlaceholderAuth, defaultAgentSandboxName, type AgentName, type AgentPlatform, type AgentSetup } from "../core/agents";
 import { readCodexLogin } from "../llm/codex-login";
-import { credentialFor, hostKeySources, type KeySources } from "../llm/keys";
+import { credentialFor, hasGeminiSignIn, hostKeySources, type KeySources } from "../llm/keys";
 import { SbxError } from "../core/errors";
 import { PRESETS } from "../core/presets";
 import type { PolicyService } from "../policy/service";
@@ -142,8 +142,13 @@ export class AgentService {
 
   /** The placeholder login files an agent needs inside, shaped like the host's login (Codex: API key or ChatGPT). */
   private loginFiles(agent: AgentName): AgentSetup[] {
-    if (agent !== "codex") return [];
     const keys = this.d.keys();
+    if (agent === "gemini") {
+      // A key when the host has one; else the host's Google sign-in (a placeholder token inside, the real one added).
+      const google = !credentialFor("google", keys) && hasGeminiSignIn(keys.geminiOauthFile);
+      return [{ kind: "json-set", path: ".gemini/settings.json", values: { security: { auth: { selectedType: google ? "oauth-personal" : "gemini-api-key" } } } }];
+    }
+    if (agent !== "codex") return [];
     const cred = credentialFor("codex", keys);
     const login = readCodexLogin(keys.codexAuthFile);
     const kind = cred?.upstream === "chatgpt" && login?.kind === "chatgpt" ? { kind: "chatgpt" as const, plan: login.plan } : { kind: "apikey" as const };

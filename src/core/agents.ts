@@ -33,7 +33,9 @@ export type AgentSetup =
   /** A file written only when missing. */
   | { kind: "file-if-missing"; path: string; content: string }
   /** A file of sbx's, written at each start (placeholder logins). */
-  | { kind: "file"; path: string; content: string };
+  | { kind: "file"; path: string; content: string }
+  /** Keys set in a JSON file whatever it held (the kind of login the host has), the rest of it kept. */
+  | { kind: "json-set"; path: string; values: Record<string, unknown> };
 
 export interface AgentSpec {
   title: string;
@@ -43,7 +45,7 @@ export interface AgentSpec {
   /** The hosts it needs beyond the LLM API (which goes through sbx's LLM proxy), allowed for its sandbox. */
   preset: PresetName;
   /** The LLM proxy's routes it uses. */
-  routes: readonly ("anthropic" | "openai" | "google" | "codex")[];
+  routes: readonly ("anthropic" | "openai" | "google" | "codex" | "codeassist")[];
   /**
    * Its environment inside, on top of the sandbox's: telemetry and update checks off, trust asked of no one. Values
    * may name the sandbox's variables as ${NAME} (the launcher expands them); a value of null unsets the variable.
@@ -146,9 +148,10 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
       runtime: "node",
     },
     preset: "google",
-    routes: ["google"],
-    // GOOGLE_API_KEY would win over GEMINI_API_KEY (with a warning at every start); both are placeholders.
-    env: { GOOGLE_API_KEY: null, GEMINI_CLI_TRUST_WORKSPACE: "true", GEMINI_TELEMETRY_ENABLED: "false" },
+    routes: ["google", "codeassist"],
+    // GOOGLE_API_KEY would win over GEMINI_API_KEY (with a warning at every start); both are placeholders. Signed in
+    // with Google (settings' auth type, written at each start), it takes its token from GOOGLE_CLOUD_ACCESS_TOKEN.
+    env: { GOOGLE_API_KEY: null, GOOGLE_GENAI_USE_GCA: "true", GOOGLE_CLOUD_ACCESS_TOKEN: "sbx-placeholder", GEMINI_CLI_TRUST_WORKSPACE: "true", GEMINI_TELEMETRY_ENABLED: "false" },
     args: [],
     unattended: ["--yolo"],
     prompt: ["-p"],
@@ -157,7 +160,7 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
       {
         kind: "json-defaults",
         path: ".gemini/settings.json",
-        values: { security: { auth: { selectedType: "gemini-api-key" } }, general: { disableAutoUpdate: true, disableUpdateNag: true }, privacy: { usageStatisticsEnabled: false } },
+        values: { general: { disableAutoUpdate: true, disableUpdateNag: true }, privacy: { usageStatisticsEnabled: false } },
       },
     ],
     login: {

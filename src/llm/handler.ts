@@ -12,6 +12,8 @@ export const PROVIDERS: Record<Provider, string> = {
   google: "https://generativelanguage.googleapis.com",
   /** Codex with an OpenAI API key; signed in to ChatGPT it goes to CHATGPT_UPSTREAM instead. */
   codex: "https://api.openai.com/v1",
+  /** Gemini CLI signed in with Google talks to Code Assist, not the Gemini API. */
+  codeassist: "https://cloudcode-pa.googleapis.com",
 };
 
 /** Where a ChatGPT-signed-in Codex sends its requests. */
@@ -197,6 +199,7 @@ const NO_CREDENTIAL_HINT: Record<Provider, string> = {
   openai: "On the host: `sbx secret set OPENAI_API_KEY` (value on stdin).",
   google: "On the host: `sbx secret set GEMINI_API_KEY` (value on stdin).",
   codex: "On the host: `codex login` (ChatGPT or an API key), or `sbx secret set OPENAI_API_KEY` (value on stdin).",
+  codeassist: "On the host: run `gemini` once (it renews its Google sign-in in ~/.gemini/oauth_creds.json), or `sbx secret set GEMINI_API_KEY`.",
 };
 
 /**

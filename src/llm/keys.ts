@@ -6,7 +6,7 @@ import { readSecrets, secretsFile } from "../secrets/store";
 import { readCodexLogin } from "./codex-login";
 
 /** The LLM proxy's routes: the providers' APIs, and Codex's (the OpenAI API with a key, ChatGPT's backend signed in). */
-export type Provider = "anthropic" | "openai" | "google" | "codex";
+export type Provider = "anthropic" | "openai" | "google" | "codex" | "codeassist";
 
 /** Headers that carry the credential for one request to one provider; `upstream` when not the route's own. */
 export type Credential = { headers: Record<string, string>; source: string; upstream?: "chatgpt" };
@@ -20,6 +20,8 @@ export interface KeySources {
   claudeCredentialsFile?: string;
   /** The host's `~/.codex/auth.json` (Codex's API key or ChatGPT sign-in). */
   codexAuthFile?: string;
+  /** The host's `~/.gemini/oauth_creds.json` (Gemini CLI signed in with Google). */
+  geminiOauthFile?: string;
   /** Claude Code's login as macOS keeps it (the Keychain item's text, same shape as the credentials file). */
   claudeKeychain?: () => string | undefined;
 }
@@ -50,6 +52,31 @@ function claudeOauth(file: string | undefined): string | undefined {
   }
 }
 
+const GeminiOauth = z.object({ access_token: z.string().min(1), refresh_token: z.string().optional(), expiry_date: z.number().optional() }).passthrough();
+
+/** The access token of Gemini CLI's Google sign-in, unless it has expired (or expires within a minute). */
+function geminiOauth(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  try {
+    const p = GeminiOauth.safeParse(JSON.parse(readFileSync(file, "utf8")));
+    if (!p.success) return undefined;
+    if (p.data.expiry_date !== undefined && p.data.expiry_date < Date.now() + 60_000) return undefined;
+    return p.data.access_token;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the host has a Google sign-in for Gemini CLI at all (valid or not): which login a sandbox's placeholder imitates. */
+export function hasGeminiSignIn(file: string | undefined): boolean {
+  if (!file) return false;
+  try {
+    return GeminiOauth.safeParse(JSON.parse(readFileSync(file, "utf8"))).success;
+  } catch {
+    return false;
+  }
+}
+
 /** Every secret value the host knows from these sources (for redaction). */
 export function knownSecretValues(src: KeySources): string[] {
   const out: string[] = [];
@@ -62,6 +89,12 @@ export function knownSecretValues(src: KeySources): string[] {
   }
   const o = claudeOauth(src.claudeCredentialsFile) ?? claudeOauthText(src.claudeKeychain?.());
   if (o) out.push(o);
+  try {
+    if (src.geminiOauthFile) {
+      const g = GeminiOauth.safeParse(JSON.parse(readFileSync(src.geminiOauthFile, "utf8")));
+      if (g.success) out.push(g.data.access_token, ...(g.data.refresh_token ? [g.data.refresh_token] : []));
+    }
+  } catch {}
   const c = readCodexLogin(src.codexAuthFile);
   if (c?.kind === "apikey") out.push(c.key);
   if (c?.kind === "chatgpt") out.push(c.access, c.refresh);
@@ -107,6 +140,11 @@ export function credentialFor(provider: Provider, src: KeySources): Credential |
       }
       return undefined;
     }
+    case "codeassist": {
+      // Gemini CLI signed in with Google: its access token, while it is valid (Gemini CLI on the host renews it).
+      const t = geminiOauth(src.geminiOauthFile);
+      return t ? { headers: { authorization: `Bearer ${t}` }, source: "gemini-oauth" } : undefined;
+    }
     case "google": {
       const key = get("GEMINI_API_KEY") ?? get("GOOGLE_API_KEY");
       return key ? { headers: { "x-goog-api-key": key }, source: "GEMINI_API_KEY" } : undefined;
@@ -122,6 +160,7 @@ export function hostKeySources(env: { raw: Readonly<Record<string, string>>; var
     secretsFile: secretsFile(configDir),
     claudeCredentialsFile: join(env.vars.HOME, ".claude", ".credentials.json"),
     codexAuthFile: join(codexHome, "auth.json"),
+    geminiOauthFile: join(env.vars.HOME, ".gemini", "oauth_creds.json"),
     ...(keychain ? { claudeKeychain: () => keychain.value() } : {}),
   };
 }

@@ -34,6 +34,8 @@ export const LLM_ROUTES: Record<Provider, { base: string; suffix: string; keys: 
   google: { base: "GOOGLE_GEMINI_BASE_URL", suffix: "", keys: ["GEMINI_API_KEY", "GOOGLE_API_KEY"] },
   // Codex's own route (sbx's launcher points it here): its login is a placeholder auth.json, no variable.
   codex: { base: "SBX_CODEX_BASE_URL", suffix: "", keys: [] },
+  // Gemini CLI signed in with Google: Code Assist, at the address its own variable names.
+  codeassist: { base: "CODE_ASSIST_ENDPOINT", suffix: "", keys: [] },
 };
 
 /**

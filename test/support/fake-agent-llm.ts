@@ -81,8 +81,10 @@ function chat(res: ServerResponse, stream: boolean, model: string): void {
   res.end("data: [DONE]\n\n");
 }
 
-function gemini(res: ServerResponse, stream: boolean): void {
-  const body = { candidates: [{ content: { parts: [{ text: FAKE_ANSWER }], role: "model" }, finishReason: "STOP", index: 0 }], usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 }, modelVersion: "gemini-fake" };
+function gemini(res: ServerResponse, stream: boolean, codeAssist = false): void {
+  const inner = { candidates: [{ content: { parts: [{ text: FAKE_ANSWER }], role: "model" }, finishReason: "STOP", index: 0 }], usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 }, modelVersion: "gemini-fake" };
+  // Code Assist (Gemini CLI signed in with Google) wraps the Gemini API's answer.
+  const body = codeAssist ? { response: inner, traceId: "fake" } : inner;
   if (stream) sse(res, [[null, body]]);
   else json(res, body);
 }
@@ -117,8 +119,12 @@ export async function startFakeAgentLlm(): Promise<FakeAgentLlm> {
       if (req.method === "POST" && p.endsWith("/messages")) return anthropic(res, stream, modelOf(body));
       if (req.method === "POST" && p.endsWith("/responses")) return responses(res, stream, modelOf(body));
       if (req.method === "POST" && p.endsWith("/chat/completions")) return chat(res, stream, modelOf(body));
+      if (req.method === "POST" && p.endsWith("/v1internal:loadCodeAssist")) return json(res, { currentTier: { id: "standard-tier", name: "fake" }, allowedTiers: [{ id: "standard-tier", isDefault: true }], cloudaicompanionProject: "sbx-fake-project" });
+      if (req.method === "POST" && p.endsWith("/v1internal:onboardUser")) return json(res, { done: true, response: { cloudaicompanionProject: { id: "sbx-fake-project" } } });
+      if (req.method === "POST" && /\/v1internal:(stream)?[gG]enerateContent$/.test(p)) return gemini(res, stream, true);
       if (req.method === "POST" && /:(stream)?[gG]enerateContent$/.test(p)) return gemini(res, stream);
       if (req.method === "POST" && p.endsWith(":countTokens")) return json(res, { totalTokens: 10 });
+      if (req.method === "POST" && /\/v1internal:[A-Za-z]+$/.test(p)) return json(res, {}); // Code Assist's quota, experiments, …
       if (req.method === "GET" && /\/models\/?$/.test(p)) return json(res, { object: "list", data: [{ id: "fake-model", object: "model", created: 1, owned_by: "sbx" }], models: [] });
       json(res, { error: { type: "not_found", message: `fake LLM: nothing at ${req.method} ${path}` } }, 404);
     });

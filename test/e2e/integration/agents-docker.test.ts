@@ -46,7 +46,7 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     llm = await startFakeAgentLlm();
     await stopDaemon(f.user);
     env = {
-      SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url, openai: llm.url, google: llm.url, codex: `${llm.url}/v1`, chatgpt: `${llm.url}/backend-api/codex`, "openai-auth": `${llm.url}/oauth/token` }),
+      SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url, openai: llm.url, google: llm.url, codex: `${llm.url}/v1`, chatgpt: `${llm.url}/backend-api/codex`, "openai-auth": `${llm.url}/oauth/token`, codeassist: llm.url }),
     };
     must(f.sbx(["secret", "set", "ANTHROPIC_API_KEY"], { cwd: repo, env, stdin: KEYS.anthropic }), "secret ANTHROPIC_API_KEY");
     must(f.sbx(["secret", "set", "OPENAI_API_KEY"], { cwd: repo, env, stdin: KEYS.openai }), "secret OPENAI_API_KEY");
@@ -139,6 +139,35 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     for (const q of calls) {
       expect(q.headers["x-goog-api-key"]).toBe(KEYS.google);
       expect(q.path).not.toContain("key=");
+    }
+  }, 300_000);
+
+  test("gemini signed in with Google on the host: Code Assist gets the host's token, the sandbox a placeholder", async () => {
+    must(f.sbx(["secret", "rm", "GEMINI_API_KEY"], { cwd: repo, env }), "secret rm GEMINI_API_KEY");
+    // Gemini CLI looks its Google account up at www.googleapis.com (allowed by its preset): refused here, so this
+    // test sends nothing off the machine; Gemini CLI goes on without it.
+    must(f.sbx(["deny", "www.googleapis.com", "--sandbox", box], { cwd: repo, env }), "deny www.googleapis.com");
+    const token = `ya29.host-${tag}-access`;
+    const refresh = `1//host-${tag}-refresh`;
+    const dir = join(f.user.home, ".gemini");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "oauth_creds.json"), JSON.stringify({ access_token: token, refresh_token: refresh, token_type: "Bearer", expiry_date: Date.now() + 3_600_000 }), { mode: 0o600 });
+    chownSync(dir, f.user.uid, f.user.gid);
+    chownSync(join(dir, "oauth_creds.json"), f.user.uid, f.user.gid);
+    try {
+      const { result: r, got } = await during(() => sbxAsync(["run", "gemini", box, "--", "-m", "gemini-2.5-flash", "-p", "say hi"]));
+      expect(r.stdout).toContain(FAKE_ANSWER);
+      expect(r.code).toBe(0);
+      const calls = got.filter((q) => q.path.startsWith("/v1internal:"));
+      expect(calls.map((q) => q.path)).toContain("/v1internal:streamGenerateContent?alt=sse");
+      for (const q of calls) expect(q.headers.authorization).toBe(`Bearer ${token}`);
+      const ctr = containerOf(realpathSync(repo), box);
+      const inside = dexec(f, ctr, ["sh", "-c", 'cat "$HOME/.gemini/settings.json"; grep -rsl -F -e "$1" -e "$2" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; true', "scan", token, refresh], { timeoutMs: 120_000 });
+      expect(inside.stdout).toContain('"selectedType": "oauth-personal"');
+      for (const s of [token, refresh]) expect(inside.stdout + r.stdout + r.stderr).not.toContain(s);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      must(f.sbx(["secret", "set", "GEMINI_API_KEY"], { cwd: repo, env, stdin: KEYS.google }), "secret GEMINI_API_KEY");
     }
   }, 300_000);
 

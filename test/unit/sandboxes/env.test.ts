@@ -45,6 +45,7 @@ test("golden: the full environment of a container sandbox on the forwarder's por
     GEMINI_API_KEY: "sbx-placeholder",
     GOOGLE_API_KEY: "sbx-placeholder",
     SBX_CODEX_BASE_URL: "http://127.0.0.1:3128/llm/codex",
+    CODE_ASSIST_ENDPOINT: "http://127.0.0.1:3128/llm/codeassist",
     SBX_PROXY_SOCKET: "/run/sbx/proxy.sock",
     SBX_BRIDGE_SOCKET: "/run/sbx/bridge.sock",
     SBX_BUN: "/opt/sbx/bin/bun",
