@@ -100,9 +100,12 @@ export class AgentService {
       const fresh = this.d.store.getSandbox(sandbox.id) ?? sandbox;
       this.d.store.updateIdentity(sandbox.id, { ...fresh.identity, agents: { ...agentsOf(fresh.identity), [req.agent]: inst.version } });
     });
-    // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only.
-    const changed = this.d.policy().allow({ kind: "sandbox", sandbox }, PRESETS[a.preset], `sbx run ${req.agent}`);
-    if (changed.some((c) => c.changed)) out.log(`allowed for ${name}: the ${a.preset} preset (${PRESETS[a.preset].join(", ")})`);
+    // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only, the first time it runs
+    // there (`sandbox` is the row from before this run): what the person takes off the list later stays off.
+    if (agentsOf(sandbox.identity)[req.agent] === undefined) {
+      const changed = this.d.policy().allow({ kind: "sandbox", sandbox }, PRESETS[a.preset], `sbx run ${req.agent}`);
+      if (changed.some((c) => c.changed)) out.log(`allowed for ${name}: the ${a.preset} preset (${PRESETS[a.preset].join(", ")})`);
+    }
     const missing = a.routes.filter((r) => !credentialFor(r, this.d.keys()));
     if (missing.length === a.routes.length) {
       out.log(`note: the host has no login for ${a.title} that sbx can add (${a.login.hostEnv.join(", ")}${a.login.hostFiles.length ? `, ~/${a.login.hostFiles.join(", ~/")}` : ""}); its requests will be refused until it has`);

@@ -124,6 +124,11 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
       "check_for_update_on_startup=false",
       "-c",
       "analytics.enabled=false",
+      // Plugins sync from github.com and chatgpt.com at every start; its other ChatGPT calls go to the proxy's route.
+      "-c",
+      "features.plugins=false",
+      "-c",
+      'chatgpt_base_url="${SBX_CODEX_BASE_URL}/"',
     ],
     unattended: ["--dangerously-bypass-approvals-and-sandbox"],
     prompt: ["exec", "--skip-git-repo-check"],

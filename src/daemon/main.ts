@@ -13,7 +13,7 @@ import { UserAccountDriver } from "../drivers/user-account";
 import { lineSplitter } from "../core/lines";
 import { PolicyService } from "../policy/service";
 import { SandboxService } from "../sandboxes/service";
-import { createLlmHandler, gatewayUpstreams } from "../llm/handler";
+import { createLlmHandler, gatewayUpstreams, PROVIDERS } from "../llm/handler";
 import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
@@ -89,7 +89,7 @@ export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provid
   }
   const out: Partial<Record<Provider | "chatgpt" | "openai-auth", string>> = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
-    if (!["anthropic", "openai", "google", "codex", "chatgpt", "openai-auth"].includes(k) || typeof v !== "string" || !/^https?:\/\//.test(v)) {
+    if (![...Object.keys(PROVIDERS), "chatgpt", "openai-auth"].includes(k) || typeof v !== "string" || !/^https?:\/\//.test(v)) {
       throw new Error(`${TEST_LLM_UPSTREAMS_VAR}: bad entry ${k}`);
     }
     out[k as Provider] = v;

@@ -198,6 +198,16 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     expect(files.stdout.trim()).toBe("");
   }, 300_000);
 
+  test("telemetry and update checks are off: every agent's run made no connection out but to the LLM proxy", () => {
+    const r = must(f.sbx(["logs", "--sandbox", box, "--kind", "egress", "--json", "-n", "1000"], { cwd: repo, env }), "sbx logs");
+    const rows = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { action: string; detail: { host?: string } });
+    // Allowed, or tried and failed: either is a connection the proxy set out to make.
+    const out = rows.filter((e) => e.action !== "denied");
+    expect(out.map((e) => e.detail.host)).toEqual([]);
+    // The log is read right: Gemini's account lookup, refused above, is in it.
+    expect(rows.some((e) => e.action === "denied" && e.detail.host === "www.googleapis.com")).toBe(true);
+  }, 60_000);
+
   test("the agent knows where it is: sbx's section in each agent's user-level instruction file, none in the repo", () => {
     const ctr = containerOf(realpathSync(repo), box);
     const r = dexec(f, ctr, ["sh", "-c", 'for p in .claude/CLAUDE.md .codex/AGENTS.md .gemini/GEMINI.md .config/opencode/AGENTS.md; do grep -c "sbx:begin" "$HOME/$p"; done; git status --porcelain'], { workdir: realpathSync(repo) });
