@@ -3,7 +3,7 @@
 // set). Everything it writes was decided on the host (core/agents agentSetupPlan) and is nothing secret. Bun built-ins
 // only; the daemon's tests import the pure parts.
 //
-//   agent-setup '<plan as JSON>'
+//   agent-setup '<plan as JSON>' [HASH STAMP]   (then HASH is written to $HOME/STAMP when everything was applied)
 import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 
@@ -75,10 +75,16 @@ function write(p: string, text: string, mode: number): void {
   renameSync(tmp, p);
 }
 
-export function apply(plan: Plan, home: string, warn: (m: string) => void): void {
+/** Applies the plan; returns whether every part of it was (a part left alone with a warning is retried next start). */
+export function apply(plan: Plan, home: string, warn: (m: string) => void): boolean {
+  let whole = true;
+  const w = (m: string) => {
+    whole = false;
+    warn(m);
+  };
   const ins = under(home, plan.instructions.path);
   const cur = read(ins);
-  if (cur === null) warn(`${plan.instructions.path} is not a plain file under 16 MiB; sbx's section was not written`);
+  if (cur === null) w(`${plan.instructions.path} is not a plain file under 16 MiB; sbx's section was not written`);
   else {
     const next = withInstructionSection(cur, plan.instructions.section);
     if (next !== cur) write(ins, next, 0o644);
@@ -87,7 +93,7 @@ export function apply(plan: Plan, home: string, warn: (m: string) => void): void
     const p = under(home, s.path);
     const text = read(p);
     if (text === null) {
-      warn(`${s.path} is not a plain file under 16 MiB; left alone`);
+      w(`${s.path} is not a plain file under 16 MiB; left alone`);
       continue;
     }
     if (s.kind === "file-if-missing") {
@@ -102,12 +108,13 @@ export function apply(plan: Plan, home: string, warn: (m: string) => void): void
     try {
       base = text.trim() === "" ? {} : JSON.parse(text);
     } catch {
-      warn(`${s.path} is not valid JSON; left alone`);
+      w(`${s.path} is not valid JSON; left alone`);
       continue;
     }
     const next = s.kind === "json-set" ? mergeSet(base, s.values) : mergeDefaults(base, s.values);
     if (JSON.stringify(next) !== JSON.stringify(base)) write(p, `${JSON.stringify(next, null, 2)}\n`, 0o600);
   }
+  return whole;
 }
 
 if (import.meta.main) {
@@ -115,7 +122,8 @@ if (import.meta.main) {
   try {
     const home = process.env.HOME;
     if (!home || !home.startsWith("/")) throw new Error("HOME is not set");
-    apply(JSON.parse(process.argv[2] ?? "") as Plan, home, warn);
+    const [, , planText = "", hash, stamp] = process.argv;
+    if (apply(JSON.parse(planText) as Plan, home, warn) && hash && stamp) write(under(home, stamp), `${hash}\n`, 0o644);
   } catch (e) {
     // The agent still starts: a missing section or default is a prompt more, not a reason to refuse.
     warn(`agent setup: ${(e as Error).message}`);

@@ -165,6 +165,8 @@ export class AgentCache {
   async ensure(agent: AgentName, platform: AgentPlatform, want?: string, log: (line: string) => void = () => undefined): Promise<InstalledAgent> {
     const a = AGENTS[agent];
     const inst = a.install;
+    const ready = this.ready(agent, platform, want);
+    if (ready) return ready;
     this.ensureDirs();
     const lock = await acquireLock(join(this.d.dir, ".lock"), { timeoutMs: 15 * 60_000, onWait: () => log("another sbx is installing an agent; waiting") });
     try {
@@ -219,6 +221,26 @@ export class AgentCache {
     } finally {
       lock.release();
     }
+  }
+
+  /** Without the lock or a write: the version asked for (or in use) is there and its launcher runs it; else null. */
+  private ready(agent: AgentName, platform: AgentPlatform, want: string | undefined): InstalledAgent | null {
+    const inst = AGENTS[agent].install;
+    if (inst.kind !== "npm") return null;
+    const version = want ?? this.versions()[agent];
+    if (version === undefined || version !== this.versions()[agent] || !VERSION_RE.test(version)) return null;
+    const entry = fillTemplate(inst.entry, platform, version);
+    if (!existsSync(join(this.d.dir, "pkg", agent, version, "package", entry))) return null;
+    const inside = `${AGENTS_MOUNT}/pkg/${agent}/${version}/package/${entry}`;
+    const node = inst.runtime === "node" ? `${AGENTS_MOUNT}/node/${NODE_RUNTIME.version}/package/${NODE_RUNTIME.entry}` : null;
+    if (node && !existsSync(join(this.d.dir, "node", NODE_RUNTIME.version, "package", NODE_RUNTIME.entry))) return null;
+    try {
+      const want = renderLauncher({ agent, cached: inside, node, binDir: `${AGENTS_MOUNT}/bin` });
+      if (readFileSync(join(this.d.dir, "bin", AGENTS[agent].binary), "utf8") !== want) return null;
+    } catch {
+      return null;
+    }
+    return { agent, version, inside };
   }
 
   private writeLauncher(agent: AgentName, cached: string | null, node: string | null): void {

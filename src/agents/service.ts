@@ -1,5 +1,7 @@
 // `sbx run AGENT`: the sandbox (made if missing), the agent in the host's cache, its preset allowed for that sandbox,
 // and the command that starts it: setup inside (instruction section, first-run settings) then the agent's launcher.
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { AGENT_NAMES, AGENTS, agentSetupPlan, codexPlaceholderAuth, defaultAgentSandboxName, type AgentName, type AgentPlatform, type AgentSetup } from "../core/agents";
 import { readCodexLogin } from "../llm/codex-login";
@@ -14,7 +16,8 @@ import type { Store } from "../store/store";
 import { RUNTIME_MOUNT } from "../drivers/docker/args";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
-import type { Paths } from "../sys/paths";
+import { sandboxDir, type Paths } from "../sys/paths";
+import { sandboxLayout } from "../workspace/layout";
 import { AGENTS_MOUNT, AgentCache } from "./cache";
 
 /** Where sbx's own pieces are inside a Docker sandbox (drivers/docker/args RUNTIME_MOUNT). */
@@ -26,6 +29,7 @@ export interface AgentPlace {
 export interface AgentServiceDeps {
   sandboxes: SandboxService;
   store: Store;
+  paths: Paths;
   cache: AgentCache;
   policy: () => PolicyService;
   platform: AgentPlatform;
@@ -51,15 +55,21 @@ export interface AgentRunResult {
   argv: string[];
 }
 
+/** Where, under the sandbox's $HOME, the setup records the plan it last applied per agent. */
+export const SETUP_STAMP_DIR = ".config/sbx/agent-setup";
+
 /** Pure: what `sbx run AGENT` runs inside: the setup shim on sbx's Bun, then the launcher with the agent's flags. */
 export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: AgentPlace; unattended: boolean; extra?: AgentSetup[] }): string[] {
   const a = AGENTS[o.agent];
   const launcher = `${AGENTS_MOUNT}/bin/${a.binary}`;
+  const plan = JSON.stringify(agentSetupPlan(o.agent, o.sandbox, o.workdir, o.extra));
   const script = [
-    'b=$1 s=$2 p=$3 l=$4; shift 4',
+    'b=$1 s=$2 p=$3 l=$4 h=$5 st=$6; shift 6',
     `[ -x "$l" ] || { echo "sbx: this sandbox was made before sbx supplied agents (no $l); remove it with \\\`sbx rm ${o.sandbox}\\\` and run again" >&2; exit 69; }`,
+    // The setup runs when its plan differs from the one last applied here (the stamp), so most starts cost no Bun.
     // Bun reads nothing from the repo it starts in (bunfig.toml, .env): the sandbox's files are its own, but sbx's setup is sbx's.
-    '"$b" --no-env-file --config=/dev/null "$s" "$p"',
+    'x=; [ -r "$HOME/$st" ] && read -r x < "$HOME/$st"',
+    '[ "$x" = "$h" ] || "$b" --no-env-file --config=/dev/null "$s" "$p" "$h" "$st"',
     'exec "$l" "$@"',
   ].join("\n");
   return [
@@ -69,8 +79,10 @@ export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir:
     "sbx-agent",
     o.place.bun,
     `${o.place.shims}/agent-setup.ts`,
-    JSON.stringify(agentSetupPlan(o.agent, o.sandbox, o.workdir, o.extra)),
+    plan,
     launcher,
+    createHash("sha256").update(plan).digest("hex").slice(0, 32),
+    `${SETUP_STAMP_DIR}/${o.agent}`,
     ...(o.unattended ? a.unattended : []),
   ];
 }
@@ -88,7 +100,11 @@ export class AgentService {
         hint: `Use a Docker sandbox, or install ${a.title} in the ${req.backend} sandbox yourself and run it with \`sbx exec NAME -- ${a.binary}\`.`,
       });
     }
-    const { sandbox, created } = await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
+    // An existing sandbox is started as `sbx shell` starts it (no driver check, no create lock); anything else, or with
+    // options only a new sandbox takes, goes through create, which says what is wrong.
+    const known = this.d.store.findSandbox(repo, name);
+    const plain = known !== null && !existsSync(sandboxLayout(sandboxDir(this.d.paths, repo, name)).creating) && req.backend === undefined && Object.values(req.limits ?? {}).every((v) => v === undefined);
+    const { sandbox, created } = plain ? { sandbox: await this.d.sandboxes.start(name, req), created: false } : await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
     if (sandbox.backend !== "docker") {
       throw new SbxError("unavailable", `sbx run ${req.agent}: ${name} is a ${sandbox.backend} sandbox, and sbx supplies agents to Docker sandboxes only, for now`, {
         hint: `Install ${a.title} in it yourself and run \`sbx exec ${name} -- ${a.binary}\`, or name a Docker sandbox: \`sbx run ${req.agent} OTHER-NAME\`.`,
@@ -96,10 +112,12 @@ export class AgentService {
     }
     const inst = await this.d.cache.ensure(req.agent, this.d.platform, req.version, (l) => out.log(l));
     if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
-    this.d.store.write(() => {
-      const fresh = this.d.store.getSandbox(sandbox.id) ?? sandbox;
-      this.d.store.updateIdentity(sandbox.id, { ...fresh.identity, agents: { ...agentsOf(fresh.identity), [req.agent]: inst.version } });
-    });
+    if (agentsOf(sandbox.identity)[req.agent] !== inst.version) {
+      this.d.store.write(() => {
+        const fresh = this.d.store.getSandbox(sandbox.id) ?? sandbox;
+        this.d.store.updateIdentity(sandbox.id, { ...fresh.identity, agents: { ...agentsOf(fresh.identity), [req.agent]: inst.version } });
+      });
+    }
     // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only, the first time it runs
     // there (`sandbox` is the row from before this run): what the person takes off the list later stays off.
     if (agentsOf(sandbox.identity)[req.agent] === undefined) {
@@ -155,7 +173,8 @@ export class AgentService {
     const cred = credentialFor("codex", keys);
     const login = readCodexLogin(keys.codexAuthFile);
     const kind = cred?.upstream === "chatgpt" && login?.kind === "chatgpt" ? { kind: "chatgpt" as const, plan: login.plan } : { kind: "apikey" as const };
-    const now = new Date((this.d.now ?? Date.now)()).toISOString();
+    // The day, not the moment: Codex wants a recent refresh (it refreshes after 8 days), and the plan stays the same all day.
+    const now = `${new Date((this.d.now ?? Date.now)()).toISOString().slice(0, 10)}T00:00:00Z`;
     return [{ kind: "file", path: ".codex/auth.json", content: codexPlaceholderAuth(kind, now) }];
   }
 }
@@ -185,6 +204,7 @@ export function agentService(sandboxes: SandboxService, store: Store, policy: Po
   return new AgentService({
     sandboxes,
     store,
+    paths,
     cache: new AgentCache({ dir: paths.agentsDir, exec, ...(registry ? { registry } : {}) }),
     policy: () => policy,
     keys: () => hostKeySources(env, paths.configDir),

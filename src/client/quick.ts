@@ -206,3 +206,64 @@ export async function agentExec(paths: Paths, head: AgentExecRequest, stdin: Uin
     hint: "Its output so far is above. See `sbx status` and the daemon log; run it again once the sandbox runs.",
   });
 }
+
+/** What `sbx run AGENT` needs of the daemon's answer to POST /v1/lifecycle/agent, checked by hand (no zod here). */
+export interface AgentAnswer {
+  name: string;
+  created: boolean;
+  argv: string[];
+}
+
+/** Pure: one line of a lifecycle answer: a note or output for the person, the result, or the error as its SbxError. */
+export function agentAnswerLine(line: string, say: (text: string) => void): AgentAnswer | null {
+  let v: { t?: unknown; line?: unknown; chunk?: unknown; result?: unknown; body?: unknown };
+  try {
+    v = JSON.parse(line) as typeof v;
+  } catch {
+    throw new SbxError("internal", "the daemon sent a line that is not JSON", { hint: "Restart the daemon." });
+  }
+  if (v.t === "log" && typeof v.line === "string") say(`${v.line}\n`);
+  else if (v.t === "progress" && typeof v.chunk === "string") say(v.chunk);
+  else if (v.t === "error") parseStartAnswer(500, v.body); // throws the daemon's error as its SbxError
+  else if (v.t === "done") {
+    const r = v.result as { sandbox?: { name?: unknown }; created?: unknown; argv?: unknown } | null;
+    const argv = r?.argv;
+    if (typeof r?.sandbox?.name !== "string" || typeof r.created !== "boolean" || !Array.isArray(argv) || !argv.every((a) => typeof a === "string")) {
+      throw new SbxError("internal", "the daemon's answer to `sbx run AGENT` has an unexpected shape", { hint: "The client and daemon may be different versions: restart the daemon." });
+    }
+    return { name: r.sandbox.name, created: r.created, argv: argv as string[] };
+  }
+  return null;
+}
+
+/**
+ * `sbx run AGENT` without zod: POST /v1/lifecycle/agent (the sandbox made or started, the agent cached, its preset)
+ * with notes to stderr as they come; null when no daemon answers (the caller takes the path that starts one).
+ */
+export async function quickAgent(paths: Paths, body: Record<string, unknown>, say: (text: string) => void): Promise<AgentAnswer | null> {
+  let res: Response;
+  try {
+    res = await fetch("http://sbx/v1/lifecycle/agent", { method: "POST", unix: paths.controlSocket, body: JSON.stringify(body), headers: { "content-type": "application/json" } } as RequestInit);
+  } catch {
+    return null;
+  }
+  if (!res.body) throw new SbxError("internal", "the daemon sent no answer to `sbx run AGENT`", { hint: "Restart the daemon." });
+  if (!(res.headers.get("content-type") ?? "").startsWith("application/x-sbx-lines")) parseStartAnswer(res.status, await jsonAnswer(res));
+  let buf = "";
+  const dec = new TextDecoder();
+  for await (const chunk of res.body) {
+    buf += dec.decode(chunk as Uint8Array, { stream: true });
+    let nl = buf.indexOf("\n");
+    while (nl !== -1) {
+      const got = agentAnswerLine(buf.slice(0, nl), say);
+      if (got) return got;
+      buf = buf.slice(nl + 1);
+      nl = buf.indexOf("\n");
+    }
+  }
+  if (buf.trim() !== "") {
+    const got = agentAnswerLine(buf, say);
+    if (got) return got;
+  }
+  throw new SbxError("unavailable", "the sbx daemon ended its answer to `sbx run AGENT` early", { hint: "See `sbx status` and its log." });
+}

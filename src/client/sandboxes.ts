@@ -9,6 +9,9 @@ import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { daemonFor } from "./cli";
 import type { DaemonClient } from "./client";
+import { whereOf } from "./where";
+
+export { whereOf };
 import { quickEnter, stdio } from "./quick";
 import { openShell, processTty, type Tty } from "./terminal";
 
@@ -21,15 +24,6 @@ export interface VerbContext {
   render: { info(line: string): void };
 }
 
-/**
- * Where the caller is, as the daemon needs it to find the repo: the directory, `--repo`, and when this CLI runs as root
- * under sudo, the person it runs for (their repo is found with git run as them).
- */
-export function whereOf(ctx: Pick<VerbContext, "cwd" | "env">, repoFlag: string | undefined): { cwd: string; repoFlag?: string; asUid?: number } {
-  const sudo = ctx.env.raw.SUDO_UID;
-  const asUid = ctx.env.uid === 0 && sudo !== undefined && /^[1-9]\d*$/.test(sudo) ? Number(sudo) : undefined;
-  return { cwd: ctx.cwd, ...(repoFlag !== undefined ? { repoFlag } : {}), ...(asUid !== undefined ? { asUid } : {}) };
-}
 
 /**
  * `--sandbox NAME` / `--global` as the daemon takes them (it finds NAME in the repo around the caller's cwd); neither

@@ -78,20 +78,28 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   const repoFlag = opts.repo as string | undefined;
   const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
   if (backend === undefined) backendFlag(opts, ctx.env.platform);
-  const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
+  const { whereOf } = await import("../../client/where");
+  const body = {
+    ...whereOf(ctx, repoFlag),
+    agent,
+    ...(name ? { name } : {}),
+    ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
+    unattended: opts.ask !== true,
+    ...createOpts(ctx, opts, backend),
+  };
+  // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
+  if (!ctx.stdinIsTTY) {
+    const { quickAgent, quickEnter, stdio } = await import("../../client/quick");
+    const got = await quickAgent(ctx.paths, body, (t) => process.stderr.write(t));
+    if (got) {
+      if (got.created) ctx.render.info(`created sandbox ${got.name}`);
+      const code = await quickEnter(ctx, { name: got.name, argv: [...got.argv, ...args], repoFlag, missing: "error" }, stdio());
+      if (code !== null) return code;
+    }
+  }
+  const { daemon, enter, outOf } = await import("../../client/sandboxes");
   const client = await daemon(ctx);
-  const r = await client.lifecycle(
-    "agent",
-    {
-      ...whereOf(ctx, repoFlag),
-      agent,
-      ...(name ? { name } : {}),
-      ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
-      unattended: opts.ask !== true,
-      ...createOpts(ctx, opts, backend),
-    },
-    outOf(ctx),
-  );
+  const r = await client.lifecycle("agent", body, outOf(ctx));
   if (r.created) ctx.render.info(`created sandbox ${r.sandbox.name}`);
   return enter(ctx, client, { name: r.sandbox.name, argv: [...r.argv, ...args], repoFlag });
 }
