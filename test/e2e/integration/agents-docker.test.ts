@@ -208,6 +208,16 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     expect(rows.some((e) => e.action === "denied" && e.detail.host === "www.googleapis.com")).toBe(true);
   }, 60_000);
 
+  test("a real client refused inside (the cached Node.js 22's fetch): what it shows, and sbx-egress status saying what and why", () => {
+    const ctr = containerOf(realpathSync(repo), box);
+    const node = dexec(f, ctr, ["sh", "-c", 'n=$(ls /opt/sbx/agents/node/*/package/bin/node | head -1); "$n" -e \'fetch("https://refused.example.invalid/x").then((r) => console.log("status", r.status), (e) => console.log(String(e), "|", String(e.cause)))\''], { timeoutMs: 60_000 });
+    // undici drops the 403 and its reason: all Node shows is this (the README's table of clients says so too).
+    expect(node.stdout).toContain("TypeError: fetch failed | Error: Request was cancelled.");
+    const status = dexec(f, ctr, ["sbx-egress", "status"]);
+    expect(status.stdout).toContain("refused.example.invalid:443 — not-allowlisted: refused.example.invalid is not on the allowlist");
+    expect(status.stdout).toContain("sbx-egress ask HOST");
+  }, 60_000);
+
   test("the agent knows where it is: sbx's section in each agent's user-level instruction file, none in the repo", () => {
     const ctr = containerOf(realpathSync(repo), box);
     const r = dexec(f, ctr, ["sh", "-c", 'for p in .claude/CLAUDE.md .codex/AGENTS.md .gemini/GEMINI.md .config/opencode/AGENTS.md; do grep -c "sbx:begin" "$HOME/$p"; done; git status --porcelain'], { workdir: realpathSync(repo) });
