@@ -4,11 +4,14 @@
 // relays once. Also measured: the forwarder's relay (its fallback while no daemon holds the listener: two relays) and
 // the proxy socket alone.
 //
+// When squid is installed (Debian's `squid`), it runs beside as the other baseline: a forward proxy on 127.0.0.1 as
+// glovebox runs it (an allow-list proxy, no cache), through which the same transfers and requests go.
+//
 // Run: bun bench/proxy.bench.ts [--json] (SBX_BENCH_ROUNDS=7). Servers, proxy and forwarder each run in their own
 // process (as in real use: server elsewhere, proxy in the daemon, forwarder in the sandbox); the client is this process.
 // Paths are measured in interleaved rounds so load from other work falls on each alike; the load average and each
 // process's CPU per 100 MB are printed, since on a busy 2-core machine CPU per byte decides the ratio.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { connect, createServer, type Socket } from "node:net";
 import { loadavg, tmpdir } from "node:os";
@@ -40,11 +43,14 @@ if (role === "--servers") {
     s.on("error", () => s.destroy());
     pump();
   });
-  // Upload: counts bytes until the client half-closes, then answers the count.
+  // Upload: counts bytes and answers the count once SIZE have come (no half-close: squid's tunnels close both ways).
   const up = createServer({ allowHalfOpen: true }, (s) => {
     let n = 0;
-    s.on("data", (d) => (n += d.length));
-    s.on("end", () => s.end(String(n)));
+    s.on("data", (d) => {
+      n += d.length;
+      if (n === SIZE) s.write(String(n));
+    });
+    s.on("end", () => s.end());
     s.on("error", () => s.destroy());
   });
   const web = createHttpServer((_req, res) => res.end("ok"));
@@ -154,7 +160,10 @@ async function upload(port: number, via: number | string | null): Promise<number
   const t = performance.now();
   const answer = new Promise<string>((resolve) => {
     let out = "";
-    s.on("data", (d: Buffer) => (out += d));
+    s.on("data", (d: Buffer) => {
+      out += d;
+      if (out.length >= String(SIZE).length) resolve(out);
+    });
     s.on("end", () => resolve(out));
     s.resume();
   });
@@ -164,8 +173,8 @@ async function upload(port: number, via: number | string | null): Promise<number
     left -= n;
     if (!s.write(chunk.subarray(0, n))) await new Promise((r) => s.once("drain", r));
   }
-  s.end();
   const got = await answer;
+  s.end();
   const ms = performance.now() - t;
   s.destroy();
   if (got !== String(SIZE)) throw new Error(`server counted ${got}, expected ${SIZE}`);
@@ -208,6 +217,59 @@ const selfCpuMs = () => {
 
 const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
 
+/** squid's binary when installed, else null (the squid column is then left out, and said so). */
+function squidBinary(): string | null {
+  for (const p of ["/usr/sbin/squid", "/usr/local/sbin/squid"]) if (Bun.spawnSync(["test", "-x", p]).exitCode === 0) return p;
+  return null;
+}
+
+/** A free port on 127.0.0.1 (closed again at once; squid takes it a moment later). */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  const port = await new Promise<number>((r) => s.listen(0, "127.0.0.1", () => r((s.address() as { port: number }).port)));
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** squid in the foreground on a port of its own, a forward proxy with no cache that lets these loopback servers through. */
+async function startSquid(bin: string, dir: string): Promise<{ proc: ReturnType<typeof Bun.spawn>; port: number }> {
+  const port = await freePort();
+  const conf = join(dir, "squid.conf");
+  mkdirSync(join(dir, "squid"), { recursive: true, mode: 0o777 });
+  chmodSync(join(dir, "squid"), 0o777);
+  writeFileSync(
+    conf,
+    [
+      `http_port 127.0.0.1:${port}`,
+      "acl localnet src 127.0.0.0/8",
+      "acl bench dst 127.0.0.1",
+      "http_access allow localnet bench",
+      "http_access deny all",
+      "cache deny all",
+      "access_log none",
+      `cache_log ${join(dir, "squid", "cache.log")}`,
+      `pid_filename ${join(dir, "squid", "squid.pid")}`,
+      `coredump_dir ${join(dir, "squid")}`,
+      "shutdown_lifetime 0 seconds",
+      "",
+    ].join("\n"),
+  );
+  const proc = Bun.spawn([bin, "-N", "-f", conf], { stdout: "ignore", stderr: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((r) => {
+      const s = connect({ host: "127.0.0.1", port }, () => {
+        s.destroy();
+        r(true);
+      });
+      s.on("error", () => r(false));
+    });
+    if (up) return { proc, port };
+    await Bun.sleep(100);
+  }
+  proc.kill();
+  throw new Error(`squid did not listen on 127.0.0.1:${port} within 10 s (see ${join(dir, "squid", "cache.log")})`);
+}
+
 if (role === undefined || role === "--json") {
   const dir = mkdtempSync(join(tmpdir(), "sbxb-"));
   const socketPath = join(dir, "sb", "proxy.sock");
@@ -242,22 +304,29 @@ if (role === undefined || role === "--json") {
     const handedOver = proxyReady === "ready" ? (await proxyLine()) === "handed over" : false;
     if (!process.argv.includes("--json")) console.log(handedOver ? "forwarder's listener handed over to the proxy" : `no handoff: ${proxyReady}`);
 
+    const squidBin = squidBinary();
+    const squid = squidBin ? await startSquid(squidBin, dir) : null;
+    if (squid) children.push(squid.proc);
+    if (!process.argv.includes("--json")) console.log(squid ? `squid beside, on 127.0.0.1:${squid.port}` : "squid is not installed: no squid column (apt-get install squid)");
+
     const loadBefore = load();
     // Interleaved rounds (direct, full path, socket only; down then up), so that load from other work on the
     // machine falls on every path alike; the first round is a warm-up. CPU per path is summed per process.
-    type Path = "direct" | "full" | "relayed" | "socket";
-    const vias: Record<Path, number | string | null> = { direct: null, full: fwPort, relayed: relayPort, socket: socketPath };
+    type Path = "direct" | "full" | "relayed" | "socket" | "squid";
+    const vias: Record<Path, number | string | null> = { direct: null, full: fwPort, relayed: relayPort, socket: socketPath, squid: squid?.port ?? null };
     const pids: Record<Path, { name: string; pid: number }[]> = {
       direct: [{ name: "server", pid: servers.pid }],
       full: [{ name: "server", pid: servers.pid }, { name: "proxy", pid: proxy.pid }, { name: "forwarder", pid: fw.pid }],
       relayed: [{ name: "server", pid: servers.pid }, { name: "proxy", pid: proxy.pid }, { name: "forwarder", pid: relayFw.pid }],
       socket: [{ name: "server", pid: servers.pid }, { name: "proxy", pid: proxy.pid }],
+      squid: [{ name: "server", pid: servers.pid }, ...(squid ? [{ name: "squid", pid: squid.proc.pid }] : [])],
     };
+    const paths: Path[] = squid ? ["direct", "full", "relayed", "socket", "squid"] : ["direct", "full", "relayed", "socket"];
     const rate: Record<string, number[]> = {};
     const cpu: Record<string, Record<string, number>> = {};
     for (let round = 0; round <= ROUNDS; round++) {
       for (const dir of ["down", "up"] as const) {
-        for (const path of ["direct", "full", "relayed", "socket"] as const) {
+        for (const path of paths) {
           const before = pids[path].map((p) => cpuMs(p.pid));
           const self = selfCpuMs();
           const mbps = await (dir === "down" ? download(ports.down, vias[path]) : upload(ports.up, vias[path]));
@@ -284,10 +353,11 @@ if (role === undefined || role === "--json") {
     const relayedDown = med("down relayed");
     const relayedUp = med("up relayed");
     // Latency pairs interleaved too: one direct request, then one through the forwarder, LATENCY_RUNS times.
-    const lat = { direct: [] as number[], proxied: [] as number[], tunnel: [] as number[] };
+    const lat = { direct: [] as number[], proxied: [] as number[], tunnel: [] as number[], squid: [] as number[] };
     for (let i = -10; i < LATENCY_RUNS; i++) {
       const d = await small(ports.web, null);
       const p = await small(ports.web, fwPort);
+      const q = squid ? await small(ports.web, squid.port) : 0;
       const t = performance.now();
       const { s } = await open(ports.web, fwPort);
       s.destroy();
@@ -296,6 +366,7 @@ if (role === undefined || role === "--json") {
       lat.direct.push(d);
       lat.proxied.push(p);
       lat.tunnel.push(tl);
+      if (squid) lat.squid.push(q);
     }
     const directLat = summarize(lat.direct).median;
     const proxyLat = summarize(lat.proxied).median;
@@ -309,7 +380,19 @@ if (role === undefined || role === "--json") {
       { name: "100 MB download via proxy socket only (no forwarder)", unit: "MB/s", value: socketDown, baselineName: "direct loopback", baseline: directDown, better: "higher" },
       { name: "100 MB upload via proxy socket only (no forwarder)", unit: "MB/s", value: socketUp, baselineName: "direct loopback", baseline: directUp, better: "higher" },
       { name: "small HTTP request p50 via the sandbox's port", unit: "ms", value: proxyLat, baselineName: "direct", baseline: directLat, better: "lower" },
+      ...(squid
+        ? [
+            { name: "100 MB download via squid (beside: glovebox's egress proxy)", unit: "MB/s", value: med("down squid"), baselineName: "direct loopback", baseline: directDown, better: "higher" as const },
+            { name: "100 MB upload via squid", unit: "MB/s", value: med("up squid"), baselineName: "direct loopback", baseline: directUp, better: "higher" as const },
+            { name: "small HTTP request p50 via squid", unit: "ms", value: summarize(lat.squid).median, baselineName: "direct", baseline: directLat, better: "lower" as const },
+          ]
+        : []),
     ]);
+    if (squid && !process.argv.includes("--json")) {
+      console.log(
+        `sbx vs squid: download ${(proxyDown / med("down squid")).toFixed(2)}x, upload ${(proxyUp / med("up squid")).toFixed(2)}x squid's throughput; added p50 ${(proxyLat - directLat).toFixed(3)} ms vs squid's ${(summarize(lat.squid).median - directLat).toFixed(3)} ms`,
+      );
+    }
     const added = proxyLat - directLat;
     const perTransfer = (key: string) =>
       Object.entries(cpu[key] ?? {})
