@@ -1,28 +1,15 @@
 // Benchmark: `sbx run claude NAME -- --version` (setup inside, then the agent) on a sandbox that has the agent, vs
 // `sbx shell NAME -- claude --version`, same run; and the first install of the agent (npm registry → host cache).
 // Run as root: bun bench/agent-run.bench.ts  (needs Docker, the sbx-base:bookworm image and the npm registry)
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { userRecipe } from "../src/workspace/init";
+import { rmSync } from "node:fs";
 import { report, timePair } from "./lib";
 import { benchWorld, CLI } from "./sandbox-env";
 
 const world = benchWorld("agent");
-const { root, home, repo, env } = world;
+const { root, repo, env } = world;
 
-function sh(argv: string[]): string {
-  const r = Bun.spawnSync(argv, { cwd: repo, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${argv.join(" ")}: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
-
-mkdirSync(home, { recursive: true });
-mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
-mkdirSync(repo, { recursive: true });
-writeFileSync(join(repo, "Dockerfile"), `FROM sbx-base:bookworm\n${userRecipe()}`);
-sh(["git", "init", "-q", "-b", "main"]);
-sh(["git", "add", "-A"]);
-sh(["git", "-c", "user.email=b@example.invalid", "-c", "user.name=b", "commit", "-qm", "init"]);
+const { sh } = world;
+world.makeRepo();
 try {
   sh(["bun", CLI, "create", "agent"]);
   // The first agent layer: Claude Code's package fetched from the registry, checked and unpacked (cache empty).

@@ -1,28 +1,15 @@
 // Benchmark: `sbx shell <name> -- true` on a running sandbox vs `docker exec <ctr> true`, same run.
 // Run as root: bun bench/attach.bench.ts  (needs Docker and the sbx-base:bookworm image)
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { userRecipe } from "../src/workspace/init";
+import { rmSync } from "node:fs";
 import { report, timePair } from "./lib";
 import { benchWorld, CLI } from "./sandbox-env";
 
 const world = benchWorld("attach");
-const { root, home, repo, env } = world;
+const { root, repo, env } = world;
 const stopBenchDaemon = () => world.stopDaemon();
 
-function sh(argv: string[]): string {
-  const r = Bun.spawnSync(argv, { cwd: repo, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${argv.join(" ")}: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
-
-mkdirSync(home, { recursive: true });
-mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
-mkdirSync(repo, { recursive: true });
-writeFileSync(join(repo, "Dockerfile"), `FROM sbx-base:bookworm\n${userRecipe()}`);
-sh(["git", "init", "-q", "-b", "main"]);
-sh(["git", "add", "-A"]);
-sh(["git", "-c", "user.email=b@example.invalid", "-c", "user.name=b", "commit", "-qm", "init"]);
+const { sh } = world;
+world.makeRepo();
 try {
   sh(["bun", CLI, "create", "attach"]);
   const ctr = sh(["docker", "ps", "--filter", "label=sbx.name=attach", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Names}}"]);

@@ -1,7 +1,8 @@
 // A throwaway sbx world for the Docker benchmarks: its own HOME, XDG dirs and daemon, stopped by pid at the end.
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { userRecipe } from "../src/workspace/init";
 import { stopProcess } from "../src/sys/proc";
 
 export const CLI = join(import.meta.dir, "../src/cli/main.ts");
@@ -17,6 +18,10 @@ export interface BenchWorld {
   imageOf(): string;
   /** Removes that one tag (each world's home differs, so each run builds a new tag). */
   removeImage(tag: string): void;
+  /** Makes the home and runtime dirs and the repo (a Dockerfile FROM sbx-base with the user recipe, plus `files`), committed. */
+  makeRepo(files?: Record<string, string>): void;
+  /** Runs a command in the repo with this world's environment; its stdout, or an error with its stderr. */
+  sh(argv: string[]): string;
 }
 
 export function benchWorld(label: string): BenchWorld {
@@ -33,8 +38,27 @@ export function benchWorld(label: string): BenchWorld {
     XDG_RUNTIME_DIR: join(root, "rt"),
   };
   const repo = join(root, "repo");
+  const sh = (argv: string[]): string => {
+    const r = Bun.spawnSync(argv, { cwd: repo, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`${argv.join(" ")}: ${r.stderr.toString()}`);
+    return r.stdout.toString().trim();
+  };
   return {
     root,
+    sh,
+    makeRepo(files = {}) {
+      mkdirSync(env.HOME, { recursive: true });
+      mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+      mkdirSync(repo, { recursive: true });
+      for (const [p, text] of Object.entries(files)) {
+        mkdirSync(dirname(join(repo, p)), { recursive: true });
+        writeFileSync(join(repo, p), text);
+      }
+      writeFileSync(join(repo, "Dockerfile"), `FROM sbx-base:bookworm\n${userRecipe()}`);
+      sh(["git", "init", "-q", "-b", "main"]);
+      sh(["git", "add", "-A"]);
+      sh(["git", "-c", "user.email=b@example.invalid", "-c", "user.name=b", "commit", "-qm", "init"]);
+    },
     home: env.HOME,
     repo,
     env,

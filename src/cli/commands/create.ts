@@ -82,25 +82,29 @@ export const EXPOSE_OPTION = ["--expose-credentials", "allow an --overlay (or co
 
 export const BACKEND_OPTION = ["--backend <kind>", "docker (the default on Linux) or user: a dedicated account per sandbox (Linux, as root; the default on macOS)"] as const;
 
+/** The options of a new sandbox, shared by create, run and exec (--repo is each verb's own). */
+export function declareNewSandboxOptions(cmd: Command): Command {
+  return cmd
+    .option("--rebuild", "rebuild the image even if its tag exists")
+    .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
+    .option(
+      "--claude-auth <mode>",
+      "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
+    )
+    .option(...EXPOSE_OPTION)
+    .option(...BACKEND_OPTION)
+    .option(...LIMIT_OPTIONS[0])
+    .option(...LIMIT_OPTIONS[1])
+    .option(...LIMIT_OPTIONS[2]);
+}
+
 export const create: Verb = {
   name: "create",
   summary: "create a sandbox for this repo and start it",
   declare(cmd: Command) {
-    cmd
-      .argument("<name>", "sandbox name: lowercase letters, digits and -")
-      .option("--repo <path>", "the git repo to sandbox (default: the repo around the current directory)")
-      .option("--rebuild", "rebuild the image even if its tag exists")
-      .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
-      .option(
-        "--claude-auth <mode>",
-        "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
-      )
-      .option(...EXPOSE_OPTION)
-      .option(...BACKEND_OPTION)
-      .option(...LIMIT_OPTIONS[0])
-      .option(...LIMIT_OPTIONS[1])
-      .option(...LIMIT_OPTIONS[2])
-      .option("--json", "print the sandbox as JSON");
+    declareNewSandboxOptions(
+      cmd.argument("<name>", "sandbox name: lowercase letters, digits and -").option("--repo <path>", "the git repo to sandbox (default: the repo around the current directory)"),
+    ).option("--json", "print the sandbox as JSON");
   },
   async run(ctx, args, opts) {
     const name = args[0] ?? "";

@@ -3,25 +3,11 @@
 import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
 import type { Verb, CliContext } from "../verb";
-import { BACKEND_OPTION, backendFlag, claudeAuthOpt, EXPOSE_OPTION, LIMIT_OPTIONS, limitsOpt } from "./create";
-
-const collect = (v: string, prev: string[] = []) => [...prev, v];
+import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, limitsOpt } from "./create";
 
 /** The options `run` and `exec` share: those of a new sandbox. */
 export function declareRunOptions(cmd: Command): Command {
-  return cmd
-    .option("--repo <path>", "the git repo to sandbox")
-    .option("--rebuild", "rebuild the image even if its tag exists")
-    .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
-    .option(
-      "--claude-auth <mode>",
-      "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
-    )
-    .option(...EXPOSE_OPTION)
-    .option(...BACKEND_OPTION)
-    .option(...LIMIT_OPTIONS[0])
-    .option(...LIMIT_OPTIONS[1])
-    .option(...LIMIT_OPTIONS[2]);
+  return declareNewSandboxOptions(cmd.option("--repo <path>", "the git repo to sandbox"));
 }
 
 /** The create options as the lifecycle takes them. */
