@@ -23,13 +23,32 @@ export interface StoreOptions {
   now?: () => number;
 }
 
+/**
+ * Puts a database in WAL mode. Turning WAL on takes an exclusive lock that SQLite does not wait for (busy_timeout does
+ * not cover it): two processes opening a new store at once (the CLI and the daemon it starts) can meet SQLITE_BUSY
+ * here, so it is retried for up to 5 s; a store already in WAL is not changed at all.
+ */
+function walMode(db: Database): void {
+  const mode = () => db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode;
+  for (let i = 0; ; i++) {
+    try {
+      if (mode() === "wal") return;
+      db.run("PRAGMA journal_mode = WAL");
+      return;
+    } catch (e) {
+      if ((e as { code?: string }).code !== "SQLITE_BUSY" || i >= 250) throw e;
+      Bun.sleepSync(20);
+    }
+  }
+}
+
 /** Opens the database with the pragmas measured to work across processes (DESIGN.md). */
 function openDb(file: string): Database {
   if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const db = new Database(file, { create: true, strict: true });
   // busy_timeout first: the journal_mode change itself can meet a lock held by another process.
   db.run("PRAGMA busy_timeout = 5000");
-  db.run("PRAGMA journal_mode = WAL");
+  walMode(db);
   db.run("PRAGMA synchronous = NORMAL");
   db.run("PRAGMA foreign_keys = ON");
   return db;
