@@ -11,6 +11,9 @@ export const CODEX_TOKEN_URL = "https://auth.openai.com/oauth/token";
 /** Refreshed when it has less than this left. */
 const REFRESH_MARGIN_MS = 5 * 60_000;
 
+/** A refresh asked for from inside (Codex's own) is done at most this often: a sandbox cannot churn the host's login. */
+const FORCED_REFRESH_MIN_MS = 60_000;
+
 const AuthFileSchema = z
   .object({
     OPENAI_API_KEY: z.string().nullable().optional(),
@@ -87,6 +90,7 @@ export interface CodexRefresherOptions {
  */
 export class CodexRefresher {
   private inflight: Promise<void> | null = null;
+  private lastRefresh = -Infinity;
   constructor(private readonly o: CodexRefresherOptions) {}
 
   private now(): number {
@@ -96,7 +100,8 @@ export class CodexRefresher {
   async fresh(force = false): Promise<void> {
     const login = readCodexLogin(this.o.file);
     if (login?.kind !== "chatgpt") return;
-    if (!force && login.expiresAt !== null && login.expiresAt - this.now() > REFRESH_MARGIN_MS) return;
+    const due = login.expiresAt === null || login.expiresAt - this.now() <= REFRESH_MARGIN_MS;
+    if (!due && (!force || this.now() - this.lastRefresh < FORCED_REFRESH_MIN_MS)) return;
     this.inflight ??= this.refresh(login.refresh).finally(() => {
       this.inflight = null;
     });
@@ -109,6 +114,7 @@ export class CodexRefresher {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ client_id: CODEX_CLIENT_ID, grant_type: "refresh_token", refresh_token: refreshToken, scope: "openid profile email" }),
     });
+    this.lastRefresh = this.now();
     if (!r.ok) throw new Error(`refreshing the host's Codex sign-in answered ${r.status}; run \`codex login\` on the host`);
     const got = z.object({ access_token: z.string().min(1), refresh_token: z.string().min(1).optional(), id_token: z.string().min(1).nullable().optional() }).parse(await r.json());
     const cur = readAuth(this.o.file);

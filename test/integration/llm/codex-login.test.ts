@@ -27,13 +27,15 @@ let llm: FakeAgentLlm;
 let proxy: Server;
 let base = "";
 let env: Record<string, string> = {};
+/** The refresher's clock: each test starts two minutes after the last, past the once-a-minute bound on forced refreshes. */
+let clock = Date.now();
 
 beforeAll(async () => {
   llm = await startFakeAgentLlm();
   const handler = createLlmHandler({
     keys: () => ({ env, codexAuthFile: authFile }),
     upstreams: { codex: `${llm.url}/v1`, chatgpt: `${llm.url}/backend-api/codex` },
-    codex: new CodexRefresher({ file: authFile, tokenUrl: `${llm.url}/oauth/token` }),
+    codex: new CodexRefresher({ file: authFile, tokenUrl: `${llm.url}/oauth/token`, now: () => clock }),
   });
   proxy = createServer(handler);
   await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
@@ -46,6 +48,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(() => {
+  clock += 120_000;
   env = {};
   llm.requests.length = 0;
   llm.issued.length = 0;
@@ -118,6 +121,15 @@ describe("the Codex route", () => {
     for (const secret of [saved.tokens.access_token, saved.tokens.refresh_token, "rt-host-secret", HOST_ACCOUNT, idToken]) expect(text).not.toContain(secret);
     expect(body.refresh_token).toBe("sbx-placeholder");
     expect(jwtClaims(body.id_token!)?.["https://api.openai.com/auth"]).toMatchObject({ chatgpt_plan_type: "pro", chatgpt_account_id: "sbx-placeholder" });
+  });
+
+  test("Codex's refresh from inside, asked for again and again: the host refreshes at most once a minute", async () => {
+    writeLogin(3600);
+    for (let i = 0; i < 5; i++) {
+      const r = await fetch(`${base}/llm/codex-token`, { method: "POST", body: "{}" });
+      expect(r.status).toBe(200);
+    }
+    expect(llm.issued.length).toBe(1);
   });
 
   test("a host API key wins over the ChatGPT sign-in: to the OpenAI API with the key", async () => {
