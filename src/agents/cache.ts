@@ -20,8 +20,10 @@ export const AGENTS_MOUNT = "/opt/sbx/agents";
 export const DEFAULT_REGISTRY = "https://registry.npmjs.org";
 
 export interface AgentCacheDeps {
-  /** <cache>/sbx/agents */
+  /** <cache>/sbx/agents (Docker), or under the root-owned runtime dir (a user-account sandbox's). */
   dir: string;
+  /** Where a sandbox sees `dir` (default AGENTS_MOUNT, the Docker mount; a user account sees `dir` itself). */
+  inside?: string;
   exec: Exec;
   /** The npm registry (tests: a fake on loopback). */
   registry?: string;
@@ -73,6 +75,11 @@ function thaw(dir: string): void {
 
 export class AgentCache {
   constructor(private readonly d: AgentCacheDeps) {}
+
+  /** `dir` as a sandbox sees it. */
+  get inside(): string {
+    return this.d.inside ?? AGENTS_MOUNT;
+  }
 
   private get registry(): string {
     return (this.d.registry ?? DEFAULT_REGISTRY).replace(/\/+$/, "");
@@ -210,9 +217,9 @@ export class AgentCache {
             rmSync(tmp, { recursive: true, force: true });
           }
         }
-        node = `${AGENTS_MOUNT}/node/${nv}/package/${NODE_RUNTIME.entry}`;
+        node = `${this.inside}/node/${nv}/package/${NODE_RUNTIME.entry}`;
       }
-      const inside = `${AGENTS_MOUNT}/pkg/${agent}/${version}/package/${entry}`;
+      const inside = `${this.inside}/pkg/${agent}/${version}/package/${entry}`;
       this.writeLauncher(agent, inside, node);
       const versions = { ...this.versions(), [agent]: version };
       writeFileSync(`${this.versionsFile()}.tmp`, `${JSON.stringify(versions, null, 2)}\n`);
@@ -231,11 +238,11 @@ export class AgentCache {
     if (version === undefined || version !== this.versions()[agent] || !VERSION_RE.test(version)) return null;
     const entry = fillTemplate(inst.entry, platform, version);
     if (!existsSync(join(this.d.dir, "pkg", agent, version, "package", entry))) return null;
-    const inside = `${AGENTS_MOUNT}/pkg/${agent}/${version}/package/${entry}`;
-    const node = inst.runtime === "node" ? `${AGENTS_MOUNT}/node/${NODE_RUNTIME.version}/package/${NODE_RUNTIME.entry}` : null;
+    const inside = `${this.inside}/pkg/${agent}/${version}/package/${entry}`;
+    const node = inst.runtime === "node" ? `${this.inside}/node/${NODE_RUNTIME.version}/package/${NODE_RUNTIME.entry}` : null;
     if (node && !existsSync(join(this.d.dir, "node", NODE_RUNTIME.version, "package", NODE_RUNTIME.entry))) return null;
     try {
-      const want = renderLauncher({ agent, cached: inside, node, binDir: `${AGENTS_MOUNT}/bin` });
+      const want = renderLauncher({ agent, cached: inside, node, binDir: `${this.inside}/bin` });
       if (readFileSync(join(this.d.dir, "bin", AGENTS[agent].binary), "utf8") !== want) return null;
     } catch {
       return null;
@@ -246,7 +253,7 @@ export class AgentCache {
   private writeLauncher(agent: AgentName, cached: string | null, node: string | null): void {
     const a = AGENTS[agent];
     const file = join(this.d.dir, "bin", a.binary);
-    writeFileSync(`${file}.tmp`, renderLauncher({ agent, cached, node, binDir: `${AGENTS_MOUNT}/bin` }), { mode: 0o555 });
+    writeFileSync(`${file}.tmp`, renderLauncher({ agent, cached, node, binDir: `${this.inside}/bin` }), { mode: 0o555 });
     renameSync(`${file}.tmp`, file);
   }
 }

@@ -13,27 +13,26 @@ import type { CreateRequest, SandboxService } from "../sandboxes/service";
 import type { Sandbox } from "../core/schemas";
 import type { AgentView } from "../daemon/protocol";
 import type { Store } from "../store/store";
-import { RUNTIME_MOUNT } from "../drivers/docker/args";
+import type { AgentPlace } from "../drivers/driver";
+import { AGENT_SETUP_SCRIPT } from "../drivers/provision/provision";
+import type { BackendKind } from "../core/schemas";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
-import { AGENTS_MOUNT, AgentCache } from "./cache";
-
-/** Where sbx's own pieces are inside a Docker sandbox (drivers/docker/args RUNTIME_MOUNT). */
-export interface AgentPlace {
-  bun: string;
-  shims: string;
-}
+import { AgentCache } from "./cache";
 
 export interface AgentServiceDeps {
   sandboxes: SandboxService;
   store: Store;
   paths: Paths;
-  cache: AgentCache;
+  exec: Exec;
+  /** The npm registry (default npm's own). */
+  registry?: string;
+  /** The kinds this daemon runs (`sbx agents` lists each one's cache). */
+  kinds: readonly BackendKind[];
   policy: () => PolicyService;
   platform: AgentPlatform;
-  place: AgentPlace;
   /** The host's LLM credentials (which kind of login a placeholder must look like; never copied). */
   keys: () => KeySources;
   now?: () => number;
@@ -59,9 +58,9 @@ export interface AgentRunResult {
 export const SETUP_STAMP_DIR = ".config/sbx/agent-setup";
 
 /** Pure: what `sbx run AGENT` runs inside: the setup shim on sbx's Bun, then the launcher with the agent's flags. */
-export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: AgentPlace; unattended: boolean; extra?: AgentSetup[] }): string[] {
+export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: Pick<AgentPlace, "inside" | "bun" | "shims">; unattended: boolean; extra?: AgentSetup[] }): string[] {
   const a = AGENTS[o.agent];
-  const launcher = `${AGENTS_MOUNT}/bin/${a.binary}`;
+  const launcher = `${o.place.inside}/bin/${a.binary}`;
   const plan = JSON.stringify(agentSetupPlan(o.agent, o.sandbox, o.workdir, o.extra));
   const script = [
     'b=$1 s=$2 p=$3 l=$4 h=$5 st=$6; shift 6',
@@ -78,7 +77,7 @@ export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir:
     script,
     "sbx-agent",
     o.place.bun,
-    `${o.place.shims}/agent-setup.ts`,
+    `${o.place.shims}/${AGENT_SETUP_SCRIPT}`,
     plan,
     launcher,
     createHash("sha256").update(plan).digest("hex").slice(0, 32),
@@ -88,29 +87,41 @@ export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir:
 }
 
 export class AgentService {
+  private readonly caches = new Map<string, AgentCache>();
   constructor(private readonly d: AgentServiceDeps) {}
+
+  private cacheOf(place: AgentPlace): AgentCache {
+    let c = this.caches.get(place.cacheDir);
+    if (!c) {
+      c = new AgentCache({ dir: place.cacheDir, inside: place.inside, exec: this.d.exec, ...(this.d.registry ? { registry: this.d.registry } : {}) });
+      this.caches.set(place.cacheDir, c);
+    }
+    return c;
+  }
+
+  /** Where agents come from for a kind; a kind that has none refuses `sbx run AGENT` with what to do. */
+  private async placeOf(kind: BackendKind, agent: AgentName, name: string): Promise<AgentPlace> {
+    const place = (await this.d.sandboxes.driver(kind)).agentPlace?.() ?? null;
+    if (place) return place;
+    const a = AGENTS[agent];
+    throw new SbxError("unavailable", `sbx run ${agent}: sbx supplies no agents to ${kind} sandboxes (yet)`, {
+      hint: `Install ${a.title} in the sandbox yourself and run \`sbx exec ${name} -- ${a.binary}\`, or use a Docker sandbox.`,
+    });
+  }
 
   async run(req: AgentRunRequest): Promise<AgentRunResult> {
     const a = AGENTS[req.agent];
     const out = req.out ?? { log: () => undefined };
     const repo = await this.d.sandboxes.repoOf(req);
     const name = req.name ?? defaultAgentSandboxName(req.agent, basename(repo));
-    if (req.backend !== undefined && req.backend !== "docker") {
-      throw new SbxError("unavailable", `sbx run ${req.agent}: sbx supplies agents to Docker sandboxes only, for now (a ${req.backend} sandbox cannot mount its cache)`, {
-        hint: `Use a Docker sandbox, or install ${a.title} in the ${req.backend} sandbox yourself and run it with \`sbx exec NAME -- ${a.binary}\`.`,
-      });
-    }
+    if (req.backend !== undefined) await this.placeOf(req.backend, req.agent, name);
     // An existing sandbox is started as `sbx shell` starts it (no driver check, no create lock); anything else, or with
     // options only a new sandbox takes, goes through create, which says what is wrong.
     const known = this.d.store.findSandbox(repo, name);
     const plain = known !== null && !existsSync(sandboxLayout(sandboxDir(this.d.paths, repo, name)).creating) && req.backend === undefined && Object.values(req.limits ?? {}).every((v) => v === undefined);
     const { sandbox, created } = plain ? { sandbox: await this.d.sandboxes.start(name, req), created: false } : await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
-    if (sandbox.backend !== "docker") {
-      throw new SbxError("unavailable", `sbx run ${req.agent}: ${name} is a ${sandbox.backend} sandbox, and sbx supplies agents to Docker sandboxes only, for now`, {
-        hint: `Install ${a.title} in it yourself and run \`sbx exec ${name} -- ${a.binary}\`, or name a Docker sandbox: \`sbx run ${req.agent} OTHER-NAME\`.`,
-      });
-    }
-    const inst = await this.d.cache.ensure(req.agent, this.d.platform, req.version, (l) => out.log(l));
+    const place = await this.placeOf(sandbox.backend, req.agent, name);
+    const inst = await this.cacheOf(place).ensure(req.agent, this.d.platform, req.version, (l) => out.log(l));
     if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
     if (agentsOf(sandbox.identity)[req.agent] !== inst.version) {
       this.d.store.write(() => {
@@ -132,14 +143,18 @@ export class AgentService {
       sandbox,
       created,
       version: inst.version,
-      argv: agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: sandbox.repo, place: this.d.place, unattended: req.unattended, extra: this.loginFiles(req.agent) }),
+      argv: agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: await this.d.sandboxes.sessionCwd(sandbox, sandbox.repo), place, unattended: req.unattended, extra: this.loginFiles(req.agent) }),
     };
   }
 
   /** `sbx agents`: every agent, its cache, the sandboxes that ran it, and whether the host has a login for it. */
-  list(): AgentView[] {
+  async list(): Promise<AgentView[]> {
     const keys = this.d.keys();
-    const versions = this.d.cache.versions();
+    const caches: AgentCache[] = [];
+    for (const k of this.d.kinds) {
+      const place = (await this.d.sandboxes.driver(k).catch(() => null))?.agentPlace?.() ?? null;
+      if (place) caches.push(this.cacheOf(place));
+    }
     const rows = this.d.store.listSandboxes();
     return AGENT_NAMES.map((n) => {
       const a = AGENTS[n];
@@ -148,8 +163,8 @@ export class AgentService {
         name: n,
         title: a.title,
         binary: a.binary,
-        version: versions[n] ?? null,
-        cached: this.d.cache.installed(n),
+        version: caches.map((c) => c.versions()[n]).find((v) => v !== undefined) ?? null,
+        cached: [...new Set(caches.flatMap((c) => c.installed(n)))].sort(),
         install: a.install.kind,
         preset: a.preset,
         sandboxes: rows.flatMap((s) => {
@@ -198,20 +213,21 @@ export function hostAgentPlatform(arch: string = process.arch): AgentPlatform {
   return { os: "linux", arch };
 }
 
-/** The daemon's agent service: the cache under paths.agentsDir, for Docker sandboxes. */
-export function agentService(sandboxes: SandboxService, store: Store, policy: PolicyService, paths: Paths, exec: Exec, env: Env): AgentService {
+/** The daemon's agent service: each kind's cache where its driver says (Docker: paths.agentsDir, mounted). */
+export function agentService(sandboxes: SandboxService, store: Store, policy: PolicyService, paths: Paths, exec: Exec, env: Env, kinds: readonly BackendKind[]): AgentService {
   const registry = agentRegistry(env);
   return new AgentService({
     sandboxes,
     store,
     paths,
-    cache: new AgentCache({ dir: paths.agentsDir, exec, ...(registry ? { registry } : {}) }),
+    exec,
+    kinds,
+    ...(registry ? { registry } : {}),
     policy: () => policy,
     keys: () => hostKeySources(env, paths.configDir),
     // Resolved when a run needs it: an unsupported CPU refuses `sbx run AGENT`, not the daemon's start.
     get platform() {
       return hostAgentPlatform();
     },
-    place: { bun: RUNTIME_MOUNT.bun, shims: RUNTIME_MOUNT.shims },
   });
 }

@@ -322,10 +322,10 @@ export function createApp(deps: AppDeps): Hono {
     });
   });
 
-  app.get("/v1/agents", (c) => {
+  app.get("/v1/agents", async (c) => {
     const runs = deps.agentRuns;
     if (!runs) throw new SbxError("not_available", "this daemon runs no agents", { hint: "Restart the daemon (`sbx daemon`); see its log." });
-    return c.json(AgentListSchema.parse({ agents: runs.list() }));
+    return c.json(AgentListSchema.parse({ agents: await runs.list() }));
   });
 
   app.post("/v1/lifecycle/agent", async (c) => {

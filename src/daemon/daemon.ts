@@ -2,6 +2,7 @@
 import { join } from "node:path";
 import type { Hono } from "hono";
 import { Store } from "../store/store";
+import type { BackendKind } from "../core/schemas";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
@@ -119,7 +120,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       agents,
       ...(limits ? { limits } : {}),
       ...(lifecycle ? { service: lifecycle } : {}),
-      ...(lifecycle && deps.policy ? { agentRuns: agentService(lifecycle, store, deps.policy, paths, deps.exec, deps.env) } : {}),
+      ...(lifecycle && deps.policy ? { agentRuns: agentService(lifecycle, store, deps.policy, paths, deps.exec, deps.env, Object.keys(deps.backends) as BackendKind[]) } : {}),
       ...(deps.policy ? { policy: deps.policy } : {}),
       user: deps.env.userName,
       paths,

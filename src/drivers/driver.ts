@@ -67,6 +67,14 @@ export interface DriverReport {
   audit(action: string, detail: Record<string, unknown>): void;
 }
 
+/** The agent cache (a host dir, and where a sandbox sees it) and the Bun and shims dir as a sandbox sees them. */
+export interface AgentPlace {
+  cacheDir: string;
+  inside: string;
+  bun: string;
+  shims: string;
+}
+
 export interface Driver {
   readonly kind: BackendKind;
   /** The backend that converges the system (apply, stop, remove, inspect, list, cleanup, shell argv). */
@@ -117,6 +125,8 @@ export interface Driver {
    * How many it changed. Docker needs nothing: a container has no network of its own.
    */
   restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number>;
+  /** Where `sbx run AGENT` finds things for this kind: the agent cache and sbx's Bun and shims as a sandbox sees them; null: none. */
+  agentPlace?(): AgentPlace | null;
   /** What the person should know each time this sandbox starts (an older layout it still has), as warning lines. */
   notes?(spec: SandboxSpec): string[];
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */

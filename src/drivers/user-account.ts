@@ -18,7 +18,7 @@ import type { UserBackendKind } from "../core/backend-kind";
 import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
 import { hostUserExec, hostUserFor, safeRepoExec, userByUid } from "../sys/as-user";
 import type { Backend, HostUser, SandboxSpec } from "./backend";
-import type { BridgePlace, Driver, NewSandbox, RefSyncPlan } from "./driver";
+import type { AgentPlace, BridgePlace, Driver, NewSandbox, RefSyncPlan } from "./driver";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 
 /** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
@@ -36,6 +36,8 @@ export interface UserAccountBackend extends Backend {
   counters?(spec: SandboxSpec): Promise<LimitCounters | null>;
   /** Makes the guest's cgroup (when there is one) hold `spec.limits` now. */
   applyLimits?(spec: SandboxSpec): Promise<void>;
+  /** Where guests find the agent cache and sbx's Bun and shims (root-owned, readable by them); null: no agents here. */
+  agentPlace?(): AgentPlace | null;
 }
 
 /** Loopback ports user-account sandboxes get: below Linux's ephemeral range (32768+), above the usual dev servers. */
@@ -142,6 +144,10 @@ export class UserAccountDriver implements Driver {
 
   private passwd(): string {
     return readFileSync(this.d.passwdFile ?? "/etc/passwd", "utf8");
+  }
+
+  agentPlace(): AgentPlace | null {
+    return this.d.backend.agentPlace?.() ?? null;
   }
 
   /** git as the sandbox's own host user (setpriv from root), never root's in their repo. */

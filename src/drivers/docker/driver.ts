@@ -23,7 +23,7 @@ import type { Exec } from "../../sys/exec";
 import type { Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { AgentRun, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
 import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
@@ -64,6 +64,11 @@ export class DockerDriver implements Driver {
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
+  }
+
+  /** The host's agent cache, mounted read-only at /opt/sbx/agents in every container, beside sbx's Bun and shims. */
+  agentPlace(): AgentPlace {
+    return { cacheDir: this.d.paths.agentsDir, inside: RUNTIME_MOUNT.agents, bun: RUNTIME_MOUNT.bun, shims: RUNTIME_MOUNT.shims };
   }
 
   /** A container runs as sbx's own user: git in the host repo runs as that user too. */

@@ -12,7 +12,8 @@ import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
 import type { Exec, ExecResult } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../backend";
-import { renderShellRc, renderShimWrappers, SHIM_FILES, type HomeFile } from "../provision/provision";
+import { AGENT_SETUP_SCRIPT, renderShellRc, renderShimWrappers, SHIM_FILES, type HomeFile } from "../provision/provision";
+import type { AgentPlace } from "../driver";
 import { chainName, guestUser, parseChainName, parseGuestUser } from "./naming";
 import { chainMatches, DEFAULT_TABLE, parseTable, renderBase, renderRemove, renderSandbox, type SandboxRules, type TableState } from "./nft";
 
@@ -154,6 +155,15 @@ export class LinuxUserBackend implements Backend {
   }
   get runtimeShims(): string {
     return join(this.runtimeDir, "shims");
+  }
+  /**
+   * The agent cache guests run agents from (`sbx run AGENT`): under the root-owned runtime dir, written by the daemon
+   * (root), read-only to everyone else, at the same path inside as out. None without sbx's Bun and shims to run them.
+   */
+  agentPlace(): AgentPlace | null {
+    if (!this.opts.runtime) return null;
+    const dir = join(this.runtimeDir, "agents");
+    return { cacheDir: dir, inside: dir, bun: this.runtimeBun, shims: this.runtimeShims };
   }
   /** The guest's ~/bin (the git/gh shim wrappers), first on its PATH. */
   binDir(guest: string): string {
@@ -489,7 +499,7 @@ export class LinuxUserBackend implements Backend {
   homeFiles(spec: SandboxSpec): { files: HomeFile[]; stamp: string } {
     const guest = this.guest(spec);
     const files = [
-      ...renderShellRc({ shell: "bash", binDir: this.binDir(guest), env: this.guestEnv(spec), sandbox: spec.name }),
+      ...renderShellRc({ shell: "bash", binDir: this.binDir(guest), env: this.guestEnv(spec), sandbox: spec.name, ...(this.opts.runtime ? { lastDir: join(this.runtimeDir, "agents", "bin") } : {}) }),
       ...renderShimWrappers({ runtime: this.runtimeBun, shimDir: this.runtimeShims, binDir: this.binDir(guest) }),
     ];
     return { files, stamp: sha256Hex(JSON.stringify(files)) };
@@ -532,6 +542,8 @@ export class LinuxUserBackend implements Backend {
       pairs.push([join(rt.shims, s.script), join(this.runtimeShims, s.script), "0644"]);
       pairs.push([join(rt.shims, s.name), join(this.runtimeShims, s.name), "0755"]);
     }
+    // What `sbx run AGENT` runs first inside (its instruction section and first-run settings), on the same Bun.
+    pairs.push([join(rt.shims, AGENT_SETUP_SCRIPT), join(this.runtimeShims, AGENT_SETUP_SCRIPT), "0644"]);
     let changed = false;
     const d = await this.exec.run(["stat", "-c", "%a %u", this.runtimeDir, this.runtimeShims], { check: false });
     if (d.stdout !== "755 0\n755 0\n") {

@@ -23,6 +23,8 @@ export interface ShellRcInput {
   env: Record<string, string>;
   /** Sandbox name shown in the prompt. */
   sandbox: string;
+  /** A dir put last on PATH (the agent launchers of `sbx run AGENT`, after the system's own). */
+  lastDir?: string;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -66,7 +68,8 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
     }
     case "bash": {
       const exports = env.map(([k, v]) => `export ${k}=${shQuote(v)}`).join("\n");
-      const path = `case ":$PATH:" in *:${shQuote(binDir)}:*) ;; *) PATH=${shQuote(binDir)}:"$PATH" ;; esac\nexport PATH`;
+      const last = input.lastDir ? `case ":$PATH:" in *:${shQuote(input.lastDir)}:*) ;; *) PATH="$PATH":${shQuote(input.lastDir)} ;; esac\n` : "";
+      const path = `case ":$PATH:" in *:${shQuote(binDir)}:*) ;; *) PATH=${shQuote(binDir)}:"$PATH" ;; esac\n${last}export PATH`;
       return [
         { path: ".bash_profile", mode: 0o644, content: `${HEADER}\n[ -f ~/.bashrc ] && . ~/.bashrc\n` },
         { path: ".bashrc", mode: 0o644, content: `${HEADER}\n${exports}\n${path}\nPS1=${shQuote(`[sbx:${sandbox}] \\w \\$ `)}\n` },
@@ -94,6 +97,9 @@ export interface ShimFile {
 }
 
 /** The shims every user-account sandbox gets (written by the shims engineer under `shims/`). */
+/** The in-sandbox setup `sbx run AGENT` runs before the agent (not a command on PATH: run by its absolute path). */
+export const AGENT_SETUP_SCRIPT = "agent-setup.ts";
+
 export const SHIM_FILES: readonly ShimFile[] = [
   { name: "git", script: "git.ts", does: "git network operations go to the host's command bridge" },
   { name: "gh", script: "gh.ts", does: "gh network operations go to the host's command bridge" },

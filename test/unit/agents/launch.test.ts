@@ -12,7 +12,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const shims = join(import.meta.dir, "../../../shims");
 
 function launch(home: string, sandbox: string, args: string[]): { code: number; out: string; err: string } {
-  const argv = agentLaunchArgv({ agent: "claude", sandbox, workdir: "/w", place: { bun: process.execPath, shims }, unattended: true });
+  const argv = agentLaunchArgv({ agent: "claude", sandbox, workdir: "/w", place: { bun: process.execPath, shims, inside: "/opt/sbx/agents" }, unattended: true });
   // The launcher's place is /opt/sbx/agents/bin/claude inside; here, a fake agent at that index of the argv.
   const i = argv.indexOf("/opt/sbx/agents/bin/claude");
   const fake = join(root, "fake-claude");
@@ -41,7 +41,7 @@ describe("the launch command", () => {
   });
 
   test("a sandbox without the agent cache mounted: exit 69 and how to get it", () => {
-    const argv = agentLaunchArgv({ agent: "codex", sandbox: "old", workdir: "/w", place: { bun: process.execPath, shims }, unattended: false });
+    const argv = agentLaunchArgv({ agent: "codex", sandbox: "old", workdir: "/w", place: { bun: process.execPath, shims, inside: "/opt/sbx/agents" }, unattended: false });
     const r = Bun.spawnSync(argv, { env: { HOME: root, PATH: "/usr/bin:/bin" }, stdout: "pipe", stderr: "pipe" });
     expect(r.exitCode).toBe(69);
     expect(r.stderr.toString()).toContain("sbx: this sandbox was made before sbx supplied agents (no /opt/sbx/agents/bin/codex); remove it with `sbx rm old` and run again");
