@@ -122,8 +122,9 @@ export class AgentService {
     const { sandbox, created } = plain ? { sandbox: await this.d.sandboxes.start(name, req), created: false } : await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
     const place = await this.placeOf(sandbox.backend, req.agent, name);
     const inst = await this.cacheOf(place).ensure(req.agent, this.d.platform, req.version, (l) => out.log(l));
-    if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
     if (agentsOf(sandbox.identity)[req.agent] !== inst.version) {
+      // Said once per sandbox and version: a script's every run is not told again.
+      if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
       this.d.store.write(() => {
         const fresh = this.d.store.getSandbox(sandbox.id) ?? sandbox;
         this.d.store.updateIdentity(sandbox.id, { ...fresh.identity, agents: { ...agentsOf(fresh.identity), [req.agent]: inst.version } });
