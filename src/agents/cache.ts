@@ -253,6 +253,8 @@ export class AgentCache {
   private writeLauncher(agent: AgentName, cached: string | null, node: string | null): void {
     const a = AGENTS[agent];
     const file = join(this.d.dir, "bin", a.binary);
+    // A read-only leftover of an interrupted write would refuse this one: gone first.
+    rmSync(`${file}.tmp`, { force: true });
     writeFileSync(`${file}.tmp`, renderLauncher({ agent, cached, node, binDir: `${this.inside}/bin` }), { mode: 0o555 });
     renameSync(`${file}.tmp`, file);
   }
