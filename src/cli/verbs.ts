@@ -17,6 +17,7 @@ import { limits } from "./commands/limits";
 import { list } from "./commands/list";
 import { logs } from "./commands/logs";
 import { prune } from "./commands/prune";
+import { rebuild } from "./commands/rebuild";
 import { publish } from "./commands/publish";
 import { ps } from "./commands/ps";
 import { rm } from "./commands/rm";
@@ -29,7 +30,7 @@ import { stop } from "./commands/stop";
 import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
-  create, shell, run, exec, agents, list, limits, stop, rm, prune, init,
+  create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, bridge, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor,

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { readExecStream } from "../../shims/exec-frames";
 import { engineExec, engineSocket } from "../drivers/docker/engine-exec";
 import { SbxError, isErrorCode } from "../core/errors";
+import { printable } from "../core/printable";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
 import { processPipedIo, readStdin, stdinHasData } from "./piped";
@@ -49,6 +50,8 @@ export interface StartedView {
   sid: string;
   backend: string;
   guarded: boolean;
+  /** Lines for the person (a changed Dockerfile, …), said on stderr before the command runs. */
+  notes: string[];
 }
 
 /** Pure: checks the daemon's answer; an error body becomes its SbxError; anything malformed is an internal error. */
@@ -66,7 +69,9 @@ export function parseStartAnswer(status: number, json: unknown): StartedView {
       hint: "The client and daemon may be different versions: restart the daemon.",
     });
   }
-  return { sid: sb.sid, backend: sb.backend, guarded: sb.guarded };
+  const n = (json as { notes?: unknown }).notes;
+  const notes = Array.isArray(n) ? n.filter((x): x is string => typeof x === "string") : [];
+  return { sid: sb.sid, backend: sb.backend, guarded: sb.guarded, notes };
 }
 
 /** POST /v1/sandboxes/start on the control socket; null when no daemon answers (the caller takes the auto-starting path). */
@@ -126,6 +131,7 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
     throw e;
   }
   if (view.backend !== "docker") return null;
+  for (const line of view.notes) io.stderr(new TextEncoder().encode(`${printable(line)}\n`));
   if (!view.guarded) {
     throw new SbxError("unavailable", `sandbox '${req.name}' started but its guards are not all up`, {
       hint: "See `sbx status` and the daemon log; nothing runs in a sandbox whose proxy and bridge are down.",
@@ -215,15 +221,15 @@ export interface AgentAnswer {
 }
 
 /** Pure: one line of a lifecycle answer: a note or output for the person, the result, or the error as its SbxError. */
-export function agentAnswerLine(line: string, say: (text: string) => void): AgentAnswer | null {
+export function agentAnswerLine(line: string, out: { log(line: string): void; progress(chunk: string): void }): AgentAnswer | null {
   let v: { t?: unknown; line?: unknown; chunk?: unknown; result?: unknown; body?: unknown };
   try {
     v = JSON.parse(line) as typeof v;
   } catch {
     throw new SbxError("internal", "the daemon sent a line that is not JSON", { hint: "Restart the daemon." });
   }
-  if (v.t === "log" && typeof v.line === "string") say(`${v.line}\n`);
-  else if (v.t === "progress" && typeof v.chunk === "string") say(v.chunk);
+  if (v.t === "log" && typeof v.line === "string") out.log(v.line);
+  else if (v.t === "progress" && typeof v.chunk === "string") out.progress(v.chunk);
   else if (v.t === "error") parseStartAnswer(500, v.body); // throws the daemon's error as its SbxError
   else if (v.t === "done") {
     const r = v.result as { sandbox?: { name?: unknown }; created?: unknown; argv?: unknown } | null;
@@ -240,7 +246,7 @@ export function agentAnswerLine(line: string, say: (text: string) => void): Agen
  * `sbx run AGENT` without zod: POST /v1/lifecycle/agent (the sandbox made or started, the agent cached, its preset)
  * with notes to stderr as they come; null when no daemon answers (the caller takes the path that starts one).
  */
-export async function quickAgent(paths: Paths, body: Record<string, unknown>, say: (text: string) => void): Promise<AgentAnswer | null> {
+export async function quickAgent(paths: Paths, body: Record<string, unknown>, out: { log(line: string): void; progress(chunk: string): void }): Promise<AgentAnswer | null> {
   let res: Response;
   try {
     res = await fetch("http://sbx/v1/lifecycle/agent", { method: "POST", unix: paths.controlSocket, body: JSON.stringify(body), headers: { "content-type": "application/json" } } as RequestInit);
@@ -255,14 +261,14 @@ export async function quickAgent(paths: Paths, body: Record<string, unknown>, sa
     buf += dec.decode(chunk as Uint8Array, { stream: true });
     let nl = buf.indexOf("\n");
     while (nl !== -1) {
-      const got = agentAnswerLine(buf.slice(0, nl), say);
+      const got = agentAnswerLine(buf.slice(0, nl), out);
       if (got) return got;
       buf = buf.slice(nl + 1);
       nl = buf.indexOf("\n");
     }
   }
   if (buf.trim() !== "") {
-    const got = agentAnswerLine(buf, say);
+    const got = agentAnswerLine(buf, out);
     if (got) return got;
   }
   throw new SbxError("unavailable", "the sbx daemon ended its answer to `sbx run AGENT` early", { hint: "See `sbx status` and its log." });

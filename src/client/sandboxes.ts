@@ -87,16 +87,25 @@ export async function forEachSandbox(
  * A stop or rm that would end sessions attached to the sandbox: with `--force`, or with no terminal to ask at, it
  * ends them (each terminal is told why); otherwise the daemon refuses while there are any, and the person is asked.
  */
-export async function endingSessions<T>(ctx: Pick<VerbContext, "stdinIsTTY"> & { ask(question: string): Promise<string | null> }, verb: "stop" | "rm", name: string, force: boolean, call: (ifSessions: "end" | "refuse") => Promise<T>): Promise<T> {
-  if (force || !ctx.stdinIsTTY) return call("end");
+export async function endingSessions<T>(
+  ctx: Pick<VerbContext, "stdinIsTTY"> & { ask(question: string): Promise<string | null> },
+  verb: "stop" | "rm" | "rebuild",
+  name: string,
+  force: boolean,
+  call: (ifSessions: "end" | "refuse") => Promise<T>,
+): Promise<T> {
+  if (force) return call("end");
+  // With no one to ask: stop and rm end them (a script asked for it); a rebuild refuses (it is never urgent).
+  if (!ctx.stdinIsTTY) return call(verb === "rebuild" ? "refuse" : "end");
   try {
     return await call("refuse");
   } catch (e) {
     const n = e instanceof SbxError && e.code === "conflict" ? (e.data as { sessions?: unknown } | undefined)?.sessions : undefined;
     if (typeof n !== "number") throw e;
-    const answer = await ctx.ask(`sandbox ${name} has ${n} open session${n === 1 ? "" : "s"}. End ${n === 1 ? "it" : "them"} and ${verb === "rm" ? "remove" : "stop"} ${name}? [y/N] `);
+    const [doIt, done] = { rm: ["remove", "removed"], stop: ["stop", "stopped"], rebuild: ["rebuild", "rebuilt"] }[verb];
+    const answer = await ctx.ask(`sandbox ${name} has ${n} open session${n === 1 ? "" : "s"}. End ${n === 1 ? "it" : "them"} and ${doIt} ${name}? [y/N] `);
     if (!/^y(es)?$/i.test((answer ?? "").trim())) {
-      throw new SbxError("conflict", `sandbox ${name} was not ${verb === "rm" ? "removed" : "stopped"}: its sessions stay open`, {
+      throw new SbxError("conflict", `sandbox ${name} was not ${done}: its sessions stay open`, {
         hint: `\`sbx ${verb} --force ${name}\` ends them without asking.`,
       });
     }

@@ -148,8 +148,9 @@ export function unsyncedUnknown(name: string, why: string): SbxError {
 }
 
 /** Sessions are attached to a sandbox a stop or rm would end; the caller is asked first (exit 75 when it did not say). */
-export function sessionsAttached(name: string, sessions: number, verb: "stop" | "rm"): SbxError {
-  return new SbxError("conflict", `sandbox '${name}' has ${sessions} open session${sessions === 1 ? "" : "s"}; ${verb === "rm" ? "removing" : "stopping"} it ends ${sessions === 1 ? "it" : "them"}`, {
+export function sessionsAttached(name: string, sessions: number, verb: "stop" | "rm" | "rebuild"): SbxError {
+  const doing = { rm: "removing", stop: "stopping", rebuild: "rebuilding" }[verb];
+  return new SbxError("conflict", `sandbox '${name}' has ${sessions} open session${sessions === 1 ? "" : "s"}; ${doing} it ends ${sessions === 1 ? "it" : "them"}`, {
     hint: `Run \`sbx ${verb} --force ${name}\` to end ${sessions === 1 ? "it" : "them"} (each terminal is told why), or close ${sessions === 1 ? "it" : "them"} first (\`sbx ps\` lists them).`,
     data: { sessions },
   });

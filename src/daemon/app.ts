@@ -245,7 +245,9 @@ export function createApp(deps: AppDeps): Hono {
 
   app.post("/v1/sandboxes/start", async (c) => {
     const ref = SandboxRefSchema.parse(await jsonBody(c));
-    return c.json(SandboxActionSchema.parse({ sandbox: await controller.start(ref) }));
+    const sandbox = await controller.start(ref);
+    const notes = ref.repo && deps.service ? await deps.service.notesOf(ref.repo, ref.name) : [];
+    return c.json(SandboxActionSchema.parse({ sandbox, ...(notes.length ? { notes } : {}) }));
   });
 
   // Start (guards up, sandbox running), then run a command through the sandbox's exec agent, streaming its frames
@@ -374,6 +376,12 @@ export function createApp(deps: AppDeps): Hono {
     const req = LifecycleNamedSchema.parse(await jsonBody(c));
     const s = service();
     return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.stop.parse(await s.stop(req.name, { ...where(req, out), ifSessions: req.ifSessions })));
+  });
+
+  app.post("/v1/lifecycle/rebuild", async (c) => {
+    const req = LifecycleNamedSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.rebuild.parse(await s.rebuild(req.name, { ...where(req, out), ifSessions: req.ifSessions })));
   });
 
   app.post("/v1/lifecycle/rm", async (c) => {

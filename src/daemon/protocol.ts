@@ -182,7 +182,11 @@ export type UiLaunch = z.infer<typeof UiLaunchSchema>;
 export const UiTicketRequestSchema = z.object({ ticket: z.string().min(1).max(200) });
 export const UiTicketStateSchema = z.object({ state: z.enum(["unused", "used", "expired", "unknown"]) });
 
-export const SandboxActionSchema = z.object({ sandbox: SandboxViewSchema });
+export const SandboxActionSchema = z.object({
+  sandbox: SandboxViewSchema,
+  /** What the person should know as it starts (a changed Dockerfile, an older layout), one line each. */
+  notes: z.array(z.string()).optional(),
+});
 
 export const OkSchema = z.object({ ok: z.literal(true) });
 
@@ -344,6 +348,7 @@ export const LifecycleResults = {
   start: z.object({ sandbox: SandboxRowSchema, cwd: z.string() }),
   session: z.object({ argv: z.array(z.string()) }),
   stop: z.object({ changed: z.boolean(), sessions: z.number().int() }),
+  rebuild: z.object({ image: z.string(), sessions: z.number().int() }),
   rm: z.object({ lost: z.array(CommitSchema), sessions: z.number().int() }),
   prune: z.object({ removed: z.array(z.string()), kept: z.array(z.string()) }),
   list: z.object({ sandboxes: z.array(SandboxInfoSchema) }),

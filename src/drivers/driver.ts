@@ -125,6 +125,13 @@ export interface Driver {
    * How many it changed. Docker needs nothing: a container has no network of its own.
    */
   restoreBlockAll(specs: readonly SandboxSpec[]): Promise<number>;
+  /**
+   * `sbx rebuild`: builds the image again from the repo's Dockerfile as it is now, changing nothing else yet, and
+   * returns the identity that names it; `dropRuntime` then removes what runs the old image (Docker: the container;
+   * the clone, home overlays and volumes stay) so the next start makes it anew. Kinds without an image have neither.
+   */
+  buildImage?(row: Sandbox, r: DriverReport): Promise<{ identity: Record<string, unknown>; image: string }>;
+  dropRuntime?(row: Sandbox): Promise<void>;
   /** Where `sbx run AGENT` finds things for this kind: the agent cache and sbx's Bun and shims as a sandbox sees them; null: none. */
   agentPlace?(): AgentPlace | null;
   /** What the person should know each time this sandbox starts (an older layout it still has), as warning lines. */

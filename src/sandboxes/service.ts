@@ -266,6 +266,18 @@ export class SandboxService {
       const existing = this.d.store.findSandbox(repo, req.name);
       if (existing && !existsSync(lay.creating)) {
         if (req.ifExists === "reuse" && (req.backend === undefined || req.backend === existing.backend)) {
+          // An option only a new sandbox takes is refused, never ignored.
+          const newOnly = [...((req.overlays?.length ?? 0) > 0 ? ["--overlay"] : []), ...(req.claudeAuth ? ["--claude-auth"] : []), ...(req.exposeCredentials ? ["--expose-credentials"] : [])];
+          if (newOnly.length > 0) {
+            throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
+              hint: `Remove it and create it again with them (\`sbx rm ${req.name}\`; its commits stay as sandbox-${req.name}/*), or leave them out.`,
+            });
+          }
+          if (req.rebuild === true) {
+            throw new SbxError("usage", `--rebuild builds a new sandbox's image, and ${req.name} exists`, {
+              hint: `\`sbx rebuild ${req.name}\` builds its image again and makes its container anew (its clone, home and allowlist stay).`,
+            });
+          }
           const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => `--${k}`);
           if (given.length > 0) {
             throw new SbxError("usage", `${given.join(", ")} set the limits of a new sandbox, and ${req.name} exists`, {
@@ -486,6 +498,15 @@ export class SandboxService {
     this.d.store.purgeSandbox(row.id);
   }
 
+  /** The notes of a stored sandbox (for the quick path's start, which reaches the controller directly); none when unknown. */
+  async notesOf(repo: string, name: string): Promise<string[]> {
+    const row = this.d.store.findSandbox(repo, name);
+    if (!row) return [];
+    const lines: string[] = [];
+    this.sayNotes(row, await this.driver(row.backend), { log: (l) => lines.push(l) });
+    return lines;
+  }
+
   /** What the driver says the person should know as a sandbox starts (an older layout it still has). */
   private sayNotes(row: Sandbox, driver: Driver, out: Output): void {
     try {
@@ -520,6 +541,37 @@ export class SandboxService {
     this.sayNotes(row, driver, this.outOf(w.out));
     await this.bringUp(row);
     return this.d.store.getSandbox(row.id) ?? row;
+  }
+
+  /**
+   * `sbx rebuild NAME`: the image built again from the repo's Dockerfile as it is now, then the container made anew
+   * from it and started. The image is built first, while the sandbox still runs: a failed build changes nothing. The
+   * clone (and its commits), the home's overlays, the allowlist and the audit stay; sessions are ended only when the
+   * caller says so (`ifSessions: "end"`), each told why.
+   */
+  async rebuild(name: string, w: Where & { ifSessions?: IfSessions }): Promise<{ image: string; sessions: number }> {
+    const { repo, row, driver } = await this.locate(name, w);
+    if (!driver.buildImage || !driver.dropRuntime) {
+      throw new SbxError("usage", `sandbox ${name} is a ${row.backend} sandbox, which has no image to rebuild`, { hint: "Install what it needs in its account instead; `sbx rebuild` is for Docker sandboxes." });
+    }
+    const out = this.outOf(w.out);
+    const lock = await this.lock(repo, name, out);
+    try {
+      this.refuseSessions(row, "rebuild", w.ifSessions);
+      out.log(`building the image of ${name} from ${repo}/Dockerfile…`);
+      out.log(`note: files the sandbox wrote outside the clone and the overlaid dirs (${driver.spec(row).overlays.join(", ") || "none"}) go with its old container`);
+      const { identity, image } = await driver.buildImage(row, this.report(row.id, out));
+      this.refuseSessions(row, "rebuild", w.ifSessions); // one may have opened while it built
+      let sessions = 0;
+      if (this.d.supervisor) sessions = (await this.d.supervisor.stop(row, `sandbox ${name} is being rebuilt (sbx rebuild)`)).sessions;
+      await driver.dropRuntime(row);
+      this.d.store.updateIdentity(row.id, identity);
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rebuild", detail: { name, image } });
+      await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
+      return { image, sessions };
+    } finally {
+      lock.release();
+    }
   }
 
   /** Where a session of a caller in `callerCwd` starts inside the sandbox. */
@@ -567,7 +619,7 @@ export class SandboxService {
   }
 
   /** With `refuse`, a sandbox that has sessions running is not stopped or removed: the caller asks its person first. */
-  private refuseSessions(row: Sandbox, verb: "stop" | "rm", ifSessions: IfSessions | undefined): void {
+  private refuseSessions(row: Sandbox, verb: "stop" | "rm" | "rebuild", ifSessions: IfSessions | undefined): void {
     if (ifSessions !== "refuse" || !this.d.supervisor) return;
     const n = this.d.supervisor.sessions(row);
     if (n > 0) throw sessionsAttached(row.name, n, verb);

@@ -30,7 +30,9 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   const repoFlag = opts.repo as string | undefined;
   // An existing sandbox and a command with no terminal: the fast path (see shell); a missing one is created below.
   const limits = limitsOpt(opts);
-  if (!ctx.stdinIsTTY && argv.length > 0 && Object.keys(limits.limits).length === 0) {
+  // Options only a new sandbox takes go the full way, where an existing sandbox refuses them (never ignored).
+  const newOnly = Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0;
+  if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
     const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());
     if (code !== null) return code;
@@ -75,8 +77,8 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   };
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
-    const { quickAgent, quickEnter, stdio } = await import("../../client/quick");
-    const got = await quickAgent(ctx.paths, body, (t) => process.stderr.write(t));
+    const [{ quickAgent, quickEnter, stdio }, { lineSplitter }] = await Promise.all([import("../../client/quick"), import("../../core/lines")]);
+    const got = await quickAgent(ctx.paths, body, { log: (l) => ctx.render.info(l), progress: lineSplitter((l) => ctx.render.info(`  ${l}`)) });
     if (got) {
       if (got.created) ctx.render.info(`created sandbox ${got.name}`);
       const code = await quickEnter(ctx, { name: got.name, argv: [...got.argv, ...args], repoFlag, missing: "error" }, stdio());

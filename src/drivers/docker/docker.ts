@@ -352,6 +352,13 @@ export class DockerBackend implements Backend {
     return { changed: true };
   }
 
+  /** The container only (its volumes and overlay dirs, the home's changes, stay): the next start makes it anew. runs: docker rm --force sbx-<id> */
+  async removeContainer(spec: SandboxSpec): Promise<Change> {
+    if ((await this.containerStatus(spec)) === null) return { changed: false };
+    await this.engine.removeContainer(containerName(spec.id));
+    return { changed: true };
+  }
+
   /** runs: docker rm --force sbx-<id>; docker volume rm <its volumes>; removes its overlay dirs */
   async remove(spec: SandboxSpec): Promise<Change> {
     let changed = false;

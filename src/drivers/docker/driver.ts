@@ -7,7 +7,7 @@ import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
 import { hostSecretValues, scanOverlays } from "./overlay-scan";
-import { ensureImage, planImage } from "./image";
+import { currentTagIfCheap, ensureImage, planImage } from "./image";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
@@ -280,12 +280,30 @@ export class DockerDriver implements Driver {
    * mounts the whole .git: said at every start until it is made again.
    */
   notes(spec: SandboxSpec): string[] {
+    const out: string[] = [];
+    // The repo's Dockerfile changed since this sandbox's image was built: say how to apply it (never done silently).
+    const image = dockerOptions(spec).image;
+    const now = typeof image === "string" ? currentTagIfCheap(spec.repo, spec.hostUser) : null;
+    if (now !== null && now !== image) {
+      out.push(`note: the repo's Dockerfile changed since sandbox ${spec.name}'s image was built; \`sbx rebuild ${spec.name}\` applies it (the clone, its home and its allowlist stay)`);
+    }
     const lay = sandboxLayout(spec.dir);
-    if (!existsSync(lay.clone) || existsSync(lay.alternatesMask)) return [];
+    if (!existsSync(lay.clone) || existsSync(lay.alternatesMask)) return out;
     return [
+      ...out,
       `warning: sandbox ${spec.name}'s container was made by an older sbx and sees your repo's whole .git (its config, hooks and other sandboxes' commits); ` +
         `remove it and create it again to close that: sbx rm ${spec.name} && sbx create ${spec.name}`,
     ];
+  }
+
+  /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */
+  async buildImage(row: Sandbox, r: DriverReport): Promise<{ identity: DockerIdentity; image: string }> {
+    const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, onProgress: (s) => r.progress(s) });
+    return { identity: { ...this.identity(row), image: img.tag }, image: img.tag };
+  }
+
+  async dropRuntime(row: Sandbox): Promise<void> {
+    await this.backend.removeContainer(this.spec(row));
   }
 
   /** Starts a stored sandbox's container if it is not running (rebuilding a missing image, resolving the user's shell). */

@@ -95,6 +95,20 @@ export function planImage(repo: string, user: HostUser): BuildPlan {
   return { tag, dockerfile, buildArgs, context };
 }
 
+/**
+ * The tag the repo's Dockerfile would build now, when that is cheap to know: the Dockerfile copies nothing from the
+ * repo (else the tag hashes the whole context, too slow for every start). null: no Dockerfile, or it uses the context.
+ */
+export function currentTagIfCheap(repo: string, user: HostUser): string | null {
+  let dockerfile: string;
+  try {
+    dockerfile = readFileSync(join(repo, DOCKERFILE), "utf8");
+  } catch {
+    return null;
+  }
+  return usesContext(dockerfile) ? null : imageTag(repo, dockerfile, buildArgsFor(user));
+}
+
 /** Pure: the `docker build` argv for a plan, given the context dir actually sent. */
 export function dockerBuildArgs(plan: BuildPlan, contextDir: string, dockerfilePath: string): string[] {
   return [

@@ -175,6 +175,7 @@ describe("parseStartAnswer", () => {
     expect(() => parseStartAnswer(200, { sandbox: { sid: "../../x", backend: "docker", guarded: true } })).toThrow(/unexpected shape/);
     expect(() => parseStartAnswer(200, { sandbox: { sid: "abc", backend: "docker", guarded: "yes" } })).toThrow(/unexpected shape/);
     expect(() => parseStartAnswer(500, "boom")).toThrow(/HTTP 500/);
-    expect(parseStartAnswer(200, view(true))).toEqual({ sid: "abcdef012345", backend: "docker", guarded: true });
+    expect(parseStartAnswer(200, view(true))).toEqual({ sid: "abcdef012345", backend: "docker", guarded: true, notes: [] });
+    expect(parseStartAnswer(200, { ...view(true), notes: ["note: x", 3] }).notes).toEqual(["note: x"]);
   });
 });

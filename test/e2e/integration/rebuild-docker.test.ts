@@ -1,0 +1,84 @@
+// `sbx rebuild` (issue 23): a changed Dockerfile reaches the sandbox, said at start and applied on request; what the
+// sandbox holds stays (its commits, its home's changes, its allowlist); a failed build changes nothing; an ignored
+// --rebuild is an error; open sessions are not ended without --force.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Fixture } from "../docker/fixture";
+import { BASE_IMAGE } from "../docker/fixture";
+import { userRecipe } from "../../../src/workspace/init";
+import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
+
+const tag = Math.random().toString(36).slice(2, 8);
+let f: Fixture;
+let repo = "";
+const sbx = (args: string[]) => f.sbx(args, { cwd: repo });
+const setDockerfile = (extra: string) => {
+  writeFileSync(join(repo, "Dockerfile"), `FROM ${BASE_IMAGE}\n${extra}${userRecipe()}`);
+};
+
+describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
+  beforeAll(() => {
+    f = acquireFixture();
+    repo = makeRepo(f, `rebuild-${tag}`);
+    must(sbx(["create", "rb"]), "sbx create rb");
+  }, 180_000);
+
+  afterAll(() => {
+    if (repo) {
+      sbx(["rm", "--force", "rb"]);
+      removeRepoImages(repo);
+    }
+    releaseFixture();
+  }, 60_000);
+
+  test("a changed Dockerfile is said at the next start, with the command that applies it", () => {
+    const quiet = sbx(["exec", "rb", "--", "true"]);
+    expect(quiet.stderr).not.toContain("Dockerfile changed");
+    setDockerfile(`RUN echo v2 > /etc/sbx-test-version\n`);
+    const r = sbx(["exec", "rb", "--", "true"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("note: the repo's Dockerfile changed since sandbox rb's image was built; `sbx rebuild rb` applies it");
+  }, 120_000);
+
+  test("--overlay on an existing sandbox is refused too", () => {
+    const r = sbx(["exec", "--overlay", "/tmp", "rb", "--", "true"]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toContain("--overlay set up a new sandbox, and rb exists");
+  }, 60_000);
+
+  test("--rebuild on an existing sandbox is refused (exit 64), never ignored", () => {
+    const r = sbx(["exec", "--rebuild", "rb", "--", "true"]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toContain("--rebuild builds a new sandbox's image, and rb exists");
+    expect(r.stderr).toContain("sbx rebuild rb");
+  }, 60_000);
+
+  test("rebuild: the new image runs; the clone's commits, the overlaid home dirs and the allowlist stay; the rest of the home does not", () => {
+    const ctr = containerOf(realpathSync(repo), "rb");
+    must(dexec(f, ctr, ["sh", "-c", `echo kept > "$HOME/.claude/home-marker" && echo gone > "$HOME/layer-marker" && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m inside-${tag}`], { workdir: realpathSync(repo) }), "inside");
+    must(sbx(["allow", "example.org", "--sandbox", "rb"]), "allow");
+    const r = sbx(["rebuild", "rb"]);
+    expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
+    expect(r.stdout).toMatch(/^rebuilt rb on sbx-/m);
+    expect(r.stderr).toContain("outside the clone and the overlaid dirs");
+    const after = sbx(["exec", "rb", "--", "sh", "-c", 'cat /etc/sbx-test-version; cat "$HOME/.claude/home-marker"; git log --format=%s -1; test -e "$HOME/layer-marker" && echo kept-layer || echo no-layer']);
+    expect(after.stdout).toBe(`v2\nkept\ninside-${tag}\nno-layer\n`);
+    expect(after.stderr).not.toContain("Dockerfile changed");
+    expect(sbx(["allowlist", "--sandbox", "rb", "--json"]).stdout).toContain("example.org");
+    expect(containerOf(realpathSync(repo), "rb")).toBe(ctr); // same name, a new container
+    expect(docker(["inspect", "--format", "{{.Config.Image}}", ctr]).stdout.trim()).toMatch(/^sbx-/);
+  }, 300_000);
+
+  test("a build that fails changes nothing: the sandbox keeps running on its image", () => {
+    const ctr = containerOf(realpathSync(repo), "rb");
+    const before = docker(["inspect", "--format", "{{.Id}} {{.Config.Image}}", ctr]).stdout.trim();
+    setDockerfile(`RUN exit 3\n`);
+    const r = sbx(["rebuild", "rb"]);
+    expect(r.code).not.toBe(0);
+    expect(docker(["inspect", "--format", "{{.Id}} {{.Config.Image}}", ctr]).stdout.trim()).toBe(before);
+    expect(sbx(["exec", "rb", "--", "cat", "/etc/sbx-test-version"]).stdout).toBe("v2\n");
+    setDockerfile(`RUN echo v2 > /etc/sbx-test-version\n`);
+    expect(readFileSync(join(repo, "Dockerfile"), "utf8")).toContain("v2");
+  }, 300_000);
+});
