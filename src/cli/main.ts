@@ -34,10 +34,23 @@ async function askStdin(io: Io, question: string): Promise<string | null> {
 
 const EPILOG = `
 Sandboxes run an agent as its own identity, in its own shared clone of the repo, with no network but
-sbx's allowlist proxy and no credentials inside. Start with \`sbx doctor\`, then \`sbx create <name>\`.
+sbx's allowlist proxy and no credentials inside. Start with \`sbx doctor\`, then \`sbx run claude\` (or codex,
+gemini, opencode, aider) in a repo, or \`sbx create <name>\` for a sandbox of your own.
 
 Exit codes: 0 ok, 64 usage, 65 unsynced commits, 66 not found, 69 unavailable, 73 exists,
 77 permission or policy, 78 config; a command run inside a sandbox exits with its own code.`;
+
+/**
+ * Pure: commander's own error text ("error: unknown option '--x'", a suggestion on the next line) as sbx says errors:
+ * what was wrong, and what to do.
+ */
+export function usageError(text: string, verb: string | null): SbxError {
+  const lines = text.trim().split("\n");
+  const message = (lines[0] ?? "").replace(/^error:\s*/, "");
+  const suggestion = /\(Did you mean ([\w-]+)\?\)/.exec(text)?.[1];
+  const where = verb === null ? "`sbx --help` lists the commands" : `\`sbx ${verb} --help\` shows its arguments and options`;
+  return new SbxError("usage", message, { hint: suggestion ? `Did you mean \`sbx ${verb === null ? "" : `${verb} `}${suggestion}\`? ${where}.` : `${where}.` });
+}
 
 export async function main(argv: readonly string[], deps: MainDeps): Promise<number> {
   const { io } = deps;
@@ -69,11 +82,13 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
     .configureOutput({
       writeOut: (s) => io.stdout(s),
       writeErr: (s) => io.stderr(s),
-      outputError: (s, write) => write(s),
+      outputError: (s) => render.error(usageError(s, null)),
     });
 
   for (const verb of deps.verbs ?? defaultVerbs) {
     const cmd = program.command(verb.name).description(verb.summary).helpOption("-h, --help", "show help");
+    for (const a of verb.aliases ?? []) cmd.alias(a);
+    cmd.configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s), outputError: (s) => render.error(usageError(s, verb.name)) });
     cmd.exitOverride();
     if (verb.runsCommand) cmd.passThroughOptions();
     verb.declare(cmd);

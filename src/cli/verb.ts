@@ -25,6 +25,8 @@ export interface Verb {
    * `sbx run demo ls -la` passes `-la` through. Other verbs parse options anywhere (`sbx rm demo --force`).
    */
   runsCommand?: boolean;
+  /** Other names it answers to (`ls` for list). */
+  aliases?: readonly string[];
   /** The verb sees the `--` after its first argument (where it tells a name from what follows); others get it dropped. */
   keepsDashDash?: boolean;
   /** Declares arguments, options and the long help. */

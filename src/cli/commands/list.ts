@@ -10,6 +10,7 @@ function when(ms: number | null): string {
 
 export const list: Verb = {
   name: "list",
+  aliases: ["ls"],
   summary: "list sandboxes",
   declare(cmd: Command) {
     cmd

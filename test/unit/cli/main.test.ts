@@ -17,7 +17,7 @@ describe("sbx --help and --version", () => {
   test("--help lists every verb and exits 0", async () => {
     const r = await runCli(["--help"]);
     expect(r.code).toBe(0);
-    for (const v of REQUIRED_VERBS) expect(r.stdout).toMatch(new RegExp(`^  ${v} `, "m"));
+    for (const v of REQUIRED_VERBS) expect(r.stdout).toMatch(new RegExp(`^  ${v}[ |]`, "m"));
   });
 
   test("every verb has its own --help that exits 0", async () => {
@@ -61,6 +61,19 @@ describe("exit codes", () => {
     const r = await runCli(["doctor", "--frobnicate"]);
     expect(r.code).toBe(64);
     expect(r.stderr).toContain("unknown option");
+  });
+
+  test("commander's own errors read as sbx's: what was wrong, then what to do", async () => {
+    const opt = await runCli(["doctor", "--frobnicate"]);
+    expect(opt.stderr).toBe("sbx: unknown option '--frobnicate'\nhint: `sbx doctor --help` shows its arguments and options.\n");
+    const verb = await runCli(["creat"]);
+    expect(verb.stderr).toBe("sbx: unknown command 'creat'\nhint: Did you mean `sbx create`? `sbx --help` lists the commands.\n");
+  });
+
+  test("ls is list", async () => {
+    const r = await runCli(["ls", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Usage: sbx list|ls");
   });
 
   test("an SbxError's exit code and hint reach the user", async () => {
