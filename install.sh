@@ -15,7 +15,12 @@ for a in "$@"; do
   esac
 done
 
-say() { printf '\033[1minstall:\033[0m %s\n' "$*" >&2; }
+# Bold only on a terminal (and never with NO_COLOR): a log file or CI gets plain text.
+if [ -t 2 ] && [ -z "${NO_COLOR:-}" ]; then
+  say() { printf '\033[1minstall:\033[0m %s\n' "$*" >&2; }
+else
+  say() { printf 'install: %s\n' "$*" >&2; }
+fi
 is_root() { [ "$(id -u)" = 0 ]; }
 
 # ── system packages ─────────────────────────────────────────────────────────
