@@ -2,10 +2,10 @@
 // guest, written by no one else), run as the guest account through its own proxy port; the fake provider sees the
 // host's key; the guest holds no trace of it and cannot write the cache.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { FAKE_ANSWER, startFakeAgentLlm, type FakeAgentLlm } from "../../support/fake-agent-llm";
-import { must, sh, whyNot } from "./harness";
+import { cliWorld, sh, whyNot } from "./harness";
 
 const npmReachable =
   Bun.spawnSync([process.execPath, "-e", 'const r = await fetch("https://registry.npmjs.org/@anthropic-ai%2fclaude-code/latest", { signal: AbortSignal.timeout(10000) }); process.exit(r.ok ? 0 : 1)']).exitCode === 0;
@@ -26,27 +26,7 @@ describe.skipIf(skip !== undefined)(`sbx run AGENT --backend user${skip ? ` (ski
 
   beforeAll(async () => {
     llm = await startFakeAgentLlm();
-    root = mkdtempSync("/tmp/sbx-agentuser-");
-    repo = join(root, "repo");
-    mkdirSync(repo);
-    const home = join(root, "home");
-    mkdirSync(home, { mode: 0o700 });
-    env = {
-      PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
-      HOME: home,
-      USER: "root",
-      XDG_STATE_HOME: join(root, "state"),
-      XDG_CONFIG_HOME: join(root, "config"),
-      XDG_CACHE_HOME: join(root, "cache"),
-      XDG_RUNTIME_DIR: join(root, "run"),
-      NO_COLOR: "1",
-      SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url }),
-    };
-    mkdirSync(env.XDG_RUNTIME_DIR!, { mode: 0o700 });
-    must(["git", "-C", repo, "init", "-q", "-b", "main"]);
-    writeFileSync(join(repo, "README"), "hello\n");
-    must(["git", "-C", repo, "add", "README"]);
-    must(["git", "-C", repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
+    ({ root, repo, env } = cliWorld("sbx-agentuser", { SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url }) }));
     const s = await sbx(["secret", "set", "ANTHROPIC_API_KEY"], KEY);
     if (s.code !== 0) throw new Error(s.err);
   });

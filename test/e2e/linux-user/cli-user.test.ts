@@ -1,8 +1,8 @@
 // The CLI with --backend user, as root, for real: create, run as the guest (its own account and proxy port), list, stop, rm.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { must, sh, whyNot } from "./harness";
+import { cliWorld, sh, whyNot } from "./harness";
 
 const skip = whyNot();
 const CLI = join(import.meta.dir, "../../../src/cli/main.ts");
@@ -17,25 +17,7 @@ describe.skipIf(skip !== undefined)(`sbx --backend user through the CLI${skip ? 
   };
 
   beforeAll(() => {
-    root = mkdtempSync("/tmp/sbx-cliuser-");
-    repo = join(root, "repo");
-    mkdirSync(repo);
-    const home = join(root, "home");
-    mkdirSync(home, { mode: 0o700 });
-    env = {
-      PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
-      HOME: home,
-      USER: "root",
-      XDG_STATE_HOME: join(root, "state"),
-      XDG_CONFIG_HOME: join(root, "config"),
-      XDG_CACHE_HOME: join(root, "cache"),
-      XDG_RUNTIME_DIR: join(root, "run"),
-      NO_COLOR: "1",
-    };
-    mkdirSync(env.XDG_RUNTIME_DIR!, { mode: 0o700 });
-    must(["git", "-C", repo, "init", "-q", "-b", "main"]);
-    writeFileSync(join(repo, "README"), "hello\n");
-    must(["git", "-C", repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init", "--allow-empty"]);
+    ({ root, repo, env } = cliWorld("sbx-cliuser"));
   });
 
   afterAll(() => {

@@ -1,10 +1,40 @@
 // Shared set-up for the Linux user-backend e2e tests: a normal host user with a 700 home and a repo, a private root and nft table.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { HostUser, SandboxSpec } from "../../../src/drivers/backend";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import { createExec } from "../../../src/sys/exec";
+
+/**
+ * For tests of the real CLI as root: a temp root with a repo (one commit) and an environment of its own (HOME, XDG
+ * dirs, runtime dir), so the daemon it starts and its state are the test's.
+ */
+export function cliWorld(prefix: string, extraEnv: Record<string, string> = {}): { root: string; repo: string; env: Record<string, string> } {
+  const root = mkdtempSync(`/tmp/${prefix}-`);
+  const repo = join(root, "repo");
+  mkdirSync(repo);
+  const home = join(root, "home");
+  mkdirSync(home, { mode: 0o700 });
+  const env = {
+    PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+    HOME: home,
+    USER: "root",
+    XDG_STATE_HOME: join(root, "state"),
+    XDG_CONFIG_HOME: join(root, "config"),
+    XDG_CACHE_HOME: join(root, "cache"),
+    XDG_RUNTIME_DIR: join(root, "run"),
+    NO_COLOR: "1",
+    ...extraEnv,
+  };
+  mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
+  must(["git", "-C", repo, "init", "-q", "-b", "main"]);
+  writeFileSync(join(repo, "README"), "hello\n");
+  must(["git", "-C", repo, "add", "README"]);
+  must(["git", "-C", repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
+  return { root, repo, env };
+}
 
 function has(tool: string): boolean {
   return spawnSync("which", [tool]).status === 0;
