@@ -218,6 +218,14 @@ describe.skipIf(!run)(`sbx run AGENT with the real agents on Docker${run ? "" : 
     expect(status.stdout).toContain("sbx-egress ask HOST");
   }, 60_000);
 
+  test("the sandbox cannot change the agents it runs: the cache is mounted read-only (launchers, packages, Node.js)", () => {
+    const ctr = containerOf(realpathSync(repo), box);
+    const r = dexec(f, ctr, ["sh", "-c", 'for p in /opt/sbx/agents/bin/claude /opt/sbx/agents/versions.json $(ls -d /opt/sbx/agents/pkg/claude/*/package/claude) $(ls /opt/sbx/agents/node/*/package/bin/node); do if echo x >> "$p" 2>/dev/null; then echo "wrote $p"; fi; done; touch /opt/sbx/agents/bin/planted 2>/dev/null && echo planted; mv /opt/sbx/agents/bin/claude /tmp/x 2>/dev/null && echo moved; chmod u+w /opt/sbx/agents/bin /opt/sbx/agents/bin/claude 2>/dev/null && echo chmodded; echo done']);
+    // The files are the sandbox's own uid's (the host user's cache), read-only by mode too: the chmod is what only the
+    // read-only mount refuses.
+    expect(r.stdout).toBe("done\n");
+  }, 60_000);
+
   test("the agent knows where it is: sbx's section in each agent's user-level instruction file, none in the repo", () => {
     const ctr = containerOf(realpathSync(repo), box);
     const r = dexec(f, ctr, ["sh", "-c", 'for p in .claude/CLAUDE.md .codex/AGENTS.md .gemini/GEMINI.md .config/opencode/AGENTS.md; do grep -c "sbx:begin" "$HOME/$p"; done; git status --porcelain'], { workdir: realpathSync(repo) });
