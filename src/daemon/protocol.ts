@@ -338,6 +338,8 @@ export const SandboxInfoSchema = z.object({
   limits: LimitsViewSchema.optional(),
   /** The limits it ran into since it last started. */
   hits: z.array(LimitHitSchema).optional(),
+  /** What the person should know of it, as said when it starts (its Dockerfile changed since its image, …). */
+  notes: z.array(z.string()).optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 

@@ -138,6 +138,8 @@ export interface SandboxInfo {
   limits?: Limits;
   /** The limits it ran into since it last started (running sandboxes whose kind keeps counters). */
   hits?: LimitHit[];
+  /** What the person should know of it (its Dockerfile changed since its image, an older layout), as said at start. */
+  notes?: string[];
 }
 
 /** A sandbox's limits and what it ran into (`sbx limits NAME`). */
@@ -871,7 +873,9 @@ export class SandboxService {
           driver.counters(spec).catch(() => null),
         ]);
         const hits = counters === null ? [] : limitHits(null, counters);
-        return { ...base, ...obs, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}) };
+        const notes: string[] = [];
+        this.sayNotes(row, driver, { log: (l) => notes.push(l) });
+        return { ...base, ...obs, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}), ...(notes.length ? { notes } : {}) };
       }),
     );
   }

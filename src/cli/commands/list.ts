@@ -43,6 +43,7 @@ export const list: Verb = {
           ...(i.reason !== undefined ? { reason: i.reason } : {}),
           ...(i.limits ? { limits: i.limits } : {}),
           ...(i.hits ? { hits: i.hits } : {}),
+          ...(i.notes ? { notes: i.notes } : {}),
         })),
       );
       return code;
@@ -76,6 +77,7 @@ export const list: Verb = {
         ...(withNotes ? [notes[n] || "-"] : []),
       ]),
     );
+    for (const i of items) for (const line of i.notes ?? []) ctx.render.info(line);
     return code;
   },
 };

@@ -39,6 +39,10 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
     const r = sbx(["exec", "rb", "--", "true"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("note: the repo's Dockerfile changed since sandbox rb's image was built; `sbx rebuild rb` applies it");
+    const l = sbx(["list"]);
+    expect(l.stderr).toContain("`sbx rebuild rb` applies it");
+    const j = JSON.parse(sbx(["list", "--json"]).stdout) as Array<{ name: string; notes?: string[] }>;
+    expect(j.find((s) => s.name === "rb")?.notes?.join("\n")).toContain("Dockerfile changed");
   }, 120_000);
 
   test("--overlay on an existing sandbox is refused too", () => {
@@ -65,6 +69,7 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
     const after = sbx(["exec", "rb", "--", "sh", "-c", 'cat /etc/sbx-test-version; cat "$HOME/.claude/home-marker"; git log --format=%s -1; test -e "$HOME/layer-marker" && echo kept-layer || echo no-layer']);
     expect(after.stdout).toBe(`v2\nkept\ninside-${tag}\nno-layer\n`);
     expect(after.stderr).not.toContain("Dockerfile changed");
+    expect(sbx(["list"]).stderr).not.toContain("Dockerfile changed");
     expect(sbx(["allowlist", "--sandbox", "rb", "--json"]).stdout).toContain("example.org");
     expect(containerOf(realpathSync(repo), "rb")).toBe(ctr); // same name, a new container
     expect(docker(["inspect", "--format", "{{.Config.Image}}", ctr]).stdout.trim()).toMatch(/^sbx-/);
