@@ -234,8 +234,9 @@ export class AgentCache {
   private ready(agent: AgentName, platform: AgentPlatform, want: string | undefined): InstalledAgent | null {
     const inst = AGENTS[agent].install;
     if (inst.kind !== "npm") return null;
-    const version = want ?? this.versions()[agent];
-    if (version === undefined || version !== this.versions()[agent] || !VERSION_RE.test(version)) return null;
+    const inUse = this.versions()[agent];
+    const version = want ?? inUse;
+    if (version === undefined || version !== inUse) return null;
     const entry = fillTemplate(inst.entry, platform, version);
     if (!existsSync(join(this.d.dir, "pkg", agent, version, "package", entry))) return null;
     const inside = `${this.inside}/pkg/${agent}/${version}/package/${entry}`;
