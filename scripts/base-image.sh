@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Builds the local test base image (no container registry here): debootstrap → tarball → docker import.
-# The tarball is cached so that later runs only import it; an existing image tag is left as it is.
+# The tarball is cached so that later runs only import it. Both are keyed on the package list: an image (or a cached
+# tarball) made from another list is made again, so a package added here reaches every machine's next run.
 set -euo pipefail
 
 TAG="${SBX_BASE_IMAGE:-sbx-base:bookworm}"
 CACHE_DIR="${SBX_IMAGE_CACHE:-/var/cache/sbx}"
-TARBALL="$CACHE_DIR/base-bookworm-minbase.tar"
-PACKAGES="git,fish,curl,ca-certificates,bash,procps,less,openssh-client"
+# python3-pip: real pip and Python inside the tests' sandboxes (what a refused client shows), as dev images have them.
+PACKAGES="git,fish,curl,ca-certificates,bash,procps,less,openssh-client,python3-pip"
+KEY=$(printf '%s' "$PACKAGES" | sha256sum | cut -c1-12)
+TARBALL="$CACHE_DIR/base-bookworm-minbase-$KEY.tar"
 
 log() { printf 'base-image: %s\n' "$*" >&2; }
 
-if docker image inspect "$TAG" >/dev/null 2>&1; then
+if [ "$(docker image inspect --format '{{index .Config.Labels "sbx.base.key"}}' "$TAG" 2>/dev/null)" = "$KEY" ]; then
   log "image $TAG present; nothing to do"
   exit 0
+fi
+if docker image inspect "$TAG" >/dev/null 2>&1; then
+  log "image $TAG was made from another package list: making it again"
 fi
 
 mkdir -p "$CACHE_DIR"
@@ -26,9 +32,11 @@ if [ ! -s "$TARBALL" ]; then
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   tar --numeric-owner -C "$root" -cf "$TARBALL.partial" .
   mv "$TARBALL.partial" "$TARBALL"
+  # A tarball of another package list is not used again.
+  find "$CACHE_DIR" -maxdepth 1 -name 'base-bookworm-minbase*.tar' ! -name "$(basename "$TARBALL")" -delete
   log "cached $TARBALL ($(du -h "$TARBALL" | cut -f1))"
 fi
 
 log "docker import $TARBALL as $TAG"
-docker import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' "$TARBALL" "$TAG" >/dev/null
+docker import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' --change "LABEL sbx.base.key=$KEY" "$TARBALL" "$TAG" >/dev/null
 log "image $TAG ready"

@@ -10,7 +10,7 @@ export const rebuild: Verb = {
     cmd
       .argument("<name>", "sandbox name")
       .option("--repo <path>", "the repo the sandbox belongs to")
-      .option("--force", "end open sessions without asking (each terminal is told why)")
+      .option("-f, --force", "end open sessions without asking (each terminal is told why)")
       .addHelpText(
         "after",
         [

@@ -10,7 +10,7 @@ export const rm: Verb = {
       .argument("[names...]", "sandbox names")
       .option("--all", "every sandbox of this repo (each still refused while it holds unsynced work, unless --force)")
       .option("--repo <path>", "the repo the sandboxes belong to")
-      .option("--force", "remove even if a clone holds commits no host ref has, and end open sessions without asking")
+      .option("-f, --force", "remove even if a clone holds commits no host ref has, and end open sessions without asking")
       .option("-y, --yes", "end open sessions without asking (unsynced work still refuses)");
   },
   async run(ctx, args, opts) {

@@ -10,7 +10,7 @@ export const stop: Verb = {
       .argument("[names...]", "sandbox names")
       .option("--all", "every sandbox of this repo")
       .option("--repo <path>", "the repo the sandboxes belong to")
-      .option("--force", "end open sessions without asking (each terminal is told why)");
+      .option("-f, --force", "end open sessions without asking (each terminal is told why)");
   },
   async run(ctx, args, opts) {
     const { endingSessions, forEachSandbox, outOf, whereOf } = await import("../../client/sandboxes");

@@ -151,6 +151,21 @@ describe.skipIf(!canRun)(`egress end to end on Docker${skipReason ? ` (skipped: 
     expect(r.stdout).toMatch(/^HTTP\/1\.[01] 403/);
   }, 60_000);
 
+  test("a refused client shows the fix: Debian's Python urllib and pip (with -vv) print the reason phrase with the command", () => {
+    const url = `https://${ip}:8081/simple/`;
+    const fix = `403 sbx: ${ip}:8081 is not allowed (sbx allow ${ip}:8081 --sandbox a)`;
+    const py = sbx(["run", "a", "--", "python3", "-c", `import urllib.request; urllib.request.urlopen("${url}", timeout=10)`]);
+    expect(py.code).not.toBe(0);
+    expect(py.stderr).toContain(`Tunnel connection failed: ${fix}`);
+    // pip says only "No matching distribution" unless asked for more; with -vv the phrase is in its log.
+    const pipArgs = ["download", "--no-cache-dir", "--retries", "0", "--timeout", "10", "--index-url", url, "-d", "/tmp/pip-probe", "requests"];
+    const quiet = sbx(["run", "a", "--", "pip", ...pipArgs]);
+    expect(quiet.code).not.toBe(0);
+    expect(quiet.stderr).toContain("No matching distribution found for requests");
+    const verbose = sbx(["run", "a", "--", "pip", "-vv", ...pipArgs]);
+    expect(verbose.stdout + verbose.stderr).toContain(fix);
+  }, 60_000);
+
   test("no-direct-egress: direct TCP to the allowlisted target fails; DNS and UDP fail; the only interface is loopback", () => {
     const direct = sbx(["run", "a", "--", "curl", "-sS", "-m", "5", "--noproxy", "*", `http://${ip}:8080/`]);
     expect(direct.code).not.toBe(0);
