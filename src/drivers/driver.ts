@@ -3,6 +3,7 @@ import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { Config } from "../core/config";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
+import type { AgentPlatform } from "../core/agents";
 import type { Exec, StreamedRun } from "../sys/exec";
 import type { RefSyncOptions } from "../sync/refsync";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
@@ -69,6 +70,8 @@ export interface DriverReport {
 
 /** The agent cache (a host dir, and where a sandbox sees it) and the Bun and shims dir as a sandbox sees them. */
 export interface AgentPlace {
+  /** The OS the sandbox's processes run on (Docker: linux, also on a Mac), so the cache holds that OS's packages. */
+  os: AgentPlatform["os"];
   cacheDir: string;
   inside: string;
   bun: string;

@@ -68,7 +68,7 @@ export class DockerDriver implements Driver {
 
   /** The host's agent cache, mounted read-only at /opt/sbx/agents in every container, beside sbx's Bun and shims. */
   agentPlace(): AgentPlace {
-    return { cacheDir: this.d.paths.agentsDir, inside: RUNTIME_MOUNT.agents, bun: RUNTIME_MOUNT.bun, shims: RUNTIME_MOUNT.shims };
+    return { os: "linux", cacheDir: this.d.paths.agentsDir, inside: RUNTIME_MOUNT.agents, bun: RUNTIME_MOUNT.bun, shims: RUNTIME_MOUNT.shims };
   }
 
   /** A container runs as sbx's own user: git in the host repo runs as that user too. */

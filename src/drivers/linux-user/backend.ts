@@ -163,7 +163,7 @@ export class LinuxUserBackend implements Backend {
   agentPlace(): AgentPlace | null {
     if (!this.opts.runtime) return null;
     const dir = join(this.runtimeDir, "agents");
-    return { cacheDir: dir, inside: dir, bun: this.runtimeBun, shims: this.runtimeShims };
+    return { os: "linux", cacheDir: dir, inside: dir, bun: this.runtimeBun, shims: this.runtimeShims };
   }
   /** The guest's ~/bin (the git/gh shim wrappers), first on its PATH. */
   binDir(guest: string): string {

@@ -11,6 +11,7 @@ import { hostGitEnv } from "../../sync/git-argv";
 import { SANDBOX_GIT_SAFE } from "../../sync/sandbox-git";
 import { sha256Hex } from "../../sys/paths";
 import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../backend";
+import type { AgentPlace } from "../driver";
 import { renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
@@ -94,6 +95,19 @@ export class MacosBackend implements Backend {
     this.range = cfg.uidRange ?? DEFAULT_UID_RANGE;
     this.usersDir = cfg.usersDir ?? "/Users";
     this.shareRoot = cfg.shareRoot ?? "/private/var/sbx";
+  }
+
+  /**
+   * The agent cache guests run agents from (`sbx run AGENT`): in the host user's share dir, beside the mirrors, written
+   * by the daemon (the host user) and read-only to everyone else (0555/0444); a guest reaches it through the `search`
+   * it has on the share dir. Bun and agent-setup come from the root kit.
+   */
+  private get agentsDir(): string {
+    return `${shareDir({ shareRoot: this.shareRoot }, this.host)}/agents`;
+  }
+
+  agentPlace(): AgentPlace {
+    return { os: "darwin", cacheDir: this.agentsDir, inside: this.agentsDir, bun: this.cfg.runtime, shims: this.cfg.shimDir };
   }
 
   private ctx(spec: SandboxSpec): Ctx {
@@ -231,7 +245,7 @@ export class MacosBackend implements Backend {
     // The spec's environment (sandboxes/env.ts: proxy, LLM and bridge variables), as every kind gets it.
     const env = c.spec.env;
     const files = [
-      ...renderZshRc({ home: c.home, sandbox: c.spec.name, env }),
+      ...renderZshRc({ home: c.home, sandbox: c.spec.name, env, lastDir: `${this.agentsDir}/bin` }),
       // binDir: the git shim must skip ~/bin (its own wrapper) when it looks for the real git on PATH.
       ...renderShimWrappers({ runtime: this.cfg.runtime, shimDir: this.cfg.shimDir, binDir: `${c.home}/bin` }),
     ];

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { SbxError } from "../../core/errors";
 import { BUN_NO_CWD_CONFIG } from "../../sys/bun-args";
 import { ExecError, type Exec } from "../../sys/exec";
-import { SHIM_FILES } from "../provision/provision";
+import { AGENT_SETUP_SCRIPT, SHIM_FILES } from "../provision/provision";
 import { BIN } from "./bin";
 import { hostTag } from "./naming";
 import { renderPrivilegedPlist, renderSudoers } from "./render";
@@ -53,6 +53,11 @@ export function kitHelperArgv(k: KitPaths): string[] {
   return [k.bun, ...BUN_NO_CWD_CONFIG, k.helper];
 }
 
+/** The shim scripts the kit holds: the guests' git/gh/sbx-egress, and what `sbx run AGENT` runs first. */
+function kitShims(): string[] {
+  return [...SHIM_FILES.map((s) => s.script), AGENT_SETUP_SCRIPT];
+}
+
 /** Pure: the two files the kit writes outside its lib dir. */
 export function renderKit(hostUser: string, k: KitPaths): { sudoers: string; plist: string } {
   const helperArgv = kitHelperArgv(k);
@@ -75,7 +80,7 @@ export function kitSource(runtime: { bun: string; shims: string }): KitSource {
 
 /** The kit's files that are missing (empty when it is installed). */
 export function kitMissing(k: KitPaths, exists: (p: string) => boolean = existsSync): string[] {
-  return [k.bun, k.helper, ...SHIM_FILES.map((s) => `${k.shims}/${s.script}`), k.sudoers].filter((p) => !exists(p));
+  return [k.bun, k.helper, ...kitShims().map((s) => `${k.shims}/${s}`), k.sudoers].filter((p) => !exists(p));
 }
 
 /** Thrown before anything asks sudo for a helper that is not there: says what to run. */
@@ -127,7 +132,7 @@ export async function installKit(
     await asRoot(exec, root([BIN.install, "-d", "-o", "root", "-g", "wheel", "-m", "0755", k.lib, k.shims]), `making ${k.lib}`);
     await asRoot(exec, installArgv("0755", [o.source.bun], k.bun), "installing Bun");
     await asRoot(exec, installArgv("0644", [built], k.helper), "installing the root helper");
-    await asRoot(exec, installArgv("0644", SHIM_FILES.map((s) => join(o.source.shimDir, s.script)), `${k.shims}/`), "installing the shims");
+    await asRoot(exec, installArgv("0644", kitShims().map((s) => join(o.source.shimDir, s)), `${k.shims}/`), "installing the shims");
     await asRoot(exec, installArgv("0440", [join(tmp, "sudoers")], k.sudoers), `installing ${k.sudoers}`);
     await asRoot(exec, installArgv("0644", [join(tmp, "plist")], k.plist), `installing ${k.plist}`);
     // bootstrap refuses a loaded job: unload first, so a changed plist takes effect and installing twice converges.

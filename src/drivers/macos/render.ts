@@ -80,11 +80,13 @@ export interface ZshRcInput {
   home: string;
   sandbox: string;
   env: Record<string, string>;
+  /** Last on PATH: the agent launchers' dir (so an agent the guest installs itself comes first). */
+  lastDir?: string;
 }
 
 /** The guest's zsh rc files (macOS guests always get /bin/zsh). */
 export function renderZshRc(input: ZshRcInput): HomeFile[] {
-  return renderShellRc({ shell: "zsh", binDir: `${input.home}/bin`, env: input.env, sandbox: input.sandbox });
+  return renderShellRc({ shell: "zsh", binDir: `${input.home}/bin`, env: input.env, sandbox: input.sandbox, ...(input.lastDir ? { lastDir: input.lastDir } : {}) });
 }
 
 export interface PlistInput {

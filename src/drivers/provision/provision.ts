@@ -59,7 +59,8 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
   switch (input.shell) {
     case "zsh": {
       const exports = env.map(([k, v]) => `export ${k}=${shQuote(v)}`).join("\n");
-      const path = `typeset -U path\npath=(${shQuote(binDir)} $path)\nexport PATH`;
+      // typeset -U keeps the first of each: the shims first, the agent launchers (lastDir) after everything else.
+      const path = `typeset -U path\npath=(${shQuote(binDir)} $path${input.lastDir ? ` ${shQuote(input.lastDir)}` : ""})\nexport PATH`;
       return [
         { path: ".zshenv", mode: 0o644, content: `${HEADER}\n# Read by every zsh: sbx's proxy and LLM variables, and the git/gh shims first on PATH.\n${exports}\n${path}\n` },
         { path: ".zprofile", mode: 0o644, content: `${HEADER}\n# /etc/zprofile's path_helper reorders PATH for login shells: put the shims first again.\n${path}\n` },
@@ -81,7 +82,7 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
         {
           path: ".config/fish/conf.d/sbx.fish",
           mode: 0o644,
-          content: `${HEADER}\n${exports}\nfish_add_path --global --move --path ${fishQuote(binDir)}\n`,
+          content: `${HEADER}\n${exports}\nfish_add_path --global --move --path ${fishQuote(binDir)}\n${input.lastDir ? `fish_add_path --global --append --path ${fishQuote(input.lastDir)}\n` : ""}`,
         },
       ];
     }

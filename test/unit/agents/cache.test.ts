@@ -7,6 +7,7 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentCache } from "../../../src/agents/cache";
+import { renderLauncher } from "../../../src/core/agents";
 import { createExec } from "../../../src/sys/exec";
 
 const root = mkdtempSync(join(tmpdir(), "sbx-agent-cache-"));
@@ -140,5 +141,45 @@ describe("AgentCache", () => {
     const before = hits.length;
     await expect(cacheAt("f").ensure("claude", platform, "../../etc")).rejects.toThrow(/a version such as 1\.2\.3/);
     expect(hits.length).toBe(before);
+  });
+
+  test("a macOS sandbox's cache holds the darwin package of its CPU", async () => {
+    const body = tarball("claude-darwin", { claude: "#!/bin/sh\necho fake darwin claude\n" });
+    docs.set("@anthropic-ai/claude-code-darwin-arm64/2.0.2", { version: "2.0.2", body });
+    const c = new AgentCache({ dir: join(root, "g"), inside: join(root, "g"), exec, registry: url });
+    await c.ensure("claude", { os: "darwin", arch: "arm64" }, "2.0.2");
+    expect(hits).toContain("/@anthropic-ai/claude-code-darwin-arm64/2.0.2");
+    expect(readFileSync(join(root, "g/bin/claude"), "utf8")).toContain(`exec '${join(root, "g/pkg/claude/2.0.2/package/claude")}'`);
+    // A guest is another uid: every dir on the way is 0755 whatever the umask, the package itself read-only.
+    for (const d of ["g", "g/bin", "g/pkg", "g/pkg/claude"]) expect({ d, mode: (statSync(join(root, d)).mode & 0o777).toString(8) }).toEqual({ d, mode: "755" });
+    expect((statSync(join(root, "g/pkg/claude/2.0.2")).mode & 0o777).toString(8)).toBe("555");
+  });
+
+  test("on macOS a JavaScript agent runs on the Mac's own Node.js (npm has none for it): found on PATH or in Homebrew's dirs, and missing is said with the fix", async () => {
+    const gem = tarball("gemini-mac", { "bundle/gemini.js": "console.log(1)\n" });
+    docs.set("@google/gemini-cli/0.6.0", { version: "0.6.0", body: gem });
+    const before = hits.length;
+    const c = new AgentCache({ dir: join(root, "h"), inside: join(root, "h"), exec, registry: url });
+    await c.ensure("gemini", { os: "darwin", arch: "arm64" }, "0.6.0");
+    expect(hits.slice(before).some((h) => h.includes("node-darwin"))).toBe(false);
+    expect(existsSync(join(root, "h/node/22.22.0"))).toBe(false);
+    const launcher = join(root, "h/bin/gemini");
+    expect(readFileSync(launcher, "utf8")).toContain("'/opt/homebrew/bin':'/usr/local/bin'");
+    // Run for real under sh: no node anywhere → exit 127 and what to do (rendered with dirs of this test's own, since
+    // this machine may have a node in /usr/local/bin); a node on PATH → the agent runs on it.
+    const bare = join(root, "h-bare-launcher");
+    writeFileSync(bare, renderLauncher({ agent: "gemini", cached: join(root, "h/pkg/gemini/0.6.0/package/bundle/gemini.js"), node: { search: [join(root, "none")] }, binDir: join(root, "h/bin") }));
+    const none = Bun.spawnSync(["/bin/sh", bare, "--version"], { env: { PATH: "/nonexistent", HOME: root } });
+    expect({ code: none.exitCode, err: none.stderr.toString().trim() }).toEqual({ code: 127, err: "sbx: Gemini CLI needs Node.js 20 or newer in this sandbox (on a Mac: `brew install node`); sbx cannot supply it here" });
+    const bin = join(root, "h-node-bin");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, "node"), '#!/bin/sh\necho "node ran: $*"\n', { mode: 0o755 });
+    const ran = Bun.spawnSync(["/bin/sh", launcher, "--version"], { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: root } });
+    expect(ran.stdout.toString()).toContain(`node ran: ${join(root, "h/pkg/gemini/0.6.0/package/bundle/gemini.js")}`);
+    expect(ran.stdout.toString()).toContain("--version");
+    // And the cache's fast path knows this launcher as ready: a second ensure fetches nothing.
+    const again = hits.length;
+    await c.ensure("gemini", { os: "darwin", arch: "arm64" }, "0.6.0");
+    expect(hits.length).toBe(again);
   });
 });

@@ -119,7 +119,7 @@ describe("sbx service on macOS (launchd LaunchAgent and the root kit)", () => {
     const missing = await serviceStatus(d, kind);
     expect(missing).toMatchObject({ installed: false, active: true });
     expect(missing.detail).toContain(`root kit missing ${lib}/bun`);
-    for (const f of [`${lib}/bun`, `${lib}/privileged.js`, `${lib}/shims/git.ts`, `${lib}/shims/gh.ts`, `${lib}/shims/sbx-egress.ts`]) {
+    for (const f of [`${lib}/bun`, `${lib}/privileged.js`, `${lib}/shims/git.ts`, `${lib}/shims/gh.ts`, `${lib}/shims/sbx-egress.ts`, `${lib}/shims/agent-setup.ts`]) {
       mkdirSync(dirname(f), { recursive: true });
       writeFileSync(f, "");
     }

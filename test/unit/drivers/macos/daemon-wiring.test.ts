@@ -71,3 +71,24 @@ describe("macOS backend through the daemon's wiring (fake Mac)", () => {
     expect(mac.transcript(from)).not.toMatch(/dscl \. -create|git clone|chmod \+a/);
   });
 });
+
+describe("sbx run AGENT on macOS (fake Mac)", () => {
+  test("the agent cache is in the host user's share dir (guests have search there), read with the kit's Bun and agent-setup", async () => {
+    const { backend } = await setup();
+    expect(backend.agentPlace()).toEqual({
+      os: "darwin",
+      cacheDir: "/private/var/sbx/alice/agents",
+      inside: "/private/var/sbx/alice/agents",
+      bun: "/usr/local/libexec/sbx/bun",
+      shims: "/usr/local/libexec/sbx/shims",
+    });
+  });
+
+  test("bring-up: the guest's zsh puts the agent launchers last on PATH, after the shims and the system's own", async () => {
+    const { mac, backend, comps, row, spec } = await setup();
+    await comps.bringUp!(row, spec, backend);
+    for (const f of [".zshenv", ".zprofile"]) {
+      expect(mac.files.get(`/Users/sbx_alice_0a1b2c3d4e5f/${f}`)?.content).toContain("path=('/Users/sbx_alice_0a1b2c3d4e5f/bin' $path '/private/var/sbx/alice/agents/bin')");
+    }
+  });
+});
