@@ -16,6 +16,7 @@ import { SandboxService } from "../sandboxes/service";
 import { createLlmHandler, gatewayUpstreams, PROVIDERS } from "../llm/handler";
 import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
+import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { Store } from "../store/store";
@@ -79,7 +80,7 @@ export interface ComponentDeps {
 export const TEST_LLM_UPSTREAMS_VAR = "SBX_TEST_ONLY_LLM_UPSTREAMS";
 
 /** Parses the test seam; anything but a JSON object of http(s) URLs for known providers is refused (fail closed). */
-export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provider | "chatgpt" | "openai-auth", string>> | undefined {
+export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provider | "chatgpt" | "openai-auth" | "google-auth", string>> | undefined {
   if (raw === undefined || raw === "") return undefined;
   let parsed: unknown;
   try {
@@ -87,9 +88,9 @@ export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provid
   } catch {
     throw new Error(`${TEST_LLM_UPSTREAMS_VAR} is not JSON`);
   }
-  const out: Partial<Record<Provider | "chatgpt" | "openai-auth", string>> = {};
+  const out: Partial<Record<Provider | "chatgpt" | "openai-auth" | "google-auth", string>> = {};
   for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
-    if (![...Object.keys(PROVIDERS), "chatgpt", "openai-auth"].includes(k) || typeof v !== "string" || !/^https?:\/\//.test(v)) {
+    if (![...Object.keys(PROVIDERS), "chatgpt", "openai-auth", "google-auth"].includes(k) || typeof v !== "string" || !/^https?:\/\//.test(v)) {
       throw new Error(`${TEST_LLM_UPSTREAMS_VAR}: bad entry ${k}`);
     }
     out[k as Provider] = v;
@@ -190,6 +191,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const keys = () => hostKeySources(d.env, d.paths.configDir, keychain);
   // One for the daemon: every sandbox's Codex shares the host's one sign-in, refreshed once when it is due.
   const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(seam?.["openai-auth"] ? { tokenUrl: seam["openai-auth"] } : {}) });
+  // Likewise Gemini CLI's Google sign-in.
+  const gemini = new GeminiRefresher({ file: keys().geminiOauthFile!, ...(seam?.["google-auth"] ? { tokenUrl: seam["google-auth"] } : {}) });
   // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
@@ -198,6 +201,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     const llm = createLlmHandler({
       keys,
       codex,
+      gemini,
       ...(keychain ? { claudeKeychain: keychain } : {}),
       ...(upstreams ? { upstreams } : {}),
       onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),

@@ -60,6 +60,8 @@ export interface LlmHandlerOptions {
   upstreams?: Partial<Record<Provider | "chatgpt", string>>;
   /** Keeps the host's ChatGPT sign-in for Codex fresh (absent: used as it is). */
   codex?: CodexRefresher;
+  /** Keeps the host's Google sign-in for Gemini CLI fresh (absent: used as it is). */
+  gemini?: { fresh(): Promise<void> };
   /** macOS: reads Claude Code's login from the Keychain (at most once a minute) before an Anthropic request. */
   claudeKeychain?: { load(): Promise<void> };
   onEvent?: (e: LlmEvent) => void;
@@ -155,6 +157,14 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
         return;
       }
     }
+    if (target.provider === "codeassist" && o.gemini) {
+      try {
+        await o.gemini.fresh();
+      } catch (e) {
+        fail(res, 502, "login_expired", `the host's Gemini sign-in could not be refreshed: ${(e as Error).message}`, "On the host: run `gemini` and sign in with Google again.");
+        return;
+      }
+    }
     if (target.provider === "anthropic") await o.claudeKeychain?.load();
     const cred = credentialFor(target.provider, o.keys());
     if (cred?.upstream === "chatgpt") {
@@ -199,7 +209,7 @@ const NO_CREDENTIAL_HINT: Record<Provider, string> = {
   openai: "On the host: `sbx secret set OPENAI_API_KEY` (value on stdin).",
   google: "On the host: `sbx secret set GEMINI_API_KEY` (value on stdin).",
   codex: "On the host: `codex login` (ChatGPT or an API key), or `sbx secret set OPENAI_API_KEY` (value on stdin).",
-  codeassist: "On the host: run `gemini` once (it renews its Google sign-in in ~/.gemini/oauth_creds.json), or `sbx secret set GEMINI_API_KEY`.",
+  codeassist: "On the host: run `gemini` and sign in with Google (sbx keeps ~/.gemini/oauth_creds.json fresh from then on), or `sbx secret set GEMINI_API_KEY`.",
 };
 
 /**
