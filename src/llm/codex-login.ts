@@ -1,8 +1,9 @@
 // The host's Codex login (~/.codex/auth.json): an API key, or a ChatGPT sign-in (access, refresh and id tokens and the
 // account id). The LLM proxy adds it to a sandbox's Codex requests; a ChatGPT access token about to expire is refreshed
 // here, on the host, and written back the way Codex itself writes it. Nothing of it ever goes into a sandbox.
-import { chmodSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { writeBack } from "../sys/write-back";
 
 /** Codex CLI's public OAuth client (the one its own `codex login` uses), for refreshing its tokens. */
 export const CODEX_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann";
@@ -124,10 +125,6 @@ export class CodexRefresher {
       tokens: { ...cur.tokens, access_token: got.access_token, refresh_token: got.refresh_token ?? cur.tokens.refresh_token, id_token: got.id_token ?? cur.tokens.id_token },
       last_refresh: new Date(this.now()).toISOString(),
     };
-    const mode = statSync(this.o.file).mode & 0o777;
-    const tmp = `${this.o.file}.sbx-${process.pid}`;
-    writeFileSync(tmp, `${JSON.stringify(next, null, 2)}\n`, { mode });
-    chmodSync(tmp, mode);
-    renameSync(tmp, this.o.file);
+    writeBack(this.o.file, `${JSON.stringify(next, null, 2)}\n`);
   }
 }

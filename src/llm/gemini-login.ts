@@ -1,8 +1,9 @@
 // The host's Gemini CLI Google sign-in (~/.gemini/oauth_creds.json): the LLM proxy's Code Assist route adds its access
 // token; one about to expire is refreshed here, on the host, with Gemini CLI's own OAuth client, and written back the
 // way Gemini CLI writes it (expiry_date in ms). Nothing of it ever goes into a sandbox.
-import { chmodSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { writeBack } from "../sys/write-back";
 
 /**
  * Gemini CLI's OAuth client for its Google sign-in, as its own source has it. An "installed app" client: Google's
@@ -83,11 +84,7 @@ export class GeminiRefresher {
         ...(got.scope ? { scope: got.scope } : {}),
         ...(got.token_type ? { token_type: got.token_type } : {}),
       };
-      const mode = statSync(this.o.file).mode & 0o777;
-      const tmp = `${this.o.file}.sbx-${process.pid}`;
-      writeFileSync(tmp, `${JSON.stringify(next, null, 2)}\n`, { mode });
-      chmodSync(tmp, mode);
-      renameSync(tmp, this.o.file);
+      writeBack(this.o.file, `${JSON.stringify(next, null, 2)}\n`);
     } catch (e) {
       this.failedAt = this.now();
       this.failure = (e as Error).message;
