@@ -5,6 +5,7 @@ import { createRequestFromArgs, FORWARDER_READY, LABEL, parseMountValue } from "
 import type { StreamedRun } from "../../src/sys/exec";
 import type { Engine, Found, LogsAndState, Seen } from "../../src/drivers/docker/engine-client";
 import { SbxError } from "../../src/core/errors";
+import { tarArchive } from "../../src/drivers/docker/tar";
 
 interface Container {
   name: string;
@@ -88,6 +89,16 @@ export class FakeDockerEngine implements Engine {
   async putArchive(name: string, tar: Uint8Array): Promise<void> {
     this.container(name).archives.push(tar);
     this.mutations.push(`archive ${name}`);
+  }
+
+  /** Files every container's image has, path → content (the archive GET answers a tar of one). */
+  imageFiles = new Map<string, string>([["/etc/passwd", "root:x:0:0:root:/root:/bin/bash\n"], ["/etc/group", "root:x:0:\n"]]);
+
+  async getArchive(name: string, path: string): Promise<Uint8Array | null> {
+    this.container(name);
+    const content = this.imageFiles.get(path);
+    if (content === undefined) return null;
+    return tarArchive([{ path: path.split("/").pop()!, type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(content) }]);
   }
 
   async start(name: string): Promise<void> {

@@ -30,7 +30,8 @@ import {
 import { probeEngineFast } from "./engine";
 import { DockerEngine, type Engine, type Found } from "./engine-client";
 import { engineSocket } from "./engine-exec";
-import { tarArchive } from "./tar";
+import { firstTarEntry, tarArchive, type TarEntry } from "./tar";
+import { identityFiles } from "./passwd";
 
 export interface DockerBackendOptions {
   /**
@@ -230,8 +231,30 @@ export class DockerBackend implements Backend {
     } catch {
       claudeJson = null;
     }
-    const tar = tarArchive(seedEntries(spec, mountTargets(spec, overlays), claudeJson, Math.floor(Date.now() / 1000)));
-    await this.engine.putArchive(containerName(spec.id), tar);
+    const now = Math.floor(Date.now() / 1000);
+    const name = containerName(spec.id);
+    // The image's passwd and group, made to know the host user (an image that never heard of its uid works too).
+    const [passwd, group] = await Promise.all(["/etc/passwd", "/etc/group"].map((p) => this.imageText(name, p)));
+    const fix = identityFiles(passwd ?? null, group ?? null, spec.hostUser);
+    const etc: TarEntry[] = [];
+    // undefined: the image has it, but not as a file sbx can read (a link, too large): left as it is.
+    if (fix.passwd !== null && passwd !== undefined) etc.push({ path: "etc/passwd", type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(fix.passwd), mtime: now });
+    if (fix.group !== null && group !== undefined) etc.push({ path: "etc/group", type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(fix.group), mtime: now });
+    const tar = tarArchive([...etc, ...seedEntries(spec, mountTargets(spec, overlays), claudeJson, now)]);
+    await this.engine.putArchive(name, tar);
+  }
+
+  /** A text file of a created container's image: its content, null when there is none, undefined when it is not a readable file. */
+  private async imageText(name: string, path: string): Promise<string | null | undefined> {
+    let tar: Uint8Array | null;
+    try {
+      tar = await this.engine.getArchive(name, path);
+    } catch {
+      return undefined; // the engine could not say: the image's file is left as it is
+    }
+    if (tar === null) return null;
+    const e = firstTarEntry(tar);
+    return e?.type === "file" ? new TextDecoder().decode(e.content) : undefined;
   }
 
   /**

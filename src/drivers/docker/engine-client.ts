@@ -46,6 +46,8 @@ export interface Engine {
   createVolume(req: { argv: string[]; body: Record<string, unknown> }): Promise<void>;
   /** Extracts a tar at / in a container (made, not necessarily started). */
   putArchive(name: string, tar: Uint8Array): Promise<void>;
+  /** One path of a container (made, not necessarily started) as the engine archives it: a tar; null when it is not there. */
+  getArchive(name: string, path: string): Promise<Uint8Array | null>;
   start(name: string): Promise<void>;
   stop(name: string, timeoutS: number): Promise<void>;
   /** Changes a container's resource limits, running or not (`none` takes a limit away). */
@@ -210,6 +212,26 @@ export class DockerEngine implements Engine {
       }
     }
     await this.exec.run(["docker", "cp", "-", `${name}:/`], { stdin: tar });
+  }
+
+  /** API: GET /containers/<name>/archive?path=<p> (200: the tar, 404: null); else runs: docker cp <name>:<p> - (throws when neither says) */
+  async getArchive(name: string, path: string): Promise<Uint8Array | null> {
+    const sock = this.apiSocket;
+    if (sock !== undefined) {
+      try {
+        const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/archive?path=${encodeURIComponent(path)}`, { unix: sock } as RequestInit);
+        const body = new Uint8Array(await res.arrayBuffer());
+        if (res.status === 200) return body;
+        if (res.status === 404) return null;
+      } catch {
+        /* the CLI below */
+      }
+    }
+    const run = streamRun(this.exec, ["docker", "cp", `${name}:${path}`, "-"], { timeoutMs: 60_000 });
+    const [bytes, r] = await Promise.all([new Response(run.stdout).arrayBuffer(), run.done]);
+    if (r.exitCode === 0) return new Uint8Array(bytes);
+    if (/Could not find the file|No such file or directory/i.test(r.stderr)) return null;
+    throw new SbxError("exec_failed", `docker cp ${name}:${path} failed: ${r.stderr.trim()}`);
   }
 
   /** API: POST /containers/<name>/start; else runs: docker start <name> */

@@ -84,3 +84,31 @@ export function tarArchive(entries: readonly TarEntry[]): Uint8Array {
   }
   return out;
 }
+
+/**
+ * Pure: the first entry of a tar (what the engine's archive GET of one path answers), pax headers skipped; its type
+ * (`file` for a regular file, else `other`) and, for a file, its content. null when the bytes are not a tar or the
+ * file is larger than `max` (the image's files are not trusted: bounded before they are read).
+ */
+export function firstTarEntry(tar: Uint8Array, max = 1024 * 1024): { type: "file" | "other"; content: Uint8Array } | null {
+  const dec = new TextDecoder();
+  let o = 0;
+  while (o + BLOCK <= tar.length) {
+    const h = tar.subarray(o, o + BLOCK);
+    if (h.every((b) => b === 0)) return null;
+    if (dec.decode(h.subarray(257, 262)) !== "ustar") return null;
+    const sizeText = dec.decode(h.subarray(124, 136)).replace(/\0.*$/s, "").trim();
+    if (!/^[0-7]+$/.test(sizeText)) return null;
+    const size = Number.parseInt(sizeText, 8);
+    const flag = String.fromCharCode(h[156]!);
+    const body = o + BLOCK;
+    if (flag === "x" || flag === "g") {
+      o = body + Math.ceil(size / BLOCK) * BLOCK;
+      continue;
+    }
+    if (flag !== "0" && flag !== "\0") return { type: "other", content: new Uint8Array() };
+    if (size > max || body + size > tar.length) return null;
+    return { type: "file", content: tar.slice(body, body + size) };
+  }
+  return null;
+}
