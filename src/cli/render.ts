@@ -12,6 +12,8 @@ export interface Io {
 
 export interface Render {
   readonly c: ChalkInstance;
+  /** Whether stderr is a terminal (progress then rewrites one line). */
+  readonly stderrIsTTY: boolean;
   /** A result line on stdout. */
   out(line: string): void;
   /** A log or progress line on stderr. */
@@ -50,6 +52,7 @@ export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE
     get c() {
       return out();
     },
+    stderrIsTTY: io.stderrIsTTY,
     // Every line a verb prints may carry what a sandbox chose (a commit subject, a ref, a session name): its control
     // characters are shown, not sent (only sbx's own colours pass). `write` is a command's own output, passed as is.
     out: (line) => io.stdout(terminalLine(line) + "\n"),

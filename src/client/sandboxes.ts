@@ -1,6 +1,6 @@
 // The CLI's sandbox verbs: each is one call to the daemon's sandbox service (/v1/lifecycle/*), its notes and build output shown as they come.
 import { SbxError, toSbxError } from "../core/errors";
-import { lineSplitter } from "../core/lines";
+import { progressOut } from "../cli/build-progress";
 import { listScope } from "../core/scope";
 import { processPipedIo, readStdin, runPiped, stdinHasData } from "./piped";
 import { terminalVars } from "../lifecycle/terminal-vars";
@@ -21,7 +21,7 @@ export interface VerbContext {
   paths: Paths;
   cwd: string;
   stdinIsTTY: boolean;
-  render: { info(line: string): void };
+  render: { info(line: string): void; write?(stream: "stdout" | "stderr", s: string): void; readonly stderrIsTTY?: boolean };
 }
 
 
@@ -38,9 +38,9 @@ export function scopeOf(
   return { ...whereOf(ctx, typeof opts.repo === "string" ? opts.repo : undefined), ...(name === null ? { global: true } : { sandbox: name, global: false }) };
 }
 
-/** Notes on stderr; build output indented beneath them. */
+/** Notes on stderr; a build as its steps (one line rewritten on a terminal, a line per step elsewhere). */
 export function outOf(ctx: Pick<VerbContext, "render">): { log(line: string): void; progress(chunk: string): void } {
-  return { log: (l) => ctx.render.info(l), progress: lineSplitter((l) => ctx.render.info(`  ${l}`)) };
+  return progressOut(ctx.render);
 }
 
 /** The daemon (started if needed) for a verb. */

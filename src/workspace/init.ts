@@ -20,7 +20,7 @@ export function writeStarterDockerfile(repo: string, force: boolean): string {
   const file = join(repo, "Dockerfile");
   if (existsSync(file) && !force) {
     throw new SbxError("exists", `${file} already exists`, {
-      hint: "Keep it (it must accept the build args USER_NAME, USER_UID, USER_GID, USER_HOME), or overwrite it with `sbx init --force`.",
+      hint: "Keep it (sbx runs any image as your user), or overwrite it with `sbx init --force`.",
     });
   }
   writeFileSync(file, starterDockerfile());

@@ -77,8 +77,8 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   };
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
-    const [{ quickAgent, quickEnter, stdio }, { lineSplitter }] = await Promise.all([import("../../client/quick"), import("../../core/lines")]);
-    const got = await quickAgent(ctx.paths, body, { log: (l) => ctx.render.info(l), progress: lineSplitter((l) => ctx.render.info(`  ${l}`)) });
+    const [{ quickAgent, quickEnter, stdio }, { progressOut }] = await Promise.all([import("../../client/quick"), import("../build-progress")]);
+    const got = await quickAgent(ctx.paths, body, progressOut(ctx.render));
     if (got) {
       if (got.created) ctx.render.info(`created sandbox ${got.name}`);
       const code = await quickEnter(ctx, { name: got.name, argv: [...got.argv, ...args], repoFlag, missing: "error" }, stdio());

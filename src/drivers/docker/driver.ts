@@ -1,6 +1,6 @@
 // The Docker driver: a container per sandbox, the clone made on the host, the image built from the repo's Dockerfile.
 import { existsSync, realpathSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { z } from "zod";
 import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
 import type { ClaudeAuth } from "./args";
@@ -20,7 +20,7 @@ import type { LimitCounters } from "../../core/limits";
 import { readSecrets, secretsFile } from "../../secrets/store";
 import { passwdName, type Env } from "../../sys/env";
 import type { Exec } from "../../sys/exec";
-import type { Paths } from "../../sys/paths";
+import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
 import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
@@ -249,7 +249,7 @@ export class DockerDriver implements Driver {
   async provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<DockerIdentity> {
     const ident = this.identity(row);
     const pruning = this.backend.pruneOrphans().catch(() => undefined);
-    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, onProgress: (s) => r.progress(s) });
+    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, ...this.buildOutput(n.repo, r) });
     const cloning = createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged);
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
@@ -296,9 +296,14 @@ export class DockerDriver implements Driver {
     ];
   }
 
+  /** Where a build's output goes: to the person as it comes, and whole into this repo's build log (its last build). */
+  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string } {
+    return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`) };
+  }
+
   /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */
   async buildImage(row: Sandbox, r: DriverReport): Promise<{ identity: DockerIdentity; image: string }> {
-    const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, onProgress: (s) => r.progress(s) });
+    const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r) });
     return { identity: { ...this.identity(row), image: img.tag }, image: img.tag };
   }
 
@@ -313,7 +318,7 @@ export class DockerDriver implements Driver {
     if (obs.phase === "running") return { spec };
     const ident = this.identity(row);
     if (obs.phase === "absent") {
-      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { onProgress: (s) => r.progress(s) });
+      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, this.buildOutput(row.repo, r));
       ident.image = img.tag;
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));

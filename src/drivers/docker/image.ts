@@ -1,9 +1,11 @@
 // The sandbox image: the repo's own Dockerfile, tagged by content hash, built only when that tag is missing.
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, lstatSync, readlinkSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { basename, dirname, join } from "node:path";
+import { BuildTracker } from "../../core/build-steps";
 import { SbxError } from "../../core/errors";
+import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
 import type { HostUser } from "../backend";
 
@@ -148,6 +150,29 @@ export interface EnsureImageOptions {
   rebuild?: boolean;
   /** Build progress, as it arrives (sbx writes it to stderr). */
   onProgress?: (chunk: string) => void;
+  /** Where the build's whole output is written (replaced by each build); a failure names it. */
+  logFile?: string;
+}
+
+/** The build's log file, made fresh (its dir too); a log that cannot be written costs the log, never the build. */
+function openBuildLog(file: string | undefined): { write(s: string): void; close(): void } {
+  if (file === undefined) return { write: () => undefined, close: () => undefined };
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    const fd = openSync(file, "w", 0o600);
+    return {
+      write: (s) => {
+        try {
+          writeSync(fd, s);
+        } catch {
+          /* a full disk: the build goes on */
+        }
+      },
+      close: () => closeSync(fd),
+    };
+  } catch {
+    return { write: () => undefined, close: () => undefined };
+  }
 }
 
 /** What building needs of the engine (engine-client.ts). */
@@ -177,15 +202,26 @@ export async function ensureImage(engine: ImageEngine, repo: string, user: HostU
       dockerfilePath = join(plan.context, DOCKERFILE);
     }
     const argv = dockerBuildArgs(plan, contextDir, dockerfilePath);
-    let tail = "";
-    const code = await engine.build(argv, (s) => {
-      tail = (tail + s).slice(-4000);
-      opts.onProgress?.(s);
-    });
+    // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
+    const log = openBuildLog(opts.logFile);
+    const tracker = new BuildTracker();
+    const lines = lineSplitter((l) => tracker.line(l));
+    let code: number;
+    try {
+      code = await engine.build(argv, (s) => {
+        log.write(s);
+        lines(s);
+        opts.onProgress?.(s);
+      });
+    } finally {
+      log.close();
+    }
     if (code !== 0) {
-      const last = tail.trim().split(/\r?\n/).slice(-3).join(" | ");
-      throw new SbxError("exec_failed", `docker build of ${plan.tag} failed (exit ${code}): ${last}`, {
-        hint: "Fix the Dockerfile (the build output above says where), then run the command again; the image contract needs the build args USER_NAME, USER_UID, USER_GID and USER_HOME.",
+      const at = tracker.step ? ` at step ${tracker.step.n}/${tracker.step.of} (${tracker.step.text})` : "";
+      const last = tracker.lastLines().map((l) => `  ${l}`);
+      throw new SbxError("exec_failed", `docker build of ${plan.tag} failed (exit ${code})${at}; its last ${last.length} lines:\n${last.join("\n")}`, {
+        hint: `Fix the Dockerfile, then run the command again.${opts.logFile ? ` The whole log: ${opts.logFile}` : ""}`,
+        data: { step: tracker.step, exitCode: code, ...(opts.logFile ? { log: opts.logFile } : {}) },
       });
     }
     return { tag: plan.tag, built: true };

@@ -78,9 +78,16 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
   test("a build that fails changes nothing: the sandbox keeps running on its image", () => {
     const ctr = containerOf(realpathSync(repo), "rb");
     const before = docker(["inspect", "--format", "{{.Id}} {{.Config.Image}}", ctr]).stdout.trim();
-    setDockerfile(`RUN exit 3\n`);
+    setDockerfile(`RUN echo the-failing-step-said-this && exit 3\n`);
     const r = sbx(["rebuild", "rb"]);
     expect(r.code).not.toBe(0);
+    // What failed, where, its last lines and the whole log's path (off a terminal: one progress line per step).
+    expect(r.stderr).toMatch(/building the image: step \d+\/(\d+): RUN echo the-failing-step-said-this/);
+    expect(r.stderr).toMatch(/failed \(exit 3\) at step \d+\/\d+ \(RUN echo the-failing-step-said-this && exit 3\); its last \d+ lines:/);
+    expect(r.stderr).toContain("  the-failing-step-said-this\n");
+    const logPath = /The whole log: (\S+\.log)/.exec(r.stderr)?.[1];
+    expect(logPath).toBeDefined();
+    expect(readFileSync(logPath!, "utf8")).toContain("the-failing-step-said-this");
     expect(docker(["inspect", "--format", "{{.Id}} {{.Config.Image}}", ctr]).stdout.trim()).toBe(before);
     expect(sbx(["exec", "rb", "--", "cat", "/etc/sbx-test-version"]).stdout).toBe("v2\n");
     setDockerfile(`RUN echo v2 > /etc/sbx-test-version\n`);

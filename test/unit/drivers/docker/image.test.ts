@@ -1,11 +1,13 @@
 // Image tags: a content hash of the Dockerfile, the build args and (with COPY/ADD) the context; missing Dockerfile names `sbx init`.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DockerEngine } from "../../../../src/drivers/docker/engine-client";
 import { buildArgsFor, contextHash, dockerBuildArgs, ensureImage, imageRepoName, imageTag, planImage, usesContext } from "../../../../src/drivers/docker/image";
 import { FakeExec } from "../../../fakes/exec";
+import { FakeDockerEngine } from "../../../fakes/docker-engine";
+import { SbxError } from "../../../../src/core/errors";
 
 const user = { name: "ann", uid: 1000, gid: 1000, home: "/home/ann", shell: "/bin/bash" };
 const args = buildArgsFor(user);
@@ -95,4 +97,28 @@ test("docker build argv passes the four build args and the tag", () => {
     "--build-arg", "USER_GID=1000", "--build-arg", "USER_HOME=/home/ann", "--build-arg", "USER_NAME=ann", "--build-arg", "USER_UID=1000",
     "--label", "sbx.image=1", "--file", "/ctx/Dockerfile", "/ctx",
   ]);
+});
+
+describe("a build that fails", () => {
+  test("says which step, shows its last 40 lines, and names the whole log (written as it came)", async () => {
+    const d = join(tmp, "failing");
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, "Dockerfile"), "FROM sbx-base:bookworm\nRUN make\n");
+    const engine = new FakeDockerEngine(["sbx-base:bookworm"]);
+    const noise = Array.from({ length: 60 }, (_, i) => `compiler line ${i}`).join("\n");
+    engine.failBuild = { code: 1, output: `Step 1/2 : FROM sbx-base:bookworm\n ---> abc\nStep 2/2 : RUN make\n${noise}\nmake: *** [all] Error 2\n` };
+    const logFile = join(tmp, "logs", "builds", "failing.log");
+    const seen: string[] = [];
+    const e = (await ensureImage(engine, d, user, { logFile, onProgress: (s) => seen.push(s) }).catch((x: unknown) => x)) as SbxError;
+    expect(e).toBeInstanceOf(SbxError);
+    const [first, ...rest] = e.message.split("\n");
+    expect(first).toMatch(/^docker build of sbx-failing:[0-9a-f]{64} failed \(exit 1\) at step 2\/2 \(RUN make\); its last 40 lines:$/);
+    expect(rest).toHaveLength(40);
+    expect(rest.at(-1)).toBe("  make: *** [all] Error 2");
+    expect(rest[0]).toBe("  compiler line 21");
+    expect(e.hint).toBe(`Fix the Dockerfile, then run the command again. The whole log: ${logFile}`);
+    expect(e.data).toMatchObject({ step: { n: 2, of: 2, text: "RUN make" }, exitCode: 1, log: logFile });
+    expect(readFileSync(logFile, "utf8")).toBe(engine.failBuild.output);
+    expect(seen.join("")).toBe(engine.failBuild.output);
+  });
 });
