@@ -1,6 +1,6 @@
 // The CLI's sandbox verbs: each is one call to the daemon's sandbox service (/v1/lifecycle/*), its notes and build output shown as they come.
 import { SbxError, toSbxError } from "../core/errors";
-import { progressOut } from "../cli/build-progress";
+import { progressOut } from "./build-progress";
 import { listScope } from "../core/scope";
 import { processPipedIo, readStdin, runPiped, stdinHasData } from "./piped";
 import { terminalVars } from "../lifecycle/terminal-vars";

@@ -77,7 +77,7 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   };
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
-    const [{ quickAgent, quickEnter, stdio }, { progressOut }] = await Promise.all([import("../../client/quick"), import("../build-progress")]);
+    const [{ quickAgent, quickEnter, stdio }, { progressOut }] = await Promise.all([import("../../client/quick"), import("../../client/build-progress")]);
     const got = await quickAgent(ctx.paths, body, progressOut(ctx.render));
     if (got) {
       if (got.created) ctx.render.info(`created sandbox ${got.name}`);

@@ -14,11 +14,12 @@ afterEach(async () => {
 const cli = (argv: string[]) => x.cli(argv);
 
 describe("sbx list", () => {
-  test("create streams the image build to the caller's terminal as it comes; list shows the sandbox running, exit 0", async () => {
+  test("create streams the image build's steps to the caller as they come; list shows the sandbox running, exit 0", async () => {
     const c = await cli(["create", "demo"]);
     expect(c.code).toBe(0);
-    // The daemon built the image; its output reached this CLI's stderr over the socket, indented under the notes.
-    expect(c.stderr).toMatch(/^ {2}Successfully tagged sbx-repo:/m);
+    // The daemon built the image; its steps reached this CLI's stderr over the socket (a line each off a terminal).
+    expect(c.stderr).toMatch(/^ {2}building the image: step 1\/1: FROM sbx-base$/m);
+    expect(c.stderr).not.toContain("Successfully tagged");
     expect(c.stderr).toMatch(/^built image sbx-repo:/m);
     const r = await cli(["list", "--json"]);
     expect(r.code).toBe(0);

@@ -1,7 +1,7 @@
 // A build shows as its steps: one line rewritten in place on a terminal, a line per step elsewhere; the Dockerfile's
 // text (the repo's, so a sandbox's) reaches the terminal with its control characters shown, not sent.
 import { describe, expect, test } from "bun:test";
-import { buildProgress } from "../../../src/cli/build-progress";
+import { buildProgress } from "../../../src/client/build-progress";
 import { parseBuildStep } from "../../../src/core/build-steps";
 
 const OUTPUT = "Sending build context to Docker daemon  2.048kB\r\nStep 1/3 : FROM sbx-base:bookworm\n ---> 9685abf086ce\nStep 2/3 : RUN apt-get update\n ---> Running in 1\nHit:1 http://deb.debian.org\nStep 3/3 : USER 1000\nSuccessfully built 1\n";
