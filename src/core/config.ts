@@ -9,6 +9,19 @@ const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_
 /** Names that hold credentials by convention; sbx never passes such a variable into a sandbox. */
 const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
 
+/**
+ * Why a variable may not go into a sandbox from a file the user did not type (devcontainer.json's containerEnv): its
+ * name is sbx's own or a credential's, or its value looks like a secret or is one the host holds. null: it may.
+ */
+export function envEntryRefusal(name: string, value: string, knownSecrets: readonly string[] = []): string | null {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return "not a valid variable name";
+  if (RESERVED.test(name)) return "is set by sbx itself";
+  if (SECRET_NAME.test(name)) return "looks like a credential (sbx keeps credentials on the host)";
+  if (scanText(value, "config").length > 0) return "its value looks like a secret";
+  if (value.length >= 8 && knownSecrets.includes(value)) return "its value is one of your host secrets";
+  return null;
+}
+
 export const ConfigSchema = z
   .object({
     overlays: z

@@ -318,6 +318,7 @@ export function createApp(deps: AppDeps): Hono {
         ...(req.shell ? { shell: req.shell } : {}),
         limits: req.limits,
         exposeCredentials: req.exposeCredentials,
+        ...(req.image ? { image: req.image } : {}),
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
@@ -348,6 +349,7 @@ export function createApp(deps: AppDeps): Hono {
         ...(req.shell ? { shell: req.shell } : {}),
         limits: req.limits,
         exposeCredentials: req.exposeCredentials,
+        ...(req.image ? { image: req.image } : {}),
         signal: gone,
       });
       return LifecycleResults.agent.parse(r);

@@ -2,6 +2,7 @@
 import type { Limits } from "../core/limits";
 import type { BackendKind } from "../core/schemas";
 import type { SandboxSockets } from "../sys/paths";
+import type { ImageSource } from "./docker/image-source";
 
 /** The host user a sandbox stands in for (Docker) or is kept apart from (macOS, Linux users). */
 export interface HostUser {
@@ -45,6 +46,8 @@ export interface DockerOptions {
   claudeAuth: "inject" | "overlay";
   /** The in-sandbox forwarder's port (default 3128). */
   proxyPort?: number;
+  /** Where its image comes from (absent: the repo's Dockerfile): `sbx list` and starts compare it with the image. */
+  imageSource?: ImageSource;
 }
 
 /** A user-account sandbox's (linux-user, macos): the loopback port its guest reaches its proxy on. */

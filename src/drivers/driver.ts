@@ -4,6 +4,7 @@ import type { Config } from "../core/config";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
+import type { ImageFlags } from "./docker/image-source";
 import type { Exec, StreamedRun } from "../sys/exec";
 import type { RefSyncOptions } from "../sync/refsync";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
@@ -25,6 +26,8 @@ export interface CreateOptions {
   exposeCredentials?: boolean;
   /** `--memory`, `--cpus`, `--pids` as typed (over the config file's `limits`, over the defaults). */
   limits?: LimitsInput;
+  /** `--dockerfile`, `--context`, `--image` (Docker; paths absolute): else devcontainer.json, else the repo's Dockerfile. */
+  image?: ImageFlags;
 }
 
 /** A sandbox being made: where it lives and what was asked. */

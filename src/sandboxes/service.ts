@@ -11,6 +11,7 @@ import { isAgentName } from "../core/agent-names";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
 import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
 import { terminalVars } from "../lifecycle/terminal-vars";
+import { lineSplitter } from "../core/lines";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
 import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
@@ -269,7 +270,12 @@ export class SandboxService {
       if (existing && !existsSync(lay.creating)) {
         if (req.ifExists === "reuse" && (req.backend === undefined || req.backend === existing.backend)) {
           // An option only a new sandbox takes is refused, never ignored.
-          const newOnly = [...((req.overlays?.length ?? 0) > 0 ? ["--overlay"] : []), ...(req.claudeAuth ? ["--claude-auth"] : []), ...(req.exposeCredentials ? ["--expose-credentials"] : [])];
+          const newOnly = [
+            ...((req.overlays?.length ?? 0) > 0 ? ["--overlay"] : []),
+            ...(req.claudeAuth ? ["--claude-auth"] : []),
+            ...(req.exposeCredentials ? ["--expose-credentials"] : []),
+            ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
+          ];
           if (newOnly.length > 0) {
             throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
               hint: `Remove it and create it again with them (\`sbx rm ${req.name}\`; its commits stay as sandbox-${req.name}/*), or leave them out.`,
@@ -322,11 +328,36 @@ export class SandboxService {
         throw e;
       }
       unlinkSync(lay.creating);
+      await this.postCreate(this.d.store.getSandbox(row.id) ?? row, driver, out);
       const live = this.d.store.getSandbox(row.id) ?? row;
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, backend: driver.kind, ...createFacts(live) } });
       return { sandbox: live, created: true };
     } finally {
       lock.release();
+    }
+  }
+
+  /**
+   * devcontainer.json's postCreateCommand, once, in the new sandbox: as the user, in the repo's path, with the sandbox's
+   * egress; its output shown as it comes. One that fails is said and the sandbox kept (the person reruns it with
+   * `sbx exec`); either way it does not run again.
+   */
+  private async postCreate(row: Sandbox, driver: Driver, out: Output): Promise<void> {
+    const raw = row.identity.postCreate;
+    if (!Array.isArray(raw) || raw.length === 0) return;
+    const cmds = raw.filter((c): c is string[] => Array.isArray(c) && c.length > 0 && c.every((x) => typeof x === "string"));
+    const { postCreate: _ran, ...rest } = row.identity;
+    this.d.store.updateIdentity(row.id, rest);
+    const spec = driver.spec(row);
+    for (const cmd of cmds) {
+      out.log(`postCreateCommand: ${cmd.length === 3 && cmd[0] === "/bin/sh" && cmd[1] === "-c" ? cmd[2] : cmd.join(" ")}`);
+      // Its stderr with its stdout, in order (one stream back).
+      const argv = driver.backend.shellArgv(spec, { argv: ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", ...cmd], cwd: driver.sessionCwd(spec, row.repo), tty: false, env: terminalVars(this.d.env.raw), stdin: false });
+      const r = await this.d.exec.run(argv, { check: false, timeoutMs: 60 * 60_000, onStdout: lineSplitter((l) => out.log(`  ${l}`)) });
+      if (r.exitCode !== 0) {
+        out.log(`warning: postCreateCommand exited ${r.exitCode}; sandbox ${row.name} is kept (run it again with \`sbx exec ${row.name} -- …\`)`);
+        return;
+      }
     }
   }
 

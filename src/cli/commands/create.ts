@@ -1,6 +1,6 @@
 // sbx create: create a sandbox for this repo and start it
 import type { Command } from "commander";
-import { dirname } from "node:path";
+import { dirname, isAbsolute, resolve } from "node:path";
 import { SbxError } from "../../core/errors";
 import type { BackendKind } from "../../core/schemas";
 import { userBackendKind } from "../../core/backend-kind";
@@ -28,6 +28,17 @@ export function limitsOpt(opts: Record<string, unknown>): { limits: { memory?: s
   return { limits: out };
 }
 
+/** `--dockerfile`, `--context`, `--image` as the lifecycle takes them: paths made absolute from where sbx runs. */
+export function imageOpt(opts: Record<string, unknown>, cwd: string): { image?: { dockerfile?: string; context?: string; image?: string } } {
+  const abs = (p: unknown) => (typeof p === "string" ? (isAbsolute(p) ? p : resolve(cwd, p)) : undefined);
+  const image = {
+    ...(typeof opts.dockerfile === "string" ? { dockerfile: abs(opts.dockerfile)! } : {}),
+    ...(typeof opts.context === "string" ? { context: abs(opts.context)! } : {}),
+    ...(typeof opts.image === "string" ? { image: opts.image } : {}),
+  };
+  return Object.keys(image).length ? { image } : {};
+}
+
 /** The limit flags of create, run and limits. */
 export const LIMIT_OPTIONS = [
   ["--memory <size>", "memory the sandbox may use, e.g. 4g or 512m; none for no limit (default: half this machine's; config: limits.memory)"],
@@ -48,6 +59,9 @@ export function backendFlag(opts: Record<string, unknown>, platform: NodeJS.Plat
     ["overlay", Array.isArray(opts.overlay) && opts.overlay.length > 0],
     ["claude-auth", opts.claudeAuth !== undefined],
     ["expose-credentials", opts.exposeCredentials === true],
+    ["dockerfile", opts.dockerfile !== undefined],
+    ["context", opts.context !== undefined],
+    ["image", opts.image !== undefined],
   ] as const;
   const bad = dockerOnly.find(([, set]) => set);
   if (bad) {
@@ -86,6 +100,9 @@ export const BACKEND_OPTION = ["--backend <kind>", "docker (the default on Linux
 export function declareNewSandboxOptions(cmd: Command): Command {
   return cmd
     .option("--rebuild", "rebuild the image even if its tag exists")
+    .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
+    .option("--context <dir>", "the build context (default: the repo; its Dockerfile when --dockerfile is not given)")
+    .option("--image <ref>", "use this local image as it is, no build (sbx pulls nothing; it runs as you either way)")
     .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
     .option(
       "--claude-auth <mode>",
@@ -124,6 +141,7 @@ export const create: Verb = {
       ifExists: "error" as const,
       ...claudeAuthOpt(opts),
       ...limitsOpt(opts),
+      ...imageOpt(opts, ctx.cwd),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),

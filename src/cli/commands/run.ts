@@ -3,7 +3,7 @@
 import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
 import type { Verb, CliContext } from "../verb";
-import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, limitsOpt } from "./create";
+import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt } from "./create";
 
 /** The options `run` and `exec` share: those of a new sandbox. */
 export function declareRunOptions(cmd: Command): Command {
@@ -18,6 +18,7 @@ function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: str
     overlays: (opts.overlay as string[] | undefined) ?? [],
     ...claudeAuthOpt(opts),
     ...limitsOpt(opts),
+    ...imageOpt(opts, ctx.cwd),
     ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
     ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
   };
@@ -31,7 +32,8 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   // An existing sandbox and a command with no terminal: the fast path (see shell); a missing one is created below.
   const limits = limitsOpt(opts);
   // Options only a new sandbox takes go the full way, where an existing sandbox refuses them (never ignored).
-  const newOnly = Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0;
+  const newOnly =
+    Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0 || imageOpt(opts, ctx.cwd).image !== undefined;
   if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
     const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());

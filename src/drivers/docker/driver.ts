@@ -8,6 +8,8 @@ import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from
 import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
 import { hostSecretValues, scanOverlays } from "./overlay-scan";
 import { currentTagIfCheap, ensureImage, planImage } from "./image";
+import { describeSource, ImageSourceSchema, planImageSource, type ImageFlags, type ImageSource } from "./image-source";
+import { hostKeySources, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
@@ -41,6 +43,10 @@ export const DockerIdentitySchema = z.object({
   userEnv: z.record(z.string(), z.string()).optional(),
   /** Memory, CPUs and processes (decided by the service at create; absent on sandboxes made before limits). */
   limits: LimitsSchema.optional(),
+  /** Where its image comes from (absent on sandboxes made before image sources: the repo's Dockerfile). */
+  source: ImageSourceSchema.optional(),
+  /** devcontainer.json's postCreateCommand, run once after the create (argv each); cleared once it has run. */
+  postCreate: z.array(z.array(z.string())).optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -175,13 +181,20 @@ export class DockerDriver implements Driver {
     const config = n.config;
     const user = this.hostUser;
     if (user.uid === 0) r.log("note: you are root, so the sandbox runs as root inside (with every capability dropped and no-new-privileges).");
+    const img = planImageSource(n.repo, n.image, knownSecretValues(hostKeySources(this.d.env, this.d.paths.configDir)));
+    if (img.source.from !== "repo") r.log(`image: ${describeSource(img.source, n.repo)}`);
+    for (const note of img.notes) r.log(`note: ${note}`);
+    // The config file's variables win over devcontainer.json's (the person's file over the repo's).
+    const userEnv = { ...img.env, ...config.env };
     return {
       id: n.id,
       dir: n.dir,
       overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log, n.repo),
       hostShell: n.shell ?? user.shell,
       claudeAuth: this.claudeAuthFor(n, config, r.log),
-      ...(Object.keys(config.env).length ? { userEnv: config.env } : {}),
+      ...(Object.keys(userEnv).length ? { userEnv } : {}),
+      ...(img.source.from !== "repo" ? { source: img.source } : {}),
+      ...(img.postCreate.length ? { postCreate: img.postCreate } : {}),
     };
   }
 
@@ -205,6 +218,7 @@ export class DockerDriver implements Driver {
       claudeAuth: ident.claudeAuth ?? "overlay",
       ...(ident.image ? { image: ident.image } : {}),
       ...(ident.shell ? { shell: ident.shell } : {}),
+      ...(ident.source ? { imageSource: ident.source } : {}),
     };
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
@@ -249,7 +263,7 @@ export class DockerDriver implements Driver {
   async provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<DockerIdentity> {
     const ident = this.identity(row);
     const pruning = this.backend.pruneOrphans().catch(() => undefined);
-    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, ...this.buildOutput(n.repo, r) });
+    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, ...this.buildOutput(n.repo, r), ...this.sourceOf(ident) });
     const cloning = createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged);
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
@@ -270,9 +284,10 @@ export class DockerDriver implements Driver {
   async prepareRun(row: Sandbox): Promise<void> {
     const spec = this.spec(row);
     if ((await this.backend.inspect(spec)).phase !== "absent") return;
-    const tag = planImage(row.repo, this.hostUser).tag;
+    const ident = this.identity(row);
+    const tag = ident.source?.kind === "image" ? ident.source.ref : planImage(row.repo, this.hostUser, ident.source).tag;
     if (!(await this.backend.engine.imageExists(tag))) return;
-    await this.backend.prepare(this.specOf(row.name, row.repo, { ...this.identity(row), image: tag }));
+    await this.backend.prepare(this.specOf(row.name, row.repo, { ...ident, image: tag }));
   }
 
   /**
@@ -283,9 +298,10 @@ export class DockerDriver implements Driver {
     const out: string[] = [];
     // The repo's Dockerfile changed since this sandbox's image was built: say how to apply it (never done silently).
     const image = dockerOptions(spec).image;
-    const now = typeof image === "string" ? currentTagIfCheap(spec.repo, spec.hostUser) : null;
+    const src = dockerOptions(spec).imageSource;
+    const now = typeof image === "string" ? currentTagIfCheap(spec.repo, spec.hostUser, src) : null;
     if (now !== null && now !== image) {
-      out.push(`note: the repo's Dockerfile changed since sandbox ${spec.name}'s image was built; \`sbx rebuild ${spec.name}\` applies it (the clone, its home and its allowlist stay)`);
+      out.push(`note: ${src?.from === "devcontainer" ? "the Dockerfile devcontainer.json names" : src?.from === "flags" ? `${src.kind === "dockerfile" ? src.dockerfile : "its Dockerfile"}` : "the repo's Dockerfile"} changed since sandbox ${spec.name}'s image was built; \`sbx rebuild ${spec.name}\` applies it (the clone, its home and its allowlist stay)`);
     }
     const lay = sandboxLayout(spec.dir);
     if (!existsSync(lay.clone) || existsSync(lay.alternatesMask)) return out;
@@ -296,6 +312,11 @@ export class DockerDriver implements Driver {
     ];
   }
 
+  /** The sandbox's image source, for ensureImage (absent: the repo's Dockerfile). */
+  private sourceOf(ident: DockerIdentity): { source?: ImageSource } {
+    return ident.source ? { source: ident.source } : {};
+  }
+
   /** Where a build's output goes: to the person as it comes, and whole into this repo's build log (its last build). */
   private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string } {
     return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`) };
@@ -303,8 +324,9 @@ export class DockerDriver implements Driver {
 
   /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */
   async buildImage(row: Sandbox, r: DriverReport): Promise<{ identity: DockerIdentity; image: string }> {
-    const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r) });
-    return { identity: { ...this.identity(row), image: img.tag }, image: img.tag };
+    const ident = this.identity(row);
+    const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+    return { identity: { ...ident, image: img.tag }, image: img.tag };
   }
 
   async dropRuntime(row: Sandbox): Promise<void> {
@@ -318,7 +340,7 @@ export class DockerDriver implements Driver {
     if (obs.phase === "running") return { spec };
     const ident = this.identity(row);
     if (obs.phase === "absent") {
-      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, this.buildOutput(row.repo, r));
+      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
       ident.image = img.tag;
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));

@@ -8,6 +8,7 @@ import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
 import type { HostUser } from "../backend";
+import { repoSource, type ImageSource } from "./image-source";
 
 export const DOCKERFILE = "Dockerfile";
 
@@ -76,39 +77,53 @@ export function contextHash(dir: string): string {
 
 export interface BuildPlan {
   tag: string;
+  /** The Dockerfile's text, and its path (sent as --file when the context is sent). */
   dockerfile: string;
+  dockerfilePath: string;
   buildArgs: Record<string, string>;
   /** The repo dir when the Dockerfile uses COPY/ADD; otherwise the build sends a context holding only the Dockerfile. */
   context: string | null;
 }
 
-/** Reads the repo's Dockerfile and works out the tag; a missing Dockerfile is a config error naming `sbx init`. */
-export function planImage(repo: string, user: HostUser): BuildPlan {
-  const file = join(repo, DOCKERFILE);
+/**
+ * Reads the source's Dockerfile (default: the repo's) and works out the tag; a missing repo Dockerfile is a config
+ * error naming `sbx init` and the other sources.
+ */
+export function planImage(repo: string, user: HostUser, source: Extract<ImageSource, { kind: "dockerfile" }> = repoDockerfile(repo)): BuildPlan {
+  const file = source.dockerfile;
   if (!existsSync(file)) {
-    throw new SbxError("config", `${repo} has no ${DOCKERFILE}; sbx builds the sandbox image from it`, {
-      hint: "Run `sbx init` in the repo to write a starter Dockerfile (git, fish, Claude Code, the sbx user), then commit it.",
-    });
+    if (source.from === "repo") {
+      throw new SbxError("config", `${repo} has no ${DOCKERFILE}; sbx builds the sandbox image from it`, {
+        hint: "Run `sbx init` in the repo to write a starter Dockerfile (git, fish, Claude Code), or add .devcontainer/devcontainer.json, or pass --dockerfile PATH or --image REF.",
+      });
+    }
+    throw new SbxError("config", `the Dockerfile this sandbox is built from (${file}) is gone`, { hint: "Put it back, or make the sandbox again with another source (sbx rm, then sbx create)." });
   }
   const dockerfile = readFileSync(file, "utf8");
-  const buildArgs = buildArgsFor(user);
-  const context = usesContext(dockerfile) ? repo : null;
-  const tag = imageTag(repo, dockerfile, buildArgs, context === null ? undefined : contextHash(repo));
-  return { tag, dockerfile, buildArgs, context };
+  // sbx's USER_* win over the source's own args (the image contract is sbx's).
+  const buildArgs = { ...source.args, ...buildArgsFor(user) };
+  const context = usesContext(dockerfile) ? source.context : null;
+  const tag = imageTag(repo, dockerfile, buildArgs, context === null ? undefined : contextHash(context));
+  return { tag, dockerfile, dockerfilePath: file, buildArgs, context };
+}
+
+function repoDockerfile(repo: string): Extract<ImageSource, { kind: "dockerfile" }> {
+  return repoSource(repo) as Extract<ImageSource, { kind: "dockerfile" }>;
 }
 
 /**
  * The tag the repo's Dockerfile would build now, when that is cheap to know: the Dockerfile copies nothing from the
  * repo (else the tag hashes the whole context, too slow for every start). null: no Dockerfile, or it uses the context.
  */
-export function currentTagIfCheap(repo: string, user: HostUser): string | null {
+export function currentTagIfCheap(repo: string, user: HostUser, source: ImageSource = repoSource(repo)): string | null {
+  if (source.kind === "image") return null;
   let dockerfile: string;
   try {
-    dockerfile = readFileSync(join(repo, DOCKERFILE), "utf8");
+    dockerfile = readFileSync(source.dockerfile, "utf8");
   } catch {
     return null;
   }
-  return usesContext(dockerfile) ? null : imageTag(repo, dockerfile, buildArgsFor(user));
+  return usesContext(dockerfile) ? null : imageTag(repo, dockerfile, { ...source.args, ...buildArgsFor(user) });
 }
 
 /** Pure: the `docker build` argv for a plan, given the context dir actually sent. */
@@ -152,6 +167,8 @@ export interface EnsureImageOptions {
   onProgress?: (chunk: string) => void;
   /** Where the build's whole output is written (replaced by each build); a failure names it. */
   logFile?: string;
+  /** Where the image comes from (default: the repo's Dockerfile). */
+  source?: ImageSource;
 }
 
 /** The build's log file, made fresh (its dir too); a log that cannot be written costs the log, never the build. */
@@ -186,7 +203,15 @@ export interface ImageEngine {
  * runs (engine.build): docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> <context>
  */
 export async function ensureImage(engine: ImageEngine, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
-  const plan = planImage(repo, user);
+  const source = opts.source ?? repoSource(repo);
+  if (source.kind === "image") {
+    // Used as it is: sbx pulls nothing (no registry here), so a missing image is said with what to do.
+    if (await engine.imageExists(source.ref)) return { tag: source.ref, built: false };
+    throw new SbxError("config", `image ${source.ref} is not on this machine (sbx pulls nothing)`, {
+      hint: `Build or load it first (\`docker build -t ${source.ref} …\` or \`docker load\`), then run the command again.`,
+    });
+  }
+  const plan = planImage(repo, user, source);
   if (!opts.rebuild && (await engine.imageExists(plan.tag))) return { tag: plan.tag, built: false };
   let tmp: string | null = null;
   try {
@@ -199,7 +224,7 @@ export async function ensureImage(engine: ImageEngine, repo: string, user: HostU
       contextDir = tmp;
     } else {
       contextDir = plan.context;
-      dockerfilePath = join(plan.context, DOCKERFILE);
+      dockerfilePath = plan.dockerfilePath;
     }
     const argv = dockerBuildArgs(plan, contextDir, dockerfilePath);
     // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.

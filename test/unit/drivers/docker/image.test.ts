@@ -91,7 +91,7 @@ test("an existing tag is not rebuilt", async () => {
 });
 
 test("docker build argv passes the four build args and the tag", () => {
-  const argv = dockerBuildArgs({ tag: "sbx-r:1", dockerfile: "", buildArgs: args, context: null }, "/ctx", "/ctx/Dockerfile");
+  const argv = dockerBuildArgs({ tag: "sbx-r:1", dockerfile: "", dockerfilePath: "/r/Dockerfile", buildArgs: args, context: null }, "/ctx", "/ctx/Dockerfile");
   expect(argv).toEqual([
     "docker", "build", "--force-rm", "--tag", "sbx-r:1",
     "--build-arg", "USER_GID=1000", "--build-arg", "USER_HOME=/home/ann", "--build-arg", "USER_NAME=ann", "--build-arg", "USER_UID=1000",
