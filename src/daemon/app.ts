@@ -319,6 +319,7 @@ export function createApp(deps: AppDeps): Hono {
         limits: req.limits,
         exposeCredentials: req.exposeCredentials,
         ...(req.image ? { image: req.image } : {}),
+        ...(req.withChanges ? { withChanges: true } : {}),
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
@@ -350,6 +351,7 @@ export function createApp(deps: AppDeps): Hono {
         limits: req.limits,
         exposeCredentials: req.exposeCredentials,
         ...(req.image ? { image: req.image } : {}),
+        ...(req.withChanges ? { withChanges: true } : {}),
         signal: gone,
       });
       return LifecycleResults.agent.parse(r);

@@ -221,6 +221,7 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   shell: z.string().startsWith("/").max(4096).optional(),
   limits: LimitsInputSchema.default({}),
   exposeCredentials: z.boolean().default(false),
+  withChanges: z.boolean().default(false),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
     .object({ dockerfile: z.string().startsWith("/").max(4096).optional(), context: z.string().startsWith("/").max(4096).optional(), image: z.string().min(1).max(255).optional() })

@@ -28,6 +28,8 @@ export interface CreateOptions {
   limits?: LimitsInput;
   /** `--dockerfile`, `--context`, `--image` (Docker; paths absolute): else devcontainer.json, else the repo's Dockerfile. */
   image?: ImageFlags;
+  /** `--with-changes`: the host repo's uncommitted and untracked (not ignored) files carried in as uncommitted changes. */
+  withChanges?: boolean;
 }
 
 /** A sandbox being made: where it lives and what was asked. */

@@ -12,6 +12,7 @@ import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
 import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
+import { changedFiles, workingTreeChanges } from "../workspace/changes";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
 import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
@@ -275,6 +276,7 @@ export class SandboxService {
             ...(req.claudeAuth ? ["--claude-auth"] : []),
             ...(req.exposeCredentials ? ["--expose-credentials"] : []),
             ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
+            ...(req.withChanges ? ["--with-changes"] : []),
           ];
           if (newOnly.length > 0) {
             throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
@@ -328,6 +330,7 @@ export class SandboxService {
         throw e;
       }
       unlinkSync(lay.creating);
+      await this.workingTree(this.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out);
       await this.postCreate(this.d.store.getSandbox(row.id) ?? row, driver, out);
       const live = this.d.store.getSandbox(row.id) ?? row;
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, backend: driver.kind, ...createFacts(live) } });
@@ -335,6 +338,35 @@ export class SandboxService {
     } finally {
       lock.release();
     }
+  }
+
+  /**
+   * A new sandbox is a clone of the last commit: the host's uncommitted work is either said to stay behind (how many
+   * files), or, with `--with-changes`, carried in as uncommitted changes, through the sandbox's own git and tar (the
+   * host only writes to their stdin). One that does not apply is said; the sandbox is kept either way.
+   */
+  private async workingTree(row: Sandbox, driver: Driver, carry: boolean, out: Output): Promise<void> {
+    const spec = driver.spec(row);
+    const hostExec = driver.hostExec(spec);
+    if (!carry) {
+      const n = await changedFiles(hostExec, row.repo).catch(() => 0);
+      if (n > 0) out.log(`note: ${n} changed file${n === 1 ? "" : "s"} in your working tree ${n === 1 ? "is" : "are"} not in ${row.name} (it starts from the last commit); \`--with-changes\` carries them in`);
+      return;
+    }
+    const ch = await workingTreeChanges(hostExec, row.repo);
+    const cwd = driver.sessionCwd(spec, row.repo);
+    const inside = async (argv: string[], stdin: string | Uint8Array, what: string): Promise<boolean> => {
+      const a = driver.backend.shellArgv(spec, { argv, cwd, tty: false, env: terminalVars(this.d.env.raw), stdin: true });
+      const r = await this.d.exec.run(a, { stdin, check: false, timeoutMs: 10 * 60_000 });
+      if (r.exitCode === 0) return true;
+      out.log(`warning: ${what} did not apply in ${row.name} (exit ${r.exitCode}): ${r.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+      return false;
+    };
+    let ok = true;
+    if (ch.patch !== "") ok = (await inside(["git", "apply", "--binary", "--whitespace=nowarn", "-"], ch.patch, "your uncommitted changes")) && ok;
+    if (ch.untracked) ok = (await inside(["tar", "-x", "-f", "-"], ch.untracked, "your untracked files")) && ok;
+    for (const s of ch.skipped) out.log(`note: not carried in: ${s}`);
+    if (ok) out.log(ch.files === 0 ? "--with-changes: your working tree has no changes" : `carried in ${ch.files} changed file${ch.files === 1 ? "" : "s"} as uncommitted changes`);
   }
 
   /**

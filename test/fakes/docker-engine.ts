@@ -5,7 +5,7 @@ import { createRequestFromArgs, FORWARDER_READY, LABEL, parseMountValue } from "
 import type { StreamedRun } from "../../src/sys/exec";
 import type { Engine, Found, LogsAndState, Seen } from "../../src/drivers/docker/engine-client";
 import { SbxError } from "../../src/core/errors";
-import { tarArchive } from "../../src/drivers/docker/tar";
+import { tarArchive } from "../../src/core/tar";
 
 interface Container {
   name: string;

@@ -100,6 +100,7 @@ export const BACKEND_OPTION = ["--backend <kind>", "docker (the default on Linux
 export function declareNewSandboxOptions(cmd: Command): Command {
   return cmd
     .option("--rebuild", "rebuild the image even if its tag exists")
+    .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes (default: the sandbox starts from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
     .option("--context <dir>", "the build context (default: the repo; its Dockerfile when --dockerfile is not given)")
     .option("--image <ref>", "use this local image as it is, no build (sbx pulls nothing; it runs as you either way)")
@@ -142,6 +143,7 @@ export const create: Verb = {
       ...claudeAuthOpt(opts),
       ...limitsOpt(opts),
       ...imageOpt(opts, ctx.cwd),
+      ...(opts.withChanges === true ? { withChanges: true } : {}),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),

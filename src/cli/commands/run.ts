@@ -19,6 +19,7 @@ function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: str
     ...claudeAuthOpt(opts),
     ...limitsOpt(opts),
     ...imageOpt(opts, ctx.cwd),
+    ...(opts.withChanges === true ? { withChanges: true } : {}),
     ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
     ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
   };
@@ -33,7 +34,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   const limits = limitsOpt(opts);
   // Options only a new sandbox takes go the full way, where an existing sandbox refuses them (never ignored).
   const newOnly =
-    Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0 || imageOpt(opts, ctx.cwd).image !== undefined;
+    Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0 || imageOpt(opts, ctx.cwd).image !== undefined || opts.withChanges === true;
   if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
     const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());

@@ -4,7 +4,7 @@ import { basename, dirname, join, posix } from "node:path";
 import type { SandboxSpec, ShellRequest } from "../backend";
 import { sandboxLayout } from "../../workspace/layout";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
-import type { TarEntry } from "./tar";
+import type { TarEntry } from "../../core/tar";
 import { MAIN_RUNTIME_ENV } from "../../../shims/exec-agent";
 
 export { sandboxLayout };

@@ -30,7 +30,7 @@ import {
 import { probeEngineFast } from "./engine";
 import { DockerEngine, type Engine, type Found } from "./engine-client";
 import { engineSocket } from "./engine-exec";
-import { firstTarEntry, tarArchive, type TarEntry } from "./tar";
+import { firstTarEntry, tarArchive, type TarEntry } from "../../core/tar";
 import { identityFiles } from "./passwd";
 
 export interface DockerBackendOptions {

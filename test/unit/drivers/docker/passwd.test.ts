@@ -3,7 +3,7 @@
 // split, bounded, and written back into the container).
 import { describe, expect, test } from "bun:test";
 import { identityFiles } from "../../../../src/drivers/docker/passwd";
-import { firstTarEntry, paxRecord, tarArchive } from "../../../../src/drivers/docker/tar";
+import { firstTarEntry, paxRecord, tarArchive } from "../../../../src/core/tar";
 
 const ann = { name: "ann", uid: 1000, gid: 1000, home: "/home/ann", shell: "/bin/bash" };
 

@@ -8,7 +8,7 @@ import { rootLabel } from "../../../../src/drivers/docker/args";
 import type { SandboxSpec } from "../../../../src/drivers/backend";
 import { sandboxLayout } from "../../../../src/workspace/layout";
 import { FakeExec } from "../../../fakes/exec";
-import { tarArchive } from "../../../../src/drivers/docker/tar";
+import { tarArchive } from "../../../../src/core/tar";
 
 const tmp = mkdtempSync(join(tmpdir(), "sbx-seed-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

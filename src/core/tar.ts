@@ -1,9 +1,11 @@
-// A tiny ustar/pax writer: the archive `docker cp -` unpacks to seed $HOME parents (and ~/.claude.json) with the right owner.
+// A tiny ustar/pax writer (dirs, files, links): the archives `docker cp -` and a sandbox's own tar unpack (home seeding, /etc/passwd, --with-changes).
 
 export interface TarEntry {
   /** Path relative to the archive root, without a leading '/'. Directories may end with '/'. */
   path: string;
-  type: "dir" | "file";
+  type: "dir" | "file" | "symlink";
+  /** A link's target (symlinks only), stored as it is: never followed. */
+  target?: string;
   mode: number;
   uid: number;
   gid: number;
@@ -27,9 +29,10 @@ function put(buf: Uint8Array, offset: number, s: string, width: number): void {
   buf.set(b, offset);
 }
 
-function header(name: string, size: number, typeflag: string, e: Pick<TarEntry, "mode" | "uid" | "gid" | "mtime">): Uint8Array {
+function header(name: string, size: number, typeflag: string, e: Pick<TarEntry, "mode" | "uid" | "gid" | "mtime">, linkname = ""): Uint8Array {
   const h = new Uint8Array(BLOCK);
   put(h, 0, name, 100);
+  if (linkname !== "") put(h, 157, linkname, 100);
   put(h, 100, octal(e.mode & 0o7777, 8), 8);
   put(h, 108, octal(e.uid, 8), 8);
   put(h, 116, octal(e.gid, 8), 8);
@@ -66,12 +69,15 @@ export function tarArchive(entries: readonly TarEntry[]): Uint8Array {
     let name = e.path.replace(/^\/+/, "");
     if (e.type === "dir" && !name.endsWith("/")) name += "/";
     const content = e.type === "file" ? (e.content ?? new Uint8Array()) : new Uint8Array();
-    if (enc.encode(name).length > 99) {
-      const pax = enc.encode(paxRecord("path", name));
+    const target = e.type === "symlink" ? (e.target ?? "") : "";
+    const longLink = enc.encode(target).length > 99;
+    const longName = enc.encode(name).length > 99;
+    if (longName || longLink) {
+      const pax = enc.encode([...(longName ? [paxRecord("path", name)] : []), ...(longLink ? [paxRecord("linkpath", target)] : [])].join(""));
       parts.push(header("PaxHeader", pax.length, "x", { mode: 0o644, uid: 0, gid: 0 }), ...padded(pax));
-      name = name.slice(-90).replace(/^[^/]*\//, "");
+      if (longName) name = name.slice(-90).replace(/^[^/]*\//, "");
     }
-    parts.push(header(name, content.length, e.type === "dir" ? "5" : "0", e));
+    parts.push(header(name, content.length, e.type === "dir" ? "5" : e.type === "symlink" ? "2" : "0", e, longLink ? target.slice(0, 99) : target));
     if (content.length > 0) parts.push(...padded(content));
   }
   parts.push(new Uint8Array(BLOCK * 2));

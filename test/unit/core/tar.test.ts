@@ -3,7 +3,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { paxRecord, tarArchive } from "../../../../src/drivers/docker/tar";
+import { paxRecord, tarArchive } from "../../../src/core/tar";
 
 const tmp = mkdtempSync(join(tmpdir(), "sbx-tar-test-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -33,4 +33,24 @@ test("GNU tar lists the entries with numeric owners, modes and long names", () =
   expect(lines[2]).toMatch(/^-rw------- 1234\/567\s+7 .* home\/ann\/\.claude\.json$/);
   const content = Bun.spawnSync(["tar", "-xOf", f, "home/ann/.claude.json"]).stdout.toString();
   expect(content).toBe('{"a":1}');
+});
+
+test("links are stored as links (their target never read), short and long, and GNU tar unpacks them as links", () => {
+  const longTarget = `/${"t".repeat(150)}/target`;
+  const bytes = tarArchive([
+    { path: "a/", type: "dir", mode: 0o755, uid: 0, gid: 0 },
+    { path: "a/short", type: "symlink", target: "/home/ann/.ssh/id_rsa", mode: 0o777, uid: 0, gid: 0 },
+    { path: "a/long", type: "symlink", target: longTarget, mode: 0o777, uid: 0, gid: 0 },
+    { path: `a/${"n".repeat(120)}`, type: "symlink", target: "x", mode: 0o777, uid: 0, gid: 0 },
+  ]);
+  const f = join(tmp, "links.tar");
+  writeFileSync(f, bytes);
+  const out = join(tmp, "links-out");
+  Bun.spawnSync(["mkdir", "-p", out]);
+  const r = Bun.spawnSync(["tar", "-xf", f, "-C", out]);
+  expect(r.exitCode).toBe(0);
+  const { readlinkSync } = require("node:fs") as typeof import("node:fs");
+  expect(readlinkSync(join(out, "a/short"))).toBe("/home/ann/.ssh/id_rsa");
+  expect(readlinkSync(join(out, "a/long"))).toBe(longTarget);
+  expect(readlinkSync(join(out, `a/${"n".repeat(120)}`))).toBe("x");
 });

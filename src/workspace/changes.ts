@@ -1,0 +1,77 @@
+// The host repo's uncommitted work, which a new sandbox (a clone of HEAD) does not have: counted for the note a create
+// gives, and, with `--with-changes`, carried in as uncommitted changes: tracked changes as a binary patch that the
+// sandbox's own git applies, untracked files (not ignored ones) as a tar its own tar unpacks. The host reads only its
+// own repo, with the hardened git environment (no external diff, no textconv, no hooks), and never follows a link:
+// an untracked link is carried as a link, never as the file it points at (which may be outside the repo).
+import { lstatSync, readFileSync, readlinkSync } from "node:fs";
+import { join } from "node:path";
+import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
+import type { Exec } from "../sys/exec";
+import { tarArchive, type TarEntry } from "../core/tar";
+
+export interface WorkingTreeChanges {
+  /** `git diff --binary HEAD`: staged and unstaged changes to tracked files, against the commit the clone has. */
+  patch: string;
+  /** Untracked, not ignored files, as a tar of regular files and links (relative paths). */
+  untracked: Uint8Array | null;
+  /** How many paths differ from HEAD (tracked changes and untracked files). */
+  files: number;
+  /** What was left out, said to the person (sockets, devices, unreadable files). */
+  skipped: string[];
+}
+
+/** runs: git -C <repo> status --porcelain=v1 -z --untracked-files=all (how many paths are not in HEAD as they are) */
+export async function changedFiles(exec: Exec, repo: string): Promise<number> {
+  const r = await exec.run(["git", ...HOST_GIT_SAFE, "-C", repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules"], { env: hostGitEnv(), check: false });
+  if (r.exitCode !== 0) return 0;
+  // Entries are NUL-separated; a rename or copy carries its source path as one more field.
+  const fields = r.stdout.split("\0").filter((f) => f !== "");
+  let n = 0;
+  for (let i = 0; i < fields.length; i++) {
+    n++;
+    if (/^[RC]/.test(fields[i]!)) i++;
+  }
+  return n;
+}
+
+/**
+ * runs: git -C <repo> diff --binary --no-ext-diff --no-textconv HEAD;
+ *       git -C <repo> ls-files --others --exclude-standard -z
+ */
+export async function workingTreeChanges(exec: Exec, repo: string, now = Math.floor(Date.now() / 1000)): Promise<WorkingTreeChanges> {
+  const git = (args: string[]) => exec.run(["git", ...HOST_GIT_SAFE, "-C", repo, ...args], { env: hostGitEnv() });
+  const patch = (await git(["diff", "--binary", "--no-ext-diff", "--no-textconv", "--no-color", "HEAD", "--"])).stdout;
+  const names = (await git(["ls-files", "--others", "--exclude-standard", "-z"])).stdout.split("\0").filter((n) => n !== "");
+  const entries: TarEntry[] = [];
+  const skipped: string[] = [];
+  const dirs = new Set<string>();
+  for (const name of names) {
+    const p = join(repo, name);
+    let st;
+    try {
+      st = lstatSync(p);
+    } catch {
+      skipped.push(`${name} (gone)`);
+      continue;
+    }
+    // Parent dirs first, so the unpacking tar makes them with ordinary modes.
+    const parts = name.split("/").slice(0, -1);
+    for (let i = 1; i <= parts.length; i++) {
+      const d = parts.slice(0, i).join("/");
+      if (!dirs.has(d)) {
+        dirs.add(d);
+        entries.push({ path: `${d}/`, type: "dir", mode: 0o755, uid: 0, gid: 0, mtime: now });
+      }
+    }
+    if (st.isSymbolicLink()) entries.push({ path: name, type: "symlink", target: readlinkSync(p), mode: 0o777, uid: 0, gid: 0, mtime: now });
+    else if (st.isFile()) {
+      try {
+        entries.push({ path: name, type: "file", mode: st.mode & 0o777, uid: 0, gid: 0, content: readFileSync(p), mtime: now });
+      } catch {
+        skipped.push(`${name} (unreadable)`);
+      }
+    } else skipped.push(`${name} (not a file or a link)`);
+  }
+  const files = (patch === "" ? 0 : (patch.match(/^diff --git /gm) ?? []).length) + entries.filter((e) => e.type !== "dir").length;
+  return { patch, untracked: entries.length ? tarArchive(entries) : null, files, skipped };
+}
