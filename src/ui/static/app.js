@@ -95,16 +95,18 @@
       const label = what(a) + " from " + a.sandbox;
       tbody.append(
         el("tr", { "data-approval": String(a.id) },
-          el("td", { text: a.sandbox }),
-          el("td", { class: "mono", text: what(a) }),
-          el("td", { text: a.reason }),
-          el("td", { text: (a.count > 1 ? a.count + "×, last " : "") + ago(a.lastSeen, state.now) + " ago" }),
+          el("td", { class: "name", "data-label": "Sandbox", text: a.sandbox }),
+          el("td", { class: "mono", "data-label": "Host", text: what(a) }),
+          el("td", { class: "why", "data-label": "Why blocked", text: a.reason }),
+          el("td", { class: "short", "data-label": "Seen", text: (a.count > 1 ? a.count + "×, last " : "") + ago(a.lastSeen, state.now) + " ago" }),
           el("td", {},
-            // The primary action is this sandbox's; every sandbox is the explicit second choice (and there is none
-            // for the bridge's approvals or a service of the host, which are one sandbox's).
-            el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for this sandbox", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox"),
-            a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow for every sandbox"),
-            el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
+            el("div", { class: "actions" },
+              // The primary action is this sandbox's; every sandbox is the explicit second choice (and there is none
+              // for the bridge's approvals or a service of the host, which are one sandbox's).
+              el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for this sandbox", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox"),
+              a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow for every sandbox"),
+              el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
+            ),
           ),
         ),
       );
@@ -119,11 +121,11 @@
     for (const s of state.sandboxes) {
       tbody.append(
         el("tr", {},
-          el("td", { text: s.name }),
-          el("td", { class: "state-" + s.state, text: s.state }),
-          el("td", { class: "mono", text: s.repo }),
-          el("td", { text: ago(s.createdAt, state.now) }),
-          el("td", { text: ago(s.lastActivity, state.now) + " ago" }),
+          el("td", { class: "name", "data-label": "Name", text: s.name }),
+          el("td", { class: "short state-" + s.state, "data-label": "State", text: s.state }),
+          el("td", { class: "mono", "data-label": "Repo", text: s.repo }),
+          el("td", { class: "short", "data-label": "Age", text: ago(s.createdAt, state.now) }),
+          el("td", { class: "short", "data-label": "Last activity", text: ago(s.lastActivity, state.now) + " ago" }),
         ),
       );
     }
