@@ -1,7 +1,9 @@
-// sbx chat: store the Zulip bot's config host-side (setup), show it without the key, and have the daemon (which hosts the bot) pick it up.
+// sbx chat: store the Zulip bot's config host-side once the server accepts its key (setup), show it without the key, and have the daemon (which hosts the bot) pick it up.
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
-import type { Verb } from "../verb";
+import type { CliContext, Verb } from "../verb";
+import type { DaemonClient } from "../../client/client";
+import type { ChatStatus } from "../../daemon/protocol";
 
 const USAGE_HINT =
   "sbx chat setup zulip --site https://ORG.zulipchat.com --email BOT@ORG.zulipchat.com --key-file FILE --stream STREAM --allow-sender YOU@EXAMPLE.COM";
@@ -22,7 +24,10 @@ export const chat: Verb = {
       .addHelpText(
         "after",
         `
-  setup zulip   writes the bot's config to <config dir>/chat.json (mode 0600); the key is read from --key-file
+  setup zulip   checks the key with the server (GET /api/v1/users/me as the bot), then writes the bot's
+                config, key included, to <config dir>/chat.json (mode 0600); the key is read from --key-file.
+                A key the server refuses, a bot of another organisation, or a server that does not answer
+                is refused (exit 77, 78 or 69) and nothing is saved
   show          prints the config without the key
   reload        makes the daemon restart its bot with the current config (setup does this when a daemon runs)
 
@@ -55,21 +60,26 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
         stream: opts.stream as string,
         allowSenders: senders,
       });
+      // A key the server refuses would only show later, as a bot that never connects: ask the server first.
+      ctx.render.info(`checking the bot's key with ${cfg.site} …`);
+      const { checkZulipKey } = await import("../../chat/check");
+      const me = await checkZulipKey(cfg);
+      ctx.render.info(`the server accepts the key: ${me.isBot ? "bot" : "account"} '${me.fullName}' (${me.email})`);
+      if (!me.isBot) ctx.render.info(`note: ${me.email} is a person's account, not a bot: its messages will be posted as that person (Personal settings → Bots makes a bot)`);
       const file = config.writeChatConfig(ctx.paths.configDir, cfg);
       ctx.render.out(`wrote ${file} (mode 0600): bot ${cfg.email} on ${cfg.site}, stream '${cfg.stream}'`);
       if (cfg.allowSenders.length === 0) {
         ctx.render.info("warning: no --allow-sender given: the bot will refuse every command until you add someone");
       } else ctx.render.info(`commands are obeyed from: ${cfg.allowSenders.join(", ")}`);
       // A running daemon restarts its bot with the new config; one started later reads it at start.
-      const { DaemonClient } = await import("../../client/client");
-      const client = new DaemonClient(ctx.paths.controlSocket);
-      if (await client.health()) await reload(ctx, client);
+      const client = await runningDaemon(ctx);
+      if (client) say(ctx, await reload(client));
       else ctx.render.info("the daemon starts the bot when it starts (`sbx status` shows it)");
       return ExitCode.ok;
     }
     if (action === "reload") {
       const { daemonFor } = await import("../../client/cli");
-      await reload(ctx, await daemonFor(ctx));
+      say(ctx, await reload(await daemonFor(ctx)));
       return ExitCode.ok;
     }
     if (action === "show") {
@@ -83,15 +93,28 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
       }
       return ExitCode.ok;
     }
-    throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, { hint: "Use `sbx chat setup zulip …`, `sbx chat show` or `sbx chat reload`." });
+    throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, {
+      hint: "Use `sbx chat setup zulip …`, `sbx chat show` or `sbx chat reload`.",
+    });
   },
 };
 
-/** Asks the daemon to restart its bot and says how it went. */
-async function reload(ctx: Parameters<Verb["run"]>[0], client: import("../../client/client").DaemonClient): Promise<void> {
+/** The daemon's client when one answers; null when none runs (it reads chat.json when it starts). */
+async function runningDaemon(ctx: CliContext): Promise<DaemonClient | null> {
+  const { DaemonClient } = await import("../../client/client");
+  const client = new DaemonClient(ctx.paths.controlSocket);
+  return (await client.health()) ? client : null;
+}
+
+/** Asks the daemon to restart its bot from the current chat.json; returns the bot's status. */
+async function reload(client: DaemonClient): Promise<ChatStatus> {
   const { chatReload } = await import("../../client/hosted");
-  const st = await chatReload(client);
-  if (!st.configured) ctx.render.info("the daemon found no chat config: the bot is off");
+  return chatReload(client);
+}
+
+/** Says how the daemon's bot is after a reload. */
+function say(ctx: CliContext, st: ChatStatus): void {
+  if (!st.configured) ctx.render.info("the daemon found no chat config: its bot is off");
   else if (st.error && !st.connected) ctx.render.info(`the daemon restarted its bot; not connected yet: ${st.error}`);
   else ctx.render.info(`the daemon restarted its bot for stream '${st.stream ?? ""}' (\`sbx status\` shows when it is connected)`);
 }
