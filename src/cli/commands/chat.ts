@@ -1,4 +1,4 @@
-// sbx chat: store the Zulip bot's config host-side once the server accepts its key (setup), show it without the key, and have the daemon (which hosts the bot) pick it up.
+// sbx chat: store the Zulip bot's config host-side once the server accepts its key (setup), show it without the key, remove it, and have the daemon (which hosts the bot) pick it up.
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
 import type { CliContext, Verb } from "../verb";
@@ -13,14 +13,14 @@ export const chat: Verb = {
   summary: "set up chat approvals (Zulip)",
   declare(cmd: Command) {
     cmd
-      .argument("<action>", "setup | show | reload")
+      .argument("<action>", "setup | show | remove | reload")
       .argument("[provider]", "zulip")
       .option("--site <url>", "the Zulip organisation's URL (https)")
       .option("--email <address>", "the bot's email address")
       .option("--key-file <file>", "a file holding the bot's API key (never pass the key itself)")
       .option("--stream <name>", "the stream the bot posts to and listens in")
       .option("--allow-sender <email...>", "people whose /allow and /deny the bot obeys (repeatable)")
-      .option("--json", "print JSON (show)")
+      .option("--json", "print JSON (show, remove)")
       .addHelpText(
         "after",
         `
@@ -29,7 +29,9 @@ export const chat: Verb = {
                 A key the server refuses, a bot of another organisation, or a server that does not answer
                 is refused (exit 77, 78 or 69) and nothing is saved
   show          prints the config without the key
-  reload        makes the daemon restart its bot with the current config (setup does this when a daemon runs)
+  remove        deletes chat.json and so the key in it (rm works too); a running daemon stops its bot at once.
+                With nothing set up it says so and exits 0. The key stays valid on Zulip until you make a new one
+  reload        makes the daemon restart its bot with the current config (setup and remove do this when a daemon runs)
 
 The daemon runs the bot; \`sbx status\` shows whether it is connected.
 
@@ -77,6 +79,28 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
       else ctx.render.info("the daemon starts the bot when it starts (`sbx status` shows it)");
       return ExitCode.ok;
     }
+    if (action === "remove" || action === "rm") {
+      if (provider !== undefined && provider !== "zulip") {
+        throw new SbxError("usage", `unknown chat provider '${provider}'`, { hint: "Run `sbx chat remove`: it removes whatever `sbx chat setup` saved." });
+      }
+      const r = config.removeChatConfig(ctx.paths.configDir);
+      // The daemon reads chat.json only when it starts and on reload: a running one is told now, so its bot stops.
+      const client = await runningDaemon(ctx);
+      const status = client ? await reload(client) : null;
+      if (opts.json) {
+        ctx.render.json({ removed: r.removed, file: r.file, config: r.config, daemon: status ? { running: true, chat: status } : { running: false } });
+        return ExitCode.ok;
+      }
+      if (!r.removed) ctx.render.out(`chat is not set up: nothing to remove (no ${r.file})`);
+      else {
+        const what = r.config ? `: bot ${r.config.email} on ${r.config.site}, stream '${r.config.stream}', and its API key` : ", and the API key in it";
+        ctx.render.out(`removed ${r.file}${what}`);
+        ctx.render.info("the key itself still works on Zulip until you generate a new one there (Personal settings → Bots → the bot), or deactivate the bot");
+      }
+      if (status) say(ctx, status);
+      else if (r.removed) ctx.render.info("no daemon is running; the next one starts without a bot");
+      return ExitCode.ok;
+    }
     if (action === "reload") {
       const { daemonFor } = await import("../../client/cli");
       say(ctx, await reload(await daemonFor(ctx)));
@@ -94,7 +118,7 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
       return ExitCode.ok;
     }
     throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, {
-      hint: "Use `sbx chat setup zulip …`, `sbx chat show` or `sbx chat reload`.",
+      hint: "Use `sbx chat setup zulip …`, `sbx chat show`, `sbx chat remove` or `sbx chat reload`.",
     });
   },
 };
