@@ -1,5 +1,5 @@
-// The chat bot's host-side config (Zulip site, bot email and key, stream, who may give commands): schema, render, and a 0600 file under the config dir.
-import { closeSync, chmodSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+// The chat bot's host-side config (Zulip site, bot email and key, stream, who may give commands): schema, render, and a 0600 file under the config dir (written, read, removed).
+import { closeSync, chmodSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
@@ -140,4 +140,53 @@ export function readChatConfig(configDir: string): ChatConfig | null {
     });
   }
   return r.data;
+}
+
+/** What `sbx chat remove` took away. */
+export interface ChatRemoval {
+  file: string;
+  /** Whether anything was there to remove. */
+  removed: boolean;
+  /** What the removed file said, without the key; null when there was none or it could not be read. */
+  config: Omit<ChatConfig, "apiKey"> | null;
+}
+
+/** A setup that died between writing its temp file and renaming it left one of these, the key in it. */
+const LEFTOVER = /^chat\.json\.\d+\.tmp$/;
+
+/** Removes everything `writeChatConfig` writes (chat.json, and any temp file a crash left), so the key with it. Nothing there is not an error. */
+export function removeChatConfig(configDir: string): ChatRemoval {
+  const file = chatConfigPath(configDir);
+  let config: ChatRemoval["config"] = null;
+  try {
+    const c = readChatConfig(configDir);
+    if (c) {
+      const { apiKey: _key, ...rest } = c;
+      config = rest;
+    }
+  } catch {
+    /* unreadable (mode, JSON, schema): removed all the same, just not described */
+  }
+  let names: string[];
+  try {
+    names = readdirSync(configDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { file, removed: false, config: null };
+    throw e;
+  }
+  let removed = false;
+  for (const name of names.filter((n) => n === "chat.json" || LEFTOVER.test(n))) {
+    const path = join(configDir, name);
+    try {
+      unlinkSync(path);
+      removed = true;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") continue;
+      throw new SbxError("permission", `cannot remove ${path}: ${code ?? (e as Error).message}`, {
+        hint: `It holds the bot's API key: remove it yourself (\`rm ${path}\`), after checking who owns ${configDir}.`,
+      });
+    }
+  }
+  return { file, removed, config };
 }

@@ -4,14 +4,20 @@ import type { ZulipConfig } from "./config";
 
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
 
-/** A Zulip error reply (`{"result":"error","code":…}`) or a transport failure (code "NETWORK"/"HTTP"). */
+/**
+ * A Zulip error reply (`{"result":"error","code":…}`), a transport failure (code "NETWORK", the fetch error as `cause`),
+ * an answer that is not JSON or not ok ("HTTP"), or JSON that is not what Zulip answers ("SHAPE").
+ */
 export class ZulipError extends Error {
   constructor(
     readonly code: string,
     message: string,
     readonly status: number | null,
+    /** What went wrong without the request: the server's `msg`, or the transport's reason. */
+    readonly detail: string = message,
+    cause?: unknown,
   ) {
-    super(message);
+    super(message, cause === undefined ? undefined : { cause });
     this.name = "ZulipError";
   }
 }
@@ -44,6 +50,17 @@ export type ZulipEvent = z.infer<typeof EventSchema>;
 
 const SendReply = z.object({ result: z.literal("success"), id: z.number().int() });
 
+const MeReply = z.object({
+  result: z.literal("success"),
+  user_id: z.number().int(),
+  email: z.string(),
+  delivery_email: z.string().nullish(),
+  full_name: z.string().default(""),
+  is_bot: z.boolean().default(false),
+});
+/** Who a key belongs to, as the server says (`email` is the API email; `deliveryEmail` the login's, when shown). */
+export type ZulipMe = { userId: number; email: string; deliveryEmail: string | null; fullName: string; isBot: boolean };
+
 export interface ZulipClientOptions {
   fetch?: Fetch;
   /** Timeout of ordinary (non-long-poll) requests. */
@@ -66,7 +83,7 @@ export class ZulipClient {
 
   private async call(method: "GET" | "POST", path: string, params: Record<string, string>, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
     const query = new URLSearchParams(params).toString();
-    const url = `${this.config.site}/api/v1/${path}${method === "GET" ? `?${query}` : ""}`;
+    const url = `${this.config.site}/api/v1/${path}${method === "GET" && query ? `?${query}` : ""}`;
     const timeout = AbortSignal.timeout(timeoutMs);
     const init: RequestInit = {
       method,
@@ -80,7 +97,8 @@ export class ZulipClient {
       res = await this.fetch(url, init);
     } catch (e) {
       // The path only: never the auth header (fetch errors do not carry it, but keep the message plain).
-      throw new ZulipError("NETWORK", `${method} /api/v1/${path}: ${(e as Error).name === "TimeoutError" ? "timed out" : (e as Error).message}`, null);
+      const why = (e as Error).name === "TimeoutError" ? "timed out" : (e as Error).message;
+      throw new ZulipError("NETWORK", `${method} /api/v1/${path}: ${why}`, null, why, e);
     }
     let body: unknown;
     try {
@@ -89,7 +107,7 @@ export class ZulipClient {
       throw new ZulipError("HTTP", `${method} /api/v1/${path}: HTTP ${res.status} with a body that is not JSON`, res.status);
     }
     const err = ErrorReply.safeParse(body);
-    if (err.success) throw new ZulipError(err.data.code, `${method} /api/v1/${path}: ${err.data.msg}`, res.status);
+    if (err.success) throw new ZulipError(err.data.code, `${method} /api/v1/${path}: ${err.data.msg}`, res.status, err.data.msg);
     if (!res.ok) throw new ZulipError("HTTP", `${method} /api/v1/${path}: HTTP ${res.status}`, res.status);
     return body;
   }
@@ -115,6 +133,14 @@ export class ZulipClient {
   async events(queueId: string, lastEventId: number, longPollTimeoutMs: number, signal?: AbortSignal): Promise<ZulipEvent[]> {
     const body = await this.call("GET", "events", { queue_id: queueId, last_event_id: String(lastEventId) }, longPollTimeoutMs + 10_000, signal);
     return EventsReply.parse(body).events;
+  }
+
+  /** GET /api/v1/users/me: who the key belongs to (the server checks the email, the key and the organisation). */
+  async me(): Promise<ZulipMe> {
+    const r = MeReply.safeParse(await this.call("GET", "users/me", {}, this.requestTimeoutMs));
+    if (!r.success) throw new ZulipError("SHAPE", "GET /api/v1/users/me: the answer is JSON but not Zulip's (no user_id and email)", 200);
+    const m = r.data;
+    return { userId: m.user_id, email: m.email, deliveryEmail: m.delivery_email ?? null, fullName: m.full_name, isBot: m.is_bot };
   }
 
   /** POST /api/v1/messages to a stream topic; returns the message id. */

@@ -1,4 +1,4 @@
-// A fake Zulip server on 127.0.0.1, written from the REST API docs: Basic auth, POST /register, long-poll GET /events (heartbeats, BAD_EVENT_QUEUE_ID), POST /messages.
+// A fake Zulip server on 127.0.0.1, written from the REST API docs: Basic auth (with Zulip's refusals), GET /users/me, POST /register, long-poll GET /events (heartbeats, BAD_EVENT_QUEUE_ID), POST /messages.
 import { randomUUID } from "node:crypto";
 
 export interface FakeMessage {
@@ -28,6 +28,12 @@ export interface FakeZulipOptions {
   names?: Record<string, string>;
   /** How long GET /events blocks before a heartbeat (the real server: about a minute). */
   heartbeatMs?: number;
+  /** email → API key of accounts in another organisation of the same server (Zulip: "not associated with this subdomain"). */
+  otherRealm?: Record<string, string>;
+  /** Accounts that are people, not bots (GET /users/me's is_bot). Default: none. */
+  people?: string[];
+  /** Accounts that are deactivated (401 USER_DEACTIVATED). */
+  deactivated?: string[];
 }
 
 export interface FakeZulip {
@@ -82,14 +88,26 @@ export function startFakeZulip(opts: FakeZulipOptions): FakeZulip {
     return m;
   };
 
-  const authenticate = (req: Request): string | null => {
+  /** The Basic auth credentials, if any. */
+  const credentials = (req: Request): { email: string; key: string } | null => {
     const h = req.headers.get("authorization") ?? "";
     if (!h.startsWith("Basic ")) return null;
     const decoded = Buffer.from(h.slice(6), "base64").toString("utf8");
     const i = decoded.indexOf(":");
-    if (i < 0) return null;
-    const email = decoded.slice(0, i);
-    return opts.accounts[email] !== undefined && opts.accounts[email] === decoded.slice(i + 1) ? email : null;
+    return i < 0 ? null : { email: decoded.slice(0, i), key: decoded.slice(i + 1) };
+  };
+
+  const authenticate = (req: Request): string | null => {
+    const c = credentials(req);
+    return c && opts.accounts[c.email] !== undefined && opts.accounts[c.email] === c.key ? c.email : null;
+  };
+
+  /** Zulip's refusal of a request it cannot authenticate, as the real server words it. */
+  const refusal = (req: Request): Response => {
+    const c = credentials(req);
+    if (!c) return fail(401, "UNAUTHORIZED", "Missing 'Authorization' header.");
+    if (opts.otherRealm?.[c.email] === c.key) return fail(400, "BAD_REQUEST", "Account is not associated with this subdomain");
+    return fail(401, "INVALID_API_KEY", "Invalid API key");
   };
 
   const params = async (req: Request, url: URL): Promise<URLSearchParams> =>
@@ -98,8 +116,24 @@ export function startFakeZulip(opts: FakeZulipOptions): FakeZulip {
   const handle = async (req: Request): Promise<Response> => {
     const url = new URL(req.url);
     const who = authenticate(req);
-    if (who === null) return fail(401, "UNAUTHORIZED", "Invalid API key");
+    if (who === null) return refusal(req);
+    if (opts.deactivated?.includes(who)) return fail(401, "USER_DEACTIVATED", "Account is deactivated");
     const p = await params(req, url);
+
+    if (req.method === "GET" && url.pathname === "/api/v1/users/me") {
+      const isBot = !(opts.people ?? []).includes(who);
+      return Response.json({
+        result: "success",
+        msg: "",
+        user_id: Object.keys(opts.accounts).indexOf(who) + 8,
+        email: who,
+        delivery_email: isBot ? null : who,
+        full_name: opts.names?.[who] ?? who.split("@")[0]!,
+        is_bot: isBot,
+        is_active: true,
+        role: 400,
+      });
+    }
 
     if (req.method === "POST" && url.pathname === "/api/v1/register") {
       const types = JSON.parse(p.get("event_types") ?? "null") as unknown;

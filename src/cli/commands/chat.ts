@@ -1,7 +1,9 @@
-// sbx chat: store the Zulip bot's config host-side (setup), show it without the key, and have the daemon (which hosts the bot) pick it up.
+// sbx chat: store the Zulip bot's config host-side once the server accepts its key (setup), show it without the key, remove it, and have the daemon (which hosts the bot) pick it up.
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
-import type { Verb } from "../verb";
+import type { CliContext, Verb } from "../verb";
+import type { DaemonClient } from "../../client/client";
+import type { ChatStatus } from "../../daemon/protocol";
 
 const USAGE_HINT =
   "sbx chat setup zulip --site https://ORG.zulipchat.com --email BOT@ORG.zulipchat.com --key-file FILE --stream STREAM --allow-sender YOU@EXAMPLE.COM";
@@ -11,20 +13,25 @@ export const chat: Verb = {
   summary: "set up chat approvals (Zulip)",
   declare(cmd: Command) {
     cmd
-      .argument("<action>", "setup | show | reload")
+      .argument("<action>", "setup | show | remove | reload")
       .argument("[provider]", "zulip")
       .option("--site <url>", "the Zulip organisation's URL (https)")
       .option("--email <address>", "the bot's email address")
       .option("--key-file <file>", "a file holding the bot's API key (never pass the key itself)")
       .option("--stream <name>", "the stream the bot posts to and listens in")
       .option("--allow-sender <email...>", "people whose /allow and /deny the bot obeys (repeatable)")
-      .option("--json", "print JSON (show)")
+      .option("--json", "print JSON (show, remove)")
       .addHelpText(
         "after",
         `
-  setup zulip   writes the bot's config to <config dir>/chat.json (mode 0600); the key is read from --key-file
+  setup zulip   checks the key with the server (GET /api/v1/users/me as the bot), then writes the bot's
+                config, key included, to <config dir>/chat.json (mode 0600); the key is read from --key-file.
+                A key the server refuses, a bot of another organisation, or a server that does not answer
+                is refused (exit 77, 78 or 69) and nothing is saved
   show          prints the config without the key
-  reload        makes the daemon restart its bot with the current config (setup does this when a daemon runs)
+  remove        deletes chat.json and so the key in it (rm works too); a running daemon stops its bot at once.
+                With nothing set up it says so and exits 0. The key stays valid on Zulip until you make a new one
+  reload        makes the daemon restart its bot with the current config (setup and remove do this when a daemon runs)
 
 The daemon runs the bot; \`sbx status\` shows whether it is connected.
 
@@ -55,21 +62,48 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
         stream: opts.stream as string,
         allowSenders: senders,
       });
+      // A key the server refuses would only show later, as a bot that never connects: ask the server first.
+      ctx.render.info(`checking the bot's key with ${cfg.site} …`);
+      const { checkZulipKey } = await import("../../chat/check");
+      const me = await checkZulipKey(cfg);
+      ctx.render.info(`the server accepts the key: ${me.isBot ? "bot" : "account"} '${me.fullName}' (${me.email})`);
+      if (!me.isBot) ctx.render.info(`note: ${me.email} is a person's account, not a bot: its messages will be posted as that person (Personal settings → Bots makes a bot)`);
       const file = config.writeChatConfig(ctx.paths.configDir, cfg);
       ctx.render.out(`wrote ${file} (mode 0600): bot ${cfg.email} on ${cfg.site}, stream '${cfg.stream}'`);
       if (cfg.allowSenders.length === 0) {
         ctx.render.info("warning: no --allow-sender given: the bot will refuse every command until you add someone");
       } else ctx.render.info(`commands are obeyed from: ${cfg.allowSenders.join(", ")}`);
       // A running daemon restarts its bot with the new config; one started later reads it at start.
-      const { DaemonClient } = await import("../../client/client");
-      const client = new DaemonClient(ctx.paths.controlSocket);
-      if (await client.health()) await reload(ctx, client);
+      const client = await runningDaemon(ctx);
+      if (client) say(ctx, await reload(client));
       else ctx.render.info("the daemon starts the bot when it starts (`sbx status` shows it)");
+      return ExitCode.ok;
+    }
+    if (action === "remove" || action === "rm") {
+      if (provider !== undefined && provider !== "zulip") {
+        throw new SbxError("usage", `unknown chat provider '${provider}'`, { hint: "Run `sbx chat remove`: it removes whatever `sbx chat setup` saved." });
+      }
+      const r = config.removeChatConfig(ctx.paths.configDir);
+      // The daemon reads chat.json only when it starts and on reload: a running one is told now, so its bot stops.
+      const client = await runningDaemon(ctx);
+      const status = client ? await reload(client) : null;
+      if (opts.json) {
+        ctx.render.json({ removed: r.removed, file: r.file, config: r.config, daemon: status ? { running: true, chat: status } : { running: false } });
+        return ExitCode.ok;
+      }
+      if (!r.removed) ctx.render.out(`chat is not set up: nothing to remove (no ${r.file})`);
+      else {
+        const what = r.config ? `: bot ${r.config.email} on ${r.config.site}, stream '${r.config.stream}', and its API key` : ", and the API key in it";
+        ctx.render.out(`removed ${r.file}${what}`);
+        ctx.render.info("the key itself still works on Zulip until you generate a new one there (Personal settings → Bots → the bot), or deactivate the bot");
+      }
+      if (status) say(ctx, status);
+      else if (r.removed) ctx.render.info("no daemon is running; the next one starts without a bot");
       return ExitCode.ok;
     }
     if (action === "reload") {
       const { daemonFor } = await import("../../client/cli");
-      await reload(ctx, await daemonFor(ctx));
+      say(ctx, await reload(await daemonFor(ctx)));
       return ExitCode.ok;
     }
     if (action === "show") {
@@ -83,15 +117,28 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
       }
       return ExitCode.ok;
     }
-    throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, { hint: "Use `sbx chat setup zulip …`, `sbx chat show` or `sbx chat reload`." });
+    throw new SbxError("usage", action === undefined ? "sbx chat needs an action" : `unknown action '${action}'`, {
+      hint: "Use `sbx chat setup zulip …`, `sbx chat show`, `sbx chat remove` or `sbx chat reload`.",
+    });
   },
 };
 
-/** Asks the daemon to restart its bot and says how it went. */
-async function reload(ctx: Parameters<Verb["run"]>[0], client: import("../../client/client").DaemonClient): Promise<void> {
+/** The daemon's client when one answers; null when none runs (it reads chat.json when it starts). */
+async function runningDaemon(ctx: CliContext): Promise<DaemonClient | null> {
+  const { DaemonClient } = await import("../../client/client");
+  const client = new DaemonClient(ctx.paths.controlSocket);
+  return (await client.health()) ? client : null;
+}
+
+/** Asks the daemon to restart its bot from the current chat.json; returns the bot's status. */
+async function reload(client: DaemonClient): Promise<ChatStatus> {
   const { chatReload } = await import("../../client/hosted");
-  const st = await chatReload(client);
-  if (!st.configured) ctx.render.info("the daemon found no chat config: the bot is off");
+  return chatReload(client);
+}
+
+/** Says how the daemon's bot is after a reload. */
+function say(ctx: CliContext, st: ChatStatus): void {
+  if (!st.configured) ctx.render.info("the daemon found no chat config: its bot is off");
   else if (st.error && !st.connected) ctx.render.info(`the daemon restarted its bot; not connected yet: ${st.error}`);
   else ctx.render.info(`the daemon restarted its bot for stream '${st.stream ?? ""}' (\`sbx status\` shows when it is connected)`);
 }

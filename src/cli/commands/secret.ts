@@ -1,10 +1,19 @@
-// sbx secret: store an API key or token host-side for the LLM proxy and bridge (value from stdin, never argv).
+// sbx secret: store an API key or token host-side for the LLM proxy and bridge (typed hidden at a terminal, else from stdin; never argv).
 import type { Command } from "commander";
 import { ExitCode, SbxError } from "../../core/errors";
 import type { CliContext, Verb } from "../verb";
 
-/** Runs the verb with an injectable stdin reader (tests pass a string). */
-export async function runSecret(ctx: CliContext, args: string[], opts: Record<string, unknown>, readStdin: () => Promise<string>): Promise<number> {
+/** Where a value comes from: stdin when it is not a terminal; a hidden prompt when it is (null: the person cancelled). */
+export interface SecretInput {
+  stdin(): Promise<string>;
+  hidden(prompt: string): Promise<string | null>;
+}
+
+/** Exit status of a prompt cancelled with Ctrl-C: the shell's 128 + SIGINT. */
+export const CANCELLED = 130;
+
+/** Runs the verb with injectable input (tests pass strings or a fake terminal). */
+export async function runSecret(ctx: CliContext, args: string[], opts: Record<string, unknown>, input: SecretInput): Promise<number> {
   // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
   const { listSecretNames, removeSecret, secretsFile, SecretName, setSecret } = await import("../../secrets/store");
   const [action, name] = args;
@@ -19,11 +28,21 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
     case "set": {
       const n = needName();
       if (ctx.stdinIsTTY) {
-        throw new SbxError("usage", "sbx secret set reads the value from stdin, not the terminal", {
-          hint: `Pipe it in so it never lands in shell history or argv: \`pbpaste | sbx secret set ${n}\` or \`sbx secret set ${n} < file\`.`,
-        });
+        const typed = await input.hidden(`value for ${n} (hidden as you type or paste; Enter stores it, Ctrl-C cancels): `);
+        if (typed === null) {
+          ctx.render.info(`cancelled: ${n} was not stored`);
+          return CANCELLED;
+        }
+        if (typed === "") {
+          throw new SbxError("usage", `empty value: ${n} was not stored`, {
+            hint: `Run \`sbx secret set ${n}\` again and type or paste the value before Enter (\`sbx secret rm ${n}\` removes a secret).`,
+          });
+        }
+        setSecret(file, n, typed);
+        ctx.render.info(`stored ${n} (${[...typed].length} characters; read at request time: running sandboxes use it from their next request)`);
+        return ExitCode.ok;
       }
-      const value = (await readStdin()).replace(/\r?\n$/, "");
+      const value = (await input.stdin()).replace(/\r?\n$/, "");
       setSecret(file, n, value);
       ctx.render.info(`stored ${n} (read at request time: running sandboxes use it from their next request)`);
       return ExitCode.ok;
@@ -53,7 +72,19 @@ export const secret: Verb = {
       .argument("<action>", "set | rm | list")
       .argument("[name]", "secret name, e.g. ANTHROPIC_API_KEY, GH_TOKEN, GIT_TOKEN")
       .option("--json", "list: print names as JSON")
-      .addHelpText("after", "\nThe value is read from stdin (never argv): printf %s \"$KEY\" | sbx secret set ANTHROPIC_API_KEY\nlist shows names only.");
+      .addHelpText(
+        "after",
+        `
+The value never goes on the command line (it would land in shell history and argv):
+  sbx secret set ANTHROPIC_API_KEY                      at a terminal: asks for it and shows nothing you type
+                                                        or paste; Enter stores it, Ctrl-C cancels (exit 130)
+  printf %s "$KEY" | sbx secret set ANTHROPIC_API_KEY   in a script: reads stdin (one trailing newline dropped)
+An empty value is refused. Secrets live in <config dir>/secrets.json (mode 0600): read at request time, so a
+running sandbox uses a new value from its next request. list shows names only; rm removes one.`,
+      );
   },
-  run: (ctx, args, opts) => runSecret(ctx, args, opts, () => Bun.stdin.text()),
+  async run(ctx, args, opts) {
+    const { processPromptTty, readHidden } = await import("../../client/hidden-input");
+    return runSecret(ctx, args, opts, { stdin: () => Bun.stdin.text(), hidden: (prompt) => readHidden(processPromptTty(), prompt) });
+  },
 };

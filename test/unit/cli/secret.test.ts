@@ -1,0 +1,97 @@
+// sbx secret: at a terminal the value is asked for hidden (empty refused, Ctrl-C stores nothing, exit 130); off a terminal it is read from stdin; rm and list.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CANCELLED, runSecret, type SecretInput } from "../../../src/cli/commands/secret";
+import { createRender } from "../../../src/cli/render";
+import type { CliContext } from "../../../src/cli/verb";
+import { readSecrets } from "../../../src/secrets/store";
+import { SbxError } from "../../../src/core/errors";
+
+const made: string[] = [];
+afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function ctx(stdinIsTTY = false) {
+  const configDir = mkdtempSync(join(tmpdir(), "sbx-secret-verb-"));
+  made.push(configDir);
+  const out: string[] = [];
+  const err: string[] = [];
+  const render = createRender({ stdout: (s) => out.push(s), stderr: (s) => err.push(s), stdoutIsTTY: false, stderrIsTTY: false }, { NO_COLOR: "1" });
+  const c = { paths: { configDir }, render, stdinIsTTY } as unknown as CliContext;
+  return { c, out, err, file: join(configDir, "secrets.json") };
+}
+
+/** Input that must come from the terminal: stdin is never read. */
+function typed(answer: string | null) {
+  const prompts: string[] = [];
+  const input: SecretInput = {
+    stdin: () => Promise.reject(new Error("stdin read at a terminal")),
+    hidden: async (p) => (prompts.push(p), answer),
+  };
+  return { input, prompts };
+}
+
+/** Input from a pipe: no prompt may be shown. */
+const piped = (text: string): SecretInput => ({ stdin: async () => text, hidden: () => Promise.reject(new Error("prompted off a terminal")) });
+
+describe("sbx secret set", () => {
+  test("at a terminal: asks with a hidden prompt naming the secret, stores what was typed, prints its length only", async () => {
+    const { c, err, file } = ctx(true);
+    const t = typed("ghp_typed value");
+    expect(await runSecret(c, ["set", "GH_TOKEN"], {}, t.input)).toBe(0);
+    expect(t.prompts).toHaveLength(1);
+    expect(t.prompts[0]).toContain("GH_TOKEN");
+    expect(t.prompts[0]).toContain("Ctrl-C");
+    expect(readSecrets(file).GH_TOKEN).toBe("ghp_typed value");
+    expect(err.join("")).toContain("stored GH_TOKEN (15 characters");
+    expect(err.join("")).not.toContain("ghp_typed");
+  });
+
+  test("at a terminal: an empty value is refused (usage, 64) and nothing is stored", async () => {
+    const { c, file } = ctx(true);
+    const e = await runSecret(c, ["set", "GH_TOKEN"], {}, typed("").input).then(() => null, (x: unknown) => x as SbxError);
+    expect(e).toBeInstanceOf(SbxError);
+    expect(e!.exitCode).toBe(64);
+    expect(e!.message).toBe("empty value: GH_TOKEN was not stored");
+    expect(e!.hint).toContain("sbx secret set GH_TOKEN");
+    expect(existsSync(file)).toBe(false);
+  });
+
+  test("at a terminal: Ctrl-C stores nothing, keeps an older value, says so and exits 130", async () => {
+    const { c, err, file } = ctx(true);
+    await runSecret(c, ["set", "GH_TOKEN"], {}, typed("old").input);
+    expect(await runSecret(c, ["set", "GH_TOKEN"], {}, typed(null).input)).toBe(CANCELLED);
+    expect(CANCELLED).toBe(130);
+    expect(err.join("")).toContain("cancelled: GH_TOKEN was not stored");
+    expect(readSecrets(file).GH_TOKEN).toBe("old");
+  });
+
+  test("off a terminal: reads stdin (one trailing newline dropped), never prompts", async () => {
+    const { c, out, file } = ctx(false);
+    expect(await runSecret(c, ["set", "GH_TOKEN"], {}, piped("ghp_value\n"))).toBe(0);
+    expect(readSecrets(file).GH_TOKEN).toBe("ghp_value");
+    await runSecret(c, ["list"], {}, piped(""));
+    expect(out.join("")).toBe("GH_TOKEN\n");
+  });
+
+  test("off a terminal: empty stdin is refused", async () => {
+    const { c, file } = ctx(false);
+    await expect(runSecret(c, ["set", "GH_TOKEN"], {}, piped("\n"))).rejects.toThrow("empty secret value");
+    expect(existsSync(file)).toBe(false);
+  });
+
+  test("a bad name is refused before anything is asked", async () => {
+    const { c } = ctx(true);
+    const t = typed("x");
+    await expect(runSecret(c, ["set", "gh_token"], {}, t.input)).rejects.toThrow("bad secret name");
+    expect(t.prompts).toEqual([]);
+  });
+});
+
+describe("sbx secret rm", () => {
+  test("rm of a missing secret is not_found", async () => {
+    const { c } = ctx();
+    await expect(runSecret(c, ["rm", "NOPE"], {}, piped(""))).rejects.toThrow("no secret named NOPE");
+  });
+});
