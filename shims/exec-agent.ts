@@ -16,6 +16,7 @@ import {
   FrameType,
   jsonFrame,
   parseJson,
+  parseDial,
   parseStart,
   type Frame,
 } from "./exec-frames";
@@ -113,19 +114,67 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
       running.delete(id);
       await write(jsonFrame(FrameType.exit, id, { code: exitCodeOf(proc.exitCode, proc.signalCode) }));
     };
+    // `sbx port`: connections to this sandbox's own loopback, 127.0.0.1 first, then ::1 (a server on `localhost` only).
+    const dials = new Map<number, Socket>();
+    const dialPort = (id: number, payload: Uint8Array) => {
+      const port = parseDial(parseJson(payload));
+      if (port === undefined || running.has(id) || dials.has(id)) return void refuse(id, "sbx exec agent: malformed dial request", 126);
+      const attempt = (hosts: string[]) => {
+        const c = connect({ host: hosts[0]!, port, noDelay: true, allowHalfOpen: true });
+        dials.set(id, c);
+        let connected = false;
+        c.on("connect", () => {
+          connected = true;
+        });
+        c.on("data", (chunk: Buffer) => {
+          // Held back while the daemon is behind (the frame writes wait for drain).
+          c.pause();
+          void (async () => {
+            for (const fr of dataFrames(FrameType.stdout, id, new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) await write(fr);
+            c.resume();
+          })();
+        });
+        c.on("error", (e: NodeJS.ErrnoException) => {
+          if (!connected && hosts.length > 1) {
+            c.removeAllListeners("close");
+            return attempt(hosts.slice(1));
+          }
+          if (!connected) {
+            dials.delete(id);
+            void refuse(id, `sbx: nothing listens on port ${port} in this sandbox (${e.code ?? e.message})`, 1);
+          }
+        });
+        c.on("close", () => {
+          if (!connected || dials.get(id) !== c) return;
+          dials.delete(id);
+          void write(jsonFrame(FrameType.exit, id, { code: 0 }));
+        });
+      };
+      attempt(["127.0.0.1", "::1"]);
+    };
     const onFrame = (f: Frame) => {
       const r = running.get(f.session);
+      const d = dials.get(f.session);
       switch (f.type) {
         case FrameType.start:
           void start(f.session, f.payload).catch((e: unknown) => o.log?.(`sbx exec agent: ${(e as Error).message}`));
           return;
+        case FrameType.dial:
+          dialPort(f.session, f.payload);
+          return;
         case FrameType.stdin:
-          if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).write(f.payload);
+          if (d) d.write(f.payload);
+          else if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).write(f.payload);
           return;
         case FrameType.stdinEnd:
-          if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).end();
+          if (d) d.end();
+          else if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).end();
           return;
         case FrameType.kill: {
+          if (d) {
+            d.destroy();
+            return;
+          }
           const sig = (parseJson(f.payload) as { signal?: unknown } | undefined)?.signal;
           if (r && typeof sig === "string" && (AGENT_SIGNALS as readonly string[]).includes(sig)) r.proc.kill(sig as NodeJS.Signals);
           return;
@@ -150,6 +199,8 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
       // would otherwise run on unseen).
       for (const r of running.values()) r.proc.kill("SIGTERM");
       running.clear();
+      for (const d of dials.values()) d.destroy();
+      dials.clear();
     });
     void write(jsonFrame(FrameType.hello, 0, { v: AGENT_PROTOCOL }));
   };

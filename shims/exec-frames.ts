@@ -17,6 +17,12 @@ export const FrameType = {
   stdinEnd: 3,
   /** daemon → agent: JSON {signal}, a signal for the command. */
   kill: 4,
+  /**
+   * daemon → agent: JSON {port}, a TCP connection to that port of the sandbox's own loopback (`sbx port`): its bytes
+   * come back as stdout frames, stdin frames go to it, stdinEnd ends its writing side; exit {code: 0} when it closes,
+   * or a stderr line and exit {code: 1} when nothing listens.
+   */
+  dial: 5,
   /** agent → daemon (and daemon → CLI): bytes the command wrote to stdout. */
   stdout: 16,
   /** agent → daemon (and daemon → CLI): bytes the command wrote to stderr. */
@@ -29,7 +35,7 @@ export const FrameType = {
   failed: 21,
 } as const;
 
-export const AGENT_PROTOCOL = 1;
+export const AGENT_PROTOCOL = 2;
 
 /** The signals a kill frame may carry. */
 export const AGENT_SIGNALS = ["SIGTERM", "SIGKILL", "SIGINT", "SIGHUP"] as const;
@@ -134,6 +140,12 @@ export function parseStart(value: unknown): StartPayload | undefined {
     env[k] = val;
   }
   return { argv: [...v.argv], cwd: v.cwd, env, stdin: v.stdin };
+}
+
+/** Pure: a dial payload's port (1-65535), or undefined when malformed. */
+export function parseDial(value: unknown): number | undefined {
+  const p = (value as { port?: unknown } | null)?.port;
+  return typeof p === "number" && Number.isInteger(p) && p >= 1 && p <= 65535 ? p : undefined;
 }
 
 /** Pure: an exit payload's code, clamped to what a process can exit with (anything malformed → 255). */

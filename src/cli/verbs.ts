@@ -19,6 +19,7 @@ import { logs } from "./commands/logs";
 import { prune } from "./commands/prune";
 import { rebuild } from "./commands/rebuild";
 import { publish } from "./commands/publish";
+import { port } from "./commands/port";
 import { ps } from "./commands/ps";
 import { rm } from "./commands/rm";
 import { run } from "./commands/run";
@@ -31,7 +32,7 @@ import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
   create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
-  allow, deny, allowlist, approvals, publish, bridge, logs,
+  allow, deny, allowlist, approvals, publish, port, bridge, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor,
 ];

@@ -29,6 +29,7 @@ import {
   LifecycleLimitsSchema,
   LifecycleBridgeSchema,
   LifecyclePublishSchema,
+  LifecyclePortSchema,
   LifecycleNamedSchema,
   LifecyclePruneSchema,
   LifecycleResults,
@@ -320,6 +321,7 @@ export function createApp(deps: AppDeps): Hono {
         exposeCredentials: req.exposeCredentials,
         ...(req.image ? { image: req.image } : {}),
         ...(req.withChanges ? { withChanges: true } : {}),
+        ...(req.ports.length ? { ports: req.ports } : {}),
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
@@ -352,6 +354,7 @@ export function createApp(deps: AppDeps): Hono {
         exposeCredentials: req.exposeCredentials,
         ...(req.image ? { image: req.image } : {}),
         ...(req.withChanges ? { withChanges: true } : {}),
+        ...(req.ports.length ? { ports: req.ports } : {}),
         signal: gone,
       });
       return LifecycleResults.agent.parse(r);
@@ -412,6 +415,12 @@ export function createApp(deps: AppDeps): Hono {
     const req = LifecyclePublishSchema.parse(await jsonBody(c));
     const s = service();
     return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.publish.parse(await s.publish(req.name, { ...where(req, out), add: req.add, remove: req.remove })));
+  });
+
+  app.post("/v1/lifecycle/port", async (c) => {
+    const req = LifecyclePortSchema.parse(await jsonBody(c));
+    const s = service();
+    return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.port.parse(await s.ports(req.name, { ...where(req, out), add: req.add, remove: req.remove })));
   });
 
   app.post("/v1/lifecycle/prune", async (c) => {

@@ -10,6 +10,7 @@ import { agentService } from "../agents/service";
 import { createApp } from "./app";
 import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
 import { ExecAgents, execAgentGuard } from "./exec-agents";
+import { PortForwards } from "./port-forwards";
 import { LimitWatch } from "./limit-watch";
 import type { SandboxGuard } from "../guards/guards";
 import type { Hosted } from "./hosted";
@@ -86,10 +87,12 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     store = deps.store ?? new Store(paths.dbFile);
     // The exec agents are the daemon's own, like sessions: every Docker sandbox's agent socket, last among its guards.
     const agents = deps.agents ?? new ExecAgents();
+    // `sbx port`: host listeners carried into Docker sandboxes by their agents, up and down with the guards.
+    const forwards = new PortForwards(agents, log);
     controller = new Controller({
       store,
       backends: deps.backends,
-      guards: [...deps.guards, execAgentGuard(agents)],
+      guards: [...deps.guards, execAgentGuard(agents), forwards.guard()],
       exec: deps.exec,
       paths,
       log,
@@ -115,7 +118,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     service = deps.services?.(store) ?? null;
     hosted = deps.host?.(store) ?? null;
     const h = hosted;
-    const lifecycle = deps.service?.withSupervisor(controllerSupervisor(controller, sessions, agents));
+    const lifecycle = deps.service?.withSupervisor(controllerSupervisor(controller, sessions, agents, forwards));
     const app = createApp({
       agents,
       ...(limits ? { limits } : {}),

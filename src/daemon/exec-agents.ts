@@ -34,6 +34,8 @@ interface Session {
   done: boolean;
   /** Called once the command ended, before its exit frame: what it returns goes out on stderr first. */
   beforeExit?: () => Promise<string>;
+  /** A forwarded connection (`sbx port`), not a command: not counted as a session a stop would end. */
+  dial?: true;
 }
 
 /** Ends a session that is still open with a failed frame saying why; whether it was open. */
@@ -63,7 +65,7 @@ export class AgentLink {
 
   /** Commands running through this agent whose callers are still waiting. */
   get running(): number {
-    return [...this.sessions.values()].filter((s) => !s.done).length;
+    return [...this.sessions.values()].filter((s) => !s.done && !s.dial).length;
   }
 
   /**
@@ -120,6 +122,56 @@ export class AgentLink {
       },
       { highWaterMark: 8 },
     );
+  }
+
+  /**
+   * `sbx port`: a TCP connection to `port` of the sandbox's own loopback, made by the agent inside (the container has no
+   * network the host could reach). Its bytes come as CLI frames (stdout, then exit or failed); `write` sends to it,
+   * `end` ends its writing side, `close` drops it.
+   */
+  dial(port: number): { frames: ReadableStream<Uint8Array>; write(b: Uint8Array): void; end(): void; close(): void } {
+    const id = this.next++;
+    const sock = this.sock;
+    const live = () => !this.closed && this.sessions.get(id)?.done === false;
+    const close = () => {
+      const s = this.sessions.get(id);
+      if (!s || s.done || this.closed) return;
+      s.done = true;
+      sock.write(jsonFrame(FrameType.kill, id, { signal: "SIGTERM" }));
+      try {
+        s.controller.close();
+      } catch {
+        /* already closed */
+      }
+    };
+    const frames = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          if (this.closed) {
+            controller.enqueue(jsonFrame(FrameType.failed, 0, { message: "the sandbox's exec agent is not connected" }));
+            controller.close();
+            return;
+          }
+          this.sessions.set(id, { controller, done: false, dial: true });
+          sock.write(jsonFrame(FrameType.dial, id, { port }));
+        },
+        pull: () => {
+          if (!this.closed) sock.resume();
+        },
+        cancel: close,
+      },
+      { highWaterMark: 8 },
+    );
+    return {
+      frames,
+      write: (b) => {
+        if (live()) for (const f of dataFrames(FrameType.stdin, id, b)) sock.write(f);
+      },
+      end: () => {
+        if (live()) sock.write(encodeFrame(FrameType.stdinEnd, id));
+      },
+      close,
+    };
   }
 
   /** A frame from the agent. */

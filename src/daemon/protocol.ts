@@ -222,6 +222,7 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   limits: LimitsInputSchema.default({}),
   exposeCredentials: z.boolean().default(false),
   withChanges: z.boolean().default(false),
+  ports: z.array(z.string().min(1).max(16)).max(64).default([]),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
     .object({ dockerfile: z.string().startsWith("/").max(4096).optional(), context: z.string().startsWith("/").max(4096).optional(), image: z.string().min(1).max(255).optional() })
@@ -283,6 +284,15 @@ export const LifecyclePublishSchema = WhereSchema.extend({
   remove: z.array(z.string().min(1).max(100)).max(64).default([]),
 });
 export type LifecyclePublish = z.input<typeof LifecyclePublishSchema>;
+
+/** `sbx port NAME [SPEC…] [--rm PORT…]`: SPEC is PORT or HOST:PORT. */
+export const LifecyclePortSchema = WhereSchema.extend({
+  name: nameSchema,
+  add: z.array(z.string().min(1).max(16)).max(64).default([]),
+  remove: z.array(z.number().int().min(1).max(65535)).max(64).default([]),
+});
+
+const PortStateSchema = z.object({ port: z.number().int(), host: z.number().int(), state: z.enum(["forwarding", "error", "stopped"]), error: z.string().optional() });
 
 export const LifecycleNamedSchema = WhereSchema.extend({
   name: nameSchema,
@@ -368,6 +378,7 @@ export const LifecycleResults = {
   }),
   bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
   publish: z.object({ name: z.string(), published: z.array(z.string()), changed: z.boolean(), answered: z.number().int() }),
+  port: z.object({ name: z.string(), ports: z.array(PortStateSchema), running: z.boolean(), changed: z.boolean() }),
 } as const;
 export type LifecycleVerb = keyof typeof LifecycleResults;
 

@@ -5,8 +5,9 @@ import type { Supervisor } from "../sandboxes/service";
 import type { Controller } from "./controller";
 import type { ExecAgents } from "./exec-agents";
 import type { SessionManager } from "./sessions";
+import type { PortForwards } from "./port-forwards";
 
-export function controllerSupervisor(controller: Controller, sessions: SessionManager, agents?: ExecAgents): Supervisor {
+export function controllerSupervisor(controller: Controller, sessions: SessionManager, agents?: ExecAgents, forwards?: PortForwards): Supervisor {
   const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
   return {
     async start(row) {
@@ -25,6 +26,13 @@ export function controllerSupervisor(controller: Controller, sessions: SessionMa
       const ended = sessions.endFor(row.id, why) + (agents?.get(row.id)?.endAll(why) ?? 0);
       await controller.stop(ref(row));
       return { running: was, sessions: ended };
+    },
+    async ports(row, list) {
+      if (!forwards?.live(row.id)) return null;
+      return forwards.apply(row.id, list);
+    },
+    portStates(row) {
+      return forwards?.live(row.id) ? forwards.states(row.id) : null;
     },
     async release(row, why) {
       sessions.endFor(row.id, why);

@@ -30,6 +30,8 @@ export interface CreateOptions {
   image?: ImageFlags;
   /** `--with-changes`: the host repo's uncommitted and untracked (not ignored) files carried in as uncommitted changes. */
   withChanges?: boolean;
+  /** `--port PORT|HOST:PORT` (Docker): the sandbox's ports reachable from the host's 127.0.0.1 (`sbx port`). */
+  ports?: string[];
 }
 
 /** A sandbox being made: where it lives and what was asked. */

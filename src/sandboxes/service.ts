@@ -13,6 +13,7 @@ import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
+import { nextPorts, parsePortSpec, portsOf, type PortForward, type PortState } from "../core/ports";
 import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
 import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
@@ -53,6 +54,10 @@ export interface Supervisor {
   stop(row: Sandbox, why?: string): Promise<{ running: boolean; sessions: number }>;
   /** The daemon lets go of a sandbox being removed (sessions ended, guards down, sockets gone). */
   release(row: Sandbox, why?: string): Promise<void>;
+  /** Makes a running sandbox's port forwards these (null: its guards are down: they apply at its next start). */
+  ports?(row: Sandbox, list: PortForward[]): Promise<PortState[] | null>;
+  /** What a running sandbox forwards now (null: not running). */
+  portStates?(row: Sandbox): PortState[] | null;
 }
 
 /** What a stop or rm does to sessions attached to the sandbox: end them (each told why), or refuse while there are any. */
@@ -277,6 +282,7 @@ export class SandboxService {
             ...(req.exposeCredentials ? ["--expose-credentials"] : []),
             ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
             ...(req.withChanges ? ["--with-changes"] : []),
+            ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
           ];
           if (newOnly.length > 0) {
             throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
@@ -308,7 +314,15 @@ export class SandboxService {
       const config = loadConfig(this.d.paths, this.d.env);
       const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(this.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd, config };
       const limits = resolveLimits(this.capacity, config.limits, req.limits);
-      const identity = { ...(await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out))), limits };
+      const ports = (req.ports ?? []).map((s) => {
+        const r = parsePortSpec(s);
+        if (!r.ok) throw new SbxError("usage", `--port: ${r.reason}`, { hint: "e.g. --port 3000, or --port 8080:3000 (the host's 8080 to the sandbox's 3000)" });
+        return r.forward;
+      });
+      const made = await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out));
+      // --port over devcontainer.json's forwardPorts (the driver's), one forward per host port.
+      const forwards = nextPorts(portsOf(made), ports, []);
+      const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}) };
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(lay.creating, `${process.pid}\n`);
       const row = this.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
@@ -318,7 +332,7 @@ export class SandboxService {
         const h = { exec: driver.hostExec(driver.spec(row)), repo };
         // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
         const [ident] = await Promise.all([driver.provision(row, n, this.report(row.id, out)), promoteStores(h).then(() => ensureStore(h, req.name))]);
-        this.d.store.updateIdentity(row.id, ident);
+        this.driverIdentity(row.id, ident);
         cancelled(req);
         aside = await this.setAside(row, driver, out);
         await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
@@ -393,6 +407,17 @@ export class SandboxService {
     }
   }
 
+  /**
+   * Keeps what a driver learnt or made (image, shell, its own fields) over the stored identity, never in place of it:
+   * what the service keeps there (published services, bridge switches, agents run, ports) stays.
+   */
+  private driverIdentity(id: number, identity: Record<string, unknown>): void {
+    this.d.store.write(() => {
+      const cur = this.d.store.getSandbox(id)?.identity ?? {};
+      this.d.store.updateIdentity(id, { ...cur, ...identity });
+    });
+  }
+
   private get capacity(): HostCapacity {
     return this.d.capacity ?? hostCapacity();
   }
@@ -438,6 +463,50 @@ export class SandboxService {
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "limits", detail: { name, ...next } });
       const running = (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
       return { name, limits: next, hits: null, applied: running ? "now" : "next-start" };
+    } finally {
+      lock.release();
+    }
+  }
+
+  /**
+   * `sbx port NAME [SPEC…] [--rm PORT…]`: a Docker sandbox's loopback ports reachable from the host at 127.0.0.1,
+   * shown, or changed: kept in its identity and applied at once when it runs (a host port that cannot be bound
+   * refuses the change, and nothing is kept). User-account sandboxes share the host's loopback: nothing to forward.
+   */
+  async ports(name: string, w: Where & { add?: string[]; remove?: number[] }): Promise<{ name: string; ports: (PortState | (PortForward & { state: "stopped" }))[]; running: boolean; changed: boolean }> {
+    const { repo, row } = await this.locate(name, w);
+    if (row.backend !== "docker") {
+      throw new SbxError("usage", `sandbox ${name} is a ${row.backend} sandbox: its servers listen on this machine's own loopback already`, {
+        hint: "Connect to 127.0.0.1:PORT from the host; `sbx port` forwards the ports of Docker sandboxes, which have no network of their own.",
+      });
+    }
+    const add = (w.add ?? []).map((s) => {
+      const r = parsePortSpec(s);
+      if (!r.ok) throw new SbxError("usage", `sbx port: ${r.reason}`, { hint: "e.g. sbx port NAME 3000, or 8080:3000 (the host's 8080 to the sandbox's 3000)" });
+      return r.forward;
+    });
+    const view = (r: Sandbox) => {
+      const live = this.d.supervisor?.portStates?.(r) ?? null;
+      return { running: live !== null, ports: live ?? portsOf(r.identity).map((p) => ({ ...p, state: "stopped" as const })) };
+    };
+    if (add.length === 0 && (w.remove ?? []).length === 0) return { name, ...view(row), changed: false };
+    const lock = await this.lock(repo, name, w.out);
+    try {
+      const fresh = this.d.store.getSandbox(row.id) ?? row;
+      const cur = portsOf(fresh.identity);
+      const next = nextPorts(cur, add, w.remove ?? []);
+      const changed = JSON.stringify(next) !== JSON.stringify(cur);
+      if (!changed) return { name, ...view(fresh), changed };
+      const applied = (await this.d.supervisor?.ports?.(fresh, next)) ?? null;
+      const failed = (applied ?? []).filter((p) => p.state === "error" && add.some((a) => a.host === p.host));
+      if (failed.length > 0) {
+        await this.d.supervisor?.ports?.(fresh, cur);
+        throw new SbxError("unavailable", `sbx port: ${failed.map((p) => p.error).join("; ")}; nothing changed`, { hint: `Choose another host port: sbx port ${name} OTHER:${failed[0]!.port}` });
+      }
+      const updated = { ...fresh.identity, ports: next };
+      this.d.store.updateIdentity(row.id, updated);
+      this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "port", detail: { name, ports: next } });
+      return { name, ...view({ ...fresh, identity: updated }), changed };
     } finally {
       lock.release();
     }
@@ -591,7 +660,7 @@ export class SandboxService {
   async ensureRunning(row: Sandbox): Promise<SandboxSpec> {
     const driver = await this.driver(row.backend);
     const { spec, identity } = await driver.ensureRunning(row, this.report(row.id));
-    if (identity) this.d.store.updateIdentity(row.id, identity);
+    if (identity) this.driverIdentity(row.id, identity);
     if (row.state !== "active") this.d.store.setSandboxState(row.id, "active");
     return spec;
   }
@@ -623,14 +692,14 @@ export class SandboxService {
     const lock = await this.lock(repo, name, out);
     try {
       this.refuseSessions(row, "rebuild", w.ifSessions);
-      out.log(`building the image of ${name} from ${repo}/Dockerfile…`);
+      out.log(`building the image of ${name} again…`);
       out.log(`note: files the sandbox wrote outside the clone and the overlaid dirs (${driver.spec(row).overlays.join(", ") || "none"}) go with its old container`);
       const { identity, image } = await driver.buildImage(row, this.report(row.id, out));
       this.refuseSessions(row, "rebuild", w.ifSessions); // one may have opened while it built
       let sessions = 0;
       if (this.d.supervisor) sessions = (await this.d.supervisor.stop(row, `sandbox ${name} is being rebuilt (sbx rebuild)`)).sessions;
       await driver.dropRuntime(row);
-      this.d.store.updateIdentity(row.id, identity);
+      this.driverIdentity(row.id, identity);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rebuild", detail: { name, image } });
       await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
       return { image, sessions };

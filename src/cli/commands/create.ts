@@ -62,6 +62,7 @@ export function backendFlag(opts: Record<string, unknown>, platform: NodeJS.Plat
     ["dockerfile", opts.dockerfile !== undefined],
     ["context", opts.context !== undefined],
     ["image", opts.image !== undefined],
+    ["port", Array.isArray(opts.port) && opts.port.length > 0],
   ] as const;
   const bad = dockerOnly.find(([, set]) => set);
   if (bad) {
@@ -100,6 +101,7 @@ export const BACKEND_OPTION = ["--backend <kind>", "docker (the default on Linux
 export function declareNewSandboxOptions(cmd: Command): Command {
   return cmd
     .option("--rebuild", "rebuild the image even if its tag exists")
+    .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (repeatable; later: sbx port)", collect, [])
     .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes (default: the sandbox starts from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
     .option("--context <dir>", "the build context (default: the repo; its Dockerfile when --dockerfile is not given)")
@@ -144,6 +146,7 @@ export const create: Verb = {
       ...limitsOpt(opts),
       ...imageOpt(opts, ctx.cwd),
       ...(opts.withChanges === true ? { withChanges: true } : {}),
+      ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),

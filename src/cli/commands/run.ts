@@ -20,6 +20,7 @@ function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: str
     ...limitsOpt(opts),
     ...imageOpt(opts, ctx.cwd),
     ...(opts.withChanges === true ? { withChanges: true } : {}),
+    ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
     ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
     ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
   };
@@ -34,7 +35,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   const limits = limitsOpt(opts);
   // Options only a new sandbox takes go the full way, where an existing sandbox refuses them (never ignored).
   const newOnly =
-    Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0 || imageOpt(opts, ctx.cwd).image !== undefined || opts.withChanges === true;
+    Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0 || imageOpt(opts, ctx.cwd).image !== undefined || opts.withChanges === true || ((opts.port as string[] | undefined) ?? []).length > 0;
   if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
     const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());

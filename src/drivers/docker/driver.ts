@@ -45,6 +45,8 @@ export const DockerIdentitySchema = z.object({
   limits: LimitsSchema.optional(),
   /** Where its image comes from (absent on sandboxes made before image sources: the repo's Dockerfile). */
   source: ImageSourceSchema.optional(),
+  /** Forwards from the host's 127.0.0.1 (`sbx port`, `--port`, devcontainer forwardPorts): kept here, run by the daemon's ports guard. */
+  ports: z.array(z.object({ port: z.number().int(), host: z.number().int() })).optional(),
   /** devcontainer.json's postCreateCommand, run once after the create (argv each); cleared once it has run. */
   postCreate: z.array(z.array(z.string())).optional(),
 });
@@ -195,6 +197,7 @@ export class DockerDriver implements Driver {
       ...(Object.keys(userEnv).length ? { userEnv } : {}),
       ...(img.source.from !== "repo" ? { source: img.source } : {}),
       ...(img.postCreate.length ? { postCreate: img.postCreate } : {}),
+      ...(img.ports.length ? { ports: img.ports.map((port) => ({ port, host: port })) } : {}),
     };
   }
 

@@ -3,6 +3,7 @@
 // image by --image, another Dockerfile by --dockerfile; an image that never heard of the user still runs as the user.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { BASE_IMAGE } from "../docker/fixture";
@@ -20,9 +21,13 @@ const put = (rel: string, text: string) => {
 };
 
 describe.skipIf(!canRun)(`image sources on Docker${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
-  beforeAll(() => {
+  let fwd = 0;
+  beforeAll(async () => {
     f = acquireFixture();
     repo = makeRepo(f, `imgsrc-${tag}`);
+    const probe = createServer();
+    fwd = await new Promise<number>((r) => probe.listen(0, "127.0.0.1", () => r((probe.address() as { port: number }).port)));
+    await new Promise<void>((r) => probe.close(() => r()));
     // A newcomer's devcontainer: a plain FROM (no sbx user recipe), a variable, one from the host's environment,
     // sbx's own proxy variable, a postCreateCommand, and keys sbx does not run.
     put(".devcontainer/Dockerfile", `FROM ${BASE_IMAGE}\nRUN echo from-devcontainer > /etc/sbx-marker\n`);
@@ -34,6 +39,7 @@ describe.skipIf(!canRun)(`image sources on Docker${canRun ? "" : ` — skipped: 
         "build": { "dockerfile": "Dockerfile", "context": ".." },
         "containerEnv": { "APP_DIR": "\${containerWorkspaceFolder}/app", "LEAKED_HOME": "\${localEnv:HOME}", "HTTPS_PROXY": "http://evil.invalid:1" },
         "postCreateCommand": "echo postcreate ran as $(id -un); touch \\"$HOME/.postcreated\\"",
+        "forwardPorts": [${fwd}],
         "features": { "ghcr.io/devcontainers/features/node:1": {} },
       }`,
     );
@@ -62,6 +68,8 @@ describe.skipIf(!canRun)(`image sources on Docker${canRun ? "" : ` — skipped: 
     expect(c.stderr).toContain(`postcreate ran as ${f.user.name}`);
     const r = must(sbx(["exec", "dc", "--", "sh", "-c", 'cat /etc/sbx-marker; echo "$APP_DIR"; echo "leak=$LEAKED_HOME"; echo "$HTTPS_PROXY"; test -f "$HOME/.postcreated" && echo postcreated; id -un']), "exec");
     expect(r.stdout.split("\n")).toEqual(["from-devcontainer", `${repo}/app`, "leak=", "http://127.0.0.1:3128", "postcreated", f.user.name, ""]);
+    // forwardPorts: forwarded from the host's 127.0.0.1 as `sbx port` does.
+    expect(JSON.parse(must(sbx(["port", "dc", "--json"]), "port").stdout)).toMatchObject({ running: true, ports: [{ port: fwd, host: fwd, state: "forwarding" }] });
   }, 300_000);
 
   test("a change to devcontainer.json's Dockerfile is said at the next command, with what applies it", () => {

@@ -58,10 +58,13 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
     expect(r.stderr).toContain("sbx rebuild rb");
   }, 60_000);
 
-  test("rebuild: the new image runs; the clone's commits, the overlaid home dirs and the allowlist stay; the rest of the home does not", () => {
+  test("rebuild: the new image runs; the clone's commits, the overlaid home dirs, the allowlist, published services and bridge switches stay; the rest of the home does not", () => {
     const ctr = containerOf(realpathSync(repo), "rb");
     must(dexec(f, ctr, ["sh", "-c", `echo kept > "$HOME/.claude/home-marker" && echo gone > "$HOME/layer-marker" && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m inside-${tag}`], { workdir: realpathSync(repo) }), "inside");
     must(sbx(["allow", "example.org", "--sandbox", "rb"]), "allow");
+    // What sbx keeps of the sandbox beside the driver's own record: a published host service, a bridge switch.
+    must(sbx(["publish", "rb", "127.0.0.2:8443"]), "publish");
+    must(sbx(["bridge", "rb", "--allow", "ci-files"]), "bridge");
     const r = sbx(["rebuild", "rb"]);
     expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
     expect(r.stdout).toMatch(/^rebuilt rb on sbx-/m);
@@ -71,6 +74,8 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
     expect(after.stderr).not.toContain("Dockerfile changed");
     expect(sbx(["list"]).stderr).not.toContain("Dockerfile changed");
     expect(sbx(["allowlist", "--sandbox", "rb", "--json"]).stdout).toContain("example.org");
+    expect(JSON.parse(must(sbx(["publish", "rb", "--json"]), "publish").stdout).published).toEqual(["127.0.0.2:8443"]);
+    expect(must(sbx(["bridge", "rb", "--json"]), "bridge").stdout).toContain("ci-files");
     expect(containerOf(realpathSync(repo), "rb")).toBe(ctr); // same name, a new container
     expect(docker(["inspect", "--format", "{{.Config.Image}}", ctr]).stdout.trim()).toMatch(/^sbx-/);
   }, 300_000);

@@ -67,7 +67,7 @@ describe("CLI and the daemon", () => {
     // linux-user joins when the daemon is root and has the tools probeLinuxUser looks for.
     const userOk = process.getuid?.() === 0 && ["nft", "useradd", "setfacl", "getfacl", "setpriv", "pkill", "dmesg"].every((t) => Bun.which(t) !== null);
     expect(status.backends).toEqual(userOk ? ["docker", "linux-user"] : ["docker"]);
-    expect(status.guards).toEqual(["proxy", "loopback", "bridge", "ref-sync", "exec-agent"]);
+    expect(status.guards).toEqual(["proxy", "loopback", "bridge", "ref-sync", "exec-agent", "ports"]);
     // With no engine answering, the daemon fails closed: it logs and removes nothing.
     expect(readFileSync(w.paths.daemonLog, "utf8")).toContain("backend list failed");
 

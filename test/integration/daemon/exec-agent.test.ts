@@ -5,7 +5,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startExecAgent } from "../../../shims/exec-agent";
-import { encodeFrame, FRAME_HEADER, FrameDecoder, FrameType, jsonFrame, parseExit, parseJson, type StartPayload } from "../../../shims/exec-frames";
+import { AGENT_PROTOCOL, encodeFrame, FRAME_HEADER, FrameDecoder, FrameType, jsonFrame, parseExit, parseJson, type StartPayload } from "../../../shims/exec-frames";
 import type { BackendKind } from "../../../src/core/schemas";
 import { AGENT_SOCKET, ExecAgents, execAgentGuard } from "../../../src/daemon/exec-agents";
 import type { GuardContext, GuardHandle } from "../../../src/guards/guards";
@@ -258,7 +258,7 @@ describe("a hostile agent", () => {
   test("an oversized frame drops the connection", async () => {
     const w = await world();
     const { sock, closed } = await raw(w);
-    sock.write(jsonFrame(FrameType.hello, 0, { v: 1 }));
+    sock.write(jsonFrame(FrameType.hello, 0, { v: AGENT_PROTOCOL }));
     await connected(w);
     const h = new Uint8Array(FRAME_HEADER);
     new DataView(h.buffer).setUint8(0, FrameType.stdout);
@@ -271,7 +271,7 @@ describe("a hostile agent", () => {
   test("exit codes out of range are clamped; frames for sessions never started are ignored", async () => {
     const w = await world();
     const { sock, received } = await raw(w);
-    sock.write(jsonFrame(FrameType.hello, 0, { v: 1 }));
+    sock.write(jsonFrame(FrameType.hello, 0, { v: AGENT_PROTOCOL }));
     const link = await connected(w);
     const stream = link.run(cmd(["true"]));
     // The start frame arrives at the fake agent; it answers for a session that does not exist, then with a bad code.

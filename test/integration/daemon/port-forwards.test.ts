@@ -1,0 +1,116 @@
+// `sbx port` below the CLI: host listeners (127.0.0.1 only) whose connections the exec agent carries to a port it dials
+// inside; bytes both ways, half-close, a port nothing listens on, a dial session not counted as a running command,
+// and listeners that follow the list (and close with the guard).
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startExecAgent } from "../../../shims/exec-agent";
+import { AGENT_SOCKET, ExecAgents, execAgentGuard } from "../../../src/daemon/exec-agents";
+import { PortForwards } from "../../../src/daemon/port-forwards";
+import { Store } from "../../../src/store/store";
+import { guardContext } from "../../support/guard-context";
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const listen = (s: Server, host = "127.0.0.1") => new Promise<number>((r) => s.listen(0, host, () => r((s.address() as { port: number }).port)));
+async function freePort(): Promise<number> {
+  const s = createServer();
+  const p = await listen(s);
+  await new Promise<void>((r) => s.close(() => r()));
+  return p;
+}
+
+/** A guard world with a real agent (in this process: "inside" is this machine's loopback here). */
+async function world() {
+  const root = mkdtempSync(join(tmpdir(), "sbx-ports-"));
+  const store = new Store(":memory:");
+  const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend: "docker" });
+  const dir = join(root, "sb");
+  mkdirSync(dir, { mode: 0o700 });
+  const ctx = guardContext({ store, sandbox, dir, specDir: root, home: "/h" });
+  const agents = new ExecAgents();
+  const handle = await execAgentGuard(agents).start(ctx);
+  const a = startExecAgent({ socketPath: join(dir, AGENT_SOCKET), baseEnv: { PATH: "/usr/bin:/bin" }, retryMs: { min: 20, max: 100 } });
+  const forwards = new PortForwards(agents);
+  cleanups.push(async () => {
+    forwards.close(sandbox.id);
+    a.stop();
+    await handle.stop();
+    store.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+  const link = await agents.wait(sandbox.id, 3000);
+  if (!link) throw new Error("no agent");
+  return { forwards, agents, id: sandbox.id, link };
+}
+
+/** Sends `data`, half-closes, and reads to the end. */
+function roundTrip(port: number, data: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s: Socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+    let got = "";
+    s.on("data", (d) => (got += d));
+    s.on("end", () => {
+      s.end();
+      resolve(got);
+    });
+    s.on("error", reject);
+    s.on("connect", () => s.end(data));
+  });
+}
+
+describe("port forwards through the exec agent", () => {
+  test("bytes both ways and a half-close: an upper-casing echo inside answers the host's 127.0.0.1:HOST", async () => {
+    const w = await world();
+    const inside = createServer({ allowHalfOpen: true }, (c) => {
+      let buf = "";
+      c.on("data", (d) => (buf += d));
+      c.on("end", () => c.end(buf.toUpperCase()));
+    });
+    const port = await listen(inside);
+    cleanups.push(() => new Promise<void>((r) => inside.close(() => r())));
+    const host = await freePort();
+    const states = await w.forwards.apply(w.id, [{ port, host }]);
+    expect(states).toEqual([{ port, host, state: "forwarding" }]);
+    const big = "abc".repeat(200_000);
+    expect(await roundTrip(host, big)).toBe(big.toUpperCase());
+    // An open forwarded connection is not a command a stop would have to end.
+    expect(w.link.running).toBe(0);
+  });
+
+  test("nothing listening inside: the host's connection is closed, nothing hangs", async () => {
+    const w = await world();
+    const dead = await freePort();
+    const host = await freePort();
+    await w.forwards.apply(w.id, [{ port: dead, host }]);
+    expect(await roundTrip(host, "hello")).toBe("");
+  });
+
+  test("listeners follow the list (127.0.0.1 only); a host port in use is an error state, not a throw; close ends them", async () => {
+    const w = await world();
+    const busy = createServer();
+    const busyPort = await listen(busy);
+    cleanups.push(() => new Promise<void>((r) => busy.close(() => r())));
+    const [a, b] = [await freePort(), await freePort()];
+    const s1 = await w.forwards.apply(w.id, [{ port: 1, host: a }, { port: 2, host: busyPort }]);
+    expect(s1).toEqual([{ port: 1, host: a, state: "forwarding" }, { port: 2, host: busyPort, state: "error", error: `127.0.0.1:${busyPort} is in use on this machine` }]);
+    const s2 = await w.forwards.apply(w.id, [{ port: 1, host: b }]);
+    expect(s2).toEqual([{ port: 1, host: b, state: "forwarding" }]);
+    const refused = await new Promise<boolean>((r) => {
+      const c = connect({ host: "127.0.0.1", port: a });
+      c.on("error", () => r(true));
+      c.on("connect", () => {
+        c.destroy();
+        r(false);
+      });
+    });
+    expect(refused).toBe(true);
+    w.forwards.close(w.id);
+    expect(w.forwards.live(w.id)).toBe(false);
+  });
+});
