@@ -2,6 +2,7 @@
 import type { ChalkInstance } from "chalk";
 import type { SbxError } from "../core/errors";
 import { jsonText, terminalLine } from "../core/printable";
+import { isoTime, isoTimes, relativeTime } from "../core/time";
 
 export interface Io {
   stdout: (s: string) => void;
@@ -20,6 +21,9 @@ export interface Render {
   info(line: string): void;
   /** Raw bytes as they come (command output, build progress), no newline added. */
   write(stream: "stdout" | "stderr", s: string): void;
+  /** A time for a person: relative on a terminal ("3 min ago"), ISO 8601 (UTC) off one; `-` for none. */
+  when(ms: number | null): string;
+  /** The value as JSON on stdout, every time in it (`TIME_KEYS`) as ISO 8601. */
   json(value: unknown): void;
   table(columns: string[], rows: string[][]): void;
   error(e: SbxError): void;
@@ -45,7 +49,7 @@ function lazyChalk(level: 0 | 1): () => ChalkInstance {
   return () => (inst ??= new (require("chalk") as typeof import("chalk")).Chalk({ level }));
 }
 
-export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE_COLOR?: string | undefined }): Render {
+export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE_COLOR?: string | undefined }, now: () => number = Date.now): Render {
   const out = lazyChalk(colorLevel(io.stdoutIsTTY, env));
   const err = lazyChalk(colorLevel(io.stderrIsTTY, env));
   return {
@@ -58,7 +62,8 @@ export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE
     out: (line) => io.stdout(terminalLine(line) + "\n"),
     info: (line) => io.stderr(terminalLine(line) + "\n"),
     write: (stream, s) => (stream === "stdout" ? io.stdout(s) : io.stderr(s)),
-    json: (value) => io.stdout(jsonText(value, 2) + "\n"),
+    when: (ms) => (ms === null ? "-" : io.stdoutIsTTY ? relativeTime(ms, now()) : isoTime(ms)),
+    json: (value) => io.stdout(jsonText(isoTimes(value), 2) + "\n"),
     table(columnsIn, rowsIn) {
       const columns = columnsIn.map(printableCell);
       const rows = rowsIn.map((r) => r.map(printableCell));

@@ -4,10 +4,6 @@ import { ExitCode } from "../../core/errors";
 import { formatBytes } from "../../core/limits";
 import type { Verb } from "../verb";
 
-function when(ms: number | null): string {
-  return ms === null ? "-" : new Date(ms).toISOString().replace("T", " ").slice(0, 16);
-}
-
 export const list: Verb = {
   name: "list",
   aliases: ["ls"],
@@ -71,8 +67,8 @@ export const list: Verb = {
         i.repo,
         i.state === "deleted" ? "deleted" : i.phase === "unknown" ? "unknown" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
         i.state === "deleted" ? "-" : isGuarded(i) ? "up" : "down",
-        when(i.createdAt),
-        when(i.lastUsedAt),
+        ctx.render.when(i.createdAt),
+        ctx.render.when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
         ...(withNotes ? [notes[n] || "-"] : []),
       ]),

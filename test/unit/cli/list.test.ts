@@ -26,6 +26,19 @@ describe("sbx list", () => {
     expect(JSON.parse(r.stdout)).toMatchObject([{ name: "demo", backend: "docker", phase: "running" }]);
   });
 
+  test("times: ISO 8601 (UTC) in --json and off a terminal, relative at one", async () => {
+    expect((await cli(["create", "demo"])).code).toBe(0);
+    const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+    const [item] = JSON.parse((await cli(["list", "--json"])).stdout) as { createdAt: string; lastUsedAt: string }[];
+    expect(item!.createdAt).toMatch(iso);
+    expect(item!.lastUsedAt).toMatch(iso);
+    const piped = (await cli(["list"])).stdout.split("\n")[1]!;
+    expect(piped).toContain(item!.createdAt);
+    const tty = (await x.cli(["list"], undefined, { tty: true })).stdout.split("\n")[1]!;
+    expect(tty).toMatch(/ just now +just now /);
+    expect(tty).not.toMatch(/\d{4}-\d\d-\d\d/);
+  });
+
   test("with the engine down: unknown, with the reason, exit 69; never absent", async () => {
     expect((await cli(["create", "demo"])).code).toBe(0);
     x.engine.down = true;
