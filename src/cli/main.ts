@@ -138,6 +138,7 @@ export function processIo(): Io & { drain(): Promise<void> } {
     stderr: (s) => void (err = write(process.stderr, s)),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
+    stdoutColumns: process.stdout.isTTY ? process.stdout.columns || undefined : undefined,
     drain: async () => {
       await Promise.all([out, err]);
     },

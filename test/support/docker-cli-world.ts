@@ -14,8 +14,8 @@ export interface DockerCliWorld {
   w: TempWorld;
   engine: FakeDockerEngine;
   daemon: InprocDaemon;
-  /** Runs sbx in the world's repo (or `cwd`); `tty`: as if at a terminal. */
-  cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty">): Promise<CliRun>;
+  /** Runs sbx in the world's repo (or `cwd`); `tty`: as if at a terminal (`columns` wide). */
+  cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty" | "columns">): Promise<CliRun>;
   close(): Promise<void>;
 }
 

@@ -72,6 +72,7 @@ export const list: Verb = {
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
         ...(withNotes ? [notes[n] || "-"] : []),
       ]),
+      { REPO: "start", NOTE: "wrap" },
     );
     for (const i of items) for (const line of i.notes ?? []) ctx.render.info(line);
     return code;

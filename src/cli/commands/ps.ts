@@ -32,6 +32,7 @@ export const ps: Verb = {
         s.exitCode === null ? "running" : `exited ${s.exitCode}`,
         s.argv.length ? s.argv.join(" ") : "(shell)",
       ]),
+      { COMMAND: "end" },
     );
     return ExitCode.ok;
   },

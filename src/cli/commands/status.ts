@@ -57,6 +57,7 @@ export const status: Verb = {
         s.guards.map((g) => `${g.name} ${g.ok ? "ok" : g.detail}`).join(", ") + (s.error ? ` — ${s.error}` : ""),
         s.repo,
       ]),
+      { GUARDS: "wrap", REPO: "start" },
     );
     return ExitCode.ok;
   },

@@ -39,6 +39,18 @@ describe("sbx list", () => {
     expect(tty).not.toMatch(/\d{4}-\d\d-\d\d/);
   });
 
+  test("the table fits the terminal's width (the repo's path keeps its end); piped, nothing is cut", async () => {
+    expect((await cli(["create", "demo"])).code).toBe(0);
+    const narrow = await x.cli(["list"], undefined, { tty: true, columns: 70 });
+    const lines = narrow.stdout.trimEnd().split("\n");
+    for (const l of lines) expect({ l, width: Bun.stringWidth(l) <= 70 }).toEqual({ l, width: true });
+    expect(x.w.repo.length).toBeGreaterThan(20);
+    const repoCell = /^demo +(…\S+) +running +up +just now +just now +-$/.exec(lines[1]!)?.[1];
+    expect(repoCell).toBeDefined();
+    expect(x.w.repo.endsWith(repoCell!.slice(1))).toBe(true);
+    expect((await cli(["list"])).stdout).toContain(x.w.repo);
+  });
+
   test("with the engine down: unknown, with the reason, exit 69; never absent", async () => {
     expect((await cli(["create", "demo"])).code).toBe(0);
     x.engine.down = true;
