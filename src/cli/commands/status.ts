@@ -19,7 +19,7 @@ export const status: Verb = {
     cmd.option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
-    const [{ DaemonClient }, { duration }] = await Promise.all([import("../../client/client"), import("../../core/time")]);
+    const [{ DaemonClient }, { duration }, { stateOfView: stateOf }] = await Promise.all([import("../../client/client"), import("../../core/time"), import("../../core/sandbox-state")]);
     const client = new DaemonClient(ctx.paths.controlSocket);
     const health = await client.health();
     if (!health) {
@@ -32,7 +32,12 @@ export const status: Verb = {
     }
     const st = await client.status();
     if (opts.json) {
-      ctx.render.json(st);
+      // The one word for each sandbox (core/sandbox-state.ts): the store's record and the runtime's phase stay inside.
+      const sandboxes = st.sandboxes.map((s) => {
+        const { phase: _phase, creating: _creating, ...rest } = s;
+        return { ...rest, state: stateOf(s) };
+      });
+      ctx.render.json({ ...st, sandboxes });
       return ExitCode.ok;
     }
     const { c } = ctx.render;
@@ -48,11 +53,10 @@ export const status: Verb = {
       return ExitCode.ok;
     }
     ctx.render.table(
-      ["NAME", "STATE", "PHASE", "GUARDED", "GUARDS", "REPO"],
+      ["NAME", "STATE", "GUARDED", "GUARDS", "REPO"],
       st.sandboxes.map((s) => [
         s.name,
-        s.state,
-        s.phase,
+        stateOf(s),
         s.guarded ? c.green("yes") : s.state === "active" ? c.red("NO (fenced)") : "no",
         s.guards.map((g) => `${g.name} ${g.ok ? "ok" : g.detail}`).join(", ") + (s.error ? ` — ${s.error}` : ""),
         s.repo,

@@ -17,7 +17,7 @@ async function sbx(...args: string[]) {
 }
 
 describe("daemon CLI verbs", () => {
-  test("status shows each sandbox's phase and guards (a stopped one is unguarded)", async () => {
+  test("status shows each sandbox's state in sbx's one word and its guards (a stopped one is unguarded); --json says the same", async () => {
     w = makeWorld();
     seedSandbox(w, "good");
     seedSandbox(w, "idle");
@@ -26,8 +26,11 @@ describe("daemon CLI verbs", () => {
     const r = await sbx("status");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`daemon: running pid ${d.pid}`);
-    expect(r.stdout).toMatch(/^good\s+active\s+running\s+yes\s+proxy ok, bridge ok/m);
-    expect(r.stdout).toMatch(/^idle\s+stopped\s+absent\s+no\s+/m);
+    expect(r.stdout).toMatch(/^good\s+running\s+yes\s+proxy ok, bridge ok/m);
+    expect(r.stdout).toMatch(/^idle\s+stopped\s+no\s+/m);
+    expect(r.stdout).not.toMatch(/\b(active|absent)\b/);
+    const j = JSON.parse((await sbx("status", "--json")).stdout) as { sandboxes: Record<string, unknown>[] };
+    expect(j.sandboxes.map((s) => [s.name, s.state, "phase" in s])).toEqual([["good", "running", false], ["idle", "stopped", false]]);
   });
 
   test("ps lists sessions with their clients and state", async () => {

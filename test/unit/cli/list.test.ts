@@ -2,6 +2,7 @@
 // cannot be read because the engine does not answer is listed as unknown, with the reason, and the exit status is 69.
 // It is never shown as absent (which would invite a user, or a script, to make it again over the running one).
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { SANDBOX_STATES } from "../../../src/core/sandbox-state";
 import { dockerCliWorld, type DockerCliWorld } from "../../support/docker-cli-world";
 
 let x: DockerCliWorld;
@@ -23,7 +24,20 @@ describe("sbx list", () => {
     expect(c.stderr).toMatch(/^built image sbx-repo:/m);
     const r = await cli(["list", "--json"]);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject([{ name: "demo", backend: "docker", phase: "running" }]);
+    expect(JSON.parse(r.stdout)).toMatchObject([{ name: "demo", backend: "docker", state: "running" }]);
+  });
+
+  test("--help names every state word and what it means", async () => {
+    const h = await cli(["list", "--help"]);
+    for (const w of SANDBOX_STATES) expect(h.stdout).toMatch(new RegExp(`^  ${w} +\\S`, "m"));
+  });
+
+  test("create --json says the new sandbox's state in sbx's words and its times in ISO 8601", async () => {
+    const c = await cli(["create", "demo", "--json"]);
+    expect(c.code).toBe(0);
+    const j = JSON.parse(c.stdout) as { name: string; state: string; createdAt: string };
+    expect({ name: j.name, state: j.state }).toEqual({ name: "demo", state: "running" });
+    expect(j.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   });
 
   test("times: ISO 8601 (UTC) in --json and off a terminal, relative at one", async () => {
@@ -56,8 +70,8 @@ describe("sbx list", () => {
     x.engine.down = true;
     const j = await cli(["list", "--json"]);
     expect(j.code).toBe(69);
-    const [item] = JSON.parse(j.stdout) as { phase: string; reason?: string }[];
-    expect(item!.phase).toBe("unknown");
+    const [item] = JSON.parse(j.stdout) as { state: string; reason?: string }[];
+    expect(item!.state).toBe("unknown");
     expect(item!.reason).toContain("did not answer");
     const t = await cli(["list"]);
     expect(t.code).toBe(69);
@@ -72,6 +86,6 @@ describe("sbx list", () => {
     const r = await cli(["rm", "--force", "demo"]);
     expect(r.code).toBe(69);
     x.engine.down = false;
-    expect(JSON.parse((await cli(["list", "--json"])).stdout)).toMatchObject([{ name: "demo", phase: "running" }]);
+    expect(JSON.parse((await cli(["list", "--json"])).stdout)).toMatchObject([{ name: "demo", state: "running" }]);
   });
 });
