@@ -41,12 +41,15 @@ describe.skipIf(!run)(`a missing command in a sandbox (Docker)${run ? "" : ` —
   }, 180_000);
   afterAll(async () => {
     if (!user) return;
+    // The image its sandbox was made from (tagged for this user's repo): removed with the rest.
+    const images = docker(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]).split("\n").filter(Boolean);
     sbx(["rm", "--force", "cnf"]);
     await stopDaemon(user);
     const ids = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
     if (ids.length) docker(["rm", "--force", ...ids]);
     const vols = docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
     if (vols.length) docker(["volume", "rm", "--force", ...vols]);
+    if (images.length) docker(["image", "rm", ...new Set(images)]);
     Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
     user.remove();
   }, 60_000);
