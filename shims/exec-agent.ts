@@ -5,13 +5,15 @@
 // command it starts has exactly what one started by `docker exec --user <uid>:<gid>` has: same user, same env (plus the
 // request's terminal variables), same caps, same network namespace. It saves the engine's ~65 ms per exec.
 // Nothing here is trusted by the host: whatever the agent answers is the sandbox's own output.
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { constants } from "node:os";
 import {
   AGENT_PROTOCOL,
   AGENT_SIGNALS,
+  commandNotFound,
   dataFrames,
+  EXIT_COMMAND_NOT_FOUND,
   FrameDecoder,
   FrameType,
   jsonFrame,
@@ -23,7 +25,7 @@ import {
 
 export interface ExecAgentOptions {
   socketPath: string;
-  /** The environment commands start from (the container's). */
+  /** The environment commands start from (the container's; its SANDBOX names the sandbox). */
   baseEnv: Record<string, string>;
   /** Reconnect delay bounds after the daemon's socket went away or refused. */
   retryMs?: { min: number; max: number };
@@ -94,7 +96,9 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
         });
       } catch (e) {
         const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
-        return refuse(id, `sbx: cannot run ${req.argv[0]} in ${req.cwd}: ${(e as Error).message}`, missing ? 127 : 126);
+        // ENOENT is also a working directory that is gone: only a command that is not there is "not found".
+        if (missing && existsSync(req.cwd)) return refuse(id, commandNotFound(req.argv[0] ?? "", o.baseEnv.SANDBOX ?? "?"), EXIT_COMMAND_NOT_FOUND);
+        return refuse(id, `sbx: cannot run ${req.argv[0]} in ${req.cwd}: ${(e as Error).message}`, missing ? EXIT_COMMAND_NOT_FOUND : 126);
       }
       // The sandbox's own process (this agent and the forwarder) is the last the kernel kills at the memory limit: a
       // command and what it starts are first (a process may raise its own and its children's score, never lower it).

@@ -6,6 +6,17 @@
 // reader throws and the connection is dropped, so a sandbox cannot make the daemon buffer without bound.
 
 export const FRAME_HEADER = 9;
+
+/** Exit code of a command that does not exist (what a shell returns for one). */
+export const EXIT_COMMAND_NOT_FOUND = 127;
+
+/**
+ * The one line every way of running a command in a sandbox says when the command does not exist (the exec agent, the
+ * shell line of `docker exec` sessions), instead of a shell's or the engine's own wording.
+ */
+export function commandNotFound(command: string, sandbox: string): string {
+  return `sbx: ${command}: command not found in sandbox ${sandbox}`;
+}
 export const MAX_FRAME = 1 << 20;
 
 export const FrameType = {

@@ -114,7 +114,7 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
     let reply: string | null;
     try {
       reply = handleChat(
-        { store, allowSenders: config.allowSenders, source: "zulip", publish, now },
+        { store, allowSenders: config.allowSenders, source: "zulip", publish, now, ...(source.stateOf ? { stateOf: source.stateOf } : {}) },
         { senderEmail: m.sender_email, senderName: m.sender_full_name, topic, content: m.content },
       );
     } catch (e) {

@@ -6,7 +6,8 @@ import { BUILTIN_ALLOWLIST, patternFor } from "../core/egress";
 import { isSbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
-import type { FeedEvent } from "../events/feed";
+import { stateFrom, type FeedEvent } from "../events/feed";
+import type { SandboxState } from "../core/sandbox-state";
 import { PolicyService } from "../policy/service";
 import { ZULIP_NAME_MAX } from "./config";
 
@@ -41,6 +42,8 @@ export interface CommandContext {
   source: string;
   publish?: (e: FeedEvent) => void;
   now?: () => number;
+  /** A sandbox's state in sbx's one word (the daemon's view); without it, what the store alone tells. */
+  stateOf?: (sb: Sandbox) => SandboxState;
 }
 
 const HELP = [
@@ -96,7 +99,7 @@ export function handleChat(ctx: CommandContext, m: IncomingChat): string | null 
   const policy = new PolicyService({ store: ctx.store, ...(ctx.publish ? { publish: ctx.publish } : {}), now: () => now });
 
   if (head === "/help") return HELP;
-  if (head === "/status") return sandbox ? status(ctx.store, sandbox, now) : overview(ctx.store);
+  if (head === "/status") return sandbox ? status(ctx, sandbox, now) : overview(ctx);
 
   const parsed = parseChatCommand(text);
   if (parsed === null) return null;
@@ -141,11 +144,12 @@ export function allowlistText(store: Store, sandbox: Sandbox | null): string {
   return parts.join("\n\n");
 }
 
-function status(store: Store, sb: Sandbox, now: number): string {
+function status(ctx: CommandContext, sb: Sandbox, now: number): string {
+  const { store } = ctx;
   const pending = store.listApprovals({ state: "pending", sandboxId: sb.id });
   const last = Math.max(store.listAudit({ sandboxId: sb.id, limit: 1 })[0]?.ts ?? 0, sb.lastUsedAt ?? sb.updatedAt);
   const lines = [
-    `**${sb.name}** is **${sb.state}** (${sb.backend}), repo ${code(sb.repo)}, created ${ago(sb.createdAt, now)} ago, last activity ${ago(last, now)} ago.`,
+    `**${sb.name}** is **${stateFrom(ctx, sb)}** (${sb.backend}), repo ${code(sb.repo)}, created ${ago(sb.createdAt, now)} ago, last activity ${ago(last, now)} ago.`,
     `Its own allowlist has ${store.listAllow(sb.id).length} entr${store.listAllow(sb.id).length === 1 ? "y" : "ies"}.`,
   ];
   if (pending.length === 0) lines.push("Nothing is waiting for an answer.");
@@ -159,7 +163,8 @@ function status(store: Store, sb: Sandbox, now: number): string {
   return lines.join("\n");
 }
 
-function overview(store: Store): string {
+function overview(ctx: CommandContext): string {
+  const { store } = ctx;
   const sandboxes = store.listSandboxes();
   if (sandboxes.length === 0) return "There are no sandboxes.";
   const pending = store.listApprovals({ state: "pending" });
@@ -167,7 +172,7 @@ function overview(store: Store): string {
     "This topic does not name a sandbox; here are all of them:",
     ...sandboxes.map((s) => {
       const n = pending.filter((a) => a.sandboxId === s.id).length;
-      return `- **${s.name}** (${s.state}) — ${n} pending — topic ${code(topicFor(s))}`;
+      return `- **${s.name}** (${stateFrom(ctx, s)}) — ${n} pending — topic ${code(topicFor(s))}`;
     }),
   ].join("\n");
 }

@@ -2,7 +2,7 @@
 // sbx's entry: argv → command table → exit code. The only place that calls process.exit.
 // The #! line keeps Bun from reading the current directory's bunfig.toml and .env (sys/bun-args.ts says why).
 import { Command, CommanderError } from "commander";
-import { ExitCode, SbxError, toSbxError } from "../core/errors";
+import { ExitCode, SbxError, exitCodesHelp, toSbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import { VERSION } from "../version";
@@ -37,8 +37,7 @@ Sandboxes run an agent as its own identity, in its own shared clone of the repo,
 sbx's allowlist proxy and no credentials inside. Start with \`sbx doctor\`, then \`sbx run claude\` (or codex,
 gemini, opencode, aider) in a repo, or \`sbx create <name>\` for a sandbox of your own.
 
-Exit codes: 0 ok, 64 usage, 65 unsynced commits, 66 not found, 69 unavailable, 73 exists,
-77 permission or policy, 78 config; a command run inside a sandbox exits with its own code.`;
+${exitCodesHelp()}`;
 
 /**
  * Pure: commander's own error text ("error: unknown option '--x'", a suggestion on the next line) as sbx says errors:
@@ -139,6 +138,7 @@ export function processIo(): Io & { drain(): Promise<void> } {
     stderr: (s) => void (err = write(process.stderr, s)),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
+    stdoutColumns: process.stdout.isTTY ? process.stdout.columns || undefined : undefined,
     drain: async () => {
       await Promise.all([out, err]);
     },

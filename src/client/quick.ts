@@ -1,6 +1,7 @@
 // The fast path of `sbx shell|run NAME -- cmd` without a terminal: the daemon starts the sandbox (guards up) and runs the command through its exec agent, or else the command goes through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
 import { existsSync } from "node:fs";
 import { readExecStream } from "../../shims/exec-frames";
+import { inSandboxArgv } from "../drivers/docker/start-line";
 import { engineExec, engineSocket } from "../drivers/docker/engine-exec";
 import { SbxError, isErrorCode } from "../core/errors";
 import { printable } from "../core/printable";
@@ -155,7 +156,8 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
       user: `${ctx.env.uid}:${ctx.env.gid}`,
       workdir: cwd,
       env,
-      argv: req.argv,
+      // Through the sandbox's start line, as a session's command: a missing command is said as sbx says it.
+      argv: inSandboxArgv(req.name, req.argv),
       ...(input ? { stdin: input } : {}),
     },
     io,

@@ -18,6 +18,40 @@ export const ExitCode = {
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
+/**
+ * What each code means when sbx returns it (`sbx --help` lists them); null for a code sbx itself never returns. A
+ * Record over every value: a new code cannot be added without saying what it means.
+ */
+export const EXIT_MEANINGS: Record<ExitCodeValue, string | null> = {
+  0: "ok",
+  1: null,
+  64: "usage: a wrong argument or option",
+  65: "unsynced commits: the sandbox holds commits no host ref has",
+  66: "not found: no such sandbox, session, approval or entry",
+  69: "unavailable: no daemon or engine answers, a fenced sandbox, a state that could not be read",
+  70: "a bug in sbx (please report it)",
+  71: "a system command or the engine failed",
+  73: "exists already",
+  74: null,
+  75: "conflict: another daemon, two sandboxes of that name, a path in the way; or sessions attached",
+  77: "permission or policy: sbx refused it to keep a sandbox or your files safe",
+  78: "config: a bad config file or environment",
+};
+
+/** A command run in a sandbox exits with its own code; these two are a shell's, and sbx's too for a command it cannot start. */
+export const COMMAND_EXITS: Readonly<Record<number, string>> = {
+  126: "the command in the sandbox could not be run",
+  127: "the command does not exist in the sandbox",
+};
+
+/** Pure: the exit codes as `sbx --help` lists them, one a line. */
+export function exitCodesHelp(): string {
+  const row = (code: number | string, meaning: string) => `  ${String(code).padEnd(4)}${meaning}`;
+  const own = Object.entries(EXIT_MEANINGS).flatMap(([code, m]) => (m === null ? [] : [row(code, m)]));
+  const cmd = Object.entries(COMMAND_EXITS).map(([code, m]) => row(code, m));
+  return ["Exit codes:", ...own, ...cmd, row("", "otherwise a command run in a sandbox (shell, exec, run) exits with its own code")].join("\n");
+}
+
 /** Every error code, once: the type, the control socket's schema and the fast client's check all read this. */
 export const ERROR_CODES = [
   "usage",

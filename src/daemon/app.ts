@@ -434,8 +434,14 @@ export function createApp(deps: AppDeps): Hono {
     const s = service();
     return lifecycleLines(log, c.req.raw, async () => {
       const items = await s.list({ all: req.all, ...(req.here ? { repo: await s.repoOf(req.here) } : {}) });
-      const guarded = new Map(controller.views().map((v) => [`${v.repo}\0${v.name}`, v.guarded]));
-      return LifecycleResults.list.parse({ sandboxes: items.map((i) => ({ ...i, guarded: guarded.get(`${i.repo}\0${i.name}`) ?? false })) });
+      // The daemon's side of each: whether its guards are up, and why not when they failed to come up.
+      const views = new Map(controller.views().map((v) => [`${v.repo}\0${v.name}`, v]));
+      return LifecycleResults.list.parse({
+        sandboxes: items.map((i) => {
+          const v = views.get(`${i.repo}\0${i.name}`);
+          return { ...i, guarded: v?.guarded ?? false, ...(v?.error ? { guardError: v.error } : {}) };
+        }),
+      });
     });
   });
 

@@ -8,6 +8,7 @@ import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { notifyStarted, startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "../guards/guards";
+import { createProgress } from "../lifecycle/lock";
 import type { Logger } from "./log";
 import type { SandboxRef, SandboxView } from "./protocol";
 import type { SpecBuilder } from "./spec";
@@ -155,6 +156,7 @@ export class Controller {
       return { name: g.name, ok: h.ok, detail: h.detail };
     });
     const spec = r?.spec ?? this.deps.specFor(sb);
+    const creating = createProgress(this.deps.paths.stateDir, sb.repo, sb.name, spec.dir);
     return {
       id: sb.id,
       sid: spec.id,
@@ -166,6 +168,7 @@ export class Controller {
       guarded: r?.state === "up" && guards.every((g) => g.ok),
       guards,
       ...(r?.error ? { error: r.error } : {}),
+      ...(creating ? { creating } : {}),
     };
   }
 

@@ -2,7 +2,8 @@
 import { join } from "node:path";
 import type { Hono } from "hono";
 import { Store } from "../store/store";
-import type { BackendKind } from "../core/schemas";
+import type { BackendKind, Sandbox } from "../core/schemas";
+import { stateOfView, type SandboxState } from "../core/sandbox-state";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
@@ -38,7 +39,8 @@ export interface DaemonDeps {
   /** Defaults to the store at paths.dbFile. */
   store?: Store;
   /** Starts the dashboard, chat bot and notifier: called once the lock is held, so a second daemon never starts them. */
-  host?: (store: Store) => Hosted;
+  /** What the daemon hosts (dashboard, chat), given the store and each sandbox's state as the daemon sees it. */
+  host?: (store: Store, stateOf: (sb: Sandbox) => SandboxState) => Hosted;
   /**
    * Runs once the lock is held and BEFORE reconcile starts any guard or sandbox: the user-account backends restore
    * their firewall rules here (fail closed after a reboot). A second daemon that lost the lock never runs it.
@@ -116,7 +118,8 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     if (deps.prepare) await deps.prepare(store);
     const reconciled = controller.reconcile();
     service = deps.services?.(store) ?? null;
-    hosted = deps.host?.(store) ?? null;
+    const ctl = controller;
+    hosted = deps.host?.(store, (sb) => stateOfView(ctl.view(sb))) ?? null;
     const h = hosted;
     const lifecycle = deps.service?.withSupervisor(controllerSupervisor(controller, sessions, agents, forwards));
     const app = createApp({

@@ -2,6 +2,8 @@
 import { readChatConfig, type ChatConfig } from "../chat/config";
 import { startZulipBot, type ZulipBot } from "../chat/bot";
 import { SbxError, toSbxError } from "../core/errors";
+import type { SandboxState } from "../core/sandbox-state";
+import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { EventBus } from "../events/feed";
@@ -13,6 +15,8 @@ import type { ChatStatus, UiLaunch } from "./protocol";
 
 export interface HostedDeps {
   store: Store;
+  /** Each sandbox's state in sbx's one word, as the daemon sees it (the dashboard and chat show it). */
+  stateOf?: (sb: Sandbox) => SandboxState;
   events: EventBus;
   log: Logger;
   exec: Exec;
@@ -41,11 +45,12 @@ export interface Hosted {
 
 export function startHosted(deps: HostedDeps): Hosted {
   const { log, store, events } = deps;
+  const source = { store, events, ...(deps.stateOf ? { stateOf: deps.stateOf } : {}) };
   let dash: Dashboard | null = null;
   if (deps.dashboard !== false) {
     try {
       // The dashboard logs its origin only; its token stays in this process (sbx ui gets single-use tickets).
-      dash = startDashboard({ source: { store, events }, log: log.with({ part: "ui" }), ...(deps.dashboardState ? { stateFile: deps.dashboardState } : {}) });
+      dash = startDashboard({ source, log: log.with({ part: "ui" }), ...(deps.dashboardState ? { stateFile: deps.dashboardState } : {}) });
     } catch (e) {
       log.error("dashboard failed to start", { err: toSbxError(e).message });
     }
@@ -67,7 +72,7 @@ export function startHosted(deps: HostedDeps): Hosted {
     if (!config) return;
     chat = { configured: true, connected: false, provider: config.provider, site: config.site, stream: config.stream };
     try {
-      bot = (deps.startBot ?? ((c) => startZulipBot({ config: c, source: { store, events }, log: log.with({ part: "chat" }) })))(config);
+      bot = (deps.startBot ?? ((c) => startZulipBot({ config: c, source, log: log.with({ part: "chat" }) })))(config);
       log.info("chat bot started", { provider: config.provider, site: config.site, stream: config.stream });
     } catch (e) {
       chat = { ...chat, error: toSbxError(e).message };

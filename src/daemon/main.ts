@@ -289,9 +289,10 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       ...(comps.prepareRun ? { prepareRun: comps.prepareRun } : {}),
       ...(comps.prepare ? { prepare: comps.prepare } : {}),
       ...(comps.services ? { services: comps.services } : {}),
-      host: (st) =>
+      host: (st, stateOf) =>
         startHosted({
           store: st,
+          stateOf,
           events,
           log,
           exec,

@@ -27,6 +27,7 @@ export const GuardStatusSchema = z.object({ name: z.string(), ok: z.boolean(), d
 export type GuardStatus = z.infer<typeof GuardStatusSchema>;
 
 export const PhaseViewSchema = z.enum(["running", "stopped", "absent", "unknown"]);
+export const CreatingSchema = z.enum(["in-progress", "interrupted"]);
 
 export const SandboxViewSchema = z.object({
   id: z.number().int(),
@@ -40,6 +41,8 @@ export const SandboxViewSchema = z.object({
   guarded: z.boolean(),
   guards: z.array(GuardStatusSchema),
   error: z.string().optional(),
+  /** Its create is under way or was interrupted (absent from older daemons). */
+  creating: CreatingSchema.optional(),
 });
 export type SandboxView = z.infer<typeof SandboxViewSchema>;
 
@@ -342,6 +345,7 @@ export const SandboxInfoSchema = z.object({
   backend: BackendKindSchema,
   state: SandboxStateSchema,
   phase: PhaseViewSchema,
+  creating: CreatingSchema.optional(),
   createdAt: z.number(),
   lastUsedAt: z.number().nullable(),
   unsynced: z.array(CommitSchema).nullable(),
@@ -349,7 +353,9 @@ export const SandboxInfoSchema = z.object({
   id: z.string(),
   /** Every guard up (the daemon's view). */
   guarded: z.boolean(),
-  /** Why the phase is unknown, or why a stopped sandbox stopped when sbx did not stop it. */
+  /** Why its guards are down, when they failed to come up (the daemon's view). */
+  guardError: z.string().optional(),
+  /** Why the phase is unknown, why a stopped sandbox stopped when sbx did not stop it, or that its create was interrupted. */
   reason: z.string().optional(),
   limits: LimitsViewSchema.optional(),
   /** The limits it ran into since it last started. */

@@ -1,6 +1,7 @@
 // The live feed: event shapes (proxy decisions, bridge commands, approvals decided), the in-memory bus every part of the daemon publishes on, and the converters from audit rows and proxy decisions.
 import { z } from "zod";
-import type { AuditEntry } from "../core/schemas";
+import { sandboxState, type SandboxState } from "../core/sandbox-state";
+import type { AuditEntry, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 
 const SandboxRef = z.object({ id: z.number().int(), name: z.string() });
@@ -60,6 +61,13 @@ export interface FeedSource {
 export interface DataSource {
   store: Store;
   events: FeedSource;
+  /** A sandbox's state in sbx's one word (the daemon's view of it); without it, what the store alone tells. */
+  stateOf?: (sb: Sandbox) => SandboxState;
+}
+
+/** A sandbox's state from a source: its own view, or else the store's record alone (the runtime unread: unknown). */
+export function stateFrom(source: Pick<DataSource, "stateOf">, sb: Sandbox): SandboxState {
+  return source.stateOf?.(sb) ?? sandboxState({ state: sb.state, phase: "unknown" });
 }
 
 export interface EventBus extends FeedSource {

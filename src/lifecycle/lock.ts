@@ -1,11 +1,12 @@
 // Per-sandbox lock files (O_EXCL) in the state dir, with recovery of locks whose owner died.
-import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
 import { sha256Hex } from "../sys/paths";
 import { pidAlive } from "../sys/proc";
+import { sandboxLayout } from "../workspace/layout";
 
 const LockBodySchema = z.object({ pid: z.number().int(), host: z.string(), token: z.string(), at: z.number() });
 type LockBody = z.infer<typeof LockBodySchema>;
@@ -52,6 +53,15 @@ export function lockHeld(path: string, isAlive: (pid: number) => boolean = pidAl
     }
   }
   return body.host !== hostname() || isAlive(body.pid);
+}
+
+/**
+ * A create of the sandbox in `dir` under way (its `.creating` marker, its lock held), interrupted (the marker, no
+ * lock: its daemon died; the next create of the name or a prune clears it), or neither.
+ */
+export function createProgress(stateDir: string, repo: string, name: string, dir: string): "in-progress" | "interrupted" | undefined {
+  if (dir === "" || !existsSync(sandboxLayout(dir).creating)) return undefined;
+  return lockHeld(lockPath(stateDir, repo, name)) ? "in-progress" : "interrupted";
 }
 
 function tryCreate(path: string, body: LockBody): boolean {

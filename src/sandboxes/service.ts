@@ -14,7 +14,7 @@ import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
 import { nextPorts, parsePortSpec, portsOf, type PortForward, type PortState } from "../core/ports";
-import { acquireLock, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
+import { acquireLock, createProgress, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
 import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
@@ -130,6 +130,8 @@ export interface SandboxInfo {
   backend: BackendKind;
   state: SandboxState;
   phase: "running" | "stopped" | "absent" | "unknown";
+  /** Its create is under way, or was interrupted (core/sandbox-state.ts says the word). */
+  creating?: "in-progress" | "interrupted";
   createdAt: number;
   lastUsedAt: number | null;
   /** Commits the clone holds that no other host ref has; null when they could not be counted. */
@@ -137,8 +139,8 @@ export interface SandboxInfo {
   dir: string;
   id: string;
   /**
-   * Why the phase is unknown (the engine does not answer, the driver cannot run here, the record is unreadable), or
-   * why a stopped sandbox stopped when sbx did not stop it (killed for memory).
+   * Why the phase is unknown (the engine does not answer, the driver cannot run here, the record is unreadable), why
+   * a stopped sandbox stopped when sbx did not stop it (killed for memory), or that its create was interrupted.
    */
   reason?: string;
   /** What it may use (absent on sandboxes made before limits). */
@@ -984,6 +986,11 @@ export class SandboxService {
         const ident = baseIdentity(row);
         const base = { name: row.name, repo: row.repo, backend: row.backend, state: row.state, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, dir: ident?.dir ?? "", id: ident?.id ?? "" };
         if (row.state === "deleted") return { ...base, phase: "absent", unsynced: null };
+        const creating = createProgress(this.d.paths.stateDir, row.repo, row.name, base.dir);
+        if (creating === "in-progress") return { ...base, phase: "absent", creating, unsynced: null };
+        const interrupted = creating === "interrupted"
+          ? { creating, reason: `its create was interrupted: \`sbx create ${row.name}\` again starts it over, \`sbx rm ${row.name}\` removes it` }
+          : {};
         let driver: Driver;
         let spec: SandboxSpec;
         try {
@@ -1007,7 +1014,7 @@ export class SandboxService {
         const hits = counters === null ? [] : limitHits(null, counters);
         const notes: string[] = [];
         this.sayNotes(row, driver, { log: (l) => notes.push(l) });
-        return { ...base, ...obs, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}), ...(notes.length ? { notes } : {}) };
+        return { ...base, ...obs, ...interrupted, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}), ...(notes.length ? { notes } : {}) };
       }),
     );
   }

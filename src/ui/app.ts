@@ -8,7 +8,7 @@ import { z } from "zod";
 import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
 import { SbxError, toSbxError } from "../core/errors";
 import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type Session } from "./auth";
-import { feedFromAudit, type DataSource, type FeedEvent } from "../events/feed";
+import { feedFromAudit, stateFrom, type DataSource, type FeedEvent } from "../events/feed";
 import { PolicyService } from "../policy/service";
 
 export const SESSION_COOKIE = "sbx_ui";
@@ -145,7 +145,7 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
         name: s.name,
         repo: s.repo,
         backend: s.backend,
-        state: s.state,
+        state: stateFrom(source, s),
         createdAt: s.createdAt,
         lastActivity: lastActivity(s.id, s.lastUsedAt ?? s.updatedAt),
       })),

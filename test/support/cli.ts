@@ -15,6 +15,8 @@ export interface CliOptions {
   vars?: Record<string, string | undefined>;
   cwd?: string;
   tty?: boolean;
+  /** The terminal's width (with `tty`). */
+  columns?: number;
   verbs?: readonly Verb[];
   /** What the person answers to each question asked, in order (none left: end of input). */
   answers?: string[];
@@ -47,6 +49,7 @@ export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun
       stderr: (s) => void (stderr += s),
       stdoutIsTTY: o.tty ?? false,
       stderrIsTTY: o.tty ?? false,
+      ...(o.tty && o.columns !== undefined ? { stdoutColumns: o.columns } : {}),
     },
     vars,
     env,

@@ -6,7 +6,7 @@ import { DockerDriver } from "../../src/drivers/docker/driver";
 import { readEnv } from "../../src/sys/env";
 import { pathsFor } from "../../src/sys/paths";
 import { FakeDockerEngine } from "../fakes/docker-engine";
-import { runCli, type CliRun } from "./cli";
+import { runCli, type CliOptions, type CliRun } from "./cli";
 import { serveInprocDaemon, type InprocDaemon } from "./inproc-daemon";
 import { tempWorld, type TempWorld } from "./temp-world";
 
@@ -14,8 +14,8 @@ export interface DockerCliWorld {
   w: TempWorld;
   engine: FakeDockerEngine;
   daemon: InprocDaemon;
-  /** Runs sbx in the world's repo (or `cwd`). */
-  cli(argv: string[], cwd?: string): Promise<CliRun>;
+  /** Runs sbx in the world's repo (or `cwd`); `tty`: as if at a terminal (`columns` wide). */
+  cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty" | "columns">): Promise<CliRun>;
   close(): Promise<void>;
 }
 
@@ -33,7 +33,7 @@ export async function dockerCliWorld(): Promise<DockerCliWorld> {
     w,
     engine,
     daemon,
-    cli: (argv, cwd) => runCli(argv, { exec: w.exec, vars, cwd: cwd ?? w.repo }),
+    cli: (argv, cwd, o) => runCli(argv, { exec: w.exec, vars, cwd: cwd ?? w.repo, ...o }),
     async close() {
       await daemon.stop();
       w.close();

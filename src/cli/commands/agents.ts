@@ -35,6 +35,7 @@ export const agents: Verb = {
         a.sandboxes.length ? a.sandboxes.map((s) => `${s.name}@${s.version}`).join(" ") : "-",
         a.login.ok ? `yes (${a.login.via.join(", ")})` : "no",
       ]),
+      { CACHED: "wrap", SANDBOXES: "wrap", LOGIN: "wrap" },
     );
     return ExitCode.ok;
   },

@@ -17,7 +17,7 @@ export const allowlist: Verb = {
     if (opts.presets) {
       const { PRESETS } = await import("../../core/presets");
       if (opts.json) ctx.render.json(PRESETS);
-      else ctx.render.table(["PRESET", "PATTERNS"], Object.entries(PRESETS).map(([n, ps]) => [n, ps.join(" ")]));
+      else ctx.render.table(["PRESET", "PATTERNS"], Object.entries(PRESETS).map(([n, ps]) => [n, ps.join(" ")]), { PATTERNS: "wrap" });
       return ExitCode.ok;
     }
     const { daemon, whereOf } = await import("../../client/sandboxes");
@@ -31,10 +31,10 @@ export const allowlist: Verb = {
       return ExitCode.ok;
     }
     const rows: string[][] = [];
-    if (view.sandbox) for (const e of view.sandbox.entries) rows.push([e.pattern, `sandbox ${view.sandbox.name}`, e.addedBy, new Date(e.addedAt).toISOString()]);
-    for (const e of view.global) rows.push([e.pattern, "global", e.addedBy, new Date(e.addedAt).toISOString()]);
-    for (const p of view.builtin) rows.push([p, "built-in", "sbx", ""]);
-    ctx.render.table(["PATTERN", "SCOPE", "ADDED BY", "ADDED"], rows);
+    if (view.sandbox) for (const e of view.sandbox.entries) rows.push([e.pattern, `sandbox ${view.sandbox.name}`, e.addedBy, ctx.render.when(e.addedAt)]);
+    for (const e of view.global) rows.push([e.pattern, "global", e.addedBy, ctx.render.when(e.addedAt)]);
+    for (const p of view.builtin) rows.push([p, "built-in", "sbx", "-"]);
+    ctx.render.table(["PATTERN", "SCOPE", "ADDED BY", "ADDED"], rows, { PATTERN: "wrap", "ADDED BY": "end" });
     if (!view.sandbox) ctx.render.info("showing the global and built-in lists; add --sandbox NAME for a sandbox's own");
     return ExitCode.ok;
   },

@@ -48,7 +48,8 @@ export const approvals: Verb = {
       }
       ctx.render.table(
         ["ID", "SANDBOX", "WHAT", "COUNT", "LAST SEEN", "REASON"],
-        pending.map((a) => [String(a.id), a.sandbox ?? `#${a.sandboxId}`, approvalWhat(a, describeSubject), String(a.count), new Date(a.lastSeen).toISOString(), a.reason]),
+        pending.map((a) => [String(a.id), a.sandbox ?? `#${a.sandboxId}`, approvalWhat(a, describeSubject), String(a.count), ctx.render.when(a.lastSeen), a.reason]),
+        { WHAT: "wrap", REASON: "wrap" },
       );
       ctx.render.info("decide with `sbx approvals allow ID` or `sbx approvals deny ID`");
       return ExitCode.ok;

@@ -154,7 +154,11 @@ export const create: Verb = {
     const { sandbox } = await daemon(ctx)
       .then((client) => client.lifecycle("create", request, outOf(ctx)))
       .finally(() => staged?.discard()); // also when the create never began (no daemon, a bad option)
-    if (opts.json) ctx.render.json(sandbox);
+    if (opts.json) {
+      // A create that answers has brought the sandbox up (guards, then it runs): its state in sbx's one word.
+      const { stateOfView } = await import("../../core/sandbox-state");
+      ctx.render.json({ ...sandbox, state: stateOfView({ state: sandbox.state, phase: "running" }) });
+    }
     else {
       const kind = sandbox.backend === "docker" ? "" : ` (${sandbox.backend})`;
       ctx.render.out(`created sandbox ${sandbox.name}${kind} for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);

@@ -2,11 +2,8 @@
 import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
 import { formatBytes } from "../../core/limits";
+import { STATE_MEANINGS } from "../../core/sandbox-state";
 import type { Verb } from "../verb";
-
-function when(ms: number | null): string {
-  return ms === null ? "-" : new Date(ms).toISOString().replace("T", " ").slice(0, 16);
-}
 
 export const list: Verb = {
   name: "list",
@@ -15,16 +12,17 @@ export const list: Verb = {
   declare(cmd: Command) {
     cmd
       .option("--all", "include deleted sandboxes")
-      .option("--json", "print JSON");
+      .option("--json", "print JSON")
+      .addHelpText("after", ["", "STATE is one of (the same words in `sbx status`, --json, the dashboard and chat):", ...Object.entries(STATE_MEANINGS).map(([w, m]) => `  ${w.padEnd(9)} ${m}`)].join("\n"));
   },
   async run(ctx, _args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const { daemon, outOf } = await import("../../client/sandboxes");
+    const [{ daemon, outOf }, { stateOfListed: stateOf }] = await Promise.all([import("../../client/sandboxes"), import("../../core/sandbox-state")]);
     const { sandboxes: items } = await (await daemon(ctx)).lifecycle("list", { all: opts.all === true }, outOf(ctx));
     const isGuarded = (i: { guarded: boolean }) => i.guarded;
     // A sandbox whose state could not be read (the engine down, a kind that cannot run here) is shown as unknown,
     // never as absent, and the exit status says so (69).
-    const unread = items.filter((i) => i.phase === "unknown" && i.reason !== undefined);
+    const unread = items.filter((i) => stateOf(i) === "unknown" && i.reason !== undefined);
     const code = unread.length > 0 ? ExitCode.unavailable : ExitCode.ok;
     for (const i of unread) ctx.render.info(`${i.name}: state unknown: ${i.reason}`);
     if (opts.json) {
@@ -33,14 +31,14 @@ export const list: Verb = {
           name: i.name,
           repo: i.repo,
           backend: i.backend,
-          state: i.state,
-          phase: i.phase,
+          state: stateOf(i),
           createdAt: i.createdAt,
           lastUsedAt: i.lastUsedAt,
           guarded: isGuarded(i),
           unsyncedCommits: i.unsynced === null ? null : i.unsynced.length,
           unsynced: i.unsynced,
           ...(i.reason !== undefined ? { reason: i.reason } : {}),
+          ...(i.guardError !== undefined ? { guardError: i.guardError } : {}),
           ...(i.limits ? { limits: i.limits } : {}),
           ...(i.hits ? { hits: i.hits } : {}),
           ...(i.notes ? { notes: i.notes } : {}),
@@ -52,9 +50,11 @@ export const list: Verb = {
       ctx.render.info("no sandboxes; create one with `sbx create <name>` in a repo");
       return 0;
     }
-    // What a person should know beside the state: a limit it ran into, or why it stopped when sbx did not stop it.
+    // What a person should know beside the state: a limit it ran into, why it stopped when sbx did not stop it, or why
+    // it failed.
     const note = (i: (typeof items)[number]): string => {
       if (i.phase !== "unknown" && i.reason !== undefined) return i.reason;
+      if (i.guardError !== undefined && stateOf(i) === "failed") return `its guards did not come up: ${i.guardError}`;
       const hit = (i.hits ?? []).map((h) =>
         h.limit === "memory"
           ? `memory limit${i.limits?.memory ? ` (${formatBytes(i.limits.memory)})` : ""} hit: ${h.count} killed`
@@ -69,13 +69,14 @@ export const list: Verb = {
       items.map((i, n) => [
         i.name,
         i.repo,
-        i.state === "deleted" ? "deleted" : i.phase === "unknown" ? "unknown" : i.phase === "running" ? "running" : i.state === "active" ? i.phase : i.state,
+        stateOf(i),
         i.state === "deleted" ? "-" : isGuarded(i) ? "up" : "down",
-        when(i.createdAt),
-        when(i.lastUsedAt),
+        ctx.render.when(i.createdAt),
+        ctx.render.when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
         ...(withNotes ? [notes[n] || "-"] : []),
       ]),
+      { REPO: "start", NOTE: "wrap" },
     );
     for (const i of items) for (const line of i.notes ?? []) ctx.render.info(line);
     return code;

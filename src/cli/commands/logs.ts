@@ -8,6 +8,7 @@ import type { Verb } from "../verb";
 
 // Audit details carry what a sandbox chose (hosts, commands, ref names): each value is shown, never sent.
 import { jsonText, printable } from "../../core/printable";
+import { isoTime, isoTimes } from "../../core/time";
 
 /** Pure: a detail value as a person reads it: bare when simple, quoted when it holds spaces, lists joined. */
 function value(v: unknown): string {
@@ -20,9 +21,12 @@ function value(v: unknown): string {
   return /\s/.test(t) || t === "" ? JSON.stringify(t) : t;
 }
 
-/** Pure: one human line per entry: time, sandbox, kind, action, then the details as key=value. */
+/**
+ * Pure: one human line per entry: time, sandbox, kind, action, then the details as key=value. The time is ISO 8601
+ * (UTC) on a terminal too: a log is read back and followed, where "3 min ago" would be stale as soon as printed.
+ */
 export function formatAudit(e: AuditView): string {
-  const ts = new Date(e.ts).toISOString().replace("T", " ").slice(0, 19);
+  const ts = isoTime(e.ts);
   const detail = Object.entries(e.detail)
     .filter(([, v]) => v !== null && v !== undefined && v !== "")
     .map(([k, v]) => `${printable(k)}=${value(v)}`)
@@ -55,7 +59,7 @@ export const logs: Verb = {
   async run(ctx, _args, opts) {
     const sandbox = typeof opts.sandbox === "string" ? opts.sandbox : undefined;
     const repo = typeof opts.repo === "string" ? realpathSync(resolve(ctx.cwd, opts.repo)) : undefined;
-    const print = (e: AuditView) => ctx.render.out(opts.json ? jsonText(e) : formatAudit(e));
+    const print = (e: AuditView) => ctx.render.out(opts.json ? jsonText(isoTimes(e)) : formatAudit(e));
     const since = typeof opts.since === "string" ? parseSince(opts.since, Date.now()) : undefined;
     const kind = typeof opts.kind === "string" ? opts.kind : undefined;
     const lines = Number(opts.lines);

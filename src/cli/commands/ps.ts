@@ -28,10 +28,11 @@ export const ps: Verb = {
         s.sandbox,
         String(s.pid),
         String(s.clients),
-        new Date(s.startedAt).toISOString().slice(0, 19).replace("T", " "),
+        ctx.render.when(s.startedAt),
         s.exitCode === null ? "running" : `exited ${s.exitCode}`,
         s.argv.length ? s.argv.join(" ") : "(shell)",
       ]),
+      { COMMAND: "end" },
     );
     return ExitCode.ok;
   },

@@ -3,14 +3,6 @@ import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
 
-function ago(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.round(s / 60)}m`;
-  if (s < 86400) return `${Math.round(s / 3600)}h`;
-  return `${Math.round(s / 86400)}d`;
-}
-
 type Chat = NonNullable<import("../../daemon/protocol").Status["chat"]>;
 
 function chatLine(ch: Chat, c: { green(s: string): string; red(s: string): string }): string {
@@ -27,7 +19,7 @@ export const status: Verb = {
     cmd.option("--json", "print JSON");
   },
   async run(ctx, _args, opts) {
-    const { DaemonClient } = await import("../../client/client");
+    const [{ DaemonClient }, { duration }, { stateOfView: stateOf }] = await Promise.all([import("../../client/client"), import("../../core/time"), import("../../core/sandbox-state")]);
     const client = new DaemonClient(ctx.paths.controlSocket);
     const health = await client.health();
     if (!health) {
@@ -40,12 +32,17 @@ export const status: Verb = {
     }
     const st = await client.status();
     if (opts.json) {
-      ctx.render.json(st);
+      // The one word for each sandbox (core/sandbox-state.ts): the store's record and the runtime's phase stay inside.
+      const sandboxes = st.sandboxes.map((s) => {
+        const { phase: _phase, creating: _creating, ...rest } = s;
+        return { ...rest, state: stateOf(s) };
+      });
+      ctx.render.json({ ...st, sandboxes });
       return ExitCode.ok;
     }
     const { c } = ctx.render;
     ctx.render.out(
-      `daemon: ${c.green("running")} pid ${st.daemon.pid}, up ${ago(Date.now() - st.daemon.startedAt)}, v${st.daemon.version}, ` +
+      `daemon: ${c.green("running")} pid ${st.daemon.pid}, up ${duration(Date.now() - st.daemon.startedAt)}, v${st.daemon.version}, ` +
         `backends: ${st.backends.join(", ") || "none"}, guards: ${st.guards.join(", ") || "none"}, sessions: ${st.sessions}`,
     );
     // The dashboard's origin only: its launch links come from `sbx ui`, one at a time.
@@ -56,15 +53,15 @@ export const status: Verb = {
       return ExitCode.ok;
     }
     ctx.render.table(
-      ["NAME", "STATE", "PHASE", "GUARDED", "GUARDS", "REPO"],
+      ["NAME", "STATE", "GUARDED", "GUARDS", "REPO"],
       st.sandboxes.map((s) => [
         s.name,
-        s.state,
-        s.phase,
+        stateOf(s),
         s.guarded ? c.green("yes") : s.state === "active" ? c.red("NO (fenced)") : "no",
         s.guards.map((g) => `${g.name} ${g.ok ? "ok" : g.detail}`).join(", ") + (s.error ? ` — ${s.error}` : ""),
         s.repo,
       ]),
+      { GUARDS: "wrap", REPO: "start" },
     );
     return ExitCode.ok;
   },

@@ -6,6 +6,7 @@ import { sandboxLayout } from "../../workspace/layout";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "../../core/tar";
 import { MAIN_RUNTIME_ENV } from "../../../shims/exec-agent";
+import { inSandboxArgv } from "./start-line";
 
 export { sandboxLayout };
 
@@ -522,10 +523,6 @@ export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: 
     "--workdir", req.cwd,
     ...env,
     containerName(spec.id),
-    // The session goes before the sandbox's own process at the memory limit (as the exec agent's commands do).
-    "/bin/sh", "-c", OOM_FIRST, "sbx", ...argv,
+    ...inSandboxArgv(spec.name, argv),
   ];
 }
-
-/** The shell line that raises its own OOM score (as the exec agent raises its commands'), then becomes argv. */
-export const OOM_FIRST = 'echo 500 > /proc/self/oom_score_adj 2>/dev/null; exec "$@"';

@@ -27,7 +27,8 @@ function start(apiKey = KEY): ZulipBot {
     info: (m: string, f?: Record<string, unknown>) => void logs.push(`${m} ${JSON.stringify(f ?? {})}`),
     warn: (m: string, f?: Record<string, unknown>) => void logs.push(`${m} ${JSON.stringify(f ?? {})}`),
   };
-  return startZulipBot({ config, source: { store, events: bus }, log, backoff: { baseMs: 5, maxMs: 20 } });
+  // The daemon's view of each sandbox's state, as the daemon hands it (here: every one runs).
+  return startZulipBot({ config, source: { store, events: bus, stateOf: () => "running" }, log, backoff: { baseMs: 5, maxMs: 20 } });
 }
 
 beforeEach(async () => {
@@ -198,11 +199,11 @@ describe("zulip bot", () => {
     expect(reply.content).toContain("api.anthropic.com");
   });
 
-  test("/status tells the sandbox's state and what it is waiting for", async () => {
+  test("/status tells the sandbox's state (sbx's one word, the daemon's view) and what it is waiting for", async () => {
     const sb = sandbox();
     await blocked(sb, "example.org", 8443);
     const reply = await ask(ALICE, topicFor(sb), "/status");
-    expect(reply.content).toContain("**demo** is **active**");
+    expect(reply.content).toContain("**demo** is **running**");
     expect(reply.content).toContain("`example.org:8443`");
   });
 

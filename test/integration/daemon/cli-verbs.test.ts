@@ -17,7 +17,7 @@ async function sbx(...args: string[]) {
 }
 
 describe("daemon CLI verbs", () => {
-  test("status shows each sandbox's phase and guards (a stopped one is unguarded)", async () => {
+  test("status shows each sandbox's state in sbx's one word and its guards (a stopped one is unguarded); --json says the same", async () => {
     w = makeWorld();
     seedSandbox(w, "good");
     seedSandbox(w, "idle");
@@ -26,8 +26,11 @@ describe("daemon CLI verbs", () => {
     const r = await sbx("status");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`daemon: running pid ${d.pid}`);
-    expect(r.stdout).toMatch(/^good\s+active\s+running\s+yes\s+proxy ok, bridge ok/m);
-    expect(r.stdout).toMatch(/^idle\s+stopped\s+absent\s+no\s+/m);
+    expect(r.stdout).toMatch(/^good\s+running\s+yes\s+proxy ok, bridge ok/m);
+    expect(r.stdout).toMatch(/^idle\s+stopped\s+no\s+/m);
+    expect(r.stdout).not.toMatch(/\b(active|absent)\b/);
+    const j = JSON.parse((await sbx("status", "--json")).stdout) as { sandboxes: Record<string, unknown>[] };
+    expect(j.sandboxes.map((s) => [s.name, s.state, "phase" in s])).toEqual([["good", "running", false], ["idle", "stopped", false]]);
   });
 
   test("ps lists sessions with their clients and state", async () => {
@@ -41,6 +44,7 @@ describe("daemon CLI verbs", () => {
     expect(r.stdout).toMatch(new RegExp(`^${s.id}\\s+demo\\s+${s.pid}\\s+0\\s+.*running\\s+sleep 30$`, "m"));
     const j = JSON.parse((await sbx("ps", "--json")).stdout);
     expect(j[0].id).toBe(s.id);
+    expect(j[0].startedAt).toBe(new Date(s.startedAt).toISOString().replace(/\.\d{3}Z$/, "Z"));
   });
 
   test("logs: filtered by sandbox, as JSON lines, and --follow prints entries written later", async () => {
@@ -56,9 +60,11 @@ describe("daemon CLI verbs", () => {
     expect(entries.length).toBeGreaterThan(0);
     expect(entries.every((e: { sandbox: string }) => e.sandbox === "a")).toBe(true);
     expect(entries.map((e: { action: string }) => e.action)).toContain("sandbox.started");
+    // Times as ISO 8601 in UTC, in JSON lines and in lines for people alike.
+    expect(entries.every((e: { ts: unknown }) => typeof e.ts === "string" && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(e.ts))).toBe(true);
 
     const human = await sbx("logs", "--sandbox", "b");
-    expect(human.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  b\s+daemon\s+sandbox\.started/m);
+    expect(human.stdout).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  b\s+daemon\s+sandbox\.started/m);
 
     const follow = Bun.spawn([process.execPath, CLI, "logs", "--follow", "--json", "--sandbox", "a"], { env: w.env, stdout: "pipe", stderr: "pipe" });
     try {

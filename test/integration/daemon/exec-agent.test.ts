@@ -112,13 +112,16 @@ describe("exec agent ↔ daemon", () => {
     expect(r3.out.trim()).toBe("0");
   });
 
-  test("a missing command is 127 with the reason; a signal is 128+n", async () => {
+  test("a missing command is 127, said as sbx says it (with the sandbox's name); a missing cwd says so; a signal is 128+n", async () => {
     const w = await world();
-    agentFor(w);
+    agentFor(w, { PATH: process.env.PATH ?? "/usr/bin:/bin", SANDBOX: "demo" });
     const link = await connected(w);
     const r = await collect(link.run(cmd(["sbx-no-such-command"])));
     expect(r.code).toBe(127);
-    expect(r.err).toContain("sbx-no-such-command");
+    expect(r.err).toBe("sbx: sbx-no-such-command: command not found in sandbox demo\n");
+    const gone = await collect(link.run(cmd(["true"], { cwd: join(w.root, "no-such-dir") })));
+    expect(gone.code).toBe(127);
+    expect(gone.err).toContain(`sbx: cannot run true in ${join(w.root, "no-such-dir")}`);
     expect((await collect(link.run(cmd(["sh", "-c", "kill -9 $$"])))).code).toBe(137);
   });
 

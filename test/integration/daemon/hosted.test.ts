@@ -82,6 +82,9 @@ describe("the daemon hosts the dashboard, the chat bot and notifications", () =>
     const login = await fetch(launch.url, { redirect: "manual" });
     expect(login.status).toBe(303);
     const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0]!;
+    // The dashboard shows the sandbox's state as the daemon sees it, in sbx's one word (never the store's "active").
+    const state = (await (await fetch(`${launch.origin}api/state`, { headers: { cookie } })).json()) as { sandboxes: { name: string; state: string }[] };
+    expect(state.sandboxes.map((s) => [s.name, s.state])).toEqual([["demo", "running"]]);
     const sse = await fetch(`${launch.origin}api/events`, { headers: { cookie } });
     const reader = sse.body!.getReader();
     let feed = "";

@@ -129,8 +129,9 @@ describe("sbx deny and sbx allowlist", () => {
     expect(j.sandbox.patterns.map((p: { pattern: string }) => p.pattern)).toEqual(["a.example"]);
     expect(j.global.map((p: { pattern: string }) => p.pattern)).toEqual(["g.example"]);
     expect(j.builtin).toEqual(["api.anthropic.com"]);
+    expect(j.global[0].addedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     const table = await cli(["allowlist", "--sandbox", "demo"]);
-    expect(table.stdout).toMatch(/a\.example\s+sandbox demo/);
+    expect(table.stdout).toMatch(/a\.example\s+sandbox demo\s+\S+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/m);
     expect(table.stdout).toMatch(/api\.anthropic\.com\s+built-in/);
   });
 });
@@ -157,8 +158,11 @@ describe("sbx approvals", () => {
       ["new.example", 2, "demo"],
       ["old.example", 1, "demo"],
     ]);
+    // Times: ISO 8601 in --json and off a terminal (the store's clock here is 1970).
+    expect(pending[0].lastSeen).toBe("1970-01-01T00:00:04Z");
+    expect(pending[0].firstSeen).toBe("1970-01-01T00:00:03Z");
     const table = await cli(["approvals"]);
-    expect(table.stdout).toMatch(/new\.example:8443\s+2/);
+    expect(table.stdout).toMatch(/new\.example:8443\s+2\s+1970-01-01T00:00:04Z\s/);
 
     const ok = await cli(["approvals", "allow", String(ids.b)]);
     expect(ok.code).toBe(0);

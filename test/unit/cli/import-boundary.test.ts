@@ -12,6 +12,7 @@ const ALLOWED = new Set([
   "src/daemon/protocol.ts", // the control socket's wire shapes
   "src/daemon/exec-types.ts", // the exec stream's content type
   "src/drivers/docker/engine-exec.ts", // the fast path's fallback for a container with no exec agent (Engine API exec)
+  "src/drivers/docker/start-line.ts", // the shell line that fallback's command starts through, as a session's does
 ]);
 
 /** Verbs that are not "one daemon call", and why; each may reach only the modules listed (a prefix ends in /). */

@@ -11,7 +11,7 @@ const entry = (over: Partial<AuditView>): AuditView => ({ id: 1, ts: Date.UTC(20
 describe("the human format", () => {
   test("details read as key=value; a value with spaces is quoted; lists are joined", () => {
     const line = formatAudit(entry({ detail: { method: "CONNECT", host: "evil.example", port: 443, reason: "not on the allowlist", argv: ["git", "push"] } }));
-    expect(line).toBe('2026-11-24 10:00:00  demo         egress    denied  method=CONNECT host=evil.example port=443 reason="not on the allowlist" argv="git push"');
+    expect(line).toBe('2026-11-24T10:00:00Z  demo         egress    denied  method=CONNECT host=evil.example port=443 reason="not on the allowlist" argv="git push"');
   });
 
   test("no control character a sandbox chose reaches the terminal: OSC 52 (clipboard), title, CSI, C1 are shown escaped", () => {

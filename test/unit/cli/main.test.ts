@@ -1,7 +1,7 @@
 // CLI parsing, help, version and exit codes: typed errors map to sysexits; unbuilt verbs exit 69, never pretend.
 import { describe, expect, test } from "bun:test";
 import { Command } from "commander";
-import { SbxError } from "../../../src/core/errors";
+import { ERROR_CODES, EXIT_MEANINGS, SbxError } from "../../../src/core/errors";
 import { colorLevel } from "../../../src/cli/render";
 import type { Verb } from "../../../src/cli/verb";
 import { verbs } from "../../../src/cli/verbs";
@@ -27,6 +27,16 @@ describe("sbx --help and --version", () => {
       expect(r.stdout).toContain(`Usage: sbx ${v.name}`);
       expect(r.stdout.replace(/\s+/g, " ")).toContain(v.summary);
     }
+  });
+
+  test("--help lists every exit code sbx returns with its meaning, and 127 for a command not in the sandbox", async () => {
+    const r = await runCli(["--help"]);
+    const listed = new Map([...r.stdout.matchAll(/^ {2}(\d+) +(\S.*)$/gm)].map((m) => [Number(m[1]), m[2]!]));
+    // Every code an error can carry, and every value of ExitCode that has a meaning.
+    for (const code of ERROR_CODES) expect(listed.has(new SbxError(code, "x").exitCode)).toBe(true);
+    for (const [code, meaning] of Object.entries(EXIT_MEANINGS)) expect(listed.get(Number(code))).toBe(meaning ?? undefined);
+    expect(listed.get(127)).toContain("does not exist in the sandbox");
+    expect(r.stdout).toContain("exits with its own code");
   });
 
   test("--version prints the package version", async () => {

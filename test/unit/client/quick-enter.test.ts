@@ -8,6 +8,7 @@ import { AGENT_STDIN_MAX, execRequestBody, parseStartAnswer, quickEnter, type Qu
 import { splitExecBody } from "../../../src/daemon/app";
 import { EXEC_FRAMES_TYPE } from "../../../src/daemon/exec-types";
 import { SbxError } from "../../../src/core/errors";
+import { startLine } from "../../../src/drivers/docker/start-line";
 import { readEnv } from "../../../src/sys/env";
 import { pathsFor } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
@@ -101,7 +102,8 @@ describe("quickEnter (sbx shell|run NAME -- cmd without a terminal)", () => {
     expect(c.body.User).toBe("1234:5678");
     expect(c.body.WorkingDir).toBe(join(w.repo, "sub"));
     expect(c.body.Env).toEqual(["TERM=xterm"]);
-    expect(c.body.Cmd).toEqual(["git", "status"]);
+    // Through the sandbox's start line, as a session's command is (a missing one is said as sbx says it).
+    expect(c.body.Cmd).toEqual(["/bin/sh", "-c", startLine("demo"), "sbx", "git", "status"]);
   });
 
   test("with an exec agent: output and exit code come from the daemon's frames; the engine is never contacted", async () => {

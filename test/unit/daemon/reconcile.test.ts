@@ -3,6 +3,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Observed } from "../../../src/drivers/backend";
+import { stateOfView } from "../../../src/core/sandbox-state";
 import { defaultSpecBuilder } from "../../../src/daemon/spec";
 import { makeHarness, recordingGuard, type Harness } from "../../support/daemon-harness";
 
@@ -35,6 +36,17 @@ describe("reconcile", () => {
     expect(h.events).toEqual(["backend.list", "proxy.start demo", "bridge.start demo", "backend.apply demo", "backend.cleanup"]);
     expect(h.backend.entries.get(spec.id)?.phase).toBe("running");
     expect(h.controller.view(h.store.findSandbox("/r", "demo")!).guarded).toBe(true);
+  });
+
+  test("a create its daemon did not finish (its marker left, no lock): the view says interrupted, which sbx calls failed", async () => {
+    h = makeHarness();
+    h.store.createSandbox({ name: "half", repo: "/r", backend: "fake" });
+    const dir = specOf(h, "half").dir;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, ".creating"), "1\n");
+    await h.controller.reconcile();
+    const view = h.controller.view(h.store.findSandbox("/r", "half")!);
+    expect({ creating: view.creating, word: stateOfView(view) }).toEqual({ creating: "interrupted", word: "failed" });
   });
 
   test("store has it, system lost it: marked stopped when its workspace remains, deleted when that is gone too", async () => {
@@ -113,6 +125,8 @@ describe("reconcile", () => {
     const view = h.controller.view(h.store.findSandbox("/r", "demo")!);
     expect(view.guarded).toBe(false);
     expect(view.error).toContain("proxy cannot start");
+    // Every surface says it the same way: it should run, and does not.
+    expect(stateOfView(view)).toBe("failed");
   });
 
   test("when the backend cannot list, nothing is started and nothing removed", async () => {

@@ -5,7 +5,10 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:
 import { dirname, join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import type { BackendKind } from "../../../src/core/schemas";
+import { stateOfListed } from "../../../src/core/sandbox-state";
+import { acquireLock, lockPath } from "../../../src/lifecycle/lock";
 import { SandboxService } from "../../../src/sandboxes/service";
+import { sandboxLayout } from "../../../src/workspace/layout";
 import type { Store } from "../../../src/store/store";
 import { streamRun, type Exec } from "../../../src/sys/exec";
 import { FakeDriver } from "../../fakes/driver";
@@ -184,6 +187,25 @@ describe("one lifecycle for every kind", () => {
       ["d", "docker", "running", 0],
       ["u", "linux-user", "running", 1],
     ]);
+  });
+
+  test("list says a create under way (its marker, its lock held) and one that was interrupted (the marker, no lock), with what to do", async () => {
+    const s = service();
+    await s.create({ name: "d", cwd: repo });
+    const dir = String(store.findSandbox(repo, "d")!.identity.dir);
+    writeFileSync(sandboxLayout(dir).creating, "1\n");
+    const lock = await acquireLock(lockPath(w.paths.stateDir, repo, "d"));
+    try {
+      const under = (await s.list())[0]!;
+      expect({ creating: under.creating, word: stateOfListed(under) }).toEqual({ creating: "in-progress", word: "creating" });
+    } finally {
+      lock.release();
+    }
+    const left = (await s.list())[0]!;
+    expect({ creating: left.creating, word: stateOfListed(left) }).toEqual({ creating: "interrupted", word: "failed" });
+    expect(left.reason).toContain("`sbx create d` again starts it over");
+    rmSync(sandboxLayout(dir).creating);
+    expect(stateOfListed((await s.list())[0]!)).toBe("running");
   });
 
   test("prune asks each kind's driver to remove what no live sandbox holds", async () => {

@@ -23,7 +23,8 @@ beforeEach(() => {
   store = new Store(":memory:");
   bus = createEventBus();
   lines = [];
-  app = createDashboardApp({ source: { store, events: bus }, token: TOKEN, log });
+  // The daemon's view of each sandbox's state, in sbx's one word (here: every one runs).
+  app = createDashboardApp({ source: { store, events: bus, stateOf: () => "running" }, token: TOKEN, log });
 });
 afterEach(() => store.close());
 
@@ -238,7 +239,7 @@ describe("state and feed", () => {
     store.audit({ sandboxId: sb.id, kind: "egress", action: "denied", detail: { method: "CONNECT", host: "example.org", port: 443, reason: "not-allowed" } });
     const { cookie } = await login();
     const state = (await (await req("/api/state", { headers: { cookie } })).json()) as Record<string, unknown>;
-    expect(state.sandboxes).toMatchObject([{ name: "demo", state: "active", repo: "/src/app" }]);
+    expect(state.sandboxes).toMatchObject([{ name: "demo", state: "running", repo: "/src/app" }]);
     expect(state.pending).toMatchObject([{ sandbox: "demo", host: "example.org", port: 443, pattern: "example.org", kind: "egress", sandboxOnly: false }]);
     // What the bridge refused, and a service of the host, are one sandbox's: the page is told so (no "every sandbox").
     store.recordPending(sb.id, "push main", 0, "outside sbx/demo/", "bridge");

@@ -16,8 +16,8 @@ import {
   mountTargets,
   rootLabel,
   RUNTIME_MOUNT,
-  OOM_FIRST,
 } from "../../../../src/drivers/docker/args";
+import { startLine } from "../../../../src/drivers/docker/start-line";
 
 const dockerOpts: DockerOptions = { driver: "docker", claudeAuth: "overlay", image: "sbx-app:1234" };
 const spec: SandboxSpec = {
@@ -253,13 +253,13 @@ describe("dockerExecArgs", () => {
   test("interactive: a tty, the user's shell as a login shell, in the mapped cwd", () => {
     expect(dockerExecArgs(spec, { argv: [], cwd: "/home/ann/src/app/lib", tty: true, env: { TERM: "xterm" } }, "/usr/bin/fish")).toEqual([
       "docker", "exec", "--interactive", "--tty", "--user", "1000:1000", "--workdir", "/home/ann/src/app/lib",
-      "--env", "TERM=xterm", "sbx-abc123def456", "/bin/sh", "-c", OOM_FIRST, "sbx", "/usr/bin/fish", "-l",
+      "--env", "TERM=xterm", "sbx-abc123def456", "/bin/sh", "-c", startLine(spec.name), "sbx", "/usr/bin/fish", "-l",
     ]);
   });
 
   test("non-interactive: no tty, no stdin unless asked, the command as given", () => {
     expect(dockerExecArgs(spec, { argv: ["true"], cwd: "/home/ann/src/app", tty: false, env: {} }, "/bin/bash")).toEqual([
-      "docker", "exec", "--user", "1000:1000", "--workdir", "/home/ann/src/app", "sbx-abc123def456", "/bin/sh", "-c", OOM_FIRST, "sbx", "true",
+      "docker", "exec", "--user", "1000:1000", "--workdir", "/home/ann/src/app", "sbx-abc123def456", "/bin/sh", "-c", startLine(spec.name), "sbx", "true",
     ]);
     expect(dockerExecArgs(spec, { argv: ["cat"], cwd: "/", tty: false, env: {}, stdin: true }, "/bin/bash")).toContain("--interactive");
   });
