@@ -1,6 +1,8 @@
 // The CLI's sandbox verbs: each is one call to the daemon's sandbox service (/v1/lifecycle/*), its notes and build output shown as they come.
 import { SbxError, toSbxError } from "../core/errors";
 import { progressOut } from "./build-progress";
+import { DEFAULT_DETACH_KEYS, parseDetachKeys } from "../core/detach-keys";
+import { loadConfig } from "../lifecycle/config";
 import { listScope } from "../core/scope";
 import { processPipedIo, readStdin, runPiped, stdinHasData } from "./piped";
 import { terminalVars } from "../lifecycle/terminal-vars";
@@ -117,6 +119,13 @@ export interface EnterRequest {
   name: string;
   argv: string[];
   repoFlag?: string | undefined;
+  /** `--detach-keys` as typed (else the config file's, else Ctrl-P Ctrl-Q). */
+  detachKeys?: string | undefined;
+}
+
+/** The detach keys of a terminal session: the flag, else the config file's `detachKeys`, else Ctrl-P Ctrl-Q. */
+export function detachKeysOf(ctx: Pick<VerbContext, "paths" | "env">, flag: string | undefined): Uint8Array | null {
+  return parseDetachKeys(flag ?? loadConfig(ctx.paths, ctx.env).detachKeys ?? DEFAULT_DETACH_KEYS);
 }
 
 /**
@@ -129,7 +138,8 @@ export async function enter(ctx: VerbContext, client: DaemonClient, req: EnterRe
   const where = whereOf(ctx, req.repoFlag);
   if (ctx.stdinIsTTY) {
     const { sandbox, cwd } = await client.lifecycle("start", { name: req.name, ...where }, outOf(ctx));
-    return openShell(client, { name: req.name, repo: sandbox.repo, argv: req.argv, cwd, env: ctx.env.raw }, tty);
+    const detachKeys = detachKeysOf(ctx, req.detachKeys);
+    return openShell(client, { name: req.name, repo: sandbox.repo, argv: req.argv, cwd, env: ctx.env.raw, detachKeys }, tty);
   }
   const quick = await quickEnter(ctx, { name: req.name, argv: req.argv, repoFlag: req.repoFlag, missing: "error" }, stdio());
   if (quick !== null) return quick;

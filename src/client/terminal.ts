@@ -1,4 +1,5 @@
 // The terminal side of the PTY relay: the user's tty in raw mode, keystrokes and resizes to the daemon, output back, the tty restored on exit.
+import { DetachMatcher } from "../core/detach-keys";
 import { SbxError } from "../core/errors";
 import { ServerFrameSchema, TERMINAL_ENV, type ClientFrame } from "../daemon/protocol";
 import type { DaemonClient } from "./client";
@@ -55,8 +56,10 @@ export function terminalEnv(env: Record<string, string | undefined>): Record<str
  * Relays one session between the tty and the daemon until the session ends; returns its exit code.
  * The tty is put in raw mode (so ^C reaches the sandbox's PTY as a byte) and always restored.
  */
-export async function relayTerminal(url: string, tty: Tty): Promise<number> {
+export async function relayTerminal(url: string, tty: Tty, opts: RelayOptions = {}): Promise<number> {
   const ws = new WebSocket(url);
+  const matcher = opts.detachKeys && tty.isTTY ? new DetachMatcher(opts.detachKeys) : null;
+  let detached = false;
   ws.binaryType = "arraybuffer";
   const send = (f: ClientFrame) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(f));
   let exitCode: number | null = null;
@@ -70,7 +73,17 @@ export async function relayTerminal(url: string, tty: Tty): Promise<number> {
         cleanups.push(tty.onResize(() => send({ type: "resize", ...tty.size() })));
         cleanups.push(
           tty.onInput(
-            (d) => ws.readyState === WebSocket.OPEN && ws.send(d),
+            (d) => {
+              if (ws.readyState !== WebSocket.OPEN) return;
+              if (!matcher) return void ws.send(d);
+              const m = matcher.feed(d);
+              if (m.forward.length > 0) ws.send(m.forward);
+              if (m.detach) {
+                // The session goes on in the daemon; only this terminal leaves it.
+                detached = true;
+                ws.close();
+              }
+            },
             // Piped stdin ran out: ^D tells the shell in the PTY there is no more input.
             () => ws.readyState === WebSocket.OPEN && ws.send(new Uint8Array([4])),
           ),
@@ -91,11 +104,16 @@ export async function relayTerminal(url: string, tty: Tty): Promise<number> {
           hint: "The daemon may have stopped: `sbx status`; the session's processes ended with it.",
         });
       };
-      ws.onclose = () => (failure && exitCode === null ? reject(failure) : resolve());
+      ws.onclose = () => (failure && exitCode === null && !detached ? reject(failure) : resolve());
     });
   } finally {
     for (const c of cleanups) c();
     if (tty.isTTY) tty.setRawMode(false);
+  }
+  if (detached && exitCode === null) {
+    const id = opts.session ?? "<session>";
+    tty.write(new TextEncoder().encode(`\r\nsbx: detached; session ${id} goes on running. \`sbx shell --attach ${id}\` joins it again (\`sbx ps\` lists sessions).\r\n`));
+    return 0;
   }
   if (exitCode === null) {
     throw new SbxError("unavailable", "the session's connection closed before it ended", {
@@ -105,6 +123,13 @@ export async function relayTerminal(url: string, tty: Tty): Promise<number> {
   return exitCode;
 }
 
+export interface RelayOptions {
+  /** The keys that leave the session running (parseDetachKeys); null or absent: none. */
+  detachKeys?: Uint8Array | null;
+  /** The session's id, for the line a detach prints. */
+  session?: string;
+}
+
 export interface ShellOptions {
   name: string;
   repo?: string;
@@ -112,6 +137,7 @@ export interface ShellOptions {
   argv: string[];
   cwd: string;
   env: Record<string, string | undefined>;
+  detachKeys?: Uint8Array | null;
 }
 
 /** `sbx shell NAME [-- cmd]`: a new session in the sandbox, relayed to this terminal; returns its exit code. */
@@ -124,10 +150,10 @@ export async function openShell(client: DaemonClient, opts: ShellOptions, tty: T
     ...tty.size(),
     env: terminalEnv(opts.env),
   });
-  return relayTerminal(client.attachUrl(session.id), tty);
+  return relayTerminal(client.attachUrl(session.id), tty, { detachKeys: opts.detachKeys ?? null, session: session.id });
 }
 
 /** `sbx shell --attach SESSION`: joins a running session read-write. */
-export function attachShell(client: DaemonClient, session: string, tty: Tty): Promise<number> {
-  return relayTerminal(client.attachUrl(session), tty);
+export function attachShell(client: DaemonClient, session: string, tty: Tty, detachKeys: Uint8Array | null = null): Promise<number> {
+  return relayTerminal(client.attachUrl(session), tty, { detachKeys, session });
 }

@@ -40,6 +40,7 @@ export const ConfigSchema = z
       )
       .default({})
       .describe("name → value: variables every new sandbox gets, besides the terminal, locale, proxy and LLM ones sbx sets (no credentials; default: none)"),
+    detachKeys: z.string().max(64).optional().describe('the keys that leave a `sbx shell` session running (default "ctrl-p,ctrl-q"; "none" turns it off)'),
     limits: z
       .object({
         memory: z.union([z.string(), z.number()]).optional().describe("e.g. \"8g\", \"512m\" or \"none\" (default: half this machine's memory)"),

@@ -4,7 +4,7 @@ import { SbxError } from "../../core/errors";
 import type { CliContext, Verb } from "../verb";
 
 /** `sbx shell --attach SESSION`: a second terminal on a session the daemon already runs. */
-async function attach(ctx: CliContext, session: string, args: string[]): Promise<number> {
+async function attach(ctx: CliContext, session: string, args: string[], detachFlag: string | undefined): Promise<number> {
   if (args.length > 0) {
     throw new SbxError("usage", "sbx shell --attach joins an existing session: give no sandbox name or command", {
       hint: `sbx shell --attach ${session}`,
@@ -13,9 +13,10 @@ async function attach(ctx: CliContext, session: string, args: string[]): Promise
   if (!ctx.stdinIsTTY) {
     throw new SbxError("usage", "sbx shell --attach needs a terminal", { hint: "Run it from an interactive terminal." });
   }
-  const [{ daemonFor }, { attachShell, processTty }] = await Promise.all([
+  const [{ daemonFor }, { attachShell, processTty }, { detachKeysOf }] = await Promise.all([
     import("../../client/cli"),
     import("../../client/terminal"),
+    import("../../client/sandboxes"),
   ]);
   const client = await daemonFor(ctx);
   const { sessions } = await client.sessions();
@@ -23,7 +24,7 @@ async function attach(ctx: CliContext, session: string, args: string[]): Promise
   if (!found || found.exitCode !== null) {
     throw new SbxError("not_found", `no running session '${session}'`, { hint: "`sbx ps` lists the running sessions." });
   }
-  return attachShell(client, session, processTty());
+  return attachShell(client, session, processTty(), detachKeysOf(ctx, detachFlag));
 }
 
 export const shell: Verb = {
@@ -35,17 +36,41 @@ export const shell: Verb = {
       .argument("[name]", "sandbox name (not with --attach)")
       .argument("[command...]", "command to run instead of a shell (after --)")
       .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)")
-      .option("--attach <session>", "join a running session read-write instead (ids from `sbx ps`)");
+      .option("--attach <session>", "join a running session read-write instead (ids from `sbx ps`)")
+      .option("--shell <shell>", "the shell of this session (bash, zsh, fish, or a path inside), instead of the sandbox's login shell")
+      .option("--detach-keys <keys>", "the keys that leave the session running and return here (default ctrl-p,ctrl-q; config: detachKeys)")
+      .addHelpText(
+        "after",
+        [
+          "",
+          "Options go before the name: what follows it is the command. In a session, Ctrl-P Ctrl-Q detaches (the shell",
+          "goes on running); `sbx ps` lists sessions and `sbx shell --attach <session>` joins one again.",
+          "",
+          "Examples:",
+          "  sbx shell demo                    its login shell",
+          "  sbx shell --shell bash demo       bash this time",
+          "  sbx shell demo -- make test       a command (its exit code is sbx's)",
+        ].join("\n"),
+      );
   },
   async run(ctx, args, opts) {
-    if (opts.attach !== undefined) return attach(ctx, String(opts.attach), args);
+    // A mistyped --detach-keys is refused before any session starts.
+    if (typeof opts.detachKeys === "string") (await import("../../core/detach-keys")).parseDetachKeys(opts.detachKeys);
+    if (opts.attach !== undefined) return attach(ctx, String(opts.attach), args, opts.detachKeys as string | undefined);
     const [name, ...rest] = args;
     if (name === undefined) {
       throw new SbxError("usage", "sbx shell: name the sandbox, or join a session with --attach", {
         hint: "sbx shell <name> [-- command…], or `sbx ps` then `sbx shell --attach <session>`.",
       });
     }
-    const argv = rest[0] === "--" ? rest.slice(1) : rest;
+    let argv = rest[0] === "--" ? rest.slice(1) : rest;
+    if (typeof opts.shell === "string") {
+      if (argv.length > 0) {
+        throw new SbxError("usage", "--shell picks the shell of an interactive session; with a command, run the command itself", { hint: `sbx shell ${name} -- ${opts.shell} -c '…'` });
+      }
+      // Through the start line like any command: a shell the image lacks is said as a missing command (127).
+      argv = [opts.shell, "-l"];
+    }
     // A command with no terminal: one daemon request and the engine API (no store, no zod schemas, no docker CLI).
     if (!ctx.stdinIsTTY && argv.length > 0) {
       const { quickEnter, stdio } = await import("../../client/quick");
@@ -54,6 +79,6 @@ export const shell: Verb = {
     }
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
     const { daemon, enter } = await import("../../client/sandboxes");
-    return enter(ctx, await daemon(ctx), { name, argv, repoFlag: opts.repo as string | undefined });
+    return enter(ctx, await daemon(ctx), { name, argv, repoFlag: opts.repo as string | undefined, detachKeys: opts.detachKeys as string | undefined });
   },
 };

@@ -523,6 +523,6 @@ export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: 
     "--workdir", req.cwd,
     ...env,
     containerName(spec.id),
-    ...inSandboxArgv(spec.name, argv),
+    ...inSandboxArgv(spec.name, argv, { tty: req.tty }),
   ];
 }

@@ -2,6 +2,9 @@
 // said as sbx says it (never the shell's `exec: x: not found`), exit 127; a present one runs with its arguments and
 // exit code as given.
 import { describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { commandNotFound } from "../../../../shims/exec-frames";
 import { inSandboxArgv, startLine } from "../../../../src/drivers/docker/start-line";
 
@@ -37,5 +40,36 @@ describe("the start line", () => {
   test("a path to a program runs; the line names the sandbox", () => {
     expect(sh(["/bin/echo", "hi"]).out).toBe("hi\n");
     expect(startLine("demo-1")).toContain("command not found in sandbox demo-1");
+  });
+});
+
+describe("a terminal's TERM the sandbox has no terminfo for", () => {
+  const withTerm = (term: string, home: string, tty = true) => {
+    const r = Bun.spawnSync(inSandboxArgv("demo-1", ["sh", "-c", 'printf %s "$TERM"'], { tty }), { stdout: "pipe", stderr: "pipe", env: { TERM: term, HOME: home, PATH: "/usr/bin:/bin" } });
+    return { term: r.stdout.toString(), err: r.stderr.toString() };
+  };
+
+  test("falls back to xterm-256color, and says so on the terminal", () => {
+    expect(withTerm("sbx-no-such-term", "/nonexistent")).toEqual({
+      term: "xterm-256color",
+      err: "sbx: TERM=sbx-no-such-term is not known in this sandbox; using xterm-256color (add its terminfo to the image to keep it)\r\n",
+    });
+  });
+
+  test("a known TERM (the system's, or one in ~/.terminfo) is kept, silently; dumb and empty are left alone", () => {
+    expect(withTerm("xterm-256color", "/nonexistent")).toEqual({ term: "xterm-256color", err: "" });
+    const home = mkdtempSync(join(tmpdir(), "sbx-terminfo-"));
+    try {
+      mkdirSync(join(home, ".terminfo", "s"), { recursive: true });
+      writeFileSync(join(home, ".terminfo", "s", "sbx-own-term"), "");
+      expect(withTerm("sbx-own-term", home)).toEqual({ term: "sbx-own-term", err: "" });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+    expect(withTerm("dumb", "/nonexistent")).toEqual({ term: "dumb", err: "" });
+  });
+
+  test("commands without a terminal are not touched (their TERM is the caller's business)", () => {
+    expect(withTerm("sbx-no-such-term", "/nonexistent", false)).toEqual({ term: "sbx-no-such-term", err: "" });
   });
 });
