@@ -99,7 +99,9 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
         a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" && !verb.keepsDashDash ? a.slice(1) : a) : [a],
       );
-      exitCode = await verb.run(await ctx(), args, opts, command);
+      const go = async () => verb.run(await ctx(), args, opts, command);
+      // A silent verb (what shell completion calls) prints nothing and exits 0 whatever fails, its context included.
+      exitCode = verb.silent ? await go().catch(() => ExitCode.ok) : await go();
     });
   }
 
