@@ -107,7 +107,7 @@ describe.skipIf(!has("bash"))(inShell("bash"), () => {
   });
 
   test("this repo's sandbox names where a verb takes a NAME, from the running daemon", async () => {
-    for (const verb of ["shell", "exec", "rm", "stop", "rebuild", "limits", "bridge", "publish"]) {
+    for (const verb of ["shell", "exec", "rm", "stop", "rebuild", "limits", "bridge", "publish", "port"]) {
       expect(await bashOffers(["sbx", verb, ""])).toEqual(["demo", "dev-2"]);
     }
     expect(await bashOffers(["sbx", "rm", "demo", "d"])).toEqual(["demo", "dev-2"]);
