@@ -85,7 +85,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
     });
 
   for (const verb of deps.verbs ?? defaultVerbs) {
-    const cmd = program.command(verb.name).description(verb.summary).helpOption("-h, --help", "show help");
+    const cmd = program.command(verb.name, { hidden: verb.hidden === true }).description(verb.summary).helpOption("-h, --help", "show help");
     for (const a of verb.aliases ?? []) cmd.alias(a);
     cmd.configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s), outputError: (s) => render.error(usageError(s, verb.name)) });
     cmd.exitOverride();
@@ -99,7 +99,9 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
         a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" && !verb.keepsDashDash ? a.slice(1) : a) : [a],
       );
-      exitCode = await verb.run(await ctx(), args, opts);
+      const go = async () => verb.run(await ctx(), args, opts, command);
+      // A silent verb (what shell completion calls) prints nothing and exits 0 whatever fails, its context included.
+      exitCode = verb.silent ? await go().catch(() => ExitCode.ok) : await go();
     });
   }
 

@@ -29,8 +29,15 @@ export interface Verb {
   aliases?: readonly string[];
   /** The verb sees the `--` after its first argument (where it tells a name from what follows); others get it dropped. */
   keepsDashDash?: boolean;
+  /** Left out of `sbx --help` and of shell completion (`__complete`, which the completion scripts call). */
+  hidden?: boolean;
+  /**
+   * A failure prints nothing and exits 0, even one before the verb runs (no HOME): the verb answers shell completion,
+   * where a message would land in the person's prompt.
+   */
+  silent?: boolean;
   /** Declares arguments, options and the long help. */
   declare(cmd: Command): void;
-  /** Runs the verb; returns the exit code. Throw SbxError for failures. */
-  run(ctx: CliContext, args: string[], opts: Record<string, unknown>): Promise<number>;
+  /** Runs the verb; returns the exit code. Throw SbxError for failures. `cmd` is the verb's own commander command. */
+  run(ctx: CliContext, args: string[], opts: Record<string, unknown>, cmd: Command): Promise<number>;
 }

@@ -6,6 +6,8 @@ import { allowlist } from "./commands/allowlist";
 import { approvals } from "./commands/approvals";
 import { bridge } from "./commands/bridge";
 import { chat } from "./commands/chat";
+import { complete } from "./commands/complete";
+import { completion } from "./commands/completion";
 import { create } from "./commands/create";
 import { daemon } from "./commands/daemon";
 import { demo } from "./commands/demo";
@@ -34,5 +36,5 @@ export const verbs: readonly Verb[] = [
   create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, port, bridge, logs,
   daemon, service, status, ps, secret,
-  ui, chat, demo, doctor,
+  ui, chat, demo, doctor, completion, complete,
 ];

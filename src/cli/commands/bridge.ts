@@ -1,6 +1,7 @@
 // sbx bridge: show or change what a sandbox's git and gh may do through the bridge beyond the default
 import type { Command } from "commander";
 import { SbxError } from "../../core/errors";
+import { sandboxArgument } from "../completion/offers";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -11,7 +12,7 @@ export const bridge: Verb = {
   summary: "show or change what a sandbox's git and gh may do with your forge token",
   declare(cmd: Command) {
     cmd
-      .argument("<name>", "sandbox name")
+      .addArgument(sandboxArgument("<name>", "sandbox name"))
       .option("--repo <path>", "the repo the sandbox belongs to")
       .option("--allow <what>", `allow one more thing (${ALLOWS.join(", ")}); repeatable`, collect)
       .option("--disallow <what>", "take an allowance back; repeatable", collect)

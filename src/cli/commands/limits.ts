@@ -1,6 +1,7 @@
 // sbx limits: show a sandbox's memory, CPU and process limits and what it ran into, or change them
 import type { Command } from "commander";
 import { formatLimits } from "../../core/limits";
+import { sandboxArgument } from "../completion/offers";
 import type { Verb } from "../verb";
 import { LIMIT_OPTIONS, limitsOpt } from "./create";
 
@@ -9,7 +10,7 @@ export const limits: Verb = {
   summary: "show or change a sandbox's memory, CPU and process limits",
   declare(cmd: Command) {
     cmd
-      .argument("<name>", "sandbox name")
+      .addArgument(sandboxArgument("<name>", "sandbox name"))
       .option("--repo <path>", "the repo the sandbox belongs to")
       .option(...LIMIT_OPTIONS[0])
       .option(...LIMIT_OPTIONS[1])

@@ -1,6 +1,7 @@
 // sbx port: show or change which of a Docker sandbox's own ports are reachable from the host at 127.0.0.1
 import type { Command } from "commander";
 import { SbxError } from "../../core/errors";
+import { sandboxArgument } from "../completion/offers";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -10,7 +11,7 @@ export const port: Verb = {
   summary: "reach a sandbox's own server from the host (127.0.0.1:PORT)",
   declare(cmd: Command) {
     cmd
-      .argument("<name>", "sandbox name")
+      .addArgument(sandboxArgument("<name>", "sandbox name"))
       .argument("[ports...]", "PORT (the same port on the host) or HOST:PORT (the host's HOST to the sandbox's PORT)")
       .option("--rm <port>", "stop forwarding one (the sandbox's or the host's port); repeatable", collect)
       .option("--repo <path>", "the repo the sandbox belongs to")

@@ -1,6 +1,7 @@
 // sbx publish: show or change which services of the host (a loopback address and port each) a sandbox may reach
 import type { Command } from "commander";
 import { SbxError } from "../../core/errors";
+import { sandboxArgument } from "../completion/offers";
 import type { Verb } from "../verb";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -10,7 +11,7 @@ export const publish: Verb = {
   summary: "let a sandbox reach one service of the host (a port on its loopback)",
   declare(cmd: Command) {
     cmd
-      .argument("<name>", "sandbox name")
+      .addArgument(sandboxArgument("<name>", "sandbox name"))
       .argument("[service...]", "PORT (the host's 127.0.0.1:PORT) or a loopback ADDRESS:PORT (127.0.0.2:8443, [::1]:6379)")
       .option("--remove <service>", "stop publishing one; repeatable", collect)
       .option("--repo <path>", "the repo the sandbox belongs to")

@@ -1,6 +1,7 @@
 // sbx rebuild: build a sandbox's image again from the repo's Dockerfile and make its container anew
 import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
+import { sandboxArgument } from "../completion/offers";
 import type { Verb } from "../verb";
 
 export const rebuild: Verb = {
@@ -8,7 +9,7 @@ export const rebuild: Verb = {
   summary: "build a sandbox's image again from the repo's Dockerfile and restart it on it (clone, home, allowlist stay)",
   declare(cmd: Command) {
     cmd
-      .argument("<name>", "sandbox name")
+      .addArgument(sandboxArgument("<name>", "sandbox name"))
       .option("--repo <path>", "the repo the sandbox belongs to")
       .option("-f, --force", "end open sessions without asking (each terminal is told why)")
       .addHelpText(

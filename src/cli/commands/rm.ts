@@ -1,5 +1,6 @@
 // sbx rm: remove a sandbox (container, volumes, overlays, clone, the host's sandbox-<name> remote config; its refs stay)
 import type { Command } from "commander";
+import { sandboxArgument } from "../completion/offers";
 import type { Verb } from "../verb";
 
 export const rm: Verb = {
@@ -7,7 +8,7 @@ export const rm: Verb = {
   summary: "remove sandboxes; refuses one while its clone holds commits no host ref has",
   declare(cmd: Command) {
     cmd
-      .argument("[names...]", "sandbox names")
+      .addArgument(sandboxArgument("[names...]", "sandbox names"))
       .option("--all", "every sandbox of this repo (each still refused while it holds unsynced work, unless --force)")
       .option("--repo <path>", "the repo the sandboxes belong to")
       .option("-f, --force", "remove even if a clone holds commits no host ref has, and end open sessions without asking")

@@ -2,6 +2,7 @@
 // `sbx run NAME [-- command]` (NAME not an agent's) creates the sandbox if missing, then a shell or the command.
 import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
+import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
 import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt } from "./create";
 
@@ -104,8 +105,9 @@ export const run: Verb = {
   declare(cmd: Command) {
     declareRunOptions(
       cmd
-        .argument("<agent-or-name>", `an agent (${AGENT_NAMES.join(", ")}), or a sandbox name`)
-        .argument("[args...]", "AGENT: [NAME] [-- agent args]; NAME: [-- command] (its exit code is sbx's)"),
+        .addArgument(new OfferingArgument("<agent-or-name>", `an agent (${AGENT_NAMES.join(", ")}), or a sandbox name`, ["agent", "sandbox"]))
+        // Completion offers sandbox names for the first of these words: the NAME of `sbx run AGENT NAME`.
+        .addArgument(new OfferingArgument("[args...]", "AGENT: [NAME] [-- agent args]; NAME: [-- command] (its exit code is sbx's)", ["sandbox"], true)),
     )
       .option("--agent-version <v>", "AGENT: the agent's version to install and run (default: the one sbx has, else the latest)")
       .option("--ask", "AGENT: leave out the flags that let the agent act without asking (default: sbx is the boundary, so it does not ask)")

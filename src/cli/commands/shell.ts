@@ -1,6 +1,7 @@
 // sbx shell: open a shell (or run a command) in a running sandbox
 import type { Command } from "commander";
 import { SbxError } from "../../core/errors";
+import { sandboxArgument } from "../completion/offers";
 import type { CliContext, Verb } from "../verb";
 
 /** `sbx shell --attach SESSION`: a second terminal on a session the daemon already runs. */
@@ -33,7 +34,7 @@ export const shell: Verb = {
   runsCommand: true,
   declare(cmd: Command) {
     cmd
-      .argument("[name]", "sandbox name (not with --attach)")
+      .addArgument(sandboxArgument("[name]", "sandbox name (not with --attach)"))
       .argument("[command...]", "command to run instead of a shell (after --)")
       .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)")
       .option("--attach <session>", "join a running session read-write instead (ids from `sbx ps`)")

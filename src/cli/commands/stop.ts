@@ -1,5 +1,6 @@
 // sbx stop: stop a sandbox's container, keeping its clone and overlays
 import type { Command } from "commander";
+import { sandboxArgument } from "../completion/offers";
 import type { Verb } from "../verb";
 
 export const stop: Verb = {
@@ -7,7 +8,7 @@ export const stop: Verb = {
   summary: "stop sandboxes (their clones and overlays stay)",
   declare(cmd: Command) {
     cmd
-      .argument("[names...]", "sandbox names")
+      .addArgument(sandboxArgument("[names...]", "sandbox names"))
       .option("--all", "every sandbox of this repo")
       .option("--repo <path>", "the repo the sandboxes belong to")
       .option("-f, --force", "end open sessions without asking (each terminal is told why)");

@@ -31,3 +31,16 @@ describe("validateSandboxName", () => {
     });
   }
 });
+
+// Shell completion inserts sandbox names into command lines (quoted all the same): the validator lets in no character
+// that bash, zsh or fish would interpret, nor a leading '-' or '~'.
+describe("validateSandboxName refuses every character a shell interprets", () => {
+  const SHELL_SPECIAL = [..." \t\n$`'\"\\;&|<>()[]{}*?!#~=%^,:@+"];
+  test(`refuses each of ${JSON.stringify(SHELL_SPECIAL.join(""))} anywhere in a name, and a leading - or ~`, () => {
+    for (const c of SHELL_SPECIAL) {
+      for (const name of [`${c}ab`, `a${c}b`, `ab${c}`]) expect(() => validateSandboxName(name)).toThrow(SbxError);
+    }
+    expect(() => validateSandboxName("-rf")).toThrow(SbxError);
+    expect(() => validateSandboxName("~root")).toThrow(SbxError);
+  });
+});
