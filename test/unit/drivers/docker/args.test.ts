@@ -253,7 +253,7 @@ describe("dockerExecArgs", () => {
   test("interactive: a tty, the user's shell as a login shell, in the mapped cwd", () => {
     expect(dockerExecArgs(spec, { argv: [], cwd: "/home/ann/src/app/lib", tty: true, env: { TERM: "xterm" } }, "/usr/bin/fish")).toEqual([
       "docker", "exec", "--interactive", "--tty", "--user", "1000:1000", "--workdir", "/home/ann/src/app/lib",
-      "--env", "TERM=xterm", "sbx-abc123def456", "/bin/sh", "-c", startLine(spec.name), "sbx", "/usr/bin/fish", "-l",
+      "--env", "TERM=xterm", "sbx-abc123def456", "/bin/sh", "-c", startLine(spec.name, { tty: true }), "sbx", "/usr/bin/fish", "-l",
     ]);
   });
 
