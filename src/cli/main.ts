@@ -9,6 +9,7 @@ import { VERSION } from "../version";
 import { createRender, type Io } from "./render";
 import type { CliContext, Verb } from "./verb";
 import { verbs as defaultVerbs } from "./verbs";
+import { isHelpTopic, topicsLine, topicsList, topicText, type HelpTopic } from "./topics";
 
 export interface MainDeps {
   io: Io;
@@ -36,6 +37,7 @@ const EPILOG = `
 Sandboxes run an agent as its own identity, in its own shared clone of the repo, with no network but
 sbx's allowlist proxy and no credentials inside. Start with \`sbx doctor\`, then \`sbx run claude\` (or codex,
 gemini, opencode, aider) in a repo, or \`sbx create <name>\` for a sandbox of your own.
+${topicsLine()}
 
 ${exitCodesHelp()}`;
 
@@ -108,6 +110,12 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
   if (argv.length === 0) {
     program.outputHelp();
     return ExitCode.usage;
+  }
+
+  // `sbx help TOPIC` (a guide, not a verb) and `sbx help topics`; `sbx help VERB` stays commander's.
+  if (argv[0] === "help" && argv.length === 2 && (argv[1] === "topics" || isHelpTopic(argv[1])) && !program.commands.some((c) => c.name() === argv[1])) {
+    io.stdout(argv[1] === "topics" ? topicsList() : topicText(argv[1] as HelpTopic));
+    return ExitCode.ok;
   }
 
   try {

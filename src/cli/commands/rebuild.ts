@@ -6,7 +6,7 @@ import type { Verb } from "../verb";
 
 export const rebuild: Verb = {
   name: "rebuild",
-  summary: "build a sandbox's image again from the repo's Dockerfile and restart it on it (clone, home, allowlist stay)",
+  summary: "build a sandbox's image again (its Dockerfile as it is now) and restart it on it (clone, home, allowlist stay)",
   declare(cmd: Command) {
     cmd
       .addArgument(sandboxArgument("<name>", "sandbox name"))

@@ -1,0 +1,40 @@
+// `sbx help TOPIC`: the guides in docs/help/<topic>.md (the README links the same files), printed as they are.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const HELP_TOPICS = {
+  setup: "install, the daemon, the first sandbox",
+  images: "Dockerfile, devcontainer.json, --image, rebuild, --with-changes, an offline base image",
+  ports: "reach a sandbox's own server from your machine (sbx port)",
+  "agent-logins": "sbx run claude|codex|gemini|opencode|aider, and the logins sbx adds for them",
+  egress: "the allowlist, approvals, what a blocked client sees",
+  sessions: "shell, ps, attach and detach, status, logs",
+  dashboard: "sbx ui",
+  "chat-setup": "approvals in Zulip: the bot, the stream, sbx chat setup",
+  troubleshooting: "the likely failures, and what to do",
+  uninstall: "remove sandboxes, the service and sbx's files",
+} as const;
+
+export type HelpTopic = keyof typeof HELP_TOPICS;
+
+export function isHelpTopic(s: string | undefined): s is HelpTopic {
+  return s !== undefined && Object.hasOwn(HELP_TOPICS, s);
+}
+
+/** The help epilog's line: every topic. */
+export function topicsLine(): string {
+  return `Guides: sbx help TOPIC, TOPIC one of ${Object.keys(HELP_TOPICS).join(", ")} (sbx help topics says what each is).`;
+}
+
+/** `sbx help topics`: one line each. */
+export function topicsList(): string {
+  const w = Math.max(...Object.keys(HELP_TOPICS).map((k) => k.length));
+  return `${Object.entries(HELP_TOPICS)
+    .map(([k, v]) => `  ${k.padEnd(w)}  ${v}`)
+    .join("\n")}\n`;
+}
+
+/** A topic's text (docs/help/<topic>.md beside the source). */
+export function topicText(t: HelpTopic): string {
+  return readFileSync(join(import.meta.dir, "..", "..", "docs", "help", `${t}.md`), "utf8");
+}
