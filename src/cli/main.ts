@@ -119,7 +119,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
   }
 
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    await program.parseAsync(optionsBeforeName(program, argv), { from: "user" });
     return exitCode;
   } catch (e) {
     if (e instanceof CommanderError) {
@@ -131,6 +131,35 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
     if (!(e instanceof SbxError) && deps.vars.SBX_DEBUG) io.stderr(`${(e as Error).stack ?? e}\n`);
     return err.exitCode;
   }
+}
+
+/**
+ * Pure but for reading the program: `sbx shell NAME --shell bash` and `sbx exec NAME --repo DIR -- cmd` as people
+ * type them. For `shell` and `exec`, whose arguments after NAME are a command, the verb's own options written right
+ * after NAME (before the command's first word, or before `--`) are moved before it, where commander reads them; the
+ * command's own words are never touched (`sbx exec NAME ls --json` keeps `--json` for ls).
+ */
+export function optionsBeforeName(program: Command, argv: readonly string[]): string[] {
+  const verb = argv[0];
+  const cmd = program.commands.find((c) => c.name() === verb);
+  if (!cmd || (verb !== "shell" && verb !== "exec")) return [...argv];
+  // Options before NAME take a value when their flag says so: skip them to find NAME.
+  let i = 1;
+  const takesValue = (flag: string) => cmd.options.find((o) => o.long === flag || o.short === flag)?.required === true;
+  while (i < argv.length && argv[i]!.startsWith("-") && argv[i] !== "--") i += takesValue(argv[i]!.split("=")[0]!) && !argv[i]!.includes("=") ? 2 : 1;
+  if (i >= argv.length || argv[i] === "--") return [...argv];
+  const name = i;
+  const moved: string[] = [];
+  let j = name + 1;
+  while (j < argv.length && argv[j] !== "--") {
+    const flag = argv[j]!.split("=")[0]!;
+    const opt = cmd.options.find((o) => o.long === flag || o.short === flag);
+    if (!opt) break; // the command's first word: from here on everything is the command's
+    const n = opt.required && !argv[j]!.includes("=") ? 2 : 1;
+    moved.push(...argv.slice(j, j + n));
+    j += n;
+  }
+  return [...argv.slice(0, name), ...moved, argv[name]!, ...argv.slice(j)];
 }
 
 /**

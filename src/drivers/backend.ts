@@ -48,6 +48,8 @@ export interface DockerOptions {
   proxyPort?: number;
   /** Where its image comes from (absent: the repo's Dockerfile): `sbx list` and starts compare it with the image. */
   imageSource?: ImageSource;
+  /** sha256 of the Dockerfile the image was built from (compared at start when the tag cannot tell). */
+  imageDockerfile?: string;
 }
 
 /** A user-account sandbox's (linux-user, macos): the loopback port its guest reaches its proxy on. */

@@ -16,7 +16,7 @@ async function run(argv: string[]) {
   let out = "";
   let err = "";
   const code = await main(argv, {
-    io: { stdout: (s) => void (out += s), stderr: (s) => void (err += s), stdoutIsTTY: false, stderrIsTTY: false },
+    io: { stdout: (s: string) => void (out += s), stderr: (s: string) => void (err += s), stdoutIsTTY: false, stderrIsTTY: false },
     vars: {},
     cwd: ROOT,
     stdinIsTTY: false,

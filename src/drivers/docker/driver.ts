@@ -7,7 +7,7 @@ import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
 import { hostSecretValues, scanOverlays } from "./overlay-scan";
-import { currentTagIfCheap, ensureImage, planImage } from "./image";
+import { currentTagIfCheap, dockerfileSha, ensureImage, planImage } from "./image";
 import { describeSource, ImageSourceSchema, planImageSource, type ImageFlags, type ImageSource } from "./image-source";
 import { hostKeySources, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
@@ -47,6 +47,8 @@ export const DockerIdentitySchema = z.object({
   source: ImageSourceSchema.optional(),
   /** Forwards from the host's 127.0.0.1 (`sbx port`, `--port`, devcontainer forwardPorts): kept here, run by the daemon's ports guard. */
   ports: z.array(z.object({ port: z.number().int(), host: z.number().int() })).optional(),
+  /** sha256 of the Dockerfile its image was built from (absent: an --image, or built before sbx kept it). */
+  imageDockerfile: z.string().optional(),
   /** devcontainer.json's postCreateCommand, run once after the create (argv each); cleared once it has run. */
   postCreate: z.array(z.array(z.string())).optional(),
 });
@@ -222,6 +224,7 @@ export class DockerDriver implements Driver {
       ...(ident.image ? { image: ident.image } : {}),
       ...(ident.shell ? { shell: ident.shell } : {}),
       ...(ident.source ? { imageSource: ident.source } : {}),
+      ...(ident.imageDockerfile ? { imageDockerfile: ident.imageDockerfile } : {}),
     };
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
@@ -275,7 +278,13 @@ export class DockerDriver implements Driver {
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
     if (img.value.built) r.log(`built image ${img.value.tag}`);
-    return { ...ident, image: img.value.tag };
+    return { ...ident, image: img.value.tag, ...this.dockerfileOf(n.repo, ident) };
+  }
+
+  /** The Dockerfile's hash as it was built: a start compares it (the tag cannot say when the Dockerfile copies the repo). */
+  private dockerfileOf(repo: string, ident: DockerIdentity): { imageDockerfile?: string } {
+    const sha = dockerfileSha(repo, ident.source);
+    return sha === null ? {} : { imageDockerfile: sha };
   }
 
   /**
@@ -303,7 +312,10 @@ export class DockerDriver implements Driver {
     const image = dockerOptions(spec).image;
     const src = dockerOptions(spec).imageSource;
     const now = typeof image === "string" ? currentTagIfCheap(spec.repo, spec.hostUser, src) : null;
-    if (now !== null && now !== image) {
+    // A Dockerfile that copies the repo: its tag moves with every source edit, so its own text is what is compared.
+    const built = dockerOptions(spec).imageDockerfile;
+    const edited = now === null && built !== undefined && dockerfileSha(spec.repo, src) !== built;
+    if ((now !== null && now !== image) || edited) {
       out.push(`note: ${src?.from === "devcontainer" ? "the Dockerfile devcontainer.json names" : src?.from === "flags" ? `${src.kind === "dockerfile" ? src.dockerfile : "its Dockerfile"}` : "the repo's Dockerfile"} changed since sandbox ${spec.name}'s image was built; \`sbx rebuild ${spec.name}\` applies it (the clone, its home and its allowlist stay)`);
     }
     const lay = sandboxLayout(spec.dir);
@@ -329,7 +341,7 @@ export class DockerDriver implements Driver {
   async buildImage(row: Sandbox, r: DriverReport): Promise<{ identity: DockerIdentity; image: string }> {
     const ident = this.identity(row);
     const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
-    return { identity: { ...ident, image: img.tag }, image: img.tag };
+    return { identity: { ...ident, image: img.tag, ...this.dockerfileOf(row.repo, ident) }, image: img.tag };
   }
 
   async dropRuntime(row: Sandbox): Promise<void> {
@@ -345,6 +357,7 @@ export class DockerDriver implements Driver {
     if (obs.phase === "absent") {
       const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
       ident.image = img.tag;
+      if (img.built) Object.assign(ident, this.dockerfileOf(row.repo, ident));
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));
     if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));

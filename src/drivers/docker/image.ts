@@ -202,6 +202,16 @@ export interface ImageEngine {
  * Builds the image when its tag is missing (or `rebuild`), and returns the tag.
  * runs (engine.build): docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> <context>
  */
+/** sha256 of a source's Dockerfile text as it is now (null: an image source, or no Dockerfile to read). */
+export function dockerfileSha(repo: string, source: ImageSource = repoSource(repo)): string | null {
+  if (source.kind === "image") return null;
+  try {
+    return createHash("sha256").update(readFileSync(source.dockerfile)).digest("hex");
+  } catch {
+    return null;
+  }
+}
+
 export async function ensureImage(engine: ImageEngine, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
   const source = opts.source ?? repoSource(repo);
   if (source.kind === "image") {
