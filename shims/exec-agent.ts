@@ -148,6 +148,8 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
             void refuse(id, `sbx: nothing listens on port ${port} in this sandbox (${e.code ?? e.message})`, 1);
           }
         });
+        // The server is done sending: the connection is done (a client still writing then sees it closed).
+        c.on("end", () => c.end());
         c.on("close", () => {
           if (!connected || dials.get(id) !== c) return;
           dials.delete(id);

@@ -83,6 +83,25 @@ describe("port forwards through the exec agent", () => {
     expect(w.link.running).toBe(0);
   });
 
+  test("the server inside ends first (HTTP with Connection: close): the host's client sees its end, nothing hangs", async () => {
+    const w = await world();
+    const inside = createServer((c) => c.once("data", () => c.end("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nbye")));
+    const port = await listen(inside);
+    cleanups.push(() => new Promise<void>((r) => inside.close(() => r())));
+    const host = await freePort();
+    await w.forwards.apply(w.id, [{ port, host }]);
+    const got = await new Promise<string>((resolve, reject) => {
+      const s = connect({ host: "127.0.0.1", port: host });
+      let out = "";
+      s.on("data", (d) => (out += d));
+      s.on("end", () => resolve(out));
+      s.on("error", reject);
+      s.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      setTimeout(() => reject(new Error(`no end after 5 s; got ${JSON.stringify(out)}`)), 5000);
+    });
+    expect(got).toEndWith("bye");
+  });
+
   test("nothing listening inside: the host's connection is closed, nothing hangs", async () => {
     const w = await world();
     const dead = await freePort();
