@@ -19,6 +19,13 @@ export function makeRepo(f: Fixture, dir: string): string {
   return repo;
 }
 
+/** Writes a file into the test user's repo (its dirs made), owned by the test user, as a person's editor would. */
+export function putFile(f: Fixture, repo: string, rel: string, data: string | Uint8Array): void {
+  mkdirSync(join(repo, rel, ".."), { recursive: true });
+  writeFileSync(join(repo, rel), data);
+  for (let p = join(repo, rel); p.startsWith(repo); p = join(p, "..")) chownSync(p, f.user.uid, f.user.gid);
+}
+
 export function must(r: RunResult, what: string): RunResult {
   if (r.code !== 0) throw new Error(`${what} exited ${r.code}: ${r.stderr}${r.stdout}`);
   return r;

@@ -2,23 +2,18 @@
 // devcontainer.json (its Dockerfile, variables, postCreateCommand; what it may not do is said and not done), a local
 // image by --image, another Dockerfile by --dockerfile; an image that never heard of the user still runs as the user.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { BASE_IMAGE } from "../docker/fixture";
-import { acquireFixture, canRun, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
+import { acquireFixture, canRun, putFile, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
 
 const tag = Math.random().toString(36).slice(2, 8);
 const LOCAL_IMAGE = `sbxt-local-${tag}:1`;
 let f: Fixture;
 let repo = "";
 const sbx = (args: string[]) => f.sbx(args, { cwd: repo });
-const put = (rel: string, text: string) => {
-  mkdirSync(join(repo, rel, ".."), { recursive: true });
-  writeFileSync(join(repo, rel), text);
-  for (let p = join(repo, rel); p.startsWith(repo); p = join(p, "..")) chownSync(p, f.user.uid, f.user.gid);
-};
+const put = (rel: string, data: string | Uint8Array) => putFile(f, repo, rel, data);
 
 describe.skipIf(!canRun)(`image sources on Docker${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
   let fwd = 0;

@@ -3,12 +3,12 @@
 // change the Dockerfile and rebuild, reach the dev server from the host, a shell in tmux that detaches and is joined
 // again, then rm. Each step asserts what the person would check by eye. Real CLI, real engine, a real second uid.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { BASE_IMAGE, CLI } from "../docker/fixture";
-import { acquireFixture, canRun, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
+import { acquireFixture, canRun, putFile, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
 
 const hasTmux = Bun.spawnSync(["sh", "-c", "command -v tmux"]).exitCode === 0;
 const why = !canRun ? skipReason : "tmux is not installed";
@@ -17,11 +17,7 @@ const TMUX = `sbx-newcomer-${tag}`;
 let f: Fixture;
 let repo = "";
 const sbx = (args: string[]) => f.sbx(args, { cwd: repo });
-const put = (rel: string, text: string) => {
-  mkdirSync(join(repo, rel, ".."), { recursive: true });
-  writeFileSync(join(repo, rel), text);
-  for (let p = join(repo, rel); p.startsWith(repo); p = join(p, "..")) chownSync(p, f.user.uid, f.user.gid);
-};
+const put = (rel: string, data: string | Uint8Array) => putFile(f, repo, rel, data);
 const tmux = (...args: string[]) => Bun.spawnSync(["tmux", "-L", TMUX, ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
 const pane = (s: string) => tmux("capture-pane", "-p", "-J", "-t", s);
 const q = (a: string) => `'${a.replace(/'/g, "'\\''")}'`;

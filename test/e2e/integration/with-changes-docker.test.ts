@@ -3,10 +3,10 @@
 // changes. The host never follows a link while it does: an untracked link to a secret outside the repo arrives as a
 // link, and the secret's bytes never enter the sandbox. Real CLI, real engine, a real second uid.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, canRun, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
+import { acquireFixture, canRun, putFile, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
 
 const tag = Math.random().toString(36).slice(2, 8);
 const SECRET = `host-secret-${tag}-do-not-carry`;
@@ -14,11 +14,7 @@ let f: Fixture;
 let repo = "";
 let secretFile = "";
 const sbx = (args: string[]) => f.sbx(args, { cwd: repo });
-const put = (rel: string, data: string | Uint8Array) => {
-  mkdirSync(join(repo, rel, ".."), { recursive: true });
-  writeFileSync(join(repo, rel), data);
-  for (let p = join(repo, rel); p.startsWith(repo); p = join(p, "..")) chownSync(p, f.user.uid, f.user.gid);
-};
+const put = (rel: string, data: string | Uint8Array) => putFile(f, repo, rel, data);
 
 describe.skipIf(!canRun)(`--with-changes on Docker${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
   beforeAll(() => {
