@@ -80,6 +80,9 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** As the host user: their objects dir's `info/alternates` exists (appended nothing: a list that is there stays). */
 export const ENSURE_LIST = 'mkdir -p "$1/info" && : >> "$1/info/alternates"';
 
+/** What a guest process may never gain: privileges through exec (setuid, file capabilities), or any capability. */
+export const GUEST_PRIVS = ["--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"] as const;
+
 /** Set by setpriv --reset-env from the guest's passwd entry; a spec must not override who the guest is. */
 const IDENTITY_VARS = new Set(["HOME", "USER", "LOGNAME", "SHELL"]);
 
@@ -505,9 +508,12 @@ export class LinuxUserBackend implements Backend {
     return { files, stamp: sha256Hex(JSON.stringify(files)) };
   }
 
-  /** argv that runs as the guest with nothing of root's: its uid, gid and groups, a reset environment. */
+  /**
+   * argv that runs as the guest with nothing of root's: its uid, gid and groups, a reset environment, no way to gain a
+   * privilege (no_new_privs: a setuid binary runs as the guest) and every capability set empty, the bounding set too.
+   */
   asGuestArgv(guest: string, argv: string[]): string[] {
-    return ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", ...argv];
+    return ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", ...GUEST_PRIVS, "--reset-env", "--", ...argv];
   }
 
   /**
@@ -715,7 +721,7 @@ export class LinuxUserBackend implements Backend {
       env.push(`${k}=${v}`);
     }
     const cmd = req.argv.length === 0 ? ["/bin/bash", "-l"] : ["/bin/bash", "-l", "-c", 'exec "$@"', "sbx", ...req.argv];
-    const guestArgv = ["setpriv", `--reuid=${guest}`, `--regid=${guest}`, "--init-groups", "--reset-env", "--", "env", "-C", cwd, ...env, ...cmd];
+    const guestArgv = this.asGuestArgv(guest, ["env", "-C", cwd, ...env, ...cmd]);
     // A command with no terminal: what it leaves running ends with it (a terminal's close ends a session's own).
     const argv = req.tty ? guestArgv : ["sh", "-c", GROUP_SCRIPT, "sbx-group", ...guestArgv];
     // Into the guest's cgroup first (as root), so nothing it runs is outside its limits.
