@@ -1,4 +1,4 @@
-// The Docker driver: a container per sandbox, the clone made on the host, the image built from the repo's Dockerfile.
+// The Docker driver: a container per sandbox, the clone made on the host, the image from its source (image-source.ts).
 import { existsSync, realpathSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
