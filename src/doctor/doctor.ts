@@ -7,6 +7,7 @@ import { checkSandboxRemotes, checkStores, checkTokens } from "./repo-checks";
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
+import { checkConfinement } from "./confinement";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -191,6 +192,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     checkDir("runtime dir", deps.paths.runtimeDir),
     checkHome(deps.env.vars.HOME, deps.env.platform),
     ...(deps.env.platform === "darwin" ? [checkMacosKit(deps.env.userName)] : []),
+    ...(deps.env.platform === "linux" ? [checkConfinement()] : []),
     ...gc,
   ];
 }

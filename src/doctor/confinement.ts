@@ -1,0 +1,37 @@
+// `sbx doctor` on Linux: what the kernel offers to confine a user-account guest (Landlock's ABI, seccomp's filter
+// mode), and what sbx applies to its guests today, said plainly.
+import { existsSync } from "node:fs";
+import type { Check } from "./doctor";
+
+/** Landlock's ABI version (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION), or null: not there, or not allowed. */
+export function landlockAbi(): number | null {
+  try {
+    const { dlopen, FFIType } = require("bun:ffi") as typeof import("bun:ffi");
+    const lib = dlopen("libc.so.6", { syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 } });
+    // 444: landlock_create_ruleset on every architecture Linux numbers the generic way (x86_64 and arm64 alike).
+    const v = Number(lib.symbols.syscall(444n, 0n, 0n, 1n));
+    lib.close();
+    return v > 0 ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Pure: the check from what the kernel offers. */
+export function confinementCheck(abi: number | null, seccomp: boolean): Check {
+  const landlock = abi === null ? "no Landlock" : `Landlock ABI ${abi}${abi >= 6 ? " (can scope abstract unix sockets and signals)" : " (no socket or signal scoping: needs ABI 6, Linux 6.12)"}`;
+  const filter = seccomp ? "seccomp filters available" : "no seccomp filters";
+  return {
+    name: "guest confinement",
+    status: "warn",
+    detail:
+      `${landlock}; ${filter}. --backend user guests run with no_new_privs and no capabilities, but sbx installs no seccomp ` +
+      "filter or Landlock rules for them yet: such a guest can still make user namespaces and connect to abstract unix sockets",
+    fix: "Where that matters, use Docker sandboxes (the default on Linux): a seccomp filter, and a network namespace of their own (the host's abstract sockets are not in it)",
+  };
+}
+
+/** The check on this machine (Linux). */
+export function checkConfinement(): Check {
+  return confinementCheck(landlockAbi(), existsSync("/proc/sys/kernel/seccomp/actions_avail"));
+}
