@@ -24,10 +24,13 @@ interface Chain {
 }
 
 interface Table {
-  hasMap: boolean;
-  guests: Map<number, string>;
+  /** Verdict maps by name (`guests`: uid → chain, `guests_in`: mark → chain), each key to the chain it jumps to. */
+  maps: Map<string, Map<number, string>>;
   chains: Map<string, Chain>;
 }
+
+/** The key type nft shows for each of sbx's maps. */
+const MAP_TYPES: Record<string, string> = { guests: "uid", guests_in: "mark" };
 
 const ok: Reply = {};
 const fail = (exitCode: number, stderr: string): Reply => ({ exitCode, stderr: `${stderr}\n` });
@@ -38,7 +41,7 @@ function parentOf(p: string): string {
 }
 
 function cloneTable(t: Table): Table {
-  return { hasMap: t.hasMap, guests: new Map(t.guests), chains: new Map([...t.chains].map(([k, c]) => [k, { rules: [...c.rules] }])) };
+  return { maps: new Map([...t.maps].map(([k, m]) => [k, new Map(m)])), chains: new Map([...t.chains].map(([k, c]) => [k, { rules: [...c.rules] }])) };
 }
 
 export class FakeLinux {
@@ -397,9 +400,9 @@ export class FakeLinux {
     const t = this.tables.get(name);
     if (!t) return fail(1, `Error: No such file or directory; did you mean table 'filter' in family inet?\nlist table inet ${name}`);
     const out: Record<string, unknown>[] = [{ metainfo: { version: "1.0.6", json_schema_version: 1 } }, { table: { family: "inet", name, handle: 1 } }];
-    if (t.hasMap) {
-      const elem = [...t.guests].map(([uid, chain]) => [uid, { jump: { target: chain } }]);
-      out.push({ map: { family: "inet", name: "guests", table: name, type: "uid", handle: 2, map: "verdict", ...(elem.length ? { elem } : {}) } });
+    for (const [mapName, m] of t.maps) {
+      const elem = [...m].map(([key, chain]) => [key, { jump: { target: chain } }]);
+      out.push({ map: { family: "inet", name: mapName, table: name, type: MAP_TYPES[mapName] ?? "uid", handle: 2, map: "verdict", ...(elem.length ? { elem } : {}) } });
     }
     for (const c of t.chains.keys()) out.push({ chain: { family: "inet", table: name, name: c, handle: 3 } });
     for (const [c, chain] of t.chains) {
@@ -422,12 +425,12 @@ export class FakeLinux {
       if (line === "") continue;
       let m: RegExpExecArray | null;
       if ((m = /^table inet (\S+) \{$/.exec(line))) {
-        if (!work.has(m[1]!)) work.set(m[1]!, { hasMap: false, guests: new Map(), chains: new Map() });
+        if (!work.has(m[1]!)) work.set(m[1]!, { maps: new Map(), chains: new Map() });
         table = work.get(m[1]!)!;
         stack.push("table");
       } else if ((m = /^map (\S+) \{$/.exec(line))) {
         if (!table) return err("map outside a table");
-        if (m[1] === "guests") table.hasMap = true;
+        if (!table.maps.has(m[1]!)) table.maps.set(m[1]!, new Map());
         stack.push("map");
       } else if ((m = /^chain (\S+) \{$/.exec(line))) {
         if (!table) return err("chain outside a table");
@@ -443,26 +446,26 @@ export class FakeLinux {
       } else if (stack[stack.length - 1] === "chain") {
         if (/^type filter hook/.test(line)) continue;
         const comment = /comment "([^"]*)"/.exec(line)?.[1];
-        if (/vmap @(\S+)/.test(line) && !table!.hasMap) return err("No such file or directory (map)");
+        const vmap = /vmap @(\S+)/.exec(line)?.[1];
+        if (vmap !== undefined && !table!.maps.has(vmap)) return err("No such file or directory (map)");
         chain!.rules.push({ text: line, ...(comment !== undefined ? { comment } : {}) });
       } else if ((m = /^flush chain inet (\S+) (\S+)$/.exec(line))) {
         const c = tableOf(m[1]!)?.chains.get(m[2]!);
         if (!c) return err("No such file or directory");
         c.rules = [];
-      } else if ((m = /^add element inet (\S+) guests \{ (\d+) : jump (\S+) \}$/.exec(line))) {
-        const t = tableOf(m[1]!);
-        if (!t?.hasMap) return err("No such file or directory");
-        if (!t.chains.has(m[3]!)) return err("Could not process rule: No such file or directory");
-        const have = t.guests.get(Number(m[2]));
-        if (have !== undefined && have !== m[3]) return err("Could not process rule: File exists");
-        t.guests.set(Number(m[2]), m[3]!);
-      } else if ((m = /^delete element inet (\S+) guests \{ (\d+) \}$/.exec(line))) {
-        const t = tableOf(m[1]!);
-        if (!t?.guests.delete(Number(m[2]))) return err("Could not process rule: No such file or directory");
+      } else if ((m = /^add element inet (\S+) (\S+) \{ (\d+) : jump (\S+) \}$/.exec(line))) {
+        const map = tableOf(m[1]!)?.maps.get(m[2]!);
+        if (!map) return err("No such file or directory");
+        if (!tableOf(m[1]!)!.chains.has(m[4]!)) return err("Could not process rule: No such file or directory");
+        const have = map.get(Number(m[3]));
+        if (have !== undefined && have !== m[4]) return err("Could not process rule: File exists");
+        map.set(Number(m[3]), m[4]!);
+      } else if ((m = /^delete element inet (\S+) (\S+) \{ (\d+) \}$/.exec(line))) {
+        if (!tableOf(m[1]!)?.maps.get(m[2]!)?.delete(Number(m[3]))) return err("Could not process rule: No such file or directory");
       } else if ((m = /^delete chain inet (\S+) (\S+)$/.exec(line))) {
         const t = tableOf(m[1]!);
         if (!t?.chains.has(m[2]!)) return err("Could not process rule: No such file or directory");
-        if ([...t.guests.values()].includes(m[2]!)) return err("Could not process rule: Device or resource busy");
+        if ([...t.maps.values()].some((map) => [...map.values()].includes(m![2]!))) return err("Could not process rule: Device or resource busy");
         t.chains.delete(m[2]!);
       } else {
         return err("syntax error (not modelled by the fake)");

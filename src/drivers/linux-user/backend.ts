@@ -467,7 +467,7 @@ export class LinuxUserBackend implements Backend {
       pw = await this.createUser(spec, guest);
       changed = true;
     }
-    if (await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "run", proxyPort: port })) changed = true;
+    if (await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "run", proxyPort: port, ...this.localOf(spec, true) })) changed = true;
     this.ensureLimits(spec);
     if (await this.ensureHome(pw, spec.hostUser)) changed = true;
     if (await this.ensureWorkspace(spec, pw)) changed = true;
@@ -611,6 +611,17 @@ export class LinuxUserBackend implements Backend {
   }
 
   /**
+   * Whether (and by which v2 cgroup) the guest may reach servers of its own on its loopback: only when its processes
+   * join a cgroup (it has limits) and the machine has a v2 hierarchy, whose dir is made first with `ensure` (nft
+   * resolves the path when the rules load). See nft.ts.
+   */
+  private localOf(spec: SandboxSpec, ensure: boolean): { local?: { level: number; path: string } } {
+    if (!spec.limits) return {};
+    const s = ensure ? this.cgroups.ensureSocketCgroup(spec.id) : this.cgroups.socketCgroup(spec.id);
+    return s ? { local: { level: s.level, path: s.path } } : {};
+  }
+
+  /**
    * The guest's cgroup with the spec's limits, before anything runs as the guest. A machine whose kernel offers no
    * cgroup sbx can use runs the guest without limits, and says so (the daemon logs it; `sbx doctor` repeats it).
    */
@@ -658,7 +669,7 @@ export class LinuxUserBackend implements Backend {
     if (!pw) return base;
     const t = await this.readTable();
     const port = spec.options.driver === "user" ? spec.options.proxyPort : -1;
-    const running = chainMatches(t.chains.get(chainName(spec.id)), { id: spec.id, uid: pw.uid, mode: "run", proxyPort: port });
+    const running = chainMatches(t.chains.get(chainName(spec.id)), { id: spec.id, uid: pw.uid, mode: "run", proxyPort: port, ...this.localOf(spec, false) });
     return {
       ...base,
       phase: running && t.baseOk ? "running" : "stopped",
@@ -813,7 +824,7 @@ export class LinuxUserBackend implements Backend {
     for (const d of [inv.home, inv.stage]) if (d) await this.exec.run(["rm", "-rf", "--one-file-system", d]);
     const t = await this.readTable();
     const c = t.chains.get(chainName(inv.id));
-    if (c) await this.exec.run(["nft", "-f", "-"], { stdin: renderRemove(inv.id, c.uids, this.table) });
+    if (c) await this.exec.run(["nft", "-f", "-"], { stdin: renderRemove(inv.id, c.uids, this.table, { uids: c.inUids, chain: c.inChain }) });
     if (inv.metaFile) await this.exec.run(["rm", "-f", inv.metaFile]);
     await this.cgroups.remove(inv.id);
   }
@@ -830,7 +841,7 @@ export class LinuxUserBackend implements Backend {
       const pw = await this.getUser(this.guest(spec));
       if (!pw) continue;
       const want: SandboxRules = active
-        ? { id: spec.id, uid: pw.uid, mode: "run", proxyPort: this.proxyPort(spec) }
+        ? { id: spec.id, uid: pw.uid, mode: "run", proxyPort: this.proxyPort(spec), ...this.localOf(spec, true) }
         : { id: spec.id, uid: pw.uid, mode: "stop" };
       if (await this.ensureFirewall(want)) n++;
     }

@@ -38,9 +38,36 @@ export class GuestCgroups {
     return [];
   }
 
+  /**
+   * The sandbox's cgroup in the v2 hierarchy, which is what a socket carries (the cgroup of the process that made it)
+   * and what nftables' `socket cgroupv2` matches: v2, its own dir; v1 beside a mounted v2 (`<root>/unified`), a dir
+   * there with no controllers, for membership only. `path` is as nft names it (under /sys/fs/cgroup), `level` its depth
+   * in the v2 hierarchy. null: no v2 hierarchy here (guests then reach no loopback service but their proxy).
+   */
+  socketCgroup(id: string): { dir: string; path: string; level: number } | null {
+    if (this.version === 2) return { dir: join(this.root, this.name, id), path: `${this.name}/${id}`, level: 2 };
+    const unified = join(this.root, "unified");
+    if (this.version === 1 && existsSync(join(unified, "cgroup.procs"))) return { dir: join(unified, this.name, id), path: `unified/${this.name}/${id}`, level: 2 };
+    return null;
+  }
+
+  /** Makes the v2 dir sockets are matched by (v1 hosts: beside the controllers'); its path, or null without v2. */
+  ensureSocketCgroup(id: string): { path: string; level: number } | null {
+    const s = this.socketCgroup(id);
+    if (!s) return null;
+    mkdirSync(s.dir, { recursive: true });
+    return { path: s.path, level: s.level };
+  }
+
+  /** Every dir a guest process joins: its controllers' (dirs), and on a v1 host with v2 beside, its v2 dir too. */
+  private joinDirs(id: string): string[] {
+    const s = this.version === 1 ? this.socketCgroup(id) : null;
+    return [...this.dirs(id), ...(s ? [s.dir] : [])];
+  }
+
   /** The argv that joins the sandbox's cgroup(s), then runs `argv` (unchanged when this machine has no cgroups). */
   joinArgv(id: string, argv: string[]): string[] {
-    const files = this.dirs(id).map((d) => join(d, "cgroup.procs"));
+    const files = this.joinDirs(id).map((d) => join(d, "cgroup.procs"));
     return files.length === 0 ? argv : ["sh", "-c", JOIN_SCRIPT, "sbx-limits", ...files, "--", ...argv];
   }
 
@@ -103,7 +130,7 @@ export class GuestCgroups {
    */
   async killAll(id: string, limits: Limits | undefined): Promise<boolean> {
     const pidsDir = this.version === 2 ? join(this.root, this.name, id) : join(this.root, "pids", this.name, id);
-    const procsDirs = this.dirs(id).filter((d) => existsSync(d));
+    const procsDirs = this.joinDirs(id).filter((d) => existsSync(d));
     if (procsDirs.length === 0) return false;
     const clamp = existsSync(join(pidsDir, "pids.max"));
     if (clamp) put(pidsDir, "pids.max", "0");
@@ -137,7 +164,7 @@ export class GuestCgroups {
 
   /** Removes the sandbox's cgroup(s) once no process is left in them (the guest's were killed first). */
   async remove(id: string): Promise<void> {
-    for (const d of this.dirs(id)) {
+    for (const d of this.joinDirs(id)) {
       for (let i = 0; existsSync(d); i++) {
         try {
           rmdirSync(d);

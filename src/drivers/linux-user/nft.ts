@@ -2,7 +2,14 @@
 //
 // Layout of the sbx-owned table (`inet sbx`): a map `guests` from socket UID to `jump sb_<id>`, one base chain
 // on the output hook that dispatches through it, and one chain per sandbox. Adding or removing a sandbox
-// touches only its chain and its map element, in one `nft -f -` transaction.
+// touches only its chains and its map elements, in one `nft -f -` transaction.
+//
+// Local services (a guest's own dev server on its loopback): in run mode a guest may open a TCP connection to a
+// loopback address, and its conntrack entry is marked with the guest's uid. On input, a map `guests_in` from that
+// mark jumps to the guest's `si_<id>` chain, which accepts the connection only when the socket it reaches belongs
+// to the guest's own cgroup (`socket cgroupv2`: a socket carries the cgroup of the process that made it, and a guest
+// cannot leave its cgroup). Everything else it reaches there (your services, another guest's) is reset. Replies on
+// loopback of a connection already accepted pass. Without a v2 cgroup hierarchy none of this is rendered.
 import { z } from "zod";
 import { chainName, logPrefix } from "./naming";
 
@@ -17,12 +24,15 @@ export interface SandboxRules {
   mode: FirewallMode;
   /** Required in run mode: the sandbox's proxy port on 127.0.0.1. */
   proxyPort?: number;
+  /** Run mode: the guest's v2 cgroup, so it may reach servers of its own on its loopback (see above). */
+  local?: { level: number; path: string };
 }
 
 /** The marker comment on the last rule of a sandbox chain: what inspect reads back. */
 export function marker(r: SandboxRules): string {
   const port = r.mode === "run" ? ` port=${r.proxyPort}` : "";
-  return `sbx id=${r.id} uid=${r.uid} mode=${r.mode}${port}`;
+  const local = r.mode === "run" && r.local ? ` local=${r.local.level}:${r.local.path}` : "";
+  return `sbx id=${r.id} uid=${r.uid} mode=${r.mode}${port}${local}`;
 }
 
 function checkRules(r: SandboxRules): void {
@@ -30,6 +40,7 @@ function checkRules(r: SandboxRules): void {
   if (r.mode === "run") {
     const p = r.proxyPort;
     if (p === undefined || !Number.isInteger(p) || p < 1 || p > 65535) throw new Error(`nft: proxy port must be 1-65535, got ${p}`);
+    if (r.local && (!/^[a-z0-9/_-]+$/.test(r.local.path) || !Number.isInteger(r.local.level) || r.local.level < 1)) throw new Error(`nft: bad cgroup ${JSON.stringify(r.local)}`);
   }
 }
 
@@ -43,14 +54,24 @@ export function renderBase(table = DEFAULT_TABLE): string {
     `\tmap guests {`,
     `\t\ttype uid : verdict`,
     `\t}`,
+    `\tmap guests_in {`,
+    `\t\ttype mark : verdict`,
+    `\t}`,
     `\tchain output {`,
     `\t\ttype filter hook output priority filter; policy accept;`,
     `\t}`,
+    `\tchain input {`,
+    `\t\ttype filter hook input priority filter; policy accept;`,
+    `\t}`,
     `}`,
     `flush chain inet ${table} output`,
+    `flush chain inet ${table} input`,
     `table inet ${table} {`,
     `\tchain output {`,
     `\t\tmeta skuid vmap @guests comment "sbx dispatch"`,
+    `\t}`,
+    `\tchain input {`,
+    `\t\tiifname "lo" ct state new ct mark vmap @guests_in comment "sbx dispatch in"`,
     `\t}`,
     `}`,
     ``,
@@ -66,8 +87,16 @@ export function renderBase(table = DEFAULT_TABLE): string {
 export function renderSandbox(r: SandboxRules, table = DEFAULT_TABLE): string {
   checkRules(r);
   const chain = chainName(r.id);
+  const inChain = inChainName(r.id);
   const rules: string[] = [];
   if (r.mode === "run") rules.push(`ip daddr 127.0.0.1 tcp dport ${r.proxyPort} accept`);
+  const local = r.mode === "run" ? r.local : undefined;
+  if (local) {
+    rules.push(`oifname "lo" ct state established,related accept`);
+    rules.push(`oifname "lo" ip daddr 127.0.0.0/8 meta l4proto tcp ct state new ct mark set ${r.uid} accept`);
+    rules.push(`oifname "lo" ip6 daddr ::1 meta l4proto tcp ct state new ct mark set ${r.uid} accept`);
+  }
+  const inRules = [...(local ? [`socket cgroupv2 level ${local.level} "${local.path}" accept`] : []), `reject with tcp reset comment "${marker(r)}"`];
   rules.push(`limit rate 10/second burst 20 packets log prefix "${logPrefix(r.uid)}" level warn`);
   rules.push(`reject with icmpx admin-prohibited comment "${marker(r)}"`);
   return [
@@ -84,14 +113,38 @@ export function renderSandbox(r: SandboxRules, table = DEFAULT_TABLE): string {
     `add element inet ${table} guests { ${r.uid} : jump ${chain} }`,
     `delete element inet ${table} guests { ${r.uid} }`,
     `add element inet ${table} guests { ${r.uid} : jump ${chain} }`,
+    `table inet ${table} {`,
+    `\tchain ${inChain} {`,
+    `\t}`,
+    `}`,
+    `flush chain inet ${table} ${inChain}`,
+    `table inet ${table} {`,
+    `\tchain ${inChain} {`,
+    ...inRules.map((l) => `\t\t${l}`),
+    `\t}`,
+    `}`,
+    `add element inet ${table} guests_in { ${r.uid} : jump ${inChain} }`,
+    `delete element inet ${table} guests_in { ${r.uid} }`,
+    `add element inet ${table} guests_in { ${r.uid} : jump ${inChain} }`,
     ``,
   ].join("\n");
 }
 
+/** The input chain of a sandbox (its guest's connections to loopback, checked by the socket they reach). */
+export function inChainName(id: string): string {
+  return `si_${id}`;
+}
+
 /** Removes one sandbox's map elements (every UID that jumps to its chain) and then its chain. */
-export function renderRemove(id: string, uids: readonly number[], table = DEFAULT_TABLE): string {
+export function renderRemove(id: string, uids: readonly number[], table = DEFAULT_TABLE, input: { uids: readonly number[]; chain: boolean } = { uids: [], chain: false }): string {
   const chain = chainName(id);
-  return [...uids.map((u) => `delete element inet ${table} guests { ${u} }`), `delete chain inet ${table} ${chain}`, ``].join("\n");
+  return [
+    ...uids.map((u) => `delete element inet ${table} guests { ${u} }`),
+    `delete chain inet ${table} ${chain}`,
+    ...input.uids.map((u) => `delete element inet ${table} guests_in { ${u} }`),
+    ...(input.chain ? [`delete chain inet ${table} ${inChainName(id)}`] : []),
+    ``,
+  ].join("\n");
 }
 
 // ── read back ────────────────────────────────────────────────────────────────
@@ -103,6 +156,9 @@ export interface ChainState {
   rules: SandboxRules | null;
   /** UIDs whose map element jumps to this chain. */
   uids: number[];
+  /** Its input chain (si_<id>) is there, and the marks whose guests_in element jumps to it. */
+  inChain: boolean;
+  inUids: number[];
 }
 
 export interface TableState {
@@ -121,10 +177,11 @@ const ChainObj = z.object({ name: z.string() });
 const RuleObj = z.object({ chain: z.string(), comment: z.string().optional(), expr: z.array(z.unknown()).optional() });
 
 export function parseMarker(comment: string): SandboxRules | null {
-  const m = /^sbx id=([a-z0-9]+) uid=(\d+) mode=(run|stop)(?: port=(\d+))?$/.exec(comment);
+  const m = /^sbx id=([a-z0-9]+) uid=(\d+) mode=(run|stop)(?: port=(\d+))?(?: local=(\d+):([a-z0-9/_-]+))?$/.exec(comment);
   if (!m) return null;
   const r: SandboxRules = { id: m[1]!, uid: Number(m[2]), mode: m[3] as FirewallMode };
   if (m[4] !== undefined) r.proxyPort = Number(m[4]);
+  if (m[5] !== undefined && m[6] !== undefined) r.local = { level: Number(m[5]), path: m[6] };
   return r;
 }
 
@@ -134,23 +191,35 @@ export function parseTable(json: string): TableState {
   if (json.trim() === "") return state;
   const doc = NftJson.parse(JSON.parse(json));
   let hasMap = false;
+  let hasInMap = false;
   let hasDispatch = false;
+  let hasInDispatch = false;
   const elemTargets: [number, string][] = [];
+  const inTargets: [number, string][] = [];
+  const inChains = new Set<string>();
+  const elems = (m: z.infer<typeof MapObj>, into: [number, string][]) => {
+    for (const [k, v] of m.elem ?? []) {
+      const target = (v as { jump?: { target?: unknown } } | null)?.jump?.target;
+      if (typeof k === "number" && typeof target === "string") into.push([k, target]);
+    }
+  };
   for (const obj of doc.nftables) {
     if ("table" in obj) state.exists = true;
     if ("map" in obj) {
       const m = MapObj.safeParse(obj.map);
       if (m.success && m.data.name === "guests") {
         hasMap = true;
-        for (const [k, v] of m.data.elem ?? []) {
-          const target = (v as { jump?: { target?: unknown } } | null)?.jump?.target;
-          if (typeof k === "number" && typeof target === "string") elemTargets.push([k, target]);
-        }
+        elems(m.data, elemTargets);
+      }
+      if (m.success && m.data.name === "guests_in") {
+        hasInMap = true;
+        elems(m.data, inTargets);
       }
     }
     if ("chain" in obj) {
       const c = ChainObj.safeParse(obj.chain);
-      if (c.success && c.data.name.startsWith("sb_")) state.chains.set(c.data.name, { chain: c.data.name, rules: null, uids: [] });
+      if (c.success && c.data.name.startsWith("sb_")) state.chains.set(c.data.name, { chain: c.data.name, rules: null, uids: [], inChain: false, inUids: [] });
+      if (c.success && c.data.name.startsWith("si_")) inChains.add(c.data.name);
     }
   }
   for (const obj of doc.nftables) {
@@ -158,11 +227,17 @@ export function parseTable(json: string): TableState {
     const r = RuleObj.safeParse(obj.rule);
     if (!r.success) continue;
     if (r.data.chain === "output" && r.data.comment === "sbx dispatch") hasDispatch = true;
+    if (r.data.chain === "input" && r.data.comment === "sbx dispatch in") hasInDispatch = true;
     const c = state.chains.get(r.data.chain);
     if (c && r.data.comment) c.rules = parseMarker(r.data.comment) ?? c.rules;
   }
   for (const [uid, target] of elemTargets) state.chains.get(target)?.uids.push(uid);
-  state.baseOk = hasMap && hasDispatch;
+  for (const c of state.chains.values()) {
+    const si = `si_${c.chain.slice(3)}`;
+    c.inChain = inChains.has(si);
+    c.inUids = inTargets.filter(([, t]) => t === si).map(([u]) => u);
+  }
+  state.baseOk = hasMap && hasDispatch && hasInMap && hasInDispatch;
   return state;
 }
 
@@ -175,7 +250,11 @@ export function chainMatches(c: ChainState | undefined, want: SandboxRules): boo
     r.uid === want.uid &&
     r.mode === want.mode &&
     (want.mode === "stop" || r.proxyPort === want.proxyPort) &&
+    (want.mode === "stop" || (r.local?.path ?? null) === (want.local?.path ?? null)) &&
     c.uids.length === 1 &&
-    c.uids[0] === want.uid
+    c.uids[0] === want.uid &&
+    c.inChain &&
+    c.inUids.length === 1 &&
+    c.inUids[0] === want.uid
   );
 }

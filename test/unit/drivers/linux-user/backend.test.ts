@@ -23,9 +23,13 @@ const TABLE = JSON.stringify({
   nftables: [
     { table: { family: "inet", name: "sbx" } },
     { map: { name: "guests", elem: [[998, { jump: { target: "sb_abc123def456" } }]] } },
+    { map: { name: "guests_in", elem: [[998, { jump: { target: "si_abc123def456" } }]] } },
     { chain: { name: "sb_abc123def456" } },
+    { chain: { name: "si_abc123def456" } },
     { rule: { chain: "output", comment: "sbx dispatch" } },
+    { rule: { chain: "input", comment: "sbx dispatch in" } },
     { rule: { chain: "sb_abc123def456", comment: "sbx id=abc123def456 uid=998 mode=run port=41234" } },
+    { rule: { chain: "si_abc123def456", comment: "sbx id=abc123def456 uid=998 mode=run port=41234" } },
   ],
 });
 

@@ -8,8 +8,14 @@ describe("nft render", () => {
   test("base table: map, dispatch chain on the output hook", () => golden("base.nft", renderBase()));
   test("running sandbox: only 127.0.0.1:<port>, then log and reject", () =>
     golden("run.nft", renderSandbox({ id: "abc123def456", uid: 998, mode: "run", proxyPort: 41234 })));
+  test("running sandbox with local services: its own loopback servers, checked on input by the socket's cgroup", () =>
+    golden("run-local.nft", renderSandbox({ id: "abc123def456", uid: 998, mode: "run", proxyPort: 41234, local: { level: 2, path: "sbx/abc123def456" } })));
+  test("a cgroup path nft would misread is refused", () => {
+    expect(() => renderSandbox({ id: "a1", uid: 998, mode: "run", proxyPort: 1, local: { level: 2, path: 'x" accept; #' } })).toThrow(/bad cgroup/);
+  });
   test("stopped sandbox: log and reject everything", () => golden("stop.nft", renderSandbox({ id: "abc123def456", uid: 998, mode: "stop" })));
   test("remove: elements, then chain", () => golden("remove.nft", renderRemove("abc123def456", [998])));
+  test("remove with the input chain: its element and chain too", () => golden("remove-in.nft", renderRemove("abc123def456", [998], "sbx", { uids: [998], chain: true })));
   test("refuses a run chain without a valid port, and uid 0", () => {
     expect(() => renderSandbox({ id: "a1", uid: 998, mode: "run" })).toThrow(/port/);
     expect(() => renderSandbox({ id: "a1", uid: 0, mode: "stop" })).toThrow(/uid/);
@@ -22,11 +28,17 @@ describe("nft parse", () => {
       { metainfo: { version: "1.0.6" } },
       { table: { family: "inet", name: "sbx" } },
       { map: { name: "guests", type: "uid", map: "verdict", elem: [[998, { jump: { target: "sb_abc" } }]] } },
+      { map: { name: "guests_in", type: "mark", map: "verdict", elem: [[998, { jump: { target: "si_abc" } }]] } },
       { chain: { name: "output", hook: "output" } },
+      { chain: { name: "input", hook: "input" } },
       { chain: { name: "sb_abc" } },
+      { chain: { name: "si_abc" } },
       { rule: { chain: "output", comment: "sbx dispatch", expr: [] } },
+      { rule: { chain: "input", comment: "sbx dispatch in", expr: [] } },
       { rule: { chain: "sb_abc", expr: [] } },
-      { rule: { chain: "sb_abc", comment: "sbx id=abc uid=998 mode=run port=40123", expr: [] } },
+      { rule: { chain: "sb_abc", comment: "sbx id=abc uid=998 mode=run port=40123 local=2:unified/sbx/abc", expr: [] } },
+      { rule: { chain: "si_abc", expr: [] } },
+      { rule: { chain: "si_abc", comment: "sbx id=abc uid=998 mode=run port=40123 local=2:unified/sbx/abc", expr: [] } },
     ],
   });
   test("reads base, chains, markers and map elements", () => {
@@ -35,13 +47,19 @@ describe("nft parse", () => {
     expect(t.baseOk).toBe(true);
     const c = t.chains.get("sb_abc");
     expect(c?.uids).toEqual([998]);
-    expect(chainMatches(c, { id: "abc", uid: 998, mode: "run", proxyPort: 40123 })).toBe(true);
+    expect(c).toMatchObject({ inChain: true, inUids: [998] });
+    const local = { level: 2, path: "unified/sbx/abc" };
+    expect(chainMatches(c, { id: "abc", uid: 998, mode: "run", proxyPort: 40123, local })).toBe(true);
+    // The same chain without the local-services rules (another cgroup, or none) is not what is wanted.
+    expect(chainMatches(c, { id: "abc", uid: 998, mode: "run", proxyPort: 40123 })).toBe(false);
+    expect(chainMatches(c, { id: "abc", uid: 998, mode: "run", proxyPort: 40123, local: { level: 2, path: "sbx/abc" } })).toBe(false);
     expect(chainMatches(c, { id: "abc", uid: 998, mode: "run", proxyPort: 40124 })).toBe(false);
     expect(chainMatches(c, { id: "abc", uid: 998, mode: "stop" })).toBe(false);
   });
   test("no table: nothing exists", () => expect(parseTable("")).toMatchObject({ exists: false, baseOk: false }));
   test("markers round-trip", () => {
     expect(parseMarker("sbx id=x1 uid=5 mode=stop")).toEqual({ id: "x1", uid: 5, mode: "stop" });
+    expect(parseMarker("sbx id=x1 uid=5 mode=run port=7 local=2:sbx/x1")).toEqual({ id: "x1", uid: 5, mode: "run", proxyPort: 7, local: { level: 2, path: "sbx/x1" } });
     expect(parseMarker("something else")).toBeNull();
   });
 });
