@@ -38,7 +38,7 @@ while True:
     await w.backend.apply(b);
     // A service of yours on the same loopback (the host user's dev database, say), in a process of its own.
     hostSrv = Bun.spawn(
-      ["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--clear-groups", "--", "/usr/bin/python3", "-u", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1])\nwhile True:\n  c,_=s.accept(); c.recv(16); c.sendall(b'host'); c.close()"],
+      ["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--clear-groups", "--", "/usr/bin/python3", "-u", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.2', 0)); s.listen(); print(s.getsockname()[1])\nwhile True:\n  c,_=s.accept(); c.recv(16); c.sendall(b'host'); c.close()"],
       { stdout: "pipe", stderr: "inherit" },
     );
     const reader = (hostSrv.stdout as ReadableStream<Uint8Array>).getReader();
@@ -60,12 +60,15 @@ while True:
     expect(connect(a, "::1", 43902)).toBe("ok mine");
   });
 
-  test("your service on the same loopback stays refused (the control: you reach it)", () => {
+  test("your service on the same loopback stays refused, on the very port the guest's own server uses (the control: you reach it)", () => {
     if (noV2) return console.warn(`skipped: ${noV2}`);
-    const got = connect(a, "127.0.0.1", hostPort);
+    // Yours on 127.0.0.2:P, the guest's own on 127.0.0.1:P: the port decides nothing, the socket's owner does.
+    serve(a, "127.0.0.1", hostPort);
+    expect(connect(a, "127.0.0.1", hostPort)).toBe("ok mine");
+    const got = connect(a, "127.0.0.2", hostPort);
     expect(got).not.toContain("ok");
     expect(got).toMatch(/Connection refused|reset|Errno/);
-    expect(sh(["python3", "-c", `import socket; s=socket.create_connection(('127.0.0.1', ${hostPort}), timeout=3); s.sendall(b'x'); print(s.recv(16).decode())`]).out.trim()).toBe("host");
+    expect(sh(["python3", "-c", `import socket; s=socket.create_connection(('127.0.0.2', ${hostPort}), timeout=3); s.sendall(b'x'); print(s.recv(16).decode())`]).out.trim()).toBe("host");
   });
 
   test("another guest's server stays refused, on the same port it would use itself", () => {
