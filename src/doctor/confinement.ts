@@ -1,5 +1,5 @@
 // `sbx doctor` on Linux: what the kernel offers to confine a user-account guest (Landlock's ABI, seccomp's filter
-// mode), and what sbx applies to its guests today, said plainly.
+// mode), and so what sbx applies to its guests (shims/confine.ts), said plainly.
 import { existsSync } from "node:fs";
 import type { Check } from "./doctor";
 
@@ -17,17 +17,26 @@ export function landlockAbi(): number | null {
   }
 }
 
-/** Pure: the check from what the kernel offers. */
+/** Pure: the check from what the kernel offers, and what sbx then applies to every user-account guest's command. */
 export function confinementCheck(abi: number | null, seccomp: boolean): Check {
   const landlock = abi === null ? "no Landlock" : `Landlock ABI ${abi}${abi >= 6 ? " (can scope abstract unix sockets and signals)" : " (no socket or signal scoping: needs ABI 6, Linux 6.12)"}`;
   const filter = seccomp ? "seccomp filters available" : "no seccomp filters";
+  const scoped = abi !== null && abi >= 6;
+  if (!seccomp) {
+    return {
+      name: "guest confinement",
+      status: "fail",
+      detail: `${landlock}; ${filter}: --backend user guests cannot be given their seccomp filter, so their commands refuse to start`,
+      fix: "Use Docker sandboxes (the default on Linux), or a kernel with seccomp filters",
+    };
+  }
   return {
     name: "guest confinement",
-    status: "warn",
+    status: scoped ? "ok" : "warn",
     detail:
-      `${landlock}; ${filter}. --backend user guests run with no_new_privs and no capabilities, but sbx installs no seccomp ` +
-      "filter or Landlock rules for them yet: such a guest can still make user namespaces and connect to abstract unix sockets",
-    fix: "Where that matters, use Docker sandboxes (the default on Linux): a seccomp filter, and a network namespace of their own (the host's abstract sockets are not in it)",
+      `${landlock}; ${filter}. --backend user guests run with no_new_privs, no capabilities and a seccomp filter (no namespaces, ` +
+      `mounts, keyring, bpf, io_uring)${scoped ? ", and Landlock keeps abstract unix sockets and signals inside each guest" : "; without Landlock's scopes a guest can still connect to abstract unix sockets of this machine"}`,
+    ...(scoped ? {} : { fix: "Where that matters, use Docker sandboxes (the default on Linux): their network namespace has none of the host's abstract sockets" }),
   };
 }
 

@@ -10,6 +10,7 @@ import { parseHostGitSetup } from "../../workspace/clone";
 import { SANDBOX_GIT_SAFE } from "../../sync/sandbox-git";
 import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
+import { BUN_NO_CWD_CONFIG } from "../../sys/bun-args";
 import type { Exec, ExecResult } from "../../sys/exec";
 import type { Backend, Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../backend";
 import { AGENT_SETUP_SCRIPT, renderShellRc, renderShimWrappers, SHIM_FILES, type HomeFile } from "../provision/provision";
@@ -79,6 +80,9 @@ export function parsePasswdLine(line: string): Passwd | null {
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** As the host user: their objects dir's `info/alternates` exists (appended nothing: a list that is there stays). */
 export const ENSURE_LIST = 'mkdir -p "$1/info" && : >> "$1/info/alternates"';
+
+/** The shim every guest command starts through (as the guest, on sbx's Bun): seccomp and Landlock, then exec. */
+export const CONFINE_SCRIPT = "confine.ts";
 
 /** What a guest process may never gain: privileges through exec (setuid, file capabilities), or any capability. */
 export const GUEST_PRIVS = ["--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"] as const;
@@ -550,6 +554,8 @@ export class LinuxUserBackend implements Backend {
     }
     // What `sbx run AGENT` runs first inside (its instruction section and first-run settings), on the same Bun.
     pairs.push([join(rt.shims, AGENT_SETUP_SCRIPT), join(this.runtimeShims, AGENT_SETUP_SCRIPT), "0644"]);
+    // What every guest command starts through: its seccomp filter and Landlock scopes.
+    pairs.push([join(rt.shims, CONFINE_SCRIPT), join(this.runtimeShims, CONFINE_SCRIPT), "0644"]);
     let changed = false;
     const d = await this.exec.run(["stat", "-c", "%a %u", this.runtimeDir, this.runtimeShims], { check: false });
     if (d.stdout !== "755 0\n755 0\n") {
@@ -732,7 +738,9 @@ export class LinuxUserBackend implements Backend {
       env.push(`${k}=${v}`);
     }
     const cmd = req.argv.length === 0 ? ["/bin/bash", "-l"] : ["/bin/bash", "-l", "-c", 'exec "$@"', "sbx", ...req.argv];
-    const guestArgv = this.asGuestArgv(guest, ["env", "-C", cwd, ...env, ...cmd]);
+    // Then, as the guest, the confinement the kernel keeps (seccomp, Landlock's scopes: shims/confine.ts), then the command.
+    const confine = this.opts.runtime ? [this.runtimeBun, ...BUN_NO_CWD_CONFIG, join(this.runtimeShims, CONFINE_SCRIPT)] : [];
+    const guestArgv = this.asGuestArgv(guest, [...confine, "env", "-C", cwd, ...env, ...cmd]);
     // A command with no terminal: what it leaves running ends with it (a terminal's close ends a session's own).
     const argv = req.tty ? guestArgv : ["sh", "-c", GROUP_SCRIPT, "sbx-group", ...guestArgv];
     // Into the guest's cgroup first (as root), so nothing it runs is outside its limits.

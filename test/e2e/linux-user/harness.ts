@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { HostUser, SandboxSpec } from "../../../src/drivers/backend";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import { createExec } from "../../../src/sys/exec";
+import { defaultRuntime } from "../../../src/drivers/docker/docker";
 
 /**
  * For tests of the real CLI as root: a temp root with a repo (one commit) and an environment of its own (HOME, XDG
@@ -104,7 +105,8 @@ export async function makeWorld(): Promise<World> {
   const root = `/var/lib/sbx-e2e-${tag}`;
   const table = `sbxe2e${tag}`;
   const warnings: string[] = [];
-  const backend = new LinuxUserBackend({ exec: createExec(process.env as Record<string, string>), root, table, warn: (m) => warnings.push(m) });
+  // With sbx's Bun and shims, as the daemon runs it: guests get their rc files, shims and confinement (confine.ts).
+  const backend = new LinuxUserBackend({ exec: createExec(process.env as Record<string, string>), root, table, runtime: defaultRuntime(), warn: (m) => warnings.push(m) });
   let n = 0;
   return {
     tag,

@@ -3,13 +3,18 @@ import { describe, expect, test } from "bun:test";
 import { confinementCheck, landlockAbi } from "../../../src/doctor/confinement";
 
 describe("guest confinement check", () => {
-  test("names the Landlock ABI and whether it can scope sockets and signals, and says what sbx does not apply yet", () => {
+  test("names the Landlock ABI and what guests get: ok with ABI 6, a warning below it, a failure without seccomp", () => {
     const c = confinementCheck(7, true);
-    expect(c.status).toBe("warn");
+    expect(c.status).toBe("ok");
     expect(c.detail).toStartWith("Landlock ABI 7 (can scope abstract unix sockets and signals); seccomp filters available.");
-    expect(c.detail).toContain("sbx installs no seccomp filter or Landlock rules for them yet");
-    expect(confinementCheck(4, true).detail).toContain("Landlock ABI 4 (no socket or signal scoping: needs ABI 6, Linux 6.12)");
-    expect(confinementCheck(null, false).detail).toStartWith("no Landlock; no seccomp filters.");
+    expect(c.detail).toContain("and Landlock keeps abstract unix sockets and signals inside each guest");
+    const old = confinementCheck(4, true);
+    expect(old.status).toBe("warn");
+    expect(old.detail).toContain("Landlock ABI 4 (no socket or signal scoping: needs ABI 6, Linux 6.12)");
+    expect(old.detail).toContain("a guest can still connect to abstract unix sockets");
+    const none = confinementCheck(null, false);
+    expect(none.status).toBe("fail");
+    expect(none.detail).toStartWith("no Landlock; no seccomp filters: ");
   });
 
   test("this machine's ABI is read from the kernel (a positive version, or null)", () => {
