@@ -322,6 +322,7 @@ export function createApp(deps: AppDeps): Hono {
         ...(req.image ? { image: req.image } : {}),
         ...(req.withChanges ? { withChanges: true } : {}),
         ...(req.ports.length ? { ports: req.ports } : {}),
+        ...(req.allowWeaker ? { allowWeaker: true } : {}),
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
@@ -355,6 +356,7 @@ export function createApp(deps: AppDeps): Hono {
         ...(req.image ? { image: req.image } : {}),
         ...(req.withChanges ? { withChanges: true } : {}),
         ...(req.ports.length ? { ports: req.ports } : {}),
+        ...(req.allowWeaker ? { allowWeaker: true } : {}),
         signal: gone,
       });
       return LifecycleResults.agent.parse(r);

@@ -225,6 +225,7 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   limits: LimitsInputSchema.default({}),
   exposeCredentials: z.boolean().default(false),
   withChanges: z.boolean().default(false),
+  allowWeaker: z.boolean().default(false),
   ports: z.array(z.string().min(1).max(16)).max(64).default([]),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z

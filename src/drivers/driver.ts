@@ -32,6 +32,8 @@ export interface CreateOptions {
   withChanges?: boolean;
   /** `--port PORT|HOST:PORT` (Docker): the sandbox's ports reachable from the host's 127.0.0.1 (`sbx port`). */
   ports?: string[];
+  /** `--allow-weaker` (Linux user accounts): create one on a kernel without Landlock's scopes (ABI < 6). */
+  allowWeaker?: boolean;
 }
 
 /** A sandbox being made: where it lives and what was asked. */

@@ -133,6 +133,8 @@ export interface UserAccountDriverDeps {
   passwdFile?: string;
   /** Port probe seam (tests). */
   portFree?: (port: number) => boolean;
+  /** Landlock's ABI on this kernel (tests; default: asked of the kernel). Linux guests need 6 for their scopes. */
+  landlockAbi?: () => number | null;
 }
 
 export class UserAccountDriver implements Driver {
@@ -168,6 +170,15 @@ export class UserAccountDriver implements Driver {
 
   /** A loopback port no other live sandbox holds and nothing has bound, chosen once for the sandbox's life. */
   async newIdentity(n: NewSandbox, others: readonly Sandbox[]): Promise<UserIdentity> {
+    if (this.kind === "linux-user" && n.allowWeaker !== true) {
+      // A guest's abstract unix sockets and signals are kept apart only by Landlock's scopes (ABI 6, Linux 6.12).
+      const abi = (this.d.landlockAbi ?? (() => (require("../doctor/confinement") as typeof import("../doctor/confinement")).landlockAbi()))();
+      if (abi === null || abi < 6) {
+        throw new SbxError("unavailable", `this kernel's Landlock (${abi === null ? "none" : `ABI ${abi}`}) cannot keep a guest's abstract unix sockets and signals apart from this machine's (that needs ABI 6, Linux 6.12)`, {
+          hint: "Use a Docker sandbox, or accept the weaker confinement: sbx create --backend user --allow-weaker NAME (`sbx doctor` shows what this kernel offers).",
+        });
+      }
+    }
     const taken = new Set<number>();
     for (const r of others) {
       const p = UserIdentitySchema.safeParse(r.identity);

@@ -53,6 +53,9 @@ export const LIMIT_OPTIONS = [
  */
 export function backendFlag(opts: Record<string, unknown>, platform: NodeJS.Platform): BackendKind {
   const b = opts.backend === undefined ? (platform === "darwin" ? "macos" : "docker") : String(opts.backend);
+  if (opts.allowWeaker === true && (b === "docker" || platform !== "linux")) {
+    throw new SbxError("usage", "--allow-weaker applies to --backend user on Linux", { hint: "Drop it: Docker sandboxes (and macOS accounts) are confined without Landlock." });
+  }
   if (b === "docker") return "docker";
   const dockerOnly = [
     ["rebuild", opts.rebuild === true],
@@ -102,6 +105,7 @@ export function declareNewSandboxOptions(cmd: Command): Command {
   return cmd
     .option("--rebuild", "rebuild the image even if its tag exists")
     .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (repeatable; later: sbx port)", collect, [])
+    .option("--allow-weaker", "--backend user on Linux: create it even though this kernel's Landlock cannot scope abstract sockets and signals (sbx doctor)")
     .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes (default: the sandbox starts from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
     .option("--context <dir>", "the build context (default: the repo; its Dockerfile when --dockerfile is not given)")
@@ -147,6 +151,7 @@ export const create: Verb = {
       ...imageOpt(opts, ctx.cwd),
       ...(opts.withChanges === true ? { withChanges: true } : {}),
       ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
+      ...(opts.allowWeaker === true ? { allowWeaker: true } : {}),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),

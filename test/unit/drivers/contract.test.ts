@@ -80,7 +80,7 @@ runDriverContract("linux-user on a fake Linux", async (): Promise<DriverHarness>
   const paths = pathsFor(readEnv({ vars: { HOME: host.home, USER: "alice", PATH: process.env.PATH, XDG_RUNTIME_DIR: join(root, "rt") }, uid: 1000, gid: 1000, platform: "linux" }));
   const backend = new LinuxUserBackend({ exec: linux.exec, root: "/var/lib/sbx", table: "sbx", cgroupRoot: join(root, "no-cgroups"), warn: () => {} });
   const store = new Store(":memory:");
-  const driver = new UserAccountDriver({ exec: linux.exec, env, paths, backend, passwdFile: passwd, portFree: () => true });
+  const driver = new UserAccountDriver({ exec: linux.exec, env, paths, backend, passwdFile: passwd, portFree: () => true, landlockAbi: () => 7 });
   return {
     driver,
     store,
