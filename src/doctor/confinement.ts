@@ -2,20 +2,9 @@
 // mode), and so what sbx applies to its guests (shims/confine.ts), said plainly.
 import { existsSync } from "node:fs";
 import type { Check } from "./doctor";
+import { landlockAbi } from "../sys/landlock";
 
-/** Landlock's ABI version (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION), or null: not there, or not allowed. */
-export function landlockAbi(): number | null {
-  try {
-    const { dlopen, FFIType } = require("bun:ffi") as typeof import("bun:ffi");
-    const lib = dlopen("libc.so.6", { syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 } });
-    // 444: landlock_create_ruleset on every architecture Linux numbers the generic way (x86_64 and arm64 alike).
-    const v = Number(lib.symbols.syscall(444n, 0n, 0n, 1n));
-    lib.close();
-    return v > 0 ? v : null;
-  } catch {
-    return null;
-  }
-}
+export { landlockAbi };
 
 /** Pure: the check from what the kernel offers, and what sbx then applies to every user-account guest's command. */
 export function confinementCheck(abi: number | null, seccomp: boolean): Check {

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
+import { landlockAbi } from "../sys/landlock";
 import type { Sandbox } from "../core/schemas";
 import type { LimitCounters } from "../core/limits";
 import type { Env } from "../sys/env";
@@ -172,7 +173,7 @@ export class UserAccountDriver implements Driver {
   async newIdentity(n: NewSandbox, others: readonly Sandbox[]): Promise<UserIdentity> {
     if (this.kind === "linux-user" && n.allowWeaker !== true) {
       // A guest's abstract unix sockets and signals are kept apart only by Landlock's scopes (ABI 6, Linux 6.12).
-      const abi = (this.d.landlockAbi ?? (() => (require("../doctor/confinement") as typeof import("../doctor/confinement")).landlockAbi()))();
+      const abi = (this.d.landlockAbi ?? landlockAbi)();
       if (abi === null || abi < 6) {
         throw new SbxError("unavailable", `this kernel's Landlock (${abi === null ? "none" : `ABI ${abi}`}) cannot keep a guest's abstract unix sockets and signals apart from this machine's (that needs ABI 6, Linux 6.12)`, {
           hint: "Use a Docker sandbox, or accept the weaker confinement: sbx create --backend user --allow-weaker NAME (`sbx doctor` shows what this kernel offers).",
