@@ -60,7 +60,7 @@ export class FakeMac {
   users = new Map<string, User>();
   groups = new Map<string, number>();
   files = new Map<string, Node>();
-  pf = { enabled: false, tokens: new Set<string>(), anchors: new Map<number, string>(), next: 18446742069906624000n };
+  pf = { enabled: false, tokens: new Set<string>(), anchors: new Map<number, string>(), next: 18446742069906624000n, pflog: false };
   procs = new Set<string>();
   /** The host repo's refs, the mirror's objects (oids) and fetches, each clone's refs (by workspace path). */
   repo = {
@@ -251,6 +251,16 @@ export class FakeMac {
         return this.git(a, actor, stdin);
       case "pfctl":
         return this.pfctl(a);
+      case "ifconfig":
+        // A stock Mac has no pflog0 until root makes it (`ifconfig pflog0 create`); only root may.
+        if (a.length === 1 && a[0] === "pflog0") return this.pf.pflog ? this.ok() : this.fail("ifconfig: interface pflog0 does not exist");
+        if (a.length === 2 && a[0] === "pflog0" && a[1] === "create") {
+          if (actor !== "root") return this.fail("ifconfig: SIOCIFCREATE2: Operation not permitted");
+          if (this.pf.pflog) return this.fail("ifconfig: SIOCIFCREATE2: File exists");
+          this.pf.pflog = true;
+          return this.ok();
+        }
+        break;
     }
     throw new Error(`fake mac: no model for ${argv.join(" ")}`);
   }
@@ -476,6 +486,8 @@ export function isMutating(argv0: readonly string[]): boolean {
       return argv[2] === "-create" || argv[2] === "-delete" || argv[2] === "-append";
     case "pfctl":
       return argv.includes("-E") || argv.includes("-X") || argv.includes("-f") || argv.includes("-F");
+    case "ifconfig":
+      return argv.includes("create");
     case "ls":
     case "cat":
     case "test":

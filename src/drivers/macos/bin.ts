@@ -6,6 +6,7 @@ export const BIN = {
   sysadminctl: "/usr/sbin/sysadminctl",
   createhomedir: "/usr/sbin/createhomedir",
   pfctl: "/sbin/pfctl",
+  ifconfig: "/sbin/ifconfig",
   chmod: "/bin/chmod",
   chown: "/usr/sbin/chown",
   chflags: "/usr/bin/chflags",

@@ -280,6 +280,7 @@ class Ops {
 
   /** runs: cat <token>; pfctl -s info; pfctl -s References; pfctl -E (token recorded); pfctl -X <stale token> */
   async pfEnableFor(uid: number): Promise<RootResult> {
+    await this.ensurePflog();
     const f = pfFiles(this.ctx, uid);
     const old = (await this.readFile(f.token))?.trim() || null;
     const st = await this.pfStatus();
@@ -299,6 +300,21 @@ class Ops {
       });
     }
     return changed(token);
+  }
+
+  /**
+   * pf's `log` rules write to pflog0, which a stock Mac does not have (xnu makes no instance at boot): without it the
+   * blocked packets are dropped unlogged and the daemon's tcpdump of it fails for ever. Made once, as root.
+   * runs: ifconfig pflog0 (exists?); ifconfig pflog0 create
+   */
+  private async ensurePflog(): Promise<void> {
+    if ((await this.run([BIN.ifconfig, "pflog0"], { check: false })).exitCode === 0) return;
+    const r = await this.run([BIN.ifconfig, "pflog0", "create"], { check: false });
+    if (r.exitCode !== 0) {
+      throw new SbxError("unavailable", `pflog0 could not be made: ${(r.stderr || r.stdout).trim() || `exit ${r.exitCode}`}`, {
+        hint: "sbx logs what pf blocks through pflog0; check `sudo ifconfig pflog0 create` works on this Mac.",
+      });
+    }
   }
 
   private loaded(rules: string, uid: number, port?: number): boolean {

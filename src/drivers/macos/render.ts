@@ -64,8 +64,9 @@ export function renderSudoers(input: SudoersInput): string {
   }
   const alias = `SBX_${hostTag(input.hostUser).toUpperCase()}_HELPER`;
   return [
-    `# sbx: ${input.hostUser} may run sbx's root helper (creates/removes its sandbox users, loads their pf anchors),`,
-    `# and may run commands as its own sandbox users (group ${hostGroup(input.hostUser)}), never as anyone else.`,
+    `# sbx: ${input.hostUser} may run sbx's root helper (creates/removes its sandbox users, loads their pf anchors,`,
+    `# makes pflog0 where the Mac has none) and read pflog0 with tcpdump, and may run commands as its own sandbox`,
+    `# users (group ${hostGroup(input.hostUser)}), never as anyone else.`,
     `# Written by \`sbx service install\` to /etc/sudoers.d/sbx_${hostTag(input.hostUser)}; validate with \`visudo -cf <file>\`.`,
     `Cmnd_Alias ${alias} = ${input.helperArgv.map(sudoersEscape).join(" ")} *`,
     `Cmnd_Alias ${alias.replace(/_HELPER$/, "_PFLOG")} = ${MONITOR_ARGV.join(" ")}`,

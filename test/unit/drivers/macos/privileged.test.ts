@@ -125,3 +125,25 @@ describe("shellArgv", () => {
     expect(r.stdout.toString()).toBe("256\n256\n");
   });
 });
+
+describe("pflog0 (a stock Mac has none)", () => {
+  test("the first pf-enable makes it, as root, once; later ones only look; blocked packets then have somewhere to go", async () => {
+    const mac = new FakeMac();
+    const b = mac.backend();
+    expect(mac.pf.pflog).toBe(false);
+    await b.apply(macSpec("one"));
+    expect(mac.pf.pflog).toBe(true);
+    expect(mac.transcript()).toContain("root# /sbin/ifconfig pflog0 create");
+    const from = mac.exec.calls.length;
+    await b.apply(macSpec("two"));
+    expect(mac.transcript(from)).toContain("root# /sbin/ifconfig pflog0\n");
+    expect(mac.transcript(from)).not.toContain("pflog0 create");
+  });
+
+  test("the fake Mac holds the real rule: only root may create it", async () => {
+    const mac = new FakeMac();
+    const r = await mac.exec.run(["/usr/bin/sudo", "-n", "-H", "-u", "sbx_alice_x", "/sbin/ifconfig", "pflog0", "create"], { check: false });
+    expect(r.exitCode).not.toBe(0);
+    expect(mac.pf.pflog).toBe(false);
+  });
+});
