@@ -60,6 +60,9 @@ export class FakeMac {
   users = new Map<string, User>();
   groups = new Map<string, number>();
   files = new Map<string, Node>();
+  /** Accounts and groups of a network directory (LDAP, AD): seen through `dscl /Search`, never through the local node. */
+  readonly directoryUsers = new Map<string, number>();
+  readonly directoryGroups = new Map<string, number>();
   pf = { enabled: false, tokens: new Set<string>(), anchors: new Map<number, string>(), next: 18446742069906624000n, pflog: false };
   procs = new Set<string>();
   /** The host repo's refs, the mirror's objects (oids) and fetches, each clone's refs (by workspace path). */
@@ -328,10 +331,15 @@ export class FakeMac {
   }
 
   private dscl(a: string[]): Reply {
-    const [, verb, path, ...rest] = a;
+    const [node, verb, path, ...rest] = a;
     const [, kind, name] = path!.split("/");
     if (verb === "-list") {
-      const rows = kind === "Users" ? [...this.users].map(([n, u]) => `${n} ${u.uid}`) : [...this.groups].map(([n, g]) => `${n} ${g}`);
+      // `/Search` is every directory node: the local one and the network's (directoryUsers/Groups: LDAP, AD).
+      const net = node === "/Search";
+      const rows =
+        kind === "Users"
+          ? [...[...this.users].map(([n, u]) => `${n} ${u.uid}`), ...(net ? [...this.directoryUsers].map(([n, u]) => `${n} ${u}`) : [])]
+          : [...[...this.groups].map(([n, g]) => `${n} ${g}`), ...(net ? [...this.directoryGroups].map(([n, g]) => `${n} ${g}`) : [])];
       return this.ok(rows.map((r) => r.replace(" ", "                ")).join("\n") + "\n");
     }
     if (kind === "Groups") {

@@ -171,7 +171,9 @@ export class MacosBackend implements Backend {
     // Identity: the host's group, then the guest with a UID nobody holds.
     const users = await this.users();
     const groups = parseDsclList((await this.run([BIN.dscl, ".", "-list", "/Groups", "PrimaryGroupID"])).stdout);
-    const taken = new Set<number>([...users.values(), ...groups.values()]);
+    // IDs held in any directory node (a network account's UID would own the guest's files), not only the local one.
+    const search = async (kind: string, attr: string) => parseDsclList((await this.run([BIN.dscl, "/Search", "-list", kind, attr], { check: false })).stdout);
+    const taken = new Set<number>([...users.values(), ...groups.values(), ...(await search("/Users", "UniqueID")).values(), ...(await search("/Groups", "PrimaryGroupID")).values()]);
     const gid = groups.get(hostGroup(this.host)) ?? pickId(taken, this.range, "group id");
     taken.add(gid);
     did(await this.root.run({ op: "ensure-group", gid }));

@@ -134,6 +134,12 @@ class Ops {
     return parseDsclList((await this.run([BIN.dscl, ".", "-list", "/Users", "UniqueID"])).stdout);
   }
 
+  /** Every directory node's records (local, LDAP, AD: `/Search`), for ID collisions. runs: dscl /Search -list <kind> <attr> */
+  private async searchList(kind: "/Users" | "/Groups", attr: string): Promise<Map<string, number>> {
+    const r = await this.run([BIN.dscl, "/Search", "-list", kind, attr], { check: false });
+    return r.exitCode === 0 ? parseDsclList(r.stdout) : new Map();
+  }
+
   /** A UID's anchor may be touched when no user holds it, or one of this host's guests (exactly `want`, if given) does. */
   private async uidIsMine(uid: number, want?: string): Promise<void> {
     this.range(uid, "UID");
@@ -154,7 +160,8 @@ class Ops {
       throw new SbxError("conflict", `group ${g} exists with GID ${have}, not ${gid}`, { hint: "Run `sbx prune`, then retry." });
     }
     const groups = parseDsclList((await this.run([BIN.dscl, ".", "-list", "/Groups", "PrimaryGroupID"])).stdout);
-    if ([...groups.values()].includes(gid)) throw new SbxError("conflict", `GID ${gid} is already taken by another group`);
+    const everywhere = [...groups.values(), ...(await this.searchList("/Groups", "PrimaryGroupID")).values()];
+    if (everywhere.includes(gid)) throw new SbxError("conflict", `GID ${gid} is already taken by another group`);
     await this.run([BIN.dscl, ".", "-create", `/Groups/${g}`]);
     await this.run([BIN.dscl, ".", "-create", `/Groups/${g}`, "PrimaryGroupID", String(gid)]);
     await this.run([BIN.dscl, ".", "-create", `/Groups/${g}`, "RealName", `sbx sandboxes of ${this.host()}`]);
@@ -188,7 +195,8 @@ class Ops {
     const have = users.get(u);
     if (have === op.uid) return unchanged();
     if (have !== undefined) throw new SbxError("conflict", `user ${u} exists with UID ${have}, not ${op.uid}`, { hint: "Run `sbx prune`, then retry." });
-    const holder = [...users].find(([, n]) => n === op.uid)?.[0];
+    // Every directory node, not only the local one: a network account (LDAP, AD) with this UID would own the guest's files.
+    const holder = [...users, ...(await this.searchList("/Users", "UniqueID"))].find(([, n]) => n === op.uid)?.[0];
     if (holder !== undefined) {
       throw new SbxError("conflict", `UID ${op.uid} is already used by ${holder}`, { hint: "Another account took this UID meanwhile; retry and sbx picks a free one." });
     }

@@ -1,7 +1,7 @@
 // The root helper refuses anything outside its narrow remit; the sudo client maps its answers back to SbxErrors.
 import { describe, expect, test } from "bun:test";
 import { SbxError } from "../../../../src/core/errors";
-import { DEFAULT_ROOT_CONTEXT, helperMain, sudoHelperArgv, sudoRoot } from "../../../../src/drivers/macos/privileged";
+import { DEFAULT_ROOT_CONTEXT, directRoot, helperMain, sudoHelperArgv, sudoRoot } from "../../../../src/drivers/macos/privileged";
 import type { Exec } from "../../../../src/sys/exec";
 import { FakeExec } from "../../../fakes/exec";
 import { FakeMac, macSpec } from "../../../fakes/mac";
@@ -145,5 +145,30 @@ describe("pflog0 (a stock Mac has none)", () => {
     const r = await mac.exec.run(["/usr/bin/sudo", "-n", "-H", "-u", "sbx_alice_x", "/sbin/ifconfig", "pflog0", "create"], { check: false });
     expect(r.exitCode).not.toBe(0);
     expect(mac.pf.pflog).toBe(false);
+  });
+});
+
+describe("IDs held in a network directory", () => {
+  test("a UID or GID an LDAP/AD account holds is never given to a guest (the account would own its files)", async () => {
+    const mac = new FakeMac();
+    // The first IDs of the range are taken in the network directory only: the local node does not show them.
+    for (let i = 0; i < 3; i++) {
+      mac.directoryUsers.set(`net${i}`, 7000 + i);
+      mac.directoryGroups.set(`netg${i}`, 7000 + i);
+    }
+    const b = mac.backend();
+    await b.apply(macSpec("netids"));
+    const guest = [...mac.users].find(([n]) => n.startsWith("sbx_alice_"));
+    expect(guest).toBeDefined();
+    expect(guest![1].uid).toBeGreaterThanOrEqual(7003);
+    expect(mac.groups.get("sbx_alice")).toBeGreaterThanOrEqual(7003);
+  });
+
+  test("the root helper refuses such a UID even if asked for it directly", async () => {
+    const mac = new FakeMac();
+    mac.directoryUsers.set("netuser", 7100);
+    const root = directRoot(mac.rootExec(), { ...DEFAULT_ROOT_CONTEXT, hostUser: "alice", secret: () => "x" });
+    await root.run({ op: "ensure-group", gid: 7050 });
+    await expect(root.run({ op: "add-user", user: "sbx_alice_0123456789ab", uid: 7100, gid: 7050, sandbox: "s", repo: "/Users/alice/src/demo" } as never)).rejects.toThrow(/UID 7100 is already used by netuser/);
   });
 });
