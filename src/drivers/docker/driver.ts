@@ -7,7 +7,7 @@ import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
 import { hostSecretValues, scanOverlays } from "./overlay-scan";
-import { currentTagIfCheap, dockerfileSha, ensureImage, planImage } from "./image";
+import { dockerfileNow, ensureImage, planImage } from "./image";
 import { describeSource, ImageSourceSchema, planImageSource, type ImageFlags, type ImageSource } from "./image-source";
 import { hostKeySources, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
@@ -283,8 +283,8 @@ export class DockerDriver implements Driver {
 
   /** The Dockerfile's hash as it was built: a start compares it (the tag cannot say when the Dockerfile copies the repo). */
   private dockerfileOf(repo: string, ident: DockerIdentity): { imageDockerfile?: string } {
-    const sha = dockerfileSha(repo, ident.source);
-    return sha === null ? {} : { imageDockerfile: sha };
+    const now = dockerfileNow(repo, this.hostUser, ident.source);
+    return now === null ? {} : { imageDockerfile: now.sha };
   }
 
   /**
@@ -311,10 +311,11 @@ export class DockerDriver implements Driver {
     // The repo's Dockerfile changed since this sandbox's image was built: say how to apply it (never done silently).
     const image = dockerOptions(spec).image;
     const src = dockerOptions(spec).imageSource;
-    const now = typeof image === "string" ? currentTagIfCheap(spec.repo, spec.hostUser, src) : null;
+    const file = dockerfileNow(spec.repo, spec.hostUser, src);
+    const now = typeof image === "string" ? (file?.tag ?? null) : null;
     // A Dockerfile that copies the repo: its tag moves with every source edit, so its own text is what is compared.
     const built = dockerOptions(spec).imageDockerfile;
-    const edited = now === null && built !== undefined && dockerfileSha(spec.repo, src) !== built;
+    const edited = now === null && built !== undefined && (file?.sha ?? null) !== built;
     if ((now !== null && now !== image) || edited) {
       out.push(`note: ${src?.from === "devcontainer" ? "the Dockerfile devcontainer.json names" : src?.from === "flags" ? `${src.kind === "dockerfile" ? src.dockerfile : "its Dockerfile"}` : "the repo's Dockerfile"} changed since sandbox ${spec.name}'s image was built; \`sbx rebuild ${spec.name}\` applies it (the clone, its home and its allowlist stay)`);
     }

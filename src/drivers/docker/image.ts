@@ -112,10 +112,11 @@ function repoDockerfile(repo: string): Extract<ImageSource, { kind: "dockerfile"
 }
 
 /**
- * The tag the repo's Dockerfile would build now, when that is cheap to know: the Dockerfile copies nothing from the
- * repo (else the tag hashes the whole context, too slow for every start). null: no Dockerfile, or it uses the context.
+ * The source's Dockerfile as it is now, read once: its sha256, and the tag it would build when that is cheap to know
+ * (it copies nothing from the repo; else the tag hashes the whole context, too slow for every start: `tag` null).
+ * null: an image source, or no Dockerfile to read.
  */
-export function currentTagIfCheap(repo: string, user: HostUser, source: ImageSource = repoSource(repo)): string | null {
+export function dockerfileNow(repo: string, user: HostUser, source: ImageSource = repoSource(repo)): { tag: string | null; sha: string } | null {
   if (source.kind === "image") return null;
   let dockerfile: string;
   try {
@@ -123,7 +124,8 @@ export function currentTagIfCheap(repo: string, user: HostUser, source: ImageSou
   } catch {
     return null;
   }
-  return usesContext(dockerfile) ? null : imageTag(repo, dockerfile, { ...source.args, ...buildArgsFor(user) });
+  const sha = createHash("sha256").update(dockerfile).digest("hex");
+  return { sha, tag: usesContext(dockerfile) ? null : imageTag(repo, dockerfile, { ...source.args, ...buildArgsFor(user) }) };
 }
 
 /** Pure: the `docker build` argv for a plan, given the context dir actually sent. */
@@ -202,16 +204,6 @@ export interface ImageEngine {
  * Builds the image when its tag is missing (or `rebuild`), and returns the tag.
  * runs (engine.build): docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> <context>
  */
-/** sha256 of a source's Dockerfile text as it is now (null: an image source, or no Dockerfile to read). */
-export function dockerfileSha(repo: string, source: ImageSource = repoSource(repo)): string | null {
-  if (source.kind === "image") return null;
-  try {
-    return createHash("sha256").update(readFileSync(source.dockerfile)).digest("hex");
-  } catch {
-    return null;
-  }
-}
-
 export async function ensureImage(engine: ImageEngine, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
   const source = opts.source ?? repoSource(repo);
   if (source.kind === "image") {
