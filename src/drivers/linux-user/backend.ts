@@ -93,16 +93,20 @@ const IDENTITY_VARS = new Set(["HOME", "USER", "LOGNAME", "SHELL"]);
 /**
  * Runs argv (as root, before setpriv) in a session and process group of its own, passes it stdin, waits for it, then
  * kills what it left in that group (a fork bomb, a forgotten `&`): otherwise they hold its output open, so it never
- * ends for its caller, and hold the sandbox's process limit. INT/TERM/HUP are passed on to the group. Nothing here
- * forks after the command ends (the kill is a builtin): at the process limit it still works. A process that wants
- * to outlive the command leaves the group (setsid), as a daemon does. The exit status is the command's.
+ * ends for its caller, and hold the sandbox's process limit. INT/TERM/HUP are passed on to the group. It returns once
+ * the group is gone, zombies included: a killed process's pid stays charged to the sandbox's process limit until it
+ * is reaped, and the orphans are reaped by init, which need not be quick (measured here: a Firecracker init that
+ * reaps every 2 s), so returning earlier would let the next command meet a full process table. The runner itself is
+ * outside the guest's cgroup (argv joins it), so it can still fork `sleep` while the group is at the limit. A process
+ * that wants to outlive the command leaves the group (setsid), as a daemon does. The exit status is the command's.
  */
 export const GROUP_SCRIPT = [
   'exec 3<&0; setsid "$@" <&3 3<&- & p=$!',
   "trap 'kill -TERM -\"$p\" 2>/dev/null' INT TERM HUP",
   'while :; do wait "$p"; rc=$?; kill -0 "$p" 2>/dev/null || break; done',
-  // dash's kill takes no `--`: a negative pid right after the signal is the group.
-  'i=0; while [ $i -lt 200 ] && kill -KILL -"$p" 2>/dev/null; do i=$((i+1)); done',
+  // dash's kill takes no `--`: a negative pid right after the signal is the group. A zombie still counts as in the
+  // group, so this ends when the last one is reaped: at once 20 times (a bomb converges), then each 50 ms, up to 5 s.
+  'i=0; while [ $i -lt 120 ] && kill -KILL -"$p" 2>/dev/null; do i=$((i+1)); [ $i -gt 20 ] && sleep 0.05; done',
   'exit "$rc"',
 ].join("\n");
 
@@ -741,10 +745,10 @@ export class LinuxUserBackend implements Backend {
     // Then, as the guest, the confinement the kernel keeps (seccomp, Landlock's scopes: shims/confine.ts), then the command.
     const confine = this.opts.runtime ? [this.runtimeBun, ...BUN_NO_CWD_CONFIG, join(this.runtimeShims, CONFINE_SCRIPT)] : [];
     const guestArgv = this.asGuestArgv(guest, [...confine, "env", "-C", cwd, ...env, ...cmd]);
-    // A command with no terminal: what it leaves running ends with it (a terminal's close ends a session's own).
-    const argv = req.tty ? guestArgv : ["sh", "-c", GROUP_SCRIPT, "sbx-group", ...guestArgv];
     // Into the guest's cgroup first (as root), so nothing it runs is outside its limits.
-    return spec.limits ? this.cgroups.joinArgv(spec.id, argv) : argv;
+    const argv = spec.limits ? this.cgroups.joinArgv(spec.id, guestArgv) : guestArgv;
+    // A command with no terminal: what it leaves running ends with it (a terminal's close ends a session's own).
+    return req.tty ? argv : ["sh", "-c", GROUP_SCRIPT, "sbx-group", ...argv];
   }
 
   // ── inventory and removal ────────────────────────────────────────────────────

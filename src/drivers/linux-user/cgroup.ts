@@ -126,7 +126,8 @@ export class GuestCgroups {
   /**
    * Kills every process in the sandbox's cgroup, a fork bomb included: forks are shut off first (pids.max 0: the
    * kernel refuses every new process there), so the kill converges; then the process limit is put back. Whether any
-   * process was killed. (Root kills the guest's processes: they are the account sbx made.)
+   * process was killed. (Root kills the guest's processes: they are the account sbx made.) It returns once the killed
+   * are reaped: until then their pids stay charged to the limit, and the next command would find no room.
    */
   async killAll(id: string, limits: Limits | undefined): Promise<boolean> {
     const pidsDir = this.version === 2 ? join(this.root, this.name, id) : join(this.root, "pids", this.name, id);
@@ -145,7 +146,10 @@ export class GuestCgroups {
             /* gone */
           }
         }
-        if (pids.size === 0) return killed;
+        if (pids.size === 0) {
+          if (clamp) await reaped(pidsDir);
+          return killed;
+        }
         for (const p of pids) {
           try {
             process.kill(p, "SIGKILL");
@@ -169,8 +173,8 @@ export class GuestCgroups {
         try {
           rmdirSync(d);
         } catch (e) {
-          // EBUSY: the last killed processes are still leaving.
-          if (i >= 50) throw new Error(`cannot remove cgroup ${d}: ${(e as Error).message}`);
+          // EBUSY: the last killed processes are still leaving (init reaps them, not always at once).
+          if (i >= 250) throw new Error(`cannot remove cgroup ${d}: ${(e as Error).message}`);
           await Bun.sleep(20);
         }
       }
@@ -189,6 +193,23 @@ export class GuestCgroups {
       }
     }
     return [...out];
+  }
+}
+
+/**
+ * Waits (up to 5 s) until no pid is charged to the cgroup: a killed process leaves cgroup.procs when it exits, but
+ * its pid is uncharged only when it is reaped, and orphans are reaped by init, which may poll (measured: every 2 s).
+ */
+async function reaped(pidsDir: string): Promise<void> {
+  for (let i = 0; i < 250; i++) {
+    let current: string;
+    try {
+      current = readFileSync(join(pidsDir, "pids.current"), "utf8").trim();
+    } catch {
+      return;
+    }
+    if (current === "0") return;
+    await Bun.sleep(20);
   }
 }
 

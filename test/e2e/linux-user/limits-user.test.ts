@@ -2,7 +2,7 @@
 // is killed at the limit (exit 137) and counted, a fork bomb stops at the process limit, limits change at once, and
 // removing the sandbox removes its cgroup. Real root, real cgroups, real setpriv.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { SandboxSpec } from "../../../src/drivers/backend";
 import { makeWorld, sh, whyNot, type World } from "./harness";
 
@@ -13,6 +13,11 @@ describe.skipIf(skip !== undefined)(`limits: linux-user guests${skip ? ` (skippe
   let w: World;
   let spec: SandboxSpec;
   let cgSkip: string | undefined;
+  /** Pids charged to the guest's cgroup: its processes, zombies not yet reaped included. */
+  const pidsCharged = () => {
+    const dir = w.backend.cgroups.dirs(spec.id).find((d) => existsSync(`${d}/pids.current`));
+    return dir === undefined ? 0 : Number(readFileSync(`${dir}/pids.current`, "utf8").trim());
+  };
   const run = (script: string) => sh(w.backend.shellArgv(spec, { argv: ["bash", "-c", script], cwd: w.repo, tty: false, env: {} }));
 
   beforeAll(async () => {
@@ -72,6 +77,7 @@ describe.skipIf(skip !== undefined)(`limits: linux-user guests${skip ? ` (skippe
     expect(Date.now() - started).toBeLessThan(30_000); // it returned, and the host kept its process table
     expect((await w.backend.counters(spec))?.pidsRefused).toBeGreaterThan(0);
     expect(sh(["pgrep", "-u", w.backend.guest(spec), "--runstates", "R,S,D,T,t,I"]).code).toBe(1); // none left running
+    expect(pidsCharged()).toBe(0); // none left a zombie either: init may reap late, and each would hold the limit
     expect(run("echo ok").out).toBe("ok\n");
   }, 90_000);
 
@@ -82,6 +88,7 @@ describe.skipIf(skip !== undefined)(`limits: linux-user guests${skip ? ` (skippe
     await w.backend.stop(spec);
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(sh(["pgrep", "-u", w.backend.guest(spec), "--runstates", "R,S,D,T,t,I"]).code).toBe(1);
+    expect(pidsCharged()).toBe(0);
     await w.backend.apply(spec);
     expect(run("echo ok").out).toBe("ok\n");
   }, 90_000);

@@ -144,6 +144,21 @@ describe("a command with no terminal ends with what it left running (GROUP_SCRIP
     expect(r.ms).toBeLessThan(10_000);
   });
 
+  test("the command returns only once its leftovers are reaped (their pids no longer hold the process limit)", () => {
+    // The orphans are init's to reap; an init that polls (this machine's reaps every 2 s) leaves them zombies a while,
+    // and each zombie still counts against the sandbox's pids.max, so the next command could not start.
+    const r = run(["sh", "-c", "for i in 1 2 3 4 5; do sleep 0.2 & done; echo $$"]);
+    const group = Number(r.out.trim());
+    expect(group).toBeGreaterThan(1);
+    let left = true;
+    try {
+      process.kill(-group, 0); // succeeds while any member, a zombie too, is in the group
+    } catch {
+      left = false;
+    }
+    expect(left).toBe(false);
+  }, 20_000);
+
   test("the exit status is the command's, and stdin reaches it", () => {
     expect(run(["sh", "-c", "exit 7"]).code).toBe(7);
     expect(run(["cat"], "piped in\n").out).toBe("piped in\n");
