@@ -58,6 +58,11 @@ export interface SocketInfo {
 export interface FdPassing {
   /** A listening TCP socket on 127.0.0.1:port (0 picks one), non-blocking and close-on-exec. Throws with errno's text. */
   listenLoopback(port: number): { fd: number; port: number };
+  /**
+   * The same on every address (0.0.0.0:port): inside a container with no network, every address it has is its own
+   * loopback, and a listener there is how connections to any of 127.0.0.0/8 are taken (the transparent path).
+   */
+  listenAll(port: number): { fd: number; port: number };
   /** Sends fd over a connected unix socket with one data byte; true when the kernel took it. */
   sendFd(sock: number, fd: number): boolean;
   /** The same with several descriptors in one message (what a receiver must refuse; tests). */
@@ -147,28 +152,30 @@ function make(c: Libc): FdPassing {
     fds.forEach((fd, i) => m.ctl.writeInt32LE(fd, 16 + 4 * i));
     return Number(c.sendmsg(sock, ptr(m.msg), MSG_NOSIGNAL | MSG_DONTWAIT)) === 1;
   }
+  function listenTcp(port: number, address: number): { fd: number; port: number } {
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad port ${port}`);
+    const fd = c.socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw fail("socket");
+    try {
+      const one = new Int32Array([1]);
+      if (c.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ptr(one), 4) !== 0) throw fail("setsockopt SO_REUSEADDR");
+      const sa = Buffer.alloc(16);
+      sa.writeUInt16LE(AF_INET, 0);
+      sa.writeUInt16BE(port, 2);
+      sa.writeUInt32BE(address, 4);
+      if (c.bind(fd, ptr(sa), 16) !== 0) throw fail(`bind ${address === 0 ? "0.0.0.0" : "127.0.0.1"}:${port}`);
+      if (c.listen(fd, 511) !== 0) throw fail("listen");
+      const info = socketInfo(fd);
+      if ("error" in info) throw new Error(info.error);
+      return { fd, port: info.port };
+    } catch (e) {
+      c.close(fd);
+      throw e;
+    }
+  }
   return {
-    listenLoopback(port) {
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad port ${port}`);
-      const fd = c.socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (fd < 0) throw fail("socket");
-      try {
-        const one = new Int32Array([1]);
-        if (c.setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ptr(one), 4) !== 0) throw fail("setsockopt SO_REUSEADDR");
-        const sa = Buffer.alloc(16);
-        sa.writeUInt16LE(AF_INET, 0);
-        sa.writeUInt16BE(port, 2);
-        sa.writeUInt32BE(0x7f000001, 4);
-        if (c.bind(fd, ptr(sa), 16) !== 0) throw fail(`bind 127.0.0.1:${port}`);
-        if (c.listen(fd, 511) !== 0) throw fail("listen");
-        const info = socketInfo(fd);
-        if ("error" in info) throw new Error(info.error);
-        return { fd, port: info.port };
-      } catch (e) {
-        c.close(fd);
-        throw e;
-      }
-    },
+    listenLoopback: (port) => listenTcp(port, 0x7f000001),
+    listenAll: (port) => listenTcp(port, 0),
     sendFd: (sock, fd) => sendFds(sock, [fd]),
     sendFds,
     recvFd(sock) {

@@ -26,7 +26,11 @@ export type BlockReason =
   | "port-not-allowed"
   | "ip-literal"
   | "internal-address"
-  | "host-address";
+  | "host-address"
+  /** A transparent connection to an address the sandbox's DNS stub never gave out (so it stands for no name). */
+  | "unnamed-address"
+  /** A TLS server name or HTTP Host that names another host than the one the connection was checked for. */
+  | "server-name-mismatch";
 
 export type Decision =
   | { allow: true; host: string; port: number; ip: boolean; source: PolicySource; pattern: string }

@@ -56,7 +56,7 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
         sandboxId: e.sandbox.id,
         kind: "egress",
         action: "denied",
-        detail: { method: e.method, host: e.host, port: e.port, reason: e.reason, detail: e.detail },
+        detail: { method: e.method, host: e.host, port: e.port, reason: e.reason, detail: e.detail, ...pathOf(e) },
       });
       if (host !== null) {
         const approval = store.recordPending(e.sandbox.id, host, e.port, `${e.reason}: ${e.detail}`);
@@ -78,10 +78,11 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
           bytesUp: e.bytesUp,
           bytesDown: e.bytesDown,
           durationMs: e.durationMs,
+          ...pathOf(e),
         },
       });
     } else {
-      buffer.push({ sandboxId: e.sandbox.id, action: "error", detail: { method: e.method, host: e.host, port: e.port, address: e.address, message: e.message } });
+      buffer.push({ sandboxId: e.sandbox.id, action: "error", detail: { method: e.method, host: e.host, port: e.port, address: e.address, message: e.message, ...pathOf(e) } });
     }
     schedule();
   };
@@ -97,4 +98,9 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
       closed = true;
     },
   };
+}
+
+/** The audit detail's `path`, said only for the transparent path (the proxy path is the common one, as before). */
+function pathOf(e: EgressEvent): { path?: "transparent" } {
+  return e.path === "transparent" ? { path: "transparent" } : {};
 }

@@ -6,8 +6,10 @@ import { connect, createServer as createNetServer, type Server as NetServer, typ
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import { canonicalIp } from "../core/addresses";
+import { askableName } from "../core/dns";
 import { normalizeHost } from "../core/allowlist";
 import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
+import { readClientHello } from "../core/tls";
 import { listenUnix } from "./socket";
 
 export type Resolver = (host: string) => Promise<string[]>;
@@ -17,10 +19,14 @@ export interface ProxySandbox {
   name: string;
 }
 
+/** How a request reached the proxy: named by the client (proxy variables), or caught by the transparent path. */
+export type EgressPath = "proxy" | "transparent";
+
 export type EgressEvent =
   | {
       type: "denied";
       sandbox: ProxySandbox;
+      path: EgressPath;
       method: string;
       host: string;
       port: number;
@@ -33,6 +39,7 @@ export type EgressEvent =
   | {
       type: "closed";
       sandbox: ProxySandbox;
+      path: EgressPath;
       method: string;
       host: string;
       port: number;
@@ -44,7 +51,18 @@ export type EgressEvent =
       durationMs: number;
       at: number;
     }
-  | { type: "error"; sandbox: ProxySandbox; method: string; host: string; port: number; address: string | null; message: string; at: number };
+  | { type: "error"; sandbox: ProxySandbox; path: EgressPath; method: string; host: string; port: number; address: string | null; message: string; at: number };
+
+/** The transparent path's name map, as the proxy reads it (policy/name-map.ts). */
+export interface ProxyNames {
+  /** The address that stands for a name (given out now when it has none), or null when the map is full. */
+  addressOf(name: string): string | null;
+  /** The name an address stands for, or null when it was never given out. */
+  nameOf(address: string): string | null;
+}
+
+/** Where a transparent connection was headed: the address and port the client dialled. */
+export type TransparentTarget = { address: string; port: number };
 
 export interface EgressProxyOptions {
   socketPath: string;
@@ -59,6 +77,10 @@ export interface EgressProxyOptions {
   onDecision?: (e: EgressEvent) => void;
   /** Origin-form requests (`/llm/…`); without one they get 400. `/health` is answered by the proxy. */
   originHandler?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The transparent path's name map; without it `/sbx/names` answers 404 and transparent connections are refused. */
+  names?: ProxyNames;
+  /** Transparent ports whose connections are read as plain HTTP (default: 80); the others are tunnels. */
+  transparentHttpPorts?: readonly number[];
   connectTimeoutMs?: number;
 }
 
@@ -72,11 +94,21 @@ export interface EgressProxy {
    * the fd is the proxy's from now on. The returned close stops accepting on it; open connections run on.
    */
   serveListener(fd: number): { close(): void };
+  /**
+   * Accepts the sandbox's transparent connections on a listening socket: each is carried under the name its address
+   * stands for (`names`), as CONNECT name:port would be, or as plain HTTP on port 80. `targetOf` says where a
+   * connection was headed (default: its own local address and port, as a listener inside the sandbox sees it).
+   */
+  serveTransparent(fd: number, targetOf?: (s: Socket) => TransparentTarget | null): { close(): void };
   /** Stops listening, cuts every connection, removes the socket. Idempotent. */
   close(): Promise<void>;
 }
 
 export const HEALTH_PATH = "/health";
+/** Where the sandbox's DNS stub asks for the address of a name: `GET /sbx/names?name=NAME`. */
+export const NAMES_PATH = "/sbx/names";
+/** How long a tunnel waits for the rest of a ClientHello the client has begun before it gives up. */
+const HELLO_TIMEOUT_MS = 10_000;
 
 /** runs: the system resolver (getaddrinfo) for one name, all addresses. */
 export const systemResolver: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
@@ -154,7 +186,7 @@ export function parseAuthority(s: string): { host: string; port: number } | null
 }
 
 type Verdict =
-  | { ok: true; host: string; port: number; address: string; source: PolicySource; pattern: string }
+  | { ok: true; path: EgressPath; host: string; port: number; address: string; source: PolicySource; pattern: string }
   | { ok: false; status: 403; host: string; port: number; reason: BlockReason; header: string; body: string; phrase: string }
   | { ok: false; status: 502; host: string; port: number; reason: null; header: null; body: string };
 
@@ -194,8 +226,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     return own.set;
   };
 
-  const refuse = (method: string, host: string, port: number, reason: BlockReason, detail: string, suggest: string | null): Verdict => {
-    emit({ type: "denied", sandbox, method, host, port, reason, detail, suggest, at: Date.now() });
+  const refuse = (path: EgressPath, method: string, host: string, port: number, reason: BlockReason, detail: string, suggest: string | null): Verdict => {
+    emit({ type: "denied", sandbox, path, method, host, port, reason, detail, suggest, at: Date.now() });
     return {
       ok: false,
       status: 403,
@@ -209,10 +241,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
 
   /** The decision, then one lookup, then the address check: the address returned is the only one connected to. */
-  const check = async (method: string, rawHost: string, port: number): Promise<Verdict> => {
+  const check = async (path: EgressPath, method: string, rawHost: string, port: number): Promise<Verdict> => {
     const policy = currentPolicy();
     const d = decide(policy, rawHost, port);
-    if (!d.allow) return refuse(method, d.host, port, d.reason, d.detail, d.suggest);
+    if (!d.allow) return refuse(path, method, d.host, port, d.reason, d.detail, d.suggest);
     let addresses: string[];
     if (d.ip) addresses = [d.host];
     else {
@@ -220,13 +252,13 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         addresses = await resolve(d.host);
       } catch (e) {
         const message = `could not resolve ${d.host}: ${(e as Error).message}`;
-        emit({ type: "error", sandbox, method, host: d.host, port, address: null, message, at: Date.now() });
+        emit({ type: "error", sandbox, path, method, host: d.host, port, address: null, message, at: Date.now() });
         return { ok: false, status: 502, host: d.host, port, reason: null, header: null, body: `sbx proxy: ${message}\n` };
       }
     }
     const a = checkAddresses(policy, d.host, addresses, port, hostOwn());
-    if (!a.ok) return refuse(method, d.host, port, a.reason, a.detail, a.suggest);
-    return { ok: true, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern };
+    if (!a.ok) return refuse(path, method, d.host, port, a.reason, a.detail, a.suggest);
+    return { ok: true, path, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern };
   };
 
   const clientSockets = new Set<Duplex>();
@@ -234,15 +266,17 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   let inFlight = 0;
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
 
-  const server = createServer();
-  server.on("connection", (s: Socket) => {
+  const track = (s: Duplex) => {
     clientSockets.add(s);
     s.once("close", () => clientSockets.delete(s));
-  });
-  server.on("clientError", (_err, socket: Duplex) => {
+  };
+  const server = createServer();
+  server.on("connection", track);
+  const badRequest = (_err: unknown, socket: Duplex) => {
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
     socket.destroy();
-  });
+  };
+  server.on("clientError", badRequest);
 
   /** Sends a final response on a CONNECT socket; a client that never closes its side is cut after a grace period. */
   const finalResponse = (client: Duplex, text: string) => {
@@ -263,7 +297,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       finalResponse(client, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
-    void check("CONNECT", auth.host, auth.port).then((v) => {
+    void check("proxy", "CONNECT", auth.host, auth.port).then((v) => {
       if (client.destroyed) return;
       if (!v.ok) {
         const body = Buffer.from(v.body);
@@ -280,26 +314,105 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
   });
 
+  /** Cuts a transparent connection the way a refused connect looks to its client (a reset where the socket can). */
+  const cut = (client: Duplex) => {
+    const s = client as Duplex & { resetAndDestroy?: () => void };
+    try {
+      if (typeof s.resetAndDestroy === "function") return void s.resetAndDestroy();
+    } catch {
+      // Bun's sockets of an HTTP server's CONNECT cannot reset: a close says the same.
+    }
+    client.destroy();
+  };
+
+  /**
+   * Carries a checked connection. The client's first bytes are read before any of them go up: a TLS ClientHello must
+   * name the host that was checked (or none), or the tunnel is refused (`server-name-mismatch`): a connection checked
+   * as one name must not ask the server for another (domain fronting). Bytes the server sends first flow at once.
+   * On the proxy path the client hears `200 Connection Established` (or a 502); on the transparent path, nothing.
+   */
   const tunnel = (v: Extract<Verdict, { ok: true }>, client: Duplex, head: Buffer) => {
     const started = performance.now();
+    const replies = v.path === "proxy";
     inFlight++;
     const up = connect({ host: v.address, port: v.port, allowHalfOpen: true, noDelay: true });
     upstreamSockets.add(up);
     let established = false;
+    let first: Buffer = head;
+    let named = false; // the first bytes were read and agree
+    let refused = false;
     const timer = setTimeout(() => up.destroy(new Error(`connect timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
+    let helloTimer: ReturnType<typeof setTimeout> | null = null;
+    let flowing = false;
+    const go = () => {
+      if (!established || !named || refused || flowing) return;
+      flowing = true;
+      if (helloTimer) clearTimeout(helloTimer);
+      if (first.length > 0) up.write(first);
+      client.pipe(up);
+    };
+    const onFirst = (c: Buffer) => {
+      first = first.length === 0 ? c : Buffer.concat([first, c]);
+      judge();
+      // A ClientHello begun must end soon; a client that has sent nothing yet may wait as long as it likes.
+      if (!named && !refused && helloTimer === null) {
+        helloTimer = setTimeout(() => {
+          if (named || refused) return;
+          refused = true;
+          client.off("data", onFirst);
+          up.destroy();
+          cut(client);
+        }, HELLO_TIMEOUT_MS);
+      }
+    };
+    /** Reads what the client sent first: carried on once it names this host (or is not TLS), refused otherwise. */
+    const judge = () => {
+      const r = readClientHello(first);
+      if (r.kind === "more") return;
+      client.off("data", onFirst);
+      client.pause();
+      const asked = r.kind === "hello" && r.serverName !== null ? normalizeHost(r.serverName) : null;
+      const ipTarget = canonicalIp(v.host) !== null;
+      const mismatch =
+        r.kind === "malformed"
+          ? `its TLS ClientHello is malformed (${r.why})`
+          : r.kind === "hello" && r.serverName !== null && !ipTarget && asked !== v.host
+            ? `it was checked as ${v.host}, but its TLS ClientHello asks the server for ${headerSafe(r.serverName)}`
+            : null;
+      if (mismatch !== null) {
+        refused = true;
+        refuse(v.path, "CONNECT", v.host, v.port, "server-name-mismatch", mismatch, null);
+        up.destroy();
+        if (replies && !established) finalResponse(client, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        else cut(client);
+        return;
+      }
+      named = true;
+      go();
+    };
+    const readFirst = () => {
+      if (first.length > 0) judge();
+      if (named || refused) return;
+      client.on("data", onFirst);
+      client.resume();
+    };
     up.once("connect", () => {
       clearTimeout(timer);
+      if (refused) return;
       established = true;
-      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-      if (head.length > 0) up.write(head);
-      client.pipe(up);
+      if (replies) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       up.pipe(client);
+      // A proxy client sends its ClientHello only after the 200; a transparent one has sent it already.
+      if (replies) readFirst();
+      go();
     });
+    if (!replies) readFirst();
     // Half-close both ways: pipe() ends the other side when one side ends; nothing is cut until both are done.
     const onError = (e: Error) => {
-      if (!established && !client.destroyed) {
+      if (!established && !client.destroyed && !refused) {
         const message = `could not connect to ${target(v.host, v.port)} (${v.address}): ${e.message}`;
-        emit({ type: "error", sandbox, method: "CONNECT", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+        emit({ type: "error", sandbox, path: v.path, method: "CONNECT", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+        if (!replies) return void cut(client);
         const body = `sbx proxy: ${message}\n`;
         finalResponse(client, `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
         return;
@@ -310,17 +423,20 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     up.on("error", onError);
     client.on("error", () => up.destroy());
     client.once("close", () => {
+      if (helloTimer) clearTimeout(helloTimer);
       if (!up.destroyed && up.writableEnded === false) up.destroy();
     });
     up.once("close", () => {
       clearTimeout(timer);
+      if (helloTimer) clearTimeout(helloTimer);
       upstreamSockets.delete(up);
       inFlight--;
       if (!client.destroyed && !client.writableEnded) client.destroy();
-      if (established) {
+      if (established && !refused) {
         emit({
           type: "closed",
           sandbox,
+          path: v.path,
           method: "CONNECT",
           host: v.host,
           port: v.port,
@@ -336,6 +452,38 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
   };
 
+  /**
+   * A plain HTTP request for `url`, from the proxy path (absolute-form) or the transparent path (origin-form, its URL
+   * made from the name its connection stands for). What is checked is what is sent: a Host header naming another
+   * authority than the target (a virtual host the allowlist never saw, on an allowed address) is refused, and the
+   * forwarded Host is always the target's.
+   */
+  const plainRequest = (path: EgressPath, req: IncomingMessage, res: ServerResponse, parsed: URL) => {
+    if (parsed.protocol !== "http:") {
+      plain(res, 400, `sbx proxy: ${parsed.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`);
+      return;
+    }
+    const port = parsed.port === "" ? 80 : Number(parsed.port);
+    const claimed = hostHeaderAuthority(req.headers.host);
+    if (claimed !== undefined && (claimed === null || claimed.host !== normalizeHost(parsed.hostname) || claimed.port !== port)) {
+      if (path === "transparent") refuse(path, req.method ?? "GET", normalizeHost(parsed.hostname) ?? parsed.hostname, port, "server-name-mismatch", `its Host header names ${headerSafe(String(req.headers.host))}`, null);
+      plain(res, 400, `sbx proxy: the Host header (${headerSafe(String(req.headers.host))}) names another authority than the request target (${headerSafe(parsed.host)}); send them alike.\n`);
+      return;
+    }
+    req.pause();
+    void check(path, req.method ?? "GET", parsed.hostname, port).then((v) => {
+      if (res.destroyed || req.destroyed) return;
+      if (!v.ok) {
+        const headers: Record<string, string> = { "Content-Type": "text/plain; charset=utf-8" };
+        if (v.header !== null) headers["X-Sbx-Blocked"] = v.header;
+        req.resume();
+        plain(res, v.status, v.body, headers, v.status === 403 ? v.phrase : undefined);
+        return;
+      }
+      forward(v, req, res, parsed);
+    });
+  };
+
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "";
     if (url.startsWith("/")) {
@@ -345,6 +493,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         res.end(req.method === "HEAD" ? undefined : body);
         return;
       }
+      if (url === NAMES_PATH || url.startsWith(`${NAMES_PATH}?`)) return void answerName(req, res);
       if (opts.originHandler) {
         opts.originHandler(req, res);
         return;
@@ -359,31 +508,76 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       plain(res, 400, "sbx proxy: malformed request target.\n");
       return;
     }
-    if (parsed.protocol !== "http:") {
-      plain(res, 400, `sbx proxy: ${parsed.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`);
-      return;
-    }
-    const port = parsed.port === "" ? 80 : Number(parsed.port);
-    // What is checked is what is sent: a Host header naming another authority than the target (a virtual host the
-    // allowlist never saw, on an allowed address) is refused, and the forwarded Host is always the target's.
-    const claimed = hostHeaderAuthority(req.headers.host);
-    if (claimed !== undefined && (claimed === null || claimed.host !== normalizeHost(parsed.hostname) || claimed.port !== port)) {
-      plain(res, 400, `sbx proxy: the Host header (${headerSafe(String(req.headers.host))}) names another authority than the request target (${headerSafe(parsed.host)}); send them alike.\n`);
-      return;
-    }
-    req.pause();
-    void check(req.method ?? "GET", parsed.hostname, port).then((v) => {
-      if (res.destroyed || req.destroyed) return;
-      if (!v.ok) {
-        const headers: Record<string, string> = { "Content-Type": "text/plain; charset=utf-8" };
-        if (v.header !== null) headers["X-Sbx-Blocked"] = v.header;
-        req.resume();
-        plain(res, v.status, v.body, headers, v.status === 403 ? v.phrase : undefined);
-        return;
-      }
-      forward(v, req, res, parsed);
-    });
+    plainRequest("proxy", req, res, parsed);
   });
+
+  /** `GET /sbx/names?name=NAME`: the address that stands for a name (the DNS stub inside asks), given out now if new. */
+  const answerName = (req: IncomingMessage, res: ServerResponse) => {
+    const json = (status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-store" });
+      res.end(text);
+    };
+    if (!opts.names) return json(404, { error: "not-found", message: "this sandbox has no transparent path" });
+    if (req.method !== "GET") return json(405, { error: "method", message: "GET only" });
+    const name = new URL(req.url ?? "", "http://x").searchParams.get("name") ?? "";
+    const host = askableName(name.toLowerCase().replace(/\.$/, ""));
+    if (host === null) return json(400, { error: "name", message: "not a host name" });
+    const address = opts.names.addressOf(host);
+    if (address === null) return json(507, { error: "full", message: "this sandbox was given as many names as it may have" });
+    json(200, { name: host, address });
+  };
+
+  // The transparent path's plain HTTP: each connection's requests are origin-form, for the name its address stands for.
+  const transparentHttp = createServer();
+  const httpPorts = new Set(opts.transparentHttpPorts ?? [80]);
+  const transparentName = new WeakMap<object, { name: string; port: number }>();
+  transparentHttp.on("clientError", badRequest);
+  transparentHttp.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const t = transparentName.get(req.socket);
+    if (!t) return void res.destroy();
+    const authority = t.port === 80 ? t.name : `${t.name}:${t.port}`;
+    const url = req.url ?? "";
+    let parsed: URL;
+    try {
+      // Origin-form, as a client that thinks it talks to the server sends; an absolute form must name the same host.
+      parsed = url.startsWith("/") ? new URL(`http://${authority}${url}`) : new URL(url);
+    } catch {
+      plain(res, 400, "sbx proxy: malformed request target.\n");
+      return;
+    }
+    if (normalizeHost(parsed.hostname) !== t.name || (parsed.port === "" ? 80 : Number(parsed.port)) !== t.port) {
+      refuse("transparent", req.method ?? "GET", t.name, t.port, "server-name-mismatch", `its request names ${headerSafe(parsed.host)}`, null);
+      plain(res, 400, `sbx proxy: this connection is for ${t.name}; the request names ${headerSafe(parsed.host)}.\n`);
+      return;
+    }
+    plainRequest("transparent", req, res, parsed);
+  });
+  transparentHttp.on("connect", (_req: IncomingMessage, client: Duplex) => cut(client));
+
+  /** One transparent connection: the name its address stands for, then the same checks as the proxy path's. */
+  const transparent = (s: Socket, to: TransparentTarget | null) => {
+    track(s);
+    s.on("error", () => s.destroy());
+    const address = to?.address.startsWith("::ffff:") ? to.address.slice(7) : to?.address;
+    const name = address === undefined ? null : (opts.names?.nameOf(address) ?? null);
+    if (to === null || name === null) {
+      const shown = to === null ? "an unknown address" : target(address ?? "?", to.port);
+      emit({ type: "denied", sandbox, path: "transparent", method: "CONNECT", host: address ?? "?", port: to?.port ?? 0, reason: "unnamed-address", detail: `${shown} stands for no name the sandbox looked up (connect by name)`, suggest: null, at: Date.now() });
+      return void cut(s);
+    }
+    if (httpPorts.has(to.port)) {
+      transparentName.set(s, { name, port: to.port });
+      transparentHttp.emit("connection", s);
+      return;
+    }
+    s.pause();
+    void check("transparent", "CONNECT", name, to.port).then((v) => {
+      if (s.destroyed) return;
+      if (!v.ok) return void cut(s);
+      tunnel(v, s, Buffer.alloc(0));
+    });
+  };
 
   const forward = (v: Extract<Verdict, { ok: true }>, req: IncomingMessage, res: ServerResponse, url: URL) => {
     const started = performance.now();
@@ -399,6 +593,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         emit({
           type: "closed",
           sandbox,
+          path: v.path,
           method: req.method ?? "GET",
           host: v.host,
           port: v.port,
@@ -443,7 +638,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       done(false);
       if (!res.headersSent) {
         const message = `could not reach ${target(v.host, v.port)} (${v.address}): ${e.message}`;
-        emit({ type: "error", sandbox, method: req.method ?? "GET", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+        emit({ type: "error", sandbox, path: v.path, method: req.method ?? "GET", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
         plain(res, 502, `sbx proxy: ${message}\n`);
       } else res.destroy();
     });
@@ -473,6 +668,28 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       const l = createNetServer({ allowHalfOpen: true }, (s) => {
         s.setNoDelay(true);
         server.emit("connection", s);
+      });
+      l.on("error", () => l.close());
+      l.listen({ fd });
+      listeners.add(l);
+      return {
+        close() {
+          if (listeners.delete(l)) l.close();
+        },
+      };
+    },
+    serveTransparent(fd, targetOf) {
+      if (closing) throw new Error("the proxy is closing");
+      const where = targetOf ?? ((s: Socket) => (s.localAddress && s.localPort ? { address: s.localAddress, port: s.localPort } : null));
+      const l = createNetServer({ allowHalfOpen: true }, (s) => {
+        s.setNoDelay(true);
+        let to: TransparentTarget | null;
+        try {
+          to = where(s);
+        } catch {
+          to = null;
+        }
+        transparent(s, to);
       });
       l.on("error", () => l.close());
       l.listen({ fd });

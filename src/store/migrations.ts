@@ -74,4 +74,15 @@ export const migrations: readonly string[] = [
   CREATE UNIQUE INDEX approvals_pending_once ON approvals (sandbox_id, kind, host, port) WHERE state = 'pending';
   DELETE FROM approvals WHERE sandbox_id IN (SELECT id FROM sandboxes WHERE state = 'deleted');
   `,
+  // 5: the transparent path's name map: which loopback address stands for which name, per sandbox, for as long as it
+  // lives (a client may cache an answer for ever). Given out in order, never reused.
+  `
+  CREATE TABLE dns_names (
+    sandbox_id  INTEGER NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+    name        TEXT NOT NULL,
+    address     TEXT NOT NULL,
+    PRIMARY KEY (sandbox_id, name),
+    UNIQUE (sandbox_id, address)
+  );
+  `,
 ];

@@ -163,8 +163,35 @@ export class Store {
     this.write(() => {
       this.db.query(`UPDATE sandboxes SET state = ?, updated_at = ? WHERE id = ?`).run(state, this.now(), id);
       // A removed sandbox asks for nothing any more: its approvals go with it (the audit log keeps what happened).
-      if (state === "deleted") this.db.query(`DELETE FROM approvals WHERE sandbox_id = ?`).run(id);
+      if (state === "deleted") {
+        this.db.query(`DELETE FROM approvals WHERE sandbox_id = ?`).run(id);
+        this.db.query(`DELETE FROM dns_names WHERE sandbox_id = ?`).run(id);
+      }
     });
+  }
+
+  // ── the transparent path's name map ────────────────────────────────────
+
+  /**
+   * The address that stands for a name in this sandbox: the one it was given, else the next free one (`addressAt` of
+   * the count so far), or null when `max` names have been given out.
+   */
+  nameAddress(sandboxId: number, name: string, max: number, addressAt: (i: number) => string): string | null {
+    return this.write(() => {
+      const had = this.db.query(`SELECT address FROM dns_names WHERE sandbox_id = ? AND name = ?`).get(sandboxId, name) as { address: string } | null;
+      if (had) return had.address;
+      const { n } = this.db.query(`SELECT count(*) AS n FROM dns_names WHERE sandbox_id = ?`).get(sandboxId) as { n: number };
+      if (n >= max) return null;
+      const address = addressAt(n);
+      this.db.query(`INSERT INTO dns_names (sandbox_id, name, address) VALUES (?, ?, ?)`).run(sandboxId, name, address);
+      return address;
+    });
+  }
+
+  /** The name an address stands for in this sandbox, or null when it was never given out. */
+  nameOfAddress(sandboxId: number, address: string): string | null {
+    const r = this.db.query(`SELECT name FROM dns_names WHERE sandbox_id = ? AND address = ?`).get(sandboxId, address) as { name: string } | null;
+    return r?.name ?? null;
   }
 
   /**
