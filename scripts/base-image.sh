@@ -7,7 +7,9 @@ set -euo pipefail
 TAG="${SBX_BASE_IMAGE:-sbx-base:bookworm}"
 CACHE_DIR="${SBX_IMAGE_CACHE:-/var/cache/sbx}"
 # python3-pip: real pip and Python inside the tests' sandboxes (what a refused client shows), as dev images have them.
-PACKAGES="git,fish,curl,ca-certificates,bash,procps,less,openssh-client,python3-pip"
+# nodejs (18, whose fetch ignores proxy variables), default-jre-headless (Java's HttpClient) and dnsutils (dig): the
+# clients the transparent path exists for.
+PACKAGES="git,fish,curl,ca-certificates,bash,procps,less,openssh-client,python3-pip,nodejs,default-jre-headless,dnsutils"
 KEY=$(printf '%s' "$PACKAGES" | sha256sum | cut -c1-12)
 TARBALL="$CACHE_DIR/base-bookworm-minbase-$KEY.tar"
 

@@ -20,6 +20,12 @@ export interface HandoffOptions {
   log: (line: string) => void;
   /** Reconnect delay bounds while the daemon is away. */
   retryMs?: { min: number; max: number };
+  /**
+   * Whether the forwarder relays the listener's connections to the proxy socket while the daemon does not hold it
+   * (default true). The transparent listeners do not: their connections carry no name the proxy socket could be
+   * told, so they wait in the backlog for the daemon instead (fail closed).
+   */
+  relay?: boolean;
 }
 
 export interface Handoff {
@@ -37,8 +43,9 @@ export function startHandoff(o: HandoffOptions): Handoff {
   let current: Socket<undefined> | null = null;
   let timer: ReturnType<typeof setTimeout> | null = null;
 
+  const relays = o.relay ?? true;
   const relayOn = () => {
-    if (!relay && !stopped) relay = startTcpRelay({ port: o.listener.port, fd: o.lib.dup(o.listener.fd), socketPath: o.socketPath });
+    if (relays && !relay && !stopped) relay = startTcpRelay({ port: o.listener.port, fd: o.lib.dup(o.listener.fd), socketPath: o.socketPath });
   };
   const relayOff = () => {
     relay?.stopAccepting(); // connections it already carries finish on their own

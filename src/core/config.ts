@@ -4,7 +4,7 @@ import { SbxError } from "./errors";
 import { scanText } from "./secrets";
 
 /** Variables sbx sets itself: a config entry must not be able to point a client around the proxy or the bridge. */
-const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|[A-Z]+_BASE_URL)$/;
+const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|npm_config_(https_)?proxy|npm_config_noproxy|JAVA_TOOL_OPTIONS|[A-Z]+_BASE_URL)$/;
 
 /** Names that hold credentials by convention; sbx never passes such a variable into a sandbox. */
 const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
@@ -50,6 +50,10 @@ export const ConfigSchema = z
       .strict()
       .default({})
       .describe("{memory, cpus, pids}: what each new sandbox may use, unless --memory/--cpus/--pids say otherwise (default: half the memory, every CPU but one, 4096 processes)"),
+    transparent: z
+      .boolean()
+      .optional()
+      .describe("true | false: whether new sandboxes get the transparent path (a DNS stub and 80/443 carried to the proxy for clients that ignore the proxy variables; default true; --no-transparent)"),
     claudeAuth: z
       .enum(["inject", "overlay"])
       .optional()

@@ -18,6 +18,11 @@ export const MAX_NAMES = 16_384;
 /** The first index handed out: .0.0 is the range's own, .0.1 the stub's. */
 const FIRST = 2;
 
+/** Pure: whether a sandbox's spec has the transparent path (its driver's options say so; off when they do not). */
+export function transparentOn(spec: { options: { driver: string; transparent?: boolean } }): boolean {
+  return spec.options.transparent === true;
+}
+
 /** Pure: the address of the i-th name given out (0-based). */
 export function nameAddressAt(i: number): string {
   if (!Number.isInteger(i) || i < 0 || i >= MAX_NAMES) throw new Error(`name index out of range: ${i}`);

@@ -323,6 +323,7 @@ export function createApp(deps: AppDeps): Hono {
         ...(req.withChanges ? { withChanges: true } : {}),
         ...(req.ports.length ? { ports: req.ports } : {}),
         ...(req.allowWeaker ? { allowWeaker: true } : {}),
+        ...(req.transparent === false ? { transparent: false } : {}),
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
@@ -357,6 +358,7 @@ export function createApp(deps: AppDeps): Hono {
         ...(req.withChanges ? { withChanges: true } : {}),
         ...(req.ports.length ? { ports: req.ports } : {}),
         ...(req.allowWeaker ? { allowWeaker: true } : {}),
+        ...(req.transparent === false ? { transparent: false } : {}),
         signal: gone,
       });
       return LifecycleResults.agent.parse(r);

@@ -31,6 +31,7 @@ import { sshSettingsOf } from "../bridge/gate";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
+import { systemResolver, type Resolver } from "../proxy/egress-proxy";
 import { defaultSpecBuilder } from "./spec";
 import { startUserBackendAudits, type UserBackends } from "./user-backends";
 import { driverRefSyncGuard, restoreFences } from "./driver-guards";
@@ -96,6 +97,33 @@ export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provid
     out[k as Provider] = v;
   }
   return out;
+}
+
+/**
+ * TEST SEAM, never set in production: a JSON object of names under the reserved `.test` domain (RFC 2606) and the
+ * addresses the proxy's lookup gives them ({"site.test":"127.0.0.1"}), so end-to-end tests can reach loopback sites by
+ * name (the transparent path's names) without touching the host's resolver. Every other name goes to the system
+ * resolver as always; a name outside `.test` or an entry that is not an IPv4 address refuses the whole seam.
+ */
+export const TEST_RESOLVE_VAR = "SBX_TEST_ONLY_RESOLVE";
+
+export function testResolver(raw: string | undefined): Resolver | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`${TEST_RESOLVE_VAR} is not JSON`);
+  }
+  const table = new Map<string, string>();
+  for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
+    if (!/^[a-z0-9.-]+\.test$/.test(k) || typeof v !== "string" || !/^\d{1,3}(\.\d{1,3}){3}$/.test(v)) throw new Error(`${TEST_RESOLVE_VAR}: bad entry ${k}`);
+    table.set(k, v);
+  }
+  return async (host) => {
+    const a = table.get(host);
+    return a === undefined ? systemResolver(host) : [a];
+  };
 }
 
 /**
@@ -197,6 +225,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
   const publish = d.events.publish;
+  const resolve = testResolver(d.env.raw[TEST_RESOLVE_VAR]);
+  if (resolve) d.log.warn("name lookups of .test names replaced by the test seam", { var: TEST_RESOLVE_VAR });
   const originHandler = (ctx: GuardContext) => {
     const llm = createLlmHandler({
       keys,
@@ -216,7 +246,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
   const placement = (ctx: GuardContext) => drivers[ctx.sandbox.backend]?.bridgePlace(ctx.spec, ctx.exec);
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish }),
+    proxyGuard({ originHandler, publish, ...(resolve ? { resolve } : {}) }),
     loopbackGuard(),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");

@@ -226,6 +226,8 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   exposeCredentials: z.boolean().default(false),
   withChanges: z.boolean().default(false),
   allowWeaker: z.boolean().default(false),
+  /** `--no-transparent` (false); absent: the config's, else on. */
+  transparent: z.boolean().optional(),
   ports: z.array(z.string().min(1).max(16)).max(64).default([]),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z

@@ -279,10 +279,10 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       const ok = kv.direct_exit !== undefined && kv.direct_exit !== "0" && kv.routes === "0";
       return { happened: kv.direct_exit !== undefined ? `curl exit ${kv.direct_exit}; interfaces: ${kv.interfaces}; routes out: ${kv.routes}` : agentFailure(r, kv), pass: ok };
     });
-    add("direct-dns", "a DNS query (UDP 53) to each nameserver in /etc/resolv.conf", "no answer from any", async () => {
+    add("dns", "getent hosts sbx-demo-probe.example.com (and a reserved .invalid name)", "only sbx's stub answers: a sandbox-local 127.77.x.y, no query leaves; .invalid fails", async () => {
       const { r, kv } = await agent(c, "dns");
-      const ok = kv.answered === "0" && kv.getent_exit !== "0";
-      return { happened: kv.answered !== undefined ? `${kv.nameservers}; getent exit ${kv.getent_exit}` : agentFailure(r, kv), pass: ok };
+      const ok = (kv.nameservers ?? "").trim() === "127.77.0.1" && /^127\.77\.\d+\.\d+$/.test(kv.answer ?? "") && kv.getent_exit !== undefined && kv.getent_exit !== "0";
+      return { happened: kv.nameservers !== undefined ? `nameserver ${kv.nameservers.trim()}; answer ${kv.answer || "none"}; .invalid: getent exit ${kv.getent_exit}` : agentFailure(r, kv), pass: ok };
     });
 
     // 5. A push through the shim and bridge, with the token added on the host.

@@ -50,6 +50,8 @@ export interface DockerOptions {
   imageSource?: ImageSource;
   /** sha256 of the Dockerfile the image was built from (compared at start when the tag cannot tell). */
   imageDockerfile?: string;
+  /** The transparent path: the container's resolv.conf names the forwarder's DNS stub, which also takes 80/443. */
+  transparent?: boolean;
 }
 
 /** A user-account sandbox's (linux-user, macos): the loopback port its guest reaches its proxy on. */

@@ -34,6 +34,8 @@ export interface CreateOptions {
   ports?: string[];
   /** `--allow-weaker` (Linux user accounts): create one on a kernel without Landlock's scopes (ABI < 6). */
   allowWeaker?: boolean;
+  /** `--no-transparent`: no DNS stub and no transparent 80/443, the proxy variables only (over the config's `transparent`). */
+  transparent?: boolean;
 }
 
 /** A sandbox being made: where it lives and what was asked. */

@@ -24,6 +24,8 @@ export const FeedEventSchema = z.discriminatedUnion("kind", [
     /** The pending approval this denial was recorded as, and how often it has been seen. */
     approvalId: z.number().int().optional(),
     count: z.number().int().optional(),
+    /** Caught by the transparent path (a client that ignored the proxy variables); absent: the proxy path. */
+    path: z.literal("transparent").optional(),
   }),
   z.object({
     kind: z.literal("bridge"),
@@ -99,13 +101,21 @@ export function createEventBus(onListenerError?: (e: unknown) => void): EventBus
 
 /** The shape of the egress proxy's `denied`/`closed`/`error` decisions, structurally (no import of the proxy). */
 export type EgressDecisionLike =
-  | { type: "denied"; sandbox: SandboxRef; method: string; host: string; port: number; reason: string; detail: string; suggest: string | null; at: number }
-  | { type: "closed"; sandbox: SandboxRef; method: string; host: string; port: number; at: number }
-  | { type: "error"; sandbox: SandboxRef; method: string; host: string; port: number; message: string; at: number };
+  | { type: "denied"; sandbox: SandboxRef; path?: string; method: string; host: string; port: number; reason: string; detail: string; suggest: string | null; at: number }
+  | { type: "closed"; sandbox: SandboxRef; path?: string; method: string; host: string; port: number; at: number }
+  | { type: "error"; sandbox: SandboxRef; path?: string; method: string; host: string; port: number; message: string; at: number };
 
 /** Maps one proxy decision (and the pending approval the sink recorded for it, if any) to a feed event. */
 export function feedFromEgress(e: EgressDecisionLike, approval?: { id: number; count: number } | null): FeedEvent {
-  const base = { kind: "egress" as const, at: e.at, sandbox: { id: e.sandbox.id, name: e.sandbox.name }, method: e.method, host: e.host, port: e.port };
+  const base = {
+    kind: "egress" as const,
+    at: e.at,
+    sandbox: { id: e.sandbox.id, name: e.sandbox.name },
+    method: e.method,
+    host: e.host,
+    port: e.port,
+    ...(e.path === "transparent" ? { path: "transparent" as const } : {}),
+  };
   if (e.type === "denied") {
     return {
       ...base,
@@ -182,6 +192,7 @@ export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => stri
       port,
       ...(reason !== undefined ? { reason } : {}),
       ...(detail !== undefined ? { detail } : {}),
+      ...(d.path === "transparent" ? { path: "transparent" as const } : {}),
     };
   }
   if (row.kind === "bridge") {

@@ -4,7 +4,9 @@
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
-import { fdPassing } from "../../shims/fd-pass";
+import { fdPassing, loopbackListener, type SocketInfo } from "../../shims/fd-pass";
+import { TRANSPARENT_PORTS, transparentOn } from "../core/transparent";
+import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
 import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
@@ -21,6 +23,19 @@ export interface ProxyGuardOptions {
   originHandler?: (ctx: GuardContext) => (req: IncomingMessage, res: ServerResponse) => void;
   /** The live feed (dashboard, chat bot, desktop notifier): every decision, after the sink recorded it. */
   publish?: (e: FeedEvent) => void;
+}
+
+/**
+ * Why a listener handed over on listen.sock is not taken, or null: the proxy's own (a loopback listener), or, for a
+ * container with the transparent path, 0.0.0.0 on a transparent port. Inside a container with no network 0.0.0.0 is
+ * its own loopback and nothing else; a user-account guest's listen.sock is the daemon's alone, and it hands over only
+ * 127.0.0.1 (a 0.0.0.0 on the host would let the network in).
+ */
+export function handedListener(info: SocketInfo | { error: string }, transparent: boolean): string | null {
+  if ("error" in info || info.address !== "0.0.0.0") return loopbackListener(info);
+  if (!transparent) return "bound to 0.0.0.0, and this sandbox has no transparent path";
+  if (!info.stream || !info.listening) return "not a listening stream socket";
+  return TRANSPARENT_PORTS.includes(info.port) ? null : `bound to 0.0.0.0:${info.port}, not a transparent port`;
 }
 
 /** The handoff socket's name in a sandbox's socket dir (/run/sbx/listen.sock inside; shims/forwarder.ts's default). */
@@ -42,6 +57,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           onDecision: opts.publish ? withFeed(ctx, sink.onDecision, opts.publish) : sink.onDecision,
           ...(opts.resolve ? { resolve: opts.resolve } : {}),
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),
+          names: new NameMap(ctx.store, sandboxId),
         });
       } catch (e) {
         sink.close();
@@ -53,7 +69,14 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       const lib = ctx.sandbox.backend === "docker" || ctx.sandbox.backend === "linux-user" ? fdPassing() : null;
       if (lib) {
         try {
-          handoff = serveListenerHandoff({ lib, path: join(ctx.sockets.dir, LISTEN_SOCKET), adopt: (fd) => p.serveListener(fd), log: ctx.log });
+          const transparent = transparentOn(ctx.spec);
+          handoff = serveListenerHandoff({
+            lib,
+            path: join(ctx.sockets.dir, LISTEN_SOCKET),
+            refuse: (info) => handedListener(info, transparent),
+            adopt: (fd, info) => (info.address === "0.0.0.0" ? p.serveTransparent(fd) : p.serveListener(fd)),
+            log: ctx.log,
+          });
         } catch (e) {
           // The forwarder then keeps relaying: slower, never less safe.
           ctx.log.warn("cannot serve the listener handoff; the forwarder relays", { err: (e as Error).message });

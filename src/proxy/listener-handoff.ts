@@ -6,11 +6,12 @@
 // What may be adopted: a listening TCP socket bound to a loopback address, nothing else; anything else is closed and
 // answered `refused <why>`. A sandbox can only send descriptors it already holds, and the proxy only accepts connections on
 // this one, so the sandbox gains nothing; the socket being its own (per-sandbox path) is its identity, as for
-// proxy.sock. One listener per sandbox: a newer handoff replaces the older. The connection stays open while the
-// listener is held; when either side closes it, the proxy stops accepting on it and the forwarder relays again.
+// proxy.sock. One listener per bound address and port (the proxy's, and the transparent path's 80 and 443): a newer
+// handoff of the same replaces the older. The connection stays open while the listener is held; when either side
+// closes it, the proxy stops accepting on it and the forwarder relays again.
 import { rmSync } from "node:fs";
 import type { Socket } from "bun";
-import { type FdPassing, loopbackListener } from "../../shims/fd-pass";
+import { type FdPassing, loopbackListener, type SocketInfo } from "../../shims/fd-pass";
 
 export interface HandoffServer {
   /** Whether a forwarder's listener is being served now. */
@@ -23,7 +24,9 @@ export interface HandoffServerOptions {
   lib: FdPassing;
   path: string;
   /** Serves the proxy on a listening socket; the returned close stops accepting on it and closes it. */
-  adopt: (fd: number) => { close(): void };
+  adopt: (fd: number, info: SocketInfo) => { close(): void };
+  /** Why a listener may not be adopted, or null (default: `loopbackListener`). */
+  refuse?: (info: SocketInfo | { error: string }) => string | null;
   log: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
@@ -33,12 +36,16 @@ const MAX_TRIES = 36;
 
 export function serveListenerHandoff(o: HandoffServerOptions): HandoffServer {
   rmSync(o.path, { force: true });
-  let current: { sock: Socket<undefined>; listener: { close(): void } } | null = null;
+  /** The listeners held, by bound address and port, each with the connection that handed it over. */
+  const current = new Map<string, { sock: Socket<undefined>; listener: { close(): void } }>();
   const release = (sock: Socket<undefined>) => {
-    if (current?.sock !== sock) return;
-    current.listener.close();
-    current = null;
+    for (const [k, c] of current) {
+      if (c.sock !== sock) continue;
+      c.listener.close();
+      current.delete(k);
+    }
   };
+  const refuse = o.refuse ?? loopbackListener;
   const pending = new Set<Socket<undefined>>();
   const closed = new WeakSet<Socket<undefined>>();
   /** Reads the descriptor once it is there: the forwarder sends right after connecting, usually before this runs. */
@@ -51,25 +58,27 @@ export function serveListenerHandoff(o: HandoffServerOptions): HandoffServer {
     }
     pending.delete(sock);
     if ("none" in got) return void sock.end(`refused ${got.none === "nothing yet" ? "nothing was sent" : got.none}\n`);
-    const why = loopbackListener(o.lib.socketInfo(got.fd));
-    if (why) {
+    const info = o.lib.socketInfo(got.fd);
+    const why = refuse(info) ?? ("error" in info ? info.error : null);
+    if (why !== null || "error" in info) {
       o.lib.close(got.fd);
       o.log.warn("refused a listener handed over on listen.sock", { why });
       return void sock.end(`refused ${why}\n`);
     }
     let listener;
     try {
-      listener = o.adopt(got.fd);
+      listener = o.adopt(got.fd, info);
     } catch (e) {
       o.lib.close(got.fd);
       return void sock.end(`refused ${(e as Error).message.replace(/\n/g, " ")}\n`);
     }
-    if (current) {
-      const was = current.sock;
-      release(was);
-      was.end();
+    const key = `${info.address}:${info.port}`;
+    const was = current.get(key);
+    if (was) {
+      release(was.sock);
+      was.sock.end();
     }
-    current = { sock, listener };
+    current.set(key, { sock, listener });
     sock.write("ok\n");
     sock.resume(); // from now on only its close matters (the forwarder gone); anything it sends is dropped
   };
@@ -105,12 +114,11 @@ export function serveListenerHandoff(o: HandoffServerOptions): HandoffServer {
   }
   const srv = server;
   return {
-    held: () => current !== null,
+    held: () => current.size > 0,
     close() {
-      if (current) {
-        const was = current.sock;
-        release(was);
-        was.end();
+      for (const c of [...current.values()]) {
+        release(c.sock);
+        c.sock.end();
       }
       srv.stop(true);
       rmSync(o.path, { force: true });

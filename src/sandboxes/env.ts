@@ -52,6 +52,18 @@ export interface SandboxEnvOptions {
   user?: Readonly<Record<string, string>>;
 }
 
+/** Pure: the JVM's proxy properties for the proxy at 127.0.0.1:port, with the sandbox's loopback left direct. */
+export function javaProxyOptions(port: number): string {
+  const direct = "localhost|127.*|[::1]|0.0.0.0";
+  return [
+    `-Dhttp.proxyHost=127.0.0.1`,
+    `-Dhttp.proxyPort=${port}`,
+    `-Dhttps.proxyHost=127.0.0.1`,
+    `-Dhttps.proxyPort=${port}`,
+    `-Dhttp.nonProxyHosts=${direct}`,
+  ].join(" ");
+}
+
 /**
  * Pure: the environment a sandbox's processes get. Terminal variables and SANDBOX; the proxy variables (every client
  * goes through the proxy, the only way out); the LLM base URLs with placeholder keys; where the bridge (and proxy)
@@ -79,6 +91,12 @@ export function sandboxEnv(name: string, place: EnvPlace, opts: SandboxEnvOption
     no_proxy: NO_PROXY,
     // Node ≥ 22.21/24.5 honours the proxy variables in fetch only with this set.
     NODE_USE_ENV_PROXY: "1",
+    // npm reads its own settings before the variables (a user's .npmrc proxy= would win otherwise).
+    npm_config_proxy: proxy,
+    npm_config_https_proxy: proxy,
+    npm_config_noproxy: NO_PROXY,
+    // The JVM reads no proxy variable; these properties are its equivalent (the transparent path catches the rest).
+    JAVA_TOOL_OPTIONS: javaProxyOptions(place.proxyPort),
     ...llm,
     ...(place.proxySocket ? { SBX_PROXY_SOCKET: place.proxySocket } : {}),
     SBX_BRIDGE_SOCKET: place.bridgeSocket,

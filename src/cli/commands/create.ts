@@ -106,6 +106,7 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option("--rebuild", "rebuild the image even if its tag exists")
     .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (repeatable; later: sbx port)", collect, [])
     .option("--allow-weaker", "--backend user on Linux: create it even though this kernel's Landlock cannot scope abstract sockets and signals (sbx doctor)")
+    .option("--no-transparent", "no transparent path: no DNS stub and no 80/443 carried to the proxy; only clients that honour the proxy variables get out (config: transparent)")
     .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes (default: the sandbox starts from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
     .option("--context <dir>", "the build context (default: the repo; its Dockerfile when --dockerfile is not given)")
@@ -152,6 +153,7 @@ export const create: Verb = {
       ...(opts.withChanges === true ? { withChanges: true } : {}),
       ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
       ...(opts.allowWeaker === true ? { allowWeaker: true } : {}),
+      ...(opts.transparent === false ? { transparent: false } : {}),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),

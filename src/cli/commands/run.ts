@@ -23,6 +23,7 @@ function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: str
     ...(opts.withChanges === true ? { withChanges: true } : {}),
     ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
     ...(opts.allowWeaker === true ? { allowWeaker: true } : {}),
+    ...(opts.transparent === false ? { transparent: false } : {}),
     ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
     ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
   };

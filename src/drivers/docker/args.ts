@@ -5,6 +5,7 @@ import type { SandboxSpec, ShellRequest } from "../backend";
 import { sandboxLayout } from "../../workspace/layout";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "../../core/tar";
+import { STUB_ADDRESS, TRANSPARENT_PORTS, transparentOn } from "../../core/transparent";
 import { MAIN_RUNTIME_ENV } from "../../../shims/exec-agent";
 import { inSandboxArgv } from "./start-line";
 
@@ -222,7 +223,19 @@ export const FORWARDER_READY = "sbx forwarder listening";
  * from `spec.options.proxyPort` (default 3128).
  */
 export function containerCommand(spec: SandboxSpec): string[] {
-  return ["-c", MAIN_LAUNCH, "sbx-main", RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/sandbox-main.ts`, "--port", String(forwarderPort(spec))];
+  const transparent = transparentOn(spec) ? ["--dns-stub", STUB_ADDRESS, "--transparent-ports", TRANSPARENT_PORTS.join(",")] : [];
+  return ["-c", MAIN_LAUNCH, "sbx-main", RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/sandbox-main.ts`, "--port", String(forwarderPort(spec)), ...transparent];
+}
+
+
+/**
+ * Pure: the transparent path's `docker create` flags: the resolv.conf Docker writes names the forwarder's stub (a
+ * loopback address of the container's own), and the namespaced sysctl lets the forwarder, as the sandbox's user,
+ * bind 53, 80 and 443 in the container's own network namespace. No capability is added.
+ */
+export function transparentArgs(spec: Pick<SandboxSpec, "options">): string[] {
+  if (!transparentOn(spec)) return [];
+  return ["--dns", STUB_ADDRESS, "--sysctl", `net.ipv4.ip_unprivileged_port_start=${Math.min(53, ...TRANSPARENT_PORTS)}`];
 }
 
 /**
@@ -336,6 +349,7 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "--security-opt", "no-new-privileges",
     "--workdir", spec.repo,
     ...limitArgs(spec),
+    ...transparentArgs(spec),
     ...labelArgs(labels(spec, "sandbox", plan.root)),
     // Identity: $HOME is the host's even when the image's passwd says otherwise (root's is /root).
     "--env", `HOME=${u.home}`,
@@ -433,6 +447,14 @@ export function createRequestFromArgs(argv: readonly string[]): CreateRequestBod
         break;
       }
       case "--env": (config.Env as string[]).push(value(flag)); break;
+      case "--dns": host.Dns = [...((host.Dns as string[] | undefined) ?? []), value(flag)]; break;
+      case "--sysctl": {
+        const kv = value(flag);
+        const eq = kv.indexOf("=");
+        if (eq <= 0) throw new Error(`sysctl without '=': ${kv}`);
+        host.Sysctls = { ...((host.Sysctls as Record<string, string> | undefined) ?? {}), [kv.slice(0, eq)]: kv.slice(eq + 1) };
+        break;
+      }
       case "--label": {
         const kv = value(flag);
         const eq = kv.indexOf("=");

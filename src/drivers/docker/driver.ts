@@ -51,6 +51,8 @@ export const DockerIdentitySchema = z.object({
   imageDockerfile: z.string().optional(),
   /** devcontainer.json's postCreateCommand, run once after the create (argv each); cleared once it has run. */
   postCreate: z.array(z.array(z.string())).optional(),
+  /** The transparent path (a DNS stub, 80/443 carried to the proxy); absent on sandboxes made before it: off. */
+  transparent: z.boolean().optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -200,6 +202,7 @@ export class DockerDriver implements Driver {
       ...(img.source.from !== "repo" ? { source: img.source } : {}),
       ...(img.postCreate.length ? { postCreate: img.postCreate } : {}),
       ...(img.ports.length ? { ports: img.ports.map((port) => ({ port, host: port })) } : {}),
+      transparent: n.transparent ?? config.transparent ?? true,
     };
   }
 
@@ -225,6 +228,7 @@ export class DockerDriver implements Driver {
       ...(ident.shell ? { shell: ident.shell } : {}),
       ...(ident.source ? { imageSource: ident.source } : {}),
       ...(ident.imageDockerfile ? { imageDockerfile: ident.imageDockerfile } : {}),
+      ...(ident.transparent ? { transparent: true } : {}),
     };
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {

@@ -159,7 +159,7 @@
 
   function describe(e) {
     if (e.kind === "egress") {
-      const what = e.method + " " + target(e.host, e.port);
+      const what = (e.path === "transparent" ? "transparent " : "") + e.method + " " + target(e.host, e.port);
       return [e.action, e.sandbox.name, what + (e.reason && e.action !== "allowed" ? " — " + e.reason : "")];
     }
     if (e.kind === "bridge") {

@@ -25,7 +25,7 @@ const STEP_IDS = [
   "approval-pending",
   "allow-then-reach",
   "direct-tcp",
-  "direct-dns",
+  "dns",
   "push",
   "token-absent",
   "secret-scan",

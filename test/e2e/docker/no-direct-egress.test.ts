@@ -23,8 +23,9 @@ describe.skipIf(!canRun)(`no-direct-egress (Docker)${canRun ? "" : ` — skipped
     expect(r.stdout.trim().split("\n")).toEqual(["0", "0"]);
   }, 60_000);
 
-  test("DNS resolution fails (no resolver is reachable)", () => {
-    // A reserved name: even if something were reachable, nothing real is asked.
+  test("DNS resolution of a name that cannot exist fails (only sbx's stub answers, and .invalid never resolves)", () => {
+    // A reserved name: even if something were reachable, nothing real is asked. Other names get a sandbox-local
+    // address from the stub and go nowhere but the proxy (test/e2e/integration/transparent-docker.test.ts).
     const r = f.sbx(["shell", "noegress", "--", "getent", "hosts", "sbx-egress-probe.invalid"]);
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe("");

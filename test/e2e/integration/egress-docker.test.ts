@@ -175,6 +175,8 @@ describe.skipIf(!canRun)(`egress end to end on Docker${skipReason ? ` (skipped: 
     expect(tcp.stdout).not.toContain("connected");
     const dns = sbx(["run", "a", "--", "getent", "hosts", "sbx-dns-probe.invalid"]);
     expect(dns.code).not.toBe(0);
+    // A name that could exist gets the stub's sandbox-local address (the transparent path), never a real one.
+    expect(sbx(["run", "a", "--", "getent", "hosts", "sbx-dns-probe.example.org"]).stdout).toMatch(/^127\.77\./);
     const udp = sbx(["run", "a", "--", "bash", "-c", `echo probe > /dev/udp/${ip}/5353 && echo sent`]);
     expect(udp.stdout).not.toContain("sent");
     expect(docker(["logs", TARGET]).stdout).not.toContain("UDP ");

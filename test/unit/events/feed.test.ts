@@ -37,6 +37,12 @@ describe("mapping", () => {
     expect(feedFromAudit(row("bridge", "refused", { argv: ["git", "push", "ext::sh"] }), name)).toMatchObject({ kind: "bridge", outcome: "refused", command: ["git", "push", "ext::sh"] });
     expect(feedFromAudit(row("allowlist", "allow", { pattern: "pypi.org", scope: "global", by: "ui" }, null), name)).toMatchObject({ kind: "decision", sandbox: null, scope: "global" });
     expect(feedFromAudit(row("egress", "denied", { host: 42 }), name)).toBeNull();
+    // The transparent path is marked (what sbx logs and the dashboard show); the proxy path, the common one, is not.
+    expect(feedFromAudit(row("egress", "allowed", { method: "CONNECT", host: "x.test", port: 443, path: "transparent" }), name)).toMatchObject({ path: "transparent" });
+    expect(feedFromAudit(row("egress", "allowed", { method: "CONNECT", host: "x.test", port: 443 }), name)).not.toHaveProperty("path");
+    const sb = { id: 1, name: "a" };
+    expect(feedFromEgress({ type: "closed", sandbox: sb, path: "transparent", method: "GET", host: "x.test", port: 80, at: 1 })).toMatchObject({ path: "transparent" });
+    expect(feedFromEgress({ type: "closed", sandbox: sb, path: "proxy", method: "GET", host: "x.test", port: 80, at: 1 })).not.toHaveProperty("path");
     expect(feedFromAudit(row("lifecycle", "create", {}), name)).toBeNull();
   });
 });

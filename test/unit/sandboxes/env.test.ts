@@ -37,6 +37,10 @@ test("golden: the full environment of a container sandbox on the forwarder's por
     NO_PROXY: "localhost,127.0.0.1,::1,0.0.0.0",
     no_proxy: "localhost,127.0.0.1,::1,0.0.0.0",
     NODE_USE_ENV_PROXY: "1",
+    npm_config_proxy: "http://127.0.0.1:3128",
+    npm_config_https_proxy: "http://127.0.0.1:3128",
+    npm_config_noproxy: "localhost,127.0.0.1,::1,0.0.0.0",
+    JAVA_TOOL_OPTIONS: "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128 -Dhttp.nonProxyHosts=localhost|127.*|[::1]|0.0.0.0",
     ANTHROPIC_BASE_URL: "http://127.0.0.1:3128/llm/anthropic",
     ANTHROPIC_AUTH_TOKEN: "sbx-placeholder",
     OPENAI_BASE_URL: "http://127.0.0.1:3128/llm/openai/v1",
@@ -79,7 +83,7 @@ test("a user-account sandbox gets the same variables as a container, but for whe
   // Where things are: the port, the bridge socket's path; a container also has its proxy socket, Bun and PATH set.
   const perKind = new Set(["SBX_PROXY_SOCKET", "SBX_BUN", "PATH", "SBX_BRIDGE_SOCKET"]);
   const same = (e: Record<string, string>) =>
-    Object.fromEntries(Object.entries(e).filter(([k]) => !perKind.has(k)).map(([k, v]) => [k, v.replace(/127\.0\.0\.1:\d+/, "127.0.0.1:PORT")]));
+    Object.fromEntries(Object.entries(e).filter(([k]) => !perKind.has(k)).map(([k, v]) => [k, v.replace(/127\.0\.0\.1:\d+/, "127.0.0.1:PORT").replace(/proxyPort=\d+/g, "proxyPort=PORT")]));
   expect(same(user)).toEqual(same(docker));
   expect(user.HTTPS_PROXY).toBe("http://127.0.0.1:21000");
   expect(user.SBX_BRIDGE_SOCKET).toBe("/run/user/0/sbx/sb/abc123def456/bridge.sock");

@@ -146,6 +146,25 @@ describe("dockerCreateArgs", () => {
     expect(mounts.filter((m) => m.includes("/opt/sbx/")).every((m) => m.endsWith(",readonly"))).toBe(true);
   });
 
+  test("the transparent path: resolv.conf names the stub, the namespaced sysctl opens 53..1023 to the user, no capability is added", () => {
+    const tspec = { ...spec, options: { ...dockerOpts, transparent: true } };
+    const t = dockerCreateArgs(tspec, { image: "sbx-app:1234", overlays, command: containerCommand(tspec), runtime, root: "r" });
+    const at = t.indexOf("--dns");
+    expect(t.slice(at, at + 4)).toEqual(["--dns", "127.77.0.1", "--sysctl", "net.ipv4.ip_unprivileged_port_start=53"]);
+    expect(containerCommand(tspec).slice(-4)).toEqual(["--dns-stub", "127.77.0.1", "--transparent-ports", "80,443"]);
+    const hc = (createRequestFromArgs(t).body as { HostConfig: Record<string, unknown> }).HostConfig;
+    expect({ dns: hc.Dns, sysctls: hc.Sysctls, capAdd: hc.CapAdd, caps: hc.CapDrop, net: hc.NetworkMode }).toEqual({
+      dns: ["127.77.0.1"],
+      sysctls: { "net.ipv4.ip_unprivileged_port_start": "53" },
+      capAdd: undefined,
+      caps: ["ALL"],
+      net: "none",
+    });
+    // Off (--no-transparent, or a sandbox made before it): none of it.
+    expect(argv.some((a) => a === "--dns" || a === "--sysctl")).toBe(false);
+    expect(containerCommand(spec)).not.toContain("--dns-stub");
+  });
+
   test("the root label is a hash of the state root: two roots never share one", () => {
     expect(rootLabel("/home/ann/.cache/sandbox")).toMatch(/^[0-9a-f]{64}$/);
     expect(rootLabel("/home/ann/.cache/sandbox")).not.toBe(rootLabel("/home/bob/.cache/sandbox"));
