@@ -74,6 +74,8 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
             lib,
             path: join(ctx.sockets.dir, LISTEN_SOCKET),
             refuse: (info) => handedListener(info, transparent),
+            // The proxy's own, and one per transparent port: a sandbox makes the daemon hold at most these.
+            slot: (info) => (info.address === "0.0.0.0" ? `transparent:${info.port}` : "proxy"),
             adopt: (fd, info) => (info.address === "0.0.0.0" ? p.serveTransparent(fd) : p.serveListener(fd)),
             log: ctx.log,
           });

@@ -6,8 +6,8 @@
 // What may be adopted: a listening TCP socket bound to a loopback address, nothing else; anything else is closed and
 // answered `refused <why>`. A sandbox can only send descriptors it already holds, and the proxy only accepts connections on
 // this one, so the sandbox gains nothing; the socket being its own (per-sandbox path) is its identity, as for
-// proxy.sock. One listener per bound address and port (the proxy's, and the transparent path's 80 and 443): a newer
-// handoff of the same replaces the older. The connection stays open while the listener is held; when either side
+// proxy.sock. One listener per slot (`slot`: by default one per sandbox; the proxy guard's are the proxy's and one per
+// transparent port, so a sandbox can make the daemon hold a bounded few): a newer handoff to a slot replaces the older. The connection stays open while the listener is held; when either side
 // closes it, the proxy stops accepting on it and the forwarder relays again.
 import { rmSync } from "node:fs";
 import type { Socket } from "bun";
@@ -27,6 +27,8 @@ export interface HandoffServerOptions {
   adopt: (fd: number, info: SocketInfo) => { close(): void };
   /** Why a listener may not be adopted, or null (default: `loopbackListener`). */
   refuse?: (info: SocketInfo | { error: string }) => string | null;
+  /** Which of the few listeners a sandbox may have this one is (default: there is one). */
+  slot?: (info: SocketInfo) => string;
   log: { warn(msg: string, fields?: Record<string, unknown>): void };
 }
 
@@ -36,7 +38,7 @@ const MAX_TRIES = 36;
 
 export function serveListenerHandoff(o: HandoffServerOptions): HandoffServer {
   rmSync(o.path, { force: true });
-  /** The listeners held, by bound address and port, each with the connection that handed it over. */
+  /** The listeners held, by slot, each with the connection that handed it over. */
   const current = new Map<string, { sock: Socket<undefined>; listener: { close(): void } }>();
   const release = (sock: Socket<undefined>) => {
     for (const [k, c] of current) {
@@ -72,7 +74,7 @@ export function serveListenerHandoff(o: HandoffServerOptions): HandoffServer {
       o.lib.close(got.fd);
       return void sock.end(`refused ${(e as Error).message.replace(/\n/g, " ")}\n`);
     }
-    const key = `${info.address}:${info.port}`;
+    const key = o.slot ? o.slot(info) : "listener";
     const was = current.get(key);
     if (was) {
       release(was.sock);

@@ -191,6 +191,31 @@ describe.skipIf(!lib)(`listener handoff${why}`, () => {
     expect(openFds()).toBeLessThanOrEqual(before);
   });
 
+  test("slots: two are held at once (the proxy's and a transparent one); a new handoff to a slot replaces that slot's listener only", async () => {
+    proxy = await startProxy();
+    const p = proxy;
+    // As the proxy guard's: a slot per port here (the guard's are the proxy's and one per transparent port).
+    handoff = serveListenerHandoff({ lib: lib!, path: listenPath, adopt: (fd) => p.serveListener(fd), slot: (i) => (i.port % 2 === 0 ? "even" : "odd"), log: { warn: () => {} } });
+    const ls = [lib!.listenLoopback(0), lib!.listenLoopback(0), lib!.listenLoopback(0), lib!.listenLoopback(0)];
+    const even = ls.filter((l) => l.port % 2 === 0);
+    const odd = ls.filter((l) => l.port % 2 === 1);
+    try {
+      if (even.length < 2 && odd.length < 2) return console.warn("skipped: the kernel gave ports of one parity only");
+      const [same1, same2] = even.length >= 2 ? even : odd;
+      const other = (even.length >= 2 ? odd : even)[0];
+      expect(await Promise.race([handOver([same1!.fd]), Bun.sleep(300).then(() => "held open")])).toBe("held open");
+      if (other) expect(await Promise.race([handOver([other.fd]), Bun.sleep(300).then(() => "held open")])).toBe("held open");
+      expect(await through(same1!.port)).toBe("pingbye 4");
+      if (other) expect(await through(other.port)).toBe("pingbye 4");
+      expect(await Promise.race([handOver([same2!.fd]), Bun.sleep(300).then(() => "held open")])).toBe("held open");
+      expect(await through(same2!.port)).toBe("pingbye 4");
+      expect(await Promise.race([through(same1!.port), Bun.sleep(500).then(() => "nobody accepts")])).toBe("nobody accepts");
+      if (other) expect(await through(other.port)).toBe("pingbye 4");
+    } finally {
+      for (const l of ls) lib!.close(l.fd);
+    }
+  });
+
   test("a second handoff replaces the first: one listener per sandbox", async () => {
     proxy = await startProxy();
     handoff = serve(proxy, lib!);
