@@ -24,6 +24,9 @@ const MSG_CTRUNC = 0x8;
 const MSG_NOSIGNAL = 0x4000;
 const MSG_CMSG_CLOEXEC = 0x40000000;
 const EAGAIN = 11;
+const SOL_IP = 0;
+/** netfilter's getsockopt: the destination a connection had before NAT (linux/netfilter_ipv4.h). */
+const SO_ORIGINAL_DST = 80;
 // struct msghdr on LP64 Linux: name 0, namelen 8, iov 16, iovlen 24, control 32, controllen 40, flags 48; 56 bytes.
 // struct cmsghdr: len (size_t) 0, level 8, type 12, data 16. CMSG_LEN(4n) = 16 + 4n, CMSG_SPACE(4n) rounds that up to 8.
 const MSGHDR = 56;
@@ -76,6 +79,11 @@ export interface FdPassing {
   socketInfo(fd: number): SocketInfo | { error: string };
   dup(fd: number): number;
   close(fd: number): void;
+  /**
+   * Where an accepted IPv4 connection was headed before NAT (`SO_ORIGINAL_DST`: a guest's connection the firewall
+   * redirected to the proxy); its own destination when nothing rewrote it; null when the kernel has no record.
+   */
+  originalDst(fd: number): { address: string; port: number } | null;
 }
 
 let loaded: FdPassing | null | undefined;
@@ -197,6 +205,13 @@ function make(c: Libc): FdPassing {
       return { fd: fds[0]! };
     },
     socketInfo,
+    originalDst(fd) {
+      const sa = Buffer.alloc(16);
+      const len = new Uint32Array([16]);
+      if (c.getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, ptr(sa), ptr(len)) !== 0) return null;
+      if (sa.readUInt16LE(0) !== AF_INET) return null;
+      return { address: [4, 5, 6, 7].map((i) => sa[i]).join("."), port: sa.readUInt16BE(2) };
+    },
     dup(fd) {
       const d = c.dup(fd);
       if (d < 0) throw fail(`dup ${fd}`);

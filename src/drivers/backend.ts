@@ -58,6 +58,8 @@ export interface DockerOptions {
 export interface UserOptions {
   readonly driver: "user";
   proxyPort: number;
+  /** Linux: the guest's DNS and its 80/443 to named addresses are redirected to its port (the transparent path). */
+  transparent?: boolean;
 }
 
 /** A test backend's: it reads nothing of its own. */

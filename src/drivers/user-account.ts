@@ -65,6 +65,8 @@ export const UserIdentitySchema = z.object({
   hostUser: HostUserSchema,
   /** Memory, CPUs and processes (decided by the service at create; absent on sandboxes made before limits). */
   limits: LimitsSchema.optional(),
+  /** The transparent path (Linux: its DNS and its 80/443 to named addresses redirected to its port); absent: off. */
+  transparent: z.boolean().optional(),
 });
 export type UserIdentity = z.infer<typeof UserIdentitySchema>;
 
@@ -119,7 +121,7 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
     dir: ident.dir,
     hostUser: ident.hostUser,
     place: { proxyPort: ident.proxyPort },
-    options: { driver: "user", proxyPort: ident.proxyPort },
+    options: { driver: "user", proxyPort: ident.proxyPort, ...(ident.transparent ? { transparent: true } : {}) },
     limits: ident.limits,
   });
 }
@@ -187,7 +189,9 @@ export class UserAccountDriver implements Driver {
     }
     const proxyPort = pickProxyPort(n.id, taken, this.d.portFree ?? loopbackPortFree);
     const hostUser = n.asUid !== undefined && this.d.env.uid === 0 ? userByUid(this.passwd(), n.asUid) : this.hostUser;
-    return { kind: "user", id: n.id, dir: n.dir, proxyPort, hostUser };
+    // The transparent path is built for Linux guests (nft redirects by uid); macOS's pf design is not yet.
+    const transparent = this.kind === "linux-user" && (n.transparent ?? n.config.transparent ?? true);
+    return { kind: "user", id: n.id, dir: n.dir, proxyPort, hostUser, ...(transparent ? { transparent: true } : {}) };
   }
 
   spec(row: Sandbox): SandboxSpec {

@@ -4,8 +4,10 @@
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
-import { fdPassing, loopbackListener, type SocketInfo } from "../../shims/fd-pass";
-import { TRANSPARENT_PORTS, transparentOn } from "../core/transparent";
+import type { Socket } from "node:net";
+import { fdPassing, loopbackListener, type FdPassing, type SocketInfo } from "../../shims/fd-pass";
+import { isNameAddress, TRANSPARENT_PORTS, transparentOn } from "../core/transparent";
+import { serveDnsStub, type DnsStub } from "../proxy/dns-stub";
 import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
 import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
@@ -47,6 +49,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
     async start(ctx): Promise<GuardHandle> {
       const sink = createDecisionSink(ctx.store, opts.notify ? { notify: opts.notify } : {});
       const sandboxId = ctx.sandbox.id;
+      const names = new NameMap(ctx.store, sandboxId);
       let proxy;
       try {
         proxy = await startEgressProxy({
@@ -57,7 +60,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           onDecision: opts.publish ? withFeed(ctx, sink.onDecision, opts.publish) : sink.onDecision,
           ...(opts.resolve ? { resolve: opts.resolve } : {}),
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),
-          names: new NameMap(ctx.store, sandboxId),
+          names,
         });
       } catch (e) {
         sink.close();
@@ -67,16 +70,25 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       let handoff: HandoffServer | null = null;
       // Docker: the in-sandbox forwarder hands its listener over; linux-user: the loopback guard does, in-process.
       const lib = ctx.sandbox.backend === "docker" || ctx.sandbox.backend === "linux-user" ? fdPassing() : null;
+      // A Linux guest's transparent connections arrive on its proxy port, redirected there by the firewall: told from
+      // its proxy clients by where they were headed before the redirect (a named address on 80/443).
+      const guestTransparent = ctx.sandbox.backend === "linux-user" && transparentOn(ctx.spec);
+      const redirected = (l: FdPassing) => (s: Socket) => {
+        const fd = (s as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+        const o = typeof fd === "number" ? l.originalDst(fd) : null;
+        return o !== null && isNameAddress(o.address) && TRANSPARENT_PORTS.includes(o.port) ? o : null;
+      };
       if (lib) {
         try {
-          const transparent = transparentOn(ctx.spec);
+          const transparent = transparentOn(ctx.spec) && ctx.sandbox.backend === "docker";
           handoff = serveListenerHandoff({
             lib,
             path: join(ctx.sockets.dir, LISTEN_SOCKET),
             refuse: (info) => handedListener(info, transparent),
             // The proxy's own, and one per transparent port: a sandbox makes the daemon hold at most these.
             slot: (info) => (info.address === "0.0.0.0" ? `transparent:${info.port}` : "proxy"),
-            adopt: (fd, info) => (info.address === "0.0.0.0" ? p.serveTransparent(fd) : p.serveListener(fd)),
+            adopt: (fd, info) =>
+              info.address === "0.0.0.0" ? p.serveTransparent(fd) : p.serveListener(fd, guestTransparent ? { transparentOf: redirected(lib) } : undefined),
             log: ctx.log,
           });
         } catch (e) {
@@ -85,12 +97,24 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
         }
       }
       const h = handoff;
+      // The guest's DNS, redirected by the firewall to UDP on its proxy port: answered from its name map.
+      let dns: DnsStub | null = null;
+      if (guestTransparent && ctx.spec.options.driver === "user") {
+        try {
+          dns = await serveDnsStub("127.0.0.1", ctx.spec.options.proxyPort, names);
+        } catch (e) {
+          // Its names then resolve to nothing: nothing gets out that way either.
+          ctx.log.warn("cannot serve the guest's DNS stub", { port: ctx.spec.options.proxyPort, err: (e as Error).message });
+        }
+      }
+      const d = dns;
       return {
         health: () =>
           existsSync(p.socketPath)
             ? { ok: true, detail: `${p.active()} open connection(s)${h?.held() ? "; accepting on the handed-over listener" : ""}` }
             : { ok: false, detail: `socket ${p.socketPath} is gone` },
         async stop() {
+          d?.close();
           h?.close();
           await p.close();
           sink.flush();

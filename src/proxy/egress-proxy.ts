@@ -92,8 +92,10 @@ export interface EgressProxy {
   /**
    * Also accepts this sandbox's connections on a listening socket (the forwarder's 127.0.0.1:<port>, handed over);
    * the fd is the proxy's from now on. The returned close stops accepting on it; open connections run on.
+   * `transparentOf` picks out the transparent path's connections among those it accepts (a user-account guest's,
+   * which the firewall redirected to this port): those go where `serveTransparent`'s go.
    */
-  serveListener(fd: number): { close(): void };
+  serveListener(fd: number, opts?: { transparentOf?: (s: Socket) => TransparentTarget | null }): { close(): void };
   /**
    * Accepts the sandbox's transparent connections on a listening socket: each is carried under the name its address
    * stands for (`names`), as CONNECT name:port would be, or as plain HTTP on port 80. `targetOf` says where a
@@ -662,11 +664,19 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     socketPath: opts.socketPath,
     sandbox,
     active: () => inFlight,
-    serveListener(fd) {
+    serveListener(fd, lopts) {
       if (closing) throw new Error("the proxy is closing");
+      const pick = lopts?.transparentOf;
       // allowHalfOpen as the HTTP server's own sockets have it: a tunnel's client may end its side and still read.
       const l = createNetServer({ allowHalfOpen: true }, (s) => {
         s.setNoDelay(true);
+        let to: TransparentTarget | null = null;
+        try {
+          to = pick ? pick(s) : null;
+        } catch {
+          to = null;
+        }
+        if (to !== null) return void transparent(s, to);
         server.emit("connection", s);
       });
       l.on("error", () => l.close());

@@ -24,13 +24,13 @@ interface Chain {
 }
 
 interface Table {
-  /** Verdict maps by name (`guests`: uid → chain, `guests_in`: mark → chain), each key to the chain it jumps to. */
+  /** Verdict maps by name (`guests`: uid → chain, `guests_in`: mark → chain, `guests_nat`: uid → chain), each key to the chain it jumps to. */
   maps: Map<string, Map<number, string>>;
   chains: Map<string, Chain>;
 }
 
 /** The key type nft shows for each of sbx's maps. */
-const MAP_TYPES: Record<string, string> = { guests: "uid", guests_in: "mark" };
+const MAP_TYPES: Record<string, string> = { guests: "uid", guests_in: "mark", guests_nat: "uid" };
 
 const ok: Reply = {};
 const fail = (exitCode: number, stderr: string): Reply => ({ exitCode, stderr: `${stderr}\n` });

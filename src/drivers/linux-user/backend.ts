@@ -110,6 +110,11 @@ export const GROUP_SCRIPT = [
   'exit "$rc"',
 ].join("\n");
 
+/** The firewall's part of the transparent path for a spec: its redirects, when the sandbox has it. */
+function transparentRule(spec: SandboxSpec): { transparent?: true } {
+  return spec.options.driver === "user" && spec.options.transparent === true ? { transparent: true } : {};
+}
+
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";
 
@@ -475,7 +480,7 @@ export class LinuxUserBackend implements Backend {
       pw = await this.createUser(spec, guest);
       changed = true;
     }
-    if (await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "run", proxyPort: port, ...this.localOf(spec, true) })) changed = true;
+    if (await this.ensureFirewall({ id: spec.id, uid: pw.uid, mode: "run", proxyPort: port, ...this.localOf(spec, true), ...transparentRule(spec) })) changed = true;
     this.ensureLimits(spec);
     if (await this.ensureHome(pw, spec.hostUser)) changed = true;
     if (await this.ensureWorkspace(spec, pw)) changed = true;
@@ -679,7 +684,7 @@ export class LinuxUserBackend implements Backend {
     if (!pw) return base;
     const t = await this.readTable();
     const port = spec.options.driver === "user" ? spec.options.proxyPort : -1;
-    const running = chainMatches(t.chains.get(chainName(spec.id)), { id: spec.id, uid: pw.uid, mode: "run", proxyPort: port, ...this.localOf(spec, false) });
+    const running = chainMatches(t.chains.get(chainName(spec.id)), { id: spec.id, uid: pw.uid, mode: "run", proxyPort: port, ...this.localOf(spec, false), ...transparentRule(spec) });
     return {
       ...base,
       phase: running && t.baseOk ? "running" : "stopped",
@@ -836,7 +841,7 @@ export class LinuxUserBackend implements Backend {
     for (const d of [inv.home, inv.stage]) if (d) await this.exec.run(["rm", "-rf", "--one-file-system", d]);
     const t = await this.readTable();
     const c = t.chains.get(chainName(inv.id));
-    if (c) await this.exec.run(["nft", "-f", "-"], { stdin: renderRemove(inv.id, c.uids, this.table, { uids: c.inUids, chain: c.inChain }) });
+    if (c) await this.exec.run(["nft", "-f", "-"], { stdin: renderRemove(inv.id, c.uids, this.table, { uids: c.inUids, chain: c.inChain }, { uids: c.natUids, chain: c.natChain }) });
     if (inv.metaFile) await this.exec.run(["rm", "-f", inv.metaFile]);
     await this.cgroups.remove(inv.id);
   }
@@ -853,7 +858,7 @@ export class LinuxUserBackend implements Backend {
       const pw = await this.getUser(this.guest(spec));
       if (!pw) continue;
       const want: SandboxRules = active
-        ? { id: spec.id, uid: pw.uid, mode: "run", proxyPort: this.proxyPort(spec), ...this.localOf(spec, true) }
+        ? { id: spec.id, uid: pw.uid, mode: "run", proxyPort: this.proxyPort(spec), ...this.localOf(spec, true), ...transparentRule(spec) }
         : { id: spec.id, uid: pw.uid, mode: "stop" };
       if (await this.ensureFirewall(want)) n++;
     }

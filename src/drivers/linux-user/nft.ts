@@ -10,7 +10,13 @@
 // to the guest's own cgroup (`socket cgroupv2`: a socket carries the cgroup of the process that made it, and a guest
 // cannot leave its cgroup). Everything else it reaches there (your services, another guest's) is reset. Replies on
 // loopback of a connection already accepted pass. Without a v2 cgroup hierarchy none of this is rendered.
+//
+// The transparent path: a map `guests_nat` from socket UID to `jump sn_<id>` on the nat output hook, where a guest's
+// DNS (UDP 53 to anywhere) and its TCP to the named addresses (`127.77.0.0/16`) on 80/443 are redirected to its own
+// proxy port (TCP: the proxy tells them from its proxy clients by SO_ORIGINAL_DST; UDP: the daemon's DNS stub). The
+// filter chain then sees them as what they are after the redirect, 127.0.0.1:<port>.
 import { z } from "zod";
+import { NAME_RANGE, TRANSPARENT_PORTS } from "../../core/transparent";
 import { chainName, logPrefix } from "./naming";
 
 export const DEFAULT_TABLE = "sbx";
@@ -26,13 +32,16 @@ export interface SandboxRules {
   proxyPort?: number;
   /** Run mode: the guest's v2 cgroup, so it may reach servers of its own on its loopback (see above). */
   local?: { level: number; path: string };
+  /** Run mode: the transparent path's redirects (see above). */
+  transparent?: boolean;
 }
 
 /** The marker comment on the last rule of a sandbox chain: what inspect reads back. */
 export function marker(r: SandboxRules): string {
   const port = r.mode === "run" ? ` port=${r.proxyPort}` : "";
   const local = r.mode === "run" && r.local ? ` local=${r.local.level}:${r.local.path}` : "";
-  return `sbx id=${r.id} uid=${r.uid} mode=${r.mode}${port}${local}`;
+  const transparent = r.mode === "run" && r.transparent ? " transparent" : "";
+  return `sbx id=${r.id} uid=${r.uid} mode=${r.mode}${port}${local}${transparent}`;
 }
 
 function checkRules(r: SandboxRules): void {
@@ -57,21 +66,31 @@ export function renderBase(table = DEFAULT_TABLE): string {
     `\tmap guests_in {`,
     `\t\ttype mark : verdict`,
     `\t}`,
+    `\tmap guests_nat {`,
+    `\t\ttype uid : verdict`,
+    `\t}`,
     `\tchain output {`,
     `\t\ttype filter hook output priority filter; policy accept;`,
     `\t}`,
     `\tchain input {`,
     `\t\ttype filter hook input priority filter; policy accept;`,
     `\t}`,
+    `\tchain nat_output {`,
+    `\t\ttype nat hook output priority -100; policy accept;`,
+    `\t}`,
     `}`,
     `flush chain inet ${table} output`,
     `flush chain inet ${table} input`,
+    `flush chain inet ${table} nat_output`,
     `table inet ${table} {`,
     `\tchain output {`,
     `\t\tmeta skuid vmap @guests comment "sbx dispatch"`,
     `\t}`,
     `\tchain input {`,
     `\t\tiifname "lo" ct state new ct mark vmap @guests_in comment "sbx dispatch in"`,
+    `\t}`,
+    `\tchain nat_output {`,
+    `\t\tmeta skuid vmap @guests_nat comment "sbx dispatch nat"`,
     `\t}`,
     `}`,
     ``,
@@ -88,8 +107,15 @@ export function renderSandbox(r: SandboxRules, table = DEFAULT_TABLE): string {
   checkRules(r);
   const chain = chainName(r.id);
   const inChain = inChainName(r.id);
+  const natChain = natChainName(r.id);
   const rules: string[] = [];
   if (r.mode === "run") rules.push(`ip daddr 127.0.0.1 tcp dport ${r.proxyPort} accept`);
+  const transparent = r.mode === "run" && r.transparent === true;
+  // After the nat chain's redirect the guest's DNS is UDP to its port: the stub's.
+  if (transparent) rules.push(`ip daddr 127.0.0.1 udp dport ${r.proxyPort} accept`);
+  const natRules = transparent
+    ? [`ip daddr ${NAME_RANGE} tcp dport { ${TRANSPARENT_PORTS.join(", ")} } redirect to :${r.proxyPort}`, `udp dport 53 redirect to :${r.proxyPort}`]
+    : [];
   const local = r.mode === "run" ? r.local : undefined;
   if (local) {
     rules.push(`oifname "lo" ct state established,related accept`);
@@ -126,8 +152,22 @@ export function renderSandbox(r: SandboxRules, table = DEFAULT_TABLE): string {
     `add element inet ${table} guests_in { ${r.uid} : jump ${inChain} }`,
     `delete element inet ${table} guests_in { ${r.uid} }`,
     `add element inet ${table} guests_in { ${r.uid} : jump ${inChain} }`,
+    `table inet ${table} {`,
+    `\tchain ${natChain} {`,
+    `\t}`,
+    `}`,
+    `flush chain inet ${table} ${natChain}`,
+    ...(natRules.length ? [`table inet ${table} {`, `\tchain ${natChain} {`, ...natRules.map((l) => `\t\t${l}`), `\t}`, `}`] : []),
+    `add element inet ${table} guests_nat { ${r.uid} : jump ${natChain} }`,
+    `delete element inet ${table} guests_nat { ${r.uid} }`,
+    `add element inet ${table} guests_nat { ${r.uid} : jump ${natChain} }`,
     ``,
   ].join("\n");
+}
+
+/** The nat chain of a sandbox (the transparent path's redirects of its guest's DNS and named connections). */
+export function natChainName(id: string): string {
+  return `sn_${id}`;
 }
 
 /** The input chain of a sandbox (its guest's connections to loopback, checked by the socket they reach). */
@@ -136,13 +176,21 @@ export function inChainName(id: string): string {
 }
 
 /** Removes one sandbox's map elements (every UID that jumps to its chain) and then its chain. */
-export function renderRemove(id: string, uids: readonly number[], table = DEFAULT_TABLE, input: { uids: readonly number[]; chain: boolean } = { uids: [], chain: false }): string {
+export function renderRemove(
+  id: string,
+  uids: readonly number[],
+  table = DEFAULT_TABLE,
+  input: { uids: readonly number[]; chain: boolean } = { uids: [], chain: false },
+  nat: { uids: readonly number[]; chain: boolean } = { uids: [], chain: false },
+): string {
   const chain = chainName(id);
   return [
     ...uids.map((u) => `delete element inet ${table} guests { ${u} }`),
     `delete chain inet ${table} ${chain}`,
     ...input.uids.map((u) => `delete element inet ${table} guests_in { ${u} }`),
     ...(input.chain ? [`delete chain inet ${table} ${inChainName(id)}`] : []),
+    ...nat.uids.map((u) => `delete element inet ${table} guests_nat { ${u} }`),
+    ...(nat.chain ? [`delete chain inet ${table} ${natChainName(id)}`] : []),
     ``,
   ].join("\n");
 }
@@ -159,6 +207,9 @@ export interface ChainState {
   /** Its input chain (si_<id>) is there, and the marks whose guests_in element jumps to it. */
   inChain: boolean;
   inUids: number[];
+  /** Its nat chain (sn_<id>) is there, and the UIDs whose guests_nat element jumps to it. */
+  natChain: boolean;
+  natUids: number[];
 }
 
 export interface TableState {
@@ -177,11 +228,12 @@ const ChainObj = z.object({ name: z.string() });
 const RuleObj = z.object({ chain: z.string(), comment: z.string().optional(), expr: z.array(z.unknown()).optional() });
 
 export function parseMarker(comment: string): SandboxRules | null {
-  const m = /^sbx id=([a-z0-9]+) uid=(\d+) mode=(run|stop)(?: port=(\d+))?(?: local=(\d+):([a-z0-9/_-]+))?$/.exec(comment);
+  const m = /^sbx id=([a-z0-9]+) uid=(\d+) mode=(run|stop)(?: port=(\d+))?(?: local=(\d+):([a-z0-9/_-]+))?( transparent)?$/.exec(comment);
   if (!m) return null;
   const r: SandboxRules = { id: m[1]!, uid: Number(m[2]), mode: m[3] as FirewallMode };
   if (m[4] !== undefined) r.proxyPort = Number(m[4]);
   if (m[5] !== undefined && m[6] !== undefined) r.local = { level: Number(m[5]), path: m[6] };
+  if (m[7] !== undefined) r.transparent = true;
   return r;
 }
 
@@ -194,9 +246,13 @@ export function parseTable(json: string): TableState {
   let hasInMap = false;
   let hasDispatch = false;
   let hasInDispatch = false;
+  let hasNatMap = false;
+  let hasNatDispatch = false;
   const elemTargets: [number, string][] = [];
   const inTargets: [number, string][] = [];
+  const natTargets: [number, string][] = [];
   const inChains = new Set<string>();
+  const natChains = new Set<string>();
   const elems = (m: z.infer<typeof MapObj>, into: [number, string][]) => {
     for (const [k, v] of m.elem ?? []) {
       const target = (v as { jump?: { target?: unknown } } | null)?.jump?.target;
@@ -215,11 +271,16 @@ export function parseTable(json: string): TableState {
         hasInMap = true;
         elems(m.data, inTargets);
       }
+      if (m.success && m.data.name === "guests_nat") {
+        hasNatMap = true;
+        elems(m.data, natTargets);
+      }
     }
     if ("chain" in obj) {
       const c = ChainObj.safeParse(obj.chain);
-      if (c.success && c.data.name.startsWith("sb_")) state.chains.set(c.data.name, { chain: c.data.name, rules: null, uids: [], inChain: false, inUids: [] });
+      if (c.success && c.data.name.startsWith("sb_")) state.chains.set(c.data.name, { chain: c.data.name, rules: null, uids: [], inChain: false, inUids: [], natChain: false, natUids: [] });
       if (c.success && c.data.name.startsWith("si_")) inChains.add(c.data.name);
+      if (c.success && c.data.name.startsWith("sn_")) natChains.add(c.data.name);
     }
   }
   for (const obj of doc.nftables) {
@@ -228,6 +289,7 @@ export function parseTable(json: string): TableState {
     if (!r.success) continue;
     if (r.data.chain === "output" && r.data.comment === "sbx dispatch") hasDispatch = true;
     if (r.data.chain === "input" && r.data.comment === "sbx dispatch in") hasInDispatch = true;
+    if (r.data.chain === "nat_output" && r.data.comment === "sbx dispatch nat") hasNatDispatch = true;
     const c = state.chains.get(r.data.chain);
     if (c && r.data.comment) c.rules = parseMarker(r.data.comment) ?? c.rules;
   }
@@ -236,8 +298,11 @@ export function parseTable(json: string): TableState {
     const si = `si_${c.chain.slice(3)}`;
     c.inChain = inChains.has(si);
     c.inUids = inTargets.filter(([, t]) => t === si).map(([u]) => u);
+    const sn = natChainName(c.chain.slice(3));
+    c.natChain = natChains.has(sn);
+    c.natUids = natTargets.filter(([, t]) => t === sn).map(([u]) => u);
   }
-  state.baseOk = hasMap && hasDispatch && hasInMap && hasInDispatch;
+  state.baseOk = hasMap && hasDispatch && hasInMap && hasInDispatch && hasNatMap && hasNatDispatch;
   return state;
 }
 
@@ -251,6 +316,10 @@ export function chainMatches(c: ChainState | undefined, want: SandboxRules): boo
     r.mode === want.mode &&
     (want.mode === "stop" || r.proxyPort === want.proxyPort) &&
     (want.mode === "stop" || (r.local?.path ?? null) === (want.local?.path ?? null)) &&
+    (want.mode === "stop" || (r.transparent === true) === (want.transparent === true)) &&
+    c.natChain &&
+    c.natUids.length === 1 &&
+    c.natUids[0] === want.uid &&
     c.uids.length === 1 &&
     c.uids[0] === want.uid &&
     c.inChain &&

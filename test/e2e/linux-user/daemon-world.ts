@@ -35,7 +35,8 @@ export interface DaemonWorld {
   close(): Promise<void>;
 }
 
-export async function makeDaemonWorld(w: World): Promise<DaemonWorld> {
+/** `extraEnv`: more of the daemon's environment (a test seam such as SBX_TEST_ONLY_RESOLVE). */
+export async function makeDaemonWorld(w: World, extraEnv: Record<string, string> = {}): Promise<DaemonWorld> {
   const tmp = `/tmp/sbx-e2e-${w.tag}`;
   mkdirSync(tmp, { recursive: true, mode: 0o711 });
   const paths: Paths = {
@@ -53,7 +54,7 @@ export async function makeDaemonWorld(w: World): Promise<DaemonWorld> {
   for (const d of [paths.stateDir, paths.configDir, paths.runtimeDir]) mkdirSync(d, { recursive: true, mode: 0o700 });
   const base = processEnv();
   // As under `sudo sbx …`: the daemon is root, the sandbox belongs to the invoking (test) user.
-  const env: Env = { ...base, raw: { ...base.raw, SUDO_UID: String(w.host.uid), SUDO_GID: String(w.host.gid), SUDO_USER: w.host.name } };
+  const env: Env = { ...base, raw: { ...base.raw, SUDO_UID: String(w.host.uid), SUDO_GID: String(w.host.gid), SUDO_USER: w.host.name, ...extraEnv } };
   const exec = createExec(process.env as Record<string, string>);
   const logs: string[] = [];
   const log = createLogger((l) => void logs.push(l), "debug");
