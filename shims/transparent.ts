@@ -138,40 +138,76 @@ export function startTransparent(o: TransparentOptions): { stop(): void } {
     });
   }
 
-  const handoffs: Handoff[] = [];
-  for (const port of o.ports) {
+  // The listeners, by port: 80 and 443 at once, then whatever the daemon says the allowlist names (`sbx allow
+  // host:8443`), followed with a long poll. A port a process inside already listens on is passed over (and said).
+  const held = new Map<number, { handoff: Handoff; fd: number }>();
+  const listen = (port: number) => {
+    if (held.has(port)) return;
     try {
       const listener = o.lib.listenAll(port);
-      handoffs.push(startHandoff({ lib: o.lib, listener, handoffPath: o.handoffPath, socketPath: o.socketPath, log: o.log, relay: false }));
+      held.set(port, { fd: listener.fd, handoff: startHandoff({ lib: o.lib, listener, handoffPath: o.handoffPath, socketPath: o.socketPath, log: o.log, relay: false }) });
     } catch (e) {
       o.log(`sbx forwarder: no transparent listener on port ${port}: ${(e as Error).message}`);
     }
-  }
+  };
+  const unlisten = (port: number) => {
+    const h = held.get(port);
+    if (!h) return;
+    h.handoff.stop();
+    o.lib.close(h.fd);
+    held.delete(port);
+  };
+  for (const port of o.ports) listen(port);
+  let stopped = false;
+  let wanted = [...o.ports].sort((a, b) => a - b).join(",");
+  const follow = async () => {
+    while (!stopped) {
+      const r = await getOverUnix(o.socketPath, `/sbx/transparent?known=${wanted}`, 70_000);
+      let ports: number[] | null = null;
+      try {
+        const body = r?.status === 200 ? (JSON.parse(r.body) as { ports?: unknown }) : null;
+        if (Array.isArray(body?.ports)) ports = body.ports.filter((p): p is number => Number.isInteger(p) && p > 0 && p < 65536).slice(0, 64);
+      } catch {
+        ports = null;
+      }
+      if (ports === null) {
+        await Bun.sleep(2_000); // the daemon away: the listeners stay as they are
+        continue;
+      }
+      wanted = ports.join(",");
+      for (const p of [...held.keys()]) if (!ports.includes(p)) unlisten(p);
+      for (const p of ports) listen(p);
+    }
+  };
+  void follow();
   return {
     stop() {
+      stopped = true;
       void udp.then((u) => u?.close());
       tcp?.stop(true);
-      for (const h of handoffs) h.stop();
+      for (const p of [...held.keys()]) unlisten(p);
     },
   };
 }
 
 /**
  * One `GET path` over the proxy socket, `Connection: close`, read to its end (at most 16 KiB): its status and body, or
- * null when it cannot be had in 5 s. Bun.connect rather than fetch: fetch runs on a thread of its own, made at its
+ * null when it cannot be had in time. Bun.connect rather than fetch: fetch runs on a thread of its own, made at its
  * first use, and this process must never need a new thread (at the process limit it could not have one).
  */
-function getOverUnix(path: string, target: string): Promise<{ status: number; body: string } | null> {
+function getOverUnix(path: string, target: string, timeoutMs = 5_000): Promise<{ status: number; body: string } | null> {
   return new Promise((resolve) => {
     let got = "";
     let done = false;
+    let sock: { end(): void } | null = null;
     const finish = (v: { status: number; body: string } | null) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      sock?.end();
       resolve(v);
     };
-    const timer = setTimeout(() => finish(null), 5_000);
+    const timer = setTimeout(() => finish(null), timeoutMs);
     const parse = () => {
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(got);
       const at = got.indexOf("\r\n\r\n");
@@ -181,6 +217,7 @@ function getOverUnix(path: string, target: string): Promise<{ status: number; bo
       unix: path,
       socket: {
         open(s) {
+          sock = s;
           s.write(`GET ${target} HTTP/1.1\r\nHost: sbx\r\nConnection: close\r\n\r\n`);
         },
         data(s, d) {

@@ -10,8 +10,12 @@
 export const NAME_RANGE = "127.77.0.0/16";
 /** The stub's own address in it (a container's resolv.conf names it). */
 export const STUB_ADDRESS = "127.77.0.1";
+import { parsePattern } from "./allowlist";
+
 /** Ports carried to the proxy without the sandbox naming them. */
 export const TRANSPARENT_PORTS: readonly number[] = [80, 443];
+/** How many ports a container's forwarder listens on for the transparent path (80 and 443 among them). */
+export const MAX_TRANSPARENT_PORTS = 32;
 /** How many names one sandbox may be given an address for (a query for one more gets SERVFAIL). */
 export const MAX_NAMES = 16_384;
 
@@ -36,4 +40,18 @@ export function isNameAddress(address: string): boolean {
   if (!m) return false;
   const n = Number(m[1]) * 256 + Number(m[2]);
   return Number(m[1]) <= 255 && Number(m[2]) <= 255 && n >= FIRST && n < FIRST + MAX_NAMES;
+}
+
+/**
+ * Pure: the ports a container's transparent path listens on: 80 and 443, and each port an allowlist entry of the
+ * sandbox (or the global list) names (`sbx allow host:8443`), in order, at most MAX_TRANSPARENT_PORTS. A Linux guest
+ * needs no list: every TCP port of a named address is redirected, and the allowlist decides.
+ */
+export function transparentPortsOf(lists: { sandbox: readonly string[]; global: readonly string[] }): number[] {
+  const ports = new Set<number>(TRANSPARENT_PORTS);
+  for (const raw of [...lists.sandbox, ...lists.global]) {
+    const p = parsePattern(raw);
+    if (p.ok && p.pattern.port !== null) ports.add(p.pattern.port);
+  }
+  return [...ports].sort((a, b) => a - b).slice(0, MAX_TRANSPARENT_PORTS);
 }

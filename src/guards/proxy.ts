@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { Socket } from "node:net";
 import { fdPassing, loopbackListener, type FdPassing, type SocketInfo } from "../../shims/fd-pass";
-import { isNameAddress, TRANSPARENT_PORTS, transparentOn } from "../core/transparent";
+import { isNameAddress, transparentOn, transparentPortsOf } from "../core/transparent";
 import { serveDnsStub, type DnsStub } from "../proxy/dns-stub";
 import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
@@ -29,15 +29,16 @@ export interface ProxyGuardOptions {
 
 /**
  * Why a listener handed over on listen.sock is not taken, or null: the proxy's own (a loopback listener), or, for a
- * container with the transparent path, 0.0.0.0 on a transparent port. Inside a container with no network 0.0.0.0 is
- * its own loopback and nothing else; a user-account guest's listen.sock is the daemon's alone, and it hands over only
+ * container with the transparent path, 0.0.0.0 on one of its transparent ports (`ports`: 80, 443 and those its
+ * allowlist names; null when it has no transparent path). Inside a container with no network 0.0.0.0 is its own
+ * loopback and nothing else; a user-account guest's listen.sock is the daemon's alone, and it hands over only
  * 127.0.0.1 (a 0.0.0.0 on the host would let the network in).
  */
-export function handedListener(info: SocketInfo | { error: string }, transparent: boolean): string | null {
+export function handedListener(info: SocketInfo | { error: string }, ports: readonly number[] | null): string | null {
   if ("error" in info || info.address !== "0.0.0.0") return loopbackListener(info);
-  if (!transparent) return "bound to 0.0.0.0, and this sandbox has no transparent path";
+  if (ports === null) return "bound to 0.0.0.0, and this sandbox has no transparent path";
   if (!info.stream || !info.listening) return "not a listening stream socket";
-  return TRANSPARENT_PORTS.includes(info.port) ? null : `bound to 0.0.0.0:${info.port}, not a transparent port`;
+  return ports.includes(info.port) ? null : `bound to 0.0.0.0:${info.port}, not a transparent port`;
 }
 
 /** The handoff socket's name in a sandbox's socket dir (/run/sbx/listen.sock inside; shims/forwarder.ts's default). */
@@ -71,20 +72,22 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       // Docker: the in-sandbox forwarder hands its listener over; linux-user: the loopback guard does, in-process.
       const lib = ctx.sandbox.backend === "docker" || ctx.sandbox.backend === "linux-user" ? fdPassing() : null;
       // A Linux guest's transparent connections arrive on its proxy port, redirected there by the firewall: told from
-      // its proxy clients by where they were headed before the redirect (a named address on 80/443).
+      // its proxy clients by where they were headed before the redirect (a named address, any port).
       const guestTransparent = ctx.sandbox.backend === "linux-user" && transparentOn(ctx.spec);
       const redirected = (l: FdPassing) => (s: Socket) => {
         const fd = (s as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
         const o = typeof fd === "number" ? l.originalDst(fd) : null;
-        return o !== null && isNameAddress(o.address) && TRANSPARENT_PORTS.includes(o.port) ? o : null;
+        return o !== null && isNameAddress(o.address) ? o : null;
       };
       if (lib) {
         try {
           const transparent = transparentOn(ctx.spec) && ctx.sandbox.backend === "docker";
+          // Read at each handoff: `sbx allow host:8443` adds 8443 to the ports the forwarder may hand over.
+          const ports = () => (transparent ? transparentPortsOf(policyFor(ctx.store, sandboxId)) : null);
           handoff = serveListenerHandoff({
             lib,
             path: join(ctx.sockets.dir, LISTEN_SOCKET),
-            refuse: (info) => handedListener(info, transparent),
+            refuse: (info) => handedListener(info, ports()),
             // The proxy's own, and one per transparent port: a sandbox makes the daemon hold at most these.
             slot: (info) => (info.address === "0.0.0.0" ? `transparent:${info.port}` : "proxy"),
             adopt: (fd, info) =>

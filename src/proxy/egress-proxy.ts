@@ -7,6 +7,7 @@ import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
 import { canonicalIp } from "../core/addresses";
 import { askableName } from "../core/dns";
+import { transparentPortsOf } from "../core/transparent";
 import { normalizeHost } from "../core/allowlist";
 import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { readClientHello } from "../core/tls";
@@ -109,6 +110,13 @@ export interface EgressProxy {
 export const HEALTH_PATH = "/health";
 /** Where the sandbox's DNS stub asks for the address of a name: `GET /sbx/names?name=NAME`. */
 export const NAMES_PATH = "/sbx/names";
+/**
+ * Where a container's forwarder learns which ports its transparent path listens on: `GET /sbx/transparent?known=P,…`
+ * answers at once when the set differs from `known`, else when it changes (`sbx allow host:port`), else after a minute.
+ */
+export const TRANSPARENT_PATH = "/sbx/transparent";
+const PORTS_HOLD_MS = 55_000;
+const PORTS_POLL_MS = 250;
 /** How long a tunnel waits for the rest of a ClientHello the client has begun before it gives up. */
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -496,6 +504,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         return;
       }
       if (url === NAMES_PATH || url.startsWith(`${NAMES_PATH}?`)) return void answerName(req, res);
+      if (url === TRANSPARENT_PATH || url.startsWith(`${TRANSPARENT_PATH}?`)) return void answerPorts(req, res);
       if (opts.originHandler) {
         opts.originHandler(req, res);
         return;
@@ -528,6 +537,32 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const address = opts.names.addressOf(host);
     if (address === null) return json(507, { error: "full", message: "this sandbox was given as many names as it may have" });
     json(200, { name: host, address });
+  };
+
+  /** `GET /sbx/transparent?known=…`: the transparent ports now, once they differ from what the forwarder knows. */
+  const answerPorts = (req: IncomingMessage, res: ServerResponse) => {
+    const send = (ports: number[]) => {
+      const text = JSON.stringify({ ports });
+      res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-store" });
+      res.end(text);
+    };
+    if (!opts.names) return void plain(res, 404, "sbx proxy: this sandbox has no transparent path.\n");
+    const knownText = new URL(req.url ?? "", "http://x").searchParams.get("known") ?? "";
+    const known = knownText.slice(0, 400);
+    const now = () => transparentPortsOf(opts.policy());
+    const started = Date.now();
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const tick = () => {
+      timer = null;
+      if (res.destroyed) return;
+      const ports = now();
+      if (ports.join(",") !== known || Date.now() - started >= PORTS_HOLD_MS) return send(ports);
+      timer = setTimeout(tick, PORTS_POLL_MS);
+    };
+    res.once("close", () => {
+      if (timer) clearTimeout(timer);
+    });
+    tick();
   };
 
   // The transparent path's plain HTTP: each connection's requests are origin-form, for the name its address stands for.

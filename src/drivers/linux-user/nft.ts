@@ -12,11 +12,11 @@
 // loopback of a connection already accepted pass. Without a v2 cgroup hierarchy none of this is rendered.
 //
 // The transparent path: a map `guests_nat` from socket UID to `jump sn_<id>` on the nat output hook, where a guest's
-// DNS (UDP 53 to anywhere) and its TCP to the named addresses (`127.77.0.0/16`) on 80/443 are redirected to its own
-// proxy port (TCP: the proxy tells them from its proxy clients by SO_ORIGINAL_DST; UDP: the daemon's DNS stub). The
+// DNS (UDP 53 to anywhere) and its TCP to the named addresses (`127.77.0.0/16`, every port: the allowlist decides
+// which port of a name is allowed, as on the proxy path) are redirected to its own proxy port (TCP: the proxy tells them from its proxy clients by SO_ORIGINAL_DST; UDP: the daemon's DNS stub). The
 // filter chain then sees them as what they are after the redirect, 127.0.0.1:<port>.
 import { z } from "zod";
-import { NAME_RANGE, TRANSPARENT_PORTS } from "../../core/transparent";
+import { NAME_RANGE } from "../../core/transparent";
 import { chainName, logPrefix } from "./naming";
 
 export const DEFAULT_TABLE = "sbx";
@@ -114,7 +114,7 @@ export function renderSandbox(r: SandboxRules, table = DEFAULT_TABLE): string {
   // After the nat chain's redirect the guest's DNS is UDP to its port: the stub's.
   if (transparent) rules.push(`ip daddr 127.0.0.1 udp dport ${r.proxyPort} accept`);
   const natRules = transparent
-    ? [`ip daddr ${NAME_RANGE} tcp dport { ${TRANSPARENT_PORTS.join(", ")} } redirect to :${r.proxyPort}`, `udp dport 53 redirect to :${r.proxyPort}`]
+    ? [`ip daddr ${NAME_RANGE} meta l4proto tcp redirect to :${r.proxyPort}`, `udp dport 53 redirect to :${r.proxyPort}`]
     : [];
   const local = r.mode === "run" ? r.local : undefined;
   if (local) {

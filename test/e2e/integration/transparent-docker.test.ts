@@ -20,6 +20,7 @@ const SITE_SCRIPT = `
 const tls = { cert: Bun.file("/certs/c.pem"), key: Bun.file("/certs/k.pem") };
 Bun.serve({ hostname: "0.0.0.0", port: 443, tls, fetch: (r) => new Response("tls hello " + r.headers.get("host") + "\\n") });
 Bun.serve({ hostname: "0.0.0.0", port: 80, fetch: (r) => new Response("plain hello " + r.headers.get("host") + "\\n") });
+Bun.serve({ hostname: "0.0.0.0", port: 8443, tls, fetch: (r) => new Response("tls 8443 hello " + r.headers.get("host") + "\\n") });
 await Bun.udpSocket({ hostname: "0.0.0.0", port: 53, socket: { data(_s, buf) { console.log("DNS QUERY " + buf.length); } } });
 console.log("site ready");
 `;
@@ -166,6 +167,19 @@ public class T { public static void main(String[] a) throws Exception {
     expect(bare(`curl -sS --noproxy '*' -m 5 http://${ip}/`).code).not.toBe(0);
     expect(bare("curl -sS --noproxy '*' -m 5 http://site.test:8080/").code).not.toBe(0);
   });
+
+  test("another port: `sbx allow site.test:8443` makes the forwarder listen on 8443 too; before, nothing answers there", async () => {
+    const get = () => bare("curl -sS --noproxy '*' -m 5 --cacert /tmp/site.pem https://site.test:8443/");
+    expect(get().stdout).not.toContain("hello");
+    must(sbx(["allow", "site.test:8443", "--sandbox", "t"]), "sbx allow site.test:8443");
+    must(sbx(["allow", `${ip}:8443`, "--sandbox", "t"]), "sbx allow ip:8443");
+    let out = "";
+    for (let i = 0; i < 40 && !out.includes("hello"); i++) {
+      out = get().stdout;
+      if (!out.includes("hello")) await Bun.sleep(100);
+    }
+    expect(out).toBe("tls 8443 hello site.test:8443\n");
+  }, 30_000);
 
   test("the audit log marks the transparent path", () => {
     const out = must(sbx(["logs", "--sandbox", "t", "--kind", "egress", "--json", "-n", "500"]), "sbx logs --json").stdout;

@@ -79,6 +79,36 @@ public class T { public static void main(String[] a) throws Exception {
     if (has.dig) expect((await bare("dig +short +time=2 +tries=1 @127.0.0.1 site.test")).out.trim()).toBe(a.split(/\s+/)[0]!);
   });
 
+  test("no DNS query leaves the guest: a resolver on the host's loopback, asked by name, sees nothing; the stub answers", async () => {
+    const seen: number[] = [];
+    let resolver: { close(): void };
+    try {
+      resolver = await Bun.udpSocket({ hostname: "127.0.0.9", port: 53, socket: { data: (_s, buf) => void seen.push(buf.length) } });
+    } catch (e) {
+      return console.warn(`skipped: cannot listen on 127.0.0.9:53 (${(e as Error).message})`);
+    }
+    try {
+      const canary = `canary-${w.tag}.example.org`;
+      // Straight to that resolver, as a client with its own resolver settings would ask.
+      const r = await bare(`/usr/bin/python3 -c 'import socket
+s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(3)
+q=bytes.fromhex("abcd01000001000000000000")+b"".join(bytes([len(l)])+l.encode() for l in "${canary}".split("."))+bytes.fromhex("0000010001")
+s.sendto(q,("127.0.0.9",53)); a=s.recv(512); print("answer", ".".join(str(b) for b in a[-4:]))'`);
+      expect(r.out).toMatch(/^answer 127\.77\./);
+      expect((await bare(`getent hosts ${canary}`)).out).toMatch(/^127\.77\./);
+      await Bun.sleep(200);
+      expect(seen).toEqual([]);
+      // Control: the host itself reaches that resolver.
+      const c = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0 });
+      c.send(new Uint8Array([1, 2, 3]), 53, "127.0.0.9");
+      for (let i = 0; i < 20 && seen.length === 0; i++) await Bun.sleep(25);
+      c.close();
+      expect(seen).toEqual([3]);
+    } finally {
+      resolver.close();
+    }
+  });
+
   test("sandboxes-apart: each guest's DNS goes to its own map, and another guest cannot ask this one's stub", async () => {
     const other = (script: string) => d.asGuest(sb2, script, 20);
     // Names given out in order per map: the other guest's first name gets the first address, whatever this one holds.
@@ -146,6 +176,21 @@ except Exception as e: print("refused", type(e).__name__)'`)
   test("what is not redirected stays blocked: an IP literal, another port of a named address, the site's own address", async () => {
     expect((await bare(`curl -sS --noproxy '*' -m 5 http://${SITE_IP}/`)).code).not.toBe(0);
     expect((await bare(`curl -sS --noproxy '*' -m 5 http://site.test:8080/`)).code).not.toBe(0);
+  });
+
+  test("another port of a named address is judged by the allowlist: refused with an approval for name:port, then allowed", async () => {
+    const alt = Bun.serve({ hostname: SITE_IP, port: 0, fetch: () => new Response("alt hello\n") });
+    try {
+      d.store.updateIdentity(sb.id, { ...d.store.getSandbox(sb.id)!.identity, publish: [`${SITE_IP}:443`, `${SITE_IP}:80`, `${SITE_IP}:${alt.port}`] });
+      const get = () => bare(`curl -sS --noproxy '*' -m 5 http://site.test:${alt.port}/`);
+      // A port other than 80 is a tunnel: refused, it is reset (only port 80 is read as plain HTTP, with the body).
+      expect((await get()).out).not.toContain("alt hello");
+      expect(d.store.listApprovals({ state: "pending", sandboxId: sb.id }).some((a) => a.host === "site.test" && a.port === alt.port)).toBe(true);
+      d.store.addAllow(sb.id, `site.test:${alt.port}`, "test");
+      expect((await get()).out).toBe("alt hello\n");
+    } finally {
+      alt.stop(true);
+    }
   });
 
   test("the proxy path still works beside it (the same port serves both), and the audit marks each path", async () => {

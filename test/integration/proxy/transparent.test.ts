@@ -164,6 +164,25 @@ describe.skipIf(skip !== undefined)(`transparent entry${skip ? ` (skipped: ${ski
     expect(await get(`web.test:${web.port}`, "/sbx/names?name=x.test")).toContain("hello GET /sbx/names");
   });
 
+  test("/sbx/transparent: the ports at once when the forwarder's differ; held while they are the same", async () => {
+    const ask = async (known: string, ms: number) => {
+      const ac = new AbortController();
+      const t = setTimeout(() => ac.abort(), ms);
+      try {
+        const r = await fetch(`http://localhost/sbx/transparent?known=${known}`, { unix: proxy.socketPath, signal: ac.signal } as RequestInit);
+        return ((await r.json()) as { ports: number[] }).ports;
+      } catch {
+        return "held";
+      } finally {
+        clearTimeout(t);
+      }
+    };
+    // 80 and 443, and the ports the allowlist names (allowed.test:<https>, web.test:<web>), in order.
+    const want = [80, 443, https.port, web.port].sort((a, b) => a - b);
+    expect(await ask("80,443", 2000)).toEqual(want);
+    expect(await ask(want.join(","), 600)).toBe("held");
+  });
+
   test("the stub's question: /sbx/names gives the name's address; a bad name is a 400", async () => {
     const ask = async (n: string) => {
       const r = await fetch(`http://localhost/sbx/names?name=${encodeURIComponent(n)}`, { unix: proxy.socketPath } as RequestInit);

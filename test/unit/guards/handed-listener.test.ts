@@ -7,19 +7,21 @@ import { handedListener } from "../../../src/guards/proxy";
 const l = (address: string, port: number, more: Partial<{ stream: boolean; listening: boolean }> = {}) => ({ family: "inet" as const, stream: true, listening: true, address, port, ...more });
 
 test("the proxy's loopback listener is taken with or without the transparent path", () => {
-  expect(handedListener(l("127.0.0.1", 3128), false)).toBeNull();
-  expect(handedListener(l("127.0.0.1", 3128), true)).toBeNull();
+  expect(handedListener(l("127.0.0.1", 3128), null)).toBeNull();
+  expect(handedListener(l("127.0.0.1", 3128), [80, 443])).toBeNull();
 });
 
-test("0.0.0.0 on 80 or 443 only with the transparent path; another port never", () => {
-  expect(handedListener(l("0.0.0.0", 443), true)).toBeNull();
-  expect(handedListener(l("0.0.0.0", 80), true)).toBeNull();
-  expect(handedListener(l("0.0.0.0", 443), false)).toContain("no transparent path");
-  expect(handedListener(l("0.0.0.0", 8080), true)).toContain("not a transparent port");
-  expect(handedListener(l("0.0.0.0", 443, { listening: false }), true)).toContain("not a listening");
+test("0.0.0.0 on a transparent port only with the transparent path: 80, 443, and what its allowlist names", () => {
+  expect(handedListener(l("0.0.0.0", 443), [80, 443])).toBeNull();
+  expect(handedListener(l("0.0.0.0", 80), [80, 443])).toBeNull();
+  expect(handedListener(l("0.0.0.0", 443), null)).toContain("no transparent path");
+  expect(handedListener(l("0.0.0.0", 8080), [80, 443])).toContain("not a transparent port");
+  // A port the sandbox's allowlist names (sbx allow host:8080) is one of its transparent ports.
+  expect(handedListener(l("0.0.0.0", 8080), [80, 443, 8080])).toBeNull();
+  expect(handedListener(l("0.0.0.0", 443, { listening: false }), [80, 443])).toContain("not a listening");
 });
 
 test("any other address, and what is not a socket, stays refused", () => {
-  expect(handedListener(l("10.0.0.5", 443), true)).toContain("not loopback");
-  expect(handedListener({ error: "fd 9 is not a socket" }, true)).toBe("fd 9 is not a socket");
+  expect(handedListener(l("10.0.0.5", 443), [80, 443])).toContain("not loopback");
+  expect(handedListener({ error: "fd 9 is not a socket" }, [80, 443])).toBe("fd 9 is not a socket");
 });

@@ -121,3 +121,15 @@ describe("dns stub: what the sandbox sends cannot make it misbehave", () => {
     expect(asked).toEqual(["x.example"]);
   });
 });
+
+describe("transparent ports", () => {
+  const { transparentPortsOf, MAX_TRANSPARENT_PORTS } = require("../../../src/core/transparent") as typeof import("../../../src/core/transparent");
+  test("80 and 443, and each port an allowlist entry names, once, in order; bounded", () => {
+    expect(transparentPortsOf({ sandbox: [], global: [] })).toEqual([80, 443]);
+    expect(transparentPortsOf({ sandbox: ["a.com:8443", "b.com", "*.c.com:5432"], global: ["d.com:8443", "10.0.0.5:22"] })).toEqual([22, 80, 443, 5432, 8443]);
+    const many = Array.from({ length: 100 }, (_, i) => `h${i}.com:${2000 + i}`);
+    expect(transparentPortsOf({ sandbox: many, global: [] })).toHaveLength(MAX_TRANSPARENT_PORTS);
+    // A pattern that does not parse adds nothing.
+    expect(transparentPortsOf({ sandbox: ["*:99", "bad host:7"], global: [] })).toEqual([80, 443]);
+  });
+});

@@ -10,10 +10,10 @@ describe("nft render", () => {
     golden("run.nft", renderSandbox({ id: "abc123def456", uid: 998, mode: "run", proxyPort: 41234 })));
   test("running sandbox with local services: its own loopback servers, checked on input by the socket's cgroup", () =>
     golden("run-local.nft", renderSandbox({ id: "abc123def456", uid: 998, mode: "run", proxyPort: 41234, local: { level: 2, path: "sbx/abc123def456" } })));
-  test("running sandbox with the transparent path: its DNS and named 80/443 redirected to its port (nat), and UDP to it allowed", () => {
+  test("running sandbox with the transparent path: its DNS and its TCP to named addresses redirected to its port (nat), and UDP to it allowed", () => {
     const text = renderSandbox({ id: "abc123def456", uid: 998, mode: "run", proxyPort: 41234, transparent: true });
     golden("run-transparent.nft", text);
-    expect(text).toContain("ip daddr 127.77.0.0/16 tcp dport { 80, 443 } redirect to :41234");
+    expect(text).toContain("ip daddr 127.77.0.0/16 meta l4proto tcp redirect to :41234");
     expect(text).toContain("udp dport 53 redirect to :41234");
     expect(text).toContain("ip daddr 127.0.0.1 udp dport 41234 accept");
     // Without it (and when stopped) the nat chain is there but empty: nothing is redirected.
