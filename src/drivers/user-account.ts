@@ -19,7 +19,7 @@ import type { UserBackendKind } from "../core/backend-kind";
 import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
 import { hostUserExec, hostUserFor, safeRepoExec, userByUid } from "../sys/as-user";
 import type { Backend, HostUser, SandboxSpec } from "./backend";
-import type { AgentPlace, BridgePlace, Driver, NewSandbox, RefSyncPlan } from "./driver";
+import type { AgentPlace, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "./driver";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 
 /** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
@@ -172,7 +172,7 @@ export class UserAccountDriver implements Driver {
   async ready(): Promise<void> {}
 
   /** A loopback port no other live sandbox holds and nothing has bound, chosen once for the sandbox's life. */
-  async newIdentity(n: NewSandbox, others: readonly Sandbox[]): Promise<UserIdentity> {
+  async newIdentity(n: NewSandbox, others: readonly Sandbox[], r?: DriverReport): Promise<UserIdentity> {
     if (this.kind === "linux-user" && n.allowWeaker !== true) {
       // A guest's abstract unix sockets and signals are kept apart only by Landlock's scopes (ABI 6, Linux 6.12).
       const abi = (this.d.landlockAbi ?? landlockAbi)();
@@ -189,8 +189,12 @@ export class UserAccountDriver implements Driver {
     }
     const proxyPort = pickProxyPort(n.id, taken, this.d.portFree ?? loopbackPortFree);
     const hostUser = n.asUid !== undefined && this.d.env.uid === 0 ? userByUid(this.passwd(), n.asUid) : this.hostUser;
-    // The transparent path is built for Linux guests (nft redirects by uid); macOS's pf design is not yet.
+    // The transparent path is built for Linux guests (nft redirects by uid). pf cannot do it on a Mac (ARCHITECTURE.md):
+    // a guest's name lookups are mDNSResponder's traffic, not its own, and pf's translation rules cannot match a user.
     const transparent = this.kind === "linux-user" && (n.transparent ?? n.config.transparent ?? true);
+    if (this.kind === "macos" && n.transparent !== false && n.config.transparent !== false) {
+      r?.log("note: on macOS only clients that honour the proxy variables get out (no transparent path: pf cannot redirect a guest's name lookups, which go through mDNSResponder); `sbx help egress`");
+    }
     return { kind: "user", id: n.id, dir: n.dir, proxyPort, hostUser, ...(transparent ? { transparent: true } : {}) };
   }
 

@@ -47,3 +47,11 @@ describe("--allow-weaker", () => {
     expect((await driverWith(4).newIdentity(n({ allowWeaker: true }), [])).kind).toBe("user");
   });
 });
+
+describe("the transparent path in a user-account sandbox's identity", () => {
+  test("a Linux guest has it unless --no-transparent or the config says no", async () => {
+    expect((await driverWith(6).newIdentity(n(), [])).transparent).toBe(true);
+    expect((await driverWith(6).newIdentity(n({ transparent: false }), [])).transparent).toBeUndefined();
+    expect((await driverWith(6).newIdentity(n({ config: ConfigSchema.parse({ transparent: false }) }), [])).transparent).toBeUndefined();
+  });
+});
