@@ -285,6 +285,8 @@ export class SandboxService {
             ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
             ...(req.withChanges ? ["--with-changes"] : []),
             ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
+            ...(req.transparent === false ? ["--no-transparent"] : []),
+            ...(req.allowWeaker ? ["--allow-weaker"] : []),
           ];
           if (newOnly.length > 0) {
             throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {

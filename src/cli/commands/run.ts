@@ -38,7 +38,17 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   const limits = limitsOpt(opts);
   // Options only a new sandbox takes go the full way, where an existing sandbox refuses them (never ignored).
   const newOnly =
-    Object.keys(limits.limits).length > 0 || opts.rebuild === true || opts.backend !== undefined || ((opts.overlay as string[] | undefined) ?? []).length > 0 || imageOpt(opts, ctx.cwd).image !== undefined || opts.withChanges === true || ((opts.port as string[] | undefined) ?? []).length > 0;
+    Object.keys(limits.limits).length > 0 ||
+    opts.rebuild === true ||
+    opts.backend !== undefined ||
+    ((opts.overlay as string[] | undefined) ?? []).length > 0 ||
+    imageOpt(opts, ctx.cwd).image !== undefined ||
+    opts.withChanges === true ||
+    ((opts.port as string[] | undefined) ?? []).length > 0 ||
+    opts.claudeAuth !== undefined ||
+    opts.exposeCredentials === true ||
+    opts.allowWeaker === true ||
+    opts.transparent === false;
   if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
     const code = await quickEnter(ctx, { name, argv, repoFlag, missing: "fallback" }, stdio());

@@ -181,6 +181,12 @@ public class T { public static void main(String[] a) throws Exception {
     expect(out).toBe("tls 8443 hello site.test:8443\n");
   }, 30_000);
 
+  test("--no-transparent is for a new sandbox: on an existing one it is refused, never ignored", () => {
+    const r = sbx(["run", "--no-transparent", "t", "--", "true"]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toContain("--no-transparent set up a new sandbox, and t exists");
+  });
+
   test("the audit log marks the transparent path", () => {
     const out = must(sbx(["logs", "--sandbox", "t", "--kind", "egress", "--json", "-n", "500"]), "sbx logs --json").stdout;
     expect(out).toContain('"path":"transparent"');
