@@ -2,6 +2,7 @@
 //
 // Phases: running = account + run-mode firewall (only 127.0.0.1:<proxyPort>); stopped = account + block-all
 // firewall and none of the guest's processes; absent = no account. Every command goes through the Exec.
+import { release } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
 import { GuestCgroups } from "./cgroup";
@@ -41,6 +42,12 @@ export interface LinuxUserOptions {
   runtime?: { bun: string; shims: string };
   /** Where the cgroup filesystems are (tests give a tree of their own; default /sys/fs/cgroup). */
   cgroupRoot?: string;
+  /**
+   * Whether each guest command gets a /proc of its own that shows only the guest's processes (`hidepid=invisible`, in a
+   * mount namespace of the command's). Default: where the kernel gives each proc mount its own options (Linux ≥ 5.8);
+   * on an older kernel the options are the whole machine's, and sbx never changes those.
+   */
+  privateProc?: boolean;
 }
 
 export interface Passwd {
@@ -115,6 +122,19 @@ function transparentRule(spec: SandboxSpec): { transparent?: true } {
   return spec.options.driver === "user" && spec.options.transparent === true ? { transparent: true } : {};
 }
 
+/**
+ * As root, before setpriv: a /proc of the command's own in a mount namespace of its own, showing only the processes of
+ * the guest's uid (`hidepid=invisible`): another user's processes, their argv and environment, are not listed. A
+ * mount that fails stops the command (125): it never runs with the machine's /proc instead.
+ */
+export const PROC_SCRIPT = 'mount -t proc -o hidepid=invisible,nosuid,nodev,noexec proc /proc || exit 125; exec "$@"';
+
+/** Whether this kernel gives each proc mount its own options (Linux 5.8: hidepid per mount, not per machine). */
+export function procMountsApart(release: string): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(release);
+  return m !== null && (Number(m[1]) > 5 || (Number(m[1]) === 5 && Number(m[2]) >= 8));
+}
+
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";
 
@@ -127,6 +147,8 @@ export class LinuxUserBackend implements Backend {
   private readonly opts: LinuxUserOptions;
   /** Each guest's memory, CPU and process limits. */
   readonly cgroups: GuestCgroups;
+  /** Whether guest commands get a /proc of their own (PROC_SCRIPT). */
+  readonly privateProc: boolean;
 
   constructor(opts: LinuxUserOptions) {
     this.opts = opts;
@@ -136,6 +158,7 @@ export class LinuxUserBackend implements Backend {
     // One install's cgroups apart from another's (a test's private root beside the real one): `sbx`, or `sbx-<hash>`.
     this.cgroups = new GuestCgroups(opts.cgroupRoot, this.root === DEFAULT_ROOT ? "sbx" : `sbx-${sha256Hex(this.root).slice(0, 10)}`);
     this.warn = opts.warn ?? ((m) => process.stderr.write(`sbx: warning: ${m}\n`));
+    this.privateProc = opts.privateProc ?? (process.platform === "linux" && procMountsApart(release()));
   }
 
   // ── layout (pure) ──────────────────────────────────────────────────────────
@@ -165,6 +188,10 @@ export class LinuxUserBackend implements Backend {
   /** Root-owned, world-readable copies of Bun and the shims that guests run (never the host's own files). */
   get runtimeDir(): string {
     return join(this.root, "runtime");
+  }
+  /** Whether guest commands start through confine.ts (the backend has sbx's runtime to run it on). */
+  get confines(): boolean {
+    return this.opts.runtime !== undefined;
   }
   get runtimeBun(): string {
     return join(this.runtimeDir, "bun");
@@ -748,8 +775,10 @@ export class LinuxUserBackend implements Backend {
     }
     const cmd = req.argv.length === 0 ? ["/bin/bash", "-l"] : ["/bin/bash", "-l", "-c", 'exec "$@"', "sbx", ...req.argv];
     // Then, as the guest, the confinement the kernel keeps (seccomp, Landlock's scopes: shims/confine.ts), then the command.
-    const confine = this.opts.runtime ? [this.runtimeBun, ...BUN_NO_CWD_CONFIG, join(this.runtimeShims, CONFINE_SCRIPT)] : [];
-    const guestArgv = this.asGuestArgv(guest, [...confine, "env", "-C", cwd, ...env, ...cmd]);
+    // `--ro`: sbx's root (its Bun, shims, agents, the host repo's objects) stays readable under Landlock's file rules.
+    const confine = this.opts.runtime ? [this.runtimeBun, ...BUN_NO_CWD_CONFIG, join(this.runtimeShims, CONFINE_SCRIPT), "--ro", this.root, "--"] : [];
+    const dropped = this.asGuestArgv(guest, [...confine, "env", "-C", cwd, ...env, ...cmd]);
+    const guestArgv = this.privateProc ? ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", PROC_SCRIPT, "sbx-proc", ...dropped] : dropped;
     // Into the guest's cgroup first (as root), so nothing it runs is outside its limits.
     const argv = spec.limits ? this.cgroups.joinArgv(spec.id, guestArgv) : guestArgv;
     // A command with no terminal: what it leaves running ends with it (a terminal's close ends a session's own).

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { SandboxSpec } from "../../../src/drivers/backend";
+import { landlockAbi } from "../../../src/sys/landlock";
 import { makeWorld, sh, whyNot, type World } from "./harness";
 
 const skip = whyNot();
@@ -100,6 +101,27 @@ except OSError as e: print('refused', e.errno)"`;
     }
   });
 
+  test("no-proc-view: the guest's /proc lists its own processes only: another user's argv (a token in it) is not there", () => {
+    if (!w.backend.privateProc) return console.warn("skipped: this kernel's proc mounts share their options (Linux < 5.8)");
+    const SECRET = `sbx-proc-secret-${w.tag}`;
+    // The host user's shell, its argv holding the token ($0), waiting on a sleep (so it is not replaced by it).
+    const hostProc = Bun.spawn(["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--clear-groups", "--", "sh", "-c", "sleep 60; :", SECRET], { stdout: "ignore", stderr: "ignore" });
+    try {
+      for (let i = 0; i < 100 && !Bun.spawnSync(["cat", `/proc/${hostProc.pid}/cmdline`]).stdout.toString().includes(SECRET); i++) Bun.sleepSync(10);
+      const r = run(`cat /proc/${hostProc.pid}/cmdline 2>/dev/null; for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null; done | tr '\\0' ' '; echo; ps -eo user= | sort -u | tr '\\n' ' '; echo; echo own=$(ls -d /proc/$$ 2>/dev/null)`);
+      expect(r.out).not.toContain(SECRET);
+      const users = r.out.split("\n")[1]!.trim().split(/\s+/).filter(Boolean);
+      expect(users.every((u) => u === w.backend.guest(spec) || /^\d+$/.test(u))).toBe(true);
+      expect(r.out).toContain(`own=/proc/`);
+      // The control: root (and the host user) see that argv.
+      expect(Bun.spawnSync(["cat", `/proc/${hostProc.pid}/cmdline`]).stdout.toString()).toContain(SECRET);
+      // And the machine's own /proc keeps its options: nothing of the guest's mount leaked out.
+      expect(Bun.spawnSync(["findmnt", "-no", "OPTIONS", "/proc"]).stdout.toString()).not.toContain("hidepid");
+    } finally {
+      hostProc.kill();
+    }
+  });
+
   test("no-host-secrets: the host home's keys, config and shell history are unreadable; its other repos are not listed", () => {
     const home = w.host.home;
     const plant = (rel: string, text: string, mode: number) =>
@@ -114,6 +136,27 @@ except OSError as e: print('refused', e.errno)"`;
     expect(r.out.trim().endsWith("done")).toBe(true);
     // The control: the host user reads them.
     expect(Bun.spawnSync(["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--clear-groups", "--", "cat", `${home}/.ssh/id_ed25519`]).stdout.toString()).toBe("SECRET-SSH-KEY");
+  });
+
+  test("no-files-outside (Landlock): a world-writable dir in the system is not written, a world-readable one elsewhere not read", () => {
+    const abi = landlockAbi() ?? 0;
+    if (!w.backend.confines || abi < 6) return console.warn(`skipped: Landlock's file rules need confine.ts and ABI 6 (this kernel: ${abi})`);
+    const writable = `/opt/sbx-e2e-${w.tag}`;
+    const readable = `/srv/sbx-e2e-${w.tag}`;
+    sh(["mkdir", "-p", writable, readable]);
+    sh(["chmod", "1777", writable]);
+    sh(["bash", "-c", `echo WORLD-READABLE > ${readable}/note && chmod 755 ${readable} && chmod 644 ${readable}/note`]);
+    try {
+      const r = run(`touch ${writable}/x 2>/dev/null && echo WROTE; cat ${readable}/note 2>/dev/null; ls ${readable} 2>/dev/null; echo done`);
+      expect(r.out).toBe("done\n");
+      // Its own places work as before, and the system reads and runs.
+      expect(run('touch "$HOME/lk" /tmp/sbx-lk-$$ && rm /tmp/sbx-lk-$$ && cat /etc/hostname >/dev/null && git --version >/dev/null && echo ok').out.trim()).toBe("ok");
+      // The control: any other user writes the one and reads the other.
+      const other = (c: string) => Bun.spawnSync(["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--clear-groups", "--", "sh", "-c", c]).stdout.toString();
+      expect(other(`touch ${writable}/y && cat ${readable}/note`)).toBe("WORLD-READABLE\n");
+    } finally {
+      sh(["rm", "-rf", writable, readable]);
+    }
   });
 
   test("no-writes-outside: the guest writes its own home and clone, and nothing of the system's or the host's", () => {

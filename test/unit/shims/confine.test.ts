@@ -1,7 +1,7 @@
 // The guests' seccomp filter, run through a small classic-BPF interpreter: what it refuses, what it lets through, and
 // that another architecture or x32 is killed. (The e2e suite loads it into a real kernel: guest-escape-user.test.ts.)
 import { describe, expect, test } from "bun:test";
-import { archOf, seccompProgram } from "../../../shims/confine";
+import { archOf, fsHandled, fsRules, seccompProgram } from "../../../shims/confine";
 
 const KILL = 0x80000000;
 const ALLOW = 0x7fff0000;
@@ -61,5 +61,35 @@ describe("the guests' seccomp filter", () => {
     expect(verdict(p, { nr: 97, arch: arm.audit })).toBe(errno(1)); // unshare
     expect(verdict(p, { nr: 63, arch: arm.audit })).toBe(ALLOW); // read
     expect(verdict(p, { nr: 0, arch: x64.audit })).toBe(KILL);
+  });
+});
+
+describe("the guests' Landlock file rules", () => {
+  const rules = new Map(fsRules("/var/lib/sbx/homes/g", ["/var/lib/sbx"], 6));
+  const W = 1 << 1;
+  const MAKE_REG = 1 << 8;
+  const X = 1 << 0;
+  test("every right the ABI knows is handled (what a rule does not grant is refused)", () => {
+    expect(fsHandled(0)).toBe(0);
+    expect(fsHandled(1)).toBe(0x1fff);
+    expect(fsHandled(3)).toBe(0x7fff);
+    expect(fsHandled(6)).toBe(0xffff);
+  });
+  test("the system and sbx's root are read and run, never written", () => {
+    for (const p of ["/usr", "/etc", "/var", "/proc", "/var/lib/sbx"]) {
+      expect(rules.get(p)! & X).toBe(X);
+      expect(rules.get(p)! & (W | MAKE_REG)).toBe(0);
+    }
+  });
+  test("its home, /tmp, /var/tmp and /dev/shm are its own; /dev's devices are written but nothing is made there", () => {
+    for (const p of ["/var/lib/sbx/homes/g", "/tmp", "/var/tmp", "/dev/shm"]) expect(rules.get(p)).toBe(0xffff);
+    expect(rules.get("/dev")! & W).toBe(W);
+    expect(rules.get("/dev")! & MAKE_REG).toBe(0);
+  });
+  test("nothing else of the machine: no rule for /home, /root, /srv or /mnt (another user's files, readable or not)", () => {
+    for (const p of ["/home", "/root", "/srv", "/mnt", "/media", "/"]) expect(rules.has(p)).toBe(false);
+  });
+  test("an older ABI's rules ask for no right it does not know", () => {
+    for (const [, r] of fsRules("/h", [], 2)) expect(r & ~fsHandled(2)).toBe(0);
   });
 });

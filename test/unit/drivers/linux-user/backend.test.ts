@@ -1,7 +1,7 @@
 // LinuxUserBackend against FakeExec: the first apply's command transcript (golden), a no-op re-apply, stop and shellArgv.
 import { describe, expect, test } from "bun:test";
 import type { SandboxSpec } from "../../../../src/drivers/backend";
-import { LinuxUserBackend } from "../../../../src/drivers/linux-user/backend";
+import { LinuxUserBackend, PROC_SCRIPT, procMountsApart } from "../../../../src/drivers/linux-user/backend";
 import { FakeExec } from "../../../fakes/exec";
 import { golden } from "./golden";
 
@@ -103,12 +103,22 @@ describe("LinuxUserBackend (FakeExec)", () => {
   });
 
   test("shellArgv: setpriv to the guest, cwd mapped into its clone, identity vars not overridable", () => {
-    const b = new LinuxUserBackend({ exec: new FakeExec() });
+    const b = new LinuxUserBackend({ exec: new FakeExec(), privateProc: true });
     golden("shell.argv", JSON.stringify(b.shellArgv(spec, { argv: [], cwd: "/home/alice/src/proj/lib", tty: true, env: { TERM: "xterm" } }), null, 1) + "\n");
     const cmd = b.shellArgv(spec, { argv: ["git", "status"], cwd: "/elsewhere", tty: false, env: {} });
     expect(cmd.slice(-5)).toEqual(["-c", 'exec "$@"', "sbx", "git", "status"]);
     expect(cmd).toContain("/var/lib/sbx/homes/sbx-alice-abc123def456");
     expect(cmd.some((a) => a.startsWith("HOME="))).toBe(false);
+    // A /proc of the command's own, mounted as root before setpriv drops to the guest.
+    const at = cmd.indexOf("unshare");
+    expect(cmd.slice(at, at + 9)).toEqual(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", PROC_SCRIPT, "sbx-proc"]);
+    expect(cmd.indexOf("setpriv")).toBeGreaterThan(at);
+  });
+
+  test("a kernel whose proc mounts share their options (before 5.8) gets no /proc of its own: sbx never changes the machine's", () => {
+    expect(new LinuxUserBackend({ exec: new FakeExec(), privateProc: false }).shellArgv(spec, { argv: ["true"], cwd: "/x", tty: false, env: {} })).not.toContain("unshare");
+    expect(["5.8.0", "6.18.1-x", "10.0"].map(procMountsApart)).toEqual([true, true, true]);
+    expect(["5.7.19", "4.19.0", "garbage"].map(procMountsApart)).toEqual([false, false, false]);
   });
 });
 
