@@ -1,4 +1,4 @@
-// The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket (and on a listener its forwarder handed over), allowlist first.
+// The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket (and on a listener its forwarder handed over), and the transparent path's connections (a named address's), allowlist first.
 import { lookup } from "node:dns/promises";
 import { existsSync, unlinkSync } from "node:fs";
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
@@ -117,6 +117,8 @@ export const NAMES_PATH = "/sbx/names";
 export const TRANSPARENT_PATH = "/sbx/transparent";
 const PORTS_HOLD_MS = 55_000;
 const PORTS_POLL_MS = 250;
+/** Long polls held at once per sandbox (its forwarder needs one); more are answered at once, so none can pile up. */
+const MAX_PORTS_HELD = 4;
 /** How long a tunnel waits for the rest of a ClientHello the client has begun before it gives up. */
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -539,6 +541,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     json(200, { name: host, address });
   };
 
+  let portsHeld = 0;
   /** `GET /sbx/transparent?known=…`: the transparent ports now, once they differ from what the forwarder knows. */
   const answerPorts = (req: IncomingMessage, res: ServerResponse) => {
     const send = (ports: number[]) => {
@@ -552,16 +555,28 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const now = () => transparentPortsOf(opts.policy());
     const started = Date.now();
     let timer: ReturnType<typeof setTimeout> | null = null;
+    let holding = false;
+    const release = () => {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      if (holding) portsHeld--;
+      holding = false;
+    };
     const tick = () => {
       timer = null;
-      if (res.destroyed) return;
+      if (res.destroyed) return release();
       const ports = now();
-      if (ports.join(",") !== known || Date.now() - started >= PORTS_HOLD_MS) return send(ports);
+      if (ports.join(",") !== known || Date.now() - started >= PORTS_HOLD_MS || (!holding && portsHeld >= MAX_PORTS_HELD)) {
+        release();
+        return send(ports);
+      }
+      if (!holding) {
+        holding = true;
+        portsHeld++;
+      }
       timer = setTimeout(tick, PORTS_POLL_MS);
     };
-    res.once("close", () => {
-      if (timer) clearTimeout(timer);
-    });
+    res.once("close", release);
     tick();
   };
 
