@@ -53,6 +53,11 @@ export interface NewSandbox extends CreateOptions {
   asUid?: number | undefined;
   /** The config file as this create read it (once: a bad one refused before anything was made). */
   config: Config;
+  /**
+   * Settles once this create's own writes into the host repo's `.git` (its store, promotion) are done: a build whose
+   * context holds the repo waits for it, since a file removed under the engine's tar of the context fails the build.
+   */
+  repoQuiet?: Promise<unknown>;
 }
 
 /** Runs a command inside a running sandbox through its exec agent (Docker), stdout as bytes; null when none is connected. */

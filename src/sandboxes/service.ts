@@ -335,7 +335,9 @@ export class SandboxService {
         cancelled(req);
         const h = { exec: driver.hostExec(driver.spec(row)), repo };
         // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
-        const [ident] = await Promise.all([driver.provision(row, n, this.report(row.id, out)), promoteStores(h).then(() => ensureStore(h, req.name))]);
+        // An image build whose context holds the repo starts once these writes into its .git are done (`repoQuiet`).
+        const storing = promoteStores(h).then(() => ensureStore(h, req.name));
+        const [ident] = await Promise.all([driver.provision(row, { ...n, repoQuiet: storing.catch(() => undefined) }, this.report(row.id, out)), storing]);
         this.driverIdentity(row.id, ident);
         cancelled(req);
         aside = await this.setAside(row, driver, out);

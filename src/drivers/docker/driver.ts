@@ -273,7 +273,12 @@ export class DockerDriver implements Driver {
   async provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<DockerIdentity> {
     const ident = this.identity(row);
     const pruning = this.backend.pruneOrphans().catch(() => undefined);
-    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, { rebuild: n.rebuild === true, ...this.buildOutput(n.repo, r), ...this.sourceOf(ident) });
+    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, {
+      rebuild: n.rebuild === true,
+      ...this.buildOutput(n.repo, r),
+      ...this.sourceOf(ident),
+      ...(n.repoQuiet ? { beforeBuild: () => n.repoQuiet! } : {}),
+    });
     const cloning = createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged);
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);

@@ -171,6 +171,12 @@ export interface EnsureImageOptions {
   logFile?: string;
   /** Where the image comes from (default: the repo's Dockerfile). */
   source?: ImageSource;
+  /**
+   * Awaited before a build whose context is a directory of the host's (the repo, most often, with its `.git`): the
+   * engine's client reads the whole context as a tar, and a file that another writer removes or renames meanwhile
+   * (sbx's own store and lock files under `.git`) fails the build. A create's own writes into the repo end first.
+   */
+  beforeBuild?: () => Promise<unknown>;
 }
 
 /** The build's log file, made fresh (its dir too); a log that cannot be written costs the log, never the build. */
@@ -228,6 +234,7 @@ export async function ensureImage(engine: ImageEngine, repo: string, user: HostU
       contextDir = plan.context;
       dockerfilePath = plan.dockerfilePath;
     }
+    if (plan.context !== null) await opts.beforeBuild?.();
     const argv = dockerBuildArgs(plan, contextDir, dockerfilePath);
     // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
     const log = openBuildLog(opts.logFile);

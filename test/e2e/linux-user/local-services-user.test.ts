@@ -7,7 +7,7 @@ import { makeWorld, sh, whyNot, type World } from "./harness";
 
 const MIB = 1024 * 1024;
 const skip = whyNot();
-const v6 = sh(["sh", "-c", "test -s /proc/net/if_inet6 && grep -q '^0\\{31\\}1 ' /proc/net/if_inet6"]).code === 0;
+const v6 = sh(["sh", "-c", "grep -q '^0\\{31\\}1 ' /proc/net/if_inet6 2>/dev/null"]).code === 0; // (a /proc file's size is 0: test -s would always say no)
 
 describe.skipIf(skip !== undefined)(`local-services: linux-user guests${skip ? ` (skipped: ${skip})` : ""}`, () => {
   let w: World;
@@ -78,5 +78,28 @@ while True:
     serve(b, "127.0.0.1", 43903);
     expect(connect(b, "127.0.0.1", 43903)).toBe("ok mine");
     expect(connect(a, "127.0.0.1", 43903)).not.toContain("ok");
+  });
+
+  test("the same over ::1: your service and another guest's stay refused (the control: you, and that guest, reach them)", () => {
+    if (noV2) return console.warn(`skipped: ${noV2}`);
+    if (!v6) return console.warn("skipped: this machine has no IPv6 loopback");
+    // Yours on ::1 (the host user's), in a process of its own.
+    const pidFile = `/tmp/sbx-svc6-${w.tag}.pid`;
+    const mine = Bun.spawnSync(["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--clear-groups", "--", "sh", "-c", `setsid -f /usr/bin/python3 -c "import os, socket; open('${pidFile}', 'w').write(str(os.getpid())); s=socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('::1', 43904)); s.listen()
+while True:
+  c,_=s.accept(); c.recv(16); c.sendall(b'host'); c.close()" >/dev/null 2>&1 </dev/null; sleep 0.5`]);
+    expect(mine.exitCode).toBe(0);
+    try {
+      expect(connect(a, "::1", 43904)).not.toContain("ok");
+      expect(sh(["python3", "-c", "import socket; s=socket.create_connection(('::1', 43904), timeout=3); s.sendall(b'x'); print(s.recv(16).decode())"]).out.trim()).toBe("host");
+      serve(b, "::1", 43905);
+      expect(connect(b, "::1", 43905)).toBe("ok mine");
+      expect(connect(a, "::1", 43905)).not.toContain("ok");
+    } finally {
+      // By its pid, as it wrote it.
+      const pid = Number(sh(["cat", pidFile]).out.trim());
+      if (pid > 1) process.kill(pid, "SIGKILL");
+      sh(["rm", "-f", pidFile]);
+    }
   });
 });

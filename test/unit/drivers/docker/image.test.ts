@@ -122,3 +122,29 @@ describe("a build that fails", () => {
     expect(seen.join("")).toBe(engine.failBuild.output);
   });
 });
+
+describe("a build whose context is the repo waits for the create's own writes into .git", () => {
+  test("the engine is asked to build only once beforeBuild settled; a build with no context does not wait", async () => {
+    const withCopy = join(tmp, "copying");
+    mkdirSync(withCopy, { recursive: true });
+    writeFileSync(join(withCopy, "Dockerfile"), "FROM sbx-base:bookworm\nCOPY . /src\n");
+    const engine = new FakeDockerEngine(["sbx-base:bookworm"]);
+    const order: string[] = [];
+    let release!: () => void;
+    const quiet = new Promise<void>((r) => (release = r));
+    const building = ensureImage(engine, withCopy, user, { beforeBuild: () => (order.push("waiting"), quiet.then(() => order.push("quiet"))) });
+    await Bun.sleep(20);
+    expect(engine.mutations.filter((m) => m.startsWith("build"))).toEqual([]); // not yet: the store is still being made
+    release();
+    await building;
+    expect(order).toEqual(["waiting", "quiet"]);
+    expect(engine.mutations.filter((m) => m.startsWith("build"))).toHaveLength(1);
+
+    const plain = join(tmp, "plain-nocopy");
+    mkdirSync(plain, { recursive: true });
+    writeFileSync(join(plain, "Dockerfile"), "FROM sbx-base:bookworm\nRUN true\n");
+    let waited = false;
+    await ensureImage(engine, plain, user, { beforeBuild: () => ((waited = true), new Promise(() => {})) });
+    expect(waited).toBe(false); // its context is a temp dir of the Dockerfile alone: nothing of the repo is read
+  });
+});
