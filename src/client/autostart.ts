@@ -47,6 +47,9 @@ export interface ConnectOptions {
   onStart?: (pid: number) => void;
 }
 
+/** The daemon's exit code when another daemon already holds its lock (SbxError "conflict"). */
+const EXIT_ANOTHER_DAEMON = 75;
+
 /** A client of a daemon that answers /health, starting one if needed. */
 export async function connectDaemon(opts: ConnectOptions): Promise<DaemonClient> {
   const client = new DaemonClient(opts.paths.controlSocket);
@@ -71,6 +74,9 @@ export async function connectDaemon(opts: ConnectOptions): Promise<DaemonClient>
     if (exitCode !== null) {
       // It may have lost a race to another daemon that now answers.
       if (await client.health(500)) return client;
+      // 75: another daemon holds the lock (several sbx commands started one each at once): it is still starting,
+      // and answers soon. Wait for it as for our own.
+      if (exitCode === EXIT_ANOTHER_DAEMON) continue;
       throw new SbxError("unavailable", `the sbx daemon exited at start (code ${exitCode})`, {
         hint: `See its log: ${opts.paths.daemonLog}`,
       });

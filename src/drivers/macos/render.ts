@@ -71,6 +71,9 @@ export function renderSudoers(input: SudoersInput): string {
     `Cmnd_Alias ${alias} = ${input.helperArgv.map(sudoersEscape).join(" ")} *`,
     `Cmnd_Alias ${alias.replace(/_HELPER$/, "_PFLOG")} = ${MONITOR_ARGV.join(" ")}`,
     `Defaults!${alias} env_reset`,
+    // As a sandbox user: nothing of the person's environment (macOS keeps SSH_AUTH_SOCK, DISPLAY, XAUTHORITY, EDITOR
+    // and more by default), sbx passes what the guest gets; and files only the guest can read.
+    `Defaults>%${hostGroup(input.hostUser)} env_reset, !env_keep, !env_check, umask=0077, umask_override`,
     `${input.hostUser} ALL = (root) NOPASSWD: ${alias}, ${alias.replace(/_HELPER$/, "_PFLOG")}`,
     `${input.hostUser} ALL = (%${hostGroup(input.hostUser)}) NOPASSWD: ALL`,
     "",

@@ -47,6 +47,13 @@ function sortedEnv(env: Record<string, string>): [string, string][] {
 const HEADER = "# Written by sbx; rewritten on every apply. Local changes are lost.";
 
 /**
+ * What every guest shell starts with: files only the guest can read (umask 077; the host user's ACL entries still
+ * apply where a directory has them), and a temp dir of its own, mode 700, instead of the machine's shared /tmp.
+ */
+const PRIVATE_SH = 'umask 077\n[ -d "$HOME/.tmp" ] || mkdir -m 700 "$HOME/.tmp"\nexport TMPDIR="$HOME/.tmp"';
+const PRIVATE_FISH = "umask 077\ntest -d $HOME/.tmp; or mkdir -m 700 $HOME/.tmp\nset -gx TMPDIR $HOME/.tmp";
+
+/**
  * The rc files for one shell kind. zsh: `.zshenv` (every zsh, including `zsh -c`) sets the env and PATH;
  * `.zprofile` puts ~/bin first again because macOS's /etc/zprofile runs path_helper, which moves system
  * dirs ahead of what .zshenv set (so /usr/bin/git would win over the shim); `.zshrc` sets the prompt.
@@ -62,7 +69,7 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
       // typeset -U keeps the first of each: the shims first, the agent launchers (lastDir) after everything else.
       const path = `typeset -U path\npath=(${shQuote(binDir)} $path${input.lastDir ? ` ${shQuote(input.lastDir)}` : ""})\nexport PATH`;
       return [
-        { path: ".zshenv", mode: 0o644, content: `${HEADER}\n# Read by every zsh: sbx's proxy and LLM variables, and the git/gh shims first on PATH.\n${exports}\n${path}\n` },
+        { path: ".zshenv", mode: 0o644, content: `${HEADER}\n# Read by every zsh: sbx's proxy and LLM variables, and the git/gh shims first on PATH.\n${exports}\n${path}\n${PRIVATE_SH}\n` },
         { path: ".zprofile", mode: 0o644, content: `${HEADER}\n# /etc/zprofile's path_helper reorders PATH for login shells: put the shims first again.\n${path}\n` },
         { path: ".zshrc", mode: 0o644, content: `${HEADER}\nPROMPT=${shQuote(`[sbx:${sandbox}] %~ %# `)}\n` },
       ];
@@ -73,7 +80,7 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
       const path = `case ":$PATH:" in *:${shQuote(binDir)}:*) ;; *) PATH=${shQuote(binDir)}:"$PATH" ;; esac\n${last}export PATH`;
       return [
         { path: ".bash_profile", mode: 0o644, content: `${HEADER}\n[ -f ~/.bashrc ] && . ~/.bashrc\n` },
-        { path: ".bashrc", mode: 0o644, content: `${HEADER}\n${exports}\n${path}\nPS1=${shQuote(`[sbx:${sandbox}] \\w \\$ `)}\n` },
+        { path: ".bashrc", mode: 0o644, content: `${HEADER}\n${exports}\n${path}\n${PRIVATE_SH}\nPS1=${shQuote(`[sbx:${sandbox}] \\w \\$ `)}\n` },
       ];
     }
     case "fish": {
@@ -82,7 +89,7 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
         {
           path: ".config/fish/conf.d/sbx.fish",
           mode: 0o644,
-          content: `${HEADER}\n${exports}\nfish_add_path --global --move --path ${fishQuote(binDir)}\n${input.lastDir ? `fish_add_path --global --append --path ${fishQuote(input.lastDir)}\n` : ""}`,
+          content: `${HEADER}\n${exports}\nfish_add_path --global --move --path ${fishQuote(binDir)}\n${input.lastDir ? `fish_add_path --global --append --path ${fishQuote(input.lastDir)}\n` : ""}${PRIVATE_FISH}\n`,
         },
       ];
     }

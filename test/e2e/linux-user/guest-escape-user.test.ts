@@ -159,6 +159,17 @@ except OSError as e: print('refused', e.errno)"`;
     }
   });
 
+  test("private-files: a guest's files are its own (umask 077) and its temp dir is its own (TMPDIR, mode 700), not the shared /tmp", () => {
+    // In its home the host user's default ACL entry still applies (the group bits show the ACL's mask); nobody else
+    // gets anything. In a dir without one (/tmp), the umask alone: 600.
+    const r = run('umask; echo "$TMPDIR"; stat -c "%a %U" "$TMPDIR"; : > "$TMPDIR/f"; stat -c "%A" "$TMPDIR/f"; f=/tmp/sbx-um-$$; : > $f; stat -c "%a" $f; rm -f $f');
+    const home = w.backend.home(w.backend.guest(spec));
+    const [umask, tmpdir, dirMode, homeFile, tmpFile] = r.out.trim().split("\n");
+    expect({ umask, tmpdir, dirMode }).toEqual({ umask: "0077", tmpdir: `${home}/.tmp`, dirMode: `700 ${w.backend.guest(spec)}` });
+    expect(homeFile!.slice(-3)).toBe("---");
+    expect(tmpFile).toBe("600");
+  });
+
   test("no-writes-outside: the guest writes its own home and clone, and nothing of the system's or the host's", () => {
     const own = run('touch "$HOME/ok" && echo home-ok');
     expect(own.out.trim()).toBe("home-ok");

@@ -1,5 +1,8 @@
 // Golden and table tests of the macOS renderers (pf anchor, sudoers, zsh rc, shims, plist) and of shared shell-rc provisioning.
 import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { anchorName, guestUser, parseAnchorName, parseGuestUser, pickId } from "../../../../src/drivers/macos/naming";
 import { renderPfAnchor, renderPrivilegedPlist, renderSudoers, renderZshRc } from "../../../../src/drivers/macos/render";
 import { sandboxEnv } from "../../../../src/sandboxes/env";
@@ -43,6 +46,23 @@ describe("sudoers rule", () => {
     expect(rules).toContain("Cmnd_Alias SBX_ALICE_PFLOG = /usr/sbin/tcpdump -l -n -e -ttt -i pflog0");
     expect(rules).toContain("alice ALL = (%sbx_alice) NOPASSWD: ALL");
     expect(rules.filter((r) => r.includes("(root)"))).toHaveLength(1);
+  });
+
+  test("as a guest, nothing of the person's environment is kept (macOS keeps SSH_AUTH_SOCK, DISPLAY, EDITOR…), and umask 077", () => {
+    const rules = renderSudoers({ hostUser: "alice", helperArgv: HELPER }).split("\n");
+    expect(rules).toContain("Defaults>%sbx_alice env_reset, !env_keep, !env_check, umask=0077, umask_override");
+  });
+
+  test.skipIf(!existsSync("/usr/sbin/visudo"))("a real visudo parses the rule (sudo's grammar is the Mac's)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sbx-sudoers-"));
+    try {
+      const file = join(dir, "sbx_alice");
+      writeFileSync(file, renderSudoers({ hostUser: "alice", helperArgv: HELPER }));
+      const r = Bun.spawnSync(["/usr/sbin/visudo", "-cf", file], { stdout: "pipe", stderr: "pipe" });
+      expect({ code: r.exitCode, out: (r.stdout.toString() + r.stderr.toString()).trim() }).toEqual({ code: 0, out: `${file}: parsed OK` });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test.each([
