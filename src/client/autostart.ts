@@ -1,9 +1,10 @@
 // Finds the daemon, or starts one in the background (detached, logging to paths.daemonLog) and waits for /health.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
 import { BUN_NO_CWD_CONFIG } from "../sys/bun-args";
 import { spawnDetached } from "../sys/exec";
+import { pidAlive } from "../sys/proc";
 import type { Paths } from "../sys/paths";
 import { DaemonClient } from "./client";
 
@@ -50,6 +51,16 @@ export interface ConnectOptions {
 /** The daemon's exit code when another daemon already holds its lock (SbxError "conflict"). */
 const EXIT_ANOTHER_DAEMON = 75;
 
+/** Whether a live process other than `ours` holds the daemon lock (`<runtime>/daemon.pid`, daemon/lock.ts). */
+function anotherHolds(paths: Paths, ours: number): boolean {
+  try {
+    const holder = Number.parseInt(readFileSync(join(paths.runtimeDir, "daemon.pid"), "utf8").trim(), 10);
+    return Number.isInteger(holder) && holder > 0 && holder !== ours && pidAlive(holder);
+  } catch {
+    return false;
+  }
+}
+
 /** A client of a daemon that answers /health, starting one if needed. */
 export async function connectDaemon(opts: ConnectOptions): Promise<DaemonClient> {
   const client = new DaemonClient(opts.paths.controlSocket);
@@ -74,9 +85,9 @@ export async function connectDaemon(opts: ConnectOptions): Promise<DaemonClient>
     if (exitCode !== null) {
       // It may have lost a race to another daemon that now answers.
       if (await client.health(500)) return client;
-      // 75: another daemon holds the lock (several sbx commands started one each at once): it is still starting,
-      // and answers soon. Wait for it as for our own.
-      if (exitCode === EXIT_ANOTHER_DAEMON) continue;
+      // 75 with the lock held by another live daemon: several sbx commands started one each at once, and the winner
+      // is still starting. Wait for it as for our own. (75 is also "a path in the way": then nobody holds the lock.)
+      if (exitCode === EXIT_ANOTHER_DAEMON && anotherHolds(opts.paths, pid)) continue;
       throw new SbxError("unavailable", `the sbx daemon exited at start (code ${exitCode})`, {
         hint: `See its log: ${opts.paths.daemonLog}`,
       });
