@@ -28,8 +28,9 @@ is_root() { [ "$(id -u)" = 0 ]; }
 # util-linux: the Linux user backend (setfacl, nft, useradd, setpriv); sudo: its no-sudo test;
 # gh: the host's gh, which the bridge runs for a sandbox's gh (with the token only it sees); fish, tmux, iproute2,
 # chromium: tests (fish shells, interactive sessions, network namespaces, the approvals dashboard in a real browser);
-# zsh: the macOS guests' rc files, run by a real zsh.
-PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh)
+# zsh: the macOS guests' rc files, run by a real zsh; nodejs, dnsutils: clients a Linux guest runs from the host in
+# the transparent-path tests (Node's fetch, dig).
+PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh nodejs dnsutils)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
