@@ -12,13 +12,12 @@
 // Paths are measured in interleaved rounds so load from other work falls on each alike; the load average and each
 // process's CPU per 100 MB are printed, since on a busy 2-core machine CPU per byte decides the ratio.
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer as createHttpServer } from "node:http";
 import { connect, createServer, type Socket } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { report, summarize } from "./lib";
+import { download as transferDown, lineReader, MB, serveTransfers, upload as transferUp } from "./transfer";
 
-const MB = 1024 * 1024;
 const SIZE = 100 * MB;
 const ROUNDS = Number(process.env.SBX_BENCH_ROUNDS ?? 7);
 const LATENCY_RUNS = 300;
@@ -28,36 +27,7 @@ const role = process.argv[2];
 // ── child roles ──────────────────────────────────────────────────────────
 
 if (role === "--servers") {
-  const chunk = Buffer.alloc(256 * 1024, 0x61);
-  // Download: sends SIZE bytes on every connection, then ends.
-  const down = createServer((s) => {
-    let left = SIZE;
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        if (!s.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void s.once("drain", pump);
-      }
-      s.end();
-    };
-    s.on("error", () => s.destroy());
-    pump();
-  });
-  // Upload: counts bytes and answers the count once SIZE have come (no half-close: squid's tunnels close both ways).
-  const up = createServer({ allowHalfOpen: true }, (s) => {
-    let n = 0;
-    s.on("data", (d) => {
-      n += d.length;
-      if (n === SIZE) s.write(String(n));
-    });
-    s.on("end", () => s.end());
-    s.on("error", () => s.destroy());
-  });
-  const web = createHttpServer((_req, res) => res.end("ok"));
-  const ports = await Promise.all(
-    [down, up, web].map((srv) => new Promise<number>((r) => srv.listen(0, "127.0.0.1", () => r((srv.address() as { port: number }).port)))),
-  );
-  console.log(JSON.stringify({ down: ports[0], up: ports[1], web: ports[2] }));
+  await serveTransfers(SIZE);
   await new Promise(() => {});
 }
 
@@ -94,23 +64,6 @@ if (role === "--proxy") {
 
 // ── the client ───────────────────────────────────────────────────────────
 
-/** Reads a child's stdout line by line; what follows a line in the same chunk is kept for the next call. */
-function lineReader(stream: ReadableStream<Uint8Array>): () => Promise<string> {
-  const reader = stream.getReader();
-  let text = "";
-  return async () => {
-    while (!text.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
-    const i = text.indexOf("\n");
-    const line = i < 0 ? text : text.slice(0, i);
-    text = i < 0 ? "" : text.slice(i + 1);
-    return line;
-  };
-}
-
 async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
   return lineReader(stream)();
 }
@@ -139,47 +92,8 @@ function open(port: number, via: number | string | null): Promise<{ s: Socket; r
   });
 }
 
-async function download(port: number, via: number | string | null): Promise<number> {
-  const { s, rest } = await open(port, via);
-  const t = performance.now();
-  let n = rest.length;
-  await new Promise<void>((resolve) => {
-    s.on("data", (d: Buffer) => (n += d.length));
-    s.on("end", () => resolve());
-    s.resume();
-  });
-  const ms = performance.now() - t;
-  s.destroy();
-  if (n !== SIZE) throw new Error(`downloaded ${n} bytes, expected ${SIZE}`);
-  return SIZE / MB / (ms / 1000);
-}
-
-async function upload(port: number, via: number | string | null): Promise<number> {
-  const { s } = await open(port, via);
-  const chunk = Buffer.alloc(256 * 1024, 0x62);
-  const t = performance.now();
-  const answer = new Promise<string>((resolve) => {
-    let out = "";
-    s.on("data", (d: Buffer) => {
-      out += d;
-      if (out.length >= String(SIZE).length) resolve(out);
-    });
-    s.on("end", () => resolve(out));
-    s.resume();
-  });
-  let left = SIZE;
-  while (left > 0) {
-    const n = Math.min(left, chunk.length);
-    left -= n;
-    if (!s.write(chunk.subarray(0, n))) await new Promise((r) => s.once("drain", r));
-  }
-  const got = await answer;
-  s.end();
-  const ms = performance.now() - t;
-  s.destroy();
-  if (got !== String(SIZE)) throw new Error(`server counted ${got}, expected ${SIZE}`);
-  return SIZE / MB / (ms / 1000);
-}
+const download = (port: number, via: number | string | null) => transferDown(() => open(port, via), SIZE);
+const upload = (port: number, via: number | string | null) => transferUp(() => open(port, via), SIZE);
 
 /** One small HTTP request on a fresh connection: direct, or as an absolute-URI request to the forwarder. */
 function small(port: number, via: number | null): Promise<number> {

@@ -8,14 +8,13 @@
 // (127.0.0.1:<port> for the proxy path, 0.0.0.0:<port> for the transparent one) and handed to the proxy.
 //
 // Run: bun bench/transparent.bench.ts [--json] (SBX_BENCH_ROUNDS=7).
-import { createServer as createHttpServer } from "node:http";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { report, summarize } from "./lib";
+import { download as transferDown, lineReader, MB, serveTransfers, upload as transferUp } from "./transfer";
 
-const MB = 1024 * 1024;
 const SIZE = 100 * MB;
 const ROUNDS = Number(process.env.SBX_BENCH_ROUNDS ?? 7);
 const LATENCY_RUNS = 300;
@@ -25,32 +24,7 @@ const NAME_ADDRESS = "127.77.0.2";
 const role = process.argv[2];
 
 if (role === "--servers") {
-  const chunk = Buffer.alloc(256 * 1024, 0x61);
-  const down = createServer((s) => {
-    let left = SIZE;
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        if (!s.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void s.once("drain", pump);
-      }
-      s.end();
-    };
-    s.on("error", () => s.destroy());
-    pump();
-  });
-  const up = createServer({ allowHalfOpen: true }, (s) => {
-    let n = 0;
-    s.on("data", (d) => {
-      n += d.length;
-      if (n === SIZE) s.write(String(n));
-    });
-    s.on("end", () => s.end());
-    s.on("error", () => s.destroy());
-  });
-  const web = createHttpServer((_req, res) => res.end("ok"));
-  const ports = await Promise.all([down, up, web].map((srv) => new Promise<number>((r) => srv.listen(0, "127.0.0.1", () => r((srv.address() as { port: number }).port)))));
-  console.log(JSON.stringify({ down: ports[0], up: ports[1], web: ports[2] }));
+  await serveTransfers(SIZE);
   await new Promise(() => {});
 }
 
@@ -108,46 +82,8 @@ function open(kind: "direct" | "proxy" | "transparent", port: number, via: numbe
   });
 }
 
-async function download(kind: "direct" | "proxy" | "transparent", port: number, via: number): Promise<number> {
-  const { s, rest } = await open(kind, port, via);
-  const t = performance.now();
-  let n = rest.length;
-  await new Promise<void>((resolve) => {
-    s.on("data", (d: Buffer) => (n += d.length));
-    s.on("end", () => resolve());
-    s.resume();
-  });
-  const ms = performance.now() - t;
-  s.destroy();
-  if (n !== SIZE) throw new Error(`${kind}: downloaded ${n} bytes, expected ${SIZE}`);
-  return SIZE / MB / (ms / 1000);
-}
-
-async function upload(kind: "direct" | "proxy" | "transparent", port: number, via: number): Promise<number> {
-  const { s } = await open(kind, port, via);
-  const chunk = Buffer.alloc(256 * 1024, 0x62);
-  const t = performance.now();
-  const answer = new Promise<string>((resolve) => {
-    let out = "";
-    s.on("data", (d: Buffer) => {
-      out += d;
-      if (out.length >= String(SIZE).length) resolve(out);
-    });
-    s.on("end", () => resolve(out));
-    s.resume();
-  });
-  let left = SIZE;
-  while (left > 0) {
-    const n = Math.min(left, chunk.length);
-    left -= n;
-    if (!s.write(chunk.subarray(0, n))) await new Promise((r) => s.once("drain", r));
-  }
-  const got = await answer;
-  const ms = performance.now() - t;
-  s.destroy();
-  if (got !== String(SIZE)) throw new Error(`${kind}: server counted ${got}, expected ${SIZE}`);
-  return SIZE / MB / (ms / 1000);
-}
+const download = (kind: "direct" | "proxy" | "transparent", port: number, via: number) => transferDown(() => open(kind, port, via), SIZE, kind);
+const upload = (kind: "direct" | "proxy" | "transparent", port: number, via: number) => transferUp(() => open(kind, port, via), SIZE, kind);
 
 /** One small HTTP request on a fresh connection: origin-form direct or transparent, absolute-form through the proxy. */
 function small(kind: "direct" | "proxy" | "transparent", port: number, via: number): Promise<number> {
@@ -174,17 +110,7 @@ function query(id: number, name: string): Uint8Array {
   return Uint8Array.from([id >> 8, id & 0xff, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, ...labels, 0, 0, 1, 0, 1]);
 }
 
-async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
-  const reader = stream.getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
-  return text.split("\n")[0]!;
-}
+const firstLine = (stream: ReadableStream<Uint8Array>) => lineReader(stream)();
 
 if (role === undefined || role === "--json") {
   const dir = mkdtempSync(join(tmpdir(), "sbxb-tp-"));

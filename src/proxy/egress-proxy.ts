@@ -710,55 +710,38 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   const listeners = new Set<NetServer>();
   let closing: Promise<void> | null = null;
+  /** Accepts on a listening socket handed over (its fd is the proxy's from now on); the returned close stops that. */
+  const acceptOn = (fd: number, onSocket: (s: Socket) => void): { close(): void } => {
+    if (closing) throw new Error("the proxy is closing");
+    // allowHalfOpen as the HTTP server's own sockets have it: a tunnel's client may end its side and still read.
+    const l = createNetServer({ allowHalfOpen: true }, (s) => {
+      s.setNoDelay(true);
+      onSocket(s);
+    });
+    l.on("error", () => l.close());
+    l.listen({ fd });
+    listeners.add(l);
+    return {
+      close() {
+        if (listeners.delete(l)) l.close();
+      },
+    };
+  };
   return {
     socketPath: opts.socketPath,
     sandbox,
     active: () => inFlight,
     serveListener(fd, lopts) {
-      if (closing) throw new Error("the proxy is closing");
       const pick = lopts?.transparentOf;
-      // allowHalfOpen as the HTTP server's own sockets have it: a tunnel's client may end its side and still read.
-      const l = createNetServer({ allowHalfOpen: true }, (s) => {
-        s.setNoDelay(true);
-        let to: TransparentTarget | null = null;
-        try {
-          to = pick ? pick(s) : null;
-        } catch {
-          to = null;
-        }
+      return acceptOn(fd, (s) => {
+        const to = pick ? targetOrNull(pick, s) : null;
         if (to !== null) return void transparent(s, to);
         server.emit("connection", s);
       });
-      l.on("error", () => l.close());
-      l.listen({ fd });
-      listeners.add(l);
-      return {
-        close() {
-          if (listeners.delete(l)) l.close();
-        },
-      };
     },
     serveTransparent(fd, targetOf) {
-      if (closing) throw new Error("the proxy is closing");
       const where = targetOf ?? ((s: Socket) => (s.localAddress && s.localPort ? { address: s.localAddress, port: s.localPort } : null));
-      const l = createNetServer({ allowHalfOpen: true }, (s) => {
-        s.setNoDelay(true);
-        let to: TransparentTarget | null;
-        try {
-          to = where(s);
-        } catch {
-          to = null;
-        }
-        transparent(s, to);
-      });
-      l.on("error", () => l.close());
-      l.listen({ fd });
-      listeners.add(l);
-      return {
-        close() {
-          if (listeners.delete(l)) l.close();
-        },
-      };
+      return acceptOn(fd, (s) => transparent(s, targetOrNull(where, s)));
     },
     close() {
       closing ??= new Promise<void>((resolveClose) => {
@@ -795,4 +778,13 @@ function plain(res: ServerResponse, status: number, body: string, headers: Recor
 export function blockedPhrase(targetText: string, command: string | null): string {
   const s = `sbx: ${targetText} is not allowed (${command ?? "it cannot be allowed"})`;
   return s.replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
+}
+
+/** Where a transparent connection was headed, or null when that cannot be told (a lookup that throws tells nothing). */
+function targetOrNull(of: (s: Socket) => TransparentTarget | null, s: Socket): TransparentTarget | null {
+  try {
+    return of(s);
+  } catch {
+    return null;
+  }
 }
