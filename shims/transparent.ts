@@ -25,6 +25,9 @@ export interface TransparentOptions {
 /** What the daemon said of a name: its address, or that it may have none (cached), or that the map is full (not). */
 type Known = string | "invalid";
 
+/** The most names this stub remembers (the daemon's own map holds at most 16,384). */
+const MAX_KNOWN = 20_000;
+
 /** The longest a DNS-over-TCP connection may stay open idle (a client sends its query at once). */
 const TCP_IDLE_MS = 10_000;
 
@@ -51,7 +54,8 @@ export function startTransparent(o: TransparentOptions): { stop(): void } {
         }
       })().then((k) => {
         asking.delete(name);
-        if (k !== null) known.set(name, k);
+        // Bounded: the daemon gives out at most 16,384 names; names it refused are kept only while there is room.
+        if (k !== null && (k !== "invalid" || known.size < MAX_KNOWN)) known.set(name, k);
         return k;
       });
       asking.set(name, p);

@@ -1,6 +1,8 @@
 // The egress proxy as a guard: one proxy per sandbox on its own socket, policy read from the store per request, decisions audited.
 // For Docker and linux-user sandboxes it also serves listen.sock, where the forwarder (in the sandbox, or the loopback
-// guard) hands over its 127.0.0.1:<port> listener so the proxy accepts on it itself.
+// guard) hands over its 127.0.0.1:<port> listener so the proxy accepts on it itself, and a container its transparent
+// path's 0.0.0.0 listeners. It keeps the sandbox's name map (the transparent path), and answers a Linux guest's DNS,
+// which the firewall redirects to UDP on the guest's proxy port.
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
