@@ -3,6 +3,7 @@
 // Phases: running = account + run-mode firewall (only 127.0.0.1:<proxyPort>); stopped = account + block-all
 // firewall and none of the guest's processes; absent = no account. Every command goes through the Exec.
 import { release } from "node:os";
+import { procMountsApart } from "../../sys/kernel";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
 import { GuestCgroups } from "./cgroup";
@@ -128,12 +129,6 @@ function transparentRule(spec: SandboxSpec): { transparent?: true } {
  * mount that fails stops the command (125): it never runs with the machine's /proc instead.
  */
 export const PROC_SCRIPT = 'mount -t proc -o hidepid=invisible,nosuid,nodev,noexec proc /proc || exit 125; exec "$@"';
-
-/** Whether this kernel gives each proc mount its own options (Linux 5.8: hidepid per mount, not per machine). */
-export function procMountsApart(release: string): boolean {
-  const m = /^(\d+)\.(\d+)/.exec(release);
-  return m !== null && (Number(m[1]) > 5 || (Number(m[1]) === 5 && Number(m[2]) >= 8));
-}
 
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";

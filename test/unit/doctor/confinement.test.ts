@@ -12,6 +12,11 @@ describe("guest confinement check", () => {
     expect(old.status).toBe("warn");
     expect(old.detail).toContain("Landlock ABI 4 (no socket or signal scoping: needs ABI 6, Linux 6.12)");
     expect(old.detail).toContain("a guest can still connect to abstract unix sockets");
+    expect(c.detail).toContain("each command sees only the guest's own processes");
+    // A kernel that cannot give each command its own /proc: a warning that says what a guest can see.
+    const shared = confinementCheck(7, true, false);
+    expect(shared.status).toBe("warn");
+    expect(shared.detail).toContain("a guest can list every process's argv on this machine");
     const none = confinementCheck(null, false);
     expect(none.status).toBe("fail");
     expect(none.detail).toStartWith("no Landlock; no seccomp filters: ");

@@ -1,7 +1,8 @@
 // LinuxUserBackend against FakeExec: the first apply's command transcript (golden), a no-op re-apply, stop and shellArgv.
 import { describe, expect, test } from "bun:test";
 import type { SandboxSpec } from "../../../../src/drivers/backend";
-import { LinuxUserBackend, PROC_SCRIPT, procMountsApart } from "../../../../src/drivers/linux-user/backend";
+import { LinuxUserBackend, PROC_SCRIPT } from "../../../../src/drivers/linux-user/backend";
+import { procMountsApart } from "../../../../src/sys/kernel";
 import { FakeExec } from "../../../fakes/exec";
 import { golden } from "./golden";
 
