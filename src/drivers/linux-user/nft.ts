@@ -126,43 +126,29 @@ export function renderSandbox(r: SandboxRules, table = DEFAULT_TABLE): string {
   rules.push(`limit rate 10/second burst 20 packets log prefix "${logPrefix(r.uid)}" level warn`);
   rules.push(`reject with icmpx admin-prohibited comment "${marker(r)}"`);
   return [
+    ...chainAndElement(table, chain, rules, "guests", r.uid),
+    ...chainAndElement(table, inChain, inRules, "guests_in", r.uid),
+    ...chainAndElement(table, natChain, natRules, "guests_nat", r.uid),
+    ``,
+  ].join("\n");
+}
+
+/**
+ * One chain declared, flushed and refilled with `rules` (none: left empty), and the element of `map` that jumps to it
+ * added, deleted and added again (nft 1.0.6 has no `destroy`): loading it twice converges to the same state.
+ */
+function chainAndElement(table: string, chain: string, rules: readonly string[], map: string, key: number): string[] {
+  return [
     `table inet ${table} {`,
     `\tchain ${chain} {`,
     `\t}`,
     `}`,
     `flush chain inet ${table} ${chain}`,
-    `table inet ${table} {`,
-    `\tchain ${chain} {`,
-    ...rules.map((l) => `\t\t${l}`),
-    `\t}`,
-    `}`,
-    `add element inet ${table} guests { ${r.uid} : jump ${chain} }`,
-    `delete element inet ${table} guests { ${r.uid} }`,
-    `add element inet ${table} guests { ${r.uid} : jump ${chain} }`,
-    `table inet ${table} {`,
-    `\tchain ${inChain} {`,
-    `\t}`,
-    `}`,
-    `flush chain inet ${table} ${inChain}`,
-    `table inet ${table} {`,
-    `\tchain ${inChain} {`,
-    ...inRules.map((l) => `\t\t${l}`),
-    `\t}`,
-    `}`,
-    `add element inet ${table} guests_in { ${r.uid} : jump ${inChain} }`,
-    `delete element inet ${table} guests_in { ${r.uid} }`,
-    `add element inet ${table} guests_in { ${r.uid} : jump ${inChain} }`,
-    `table inet ${table} {`,
-    `\tchain ${natChain} {`,
-    `\t}`,
-    `}`,
-    `flush chain inet ${table} ${natChain}`,
-    ...(natRules.length ? [`table inet ${table} {`, `\tchain ${natChain} {`, ...natRules.map((l) => `\t\t${l}`), `\t}`, `}`] : []),
-    `add element inet ${table} guests_nat { ${r.uid} : jump ${natChain} }`,
-    `delete element inet ${table} guests_nat { ${r.uid} }`,
-    `add element inet ${table} guests_nat { ${r.uid} : jump ${natChain} }`,
-    ``,
-  ].join("\n");
+    ...(rules.length ? [`table inet ${table} {`, `\tchain ${chain} {`, ...rules.map((l) => `\t\t${l}`), `\t}`, `}`] : []),
+    `add element inet ${table} ${map} { ${key} : jump ${chain} }`,
+    `delete element inet ${table} ${map} { ${key} }`,
+    `add element inet ${table} ${map} { ${key} : jump ${chain} }`,
+  ];
 }
 
 /** The nat chain of a sandbox (the transparent path's redirects of its guest's DNS and named connections). */
