@@ -30,6 +30,8 @@ export interface Faults {
   sysadminctlHalfway?: { exitCode: number };
   /** `pfctl -E` fails (MDM, another firewall). */
   pfEnableFails?: boolean;
+  /** pgrep -U still finds a killed process this many more times (a zombie until init reaps it; Infinity: stuck). */
+  lingering?: number;
 }
 
 const HOST = "alice";
@@ -64,7 +66,14 @@ export class FakeMac {
   readonly directoryUsers = new Map<string, number>();
   readonly directoryGroups = new Map<string, number>();
   pf = { enabled: false, tokens: new Set<string>(), anchors: new Map<number, string>(), next: 18446742069906624000n, pflog: false };
+  /** Users with processes running (pkill/pgrep -U by their UID). */
   procs = new Set<string>();
+  /** UIDs whose launchd domain holds agents or jobs the guest loaded (launchctl bootout user/<uid>). */
+  launchd = new Set<number>();
+  /** Crontabs by user. */
+  crontabs = new Map<string, string>();
+  /** UIDs of deleted accounts, by their old name: files keep their numeric owner after the account goes. */
+  readonly formerUids = new Map<string, number>();
   /** The host repo's refs, the mirror's objects (oids) and fetches, each clone's refs (by workspace path). */
   repo = {
     host: new Map<string, string>([["refs/heads/main", "1".repeat(40)], ["refs/remotes/origin/main", "1".repeat(40)]]),
@@ -86,6 +95,8 @@ export class FakeMac {
     this.mk("/Users/alice/src/demo/.git", "dir", 0o755, HOST);
     this.mk("/private/var", "dir", 0o755, "root");
     this.mk("/private/var/db", "dir", 0o755, "root");
+    this.mk("/private/tmp", "dir", 0o1777, "root");
+    this.mk("/private/var/folders", "dir", 0o755, "root");
     this.mk("/tmp/sbx-501", "dir", 0o700, HOST);
     this.mk("/tmp/sbx-501/sb", "dir", 0o700, HOST);
     this.exec.always(() => true, (argv, opts) => this.answer(argv, typeof opts.stdin === "string" ? opts.stdin : ""));
@@ -129,6 +140,8 @@ export class FakeMac {
       shareRoot: "/private/var/sbx",
       usersDir: "/Users",
       secret,
+      tmpRoots: ["/private/tmp", "/private/var/folders"],
+      sleep: async () => {},
     };
     return new MacosBackend({
       exec: this.exec,
@@ -245,11 +258,35 @@ export class FakeMac {
         return this.ok(`${a[1] === "%Su" ? n.owner : n.mode.toString(8)}\n`);
       }
       case "pkill": {
-        const u = a[2]!;
-        if (!this.procs.has(u)) return { exitCode: 1 };
+        // pkill -KILL -U <uid>: only root may signal another user's processes.
+        const u = this.userOfUid(Number(a[2]));
+        if (u === null || !this.procs.has(u)) return { exitCode: 1 };
+        if (actor !== "root" && actor !== u) return this.fail("pkill: Operation not permitted");
         this.procs.delete(u);
         return this.ok();
       }
+      case "pgrep": {
+        if ((this.faults.lingering ?? 0) > 0) {
+          this.faults.lingering! -= 1;
+          return this.ok("4242\n");
+        }
+        const u = this.userOfUid(Number(a[1]));
+        return u !== null && this.procs.has(u) ? this.ok("4242\n") : { exitCode: 1 };
+      }
+      case "launchctl": {
+        // bootout user/<uid>: root only; exit 0 when there was a domain with something in it.
+        if (a[0] !== "bootout" || !/^user\/\d+$/.test(a[1]!)) throw new Error(`fake mac: launchctl ${a.join(" ")}`);
+        if (actor !== "root") return this.fail("Boot-out failed: 1: Operation not permitted", 1);
+        const uid = Number(a[1]!.slice(5));
+        return this.launchd.delete(uid) ? this.ok() : this.fail("Boot-out failed: 3: No such process", 3);
+      }
+      case "crontab": {
+        // crontab -u <user> -r: root only.
+        if (actor !== "root") return this.fail("crontab: must be privileged to use -u");
+        return this.crontabs.delete(a[1]!) ? this.ok() : this.fail(`crontab: no crontab for ${a[1]}`);
+      }
+      case "find":
+        return this.find(a);
       case "git":
         return this.git(a, actor, stdin);
       case "pfctl":
@@ -284,6 +321,12 @@ export class FakeMac {
       const dst = a[a.length - 1]!;
       const src = a[a.length - 2]!;
       if (!this.files.has(src)) return this.fail(`fatal: repository '${src}' does not exist`, 128);
+      // git >= 2.39.4 refuses another user's repo in the upload-pack of a local clone, unless that upload-pack is told
+      // the repo is safe (`-c safe.directory=` on clone itself does not reach it).
+      const up = a.includes("--upload-pack") ? a[a.indexOf("--upload-pack") + 1]! : "";
+      if (this.files.get(src)!.owner !== who && !up.includes(`safe.directory='${src}'`)) {
+        return this.fail(`fatal: detected dubious ownership in repository at '${src}'\nfatal: Could not read from remote repository.`, 128);
+      }
       if (a.includes("--mirror")) {
         this.mk(dst, "dir", 0o755, who);
         for (const [ref, oid] of this.repo.host) if (ref.startsWith("refs/heads/")) this.repo.mirrorObjects.add(oid);
@@ -328,6 +371,33 @@ export class FakeMac {
       return this.ok();
     }
     throw new Error(`fake mac: git ${a.join(" ")}`);
+  }
+
+  private userOfUid(uid: number): string | null {
+    for (const [n, u] of this.users) if (u.uid === uid) return n;
+    return null;
+  }
+
+  /** find <roots…> -xdev -user <uid> (-delete | -print): files keep the numeric owner of a deleted account. */
+  private find(a: string[]): Reply {
+    const i = a.indexOf("-xdev");
+    const roots = a.slice(0, i);
+    const uid = Number(a[a.indexOf("-user") + 1]);
+    const ownerUid = (n: Node) => this.users.get(n.owner)?.uid ?? this.formerUids.get(n.owner);
+    const hits = [...this.files.keys()]
+      .filter((k) => roots.some((r) => k.startsWith(`${r}/`)) && ownerUid(this.files.get(k)!) === uid)
+      .sort()
+      .reverse(); // depth first, as -delete goes
+    if (a.includes("-delete")) {
+      for (const k of hits) {
+        const node = this.files.get(k)!;
+        // A dir holding someone else's files stays (rmdir fails), as with the real -delete.
+        if (node.kind === "dir" && [...this.files.keys()].some((x) => x.startsWith(`${k}/`))) continue;
+        this.files.delete(k);
+      }
+      return this.ok();
+    }
+    return this.ok(hits.sort().map((k) => `${k}\n`).join(""));
   }
 
   private dscl(a: string[]): Reply {
@@ -377,7 +447,10 @@ export class FakeMac {
     }
     if (verb === "-delete") {
       if (!u) return this.fail("eDSRecordNotFound", 56);
-      if (rest.length === 0) this.users.delete(name!);
+      if (rest.length === 0) {
+        this.formerUids.set(name!, u.uid);
+        this.users.delete(name!);
+      }
       else if (!u.attrs.delete(rest[0]!)) return this.fail("eDSAttributeNotFound", 56);
       return this.ok();
     }
@@ -400,6 +473,8 @@ export class FakeMac {
       return this.ok();
     }
     if (a[0] === "-deleteUser") {
+      const gone = this.users.get(a[1]!);
+      if (gone) this.formerUids.set(a[1]!, gone.uid);
       this.users.delete(a[1]!);
       for (const k of [...this.files.keys()]) if (k === `/Users/${a[1]}` || k.startsWith(`/Users/${a[1]}/`)) this.files.delete(k);
       return this.ok();
@@ -496,10 +571,13 @@ export function isMutating(argv0: readonly string[]): boolean {
       return argv.includes("-E") || argv.includes("-X") || argv.includes("-f") || argv.includes("-F");
     case "ifconfig":
       return argv.includes("create");
+    case "find":
+      return argv.includes("-delete");
     case "ls":
     case "cat":
     case "test":
     case "stat":
+    case "pgrep":
       return false;
     default:
       return true;

@@ -15,10 +15,11 @@ import type { AgentPlace } from "../driver";
 import { renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
-import { BIN, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, shareDir, sudoRoot, type RootRunner } from "./privileged";
+import { BIN, DEFAULT_ROOT_CONTEXT, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, heldDir, shareDir, sudoRoot, type RootRunner } from "./privileged";
 import { kitHelperArgv, kitPaths, requireKit, type KitPaths } from "./install";
 import { mirrorFetchArgv } from "./refs";
-import { renderZshRc } from "./render";
+import { renderSeatbelt, renderZshRc } from "./render";
+import { shQuote } from "../../core/sh";
 
 /** What the guest gets on the host's read-only mirror (alternates) — read, never write. */
 export const MIRROR_PERMS = ["list", "search", "readattr", "readextattr", "readsecurity", "file_inherit", "directory_inherit"];
@@ -38,6 +39,8 @@ export interface MacosBackendConfig {
   uidRange?: IdRange;
   usersDir?: string;
   shareRoot?: string;
+  /** The root helper's state dir (its `held/` UIDs are readable by everyone); /private/var/db/sbx by default. */
+  stateDir?: string;
   /** Checked before apply changes anything (the installed kit, on a real Mac); throws with what to do. */
   preflight?: () => void;
 }
@@ -152,6 +155,12 @@ export class MacosBackend implements Backend {
     return parseDsclList((await this.run([BIN.dscl, ".", "-list", "/Users", "UniqueID"])).stdout);
   }
 
+  /** runs: ls <stateDir>/held */
+  private async heldUids(): Promise<number[]> {
+    const r = await this.run([BIN.ls, heldDir({ stateDir: this.cfg.stateDir ?? DEFAULT_ROOT_CONTEXT.stateDir })], { check: false });
+    return r.exitCode === 0 ? r.stdout.split("\n").filter((l) => /^\d+$/.test(l.trim())).map(Number) : [];
+  }
+
   async apply(spec: SandboxSpec): Promise<Change> {
     const c = this.ctx(spec);
     this.cfg.preflight?.();
@@ -174,6 +183,8 @@ export class MacosBackend implements Backend {
     // IDs held in any directory node (a network account's UID would own the guest's files), not only the local one.
     const search = async (kind: string, attr: string) => parseDsclList((await this.run([BIN.dscl, "/Search", "-list", kind, attr], { check: false })).stdout);
     const taken = new Set<number>([...users.values(), ...groups.values(), ...(await search("/Users", "UniqueID")).values(), ...(await search("/Groups", "PrimaryGroupID")).values()]);
+    // UIDs whose files outlived their account (the root helper holds them until they are gone): a new guest would own them.
+    for (const uid of await this.heldUids()) taken.add(uid);
     const gid = groups.get(hostGroup(this.host)) ?? pickId(taken, this.range, "group id");
     taken.add(gid);
     did(await this.root.run({ op: "ensure-group", gid }));
@@ -203,6 +214,11 @@ export class MacosBackend implements Backend {
       home !== null && home.mode === 0o700 && (home.flags ?? "").split(",").includes("hidden") && aclGrants(home.acl, `user:${this.host}`, HOST_HOME_PERMS);
     if (!homeOk) did(await this.root.run({ op: "secure-home", user: c.guest }));
 
+    // The guards before anything runs as the guest (its clone and provisioning included): pf on with our token, the
+    // anchor loaded. Checked on every apply.
+    did(await this.root.run({ op: "pf-enable", uid }));
+    did(await this.root.run({ op: "pf-load", user: c.guest, uid, port: c.port }));
+
     // The read-only path: a host-owned mirror outside the host's home; the guest may only read it.
     did(await this.root.run({ op: "ensure-share" }));
     // Made empty and filled with the person's branches only: a `clone --mirror` would copy every ref, other
@@ -217,7 +233,11 @@ export class MacosBackend implements Backend {
 
     // Workspace: the guest's own shared clone of the mirror (alternates → the mirror's objects).
     if ((await this.asGuest(c.guest, [BIN.test, "-d", `${c.workspace}/.git`], { check: false })).exitCode !== 0) {
-      await this.asGuest(c.guest, [BIN.git, "clone", "--quiet", "--shared", "--", c.mirror, c.workspace]);
+      // The mirror is the host user's, and git (>= 2.39.4; Apple's is 2.39.5) refuses to clone another user's repo
+      // ("dubious ownership") in the upload-pack it runs for a local clone; `-c safe.directory` on clone does not reach
+      // it, the upload-pack command does. Only this one read: afterwards the clone reaches the mirror through its
+      // alternates, which git reads without the check.
+      await this.asGuest(c.guest, [BIN.git, "clone", "--quiet", "--shared", "--upload-pack", `${BIN.git} -c safe.directory=${shQuote(c.mirror)} upload-pack`, "--", c.mirror, c.workspace]);
       changed = true;
     }
 
@@ -227,9 +247,6 @@ export class MacosBackend implements Backend {
     // Bridge socket: only this guest may traverse to it and connect.
     if (await this.grantSockets(c)) changed = true;
 
-    // Guards last but always checked: pf on with our token, the anchor loaded.
-    did(await this.root.run({ op: "pf-enable", uid }));
-    did(await this.root.run({ op: "pf-load", user: c.guest, uid, port: c.port }));
     return { changed };
   }
 
@@ -372,7 +389,11 @@ export class MacosBackend implements Backend {
     return { changed };
   }
 
-  /** runs: dscl . -read /Users/<guest> UserShell; then (root) dscl . -create … UserShell /usr/bin/false; pkill -KILL -u <guest> */
+  /**
+   * No new logins (shell false), then everything of the guest ended: its launchd domain, its crontab, every process
+   * (waited for). The account, clone and pf rules stay (fail-closed).
+   * runs: dscl . -read /Users/<guest> UserShell; then (root) dscl . -create … UserShell /usr/bin/false; launchctl bootout user/<uid>; crontab -u <guest> -r; pkill/pgrep -U <uid>
+   */
   async stop(spec: SandboxSpec): Promise<Change> {
     const guest = guestUser(this.host, spec.id);
     const r = await this.run([BIN.dscl, ".", "-read", `/Users/${guest}`, "UserShell"], { check: false });
@@ -503,11 +524,18 @@ export class MacosBackend implements Backend {
     return { removed };
   }
 
-  /** `sudo -n -H -u <guest> -i -- env K=V… sh -c 'cd … && exec …'`: spawned by sbx under its own PTY. Pure. */
+  /**
+   * A session of the guest's own, spawned by sbx under its own PTY. Pure.
+   * runs: sudo -n /usr/bin/su - <guest> -f -c 'umask 077; [ulimit -u N;] cd -- <dir> && exec sandbox-exec -p <profile> env K=V… <cmd>'
+   *
+   * `su -` as root (pam_launchd) puts the guest in a login session and bootstrap namespace of its own: `sudo -u` keeps
+   * the caller's, where `open`, LaunchServices and the pasteboard act as the person, outside pf's uid rule. `-f` goes to
+   * the guest's shell (zsh: no rc file of the guest's runs before the profile is in force); su - keeps none of the
+   * person's environment. The Seatbelt profile (render.ts) is inline, so no file a guest could change.
+   */
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
-    const guest = guestUser(this.host, spec.id);
-    const ws = `${this.usersDir}/${guest}/${basename(spec.repo)}`;
-    const cwd = req.cwd === spec.repo ? ws : req.cwd.startsWith(`${spec.repo}/`) ? ws + req.cwd.slice(spec.repo.length) : ws;
+    const c = this.ctx(spec);
+    const cwd = req.cwd === spec.repo ? c.workspace : req.cwd.startsWith(`${spec.repo}/`) ? c.workspace + req.cwd.slice(spec.repo.length) : c.workspace;
     const env = Object.entries(req.env)
       .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
       .sort(([a], [b]) => (a < b ? -1 : 1))
@@ -517,10 +545,13 @@ export class MacosBackend implements Backend {
     // this sandbox's alone); the guest cannot raise it again. macOS enforces no memory rlimit and has no CPU quota.
     const pids = spec.limits?.pids;
     const limit = typeof pids === "number" ? `ulimit -u ${pids} || exit 125; ` : "";
-    return [
-      BIN.sudo, "-n", "-H", "-u", guest, "-i", "--",
-      "/usr/bin/env", ...env,
-      "/bin/sh", "-c", `${limit}cd -- "$1" || exit 1; shift; exec "$@"`, "sbx-enter", cwd, ...cmd,
-    ];
+    const profile = renderSeatbelt({ port: c.port, sockets: [realPath(spec.sockets.bridge)], home: c.home });
+    const run = [BIN.sandboxExec, "-p", profile, "/usr/bin/env", ...env, ...cmd].map(shQuote).join(" ");
+    return [BIN.sudo, "-n", BIN.su, "-", c.guest, "-f", "-c", `umask 077; ${limit}cd -- ${shQuote(cwd)} || exit 1; exec ${run}`];
   }
+}
+
+/** A path as macOS's kernel names it (what Seatbelt matches): /tmp, /var and /etc are links into /private. Pure. */
+export function realPath(p: string): string {
+  return /^\/(tmp|var|etc)(\/|$)/.test(p) ? `/private${p}` : p;
 }

@@ -2,6 +2,11 @@
 /** Absolute paths of every program the backend runs: root never resolves names through a PATH. */
 export const BIN = {
   sudo: "/usr/bin/sudo",
+  su: "/usr/bin/su",
+  sandboxExec: "/usr/bin/sandbox-exec",
+  crontab: "/usr/bin/crontab",
+  pgrep: "/usr/bin/pgrep",
+  find: "/usr/bin/find",
   dscl: "/usr/bin/dscl",
   sysadminctl: "/usr/sbin/sysadminctl",
   createhomedir: "/usr/sbin/createhomedir",

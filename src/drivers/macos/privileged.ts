@@ -72,6 +72,10 @@ export interface RootContext {
   usersDir: string;
   /** A throwaway password for sysadminctl (replaced by `*` at once). */
   secret: () => string;
+  /** Shared dirs where a guest leaves files outside its home (temp dirs, per-user caches): swept when it is deleted. */
+  tmpRoots: readonly string[];
+  /** Waits between looks for a guest's last processes (tests: no wait). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export const DEFAULT_ROOT_CONTEXT: Omit<RootContext, "hostUser"> = {
@@ -80,7 +84,13 @@ export const DEFAULT_ROOT_CONTEXT: Omit<RootContext, "hostUser"> = {
   shareRoot: "/private/var/sbx",
   usersDir: "/Users",
   secret: () => randomBytes(24).toString("base64url"),
+  tmpRoots: ["/private/tmp", "/private/var/tmp", "/private/var/folders", "/Users/Shared"],
 };
+
+/** Root-owned, world-readable: one empty file per UID whose files outlived its account (never given out again until they are gone). */
+export function heldDir(ctx: Pick<RootContext, "stateDir">): string {
+  return `${ctx.stateDir}/held`;
+}
 
 const unchanged = (out = ""): RootResult => ({ changed: false, out });
 const changed = (out = ""): RootResult => ({ changed: true, out });
@@ -200,6 +210,7 @@ class Ops {
     if (holder !== undefined) {
       throw new SbxError("conflict", `UID ${op.uid} is already used by ${holder}`, { hint: "Another account took this UID meanwhile; retry and sbx picks a free one." });
     }
+    await this.refuseHeld(op.uid);
     const home = `${this.ctx.usersDir}/${u}`;
     // sysadminctl has been seen to exit 0 after failing; the record is verified below instead.
     const add = await this.run(
@@ -248,26 +259,86 @@ class Ops {
     return changed();
   }
 
-  /** runs: pkill -KILL -u <u> */
-  async killUser(u0: string): Promise<RootResult> {
+  /**
+   * Ends everything the guest runs, in the order that leaves it nothing to come back with: its launchd domain (agents
+   * and jobs it loaded) booted out, its crontab removed, then every process killed until none is left (a killed
+   * process's pid lingers until it is reaped). The account and pf stay.
+   * runs: dscl . -read /Users/<u> UniqueID; launchctl bootout user/<uid>; crontab -u <u> -r; pkill -KILL -U <uid>; pgrep -U <uid> (until empty)
+   */
+  async endUser(u0: string): Promise<RootResult> {
     const u = this.mine(u0);
-    const r = await this.run([BIN.pkill, "-KILL", "-u", u], { check: false });
-    return r.exitCode === 0 ? changed() : unchanged();
+    const rec = await this.run([BIN.dscl, ".", "-read", `/Users/${u}`, "UniqueID"], { check: false });
+    if (rec.exitCode !== 0) return unchanged();
+    const uid = this.range(Number(parseDsclRecord(rec.stdout).get("UniqueID")), "UID");
+    let did = false;
+    // Exit 0 only when there was a domain (or a crontab) to remove.
+    if ((await this.run([BIN.launchctl, "bootout", `user/${uid}`], { check: false })).exitCode === 0) did = true;
+    if ((await this.run([BIN.crontab, "-u", u, "-r"], { check: false })).exitCode === 0) did = true;
+    const sleep = this.ctx.sleep ?? ((ms: number) => Bun.sleep(ms));
+    for (let i = 0; ; i++) {
+      if ((await this.run([BIN.pkill, "-KILL", "-U", String(uid)], { check: false })).exitCode === 0) did = true;
+      const left = await this.run([BIN.pgrep, "-U", String(uid)], { check: false });
+      if (left.exitCode !== 0) break;
+      if (i >= 100) {
+        throw new SbxError("unavailable", `${u} still has processes after SIGKILL (${left.stdout.trim().split("\n").join(", ")})`, {
+          hint: "They may be stuck in the kernel (a hung mount?). `ps -U <uid>` shows them; sbx keeps the account and its firewall until they are gone.",
+        });
+      }
+      await sleep(100);
+    }
+    return did ? changed() : unchanged();
   }
 
-  /** runs: sysadminctl -deleteUser <u>; dscl . -delete /Users/<u> (if sysadminctl left it); rm -rf /Users/<u> */
+  /**
+   * The account, its home, and what its UID still owns in the shared temp dirs (a next guest with the same UID would
+   * own it). A UID whose files cannot all be removed is held: never given out again until they are gone.
+   * runs: sysadminctl -deleteUser <u>; dscl . -delete /Users/<u> (if sysadminctl left it); rm -rf /Users/<u>;
+   *       find <tmp roots> -xdev -user <uid> -delete; find … -print (any left: tee <held>/<uid>)
+   */
   async deleteUser(u0: string): Promise<RootResult> {
     const u = this.mine(u0);
     const home = `${this.ctx.usersDir}/${u}`;
     const read = () => this.run([BIN.dscl, ".", "-read", `/Users/${u}`, "UniqueID"], { check: false });
-    const existed = (await read()).exitCode === 0;
+    const first = await read();
+    const existed = first.exitCode === 0;
+    const uid = existed ? Number(parseDsclRecord(first.stdout).get("UniqueID")) : null;
     if (existed) {
       await this.run([BIN.sysadminctl, "-deleteUser", u], { check: false });
       if ((await read()).exitCode === 0) await this.run([BIN.dscl, ".", "-delete", `/Users/${u}`]);
     }
     const homeLeft = (await this.run([BIN.test, "-e", home], { check: false })).exitCode === 0;
     if (homeLeft) await this.run([BIN.rm, "-rf", home]);
+    if (uid !== null && inRange(uid, this.ctx.uidRange)) {
+      const left = await this.sweep(uid);
+      if (left.length > 0) {
+        await this.run([BIN.mkdir, "-p", "-m", "755", heldDir(this.ctx)]);
+        await this.run([BIN.tee, `${heldDir(this.ctx)}/${uid}`], { stdin: left.slice(0, 20).join("\n") + "\n" });
+      }
+    }
     return existed || homeLeft ? changed() : unchanged();
+  }
+
+  /** Removes what the UID owns in the shared temp dirs; returns what is left. runs: find <roots> -xdev -user <uid> -delete; find <roots> -xdev -user <uid> -print */
+  private async sweep(uid: number): Promise<string[]> {
+    const roots = [];
+    for (const r of this.ctx.tmpRoots) if ((await this.run([BIN.test, "-d", r], { check: false })).exitCode === 0) roots.push(r);
+    if (roots.length === 0) return [];
+    await this.run([BIN.find, ...roots, "-xdev", "-user", String(uid), "-delete"], { check: false });
+    const r = await this.run([BIN.find, ...roots, "-xdev", "-user", String(uid), "-print"], { check: false });
+    return r.stdout.split("\n").filter((l) => l !== "");
+  }
+
+  /** A held UID is given out again only once a sweep finds nothing of it. runs: test -e <held>/<uid>; (sweep); rm -f <held>/<uid> */
+  private async refuseHeld(uid: number): Promise<void> {
+    const f = `${heldDir(this.ctx)}/${uid}`;
+    if ((await this.run([BIN.test, "-e", f], { check: false })).exitCode !== 0) return;
+    const left = await this.sweep(uid);
+    if (left.length > 0) {
+      throw new SbxError("conflict", `UID ${uid} still owns files of a removed sandbox (${left.slice(0, 3).join(", ")}${left.length > 3 ? ", …" : ""})`, {
+        hint: "sbx does not give it to a new sandbox until they are gone; retry and it picks another UID.",
+      });
+    }
+    await this.run([BIN.rm, "-f", f]);
   }
 
   private async pfStatus(): Promise<{ enabled: boolean; tokens: string[] }> {
@@ -424,7 +495,7 @@ export async function runRootOp(exec: Exec, ctx: RootContext, raw: unknown): Pro
     case "secure-home":
       return o.secureHome(op.user);
     case "kill-user":
-      return o.killUser(op.user);
+      return o.endUser(op.user);
     case "delete-user":
       return o.deleteUser(op.user);
     case "pf-enable":

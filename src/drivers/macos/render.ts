@@ -3,7 +3,10 @@ import anchorTemplate from "../../../pf/sandbox.anchor.tmpl" with { type: "text"
 import plistTemplate from "../../../launchd/sbx-privileged.plist.tmpl" with { type: "text" };
 import { renderShellRc, type HomeFile } from "../provision/provision";
 import { MONITOR_ARGV } from "./monitor";
-import { anchorName, hostGroup, hostTag } from "./naming";
+import { BIN } from "./bin";
+import { anchorName, guestPrefix, hostGroup, hostTag } from "./naming";
+
+const SU = BIN.su;
 
 function fill(template: string, vars: Record<string, string>): string {
   return template.replace(/\{\{(\w+)\}\}/g, (_, k: string) => {
@@ -63,18 +66,22 @@ export function renderSudoers(input: SudoersInput): string {
     if (!SUDOERS_WORD.test(a)) throw new Error(`render: helper path '${a}' has characters sudoers would misread`);
   }
   const alias = `SBX_${hostTag(input.hostUser).toUpperCase()}_HELPER`;
+  const session = alias.replace(/_HELPER$/, "_SESSION");
   return [
     `# sbx: ${input.hostUser} may run sbx's root helper (creates/removes its sandbox users, loads their pf anchors,`,
     `# makes pflog0 where the Mac has none) and read pflog0 with tcpdump, and may run commands as its own sandbox`,
-    `# users (group ${hostGroup(input.hostUser)}), never as anyone else.`,
+    `# users (group ${hostGroup(input.hostUser)}), never as anyone else. A sandbox's sessions start through \`su -\` as root, the`,
+    `# one way to give the sandbox user a login session of its own (pam_launchd: its own bootstrap namespace, so`,
+    `# \`open\` and the pasteboard are not the person's); su - keeps nothing of the environment.`,
     `# Written by \`sbx service install\` to /etc/sudoers.d/sbx_${hostTag(input.hostUser)}; validate with \`visudo -cf <file>\`.`,
     `Cmnd_Alias ${alias} = ${input.helperArgv.map(sudoersEscape).join(" ")} *`,
     `Cmnd_Alias ${alias.replace(/_HELPER$/, "_PFLOG")} = ${MONITOR_ARGV.join(" ")}`,
+    `Cmnd_Alias ${session} = ${SU} - ${guestPrefix(input.hostUser)}* -f -c *`,
     `Defaults!${alias} env_reset`,
     // As a sandbox user: nothing of the person's environment (macOS keeps SSH_AUTH_SOCK, DISPLAY, XAUTHORITY, EDITOR
     // and more by default), sbx passes what the guest gets; and files only the guest can read.
     `Defaults>%${hostGroup(input.hostUser)} env_reset, !env_keep, !env_check, umask=0077, umask_override`,
-    `${input.hostUser} ALL = (root) NOPASSWD: ${alias}, ${alias.replace(/_HELPER$/, "_PFLOG")}`,
+    `${input.hostUser} ALL = (root) NOPASSWD: ${alias}, ${alias.replace(/_HELPER$/, "_PFLOG")}, ${session}`,
     `${input.hostUser} ALL = (%${hostGroup(input.hostUser)}) NOPASSWD: ALL`,
     "",
   ].join("\n");
@@ -112,4 +119,63 @@ export function renderPrivilegedPlist(input: PlistInput): string {
     args: args.map((a) => `    <string>${xmlEscape(a)}</string>`).join("\n"),
     log: xmlEscape(input.log),
   });
+}
+
+export interface SeatbeltInput {
+  /** The sandbox's proxy port on the loopback: the one address its sockets may reach. */
+  port: number;
+  /** Real paths (no symlink in them: /private/tmp, not /tmp) of the unix sockets it may connect to (the bridge). */
+  sockets: readonly string[];
+  /** The guest's home: its own unix sockets (tmux, agents) may live below it. */
+  home: string;
+}
+
+/** Mach services a guest must not reach: they act for whoever asks, outside pf's uid rule and the guest's session. */
+export const SEATBELT_DENIED_SERVICES = [
+  "com.apple.coreservices.launchservicesd", // open(1), LSOpen: starts apps and opens URLs
+  "com.apple.lsd.mapdb",
+  "com.apple.lsd.modifydb",
+  "com.apple.pasteboard.1", // pbcopy / pbpaste
+  "com.apple.mDNSResponder", // name lookups: DNS queries sent by another user (_mdnsresponder)
+  "com.apple.mDNSResponderHelper",
+  "com.apple.dnssd.service",
+  "com.apple.SystemConfiguration.DNSConfiguration",
+  "com.apple.nehelper", // network extensions and VPN
+  "com.apple.nesessionmanager",
+  "com.apple.networkd",
+  "com.apple.symptomsd",
+  "com.apple.usernoted.client", // notifications the person would read
+  "com.apple.coreservices.appleevents", // AppleEvents: scripting other apps
+  "com.apple.screencapture.interactive",
+] as const;
+
+/** A path as an SBPL string: printable, no quote or backslash (sbx's paths never have them; refused rather than escaped). */
+function sbplString(s: string, what: string): string {
+  if (!/^\/[\x20-\x7e]*$/.test(s) || /["\\]/.test(s)) throw new Error(`render: ${what} '${s}' cannot be written into a Seatbelt profile`);
+  return `"${s}"`;
+}
+
+/**
+ * The Seatbelt (sandbox-exec) profile every guest session runs in, beside pf (which sees only the guest's own TCP and
+ * UDP): no network but its proxy port on the loopback and the named unix sockets (so no ICMP, no unix sockets in /tmp,
+ * no mDNSResponder); no LaunchServices, pasteboard, DNS or other services that would act for it. Files stay with the
+ * uid's permissions (allow default). Pure; passed inline (`sandbox-exec -p`), so no file a guest could change.
+ */
+export function renderSeatbelt(input: SeatbeltInput): string {
+  if (!Number.isInteger(input.port) || input.port < 1024 || input.port > 65535) throw new Error(`render: bad proxy port ${input.port}`);
+  const sockets = input.sockets.map((p) => sbplString(p, "socket path"));
+  const home = sbplString(input.home, "home");
+  return [
+    "(version 1)",
+    "(allow default)",
+    "(deny network*)",
+    `(allow network-outbound (remote ip "localhost:${input.port}"))`,
+    ...sockets.map((p) => `(allow network-outbound (remote unix-socket (path-literal ${p})))`),
+    `(allow network-outbound (remote unix-socket (subpath ${home})))`,
+    `(allow network-bind network-inbound (local unix-socket (subpath ${home})))`,
+    "(deny mach-lookup",
+    ...SEATBELT_DENIED_SERVICES.map((n) => `  (global-name "${n}")`),
+    ")",
+    "",
+  ].join("\n");
 }

@@ -1,5 +1,10 @@
 // The root helper refuses anything outside its narrow remit; the sudo client maps its answers back to SbxErrors.
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { shQuote } from "../../../../src/core/sh";
+import { renderSeatbelt } from "../../../../src/drivers/macos/render";
 import { SbxError } from "../../../../src/core/errors";
 import { DEFAULT_ROOT_CONTEXT, directRoot, helperMain, sudoHelperArgv, sudoRoot } from "../../../../src/drivers/macos/privileged";
 import type { Exec } from "../../../../src/sys/exec";
@@ -96,32 +101,63 @@ describe("sudo client (sudoRoot)", () => {
 });
 
 describe("shellArgv", () => {
-  test("a login shell of the guest through sudo, in the mapped workspace dir, with only the given env", () => {
+  const scriptOf = (argv: string[]) => argv[argv.indexOf("-c") + 1]!;
+
+  test("a session of the guest's own (sudo -n su - <guest> -f -c), in the mapped workspace dir, under the Seatbelt profile, with only the given env", () => {
     const mac = new FakeMac();
     const s = macSpec("demo", { port: 17001 });
     const argv = mac.backend().shellArgv(s, { argv: [], cwd: "/Users/alice/src/demo/pkg", tty: true, env: { TERM: "xterm", "BAD-NAME": "x" } });
-    expect(argv).toEqual([
-      "/usr/bin/sudo", "-n", "-H", "-u", `sbx_alice_${s.id}`, "-i", "--",
-      "/usr/bin/env", "TERM=xterm",
-      "/bin/sh", "-c", 'cd -- "$1" || exit 1; shift; exec "$@"', "sbx-enter", `/Users/sbx_alice_${s.id}/demo/pkg`, "/bin/zsh", "-l",
-    ]);
+    // su as root, not sudo -u: sudo keeps the person's bootstrap namespace and audit session, where `open` and the
+    // pasteboard act for the person. `-f` reaches zsh: none of the guest's rc files runs before the profile is in force.
+    expect(argv.slice(0, 7)).toEqual(["/usr/bin/sudo", "-n", "/usr/bin/su", "-", `sbx_alice_${s.id}`, "-f", "-c"]);
+    expect(argv).toHaveLength(8);
+    const profile = renderSeatbelt({ port: 17001, sockets: [`/private/tmp/sbx-501/sb/${s.id}/bridge.sock`], home: `/Users/sbx_alice_${s.id}` });
+    expect(scriptOf(argv)).toBe(
+      `umask 077; cd -- '/Users/sbx_alice_${s.id}/demo/pkg' || exit 1; exec '/usr/bin/sandbox-exec' '-p' ${shQuote(profile)} '/usr/bin/env' 'TERM=xterm' '/bin/zsh' '-l'`,
+    );
   });
 
-  test("a command runs as given; a cwd outside the repo maps to the workspace root", () => {
+  test("the script runs as written: the command gets its argv whole and the env given, in the workspace dir, umask 077", () => {
     const mac = new FakeMac();
     const s = macSpec("demo", { port: 17001 });
-    const argv = mac.backend().shellArgv(s, { argv: ["git", "status"], cwd: "/etc", tty: false, env: {} });
-    expect(argv.slice(-4)).toEqual(["sbx-enter", `/Users/sbx_alice_${s.id}/demo`, "git", "status"]);
+    const dir = mkdtempSync(join(tmpdir(), "sbx-enter-"));
+    try {
+      const ws = `/Users/sbx_alice_${s.id}/demo`;
+      const argv = mac.backend().shellArgv(s, { argv: ["printf", "%s|", "a b", "it's", "$HOME"], cwd: "/etc", tty: false, env: { X: "y z" } });
+      // sandbox-exec and the workspace are the Mac's: here a stand-in that drops `-p <profile>` and runs the rest.
+      const script = scriptOf(argv).replace(`'/usr/bin/sandbox-exec' '-p' `, `${dir}/sandbox-exec `).replace(shQuote(ws), shQuote(dir));
+      writeFileSync(`${dir}/sandbox-exec`, '#!/bin/sh\nshift\nexec "$@"\n', { mode: 0o755 });
+      const r = Bun.spawnSync(["sh", "-c", `${script.replace("'/usr/bin/env'", "'/usr/bin/env' 'PWD_IS=ok'")}`], { stdout: "pipe", stderr: "pipe" });
+      expect(r.stdout.toString()).toBe("a b|it's|$HOME|");
+      const env = Bun.spawnSync(["sh", "-c", scriptOf(mac.backend().shellArgv(s, { argv: ["sh", "-c", 'echo "$X"; pwd; umask'], cwd: "/etc", tty: false, env: { X: "y z" } })).replace(`'/usr/bin/sandbox-exec' '-p' `, `${dir}/sandbox-exec `).replace(shQuote(ws), shQuote(dir))], { stdout: "pipe" });
+      expect(env.stdout.toString()).toBe(`y z\n${dir}\n0077\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a hostile cwd or argument stays one word: nothing of it runs as shell code", () => {
+    const mac = new FakeMac();
+    const s = macSpec("demo", { port: 17001 });
+    const evil = "/Users/alice/src/demo/x'; touch /tmp/pwned; '";
+    const argv = mac.backend().shellArgv(s, { argv: ["echo", "$(id)", "`id`", "'; id; '"], cwd: evil, tty: false, env: { "A;B": "c", K: "v'; id; '" } });
+    const script = scriptOf(argv);
+    // Parse it the way sh would, without running it: every quoted word comes back whole.
+    const r = Bun.spawnSync(["sh", "-c", `set -- ${script.slice(script.indexOf("exec ") + 5)}; printf '%s\\n' "$@"`], { stdout: "pipe" });
+    const words = r.stdout.toString().split("\n");
+    expect(words.slice(-5, -1)).toEqual(["echo", "$(id)", "`id`", "'; id; '"]);
+    expect(words).toContain("K=v'; id; '");
+    expect(words.some((w) => w.startsWith("A;B"))).toBe(false);
+    expect(script).toContain(shQuote(`/Users/sbx_alice_${s.id}/demo/x'; touch /tmp/pwned; '`));
   });
 
   test("the process limit is the guest's RLIMIT_NPROC, soft and hard, set before anything of the guest's runs", () => {
     const mac = new FakeMac();
     const s = { ...macSpec("demo", { port: 17001 }), limits: { memory: 1024 ** 3, cpus: 1, pids: 256 } };
-    const argv = mac.backend().shellArgv(s, { argv: ["make"], cwd: "/etc", tty: false, env: {} });
-    expect(argv[argv.indexOf("-c") + 1]).toBe('ulimit -u 256 || exit 125; cd -- "$1" || exit 1; shift; exec "$@"');
-    // The script really sets both limits (ulimit without -S/-H), so the guest cannot raise it again. macOS's /bin/sh
-    // is bash; bash here runs it the same way.
-    const r = Bun.spawnSync(["bash", "-c", argv[argv.indexOf("-c") + 1]!, "sbx-enter", "/", "bash", "-c", "ulimit -Su; ulimit -Hu"]);
+    const script = scriptOf(mac.backend().shellArgv(s, { argv: ["make"], cwd: "/etc", tty: false, env: {} }));
+    expect(script).toStartWith("umask 077; ulimit -u 256 || exit 125; cd -- ");
+    // The script really sets both limits (ulimit without -S/-H), so the guest cannot raise it again.
+    const r = Bun.spawnSync(["bash", "-c", "ulimit -u 256 || exit 125; ulimit -Su; ulimit -Hu"]);
     expect(r.stdout.toString()).toBe("256\n256\n");
   });
 });

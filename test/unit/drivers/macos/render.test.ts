@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { anchorName, guestUser, parseAnchorName, parseGuestUser, pickId } from "../../../../src/drivers/macos/naming";
-import { renderPfAnchor, renderPrivilegedPlist, renderSudoers, renderZshRc } from "../../../../src/drivers/macos/render";
+import { SEATBELT_DENIED_SERVICES, renderPfAnchor, renderPrivilegedPlist, renderSeatbelt, renderSudoers, renderZshRc } from "../../../../src/drivers/macos/render";
 import { sandboxEnv } from "../../../../src/sandboxes/env";
 import { fishQuote, renderShellRc, renderShimWrappers, shQuote } from "../../../../src/drivers/provision/provision";
 import { golden } from "./golden";
@@ -37,12 +37,43 @@ describe("pf anchor", () => {
   });
 });
 
+describe("Seatbelt profile", () => {
+  const input = { port: 17001, sockets: ["/private/tmp/sbx-501/sb/0a1b/bridge.sock"], home: "/Users/sbx_alice_0a1b" };
+
+  test("no network but the proxy port on the loopback and the bridge socket; no LaunchServices, pasteboard or mDNSResponder", () => {
+    const p = renderSeatbelt(input);
+    const lines = p.split("\n");
+    expect(lines.slice(0, 4)).toEqual(["(version 1)", "(allow default)", "(deny network*)", '(allow network-outbound (remote ip "localhost:17001"))']);
+    expect(lines).toContain('(allow network-outbound (remote unix-socket (path-literal "/private/tmp/sbx-501/sb/0a1b/bridge.sock")))');
+    // Every allow of the network names the proxy's port, the bridge socket or the guest's own home: nothing wider.
+    const allows = lines.filter((l) => l.startsWith("(allow network"));
+    expect(allows).toHaveLength(4);
+    for (const a of allows) expect(a.includes('"localhost:17001"') || a.includes(input.sockets[0]!) || a.includes(`(subpath "${input.home}")`)).toBe(true);
+    for (const n of ["com.apple.coreservices.launchservicesd", "com.apple.pasteboard.1", "com.apple.mDNSResponder"]) expect(p).toContain(`(global-name "${n}")`);
+    expect(SEATBELT_DENIED_SERVICES.every((n) => p.includes(`(global-name "${n}")`))).toBe(true);
+    // Balanced: sandbox-exec refuses a profile that does not parse, and a guest would then run with none.
+    expect([...p].filter((c) => c === "(").length).toBe([...p].filter((c) => c === ")").length);
+  });
+
+  test.each([
+    [{ ...input, port: 80 }, /bad proxy port/],
+    [{ ...input, sockets: ['/tmp/x") (allow network*) ("'] }, /cannot be written/],
+    [{ ...input, sockets: ["/tmp/a\\b"] }, /cannot be written/],
+    [{ ...input, home: "/Users/x\n(allow network*)" }, /cannot be written/],
+    [{ ...input, home: "relative" }, /cannot be written/],
+  ])("refuses %j rather than write it into the profile", (bad, why) => {
+    expect(() => renderSeatbelt(bad)).toThrow(why);
+  });
+});
+
 describe("sudoers rule", () => {
   test("golden: the helper as root, anything as the host's own guests, nothing else", () => {
     const text = renderSudoers({ hostUser: "alice", helperArgv: HELPER });
     golden("sudoers-alice", text);
     const rules = text.split("\n").filter((l) => l && !l.startsWith("#"));
-    expect(rules).toContain("alice ALL = (root) NOPASSWD: SBX_ALICE_HELPER, SBX_ALICE_PFLOG");
+    expect(rules).toContain("alice ALL = (root) NOPASSWD: SBX_ALICE_HELPER, SBX_ALICE_PFLOG, SBX_ALICE_SESSION");
+    // Sessions: su - to one of alice's guests only, with -f (no rc file of the guest's before the Seatbelt profile).
+    expect(rules).toContain("Cmnd_Alias SBX_ALICE_SESSION = /usr/bin/su - sbx_alice_* -f -c *");
     expect(rules).toContain("Cmnd_Alias SBX_ALICE_PFLOG = /usr/sbin/tcpdump -l -n -e -ttt -i pflog0");
     expect(rules).toContain("alice ALL = (%sbx_alice) NOPASSWD: ALL");
     expect(rules.filter((r) => r.includes("(root)"))).toHaveLength(1);

@@ -11,6 +11,7 @@ const ROOT_CTX = {
   shareRoot: "/private/var/sbx",
   usersDir: "/Users",
   secret: () => "unused",
+  tmpRoots: ["/private/tmp", "/private/var/folders"],
 };
 
 describe("macOS backend command transcripts", () => {
