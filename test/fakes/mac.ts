@@ -113,6 +113,12 @@ export class FakeMac {
     return n;
   }
 
+  /** A new account's home as macOS makes it from the user template: the folders come without any ACE. */
+  private mkHome(home: string, owner: string): void {
+    this.mk(home, "dir", 0o755, owner);
+    for (const d of ["Library", "Library/Preferences", "Desktop", "Documents", "Downloads"]) this.mk(`${home}/${d}`, "dir", 0o700, owner);
+  }
+
   /** A power cycle: runtime pf state is gone (anchors, tokens, enabled); files and accounts stay. */
   reboot(): void {
     this.pf.enabled = false;
@@ -201,7 +207,7 @@ export class FakeMac {
       case "createhomedir": {
         const u = a[2]!;
         if (!this.users.has(u)) return this.fail("no such user");
-        this.mk(`/Users/${u}`, "dir", 0o755, u);
+        this.mkHome(`/Users/${u}`, u);
         return this.ok();
       }
       case "chmod":
@@ -469,7 +475,7 @@ export class FakeMac {
         this.faults.sysadminctlHalfway = undefined;
         return { exitCode: f.exitCode, stderr: "Creating home directory failed" };
       }
-      this.mk(opt("-home"), "dir", 0o755, name);
+      this.mkHome(opt("-home"), name);
       return this.ok();
     }
     if (a[0] === "-deleteUser") {

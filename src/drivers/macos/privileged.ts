@@ -246,7 +246,7 @@ class Ops {
     return changed();
   }
 
-  /** runs: test -d /Users/<u> (createhomedir -c -u <u>); chmod 700; chmod +a "user:<host> allow …"; chflags hidden */
+  /** runs: test -d /Users/<u> (createhomedir -c -u <u>); chmod 700; chmod -R +a "user:<host> allow …"; chflags hidden */
   async secureHome(u0: string): Promise<RootResult> {
     const u = this.mine(u0);
     const home = `${this.ctx.usersDir}/${u}`;
@@ -254,7 +254,9 @@ class Ops {
       await this.run([BIN.createhomedir, "-c", "-u", u]);
     }
     await this.run([BIN.chmod, "700", home]);
-    await this.run([BIN.chmod, "+a", `user:${this.host()} allow ${HOST_HOME_PERMS.join(",")}`, home]);
+    // -R: the folders the account came with (~/Library, ~/Desktop, … made before the entry existed, so they do not
+    // inherit it) need it too, or the person cannot remove them with the sandbox. chmod -R follows no symlink (-P).
+    await this.run([BIN.chmod, "-R", "+a", `user:${this.host()} allow ${HOST_HOME_PERMS.join(",")}`, home]);
     await this.run([BIN.chflags, "hidden", home]);
     return changed();
   }

@@ -118,6 +118,16 @@ describe("teardown leaves the guest nothing to come back with", () => {
 });
 
 describe("guards and clone", () => {
+  test("the folders the account came with (~/Library, ~/Desktop…) carry the person's entry too, so removing the sandbox needs no --force", async () => {
+    const mac = new FakeMac();
+    const s = macSpec("demo", { port: 17001 });
+    await mac.backend().apply(s);
+    const home = `/Users/sbx_alice_${s.id}`;
+    for (const d of ["", "/Library", "/Library/Preferences", "/Desktop", "/Documents"]) {
+      expect(mac.files.get(home + d)?.acl.some((e) => e.startsWith("user:alice allow list,add_file,search,delete"))).toBe(true);
+    }
+  });
+
   test("the pf anchor is loaded before anything runs as the guest (its clone and provisioning included)", async () => {
     const mac = new FakeMac();
     const s = macSpec("demo", { port: 17001 });
