@@ -48,8 +48,11 @@ export interface DaemonDeps {
   prepare?: (store: Store) => Promise<void>;
   /** The in-sandbox exec agents, when the components made them (a guard runs commands through them); else the daemon's own. */
   agents?: ExecAgents;
-  /** Daemon-wide background services (the kernel-log audit), started after prepare and stopped at shutdown. */
-  services?: (store: Store) => { stop(): Promise<void> };
+  /**
+   * Daemon-wide background services (the kernel-log audit, the pf watchdog), started after prepare and stopped at
+   * shutdown; `stopSandbox` stops one as `sbx stop` does (sessions told, guards down).
+   */
+  services?: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => { stop(): Promise<void> };
   /** The sandbox service behind /v1/lifecycle/* (the daemon makes itself its supervisor). */
   service?: SandboxService;
   /** The allowlist and approvals behind /v1/policy/* (the dashboard and chat decide through the same one). */
@@ -117,11 +120,16 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     };
     if (deps.prepare) await deps.prepare(store);
     const reconciled = controller.reconcile();
-    service = deps.services?.(store) ?? null;
+    const supervisor = controllerSupervisor(controller, sessions, agents, forwards);
+    const rows = store;
+    service = deps.services?.(store, async (row, why) => {
+      await supervisor.stop(row, why);
+      rows.setSandboxState(row.id, "stopped");
+    }) ?? null;
     const ctl = controller;
     hosted = deps.host?.(store, (sb) => stateOfView(ctl.view(sb))) ?? null;
     const h = hosted;
-    const lifecycle = deps.service?.withSupervisor(controllerSupervisor(controller, sessions, agents, forwards));
+    const lifecycle = deps.service?.withSupervisor(supervisor);
     const app = createApp({
       agents,
       ...(limits ? { limits } : {}),

@@ -56,7 +56,7 @@ export interface Components {
   /** Before reconcile, with the lock held: firewall rules of user-account sandboxes come back block-all (fail closed). */
   prepare?: (store: Store) => Promise<void>;
   /** Daemon-wide services (the audits of raw connections the firewall dropped); `poll` reads the kernel log now. */
-  services?: (store: Store) => { stop(): Promise<void>; poll?(): Promise<number> };
+  services?: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => { stop(): Promise<void>; poll?(): Promise<number> };
   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
   agents?: ExecAgents;
   /** The sandbox service (create, rm, … for the CLI); absent in tests that run a daemon over fakes only. */
@@ -267,7 +267,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     // Before any guard: every sandbox fenced as its driver says (user accounts: block-all until their guards are up).
     prepare: (store: Store) => restoreFences(drivers, store, specFor, d.log),
     ...(hasUsers
-      ? { services: (store: Store) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish }) }
+      ? { services: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish, stopSandbox }) }
       : {}),
   };
 }

@@ -11,6 +11,9 @@ import type { Paths } from "../sys/paths";
 import { feedFromAudit, type FeedEvent } from "../events/feed";
 import type { Logger } from "./log";
 import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";
+import { notificationArgv, type Notification } from "./notify";
+import { startPfWatchdog } from "./pf-watchdog";
+import type { Sandbox } from "../core/schemas";
 
 export interface UserBackends {
   linuxUser?: LinuxUserBackend;
@@ -132,6 +135,10 @@ export function startUserBackendAudits(o: {
   publish: (e: FeedEvent) => void;
   spawn?: SpawnLines;
   kernelLogIntervalMs?: number;
+  /** Stops a sandbox as `sbx stop` does; with it, macOS gets the pf watchdog (pf-watchdog.ts). */
+  stopSandbox?: (row: Sandbox, why: string) => Promise<void>;
+  notify?: (n: Notification) => void;
+  pfWatchMs?: number;
 }): { stop(): Promise<void>; poll(): Promise<number> } {
   const feed = rawBlockFeed(o.store, o.publish);
   const parts: { stop(): Promise<void> }[] = [];
@@ -157,6 +164,21 @@ export function startUserBackendAudits(o: {
         paths: o.paths,
         log: o.log.with({ service: "pflog", command: monitorCommand().join(" ") }),
         onEvent: (sid, e, auditId) => feed(sid, auditId, auditOfPflog(e)),
+      }),
+    );
+  }
+  if (o.users.macos && o.stopSandbox) {
+    const mac = o.users.macos;
+    const notify = o.notify ?? ((n: Notification) => void o.exec.run(notificationArgv("darwin", n)!, { check: false }).catch(() => {}));
+    parts.push(
+      startPfWatchdog({
+        backend: mac,
+        store: o.store,
+        paths: o.paths,
+        log: o.log.with({ service: "pf-watchdog" }),
+        stopSandbox: o.stopSandbox,
+        notify,
+        ...(o.pfWatchMs !== undefined ? { intervalMs: o.pfWatchMs } : {}),
       }),
     );
   }

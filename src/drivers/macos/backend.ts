@@ -376,6 +376,26 @@ export class MacosBackend implements Backend {
     return (await this.reapply(specs)).changed ? specs.length : 0;
   }
 
+  /**
+   * What is wrong with pf for these sandboxes right now, as the person should read it ([] when nothing): pf switched off
+   * (`pfctl -d` drops every enable token, sbx's too), or an anchor of a sandbox whose account exists gone (a pf.conf
+   * reload). Sandboxes without an account have nothing to guard.
+   * runs: dscl . -list /Users UniqueID; (root) pfctl -s info / -s References / -a com.apple -s Anchors; ls <pf state>
+   */
+  async pfProblems(specs: readonly SandboxSpec[]): Promise<string[]> {
+    const users = await this.users();
+    const live = specs.flatMap((spec) => {
+      const uid = users.get(guestUser(this.host, spec.id));
+      return uid !== undefined && inRange(uid, this.range) ? [{ spec, uid }] : [];
+    });
+    if (live.length === 0) return [];
+    const st = z.object({ enabled: z.boolean(), anchors: z.array(z.number()) }).parse(JSON.parse((await this.root.run({ op: "pf-state" })).out));
+    const out: string[] = [];
+    if (!st.enabled) out.push("pf is disabled");
+    for (const { spec, uid } of live) if (!st.anchors.includes(uid)) out.push(`the pf anchor of sandbox ${spec.name} (${anchorName(uid)}) is gone`);
+    return out;
+  }
+
   async reapply(specs: readonly SandboxSpec[]): Promise<Change> {
     let changed = false;
     const users = await this.users();

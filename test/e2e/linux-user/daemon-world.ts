@@ -72,7 +72,7 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
     specFor: comps.specFor!,
     ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
   });
-  const kernelLog = comps.services!(store) as DaemonWorld["kernelLog"];
+  const kernelLog = comps.services!(store, async () => {}) as DaemonWorld["kernelLog"];
   const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
   const users = new SandboxService({
     exec,

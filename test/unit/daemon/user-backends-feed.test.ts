@@ -70,7 +70,7 @@ describe("blocked raw connections in the live feed and notifications", () => {
     const env: Env = { ...base, platform: "darwin", uid: 501, gid: 20, userName: "alice", vars: { ...base.vars, HOME: "/Users/alice" } };
     const comps = await productionComponents({ env, paths, exec, log: silentLogger, store, events }, { macos: backend });
     const row = store.createSandbox({ name: "demo", repo: "/Users/alice/src/demo", backend: "macos", identity });
-    const svc = comps.services!(store);
+    const svc = comps.services!(store, async () => {});
     expect(terms.map((t) => t.argv)).toEqual([monitorCommand()]);
     const send = (s: string) => terms[0]!.opts.onData(new TextEncoder().encode(s));
     // a line split across PTY reads, then its SYN retry (audited once, published once)
