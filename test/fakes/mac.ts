@@ -79,6 +79,8 @@ export class FakeMac {
     host: new Map<string, string>([["refs/heads/main", "1".repeat(40)], ["refs/remotes/origin/main", "1".repeat(40)]]),
     mirrorObjects: new Set<string>(),
     mirrorFetches: [] as string[],
+    /** What the mirror's HEAD names (a bare init names `master`); the clone checks it out. */
+    mirrorHead: "refs/heads/master",
     clones: new Map<string, Map<string, string>>(),
   };
   faults: Faults = {};
@@ -347,6 +349,16 @@ export class FakeMac {
       return this.ok();
     }
     if (dir === null) throw new Error(`fake mac: git ${a.join(" ")}`);
+    if (sub === "symbolic-ref" && dir === "/Users/alice/src/demo") {
+      if (who !== HOST) return this.fail(`fatal: cannot change to '${dir}': Permission denied`, 128);
+      return this.ok("refs/heads/main\n");
+    }
+    if (sub === "symbolic-ref" && rest[1] === "HEAD" && rest[2]) {
+      const node = this.files.get(dir);
+      if (!node || node.owner !== who) return this.fail(`error: could not lock ${dir}/HEAD: Permission denied`, 1);
+      this.repo.mirrorHead = rest[2];
+      return this.ok();
+    }
     if (sub === "for-each-ref" && dir === "/Users/alice/src/demo") {
       if (who !== HOST) return this.fail(`fatal: cannot change to '${dir}': Permission denied`, 128);
       return this.ok([...this.repo.host].map(([r, o]) => `${o} ${r}`).join("\n") + "\n");

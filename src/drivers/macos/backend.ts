@@ -7,7 +7,7 @@ import { basename, dirname, join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../../core/errors";
 import type { Exec, ExecOptions, ExecResult } from "../../sys/exec";
-import { hostGitEnv } from "../../sync/git-argv";
+import { HOST_GIT_SAFE, hostGitEnv } from "../../sync/git-argv";
 import { SANDBOX_GIT_SAFE } from "../../sync/sandbox-git";
 import { sha256Hex } from "../../sys/paths";
 import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../backend";
@@ -233,6 +233,13 @@ export class MacosBackend implements Backend {
 
     // Workspace: the guest's own shared clone of the mirror (alternates → the mirror's objects).
     if ((await this.asGuest(c.guest, [BIN.test, "-d", `${c.workspace}/.git`], { check: false })).exitCode !== 0) {
+      // The clone checks out the mirror's HEAD: make it the branch the person is on (a bare init names its own default,
+      // `master` unless configured, and the clone would check out nothing).
+      const head = await this.run([BIN.git, ...HOST_GIT_SAFE, "-C", spec.repo, "symbolic-ref", "-q", "HEAD"], { env: hostGitEnv(), replaceEnv: true, check: false });
+      const ref = head.stdout.trim();
+      if (head.exitCode === 0 && /^refs\/heads\/[^\s]+$/.test(ref)) {
+        await this.run([BIN.git, ...HOST_GIT_SAFE, "-C", c.mirror, "symbolic-ref", "HEAD", ref], { env: hostGitEnv(), replaceEnv: true });
+      }
       // The mirror is the host user's, and git (>= 2.39.4; Apple's is 2.39.5) refuses to clone another user's repo
       // ("dubious ownership") in the upload-pack it runs for a local clone; `-c safe.directory` on clone does not reach
       // it, the upload-pack command does. Only this one read: afterwards the clone reaches the mirror through its
@@ -546,7 +553,7 @@ export class MacosBackend implements Backend {
 
   /**
    * A session of the guest's own, spawned by sbx under its own PTY. Pure.
-   * runs: sudo -n /usr/bin/su - <guest> -f -c 'umask 077; [ulimit -u N;] cd -- <dir> && exec sandbox-exec -p <profile> env K=V… <cmd>'
+   * runs: sudo -n /usr/bin/su - <guest> -f -c 'umask 077; [ulimit -u N;] cd -- <dir> && exec sandbox-exec -p <profile> env K=V… zsh -l -c "exec \"\$@\"" sbx-enter <cmd>'
    *
    * `su -` as root (pam_launchd) puts the guest in a login session and bootstrap namespace of its own: `sudo -u` keeps
    * the caller's, where `open`, LaunchServices and the pasteboard act as the person, outside pf's uid rule. `-f` goes to
@@ -556,7 +563,9 @@ export class MacosBackend implements Backend {
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
     const c = this.ctx(spec);
     const cwd = req.cwd === spec.repo ? c.workspace : req.cwd.startsWith(`${spec.repo}/`) ? c.workspace + req.cwd.slice(spec.repo.length) : c.workspace;
-    const env = Object.entries(req.env)
+    // sbx's variables for this sandbox (proxy, LLM, bridge) and the caller's terminal ones; the guest's login shell,
+    // started under the profile, then reads its rc files (PATH with the shims first), as every kind's shell does.
+    const env = Object.entries({ ...spec.env, ...req.env })
       .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([k, v]) => `${k}=${v}`);
@@ -566,7 +575,7 @@ export class MacosBackend implements Backend {
     const pids = spec.limits?.pids;
     const limit = typeof pids === "number" ? `ulimit -u ${pids} || exit 125; ` : "";
     const profile = renderSeatbelt({ port: c.port, sockets: [realPath(spec.sockets.bridge)], home: c.home });
-    const run = [BIN.sandboxExec, "-p", profile, "/usr/bin/env", ...env, ...cmd].map(shQuote).join(" ");
+    const run = [BIN.sandboxExec, "-p", profile, "/usr/bin/env", ...env, RUNNING_SHELL, "-l", "-c", 'exec "$@"', "sbx-enter", ...cmd].map(shQuote).join(" ");
     return [BIN.sudo, "-n", BIN.su, "-", c.guest, "-f", "-c", `umask 077; ${limit}cd -- ${shQuote(cwd)} || exit 1; exec ${run}`];
   }
 }

@@ -107,13 +107,17 @@ describe("shellArgv", () => {
     const mac = new FakeMac();
     const s = macSpec("demo", { port: 17001 });
     const argv = mac.backend().shellArgv(s, { argv: [], cwd: "/Users/alice/src/demo/pkg", tty: true, env: { TERM: "xterm", "BAD-NAME": "x" } });
+    expect(argv.join(" ")).not.toContain("BAD-NAME");
     // su as root, not sudo -u: sudo keeps the person's bootstrap namespace and audit session, where `open` and the
     // pasteboard act for the person. `-f` reaches zsh: none of the guest's rc files runs before the profile is in force.
     expect(argv.slice(0, 7)).toEqual(["/usr/bin/sudo", "-n", "/usr/bin/su", "-", `sbx_alice_${s.id}`, "-f", "-c"]);
     expect(argv).toHaveLength(8);
     const profile = renderSeatbelt({ port: 17001, sockets: [`/private/tmp/sbx-501/sb/${s.id}/bridge.sock`], home: `/Users/sbx_alice_${s.id}` });
+    // sbx's variables for the sandbox (the spec's), then the caller's terminal ones, which win; bad names dropped.
+    const merged = { ...s.env, TERM: "xterm" };
+    const envWords = Object.entries(merged).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => shQuote(`${k}=${v}`)).join(" ");
     expect(scriptOf(argv)).toBe(
-      `umask 077; cd -- '/Users/sbx_alice_${s.id}/demo/pkg' || exit 1; exec '/usr/bin/sandbox-exec' '-p' ${shQuote(profile)} '/usr/bin/env' 'TERM=xterm' '/bin/zsh' '-l'`,
+      `umask 077; cd -- '/Users/sbx_alice_${s.id}/demo/pkg' || exit 1; exec '/usr/bin/sandbox-exec' '-p' ${shQuote(profile)} '/usr/bin/env' ${envWords} '/bin/zsh' '-l' '-c' 'exec "$@"' 'sbx-enter' '/bin/zsh' '-l'`,
     );
   });
 
