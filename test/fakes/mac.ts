@@ -99,6 +99,7 @@ export class FakeMac {
     this.mk("/private/var/db", "dir", 0o755, "root");
     this.mk("/private/tmp", "dir", 0o1777, "root");
     this.mk("/private/var/folders", "dir", 0o755, "root");
+    this.mk("/usr/lib/cron", "dir", 0o755, "root");
     this.mk("/tmp/sbx-501", "dir", 0o700, HOST);
     this.mk("/tmp/sbx-501/sb", "dir", 0o700, HOST);
     this.exec.always(() => true, (argv, opts) => this.answer(argv, typeof opts.stdin === "string" ? opts.stdin : ""));
@@ -149,6 +150,7 @@ export class FakeMac {
       usersDir: "/Users",
       secret,
       tmpRoots: ["/private/tmp", "/private/var/folders"],
+      denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
       sleep: async () => {},
     };
     return new MacosBackend({

@@ -136,6 +136,7 @@ export class LinuxMac {
       usersDir: this.usersDir,
       secret: () => "unused-password",
       tmpRoots: [this.tmp],
+      denyLists: [join(this.root, "cron.deny"), join(this.root, "at.deny")],
     };
   }
 

@@ -74,6 +74,8 @@ export interface RootContext {
   secret: () => string;
   /** Shared dirs where a guest leaves files outside its home (temp dirs, per-user caches): swept when it is deleted. */
   tmpRoots: readonly string[];
+  /** cron's and at's deny lists: a guest is in them from its creation (their jobs would run outside its session and profile). */
+  denyLists: readonly string[];
   /** Waits between looks for a guest's last processes (tests: no wait). */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -85,6 +87,7 @@ export const DEFAULT_ROOT_CONTEXT: Omit<RootContext, "hostUser"> = {
   usersDir: "/Users",
   secret: () => randomBytes(24).toString("base64url"),
   tmpRoots: ["/private/tmp", "/private/var/tmp", "/private/var/folders", "/Users/Shared"],
+  denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
 };
 
 /** Root-owned, world-readable: one empty file per UID whose files outlived its account (never given out again until they are gone). */
@@ -229,7 +232,27 @@ class Ops {
     await this.run([BIN.dscl, ".", "-create", `/Users/${u}`, "Password", "*"]);
     await this.run([BIN.dscl, ".", "-delete", `/Users/${u}`, "AuthenticationAuthority"], { check: false });
     await this.run([BIN.dscl, ".", "-create", `/Users/${u}`, "Comment", op.repo]);
+    await this.denyJobs(u, true);
     return changed();
+  }
+
+  /**
+   * A guest in (or out of) cron's and at's deny lists: a job they run starts outside the guest's session and Seatbelt
+   * profile (crontab and at are setuid and read these lists; a copy of them is not). Idempotent.
+   * runs: cat <list>; tee <list> (only when the line must be added or removed)
+   */
+  private async denyJobs(u: string, deny: boolean): Promise<boolean> {
+    let did = false;
+    for (const list of this.ctx.denyLists) {
+      const cur = await this.readFile(list);
+      const lines = (cur ?? "").split("\n").filter((l) => l !== "");
+      const has = lines.includes(u);
+      if (has === deny) continue;
+      const next = deny ? [...lines, u] : lines.filter((l) => l !== u);
+      await this.run([BIN.tee, list], { stdin: next.length ? `${next.join("\n")}\n` : "" });
+      did = true;
+    }
+    return did;
   }
 
   /** runs: dscl . -create /Users/<u> <attr> <value> (only a fixed set of attributes and values) */
@@ -310,6 +333,7 @@ class Ops {
     }
     const homeLeft = (await this.run([BIN.test, "-e", home], { check: false })).exitCode === 0;
     if (homeLeft) await this.run([BIN.rm, "-rf", home]);
+    const listed = await this.denyJobs(u, false);
     if (uid !== null && inRange(uid, this.ctx.uidRange)) {
       const left = await this.sweep(uid);
       if (left.length > 0) {
@@ -317,7 +341,7 @@ class Ops {
         await this.run([BIN.tee, `${heldDir(this.ctx)}/${uid}`], { stdin: left.slice(0, 20).join("\n") + "\n" });
       }
     }
-    return existed || homeLeft ? changed() : unchanged();
+    return existed || homeLeft || listed ? changed() : unchanged();
   }
 
   /** Removes what the UID owns in the shared temp dirs; returns what is left. runs: find <roots> -xdev -user <uid> -delete; find <roots> -xdev -user <uid> -print */

@@ -149,6 +149,13 @@ export const SEATBELT_DENIED_SERVICES = [
   "com.apple.screencapture.interactive",
 ] as const;
 
+/**
+ * Programs a guest must not run: each asks a service to act outside the guest's session and profile (a LaunchAgent, an
+ * app, a script in another app, the pasteboard). A copy of one under another path is not denied, but the services they
+ * reach are (above), and the daemon's stop boots the guest's launchd domain out.
+ */
+export const SEATBELT_DENIED_PROGRAMS = ["/bin/launchctl", "/usr/bin/open", "/usr/bin/osascript", "/usr/bin/pbcopy", "/usr/bin/pbpaste", "/usr/bin/screencapture"] as const;
+
 /** A path as an SBPL string: printable, no quote or backslash (sbx's paths never have them; refused rather than escaped). */
 function sbplString(s: string, what: string): string {
   if (!/^\/[\x20-\x7e]*$/.test(s) || /["\\]/.test(s)) throw new Error(`render: ${what} '${s}' cannot be written into a Seatbelt profile`);
@@ -175,6 +182,9 @@ export function renderSeatbelt(input: SeatbeltInput): string {
     `(allow network-bind network-inbound (local unix-socket (subpath ${home})))`,
     "(deny mach-lookup",
     ...SEATBELT_DENIED_SERVICES.map((n) => `  (global-name "${n}")`),
+    ")",
+    "(deny process-exec",
+    ...SEATBELT_DENIED_PROGRAMS.map((p) => `  (literal "${p}")`),
     ")",
     "",
   ].join("\n");

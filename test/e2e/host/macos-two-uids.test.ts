@@ -121,6 +121,8 @@ describe.skipIf(why !== undefined)(`the macOS command sequence with real uids on
     expect(host.run(["git", "-C", b.mirror(spec), "for-each-ref", "--format=%(refname)"], { cwd: "/" }).stdout).toBe("refs/heads/main\n");
     // …and its HEAD names the branch the person is on, which the clone checked out.
     expect(asGuest(guest, ["git", "-C", ws, "symbolic-ref", "HEAD"]).stdout).toBe("refs/heads/main\n");
+    // cron and at refuse it (their jobs would run outside its session).
+    expect(readFileSync(join(root, "cron.deny"), "utf8")).toBe(`${guest}\n`);
     // Provisioned by the guest itself.
     expect(sh(["stat", "-c", "%U", join(lm.usersDir, guest, ".zshenv")]).stdout.trim()).toBe(guest);
     // The anchor was loaded before the first command that ran as the guest.
@@ -228,5 +230,6 @@ describe.skipIf(why !== undefined)(`the macOS command sequence with real uids on
     expect(sh(["find", lm.tmp, "-user", String(uid)]).stdout).toBe("");
     expect(lm.mac.pf.anchors.has(uid)).toBe(false);
     expect(existsSync(join(lm.stateDir, "held", String(uid)))).toBe(false);
+    expect(readFileSync(join(root, "cron.deny"), "utf8")).not.toContain(guest);
   }, 60_000);
 });

@@ -51,6 +51,7 @@ describe("Seatbelt profile", () => {
     for (const a of allows) expect(a.includes('"localhost:17001"') || a.includes(input.sockets[0]!) || a.includes(`(subpath "${input.home}")`)).toBe(true);
     for (const n of ["com.apple.coreservices.launchservicesd", "com.apple.pasteboard.1", "com.apple.mDNSResponder"]) expect(p).toContain(`(global-name "${n}")`);
     expect(SEATBELT_DENIED_SERVICES.every((n) => p.includes(`(global-name "${n}")`))).toBe(true);
+    for (const prog of ["/usr/bin/open", "/bin/launchctl", "/usr/bin/pbcopy"]) expect(p).toContain(`(literal "${prog}")`);
     // Balanced: sandbox-exec refuses a profile that does not parse, and a guest would then run with none.
     expect([...p].filter((c) => c === "(").length).toBe([...p].filter((c) => c === ")").length);
   });

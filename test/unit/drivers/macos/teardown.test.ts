@@ -14,6 +14,7 @@ const ROOT_CTX = (hostUser: string | null): RootContext => ({
   usersDir: "/Users",
   secret: () => "unused",
   tmpRoots: ["/private/tmp", "/private/var/folders"],
+  denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
   sleep: async () => {},
 });
 
@@ -114,6 +115,25 @@ describe("teardown leaves the guest nothing to come back with", () => {
     await runRootOp(mac.rootExec(), ROOT_CTX("alice"), { op: "add-user", user: `sbx_alice_${three.id}`, uid: 7001, gid: 7000, sandbox: "three", repo: "/r" });
     expect(mac.users.get(`sbx_alice_${three.id}`)?.uid).toBe(7001);
     expect(mac.files.has("/private/var/db/sbx/held/7001")).toBe(false);
+  });
+});
+
+describe("jobs outside the session", () => {
+  test("a guest is in cron's and at's deny lists from its creation (their jobs run outside its session and profile), and out of them when removed", async () => {
+    const mac = new FakeMac();
+    mac.mk("/usr/lib/cron/cron.deny", "file", 0o644, "root", "daemon\n");
+    const b = mac.backend();
+    const s = macSpec("demo", { port: 17001 });
+    await b.apply(s);
+    const guest = `sbx_alice_${s.id}`;
+    expect(mac.files.get("/usr/lib/cron/cron.deny")?.content).toBe(`daemon\n${guest}\n`);
+    expect(mac.files.get("/usr/lib/cron/at.deny")?.content).toBe(`${guest}\n`);
+    // Applying again adds nothing.
+    await b.apply(s);
+    expect(mac.files.get("/usr/lib/cron/cron.deny")?.content).toBe(`daemon\n${guest}\n`);
+    await b.remove(s);
+    expect(mac.files.get("/usr/lib/cron/cron.deny")?.content).toBe("daemon\n");
+    expect(mac.files.get("/usr/lib/cron/at.deny")?.content).toBe("");
   });
 });
 

@@ -12,6 +12,7 @@ const ROOT_CTX = {
   usersDir: "/Users",
   secret: () => "unused",
   tmpRoots: ["/private/tmp", "/private/var/folders"],
+  denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
 };
 
 describe("macOS backend command transcripts", () => {
