@@ -30,6 +30,9 @@ export interface Faults {
   sysadminctlHalfway?: { exitCode: number };
   /** `pfctl -E` fails (MDM, another firewall). */
   pfEnableFails?: boolean;
+  /** sysadminctl writes the record and then hangs until its time limit kills it (exit 137); the directory service
+   * then answers this many reads of the new record with "not found" before it has it. */
+  sysadminctlHangs?: { lateReads: number };
   /** pgrep -U still finds a killed process this many more times (a zombie until init reaps it; Infinity: stuck). */
   lingering?: number;
 }
@@ -72,6 +75,8 @@ export class FakeMac {
   launchd = new Set<number>();
   /** Crontabs by user. */
   crontabs = new Map<string, string>();
+  /** Reads of a new record the directory service still answers "not found" (sysadminctlHangs). */
+  readonly lateReads = new Map<string, number>();
   /** UIDs of deleted accounts, by their old name: files keep their numeric owner after the account goes. */
   readonly formerUids = new Map<string, number>();
   /** The host repo's refs, the mirror's objects (oids) and fetches, each clone's refs (by workspace path). */
@@ -208,6 +213,8 @@ export class FakeMac {
         return this.dscl(a);
       case "sysadminctl":
         return this.sysadminctl(a);
+      case "dscacheutil":
+        return actor === "root" ? this.ok() : this.fail("dscacheutil: must be run as root");
       case "createhomedir": {
         const u = a[2]!;
         if (!this.users.has(u)) return this.fail("no such user");
@@ -442,7 +449,9 @@ export class FakeMac {
     }
     const u = this.users.get(name!);
     if (verb === "-read") {
-      if (!u) return this.fail(`<dscl_cmd> DS Error: -14136 (eDSRecordNotFound)`, 56);
+      const late = this.lateReads.get(name!) ?? 0;
+      if (late > 0) this.lateReads.set(name!, late - 1);
+      if (!u || late > 0) return this.fail(`<dscl_cmd> DS Error: -14136 (eDSRecordNotFound)`, 56);
       const vals: Record<string, string | undefined> = {
         UniqueID: String(u.uid),
         PrimaryGroupID: String(u.gid),
@@ -484,6 +493,12 @@ export class FakeMac {
       const uid = Number(opt("-UID"));
       if ([...this.users.values()].some((x) => x.uid === uid)) return { exitCode: 0, stderr: `UID ${uid} is already in use` };
       this.users.set(name, { uid, gid: Number(opt("-GID")), shell: opt("-shell"), attrs: new Map([["RealName", opt("-fullName")], ["AuthenticationAuthority", ";ShadowHash;"]]) });
+      if (this.faults.sysadminctlHangs) {
+        this.lateReads.set(name, this.faults.sysadminctlHangs.lateReads);
+        this.faults.sysadminctlHangs = undefined;
+        this.mkHome(opt("-home"), name);
+        return { exitCode: 137, stderr: "" };
+      }
       if (this.faults.sysadminctlHalfway) {
         const f = this.faults.sysadminctlHalfway;
         this.faults.sysadminctlHalfway = undefined;

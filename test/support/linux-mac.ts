@@ -182,6 +182,8 @@ export class LinuxMac {
         }
         throw new Error(`linux-mac: sysadminctl ${a.join(" ")}`);
       }
+      case "/usr/bin/dscacheutil":
+        return rootOnly() ?? ok();
       case "/usr/sbin/createhomedir": {
         const denied = rootOnly();
         if (denied) return denied;

@@ -8,6 +8,7 @@ export const BIN = {
   pgrep: "/usr/bin/pgrep",
   find: "/usr/bin/find",
   dscl: "/usr/bin/dscl",
+  dscacheutil: "/usr/bin/dscacheutil",
   sysadminctl: "/usr/sbin/sysadminctl",
   createhomedir: "/usr/sbin/createhomedir",
   pfctl: "/sbin/pfctl",

@@ -95,6 +95,9 @@ export function heldDir(ctx: Pick<RootContext, "stateDir">): string {
   return `${ctx.stateDir}/held`;
 }
 
+/** How long sysadminctl may take to add an account (it has been seen to hang after writing the record). */
+export const SYSADMINCTL_TIMEOUT_MS = 60_000;
+
 const unchanged = (out = ""): RootResult => ({ changed: false, out });
 const changed = (out = ""): RootResult => ({ changed: true, out });
 
@@ -215,13 +218,21 @@ class Ops {
     }
     await this.refuseHeld(op.uid);
     const home = `${this.ctx.usersDir}/${u}`;
-    // sysadminctl has been seen to exit 0 after failing; the record is verified below instead.
+    // sysadminctl has been seen to exit 0 after failing, and to hang after writing the record: it runs with a time
+    // limit, the directory cache is flushed, and the record itself is what counts (looked for a few times: the
+    // directory service may answer late).
     const add = await this.run(
       [BIN.sysadminctl, "-addUser", u, "-fullName", `sbx ${op.sandbox}`, "-UID", String(op.uid), "-GID", String(op.gid),
         "-shell", RUNNING_SHELL, "-home", home, "-password", this.ctx.secret()],
-      { check: false },
+      { check: false, timeoutMs: SYSADMINCTL_TIMEOUT_MS },
     );
-    const rec = await this.run([BIN.dscl, ".", "-read", `/Users/${u}`, "UniqueID"], { check: false });
+    await this.run([BIN.dscacheutil, "-flushcache"], { check: false });
+    const sleep = this.ctx.sleep ?? ((ms: number) => Bun.sleep(ms));
+    let rec = await this.run([BIN.dscl, ".", "-read", `/Users/${u}`, "UniqueID"], { check: false });
+    for (let i = 0; i < 5 && rec.exitCode !== 0; i++) {
+      await sleep(400);
+      rec = await this.run([BIN.dscl, ".", "-read", `/Users/${u}`, "UniqueID"], { check: false });
+    }
     if (rec.exitCode !== 0 || parseDsclRecord(rec.stdout).get("UniqueID") !== String(op.uid)) {
       throw new SbxError("exec_failed", `sysadminctl did not create ${u} with UID ${op.uid}: ${(add.stderr || add.stdout).trim().split("\n").slice(-2).join(" | ")}`, {
         hint: "Check `sudo sysadminctl -addUser` works on this Mac (MDM can forbid it); `sbx prune` removes what was left.",

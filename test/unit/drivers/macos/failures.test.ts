@@ -1,6 +1,7 @@
 // Failure injection on the fake Mac: sysadminctl failing halfway, pf that will not enable, UID collisions, an open host home.
 import { describe, expect, test } from "bun:test";
 import { SbxError } from "../../../../src/core/errors";
+import { SYSADMINCTL_TIMEOUT_MS } from "../../../../src/drivers/macos/privileged";
 import { FakeMac, macSpec } from "../../../fakes/mac";
 
 describe("macOS backend under failures", () => {
@@ -17,6 +18,18 @@ describe("macOS backend under failures", () => {
     expect(home.mode).toBe(0o700);
     expect([...home.flags]).toEqual(["hidden"]);
     expect(mac.transcript()).toContain("createhomedir -c -u");
+  });
+
+  test("sysadminctl hangs after writing the record: it is killed at its time limit, the cache flushed, and the record found once the directory answers", async () => {
+    const mac = new FakeMac();
+    mac.faults.sysadminctlHangs = { lateReads: 2 };
+    const b = mac.backend();
+    const s = macSpec("slow", { port: 17001 });
+    await b.apply(s);
+    const add = mac.exec.calls.find((c) => c.argv.includes("-addUser"))!;
+    expect(add.opts.timeoutMs).toBe(SYSADMINCTL_TIMEOUT_MS);
+    expect(mac.transcript()).toContain("root# /usr/bin/dscacheutil -flushcache");
+    expect(mac.users.get(`sbx_alice_${s.id}`)?.attrs.get("IsHidden")).toBe("1");
   });
 
   test("a crash right after sysadminctl (record made, nothing else) leaves state that cleanup removes", async () => {
