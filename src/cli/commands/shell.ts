@@ -44,8 +44,9 @@ export const shell: Verb = {
         "after",
         [
           "",
-          "Options go before the name: what follows it is the command. In a session, Ctrl-P Ctrl-Q detaches (the shell",
-          "goes on running); `sbx ps` lists sessions and `sbx shell --attach <session>` joins one again.",
+          "Options go before the name or right after it; from the command's first word (or `--`) on, every word is the",
+          "command's. In a session, Ctrl-P Ctrl-Q detaches (the shell goes on running); `sbx ps` lists sessions and",
+          "`sbx shell --attach <session>` joins one again.",
           "",
           "Examples:",
           "  sbx shell demo                    its login shell",
