@@ -159,7 +159,7 @@ export const create: Verb = {
       ...(staged ? { staged: dirname(staged.path) } : {}),
     };
     const { sandbox } = await daemon(ctx)
-      .then((client) => client.lifecycle("create", request, outOf(ctx)))
+      .then((client) => client.lifecycle("create", request, outOf(ctx, { json: opts.json === true })))
       .finally(() => staged?.discard()); // also when the create never began (no daemon, a bad option)
     if (opts.json) {
       // A create that answers has brought the sandbox up (guards, then it runs): its state in sbx's one word.
