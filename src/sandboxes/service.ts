@@ -500,6 +500,11 @@ export class SandboxService {
     try {
       const fresh = this.d.store.getSandbox(row.id) ?? row;
       const cur = portsOf(fresh.identity);
+      // A removal that names no forward is said, never passed over (a mistyped port would look removed).
+      const unknown = (w.remove ?? []).filter((n) => !cur.some((p) => p.port === n || p.host === n));
+      if (unknown.length > 0) {
+        throw new SbxError("not_found", `sbx port --rm: sandbox ${name} forwards no port ${unknown.join(", ")}; nothing changed`, { hint: `\`sbx port ${name}\` lists what it forwards.` });
+      }
       const next = nextPorts(cur, add, w.remove ?? []);
       const changed = JSON.stringify(next) !== JSON.stringify(cur);
       if (!changed) return { name, ...view(fresh), changed };
@@ -538,6 +543,10 @@ export class SandboxService {
       return this.d.store.write(() => {
         const fresh = this.d.store.getSandbox(row.id) ?? row;
         const cur = publishedOf(fresh.identity);
+        const unknown = remove.filter((e) => !cur.includes(e));
+        if (unknown.length > 0) {
+          throw new SbxError("not_found", `sbx publish --remove: sandbox ${name} does not reach ${unknown.join(", ")}; nothing changed`, { hint: `\`sbx publish ${name}\` lists what it reaches.` });
+        }
         const next = [...new Set([...cur.filter((e) => !remove.includes(e)), ...add])].sort();
         const changed = JSON.stringify(next) !== JSON.stringify(cur);
         if (changed) {

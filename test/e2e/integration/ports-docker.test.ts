@@ -96,6 +96,13 @@ describe.skipIf(!canRun)(`sbx port on Docker${canRun ? "" : ` — skipped: ${ski
     }
   }, 60_000);
 
+  test("--rm of a port it does not forward is said (66), and nothing changes", () => {
+    const r = sbx(["port", "web", "--rm", "1"]);
+    expect({ code: r.code, err: r.stderr }).toEqual({ code: 66, err: "sbx: sbx port --rm: sandbox web forwards no port 1; nothing changed\nhint: `sbx port web` lists what it forwards.\n" });
+    const list = JSON.parse(must(sbx(["port", "web", "--json"]), "port --json").stdout) as { ports: { host: number }[] };
+    expect(list.ports.map((p) => p.host).sort()).toEqual([p1, h2].sort());
+  }, 60_000);
+
   test("--rm stops one at once; stop closes the rest, a start brings them back", async () => {
     must(sbx(["port", "web", "--rm", String(p2)]), "port --rm");
     expect(await get(h2)).toStartWith("error:");
