@@ -13,7 +13,7 @@ import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
-import { nextPorts, parsePortSpec, portsOf, type PortForward, type PortState } from "../core/ports";
+import { hostEndpoint, nextPorts, parsePortSpec, portsOf, reachableBeyondLoopback, type PortForward, type PortState } from "../core/ports";
 import { acquireLock, createProgress, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
 import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
@@ -321,6 +321,7 @@ export class SandboxService {
       const ports = (req.ports ?? []).map((s) => {
         const r = parsePortSpec(s);
         if (!r.ok) throw new SbxError("usage", `--port: ${r.reason}`, { hint: "e.g. --port 3000, or --port 8080:3000 (the host's 8080 to the sandbox's 3000)" });
+        if (reachableBeyondLoopback(r.forward)) out.log(`note: ${hostEndpoint(r.forward)} is not loopback: other machines that reach this one reach sandbox ${req.name}'s port ${r.forward.port}`);
         return r.forward;
       });
       const made = await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out));
