@@ -212,7 +212,8 @@ export class SandboxService {
 
   private lock(repo: string, name: string, out?: Output): Promise<Lock> {
     return acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
-      onWait: (h) => this.outOf(out).log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
+      // The holder is most often this daemon itself, busy with another command's request: its pid would read as a stranger's.
+      onWait: (h) => this.outOf(out).log(h.pid === process.pid ? `waiting for another command on sandbox ${name} to finish…` : `waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
     });
   }
 
