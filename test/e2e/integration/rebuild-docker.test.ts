@@ -33,13 +33,15 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
     releaseFixture();
   }, 60_000);
 
-  test("a changed Dockerfile is said at the next start, with the command that applies it", () => {
+  test("a changed Dockerfile is said at the next start (exec, shell, run) and by list, with the command that applies it", () => {
     const quiet = sbx(["exec", "rb", "--", "true"]);
     expect(quiet.stderr).not.toContain("Dockerfile changed");
     setDockerfile(`RUN echo v2 > /etc/sbx-test-version\n`);
-    const r = sbx(["exec", "rb", "--", "true"]);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toContain("note: the repo's Dockerfile changed since sandbox rb's image was built; `sbx rebuild rb` applies it");
+    for (const verb of ["exec", "shell", "run"]) {
+      const r = sbx([verb, "rb", "--", "true"]);
+      expect({ verb, code: r.code }).toEqual({ verb, code: 0 });
+      expect(r.stderr).toContain("note: the repo's Dockerfile changed since sandbox rb's image was built; `sbx rebuild rb` applies it");
+    }
     const l = sbx(["list"]);
     expect(l.stderr).toContain("`sbx rebuild rb` applies it");
     const j = JSON.parse(sbx(["list", "--json"]).stdout) as Array<{ name: string; notes?: string[] }>;
