@@ -120,7 +120,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
   }
 
   // `sbx help WORD` for no verb and no guide: said as an error, not the whole help with exit 64.
-  if (argv[0] === "help" && argv.length === 2 && argv[1] !== "help" && !program.commands.some((c) => c.name() === argv[1] || c.aliases().includes(argv[1]!))) {
+  if (argv[0] === "help" && argv.length === 2 && argv[1] !== "help" && !argv[1]!.startsWith("-") && !program.commands.some((c) => c.name() === argv[1] || c.aliases().includes(argv[1]!))) {
     render.error(new SbxError("usage", `there is no command or guide '${argv[1]}'`, { hint: "`sbx --help` lists the commands, `sbx help topics` the guides." }));
     return ExitCode.usage;
   }

@@ -88,6 +88,7 @@ describe("exit codes", () => {
       err: "sbx: there is no command or guide 'nosuch'\nhint: `sbx --help` lists the commands, `sbx help topics` the guides.\n",
     });
     expect((await runCli(["help", "ls"])).stdout).toContain("Usage: sbx list|ls");
+    for (const w of ["help", "--help"]) expect((await runCli(["help", w])).stderr).not.toContain("no command or guide");
   });
 
   test("ls is list", async () => {
