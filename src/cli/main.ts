@@ -10,6 +10,7 @@ import { createRender, type Io } from "./render";
 import type { CliContext, Verb } from "./verb";
 import { verbs as defaultVerbs } from "./verbs";
 import { isHelpTopic, topicsLine, topicsList, topicText, type HelpTopic } from "./topics";
+import { isAgentName } from "../core/agent-names";
 
 export interface MainDeps {
   io: Io;
@@ -118,6 +119,12 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
     return ExitCode.ok;
   }
 
+  // `sbx help WORD` for no verb and no guide: said as an error, not the whole help with exit 64.
+  if (argv[0] === "help" && argv.length === 2 && argv[1] !== "help" && !argv[1]!.startsWith("-") && !program.commands.some((c) => c.name() === argv[1] || c.aliases().includes(argv[1]!))) {
+    render.error(new SbxError("usage", `there is no command or guide '${argv[1]}'`, { hint: "`sbx --help` lists the commands, `sbx help topics` the guides." }));
+    return ExitCode.usage;
+  }
+
   try {
     await program.parseAsync(optionsBeforeName(program, argv), { from: "user" });
     return exitCode;
@@ -133,32 +140,51 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
   }
 }
 
+/** The verbs whose words after NAME are a command: their own options written right after NAME are moved before it. */
+const RUNS_A_COMMAND = new Set(["shell", "exec", "run"]);
+
 /**
  * Pure but for reading the program: `sbx shell NAME --shell bash` and `sbx exec NAME --repo DIR -- cmd` as people
- * type them. For `shell` and `exec`, whose arguments after NAME are a command, the verb's own options written right
- * after NAME (before the command's first word, or before `--`) are moved before it, where commander reads them; the
- * command's own words are never touched (`sbx exec NAME ls --json` keeps `--json` for ls).
+ * type them. For `shell`, `exec` and `run`, whose arguments after NAME are a command, the verb's own options written
+ * right after NAME (before the command's first word, or before `--`) are moved before it, where commander reads them;
+ * the command's own words are never touched (`sbx exec NAME ls --json` keeps `--json` for ls). `sbx run AGENT [NAME]`
+ * passes what follows to the agent, so there sbx's options are taken only before a `--` that ends them
+ * (`sbx run claude work --memory 8g -- --model opus`), and only when every word before it is one of sbx's.
  */
 export function optionsBeforeName(program: Command, argv: readonly string[]): string[] {
   const verb = argv[0];
   const cmd = program.commands.find((c) => c.name() === verb);
-  if (!cmd || (verb !== "shell" && verb !== "exec")) return [...argv];
+  if (!cmd || verb === undefined || !RUNS_A_COMMAND.has(verb)) return [...argv];
   // Options before NAME take a value when their flag says so: skip them to find NAME.
   let i = 1;
-  const takesValue = (flag: string) => cmd.options.find((o) => o.long === flag || o.short === flag)?.required === true;
-  while (i < argv.length && argv[i]!.startsWith("-") && argv[i] !== "--") i += takesValue(argv[i]!.split("=")[0]!) && !argv[i]!.includes("=") ? 2 : 1;
+  const option = (word: string) => {
+    const flag = word.split("=")[0]!;
+    return cmd.options.find((o) => o.long === flag || o.short === flag);
+  };
+  const takesValue = (word: string) => option(word)?.required === true && !word.includes("=");
+  while (i < argv.length && argv[i]!.startsWith("-") && argv[i] !== "--") i += takesValue(argv[i]!) ? 2 : 1;
   if (i >= argv.length || argv[i] === "--") return [...argv];
   const name = i;
-  const moved: string[] = [];
-  let j = name + 1;
-  while (j < argv.length && argv[j] !== "--") {
-    const flag = argv[j]!.split("=")[0]!;
-    const opt = cmd.options.find((o) => o.long === flag || o.short === flag);
-    if (!opt) break; // the command's first word: from here on everything is the command's
-    const n = opt.required && !argv[j]!.includes("=") ? 2 : 1;
-    moved.push(...argv.slice(j, j + n));
-    j += n;
+  // sbx's options from `from` on, up to the first word that is not one (or `--`): [moved words, where they stop].
+  const optionsFrom = (from: number): [string[], number] => {
+    const moved: string[] = [];
+    let j = from;
+    while (j < argv.length && argv[j] !== "--" && option(argv[j]!)) {
+      const n = takesValue(argv[j]!) ? 2 : 1;
+      moved.push(...argv.slice(j, j + n));
+      j += n;
+    }
+    return [moved, j];
+  };
+  if (verb === "run" && isAgentName(argv[name]!)) {
+    const dashDash = argv.indexOf("--", name + 1);
+    if (dashDash < 0) return [...argv];
+    const first = name + 1 < dashDash && !argv[name + 1]!.startsWith("-") ? name + 2 : name + 1; // after the sandbox's name
+    const [moved, stop] = optionsFrom(first);
+    if (stop !== dashDash) return [...argv];
+    return [...argv.slice(0, name), ...moved, ...argv.slice(name, first), ...argv.slice(dashDash)];
   }
+  const [moved, j] = optionsFrom(name + 1);
   return [...argv.slice(0, name), ...moved, argv[name]!, ...argv.slice(j)];
 }
 

@@ -1,5 +1,5 @@
 // How a build shows while it runs: on a terminal, one line rewritten in place ("building the image: step 3/7: RUN
-// make"); elsewhere (a pipe, a log, --json callers' stderr), one line per step. The build's own output is not shown as
+// make"); elsewhere (a pipe, a log, and under --json), one line per step. The build's own output is not shown as
 // it comes: a failure's error carries its last lines and the whole log's path.
 import { parseBuildStep } from "../core/build-steps";
 import { lineSplitter } from "../core/lines";
@@ -39,15 +39,21 @@ export function buildProgress(io: BuildProgressIo): { log(line: string): void; p
   };
 }
 
-/** A verb's notes and build output on its stderr (the CLI's render), as buildProgress shows them. */
-export function progressOut(r: { info(line: string): void; write?(stream: "stdout" | "stderr", s: string): void; readonly stderrIsTTY?: boolean }): {
+/**
+ * A verb's notes and build output on its stderr (the CLI's render), as buildProgress shows them. Under `--json` (`lines`)
+ * a line per step even at a terminal: whatever reads the JSON may be reading stderr too.
+ */
+export function progressOut(
+  r: { info(line: string): void; write?(stream: "stdout" | "stderr", s: string): void; readonly stderrIsTTY?: boolean },
+  o: { lines?: boolean } = {},
+): {
   log(line: string): void;
   progress(chunk: string): void;
 } {
   return buildProgress({
     info: (l) => r.info(l),
     write: (s) => r.write?.("stderr", s),
-    tty: r.write !== undefined && r.stderrIsTTY === true,
-    columns: process.stderr.columns ?? 80,
+    tty: r.write !== undefined && r.stderrIsTTY === true && o.lines !== true,
+    columns: process.stderr.columns || 80, // a terminal of unknown size (a pty no one sized) says 0
   });
 }

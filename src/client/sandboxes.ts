@@ -40,9 +40,9 @@ export function scopeOf(
   return { ...whereOf(ctx, typeof opts.repo === "string" ? opts.repo : undefined), ...(name === null ? { global: true } : { sandbox: name, global: false }) };
 }
 
-/** Notes on stderr; a build as its steps (one line rewritten on a terminal, a line per step elsewhere). */
-export function outOf(ctx: Pick<VerbContext, "render">): { log(line: string): void; progress(chunk: string): void } {
-  return progressOut(ctx.render);
+/** Notes on stderr; a build as its steps (one line rewritten on a terminal, a line per step elsewhere and under --json). */
+export function outOf(ctx: Pick<VerbContext, "render">, o: { json?: boolean } = {}): { log(line: string): void; progress(chunk: string): void } {
+  return progressOut(ctx.render, { lines: o.json === true });
 }
 
 /** The daemon (started if needed) for a verb. */

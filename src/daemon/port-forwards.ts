@@ -1,10 +1,11 @@
 // `sbx port`: a Docker sandbox's own loopback ports reachable from the host at 127.0.0.1:<host>. The container has no
 // network, so each connection the host accepts is carried by the sandbox's exec agent, which dials the port inside
-// (its `dial` session). Listeners bind 127.0.0.1 only, exist while the sandbox's guards are up, and follow the ports
-// its identity holds (applied again when `sbx port` changes them). A port the host cannot bind is said, not fatal.
+// (its `dial` session). Listeners bind 127.0.0.1 (another address only where the forward names one: the person asked),
+// exist while the sandbox's guards are up, and follow the ports its identity holds (applied again when `sbx port`
+// changes them). A port the host cannot bind is said, not fatal.
 import { createServer, type Server, type Socket } from "node:net";
 import { FrameDecoder, FrameType } from "../../shims/exec-frames";
-import { portsOf, type PortForward, type PortState } from "../core/ports";
+import { bindOf, hostEndpoint, portsOf, type PortForward, type PortState } from "../core/ports";
 import type { Sandbox } from "../core/schemas";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
 import type { Logger } from "./log";
@@ -38,7 +39,7 @@ export class PortForwards {
     this.bySandbox.set(sandboxId, open);
     for (const [host, o] of open) {
       const want = forwards.find((f) => f.host === host);
-      if (want && want.port === o.forward.port && o.server) continue;
+      if (want && want.port === o.forward.port && bindOf(want) === bindOf(o.forward) && o.server) continue;
       o.server?.close();
       open.delete(host);
     }
@@ -61,11 +62,12 @@ export class PortForwards {
     return new Promise((resolve) => {
       const server = createServer({ allowHalfOpen: true }, (sock) => this.carry(sandboxId, f.port, sock));
       server.once("error", (e: NodeJS.ErrnoException) => {
-        const why = e.code === "EADDRINUSE" ? `127.0.0.1:${f.host} is in use on this machine` : e.message;
+        const why =
+          e.code === "EADDRINUSE" ? `${hostEndpoint(f)} is in use on this machine` : e.code === "EADDRNOTAVAIL" ? `${bindOf(f)} is not an address of this machine` : e.message;
         this.log?.warn("port forward cannot listen", { sandbox: sandboxId, host: f.host, err: why });
         resolve({ forward: f, server: null, error: why });
       });
-      server.listen(f.host, "127.0.0.1", () => resolve({ forward: f, server }));
+      server.listen(f.host, bindOf(f), () => resolve({ forward: f, server }));
     });
   }
 
@@ -120,7 +122,7 @@ export class PortForwards {
           health: () => {
             const s = this.states(id);
             const bad = s.filter((p) => p.state === "error");
-            return { ok: true, detail: s.length === 0 ? "none" : `${s.filter((p) => p.state === "forwarding").map((p) => `127.0.0.1:${p.host}→${p.port}`).join(", ")}${bad.length ? `; not forwarded: ${bad.map((p) => `${p.host} (${p.error})`).join(", ")}` : ""}` };
+            return { ok: true, detail: s.length === 0 ? "none" : `${s.filter((p) => p.state === "forwarding").map((p) => `${hostEndpoint(p)}→${p.port}`).join(", ")}${bad.length ? `; not forwarded: ${bad.map((p) => `${p.host} (${p.error})`).join(", ")}` : ""}` };
           },
           stop: async () => this.close(id),
         };

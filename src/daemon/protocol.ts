@@ -228,7 +228,7 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   allowWeaker: z.boolean().default(false),
   /** `--no-transparent` (false); absent: the config's, else on. */
   transparent: z.boolean().optional(),
-  ports: z.array(z.string().min(1).max(16)).max(64).default([]),
+  ports: z.array(z.string().min(1).max(64)).max(64).default([]),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
     .object({ dockerfile: z.string().startsWith("/").max(4096).optional(), context: z.string().startsWith("/").max(4096).optional(), image: z.string().min(1).max(255).optional() })
@@ -294,11 +294,11 @@ export type LifecyclePublish = z.input<typeof LifecyclePublishSchema>;
 /** `sbx port NAME [SPEC…] [--rm PORT…]`: SPEC is PORT or HOST:PORT. */
 export const LifecyclePortSchema = WhereSchema.extend({
   name: nameSchema,
-  add: z.array(z.string().min(1).max(16)).max(64).default([]),
+  add: z.array(z.string().min(1).max(64)).max(64).default([]),
   remove: z.array(z.number().int().min(1).max(65535)).max(64).default([]),
 });
 
-const PortStateSchema = z.object({ port: z.number().int(), host: z.number().int(), state: z.enum(["forwarding", "error", "stopped"]), error: z.string().optional() });
+const PortStateSchema = z.object({ port: z.number().int(), host: z.number().int(), bind: z.string().optional(), state: z.enum(["forwarding", "error", "stopped"]), error: z.string().optional() });
 
 export const LifecycleNamedSchema = WhereSchema.extend({
   name: nameSchema,

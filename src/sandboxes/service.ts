@@ -13,7 +13,7 @@ import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
-import { nextPorts, parsePortSpec, portsOf, type PortForward, type PortState } from "../core/ports";
+import { hostEndpoint, nextPorts, parsePortSpec, portsOf, reachableBeyondLoopback, type PortForward, type PortState } from "../core/ports";
 import { acquireLock, createProgress, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
 import type { Store } from "../store/store";
 import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
@@ -212,7 +212,8 @@ export class SandboxService {
 
   private lock(repo: string, name: string, out?: Output): Promise<Lock> {
     return acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
-      onWait: (h) => this.outOf(out).log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
+      // The holder is most often this daemon itself, busy with another command's request: its pid would read as a stranger's.
+      onWait: (h) => this.outOf(out).log(h.pid === process.pid ? `waiting for another command on sandbox ${name} to finish…` : `waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
     });
   }
 
@@ -321,6 +322,7 @@ export class SandboxService {
       const ports = (req.ports ?? []).map((s) => {
         const r = parsePortSpec(s);
         if (!r.ok) throw new SbxError("usage", `--port: ${r.reason}`, { hint: "e.g. --port 3000, or --port 8080:3000 (the host's 8080 to the sandbox's 3000)" });
+        if (reachableBeyondLoopback(r.forward)) out.log(`note: ${hostEndpoint(r.forward)} is not loopback: other machines that reach this one reach sandbox ${req.name}'s port ${r.forward.port}`);
         return r.forward;
       });
       const made = await driver.newIdentity(n, this.d.store.listSandboxes(), this.report(null, out));
@@ -500,6 +502,11 @@ export class SandboxService {
     try {
       const fresh = this.d.store.getSandbox(row.id) ?? row;
       const cur = portsOf(fresh.identity);
+      // A removal that names no forward is said, never passed over (a mistyped port would look removed).
+      const unknown = (w.remove ?? []).filter((n) => !cur.some((p) => p.port === n || p.host === n));
+      if (unknown.length > 0) {
+        throw new SbxError("not_found", `sbx port --rm: sandbox ${name} forwards no port ${unknown.join(", ")}; nothing changed`, { hint: `\`sbx port ${name}\` lists what it forwards.` });
+      }
       const next = nextPorts(cur, add, w.remove ?? []);
       const changed = JSON.stringify(next) !== JSON.stringify(cur);
       if (!changed) return { name, ...view(fresh), changed };
@@ -538,6 +545,10 @@ export class SandboxService {
       return this.d.store.write(() => {
         const fresh = this.d.store.getSandbox(row.id) ?? row;
         const cur = publishedOf(fresh.identity);
+        const unknown = remove.filter((e) => !cur.includes(e));
+        if (unknown.length > 0) {
+          throw new SbxError("not_found", `sbx publish --remove: sandbox ${name} does not reach ${unknown.join(", ")}; nothing changed`, { hint: `\`sbx publish ${name}\` lists what it reaches.` });
+        }
         const next = [...new Set([...cur.filter((e) => !remove.includes(e)), ...add])].sort();
         const changed = JSON.stringify(next) !== JSON.stringify(cur);
         if (changed) {

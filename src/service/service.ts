@@ -184,7 +184,12 @@ export async function uninstallService(deps: ServiceDeps, kind: ServiceKind): Pr
     });
     return { file, changed: had || kit.removed.length > 0 };
   }
-  requireSystemd(deps);
+  // Without systemd there is no unit running to stop: a file left behind goes, and none is nothing to remove.
+  const running = deps.systemdRunning ?? (() => existsSync("/run/systemd/system"));
+  if (!running()) {
+    rmSync(file, { force: true });
+    return { file, changed: had };
+  }
   await deps.exec.run([...systemctl(kind), "disable", "--now", SYSTEMD_UNIT_NAME], { check: false });
   rmSync(file, { force: true });
   await deps.exec.run([...systemctl(kind), "daemon-reload"]);

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { main } from "../../src/cli/main";
 import { HELP_TOPICS, topicText, type HelpTopic } from "../../src/cli/topics";
+import { parseChatCommand } from "../../src/core/chat-commands";
 import { verbs } from "../../src/cli/verbs";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -49,6 +50,31 @@ describe("sbx help TOPIC", () => {
         throw new Error(`docs/help/${t}.md names \`sbx ${verb}\`, which is not a verb`);
       }
     }
+  });
+});
+
+describe("the README covers the CLI", () => {
+  test("every verb `sbx --help` lists is named in the README (as `sbx VERB`), its aliases too", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const missing = verbs.filter((v) => !v.hidden).flatMap((v) => [v.name, ...(v.aliases ?? [])]).filter((n) => !new RegExp(`\\bsbx ${n}\\b`).test(readme));
+    expect(missing).toEqual([]);
+  });
+
+  test("the chat commands the README and the chat guide name take what the bot takes (a host, or a notice's number)", () => {
+    const docs = [readFileSync(join(ROOT, "README.md"), "utf8"), topicText("chat-setup")].join("\n");
+    const sample: Record<string, string> = { HOST: "example.org", DOMAIN: "example.org", N: "7", ID: "7" };
+    const seen: string[] = [];
+    for (const m of docs.matchAll(/(?:`|^ {4,})(\/(?:allow|deny|approve|reject|allowlist)\b(?: [A-Z]+)?(?: --global)?)/gm)) {
+      const said = m[1]!;
+      seen.push(said.split(" ")[0]!);
+      const text = said.replace(/\b[A-Z]+\b/g, (w) => sample[w] ?? w);
+      const r = parseChatCommand(text);
+      expect({ said, ok: r?.ok }).toEqual({ said, ok: true });
+      // A host where the bot wants a host, a number where it wants one.
+      if (r?.ok && (r.command.op === "allow" || r.command.op === "deny")) expect({ said, arg: said.split(" ")[1] }).toEqual({ said, arg: expect.stringMatching(/^(HOST|DOMAIN)$/) });
+      if (r?.ok && r.command.op === "decide") expect({ said, arg: said.split(" ")[1] }).toEqual({ said, arg: expect.stringMatching(/^(N|ID)$/) });
+    }
+    expect([...new Set(seen)].sort()).toEqual(["/allow", "/allowlist", "/approve", "/deny", "/reject"]);
   });
 });
 

@@ -104,7 +104,7 @@ export const BACKEND_OPTION = ["--backend <kind>", "docker (the default on Linux
 export function declareNewSandboxOptions(cmd: Command): Command {
   return cmd
     .option("--rebuild", "rebuild the image even if its tag exists")
-    .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (repeatable; later: sbx port)", collect, [])
+    .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (ADDRESS:HOST:PORT for another address; repeatable; later: sbx port)", collect, [])
     .option("--allow-weaker", "--backend user on Linux: create it even though this kernel's Landlock cannot scope abstract sockets and signals (sbx doctor)")
     .option("--no-transparent", "no transparent path: no DNS stub and no 80/443 carried to the proxy; only clients that honour the proxy variables get out (config: transparent)")
     .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes (default: the sandbox starts from the last commit)")
@@ -159,7 +159,7 @@ export const create: Verb = {
       ...(staged ? { staged: dirname(staged.path) } : {}),
     };
     const { sandbox } = await daemon(ctx)
-      .then((client) => client.lifecycle("create", request, outOf(ctx)))
+      .then((client) => client.lifecycle("create", request, outOf(ctx, { json: opts.json === true })))
       .finally(() => staged?.discard()); // also when the create never began (no daemon, a bad option)
     if (opts.json) {
       // A create that answers has brought the sandbox up (guards, then it runs): its state in sbx's one word.

@@ -40,9 +40,11 @@ export const doctor: Verb = {
     } else {
       const { c } = ctx.render;
       const mark: Record<CheckStatus, string> = { ok: c.green("ok  "), warn: c.yellow("warn"), fail: c.red("FAIL") };
+      // One column for the details, as wide as the longest check's name.
+      const w = Math.max(12, ...checks.map((ch) => ch.name.length));
       for (const ch of checks) {
-        ctx.render.out(`${mark[ch.status]}  ${ch.name.padEnd(12)} ${ch.detail}`);
-        if (ch.fix) ctx.render.out(`      ${" ".repeat(12)} ${c.dim("fix:")} ${ch.fix}`);
+        ctx.render.out(`${mark[ch.status]}  ${ch.name.padEnd(w)} ${ch.detail}`);
+        if (ch.fix) ctx.render.out(`      ${" ".repeat(w)} ${c.dim("fix:")} ${ch.fix}`);
       }
       ctx.render.out(failed ? c.red("sbx cannot run sandboxes here yet: fix the FAIL lines above.") : c.green("sbx can run sandboxes here."));
     }

@@ -58,6 +58,9 @@ export const logs: Verb = {
   },
   async run(ctx, _args, opts) {
     const sandbox = typeof opts.sandbox === "string" ? opts.sandbox : undefined;
+    if (sandbox === undefined && opts.repo !== undefined) {
+      throw new SbxError("usage", "--repo says which repo's sandbox --sandbox names; without --sandbox it would change nothing", { hint: "e.g. sbx logs --sandbox demo --repo ~/src/app (without either: every sandbox's entries)." });
+    }
     const repo = typeof opts.repo === "string" ? realpathSync(resolve(ctx.cwd, opts.repo)) : undefined;
     const print = (e: AuditView) => ctx.render.out(opts.json ? jsonText(isoTimes(e)) : formatAudit(e));
     const since = typeof opts.since === "string" ? parseSince(opts.since, Date.now()) : undefined;

@@ -5,12 +5,20 @@ import { sandboxArgument } from "../completion/offers";
 import type { CliContext, Verb } from "../verb";
 
 /** `sbx shell --attach SESSION`: a second terminal on a session the daemon already runs. */
-async function attach(ctx: CliContext, session: string, args: string[], detachFlag: string | undefined): Promise<number> {
+async function attach(ctx: CliContext, session: string, args: string[], opts: Record<string, unknown>): Promise<number> {
   if (args.length > 0) {
     throw new SbxError("usage", "sbx shell --attach joins an existing session: give no sandbox name or command", {
       hint: `sbx shell --attach ${session}`,
     });
   }
+  // The session exists already: its shell and its sandbox's repo were chosen when it started.
+  const ignored = ["shell", "repo"].filter((k) => opts[k] !== undefined);
+  if (ignored.length > 0) {
+    throw new SbxError("usage", `sbx shell --attach joins a running session as it is: ${ignored.map((k) => `--${k}`).join(" and ")} would change nothing`, {
+      hint: `sbx shell --attach ${session} (or a new session: sbx shell${opts.shell !== undefined ? ` --shell ${String(opts.shell)}` : ""} NAME)`,
+    });
+  }
+  const detachFlag = opts.detachKeys as string | undefined;
   if (!ctx.stdinIsTTY) {
     throw new SbxError("usage", "sbx shell --attach needs a terminal", { hint: "Run it from an interactive terminal." });
   }
@@ -44,8 +52,9 @@ export const shell: Verb = {
         "after",
         [
           "",
-          "Options go before the name: what follows it is the command. In a session, Ctrl-P Ctrl-Q detaches (the shell",
-          "goes on running); `sbx ps` lists sessions and `sbx shell --attach <session>` joins one again.",
+          "Options go before the name or right after it; from the command's first word (or `--`) on, every word is the",
+          "command's. In a session, Ctrl-P Ctrl-Q detaches (the shell goes on running); `sbx ps` lists sessions and",
+          "`sbx shell --attach <session>` joins one again.",
           "",
           "Examples:",
           "  sbx shell demo                    its login shell",
@@ -57,7 +66,7 @@ export const shell: Verb = {
   async run(ctx, args, opts) {
     // A mistyped --detach-keys is refused before any session starts.
     if (typeof opts.detachKeys === "string") (await import("../../core/detach-keys")).parseDetachKeys(opts.detachKeys);
-    if (opts.attach !== undefined) return attach(ctx, String(opts.attach), args, opts.detachKeys as string | undefined);
+    if (opts.attach !== undefined) return attach(ctx, String(opts.attach), args, opts);
     const [name, ...rest] = args;
     if (name === undefined) {
       throw new SbxError("usage", "sbx shell: name the sandbox, or join a session with --attach", {

@@ -529,6 +529,15 @@ export function seedEntries(spec: SandboxSpec, targets: readonly string[], claud
   return entries;
 }
 
+/**
+ * The engine's own detach sequence for a terminal session. Both the docker CLI and dockerd watch a `--tty` exec's input
+ * for one (Ctrl-P Ctrl-Q unless told otherwise) and, on it, leave the process running inside unseen while the session
+ * ends ("read escape sequence", exit 1). Detaching is sbx's (core/detach-keys.ts, keys chosen per attach, or none), so
+ * the engine's is set to a sequence no one types: the keys a person picked, or Ctrl-P Ctrl-Q when they picked others,
+ * reach the program. The engine holds a lone Ctrl-@ (Ctrl-Space) until the next key arrives, as it held Ctrl-P.
+ */
+export const ENGINE_DETACH_KEYS = "ctrl-@,ctrl-^,ctrl-_,ctrl-]";
+
 /** Pure: the host argv that runs a shell or command inside a running sandbox. */
 export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: boolean }, shell: string): string[] {
   const u = spec.hostUser;
@@ -540,7 +549,7 @@ export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: 
   return [
     "docker", "exec",
     ...(interactive ? ["--interactive"] : []),
-    ...(req.tty ? ["--tty"] : []),
+    ...(req.tty ? ["--tty", "--detach-keys", ENGINE_DETACH_KEYS] : []),
     "--user", `${u.uid}:${u.gid}`,
     "--workdir", req.cwd,
     ...env,

@@ -188,6 +188,11 @@ export class DockerDriver implements Driver {
     const user = this.hostUser;
     if (user.uid === 0) r.log("note: you are root, so the sandbox runs as root inside (with every capability dropped and no-new-privileges).");
     const img = planImageSource(n.repo, n.image, knownSecretValues(hostKeySources(this.d.env, this.d.paths.configDir)));
+    if (n.rebuild === true && img.source.kind === "image") {
+      throw new SbxError("usage", `--rebuild builds the sandbox's image, and this one is ${describeSource(img.source, n.repo)}, used as it is`, {
+        hint: "Drop --rebuild: sbx builds nothing for a named image (build it again yourself, then create the sandbox).",
+      });
+    }
     if (img.source.from !== "repo") r.log(`image: ${describeSource(img.source, n.repo)}`);
     for (const note of img.notes) r.log(`note: ${note}`);
     // The config file's variables win over devcontainer.json's (the person's file over the repo's).

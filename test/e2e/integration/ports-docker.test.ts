@@ -1,6 +1,7 @@
 // `sbx port` (issue 23): a server a Docker sandbox runs on its own loopback is reached from the host at 127.0.0.1
-// only, through sbx (the container has no network), for as long as the sandbox runs; forwards are kept with the
-// sandbox, changed live, and a host port in use is refused with nothing changed. Real CLI, real engine, a second uid.
+// (another address only when the person writes one), through sbx (the container has no network), for as long as the
+// sandbox runs; forwards are kept with the sandbox, changed live, and a host port in use is refused with nothing
+// changed. Real CLI, real engine, a second uid.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -94,6 +95,32 @@ describe.skipIf(!canRun)(`sbx port on Docker${canRun ? "" : ` — skipped: ${ski
     } finally {
       await new Promise<void>((r) => busy.close(() => r()));
     }
+  }, 60_000);
+
+  test("another address only when written: 127.0.0.2 and 0.0.0.0 (said: others can reach it); one that is not this machine's is refused", async () => {
+    const [h3, h4] = [await freePort(), await freePort()];
+    const lo2 = sbx(["port", "web", `127.0.0.2:${h3}:${p1}`]);
+    expect({ code: lo2.code, err: lo2.stderr }).toEqual({ code: 0, err: "" });
+    expect(listeners(h3)).toEqual(["0200007F"]);
+    const body = await fetch(`http://127.0.0.2:${h3}/index.html`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text(), (e: Error) => `error: ${e.message}`);
+    expect(body).toBe(`hello from ${tag}`);
+    const wide = sbx(["port", "web", `0.0.0.0:${h4}:${p1}`]);
+    expect(wide.code).toBe(0);
+    expect(wide.stderr).toContain(`note: 0.0.0.0:${h4} is not loopback: other machines that reach this one reach sandbox web's port ${p1}`);
+    expect(wide.stdout).toContain(`0.0.0.0:${h4}`);
+    expect(listeners(h4)).toEqual(["00000000"]);
+    expect(await get(h4)).toBe(`hello from ${tag}`);
+    const foreign = sbx(["port", "web", `192.0.2.1:${h4 + 1}:${p1}`]);
+    expect({ code: foreign.code, err: foreign.stderr }).toEqual({ code: 69, err: expect.stringContaining("192.0.2.1 is not an address of this machine; nothing changed") });
+    must(sbx(["port", "web", "--rm", String(h3), "--rm", String(h4)]), "port --rm");
+    expect([...listeners(h3), ...listeners(h4)]).toEqual([]);
+  }, 60_000);
+
+  test("--rm of a port it does not forward is said (66), and nothing changes", () => {
+    const r = sbx(["port", "web", "--rm", "1"]);
+    expect({ code: r.code, err: r.stderr }).toEqual({ code: 66, err: "sbx: sbx port --rm: sandbox web forwards no port 1; nothing changed\nhint: `sbx port web` lists what it forwards.\n" });
+    const list = JSON.parse(must(sbx(["port", "web", "--json"]), "port --json").stdout) as { ports: { host: number }[] };
+    expect(list.ports.map((p) => p.host).sort()).toEqual([p1, h2].sort());
   }, 60_000);
 
   test("--rm stops one at once; stop closes the rest, a start brings them back", async () => {

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { BASE_IMAGE } from "../docker/fixture";
 import { userRecipe } from "../../../src/workspace/init";
-import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason } from "./harness";
+import { CLI } from "../docker/fixture";
+import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, waitFor } from "./harness";
 
 const tag = Math.random().toString(36).slice(2, 8);
 let f: Fixture;
@@ -32,13 +33,15 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
     releaseFixture();
   }, 60_000);
 
-  test("a changed Dockerfile is said at the next start, with the command that applies it", () => {
+  test("a changed Dockerfile is said at the next start (exec, shell, run) and by list, with the command that applies it", () => {
     const quiet = sbx(["exec", "rb", "--", "true"]);
     expect(quiet.stderr).not.toContain("Dockerfile changed");
     setDockerfile(`RUN echo v2 > /etc/sbx-test-version\n`);
-    const r = sbx(["exec", "rb", "--", "true"]);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toContain("note: the repo's Dockerfile changed since sandbox rb's image was built; `sbx rebuild rb` applies it");
+    for (const verb of ["exec", "shell", "run"]) {
+      const r = sbx([verb, "rb", "--", "true"]);
+      expect({ verb, code: r.code }).toEqual({ verb, code: 0 });
+      expect(r.stderr).toContain("note: the repo's Dockerfile changed since sandbox rb's image was built; `sbx rebuild rb` applies it");
+    }
     const l = sbx(["list"]);
     expect(l.stderr).toContain("`sbx rebuild rb` applies it");
     const j = JSON.parse(sbx(["list", "--json"]).stdout) as Array<{ name: string; notes?: string[] }>;
@@ -97,5 +100,32 @@ describe.skipIf(!canRun)(`sbx rebuild on Docker${canRun ? "" : ` — skipped: ${
     expect(sbx(["exec", "rb", "--", "cat", "/etc/sbx-test-version"]).stdout).toBe("v2\n");
     setDockerfile(`RUN echo v2 > /etc/sbx-test-version\n`);
     expect(readFileSync(join(repo, "Dockerfile"), "utf8")).toContain("v2");
+  }, 300_000);
+
+  test("open sessions: refused (75) without --force, nothing rebuilt; with it each is told why it ends; the sessions' history stays", async () => {
+    // A terminal session (script(1) gives sbx a terminal; its stdin kept open so the shell waits).
+    const line = [...f.user.prefix({ TERM: "xterm-256color" }), "bun", CLI, "shell", "rb"].map((a) => `'${a}'`).join(" ");
+    const term = Bun.spawn(["script", "-qfec", line, "/dev/null"], { cwd: repo, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    try {
+      type Ps = { id: string; sandbox: string; exitCode: number | null }[];
+      const id = await waitFor(() => (JSON.parse(sbx(["ps", "--json"]).stdout || "[]") as Ps).find((s) => s.sandbox === "rb" && s.exitCode === null)?.id, 20_000);
+      expect(id).toBeDefined();
+      const ctr = containerOf(realpathSync(repo), "rb");
+      const before = docker(["inspect", "--format", "{{.Id}}", ctr]).stdout.trim();
+      const refused = sbx(["rebuild", "rb"]);
+      expect({ code: refused.code, err: refused.stderr }).toEqual({ code: 75, err: expect.stringContaining("sandbox 'rb' has 1 open session; rebuilding it ends it") });
+      expect(refused.stderr).toContain("sbx rebuild --force rb");
+      expect(docker(["inspect", "--format", "{{.Id}}", ctr]).stdout.trim()).toBe(before);
+      const forced = sbx(["rebuild", "--force", "rb"]);
+      expect({ code: forced.code, err: forced.code === 0 ? "" : forced.stderr }).toEqual({ code: 0, err: "" });
+      expect(forced.stderr).toContain("ended 1 session(s) of rb (each was told why)");
+      const ended = await Promise.race([term.exited.then(() => true), Bun.sleep(20_000).then(() => false)]);
+      expect(ended).toBe(true);
+      expect(await new Response(term.stdout).text()).toContain("sandbox rb is being rebuilt (sbx rebuild); this session ends.");
+      const history = sbx(["logs", "--sandbox", "rb", "--kind", "session", "--json"]).stdout.trim().split("\n").map((l) => JSON.parse(l) as { action: string; detail: { session?: string } });
+      expect(history.filter((e) => e.detail.session === id).map((e) => e.action)).toEqual(["session.start", "session.exit"]);
+    } finally {
+      term.kill();
+    }
   }, 300_000);
 });

@@ -28,7 +28,7 @@ const PROBE = join(import.meta.dir, "layout-probe.js");
 const textProblems = "sbxLayout.textProblems()";
 const buttonProblems = "sbxLayout.buttonProblems()";
 
-describe.skipIf(!existsSync(CHROMIUM))("the dashboard fits its viewport (skipped: needs Debian's chromium at /usr/bin/chromium)", () => {
+describe.skipIf(!existsSync(CHROMIUM))(`the dashboard fits its viewport${existsSync(CHROMIUM) ? "" : " — skipped: needs Debian's chromium at /usr/bin/chromium"}`, () => {
   let w: World;
   let d: DaemonProc;
   let store: Store;

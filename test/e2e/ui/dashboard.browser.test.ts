@@ -29,7 +29,7 @@ function viaProxy(socketPath: string, url: string): Promise<{ status: number; he
   });
 }
 
-describe.skipIf(!existsSync(CHROMIUM))("dashboard in a real browser (skipped: needs Debian's chromium at /usr/bin/chromium)", () => {
+describe.skipIf(!existsSync(CHROMIUM))(`dashboard in a real browser${existsSync(CHROMIUM) ? "" : " — skipped: needs Debian's chromium at /usr/bin/chromium"}`, () => {
   let w: World;
   let d: DaemonProc;
   let store: Store;

@@ -80,6 +80,17 @@ describe("exit codes", () => {
     expect(verb.stderr).toBe("sbx: unknown command 'creat'\nhint: Did you mean `sbx create`? `sbx --help` lists the commands.\n");
   });
 
+  test("sbx help WORD for neither a command nor a guide says so (64), not the whole help; help ls is list's", async () => {
+    const r = await runCli(["help", "nosuch"]);
+    expect({ code: r.code, out: r.stdout, err: r.stderr }).toEqual({
+      code: 64,
+      out: "",
+      err: "sbx: there is no command or guide 'nosuch'\nhint: `sbx --help` lists the commands, `sbx help topics` the guides.\n",
+    });
+    expect((await runCli(["help", "ls"])).stdout).toContain("Usage: sbx list|ls");
+    for (const w of ["help", "--help"]) expect((await runCli(["help", w])).stderr).not.toContain("no command or guide");
+  });
+
   test("ls is list", async () => {
     const r = await runCli(["ls", "--help"]);
     expect(r.code).toBe(0);

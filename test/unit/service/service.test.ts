@@ -57,6 +57,18 @@ describe("sbx service on Linux (systemd user unit)", () => {
     expect(existsSync(serviceFile("systemd-user", d.env))).toBe(false);
   });
 
+  test("uninstall without systemd (none was ever installed: sbx uninstalled as the guide says) succeeds and runs nothing; a unit file left behind is removed", async () => {
+    const exec = new FakeExec();
+    const d = deps("linux", exec, false);
+    expect(await uninstallService(d, "systemd-user")).toMatchObject({ changed: false });
+    const file = serviceFile("systemd-user", d.env);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, "[Unit]\n");
+    expect(await uninstallService(d, "systemd-user")).toMatchObject({ changed: true });
+    expect(existsSync(file)).toBe(false);
+    exec.assertDone();
+  });
+
   test("status reads systemctl's answers", async () => {
     const exec = new FakeExec()
       .expect(["systemctl", "--user", "is-active", "sbx.service"], { stdout: "active\n" })

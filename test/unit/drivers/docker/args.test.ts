@@ -7,6 +7,7 @@ import {
   parseMountValue,
   dockerCreateArgs,
   dockerExecArgs,
+  ENGINE_DETACH_KEYS,
   escapeOverlayPath,
   mountValue,
   overlayPlan,
@@ -269,9 +270,9 @@ describe("seedEntries", () => {
 });
 
 describe("dockerExecArgs", () => {
-  test("interactive: a tty, the user's shell as a login shell, in the mapped cwd", () => {
+  test("interactive: a tty (the engine's detach sequence one no one types: detaching is sbx's), the user's shell as a login shell, in the mapped cwd", () => {
     expect(dockerExecArgs(spec, { argv: [], cwd: "/home/ann/src/app/lib", tty: true, env: { TERM: "xterm" } }, "/usr/bin/fish")).toEqual([
-      "docker", "exec", "--interactive", "--tty", "--user", "1000:1000", "--workdir", "/home/ann/src/app/lib",
+      "docker", "exec", "--interactive", "--tty", "--detach-keys", ENGINE_DETACH_KEYS, "--user", "1000:1000", "--workdir", "/home/ann/src/app/lib",
       "--env", "TERM=xterm", "sbx-abc123def456", "/bin/sh", "-c", startLine(spec.name, { tty: true }), "sbx", "/usr/bin/fish", "-l",
     ]);
   });

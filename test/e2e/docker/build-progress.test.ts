@@ -1,0 +1,79 @@
+// A build's progress as a person sees it, through the real CLI on a real engine: at a terminal one line rewritten
+// per step; under --json (at a terminal too) and piped, one line per step, and stdout holds only the JSON.
+// Its own throwaway user and repo, removed after.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chownSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createTestUser, type TestUser } from "../../support/test-user";
+import { BASE_IMAGE, CLI, canRun, runtimeDirOf, skipReason, stopDaemon } from "./fixture";
+
+const hasScript = Bun.spawnSync(["sh", "-c", "command -v script"]).exitCode === 0;
+const run = canRun && hasScript;
+const why = !canRun ? skipReason : "script(1) is not installed";
+const docker = (args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
+const STEPS = ["FROM sbx-base:bookworm", "RUN echo one > /etc/one", "RUN echo two > /etc/two"];
+
+describe.skipIf(!run)(`build progress (Docker)${run ? "" : ` — skipped: ${why}`}`, () => {
+  let user: TestUser;
+  let repo = "";
+  const sbx = (args: string[]) => user.run(["bun", CLI, ...args], { cwd: repo });
+  /** sbx in a terminal (script(1)): everything the terminal was sent, and the exit code. */
+  const atTerminal = (args: string[]) => {
+    const line = [...user.prefix({ TERM: "xterm-256color" }), "bun", CLI, ...args].map((a) => `'${a}'`).join(" ");
+    const r = Bun.spawnSync(["script", "-qec", line, "/dev/null"], { cwd: repo, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    return { code: r.exitCode, screen: r.stdout.toString() };
+  };
+  beforeAll(() => {
+    user = createTestUser();
+    repo = join(user.home, "bp");
+    mkdirSync(repo);
+    writeFileSync(join(repo, "Dockerfile"), `${STEPS.join("\n").replace("sbx-base:bookworm", BASE_IMAGE)}\n`);
+    for (const p of [repo, join(repo, "Dockerfile")]) chownSync(p, user.uid, user.gid);
+    for (const a of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "initial"]]) {
+      const r = user.run(["git", ...a], { cwd: repo });
+      if (r.code !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
+    }
+  }, 60_000);
+  afterAll(async () => {
+    if (!user) return;
+    const images = docker(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]).split("\n").filter(Boolean);
+    for (const n of ["tty", "ttyjson", "piped"]) sbx(["rm", "--force", n]);
+    await stopDaemon(user);
+    const ids = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
+    if (ids.length) docker(["rm", "--force", ...ids]);
+    const vols = docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
+    if (vols.length) docker(["volume", "rm", "--force", ...vols]);
+    if (images.length) docker(["image", "rm", ...new Set(images)]);
+    Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
+    user.remove();
+  }, 60_000);
+
+  /** The step lines a screen shows as whole lines (each on a line of its own). */
+  const stepLines = (text: string) => text.split(/\r?\n/).filter((l) => l.includes("building the image: step")).map((l) => l.trim());
+  const wanted = (of: number) => STEPS.map((s, i) => `building the image: step ${i + 1}/${of}: ${s}`);
+
+  test("at a terminal: one line, rewritten in place at each step", () => {
+    const r = atTerminal(["create", "tty"]);
+    expect({ code: r.code, screen: r.code === 0 ? "" : r.screen }).toEqual({ code: 0, screen: "" });
+    const rewrites = r.screen.split("\r\x1b[K").slice(1).map((s) => s.split(/\r?\n/)[0]!);
+    const of = Number(/step 1\/(\d+)/.exec(r.screen)?.[1]);
+    expect(rewrites.slice(0, STEPS.length)).toEqual(wanted(of));
+  }, 120_000);
+
+  test("--json at a terminal: a line per step (nothing rewritten), then the JSON", () => {
+    const r = atTerminal(["create", "--rebuild", "--json", "ttyjson"]);
+    expect({ code: r.code, screen: r.code === 0 ? "" : r.screen }).toEqual({ code: 0, screen: "" });
+    expect(r.screen).not.toContain("\x1b[K");
+    const of = Number(/step 1\/(\d+)/.exec(r.screen)?.[1]);
+    expect(stepLines(r.screen).slice(0, STEPS.length)).toEqual(wanted(of));
+    expect(r.screen).toContain('"name": "ttyjson"');
+  }, 120_000);
+
+  test("--json piped: a line per step on stderr, only the JSON on stdout", () => {
+    const r = sbx(["create", "--rebuild", "--json", "piped"]);
+    expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
+    const of = Number(/step 1\/(\d+)/.exec(r.stderr)?.[1]);
+    expect(stepLines(r.stderr).slice(0, STEPS.length)).toEqual(wanted(of));
+    expect(JSON.parse(r.stdout)).toMatchObject({ name: "piped", state: "running" });
+  }, 120_000);
+});
