@@ -1,7 +1,7 @@
 // scripts/macos-smoke.sh, the real-Mac proof, cannot run here: its shape is checked instead. Every probe the issue asks
 // for is named, documented and defined; each prints PASS or FAIL; the exit status is the number that failed (its own
-// counting, driven by stub probes); and the whole script on a stub "Mac" where nothing works fails every probe, none
-// passing by mistake, without touching the network.
+// counting, driven by stub probes); the whole script on a stub "Mac" where nothing works fails every probe, none
+// passing by mistake, without touching the network; and a few probes read a simulated sandbox's answers right.
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -128,6 +128,51 @@ describe("macos-smoke.sh", () => {
     const verdicts = r.out.split("\n").filter((l) => /^(PASS|FAIL) /.test(l));
     expect(verdicts).toHaveLength(listed().length - 2);
     expect(verdicts.filter((l) => l.startsWith("PASS"))).toEqual([]);
+  });
+
+  /**
+   * Probes run against a simulated sandbox: `inside` runs the command here, with stub curl/sudo/sleep whose answers the
+   * test sets, so each probe's reading of what came back (PASS, FAIL, why) is checked without a Mac.
+   */
+  function simulate(probe: string, o: { curl: string; curlRc?: number; state?: string; vars?: Record<string, string> }) {
+    const stubs = join(tmp, "sim");
+    Bun.spawnSync(["mkdir", "-p", stubs, join(tmp, "simw")]);
+    const stub = (name: string, body: string) => (writeFileSync(join(stubs, name), `#!/bin/sh\n${body}\n`), chmodSync(join(stubs, name), 0o755));
+    // As curl prints them: the headers (-D -) or the -w "%{http_code}\\n" line, then its exit status.
+    stub("curl", 'printf "%b" "$SIM_CURL"; exit "${SIM_CURL_RC:-0}"');
+    stub("sleep", ":");
+    stub("sudo", 'case "$*" in *"pfctl -s info"*) echo "Status: Disabled";; esac; exit 0');
+    return bash(
+      `source ${SCRIPT}
+       sleep() { :; }
+       inside() { "$@"; }
+       sandbox_state() { echo ${o.state ?? "running"}; }
+       GUEST=sbx_t_abc GUEST_UID=7001 WORK=${join(tmp, "simw")}
+       run_probe ${probe}`,
+      { PATH: `${stubs}:/usr/bin:/bin`, SIM_CURL: o.curl, SIM_CURL_RC: String(o.curlRc ?? 0), ...o.vars },
+    ).out.trim();
+  }
+
+  test("simulated: proxy wants sbx's 403 with X-Sbx-Blocked", () => {
+    expect(simulate("proxy", { curl: "HTTP/1.1 403 Forbidden\\r\\nX-Sbx-Blocked: example.org\\r\\n\\r\\n" })).toBe("PASS proxy");
+    expect(simulate("proxy", { curl: "HTTP/1.1 403 Forbidden\\r\\n\\r\\n" })).toBe("FAIL proxy: the 403 has no X-Sbx-Blocked header");
+    expect(simulate("proxy", { curl: "HTTP/1.1 200 OK\\r\\n\\r\\n" })).toStartWith("FAIL proxy: no 403 from the proxy");
+  });
+
+  test("simulated: llm-route wants the loopback route, the placeholder key and the provider's answer", () => {
+    const vars = { ANTHROPIC_BASE_URL: "http://127.0.0.1:23456/llm/anthropic", ANTHROPIC_AUTH_TOKEN: "sbx-placeholder" };
+    expect(simulate("llm-route", { curl: "HTTP/1.1 401 Unauthorized\\r\\n\\r\\n", vars })).toBe("PASS llm-route (the provider answered 401)");
+    expect(simulate("llm-route", { curl: "HTTP/1.1 401 Unauthorized\\r\\n\\r\\n", vars: { ...vars, ANTHROPIC_AUTH_TOKEN: "sk-ant-real" } })).toBe("FAIL llm-route: an Anthropic key inside is not the placeholder");
+    expect(simulate("llm-route", { curl: "HTTP/1.1 403 Forbidden\\r\\nX-Sbx-Blocked: x\\r\\n\\r\\n", vars })).toBe("FAIL llm-route: the LLM route was refused by the proxy");
+    expect(simulate("llm-route", { curl: "", curlRc: 7, vars })).toBe("FAIL llm-route: the LLM route answered 'nothing'");
+    expect(simulate("llm-route", { curl: "HTTP/1.1 200 OK\\r\\n\\r\\n", vars: { ...vars, ANTHROPIC_BASE_URL: "https://api.anthropic.com" } })).toStartWith("FAIL llm-route: ANTHROPIC_BASE_URL is");
+  });
+
+  test("simulated: pf-disabled passes when nothing gets out or the daemon notices, and says what leaked", () => {
+    expect(simulate("pf-disabled", { curl: "000\\n", curlRc: 7 })).toBe("PASS pf-disabled (blocked with pf off)");
+    expect(simulate("pf-disabled", { curl: "200\\n" })).toBe("FAIL pf-disabled: 25 direct connections got out with pf off, and the daemon did not notice within 20 s");
+    // (how many got out depends on how far the loop got when this simulation, which does not sleep, stopped it)
+    expect(simulate("pf-disabled", { curl: "200\\n", state: "stopped" })).toMatch(/^PASS pf-disabled \(the daemon noticed: the sandbox was stopped after 1 s; [1-9]\d* direct connections got out before that\)$/);
   });
 
   test("not on a Mac: refused with 125, which no count of failures can be", () => {
