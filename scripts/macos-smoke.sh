@@ -43,7 +43,8 @@
 #                       out before it noticed is said
 #   pf-reload           after the anchor's rules are flushed (what a reload does to runtime rules) and /etc/pf.conf is
 #                       reloaded, they are back within 30 s (reapply); what got out meanwhile is said
-#   crontab-after-stop  a crontab the guest installed does not fire after `sbx stop`
+#   crontab-after-stop  a crontab the guest installed does not fire after `sbx stop` (or cron refuses the guest
+#                       outright: cron.deny)
 #   remove              sbx rm: account, home, anchor and pf token file gone
 #
 # Not probed (by hand, with the daemon running, in a repo of yours): `sbx run claude smoke-agent -- --version` prints
