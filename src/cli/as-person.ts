@@ -15,11 +15,12 @@ export function handOffArgv(person: string, self: readonly string[], argv: reado
  * sandboxes, their kit: exactly what `sbx …` run by them would do (host-user.ts says why).
  * runs: dscl /Search -search /Users UniqueID <SUDO_UID>; dscl /Search -read /Users/<person> …; sudo -n -H -u <person> -- <sbx> <argv…>
  */
-export async function handOffToPerson(ctx: CliContext, argv: readonly string[], attach?: Attach): Promise<number> {
+export async function handOffToPerson(ctx: CliContext, argv: readonly string[], o: { attach?: Attach | undefined; quiet?: boolean } = {}): Promise<number> {
   const { macosPersonForRoot, userDirectory } = await import("../sys/host-user");
   const person = await macosPersonForRoot(ctx.env, userDirectory(ctx.exec, "darwin"));
   const { sbxArgv } = await import("../client/autostart");
-  ctx.render.info(`sbx: on macOS sbx works for ${person.name}, not root: running this command as ${person.name}`);
-  const run = attach ?? (await import("../sys/exec")).runAttached;
+  // Not for a silent verb (shell completion), whose every line would land in the person's prompt.
+  if (!o.quiet) ctx.render.info(`sbx: on macOS sbx works for ${person.name}, not root: running this command as ${person.name}`);
+  const run = o.attach ?? (await import("../sys/exec")).runAttached;
   return run(handOffArgv(person.name, sbxArgv(), argv), { env: { ...ctx.env.raw }, cwd: ctx.cwd });
 }

@@ -107,7 +107,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       const go = async () => {
         const c = await ctx();
         // sbx never works as root on a Mac: the person sudo works for runs the same command (cli/as-person.ts).
-        if (c.env.platform === "darwin" && c.env.uid === 0) return (await import("./as-person")).handOffToPerson(c, argv, deps.attach);
+        if (c.env.platform === "darwin" && c.env.uid === 0) return (await import("./as-person")).handOffToPerson(c, argv, { attach: deps.attach, quiet: verb.silent === true });
         return verb.run(c, args, opts, command);
       };
       // A silent verb (what shell completion calls) prints nothing and exits 0 whatever fails, its context included.

@@ -31,6 +31,13 @@ describe("sudo sbx on macOS", () => {
     expect(res.stdout).toBe("");
   });
 
+  test("shell completion (a silent verb) is handed over without a word on stderr, which would land in the prompt", async () => {
+    const r = recorder(0);
+    const res = await runCli(["__complete", "names"], { platform: "darwin", uid: 0, vars: { SUDO_UID: "501", USER: "root" }, exec: mac(), attach: r.attach });
+    expect(r.runs.map((x) => x.argv.slice(-2))).toEqual([["__complete", "names"]]);
+    expect(res.stderr).toBe("");
+  });
+
   test("root with nobody to work for (root's login, sudo from root to root) is refused with 77; nothing runs", async () => {
     for (const vars of [{}, { SUDO_UID: "0", SUDO_USER: "root" }]) {
       const r = recorder(0);
