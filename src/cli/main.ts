@@ -8,6 +8,7 @@ import type { Env } from "../sys/env";
 import { VERSION } from "../version";
 import { createRender, type Io } from "./render";
 import type { CliContext, Verb } from "./verb";
+import type { Attach } from "./as-person";
 import { verbs as defaultVerbs } from "./verbs";
 import { isHelpTopic, topicsLine, topicsList, topicText, type HelpTopic } from "./topics";
 import { isAgentName } from "../core/agent-names";
@@ -25,6 +26,8 @@ export interface MainDeps {
   verbs?: readonly Verb[];
   /** Reads the answer to a question (tests give theirs); default: a line of stdin. */
   ask?: (question: string) => Promise<string | null>;
+  /** Runs a command on this terminal (`sudo sbx …` on a Mac hands itself to the person); tests give theirs. */
+  attach?: Attach;
 }
 
 /** The question on stderr, then one line of stdin (null at end of input). */
@@ -102,7 +105,12 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       const args = (params.slice(0, -2) as (string | string[] | undefined)[]).flatMap((a) =>
         a === undefined ? [] : Array.isArray(a) ? (a[0] === "--" && !verb.keepsDashDash ? a.slice(1) : a) : [a],
       );
-      const go = async () => verb.run(await ctx(), args, opts, command);
+      const go = async () => {
+        const c = await ctx();
+        // sbx never works as root on a Mac: the person sudo works for runs the same command (cli/as-person.ts).
+        if (c.env.platform === "darwin" && c.env.uid === 0) return (await import("./as-person")).handOffToPerson(c, argv, { attach: deps.attach, quiet: verb.silent === true });
+        return verb.run(c, args, opts, command);
+      };
       // A silent verb (what shell completion calls) prints nothing and exits 0 whatever fails, its context included.
       exitCode = verb.silent ? await go().catch(() => ExitCode.ok) : await go();
     });

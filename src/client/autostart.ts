@@ -27,13 +27,18 @@ export const launchDetached: DetachedLauncher = (argv, opts) => {
   return spawnDetached(argv, { env: opts.env, logFile: opts.logFile, cwd: "/" });
 };
 
-/** How to run `sbx daemon` from this process: the compiled binary itself, or bun with the CLI's entry. */
-export function defaultDaemonArgv(execPath = process.execPath): string[] {
+/** How to run sbx from this process: the compiled binary itself, or bun with the CLI's entry. */
+export function sbxArgv(execPath = process.execPath): string[] {
   const exe = basename(execPath);
   if (exe === "bun" || exe.startsWith("bun-") || exe === "bun.exe") {
-    return [execPath, ...BUN_NO_CWD_CONFIG, join(import.meta.dir, "..", "cli", "main.ts"), "daemon"];
+    return [execPath, ...BUN_NO_CWD_CONFIG, join(import.meta.dir, "..", "cli", "main.ts")];
   }
-  return [execPath, "daemon"];
+  return [execPath];
+}
+
+/** How to run `sbx daemon` from this process. */
+export function defaultDaemonArgv(execPath = process.execPath): string[] {
+  return [...sbxArgv(execPath), "daemon"];
 }
 
 export interface ConnectOptions {

@@ -41,7 +41,8 @@ import { startHosted } from "./hosted";
 import type { GuardContext, SandboxGuard } from "../guards/guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
 import type { SpecBuilder } from "./spec";
-import type { SandboxSpec } from "../drivers/backend";
+import type { HostUser, SandboxSpec } from "../drivers/backend";
+import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
 
 export interface Components {
@@ -128,10 +129,11 @@ export function testResolver(raw: string | undefined): Resolver | undefined {
 
 /**
  * The user-account backends this host can run: linux-user when the daemon is root on Linux and the tools are there
- * (`probeLinuxUser`), macos on a Mac (its root work goes through the sudo helper that `sbx service install` sets up).
+ * (`probeLinuxUser`), macos on a Mac for the person the daemon runs as (its root work goes through the sudo helper that
+ * `sbx service install` set up for them; never in a root daemon: host-user.ts `macosPersonForRoot` says why).
  * runs: id -u; which nft useradd setfacl getfacl setpriv pkill dmesg (Linux)
  */
-export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends> {
+export async function detectUserBackends(d: ComponentDeps, host: HostUser): Promise<UserBackends> {
   const out: UserBackends = {};
   if (d.env.platform === "linux") {
     const probe = await probeLinuxUser(d.exec);
@@ -147,7 +149,11 @@ export async function detectUserBackends(d: ComponentDeps): Promise<UserBackends
     }
     out.linuxUser = new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, ...(runtime ? { runtime } : {}), warn: (m) => d.log.warn(m) });
   } else if (d.env.platform === "darwin") {
-    out.macos = macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir });
+    if (d.env.uid === 0) {
+      d.log.warn("no macOS sandboxes in a daemon that runs as root: run `sbx daemon` (or `sbx service install`) as the person they belong to");
+      return out;
+    }
+    out.macos = macosBackendHere({ exec: d.exec, hostUser: host.name, runtimeDir: d.paths.runtimeDir });
   }
   return out;
 }
@@ -176,10 +182,12 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     drivers.docker = docker;
     backends.docker = docker.backend;
   }
-  const ub = users ?? (await detectUserBackends(d));
+  // The person every user-account sandbox of this daemon belongs to (sudo's caller for a root daemon started by sudo).
+  const host = await hostUserOf(d.env, userDirectory(d.exec, d.env.platform));
+  const ub = users ?? (await detectUserBackends(d, host));
   for (const b of [ub.linuxUser, ub.macos]) {
     if (!b) continue;
-    drivers[b.kind] = new UserAccountDriver({ exec: d.exec, env: d.env, paths: d.paths, backend: b });
+    drivers[b.kind] = new UserAccountDriver({ exec: d.exec, env: d.env, paths: d.paths, backend: b, hostUser: host });
     backends[b.kind] = b;
   }
   const service = new SandboxService({
@@ -193,7 +201,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     progress: lineSplitter((l) => d.log.info(l)),
   });
   // A row of a kind with no driver here (a test's fake backend) gets the plain spec: it stays fenced unless a backend runs it.
-  const fallbackSpec = defaultSpecBuilder(d.env, d.paths);
+  const fallbackSpec = defaultSpecBuilder(d.env, d.paths, host);
   const specFor = (row: Sandbox): SandboxSpec => drivers[row.backend]?.spec(row) ?? fallbackSpec(row);
   // Docker: rebuilds a missing image and resolves the user's shell; user accounts: account, firewall, clone, rc files.
   const bringUp: NonNullable<Components["bringUp"]> = async (row, spec, backend) => {
@@ -215,7 +223,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   if (Object.keys(gateways).length > 0) d.log.info("LLM requests go to the host's gateways", gateways);
   const upstreams = seam ?? (Object.keys(gateways).length > 0 ? gateways : undefined);
   // On a Mac, Claude Code keeps its login in the Keychain: read through the executor, a minute at a time.
-  const keychain = d.env.platform === "darwin" ? new ClaudeKeychain(d.exec, d.env.userName) : undefined;
+  const keychain = d.env.platform === "darwin" ? new ClaudeKeychain(d.exec, host.name) : undefined;
   const keys = () => hostKeySources(d.env, d.paths.configDir, keychain);
   // One for the daemon: every sandbox's Codex shares the host's one sign-in, refreshed once when it is due.
   const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(seam?.["openai-auth"] ? { tokenUrl: seam["openai-auth"] } : {}) });

@@ -1,15 +1,16 @@
 // The spec of a row of a kind with no driver in this daemon (a test's fake backend): the drivers build every real one.
-import type { SandboxOptions, SandboxSpec } from "../drivers/backend";
+import type { HostUser, SandboxOptions, SandboxSpec } from "../drivers/backend";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
 import { DEFAULT_FORWARDER_PORT } from "../core/egress";
 import { sandboxId, sandboxSpec } from "../sandboxes/identity";
 import { sandboxDir, type Paths } from "../sys/paths";
+import { selfUser } from "../sys/host-user";
 
 export type SpecBuilder = (sandbox: Sandbox) => SandboxSpec;
 
 /** Pure: the spec of a stored sandbox: a test backend's, or a guest's with the loopback port its identity holds. */
-export function defaultSpecBuilder(env: Env, paths: Paths): SpecBuilder {
+export function defaultSpecBuilder(env: Env, paths: Paths, hostUser: HostUser = selfUser(env)): SpecBuilder {
   return (sb) => {
     const id = sandboxId(paths.sandboxRoot, sb.repo, sb.name);
     const port = sb.identity.proxyPort;
@@ -19,7 +20,7 @@ export function defaultSpecBuilder(env: Env, paths: Paths): SpecBuilder {
       name: sb.name,
       repo: sb.repo,
       dir: sandboxDir(paths, sb.repo, sb.name),
-      hostUser: { name: env.userName, uid: env.uid, gid: env.gid, home: env.vars.HOME, shell: env.vars.SHELL ?? "/bin/sh" },
+      hostUser,
       place: { proxyPort: DEFAULT_FORWARDER_PORT },
       options,
     });

@@ -8,6 +8,8 @@ import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
 import { checkConfinement } from "./confinement";
+import { hostUserOf, userDirectory } from "../sys/host-user";
+import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -28,6 +30,12 @@ export interface DoctorDeps {
   repos?: readonly string[];
   /** The sbx secrets file's values (names are reported, never values). */
   secrets?: Readonly<Record<string, string>>;
+  /** macOS: the repos of its macOS sandboxes and the one the person is in (Full Disk Access, tcc.ts). */
+  macosRepos?: readonly RepoPlace[];
+  /** macOS: the program the daemon runs (its Bun; default: this process's). */
+  daemonProgram?: string;
+  /** macOS: how a repo is read to see whether TCC refuses (tests). */
+  probe?: ReadProbe;
 }
 
 export const MIN_BUN = "1.4.0";
@@ -184,6 +192,8 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     ...repos.flatMap((r) => [checkHostGc(deps.exec, r), Promise.resolve(checkStores(r)), checkSandboxRemotes(deps.exec, r), checkTokens(deps.exec, r, deps.env.raw, deps.secrets ?? {})]),
   ]);
   const gc = perRepo;
+  // On a Mac: the person's kit and their home's TCC-guarded folders (the person: host-user.ts; never root there).
+  const host = deps.env.platform === "darwin" ? await hostUserOf(deps.env, userDirectory(deps.exec, deps.env.platform)) : null;
   return [
     checkBun(deps.bunVersion),
     deps.env.platform === "darwin" ? dockerOptional(docker!) : docker!,
@@ -191,7 +201,18 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     checkDir("state dir", deps.paths.stateDir),
     checkDir("runtime dir", deps.paths.runtimeDir),
     checkHome(deps.env.vars.HOME, deps.env.platform),
-    ...(deps.env.platform === "darwin" ? [checkMacosKit(deps.env.userName)] : []),
+    ...(host
+      ? [
+          checkMacosKit(host.name),
+          checkFullDiskAccess({
+            home: host.home,
+            repos: deps.macosRepos ?? [],
+            daemonProgram: deps.daemonProgram ?? process.execPath,
+            terminal: deps.env.raw.TERM_PROGRAM,
+            ...(deps.probe ? { probe: deps.probe } : {}),
+          }),
+        ]
+      : []),
     ...(deps.env.platform === "linux" ? [checkConfinement()] : []),
     ...gc,
   ];

@@ -2,16 +2,11 @@
 import type { Limits } from "../core/limits";
 import type { BackendKind } from "../core/schemas";
 import type { SandboxSockets } from "../sys/paths";
+import type { HostUser } from "../sys/host-user";
 import type { ImageSource } from "./docker/image-source";
 
-/** The host user a sandbox stands in for (Docker) or is kept apart from (macOS, Linux users). */
-export interface HostUser {
-  name: string;
-  uid: number;
-  gid: number;
-  home: string;
-  shell: string;
-}
+/** The host user a sandbox stands in for (Docker) or is kept apart from (macOS, Linux users); who that is: sys/host-user.ts. */
+export type { HostUser };
 
 /** Everything a backend needs to converge one sandbox. Built by the daemon; backends never read the store. */
 export interface SandboxSpec {

@@ -4,7 +4,7 @@
 // port), so the port is chosen once and never moves. Every git in the host repo runs as the host user (`hostExec`):
 // sbx runs as root for this backend, and root's git would refuse the host's repo (dubious ownership) or leave
 // root-owned files in it. The guest makes its own clone when the backend applies; the host makes nothing but the dir.
-import { existsSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
@@ -17,7 +17,8 @@ import { sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import type { UserBackendKind } from "../core/backend-kind";
 import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
-import { hostUserExec, hostUserFor, safeRepoExec, userByUid } from "../sys/as-user";
+import { hostUserExec, safeRepoExec } from "../sys/as-user";
+import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
 import type { Backend, HostUser, SandboxSpec } from "./backend";
 import type { AgentPlace, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "./driver";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
@@ -132,8 +133,10 @@ export interface UserAccountDriverDeps {
   env: Env;
   paths: Paths;
   backend: UserAccountBackend;
-  /** The passwd file (tests). */
-  passwdFile?: string;
+  /** The person this process works for (host-user.ts `hostUserOf`, decided once by the daemon). */
+  hostUser: HostUser;
+  /** Where the person a root daemon is asked to work for (`asUid`) is looked up; default: this platform's directory. */
+  users?: UserDirectory;
   /** Port probe seam (tests). */
   portFree?: (port: number) => boolean;
   /** Landlock's ABI on this kernel (tests; default: asked of the kernel). Linux guests need 6 for their scopes. */
@@ -144,11 +147,7 @@ export class UserAccountDriver implements Driver {
   readonly hostUser: HostUser;
 
   constructor(private readonly d: UserAccountDriverDeps) {
-    this.hostUser = hostUserFor(d.env, this.passwd());
-  }
-
-  private passwd(): string {
-    return readFileSync(this.d.passwdFile ?? "/etc/passwd", "utf8");
+    this.hostUser = d.hostUser;
   }
 
   agentPlace(): AgentPlace | null {
@@ -188,7 +187,9 @@ export class UserAccountDriver implements Driver {
       if (p.success && r.state !== "deleted") taken.add(p.data.proxyPort);
     }
     const proxyPort = pickProxyPort(n.id, taken, this.d.portFree ?? loopbackPortFree);
-    const hostUser = n.asUid !== undefined && this.d.env.uid === 0 ? userByUid(this.passwd(), n.asUid) : this.hostUser;
+    // A root daemon works for whoever sudo'd the CLI that asks; any other daemon only for its own person.
+    const users = this.d.users ?? userDirectory(this.d.exec, this.d.env.platform);
+    const hostUser = n.asUid !== undefined && this.d.env.uid === 0 ? await accountOf(users, n.asUid, "sudo says you are") : this.hostUser;
     // The transparent path is built for Linux guests (nft redirects by uid). pf cannot do it on a Mac (ARCHITECTURE.md):
     // a guest's name lookups are mDNSResponder's traffic, not its own, and pf's translation rules cannot match a user.
     const transparent = this.kind === "linux-user" && (n.transparent ?? n.config.transparent ?? true);
@@ -286,24 +287,3 @@ export class UserAccountDriver implements Driver {
 }
 
 
-/**
- * The CLI-side instance of a user-account backend, configured as the daemon configures its own (same root, table,
- * runtime dir, shims), for the host-side work the CLI does: workspace paths, final fetch, remove, prune.
- */
-export async function userBackendFor(kind: UserBackendKind, d: { exec: Exec; env: Env; paths: Paths; warn?: (m: string) => void }): Promise<UserAccountBackend> {
-  if (kind === "linux-user") {
-    const { defaultRuntime } = await import("./docker/docker");
-    const rt = defaultRuntime();
-    const { LinuxUserBackend } = await import("./linux-user/backend");
-    const { probeLinuxUser } = await import("./linux-user/probe");
-    const probe = await probeLinuxUser(d.exec);
-    if (!probe.ok) {
-      throw new SbxError("not_available", `the user backend cannot run here:\n  ${probe.missing.join("\n  ")}`, {
-        hint: "Run sbx with sudo (it creates accounts and nft rules), after installing what is listed; or use --backend docker.",
-      });
-    }
-    return new LinuxUserBackend({ exec: d.exec, runtimeDir: d.paths.runtimeDir, runtime: rt, ...(d.warn ? { warn: d.warn } : {}) });
-  }
-  const { macosBackendHere } = await import("./macos/backend");
-  return macosBackendHere({ exec: d.exec, hostUser: d.env.userName, runtimeDir: d.paths.runtimeDir });
-}

@@ -29,7 +29,8 @@ import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, typ
 import { ensureStore, promoteStores, retireStore } from "../sync/store";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
-import { asUidExec } from "../sys/as-user";
+import { hostUserExec } from "../sys/as-user";
+import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
 import { baseIdentity, LimitsSchema, sandboxId } from "./identity";
 import { upstreamTips } from "../bridge/gate";
 import { gateDirOf } from "../guards/bridge";
@@ -76,6 +77,8 @@ export interface ServiceDeps {
   defaultKind: BackendKind;
   /** Finds the repo root (git as the host user when sbx runs as root for them); default: `exec`. */
   repoExec?: Exec;
+  /** Where a caller's `asUid` is looked up (host-user.ts); default: this platform's user directory. */
+  users?: UserDirectory;
   /** Progress and notes for the person (stderr). */
   log: (line: string) => void;
   /** Raw build output as it arrives (stderr). */
@@ -218,9 +221,12 @@ export class SandboxService {
   }
 
   /** The repo a caller means: the one around its cwd, or --repo (git run as the sudo caller when sbx is root for them). */
-  repoOf(w: Where): Promise<string> {
-    const exec = w.asUid !== undefined && this.d.env.uid === 0 && w.asUid !== 0 ? asUidExec(this.d.exec, w.asUid) : (this.d.repoExec ?? this.d.exec);
-    return findRepoRoot(exec, w.cwd, w.repoFlag);
+  async repoOf(w: Where): Promise<string> {
+    if (w.asUid !== undefined && this.d.env.uid === 0 && w.asUid !== 0) {
+      const person = await accountOf(this.d.users ?? userDirectory(this.d.exec, this.d.env.platform), w.asUid, "sudo says you are");
+      return findRepoRoot(hostUserExec(this.d.exec, person, 0), w.cwd, w.repoFlag);
+    }
+    return findRepoRoot(this.d.repoExec ?? this.d.exec, w.cwd, w.repoFlag);
   }
 
   /** The live row of a sandbox and its driver, or a not_found error. */

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
 import type { Env } from "../sys/env";
+import { selfUser } from "../sys/host-user";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import type { KitPaths, KitSource } from "../drivers/macos/install";
@@ -18,6 +19,7 @@ import {
 export type ServiceKind = "systemd-user" | "systemd-system" | "launchd";
 
 export interface ServiceDeps {
+  /** This process's environment: on a Mac sbx never runs as root (cli/as-person.ts), so its user is the person. */
   env: Env;
   paths: Paths;
   exec: Exec;
@@ -146,8 +148,8 @@ export async function installService(deps: ServiceDeps, kind: ServiceKind): Prom
 /** The kit's sudoers rule for this user, as `sbx service install` would write it (for --print). */
 export async function macosSudoersRule(deps: Pick<ServiceDeps, "env" | "kit">): Promise<{ path: string; rule: string; daemonPlist: string }> {
   const { kitPaths, renderKit } = await import("../drivers/macos/install");
-  const k = deps.kit?.paths ?? kitPaths(deps.env.userName);
-  const r = renderKit(deps.env.userName, k);
+  const k = deps.kit?.paths ?? kitPaths(selfUser(deps.env).name);
+  const r = renderKit(selfUser(deps.env).name, k);
   return { path: k.sudoers, rule: r.sudoers, daemonPlist: r.plist };
 }
 
@@ -155,7 +157,7 @@ export async function macosSudoersRule(deps: Pick<ServiceDeps, "env" | "kit">): 
 async function installMacosKit(deps: ServiceDeps): Promise<KitPaths> {
   const [{ installKit, kitSource }, { defaultRuntime }] = await Promise.all([import("../drivers/macos/install"), import("../drivers/docker/docker")]);
   const r = await installKit(deps.exec, {
-    hostUser: deps.env.userName,
+    hostUser: selfUser(deps.env).name,
     source: deps.kit?.source ?? kitSource(defaultRuntime()),
     ...(deps.kit?.paths ? { paths: deps.kit.paths } : {}),
     ...(deps.kit?.tmp ? { tmp: deps.kit.tmp } : {}),
@@ -178,7 +180,7 @@ export async function uninstallService(deps: ServiceDeps, kind: ServiceKind): Pr
     rmSync(file, { force: true });
     const { uninstallKit } = await import("../drivers/macos/install");
     const kit = await uninstallKit(deps.exec, {
-      hostUser: deps.env.userName,
+      hostUser: selfUser(deps.env).name,
       ...(deps.kit?.paths ? { paths: deps.kit.paths } : {}),
       ...(deps.kit?.otherRules ? { otherRules: deps.kit.otherRules } : {}),
     });
@@ -207,7 +209,7 @@ export async function serviceStatus(deps: ServiceDeps, kind: ServiceKind): Promi
     const r = await deps.exec.run(["launchctl", "print", `gui/${deps.env.uid}/${LAUNCHD_LABEL}`], { check: false });
     const state = /^\s*state = (\S+)/m.exec(r.stdout)?.[1] ?? (r.exitCode === 0 ? "loaded" : "not loaded");
     const { kitMissing, kitPaths } = await import("../drivers/macos/install");
-    const missing = kitMissing(deps.kit?.paths ?? kitPaths(deps.env.userName));
+    const missing = kitMissing(deps.kit?.paths ?? kitPaths(selfUser(deps.env).name));
     const kit = missing.length === 0 ? "root kit installed" : `root kit missing ${missing.join(", ")}`;
     return { kind, file, installed: installed && missing.length === 0, active: state === "running", enabled: r.exitCode === 0, detail: `${state}; ${kit}` };
   }

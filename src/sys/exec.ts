@@ -212,6 +212,32 @@ export function spawnDetached(argv: readonly string[], opts: DetachedOptions): D
 }
 
 /**
+ * Runs argv on this process's own stdin, stdout and stderr (the terminal, when there is one) and resolves with its exit
+ * code: for handing the whole command to another sbx (`sudo sbx …` on a Mac: cli/as-person.ts). While it runs, this
+ * process ignores the terminal's SIGINT and SIGQUIT (the child gets them too, and ends as it chooses) and passes SIGTERM
+ * and SIGHUP on. A missing program throws ExecError (127).
+ */
+export async function runAttached(argv: readonly string[], opts: { env: Record<string, string>; cwd?: string }): Promise<number> {
+  if (argv.length === 0) throw new SbxError("internal", "exec: empty argv");
+  let proc: ReturnType<typeof Bun.spawn>;
+  try {
+    proc = Bun.spawn([...argv], { cwd: opts.cwd, env: { ...opts.env }, stdin: "inherit", stdout: "inherit", stderr: "inherit" });
+  } catch (e) {
+    throw new ExecError({ argv, exitCode: EXIT_NOT_FOUND, stdout: "", stderr: String((e as Error).message) }, `Is \`${argv[0]}\` installed?`);
+  }
+  const ignore = () => {};
+  const pass = (sig: NodeJS.Signals) => () => proc.kill(sig);
+  const handlers: [NodeJS.Signals, () => void][] = [["SIGINT", ignore], ["SIGQUIT", ignore], ["SIGTERM", pass("SIGTERM")], ["SIGHUP", pass("SIGHUP")]];
+  for (const [sig, h] of handlers) process.on(sig, h);
+  try {
+    // Bun's exit code of a process a signal ended is the shell's: 128 + its number.
+    return await proc.exited;
+  } finally {
+    for (const [sig, h] of handlers) process.off(sig, h);
+  }
+}
+
+/**
  * Runs argv with its stdout as bytes: the executor's own `stream` when it has one, else (a test double) its `run`, whose
  * text stdout is handed on encoded.
  */

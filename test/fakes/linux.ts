@@ -258,7 +258,9 @@ export class FakeLinux {
       return gid === undefined ? { exitCode: 2 } : { stdout: `${args[1]}:x:${gid}:\n` };
     }
     if (args.length === 1) return { stdout: [...this.accounts.values()].map((a) => `${this.passwdLine(a)}\n`).join("") };
-    const a = this.accounts.get(args[1]!);
+    // As getent does: a number is a uid, anything else a name.
+    const key = args[1]!;
+    const a = /^\d+$/.test(key) ? [...this.accounts.values()].find((x) => String(x.uid) === key) : this.accounts.get(key);
     return a ? { stdout: `${this.passwdLine(a)}\n` } : { exitCode: 2 };
   }
 

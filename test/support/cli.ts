@@ -1,5 +1,5 @@
 // Runs the CLI's main() in-process with captured output: for tests of parsing, exit codes and rendering.
-import { main } from "../../src/cli/main";
+import { main, type MainDeps } from "../../src/cli/main";
 import type { Verb } from "../../src/cli/verb";
 import type { Exec } from "../../src/sys/exec";
 import { readEnv } from "../../src/sys/env";
@@ -20,6 +20,11 @@ export interface CliOptions {
   verbs?: readonly Verb[];
   /** What the person answers to each question asked, in order (none left: end of input). */
   answers?: string[];
+  /** The platform and uid sbx believes it runs on and as (default: Linux, this process's uid). */
+  platform?: NodeJS.Platform;
+  uid?: number;
+  /** Runs a command on the terminal (`sudo sbx …` on a Mac hands itself over through it). */
+  attach?: MainDeps["attach"];
 }
 
 export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun> {
@@ -39,9 +44,9 @@ export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun
   };
   const env = () => readEnv({
     vars,
-    uid: process.getuid?.() ?? 0,
-    gid: process.getgid?.() ?? 0,
-    platform: "linux",
+    uid: o.uid ?? process.getuid?.() ?? 0,
+    gid: o.uid ?? process.getgid?.() ?? 0,
+    platform: o.platform ?? "linux",
   });
   const code = await main(argv, {
     io: {
@@ -61,6 +66,7 @@ export async function runCli(argv: string[], o: CliOptions = {}): Promise<CliRun
     },
     ...(o.exec ? { exec: o.exec } : {}),
     ...(o.verbs ? { verbs: o.verbs } : {}),
+    ...(o.attach ? { attach: o.attach } : {}),
   });
   return { code, stdout, stderr };
 }

@@ -1,19 +1,39 @@
 // sbx doctor: reports whether this host can run sandboxes and what to fix.
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import type { CheckStatus } from "../../doctor/doctor";
 import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
 
-/** Distinct host repos with live sandboxes; none when no state exists yet (doctor creates no database). */
-async function sandboxRepos(dbFile: string): Promise<string[]> {
+/** Live sandboxes (name, backend, repo); none when no state exists yet (doctor creates no database). */
+async function liveSandboxes(dbFile: string): Promise<{ name: string; backend: string; repo: string }[]> {
   if (!existsSync(dbFile)) return [];
   const { Store } = await import("../../store/store");
   const store = new Store(dbFile);
   try {
-    return [...new Set(store.listSandboxes().map((s) => s.repo))].filter((r) => existsSync(r));
+    return store.listSandboxes().map((s) => ({ name: s.name, backend: s.backend, repo: s.repo }));
   } finally {
     store.close();
+  }
+}
+
+/** The repo around `cwd` (the nearest dir with a `.git`), else `cwd` itself (a guarded folder may hide the `.git`). */
+function repoAround(cwd: string): string {
+  for (let d = cwd; ; d = dirname(d)) {
+    if (existsSync(join(d, ".git"))) return d;
+    if (dirname(d) === d) return cwd;
+  }
+}
+
+/** The program the daemon runs (its Bun, or sbx's own binary), as a real path: what Full Disk Access is given to. */
+async function daemonProgram(): Promise<string> {
+  const { defaultDaemonArgv } = await import("../../client/autostart");
+  const p = defaultDaemonArgv()[0]!;
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
   }
 }
 
@@ -26,13 +46,21 @@ export const doctor: Verb = {
   async run(ctx, _args, opts) {
     const { runDoctor } = await import("../../doctor/doctor");
     const { readSecrets, secretsFile } = await import("../../secrets/store");
+    const sandboxes = await liveSandboxes(ctx.paths.dbFile);
+    const mac = ctx.env.platform === "darwin";
     const checks = await runDoctor({
       exec: ctx.exec,
       env: ctx.env,
       paths: ctx.paths,
       bunVersion: Bun.version,
-      repos: await sandboxRepos(ctx.paths.dbFile),
+      repos: [...new Set(sandboxes.map((s) => s.repo))].filter((r) => existsSync(r)),
       secrets: readSecrets(secretsFile(ctx.paths.configDir)),
+      ...(mac
+        ? {
+            macosRepos: [...sandboxes.filter((s) => s.backend === "macos").map((s) => ({ path: s.repo, what: `sandbox ${s.name}` })), { path: repoAround(ctx.cwd), what: "this repo" }],
+            daemonProgram: await daemonProgram(),
+          }
+        : {}),
     });
     const failed = checks.some((c) => c.status === "fail");
     if (opts.json) {

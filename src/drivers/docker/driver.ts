@@ -20,7 +20,8 @@ import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
 import { countersOfPid } from "../../sys/cgroup";
 import type { LimitCounters } from "../../core/limits";
 import { readSecrets, secretsFile } from "../../secrets/store";
-import { passwdName, type Env } from "../../sys/env";
+import type { Env } from "../../sys/env";
+import { selfUser } from "../../sys/host-user";
 import type { Exec } from "../../sys/exec";
 import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
@@ -88,11 +89,12 @@ export class DockerDriver implements Driver {
     return this.d.exec;
   }
 
-  /** The process's own user: a container runs as exactly this uid, with this home and these paths. */
+  /**
+   * The process's own user, under sudo too: a container runs as exactly this uid, with this home and these paths
+   * (host-user.ts `selfUser`; a root sbx's containers run as root, and sbx says so).
+   */
   get hostUser(): HostUser {
-    const e = this.d.env;
-    const name = e.vars.USER ?? e.vars.LOGNAME ?? passwdName(e.uid) ?? e.userName;
-    return { name, uid: e.uid, gid: e.gid, home: e.vars.HOME, shell: e.vars.SHELL ?? "/bin/sh" };
+    return selfUser(this.d.env);
   }
 
   /** One API round trip: the engine answers and keeps the user's uid (not rootless, no userns-remap). */

@@ -1,5 +1,5 @@
 // The daemon's production wiring for linux-user sandboxes, in process: productionComponents + Controller + SandboxService, over a private root, nft table and state dir.
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { SandboxSpec } from "../../../src/drivers/backend";
 import { defaultRuntime } from "../../../src/drivers/docker/docker";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
@@ -8,7 +8,8 @@ import { Controller } from "../../../src/daemon/controller";
 import { createLogger } from "../../../src/daemon/log";
 import { productionComponents, type Components } from "../../../src/daemon/main";
 import { UserAccountDriver } from "../../../src/drivers/user-account";
-import { hostUserExec, hostUserFor } from "../../../src/sys/as-user";
+import { hostUserExec } from "../../../src/sys/as-user";
+import { hostUserOf, userDirectory } from "../../../src/sys/host-user";
 import { SandboxService } from "../../../src/sandboxes/service";
 import { Store } from "../../../src/store/store";
 import { processEnv, type Env } from "../../../src/sys/env";
@@ -60,6 +61,7 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
   const log = createLogger((l) => void logs.push(l), "debug");
   const store = new Store(paths.dbFile);
   const backend = new LinuxUserBackend({ exec, root: w.root, table: w.table, runtimeDir: paths.runtimeDir, runtime: defaultRuntime(), warn: (m) => void logs.push(m) });
+  const person = await hostUserOf(env, userDirectory(exec, "linux"));
   const comps = await productionComponents({ env, paths, exec, log, store, events: createEventBus(() => {}) }, { linuxUser: backend });
   await comps.prepare!(store);
   const controller = new Controller({
@@ -79,10 +81,10 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
     env,
     paths,
     store,
-    drivers: { "linux-user": () => new UserAccountDriver({ exec, env, paths, backend }) },
+    drivers: { "linux-user": () => new UserAccountDriver({ exec, env, paths, backend, hostUser: person }) },
     defaultKind: "linux-user",
     // As the CLI under sudo does: the repo is found by git run as its owner.
-    repoExec: hostUserExec(exec, hostUserFor(env, readFileSync("/etc/passwd", "utf8")), env.uid),
+    repoExec: hostUserExec(exec, person, env.uid),
     log: (l) => void logs.push(l),
     supervisor: {
       start: async (row) => void (await controller.start(ref(row))),

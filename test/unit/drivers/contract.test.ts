@@ -1,6 +1,6 @@
 // The driver contract for every kind, in unit tests: the fake driver, Docker on the in-memory engine (real git clones),
 // linux-user on the fake Linux, macos on the fake Mac.
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultRuntime, DockerBackend } from "../../../src/drivers/docker/docker";
@@ -49,11 +49,9 @@ runDriverContract("docker on the fake engine", async (): Promise<DriverHarness> 
 runDriverContract("macos on the fake Mac", async (): Promise<DriverHarness> => {
   const mac = new FakeMac();
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-dc-mac-")));
-  const passwd = join(root, "passwd");
-  writeFileSync(passwd, "root:x:0:0:root:/var/root:/bin/sh\nalice:x:501:20:Alice:/Users/alice:/bin/zsh\n");
   const env = readEnv({ vars: { HOME: "/Users/alice", USER: "alice", PATH: process.env.PATH }, uid: 501, gid: 20, platform: "darwin" });
   const store = new Store(":memory:");
-  const driver = new UserAccountDriver({ exec: mac.exec, env, paths: ALICE_PATHS, backend: mac.backend(), passwdFile: passwd, portFree: () => true });
+  const driver = new UserAccountDriver({ exec: mac.exec, env, paths: ALICE_PATHS, backend: mac.backend(), hostUser: { name: "alice", uid: 501, gid: 20, home: "/Users/alice", shell: "/bin/zsh" }, portFree: () => true });
   const repo = "/Users/alice/src/demo";
   return {
     driver,
@@ -73,14 +71,12 @@ runDriverContract("linux-user on a fake Linux", async (): Promise<DriverHarness>
   const host = { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", repo: "/home/alice/src/proj" };
   const linux = new FakeLinux(host);
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-dc-linux-")));
-  const passwd = join(root, "passwd");
-  writeFileSync(passwd, "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/bin/bash\n");
-  // As under `sudo sbx …`: the daemon is root, the sandbox belongs to the person sudo names.
+  // As under `sudo sbx …`: the daemon is root, the sandbox belongs to the person sudo names (the daemon looked them up).
   const env = readEnv({ vars: { HOME: "/root", USER: "root", PATH: process.env.PATH, SUDO_UID: "1000", SUDO_GID: "1000", SUDO_USER: "alice" }, uid: 0, gid: 0, platform: "linux" });
   const paths = pathsFor(readEnv({ vars: { HOME: host.home, USER: "alice", PATH: process.env.PATH, XDG_RUNTIME_DIR: join(root, "rt") }, uid: 1000, gid: 1000, platform: "linux" }));
   const backend = new LinuxUserBackend({ exec: linux.exec, root: "/var/lib/sbx", table: "sbx", cgroupRoot: join(root, "no-cgroups"), warn: () => {} });
   const store = new Store(":memory:");
-  const driver = new UserAccountDriver({ exec: linux.exec, env, paths, backend, passwdFile: passwd, portFree: () => true, landlockAbi: () => 7 });
+  const driver = new UserAccountDriver({ exec: linux.exec, env, paths, backend, hostUser: { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", shell: "/bin/bash" }, portFree: () => true, landlockAbi: () => 7 });
   return {
     driver,
     store,

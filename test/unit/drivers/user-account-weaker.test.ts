@@ -1,7 +1,7 @@
 // A Linux user-account sandbox is made only where Landlock can keep its guest's abstract sockets and signals apart
 // (ABI 6), unless the person says `--allow-weaker`; sbx doctor says which this kernel is.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { UserAccountDriver } from "../../../src/drivers/user-account";
@@ -18,12 +18,10 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 function driverWith(abi: number | null) {
   const host = { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", repo: "/home/alice/src/proj" };
   const linux = new FakeLinux(host);
-  const passwd = join(root, "passwd");
-  writeFileSync(passwd, "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/bin/bash\n");
   const env = readEnv({ vars: { HOME: "/root", USER: "root", PATH: process.env.PATH, SUDO_UID: "1000", SUDO_GID: "1000", SUDO_USER: "alice" }, uid: 0, gid: 0, platform: "linux" });
   const paths = pathsFor(readEnv({ vars: { HOME: host.home, USER: "alice", PATH: process.env.PATH, XDG_RUNTIME_DIR: join(root, "rt") }, uid: 1000, gid: 1000, platform: "linux" }));
   const backend = new LinuxUserBackend({ exec: linux.exec, root: "/var/lib/sbx", table: "sbx", cgroupRoot: join(root, "no-cgroups"), warn: () => {} });
-  return new UserAccountDriver({ exec: linux.exec, env, paths, backend, passwdFile: passwd, portFree: () => true, landlockAbi: () => abi });
+  return new UserAccountDriver({ exec: linux.exec, env, paths, backend, hostUser: { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", shell: "/bin/bash" }, portFree: () => true, landlockAbi: () => abi });
 }
 
 const n = (extra: Partial<NewSandbox> = {}): NewSandbox => ({ name: "w", repo: "/home/alice/src/proj", dir: join(root, "sb"), id: "abc123def456", cwd: "/home/alice/src/proj", config: ConfigSchema.parse({}), asUid: 1000, ...extra });

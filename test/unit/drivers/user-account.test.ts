@@ -1,15 +1,11 @@
-// The user-account driver's pure parts: port choice, host user under sudo, the stored identity → spec, the host-user Exec.
+// The user-account driver's pure parts: port choice, the stored identity → spec, the host-user Exec (who the host user is: test/unit/sys/host-user.test.ts).
 import { describe, expect, test } from "bun:test";
 import type { Sandbox } from "../../../src/core/schemas";
 import { pickProxyPort, PROXY_PORT_RANGE, userSpec, type UserIdentity } from "../../../src/drivers/user-account";
-import { hostUserExec, hostUserFor } from "../../../src/sys/as-user";
-import { processEnv, type Env } from "../../../src/sys/env";
+import { hostUserExec } from "../../../src/sys/as-user";
 import type { Paths } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
 
-const PASSWD = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/usr/bin/fish\n";
-const base = processEnv();
-const asRoot = (raw: Record<string, string>): Env => ({ ...base, uid: 0, gid: 0, userName: "root", vars: { ...base.vars, HOME: "/root" }, raw });
 
 describe("pickProxyPort", () => {
   test("in range, stable for an id, skips taken and bound ports", () => {
@@ -23,18 +19,6 @@ describe("pickProxyPort", () => {
   });
   test("none free: a clear error", () => {
     expect(() => pickProxyPort("x", new Set(), () => false)).toThrow(/no free loopback port/);
-  });
-});
-
-describe("hostUserFor", () => {
-  test("under sudo the sandbox belongs to the invoking user, from passwd", () => {
-    expect(hostUserFor(asRoot({ SUDO_UID: "1000" }), PASSWD)).toEqual({ name: "alice", uid: 1000, gid: 1000, home: "/home/alice", shell: "/usr/bin/fish" });
-  });
-  test("plain root (no sudo) is root", () => {
-    expect(hostUserFor(asRoot({}), PASSWD)).toMatchObject({ name: "root", uid: 0, home: "/root" });
-  });
-  test("a SUDO_UID with no passwd entry is refused", () => {
-    expect(() => hostUserFor(asRoot({ SUDO_UID: "4242" }), PASSWD)).toThrow(/no passwd entry/);
   });
 });
 

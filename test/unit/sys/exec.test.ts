@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createExec, ExecError, spawnDetached } from "../../../src/sys/exec";
+import { createExec, ExecError, runAttached, spawnDetached } from "../../../src/sys/exec";
 import { FakeExec, UnexpectedCallError } from "../../fakes/exec";
 
 const exec = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" });
@@ -88,6 +88,22 @@ describe("createExec", () => {
     await Bun.sleep(50);
     expect(out).toContain("is-a-tty");
     expect(out).toContain("17 91");
+  });
+});
+
+describe("runAttached", () => {
+  test("the command's exit code (128 + the signal's number when one ended it), its environment only what it is given", async () => {
+    expect(await runAttached(["sh", "-c", 'test "$X" = y && test -z "$HOME" && exit 3'], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", X: "y" } })).toBe(3);
+    expect(await runAttached(["sh", "-c", "kill -TERM $$"], { env: { PATH: "/usr/bin:/bin" } })).toBe(143);
+  });
+
+  test("a program that does not exist is an ExecError (127), and no signal handler is left behind", async () => {
+    const before = process.listenerCount("SIGINT");
+    const e = await runAttached(["/nonexistent/sbx-x"], { env: {} }).then(() => null, (x: unknown) => x);
+    expect(e).toBeInstanceOf(ExecError);
+    expect((e as ExecError).commandExitCode).toBe(127);
+    await runAttached(["true"], { env: { PATH: "/usr/bin:/bin" } });
+    expect(process.listenerCount("SIGINT")).toBe(before);
   });
 });
 

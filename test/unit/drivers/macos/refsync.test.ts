@@ -11,6 +11,7 @@ import { processEnv, type Env } from "../../../../src/sys/env";
 import { createEventBus } from "../../../../src/events/feed";
 import { ALICE_IDENTITY, ALICE_PATHS, FakeMac } from "../../../fakes/mac";
 import { golden } from "./golden";
+import { selfUser } from "../../../../src/sys/host-user";
 
 const paths = ALICE_PATHS;
 const IDENTITY = ALICE_IDENTITY;
@@ -29,7 +30,7 @@ async function setup() {
   mac.mk(spec.sockets.dir, "dir", 0o700, "alice");
   mac.mk(spec.sockets.bridge, "sock", 0o600, "alice");
   await comps.bringUp!(row, spec, backend);
-  const driver = new UserAccountDriver({ exec: mac.exec, env, paths, backend, passwdFile: "/dev/null" });
+  const driver = new UserAccountDriver({ exec: mac.exec, env, paths, backend, hostUser: selfUser(env) });
   const target = driver.refSyncTarget(spec, mac.exec);
   /** What ref sync's host → clone lane does once promotion is done: the mirror, then update-ref as the guest. */
   const hostToClone = async (): Promise<{ exitCode: number; stderr: string; owed?: true }> => {

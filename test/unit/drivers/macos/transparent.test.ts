@@ -7,12 +7,13 @@ import { UserAccountDriver } from "../../../../src/drivers/user-account";
 import { renderPfAnchor } from "../../../../src/drivers/macos/render";
 import { processEnv, type Env } from "../../../../src/sys/env";
 import { ALICE_PATHS, FakeMac } from "../../../fakes/mac";
+import { selfUser } from "../../../../src/sys/host-user";
 
 test("a new macOS sandbox: no transparent path, and a note that says what that means; --no-transparent: no note", async () => {
   const mac = new FakeMac();
   const base = processEnv();
   const env: Env = { ...base, platform: "darwin", uid: 501, gid: 20, userName: "alice", vars: { ...base.vars, HOME: "/Users/alice", USER: "alice", SHELL: "/bin/zsh" } };
-  const driver = new UserAccountDriver({ exec: mac.exec, env, paths: ALICE_PATHS, backend: mac.backend(), passwdFile: "/dev/null", portFree: () => true });
+  const driver = new UserAccountDriver({ exec: mac.exec, env, paths: ALICE_PATHS, backend: mac.backend(), hostUser: selfUser(env), portFree: () => true });
   const n = { name: "demo", repo: "/Users/alice/src/demo", dir: "/Users/alice/.cache/sandbox/demo-x/demo", id: "0a1b2c3d4e5f", cwd: "/Users/alice/src/demo", config: ConfigSchema.parse({}) };
   const said: string[] = [];
   const ident = await driver.newIdentity(n, [], { log: (l: string) => void said.push(l) } as never);
