@@ -25,12 +25,12 @@ is_root() { [ "$(id -u)" = 0 ]; }
 
 # ── system packages ─────────────────────────────────────────────────────────
 # docker.io: the engine; debootstrap: the base image without a registry; acl, nftables, passwd,
-# util-linux: the Linux user backend (setfacl, nft, useradd, setpriv); sudo: its no-sudo test;
+# util-linux: the Linux user backend (setfacl, nft, useradd, setpriv); sudo: its no-sudo test and the macOS sequence run with real uids;
 # gh: the host's gh, which the bridge runs for a sandbox's gh (with the token only it sees); fish, tmux, iproute2,
 # chromium: tests (fish shells, interactive sessions, network namespaces, the approvals dashboard in a real browser);
 # zsh: the macOS guests' rc files, run by a real zsh; nodejs, dnsutils: clients a Linux guest runs from the host in
-# the transparent-path tests (Node's fetch, dig).
-PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh nodejs dnsutils)
+# the transparent-path tests (Node's fetch, dig); shellcheck: the real-Mac smoke script is checked by it.
+PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh nodejs dnsutils shellcheck)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
