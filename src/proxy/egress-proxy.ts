@@ -178,6 +178,34 @@ export function hostHeaderAuthority(h: string | string[] | undefined): { host: s
   return host === null ? null : { host, port: a.port };
 }
 
+/**
+ * Pure: why a parsed request's framing is refused, or null. A request is forwarded only when its end is unambiguous:
+ * HTTP/1.1 or 1.0, at most one Content-Length (digits) or one `Transfer-Encoding: chunked`, never both. Anything else
+ * is how request smuggling starts (a server that reads the framing otherwise would see a second request in the body).
+ */
+export function framingProblem(httpVersion: string, rawHeaders: readonly string[]): string | null {
+  if (httpVersion !== "1.1" && httpVersion !== "1.0") return `HTTP/${headerSafe(httpVersion)} is not HTTP/1.1`;
+  let lengths = 0;
+  let codings = 0;
+  let coding = "";
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    if (name === "content-length") {
+      lengths++;
+      if (!/^[0-9]{1,15}$/.test(rawHeaders[i + 1]!)) return "a Content-Length that is not a number";
+    } else if (name === "transfer-encoding") {
+      codings++;
+      coding = rawHeaders[i + 1]!;
+    }
+  }
+  if (lengths > 1) return "more than one Content-Length";
+  if (codings > 1) return "more than one Transfer-Encoding";
+  if (lengths > 0 && codings > 0) return "both Content-Length and Transfer-Encoding";
+  if (codings > 0 && coding.toLowerCase() !== "chunked") return "a Transfer-Encoding other than chunked";
+  if (codings > 0 && httpVersion === "1.0") return "Transfer-Encoding in an HTTP/1.0 request";
+  return null;
+}
+
 /** Splits a CONNECT authority `host:port` or `[v6]:port`; null when malformed. */
 export function parseAuthority(s: string): { host: string; port: number } | null {
   let host: string;
@@ -289,6 +317,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     socket.destroy();
   };
   server.on("clientError", badRequest);
+  /** A request whose framing is ambiguous: 400 with the reason, and the connection is closed (its bytes are unread). */
+  const refuseFraming = (req: IncomingMessage, res: ServerResponse): boolean => {
+    const why = framingProblem(req.httpVersion, req.rawHeaders);
+    if (why === null) return false;
+    res.shouldKeepAlive = false;
+    plain(res, 400, `sbx proxy: refused: ${why}; send one unambiguous HTTP/1.1 request.\n`, { Connection: "close" });
+    res.once("finish", () => req.socket.end());
+    return true;
+  };
 
   /** Sends a final response on a CONNECT socket; a client that never closes its side is cut after a grace period. */
   const finalResponse = (client: Duplex, text: string) => {
@@ -497,6 +534,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
 
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    if (refuseFraming(req, res)) return;
     const url = req.url ?? "";
     if (url.startsWith("/")) {
       if ((req.method === "GET" || req.method === "HEAD") && (url === HEALTH_PATH || url.startsWith(`${HEALTH_PATH}?`))) {
@@ -588,6 +626,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   transparentHttp.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const t = transparentName.get(req.socket);
     if (!t) return void res.destroy();
+    if (refuseFraming(req, res)) return;
     const authority = t.port === 80 ? t.name : `${t.name}:${t.port}`;
     const url = req.url ?? "";
     let parsed: URL;
@@ -661,6 +700,9 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     };
     const headers = forwardHeaders(req.headers);
     headers["host"] = url.host;
+    // The body goes up framed as it came (framingProblem allowed only these two): a body sent with no framing (a GET's,
+    // say) would be read by the server as the next request on this pooled connection, one the allowlist never saw.
+    if (req.headers["transfer-encoding"] !== undefined) headers["transfer-encoding"] = "chunked";
     const upReq = httpRequest({
       host: v.address,
       port: v.port,
