@@ -1,7 +1,7 @@
 // The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket (and on a listener its forwarder handed over), and the transparent path's connections (a named address's), allowlist first.
 import { lookup } from "node:dns/promises";
 import { existsSync, unlinkSync } from "node:fs";
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
@@ -11,7 +11,9 @@ import { transparentPortsOf } from "../core/transparent";
 import { normalizeHost } from "../core/allowlist";
 import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { readClientHello } from "../core/tls";
+import { requestHead, type Header } from "./http1";
 import { listenUnix } from "./socket";
+import { UpstreamPool } from "./upstream";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -152,6 +154,33 @@ function forwardHeaders(h: IncomingHttpHeaders): Record<string, string | string[
   if (typeof conn === "string") for (const t of conn.split(",")) drop.add(t.trim().toLowerCase());
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(h)) if (v !== undefined && !drop.has(k)) out[k] = v;
+  return out;
+}
+
+/** Methods whose request, with no body, may be sent again on a fresh connection when a pooled one was closed. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** forwardHeaders' object as a list (several values: several lines). */
+function headerList(h: Record<string, string | string[]>): Header[] {
+  const out: Header[] = [];
+  for (const [k, v] of Object.entries(h)) {
+    if (Array.isArray(v)) for (const x of v) out.push([k, x]);
+    else out.push([k, v]);
+  }
+  return out;
+}
+
+/** A server's response headers as they go to the client: hop-by-hop ones (and those its Connection names) dropped. */
+function responseHeaders(list: readonly Header[]): Record<string, string | string[]> {
+  const drop = new Set(HOP_BY_HOP);
+  for (const [k, v] of list) if (k.toLowerCase() === "connection") for (const t of v.split(",")) drop.add(t.trim().toLowerCase());
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of list) {
+    const n = k.toLowerCase();
+    if (drop.has(n)) continue;
+    const had = out[n];
+    out[n] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v];
+  }
   return out;
 }
 
@@ -304,7 +333,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const clientSockets = new Set<Duplex>();
   const upstreamSockets = new Set<Socket>();
   let inFlight = 0;
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  // Plain HTTP's connections to servers, kept alive per checked address and port.
+  const upstream = new UpstreamPool(connectTimeoutMs);
 
   const track = (s: Duplex) => {
     clientSockets.add(s);
@@ -698,52 +728,56 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         });
       }
     };
-    const headers = forwardHeaders(req.headers);
-    headers["host"] = url.host;
-    // The body goes up framed as it came (framingProblem allowed only these two): a body sent with no framing (a GET's,
+    const method = req.method ?? "GET";
+    // The body goes up framed as it came (framingProblem allowed only these): a body sent with no framing (a GET's,
     // say) would be read by the server as the next request on this pooled connection, one the allowlist never saw.
-    if (req.headers["transfer-encoding"] !== undefined) headers["transfer-encoding"] = "chunked";
-    const upReq = httpRequest({
-      host: v.address,
-      port: v.port,
-      family: v.address.includes(":") ? 6 : 4,
-      method: req.method,
-      path: `${url.pathname}${url.search}`,
-      headers,
-      agent,
-      setHost: false,
-      // Connect to exactly the checked address: no lookup happens for an IP, and this makes sure of it.
-      lookup: (_h: string, _o: unknown, cb: (err: Error | null, address: string, family: number) => void) =>
-        cb(null, v.address, v.address.includes(":") ? 6 : 4),
-    });
-    upReq.on("response", (upRes: IncomingMessage) => {
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardHeaders(upRes.headers));
-      upRes.on("data", (c: Buffer) => {
-        bytesDown += c.length;
-      });
-      upRes.pipe(res);
-      upRes.once("end", () => done(true));
-      upRes.once("error", () => {
-        done(false);
-        res.destroy();
-      });
-    });
-    upReq.on("error", (e: Error) => {
+    const body = req.headers["transfer-encoding"] !== undefined ? "chunked" : req.headers["content-length"] !== undefined ? "length" : "none";
+    let head: string;
+    try {
+      // The Host sent is the authority checked (the client's said the same, or was refused), and only that one.
+      const sent = headerList(forwardHeaders(req.headers)).filter(([n]) => n !== "host");
+      head = requestHead(method, `${url.pathname}${url.search}`, [["host", url.host], ...sent], body === "length" ? { length: Number(req.headers["content-length"]) } : body);
+    } catch (e) {
       done(false);
-      if (!res.headersSent) {
-        const message = `could not reach ${target(v.host, v.port)} (${v.address}): ${e.message}`;
-        emit({ type: "error", sandbox, path: v.path, method: req.method ?? "GET", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+      return void plain(res, 400, `sbx proxy: refused: ${(e as Error).message}.\n`);
+    }
+    // Connected to exactly the checked address (an IP: no lookup happens).
+    const x = upstream.request({ address: v.address, port: v.port, method, head, body, replayable: body === "none" && SAFE_METHODS.has(method) }, {
+      head(h) {
+        res.writeHead(h.status, h.reason, responseHeaders(h.headers));
+      },
+      body(data) {
+        bytesDown += data.length;
+        if (res.write(data)) return true;
+        res.once("drain", () => x.resume());
+        return false;
+      },
+      end(last) {
+        if (last) bytesDown += last.length;
+        res.end(last);
+        done(true);
+      },
+      error(why, connected) {
+        done(false);
+        if (res.headersSent) return void res.destroy();
+        const message = connected ? `${target(v.host, v.port)} (${v.address}) sent ${why}` : `could not reach ${target(v.host, v.port)} (${v.address}): ${why}`;
+        emit({ type: "error", sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, message, at: Date.now() });
         plain(res, 502, `sbx proxy: ${message}\n`);
-      } else res.destroy();
+      },
     });
     req.on("data", (c: Buffer) => {
       bytesUp += c.length;
+      if (!x.write(c)) {
+        req.pause();
+        x.drained(() => req.resume());
+      }
     });
-    req.pipe(upReq);
+    req.once("end", () => x.end());
+    req.resume();
     res.once("close", () => {
       if (!finished) {
         done(false);
-        upReq.destroy();
+        x.abort();
       }
     });
   };
@@ -792,7 +826,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         server.close(() => resolveClose());
         for (const s of clientSockets) s.destroy();
         for (const s of upstreamSockets) s.destroy();
-        agent.destroy();
+        upstream.close();
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       }).then(() => {
         try {
