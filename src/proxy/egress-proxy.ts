@@ -1,7 +1,7 @@
 // The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket (and on a listener its forwarder handed over), and the transparent path's connections (a named address's), allowlist first.
 import { lookup } from "node:dns/promises";
 import { existsSync, unlinkSync } from "node:fs";
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
@@ -11,9 +11,9 @@ import { transparentPortsOf } from "../core/transparent";
 import { normalizeHost } from "../core/allowlist";
 import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { readClientHello } from "../core/tls";
-import { requestHead, type Header } from "./http1";
+import { BodyReader, chunk, LAST_CHUNK, MAX_HEAD, readRequestHead, requestHead, responseHead, type Framing, type Header, type RequestHead } from "./http1";
 import { listenUnix } from "./socket";
-import { UpstreamPool } from "./upstream";
+import { UpstreamPool, type Exchange } from "./upstream";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -155,6 +155,24 @@ function forwardHeaders(h: IncomingHttpHeaders): Record<string, string | string[
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(h)) if (v !== undefined && !drop.has(k)) out[k] = v;
   return out;
+}
+
+/**
+ * How long the sandbox's port keeps an idle connection between requests (node:http's default), and how long it waits
+ * for a request on a new one or for the rest of a head (a pause that long in the middle, not the whole).
+ */
+const KEEP_ALIVE_MS = 5_000;
+const HEAD_TIMEOUT_MS = 60_000;
+
+/** A head's headers without the hop-by-hop ones (nor those its Connection header names). */
+function withoutHopByHop(list: readonly Header[]): Header[] {
+  let drop: Set<string> = HOP_BY_HOP;
+  for (const [k, v] of list) {
+    if (k.toLowerCase() !== "connection") continue;
+    if (drop === HOP_BY_HOP) drop = new Set(HOP_BY_HOP);
+    for (const t of v.split(",")) drop.add(t.trim().toLowerCase());
+  }
+  return list.filter(([k]) => !drop.has(k.toLowerCase()));
 }
 
 /** Methods whose request, with no body, may be sent again on a fresh connection when a pooled one was closed. */
@@ -358,7 +376,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
 
   /** Sends a final response on a CONNECT socket; a client that never closes its side is cut after a grace period. */
-  const finalResponse = (client: Duplex, text: string) => {
+  const finalResponse = (client: Duplex, text: string | Buffer) => {
     client.on("end", () => client.destroy());
     client.resume(); // drain (and discard) whatever the client pipelined, so closing never resets the response away
     client.end(text);
@@ -366,12 +384,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     client.once("close", () => clearTimeout(t));
   };
 
-  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => {
+  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => connectRequest(req.url ?? "", client, head));
+
+  /** A CONNECT (from node:http's parser or the sandbox's port's): the authority checked, then a tunnel or a refusal. */
+  const connectRequest = (authority: string, client: Duplex, head: Buffer) => {
     client.pause();
     clientSockets.add(client);
     client.once("close", () => clientSockets.delete(client));
     client.on("error", () => client.destroy());
-    const auth = parseAuthority(req.url ?? "");
+    const auth = parseAuthority(authority);
     if (!auth) {
       finalResponse(client, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
@@ -391,7 +412,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       }
       tunnel(v, client, head);
     });
-  });
+  };
 
   /** Cuts a transparent connection the way a refused connect looks to its client (a reset where the socket can). */
   const cut = (client: Duplex) => {
@@ -782,6 +803,277 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
   };
 
+  /**
+   * A connection on the sandbox's own port (the listener handed over), read by http1.ts rather than node:http: the
+   * proxy's requests (CONNECT and absolute-form plain HTTP) are read strictly and answered here, each pipelined one
+   * checked on its own and forwarded as `forward` does. An origin-form request (`/health`, `/llm/…`, `/sbx/…`) hands the
+   * connection, its bytes unread, to the node:http server that serves those on the proxy socket.
+   */
+  const sandboxConnection = (s: Socket) => {
+    track(s);
+    s.on("error", () => s.destroy());
+    let buf: Buffer = Buffer.alloc(0);
+    /** An exchange is under way: bytes that come now are its request body, or the next request (kept). */
+    let busy = false;
+    /** Handed over, tunnelled, or closing: this reader is done with the connection. */
+    let gone = false;
+    let clientEnded = false;
+    let body: BodyReader | null = null;
+    let exchange: Exchange | null = null;
+    /** Ends the exchange under way (the client went away). */
+    let cancel: (() => void) | null = null;
+    /** Part of the exchange's answer was written to the client. */
+    let responding = false;
+    /** Counts the exchange's request body bytes, for its audit event. */
+    let countUp: (n: number) => void = () => undefined;
+    // Waiting for a request (or the rest of one) is bounded by the socket's own inactivity timeout, not a timer each.
+    let waiting = 0;
+    const wait = (ms: number) => {
+      if (waiting !== ms) s.setTimeout(ms);
+      waiting = ms;
+    };
+    const stopWaiting = () => {
+      if (waiting !== 0) s.setTimeout(0);
+      waiting = 0;
+    };
+    s.on("timeout", () => {
+      if (waiting !== 0) s.destroy();
+    });
+    wait(HEAD_TIMEOUT_MS);
+    const leave = () => {
+      gone = true;
+      stopWaiting();
+      s.off("data", onData);
+      s.off("end", onEnd);
+    };
+    /** The last answer on this connection: what the client sent after it is read and dropped, then it is closed. */
+    const closeWith = (text: string | Buffer) => {
+      leave();
+      finalResponse(s, text);
+    };
+    const refuseRaw = (status: number, text: string, close: boolean, extra: Header[] = [], phrase?: string) => {
+      const payload = Buffer.from(text);
+      const head = responseHead(status, phrase ?? STATUS_CODES[status] ?? "", [...extra, ["content-type", "text/plain; charset=utf-8"]], { length: payload.length }, close);
+      const out = Buffer.concat([Buffer.from(head, "latin1"), payload]);
+      if (close) return closeWith(out);
+      s.write(out);
+      busy = false;
+      next();
+    };
+
+    const onData = (d: Buffer) => {
+      buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+      if (body !== null) return pumpBody();
+      if (!busy) return next();
+      // Waiting for a response: what comes is the next request; past a head's worth the client waits too.
+      if (buf.length > MAX_HEAD) s.pause();
+    };
+    const onEnd = () => {
+      clientEnded = true;
+      if (!busy) finish();
+    };
+    /** The client has said all it will, and had its answers: the connection ends once they are written. */
+    const finish = () => {
+      leave();
+      s.end();
+    };
+    s.on("data", onData);
+    s.on("end", onEnd);
+    s.once("close", () => {
+      stopWaiting();
+      cancel?.();
+    });
+
+    /** The next request on the connection, once the one before it is answered. */
+    const next = () => {
+      if (gone || busy || s.destroyed) return;
+      if (clientEnded && buf.length === 0) return finish();
+      if (s.isPaused()) s.resume();
+      if (buf.length === 0) return wait(KEEP_ALIVE_MS);
+      const r = readRequestHead(buf);
+      if (r.kind === "more") return wait(HEAD_TIMEOUT_MS);
+      stopWaiting();
+      if (r.kind === "refused") return refuseRaw(400, `sbx proxy: refused: ${r.why}; send one unambiguous HTTP/1.1 request.\n`, true);
+      const { head } = r;
+      if (head.target.startsWith("/")) {
+        // Origin-form: the node:http server's, from this request on (its bytes unread, as they came).
+        leave();
+        s.pause();
+        s.unshift(buf);
+        server.emit("connection", s);
+        s.resume();
+        return;
+      }
+      buf = buf.subarray(r.size);
+      if (head.method === "CONNECT") {
+        if (head.framing !== "none" && !(typeof head.framing === "object" && head.framing.length === 0)) {
+          return refuseRaw(400, "sbx proxy: refused: a CONNECT with a body; the bytes after its head are the tunnel's.\n", true);
+        }
+        leave();
+        return connectRequest(head.target, s, buf);
+      }
+      busy = true;
+      plainRaw(head);
+    };
+
+    /** An absolute-form request: the same checks as `plainRequest`, then forwarded, its answer written here. */
+    const plainRaw = (head: RequestHead) => {
+      const hasBody = head.framing !== "none";
+      let parsed: URL;
+      try {
+        parsed = new URL(head.target);
+      } catch {
+        return refuseRaw(400, "sbx proxy: malformed request target.\n", hasBody);
+      }
+      if (parsed.protocol !== "http:") {
+        return refuseRaw(400, `sbx proxy: ${parsed.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`, hasBody);
+      }
+      const port = parsed.port === "" ? 80 : Number(parsed.port);
+      const hostText = head.headers.find(([n]) => n.toLowerCase() === "host")?.[1];
+      const claimed = hostHeaderAuthority(hostText);
+      if (claimed !== undefined && (claimed === null || claimed.host !== normalizeHost(parsed.hostname) || claimed.port !== port)) {
+        return refuseRaw(400, `sbx proxy: the Host header (${headerSafe(String(hostText))}) names another authority than the request target (${headerSafe(parsed.host)}); send them alike.\n`, hasBody);
+      }
+      s.pause();
+      void check("proxy", head.method, parsed.hostname, port).then((v) => {
+        if (gone || s.destroyed) return;
+        if (!v.ok) {
+          const extra: Header[] = v.header === null ? [] : [["x-sbx-blocked", v.header]];
+          return refuseRaw(v.status, v.body, hasBody || !head.keepAlive, extra, v.status === 403 ? v.phrase : undefined);
+        }
+        forwardRaw(v, head, parsed);
+      });
+    };
+
+    const forwardRaw = (v: Extract<Verdict, { ok: true }>, head: RequestHead, url: URL) => {
+      const started = performance.now();
+      inFlight++;
+      let bytesUp = 0;
+      let bytesDown = 0;
+      let finished = false;
+      const method = head.method;
+      const done = (ok: boolean) => {
+        if (finished) return;
+        finished = true;
+        inFlight--;
+        exchange = null;
+        cancel = null;
+        if (ok) {
+          emit({ type: "closed", sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, source: v.source, pattern: v.pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+        }
+      };
+      const framing = head.framing;
+      // `Expect: 100-continue` is answered here, once the request is allowed; the server gets the body at once.
+      const expects = head.headers.some(([n, val]) => n.toLowerCase() === "expect" && val.toLowerCase() === "100-continue");
+      let up: string;
+      try {
+        // The Host sent is the authority checked, whatever the client's said (it said the same, or was refused above).
+        const sent = withoutHopByHop(head.headers).filter(([n]) => {
+          const k = n.toLowerCase();
+          return k !== "host" && !(expects && k === "expect");
+        });
+        up = requestHead(method, `${url.pathname}${url.search}`, [["host", url.host], ...sent], framing);
+      } catch (e) {
+        done(false);
+        return refuseRaw(400, `sbx proxy: refused: ${(e as Error).message}.\n`, true);
+      }
+      if (expects && framing !== "none") s.write("HTTP/1.1 100 Continue\r\n\r\n");
+      // The answer's head waits for its first body bytes (one write, not two); `to` is how the body goes to the client.
+      let pending: Buffer | null = null;
+      let to: "length" | "chunked" | "close" = "length";
+      let close = !head.keepAlive || clientEnded;
+      responding = false;
+      const out = (parts: Buffer[]) => {
+        const all = pending ? [pending, ...parts] : parts;
+        pending = null;
+        responding = true;
+        return s.write(all.length === 1 ? all[0]! : Buffer.concat(all));
+      };
+      const encode = (data: Buffer): Buffer[] => (to === "chunked" ? chunk(data) : [data]);
+      exchange = upstream.request({ address: v.address, port: v.port, method, head: up, body: framing === "none" ? "none" : framing === "chunked" ? "chunked" : "length", replayable: framing === "none" && SAFE_METHODS.has(method) }, {
+        head(h, length) {
+          const headers = withoutHopByHop(h.headers);
+          let clientFraming: Framing;
+          if (length === 0) {
+            // No body: a length the server gave (a HEAD's, a 304's) goes on as it is.
+            const given = h.headers.find(([n]) => n.toLowerCase() === "content-length")?.[1];
+            clientFraming = given === undefined ? "none" : { length: Number(given) };
+            to = "length";
+          } else if (typeof length === "number") {
+            clientFraming = { length };
+            to = "length";
+          } else if (head.version === "1.1") {
+            clientFraming = "chunked";
+            to = "chunked";
+          } else {
+            // An HTTP/1.0 client knows no chunks: the body ends with the connection.
+            clientFraming = "none";
+            to = "close";
+            close = true;
+          }
+          pending = Buffer.from(responseHead(h.status, h.reason, headers, clientFraming, close), "latin1");
+        },
+        body(data) {
+          bytesDown += data.length;
+          if (out(encode(data))) return true;
+          s.once("drain", () => exchange?.resume());
+          return false;
+        },
+        end(last) {
+          if (last) bytesDown += last.length;
+          out([...(last ? encode(last) : []), ...(to === "chunked" ? [LAST_CHUNK] : [])]);
+          done(true);
+          // A request body the server did not wait for is not read to its end: the connection cannot go on.
+          if (close || body !== null) return void closeWith(Buffer.alloc(0));
+          busy = false;
+          next();
+        },
+        error(why, connected) {
+          done(false);
+          // Part of the answer went out: the client can only be told by the connection's end.
+          if (responding) return void s.destroy();
+          pending = null;
+          const message = connected ? `${target(v.host, v.port)} (${v.address}) sent ${why}` : `could not reach ${target(v.host, v.port)} (${v.address}): ${why}`;
+          emit({ type: "error", sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+          refuseRaw(502, `sbx proxy: ${message}\n`, close || body !== null);
+        },
+      });
+      cancel = () => {
+        exchange?.abort();
+        done(false);
+      };
+      countUp = (n) => void (bytesUp += n);
+      body = framing === "none" ? null : new BodyReader(framing);
+      s.resume();
+      if (body !== null) pumpBody();
+    };
+
+    /** Request body bytes as they come, to the server; the bytes after the body stay for the next request. */
+    const pumpBody = () => {
+      const r = body!.read(buf);
+      if ("why" in r) {
+        // The server has the head and the body's good part, never a byte that was not checked: it is cut off.
+        const wrote = responding;
+        body = null;
+        cancel?.();
+        if (wrote) return void s.destroy();
+        return refuseRaw(400, `sbx proxy: refused: ${r.why}; send one unambiguous HTTP/1.1 request.\n`, true);
+      }
+      buf = buf.subarray(r.used);
+      for (const d of r.data) {
+        countUp(d.length);
+        if (!exchange!.write(d)) {
+          s.pause();
+          exchange!.drained(() => s.resume());
+        }
+      }
+      if (body!.done) {
+        body = null;
+        exchange!.end();
+      }
+    };
+  };
+
   await listenUnix(server, opts.socketPath);
 
   const listeners = new Set<NetServer>();
@@ -812,7 +1104,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return acceptOn(fd, (s) => {
         const to = pick ? targetOrNull(pick, s) : null;
         if (to !== null) return void transparent(s, to);
-        server.emit("connection", s);
+        sandboxConnection(s);
       });
     },
     serveTransparent(fd, targetOf) {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { createServer, connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
-import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { tempDir } from "./helpers";
 
 const lib = fdPassing();
@@ -22,6 +22,7 @@ let handedPort = 0;
 /** Request heads the server read, in order, and how many connections it took. */
 const heads: string[] = [];
 let connections = 0;
+const events: EgressEvent[] = [];
 /** Which of the server's connections (numbered as accepted) answered a path last. */
 const servedBy = new Map<string, number>();
 const scripts = new Map<string, Script>();
@@ -84,6 +85,7 @@ beforeAll(async () => {
     sandbox: { id: 1, name: "demo" },
     policy: () => ({ sandbox: [`ok.test:${port}`], global: [], published: [`127.0.0.1:${port}`] }),
     resolve: async (h) => (h === "ok.test" ? ["127.0.0.1"] : []),
+    onDecision: (e) => void events.push(e),
     connectTimeoutMs: 2000,
   });
   if (lib) {
@@ -229,7 +231,26 @@ describe("responses framed every way reach the client whole", () => {
 });
 
 describe("what the server is sent", () => {
+  // Only the port: node:http's server on the proxy socket drops the answer when its client half-closes (as before).
+  test.skipIf(!lib)("port: a client that half-closes right after its request gets the whole answer", async () => {
+    scripts.set("/big-cl", (c) => c.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${BIG.length}\r\n\r\n`), BIG])));
+    const r = await new Promise<Buffer>((resolve) => {
+      const s = connect({ host: "127.0.0.1", port: handedPort, allowHalfOpen: true });
+      const chunks: Buffer[] = [];
+      s.on("data", (d: Buffer) => chunks.push(d));
+      s.on("close", () => resolve(Buffer.concat(chunks)));
+      s.end(`GET ${U()}/big-cl HTTP/1.1\r\n${H()}\r\n`);
+    });
+    expect(parse(r)?.body.equals(BIG)).toBe(true);
+  });
   for (const way of ways) {
+    test(`${way}: the audit event carries the body bytes each way`, async () => {
+      events.length = 0;
+      scripts.set("/count", (c, req) => c.write(`HTTP/1.1 200 OK\r\nContent-Length: ${String(req.body.length).length}\r\n\r\n${req.body.length}`));
+      expect(parse((await exchange(way, `POST ${U()}/count HTTP/1.1\r\n${H()}Content-Length: 10\r\nConnection: close\r\n\r\n0123456789`)).out)?.body.toString()).toBe("10");
+      await Bun.sleep(20);
+      expect(events.filter((e) => e.type === "closed")).toEqual([expect.objectContaining({ type: "closed", method: "POST", host: "ok.test", address: "127.0.0.1", bytesUp: 10, bytesDown: 2 })]);
+    });
     test(`${way}: one Host, the checked one; hop-by-hop headers and those Connection names are gone`, async () => {
       scripts.set("/cl", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
       await exchange(way, `GET ${U()}/cl?q=1 HTTP/1.1\r\nHost: OK.test:${port}\r\nProxy-Connection: keep-alive\r\nConnection: close, X-Drop\r\nX-Drop: 1\r\nX-Keep: 2\r\n\r\n`);
