@@ -48,10 +48,26 @@ export interface Exchange {
   abort(): void;
 }
 
+/** What a connection's events go to: the exchange that has it, or nobody (idle, pooled). */
+interface Owner {
+  data(d: Buffer): void;
+  end(): void;
+  error(e: Error): void;
+  close(): void;
+}
+
+interface Conn {
+  s: Socket;
+  key: string;
+  owner: Owner | null;
+  /** When it went back to the pool (performance.now()). */
+  idleSince: number;
+}
+
 export class UpstreamPool {
-  private readonly idle = new Map<string, Socket[]>();
-  private readonly open = new Set<Socket>();
-  private readonly parked = new WeakMap<Socket, () => void>();
+  private readonly idle = new Map<string, Conn[]>();
+  private readonly open = new Set<Conn>();
+  private sweeper: ReturnType<typeof setInterval> | null = null;
   private closed = false;
 
   constructor(private readonly connectTimeoutMs: number) {}
@@ -64,66 +80,81 @@ export class UpstreamPool {
   /** Closes every connection; later requests fail. */
   close(): void {
     this.closed = true;
-    for (const s of this.open) s.destroy();
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+    for (const c of this.open) c.s.destroy();
     this.open.clear();
     this.idle.clear();
   }
 
-  private take(key: string): Socket | null {
+  private take(key: string): Conn | null {
     const list = this.idle.get(key);
     while (list && list.length > 0) {
-      const s = list.pop()!;
-      this.parked.get(s)?.();
-      if (!s.destroyed && s.readable && s.writable) return s;
-      s.destroy();
+      const c = list.pop()!;
+      if (list.length === 0) this.idle.delete(key);
+      if (!c.s.destroyed && c.s.readable && c.s.writable) return c;
+      c.s.destroy();
     }
     return null;
   }
 
-  private fresh(address: string, port: number): Socket {
+  /**
+   * A new connection. Its listeners are set once and pass events to its owner; with none (idle), any event drops it:
+   * a byte nobody asked for, the server's end, an error.
+   */
+  private fresh(address: string, port: number, key: string): Conn {
     const s = connect({ host: address, port, noDelay: true, allowHalfOpen: false });
-    this.open.add(s);
-    s.once("close", () => this.open.delete(s));
-    return s;
+    const c: Conn = { s, key, owner: null, idleSince: 0 };
+    this.open.add(c);
+    s.on("data", (d: Buffer) => (c.owner ? c.owner.data(d) : this.drop(c)));
+    s.on("end", () => (c.owner ? c.owner.end() : this.drop(c)));
+    s.on("error", (e: Error) => (c.owner ? c.owner.error(e) : this.drop(c)));
+    s.on("close", () => {
+      this.open.delete(c);
+      if (c.owner) c.owner.close();
+      else this.drop(c);
+    });
+    return c;
   }
 
-  /** Back to the pool: idle until taken; any byte, end, error or the idle time drops it. */
-  private park(key: string, s: Socket): void {
-    const list = this.idle.get(key) ?? [];
-    if (this.closed || list.length >= MAX_IDLE) return void s.destroy();
-    const drop = () => {
-      unpark();
-      const l = this.idle.get(key);
-      const i = l?.indexOf(s) ?? -1;
-      if (i >= 0) l!.splice(i, 1);
-      if (l && l.length === 0) this.idle.delete(key);
-      s.destroy();
-    };
-    const timer = setTimeout(drop, IDLE_MS);
-    timer.unref?.();
-    const unpark = () => {
-      clearTimeout(timer);
-      s.off("data", drop);
-      s.off("end", drop);
-      s.off("error", drop);
-      s.off("close", drop);
-      this.parked.delete(s);
-    };
-    s.on("data", drop);
-    s.on("end", drop);
-    s.on("error", drop);
-    s.on("close", drop);
-    this.parked.set(s, unpark);
-    list.push(s);
-    this.idle.set(key, list);
-    s.resume();
+  private drop(c: Conn): void {
+    const list = this.idle.get(c.key);
+    const i = list?.indexOf(c) ?? -1;
+    if (i >= 0) list!.splice(i, 1);
+    if (list && list.length === 0) this.idle.delete(c.key);
+    c.s.destroy();
+  }
+
+  /** Back to the pool, idle until taken (or dropped: see `fresh`; and after `IDLE_MS`, by the sweep). */
+  private park(c: Conn): void {
+    c.owner = null;
+    const list = this.idle.get(c.key) ?? [];
+    if (this.closed || list.length >= MAX_IDLE) return void c.s.destroy();
+    c.idleSince = performance.now();
+    list.push(c);
+    this.idle.set(c.key, list);
+    c.s.resume();
+    if (this.sweeper === null) {
+      // One timer for every idle connection, not one each: it stops when none is left.
+      this.sweeper = setInterval(() => this.sweep(), IDLE_MS / 4);
+      this.sweeper.unref?.();
+    }
+  }
+
+  private sweep(): void {
+    const old = performance.now() - IDLE_MS;
+    for (const list of [...this.idle.values()]) for (const c of [...list]) if (c.idleSince < old) this.drop(c);
+    if (this.idle.size === 0 && this.sweeper) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+    }
   }
 
   /** Sends one request to address:port and reads its response into `sink`. */
   request(r: UpstreamRequest, sink: ResponseSink): Exchange {
     const key = `${r.address}|${r.port}`;
     const reader = new ResponseReader(r.method);
-    let s: Socket;
+    let c: Conn;
     let reused = false;
     let connected = false;
     let answered = false; // a byte of the response arrived
@@ -136,27 +167,25 @@ export class UpstreamPool {
     const detach = () => {
       if (timer) clearTimeout(timer);
       timer = null;
-      s.off("data", onData);
-      s.off("end", onEnd);
-      s.off("error", onError);
-      s.off("close", onClose);
+      c.owner = null;
     };
     const finish = (reusable: boolean, last?: Buffer) => {
       finished = true;
       detach();
-      if (reusable && bodyDone && !this.closed) this.park(key, s);
-      else s.destroy();
+      if (reusable && bodyDone && !this.closed) this.park(c);
+      else c.s.destroy();
       sink.end(last);
     };
     const fail = (message: string) => {
       if (finished) return;
       finished = true;
       detach();
-      s.destroy();
+      c.s.destroy();
       sink.error(message, connected);
     };
     const steps = (list: ReturnType<ResponseReader["push"]>) => {
-      for (const step of list) {
+      for (let i = 0; i < list.length; i++) {
+        const step = list[i]!;
         if (finished) return;
         if (step.kind === "head") {
           try {
@@ -166,40 +195,38 @@ export class UpstreamPool {
           }
         } else if (step.kind === "body") {
           // The last body bytes of a response that ends in this same read go with the end: one write to the client.
-          const next = list[list.indexOf(step) + 1];
-          if (next?.kind === "end") {
-            finish(next.reusable, step.data);
-            return;
-          }
-          if (!sink.body(step.data)) s.pause();
+          const next = list[i + 1];
+          if (next?.kind === "end") return finish(next.reusable, step.data);
+          if (!sink.body(step.data)) c.s.pause();
         } else if (step.kind === "end") finish(step.reusable);
         else fail(`a response that cannot be read: ${step.why}`);
       }
     };
-    const onData = (d: Buffer) => {
-      answered = true;
-      steps(reader.push(d));
-    };
-    const onEnd = () => {
-      if (!answered && retry()) return;
-      steps(reader.eof());
-    };
-    const onError = (e: Error) => {
-      if (!answered && retry()) return;
-      fail(e.message);
-    };
-    const onClose = () => {
-      if (finished) return;
-      if (!answered && retry()) return;
-      steps(reader.eof());
-      fail("the connection closed");
+    const owner: Owner = {
+      data(d) {
+        answered = true;
+        steps(reader.push(d));
+      },
+      end() {
+        if (!answered && retry()) return;
+        steps(reader.eof());
+      },
+      error(e) {
+        if (!answered && retry()) return;
+        fail(e.message);
+      },
+      close() {
+        if (finished) return;
+        if (!answered && retry()) return;
+        steps(reader.eof());
+        fail("the connection closed");
+      },
     };
     const send = () => {
       connected = true;
       if (timer) clearTimeout(timer);
       timer = null;
-      s.write(r.head, "latin1");
-      for (const b of queued) s.write(b);
+      c.s.write(queued.length === 0 ? Buffer.from(r.head, "latin1") : Buffer.concat([Buffer.from(r.head, "latin1"), ...queued]));
       queued.length = 0;
     };
     /** A pooled connection the server had closed: once, and only for a request that can be sent again as it is. */
@@ -207,24 +234,24 @@ export class UpstreamPool {
       if (!reused || replaced || !r.replayable || finished) return false;
       replaced = true;
       detach();
-      s.destroy();
+      c.s.destroy();
       start(false);
       return true;
     };
     const start = (pooled: boolean) => {
       const taken = pooled ? this.take(key) : null;
       reused = taken !== null;
-      s = taken ?? this.fresh(r.address, r.port);
-      s.on("data", onData);
-      s.on("end", onEnd);
-      s.on("error", onError);
-      s.on("close", onClose);
+      c = taken ?? this.fresh(r.address, r.port, key);
+      c.owner = owner;
       if (reused) {
-        s.resume();
+        c.s.resume();
         send();
       } else {
+        const s = c.s;
         timer = setTimeout(() => s.destroy(new Error(`connect timed out after ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
-        s.once("connect", send);
+        s.once("connect", () => {
+          if (c.s === s && !finished) send();
+        });
       }
     };
     if (this.closed) {
@@ -233,42 +260,39 @@ export class UpstreamPool {
     }
     start(true);
 
-    const frame = (data: Buffer): Buffer[] => (r.body === "chunked" ? chunk(data) : [data]);
     return {
       write(data) {
         if (finished || data.length === 0) return true;
-        const parts = frame(data);
+        const framed = r.body === "chunked" ? Buffer.concat(chunk(data)) : data;
         if (!connected) {
-          queued.push(...parts);
+          queued.push(framed);
           return true;
         }
-        let ok = true;
-        for (const p of parts) ok = s.write(p);
-        return ok;
+        return c.s.write(framed);
       },
       end() {
         if (bodyDone) return;
         bodyDone = true;
         if (r.body === "chunked") {
-          if (connected && !finished) s.write(LAST_CHUNK);
+          if (connected && !finished) c.s.write(LAST_CHUNK);
           else queued.push(LAST_CHUNK);
         }
       },
       drained(cb) {
-        if (!connected || finished || !s.writableNeedDrain) return void cb();
-        s.once("drain", cb);
+        if (!connected || finished || !c.s.writableNeedDrain) return void cb();
+        c.s.once("drain", cb);
       },
       pause() {
-        if (!finished) s.pause();
+        if (!finished) c.s.pause();
       },
       resume() {
-        if (!finished) s.resume();
+        if (!finished) c.s.resume();
       },
       abort() {
         if (finished) return;
         finished = true;
         detach();
-        s.destroy();
+        c.s.destroy();
       },
     };
   }
