@@ -70,7 +70,11 @@ export class UpstreamPool {
   private sweeper: ReturnType<typeof setInterval> | null = null;
   private closed = false;
 
-  constructor(private readonly connectTimeoutMs: number) {}
+  constructor(
+    private readonly connectTimeoutMs: number,
+    /** How long an idle connection is kept (tests shorten it). */
+    private readonly idleMs = IDLE_MS,
+  ) {}
 
   /** Connections open now (in use and idle). */
   size(): number {
@@ -125,7 +129,7 @@ export class UpstreamPool {
     c.s.destroy();
   }
 
-  /** Back to the pool, idle until taken (or dropped: see `fresh`; and after `IDLE_MS`, by the sweep). */
+  /** Back to the pool, idle until taken (or dropped: see `fresh`; and after `idleMs`, by the sweep). */
   private park(c: Conn): void {
     c.owner = null;
     const list = this.idle.get(c.key) ?? [];
@@ -136,13 +140,13 @@ export class UpstreamPool {
     c.s.resume();
     if (this.sweeper === null) {
       // One timer for every idle connection, not one each: it stops when none is left.
-      this.sweeper = setInterval(() => this.sweep(), IDLE_MS / 4);
+      this.sweeper = setInterval(() => this.sweep(), this.idleMs / 4);
       this.sweeper.unref?.();
     }
   }
 
   private sweep(): void {
-    const old = performance.now() - IDLE_MS;
+    const old = performance.now() - this.idleMs;
     for (const list of [...this.idle.values()]) for (const c of [...list]) if (c.idleSince < old) this.drop(c);
     if (this.idle.size === 0 && this.sweeper) {
       clearInterval(this.sweeper);
