@@ -444,13 +444,32 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const timer = setTimeout(() => up.destroy(new Error(`connect timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
     let helloTimer: ReturnType<typeof setTimeout> | null = null;
     let flowing = false;
+    /** The client ended its side before it sent a byte (pipe() will not pass on an end that came before it). */
+    let endedFirst = false;
     const go = () => {
       if (!established || !named || refused || flowing) return;
       flowing = true;
       if (helloTimer) clearTimeout(helloTimer);
       if (first.length > 0) up.write(first);
-      client.pipe(up);
+      if (endedFirst) up.end();
+      else client.pipe(up);
     };
+    // A client that ends before its first bytes were judged: with none, the server hears the end and may still answer
+    // (it may be one that speaks first); with a ClientHello begun, nothing of it goes up. Either way nothing is left
+    // waiting for bytes that will never come (the tunnel and its server connection stayed open until the server gave up).
+    client.once("end", () => {
+      if (flowing || refused) return;
+      client.off("data", onFirst);
+      if (helloTimer) clearTimeout(helloTimer);
+      if (first.length > 0) {
+        refused = true;
+        up.destroy();
+        return void cut(client);
+      }
+      endedFirst = true;
+      named = true;
+      go();
+    });
     const onFirst = (c: Buffer) => {
       first = first.length === 0 ? c : Buffer.concat([first, c]);
       judge();
