@@ -688,33 +688,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     tick();
   };
 
-  // The transparent path's plain HTTP: each connection's requests are origin-form, for the name its address stands for.
-  const transparentHttp = createServer();
+  /** Transparent ports whose connections are read as plain HTTP. */
   const httpPorts = new Set(opts.transparentHttpPorts ?? [80]);
-  const transparentName = new WeakMap<object, { name: string; port: number }>();
-  transparentHttp.on("clientError", badRequest);
-  transparentHttp.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    const t = transparentName.get(req.socket);
-    if (!t) return void res.destroy();
-    if (refuseFraming(req, res)) return;
-    const authority = t.port === 80 ? t.name : `${t.name}:${t.port}`;
-    const url = req.url ?? "";
-    let parsed: URL;
-    try {
-      // Origin-form, as a client that thinks it talks to the server sends; an absolute form must name the same host.
-      parsed = url.startsWith("/") ? new URL(`http://${authority}${url}`) : new URL(url);
-    } catch {
-      plain(res, 400, "sbx proxy: malformed request target.\n");
-      return;
-    }
-    if (normalizeHost(parsed.hostname) !== t.name || (parsed.port === "" ? 80 : Number(parsed.port)) !== t.port) {
-      refuse("transparent", req.method ?? "GET", t.name, t.port, "server-name-mismatch", `its request names ${headerSafe(parsed.host)}`, null);
-      plain(res, 400, `sbx proxy: this connection is for ${t.name}; the request names ${headerSafe(parsed.host)}.\n`);
-      return;
-    }
-    plainRequest("transparent", req, res, parsed);
-  });
-  transparentHttp.on("connect", (_req: IncomingMessage, client: Duplex) => cut(client));
 
   /** One transparent connection: the name its address stands for, then the same checks as the proxy path's. */
   const transparent = (s: Socket, to: TransparentTarget | null) => {
@@ -727,11 +702,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       emit({ type: "denied", sandbox, path: "transparent", method: "CONNECT", host: address ?? "?", port: to?.port ?? 0, reason: "unnamed-address", detail: `${shown} stands for no name the sandbox looked up (connect by name)`, suggest: null, at: Date.now() });
       return void cut(s);
     }
-    if (httpPorts.has(to.port)) {
-      transparentName.set(s, { name, port: to.port });
-      transparentHttp.emit("connection", s);
-      return;
-    }
+    if (httpPorts.has(to.port)) return void sandboxConnection(s, { name, port: to.port });
     s.pause();
     void check("transparent", "CONNECT", name, to.port).then((v) => {
       if (s.destroyed) return;
@@ -827,8 +798,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
    * proxy's requests (CONNECT and absolute-form plain HTTP) are read strictly and answered here, each pipelined one
    * checked on its own and forwarded as `forward` does. An origin-form request (`/health`, `/llm/…`, `/sbx/…`) hands the
    * connection, its bytes unread, to the node:http server that serves those on the proxy socket.
+   * With `site` it is the transparent path's plain HTTP: a connection to the address that stands for a name, whose
+   * requests are origin-form for that name (an absolute form or Host naming another server is a 400); no CONNECT.
    */
-  const sandboxConnection = (s: Socket) => {
+  const sandboxConnection = (s: Socket, site?: { name: string; port: number }) => {
+    const path: EgressPath = site ? "transparent" : "proxy";
     track(s);
     s.on("error", () => s.destroy());
     let buf: Buffer = Buffer.alloc(0);
@@ -914,7 +888,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       stopWaiting();
       if (r.kind === "refused") return refuseRaw(400, `sbx proxy: refused: ${r.why}; send one unambiguous HTTP/1.1 request.\n`, true);
       const { head } = r;
-      if (head.target.startsWith("/")) {
+      if (site && head.method === "CONNECT") {
+        leave();
+        return cut(s);
+      }
+      if (!site && head.target.startsWith("/")) {
         // Origin-form: the node:http server's, from this request on (its bytes unread, as they came).
         leave();
         s.pause();
@@ -937,28 +915,35 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
     /** An absolute-form request: the same checks as `plainRequest`, then forwarded, its answer written here. */
     const plainRaw = (head: RequestHead) => {
-      const hasBody = head.framing !== "none";
+      // A refusal ends the connection when the client asked for that, or sent a body (which is not read).
+      const closeAfter = head.framing !== "none" || !head.keepAlive;
       let parsed: URL;
       try {
-        parsed = new URL(head.target);
+        // On the transparent path, origin-form, as a client that thinks it talks to the server sends.
+        parsed = site && head.target.startsWith("/") ? new URL(`http://${site.port === 80 ? site.name : `${site.name}:${site.port}`}${head.target}`) : new URL(head.target);
       } catch {
-        return refuseRaw(400, "sbx proxy: malformed request target.\n", hasBody);
+        return refuseRaw(400, "sbx proxy: malformed request target.\n", closeAfter);
+      }
+      if (site && (normalizeHost(parsed.hostname) !== site.name || (parsed.port === "" ? 80 : Number(parsed.port)) !== site.port)) {
+        refuse(path, head.method, site.name, site.port, "server-name-mismatch", `its request names ${headerSafe(parsed.host)}`, null);
+        return refuseRaw(400, `sbx proxy: this connection is for ${site.name}; the request names ${headerSafe(parsed.host)}.\n`, closeAfter);
       }
       if (parsed.protocol !== "http:") {
-        return refuseRaw(400, `sbx proxy: ${parsed.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`, hasBody);
+        return refuseRaw(400, `sbx proxy: ${parsed.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`, closeAfter);
       }
       const port = parsed.port === "" ? 80 : Number(parsed.port);
       const hostText = head.headers.find(([n]) => n.toLowerCase() === "host")?.[1];
       const claimed = hostHeaderAuthority(hostText);
       if (claimed !== undefined && (claimed === null || claimed.host !== normalizeHost(parsed.hostname) || claimed.port !== port)) {
-        return refuseRaw(400, `sbx proxy: the Host header (${headerSafe(String(hostText))}) names another authority than the request target (${headerSafe(parsed.host)}); send them alike.\n`, hasBody);
+        if (site) refuse(path, head.method, site.name, site.port, "server-name-mismatch", `its Host header names ${headerSafe(String(hostText))}`, null);
+        return refuseRaw(400, `sbx proxy: the Host header (${headerSafe(String(hostText))}) names another authority than the request target (${headerSafe(parsed.host)}); send them alike.\n`, closeAfter);
       }
       s.pause();
-      void check("proxy", head.method, parsed.hostname, port).then((v) => {
+      void check(path, head.method, parsed.hostname, port).then((v) => {
         if (gone || s.destroyed) return;
         if (!v.ok) {
           const extra: Header[] = v.header === null ? [] : [["x-sbx-blocked", v.header]];
-          return refuseRaw(v.status, v.body, hasBody || !head.keepAlive, extra, v.status === 403 ? v.phrase : undefined);
+          return refuseRaw(v.status, v.body, closeAfter, extra, v.status === 403 ? v.phrase : undefined);
         }
         forwardRaw(v, head, parsed);
       });

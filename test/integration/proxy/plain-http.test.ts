@@ -313,6 +313,17 @@ describe("a response the proxy cannot frame is refused, and its connection never
 
 describe("connections", () => {
   for (const way of ways) {
+    test(`${way}: a refusal honours Connection: close, and says why`, async () => {
+      for (const [text, status] of [
+        [`GET http://evil.test:${port}/ HTTP/1.1\r\nHost: evil.test:${port}\r\nConnection: close\r\n\r\n`, 403],
+        [`GET ${U()}/ HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n`, 400],
+        [`GET https://ok.test/ HTTP/1.1\r\nHost: ok.test\r\nConnection: close\r\n\r\n`, 400],
+      ] as const) {
+        const r = await exchange(way, text);
+        const p = parse(r.out);
+        expect({ text, status: p?.status, closed: r.closed, why: (p?.body.length ?? 0) > 20 }).toEqual({ text, status, closed: true, why: true });
+      }
+    });
     test(`${way}: one client connection carries requests one after another, each answered; Connection: close ends it`, async () => {
       scripts.set("/ok", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
       const s = open(way);

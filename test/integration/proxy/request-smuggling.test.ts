@@ -17,6 +17,9 @@ let proxy: EgressProxy;
 let origin: HttpServer;
 let port = 0;
 let handedPort = 0;
+/** The transparent path's listener (0.0.0.0, reached at the address that stands for ok.test). */
+let transparentPort = 0;
+const OK_ADDRESS = "127.77.0.9";
 /** Every request the server parsed: `METHOD url host=… body=<bytes>`. */
 const seen: string[] = [];
 
@@ -39,11 +42,17 @@ beforeAll(async () => {
     sandbox: { id: 1, name: "demo" },
     policy: () => ({ sandbox: [`ok.test:${port}`], global: [], published: [`127.0.0.1:${port}`] }),
     resolve: async (h) => (h === "ok.test" ? ["127.0.0.1"] : []),
+    names: { addressOf: (n) => (n === "ok.test" ? OK_ADDRESS : null), nameOf: (a) => (a === OK_ADDRESS ? "ok.test" : null) },
+    transparentHttpPorts: [port],
   });
   if (lib) {
     const l = lib.listenLoopback(0);
     handedPort = l.port;
     proxy.serveListener(l.fd);
+    // As inside a container: the client dials the name's address on the site's port; here a listener's port stands in.
+    const t = lib.listenAll(0);
+    transparentPort = t.port;
+    proxy.serveTransparent(t.fd, (c) => (c.localAddress ? { address: c.localAddress, port } : null));
   }
 });
 afterAll(async () => {
@@ -53,13 +62,20 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-type Way = "socket" | "port";
+type Way = "socket" | "port" | "transparent";
 const ways: Way[] = lib ? ["socket", "port"] : ["socket"];
+/** The transparent path reads the same requests (an absolute form naming its own site is allowed there). */
+const allWays: Way[] = lib ? ["socket", "port", "transparent"] : ["socket"];
 
 /** Writes raw bytes on a fresh connection; what came back, and whether the proxy closed it (else cut after 1.5 s). */
 function exchange(way: Way, text: string | Buffer): Promise<{ out: string; closed: boolean }> {
   return new Promise((resolve) => {
-    const s = way === "socket" ? connect({ path: proxy.socketPath }) : connect({ host: "127.0.0.1", port: handedPort });
+    const s =
+      way === "socket"
+        ? connect({ path: proxy.socketPath })
+        : way === "port"
+          ? connect({ host: "127.0.0.1", port: handedPort })
+          : connect({ host: OK_ADDRESS, port: transparentPort });
     let out = "";
     let closed = true;
     const t = setTimeout(() => {
@@ -110,7 +126,7 @@ const AMBIGUOUS: [string, (u: string, h: string) => string][] = [
 ];
 
 describe("request smuggling: ambiguous framing is refused", () => {
-  for (const way of ways) {
+  for (const way of allWays) {
     for (const [name, make] of AMBIGUOUS) {
       test(`${way}: ${name} → 400, closed, nothing forwarded`, async () => {
         seen.length = 0;
@@ -124,7 +140,7 @@ describe("request smuggling: ambiguous framing is refused", () => {
 });
 
 describe("request smuggling: a forwarded body stays a body", () => {
-  for (const way of ways) {
+  for (const way of allWays) {
     for (const method of ["GET", "DELETE", "OPTIONS", "POST"]) {
       test(`${way}: ${method} with a chunked body that holds a request → one request upstream, its body intact`, async () => {
         seen.length = 0;
@@ -147,6 +163,8 @@ describe("request smuggling: a forwarded body stays a body", () => {
       expect(statuses(r.out)).toEqual(["200"]);
       expect(seen).toEqual([`GET /a%0d%0aX-Injected:%20y host=ok.test:${port} body=`]);
     });
+    // (On the transparent path a request naming another host is a 400: transparent.test.ts.)
+    if (way === "transparent") continue;
     test(`${way}: pipelined, a second request to a host not allowed is refused on its own, the third goes`, async () => {
       seen.length = 0;
       const r = await exchange(
