@@ -884,7 +884,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       if (s.isPaused()) s.resume();
       if (buf.length === 0) return wait(KEEP_ALIVE_MS);
       const r = readRequestHead(buf);
-      if (r.kind === "more") return wait(HEAD_TIMEOUT_MS);
+      // The rest of a head, unless the client has said all it will (then it never comes).
+      if (r.kind === "more") return clientEnded ? finish() : wait(HEAD_TIMEOUT_MS);
       stopWaiting();
       if (r.kind === "refused") return refuseRaw(400, `sbx proxy: refused: ${r.why}; send one unambiguous HTTP/1.1 request.\n`, true);
       const { head } = r;

@@ -352,6 +352,26 @@ describe("connections", () => {
     });
   }
   if (lib) {
+    test("port: a client that ends with half a request after a whole one gets the answer, then the close (not the head timeout)", async () => {
+      scripts.set("/ok", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+      const r = await new Promise<{ out: Buffer; closed: boolean }>((resolve) => {
+        const s = connect({ host: "127.0.0.1", port: handedPort, allowHalfOpen: true });
+        const chunks: Buffer[] = [];
+        let closed = true;
+        const t = setTimeout(() => {
+          closed = false;
+          s.destroy();
+        }, 3000);
+        s.on("data", (d: Buffer) => chunks.push(d));
+        s.on("close", () => {
+          clearTimeout(t);
+          resolve({ out: Buffer.concat(chunks), closed });
+        });
+        s.on("error", () => undefined);
+        s.end(`GET ${U()}/ok HTTP/1.1\r\n${H()}\r\nGET ${U()}/ok HTTP/1.1\r\nHost: ok`);
+      });
+      expect([parse(r.out)?.body.toString(), r.closed]).toEqual(["ok", true]);
+    });
     test("port: an origin-form request (/health) is served, also after a proxied request on the same connection", async () => {
       scripts.set("/ok", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
       const r = await exchange("port", `GET ${U()}/ok HTTP/1.1\r\n${H()}\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
