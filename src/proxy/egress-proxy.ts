@@ -1,7 +1,7 @@
 // The per-sandbox egress proxy: CONNECT tunnels and absolute-URI HTTP on the sandbox's own unix socket (and on a listener its forwarder handed over), and the transparent path's connections (a named address's), allowlist first.
 import { lookup } from "node:dns/promises";
 import { existsSync, unlinkSync } from "node:fs";
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { Duplex } from "node:stream";
@@ -11,7 +11,9 @@ import { transparentPortsOf } from "../core/transparent";
 import { normalizeHost } from "../core/allowlist";
 import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { readClientHello } from "../core/tls";
+import { BodyReader, chunk, LAST_CHUNK, MAX_HEAD, readRequestHead, requestHead, responseHead, type Framing, type Header, type RequestHead } from "./http1";
 import { listenUnix } from "./socket";
+import { UpstreamPool, type Exchange } from "./upstream";
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -155,6 +157,51 @@ function forwardHeaders(h: IncomingHttpHeaders): Record<string, string | string[
   return out;
 }
 
+/**
+ * How long the sandbox's port keeps an idle connection between requests (node:http's default), and how long it waits
+ * for a request on a new one or for the rest of a head (a pause that long in the middle, not the whole).
+ */
+const KEEP_ALIVE_MS = 5_000;
+const HEAD_TIMEOUT_MS = 60_000;
+
+/** A head's headers without the hop-by-hop ones (nor those its Connection header names). */
+function withoutHopByHop(list: readonly Header[]): Header[] {
+  let drop: Set<string> = HOP_BY_HOP;
+  for (const [k, v] of list) {
+    if (k.toLowerCase() !== "connection") continue;
+    if (drop === HOP_BY_HOP) drop = new Set(HOP_BY_HOP);
+    for (const t of v.split(",")) drop.add(t.trim().toLowerCase());
+  }
+  return list.filter(([k]) => !drop.has(k.toLowerCase()));
+}
+
+/** Methods whose request, with no body, may be sent again on a fresh connection when a pooled one was closed. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** forwardHeaders' object as a list (several values: several lines). */
+function headerList(h: Record<string, string | string[]>): Header[] {
+  const out: Header[] = [];
+  for (const [k, v] of Object.entries(h)) {
+    if (Array.isArray(v)) for (const x of v) out.push([k, x]);
+    else out.push([k, v]);
+  }
+  return out;
+}
+
+/** A server's response headers as they go to the client: hop-by-hop ones (and those its Connection names) dropped. */
+function responseHeaders(list: readonly Header[]): Record<string, string | string[]> {
+  const drop = new Set(HOP_BY_HOP);
+  for (const [k, v] of list) if (k.toLowerCase() === "connection") for (const t of v.split(",")) drop.add(t.trim().toLowerCase());
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of list) {
+    const n = k.toLowerCase();
+    if (drop.has(n)) continue;
+    const had = out[n];
+    out[n] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v];
+  }
+  return out;
+}
+
 /** Header-safe text: printable ASCII only (a refused host may be anything). */
 function headerSafe(s: string): string {
   return s.replace(/[^\x20-\x7e]/g, "?").slice(0, 300);
@@ -176,6 +223,34 @@ export function hostHeaderAuthority(h: string | string[] | undefined): { host: s
   if (!a || !(a.port >= 1 && a.port <= 65535)) return null;
   const host = normalizeHost(a.host);
   return host === null ? null : { host, port: a.port };
+}
+
+/**
+ * Pure: why a parsed request's framing is refused, or null. A request is forwarded only when its end is unambiguous:
+ * HTTP/1.1 or 1.0, at most one Content-Length (digits) or one `Transfer-Encoding: chunked`, never both. Anything else
+ * is how request smuggling starts (a server that reads the framing otherwise would see a second request in the body).
+ */
+export function framingProblem(httpVersion: string, rawHeaders: readonly string[]): string | null {
+  if (httpVersion !== "1.1" && httpVersion !== "1.0") return `HTTP/${headerSafe(httpVersion)} is not HTTP/1.1`;
+  let lengths = 0;
+  let codings = 0;
+  let coding = "";
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    if (name === "content-length") {
+      lengths++;
+      if (!/^[0-9]{1,15}$/.test(rawHeaders[i + 1]!)) return "a Content-Length that is not a number";
+    } else if (name === "transfer-encoding") {
+      codings++;
+      coding = rawHeaders[i + 1]!;
+    }
+  }
+  if (lengths > 1) return "more than one Content-Length";
+  if (codings > 1) return "more than one Transfer-Encoding";
+  if (lengths > 0 && codings > 0) return "both Content-Length and Transfer-Encoding";
+  if (codings > 0 && coding.toLowerCase() !== "chunked") return "a Transfer-Encoding other than chunked";
+  if (codings > 0 && httpVersion === "1.0") return "Transfer-Encoding in an HTTP/1.0 request";
+  return null;
 }
 
 /** Splits a CONNECT authority `host:port` or `[v6]:port`; null when malformed. */
@@ -276,7 +351,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const clientSockets = new Set<Duplex>();
   const upstreamSockets = new Set<Socket>();
   let inFlight = 0;
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  // Plain HTTP's connections to servers, kept alive per checked address and port.
+  const upstream = new UpstreamPool(connectTimeoutMs);
 
   const track = (s: Duplex) => {
     clientSockets.add(s);
@@ -289,9 +365,18 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     socket.destroy();
   };
   server.on("clientError", badRequest);
+  /** A request whose framing is ambiguous: 400 with the reason, and the connection is closed (its bytes are unread). */
+  const refuseFraming = (req: IncomingMessage, res: ServerResponse): boolean => {
+    const why = framingProblem(req.httpVersion, req.rawHeaders);
+    if (why === null) return false;
+    res.shouldKeepAlive = false;
+    plain(res, 400, `sbx proxy: refused: ${why}; send one unambiguous HTTP/1.1 request.\n`, { Connection: "close" });
+    res.once("finish", () => req.socket.end());
+    return true;
+  };
 
   /** Sends a final response on a CONNECT socket; a client that never closes its side is cut after a grace period. */
-  const finalResponse = (client: Duplex, text: string) => {
+  const finalResponse = (client: Duplex, text: string | Buffer) => {
     client.on("end", () => client.destroy());
     client.resume(); // drain (and discard) whatever the client pipelined, so closing never resets the response away
     client.end(text);
@@ -299,12 +384,15 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     client.once("close", () => clearTimeout(t));
   };
 
-  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => {
+  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => connectRequest(req.url ?? "", client, head));
+
+  /** A CONNECT (from node:http's parser or the sandbox's port's): the authority checked, then a tunnel or a refusal. */
+  const connectRequest = (authority: string, client: Duplex, head: Buffer) => {
     client.pause();
     clientSockets.add(client);
     client.once("close", () => clientSockets.delete(client));
     client.on("error", () => client.destroy());
-    const auth = parseAuthority(req.url ?? "");
+    const auth = parseAuthority(authority);
     if (!auth) {
       finalResponse(client, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
@@ -324,7 +412,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       }
       tunnel(v, client, head);
     });
-  });
+  };
 
   /** Cuts a transparent connection the way a refused connect looks to its client (a reset where the socket can). */
   const cut = (client: Duplex) => {
@@ -356,13 +444,32 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const timer = setTimeout(() => up.destroy(new Error(`connect timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
     let helloTimer: ReturnType<typeof setTimeout> | null = null;
     let flowing = false;
+    /** The client ended its side before it sent a byte (pipe() will not pass on an end that came before it). */
+    let endedFirst = false;
     const go = () => {
       if (!established || !named || refused || flowing) return;
       flowing = true;
       if (helloTimer) clearTimeout(helloTimer);
       if (first.length > 0) up.write(first);
-      client.pipe(up);
+      if (endedFirst) up.end();
+      else client.pipe(up);
     };
+    // A client that ends before its first bytes were judged: with none, the server hears the end and may still answer
+    // (it may be one that speaks first); with a ClientHello begun, nothing of it goes up. Either way nothing is left
+    // waiting for bytes that will never come (the tunnel and its server connection stayed open until the server gave up).
+    client.once("end", () => {
+      if (flowing || refused) return;
+      client.off("data", onFirst);
+      if (helloTimer) clearTimeout(helloTimer);
+      if (first.length > 0) {
+        refused = true;
+        up.destroy();
+        return void cut(client);
+      }
+      endedFirst = true;
+      named = true;
+      go();
+    });
     const onFirst = (c: Buffer) => {
       first = first.length === 0 ? c : Buffer.concat([first, c]);
       judge();
@@ -497,6 +604,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
 
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    if (refuseFraming(req, res)) return;
     const url = req.url ?? "";
     if (url.startsWith("/")) {
       if ((req.method === "GET" || req.method === "HEAD") && (url === HEALTH_PATH || url.startsWith(`${HEALTH_PATH}?`))) {
@@ -580,32 +688,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     tick();
   };
 
-  // The transparent path's plain HTTP: each connection's requests are origin-form, for the name its address stands for.
-  const transparentHttp = createServer();
+  /** Transparent ports whose connections are read as plain HTTP. */
   const httpPorts = new Set(opts.transparentHttpPorts ?? [80]);
-  const transparentName = new WeakMap<object, { name: string; port: number }>();
-  transparentHttp.on("clientError", badRequest);
-  transparentHttp.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    const t = transparentName.get(req.socket);
-    if (!t) return void res.destroy();
-    const authority = t.port === 80 ? t.name : `${t.name}:${t.port}`;
-    const url = req.url ?? "";
-    let parsed: URL;
-    try {
-      // Origin-form, as a client that thinks it talks to the server sends; an absolute form must name the same host.
-      parsed = url.startsWith("/") ? new URL(`http://${authority}${url}`) : new URL(url);
-    } catch {
-      plain(res, 400, "sbx proxy: malformed request target.\n");
-      return;
-    }
-    if (normalizeHost(parsed.hostname) !== t.name || (parsed.port === "" ? 80 : Number(parsed.port)) !== t.port) {
-      refuse("transparent", req.method ?? "GET", t.name, t.port, "server-name-mismatch", `its request names ${headerSafe(parsed.host)}`, null);
-      plain(res, 400, `sbx proxy: this connection is for ${t.name}; the request names ${headerSafe(parsed.host)}.\n`);
-      return;
-    }
-    plainRequest("transparent", req, res, parsed);
-  });
-  transparentHttp.on("connect", (_req: IncomingMessage, client: Duplex) => cut(client));
 
   /** One transparent connection: the name its address stands for, then the same checks as the proxy path's. */
   const transparent = (s: Socket, to: TransparentTarget | null) => {
@@ -618,11 +702,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       emit({ type: "denied", sandbox, path: "transparent", method: "CONNECT", host: address ?? "?", port: to?.port ?? 0, reason: "unnamed-address", detail: `${shown} stands for no name the sandbox looked up (connect by name)`, suggest: null, at: Date.now() });
       return void cut(s);
     }
-    if (httpPorts.has(to.port)) {
-      transparentName.set(s, { name, port: to.port });
-      transparentHttp.emit("connection", s);
-      return;
-    }
+    if (httpPorts.has(to.port)) return void sandboxConnection(s, { name, port: to.port });
     s.pause();
     void check("transparent", "CONNECT", name, to.port).then((v) => {
       if (s.destroyed) return;
@@ -659,51 +739,344 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         });
       }
     };
-    const headers = forwardHeaders(req.headers);
-    headers["host"] = url.host;
-    const upReq = httpRequest({
-      host: v.address,
-      port: v.port,
-      family: v.address.includes(":") ? 6 : 4,
-      method: req.method,
-      path: `${url.pathname}${url.search}`,
-      headers,
-      agent,
-      setHost: false,
-      // Connect to exactly the checked address: no lookup happens for an IP, and this makes sure of it.
-      lookup: (_h: string, _o: unknown, cb: (err: Error | null, address: string, family: number) => void) =>
-        cb(null, v.address, v.address.includes(":") ? 6 : 4),
-    });
-    upReq.on("response", (upRes: IncomingMessage) => {
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardHeaders(upRes.headers));
-      upRes.on("data", (c: Buffer) => {
-        bytesDown += c.length;
-      });
-      upRes.pipe(res);
-      upRes.once("end", () => done(true));
-      upRes.once("error", () => {
-        done(false);
-        res.destroy();
-      });
-    });
-    upReq.on("error", (e: Error) => {
+    const method = req.method ?? "GET";
+    // The body goes up framed as it came (framingProblem allowed only these): a body sent with no framing (a GET's,
+    // say) would be read by the server as the next request on this pooled connection, one the allowlist never saw.
+    const body = req.headers["transfer-encoding"] !== undefined ? "chunked" : req.headers["content-length"] !== undefined ? "length" : "none";
+    let head: string;
+    try {
+      // The Host sent is the authority checked (the client's said the same, or was refused), and only that one.
+      const sent = headerList(forwardHeaders(req.headers)).filter(([n]) => n !== "host");
+      head = requestHead(method, `${url.pathname}${url.search}`, [["host", url.host], ...sent], body === "length" ? { length: Number(req.headers["content-length"]) } : body);
+    } catch (e) {
       done(false);
-      if (!res.headersSent) {
-        const message = `could not reach ${target(v.host, v.port)} (${v.address}): ${e.message}`;
-        emit({ type: "error", sandbox, path: v.path, method: req.method ?? "GET", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+      return void plain(res, 400, `sbx proxy: refused: ${(e as Error).message}.\n`);
+    }
+    // Connected to exactly the checked address (an IP: no lookup happens).
+    const x = upstream.request({ address: v.address, port: v.port, method, head, body, replayable: body === "none" && SAFE_METHODS.has(method) }, {
+      head(h) {
+        res.writeHead(h.status, h.reason, responseHeaders(h.headers));
+      },
+      body(data) {
+        bytesDown += data.length;
+        if (res.write(data)) return true;
+        res.once("drain", () => x.resume());
+        return false;
+      },
+      end(last) {
+        if (last) bytesDown += last.length;
+        res.end(last);
+        done(true);
+      },
+      error(why, connected) {
+        done(false);
+        if (res.headersSent) return void res.destroy();
+        const message = connected ? `${target(v.host, v.port)} (${v.address}) sent ${why}` : `could not reach ${target(v.host, v.port)} (${v.address}): ${why}`;
+        emit({ type: "error", sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, message, at: Date.now() });
         plain(res, 502, `sbx proxy: ${message}\n`);
-      } else res.destroy();
+      },
     });
     req.on("data", (c: Buffer) => {
       bytesUp += c.length;
+      if (!x.write(c)) {
+        req.pause();
+        x.drained(() => req.resume());
+      }
     });
-    req.pipe(upReq);
+    req.once("end", () => x.end());
+    req.resume();
     res.once("close", () => {
       if (!finished) {
         done(false);
-        upReq.destroy();
+        x.abort();
       }
     });
+  };
+
+  /**
+   * A connection on the sandbox's own port (the listener handed over), read by http1.ts rather than node:http: the
+   * proxy's requests (CONNECT and absolute-form plain HTTP) are read strictly and answered here, each pipelined one
+   * checked on its own and forwarded as `forward` does. An origin-form request (`/health`, `/llm/…`, `/sbx/…`) hands the
+   * connection, its bytes unread, to the node:http server that serves those on the proxy socket.
+   * With `site` it is the transparent path's plain HTTP: a connection to the address that stands for a name, whose
+   * requests are origin-form for that name (an absolute form or Host naming another server is a 400); no CONNECT.
+   */
+  const sandboxConnection = (s: Socket, site?: { name: string; port: number }) => {
+    const path: EgressPath = site ? "transparent" : "proxy";
+    track(s);
+    s.on("error", () => s.destroy());
+    let buf: Buffer = Buffer.alloc(0);
+    /** An exchange is under way: bytes that come now are its request body, or the next request (kept). */
+    let busy = false;
+    /** Handed over, tunnelled, or closing: this reader is done with the connection. */
+    let gone = false;
+    let clientEnded = false;
+    let body: BodyReader | null = null;
+    let exchange: Exchange | null = null;
+    /** Ends the exchange under way (the client went away). */
+    let cancel: (() => void) | null = null;
+    /** Part of the exchange's answer was written to the client. */
+    let responding = false;
+    /** Counts the exchange's request body bytes, for its audit event. */
+    let countUp: (n: number) => void = () => undefined;
+    // Waiting for a request (or the rest of one) is bounded by the socket's own inactivity timeout, not a timer each.
+    let waiting = 0;
+    const wait = (ms: number) => {
+      if (waiting !== ms) s.setTimeout(ms);
+      waiting = ms;
+    };
+    const stopWaiting = () => {
+      if (waiting !== 0) s.setTimeout(0);
+      waiting = 0;
+    };
+    s.on("timeout", () => {
+      if (waiting !== 0) s.destroy();
+    });
+    wait(HEAD_TIMEOUT_MS);
+    const leave = () => {
+      gone = true;
+      stopWaiting();
+      s.off("data", onData);
+      s.off("end", onEnd);
+    };
+    /** The last answer on this connection: what the client sent after it is read and dropped, then it is closed. */
+    const closeWith = (text: string | Buffer) => {
+      leave();
+      finalResponse(s, text);
+    };
+    const refuseRaw = (status: number, text: string, close: boolean, extra: Header[] = [], phrase?: string) => {
+      const payload = Buffer.from(text);
+      const head = responseHead(status, phrase ?? STATUS_CODES[status] ?? "", [...extra, ["content-type", "text/plain; charset=utf-8"]], { length: payload.length }, close);
+      const out = Buffer.concat([Buffer.from(head, "latin1"), payload]);
+      if (close) return closeWith(out);
+      s.write(out);
+      busy = false;
+      next();
+    };
+
+    const onData = (d: Buffer) => {
+      buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+      if (body !== null) return pumpBody();
+      if (!busy) return next();
+      // Waiting for a response: what comes is the next request; past a head's worth the client waits too.
+      if (buf.length > MAX_HEAD) s.pause();
+    };
+    const onEnd = () => {
+      clientEnded = true;
+      if (!busy) finish();
+    };
+    /** The client has said all it will, and had its answers: the connection ends once they are written. */
+    const finish = () => {
+      leave();
+      s.end();
+    };
+    s.on("data", onData);
+    s.on("end", onEnd);
+    s.once("close", () => {
+      stopWaiting();
+      cancel?.();
+    });
+
+    /** The next request on the connection, once the one before it is answered. */
+    const next = () => {
+      if (gone || busy || s.destroyed) return;
+      if (clientEnded && buf.length === 0) return finish();
+      if (s.isPaused()) s.resume();
+      if (buf.length === 0) return wait(KEEP_ALIVE_MS);
+      const r = readRequestHead(buf);
+      // The rest of a head, unless the client has said all it will (then it never comes).
+      if (r.kind === "more") return clientEnded ? finish() : wait(HEAD_TIMEOUT_MS);
+      stopWaiting();
+      if (r.kind === "refused") return refuseRaw(400, `sbx proxy: refused: ${r.why}; send one unambiguous HTTP/1.1 request.\n`, true);
+      const { head } = r;
+      if (site && head.method === "CONNECT") {
+        leave();
+        return cut(s);
+      }
+      if (!site && head.target.startsWith("/")) {
+        // Origin-form: the node:http server's, from this request on (its bytes unread, as they came).
+        leave();
+        s.pause();
+        s.unshift(buf);
+        server.emit("connection", s);
+        s.resume();
+        return;
+      }
+      buf = buf.subarray(r.size);
+      if (head.method === "CONNECT") {
+        if (head.framing !== "none" && !(typeof head.framing === "object" && head.framing.length === 0)) {
+          return refuseRaw(400, "sbx proxy: refused: a CONNECT with a body; the bytes after its head are the tunnel's.\n", true);
+        }
+        leave();
+        return connectRequest(head.target, s, buf);
+      }
+      busy = true;
+      plainRaw(head);
+    };
+
+    /** An absolute-form request: the same checks as `plainRequest`, then forwarded, its answer written here. */
+    const plainRaw = (head: RequestHead) => {
+      // A refusal ends the connection when the client asked for that, or sent a body (which is not read).
+      const closeAfter = head.framing !== "none" || !head.keepAlive;
+      let parsed: URL;
+      try {
+        // On the transparent path, origin-form, as a client that thinks it talks to the server sends.
+        parsed = site && head.target.startsWith("/") ? new URL(`http://${site.port === 80 ? site.name : `${site.name}:${site.port}`}${head.target}`) : new URL(head.target);
+      } catch {
+        return refuseRaw(400, "sbx proxy: malformed request target.\n", closeAfter);
+      }
+      if (site && (normalizeHost(parsed.hostname) !== site.name || (parsed.port === "" ? 80 : Number(parsed.port)) !== site.port)) {
+        refuse(path, head.method, site.name, site.port, "server-name-mismatch", `its request names ${headerSafe(parsed.host)}`, null);
+        return refuseRaw(400, `sbx proxy: this connection is for ${site.name}; the request names ${headerSafe(parsed.host)}.\n`, closeAfter);
+      }
+      if (parsed.protocol !== "http:") {
+        return refuseRaw(400, `sbx proxy: ${parsed.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`, closeAfter);
+      }
+      const port = parsed.port === "" ? 80 : Number(parsed.port);
+      const hostText = head.headers.find(([n]) => n.toLowerCase() === "host")?.[1];
+      const claimed = hostHeaderAuthority(hostText);
+      if (claimed !== undefined && (claimed === null || claimed.host !== normalizeHost(parsed.hostname) || claimed.port !== port)) {
+        if (site) refuse(path, head.method, site.name, site.port, "server-name-mismatch", `its Host header names ${headerSafe(String(hostText))}`, null);
+        return refuseRaw(400, `sbx proxy: the Host header (${headerSafe(String(hostText))}) names another authority than the request target (${headerSafe(parsed.host)}); send them alike.\n`, closeAfter);
+      }
+      s.pause();
+      void check(path, head.method, parsed.hostname, port).then((v) => {
+        if (gone || s.destroyed) return;
+        if (!v.ok) {
+          const extra: Header[] = v.header === null ? [] : [["x-sbx-blocked", v.header]];
+          return refuseRaw(v.status, v.body, closeAfter, extra, v.status === 403 ? v.phrase : undefined);
+        }
+        forwardRaw(v, head, parsed);
+      });
+    };
+
+    const forwardRaw = (v: Extract<Verdict, { ok: true }>, head: RequestHead, url: URL) => {
+      const started = performance.now();
+      inFlight++;
+      let bytesUp = 0;
+      let bytesDown = 0;
+      let finished = false;
+      const method = head.method;
+      const done = (ok: boolean) => {
+        if (finished) return;
+        finished = true;
+        inFlight--;
+        exchange = null;
+        cancel = null;
+        if (ok) {
+          emit({ type: "closed", sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, source: v.source, pattern: v.pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+        }
+      };
+      const framing = head.framing;
+      // `Expect: 100-continue` is answered here, once the request is allowed; the server gets the body at once.
+      const expects = head.headers.some(([n, val]) => n.toLowerCase() === "expect" && val.toLowerCase() === "100-continue");
+      let up: string;
+      try {
+        // The Host sent is the authority checked, whatever the client's said (it said the same, or was refused above).
+        const sent = withoutHopByHop(head.headers).filter(([n]) => {
+          const k = n.toLowerCase();
+          return k !== "host" && !(expects && k === "expect");
+        });
+        up = requestHead(method, `${url.pathname}${url.search}`, [["host", url.host], ...sent], framing);
+      } catch (e) {
+        done(false);
+        return refuseRaw(400, `sbx proxy: refused: ${(e as Error).message}.\n`, true);
+      }
+      if (expects && framing !== "none") s.write("HTTP/1.1 100 Continue\r\n\r\n");
+      // The answer's head waits for its first body bytes (one write, not two); `to` is how the body goes to the client.
+      let pending: Buffer | null = null;
+      let to: "length" | "chunked" | "close" = "length";
+      let close = !head.keepAlive || clientEnded;
+      responding = false;
+      const out = (parts: Buffer[]) => {
+        const all = pending ? [pending, ...parts] : parts;
+        pending = null;
+        responding = true;
+        return s.write(all.length === 1 ? all[0]! : Buffer.concat(all));
+      };
+      const encode = (data: Buffer): Buffer[] => (to === "chunked" ? chunk(data) : [data]);
+      exchange = upstream.request({ address: v.address, port: v.port, method, head: up, body: framing === "none" ? "none" : framing === "chunked" ? "chunked" : "length", replayable: framing === "none" && SAFE_METHODS.has(method) }, {
+        head(h, length) {
+          const headers = withoutHopByHop(h.headers);
+          let clientFraming: Framing;
+          if (length === 0) {
+            // No body: a length the server gave (a HEAD's, a 304's) goes on as it is.
+            const given = h.headers.find(([n]) => n.toLowerCase() === "content-length")?.[1];
+            clientFraming = given === undefined ? "none" : { length: Number(given) };
+            to = "length";
+          } else if (typeof length === "number") {
+            clientFraming = { length };
+            to = "length";
+          } else if (head.version === "1.1") {
+            clientFraming = "chunked";
+            to = "chunked";
+          } else {
+            // An HTTP/1.0 client knows no chunks: the body ends with the connection.
+            clientFraming = "none";
+            to = "close";
+            close = true;
+          }
+          pending = Buffer.from(responseHead(h.status, h.reason, headers, clientFraming, close), "latin1");
+        },
+        body(data) {
+          bytesDown += data.length;
+          if (out(encode(data))) return true;
+          s.once("drain", () => exchange?.resume());
+          return false;
+        },
+        end(last) {
+          if (last) bytesDown += last.length;
+          out([...(last ? encode(last) : []), ...(to === "chunked" ? [LAST_CHUNK] : [])]);
+          done(true);
+          // A request body the server did not wait for is not read to its end: the connection cannot go on.
+          if (close || body !== null) return void closeWith(Buffer.alloc(0));
+          busy = false;
+          next();
+        },
+        error(why, connected) {
+          done(false);
+          // Part of the answer went out: the client can only be told by the connection's end.
+          if (responding) return void s.destroy();
+          pending = null;
+          const message = connected ? `${target(v.host, v.port)} (${v.address}) sent ${why}` : `could not reach ${target(v.host, v.port)} (${v.address}): ${why}`;
+          emit({ type: "error", sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+          refuseRaw(502, `sbx proxy: ${message}\n`, close || body !== null);
+        },
+      });
+      cancel = () => {
+        exchange?.abort();
+        done(false);
+      };
+      countUp = (n) => void (bytesUp += n);
+      body = framing === "none" ? null : new BodyReader(framing);
+      s.resume();
+      if (body !== null) pumpBody();
+    };
+
+    /** Request body bytes as they come, to the server; the bytes after the body stay for the next request. */
+    const pumpBody = () => {
+      const r = body!.read(buf);
+      if ("why" in r) {
+        // The server has the head and the body's good part, never a byte that was not checked: it is cut off.
+        const wrote = responding;
+        body = null;
+        cancel?.();
+        if (wrote) return void s.destroy();
+        return refuseRaw(400, `sbx proxy: refused: ${r.why}; send one unambiguous HTTP/1.1 request.\n`, true);
+      }
+      buf = buf.subarray(r.used);
+      for (const d of r.data) {
+        countUp(d.length);
+        if (!exchange!.write(d)) {
+          s.pause();
+          exchange!.drained(() => s.resume());
+        }
+      }
+      if (body!.done) {
+        body = null;
+        exchange!.end();
+      }
+    };
   };
 
   await listenUnix(server, opts.socketPath);
@@ -736,7 +1109,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return acceptOn(fd, (s) => {
         const to = pick ? targetOrNull(pick, s) : null;
         if (to !== null) return void transparent(s, to);
-        server.emit("connection", s);
+        sandboxConnection(s);
       });
     },
     serveTransparent(fd, targetOf) {
@@ -750,7 +1123,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         server.close(() => resolveClose());
         for (const s of clientSockets) s.destroy();
         for (const s of upstreamSockets) s.destroy();
-        agent.destroy();
+        upstream.close();
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       }).then(() => {
         try {

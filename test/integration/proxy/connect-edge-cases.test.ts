@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { fdPassing } from "../../../shims/fd-pass";
 import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { echoServer, httpServer, parseResponse, rawExchange, tempDir } from "./helpers";
 
@@ -10,6 +11,8 @@ let echo: Awaited<ReturnType<typeof echoServer>>;
 let web: Awaited<ReturnType<typeof httpServer>>;
 let proxy: EgressProxy;
 const events: EgressEvent[] = [];
+const lib = fdPassing();
+let handedPort = 0;
 
 beforeAll(async () => {
   tmp = tempDir();
@@ -23,6 +26,11 @@ beforeAll(async () => {
     onDecision: (e) => void events.push(e),
     connectTimeoutMs: 300,
   });
+  if (lib) {
+    const l = lib.listenLoopback(0);
+    handedPort = l.port;
+    proxy.serveListener(l.fd);
+  }
 });
 afterAll(async () => {
   await proxy.close();
@@ -125,4 +133,43 @@ describe("CONNECT edge cases", () => {
     expect(closed).toHaveLength(1);
     expect(closed[0]).toMatchObject({ bytesUp: 5, bytesDown: 5 + "bye 5".length });
   });
+});
+
+describe("a tunnel whose client ends before it sends anything", () => {
+  for (const way of lib ? (["socket", "port"] as const) : (["socket"] as const)) {
+    test(`${way}: the server hears the end, its answer still comes back, and nothing stays open`, async () => {
+      const s = way === "socket" ? connect({ path: proxy.socketPath, allowHalfOpen: true }) : connect({ host: "127.0.0.1", port: handedPort, allowHalfOpen: true });
+      let got = "";
+      const ended = new Promise<void>((r) => s.on("end", () => r()));
+      s.on("data", (d: Buffer) => {
+        got += d.toString();
+        // The tunnel is up: end our side without a byte (a client that gave up, or one whose server speaks first).
+        if (got.includes("\r\n\r\n") && !s.writableEnded) s.end();
+      });
+      s.write(`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n\r\n`);
+      await ended;
+      // The echo server answers `bye <n>` when its client's end reaches it.
+      expect(got.slice(got.indexOf("\r\n\r\n") + 4)).toBe("bye 0");
+      for (let i = 0; i < 100 && proxy.active() > 0; i++) await Bun.sleep(20);
+      expect(proxy.active()).toBe(0);
+      s.destroy();
+    }, 5_000);
+    test(`${way}: a ClientHello begun and then ended is not carried: no byte of it reaches the server, nothing stays open`, async () => {
+      const s = way === "socket" ? connect({ path: proxy.socketPath, allowHalfOpen: true }) : connect({ host: "127.0.0.1", port: handedPort, allowHalfOpen: true });
+      let got = "";
+      const closed = new Promise<void>((r) => s.on("close", () => r()));
+      s.on("error", () => undefined);
+      s.on("data", (d: Buffer) => {
+        got += d.toString("latin1");
+        // A TLS record header that promises 80 bytes, and 3 of them; then the end.
+        if (got.includes("\r\n\r\n") && !s.writableEnded) s.end(Buffer.from([0x16, 0x03, 0x01, 0x00, 0x50, 0x01, 0x00, 0x00]));
+      });
+      s.write(`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n\r\n`);
+      await closed;
+      // The echo server would have echoed what reached it, and said `bye <n>`: nothing came back after the 200.
+      expect(got.slice(got.indexOf("\r\n\r\n") + 4)).toBe("");
+      for (let i = 0; i < 100 && proxy.active() > 0; i++) await Bun.sleep(20);
+      expect(proxy.active()).toBe(0);
+    }, 5_000);
+  }
 });

@@ -1,6 +1,8 @@
 // The proxy under load on real sockets: 200 parallel tunnels, and no file descriptor leak after 10,000 requests.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect } from "node:net";
 import { join } from "node:path";
+import { fdPassing } from "../../../shims/fd-pass";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { echoServer, echoThrough, get, httpServer, openFds, openTunnel, tempDir } from "./helpers";
 
@@ -9,6 +11,8 @@ let echo: Awaited<ReturnType<typeof echoServer>>;
 let web: Awaited<ReturnType<typeof httpServer>>;
 let proxy: EgressProxy;
 let decisions = 0;
+const lib = fdPassing();
+let handedPort = 0;
 
 beforeAll(async () => {
   tmp = tempDir();
@@ -21,6 +25,11 @@ beforeAll(async () => {
     resolve: async (h) => (h === "svc.test" ? ["127.0.0.1"] : []),
     onDecision: () => void decisions++,
   });
+  if (lib) {
+    const l = lib.listenLoopback(0);
+    handedPort = l.port;
+    proxy.serveListener(l.fd);
+  }
 });
 afterAll(async () => {
   await proxy.close();
@@ -89,6 +98,54 @@ describe("load", () => {
     expect(counts).toEqual({ 200: 7500, 403: 2500 });
     expect(proxy.active()).toBe(0);
     // A leak of even one fd per thousand requests would show as ≥ 10.
+    expect(after - before).toBeLessThan(10);
+  }, 120_000);
+});
+
+/** Writes `text` on a fresh connection to the sandbox's port and reads until the proxy ends it: the status lines. */
+function onPort(text: string, closeEarly = false): Promise<string[]> {
+  return new Promise((resolve) => {
+    const s = connect({ host: "127.0.0.1", port: handedPort });
+    let out = "";
+    s.on("data", (d: Buffer) => {
+      out += d.toString("latin1");
+      if (closeEarly && out.includes("\r\n\r\n")) s.destroy();
+    });
+    s.on("close", () => resolve([...out.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]!)));
+    s.on("error", () => undefined);
+    s.write(text);
+  });
+}
+
+describe.skipIf(!lib)("load on the sandbox's port", () => {
+  test("no fd leak after 10,000 requests (tunnels, tunnels given up at once, plain HTTP kept alive or not, refusals)", async () => {
+    const u = `http://svc.test:${web.port}`;
+    const h = `Host: svc.test:${web.port}\r\n`;
+    const kinds = async (i: number): Promise<string> => {
+      switch (i % 5) {
+        case 0: {
+          const t = await openTunnel({ port: handedPort }, `127.0.0.1:${echo.port}`);
+          return (await echoThrough(t, "x")).toString() === "xbye 1" ? "tunnel" : "bad tunnel";
+        }
+        case 1:
+          return (await onPort(`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nHost: x\r\n\r\n`, true)).join(",");
+        case 2:
+          return (await onPort(`GET ${u}/a${i} HTTP/1.1\r\n${h}Connection: close\r\n\r\n`)).join(",");
+        case 3:
+          return (await onPort(`GET ${u}/a HTTP/1.1\r\n${h}\r\nPOST ${u}/b HTTP/1.1\r\n${h}Content-Length: 2\r\nConnection: close\r\n\r\nhi`)).join(",");
+        default:
+          return (await onPort(`GET http://blocked.test/ HTTP/1.1\r\nHost: blocked.test\r\nConnection: close\r\n\r\n`)).join(",");
+      }
+    };
+    await pool(500, 50, kinds);
+    await settle();
+    const before = openFds();
+    const results = await pool(10_000, 50, kinds);
+    await settle();
+    const after = openFds();
+    const counts = results.reduce<Record<string, number>>((m, r) => ((m[r] = (m[r] ?? 0) + 1), m), {});
+    expect(counts).toEqual({ tunnel: 2000, "200": 4000, "200,200": 2000, "403": 2000 });
+    expect(proxy.active()).toBe(0);
     expect(after - before).toBeLessThan(10);
   }, 120_000);
 });
