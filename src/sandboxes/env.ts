@@ -22,6 +22,17 @@ export interface EnvPlace {
   bun?: string;
   /** PATH, where sbx sets it in the environment (a user account's rc files put its ~/bin first themselves). */
   path?: string;
+  /**
+   * The sandbox's own hostname, which resolves to its loopback (a container's): kept direct like `localhost`. Only where
+   * a client that goes around the proxy for it is still judged by the proxy (the transparent path): NO_PROXY matches
+   * by suffix, so a sandbox named like a top-level domain (`dev`, `app`) sends every host under it the direct way.
+   */
+  hostname?: string;
+}
+
+/** Pure: NO_PROXY for a sandbox: the loopback forms, and its own hostname where it is given. */
+export function noProxyFor(hostname?: string): string {
+  return hostname ? `${NO_PROXY},${hostname}` : NO_PROXY;
 }
 
 /**
@@ -40,8 +51,8 @@ export const LLM_ROUTES: Record<Provider, { base: string; suffix: string; keys: 
 
 /**
  * Hosts no client may send to the proxy: the sandbox's own loopback in every form a dev server is reached by
- * (0.0.0.0 included: what a server bound to all interfaces prints). Not the sandbox's hostname: NO_PROXY matches by
- * suffix, and a sandbox named like a top-level domain (`dev`, `app`) would send every host under it around the proxy.
+ * (0.0.0.0 included: what a server bound to all interfaces prints). The sandbox's hostname is added per sandbox
+ * where it is safe (`EnvPlace.hostname`).
  */
 export const NO_PROXY = "localhost,127.0.0.1,::1,0.0.0.0";
 
@@ -53,8 +64,8 @@ export interface SandboxEnvOptions {
 }
 
 /** Pure: the JVM's proxy properties for the proxy at 127.0.0.1:port, with the sandbox's loopback left direct. */
-export function javaProxyOptions(port: number): string {
-  const direct = "localhost|127.*|[::1]|0.0.0.0";
+export function javaProxyOptions(port: number, hostname?: string): string {
+  const direct = `localhost|127.*|[::1]|0.0.0.0${hostname ? `|${hostname}` : ""}`;
   return [
     `-Dhttp.proxyHost=127.0.0.1`,
     `-Dhttp.proxyPort=${port}`,
@@ -77,6 +88,7 @@ export function sandboxEnv(name: string, place: EnvPlace, opts: SandboxEnvOption
     llm[v.base] = `${proxy}/llm/${route}${v.suffix}`;
     for (const k of v.keys) llm[k] = PLACEHOLDER_KEY;
   }
+  const noProxy = noProxyFor(place.hostname);
   return {
     ...(opts.terminal ? terminalVars(opts.terminal) : {}),
     ...opts.user,
@@ -87,16 +99,16 @@ export function sandboxEnv(name: string, place: EnvPlace, opts: SandboxEnvOption
     https_proxy: proxy,
     ALL_PROXY: proxy,
     all_proxy: proxy,
-    NO_PROXY,
-    no_proxy: NO_PROXY,
+    NO_PROXY: noProxy,
+    no_proxy: noProxy,
     // Node ≥ 22.21/24.5 honours the proxy variables in fetch only with this set.
     NODE_USE_ENV_PROXY: "1",
     // npm reads its own settings before the variables (a user's .npmrc proxy= would win otherwise).
     npm_config_proxy: proxy,
     npm_config_https_proxy: proxy,
-    npm_config_noproxy: NO_PROXY,
+    npm_config_noproxy: noProxy,
     // The JVM reads no proxy variable; these properties are its equivalent (the transparent path catches the rest).
-    JAVA_TOOL_OPTIONS: javaProxyOptions(place.proxyPort),
+    JAVA_TOOL_OPTIONS: javaProxyOptions(place.proxyPort, place.hostname),
     ...llm,
     ...(place.proxySocket ? { SBX_PROXY_SOCKET: place.proxySocket } : {}),
     SBX_BRIDGE_SOCKET: place.bridgeSocket,

@@ -342,6 +342,8 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "docker", "create",
     "--name", containerName(spec.id),
     "--hostname", spec.name,
+    // Its hostname is its own loopback, as on any machine (a server started inside is reached by it).
+    "--add-host", `${spec.name}:127.0.0.1`,
     "--init",
     "--user", `${u.uid}:${u.gid}`,
     "--network", "none",
@@ -448,6 +450,7 @@ export function createRequestFromArgs(argv: readonly string[]): CreateRequestBod
       }
       case "--env": (config.Env as string[]).push(value(flag)); break;
       case "--dns": host.Dns = [...((host.Dns as string[] | undefined) ?? []), value(flag)]; break;
+      case "--add-host": host.ExtraHosts = [...((host.ExtraHosts as string[] | undefined) ?? []), value(flag)]; break;
       case "--sysctl": {
         const kv = value(flag);
         const eq = kv.indexOf("=");

@@ -245,7 +245,9 @@ export class DockerDriver implements Driver {
       dir: ident.dir,
       hostUser: ident.hostShell ? { ...user, shell: ident.hostShell } : user,
       // Inside a container: the forwarder's port, the socket dir and the runtime where the container mounts them.
-      place: { proxyPort: DEFAULT_FORWARDER_PORT, proxySocket: `${SOCKET_MOUNT}/proxy.sock`, bridgeSocket: `${SOCKET_MOUNT}/bridge.sock`, bun: RUNTIME_MOUNT.bun, path: SANDBOX_PATH },
+      // Its hostname (the sandbox's name, resolving to its loopback) is kept direct where the transparent path would
+      // judge a client that goes around the proxy anyway.
+      place: { proxyPort: DEFAULT_FORWARDER_PORT, proxySocket: `${SOCKET_MOUNT}/proxy.sock`, bridgeSocket: `${SOCKET_MOUNT}/bridge.sock`, bun: RUNTIME_MOUNT.bun, path: SANDBOX_PATH, ...(ident.transparent ? { hostname: name } : {}) },
       envOptions: { terminal: this.d.env.raw, ...(ident.userEnv ? { user: ident.userEnv } : {}) },
       overlays: ident.overlays,
       options,

@@ -187,6 +187,20 @@ public class T { public static void main(String[] a) throws Exception {
     expect(r.stderr).toContain("--no-transparent set up a new sandbox, and t exists");
   });
 
+  test("its own hostname is its loopback and kept direct: a server it runs is reached by that name, with the proxy variables set, not through the proxy", () => {
+    const r = sbx(["run", "t", "--", "bash", "-c", [
+      "getent hosts \"$(hostname)\"",
+      "python3 -m http.server 18080 --bind 127.0.0.1 >/dev/null 2>&1 & srv=$!",
+      "for i in $(seq 100); do curl -s --noproxy '*' -o /dev/null http://127.0.0.1:18080/ && break; sleep 0.05; done",
+      // The proxy variables are set (as every command has them): only NO_PROXY sends this one direct.
+      "[ -n \"$HTTP_PROXY\" ] && curl -s -o /dev/null -w '%{http_code}\\n' \"http://$(hostname):18080/\"",
+      "kill $srv",
+    ].join("; ")]);
+    expect(r.stdout.split("\n").filter(Boolean)).toEqual(["127.0.0.1       t", "200"]);
+    // The proxy never saw it.
+    expect(pending().filter((p) => p.host === "t")).toEqual([]);
+  });
+
   test("the audit log marks the transparent path", () => {
     const out = must(sbx(["logs", "--sandbox", "t", "--kind", "egress", "--json", "-n", "500"]), "sbx logs --json").stdout;
     expect(out).toContain('"path":"transparent"');

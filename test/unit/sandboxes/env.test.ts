@@ -117,3 +117,14 @@ test("the user's entries cannot point a client around the proxy or replace sbx's
   expect(env.SBX_BRIDGE_SOCKET).toBe("/run/sbx/bridge.sock");
   expect(env.EDITOR).toBe("vi");
 });
+
+test("the sandbox's own hostname is kept direct only where it is given (a container with the transparent path)", () => {
+  const env = sandboxEnv("demo", { ...container, hostname: "demo" });
+  expect(env.NO_PROXY).toBe("localhost,127.0.0.1,::1,0.0.0.0,demo");
+  expect(env.no_proxy).toBe(env.NO_PROXY);
+  expect(env.npm_config_noproxy).toBe(env.NO_PROXY);
+  expect(env.JAVA_TOOL_OPTIONS).toContain("-Dhttp.nonProxyHosts=localhost|127.*|[::1]|0.0.0.0|demo");
+  // Not given: a name like a top-level domain (`dev`) would send every host under it around the proxy.
+  expect(sandboxEnv("dev", container).NO_PROXY).toBe("localhost,127.0.0.1,::1,0.0.0.0");
+  expect(sandboxEnv("dev", container).JAVA_TOOL_OPTIONS).not.toContain("|dev");
+});

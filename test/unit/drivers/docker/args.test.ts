@@ -61,6 +61,7 @@ describe("dockerCreateArgs", () => {
         Init: true,
         NetworkMode: "none",
         CapDrop: ["ALL"],
+        ExtraHosts: ["demo:127.0.0.1"],
         SecurityOpt: ["no-new-privileges"],
         Mounts: [
           { Type: "bind", Source: "/home/ann/.cache/sandbox/app-ff/demo/clone", Target: "/home/ann/src/app" },
@@ -107,6 +108,7 @@ describe("dockerCreateArgs", () => {
       "docker", "create",
       "--name", "sbx-abc123def456",
       "--hostname", "demo",
+      "--add-host", "demo:127.0.0.1",
       "--init",
       "--user", "1000:1000",
       "--network", "none",
