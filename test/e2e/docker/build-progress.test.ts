@@ -5,12 +5,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, runtimeDirOf, skipReason, stopDaemon } from "./fixture";
+import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
 
 const hasScript = Bun.spawnSync(["sh", "-c", "command -v script"]).exitCode === 0;
 const run = canRun && hasScript;
 const why = !canRun ? skipReason : "script(1) is not installed";
-const docker = (args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
 const STEPS = ["FROM sbx-base:bookworm", "RUN echo one > /etc/one", "RUN echo two > /etc/two"];
 
 describe.skipIf(!run)(`build progress (Docker)${run ? "" : ` — skipped: ${why}`}`, () => {
@@ -36,16 +35,9 @@ describe.skipIf(!run)(`build progress (Docker)${run ? "" : ` — skipped: ${why}
   }, 60_000);
   afterAll(async () => {
     if (!user) return;
-    const images = docker(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]).split("\n").filter(Boolean);
-    for (const n of ["tty", "ttyjson", "piped"]) sbx(["rm", "--force", n]);
-    await stopDaemon(user);
-    const ids = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (ids.length) docker(["rm", "--force", ...ids]);
-    const vols = docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (vols.length) docker(["volume", "rm", "--force", ...vols]);
-    if (images.length) docker(["image", "rm", ...new Set(images)]);
-    Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
-    user.remove();
+    await removeOwnWorld(user, repo, () => {
+      for (const n of ["tty", "ttyjson", "piped"]) sbx(["rm", "--force", n]);
+    });
   }, 60_000);
 
   /** The step lines a screen shows as whole lines (each on a line of its own). */

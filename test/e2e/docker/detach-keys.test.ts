@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, runtimeDirOf, skipReason, stopDaemon } from "./fixture";
+import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
 
 const hasTmux = Bun.spawnSync(["sh", "-c", "command -v tmux"]).exitCode === 0;
 const run = canRun && hasTmux;
@@ -52,16 +52,9 @@ describe.skipIf(!run)(`detach keys are sbx's, not the engine's (Docker)${run ? "
   afterAll(async () => {
     Bun.spawnSync(["tmux", "-L", TMUX, "kill-server"]);
     if (!user) return;
-    const images = docker(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]).split("\n").filter(Boolean);
-    sbx(["rm", "--force", "dk"]);
-    await stopDaemon(user);
-    const ids = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (ids.length) docker(["rm", "--force", ...ids]);
-    const vols = docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (vols.length) docker(["volume", "rm", "--force", ...vols]);
-    if (images.length) docker(["image", "rm", ...new Set(images)]);
-    Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
-    user.remove();
+    await removeOwnWorld(user, repo, () => {
+      sbx(["rm", "--force", "dk"]);
+    });
   }, 60_000);
 
   test("--detach-keys ctrl-a,d: Ctrl-P Ctrl-Q reach the program and the session goes on; Ctrl-A d detaches; --attach joins it again", async () => {

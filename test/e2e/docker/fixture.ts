@@ -146,3 +146,21 @@ export function mustCreate(f: Fixture, name: string, env?: Record<string, string
   const r = f.sbx(["create", name], env ? { env } : {});
   if (r.code !== 0) throw new Error(`sbx create ${name} exited ${r.code}: ${r.stderr}`);
 }
+
+/**
+ * Ends a test that made its own user and repo: `rmSandboxes` removes its sandboxes through sbx, then its daemon stops,
+ * and what is left of that repo's (containers, volumes, the images they were made from), its runtime dir and the user go.
+ */
+export async function removeOwnWorld(user: TestUser, repo: string, rmSandboxes: () => void): Promise<void> {
+  const out = (args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString().split("\n").filter(Boolean);
+  const images = out(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]);
+  rmSandboxes();
+  await stopDaemon(user);
+  const ids = out(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]);
+  if (ids.length) out(["rm", "--force", ...ids]);
+  const vols = out(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]);
+  if (vols.length) out(["volume", "rm", "--force", ...vols]);
+  if (images.length) out(["image", "rm", ...new Set(images)]);
+  Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
+  user.remove();
+}

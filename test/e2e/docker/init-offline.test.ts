@@ -5,9 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, runtimeDirOf, skipReason, stopDaemon } from "./fixture";
+import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
 
-const docker = (args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
 
 describe.skipIf(!canRun)(`sbx init offline (Docker)${canRun ? "" : ` — skipped: ${skipReason}`}`, () => {
   let user: TestUser;
@@ -26,16 +25,9 @@ describe.skipIf(!canRun)(`sbx init offline (Docker)${canRun ? "" : ` — skipped
   }, 60_000);
   afterAll(async () => {
     if (!user) return;
-    const images = docker(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]).split("\n").filter(Boolean);
-    sbx(["rm", "--force", "off"]);
-    await stopDaemon(user);
-    const ids = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (ids.length) docker(["rm", "--force", ...ids]);
-    const vols = docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (vols.length) docker(["volume", "rm", "--force", ...vols]);
-    if (images.length) docker(["image", "rm", ...new Set(images)]);
-    Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
-    user.remove();
+    await removeOwnWorld(user, repo, () => {
+      sbx(["rm", "--force", "off"]);
+    });
   }, 60_000);
 
   test("sbx init: the starter, and a note naming the offline image this machine has", () => {

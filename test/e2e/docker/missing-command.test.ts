@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, runtimeDirOf, skipReason, stopDaemon } from "./fixture";
+import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
 
 const hasScript = Bun.spawnSync(["sh", "-c", "command -v script"]).exitCode === 0;
 const run = canRun && hasScript;
@@ -15,10 +15,6 @@ const why = !canRun ? skipReason : "script(1) is not installed";
 /** What a terminal showed, as lines: script(1) echoes the tty's control bytes (^@ as it ends stdin) and CRs. */
 function screenLines(bytes: Uint8Array): string[] {
   return new TextDecoder().decode(bytes).replaceAll("^@", "").replaceAll("\r", "").split("\n").map((l) => l.trim()).filter(Boolean);
-}
-
-function docker(args: string[]): string {
-  return Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
 }
 
 describe.skipIf(!run)(`a missing command in a sandbox (Docker)${run ? "" : ` — skipped: ${why}`}`, () => {
@@ -41,17 +37,9 @@ describe.skipIf(!run)(`a missing command in a sandbox (Docker)${run ? "" : ` —
   }, 180_000);
   afterAll(async () => {
     if (!user) return;
-    // The image its sandbox was made from (tagged for this user's repo): removed with the rest.
-    const images = docker(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]).split("\n").filter(Boolean);
-    sbx(["rm", "--force", "cnf"]);
-    await stopDaemon(user);
-    const ids = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (ids.length) docker(["rm", "--force", ...ids]);
-    const vols = docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (vols.length) docker(["volume", "rm", "--force", ...vols]);
-    if (images.length) docker(["image", "rm", ...new Set(images)]);
-    Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
-    user.remove();
+    await removeOwnWorld(user, repo, () => {
+      sbx(["rm", "--force", "cnf"]);
+    });
   }, 60_000);
 
   test("in a terminal session: sbx's line, exit 127", () => {

@@ -9,9 +9,8 @@ import { join } from "node:path";
 import { OfferingArgument } from "../../../src/cli/completion/offers";
 import { verbs } from "../../../src/cli/verbs";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, runtimeDirOf, skipReason, stopDaemon } from "./fixture";
+import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
 
-const docker = (args: string[]) => Bun.spawnSync(["docker", ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
 
 /** The visible verbs that name a sandbox: a positional that offers sandbox names, or --sandbox; and create, which names a new one. */
 function verbsTakingAName(): string[] {
@@ -66,16 +65,9 @@ describe.skipIf(!canRun)(`options before and after the name (Docker)${canRun ? "
 
   afterAll(async () => {
     if (!user) return;
-    const images = docker(["ps", "--all", "--filter", `label=sbx.repo=${repo}`, "--format", "{{.Image}}"]).split("\n").filter(Boolean);
-    sbx(["rm", "--force", "--repo", repo, "oan"]);
-    await stopDaemon(user);
-    const ids = docker(["ps", "--all", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (ids.length) docker(["rm", "--force", ...ids]);
-    const vols = docker(["volume", "ls", "--quiet", "--filter", `label=sbx.repo=${repo}`]).split("\n").filter(Boolean);
-    if (vols.length) docker(["volume", "rm", "--force", ...vols]);
-    if (images.length) docker(["image", "rm", ...new Set(images)]);
-    Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
-    user.remove();
+    await removeOwnWorld(user, repo, () => {
+      sbx(["rm", "--force", "--repo", repo, "oan"]);
+    });
   }, 60_000);
 
   test("every verb that takes a sandbox's name is tried here", () => {
