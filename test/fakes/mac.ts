@@ -147,17 +147,7 @@ export class FakeMac {
   }
 
   backend(secret = () => "s3cret-for-test"): MacosBackend {
-    const ctx: RootContext = {
-      hostUser: HOST,
-      uidRange: { min: 7000, max: 7999 },
-      stateDir: "/private/var/db/sbx",
-      shareRoot: "/private/var/sbx",
-      usersDir: "/Users",
-      secret,
-      tmpRoots: ["/private/tmp", "/private/var/folders"],
-      denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
-      sleep: async () => {},
-    };
+    const ctx: RootContext = { ...macRootContext(HOST), secret };
     return new MacosBackend({
       exec: this.exec,
       root: directRoot(this.rootExec(), ctx),
@@ -617,6 +607,21 @@ export function isMutating(argv0: readonly string[]): boolean {
     default:
       return true;
   }
+}
+
+/** The root helper's context on the fake Mac (as the helper has it under sudo from `hostUser`; null: from launchd). */
+export function macRootContext(hostUser: string | null): RootContext {
+  return {
+    hostUser,
+    uidRange: { min: 7000, max: 7999 },
+    stateDir: "/private/var/db/sbx",
+    shareRoot: "/private/var/sbx",
+    usersDir: "/Users",
+    secret: () => "unused",
+    tmpRoots: ["/private/tmp", "/private/var/folders"],
+    denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
+    sleep: async () => {},
+  };
 }
 
 let counter = 0;

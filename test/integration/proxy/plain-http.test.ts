@@ -105,12 +105,16 @@ beforeEach(() => {
   heads.length = 0;
 });
 
-const open = (way: Way): Socket => (way === "socket" ? connect({ path: proxy.socketPath }) : connect({ host: "127.0.0.1", port: handedPort }));
+const open = (way: Way, allowHalfOpen = false): Socket =>
+  way === "socket" ? connect({ path: proxy.socketPath, allowHalfOpen }) : connect({ host: "127.0.0.1", port: handedPort, allowHalfOpen });
 
-/** Writes `text` on a fresh connection, reads until the proxy closes it (or 3 s pass). */
-function exchange(way: Way, text: string | Buffer): Promise<{ out: Buffer; closed: boolean }> {
+/**
+ * Writes `text` on a fresh connection, reads until the proxy closes it (or 3 s pass). `halfClose`: the client ends its
+ * side after the text and still reads.
+ */
+function exchange(way: Way, text: string | Buffer, halfClose = false): Promise<{ out: Buffer; closed: boolean }> {
   return new Promise((resolve) => {
-    const s = open(way);
+    const s = open(way, halfClose);
     const chunks: Buffer[] = [];
     let closed = true;
     const t = setTimeout(() => {
@@ -123,7 +127,8 @@ function exchange(way: Way, text: string | Buffer): Promise<{ out: Buffer; close
       resolve({ out: Buffer.concat(chunks), closed });
     });
     s.on("error", () => undefined);
-    s.write(text);
+    if (halfClose) s.end(text);
+    else s.write(text);
   });
 }
 
@@ -354,22 +359,7 @@ describe("connections", () => {
   if (lib) {
     test("port: a client that ends with half a request after a whole one gets the answer, then the close (not the head timeout)", async () => {
       scripts.set("/ok", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-      const r = await new Promise<{ out: Buffer; closed: boolean }>((resolve) => {
-        const s = connect({ host: "127.0.0.1", port: handedPort, allowHalfOpen: true });
-        const chunks: Buffer[] = [];
-        let closed = true;
-        const t = setTimeout(() => {
-          closed = false;
-          s.destroy();
-        }, 3000);
-        s.on("data", (d: Buffer) => chunks.push(d));
-        s.on("close", () => {
-          clearTimeout(t);
-          resolve({ out: Buffer.concat(chunks), closed });
-        });
-        s.on("error", () => undefined);
-        s.end(`GET ${U()}/ok HTTP/1.1\r\n${H()}\r\nGET ${U()}/ok HTTP/1.1\r\nHost: ok`);
-      });
+      const r = await exchange("port", `GET ${U()}/ok HTTP/1.1\r\n${H()}\r\nGET ${U()}/ok HTTP/1.1\r\nHost: ok`, true);
       expect([parse(r.out)?.body.toString(), r.closed]).toEqual(["ok", true]);
     });
     test("port: an origin-form request (/health) is served, also after a proxied request on the same connection", async () => {

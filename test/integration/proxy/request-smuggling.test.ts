@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { tempDir } from "./helpers";
+import { rng } from "../../support/rng";
 
 const lib = fdPassing();
 
@@ -188,17 +189,6 @@ describe("request smuggling: a forwarded body stays a body", () => {
   }
 });
 
-/** mulberry32: a small seeded generator (SBX_FUZZ_SEED replays a failure). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe.skipIf(!lib)(`pipelines on the sandbox's port, generated (seed ${Number(process.env.SBX_FUZZ_SEED ?? 21)})`, () => {
   test("each request is judged on its own, in order; the server sees exactly the allowed ones, bodies whole, nothing else", async () => {

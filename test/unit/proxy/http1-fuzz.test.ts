@@ -3,21 +3,11 @@
 // whatever a reader accepts is unambiguous and can be written again without a line the reader did not see.
 import { describe, expect, test } from "bun:test";
 import { BodyReader, readRequestHead, requestHead, ResponseReader, type Header, type ResponseStep } from "../../../src/proxy/http1";
+import { rng } from "../../support/rng";
 
 const SEED = Number(process.env.SBX_FUZZ_SEED ?? 21);
 const ROUNDS = 1500;
 
-/** mulberry32: a small seeded generator. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TCHAR = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;

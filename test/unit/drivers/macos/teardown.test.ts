@@ -3,20 +3,17 @@
 // guards come before any guest code; the guest's clone of the host-owned mirror works across the two owners.
 import { describe, expect, test } from "bun:test";
 import { SbxError } from "../../../../src/core/errors";
-import { runRootOp, type RootContext } from "../../../../src/drivers/macos/privileged";
-import { FakeMac, macSpec } from "../../../fakes/mac";
+import { runRootOp } from "../../../../src/drivers/macos/privileged";
+import { FakeMac, macRootContext, macSpec } from "../../../fakes/mac";
 
-const ROOT_CTX = (hostUser: string | null): RootContext => ({
-  hostUser,
-  uidRange: { min: 7000, max: 7999 },
-  stateDir: "/private/var/db/sbx",
-  shareRoot: "/private/var/sbx",
-  usersDir: "/Users",
-  secret: () => "unused",
-  tmpRoots: ["/private/tmp", "/private/var/folders"],
-  denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
-  sleep: async () => {},
-});
+/** A fake Mac with sandbox `demo` (port 17001) applied: its backend, spec and guest. */
+async function applied() {
+  const mac = new FakeMac();
+  const b = mac.backend();
+  const s = macSpec("demo", { port: 17001 });
+  await b.apply(s);
+  return { mac, b, s, guest: `sbx_alice_${s.id}` };
+}
 
 /** Line index of the first transcript line containing `needle` (or -1). */
 function at(transcript: string, needle: string): number {
@@ -25,11 +22,7 @@ function at(transcript: string, needle: string): number {
 
 describe("teardown leaves the guest nothing to come back with", () => {
   test("stop: logins off first, then the launchd domain, the crontab and every process; account, clone and pf stay", async () => {
-    const mac = new FakeMac();
-    const b = mac.backend();
-    const s = macSpec("demo", { port: 17001 });
-    await b.apply(s);
-    const guest = `sbx_alice_${s.id}`;
+    const { mac, b, s, guest } = await applied();
     mac.launchd.add(7001);
     mac.crontabs.set(guest, "* * * * * curl https://example.com/beacon\n");
     mac.procs.add(guest);
@@ -48,11 +41,7 @@ describe("teardown leaves the guest nothing to come back with", () => {
   });
 
   test("remove: bootout, crontab -r, kill and wait, then pf unloaded, then the account deleted", async () => {
-    const mac = new FakeMac();
-    const b = mac.backend();
-    const s = macSpec("demo", { port: 17001 });
-    await b.apply(s);
-    const guest = `sbx_alice_${s.id}`;
+    const { mac, b, s, guest } = await applied();
     mac.launchd.add(7001);
     mac.crontabs.set(guest, "@reboot nc -l 4444\n");
     mac.procs.add(guest);
@@ -65,11 +54,7 @@ describe("teardown leaves the guest nothing to come back with", () => {
   });
 
   test("a process that outlives SIGKILL for a while (not yet reaped) is waited for; one that never goes keeps the account and its firewall", async () => {
-    const mac = new FakeMac();
-    const b = mac.backend();
-    const s = macSpec("demo", { port: 17001 });
-    await b.apply(s);
-    const guest = `sbx_alice_${s.id}`;
+    const { mac, b, s, guest } = await applied();
     // pgrep keeps finding it for three looks (a zombie until init reaps it).
     mac.faults.lingering = 3;
     const from = mac.exec.calls.length;
@@ -106,13 +91,13 @@ describe("teardown leaves the guest nothing to come back with", () => {
     const two = macSpec("two", { port: 17002 });
     await b.apply(two);
     expect(mac.users.get(`sbx_alice_${two.id}`)?.uid).toBe(7002);
-    const err = await runRootOp(mac.rootExec(), ROOT_CTX("alice"), { op: "add-user", user: "sbx_alice_feed", uid: 7001, gid: 7000, sandbox: "x", repo: "/r" }).catch((e: unknown) => e);
+    const err = await runRootOp(mac.rootExec(), macRootContext("alice"), { op: "add-user", user: "sbx_alice_feed", uid: 7001, gid: 7000, sandbox: "x", repo: "/r" }).catch((e: unknown) => e);
     expect((err as SbxError).message).toContain("UID 7001 still owns files of a removed sandbox (/private/tmp/shared)");
 
     // Once they are gone, the UID is free again (and the hold is dropped).
     mac.files.delete("/private/tmp/shared/theirs");
     const three = macSpec("three", { port: 17003 });
-    await runRootOp(mac.rootExec(), ROOT_CTX("alice"), { op: "add-user", user: `sbx_alice_${three.id}`, uid: 7001, gid: 7000, sandbox: "three", repo: "/r" });
+    await runRootOp(mac.rootExec(), macRootContext("alice"), { op: "add-user", user: `sbx_alice_${three.id}`, uid: 7001, gid: 7000, sandbox: "three", repo: "/r" });
     expect(mac.users.get(`sbx_alice_${three.id}`)?.uid).toBe(7001);
     expect(mac.files.has("/private/var/db/sbx/held/7001")).toBe(false);
   });

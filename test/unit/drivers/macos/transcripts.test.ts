@@ -1,19 +1,10 @@
 // Golden command transcripts of the macOS backend on a fake Mac: create, apply again, stop, reboot re-apply, remove, cleanup.
 import { describe, expect, test } from "bun:test";
 import { runRootOp } from "../../../../src/drivers/macos/privileged";
-import { FakeMac, macSpec } from "../../../fakes/mac";
+import { FakeMac, macRootContext, macSpec } from "../../../fakes/mac";
 import { golden } from "./golden";
 
-const ROOT_CTX = {
-  hostUser: null,
-  uidRange: { min: 7000, max: 7999 },
-  stateDir: "/private/var/db/sbx",
-  shareRoot: "/private/var/sbx",
-  usersDir: "/Users",
-  secret: () => "unused",
-  tmpRoots: ["/private/tmp", "/private/var/folders"],
-  denyLists: ["/usr/lib/cron/cron.deny", "/usr/lib/cron/at.deny"],
-};
+const ROOT_CTX = macRootContext(null);
 
 describe("macOS backend command transcripts", () => {
   test("create: group, hidden user, secured home, mirror, clone, provisioning, socket ACLs, pf", async () => {

@@ -1,0 +1,14 @@
+// A small seeded random generator for the fuzz and property tests (mulberry32): the same seed, the same sequence, so a
+// failure is replayed from the seed it prints.
+
+/** Numbers in [0, 1) from `seed`. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
