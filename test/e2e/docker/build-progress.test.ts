@@ -2,10 +2,9 @@
 // per step; under --json (at a terminal too) and piped, one line per step, and stdout holds only the JSON.
 // Its own throwaway user and repo, removed after.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
+import { BASE_IMAGE, CLI, canRun, ownRepo, removeOwnWorld, skipReason } from "./fixture";
 
 const hasScript = Bun.spawnSync(["sh", "-c", "command -v script"]).exitCode === 0;
 const run = canRun && hasScript;
@@ -24,14 +23,7 @@ describe.skipIf(!run)(`build progress (Docker)${run ? "" : ` — skipped: ${why}
   };
   beforeAll(() => {
     user = createTestUser();
-    repo = join(user.home, "bp");
-    mkdirSync(repo);
-    writeFileSync(join(repo, "Dockerfile"), `${STEPS.join("\n").replace("sbx-base:bookworm", BASE_IMAGE)}\n`);
-    for (const p of [repo, join(repo, "Dockerfile")]) chownSync(p, user.uid, user.gid);
-    for (const a of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "initial"]]) {
-      const r = user.run(["git", ...a], { cwd: repo });
-      if (r.code !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
-    }
+    repo = ownRepo(user, "bp", `${STEPS.join("\n").replace("sbx-base:bookworm", BASE_IMAGE)}\n`);
   }, 60_000);
   afterAll(async () => {
     if (!user) return;

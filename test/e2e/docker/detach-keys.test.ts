@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
+import { CLI, canRun, ownRepo, removeOwnWorld, skipReason } from "./fixture";
 
 const hasTmux = Bun.spawnSync(["sh", "-c", "command -v tmux"]).exitCode === 0;
 const run = canRun && hasTmux;
@@ -37,14 +37,7 @@ describe.skipIf(!run)(`detach keys are sbx's, not the engine's (Docker)${run ? "
 
   beforeAll(() => {
     user = createTestUser();
-    repo = join(user.home, "dk");
-    mkdirSync(repo);
-    writeFileSync(join(repo, "Dockerfile"), `FROM ${BASE_IMAGE}\n`);
-    for (const p of [repo, join(repo, "Dockerfile")]) chownSync(p, user.uid, user.gid);
-    for (const a of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "initial"]]) {
-      const r = user.run(["git", ...a], { cwd: repo });
-      if (r.code !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
-    }
+    repo = ownRepo(user, "dk");
     const c = sbx(["create", "dk"]);
     if (c.code !== 0) throw new Error(`sbx create dk exited ${c.code}: ${c.stderr}`);
   }, 180_000);

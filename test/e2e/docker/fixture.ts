@@ -164,3 +164,16 @@ export async function removeOwnWorld(user: TestUser, repo: string, rmSandboxes: 
   Bun.spawnSync(["rm", "-rf", runtimeDirOf(user)]);
   user.remove();
 }
+
+/** A repo of the user's own in its home, with one commit of `dockerfile` as its Dockerfile (made as the user). */
+export function ownRepo(user: TestUser, dir: string, dockerfile = `FROM ${BASE_IMAGE}\n`): string {
+  const repo = join(user.home, dir);
+  mkdirSync(repo);
+  writeFileSync(join(repo, "Dockerfile"), dockerfile);
+  for (const p of [repo, join(repo, "Dockerfile")]) chownSync(p, user.uid, user.gid);
+  for (const a of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "initial"]]) {
+    const r = user.run(["git", ...a], { cwd: repo });
+    if (r.code !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
+  }
+  return repo;
+}

@@ -3,10 +3,9 @@
 // sandbox NAME" and exit 127, never the engine's OCI runtime error or a shell's `exec: CMD: not found`.
 // Its own throwaway user and repo (not the shared fixture's), removed with everything sbx made for them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
+import { CLI, canRun, ownRepo, removeOwnWorld, skipReason } from "./fixture";
 
 const hasScript = Bun.spawnSync(["sh", "-c", "command -v script"]).exitCode === 0;
 const run = canRun && hasScript;
@@ -23,15 +22,7 @@ describe.skipIf(!run)(`a missing command in a sandbox (Docker)${run ? "" : ` —
   const sbx = (args: string[]) => user.run(["bun", CLI, ...args], { cwd: repo });
   beforeAll(() => {
     user = createTestUser();
-    repo = join(user.home, "cnf");
-    mkdirSync(repo);
-    writeFileSync(join(repo, "Dockerfile"), `FROM ${BASE_IMAGE}\n`);
-    chownSync(repo, user.uid, user.gid);
-    chownSync(join(repo, "Dockerfile"), user.uid, user.gid);
-    for (const a of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "initial"]]) {
-      const r = user.run(["git", ...a], { cwd: repo });
-      if (r.code !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
-    }
+    repo = ownRepo(user, "cnf");
     const c = sbx(["create", "cnf"]);
     if (c.code !== 0) throw new Error(`sbx create cnf exited ${c.code}: ${c.stderr}`);
   }, 180_000);

@@ -4,12 +4,11 @@
 // Its own throwaway user and repo, removed after.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Command } from "commander";
-import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { OfferingArgument } from "../../../src/cli/completion/offers";
 import { verbs } from "../../../src/cli/verbs";
 import { createTestUser, type TestUser } from "../../support/test-user";
-import { BASE_IMAGE, CLI, canRun, removeOwnWorld, skipReason } from "./fixture";
+import { CLI, canRun, ownRepo, removeOwnWorld, skipReason } from "./fixture";
 
 
 /** The visible verbs that name a sandbox: a positional that offers sandbox names, or --sandbox; and create, which names a new one. */
@@ -35,14 +34,7 @@ describe.skipIf(!canRun)(`options before and after the name (Docker)${canRun ? "
 
   beforeAll(() => {
     user = createTestUser();
-    repo = join(user.home, "oan");
-    mkdirSync(repo);
-    writeFileSync(join(repo, "Dockerfile"), `FROM ${BASE_IMAGE}\n`);
-    for (const p of [repo, join(repo, "Dockerfile")]) chownSync(p, user.uid, user.gid);
-    for (const a of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", "initial"]]) {
-      const r = user.run(["git", ...a], { cwd: repo });
-      if (r.code !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
-    }
+    repo = ownRepo(user, "oan");
     const R = ["--repo", repo];
     Object.assign(CASES, {
       create: { words: ["create", "oan", "OPTS"], opts: [...R, "--json"], out: '"name": "oan"' },
