@@ -747,7 +747,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     try {
       // The Host sent is the authority checked (the client's said the same, or was refused), and only that one.
       const sent = headerList(forwardHeaders(req.headers)).filter(([n]) => n !== "host");
-      head = requestHead(method, `${url.pathname}${url.search}`, [["host", url.host], ...sent], body === "length" ? { length: Number(req.headers["content-length"]) } : body);
+      head = requestHead(method, `${url.pathname}${url.search}`, [["Host", url.host], ...sent], body === "length" ? { length: Number(req.headers["content-length"]) } : body);
     } catch (e) {
       done(false);
       return void plain(res, 400, `sbx proxy: refused: ${(e as Error).message}.\n`);
@@ -846,7 +846,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     };
     const refuseRaw = (status: number, text: string, close: boolean, extra: Header[] = [], phrase?: string) => {
       const payload = Buffer.from(text);
-      const head = responseHead(status, phrase ?? STATUS_CODES[status] ?? "", [...extra, ["content-type", "text/plain; charset=utf-8"]], { length: payload.length }, close);
+      const head = responseHead(status, phrase ?? STATUS_CODES[status] ?? "", [...extra, ["Content-Type", "text/plain; charset=utf-8"]], { length: payload.length }, close);
       const out = Buffer.concat([Buffer.from(head, "latin1"), payload]);
       if (close) return closeWith(out);
       s.write(out);
@@ -943,7 +943,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       void check(path, head.method, parsed.hostname, port).then((v) => {
         if (gone || s.destroyed) return;
         if (!v.ok) {
-          const extra: Header[] = v.header === null ? [] : [["x-sbx-blocked", v.header]];
+          const extra: Header[] = v.header === null ? [] : [["X-Sbx-Blocked", v.header]];
           return refuseRaw(v.status, v.body, closeAfter, extra, v.status === 403 ? v.phrase : undefined);
         }
         forwardRaw(v, head, parsed);
@@ -977,7 +977,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
           const k = n.toLowerCase();
           return k !== "host" && !(expects && k === "expect");
         });
-        up = requestHead(method, `${url.pathname}${url.search}`, [["host", url.host], ...sent], framing);
+        up = requestHead(method, `${url.pathname}${url.search}`, [["Host", url.host], ...sent], framing);
       } catch (e) {
         done(false);
         return refuseRaw(400, `sbx proxy: refused: ${(e as Error).message}.\n`, true);

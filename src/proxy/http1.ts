@@ -371,7 +371,7 @@ export function requestHead(method: string, target: string, headers: readonly He
  */
 export function responseHead(status: number, reason: string, headers: readonly Header[], body: Framing, close: boolean): string {
   if (!(status >= 100 && status <= 999) || !VALUE.test(reason)) throw new Error("a status line that is not one line");
-  return `HTTP/1.1 ${status} ${reason}\r\n${headerBlock(close ? [...headers, ["connection", "close"]] : headers, body)}`;
+  return `HTTP/1.1 ${status} ${reason}\r\n${headerBlock(close ? [...headers, ["Connection", "close"]] : headers, body)}`;
 }
 
 function headerBlock(headers: readonly Header[], body: Framing): string {
@@ -382,8 +382,8 @@ function headerBlock(headers: readonly Header[], body: Framing): string {
     if (!TOKEN.test(name) || !VALUE.test(value)) throw new Error(`a header that is not one line: ${name.replace(/[^\x21-\x7e]/g, "?").slice(0, 60)}`);
     out += `${name}: ${value}\r\n`;
   }
-  if (body === "chunked") out += "transfer-encoding: chunked\r\n";
-  else if (body !== "none") out += `content-length: ${body.length}\r\n`;
+  if (body === "chunked") out += "Transfer-Encoding: chunked\r\n";
+  else if (body !== "none") out += `Content-Length: ${body.length}\r\n`;
   return `${out}\r\n`;
 }
 

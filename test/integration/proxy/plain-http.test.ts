@@ -262,7 +262,7 @@ describe("what the server is sent", () => {
       const [head] = heads;
       const lines = head!.split("\r\n");
       expect(lines[0]).toBe("GET /cl?q=1 HTTP/1.1");
-      expect(lines.filter((l) => /^host:/i.test(l))).toEqual([`host: ok.test:${port}`]);
+      expect(lines.filter((l) => /^host:/i.test(l))).toEqual([`Host: ok.test:${port}`]);
       expect(lines.some((l) => /^(proxy-connection|x-drop|connection|keep-alive):/i.test(l))).toBe(false);
       expect(lines.some((l) => /^x-keep: 2$/i.test(l))).toBe(true);
     });

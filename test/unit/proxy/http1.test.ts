@@ -201,11 +201,11 @@ describe("responses", () => {
 describe("the heads the proxy writes", () => {
   test("framing comes from the framing given, never from the header list", () => {
     expect(requestHead("POST", "/a?b", [["host", "a.test"], ["Content-Length", "99"], ["transfer-encoding", "x"], ["X-A", "1"]], { length: 3 })).toBe(
-      "POST /a?b HTTP/1.1\r\nhost: a.test\r\nX-A: 1\r\ncontent-length: 3\r\n\r\n",
+      "POST /a?b HTTP/1.1\r\nhost: a.test\r\nX-A: 1\r\nContent-Length: 3\r\n\r\n",
     );
-    expect(requestHead("GET", "/", [["host", "a"]], "chunked")).toBe("GET / HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n");
+    expect(requestHead("GET", "/", [["host", "a"]], "chunked")).toBe("GET / HTTP/1.1\r\nhost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
     expect(requestHead("GET", "/", [["host", "a"]], "none")).toBe("GET / HTTP/1.1\r\nhost: a\r\n\r\n");
-    expect(responseHead(200, "OK", [["x", "1"]], { length: 2 }, true)).toBe("HTTP/1.1 200 OK\r\nx: 1\r\nconnection: close\r\ncontent-length: 2\r\n\r\n");
+    expect(responseHead(200, "OK", [["x", "1"]], { length: 2 }, true)).toBe("HTTP/1.1 200 OK\r\nx: 1\r\nConnection: close\r\nContent-Length: 2\r\n\r\n");
   });
 
   test("nothing can end a line early", () => {
