@@ -4,6 +4,10 @@
 // the real passwd and group files), sysadminctl/createhomedir (useradd), chmod ±a and ls -le (setfacl/getfacl), stat -f,
 // chflags, pfctl, ifconfig pflog0, launchctl and sandbox-exec (a stand-in that records the profile it was given).
 // The fake Mac (test/fakes/mac.ts) models state; this one never runs a step of one uid as another.
+// One difference to know when trying a session by hand: util-linux's `su -c` starts the command in a session of its own
+// with no controlling terminal (its guard against TIOCSTI), so an interactive shell there has no job control; BSD su
+// on a Mac keeps the terminal. (sbx's sessions run on a PTY sbx owns either way, so nothing typed into it reaches the
+// person's own terminal.)
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MacosBackend } from "../../src/drivers/macos/backend";
