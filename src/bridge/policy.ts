@@ -647,6 +647,9 @@ function decideGhApi(args: readonly string[]): Decision<GhPlan> {
   if (!/^\/?repos\/[A-Za-z0-9_.{}-]+\/[A-Za-z0-9_.{}-]+(?:[/?][A-Za-z0-9_.,=&%\/?{}:-]*)?$/.test(path) || path.includes("..")) {
     return deny(`gh api ${path}: only this repository's paths (repos/{owner}/{repo}/…) are allowed`);
   }
+  // Judged on the one path GitHub acts on (credential-scope): gh's placeholders stand for plain names.
+  const c = canonicalPath(`/${path.replace(/^\//, "").replace(/\{[a-z]+\}/g, "x")}`);
+  if (!c.ok) return deny(`gh api ${path}: ${c.reason}`);
   out.push("--method", "GET", "--", path);
   return { ok: true, plan: { tool: "gh", group: "api", sub: "", args: out } };
 }

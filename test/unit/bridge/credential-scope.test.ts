@@ -2,7 +2,7 @@
 // read, so a spelling that matches the host repo's remote (or an added repository) while git would send something else
 // never gets the token.
 import { describe, expect, test } from "bun:test";
-import { checkRepository, type PolicyContext } from "../../../src/bridge/policy";
+import { checkRepository, decideGh, type PolicyContext } from "../../../src/bridge/policy";
 
 const ctx: PolicyContext = {
   remotes: { origin: "https://github.com/me/repo.git" },
@@ -37,5 +37,27 @@ describe("credential-scope: a repository URL has one reading, or no token and no
     }
     const other = checkRepository("https://github.com/someone/else", ctx, "/w");
     expect(other.ok && other.plan.own).toBe(false);
+  });
+});
+
+describe("credential-scope: gh api's path is judged on the one reading GitHub acts on", () => {
+  const apiCtx: PolicyContext = { ...ctx, checkPath: (p) => ({ ok: true, hostPath: p }), options: { ghApi: true, ghGist: false } };
+  const refused = [
+    "repos/{owner}/{repo}/%2e%2e/%2e%2e/user",
+    "repos/{owner}/{repo}/%2E%2E/%2E%2E/orgs/acme/members",
+    "repos/acme/widgets/.%2e/.%2e/user",
+    "repos/{owner}/{repo}/pulls%2f..%2f..%2f..%2fuser",
+    "repos/{owner}/{repo}/%252e%252e/user",
+    "repos/{owner}/{repo}//pulls",
+  ];
+  for (const path of refused) {
+    test(path, () => {
+      expect(decideGh(["api", path], "/w", apiCtx).ok).toBe(false);
+    });
+  }
+  test("this repository's paths as gh's users write them still go (control)", () => {
+    for (const path of ["repos/{owner}/{repo}/pulls", "repos/acme/widgets/issues?state=open&per_page=5", "/repos/{owner}/{repo}/commits/main/status"]) {
+      expect({ path, ok: decideGh(["api", path], "/w", apiCtx).ok }).toEqual({ path, ok: true });
+    }
   });
 });
