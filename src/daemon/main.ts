@@ -44,6 +44,7 @@ import type { SpecBuilder } from "./spec";
 import type { HostUser, SandboxSpec } from "../drivers/backend";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
+import { baseIdentity } from "../sandboxes/identity";
 
 export interface Components {
   backends: Backends;
@@ -253,9 +254,18 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   };
   // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
   const placement = (ctx: GuardContext) => drivers[ctx.sandbox.backend]?.bridgePlace(ctx.spec, ctx.exec);
+  // Whose guest a uid is (a port a sandbox holds is taken back from another sandbox's guest, never from anything else).
+  const linuxUser = ub.linuxUser;
+  const guestOf = linuxUser
+    ? async (uid: number): Promise<string | null> => {
+        const id = await linuxUser.guestIdOf(uid);
+        if (id === null) return null;
+        return d.store.listSandboxes().find((r) => baseIdentity(r)?.id === id)?.name ?? `${id} (of another sbx state)`;
+      }
+    : undefined;
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, ...(resolve ? { resolve } : {}) }),
-    loopbackGuard(),
+    proxyGuard({ originHandler, publish, ...(resolve ? { resolve } : {}), ...(guestOf ? { guestOf } : {}) }),
+    loopbackGuard(guestOf ? { guestOf } : {}),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
         return a === null ? null : { id: a.id, count: a.count };

@@ -246,6 +246,17 @@ export class LinuxUserBackend implements Backend {
     return parsePasswdLine(r.stdout.trim());
   }
 
+  /**
+   * The sandbox id whose guest account has `uid`, or null when that uid is no guest of this backend's (an sbx name and a
+   * home under `<root>/homes`, as inventory counts them).
+   * runs: getent passwd <uid>
+   */
+  async guestIdOf(uid: number): Promise<string | null> {
+    const p = await this.getUser(String(uid));
+    if (!p || p.uid !== uid || p.home !== this.home(p.name)) return null;
+    return parseGuestUser(p.name);
+  }
+
   /** runs: nft -j list table inet <table> */
   async readTable(): Promise<TableState> {
     const r = await this.exec.run(["nft", "-j", "list", "table", "inet", this.table], { check: false });
@@ -305,8 +316,9 @@ export class LinuxUserBackend implements Backend {
   }
 
   /**
-   * An id no account or group has and no removed guest's files hold, in the system range of /etc/login.defs.
-   * runs: getent passwd; getent group; cat /etc/login.defs; (heldIds) …
+   * An id no account or group has, no removed guest's files hold and no rule of sbx's table names, in the system range
+   * of /etc/login.defs.
+   * runs: getent passwd; getent group; cat /etc/login.defs; (heldIds) …; nft -j list table inet <table>
    */
   private async freeId(): Promise<number> {
     const [pw, gr, defs] = await Promise.all([
@@ -315,6 +327,8 @@ export class LinuxUserBackend implements Backend {
       this.exec.run(["cat", "/etc/login.defs"], { check: false }),
     ]);
     const taken = new Set([...idsOf(pw.stdout), ...idsOf(gr.stdout), ...(await this.heldIds())]);
+    // A uid the firewall still names (a removal that stopped before its rules went) would get that sandbox's rules.
+    for (const c of (await this.readTable()).chains.values()) for (const u of [...c.uids, ...c.inUids, ...c.natUids, ...(c.rules ? [c.rules.uid] : [])]) taken.add(u);
     return pickGuestId(taken, parseSysIdRange(defs.exitCode === 0 ? defs.stdout : ""));
   }
 

@@ -52,6 +52,7 @@ describe("LinuxUserBackend (FakeExec)", () => {
       .expect((a) => a[0] === "find" && a[1] === "/var/lib/sbx/held", { stdout: "999\n997\nnot-an-id\n" })
       .expect((a) => a[0] === "find" && a[1] === "/tmp", { stdout: "999 999 /tmp/left-by-999\n" })
       .expect(["rm", "-f", "--", "/var/lib/sbx/held/997"])
+      .expect(["nft", "-j", "list", "table", "inet", "sbx"], { exitCode: 1 })
       .expect((a) => a[0] === "useradd" && a[2] === "--uid" && a[3] === "998", () => ((userMade = true), {}))
       .expect(["nft", "-j", "list", "table", "inet", "sbx"], { exitCode: 1 })
       .expect(["nft", "-f", "-"])

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { SandboxSpec } from "../../../../src/drivers/backend";
 import { LinuxUserBackend } from "../../../../src/drivers/linux-user/backend";
 import { idsOf, leftoversOf, parseSysIdRange, parseSysvIpc, pickGuestId } from "../../../../src/drivers/linux-user/ids";
+import { renderBase, renderSandbox } from "../../../../src/drivers/linux-user/nft";
 import { FakeLinux } from "../../../fakes/linux";
 
 const host = { name: "alice", uid: 1000, gid: 1000, home: "/home/alice", repo: "/home/alice/src/proj" };
@@ -89,6 +90,15 @@ describe("gone-when-removed (linux-user, fake Linux)", () => {
     await backend.apply(c);
     expect(linux.files.has(`/var/lib/sbx/held/${uid}`)).toBe(false);
     expect(uidOf(c)).toBe(uid); // the highest free id again, nothing of a's left to own
+  });
+
+  test("a uid sbx's firewall still names (a removal cut short before its rules went) is given to no new guest", async () => {
+    const { linux, backend, spec, uidOf } = world();
+    // Rules of a sandbox whose account is gone: in block-all form for uid 999 (run form would let its new owner in).
+    await linux.exec.run(["nft", "-f", "-"], { stdin: renderBase("sbx") + renderSandbox({ id: "gone999", uid: 999, mode: "stop" }, "sbx") });
+    const a = spec("aaa444");
+    await backend.apply(a);
+    expect(uidOf(a)).not.toBe(999);
   });
 
   test("a record's uid that another account has since taken is not swept (its files are that account's)", async () => {
