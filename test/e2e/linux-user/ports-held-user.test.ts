@@ -78,6 +78,22 @@ describe.skipIf(skip !== undefined)(`ports-held: a stopped sandbox's ports are t
     expect(r.out).toBe("403");
   }, 120_000);
 
+  test("a squatter on b's DNS port alone reads none of the names b looks up", async () => {
+    await d.users.stop("victim", { cwd: w.repo });
+    await until("b's DNS port to be free", () => holders("udp", port).length === 0);
+    // What it hears, written to a file of its own (read back as root).
+    const home = d.backend.home(d.backend.guest(d.spec(a)));
+    const listener = `import socket\ns=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",${port}))\nwhile True:\n  m=s.recv(4096); open("${home}/heard","ab").write(m)`;
+    const r = await d.asGuest(a, `rm -f ~/heard; printf '%s' '${listener}' > ~/.l.py && setsid python3 ~/.l.py </dev/null >/dev/null 2>&1 & sleep 0.5; echo started`);
+    expect(r.out).toContain("started");
+    await until("the squatter to hold the DNS port", () => holders("udp", port).length > 0);
+    await d.users.start("victim", { cwd: w.repo });
+    await d.asGuest(b, "getent hosts private-name-of-b.example >/dev/null; true");
+    const heard = sh(["cat", `${home}/heard`]).out;
+    expect(heard).not.toContain("private-name-of-b");
+    expect(holders("udp", port)).toEqual([process.pid]);
+  }, 120_000);
+
   test("a guest that takes the port again the moment it is freed (a second process waiting to bind): every process of that guest is ended", async () => {
     await d.users.stop("victim", { cwd: w.repo });
     await until("b's port to be free", () => holders("tcp", port).length === 0);
