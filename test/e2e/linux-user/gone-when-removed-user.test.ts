@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { Sandbox } from "../../../src/core/schemas";
+import { makeDaemonWorld, type DaemonWorld } from "./daemon-world";
 import { makeWorld, sh, whyNot, type World } from "./harness";
 
 const skip = whyNot();
@@ -117,4 +119,36 @@ describe.skipIf(skip !== undefined)(`gone-when-removed: a removed guest's files 
     expect(existsSync(`${w.root}/held/${uid}`)).toBe(false);
     await w.backend.remove(c);
   }, 120_000);
+});
+
+describe.skipIf(skip !== undefined)(`gone-when-removed: a removed guest's commits reach no other guest (linux-user, sbx rm)${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  let w: World;
+  let d: DaemonWorld;
+  let b: Sandbox;
+  const ID = "-c user.email=agent@example.invalid -c user.name=agent";
+
+  beforeAll(async () => {
+    w = await makeWorld();
+    d = await makeDaemonWorld(w);
+  }, 60_000);
+  afterAll(async () => {
+    for (const n of ["objs-a", "objs-b"]) await d?.users.rm(n, { cwd: w.repo, force: true }).catch(() => undefined);
+    await d?.close();
+    await w?.teardown();
+  }, 120_000);
+
+  test("after `sbx rm --force a`, guest b reads nothing of a's unmerged commit, by id or by listing every object; the host keeps it", async () => {
+    const a = (await d.users.create({ name: "objs-a", cwd: w.repo })).sandbox;
+    b = (await d.users.create({ name: "objs-b", cwd: w.repo })).sandbox;
+    const ws = d.backend.workspace(d.spec(a));
+    const c = await d.asGuest(a, `cd ${ws} && git checkout -q -b work && echo secret > a.txt && git add a.txt && git ${ID} commit -qm 'unmerged work of a' && git rev-parse HEAD`);
+    const sha = c.out.trim().split("\n").at(-1)!;
+    expect(sha).toMatch(/^[0-9a-f]{40}$/);
+    await d.users.rm("objs-a", { cwd: w.repo, force: true });
+    const asHost = (args: string[]) => sh(["setpriv", `--reuid=${w.host.uid}`, `--regid=${w.host.gid}`, "--init-groups", "--reset-env", "--", "git", "-C", w.repo, ...args]);
+    expect(asHost(["log", "-1", "--format=%s", "sandbox-objs-a/work"]).out.trim()).toBe("unmerged work of a");
+    const wsB = d.backend.workspace(d.spec(b));
+    expect((await d.asGuest(b, `cd ${wsB} && git cat-file -e ${sha} && echo readable`)).out).not.toContain("readable");
+    expect((await d.asGuest(b, `cd ${wsB} && git cat-file --batch-all-objects --batch-check='%(objectname)'`)).out).not.toContain(sha);
+  }, 180_000);
 });
