@@ -6,7 +6,7 @@
 // find runs as whoever starts it (setpriv): it enters only dirs that user may read and search, and `-delete` removes
 // only what that user may (a dir it may write; in a sticky dir, only its own); links are never followed (there are none
 // to follow here: a link is a file whose content is its target). System V IPC objects live in /proc/sysvipc/*.
-import { ENSURE_LIST, type Passwd } from "../../src/drivers/linux-user/backend";
+import { ENSURE_LIST, MQUEUE_SCRIPT, type Passwd } from "../../src/drivers/linux-user/backend";
 import { FakeExec, type Reply } from "./exec";
 
 /** An account as getent prints it: the backend's own passwd shape. */
@@ -58,6 +58,8 @@ export class FakeLinux {
   readonly procs = new Map<number, number>();
   /** System V IPC objects (shared memory, queues, semaphores) and who owns and made each. */
   readonly ipc: { kind: "shm" | "msg" | "sem"; id: number; uid: number; cuid: number }[] = [];
+  /** POSIX message queues (their own filesystem, seen only where someone mounts it) and their owners. */
+  readonly mqueues: { name: string; uid: number }[] = [];
   readonly tables = new Map<string, Table>();
   /** Commands that changed the system, in order. */
   readonly changes: string[] = [];
@@ -222,6 +224,16 @@ export class FakeLinux {
       }
       case "find":
         return this.find(args, 0);
+      case "unshare": {
+        // Only the message-queue sweep: a mount namespace of its own, the queues of a uid deleted.
+        const i = args.indexOf("-c");
+        if (args[i + 1] !== MQUEUE_SCRIPT) return fail(127, "fake linux: unshare: not modelled");
+        if (!this.files.has(args[i + 3]!)) return fail(32, `mount: ${args[i + 3]}: mount point does not exist`);
+        const uid = Number(args[i + 4]);
+        for (let k = this.mqueues.length - 1; k >= 0; k--) if (this.mqueues[k]!.uid === uid) this.mqueues.splice(k, 1);
+        this.change(argv);
+        return ok;
+      }
       case "ipcrm": {
         const kind = ({ "-m": "shm", "-q": "msg", "-s": "sem" } as const)[args[0] as "-m" | "-q" | "-s"];
         const i = this.ipc.findIndex((o) => o.kind === kind && o.id === Number(args[1]));

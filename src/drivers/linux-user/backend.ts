@@ -138,6 +138,12 @@ function transparentRule(spec: SandboxSpec): { transparent?: true } {
  */
 export const PROC_SCRIPT = 'mount -t proc -o hidepid=invisible,nosuid,nodev,noexec proc /proc || exit 125; exec "$@"';
 
+/**
+ * As root, in a mount namespace of its own: the IPC namespace's POSIX message queues mounted at $1, and those of uid $2
+ * deleted (the queue filesystem is flat: no dir or link to be led through).
+ */
+export const MQUEUE_SCRIPT = 'mount -t mqueue mqueue "$1" && find "$1" -mindepth 1 -maxdepth 1 -type f -uid "$2" -delete';
+
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";
 
@@ -366,7 +372,8 @@ export class LinuxUserBackend implements Backend {
    * is left (a file in a dir the guest may no longer write, a dir it made unreadable to itself) holds its uid and gid in
    * `<root>/held`. Runs while the account still exists, so no new guest can get the id in between.
    * runs: setpriv --reuid=<uid> --regid=<gid> --clear-groups <GUEST_PRIVS> -- env -i PATH=/usr/bin:/bin find <tmp dirs> -xdev -uid <uid> -type d ! -perm -u=rwx -exec chmod u+rwx {} ;
-   *       (the same) find <tmp dirs> -xdev -uid <uid> -delete; cat /proc/sysvipc/{shm,msg,sem}; ipcrm -m|-q|-s <id>;
+   *       (the same) find <tmp dirs> -xdev -uid <uid> -delete; install -d … <root>/mqueue; unshare --mount … sh -c
+   *       <MQUEUE_SCRIPT> (mount -t mqueue; find -uid <uid> -delete); cat /proc/sysvipc/{shm,msg,sem}; ipcrm -m|-q|-s <id>;
    *       (leftovers) …; install -d -m 0700 -o root -g root <held>; tee <held>/<id>
    */
   private async sweep(uid: number, gid: number): Promise<void> {
@@ -376,6 +383,10 @@ export class LinuxUserBackend implements Backend {
     // find goes on into what it just opened.
     await this.exec.run(asGuest([...mine, "-type", "d", "!", "-perm", "-u=rwx", "-exec", "chmod", "u+rwx", "{}", ";"]), { check: false, timeoutMs: 120_000 });
     await this.exec.run(asGuest([...mine, "-delete"]), { check: false, timeoutMs: 120_000 });
+    // POSIX message queues live in the IPC namespace's own filesystem, which nothing need have mounted: mounted in a
+    // mount namespace of this command's, the uid's queues go (a flat filesystem: no dir or link to be led through).
+    await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", join(this.root, "mqueue")]);
+    await this.exec.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", MQUEUE_SCRIPT, "sbx-mqueue", join(this.root, "mqueue"), String(uid)], { check: false });
     for (const kind of ["shm", "msg", "sem"] as const) {
       const r = await this.exec.run(["cat", `/proc/sysvipc/${kind}`], { check: false });
       for (const o of parseSysvIpc(kind, r.exitCode === 0 ? r.stdout : "")) {

@@ -23,6 +23,15 @@ describe.skipIf(skip !== undefined)(`gone-when-removed: a removed guest's files 
       return rows.filter((r) => r.trim().split(/\s+/)[col] === String(uid)).map((r) => `${k} ${r.trim()}`);
     });
 
+  /** POSIX message queues of `uid` (their filesystem mounted in a mount namespace of the check's own). */
+  const mqueuesOf = (uid: number): string[] => {
+    const mnt = `/tmp/sbx-mq-${w.tag}`;
+    mkdirSync(mnt, { recursive: true });
+    const out = sh(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", `mount -t mqueue mqueue ${mnt} && find ${mnt} -mindepth 1 -uid ${uid} -printf '%f\\n'`]).out;
+    rmSync(mnt, { recursive: true, force: true });
+    return out.split("\n").filter(Boolean);
+  };
+
   beforeAll(async () => {
     w = await makeWorld();
   }, 60_000);
@@ -42,12 +51,14 @@ describe.skipIf(skip !== undefined)(`gone-when-removed: a removed guest's files 
       ...files.map((f) => `echo secret-of-a > ${f} && chmod 600 ${f}`),
       // A dir it closed to everyone, itself included, around files of its own.
       `mkdir -p /tmp/sbx-locked-${w.tag}/in && echo secret-of-a > /tmp/sbx-locked-${w.tag}/in/f && chmod 000 /tmp/sbx-locked-${w.tag}/in /tmp/sbx-locked-${w.tag}`,
-      // A shared memory segment only its owner may attach, left behind on purpose.
+      // A shared memory segment only its owner may attach, and a POSIX message queue, left behind on purpose.
       "ipcmk -M 4096 -p 0600 >/dev/null && echo ipc",
+      `python3 -c 'import ctypes,os; r=ctypes.CDLL("librt.so.1", use_errno=True); r.mq_open.restype=ctypes.c_int; import sys; fd=r.mq_open(b"/sbx-left-${w.tag}", os.O_CREAT|os.O_RDWR, 0o600, None); print("mq", fd, ctypes.get_errno()); sys.exit(0)'`,
       "echo wrote",
     ].join(" && "));
     expect(r.out).toContain("wrote");
     expect(ipcOf(uid).length).toBeGreaterThan(0);
+    expect(mqueuesOf(uid)).toContain(`sbx-left-${w.tag}`);
     await w.backend.remove(a);
 
     // The next guest, whatever uid it gets, reads nothing of a's, nor attaches its memory.
@@ -61,6 +72,7 @@ describe.skipIf(skip !== undefined)(`gone-when-removed: a removed guest's files 
     expect(existsSync(`/tmp/sbx-leftdir-${w.tag}`)).toBe(false);
     expect(existsSync(`/tmp/sbx-locked-${w.tag}`)).toBe(false);
     expect(ipcOf(uid)).toEqual([]);
+    expect(mqueuesOf(uid)).toEqual([]);
     expect(existsSync(`${w.root}/held/${uid}`)).toBe(false);
   }, 120_000);
 

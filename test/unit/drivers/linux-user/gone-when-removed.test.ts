@@ -41,7 +41,7 @@ function world() {
 }
 
 describe("gone-when-removed (linux-user, fake Linux)", () => {
-  test("rm sweeps the guest's files in the shared temp dirs as the guest (a dir it shut to itself included) and its IPC objects", async () => {
+  test("rm sweeps the guest's files in the shared temp dirs as the guest (a dir it shut to itself included), its IPC objects and message queues", async () => {
     const { linux, backend, spec, uidOf } = world();
     const a = spec("aaa111");
     await backend.apply(a);
@@ -55,11 +55,13 @@ describe("gone-when-removed (linux-user, fake Linux)", () => {
     linux.mk("/tmp/theirs", "file", 0o600, host.uid, "the person's");
     linux.makeIpc("shm", uid);
     const other = linux.makeIpc("msg", 4321);
+    linux.mqueues.push({ name: "left", uid }, { name: "theirs", uid: 4321 });
     linux.changes.length = 0;
     await backend.remove(a);
     for (const p of ["/tmp/left", "/dev/shm/left", "/tmp/shut/in/f", "/tmp/shut"]) expect({ p, left: linux.files.has(p) }).toEqual({ p, left: false });
     expect(linux.files.has("/tmp/theirs")).toBe(true);
     expect(linux.ipc.map((o) => o.id)).toEqual([other]);
+    expect(linux.mqueues.map((q) => q.name)).toEqual(["theirs"]);
     // The delete ran as the guest, never as root; then the account went.
     const del = linux.changes.findIndex((c) => c.startsWith(`setpriv --reuid=${uid} find `) && c.endsWith("-delete"));
     expect(del).toBeGreaterThan(-1);
