@@ -63,6 +63,8 @@ export interface Components {
   agents?: ExecAgents;
   /** The sandbox service (create, rm, … for the CLI); absent in tests that run a daemon over fakes only. */
   service?: SandboxService;
+  /** The sandbox whose guest account has a uid, or null (no user-account backend, or no guest's). */
+  guestOf?: (uid: number) => Promise<string | null>;
 }
 
 export interface ComponentDeps {
@@ -282,6 +284,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     bringUp,
     prepareRun,
     service,
+    ...(guestOf ? { guestOf } : {}),
     // Before any guard: every sandbox fenced as its driver says (user accounts: block-all until their guards are up).
     prepare: (store: Store) => restoreFences(drivers, store, specFor, d.log),
     ...(hasUsers
@@ -331,6 +334,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.service ? { service: comps.service } : {}),
+      ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),

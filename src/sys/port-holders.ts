@@ -141,6 +141,24 @@ async function userName(exec: Exec, uid: number): Promise<string> {
 }
 
 /**
+ * Who holds 127.0.0.1:<port>, in words for a message ("pid 123 (python3 -m http.server) of user alice", and whose
+ * sandbox's account that user is); null when /proc shows no holder.
+ * runs: getent passwd <uid>
+ */
+export async function holdersText(proto: PortProto, port: number, exec: Exec, guestOf?: (uid: number) => Promise<string | null>): Promise<string | null> {
+  const hs = portHolders(proto, port);
+  if (hs.length === 0) return null;
+  const parts = await Promise.all(
+    hs.map(async (h) => {
+      const sandbox = guestOf ? await guestOf(h.uid) : null;
+      const who = `user ${await userName(exec, h.uid)}${sandbox !== null ? ` (sandbox ${sandbox}'s account)` : ""}`;
+      return h.pids.length > 0 ? `pid ${h.pids.join(", ")} (${h.command || "?"}) of ${who}` : `a process of ${who}`;
+    }),
+  );
+  return [...new Set(parts)].join("; ");
+}
+
+/**
  * Binds a port a sandbox holds; when something else holds it, finds who. Another sandbox's guest is ended and the port
  * taken back (said through `reclaimed`); the second time the same guest takes it, every process of that guest is
  * ended. Anything that is not a guest is left alone and the bind refused with the process, its user and what to do.
