@@ -8,7 +8,7 @@ import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Check } from "./doctor";
 
-const STORE_LINE = /^\.\.\/sbx\/([a-z0-9][a-z0-9-]*)\.git\/objects$/;
+const STORE_LINE = /^\.\.\/sbx\/(_retired|[a-z0-9][a-z0-9-]*)\.git\/objects$/;
 
 /**
  * The repo's `objects/info/alternates` names only stores that exist: a line left for a store that is gone (its state

@@ -7,12 +7,14 @@ import { checkSandboxRemotes, checkStores, checkTokens, tokenReport } from "../.
 import { createExec } from "../../../src/sys/exec";
 
 const exec = createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" });
-let root = "";
+let roots: string[] = [];
 afterEach(() => {
-  if (root) rmSync(root, { recursive: true, force: true });
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+  roots = [];
 });
 function repo(): string {
-  root = mkdtempSync(join(tmpdir(), "sbx-doctor-"));
+  const root = mkdtempSync(join(tmpdir(), "sbx-doctor-"));
+  roots.push(root);
   Bun.spawnSync(["git", "init", "-q", "-b", "main", root]);
   return root;
 }
@@ -27,6 +29,12 @@ describe("doctor per repo", () => {
     const c = checkStores(r);
     expect(c.status).toBe("fail");
     expect(c.fix).toContain("../sbx/gone.git/objects");
+    // The store of removed sandboxes' kept work is checked the same way.
+    const q = repo();
+    appendFileSync(join(q, ".git", "objects", "info", "alternates"), "../sbx/_retired.git/objects\n");
+    expect(checkStores(q)).toMatchObject({ status: "fail" });
+    mkdirSync(join(q, ".git", "sbx", "_retired.git", "objects"), { recursive: true });
+    expect(checkStores(q)).toMatchObject({ status: "ok" });
   });
 
   test("a sandbox-* remote an older sbx added is a warning with the command that drops it (refs kept)", async () => {
