@@ -7,6 +7,7 @@ import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "./archive";
 import { isSshUrl } from "./policy";
+import { isUserRef } from "../core/user-refs";
 import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown, type UnshownBlob } from "./scan";
 
 export interface GatePaths {
@@ -219,10 +220,11 @@ export async function hostRemotes(g: Gate): Promise<Record<string, string>> {
 }
 
 /**
- * Commits the scan may skip, because the user or the upstream already has them: every ref tip of the host
- * repo except `refs/remotes/sandbox-*` (ref sync copies the sandbox's own branches there, so they are the
- * sandbox's work, not the user's), and the gate's `refs/remotes/*` (what the upstream was seen to have:
- * fetched, or pushed after a clean scan). Nothing else in the gate counts.
+ * Commits the scan and the CI-file check may skip, because the user or the upstream already has them
+ * (untrusted-by-origin): the tips of the host repo's refs the person made (`isUserRef`: not ref sync's
+ * `refs/remotes/sandbox-*`, not an earlier sandbox's refs set aside under `refs/sbx-retired/*`, nothing of sbx's), and
+ * the gate's `refs/remotes/*` (what the upstream was seen to have: fetched, or pushed after a clean scan). Nothing else
+ * in the gate counts.
  * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo); git for-each-ref … refs/remotes/ (in the gate)
  */
 export async function knownTips(g: Gate): Promise<string[]> {
@@ -231,6 +233,16 @@ export async function knownTips(g: Gate): Promise<string[]> {
     run(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }),
   ]);
   return trustedTips(a.stdout, b.stdout);
+}
+
+/**
+ * The tips of the host repo's refs the person made (see knownTips), from its `for-each-ref` lines: what a sandbox sees
+ * of the host's objects, and what a push may count as the user's.
+ * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo)
+ */
+export async function userTips(g: Gate): Promise<string[]> {
+  const r = await run(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false });
+  return trustedTips(r.stdout, "");
 }
 
 /** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan may treat as known. */
@@ -243,7 +255,9 @@ export function trustedTips(host: string, gate: string): string[] {
       const sha = line.slice(0, i);
       const ref = line.slice(i + 1);
       if (!/^[0-9a-f]{40,64}$/.test(sha)) continue;
-      if (isHost ? ref.startsWith("refs/remotes/sandbox-") : !ref.startsWith("refs/remotes/")) continue;
+      // The gate's own refs count only as what the upstream has (its remotes' tracking refs); the host's only as the
+      // person's own.
+      if (!isUserRef(ref) || (!isHost && !ref.startsWith("refs/remotes/"))) continue;
       out.add(sha);
     }
   }
@@ -263,7 +277,7 @@ export async function upstreamTips(exec: { gate: Exec; host: Exec }, gateDir: st
   const opts = { env: hostGitEnv(), replaceEnv: true, check: false } as const;
   // Only the host repo's own remotes count: a push to a URL the sandbox named is not the user's upstream.
   const names = await exec.host.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "remote"], opts);
-  const remotes = names.stdout.split("\n").filter((n) => /^[A-Za-z0-9._-]+$/.test(n));
+  const remotes = names.stdout.split("\n").filter((n) => /^[A-Za-z0-9._-]+$/.test(n) && isUserRef(`refs/remotes/${n}/`));
   if (remotes.length === 0) return [];
   const refs = await exec.gate.run(["git", ...HOST_GIT_SAFE, "--git-dir", repo, "for-each-ref", "--format=%(objectname)", ...remotes.map((r) => `refs/remotes/${r}/`)], opts);
   const shas = [...new Set(refs.stdout.split("\n").filter((l) => /^[0-9a-f]{40,64}$/.test(l)))];

@@ -26,6 +26,7 @@ import {
   hostRemotes,
   indexPack,
   knownTips,
+  userTips,
   listRefs,
   makeBundle,
   openVerdict,
@@ -760,10 +761,11 @@ async function fetch(g: Gate, plan: GitPlan, req: BridgeRequest, token: string |
     refs[name] = sha;
   }
   send({ t: "refs", remote, url: plan.url, refs, prune: prune && branches.length === 0 });
-  // Exclude what the sandbox has: its own tips, and the host repo's (it sees the host's objects).
+  // Exclude what the sandbox has: its own tips, and what the person's refs reach (it sees the host's objects, and
+  // promotion puts there what those refs reach of a store). Another sandbox's refs on the host (`sandbox-*`, retired)
+  // reach objects in that sandbox's store, which this one never sees: they cut nothing (untrusted-by-origin).
   const haves = await present(g, req.haves ?? []);
-  const hostRefs = await listRefs(g, [], g.hostRepo);
-  const exclude = [...new Set([...haves, ...Object.values(hostRefs)])];
+  const exclude = [...new Set([...haves, ...(await userTips(g))])];
   const bundle = Object.keys(refs).length ? await makeBundle(g, Object.keys(refs), exclude) : null;
   if (bundle) for (let i = 0; i < bundle.length; i += BUNDLE_CHUNK) send({ t: "bundle", d: Buffer.from(bundle.subarray(i, i + BUNDLE_CHUNK)).toString("base64") });
   return { decision: "allowed", exitCode: 0 };
