@@ -405,12 +405,14 @@ export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: stri
 /**
  * The paths the commits new to the remote change: every non-merge commit's, and a merge's where it differs from all its
  * parents (what the merge itself brought, an "evil merge" included), never what a merged parent already had.
- * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= --stdin (tips, then ^known; in the gate)
+ * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= -z --stdin (tips, then ^known; in the gate)
  */
 export async function changedPaths(g: Gate, shas: string[], tips: string[]): Promise<Set<string>> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "--stdin"], { stdin });
-  return new Set(r.stdout.split("\n").filter((l) => l !== ""));
+  // -z: names as they are. Without it git quotes a name with a quote, a tab or a non-ASCII byte ("…\303\274.yml"), and
+  // the quoted form matches no CI path.
+  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "-z", "--stdin"], { stdin });
+  return new Set(r.stdout.split("\0").map((l) => l.replace(/^\n+/, "")).filter((l) => l !== ""));
 }
 
 /** The remote's default branch as the host repo knows it (`refs/remotes/<remote>/HEAD`), if it does. runs: git symbolic-ref -q … (host repo) */

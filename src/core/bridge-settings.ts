@@ -10,7 +10,7 @@ export const ALLOW_MEANS: Record<BridgeAllow, string> = {
   "push-anywhere": "push to any branch or tag, not only under its prefix (sbx/<name>/) or one allowed with --allow-push",
   "force-push": "force-push (or lease) to a protected branch: the default branch, main, master, or one named with --protect",
   delete: "delete a branch or tag on the remote that this sandbox did not create",
-  "ci-files": "push commits that change CI or automation files (.github/workflows, .gitlab-ci.yml, CODEOWNERS, …)",
+  "ci-files": "push commits that change CI or automation files (.github/workflows, .gitea and .forgejo workflows, .gitlab-ci.yml, bitbucket-pipelines.yml, Jenkinsfile, CODEOWNERS, …)",
   "gh-api": "run `gh api` (GET of this repository's paths only)",
   "gh-gist": "run `gh gist` (publishes files)",
 };
@@ -41,31 +41,120 @@ export function bridgeSettingsOf(identity: Record<string, unknown>): BridgeSetti
   return p.success ? p.data : NO_BRIDGE_SETTINGS;
 }
 
-/** Paths whose change a push must not carry by default: what runs with the repository's own credentials on the forge. */
-export const CI_PATHS: readonly string[] = [
-  ".github/workflows/",
-  ".github/actions/",
-  ".gitlab-ci.yml",
-  ".gitlab/ci/",
-  ".circleci/",
-  "Jenkinsfile",
-  ".buildkite/",
-  "azure-pipelines.yml",
-  ".azure-pipelines/",
-  ".pre-commit-config.yaml",
-  "CODEOWNERS",
-  ".github/CODEOWNERS",
-  "docs/CODEOWNERS",
-  ".gitlab/CODEOWNERS",
+/**
+ * What a push must not change by default: what runs with the repository's own credentials on a forge or CI service,
+ * and who must approve changes. Directories count at the repository's root, where the services read them; file names
+ * count in any directory (a Jenkinsfile, a GitLab child pipeline, a composite action, a CODEOWNERS are read wherever a
+ * job or a setting names them). Lower case: paths are compared folded (see `canonicalPath`).
+ */
+export const CI_DIRS: readonly string[] = [
+  ".github/workflows/", // GitHub Actions
+  ".github/actions/", // GitHub Actions: local actions by convention
+  ".gitea/workflows/", // Gitea Actions
+  ".gitea/actions/",
+  ".forgejo/workflows/", // Forgejo Actions
+  ".forgejo/actions/",
+  ".gitlab/ci/", // GitLab CI includes by convention
+  ".gitlab/agents/", // GitLab agent for Kubernetes
+  ".circleci/", // CircleCI
+  ".buildkite/", // Buildkite
+  ".woodpecker/", // Woodpecker
+  ".azure-pipelines/", // Azure Pipelines
+  ".pipelines/",
+  ".semaphore/", // Semaphore
+  ".builds/", // SourceHut
+  ".tekton/", // Tekton / Pipelines as Code
+  ".teamcity/", // TeamCity Kotlin DSL
+  ".harness/", // Harness
+  ".zuul.d/", // Zuul
+  "zuul.d/",
+  ".devcontainer/", // Codespaces prebuilds run it on push
 ];
 
-/** Whether a repo path is a CI or automation file (a dir entry covers what is under it). */
+export const CI_FILE_NAMES: readonly string[] = [
+  ".gitlab-ci.yml", // GitLab CI
+  ".gitlab-ci.yaml",
+  "bitbucket-pipelines.yml", // Bitbucket Pipelines
+  ".drone.yml", // Drone
+  ".drone.yaml",
+  ".drone.jsonnet",
+  ".drone.star",
+  ".woodpecker.yml", // Woodpecker
+  ".woodpecker.yaml",
+  ".travis.yml", // Travis CI
+  "appveyor.yml", // AppVeyor
+  ".appveyor.yml",
+  "appveyor.yaml",
+  ".appveyor.yaml",
+  ".cirrus.yml", // Cirrus CI
+  ".cirrus.yaml",
+  ".cirrus.star",
+  ".vsts-ci.yml", // Azure Pipelines (its older name)
+  "buildkite.yml", // Buildkite
+  "buildkite.yaml",
+  "buildkite.json",
+  ".build.yml", // SourceHut
+  "cloudbuild.yaml", // Google Cloud Build
+  "cloudbuild.yml",
+  "cloudbuild.json",
+  "buildspec.yml", // AWS CodeBuild
+  "buildspec.yaml",
+  "bitrise.yml", // Bitrise
+  "codemagic.yaml", // Codemagic
+  ".zuul.yaml", // Zuul
+  "zuul.yaml",
+  ".onedev-buildspec.yml", // OneDev
+  ".gocd.yaml", // GoCD
+  ".gocd.yml",
+  "codefresh.yml", // Codefresh
+  "screwdriver.yaml", // Screwdriver
+  ".pre-commit-config.yaml", // pre-commit.ci
+  "action.yml", // GitHub/Gitea/Forgejo composite or JavaScript actions, wherever a workflow names one
+  "action.yaml",
+  "dependabot.yml", // Dependabot (with its own secrets)
+  "dependabot.yaml",
+  "renovate.json", // Renovate (with a token)
+  "renovate.json5",
+  ".renovaterc",
+  ".renovaterc.json",
+  ".renovaterc.json5",
+  ".devcontainer.json", // Codespaces prebuilds
+  "netlify.toml", // Netlify builds every pushed branch, with the site's environment
+  "vercel.json", // Vercel, the same
+  "codeowners", // who must approve (GitHub, GitLab, Gitea, Forgejo, Bitbucket read it in several places)
+];
+
+/** File names by pattern, in any directory. */
+const CI_NAME_PATTERNS: readonly RegExp[] = [
+  /^jenkinsfile(?:\..*)?$/, // Jenkins (Jenkinsfile, Jenkinsfile.release)
+  /\.jenkinsfile$/,
+  /^azure-pipelines.*\.ya?ml$/, // Azure Pipelines
+  /\.gocd\.ya?ml$/, // GoCD
+];
+
+/** Code points HFS+ ignores in a name (git's own `.git` check skips them too): `.git\u200chub` is `.github` there. */
+const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
+
+/**
+ * A repo path as a case-folding filesystem would take it: lower case, without the code points HFS+ ignores, each
+ * segment without the trailing dots and spaces Windows drops. Pure.
+ */
+export function canonicalPath(path: string): string {
+  return path
+    .normalize("NFC")
+    .replace(HFS_IGNORED, "")
+    .toLowerCase()
+    .split("/")
+    .map((seg) => seg.replace(/[. ]+$/, "") || seg)
+    .join("/");
+}
+
+/** Whether a repo path is a CI or automation file (a dir entry covers what is under it), in any spelling. Pure. */
 export function isCiPath(path: string): boolean {
-  return CI_PATHS.some((c) => {
-    if (c.endsWith("/")) return path.startsWith(c);
-    if (c === "Jenkinsfile") return path === c || path.endsWith("/Jenkinsfile");
-    return path === c;
-  });
+  const p = canonicalPath(path);
+  if (CI_DIRS.some((d) => p.startsWith(d))) return true;
+  const base = p.slice(p.lastIndexOf("/") + 1);
+  return CI_FILE_NAMES.includes(base) || CI_NAME_PATTERNS.some((r) => r.test(base));
 }
 
 /** Whether a name matches a pattern whose `*` stands for any part of one path segment. */
