@@ -152,7 +152,9 @@ export function canonicalPath(path: string): string {
 /** Whether a repo path is a CI or automation file (a dir entry covers what is under it), in any spelling. Pure. */
 export function isCiPath(path: string): boolean {
   const p = canonicalPath(path);
-  if (CI_DIRS.some((d) => p.startsWith(d))) return true;
+  // A path that is a CI dir or one of its parents (`.github` itself) can change only as a symlink or a submodule in
+  // that place, through which a forge may read what it points at.
+  if (CI_DIRS.some((d) => p.startsWith(d) || d.startsWith(`${p}/`))) return true;
   const base = p.slice(p.lastIndexOf("/") + 1);
   return CI_FILE_NAMES.includes(base) || CI_NAME_PATTERNS.some((r) => r.test(base));
 }

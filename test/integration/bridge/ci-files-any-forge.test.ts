@@ -3,7 +3,7 @@
 // the path (a quote, a tab, a non-ASCII letter) or a case-folding filesystem would fold it. Real bridge, real shim, a
 // token-demanding git server on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { git, makeHarness, refIn, type Harness } from "./harness";
 
@@ -51,6 +51,19 @@ describe("least-privilege: CI files under any forge's name and any spelling", ()
       expect(await refIn(h.upstreamRepo, `refs/heads/sbx/demo/${branch}`)).toBe("");
     });
   }
+
+  test("a symlink where a CI dir would be (.github -> ci) is one: the forge may read through it", async () => {
+    await git(h.clone, "checkout", "-q", "-B", "ci-link", await refIn(h.upstreamRepo, "refs/heads/main"));
+    mkdirSync(join(h.clone, "ci", "workflows"), { recursive: true });
+    writeFileSync(join(h.clone, "ci", "workflows", "x.yml"), "on: push\njobs: {}\n");
+    symlinkSync("ci", join(h.clone, ".github"));
+    await git(h.clone, "add", "-A");
+    await git(h.clone, "commit", "-q", "-m", "ci by a link");
+    const r = await h.shim(["push", "origin", "ci-link:sbx/demo/ci-link"]);
+    expect(r.stderr).toContain(".github");
+    expect(r.code).toBe(77);
+    expect(await refIn(h.upstreamRepo, "refs/heads/sbx/demo/ci-link")).toBe("");
+  });
 
   test("a file that only looks like one (docs about CI, a workflow dir below the root) goes out", async () => {
     const r = await pushWith("not-ci", "docs/travis.md");

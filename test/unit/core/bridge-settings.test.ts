@@ -29,6 +29,8 @@ describe("bridge settings", () => {
       // spellings a case-folding filesystem (macOS, Windows) takes as one of the above
       ".GITHUB/WORKFLOWS/CI.YML", ".GitLab-CI.yml", "JENKINSFILE", "codeOwners", ".git\u200chub/workflows/x.yml", ".github\ufeff/workflows/x.yml",
       ".github./workflows/x.yml", ".travis.yml.", "Bitbucket-Pipelines.yml ",
+      // a CI dir or its parent as a symlink or submodule: the forge may read through it
+      ".github", ".github/workflows", ".circleci", ".GITEA",
     ];
     for (const p of ci) expect([p, isCiPath(p)]).toEqual([p, true]);
     const not = ["docs/travis.md", "src/action.ts", "vendor/x/.github/workflows/ci.yml", "lib/.circleci/config.yml", "jenkins/README", "actions.yml", "workflows/ci.yml"];
