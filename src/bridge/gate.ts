@@ -21,10 +21,12 @@ export interface GatePaths {
   ghCwd: string;
   /** The gate's own hooks (only pre-push, written by the bridge); the push is the only git that uses them. */
   hooks: string;
+  /** The pull requests, issues and gists this sandbox opened through gh (`bridge/gh-created.ts`). */
+  ghCreated: string;
 }
 
 export function gatePaths(gateDir: string): GatePaths {
-  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks") };
+  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks"), ghCreated: join(gateDir, "gh-created") };
 }
 
 export interface GitEnvOptions {

@@ -9,7 +9,8 @@ import { SECRET_PATTERNS, scanText } from "../core/secrets";
 import type { Exec, ExecResult } from "../sys/exec";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
-import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
+import { branchPrefix, ghTargetKey, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
+import { createdKeys, readCreated, recordCreated } from "./gh-created";
 import {
   changedPaths,
   closeVerdict,
@@ -386,6 +387,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
     options: { ghApi: settings.allow.includes("gh-api"), ghGist: settings.allow.includes("gh-gist"), ...deps.policy },
     extraRepos: settings.repos,
+    pushRemote: settings.pushRemote,
   };
   const refuse = (reason: string): Outcome => {
     send({ t: "err", d: `sbx: refused: ${reason}\n` });
@@ -400,7 +402,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   if (req.tool === "gh") {
     const d = decideGh(req.args, req.cwd, ctx);
     if (!d.ok) return refuseOrAsk(d);
-    return runGh(deps, g, ctx, d.plan, req, send, refuse);
+    return runGh(deps, g, ctx, d.plan, req, send, refuse, refuseOrAsk, settings);
   }
   const d = decideGit(req.args, req.cwd, ctx);
   if (!d.ok) return refuse(d.reason);
@@ -491,6 +493,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
     if (!req.branch || !isSafeRefName(req.branch)) return refuse("no branch to push: name one (git push origin <branch>)");
     specs = [{ force: false, src: req.branch, dst: `refs/heads/${req.branch}` }];
   }
+  if (plan.namedRemote) send({ t: "err", d: `sbx: this sandbox's pushes go to ${remote} (${plan.url}), not ${plan.namedRemote}: sbx bridge ${deps.sandbox.name} --push-remote\n` });
   const force = opt(plan, "--force");
   const lease = opt(plan, "--force-with-lease");
   const out: Array<{ src: string; dst: string; sha: string | null; force: boolean }> = [];
@@ -863,7 +866,17 @@ export function readNamedFile(path: string, root: string, max: number): { bytes:
  * by the bridge.
  * runs: gh <group> <sub> … --repo [host/]owner/name (stdin: the --body-file the bridge read)
  */
-async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan, req: BridgeRequest, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
+async function runGh(
+  deps: BridgeDeps,
+  g: Gate,
+  ctx: PolicyContext,
+  plan: GhPlan,
+  req: BridgeRequest,
+  send: (f: Frame) => void,
+  refuse: (r: string) => Outcome,
+  refuseOrAsk: (d: { reason: string; ask?: BridgeSubject }) => Outcome,
+  settings: BridgeSettings,
+): Promise<Outcome> {
   const env = (configDir: string): Record<string, string> => ({
     ...deps.tlsEnv,
     PATH: g.path,
@@ -889,6 +902,18 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
   const url = plan.repo ?? ctx.remotes.origin ?? Object.values(ctx.remotes)[0];
   const forge = url ? forgeRepo(url) : undefined;
   if (!forge) return refuse("the host repository has no forge remote (https://host/owner/repo or git@host:owner/repo), so gh has nothing to act on");
+  // A change to a pull request, issue or gist this sandbox did not open asks the person first, as a push outside its
+  // prefix does: what it opened is recorded in its gate, what the person approved in its settings.
+  if (plan.acts === "changes" && plan.target && !settings.allow.includes("gh-write")) {
+    const key = ghTargetKey(forge.host, forge.path, plan.target);
+    if (!settings.ghTargets.includes(key) && !readCreated(g.paths.ghCreated).has(key)) {
+      const what = plan.target.kind === "gist" ? `gist ${plan.target.id}` : plan.target.kind === "head" ? `the pull request of ${plan.target.id}` : `#${plan.target.id}`;
+      return refuseOrAsk({
+        reason: notAllowed(`gh ${plan.group} ${plan.sub} changes ${what} of ${plan.target.kind === "gist" ? forge.host : forge.path}, which this sandbox did not open (it changes what it opened without asking)`, "gh-write", deps.sandbox.name),
+        ask: { kind: "gh", target: key },
+      });
+    }
+  }
   const token = tokenFor(`https://${forge.host}/`, deps.secrets());
   const tokenName = suggestedTokenName(`https://${forge.host}/`);
   if (plan.group === "auth") {
@@ -920,9 +945,18 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
   const extra: string[] = [];
   if (plan.group === "repo") tail.splice(0, tail.length, "--", repoArg);
   else if (plan.group !== "api" && plan.group !== "gist") extra.push("--repo", repoArg);
-  if (plan.group === "pr" && plan.sub === "create" && !head.some((a) => a === "--head" || a.startsWith("--head="))) {
-    if (!req.branch || !isSafeRefName(req.branch)) return refuse("gh pr create: not on a branch; pass --head <branch>");
-    extra.push(`--head=${req.branch}`);
+  let prHead: string | undefined;
+  if (plan.group === "pr" && plan.sub === "create") {
+    const given = head.findIndex((a) => a === "--head" || a.startsWith("--head="));
+    if (given === -1) {
+      if (!req.branch || !isSafeRefName(req.branch)) return refuse("gh pr create: not on a branch; pass --head <branch>");
+      // Its pushes go to a fork (--push-remote): the pull request's head is the fork's branch.
+      const fork = settings.pushRemote ? ctx.remotes[settings.pushRemote] : undefined;
+      const forkRepo = fork ? forgeRepo(fork) : undefined;
+      const owner = forkRepo && forkRepo.host === forge.host && forkRepo.path !== forge.path ? forkRepo.path.split("/")[0] : undefined;
+      extra.push(`--head=${owner ? `${owner}:` : ""}${req.branch}`);
+      prHead = req.branch;
+    } else prHead = head[given] === "--head" ? head[given + 1] : head[given]!.slice("--head=".length);
   }
   // A config dir of its own for this call, 0700 in the host-owned gate dir, gone when gh is.
   const configDir = mkdtempSync(join(g.paths.home, "gh-"));
@@ -937,6 +971,10 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
       check: false,
       timeoutMs: 10 * 60_000,
     });
+    // What it opened, it may change later without asking (never from a dry run, whose preview is the sandbox's text).
+    if (plan.acts === "creates" && r.exitCode === 0 && !plan.args.includes("--dry-run")) {
+      recordCreated(g.paths.ghCreated, createdKeys(forge.host, forge.path, plan.group, r.stdout, prHead && isSafeRefName(prHead) ? prHead : undefined));
+    }
     return out(r);
   } finally {
     rmSync(configDir, { recursive: true, force: true });

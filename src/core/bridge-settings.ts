@@ -2,7 +2,7 @@
 import { z } from "zod";
 
 /** The switches, all off by default. */
-export const BRIDGE_ALLOWS = ["push-anywhere", "force-push", "delete", "ci-files", "gh-api", "gh-gist"] as const;
+export const BRIDGE_ALLOWS = ["push-anywhere", "force-push", "delete", "ci-files", "gh-api", "gh-gist", "gh-write"] as const;
 export type BridgeAllow = (typeof BRIDGE_ALLOWS)[number];
 
 /** What each switch lets the sandbox do (for help and refusals). */
@@ -13,10 +13,29 @@ export const ALLOW_MEANS: Record<BridgeAllow, string> = {
   "ci-files": "push commits that change CI or automation files (.github/workflows, .gitea and .forgejo workflows, .gitlab-ci.yml, bitbucket-pipelines.yml, Jenkinsfile, CODEOWNERS, …)",
   "gh-api": "run `gh api` (GET of this repository's paths only)",
   "gh-gist": "run `gh gist` (publishes files)",
+  "gh-write": "change any pull request, issue or gist with gh (close, edit, comment, …), not only those this sandbox opened",
 };
 
 /** A branch or tag name pattern: git's safe characters, `*` for any part of one segment, no `..`. */
 export const REF_PATTERN = /^(?!.*\.\.)[A-Za-z0-9._\/*-]{1,200}$/;
+/**
+ * What a gh change acts on, as a key: `<host>/<owner>/<repo>#<number>` (a pull request or issue: they share numbers),
+ * `<host>/<owner>/<repo>:<branch>` (the pull request of a branch), `<host>/gist/<id>`.
+ */
+export const GH_TARGET = /^[a-z0-9.-]+(?::\d{1,5})?\/(?:[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}(?:#\d{1,9}|:(?!.*\.\.)[A-Za-z0-9._\/-]{1,255})|gist\/[0-9a-f]{1,64})$/;
+
+/** What a gh change names: a number (`8`, `#8`), a pull request's branch, or a gist id. */
+export type GhTarget = { kind: "number"; id: string } | { kind: "head"; id: string } | { kind: "gist"; id: string };
+
+/** The key of a gh change's target on a forge repository (`host`, `owner/name`). Pure. */
+export function ghTargetKey(host: string, repo: string, t: GhTarget): string {
+  if (t.kind === "gist") return `${host}/gist/${t.id}`;
+  return t.kind === "number" ? `${host}/${repo}#${t.id}` : `${host}/${repo}:${t.id}`;
+}
+
+/** A git remote's name, as the bridge takes one. */
+export const REMOTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
 /** A branch prefix: one or more segments, ending in `/`. */
 const PREFIX = /^(?!.*\.\.)(?:[A-Za-z0-9._-]+\/)+$/;
 
@@ -30,10 +49,17 @@ export const BridgeSettingsSchema = z.object({
   pushTo: z.array(z.string().regex(REF_PATTERN)).default([]),
   /** Where its own branches go on the remote; null: `sbx/<name>/`. */
   prefix: z.string().regex(PREFIX).nullable().default(null),
+  /** Pull requests, issues and gists of others it may change with gh (`ghTargetKey`), each approved by the person. */
+  ghTargets: z.array(z.string().regex(GH_TARGET)).default([]),
+  /**
+   * The host repo's remote every push of this sandbox goes to (a fork), whichever remote it names; null: the one named.
+   * Its branches then never run the upstream's `on: push` workflows with the upstream's secrets.
+   */
+  pushRemote: z.string().regex(REMOTE_NAME).nullable().default(null),
 });
 export type BridgeSettings = z.infer<typeof BridgeSettingsSchema>;
 
-export const NO_BRIDGE_SETTINGS: BridgeSettings = { allow: [], protect: [], repos: [], pushTo: [], prefix: null };
+export const NO_BRIDGE_SETTINGS: BridgeSettings = { allow: [], protect: [], repos: [], pushTo: [], prefix: null, ghTargets: [], pushRemote: null };
 
 /** A stored identity's settings (a sandbox made before them has none: the defaults). */
 export function bridgeSettingsOf(identity: Record<string, unknown>): BridgeSettings {
@@ -186,10 +212,10 @@ export function mayPushTo(short: string, settings: BridgeSettings, sandboxName: 
  * What a bridge approval is for (the approvals row's `host`): a push to a branch or tag outside the prefix, or the token
  * for another repository. Approving it adds that one name or URL to the sandbox's settings.
  */
-export type BridgeSubject = { kind: "push"; ref: string } | { kind: "repo"; url: string };
+export type BridgeSubject = { kind: "push"; ref: string } | { kind: "repo"; url: string } | { kind: "gh"; target: string };
 
 export function subjectText(s: BridgeSubject): string {
-  return s.kind === "push" ? `push ${s.ref}` : `repo ${s.url}`;
+  return s.kind === "push" ? `push ${s.ref}` : s.kind === "repo" ? `repo ${s.url}` : `gh ${s.target}`;
 }
 
 export function parseSubject(text: string): BridgeSubject | null {
@@ -197,6 +223,7 @@ export function parseSubject(text: string): BridgeSubject | null {
   const [kind, rest] = [text.slice(0, sp), text.slice(sp + 1)];
   if (kind === "push" && REF_PATTERN.test(rest) && !rest.includes("*")) return { kind: "push", ref: rest };
   if (kind === "repo" && /^https:\/\/[^\s@/]+\/[^\s@]+$/.test(rest)) return { kind: "repo", url: rest };
+  if (kind === "gh" && GH_TARGET.test(rest)) return { kind: "gh", target: rest };
   return null;
 }
 
@@ -204,11 +231,13 @@ export function parseSubject(text: string): BridgeSubject | null {
 export function describeSubject(text: string): string {
   const s = parseSubject(text);
   if (s === null) return text;
+  if (s.kind === "gh") return `change ${s.target} with gh (not opened by this sandbox)`;
   return s.kind === "push" ? `push to ${s.ref} (outside its branch prefix)` : `use your token for ${s.url}`;
 }
 
 /** The settings once an approval of `subject` is given (the same settings when it asks for nothing new). */
 export function withApproval(settings: BridgeSettings, subject: BridgeSubject): BridgeSettings {
   if (subject.kind === "push") return settings.pushTo.includes(subject.ref) ? settings : { ...settings, pushTo: [...settings.pushTo, subject.ref].sort() };
+  if (subject.kind === "gh") return settings.ghTargets.includes(subject.target) ? settings : { ...settings, ghTargets: [...settings.ghTargets, subject.target].sort() };
   return settings.repos.includes(subject.url) ? settings : { ...settings, repos: [...settings.repos, subject.url].sort() };
 }
