@@ -23,10 +23,12 @@ export interface GatePaths {
   hooks: string;
   /** The pull requests, issues and gists this sandbox opened through gh (`bridge/gh-created.ts`). */
   ghCreated: string;
+  /** Written once this sandbox's first push has said which CI workflows its branches start. */
+  pushNoted: string;
 }
 
 export function gatePaths(gateDir: string): GatePaths {
-  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks"), ghCreated: join(gateDir, "gh-created") };
+  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks"), ghCreated: join(gateDir, "gh-created"), pushNoted: join(gateDir, "push-ci-noted") };
 }
 
 export interface GitEnvOptions {
@@ -394,6 +396,11 @@ export async function scanTags(g: Gate, shas: string[]): Promise<SecretFinding[]
     tags = [...new Set(next)];
   }
   return findings;
+}
+
+/** git in the gate, for a reader of its objects (ls-tree, cat-file): the gate's pinned config, never a check. */
+export function gateReader(g: Gate): (args: string[]) => Promise<ExecResult> {
+  return (args) => run(g, args, { check: false });
 }
 
 /** Sets (or deletes, for null) refs in the gate in one transaction. */

@@ -11,6 +11,8 @@ import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
 import { branchPrefix, ghTargetKey, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
 import { createdKeys, readCreated, recordCreated } from "./gh-created";
+import { pushWorkflowNote, type PushRef } from "../core/push-workflows";
+import { pushWorkflows } from "../workspace/push-workflows";
 import {
   changedPaths,
   closeVerdict,
@@ -23,6 +25,7 @@ import {
   isAncestor,
   type HookRef,
   gatePaths,
+  gateReader,
   giveVerdict,
   hostRemotes,
   indexPack,
@@ -80,6 +83,8 @@ export interface AuditEvent {
   durationMs: number;
   /** The pending approval a refusal was recorded as (the first, when several), and how often it has been asked. */
   approval?: { id: number; count: number };
+  /** What the person should know of an allowed command (a first push: the CI workflows its branches start). */
+  note?: string;
 }
 
 export interface BridgeSandbox {
@@ -340,6 +345,8 @@ interface Outcome {
   reason?: string;
   exitCode: number;
   approval?: { id: number; count: number };
+  /** Kept in the audit row (AuditEvent.note). */
+  note?: string;
   /** Runs after the "exit" frame, still inside this sandbox's queue. */
   after?: () => Promise<void>;
 }
@@ -601,7 +608,9 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
         const h = had.find((x) => x.remoteRef === o.dst);
         return h && /^0+$/.test(h.remoteSha) ? [[createdMarker(remote, o.dst), o.sha]] : [];
       });
-      return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, [...tracking, ...created]) };
+      const note = await firstPushNote(g, out, deps.sandbox.name, deps.settings().pushRemote !== null).catch(() => undefined);
+      if (note) send({ t: "err", d: note.map((l) => `sbx: note: ${l}\n`).join("") });
+      return { decision: "allowed", exitCode: 0, ...(note ? { note: note.join("\n") } : {}), after: () => updateRefs(g, [...tracking, ...created]) };
     }
     return { decision: "allowed", exitCode: r.exitCode };
   };
@@ -712,6 +721,33 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
   closeVerdict(verdict);
   reader.end();
   return finish(r, stderr);
+}
+
+/**
+ * The sandbox's first push (once per gate): which CI workflows its pushed branches and tags start on the forge, with the
+ * repository's secrets (read from the pushed commits, which are what the forge runs), and the two ways out. Nothing when
+ * its pushes go to a fork (`--push-remote`), or nothing runs.
+ */
+async function firstPushNote(g: Gate, out: ReadonlyArray<{ dst: string; sha: string | null }>, name: string, toFork: boolean): Promise<string[] | undefined> {
+  if (existsSync(g.paths.pushNoted)) return undefined;
+  const noted = () => writeFileSync(g.paths.pushNoted, `${new Date().toISOString()}\n`, { mode: 0o600 });
+  if (toFork) {
+    noted();
+    return undefined;
+  }
+  const hits = new Map<string, string>();
+  const other = new Set<string>();
+  const reader = gateReader(g);
+  for (const o of out.slice(0, 8)) {
+    if (o.sha === null) continue;
+    const ref: PushRef = o.dst.startsWith("refs/tags/") ? { kind: "tag", name: o.dst.slice("refs/tags/".length) } : { kind: "branch", name: shortRef(o.dst) };
+    const w = await pushWorkflows(reader, o.sha, [ref], true);
+    for (const h of w.hits) if (!hits.has(h.path)) hits.set(h.path, h.why);
+    for (const p of w.other) other.add(p);
+  }
+  const note = pushWorkflowNote([...hits].map(([path, why]) => ({ path, why })), [...other], name);
+  noted();
+  return note.length ? note : undefined;
 }
 
 /** Per destination ref: did the sandbox ask for a forced update? (The early push forces them all.) */
