@@ -227,16 +227,18 @@ export async function hostRemotes(g: Gate): Promise<Record<string, string>> {
  * Commits the scan and the CI-file check may skip, because the user or the upstream already has them
  * (untrusted-by-origin): the tips of the host repo's refs the person made (`isUserRef`: not ref sync's
  * `refs/remotes/sandbox-*`, not an earlier sandbox's refs set aside under `refs/sbx-retired/*`, nothing of sbx's), and
- * the gate's `refs/remotes/*` (what the upstream was seen to have: fetched, or pushed after a clean scan). Nothing else
- * in the gate counts.
+ * the gate's `refs/remotes/<remote>/*` of the remote pushed to (what that upstream was seen to have: fetched, or pushed
+ * after a clean scan). What the sandbox fetched from another remote (a third party's repository) is not what this
+ * upstream has. Nothing else in the gate counts.
  * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo); git for-each-ref … refs/remotes/ (in the gate)
  */
-export async function knownTips(g: Gate): Promise<string[]> {
+export async function knownTips(g: Gate): Promise<(remote: string) => string[]> {
+  // Read before the policy has said which remote a push goes to (it overlaps the pack's arrival), judged per remote.
   const [a, b] = await Promise.all([
     run(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false }),
     run(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }),
   ]);
-  return trustedTips(a.stdout, b.stdout);
+  return (remote) => trustedTips(a.stdout, b.stdout, remote);
 }
 
 /**
@@ -249,8 +251,8 @@ export async function userTips(g: Gate): Promise<string[]> {
   return trustedTips(r.stdout, "");
 }
 
-/** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan may treat as known. */
-export function trustedTips(host: string, gate: string): string[] {
+/** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan of a push to `remote` may treat as known. */
+export function trustedTips(host: string, gate: string, remote?: string): string[] {
   const out = new Set<string>();
   for (const [text, isHost] of [[host, true], [gate, false]] as const) {
     for (const line of text.split("\n")) {
@@ -261,7 +263,7 @@ export function trustedTips(host: string, gate: string): string[] {
       if (!/^[0-9a-f]{40,64}$/.test(sha)) continue;
       // The gate's own refs count only as what the upstream has (its remotes' tracking refs); the host's only as the
       // person's own.
-      if (!isUserRef(ref) || (!isHost && !ref.startsWith("refs/remotes/"))) continue;
+      if (!isUserRef(ref) || (!isHost && (remote === undefined || !ref.startsWith(`refs/remotes/${remote}/`)))) continue;
       out.add(sha);
     }
   }

@@ -386,7 +386,7 @@ async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeR
   }
 }
 
-async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<string[]> | undefined, takeVerdict: () => Promise<Verdict>, indexing: Promise<void> | undefined): Promise<Outcome> {
+async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<(remote: string) => string[]> | undefined, takeVerdict: () => Promise<Verdict>, indexing: Promise<void> | undefined): Promise<Outcome> {
   // This request's switches, read once (`sbx bridge NAME` changes apply from the next request).
   const settings = settingsOf(deps);
   const ctx: PolicyContext = {
@@ -493,7 +493,7 @@ function shortRef(ref: string): string {
  * leaves) until the verdict: the secret scan (which is also the completeness check) passed, and every ref
  * is a fast-forward of what the remote has or the sandbox forced it. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox" | "secrets" | "ask"> & { settings: () => BridgeSettings }): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<(remote: string) => string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox" | "secrets" | "ask"> & { settings: () => BridgeSettings }): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
@@ -660,7 +660,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
         startPush();
         await deps.faults?.afterPushStarted?.(verdict);
       }
-      const tips = await tipsP;
+      const tips = (await tipsP)(remote);
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
       // The fast-forward check of the early push runs beside it, once the hook has said what the remote has.
       const ended = pushing!.then(() => [] as HookRef[]);

@@ -76,6 +76,28 @@ describe("untrusted-by-origin: what sbx keeps for a sandbox is not the user's", 
   });
 });
 
+describe("untrusted-by-origin: what the upstream has is judged per upstream", () => {
+  test("commits the sandbox fetched from another remote (a third party's CI change) are checked when pushed to origin", async () => {
+    // The host repo also tracks a third party's repository, which the person never fetched.
+    const other = await h.upstream.createRepo("vendor");
+    await git(h.host, "remote", "add", "vendor", h.upstream.repoUrl("vendor"));
+    await git(h.clone, "remote", "add", "vendor", h.upstream.repoUrl("vendor"));
+    const url = h.upstream.repoUrl("vendor").replace("http://", `http://x:${h.token}@`);
+    const side = join(h.root, "vendor-work");
+    await git(h.root, "init", "-q", "-b", "main", side);
+    const theirs = await commitOn(side, "main", { ".github/workflows/theirs.yml": "on: push\njobs: {}\n", "lib.txt": "x\n" }, "vendor's CI");
+    await git(side, "push", "-q", url, "main");
+    expect(await refIn(other, "refs/heads/main")).toBe(theirs);
+    // The sandbox fetches it through the bridge (the gate now knows what vendor has) and pushes it to origin.
+    expect((await h.shim(["fetch", "vendor"])).code).toBe(0);
+    await git(h.clone, "checkout", "-q", "-B", "vendored", theirs);
+    const r = await h.shim(["push", "origin", "vendored:sbx/demo/vendored"]);
+    expect(r.stderr).toContain("CI or automation files (.github/workflows/theirs.yml)");
+    expect(r.code).toBe(77);
+    expect(await refIn(h.upstreamRepo, "refs/heads/sbx/demo/vendored")).toBe("");
+  }, 30_000);
+});
+
 describe("untrusted-by-origin: a fetch is cut by what the sandbox has, never by another sandbox's refs", () => {
   test("an upstream commit only another sandbox's ref reaches on the host still comes in the fetch", async () => {
     // A colleague pushes U upstream; sandbox "other" fetched it and ref sync copied its branch to the host.
@@ -96,5 +118,5 @@ describe("untrusted-by-origin: a fetch is cut by what the sandbox has, never by 
     expect(r.code).toBe(0);
     expect(await git(own, "rev-parse", "refs/remotes/origin/colleague-work")).toBe(u);
     expect(await git(own, "cat-file", "-t", u)).toBe("commit");
-  });
+  }, 30_000);
 });

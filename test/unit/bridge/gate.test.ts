@@ -84,7 +84,10 @@ describe("gate git", () => {
       `${f} refs/sbx-anything/x`,
     ].join("\n");
     const gate = `${d} refs/remotes/origin/x\n${e} refs/heads/label\n${e} refs/tags/v1\n${e} refs/remotes/sandbox-demo/x\n${e} refs/sbx-created/origin/heads/x\nnot-a-sha refs/remotes/y\n`;
-    expect(trustedTips(host, gate).sort()).toEqual([a, c, d]);
+    expect(trustedTips(host, gate, "origin").sort()).toEqual([a, c, d]);
+    // What the gate fetched of another remote is what that remote has, not the one pushed to.
+    expect(trustedTips(host, gate, "fork").sort()).toEqual([a, c]);
+    expect(trustedTips(host, gate).sort()).toEqual([a, c]);
   });
 });
 
