@@ -8,14 +8,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeExec } from "../../fakes/exec";
 import { createBridgeApp } from "../../../src/bridge/server";
-import { NO_BRIDGE_SETTINGS, parseSubject, subjectText, withApproval, type BridgeSettings, type BridgeSubject } from "../../../src/core/bridge-settings";
+import { bridgeSettingsOf, describeSubject, NO_BRIDGE_SETTINGS, parseSubject, subjectText, withApproval, type BridgeSettings, type BridgeSubject } from "../../../src/core/bridge-settings";
+import { PolicyService } from "../../../src/policy/service";
+import { Store } from "../../../src/store/store";
 
 const roots: string[] = [];
 afterAll(() => roots.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 type Frame = { t: string; d?: string; code?: number };
 
-function setup(initial: BridgeSettings = NO_BRIDGE_SETTINGS, remotes = "remote.origin.url https://github.com/acme/widgets.git\n") {
+function setup(initial: BridgeSettings = NO_BRIDGE_SETTINGS, remotes = "remote.origin.url https://github.com/acme/widgets.git\n", hooks: { settings?: () => BridgeSettings; ask?: (s: BridgeSubject, reason: string) => { id: number; count: number } } = {}) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-ghw-")));
   roots.push(root);
   const ws = join(root, "clone");
@@ -33,10 +35,10 @@ function setup(initial: BridgeSettings = NO_BRIDGE_SETTINGS, remotes = "remote.o
     secrets: () => ({ GH_TOKEN: "ghp_hostTokenValue123456" }),
     audit: () => undefined,
     exec,
-    settings: () => settings,
-    ask: (s) => {
+    settings: hooks.settings ?? (() => settings),
+    ask: (s, reason) => {
       asked.push(s);
-      return { id: asked.length, count: 1 };
+      return hooks.ask?.(s, reason) ?? { id: asked.length, count: 1 };
     },
   });
   const call = async (args: string[], branch = "sbx/demo/feature"): Promise<{ frames: Frame[]; code: number | undefined; err: string }> => {
@@ -181,5 +183,28 @@ describe("least-privilege: gh changes only what the sandbox opened; anything els
     expect((await call(["pr", "edit", "21", "--title", "y"])).code).toBe(0);
     expect(asked).toEqual([]);
     exec.assertDone();
+  });
+
+  test("through the approvals queue: the person allows it once (sbx approvals allow N), and the next change of that PR runs", async () => {
+    const store = new Store(":memory:");
+    const id = store.createSandbox({ name: "demo", repo: "/r", backend: "docker" }).id;
+    const { call, exec } = setup(NO_BRIDGE_SETTINGS, undefined, {
+      settings: () => bridgeSettingsOf(store.getSandbox(id)!.identity),
+      ask: (subject, reason) => {
+        const a = store.recordPending(id, subjectText(subject), 0, reason, "bridge")!;
+        return { id: a.id, count: a.count };
+      },
+    });
+    const r = await call(["pr", "close", "8"]);
+    expect(r.code).toBe(77);
+    const [a] = store.listApprovals({ state: "pending" });
+    expect([a!.kind, a!.host]).toEqual(["bridge", "gh github.com/acme/widgets#8"]);
+    expect(describeSubject(a!.host)).toContain("github.com/acme/widgets#8");
+    new PolicyService({ store }).decide(a!.id, "allow-sandbox", "test");
+    expect(bridgeSettingsOf(store.getSandbox(id)!.identity).ghTargets).toEqual(["github.com/acme/widgets#8"]);
+    exec.expect((x) => x[0] === "gh", { stdout: "" });
+    expect((await call(["pr", "close", "8"])).code).toBe(0);
+    exec.assertDone();
+    store.close();
   });
 });
