@@ -34,9 +34,10 @@ function escape(s: string): string {
 /**
  * Pure: what a successful `gh pr create`, `gh issue create` or `gh gist create` made, from its stdout. gh prints the new
  * thing's URL and nothing else there; anything more (a dry run's preview, which carries the sandbox's own title and
- * body) is not taken, nor a URL of another repository.
+ * body) is not taken, nor a URL of another repository. Only the number counts, never the pull request's branch: gh
+ * picks a branch's pull request itself, and a colleague may have another open from the same branch.
  */
-export function createdKeys(host: string, repo: string, group: string, stdout: string, head?: string): string[] {
+export function createdKeys(host: string, repo: string, group: string, stdout: string): string[] {
   const lines = stdout.split("\n").map((l) => l.trim()).filter((l) => l !== "");
   if (lines.length !== 1) return [];
   const url = lines[0]!;
@@ -47,7 +48,5 @@ export function createdKeys(host: string, repo: string, group: string, stdout: s
   const what = group === "pr" ? "pull" : "issues";
   const m = new RegExp(`^https://${escape(host)}/${escape(repo)}/${what}/([1-9]\\d{0,8})$`, "i").exec(url);
   if (!m) return [];
-  const keys = [ghTargetKey(host, repo, { kind: "number", id: m[1]! })];
-  if (group === "pr" && head !== undefined) keys.push(ghTargetKey(host, repo, { kind: "head", id: head }));
-  return keys.filter((k) => GH_TARGET.test(k));
+  return [ghTargetKey(host, repo, { kind: "number", id: m[1]! })].filter((k) => GH_TARGET.test(k));
 }

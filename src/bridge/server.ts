@@ -981,18 +981,13 @@ async function runGh(
   const extra: string[] = [];
   if (plan.group === "repo") tail.splice(0, tail.length, "--", repoArg);
   else if (plan.group !== "api" && plan.group !== "gist") extra.push("--repo", repoArg);
-  let prHead: string | undefined;
-  if (plan.group === "pr" && plan.sub === "create") {
-    const given = head.findIndex((a) => a === "--head" || a.startsWith("--head="));
-    if (given === -1) {
-      if (!req.branch || !isSafeRefName(req.branch)) return refuse("gh pr create: not on a branch; pass --head <branch>");
-      // Its pushes go to a fork (--push-remote): the pull request's head is the fork's branch.
-      const fork = settings.pushRemote ? ctx.remotes[settings.pushRemote] : undefined;
-      const forkRepo = fork ? forgeRepo(fork) : undefined;
-      const owner = forkRepo && forkRepo.host === forge.host && forkRepo.path !== forge.path ? forkRepo.path.split("/")[0] : undefined;
-      extra.push(`--head=${owner ? `${owner}:` : ""}${req.branch}`);
-      prHead = req.branch;
-    } else prHead = head[given] === "--head" ? head[given + 1] : head[given]!.slice("--head=".length);
+  if (plan.group === "pr" && plan.sub === "create" && !head.some((a) => a === "--head" || a.startsWith("--head="))) {
+    if (!req.branch || !isSafeRefName(req.branch)) return refuse("gh pr create: not on a branch; pass --head <branch>");
+    // Its pushes go to a fork (--push-remote): the pull request's head is the fork's branch.
+    const fork = settings.pushRemote ? ctx.remotes[settings.pushRemote] : undefined;
+    const forkRepo = fork ? forgeRepo(fork) : undefined;
+    const owner = forkRepo && forkRepo.host === forge.host && forkRepo.path !== forge.path ? forkRepo.path.split("/")[0] : undefined;
+    extra.push(`--head=${owner ? `${owner}:` : ""}${req.branch}`);
   }
   // A config dir of its own for this call, 0700 in the host-owned gate dir, gone when gh is.
   const configDir = mkdtempSync(join(g.paths.home, "gh-"));
@@ -1009,7 +1004,7 @@ async function runGh(
     });
     // What it opened, it may change later without asking (never from a dry run, whose preview is the sandbox's text).
     if (plan.acts === "creates" && r.exitCode === 0 && !plan.args.includes("--dry-run")) {
-      recordCreated(g.paths.ghCreated, createdKeys(forge.host, forge.path, plan.group, r.stdout, prHead && isSafeRefName(prHead) ? prHead : undefined));
+      recordCreated(g.paths.ghCreated, createdKeys(forge.host, forge.path, plan.group, r.stdout));
     }
     return out(r);
   } finally {

@@ -101,19 +101,30 @@ describe("least-privilege: gh changes only what the sandbox opened; anything els
     expect(asked).toEqual([]);
   });
 
-  test("what it opened (a PR, an issue) it may change, by number, #number or the PR's branch", async () => {
+  test("what it opened (a PR, an issue) it may change, by number or #number", async () => {
     const { call, exec, asked, ghRuns } = setup();
     exec.expect((a) => a[0] === "gh" && a[2] === "create", { stdout: "https://github.com/acme/widgets/pull/12\n" });
     expect((await call(["pr", "create", "--title", "mine", "--body", "b"])).code).toBe(0);
     exec.expect((a) => a[0] === "gh" && a[1] === "issue" && a[2] === "create", { stdout: "https://github.com/acme/widgets/issues/13\n" });
     expect((await call(["issue", "create", "--title", "mine too", "--body", "b"])).code).toBe(0);
     exec.always((a) => a[0] === "gh", { stdout: "" });
-    for (const args of [["pr", "comment", "12", "--body", "x"], ["pr", "edit", "#12", "--title", "y"], ["issue", "comment", "12", "--body", "z"], ["pr", "close", "sbx/demo/feature"], ["issue", "comment", "13", "--body", "w"]]) {
+    for (const args of [["pr", "comment", "12", "--body", "x"], ["pr", "edit", "#12", "--title", "y"], ["issue", "comment", "12", "--body", "z"], ["issue", "comment", "13", "--body", "w"]]) {
       const r = await call(args);
       expect([args.join(" "), r.code]).toEqual([args.join(" "), 0]);
     }
     expect(asked).toEqual([]);
-    expect(ghRuns()).toBe(7);
+    expect(ghRuns()).toBe(6);
+  });
+
+  test("a branch is not what it opened: gh picks a branch's PR itself, which may be a colleague's", async () => {
+    const { call, exec, asked, ghRuns } = setup();
+    // A new PR from a colleague's branch (to another base) is the sandbox's; the colleague's own PR from it is not.
+    exec.expect((a) => a[0] === "gh" && a[2] === "create", { stdout: "https://github.com/acme/widgets/pull/30\n" });
+    expect((await call(["pr", "create", "--head", "colleague-branch", "--base", "other", "--title", "t", "--body", "b"])).code).toBe(0);
+    expect((await call(["pr", "close", "colleague-branch"])).code).toBe(77);
+    expect((await call(["pr", "close", "sbx/demo/feature"])).code).toBe(77);
+    expect(asked).toEqual([{ kind: "gh", target: "github.com/acme/widgets:colleague-branch" }, { kind: "gh", target: "github.com/acme/widgets:sbx/demo/feature" }]);
+    expect(ghRuns()).toBe(1);
   });
 
   test("a URL the sandbox wrote into a dry run's preview is not taken for a PR it opened", async () => {
