@@ -548,12 +548,14 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
   // What the user protects, decided before anything goes out: forced updates of protected branches, deleting what this
   // sandbox did not create (CI files are checked once the commits are in, below).
   const allowed = new Set(settings.allow);
-  if (!allowed.has("force-push") && (lease || out.some((o) => o.force))) {
+  // A forced update or a deletion of a protected branch: what force-push lifts (--allow delete alone does not).
+  if (!allowed.has("force-push") && (lease || out.some((o) => o.force || o.sha === null))) {
     const def = await defaultBranchOf(g, remote);
     for (const o of out) {
-      if (!(o.force || lease) || o.sha === null || !o.dst.startsWith("refs/heads/")) continue;
+      if (!(o.force || lease || o.sha === null) || !o.dst.startsWith("refs/heads/")) continue;
       const b = o.dst.slice("refs/heads/".length);
-      if (isProtectedBranch(b, def, settings)) return refuse(notAllowed(`a forced push to ${b} (protected${b === def ? ": the default branch" : ""}) is refused`, "force-push", deps.sandbox.name));
+      const what = o.sha === null ? "deleting" : "a forced push to";
+      if (isProtectedBranch(b, def, settings)) return refuse(notAllowed(`${what} ${b} (protected${b.toLowerCase() === def?.toLowerCase() ? ": the default branch" : ""}) is refused`, "force-push", deps.sandbox.name));
     }
   }
   if (!allowed.has("delete")) {

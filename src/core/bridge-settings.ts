@@ -8,7 +8,7 @@ export type BridgeAllow = (typeof BRIDGE_ALLOWS)[number];
 /** What each switch lets the sandbox do (for help and refusals). */
 export const ALLOW_MEANS: Record<BridgeAllow, string> = {
   "push-anywhere": "push to any branch or tag, not only under its prefix (sbx/<name>/) or one allowed with --allow-push",
-  "force-push": "force-push (or lease) to a protected branch: the default branch, main, master, or one named with --protect",
+  "force-push": "force-push (or lease) to, or delete, a protected branch: the default branch, main, master, or one named with --protect",
   delete: "delete a branch or tag on the remote that this sandbox did not create",
   "ci-files": "push commits that change CI or automation files (.github/workflows, .gitea and .forgejo workflows, .gitlab-ci.yml, bitbucket-pipelines.yml, Jenkinsfile, CODEOWNERS, …)",
   "gh-api": "run `gh api` (GET of this repository's paths only)",
@@ -190,10 +190,14 @@ export function globMatch(pattern: string, name: string): boolean {
   return new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, "[^/]*")}$`).test(name);
 }
 
-/** Whether `branch` is protected: the remote's default branch, main, master, or a `protect` pattern. */
+/**
+ * Whether `branch` is protected: the remote's default branch, main, master, or a `protect` pattern, in any letter case (a
+ * server on a case-folding filesystem keeps `refs/heads/Main` and `refs/heads/main` as one file).
+ */
 export function isProtectedBranch(branch: string, defaultBranch: string | undefined, settings: BridgeSettings): boolean {
-  if (branch === defaultBranch || branch === "main" || branch === "master") return true;
-  return settings.protect.some((p) => globMatch(p, branch));
+  const b = branch.toLowerCase();
+  if (b === defaultBranch?.toLowerCase() || b === "main" || b === "master") return true;
+  return settings.protect.some((p) => globMatch(p.toLowerCase(), b));
 }
 
 /** Where a sandbox's own branches go on the remote: `sbx/<name>/` unless set. */
