@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeExec } from "../../fakes/exec";
 import { createBridgeApp } from "../../../src/bridge/server";
+import { GH_COMMANDS, GH_GIST } from "../../../src/bridge/policy";
 import { bridgeSettingsOf, describeSubject, NO_BRIDGE_SETTINGS, parseSubject, subjectText, withApproval, type BridgeSettings, type BridgeSubject } from "../../../src/core/bridge-settings";
 import { PolicyService } from "../../../src/policy/service";
 import { Store } from "../../../src/store/store";
@@ -217,5 +218,14 @@ describe("least-privilege: gh changes only what the sandbox opened; anything els
     expect((await call(["pr", "close", "8"])).code).toBe(0);
     exec.assertDone();
     store.close();
+  });
+
+  test("every gh subcommand the bridge runs says what it does to the forge; the reads are exactly these", () => {
+    const reads: string[] = [];
+    for (const [group, subs] of [...Object.entries(GH_COMMANDS), ["gist", GH_GIST] as const]) {
+      for (const [sub, spec] of Object.entries(subs)) if (!spec.acts) reads.push(`${group} ${sub}`);
+    }
+    // A new subcommand that changes anything must say so (acts), or this list grows and a reviewer sees it.
+    expect(reads.sort()).toEqual(["gist list", "gist view", "issue list", "issue status", "issue view", "pr checks", "pr diff", "pr list", "pr status", "pr view", "repo view", "run list", "run view", "run watch"]);
   });
 });
