@@ -10,6 +10,7 @@ import type { Exec, ExecResult } from "../sys/exec";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
 import { branchPrefix, ghTargetKey, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
+import { remoteHosts } from "../core/credential-scope";
 import { createdKeys, readCreated, recordCreated } from "./gh-created";
 import { pushWorkflowNote, type PushRef } from "../core/push-workflows";
 import { pushWorkflows } from "../workspace/push-workflows";
@@ -40,6 +41,7 @@ import {
   scanNew,
   scratchDir,
   tokenFor,
+  withheldText,
   updateRefs,
   type Gate,
   type GateSsh,
@@ -414,8 +416,13 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   const d = decideGit(req.args, req.cwd, ctx);
   if (!d.ok) return refuse(d.reason);
   let plan = d.plan;
-  // The token goes only to the host repo's own remotes: a URL the sandbox named that is not one of them gets none.
-  let token = plan.own ? tokenFor(plan.url, deps.secrets()) : undefined;
+  // The token goes only to the host repo's own remotes (and repositories the user added): a URL the sandbox named that is
+  // not one of them gets none, and a fallback token (GIT_TOKEN) only a host of those remotes (credential-scope).
+  const ownHosts = remoteHosts(Object.values(ctx.remotes));
+  const choice = plan.own ? tokenFor(plan.url, deps.secrets(), ownHosts) : { name: null };
+  let token = choice.name !== null ? choice.value : undefined;
+  // Nothing is sent with it; the request goes on as anyone's would (a public repository is read), and says why.
+  if (choice.name === null && choice.withheld && plan.ssh === undefined) send({ t: "err", d: `sbx: ${withheldText(choice.withheld, plan.url, ownHosts)}\n` });
   // An ssh remote: over https with the token where the host has one for that forge, else over ssh with the host's
   // ssh and agent (no token then).
   if (plan.ssh !== undefined && (token === undefined || plan.url === plan.ssh)) {
@@ -952,7 +959,9 @@ async function runGh(
       });
     }
   }
-  const token = tokenFor(`https://${forge.host}/`, deps.secrets());
+  const ownHosts = remoteHosts(Object.values(ctx.remotes));
+  const choice = tokenFor(`https://${forge.host}/`, deps.secrets(), ownHosts);
+  const token = choice.name !== null ? choice.value : undefined;
   const tokenName = suggestedTokenName(`https://${forge.host}/`);
   if (plan.group === "auth") {
     if (!token) {
@@ -962,7 +971,7 @@ async function runGh(
     send({ t: "out", d: `${forge.host}\n  ✓ Logged in to ${forge.host} through the sbx bridge: the token stays on the host, gh runs there for ${forge.path}\n` });
     return { decision: "allowed", exitCode: 0 };
   }
-  if (!token) return refuse(`no token for ${forge.host} on the host: run \`sbx secret set ${tokenName}\` there`);
+  if (!token) return refuse(choice.name === null && choice.withheld ? withheldText(choice.withheld, `https://${forge.host}/`, ownHosts) : `no token for ${forge.host} on the host: run \`sbx secret set ${tokenName}\` there`);
   let stdin: Uint8Array | undefined;
   if (plan.bodyFile !== undefined) {
     const body = readNamedFile(plan.bodyFile, deps.sandbox.workspace, 1024 * 1024);

@@ -71,7 +71,7 @@ export function bridgeSettingsOf(identity: Record<string, unknown>): BridgeSetti
  * What a push must not change by default: what runs with the repository's own credentials on a forge or CI service,
  * and who must approve changes. Directories count at the repository's root, where the services read them; file names
  * count in any directory (a Jenkinsfile, a GitLab child pipeline, a composite action, a CODEOWNERS are read wherever a
- * job or a setting names them). Lower case: paths are compared folded (see `canonicalPath`).
+ * job or a setting names them). Lower case: paths are compared folded (see `foldedPath`).
  */
 export const CI_DIRS: readonly string[] = [
   ".github/workflows/", // GitHub Actions
@@ -165,7 +165,7 @@ const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
  * A repo path as a case-folding filesystem would take it: lower case, without the code points HFS+ ignores, each
  * segment without the trailing dots and spaces Windows drops. Pure.
  */
-export function canonicalPath(path: string): string {
+export function foldedPath(path: string): string {
   return path
     .normalize("NFC")
     .replace(HFS_IGNORED, "")
@@ -177,7 +177,7 @@ export function canonicalPath(path: string): string {
 
 /** Whether a repo path is a CI or automation file (a dir entry covers what is under it), in any spelling. Pure. */
 export function isCiPath(path: string): boolean {
-  const p = canonicalPath(path);
+  const p = foldedPath(path);
   // A path that is a CI dir or one of its parents (`.github` itself) can change only as a symlink or a submodule in
   // that place, through which a forge may read what it points at.
   if (CI_DIRS.some((d) => p.startsWith(d) || d.startsWith(`${p}/`))) return true;
