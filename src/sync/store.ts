@@ -14,6 +14,7 @@ import { SbxError } from "../core/errors";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "./git-argv";
 import { packObjectCount } from "./sandbox-git";
+import { isUserRef } from "../core/user-refs";
 
 /** The store of sandbox `name` in `repo`. Pure. */
 export function storeDir(repo: string, name: string): string {
@@ -35,11 +36,6 @@ export const RETIRED = "_retired";
 /** The retired store of `repo`. Pure. */
 export function retiredStoreDir(repo: string): string {
   return join(repo, ".git", "sbx", `${RETIRED}.git`);
-}
-
-/** The host refs that are the person's own (what sandboxes see and promotion follows): all but sbx's. Pure. */
-export function isUserRef(ref: string): boolean {
-  return !ref.startsWith("refs/remotes/sandbox-") && !ref.startsWith("refs/sbx-retired/");
 }
 
 const SEEN = "refs/sbx-seen/";
