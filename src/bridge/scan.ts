@@ -10,8 +10,10 @@ import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding
  * --full-index: whole blob ids, for the binary files a combined diff will not show as text.
  * --no-textconv/--no-ext-diff: no driver runs; --no-renames: a renamed file's lines all count as added.
  * --no-decorate/--no-show-signature: nothing but the commit line before the headers.
+ * --ignore-missing (before --stdin, which reads at once): a known tip (^oid) the gate cannot see cuts nothing instead of
+ * failing the push; a pushed tip it cannot see is refused by the caller (the log does not show it).
  */
-export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--stdin"] as const;
+export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--ignore-missing", "--stdin"] as const;
 
 /** Where a finding outside a file's lines was: shown in place of the file name. */
 export const COMMIT_MESSAGE = "commit message";

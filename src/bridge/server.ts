@@ -31,6 +31,8 @@ import {
   hostRemotes,
   indexPack,
   knownTips,
+  MissingObject,
+  setViewTips,
   userTips,
   listRefs,
   makeBundle,
@@ -178,7 +180,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
   const app = new Hono();
   const path = deps.path ?? DEFAULT_PATH;
   let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(ready) : undefined;
-  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv, deps.ssh).catch((e) => {
+  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv, deps.ssh, deps.sandbox.name).catch((e) => {
     gateP = undefined;
     throw e;
   }));
@@ -594,7 +596,8 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
     }
     refspecs.push(`${o.force && !lease ? "+" : ""}${o.sha}:${o.dst}`);
   }
-  const incomplete = (e: unknown) => refuse(`the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
+  const incomplete = (e: unknown) =>
+    refuse(e instanceof MissingObject ? missingText(e) : `the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
   const pushArgs = (specs: string[]) => [...args, plan.url, ...specs];
   // What the remote had before (the pre-push hook says), to record the refs this push creates.
   let before: Promise<HookRef[]> = Promise.resolve([]);
@@ -733,6 +736,18 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
 }
 
 /**
+ * Pure: a person's (and an agent's) words for a push that needs what it did not send and cannot see: the gate sees the
+ * host repo's own objects and this sandbox's own synced commits, never another sandbox's or a removed one's
+ * (sandboxes-apart), so a commit built on one, or a tree naming one's file, is not pushed through this sandbox.
+ */
+export function missingText(m: MissingObject): string {
+  const why = "a push carries what this sandbox sends, the host repository's own objects and this sandbox's own synced commits, never another sandbox's (or a removed sandbox's) work";
+  const then = "Push commits made here or on the person's branches; if it is on a branch the person just made, push again once sbx has synced it.";
+  if (m.kind === "delta bases") return `the pack sent for this push has ${m.oid} delta${m.oid === "1" ? "" : "s"} against objects it did not send and this sandbox cannot see: ${why}.\n${then}`;
+  return `this push needs ${m.kind} ${m.oid}${m.of ? ` (a parent of ${m.of})` : ""}, which it did not send and this sandbox cannot see: ${why}.\n${then}`;
+}
+
+/**
  * The sandbox's first push (once per gate): which CI workflows its pushed branches and tags start on the forge, with the
  * repository's secrets (read from the pushed commits, which are what the forge runs), and the two ways out. Nothing when
  * its pushes go to a fork (`--push-remote`), or nothing runs.
@@ -796,6 +811,9 @@ async function fetch(g: Gate, plan: GitPlan, req: BridgeRequest, token: string |
   const args = ["fetch", "--no-tags", "--no-write-fetch-head"];
   for (const [n] of plan.options) if (["--quiet", "--verbose", "--progress", "--no-progress", "--ipv4", "--ipv6"].includes(n)) args.push(n);
   if (prune && branches.length === 0) args.push("--prune");
+  // What the remote is told the gate has: the person's tips it can read (the host view's refs, ALTERNATE_REFS).
+  const mine = await userTips(g);
+  setViewTips(g, mine);
   // The gate's own "[new branch]" lines describe the gate, not the sandbox: the shim prints its own.
   const r = await remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], () => undefined);
   if (r.exitCode !== 0) {
@@ -811,9 +829,9 @@ async function fetch(g: Gate, plan: GitPlan, req: BridgeRequest, token: string |
   send({ t: "refs", remote, url: plan.url, refs, prune: prune && branches.length === 0 });
   // Exclude what the sandbox has: its own tips, and what the person's refs reach (it sees the host's objects, and
   // promotion puts there what those refs reach of a store). Another sandbox's refs on the host (`sandbox-*`, retired)
-  // reach objects in that sandbox's store, which this one never sees: they cut nothing (untrusted-by-origin).
-  const haves = await present(g, req.haves ?? []);
-  const exclude = [...new Set([...haves, ...(await userTips(g))])];
+  // reach objects in that sandbox's store, which this one never sees: they cut nothing (untrusted-by-origin). Each as
+  // far as the gate sees it (a person's ref on a store's commit not yet promoted is not seen: sandboxes-apart).
+  const exclude = await present(g, [...new Set([...(req.haves ?? []), ...mine])]);
   const bundle = Object.keys(refs).length ? await makeBundle(g, Object.keys(refs), exclude) : null;
   if (bundle) for (let i = 0; i < bundle.length; i += BUNDLE_CHUNK) send({ t: "bundle", d: Buffer.from(bundle.subarray(i, i + BUNDLE_CHUNK)).toString("base64") });
   return { decision: "allowed", exitCode: 0 };
@@ -1055,7 +1073,7 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
   // FIFO whose push is held or already gave up, partial bundles): gone, so nothing can wait on them.
   rmSync(gatePaths(o.gateDir).tmp, { recursive: true, force: true });
   // The gate is made before the socket answers, so the first push pays nothing for it.
-  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH, o.tlsEnv, o.ssh);
+  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH, o.tlsEnv, o.ssh, o.sandbox.name);
   const spare = new SpareVerdict(() => openVerdict(gate));
   spare.fill();
   const app = createBridgeApp(o, gate, spare);
