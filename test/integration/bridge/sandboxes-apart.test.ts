@@ -209,6 +209,16 @@ describe("sandboxes-apart: a push never carries another sandbox's objects", () =
     expect(await upstreamHas(R)).toBe(false);
   });
 
+  test("an annotated tag of another sandbox's commit, sent without it, is refused naming that commit", async () => {
+    const tag = await inCraft(["hash-object", "-t", "tag", "-w", "--stdin"], `object ${P}\ntype commit\ntag sbx/demo/stolen-tag\ntagger ${IDENT}\n\nthe other sandbox's work, by id\n`);
+    const r = await rawPush(tag, "refs/tags/sbx/demo/stolen-tag", await packOf([tag]));
+    expect(r.code).toBe(77);
+    expect(r.text).toContain(P);
+    expect(r.text).toContain("which it did not send");
+    expect(await refIn(h.upstreamRepo, "refs/tags/sbx/demo/stolen-tag")).toBe("");
+    expect(await upstreamHas(P)).toBe(false);
+  });
+
   test("this sandbox's own synced commits (its store) are seen: a commit on one, sent without it, is pushed", async () => {
     const b = await blob("on this sandbox's own synced work\n");
     const t = await tree({ "y.txt": b });
