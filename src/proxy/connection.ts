@@ -196,7 +196,10 @@ export class ClientConnection implements ClientSide {
     this.leave("deciding");
     this.s.pause();
     const auth = parseAuthority(head.target);
-    if (!auth) return void endWith(this.s, badRequest("sbx proxy: a CONNECT names host:port (or [v6]:port).\n", true));
+    if (!auth) {
+      this.st = "closing";
+      return endWith(this.s, badRequest("sbx proxy: a CONNECT names host:port (or [v6]:port).\n", true));
+    }
     // What came after the head is the tunnel's first bytes.
     const first = this.buf;
     this.buf = Buffer.alloc(0);
