@@ -7,6 +7,7 @@ import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "./archive";
 import { isSshUrl } from "./policy";
+import { forgeTokenFor, forgeTokenNames, type ForgeTokenChoice } from "../core/credential-scope";
 import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown, type UnshownBlob } from "./scan";
 
 export interface GatePaths {
@@ -122,26 +123,30 @@ export function credentialHost(url: string): string {
   return (m?.[1] ?? "").toLowerCase();
 }
 
-/** The names a URL's token may have, in the order the bridge looks: GIT_TOKEN_<HOST>, the forge's usual name, GIT_TOKEN. Pure. */
-export function tokenNames(url: string): string[] {
-  const host = credentialHost(url);
-  const specific = `GIT_TOKEN_${host.replace(/[^a-z0-9]/gi, "_").toUpperCase()}`;
-  const bare = host.replace(/:\d+$/, "");
-  if (bare === "github.com") return [specific, "GH_TOKEN", "GITHUB_TOKEN", "GIT_TOKEN"];
-  if (bare === "gitlab.com") return [specific, "GITLAB_TOKEN", "GIT_TOKEN"];
-  return [specific, "GIT_TOKEN"];
+/**
+ * The names a URL's token may have, in the order the bridge looks: GIT_TOKEN_<HOST>, the forge's usual names, and
+ * GIT_TOKEN only for a host of the host repo's own remotes (`ownHosts`): core/credential-scope.ts. Pure.
+ */
+export function tokenNames(url: string, ownHosts: ReadonlySet<string>): string[] {
+  return forgeTokenNames(credentialHost(url), ownHosts);
 }
 
 /** The name to tell a person to set for a URL's token: the forge's usual one, or GIT_TOKEN_<HOST> for other hosts. Pure. */
 export function suggestedTokenName(url: string): string {
-  const [specific, usual] = tokenNames(url);
-  return usual === "GIT_TOKEN" ? specific! : usual!;
+  const [specific, usual] = forgeTokenNames(credentialHost(url), new Set());
+  return usual ?? specific!;
 }
 
-/** Which host secret is the git token for a URL: the first of tokenNames that is set. */
-export function tokenFor(url: string, secrets: Record<string, string>): string | undefined {
-  const name = tokenNames(url).find((n) => secrets[n]);
-  return name === undefined ? undefined : secrets[name];
+/** The git token for a URL (the first of tokenNames that is set), or none, naming a fallback withheld from this host. */
+export function tokenFor(url: string, secrets: Readonly<Record<string, string>>, ownHosts: ReadonlySet<string>): ForgeTokenChoice {
+  return forgeTokenFor(credentialHost(url), secrets, ownHosts);
+}
+
+/** Pure: a person's words for a fallback token withheld from a host, and what to set instead. */
+export function withheldText(name: string, url: string, ownHosts: ReadonlySet<string>): string {
+  const host = credentialHost(url);
+  const own = [...ownHosts].sort().join(", ") || "none";
+  return `${name} is not sent to ${host}: it is for the hosts of the host repository's own remotes (${own}); for ${host} set its own token on the host: sbx secret set ${suggestedTokenName(url)}`;
 }
 
 export interface Gate {

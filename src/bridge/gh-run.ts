@@ -2,7 +2,8 @@
 // the one call, and what a gh argument names of the sandbox's files read once, by descriptor.
 import { closeSync, constants as fsConstants, fstatSync, mkdtempSync, openSync, readlinkSync, readSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { suggestedTokenName, tokenFor } from "./gate";
+import { remoteHosts } from "../core/credential-scope";
+import { suggestedTokenName, tokenFor, withheldText } from "./gate";
 import type { Job, Outcome } from "./job";
 import { isSafeRefName, type GhPlan, type PolicyContext } from "./policy";
 
@@ -115,7 +116,9 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
   const url = plan.repo ?? ctx.remotes.origin ?? Object.values(ctx.remotes)[0];
   const forge = url ? forgeRepo(url) : undefined;
   if (!forge) return refuse("the host repository has no forge remote (https://host/owner/repo or git@host:owner/repo), so gh has nothing to act on");
-  const token = tokenFor(`https://${forge.host}/`, deps.secrets());
+  const ownHosts = remoteHosts(Object.values(ctx.remotes));
+  const choice = tokenFor(`https://${forge.host}/`, deps.secrets(), ownHosts);
+  const token = choice.name !== null ? choice.value : undefined;
   const tokenName = suggestedTokenName(`https://${forge.host}/`);
   if (plan.group === "auth") {
     if (!token) {
@@ -125,7 +128,7 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
     send({ t: "out", d: `${forge.host}\n  ✓ Logged in to ${forge.host} through the sbx bridge: the token stays on the host, gh runs there for ${forge.path}\n` });
     return { decision: "allowed", exitCode: 0 };
   }
-  if (!token) return refuse(`no token for ${forge.host} on the host: run \`sbx secret set ${tokenName}\` there`);
+  if (!token) return refuse(choice.name === null && choice.withheld ? withheldText(choice.withheld, `https://${forge.host}/`, ownHosts) : `no token for ${forge.host} on the host: run \`sbx secret set ${tokenName}\` there`);
   let stdin: Uint8Array | undefined;
   if (plan.bodyFile !== undefined) {
     const body = readNamedFile(plan.bodyFile, deps.sandbox.workspace, 1024 * 1024);

@@ -1,5 +1,6 @@
 // The command bridge's policy as data: which git/gh subcommands and options a sandbox may ask the host to run.
 import type { BridgeSubject } from "../core/bridge-settings";
+import { canonicalPath } from "../core/credential-scope";
 
 /** What an option does with the next argument. */
 type Arg = "none" | "value" | "optional" | "path";
@@ -517,6 +518,11 @@ export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): D
   if (/^https?:\/\//i.test(arg)) {
     if (/[\s\x00-\x1f]/.test(arg)) return deny("URL contains control characters");
     if (/^https?:\/\/[^\/]*@/i.test(arg)) return deny("URLs with credentials in them are refused");
+    // The repository is judged by its path as the forge will read it (credential-scope): one reading, and no query or
+    // fragment that git would carry to the forge beside the path the token was given for.
+    const path = /^https?:\/\/[^\/?#]+(.*)$/i.exec(arg)?.[1] || "/";
+    const c = canonicalPath(path);
+    if (!c.ok || c.query !== "" || path.includes("?")) return deny(`${arg}: a repository URL must name one path, read one way (${c.ok ? "no query" : c.reason})`);
     const origin = urlOrigin(arg);
     const extra = ctx.extraRepos ?? [];
     const known = new Set([...Object.values(ctx.remotes).map((u) => urlOrigin(toHttpsUrl(u) ?? "")), ...extra.map((u) => urlOrigin(u))].filter(Boolean));
@@ -641,6 +647,9 @@ function decideGhApi(args: readonly string[]): Decision<GhPlan> {
   if (!/^\/?repos\/[A-Za-z0-9_.{}-]+\/[A-Za-z0-9_.{}-]+(?:[/?][A-Za-z0-9_.,=&%\/?{}:-]*)?$/.test(path) || path.includes("..")) {
     return deny(`gh api ${path}: only this repository's paths (repos/{owner}/{repo}/…) are allowed`);
   }
+  // Judged on the one path GitHub acts on (credential-scope): gh's placeholders stand for plain names.
+  const c = canonicalPath(`/${path.replace(/^\//, "").replace(/\{[a-z]+\}/g, "x")}`);
+  if (!c.ok) return deny(`gh api ${path}: ${c.reason}`);
   out.push("--method", "GET", "--", path);
   return { ok: true, plan: { tool: "gh", group: "api", sub: "", args: out } };
 }

@@ -8,6 +8,7 @@ import { redact } from "../core/redact";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, type GitPlan, type PolicyContext } from "./policy";
 import { NO_BRIDGE_SETTINGS, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
+import { remoteHosts } from "../core/credential-scope";
 import {
   closeVerdict,
   ensureGate,
@@ -23,6 +24,7 @@ import {
   remoteGit,
   scratchDir,
   tokenFor,
+  withheldText,
   type Gate,
   type Verdict,
 } from "./gate";
@@ -317,8 +319,13 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
   const d = decideGit(req.args, req.cwd, ctx);
   if (!d.ok) return refuse(d.reason);
   let plan = d.plan;
-  // The token goes only to the host repo's own remotes: a URL the sandbox named that is not one of them gets none.
-  let token = plan.own ? tokenFor(plan.url, deps.secrets()) : undefined;
+  // The token goes only to the host repo's own remotes (and repositories the user added): a URL the sandbox named that is
+  // not one of them gets none, and a fallback token (GIT_TOKEN) only a host of those remotes (credential-scope).
+  const ownHosts = remoteHosts(Object.values(ctx.remotes));
+  const choice = plan.own ? tokenFor(plan.url, deps.secrets(), ownHosts) : { name: null };
+  let token = choice.name !== null ? choice.value : undefined;
+  // Nothing is sent with it; the request goes on as anyone's would (a public repository is read), and says why.
+  if (choice.name === null && choice.withheld && plan.ssh === undefined) send({ t: "err", d: `sbx: ${withheldText(choice.withheld, plan.url, ownHosts)}\n` });
   // An ssh remote: over https with the token where the host has one for that forge, else over ssh with the host's
   // ssh and agent (no token then).
   if (plan.ssh !== undefined && (token === undefined || plan.url === plan.ssh)) {

@@ -2,7 +2,7 @@
 // bridge will use for each of its remotes.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { suggestedTokenName, tokenNames } from "../bridge/gate";
+import { credentialHost, suggestedTokenName, tokenNames } from "../bridge/gate";
 import { isSshUrl, toHttpsUrl } from "../bridge/policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
@@ -61,8 +61,9 @@ export function tokenReport(url: string, env: Readonly<Record<string, string>>, 
       ? { status: "ok" as const, text: `${url}: ${why}: the bridge pushes over ssh with the host's agent (SSH_AUTH_SOCK; the daemon's environment must have it too) or ~/.ssh keys without a passphrase` }
       : { status: "warn" as const, text: `${url}: ${why}: the bridge pushes over ssh, but no SSH_AUTH_SOCK is set: only ~/.ssh keys without a passphrase work (ssh never prompts)` };
   if (!https) return isSshUrl(url) ? viaSsh("ssh, no https form") : { status: "warn", text: `${url}: neither https nor ssh: pushes through the bridge fail` };
-  // The daemon reads GH_TOKEN/GITHUB_TOKEN from its environment, everything from the sbx secrets file (which wins).
-  for (const n of tokenNames(https)) {
+  // The daemon reads GH_TOKEN/GITHUB_TOKEN from its environment, everything from the sbx secrets file (which wins). A
+  // remote of the repo is one of its own hosts, where GIT_TOKEN goes too (the bridge's choice, credential-scope).
+  for (const n of tokenNames(https, new Set([credentialHost(https)]))) {
     if (secrets[n]) return { status: "ok", text: `${url}: ${n} from the sbx secrets file` };
     if ((n === "GH_TOKEN" || n === "GITHUB_TOKEN") && env[n]) return { status: "ok", text: `${url}: ${n} from the environment (the daemon's must have it too: it reads its own)` };
   }

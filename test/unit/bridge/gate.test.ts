@@ -56,12 +56,14 @@ describe("gate git", () => {
     expect(await ask("evil.example")).toBe("");
     expect(await ask("github.com.evil.example")).toBe("");
   });
-  test("which secret is the token for a URL", () => {
+  test("which secret is the token for a URL (GIT_TOKEN: only a host of the host repo's own remotes)", () => {
     const s = { GH_TOKEN: "gh", GITLAB_TOKEN: "gl", GIT_TOKEN: "any", "GIT_TOKEN_GIT_EXAMPLE_COM": "ex" };
-    expect(tokenFor("https://github.com/o/r", s)).toBe("gh");
-    expect(tokenFor("https://gitlab.com/o/r", s)).toBe("gl");
-    expect(tokenFor("https://git.example.com/o/r", s)).toBe("ex");
-    expect(tokenFor("http://127.0.0.1:8080/r.git", s)).toBe("any");
+    const own = new Set(["127.0.0.1:8080"]);
+    expect(tokenFor("https://github.com/o/r", s, own)).toEqual({ name: "GH_TOKEN", value: "gh" });
+    expect(tokenFor("https://gitlab.com/o/r", s, own)).toEqual({ name: "GITLAB_TOKEN", value: "gl" });
+    expect(tokenFor("https://git.example.com/o/r", s, own)).toEqual({ name: "GIT_TOKEN_GIT_EXAMPLE_COM", value: "ex" });
+    expect(tokenFor("http://127.0.0.1:8080/r.git", s, own)).toEqual({ name: "GIT_TOKEN", value: "any" });
+    expect(tokenFor("http://127.0.0.1:8081/r.git", s, own)).toEqual({ name: null, withheld: "GIT_TOKEN" });
     expect(credentialHost("https://user@Example.com:8443/x")).toBe("example.com:8443");
   });
   test("gh --repo comes from a GitHub remote URL", () => {
