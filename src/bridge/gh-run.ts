@@ -2,9 +2,11 @@
 // the one call, and what a gh argument names of the sandbox's files read once, by descriptor.
 import { closeSync, constants as fsConstants, fstatSync, mkdtempSync, openSync, readlinkSync, readSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ghTargetKey } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
+import { createdKeys, readCreated, recordCreated } from "./gh-created";
 import { suggestedTokenName, tokenFor, withheldText } from "./gate";
-import type { Job, Outcome } from "./job";
+import { notAllowed, type Job, type Outcome } from "./job";
 import { isSafeRefName, type GhPlan, type PolicyContext } from "./policy";
 
 /** A path's real path, or null when it cannot be resolved. */
@@ -90,7 +92,7 @@ export function readNamedFile(path: string, root: string, max: number): { bytes:
  * runs: gh <group> <sub> … --repo [host/]owner/name (stdin: the --body-file the bridge read)
  */
 export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise<Outcome> {
-  const { deps, gate: g, req, send, refuse } = job;
+  const { deps, gate: g, req, send, refuse, refuseOrAsk, settings } = job;
   const env = (configDir: string): Record<string, string> => ({
     ...deps.tlsEnv,
     PATH: g.path,
@@ -116,6 +118,18 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
   const url = plan.repo ?? ctx.remotes.origin ?? Object.values(ctx.remotes)[0];
   const forge = url ? forgeRepo(url) : undefined;
   if (!forge) return refuse("the host repository has no forge remote (https://host/owner/repo or git@host:owner/repo), so gh has nothing to act on");
+  // A change to a pull request, issue or gist this sandbox did not open asks the person first, as a push outside its
+  // prefix does: what it opened is recorded in its gate, what the person approved in its settings.
+  if (plan.acts === "changes" && plan.target && !settings.allow.includes("gh-write")) {
+    const key = ghTargetKey(forge.host, forge.path, plan.target);
+    if (!settings.ghTargets.includes(key) && !readCreated(g.paths.ghCreated).has(key)) {
+      const what = plan.target.kind === "gist" ? `gist ${plan.target.id}` : plan.target.kind === "head" ? `the pull request of ${plan.target.id}` : `#${plan.target.id}`;
+      return refuseOrAsk({
+        reason: notAllowed(`gh ${plan.group} ${plan.sub} changes ${what} of ${plan.target.kind === "gist" ? forge.host : forge.path}, which this sandbox did not open (it changes what it opened without asking)`, "gh-write", deps.sandbox.name),
+        ask: { kind: "gh", target: key },
+      });
+    }
+  }
   const ownHosts = remoteHosts(Object.values(ctx.remotes));
   const choice = tokenFor(`https://${forge.host}/`, deps.secrets(), ownHosts);
   const token = choice.name !== null ? choice.value : undefined;
@@ -151,7 +165,11 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
   else if (plan.group !== "api" && plan.group !== "gist") extra.push("--repo", repoArg);
   if (plan.group === "pr" && plan.sub === "create" && !head.some((a) => a === "--head" || a.startsWith("--head="))) {
     if (!req.branch || !isSafeRefName(req.branch)) return refuse("gh pr create: not on a branch; pass --head <branch>");
-    extra.push(`--head=${req.branch}`);
+    // Its pushes go to a fork (--push-remote): the pull request's head is the fork's branch.
+    const fork = settings.pushRemote ? ctx.remotes[settings.pushRemote] : undefined;
+    const forkRepo = fork ? forgeRepo(fork) : undefined;
+    const owner = forkRepo && forkRepo.host === forge.host && forkRepo.path !== forge.path ? forkRepo.path.split("/")[0] : undefined;
+    extra.push(`--head=${owner ? `${owner}:` : ""}${req.branch}`);
   }
   // A config dir of its own for this call, 0700 in the host-owned gate dir, gone when gh is.
   const configDir = mkdtempSync(join(g.paths.home, "gh-"));
@@ -166,6 +184,10 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
       check: false,
       timeoutMs: 10 * 60_000,
     });
+    // What it opened, it may change later without asking (never from a dry run, whose preview is the sandbox's text).
+    if (plan.acts === "creates" && r.exitCode === 0 && !plan.args.includes("--dry-run")) {
+      recordCreated(g.paths.ghCreated, createdKeys(forge.host, forge.path, plan.group, r.stdout));
+    }
     return out(r);
   } finally {
     rmSync(configDir, { recursive: true, force: true });

@@ -2,7 +2,7 @@
 // dependencies, and the job an operation is given (the gate, the request, where its frames go, how it refuses). Shared
 // by the server and the operations it runs (push.ts, gh-run.ts), so none of them imports another's.
 import { z } from "zod";
-import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
+import type { BridgeAllow, BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import type { Exec } from "../sys/exec";
 import type { Gate, GateSsh, Verdict } from "./gate";
 import type { PolicyOptions } from "./policy";
@@ -43,6 +43,8 @@ export interface AuditEvent {
   durationMs: number;
   /** The pending approval a refusal was recorded as (the first, when several), and how often it has been asked. */
   approval?: { id: number; count: number };
+  /** What the person should know of an allowed command (a first push: the CI workflows its branches start). */
+  note?: string;
 }
 
 export interface BridgeSandbox {
@@ -95,8 +97,15 @@ export interface Outcome {
   reason?: string;
   exitCode: number;
   approval?: { id: number; count: number };
+  /** Kept in the audit row (AuditEvent.note). */
+  note?: string;
   /** Runs after the "exit" frame, still inside this sandbox's queue. */
   after?: () => Promise<void>;
+}
+
+/** The refusal of something a switch would allow, saying which. */
+export function notAllowed(what: string, allow: BridgeAllow, name: string): string {
+  return `${what}; to allow it for this sandbox: sbx bridge ${name} --allow ${allow}`;
 }
 
 /** The exit code of a refused request (EX_NOPERM). */
@@ -111,4 +120,8 @@ export interface Job {
   send: (f: Frame) => void;
   /** Refuses the request: the reason goes to the shim's stderr; the outcome is the request's. */
   refuse: (reason: string) => Outcome;
+  /** Refuses what the user could lift for this sandbox, and records it as a pending approval. */
+  refuseOrAsk: (d: { reason: string; ask?: BridgeSubject }) => Outcome;
+  /** This request's switches (`sbx bridge NAME`), read once. */
+  settings: BridgeSettings;
 }

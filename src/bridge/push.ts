@@ -1,14 +1,18 @@
 // A push through the bridge: which refs the sandbox may update (its prefix, what the user protects), then `git push`
 // from the gate held at its pre-push hook until the verdict (the secret scan, the CI-file check, fast-forwards).
+import { existsSync, writeFileSync } from "node:fs";
 import type { ExecResult } from "../sys/exec";
+import { pushWorkflowNote, type PushRef } from "../core/push-workflows";
+import { pushWorkflows } from "../workspace/push-workflows";
 import { hostSecretPatterns, redact } from "../core/redact";
 import { SECRET_PATTERNS, scanText, type SecretPattern } from "../core/secrets";
-import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
+import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo } from "../core/bridge-settings";
 import {
   changedPaths,
   closeVerdict,
   createdMarker,
   defaultBranchOf,
+  gateReader,
   giveVerdict,
   hookRefsReader,
   isAncestor,
@@ -21,7 +25,7 @@ import {
   type HookRef,
   type Verdict,
 } from "./gate";
-import type { Job, Outcome } from "./job";
+import { notAllowed, type Job, type Outcome } from "./job";
 import { isSafeRefName, type GitPlan } from "./policy";
 import { formatGateFindings } from "./scan";
 
@@ -30,14 +34,12 @@ export interface PushJob extends Job {
   plan: GitPlan;
   /** The sandbox's pack going into the gate. */
   indexing: Promise<void>;
-  /** Tips the host and the gate know (what the scan need not walk). */
-  tips: Promise<string[]>;
+  /** Tips the host and the gate know, per remote (what the scan need not walk). */
+  tips: Promise<(remote: string) => string[]>;
   /** The push's verdict FIFO, made ahead. */
   takeVerdict: () => Promise<Verdict>;
   /** The forge token for this remote, when it gets one. */
   token: string | undefined;
-  /** This request's switches, read once. */
-  settings: BridgeSettings;
 }
 
 /** One ref a push updates: from the sandbox's source (its sha; null: a deletion) to `dst`. */
@@ -46,11 +48,6 @@ interface Target {
   dst: string;
   sha: string | null;
   force: boolean;
-}
-
-/** The refusal of something a switch would allow, saying which. */
-export function notAllowed(what: string, allow: BridgeAllow, name: string): string {
-  return `${what}; to allow it for this sandbox: sbx bridge ${name} --allow ${allow}`;
 }
 
 /** Whether the plan's options name `name`. */
@@ -115,6 +112,7 @@ async function pushTargets(p: PushJob): Promise<{ out: Target[]; hostValues: Sec
     if (!req.branch || !isSafeRefName(req.branch)) return refuse("no branch to push: name one (git push origin <branch>)");
     specs = [{ force: false, src: req.branch, dst: `refs/heads/${req.branch}` }];
   }
+  if (plan.namedRemote) p.send({ t: "err", d: `sbx: this sandbox's pushes go to ${remote} (${plan.url}), not ${plan.namedRemote}: sbx bridge ${deps.sandbox.name} --push-remote\n` });
   const force = opt(plan, "--force");
   const lease = opt(plan, "--force-with-lease");
   const out: Target[] = [];
@@ -162,12 +160,14 @@ async function pushTargets(p: PushJob): Promise<{ out: Target[]; hostValues: Sec
   // What the user protects, decided before anything goes out: forced updates of protected branches, deleting what this
   // sandbox did not create (CI files are checked once the commits are in, below).
   const allowed = new Set(settings.allow);
-  if (!allowed.has("force-push") && (lease || out.some((o) => o.force))) {
+  // A forced update or a deletion of a protected branch: what force-push lifts (--allow delete alone does not).
+  if (!allowed.has("force-push") && (lease || out.some((o) => o.force || o.sha === null))) {
     const def = await defaultBranchOf(g, remote);
     for (const o of out) {
-      if (!(o.force || lease) || o.sha === null || !o.dst.startsWith("refs/heads/")) continue;
+      if (!(o.force || lease || o.sha === null) || !o.dst.startsWith("refs/heads/")) continue;
       const b = o.dst.slice("refs/heads/".length);
-      if (isProtectedBranch(b, def, settings)) return refuse(notAllowed(`a forced push to ${b} (protected${b === def ? ": the default branch" : ""}) is refused`, "force-push", deps.sandbox.name));
+      const what = o.sha === null ? "deleting" : "a forced push to";
+      if (isProtectedBranch(b, def, settings)) return refuse(notAllowed(`${what} ${b} (protected${b.toLowerCase() === def?.toLowerCase() ? ": the default branch" : ""}) is refused`, "force-push", deps.sandbox.name));
     }
   }
   if (!allowed.has("delete")) {
@@ -239,7 +239,9 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
         const h = had.find((x) => x.remoteRef === o.dst);
         return h && /^0+$/.test(h.remoteSha) ? [[createdMarker(remote, o.dst), o.sha]] : [];
       });
-      return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, [...tracking, ...created]) };
+      const note = await firstPushNote(g, out, deps.sandbox.name, p.settings.pushRemote !== null).catch(() => undefined);
+      if (note) send({ t: "err", d: note.map((l) => `sbx: note: ${l}\n`).join("") });
+      return { decision: "allowed", exitCode: 0, ...(note ? { note: note.join("\n") } : {}), after: () => updateRefs(g, [...tracking, ...created]) };
     }
     return { decision: "allowed", exitCode: r.exitCode };
   };
@@ -289,7 +291,7 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
         startPush();
         await deps.faults?.afterPushStarted?.(verdict);
       }
-      const tips = await tipsP;
+      const tips = (await tipsP)(remote);
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
       // The fast-forward check of the early push runs beside it, once the hook has said what the remote has.
       const ended = pushing!.then(() => [] as HookRef[]);
@@ -350,6 +352,33 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
   closeVerdict(verdict);
   reader.end();
   return finish(r, stderr);
+}
+
+/**
+ * The sandbox's first push (once per gate): which CI workflows its pushed branches and tags start on the forge, with the
+ * repository's secrets (read from the pushed commits, which are what the forge runs), and the two ways out. Nothing when
+ * its pushes go to a fork (`--push-remote`), or nothing runs.
+ */
+async function firstPushNote(g: Gate, out: ReadonlyArray<{ dst: string; sha: string | null }>, name: string, toFork: boolean): Promise<string[] | undefined> {
+  if (existsSync(g.paths.pushNoted)) return undefined;
+  const noted = () => writeFileSync(g.paths.pushNoted, `${new Date().toISOString()}\n`, { mode: 0o600 });
+  if (toFork) {
+    noted();
+    return undefined;
+  }
+  const hits = new Map<string, string>();
+  const other = new Set<string>();
+  const reader = gateReader(g);
+  for (const o of out.slice(0, 8)) {
+    if (o.sha === null) continue;
+    const ref: PushRef = o.dst.startsWith("refs/tags/") ? { kind: "tag", name: o.dst.slice("refs/tags/".length) } : { kind: "branch", name: shortRef(o.dst) };
+    const w = await pushWorkflows(reader, o.sha, [ref], true);
+    for (const h of w.hits) if (!hits.has(h.path)) hits.set(h.path, h.why);
+    for (const p of w.other) other.add(p);
+  }
+  const note = pushWorkflowNote([...hits].map(([path, why]) => ({ path, why })), [...other], name);
+  noted();
+  return note.length ? note : undefined;
 }
 
 /** Per destination ref: did the sandbox ask for a forced update? (The early push forces them all.) */

@@ -24,6 +24,7 @@ import {
   remoteGit,
   scratchDir,
   tokenFor,
+  userTips,
   withheldText,
   type Gate,
   type Verdict,
@@ -281,8 +282,8 @@ interface Prepared {
   send: (f: Frame) => void;
   /** The host repo's remotes (the only source of URLs). */
   remotes: Promise<Record<string, string>>;
-  /** A push's known tips, read beside the remotes. */
-  tips: Promise<string[]> | undefined;
+  /** A push's known tips (per remote), read beside the remotes. */
+  tips: Promise<(remote: string) => string[]> | undefined;
   /** A push's verdict FIFO. */
   takeVerdict: () => Promise<Verdict>;
   /** A push's pack going into the gate as it arrives. */
@@ -299,6 +300,7 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
     options: { ghApi: settings.allow.includes("gh-api"), ghGist: settings.allow.includes("gh-gist"), ...deps.policy },
     extraRepos: settings.repos,
+    pushRemote: settings.pushRemote,
   };
   const refuse = (reason: string): Outcome => {
     send({ t: "err", d: `sbx: refused: ${reason}\n` });
@@ -310,7 +312,7 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
     if (a === null) return refuse(d.reason);
     return { ...refuse(`${d.reason}\nOr ask the user to approve it: approval ${a.id} is waiting (sbx approvals allow ${a.id} on the host, the dashboard, or /approve ${a.id} in chat); then run it again.`), approval: a };
   };
-  const job: Job = { deps, gate: g, req, send, refuse };
+  const job: Job = { deps, gate: g, req, send, refuse, refuseOrAsk, settings };
   if (req.tool === "gh") {
     const d = decideGh(req.args, req.cwd, ctx);
     if (!d.ok) return refuseOrAsk(d);
@@ -336,7 +338,7 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
   const err = (s: string) => send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push({ ...job, plan, indexing: indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tips: tipsP ?? knownTips(g), takeVerdict, token, settings });
+      return push({ ...job, plan, indexing: indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tips: tipsP ?? knownTips(g), takeVerdict, token });
     case "fetch":
     case "pull":
       return fetch(job, plan, token);
@@ -380,10 +382,11 @@ async function fetch(job: Job, plan: GitPlan, token: string | undefined): Promis
     refs[name] = sha;
   }
   send({ t: "refs", remote, url: plan.url, refs, prune: prune && branches.length === 0 });
-  // Exclude what the sandbox has: its own tips, and the host repo's (it sees the host's objects).
+  // Exclude what the sandbox has: its own tips, and what the person's refs reach (it sees the host's objects, and
+  // promotion puts there what those refs reach of a store). Another sandbox's refs on the host (`sandbox-*`, retired)
+  // reach objects in that sandbox's store, which this one never sees: they cut nothing (untrusted-by-origin).
   const haves = await present(g, req.haves ?? []);
-  const hostRefs = await listRefs(g, [], g.hostRepo);
-  const exclude = [...new Set([...haves, ...Object.values(hostRefs)])];
+  const exclude = [...new Set([...haves, ...(await userTips(g))])];
   const bundle = Object.keys(refs).length ? await makeBundle(g, Object.keys(refs), exclude) : null;
   if (bundle) for (let i = 0; i < bundle.length; i += BUNDLE_CHUNK) send({ t: "bundle", d: Buffer.from(bundle.subarray(i, i + BUNDLE_CHUNK)).toString("base64") });
   return { decision: "allowed", exitCode: 0 };

@@ -1,5 +1,5 @@
-// sbx doctor, per host repo with sandboxes: its list of sandbox stores, remotes an older sbx added, and which token the
-// bridge will use for each of its remotes.
+// sbx doctor, per host repo with sandboxes: its list of sandbox stores, remotes an older sbx added, which token the
+// bridge will use for each of its remotes, and which CI workflows a sandbox's pushed branch starts.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { credentialHost, suggestedTokenName, tokenNames } from "../bridge/gate";
@@ -7,8 +7,10 @@ import { isSshUrl, toHttpsUrl } from "../bridge/policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Check } from "./doctor";
+import { pushWorkflowNote, SBX_BRANCHES_IGNORE } from "../core/push-workflows";
+import { pushWorkflows } from "../workspace/push-workflows";
 
-const STORE_LINE = /^\.\.\/sbx\/([a-z0-9][a-z0-9-]*)\.git\/objects$/;
+const STORE_LINE = /^\.\.\/sbx\/(_retired|[a-z0-9][a-z0-9-]*)\.git\/objects$/;
 
 /**
  * The repo's `objects/info/alternates` names only stores that exist: a line left for a store that is gone (its state
@@ -89,5 +91,34 @@ export async function checkTokens(exec: Exec, repo: string, env: Readonly<Record
     status: warn ? "warn" : "ok",
     detail: `${repo}: ${rows.map((x) => `${x.n} ${x.text}`).join("; ")}`,
     ...(warn ? { fix: "set the token named for each remote above (sbx secret set NAME reads it from stdin)" } : {}),
+  };
+}
+
+/**
+ * A branch a sandbox pushes runs the repository's `on: push` workflows (and other CI services' pipelines) with the
+ * repository's secrets, on the sandbox's code: a warning naming each, read from what the forge runs (the remote's
+ * default branch as the repo knows it, else HEAD), with the two ways out.
+ * runs: git -C <repo> rev-parse --verify -q refs/remotes/origin/HEAD^{commit} (else HEAD); (pushWorkflows) ls-tree, cat-file
+ */
+export async function checkPushWorkflows(exec: Exec, repo: string): Promise<Check> {
+  const git = (args: string[]) => exec.run(["git", ...HOST_GIT_SAFE, "-C", repo, ...args], { check: false, env: { GIT_OPTIONAL_LOCKS: "0" } });
+  let rev = "";
+  for (const r of ["refs/remotes/origin/HEAD^{commit}", "HEAD^{commit}"]) {
+    const v = await git(["rev-parse", "--verify", "-q", r]);
+    if (v.exitCode === 0 && /^[0-9a-f]{40,64}$/.test(v.stdout.trim())) {
+      rev = v.stdout.trim();
+      break;
+    }
+  }
+  if (!rev) return { name: "CI on sandbox pushes", status: "ok", detail: `${repo}: nothing committed yet` };
+  const w = await pushWorkflows(git, rev, [{ kind: "branch", name: "sbx/sandbox/work" }], true).catch((e: Error) => ({ hits: [{ path: "(CI files)", why: `not readable (${e.message.slice(0, 80)})` }], other: [] }));
+  if (w.hits.length === 0 && w.other.length === 0) return { name: "CI on sandbox pushes", status: "ok", detail: `${repo}: no workflow runs for a branch under sbx/` };
+  const [head, ...rest] = pushWorkflowNote(w.hits, w.other);
+  const ways = rest.filter((l) => !l.startsWith("  "));
+  return {
+    name: "CI on sandbox pushes",
+    status: "warn",
+    detail: `${repo}: ${head} ${rest.filter((l) => l.startsWith("  ")).map((l) => l.trim()).join("; ")}`,
+    fix: ways.length ? ways.join("; ") : `add \`${SBX_BRANCHES_IGNORE}\` under \`on: push:\``,
   };
 }

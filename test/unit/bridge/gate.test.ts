@@ -76,11 +76,21 @@ describe("gate git", () => {
     expect(gateGit(["log"]).slice(1, 3)).toEqual(["-c", "core.hooksPath=/dev/null"]);
     expect(gitEnv({ path: "/usr/bin", home: "/h", verdict: { fifo: "/g/tmp/v/verdict", nonce: "n1" } })).toMatchObject({ SBX_VERDICT_FIFO: "/g/tmp/v/verdict", SBX_VERDICT_NONCE: "n1" });
   });
-  test("the tips the scan may skip: the host's refs but not refs/remotes/sandbox-*, and only the gate's refs/remotes/*", () => {
-    const a = "a".repeat(40), b = "b".repeat(40), c = "c".repeat(40), d = "d".repeat(40), e = "e".repeat(40);
-    const host = `${a} refs/heads/main\n${b} refs/remotes/sandbox-demo/feature\n${c} refs/remotes/origin/main\n`;
-    const gate = `${d} refs/remotes/origin/x\n${e} refs/heads/label\n${e} refs/tags/v1\nnot-a-sha refs/remotes/y\n`;
-    expect(trustedTips(host, gate).sort()).toEqual([a, c, d]);
+  test("untrusted-by-origin: the tips the scan may skip are the person's host refs and the gate's refs/remotes/* only", () => {
+    const a = "a".repeat(40), b = "b".repeat(40), c = "c".repeat(40), d = "d".repeat(40), e = "e".repeat(40), f = "f".repeat(40);
+    const host = [
+      `${a} refs/heads/main`,
+      `${b} refs/remotes/sandbox-demo/feature`,
+      `${c} refs/remotes/origin/main`,
+      `${f} refs/sbx-retired/demo/20260101T000000Z/feature`,
+      `${f} refs/SBX-retired/demo/20260101T000000Z/other`,
+      `${f} refs/sbx-anything/x`,
+    ].join("\n");
+    const gate = `${d} refs/remotes/origin/x\n${e} refs/heads/label\n${e} refs/tags/v1\n${e} refs/remotes/sandbox-demo/x\n${e} refs/sbx-created/origin/heads/x\nnot-a-sha refs/remotes/y\n`;
+    expect(trustedTips(host, gate, "origin").sort()).toEqual([a, c, d]);
+    // What the gate fetched of another remote is what that remote has, not the one pushed to.
+    expect(trustedTips(host, gate, "fork").sort()).toEqual([a, c]);
+    expect(trustedTips(host, gate).sort()).toEqual([a, c]);
   });
 });
 
