@@ -12,6 +12,32 @@ function refuse(dir: string, what: string, uid: number): SbxError {
   });
 }
 
+function checkParent(dir: string, uid: number): void {
+  const parent = dirname(dir);
+  const p = statSync(parent);
+  if (p.uid !== 0 && p.uid !== uid) throw refuse(dir, `is in ${parent}, which belongs to uid ${p.uid} (it could swap the dir)`, uid);
+  if ((p.mode & 0o022) !== 0 && (p.mode & 0o1000) === 0) throw refuse(dir, `is in ${parent}, which others can write and is not sticky (they could swap the dir)`, uid);
+}
+
+/**
+ * What a client checks before it speaks to a socket in `dir` (the CLI, before the control socket): when the dir is
+ * there, it is a dir (no link) of `uid`'s that no one else can write, in a parent no one else can swap it in; else an
+ * SbxError naming it. A dir that is not there yet is fine (the daemon makes it); nothing is changed.
+ */
+export function checkPrivateDir(dir: string, uid: number): void {
+  let st: Stats;
+  try {
+    st = lstatSync(dir);
+  } catch {
+    return;
+  }
+  if (st.isSymbolicLink()) throw refuse(dir, `is a symlink (made by uid ${st.uid})`, uid);
+  if (!st.isDirectory()) throw refuse(dir, `is not a directory (made by uid ${st.uid})`, uid);
+  if (st.uid !== uid) throw refuse(dir, `belongs to uid ${st.uid}, not you (uid ${uid})`, uid);
+  if ((st.mode & 0o022) !== 0) throw refuse(dir, `can be written by others (mode ${(st.mode & 0o777).toString(8)})`, uid);
+  checkParent(dir, uid);
+}
+
 /**
  * Makes `dir` (mode 0700, owned by `uid`) or takes the one there, never through a link: a symlink, anything but a
  * dir, a dir of another uid, or a parent that others could rename it in (writable by others and not sticky, or owned
@@ -21,9 +47,7 @@ function refuse(dir: string, what: string, uid: number): SbxError {
 export function ensurePrivateDir(dir: string, uid: number): void {
   const parent = dirname(dir);
   mkdirSync(parent, { recursive: true, mode: 0o700 });
-  const p = statSync(parent);
-  if (p.uid !== 0 && p.uid !== uid) throw refuse(dir, `is in ${parent}, which belongs to uid ${p.uid} (it could swap the dir)`, uid);
-  if ((p.mode & 0o022) !== 0 && (p.mode & 0o1000) === 0) throw refuse(dir, `is in ${parent}, which others can write and is not sticky (they could swap the dir)`, uid);
+  checkParent(dir, uid);
   try {
     // mkdir never follows a link at its last component: a planted one answers EEXIST, and is seen below.
     mkdirSync(dir, { mode: 0o700 });

@@ -4,7 +4,7 @@
 // with a symlink (to a dir the daemon's user owns, so an ownership check through it passes and the mode change lands on
 // the target, and the link can be re-pointed later) or with a dir of its own. Real second uids, real sticky dirs.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ensurePrivateDir } from "../../../src/daemon/server";
 import { SbxError } from "../../../src/core/errors";
@@ -120,4 +120,38 @@ catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }
     expect(err).toContain("symlink");
     expect(lstatSync(dir).isSymbolicLink()).toBe(true);
   }, 30_000);
+
+  test("the CLI of a user whose /tmp/sbx-<uid> another uid made (with a socket that answers like a daemon) never talks to it: exit 77, the fake daemon hears nothing", async () => {
+    const dir = `/tmp/sbx-${victim.uid}`;
+    rmSync(dir, { recursive: true, force: true });
+    made.push(dir);
+    expect(attacker.run(["mkdir", "-m", "0755", dir]).code).toBe(0);
+    // The attacker's "daemon": answers /health and writes down every request it gets.
+    const heard = join(dir, "heard");
+    const server = attacker.spawn(["bun", "--no-env-file", "--config=/dev/null", "-e", `
+      const fs = require("node:fs");
+      Bun.serve({ unix: ${JSON.stringify(join(dir, "control.sock"))}, fetch(req) {
+        fs.appendFileSync(${JSON.stringify(heard)}, new URL(req.url).pathname + "\\n");
+        return Response.json({ ok: true, pid: 1, version: "x", uptimeS: 1, sandboxes: 0 });
+      } });
+      fs.chmodSync(${JSON.stringify(join(dir, "control.sock"))}, 0o777);
+      fs.writeFileSync(${JSON.stringify(join(dir, "server.pid"))}, String(process.pid));`], { cwd: "/" });
+    try {
+      for (let i = 0; i < 100 && !existsSync(join(dir, "server.pid")); i++) await Bun.sleep(50);
+      await Bun.sleep(100);
+      expect(existsSync(join(dir, "control.sock"))).toBe(true);
+      for (const verb of [["status"], ["list"]]) {
+        const r = victim.run(["bun", "--no-env-file", "--config=/dev/null", CLI, ...verb], { cwd: "/" });
+        expect({ verb, code: r.code }).toEqual({ verb, code: 77 });
+        expect(r.stderr).toContain(dir);
+      }
+      expect(existsSync(heard) ? readFileSync(heard, "utf8") : "").toBe("");
+    } finally {
+      // runuser stays as the parent: the server this test started is stopped by its own pid.
+      const pid = existsSync(join(dir, "server.pid")) ? Number(readFileSync(join(dir, "server.pid"), "utf8")) : 0;
+      if (pid > 0) process.kill(pid, "SIGKILL");
+      server.kill("SIGKILL");
+      await server.exited;
+    }
+  }, 60_000);
 });
