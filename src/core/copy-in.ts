@@ -71,7 +71,15 @@ export class CopyInScanner {
 
   /** `hostValues`: the host's secrets by name (sbx secrets, LLM keys and logins, credential-named variables). */
   constructor(hostValues: Readonly<Record<string, string>>) {
-    this.strict = [...hostSecretPatterns(hostValues), ...SECRET_PATTERNS];
+    // A value with a quote, a backslash, a slash or a control character reads otherwise inside a JSON string: that
+    // spelling is looked for too, so a JSON line can be judged by its text (jsonLines) without parsing it.
+    const values: Record<string, string> = { ...hostValues };
+    for (const [name, v] of Object.entries(hostValues)) {
+      const esc = JSON.stringify(v).slice(1, -1);
+      if (esc !== v) values[`${name} (as JSON writes it)`] = esc;
+      if (esc.includes("/")) values[`${name} (as JSON may write it)`] = esc.replaceAll("/", "\\/");
+    }
+    this.strict = [...hostSecretPatterns(values), ...SECRET_PATTERNS];
     this.config = [...this.strict, ...PLACED_CREDENTIALS];
   }
 
@@ -162,8 +170,9 @@ export class CopyInScanner {
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
       const raw = this.find(line, "strict");
-      // Without a backslash a line's strings are its own text: a clean line is clean as JSON reads it too.
-      if (raw === undefined && !line.includes("\\")) {
+      // A line's strings are its own text but for JSON's escapes; the short ones (\n, \", \\) cannot hide a value
+      // whose JSON spelling is looked for too (the constructor), so only \u and \/ make the line worth parsing.
+      if (raw === undefined && !line.includes("\\u") && !line.includes("\\/")) {
         out.push(line);
         continue;
       }

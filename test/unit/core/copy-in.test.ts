@@ -104,6 +104,16 @@ test("a finding never says a secret that sits in a name: a file's path is cut be
   expect(s.findings).toEqual([{ file: "~/.config/x/… (a name that holds a secret)", field: "a place whose name holds a secret", what: "w" }]);
 });
 
+test("a transcript line is judged by its text without parsing it, yet a value JSON spells otherwise (a quote, a slash as \\/, \\u escapes) is still found", () => {
+  const odd = 'pa"ss/wo\\rd-1234567';
+  const s = new CopyInScanner({ ODD: odd });
+  for (const line of [JSON.stringify({ t: `x ${odd} y` }), JSON.stringify({ t: odd }).replaceAll("/", "\\/"), `{"t":"${[...odd].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}"}`]) {
+    const out = s.jsonLines("t.jsonl", `${line}\n`);
+    expect({ line, kept: out === `${line}\n` }).toEqual({ line, kept: false });
+  }
+  expect(s.count).toBe(3);
+});
+
 describe("copy-in-scanned: MCP servers' args and URLs", () => {
   test.each([
     [["run", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN=xyz123abc", "img"], [1, 2]],
