@@ -9,7 +9,11 @@ import { SECRET_PATTERNS, scanText } from "../core/secrets";
 import type { Exec, ExecResult } from "../sys/exec";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGh, decideGit, makePathChecker, isSafeRefName, type GitPlan, type GhPlan, type PolicyContext, type PolicyOptions } from "./policy";
-import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
+import { branchPrefix, ghTargetKey, isCiPath, isProtectedBranch, mayPushTo, NO_BRIDGE_SETTINGS, type BridgeAllow, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
+import { remoteHosts } from "../core/credential-scope";
+import { createdKeys, readCreated, recordCreated } from "./gh-created";
+import { pushWorkflowNote, type PushRef } from "../core/push-workflows";
+import { pushWorkflows } from "../workspace/push-workflows";
 import {
   changedPaths,
   closeVerdict,
@@ -22,10 +26,12 @@ import {
   isAncestor,
   type HookRef,
   gatePaths,
+  gateReader,
   giveVerdict,
   hostRemotes,
   indexPack,
   knownTips,
+  userTips,
   listRefs,
   makeBundle,
   openVerdict,
@@ -35,6 +41,7 @@ import {
   scanNew,
   scratchDir,
   tokenFor,
+  withheldText,
   updateRefs,
   type Gate,
   type GateSsh,
@@ -78,6 +85,8 @@ export interface AuditEvent {
   durationMs: number;
   /** The pending approval a refusal was recorded as (the first, when several), and how often it has been asked. */
   approval?: { id: number; count: number };
+  /** What the person should know of an allowed command (a first push: the CI workflows its branches start). */
+  note?: string;
 }
 
 export interface BridgeSandbox {
@@ -338,6 +347,8 @@ interface Outcome {
   reason?: string;
   exitCode: number;
   approval?: { id: number; count: number };
+  /** Kept in the audit row (AuditEvent.note). */
+  note?: string;
   /** Runs after the "exit" frame, still inside this sandbox's queue. */
   after?: () => Promise<void>;
 }
@@ -377,7 +388,7 @@ async function handle(deps: BridgeDeps, gateF: () => Promise<Gate>, req: BridgeR
   }
 }
 
-async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<string[]> | undefined, takeVerdict: () => Promise<Verdict>, indexing: Promise<void> | undefined): Promise<Outcome> {
+async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack: Payload, send: (f: Frame) => void, remotesP: Promise<Record<string, string>>, tipsP: Promise<(remote: string) => string[]> | undefined, takeVerdict: () => Promise<Verdict>, indexing: Promise<void> | undefined): Promise<Outcome> {
   // This request's switches, read once (`sbx bridge NAME` changes apply from the next request).
   const settings = settingsOf(deps);
   const ctx: PolicyContext = {
@@ -385,6 +396,7 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
     options: { ghApi: settings.allow.includes("gh-api"), ghGist: settings.allow.includes("gh-gist"), ...deps.policy },
     extraRepos: settings.repos,
+    pushRemote: settings.pushRemote,
   };
   const refuse = (reason: string): Outcome => {
     send({ t: "err", d: `sbx: refused: ${reason}\n` });
@@ -399,13 +411,18 @@ async function decideAndRun(deps: BridgeDeps, g: Gate, req: BridgeRequest, pack:
   if (req.tool === "gh") {
     const d = decideGh(req.args, req.cwd, ctx);
     if (!d.ok) return refuseOrAsk(d);
-    return runGh(deps, g, ctx, d.plan, req, send, refuse);
+    return runGh(deps, g, ctx, d.plan, req, send, refuse, refuseOrAsk, settings);
   }
   const d = decideGit(req.args, req.cwd, ctx);
   if (!d.ok) return refuse(d.reason);
   let plan = d.plan;
-  // The token goes only to the host repo's own remotes: a URL the sandbox named that is not one of them gets none.
-  let token = plan.own ? tokenFor(plan.url, deps.secrets()) : undefined;
+  // The token goes only to the host repo's own remotes (and repositories the user added): a URL the sandbox named that is
+  // not one of them gets none, and a fallback token (GIT_TOKEN) only a host of those remotes (credential-scope).
+  const ownHosts = remoteHosts(Object.values(ctx.remotes));
+  const choice = plan.own ? tokenFor(plan.url, deps.secrets(), ownHosts) : { name: null };
+  let token = choice.name !== null ? choice.value : undefined;
+  // Nothing is sent with it; the request goes on as anyone's would (a public repository is read), and says why.
+  if (choice.name === null && choice.withheld && plan.ssh === undefined) send({ t: "err", d: `sbx: ${withheldText(choice.withheld, plan.url, ownHosts)}\n` });
   // An ssh remote: over https with the token where the host has one for that forge, else over ssh with the host's
   // ssh and agent (no token then).
   if (plan.ssh !== undefined && (token === undefined || plan.url === plan.ssh)) {
@@ -483,13 +500,14 @@ function shortRef(ref: string): string {
  * leaves) until the verdict: the secret scan (which is also the completeness check) passed, and every ref
  * is a fast-forward of what the remote has or the sandbox forced it. A refusal aborts it there.
  */
-async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox" | "secrets" | "ask"> & { settings: () => BridgeSettings }): Promise<Outcome> {
+async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promise<void>, tipsP: Promise<(remote: string) => string[]>, takeVerdict: () => Promise<Verdict>, token: string | undefined, send: (f: Frame) => void, refuse: (r: string) => Outcome, deps: Pick<BridgeDeps, "faults" | "trace" | "sandbox" | "secrets" | "ask"> & { settings: () => BridgeSettings }): Promise<Outcome> {
   const remote = plan.remote!;
   let specs = plan.refspecs;
   if (specs.length === 0) {
     if (!req.branch || !isSafeRefName(req.branch)) return refuse("no branch to push: name one (git push origin <branch>)");
     specs = [{ force: false, src: req.branch, dst: `refs/heads/${req.branch}` }];
   }
+  if (plan.namedRemote) send({ t: "err", d: `sbx: this sandbox's pushes go to ${remote} (${plan.url}), not ${plan.namedRemote}: sbx bridge ${deps.sandbox.name} --push-remote\n` });
   const force = opt(plan, "--force");
   const lease = opt(plan, "--force-with-lease");
   const out: Array<{ src: string; dst: string; sha: string | null; force: boolean }> = [];
@@ -537,12 +555,14 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
   // What the user protects, decided before anything goes out: forced updates of protected branches, deleting what this
   // sandbox did not create (CI files are checked once the commits are in, below).
   const allowed = new Set(settings.allow);
-  if (!allowed.has("force-push") && (lease || out.some((o) => o.force))) {
+  // A forced update or a deletion of a protected branch: what force-push lifts (--allow delete alone does not).
+  if (!allowed.has("force-push") && (lease || out.some((o) => o.force || o.sha === null))) {
     const def = await defaultBranchOf(g, remote);
     for (const o of out) {
-      if (!(o.force || lease) || o.sha === null || !o.dst.startsWith("refs/heads/")) continue;
+      if (!(o.force || lease || o.sha === null) || !o.dst.startsWith("refs/heads/")) continue;
       const b = o.dst.slice("refs/heads/".length);
-      if (isProtectedBranch(b, def, settings)) return refuse(notAllowed(`a forced push to ${b} (protected${b === def ? ": the default branch" : ""}) is refused`, "force-push", deps.sandbox.name));
+      const what = o.sha === null ? "deleting" : "a forced push to";
+      if (isProtectedBranch(b, def, settings)) return refuse(notAllowed(`${what} ${b} (protected${b.toLowerCase() === def?.toLowerCase() ? ": the default branch" : ""}) is refused`, "force-push", deps.sandbox.name));
     }
   }
   if (!allowed.has("delete")) {
@@ -597,7 +617,9 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
         const h = had.find((x) => x.remoteRef === o.dst);
         return h && /^0+$/.test(h.remoteSha) ? [[createdMarker(remote, o.dst), o.sha]] : [];
       });
-      return { decision: "allowed", exitCode: 0, after: () => updateRefs(g, [...tracking, ...created]) };
+      const note = await firstPushNote(g, out, deps.sandbox.name, deps.settings().pushRemote !== null).catch(() => undefined);
+      if (note) send({ t: "err", d: note.map((l) => `sbx: note: ${l}\n`).join("") });
+      return { decision: "allowed", exitCode: 0, ...(note ? { note: note.join("\n") } : {}), after: () => updateRefs(g, [...tracking, ...created]) };
     }
     return { decision: "allowed", exitCode: r.exitCode };
   };
@@ -647,7 +669,7 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
         startPush();
         await deps.faults?.afterPushStarted?.(verdict);
       }
-      const tips = await tipsP;
+      const tips = (await tipsP)(remote);
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
       // The fast-forward check of the early push runs beside it, once the hook has said what the remote has.
       const ended = pushing!.then(() => [] as HookRef[]);
@@ -710,6 +732,33 @@ async function push(g: Gate, plan: GitPlan, req: BridgeRequest, indexing: Promis
   return finish(r, stderr);
 }
 
+/**
+ * The sandbox's first push (once per gate): which CI workflows its pushed branches and tags start on the forge, with the
+ * repository's secrets (read from the pushed commits, which are what the forge runs), and the two ways out. Nothing when
+ * its pushes go to a fork (`--push-remote`), or nothing runs.
+ */
+async function firstPushNote(g: Gate, out: ReadonlyArray<{ dst: string; sha: string | null }>, name: string, toFork: boolean): Promise<string[] | undefined> {
+  if (existsSync(g.paths.pushNoted)) return undefined;
+  const noted = () => writeFileSync(g.paths.pushNoted, `${new Date().toISOString()}\n`, { mode: 0o600 });
+  if (toFork) {
+    noted();
+    return undefined;
+  }
+  const hits = new Map<string, string>();
+  const other = new Set<string>();
+  const reader = gateReader(g);
+  for (const o of out.slice(0, 8)) {
+    if (o.sha === null) continue;
+    const ref: PushRef = o.dst.startsWith("refs/tags/") ? { kind: "tag", name: o.dst.slice("refs/tags/".length) } : { kind: "branch", name: shortRef(o.dst) };
+    const w = await pushWorkflows(reader, o.sha, [ref], true);
+    for (const h of w.hits) if (!hits.has(h.path)) hits.set(h.path, h.why);
+    for (const p of w.other) other.add(p);
+  }
+  const note = pushWorkflowNote([...hits].map(([path, why]) => ({ path, why })), [...other], name);
+  noted();
+  return note.length ? note : undefined;
+}
+
 /** Per destination ref: did the sandbox ask for a forced update? (The early push forces them all.) */
 function forcedBy(out: ReadonlyArray<{ dst: string; force: boolean }>): Map<string, boolean> {
   return new Map(out.map((o) => [shortRef(o.dst), o.force]));
@@ -760,10 +809,11 @@ async function fetch(g: Gate, plan: GitPlan, req: BridgeRequest, token: string |
     refs[name] = sha;
   }
   send({ t: "refs", remote, url: plan.url, refs, prune: prune && branches.length === 0 });
-  // Exclude what the sandbox has: its own tips, and the host repo's (it sees the host's objects).
+  // Exclude what the sandbox has: its own tips, and what the person's refs reach (it sees the host's objects, and
+  // promotion puts there what those refs reach of a store). Another sandbox's refs on the host (`sandbox-*`, retired)
+  // reach objects in that sandbox's store, which this one never sees: they cut nothing (untrusted-by-origin).
   const haves = await present(g, req.haves ?? []);
-  const hostRefs = await listRefs(g, [], g.hostRepo);
-  const exclude = [...new Set([...haves, ...Object.values(hostRefs)])];
+  const exclude = [...new Set([...haves, ...(await userTips(g))])];
   const bundle = Object.keys(refs).length ? await makeBundle(g, Object.keys(refs), exclude) : null;
   if (bundle) for (let i = 0; i < bundle.length; i += BUNDLE_CHUNK) send({ t: "bundle", d: Buffer.from(bundle.subarray(i, i + BUNDLE_CHUNK)).toString("base64") });
   return { decision: "allowed", exitCode: 0 };
@@ -861,7 +911,17 @@ export function readNamedFile(path: string, root: string, max: number): { bytes:
  * by the bridge.
  * runs: gh <group> <sub> … --repo [host/]owner/name (stdin: the --body-file the bridge read)
  */
-async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan, req: BridgeRequest, send: (f: Frame) => void, refuse: (r: string) => Outcome): Promise<Outcome> {
+async function runGh(
+  deps: BridgeDeps,
+  g: Gate,
+  ctx: PolicyContext,
+  plan: GhPlan,
+  req: BridgeRequest,
+  send: (f: Frame) => void,
+  refuse: (r: string) => Outcome,
+  refuseOrAsk: (d: { reason: string; ask?: BridgeSubject }) => Outcome,
+  settings: BridgeSettings,
+): Promise<Outcome> {
   const env = (configDir: string): Record<string, string> => ({
     ...deps.tlsEnv,
     PATH: g.path,
@@ -887,7 +947,21 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
   const url = plan.repo ?? ctx.remotes.origin ?? Object.values(ctx.remotes)[0];
   const forge = url ? forgeRepo(url) : undefined;
   if (!forge) return refuse("the host repository has no forge remote (https://host/owner/repo or git@host:owner/repo), so gh has nothing to act on");
-  const token = tokenFor(`https://${forge.host}/`, deps.secrets());
+  // A change to a pull request, issue or gist this sandbox did not open asks the person first, as a push outside its
+  // prefix does: what it opened is recorded in its gate, what the person approved in its settings.
+  if (plan.acts === "changes" && plan.target && !settings.allow.includes("gh-write")) {
+    const key = ghTargetKey(forge.host, forge.path, plan.target);
+    if (!settings.ghTargets.includes(key) && !readCreated(g.paths.ghCreated).has(key)) {
+      const what = plan.target.kind === "gist" ? `gist ${plan.target.id}` : plan.target.kind === "head" ? `the pull request of ${plan.target.id}` : `#${plan.target.id}`;
+      return refuseOrAsk({
+        reason: notAllowed(`gh ${plan.group} ${plan.sub} changes ${what} of ${plan.target.kind === "gist" ? forge.host : forge.path}, which this sandbox did not open (it changes what it opened without asking)`, "gh-write", deps.sandbox.name),
+        ask: { kind: "gh", target: key },
+      });
+    }
+  }
+  const ownHosts = remoteHosts(Object.values(ctx.remotes));
+  const choice = tokenFor(`https://${forge.host}/`, deps.secrets(), ownHosts);
+  const token = choice.name !== null ? choice.value : undefined;
   const tokenName = suggestedTokenName(`https://${forge.host}/`);
   if (plan.group === "auth") {
     if (!token) {
@@ -897,7 +971,7 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
     send({ t: "out", d: `${forge.host}\n  ✓ Logged in to ${forge.host} through the sbx bridge: the token stays on the host, gh runs there for ${forge.path}\n` });
     return { decision: "allowed", exitCode: 0 };
   }
-  if (!token) return refuse(`no token for ${forge.host} on the host: run \`sbx secret set ${tokenName}\` there`);
+  if (!token) return refuse(choice.name === null && choice.withheld ? withheldText(choice.withheld, `https://${forge.host}/`, ownHosts) : `no token for ${forge.host} on the host: run \`sbx secret set ${tokenName}\` there`);
   let stdin: Uint8Array | undefined;
   if (plan.bodyFile !== undefined) {
     const body = readNamedFile(plan.bodyFile, deps.sandbox.workspace, 1024 * 1024);
@@ -920,7 +994,11 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
   else if (plan.group !== "api" && plan.group !== "gist") extra.push("--repo", repoArg);
   if (plan.group === "pr" && plan.sub === "create" && !head.some((a) => a === "--head" || a.startsWith("--head="))) {
     if (!req.branch || !isSafeRefName(req.branch)) return refuse("gh pr create: not on a branch; pass --head <branch>");
-    extra.push(`--head=${req.branch}`);
+    // Its pushes go to a fork (--push-remote): the pull request's head is the fork's branch.
+    const fork = settings.pushRemote ? ctx.remotes[settings.pushRemote] : undefined;
+    const forkRepo = fork ? forgeRepo(fork) : undefined;
+    const owner = forkRepo && forkRepo.host === forge.host && forkRepo.path !== forge.path ? forkRepo.path.split("/")[0] : undefined;
+    extra.push(`--head=${owner ? `${owner}:` : ""}${req.branch}`);
   }
   // A config dir of its own for this call, 0700 in the host-owned gate dir, gone when gh is.
   const configDir = mkdtempSync(join(g.paths.home, "gh-"));
@@ -935,6 +1013,10 @@ async function runGh(deps: BridgeDeps, g: Gate, ctx: PolicyContext, plan: GhPlan
       check: false,
       timeoutMs: 10 * 60_000,
     });
+    // What it opened, it may change later without asking (never from a dry run, whose preview is the sandbox's text).
+    if (plan.acts === "creates" && r.exitCode === 0 && !plan.args.includes("--dry-run")) {
+      recordCreated(g.paths.ghCreated, createdKeys(forge.host, forge.path, plan.group, r.stdout));
+    }
     return out(r);
   } finally {
     rmSync(configDir, { recursive: true, force: true });

@@ -4,12 +4,16 @@ import { z } from "zod";
 import { join } from "node:path";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { readCodexLogin } from "./codex-login";
+import type { LlmCredentialKind } from "../core/credential-scope";
 
 /** The LLM proxy's routes: the providers' APIs, and Codex's (the OpenAI API with a key, ChatGPT's backend signed in). */
 export type Provider = "anthropic" | "openai" | "google" | "codex" | "codeassist";
 
-/** Headers that carry the credential for one request to one provider; `upstream` when not the route's own. */
-export type Credential = { headers: Record<string, string>; source: string; upstream?: "chatgpt" };
+/**
+ * Headers that carry the credential for one request to one provider; `upstream` when not the route's own; `kind` names
+ * its scope in the one table (core/credential-scope.ts), checked before the headers are added.
+ */
+export type Credential = { headers: Record<string, string>; source: string; kind: LlmCredentialKind; upstream?: "chatgpt" };
 
 export interface KeySources {
   /** Host environment variables (passed in, read once by the caller). */
@@ -162,38 +166,38 @@ export function credentialFor(provider: Provider, src: KeySources): Credential |
   switch (provider) {
     case "anthropic": {
       const key = get("ANTHROPIC_API_KEY");
-      if (key) return { headers: { "x-api-key": key }, source: "ANTHROPIC_API_KEY" };
+      if (key) return { headers: { "x-api-key": key }, source: "ANTHROPIC_API_KEY", kind: "anthropic-api-key" };
       const tok = get("ANTHROPIC_AUTH_TOKEN") ?? get("CLAUDE_CODE_OAUTH_TOKEN");
-      if (tok) return { headers: { authorization: `Bearer ${tok}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "token" };
+      if (tok) return { headers: { authorization: `Bearer ${tok}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "token", kind: "anthropic-oauth" };
       const oauth = claudeOauth(src.claudeCredentialsFile);
-      if (oauth) return { headers: { authorization: `Bearer ${oauth}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-credentials" };
+      if (oauth) return { headers: { authorization: `Bearer ${oauth}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-credentials", kind: "anthropic-oauth" };
       const chain = claudeOauthText(src.claudeKeychain?.());
-      if (chain) return { headers: { authorization: `Bearer ${chain}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-keychain" };
+      if (chain) return { headers: { authorization: `Bearer ${chain}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-keychain", kind: "anthropic-oauth" };
       return undefined;
     }
     case "openai": {
       const key = get("OPENAI_API_KEY");
-      return key ? { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY" } : undefined;
+      return key ? { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY", kind: "openai-api-key" } : undefined;
     }
     case "codex": {
       // A key wins (the person's own OpenAI account), as in Codex itself; else the ChatGPT sign-in, to ChatGPT's backend.
       const key = get("OPENAI_API_KEY");
-      if (key) return { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY" };
+      if (key) return { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY", kind: "openai-api-key" };
       const login = readCodexLogin(src.codexAuthFile);
-      if (login?.kind === "apikey") return { headers: { authorization: `Bearer ${login.key}` }, source: "codex-auth.json" };
+      if (login?.kind === "apikey") return { headers: { authorization: `Bearer ${login.key}` }, source: "codex-auth.json", kind: "openai-api-key" };
       if (login?.kind === "chatgpt") {
-        return { headers: { authorization: `Bearer ${login.access}`, ...(login.accountId ? { "chatgpt-account-id": login.accountId } : {}) }, source: "codex-chatgpt", upstream: "chatgpt" };
+        return { headers: { authorization: `Bearer ${login.access}`, ...(login.accountId ? { "chatgpt-account-id": login.accountId } : {}) }, source: "codex-chatgpt", kind: "chatgpt-sign-in", upstream: "chatgpt" };
       }
       return undefined;
     }
     case "codeassist": {
       // Gemini CLI signed in with Google: its access token, while it is valid (Gemini CLI on the host renews it).
       const t = geminiOauth(src.geminiOauthFile);
-      return t ? { headers: { authorization: `Bearer ${t}` }, source: "gemini-oauth" } : undefined;
+      return t ? { headers: { authorization: `Bearer ${t}` }, source: "gemini-oauth", kind: "google-sign-in" } : undefined;
     }
     case "google": {
       const key = get("GEMINI_API_KEY") ?? get("GOOGLE_API_KEY");
-      return key ? { headers: { "x-goog-api-key": key }, source: "GEMINI_API_KEY" } : undefined;
+      return key ? { headers: { "x-goog-api-key": key }, source: "GEMINI_API_KEY", kind: "gemini-api-key" } : undefined;
     }
   }
 }
