@@ -70,7 +70,7 @@ describe("overlays holding a secret's value or shape: left out of the view, said
     expect(ok.code).toBe(0);
     expect(ok.stderr).toContain("warning: --expose-credentials: the agent in e can read what holds a secret: ~/.config/fish/config.fish: line 2");
     expect(readFileSync(join(lowerOf("e", join(home, ".config", "fish")), "config.fish"), "utf8")).toContain(TOKEN);
-  });
+  }, 30_000);
 
   test("a secret shape in an --overlay dir, or an encoded host value; ~/.claude only as far as its view shows it", async () => {
     setSecret(secretsFile(join(x.w.root, "config", "sbx")), "OPENAI_API_KEY", "sk-proj-hostvalue-0123456789");
@@ -96,5 +96,5 @@ describe("overlays holding a secret's value or shape: left out of the view, said
     expect(pasted.stderr).toContain("t.jsonl: line 1: pasted (GitHub token)");
     const t = readFileSync(join(lowerOf("g", join(home, ".claude")), "projects", repo.replace(/[^A-Za-z0-9]/g, "-"), "t.jsonl"), "utf8");
     expect(JSON.parse(t)).toEqual({ cwd: repo, pasted: "[removed by sbx: it held a secret]" });
-  });
+  }, 30_000);
 });

@@ -114,7 +114,7 @@ describe("copy-in-scanned: ~/.claude.json carries no credential in any field", (
     expect(r.stderr).toContain("mcpServers.flag.args");
     expect(r.stderr).toContain(`projects[${JSON.stringify(repo)}].note`);
     expect(leaks(r.stderr + r.stdout)).toEqual([]);
-  });
+  }, 30_000);
 
   test("of `projects`, only the exact path's entry: a path with the same dashed key (/a/b-c beside /a/b/c) is not this project", async () => {
     const repo = realpathSync(x.w.repo);
@@ -123,7 +123,7 @@ describe("copy-in-scanned: ~/.claude.json carries no credential in any field", (
     expect((await x.cli(["create", "c"])).code).toBe(0);
     const j = JSON.parse(seededClaudeJson("c")!) as { projects: Record<string, unknown> };
     expect(Object.keys(j.projects)).toEqual([repo]);
-  });
+  }, 30_000);
 });
 
 describe("copy-in-scanned: the ~/.claude view is scanned each time it is built", () => {
@@ -142,13 +142,13 @@ describe("copy-in-scanned: the ~/.claude view is scanned each time it is built",
     expect(r.stderr).toContain("~/.claude/settings.json: env.GH_TOKEN");
     expect(r.stderr).toContain("~/.claude/CLAUDE.md");
     expect(leaks(r.stderr + r.stdout)).toEqual([]);
-  });
+  }, 30_000);
 
   test("a file whose name holds a secret is not copied", async () => {
     put(`.claude/commands/${TOKEN}.md`, "run it\n");
     expect((await x.cli(["create", "c"])).code).toBe(0);
     expect(leaks(Object.keys(filesUnder(lowerOf("c", join(home, ".claude")))).join("\n"))).toEqual([]);
-  });
+  }, 30_000);
 
   test("a transcript is this project's only when every cwd in it is this exact path (or under it): a colliding key's transcripts, and files that prove nothing, are left out and said", async () => {
     const repo = realpathSync(x.w.repo);
@@ -167,7 +167,7 @@ describe("copy-in-scanned: the ~/.claude view is scanned each time it is built",
     expect(Object.keys(view).sort()).toEqual([`projects/${key}/mine.jsonl`, `projects/${key}/mine/subagents/agent-1.jsonl`]);
     expect(Object.values(view).join("")).not.toContain("other project");
     expect(r.stderr).toContain("not provably this project's");
-  });
+  }, 30_000);
 });
 
 describe("copy-in-scanned: the fish config and other overlays are scanned each time they are built", () => {
@@ -186,7 +186,7 @@ describe("copy-in-scanned: the fish config and other overlays are scanned each t
     expect(r.stderr).toContain("~/.config/fish/config.fish");
     expect(r.stderr).toContain("~/.config/fish/conf.d/svc.fish");
     expect(leaks(r.stderr + r.stdout)).toEqual([]);
-  });
+  }, 30_000);
 
   test("an --overlay dir holding a host secret in a form (hex) is created without that file, which is reported; the create does not refuse", async () => {
     put(".config/nvim/init.lua", `vim.g.k = "${hex(PLAIN)}"\n`);
@@ -195,7 +195,7 @@ describe("copy-in-scanned: the fish config and other overlays are scanned each t
     expect({ code: r.code, err: r.stderr }).toMatchObject({ code: 0 });
     expect(Object.keys(filesUnder(lowerOf("c", join(home, ".config", "nvim"))))).toEqual(["lua/ok.lua"]);
     expect(r.stderr).toContain("~/.config/nvim/init.lua");
-  });
+  }, 30_000);
 });
 
 describe("copy-in-scanned: the seeded home", () => {
@@ -204,5 +204,5 @@ describe("copy-in-scanned: the seeded home", () => {
     expect((await x.cli(["create", "c"])).code).toBe(0);
     const all = container("c").archives.flatMap((t) => tarEntries(t).map((e) => `${e.path}\n${new TextDecoder().decode(e.content)}`));
     expect(leaks(all.join("\n"))).toEqual([]);
-  });
+  }, 30_000);
 });
