@@ -6,7 +6,7 @@ import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "../sync/git-argv"
 import { ensureView } from "../sync/object-view";
 import { ExecError, streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
-import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "./archive";
+import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "../core/archive";
 import { isSshUrl } from "./policy";
 import { isUserRef } from "../core/user-refs";
 import { forgeTokenFor, forgeTokenNames, type ForgeTokenChoice } from "../core/credential-scope";

@@ -12,7 +12,8 @@ import { isNameAddress, transparentOn, transparentPortsOf } from "../core/transp
 import { serveDnsStub, type DnsStub } from "../proxy/dns-stub";
 import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
-import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
+import type { EgressEvent } from "../core/egress-events";
+import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../events/feed";

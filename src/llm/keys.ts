@@ -105,6 +105,52 @@ export function knownSecretValues(src: KeySources): string[] {
   return out;
 }
 
+/** A variable whose name says it holds a credential (and whose value is long enough to be one, and not a path). */
+const SECRET_VAR = /TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+
+/**
+ * Every secret the host holds, by name, read now: for the copy-in scan (secrets/copy-in.ts), which looks for each in
+ * every form. The sbx secrets file, the environment's credential-named variables, and the logins the LLM proxy uses
+ * (Claude's access and refresh tokens, Gemini's, Codex's key or ChatGPT tokens).
+ */
+export function hostSecretsByName(src: KeySources): Record<string, string> {
+  const out: Record<string, string> = {};
+  const add = (name: string, v: unknown) => {
+    if (typeof v === "string" && v.length >= 8 && !v.startsWith("/") && out[name] === undefined) out[name] = v;
+  };
+  for (const [k, v] of Object.entries(src.env)) if (SECRET_VAR.test(k)) add(k, v);
+  if (src.secretsFile) {
+    try {
+      for (const [k, v] of Object.entries(readSecrets(src.secretsFile))) add(k, v);
+    } catch {}
+  }
+  const claude = (text: string | undefined) => {
+    try {
+      const o = (JSON.parse(text ?? "") as { claudeAiOauth?: Record<string, unknown> }).claudeAiOauth;
+      add("Claude login (access token)", o?.accessToken);
+      add("Claude login (refresh token)", o?.refreshToken);
+    } catch {}
+  };
+  try {
+    if (src.claudeCredentialsFile) claude(readFileSync(src.claudeCredentialsFile, "utf8"));
+  } catch {}
+  claude(src.claudeKeychain?.());
+  try {
+    if (src.geminiOauthFile) {
+      const g = JSON.parse(readFileSync(src.geminiOauthFile, "utf8")) as Record<string, unknown>;
+      add("Gemini login (access token)", g.access_token);
+      add("Gemini login (refresh token)", g.refresh_token);
+    }
+  } catch {}
+  const c = readCodexLogin(src.codexAuthFile);
+  if (c?.kind === "apikey") add("Codex login (key)", c.key);
+  if (c?.kind === "chatgpt") {
+    add("Codex login (access token)", c.access);
+    add("Codex login (refresh token)", c.refresh);
+  }
+  return out;
+}
+
 /** Looks up the credential for a provider now (a rotated key is used on the next request). */
 export function credentialFor(provider: Provider, src: KeySources): Credential | undefined {
   let secrets: Record<string, string> = {};

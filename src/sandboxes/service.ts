@@ -12,6 +12,8 @@ import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
 import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
+import { hostKeySources, hostSecretsByName } from "../llm/keys";
+import { CopyIn, findingLines } from "../secrets/copy-in";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
 import { hostEndpoint, nextPorts, parsePortSpec, portsOf, reachableBeyondLoopback, type PortForward, type PortState } from "../core/ports";
 import { acquireLock, createProgress, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
@@ -381,7 +383,11 @@ export class SandboxService {
       if (n > 0) out.log(`note: ${n} changed file${n === 1 ? "" : "s"} in your working tree ${n === 1 ? "is" : "are"} not in ${row.name} (it starts from the last commit); \`--with-changes\` carries them in`);
       return;
     }
-    const ch = await workingTreeChanges(hostExec, row.repo);
+    // Copied in: through the door, with the host's secrets as they are now; what held one stays behind, said.
+    const door = new CopyIn(hostSecretsByName(hostKeySources(this.d.env, this.d.paths.configDir)), { home: this.d.env.vars.HOME });
+    const ch = await workingTreeChanges(hostExec, row.repo, Math.floor(Date.now() / 1000), door);
+    const said = findingLines(door.findings, door.count);
+    if (said.length > 0) out.log(`note: not carried in, it held a secret: ${said.join("; ")}`);
     const cwd = driver.sessionCwd(spec, row.repo);
     const inside = async (argv: string[], stdin: string | Uint8Array, what: string): Promise<boolean> => {
       const a = driver.backend.shellArgv(spec, { argv, cwd, tty: false, env: terminalVars(this.d.env.raw), stdin: true });
@@ -736,6 +742,10 @@ export class SandboxService {
       await driver.dropRuntime(row);
       this.driverIdentity(row.id, identity);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rebuild", detail: { name, image } });
+      // The new runtime is made here, so what its copy-ins left out (a secret found in ~/.claude, an overlay) is said to the caller.
+      const fresh = this.d.store.getSandbox(row.id) ?? row;
+      await driver.prepareRun(fresh);
+      driver.sayCopyIn?.(driver.spec(fresh), this.report(row.id, out));
       await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
       return { image, sessions };
     } finally {

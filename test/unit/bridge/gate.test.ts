@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ALTERNATE_REFS, MissingObject, missingIn, credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, sshSettingsOf, tokenFor, transportOf, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
 import { FakeExec } from "../../fakes/exec";
-import { fastForwards, githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
+import { githubRepo } from "../../../src/bridge/gh-run";
+import { fastForwards, pushOutputRewriter } from "../../../src/bridge/push";
 
 describe("gate git", () => {
   test("argv: only host-chosen config, the one transport, our credential helper last", () => {
