@@ -119,15 +119,17 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
   const forge = url ? forgeRepo(url) : undefined;
   if (!forge) return refuse("the host repository has no forge remote (https://host/owner/repo or git@host:owner/repo), so gh has nothing to act on");
   // A change to a pull request, issue or gist this sandbox did not open asks the person first, as a push outside its
-  // prefix does: what it opened is recorded in its gate, what the person approved in its settings.
+  // prefix does: what it opened is recorded in its gate, what the person approved in its settings. Editing or deleting
+  // the token owner's last comment asks even where the sandbox opened the thread: that comment is the person's.
   if (plan.acts === "changes" && plan.target && !settings.allow.includes("gh-write")) {
     const key = ghTargetKey(forge.host, forge.path, plan.target);
-    if (!settings.ghTargets.includes(key) && !readCreated(g.paths.ghCreated).has(key)) {
+    if (!settings.ghTargets.includes(key) && (plan.othersText || !readCreated(g.paths.ghCreated).has(key))) {
       const what = plan.target.kind === "gist" ? `gist ${plan.target.id}` : plan.target.kind === "head" ? `the pull request of ${plan.target.id}` : `#${plan.target.id}`;
-      return refuseOrAsk({
-        reason: notAllowed(`gh ${plan.group} ${plan.sub} changes ${what} of ${plan.target.kind === "gist" ? forge.host : forge.path}, which this sandbox did not open (it changes what it opened without asking)`, "gh-write", deps.sandbox.name),
-        ask: { kind: "gh", target: key },
-      });
+      const where = plan.target.kind === "gist" ? forge.host : forge.path;
+      const why = plan.othersText
+        ? `gh ${plan.group} ${plan.sub} ${plan.args.includes("--delete-last") ? "--delete-last deletes" : "--edit-last edits"} the last comment of the token's owner (yours) on ${what} of ${where}, which this sandbox did not write`
+        : `gh ${plan.group} ${plan.sub} changes ${what} of ${where}, which this sandbox did not open (it changes what it opened without asking)`;
+      return refuseOrAsk({ reason: notAllowed(why, "gh-write", deps.sandbox.name), ask: { kind: "gh", target: key } });
     }
   }
   const ownHosts = remoteHosts(Object.values(ctx.remotes));

@@ -16,6 +16,7 @@ import {
   giveVerdict,
   hookRefsReader,
   isAncestor,
+  MissingObject,
   openVerdict,
   readRef,
   remoteGit,
@@ -216,7 +217,8 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
   const allowed = new Set(p.settings.allow);
   const shas = [...new Set(out.flatMap((o) => (o.sha ? [o.sha] : [])))];
   const { args, names, refspecs } = await gateCommand(p, out, lease);
-  const incomplete = (e: unknown) => refuse(`the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
+  const incomplete = (e: unknown) =>
+    refuse(e instanceof MissingObject ? missingText(e) : `the commits to push did not arrive complete in the gate (${(e instanceof Error ? e.message : String(e)).split("\n")[0]})`);
   const pushArgs = (specs: string[]) => [...args, plan.url, ...specs];
   // What the remote had before (the pre-push hook says), to record the refs this push creates.
   let before: Promise<HookRef[]> = Promise.resolve([]);
@@ -352,6 +354,18 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
   closeVerdict(verdict);
   reader.end();
   return finish(r, stderr);
+}
+
+/**
+ * Pure: a person's (and an agent's) words for a push that needs what it did not send and cannot see: the gate sees the
+ * host repo's own objects and this sandbox's own synced commits, never another sandbox's or a removed one's
+ * (sandboxes-apart), so a commit built on one, or a tree naming one's file, is not pushed through this sandbox.
+ */
+export function missingText(m: MissingObject): string {
+  const why = "a push carries what this sandbox sends, the host repository's own objects and this sandbox's own synced commits, never another sandbox's (or a removed sandbox's) work";
+  const then = "Push commits made here or on the person's branches; if it is on a branch the person just made, push again once sbx has synced it.";
+  if (m.kind === "delta bases") return `the pack sent for this push has ${m.oid} delta${m.oid === "1" ? "" : "s"} against objects it did not send and this sandbox cannot see: ${why}.\n${then}`;
+  return `this push needs ${m.kind} ${m.oid}${m.of ? ` (a parent of ${m.of})` : ""}, which it did not send and this sandbox cannot see: ${why}.\n${then}`;
 }
 
 /**

@@ -23,6 +23,7 @@ import {
   present,
   remoteGit,
   scratchDir,
+  setViewTips,
   tokenFor,
   userTips,
   withheldText,
@@ -73,7 +74,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
   const app = new Hono();
   const path = deps.path ?? DEFAULT_PATH;
   let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(ready) : undefined;
-  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv, deps.ssh).catch((e) => {
+  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv, deps.ssh, deps.sandbox.name).catch((e) => {
     gateP = undefined;
     throw e;
   }));
@@ -369,6 +370,9 @@ async function fetch(job: Job, plan: GitPlan, token: string | undefined): Promis
   const args = ["fetch", "--no-tags", "--no-write-fetch-head"];
   for (const [n] of plan.options) if (["--quiet", "--verbose", "--progress", "--no-progress", "--ipv4", "--ipv6"].includes(n)) args.push(n);
   if (prune && branches.length === 0) args.push("--prune");
+  // What the remote is told the gate has: the person's tips it can read (the host view's refs, ALTERNATE_REFS).
+  const mine = await userTips(g);
+  setViewTips(g, mine);
   // The gate's own "[new branch]" lines describe the gate, not the sandbox: the shim prints its own.
   const r = await remoteGit(g, plan.url, token, [...args, plan.url, ...refspecs], () => undefined);
   if (r.exitCode !== 0) {
@@ -384,9 +388,9 @@ async function fetch(job: Job, plan: GitPlan, token: string | undefined): Promis
   send({ t: "refs", remote, url: plan.url, refs, prune: prune && branches.length === 0 });
   // Exclude what the sandbox has: its own tips, and what the person's refs reach (it sees the host's objects, and
   // promotion puts there what those refs reach of a store). Another sandbox's refs on the host (`sandbox-*`, retired)
-  // reach objects in that sandbox's store, which this one never sees: they cut nothing (untrusted-by-origin).
-  const haves = await present(g, req.haves ?? []);
-  const exclude = [...new Set([...haves, ...(await userTips(g))])];
+  // reach objects in that sandbox's store, which this one never sees: they cut nothing (untrusted-by-origin). Each as
+  // far as the gate sees it (a person's ref on a store's commit not yet promoted is not seen: sandboxes-apart).
+  const exclude = await present(g, [...new Set([...(req.haves ?? []), ...mine])]);
   const bundle = Object.keys(refs).length ? await makeBundle(g, Object.keys(refs), exclude) : null;
   if (bundle) for (let i = 0; i < bundle.length; i += BUNDLE_CHUNK) send({ t: "bundle", d: Buffer.from(bundle.subarray(i, i + BUNDLE_CHUNK)).toString("base64") });
   return { decision: "allowed", exitCode: 0 };
@@ -444,7 +448,7 @@ export async function startBridge(o: BridgeDeps & { socketPath: string }): Promi
   // FIFO whose push is held or already gave up, partial bundles): gone, so nothing can wait on them.
   rmSync(gatePaths(o.gateDir).tmp, { recursive: true, force: true });
   // The gate is made before the socket answers, so the first push pays nothing for it.
-  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH, o.tlsEnv, o.ssh);
+  const gate = await ensureGate(o.exec, o.gateDir, o.sandbox.repo, o.path ?? DEFAULT_PATH, o.tlsEnv, o.ssh, o.sandbox.name);
   const spare = new SpareVerdict(() => openVerdict(gate));
   spare.fill();
   const app = createBridgeApp(o, gate, spare);

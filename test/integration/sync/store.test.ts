@@ -4,7 +4,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importSandbox } from "../../../src/sync/import";
-import { ensureStore, promoteStores, retireStore, storeAlternate, storeDir } from "../../../src/sync/store";
+import { ensureStore, hostViewDir, promoteStores, retireStore, storeAlternate, storeDir, STORE_ALTERNATES } from "../../../src/sync/store";
+import { isViewOf } from "../../../src/sync/object-view";
 import { createExec } from "../../../src/sys/exec";
 import { git, makeFixture, NAME, REMOTE, type SyncFixture } from "./fixture";
 
@@ -40,7 +41,9 @@ describe("stores", () => {
     const dir = await ensureStore({ exec, repo: f.host }, NAME);
     await ensureStore({ exec, repo: f.host }, NAME);
     expect(dir).toBe(storeDir(f.host, NAME));
-    expect(readFileSync(join(dir, "objects", "info", "alternates"), "utf8")).toBe("../../../objects\n");
+    // It borrows a view of the host's own objects (their packs and loose dirs, not their list of alternates).
+    expect(readFileSync(join(dir, "objects", "info", "alternates"), "utf8")).toBe(`${STORE_ALTERNATES}\n`);
+    expect(isViewOf(hostViewDir(f.host), "../../objects")).toBe(true);
     expect(readFileSync(alternates(f.host), "utf8")).toBe(`/the/users/own/alternate\n${storeAlternate(NAME)}\n`);
     // The same file: a mask bind-mounted over it inside a sandbox stays over it.
     expect(statSync(alternates(f.host)).ino).toBe(inode);
