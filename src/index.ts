@@ -16,7 +16,8 @@ export {
 } from "./sys/paths";
 export { createExec, ExecError, type Exec, type ExecOptions, type ExecResult } from "./sys/exec";
 export { Store } from "./store/store";
-export type { Backend, SandboxSpec, Observed, Phase, HostUser, ShellRequest, CleanupReport } from "./drivers/backend";
+export type { Backend } from "./drivers/backend";
+export type { SandboxSpec, Observed, Phase, HostUser, ShellRequest, CleanupReport } from "./core/spec";
 export { probeEngine, classifyEngine, type EngineClass, type EngineKind } from "./drivers/docker/engine";
 export { runDoctor, type Check, type CheckStatus } from "./doctor/doctor";
 export { findRepoRoot } from "./workspace/repo";

@@ -1,7 +1,8 @@
 // The supervisor: one record per sandbox (guards, observed phase); reconcile on start; guards go up before a sandbox runs and it is fenced when they are down.
 import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync, chmodSync } from "node:fs";
 import { join } from "node:path";
-import type { Backend, Observed, SandboxSpec } from "../drivers/backend";
+import type { Backend } from "../drivers/backend";
+import type { Observed, SandboxSpec } from "../core/spec";
 import { SbxError, toSbxError } from "../core/errors";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";

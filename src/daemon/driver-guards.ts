@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Sandbox } from "../core/schemas";
-import type { SandboxSpec } from "../drivers/backend";
+import type { SandboxSpec } from "../core/spec";
 import type { AgentRun, Driver } from "../drivers/driver";
 import type { GuardContext, SandboxGuard } from "../guards/guards";
 import { refSyncGuard } from "../guards/ref-sync";

@@ -41,7 +41,7 @@ import { startHosted } from "./hosted";
 import type { GuardContext, SandboxGuard } from "../guards/guards";
 import { createLogger, type LogLevel, type Logger } from "./log";
 import type { SpecBuilder } from "./spec";
-import type { HostUser, SandboxSpec } from "../drivers/backend";
+import type { HostUser, SandboxSpec } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
 

@@ -1,5 +1,5 @@
 // The spec of a row of a kind with no driver in this daemon (a test's fake backend): the drivers build every real one.
-import type { HostUser, SandboxOptions, SandboxSpec } from "../drivers/backend";
+import type { HostUser, SandboxOptions, SandboxSpec } from "../core/spec";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
 import { DEFAULT_FORWARDER_PORT } from "../core/egress";

@@ -1,10 +1,11 @@
 // The Driver: everything the one sandbox lifecycle (src/sandboxes) needs of one kind of sandbox. Kind checks end here.
-import type { Backend, HostUser, SandboxSpec } from "./backend";
+import type { Backend } from "./backend";
+import type { HostUser, SandboxSpec } from "../core/spec";
 import type { Config } from "../core/config";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
-import type { ImageFlags } from "./docker/image-source";
+import type { ImageFlags } from "../core/image-source";
 import type { Exec, StreamedRun } from "../sys/exec";
 import type { RefSyncOptions } from "../sync/refsync";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";

@@ -19,7 +19,8 @@ import type { UserBackendKind } from "../core/backend-kind";
 import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
 import { hostUserExec, safeRepoExec } from "../sys/as-user";
 import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
-import type { Backend, HostUser, SandboxSpec } from "./backend";
+import type { Backend } from "./backend";
+import type { HostUser, SandboxSpec } from "../core/spec";
 import type { AgentPlace, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "./driver";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 

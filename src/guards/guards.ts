@@ -1,5 +1,5 @@
 // The one place per-sandbox services plug into the daemon: a guard (proxy, bridge, ref sync, …) is started per sandbox and must be up before it runs.
-import type { SandboxSpec } from "../drivers/backend";
+import type { SandboxSpec } from "../core/spec";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";

@@ -4,7 +4,7 @@
 // order of teardown, the unsynced-work refusal, the last sync, prune's dir scan); what differs is behind `Driver`.
 import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import type { SandboxSpec } from "../drivers/backend";
+import type { SandboxSpec } from "../core/spec";
 import { sandboxExists, sandboxNotFound, SbxError, sessionsAttached, unsyncedCommits, unsyncedUnknown } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import { isAgentName } from "../core/agent-names";

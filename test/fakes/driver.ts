@@ -2,7 +2,7 @@
 // teardown order, nothing left after a failure) are tested with real git and no engine or root.
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import type { HostUser, SandboxSpec } from "../../src/drivers/backend";
+import type { HostUser, SandboxSpec } from "../../src/core/spec";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
 import type { BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
 import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/sandboxes/identity";

@@ -1,6 +1,6 @@
 // A small model of a Mac's accounts, files, ACLs and pf, answering MacosBackend's commands through FakeExec.
 import { createHash } from "node:crypto";
-import type { SandboxSpec } from "../../src/drivers/backend";
+import type { SandboxSpec } from "../../src/core/spec";
 import { MacosBackend } from "../../src/drivers/macos/backend";
 import { directRoot, type RootContext } from "../../src/drivers/macos/privileged";
 import type { UserIdentity } from "../../src/drivers/user-account";

@@ -2,7 +2,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Backend, SandboxSpec } from "../../src/drivers/backend";
+import type { Backend } from "../../src/drivers/backend";
+import type { SandboxSpec } from "../../src/core/spec";
 import { createApp } from "../../src/daemon/app";
 import { Controller, type Backends, type ControllerDeps } from "../../src/daemon/controller";
 import type { GuardContext, SandboxGuard } from "../../src/guards/guards";

@@ -2,13 +2,14 @@
 import { existsSync, realpathSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
-import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
+import type { DockerOptions, HostUser, SandboxSpec } from "../../core/spec";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
 import { hostSecretValues, scanOverlays } from "./overlay-scan";
 import { dockerfileNow, ensureImage, planImage } from "./image";
-import { describeSource, ImageSourceSchema, planImageSource, type ImageFlags, type ImageSource } from "./image-source";
+import { describeSource, planImageSource } from "./image-source";
+import { ImageSourceSchema, type ImageFlags, type ImageSource } from "../../core/image-source";
 import { hostKeySources, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import type { MacosBackend } from "../../../src/drivers/macos/backend";
 import { kitPaths, renderKit } from "../../../src/drivers/macos/install";
 import { guestUser, hostTag } from "../../../src/drivers/macos/naming";

@@ -1,6 +1,6 @@
 // The daemon's production wiring for linux-user sandboxes, in process: productionComponents + Controller + SandboxService, over a private root, nft table and state dir.
 import { mkdirSync } from "node:fs";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { defaultRuntime } from "../../../src/drivers/docker/docker";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import type { Sandbox } from "../../../src/core/schemas";

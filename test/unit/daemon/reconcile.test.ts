@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Observed } from "../../../src/drivers/backend";
+import type { Observed } from "../../../src/core/spec";
 import { stateOfView } from "../../../src/core/sandbox-state";
 import { defaultSpecBuilder } from "../../../src/daemon/spec";
 import { makeHarness, recordingGuard, type Harness } from "../../support/daemon-harness";

@@ -1,6 +1,6 @@
 // PTY sessions: a shell under a PTY sbx owns, shared read-write by two clients, with replay for late joiners, resize, ^C and the exit code.
 import { afterEach, describe, expect, test } from "bun:test";
-import type { SandboxSpec, ShellRequest } from "../../../src/drivers/backend";
+import type { SandboxSpec, ShellRequest } from "../../../src/core/spec";
 import type { ServerFrame } from "../../../src/daemon/protocol";
 import type { SessionClient } from "../../../src/daemon/sessions";
 import { FakeBackend } from "../../fakes/backend";
