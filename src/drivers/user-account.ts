@@ -20,13 +20,15 @@ import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
 import { hostUserExec, safeRepoExec } from "../sys/as-user";
 import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
 import type { Backend } from "./backend";
-import type { HostUser, SandboxSpec } from "../core/spec";
-import type { AgentPlace, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "./driver";
+import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../core/spec";
+import type { AgentPlace, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "./driver";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 
-/** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
+/** What the user-account driver needs of its backend (linux-user, macos) beyond the Backend interface: its own detail. */
 export interface UserAccountBackend extends Backend {
   readonly kind: UserBackendKind;
+  /** How the guest's port reaches the proxy, and its transparent path (DriverCaps). */
+  readonly reach: Pick<DriverCaps, "handsOverListener" | "transparent">;
   /** The guest's clone of the host repo (a host path; the guest sees the same path). */
   workspace(spec: SandboxSpec): string;
   /** git as the guest in its clone: the argv the daemon runs (as root, or the host user on macOS) to read or sync it. */
@@ -146,9 +148,12 @@ export interface UserAccountDriverDeps {
 
 export class UserAccountDriver implements Driver {
   readonly hostUser: HostUser;
+  /** An account on the host: its proxy port is on the host's loopback (the loopback guard), no exec agent, no staged clone. */
+  readonly caps: DriverCaps;
 
   constructor(private readonly d: UserAccountDriverDeps) {
     this.hostUser = d.hostUser;
+    this.caps = { proxyPort: "loopback", ...d.backend.reach, execAgent: false, portForwards: false, stagesClone: false };
   }
 
   agentPlace(): AgentPlace | null {
@@ -281,9 +286,34 @@ export class UserAccountDriver implements Driver {
     return { workspace: ws, workspaceView: ws, exec: this.d.env.uid === 0 ? safeRepoExec(exec, spec.repo) : exec };
   }
 
+  inspect(spec: SandboxSpec): Promise<Observed> {
+    return this.d.backend.inspect(spec);
+  }
+
+  list(): Promise<Observed[]> {
+    return this.d.backend.list();
+  }
+
+  stop(spec: SandboxSpec): Promise<Change> {
+    return this.d.backend.stop(spec);
+  }
+
+  remove(spec: SandboxSpec): Promise<Change> {
+    return this.d.backend.remove(spec);
+  }
+
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    return this.d.backend.shellArgv(spec, req);
+  }
+
   /** Accounts, chains/anchors, homes, mounts and records of no live sandbox of this kind. */
-  async cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
-    return (await this.d.backend.cleanup(keep, opts.dryRun ? { dryRun: true } : {})).removed;
+  cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.d.backend.cleanup(keep, opts);
+  }
+
+  /** The same for `sbx prune`: an account is this state root's by its name. */
+  prune(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.d.backend.cleanup(keep, opts);
   }
 }
 

@@ -384,7 +384,7 @@ export class SandboxService {
     const ch = await workingTreeChanges(hostExec, row.repo);
     const cwd = driver.sessionCwd(spec, row.repo);
     const inside = async (argv: string[], stdin: string | Uint8Array, what: string): Promise<boolean> => {
-      const a = driver.backend.shellArgv(spec, { argv, cwd, tty: false, env: terminalVars(this.d.env.raw), stdin: true });
+      const a = driver.shellArgv(spec, { argv, cwd, tty: false, env: terminalVars(this.d.env.raw), stdin: true });
       const r = await this.d.exec.run(a, { stdin, check: false, timeoutMs: 10 * 60_000 });
       if (r.exitCode === 0) return true;
       out.log(`warning: ${what} did not apply in ${row.name} (exit ${r.exitCode}): ${r.stderr.trim().split("\n").slice(-3).join(" | ")}`);
@@ -412,7 +412,7 @@ export class SandboxService {
     for (const cmd of cmds) {
       out.log(`postCreateCommand: ${cmd.length === 3 && cmd[0] === "/bin/sh" && cmd[1] === "-c" ? cmd[2] : cmd.join(" ")}`);
       // Its stderr with its stdout, in order (one stream back).
-      const argv = driver.backend.shellArgv(spec, { argv: ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", ...cmd], cwd: driver.sessionCwd(spec, row.repo), tty: false, env: terminalVars(this.d.env.raw), stdin: false });
+      const argv = driver.shellArgv(spec, { argv: ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", ...cmd], cwd: driver.sessionCwd(spec, row.repo), tty: false, env: terminalVars(this.d.env.raw), stdin: false });
       const r = await this.d.exec.run(argv, { check: false, timeoutMs: 60 * 60_000, onStdout: lineSplitter((l) => out.log(`  ${l}`)) });
       if (r.exitCode !== 0) {
         out.log(`warning: postCreateCommand exited ${r.exitCode}; sandbox ${row.name} is kept (run it again with \`sbx exec ${row.name} -- …\`)`);
@@ -475,7 +475,7 @@ export class SandboxService {
       await driver.applyLimits(spec);
       this.d.store.updateIdentity(row.id, updated.identity);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "limits", detail: { name, ...next } });
-      const running = (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
+      const running = (await driver.inspect(spec).catch(() => null))?.phase === "running";
       return { name, limits: next, hits: null, applied: running ? "now" : "next-start" };
     } finally {
       lock.release();
@@ -745,11 +745,11 @@ export class SandboxService {
     const { row, driver } = await this.locate(req.name, req);
     await this.bringUp(row);
     const spec = driver.spec(this.d.store.getSandbox(row.id) ?? row);
-    if ((await driver.backend.inspect(spec)).phase !== "running") {
+    if ((await driver.inspect(spec)).phase !== "running") {
       throw new SbxError("unavailable", `sandbox '${req.name}' is not running`, { hint: `Start it with \`sbx run ${req.name}\`; \`sbx status\` shows its guards.` });
     }
     this.d.store.touchSandbox(row.id);
-    return driver.backend.shellArgv(spec, {
+    return driver.shellArgv(spec, {
       argv: req.argv,
       cwd: driver.sessionCwd(spec, req.cwd),
       tty: req.tty,
@@ -769,7 +769,7 @@ export class SandboxService {
     if (this.d.supervisor) {
       const r = await this.d.supervisor.stop(row, `sandbox ${name} is being stopped (sbx stop)`);
       out = { changed: r.running, sessions: r.sessions };
-    } else out.changed = (await driver.backend.stop(driver.spec(row))).changed;
+    } else out.changed = (await driver.stop(driver.spec(row))).changed;
     this.d.store.setSandboxState(row.id, "stopped");
     await this.lastFetch(row, driver, true);
     return out;
@@ -816,7 +816,7 @@ export class SandboxService {
    */
   private async unsynced(row: Sandbox, driver: Driver, audit: boolean, stoppedToo = true): Promise<Commit[]> {
     const spec = driver.spec(row);
-    const running = stoppedToo || (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
+    const running = stoppedToo || (await driver.inspect(spec).catch(() => null))?.phase === "running";
     for (let attempt = 1; running; attempt++) {
       try {
         await this.lastFetch(row, driver, audit);
@@ -864,7 +864,7 @@ export class SandboxService {
       // Stopped first (sandbox, then guards), so nothing is committed after the last sync.
       let sessions = 0;
       if (this.d.supervisor) sessions = (await this.d.supervisor.stop(row, `sandbox ${name} is being removed (sbx rm)`)).sessions;
-      else await driver.backend.stop(driver.spec(row));
+      else await driver.stop(driver.spec(row));
       try {
         await this.lastFetch(row, driver, true);
       } catch (e) {
@@ -900,7 +900,7 @@ export class SandboxService {
       }
     }
     if (driver && spec) {
-      await driver.backend.remove(spec);
+      await driver.remove(spec);
       if (existsSync(join(repo, ".git"))) {
         // What the host keeps of it (sandbox-<name>/*, and whatever the person merged) becomes the host's own objects
         // before its store goes.
@@ -986,7 +986,7 @@ export class SandboxService {
         continue;
       }
       const keep = new Set(rows.filter((r) => r.backend === kind).flatMap((r) => baseIdentity(r)?.id ?? []));
-      removed.push(...(await driver.cleanup(keep, { dryRun: dry })));
+      removed.push(...(await driver.prune(keep, { dryRun: dry })).removed);
     }
     for (const l of staleLocks(this.d.paths.stateDir)) {
       removed.push(`stale lock ${l}`);
@@ -1022,7 +1022,7 @@ export class SandboxService {
         }
         const limits = this.limitsOf(row);
         const [obs, unsynced, counters] = await Promise.all([
-          driver.backend.inspect(spec).then(
+          driver.inspect(spec).then(
             async (o): Promise<{ phase: SandboxInfo["phase"]; reason?: string }> => {
               const why = o.phase === "stopped" ? await driver.stopReason(spec).catch(() => null) : null;
               return why ? { phase: o.phase, reason: why } : { phase: o.phase };

@@ -2,9 +2,10 @@
 // teardown order, nothing left after a failure) are tested with real git and no engine or root.
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import type { HostUser, SandboxSpec } from "../../src/core/spec";
+import type { Backend } from "../../src/drivers/backend";
+import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../src/core/spec";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
-import type { BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
+import type { BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
 import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/sandboxes/identity";
 import type { LimitCounters, Limits } from "../../src/core/limits";
 import { streamRun, type Exec } from "../../src/sys/exec";
@@ -12,8 +13,13 @@ import type { SandboxGit, SandboxGitMode } from "../../src/sync/sandbox-git";
 import type { Paths } from "../../src/sys/paths";
 import { FakeBackend } from "./backend";
 
-export class FakeDriver implements Driver {
-  readonly backend = new FakeBackend();
+/** What a fake kind offers unless a test says otherwise: nothing beyond a forwarder's place (no agent, no forwards). */
+export const FAKE_CAPS: DriverCaps = { proxyPort: "forwarder", handsOverListener: false, transparent: null, execAgent: false, portForwards: false, stagesClone: false };
+
+export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
+  /** The system it converges: the in-memory FakeBackend unless a test gives another (a spy, a file-backed one). */
+  readonly backend: B;
+  caps: DriverCaps = FAKE_CAPS;
   /** Set to make the next provision fail after it made its clone (a bad Dockerfile, an engine gone mid-create). */
   failProvision: Error | null = null;
   /** When set, provision waits for it first (a slow clone or build a test acts during). */
@@ -28,7 +34,10 @@ export class FakeDriver implements Driver {
     private readonly exec: Exec,
     private readonly paths: Paths,
     readonly hostUser: HostUser,
-  ) {}
+    backend?: B,
+  ) {
+    this.backend = backend ?? (new FakeBackend() as unknown as B);
+  }
 
   hostExec(): Exec {
     return this.exec;
@@ -139,7 +148,31 @@ export class FakeDriver implements Driver {
     return { workspace: join(spec.dir, "clone"), workspaceView: spec.repo, exec };
   }
 
-  async cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
-    return (await this.backend.cleanup(keep, opts)).removed;
+  inspect(spec: SandboxSpec): Promise<Observed> {
+    return this.backend.inspect(spec);
+  }
+
+  list(): Promise<Observed[]> {
+    return this.backend.list();
+  }
+
+  stop(spec: SandboxSpec): Promise<Change> {
+    return this.backend.stop(spec);
+  }
+
+  remove(spec: SandboxSpec): Promise<Change> {
+    return this.backend.remove(spec);
+  }
+
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    return this.backend.shellArgv(spec, req);
+  }
+
+  cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.cleanup(keep, opts);
+  }
+
+  prune(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.cleanup(keep, opts);
   }
 }

@@ -43,7 +43,7 @@ export function serveInprocDaemon(vars: Record<string, string | undefined>, exec
   const fallback = defaultSpecBuilder(env, paths);
   const controller = new Controller({
     store,
-    backends: { fake: new FakeBackend(), ...Object.fromEntries(Object.entries(drivers).map(([k, d]) => [k, d.backend])) },
+    backends: { fake: new FakeBackend(), ...Object.fromEntries(Object.entries(drivers).map(([k, d]) => [k, (d as unknown as { backend: import("../../src/drivers/backend").Backend }).backend])) },
     guards: [],
     exec,
     paths,

@@ -136,6 +136,8 @@ const LIVE_STATES = "R,S,D,T,t,I";
 
 export class LinuxUserBackend implements Backend {
   readonly kind = "linux-user" as const;
+  /** The loopback guard hands the guest's port to the proxy (fd passing); nft redirects its transparent path there. */
+  readonly reach = { handsOverListener: true, transparent: "redirect" } as const;
   readonly root: string;
   readonly table: string;
   private readonly exec: Exec;

@@ -85,6 +85,8 @@ export function macosBackendHere(o: { exec: Exec; hostUser: string; runtimeDir: 
 
 export class MacosBackend implements Backend {
   readonly kind = "macos" as const;
+  /** No fd passing on macOS: the loopback guard relays; pf cannot redirect a guest's name lookups, so no transparent path. */
+  readonly reach = { handsOverListener: false, transparent: null } as const;
   private readonly exec: Exec;
   private readonly root: RootRunner;
   private readonly host: string;
