@@ -16,7 +16,7 @@ import type { ExecAgents } from "./exec-agents";
 import { EXEC_FRAMES_TYPE } from "./exec-types";
 import type { Hosted } from "./hosted";
 import type { LimitWatch } from "./limit-watch";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import {
   AuditViewSchema,
   ChatStatusSchema,

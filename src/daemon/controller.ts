@@ -10,7 +10,7 @@ import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { notifyStarted, startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "../guards/guards";
 import { createProgress } from "../lifecycle/lock";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import type { SandboxRef, SandboxView } from "./protocol";
 import type { SpecBuilder } from "./spec";
 

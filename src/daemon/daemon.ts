@@ -16,7 +16,7 @@ import { LimitWatch } from "./limit-watch";
 import type { SandboxGuard } from "../guards/guards";
 import type { Hosted } from "./hosted";
 import { acquireLock, type DaemonLock } from "./lock";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { API_VERSION, type Health } from "./protocol";
 import { clearStaleSocket, ensurePrivateDir, serveControl, type ControlServer } from "./server";
 import { SessionManager } from "./sessions";

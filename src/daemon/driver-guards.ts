@@ -8,7 +8,7 @@ import type { GuardContext, SandboxGuard } from "../guards/guards";
 import { refSyncGuard } from "../guards/ref-sync";
 import type { Store } from "../store/store";
 import type { ExecAgents } from "./exec-agents";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 
 export type DriverOf = (kind: string) => Driver | undefined;
 

@@ -4,7 +4,7 @@ import type { Sandbox } from "../core/schemas";
 import { LimitsSchema } from "../sandboxes/identity";
 import type { SandboxService } from "../sandboxes/service";
 import type { Store } from "../store/store";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 
 export interface LimitWatchDeps {
   service: Pick<SandboxService, "counters">;

@@ -39,7 +39,7 @@ import { startDaemon } from "./daemon";
 import { ExecAgents } from "./exec-agents";
 import { startHosted } from "./hosted";
 import type { GuardContext, SandboxGuard } from "../guards/guards";
-import { createLogger, type LogLevel, type Logger } from "./log";
+import { createLogger, type LogLevel, type Logger } from "../sys/log";
 import type { SpecBuilder } from "./spec";
 import type { HostUser, SandboxSpec } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";

@@ -7,7 +7,7 @@ import type { MacosBackend } from "../drivers/macos/backend";
 import { userSpec } from "../drivers/user-account";
 import type { Store } from "../store/store";
 import type { Paths } from "../sys/paths";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import type { Notification } from "./notify";
 
 export const PF_WATCH_MS = 3000;

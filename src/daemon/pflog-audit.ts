@@ -5,7 +5,7 @@ import { userSpec } from "../drivers/user-account";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 
 /** A running child whose output arrives line by line. */
 export interface LineChild {

@@ -8,7 +8,7 @@ import { FrameDecoder, FrameType } from "../../shims/exec-frames";
 import { bindOf, hostEndpoint, portsOf, type PortForward, type PortState } from "../core/ports";
 import type { Sandbox } from "../core/schemas";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import type { ExecAgents } from "./exec-agents";
 
 interface Open {

@@ -5,7 +5,7 @@ import type { Server, ServerWebSocket } from "bun";
 import { SbxError } from "../core/errors";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { errorBody } from "./app";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { AttachQuerySchema, ClientFrameSchema, type ServerFrame } from "./protocol";
 import type { SessionClient, SessionManager } from "./sessions";
 

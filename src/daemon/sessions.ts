@@ -5,7 +5,7 @@ import type { Store } from "../store/store";
 import type { Exec, TerminalProcess } from "../sys/exec";
 import type { Controller } from "./controller";
 import type { LimitWatch } from "./limit-watch";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { SessionCreateSchema, type ServerFrame, type SessionCreate, type SessionView } from "./protocol";
 
 /** What the session manager needs from an attached client (a WebSocket in the daemon, a fake in tests). */

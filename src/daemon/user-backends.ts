@@ -9,7 +9,7 @@ import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { feedFromAudit, type FeedEvent } from "../events/feed";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";
 import { notificationArgv, type Notification } from "./notify";
 import { startPfWatchdog } from "./pf-watchdog";

@@ -4,7 +4,7 @@ import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths, SandboxSockets } from "../sys/paths";
-import type { Logger } from "../daemon/log";
+import type { Logger } from "../sys/log";
 
 export interface GuardHealth {
   ok: boolean;

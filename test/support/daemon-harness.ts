@@ -7,7 +7,7 @@ import type { SandboxSpec } from "../../src/core/spec";
 import { createApp } from "../../src/daemon/app";
 import { Controller, type Backends, type ControllerDeps } from "../../src/daemon/controller";
 import type { GuardContext, SandboxGuard } from "../../src/guards/guards";
-import { silentLogger } from "../../src/daemon/log";
+import { silentLogger } from "../../src/sys/log";
 import { API_VERSION } from "../../src/daemon/protocol";
 import { SessionManager } from "../../src/daemon/sessions";
 import { defaultSpecBuilder } from "../../src/daemon/spec";

@@ -1,6 +1,6 @@
 // Test-only: the GuardContext a guard's start() gets, for one sandbox row, with a FakeExec and a silent log.
 import type { GuardContext } from "../../src/guards/guards";
-import { silentLogger } from "../../src/daemon/log";
+import { silentLogger } from "../../src/sys/log";
 import type { Sandbox } from "../../src/core/schemas";
 import type { Store } from "../../src/store/store";
 import { FakeExec } from "../fakes/exec";

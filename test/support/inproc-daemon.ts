@@ -4,7 +4,7 @@
 import { mkdirSync } from "node:fs";
 import { createApp } from "../../src/daemon/app";
 import { Controller } from "../../src/daemon/controller";
-import { silentLogger } from "../../src/daemon/log";
+import { silentLogger } from "../../src/sys/log";
 import { API_VERSION } from "../../src/daemon/protocol";
 import { serveControl, type ControlServer } from "../../src/daemon/server";
 import { SessionManager } from "../../src/daemon/sessions";

@@ -5,7 +5,7 @@ import { defaultRuntime } from "../../../src/drivers/docker/docker";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import type { Sandbox } from "../../../src/core/schemas";
 import { Controller } from "../../../src/daemon/controller";
-import { createLogger } from "../../../src/daemon/log";
+import { createLogger } from "../../../src/sys/log";
 import { productionComponents, type Components } from "../../../src/daemon/main";
 import { UserAccountDriver } from "../../../src/drivers/user-account";
 import { hostUserExec } from "../../../src/sys/as-user";

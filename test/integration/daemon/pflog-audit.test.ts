@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorCommand } from "../../../src/drivers/macos/monitor";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import { ptyLines, startPflogAudit, type SpawnLines } from "../../../src/daemon/pflog-audit";
 import { Store } from "../../../src/store/store";
 import { createExec } from "../../../src/sys/exec";

@@ -14,7 +14,7 @@ import { sandboxDir, type Paths } from "../../../src/sys/paths";
 import { stagingRoot } from "../../../src/workspace/staged-clone";
 import { FakeDriver } from "../../fakes/driver";
 import { tempWorld, type TempWorld } from "../../support/temp-world";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import { recordingGuard, type Events } from "../../support/daemon-harness";
 
 let w: TempWorld;

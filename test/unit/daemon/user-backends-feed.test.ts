@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import type { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import { MacosBackend } from "../../../src/drivers/macos/backend";
 import { monitorCommand } from "../../../src/drivers/macos/monitor";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import { productionComponents } from "../../../src/daemon/main";
 import { blockedNotification, createDesktopNotifier } from "../../../src/daemon/notify";
 import { rawBlockFeed, startUserBackendAudits } from "../../../src/daemon/user-backends";

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { MacosBackend } from "../../../src/drivers/macos/backend";
 import { monitorCommand } from "../../../src/drivers/macos/monitor";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import { startPflogAudit, type LineChild, type SpawnLines } from "../../../src/daemon/pflog-audit";
 import type { UserIdentity } from "../../../src/drivers/user-account";
 import { Store } from "../../../src/store/store";

@@ -1,7 +1,7 @@
 // The daemon's wiring of the macOS backend on a fake Mac: the stored proxy port becomes the spec, bring-up grants the bridge socket ACL, start-up re-applies pf first.
 import { describe, expect, test } from "bun:test";
 import { productionComponents } from "../../../../src/daemon/main";
-import { silentLogger } from "../../../../src/daemon/log";
+import { silentLogger } from "../../../../src/sys/log";
 import { userSpec } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
 import { processEnv, type Env } from "../../../../src/sys/env";

@@ -1,7 +1,7 @@
 // The pf watchdog on the fake Mac: `pfctl -d` (every token dropped) or a pf.conf reload (sbx's anchors gone) stops every
 // running macOS sandbox before pf is put back, says why in its audit and tells the person; a healthy pf changes nothing.
 import { describe, expect, test } from "bun:test";
-import { silentLogger } from "../../../../src/daemon/log";
+import { silentLogger } from "../../../../src/sys/log";
 import type { Notification } from "../../../../src/daemon/notify";
 import { startPfWatchdog } from "../../../../src/daemon/pf-watchdog";
 import { startUserBackendAudits } from "../../../../src/daemon/user-backends";

@@ -1,7 +1,7 @@
 // Host → clone ref sync on a fake Mac: the host fetches into its own mirror (hardened env), then the guest update-refs refs/remotes/host/* in its clone; nothing runs as a stopped guest (golden transcripts).
 import { describe, expect, test } from "bun:test";
 import type { GuardContext } from "../../../../src/guards/guards";
-import { silentLogger } from "../../../../src/daemon/log";
+import { silentLogger } from "../../../../src/sys/log";
 import { productionComponents } from "../../../../src/daemon/main";
 import { UserAccountDriver } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
