@@ -4,7 +4,7 @@ export { SbxError, ExitCode, isSbxError, toSbxError, type ErrorCode, type WireEr
 export { validateSandboxName, NAME_PATTERN } from "./core/names";
 export type { Sandbox, SandboxState, BackendKind, AllowEntry, Approval, AuditEntry } from "./core/schemas";
 export { readEnv, processEnv, type Env } from "./sys/env";
-export { sandboxId } from "./sandboxes/identity";
+export { sandboxId } from "./drivers/identity";
 export {
   pathsFor,
   repoSandboxDir,

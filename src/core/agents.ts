@@ -376,7 +376,7 @@ export function agentSetupPlan(agent: AgentName, sandbox: string, workdir: strin
   };
 }
 
-/** The value every credential inside a sandbox has (src/sandboxes/env.ts PLACEHOLDER_KEY). */
+/** The value every credential inside a sandbox has (src/drivers/env.ts PLACEHOLDER_KEY). */
 const PLACEHOLDER = "sbx-placeholder";
 
 /** Pure: a JWT-shaped placeholder (unsigned): Codex reads claims from its tokens, and only sbx's proxy ever sees these. */

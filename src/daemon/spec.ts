@@ -3,7 +3,7 @@ import type { HostUser, SandboxOptions, SandboxSpec } from "../core/spec";
 import type { Sandbox } from "../core/schemas";
 import type { Env } from "../sys/env";
 import { DEFAULT_FORWARDER_PORT } from "../core/egress";
-import { sandboxId, sandboxSpec } from "../sandboxes/identity";
+import { sandboxId, sandboxSpec } from "../drivers/identity";
 import { sandboxDir, type Paths } from "../sys/paths";
 import { selfUser } from "../sys/host-user";
 

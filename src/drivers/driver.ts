@@ -45,7 +45,7 @@ export interface NewSandbox extends CreateOptions {
   repo: string;
   /** The sandbox dir (already made, 0700). */
   dir: string;
-  /** The sandbox id (`sandboxes/identity.ts`): container, account and socket-dir names. */
+  /** The sandbox id (`drivers/identity.ts`): container, account and socket-dir names. */
   id: string;
   /** The caller's working directory (relative `--overlay` paths). */
   cwd: string;

@@ -16,7 +16,7 @@ import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import type { UserBackendKind } from "../core/backend-kind";
-import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
+import { LimitsSchema, sandboxSpec } from "./identity";
 import { hostUserExec, safeRepoExec } from "../sys/as-user";
 import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
 import type { Backend } from "./backend";

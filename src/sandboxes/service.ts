@@ -31,7 +31,7 @@ import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
 import { hostUserExec } from "../sys/as-user";
 import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
-import { baseIdentity, LimitsSchema, sandboxId } from "./identity";
+import { baseIdentity, LimitsSchema, sandboxId } from "../drivers/identity";
 import { upstreamTips } from "../bridge/gate";
 import { gateDirOf } from "../guards/bridge";
 import { defaultLimits, limitHits, parseCpus, parseMemory, parsePids, resolveLimits, type HostCapacity, type LimitCounters, type LimitHit, type Limits, type LimitsInput } from "../core/limits";

@@ -6,7 +6,7 @@ import type { Backend } from "../../src/drivers/backend";
 import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../src/core/spec";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
 import type { BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
-import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/sandboxes/identity";
+import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/drivers/identity";
 import type { LimitCounters, Limits } from "../../src/core/limits";
 import { streamRun, type Exec } from "../../src/sys/exec";
 import type { SandboxGit, SandboxGitMode } from "../../src/sync/sandbox-git";

@@ -4,7 +4,7 @@ import type { SandboxSpec } from "../../src/core/spec";
 import { MacosBackend } from "../../src/drivers/macos/backend";
 import { directRoot, type RootContext } from "../../src/drivers/macos/privileged";
 import type { UserIdentity } from "../../src/drivers/user-account";
-import { sandboxEnv } from "../../src/sandboxes/env";
+import { sandboxEnv } from "../../src/drivers/env";
 import type { Exec } from "../../src/sys/exec";
 import type { Paths } from "../../src/sys/paths";
 import { FakeExec, type Reply } from "./exec";

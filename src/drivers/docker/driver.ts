@@ -17,7 +17,7 @@ import type { Sandbox } from "../../core/schemas";
 import { expandHome } from "../../lifecycle/config";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
-import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
+import { LimitsSchema, sandboxSpec } from "../identity";
 import { countersOfPid } from "../../sys/cgroup";
 import type { LimitCounters } from "../../core/limits";
 import { readSecrets, secretsFile } from "../../secrets/store";

@@ -521,7 +521,7 @@ export class LinuxUserBackend implements Backend {
   // ── what the guest runs: runtime, rc files, shims, its socket dir ──────────────────
 
   /**
-   * The environment a guest's shells get from their rc files: the spec's (sandboxes/env.ts builds it: proxy, LLM and
+   * The environment a guest's shells get from their rc files: the spec's (drivers/env.ts builds it: proxy, LLM and
    * bridge variables) without identity variables or PATH (the rc files put ~/bin first), plus where this host's Bun is.
    */
   guestEnv(spec: SandboxSpec): Record<string, string> {

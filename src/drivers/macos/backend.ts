@@ -271,7 +271,7 @@ export class MacosBackend implements Backend {
 
   /** The files a guest home gets; the stamp is a hash of all of them. */
   homeFiles(c: Pick<Ctx, "spec" | "home" | "port">): { files: HomeFile[]; stamp: string } {
-    // The spec's environment (sandboxes/env.ts: proxy, LLM and bridge variables), as every kind gets it.
+    // The spec's environment (drivers/env.ts: proxy, LLM and bridge variables), as every kind gets it.
     const env = c.spec.env;
     const files = [
       ...renderZshRc({ home: c.home, sandbox: c.spec.name, env, lastDir: `${this.agentsDir}/bin` }),

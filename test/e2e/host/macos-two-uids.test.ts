@@ -10,7 +10,7 @@ import type { SandboxSpec } from "../../../src/core/spec";
 import type { MacosBackend } from "../../../src/drivers/macos/backend";
 import { kitPaths, renderKit } from "../../../src/drivers/macos/install";
 import { guestUser, hostTag } from "../../../src/drivers/macos/naming";
-import { sandboxEnv } from "../../../src/sandboxes/env";
+import { sandboxEnv } from "../../../src/drivers/env";
 import { LinuxMac } from "../../support/linux-mac";
 import { cannotCreateUsers, createTestUser, type TestUser } from "../../support/test-user";
 

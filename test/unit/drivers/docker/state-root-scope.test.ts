@@ -4,7 +4,7 @@ import { DockerBackend } from "../../../../src/drivers/docker/docker";
 import { rootLabel } from "../../../../src/drivers/docker/args";
 import type { SandboxSpec } from "../../../../src/core/spec";
 import { SbxError } from "../../../../src/core/errors";
-import { sandboxId } from "../../../../src/sandboxes/identity";
+import { sandboxId } from "../../../../src/drivers/identity";
 import { FakeExec } from "../../../fakes/exec";
 
 const ROOT = "/home/ann/.cache/sandbox";
