@@ -8,6 +8,17 @@ export function isUserBackend(kind: string): kind is UserBackendKind {
   return (USER_BACKENDS as readonly string[]).includes(kind);
 }
 
+/** What to do about a kind this process has no driver for (said with "<kind> sandboxes cannot be run from here"). */
+export function kindUnavailableHint(kind: string): string {
+  return KIND_UNAVAILABLE[kind] ?? "Run `sbx doctor` to see which kinds of sandbox work on this host.";
+}
+
+const KIND_UNAVAILABLE: Readonly<Record<string, string>> = {
+  docker: "Docker sandboxes run on Linux.",
+  "linux-user": "Run sbx as root (sudo) for --backend user, on Linux with its tools (`sbx doctor`).",
+  macos: "macOS sandboxes run on a Mac, in a daemon that runs as you (not as root).",
+};
+
 /** `--backend user` means the user-account backend of this OS; `--backend macos` is accepted on a Mac too. */
 export function userBackendKind(platform: NodeJS.Platform, flag: string): UserBackendKind {
   if (flag === "macos" || (flag === "user" && platform === "darwin")) {

@@ -143,10 +143,21 @@ export function toSbxError(e: unknown): SbxError {
 
 // ── Named refusals: the same refusal reads the same wherever it is raised ──
 
-/** No sandbox of that name for that repo. */
-export function sandboxNotFound(name: string, repo: string): SbxError {
-  return new SbxError("not_found", `no sandbox '${name}' for ${repo}`, {
-    hint: `Create it with \`sbx create ${name}\` (or \`sbx run ${name}\`); \`sbx list\` shows the ones that exist.`,
+/**
+ * No sandbox of that name where the caller looked: in `repo` (null: no repo was found), and, unless the caller named
+ * the repo, in no other repo either.
+ */
+export function sandboxNotFound(name: string, repo: string | null, elsewhereToo: boolean): SbxError {
+  const where = repo === null ? "" : elsewhereToo ? ` in ${repo} or any other repo` : ` in ${repo}`;
+  return new SbxError("not_found", `no sandbox '${name}'${where}`, {
+    hint: `\`sbx list\` shows the sandboxes there are; \`sbx create ${name}\` (or \`sbx run ${name}\`) makes one.`,
+  });
+}
+
+/** Sandboxes of that name in several repos, none of them the caller's: which one is for --repo to say. */
+export function sandboxAmbiguous(name: string, repos: readonly string[]): SbxError {
+  return new SbxError("usage", `there are sandboxes named '${name}' in ${repos.length} repos: ${repos.join(", ")}`, {
+    hint: `Say which with --repo, e.g. --repo ${repos[0]}.`,
   });
 }
 

@@ -17,7 +17,7 @@ export interface PfWatchdogDeps {
   store: Store;
   paths: Paths;
   log: Logger;
-  /** Stops a sandbox as `sbx stop` does (sessions told, guards down); the backend's own stop when there is no daemon. */
+  /** Stops a sandbox as `sbx stop` does (sessions told, guards down, its state stopped even when part of that fails). */
   stopSandbox: (row: Sandbox, why: string) => Promise<void>;
   notify: (n: Notification) => void;
   intervalMs?: number;
@@ -56,7 +56,6 @@ export function startPfWatchdog(d: PfWatchdogDeps): { stop(): Promise<void>; che
         d.log.error("stopping a sandbox after pf was lost failed; ending its processes", { sandbox: row.name, err });
         await d.backend.stop(spec);
       }
-      d.store.setSandboxState(row.id, "stopped");
       d.store.audit({ sandboxId: row.id, kind: "guard", action: "pf-lost", detail: { problems, stopped: true } });
       stopped.push(row.name);
     }

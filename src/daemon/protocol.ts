@@ -73,21 +73,6 @@ export type Status = z.infer<typeof StatusSchema>;
 
 const nameSchema = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "a sandbox name: lowercase letters, digits and '-'").max(63);
 
-export const SandboxRefSchema = z.object({ name: nameSchema, repo: z.string().startsWith("/").optional() });
-export type SandboxRef = z.infer<typeof SandboxRefSchema>;
-
-/**
- * The head of POST /v1/sandboxes/exec (the body is a u32 BE length, this JSON, then the command's stdin bytes):
- * start the sandbox, then run argv through its exec agent. No terminal: interactive sessions use the engine's exec.
- */
-export const SandboxExecSchema = SandboxRefSchema.extend({
-  argv: z.array(z.string().refine((s) => !s.includes("\0"), "no NUL bytes")).min(1),
-  cwd: z.string().startsWith("/"),
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()),
-  stdin: z.boolean(),
-});
-export type SandboxExec = z.infer<typeof SandboxExecSchema>;
-
 const intParam = z.coerce.number().int().nonnegative();
 
 export const LogsQuerySchema = z.object({
@@ -185,14 +170,6 @@ export type UiLaunch = z.infer<typeof UiLaunchSchema>;
 export const UiTicketRequestSchema = z.object({ ticket: z.string().min(1).max(200) });
 export const UiTicketStateSchema = z.object({ state: z.enum(["unused", "used", "expired", "unknown"]) });
 
-export const SandboxActionSchema = z.object({
-  sandbox: SandboxViewSchema,
-  /** What the person should know as it starts (a changed Dockerfile, an older layout), one line each. */
-  notes: z.array(z.string()).optional(),
-});
-
-export const OkSchema = z.object({ ok: z.literal(true) });
-
 // ── The sandbox service's verbs (/v1/lifecycle/*): the CLI's create, run, shell, stop, rm, prune and list ──
 
 /** Where the caller is: the daemon finds the repo from cwd (and --repo), as the caller would. */
@@ -201,6 +178,35 @@ const WhereSchema = z.object({
   repoFlag: z.string().min(1).optional(),
   /** sudo's SUDO_UID when the CLI runs as root for someone: the repo is theirs (honoured only by a root daemon). */
   asUid: z.number().int().min(1).optional(),
+});
+
+/**
+ * The head of POST /v1/sandboxes/exec (the body is a u32 BE length, this JSON, then the command's stdin bytes): start
+ * the sandbox (the service's start, under its lock), then run argv through its exec agent. No terminal: interactive
+ * sessions are the daemon's PTYs.
+ */
+export const SandboxExecSchema = WhereSchema.extend({
+  name: nameSchema,
+  /** The repo of cwd and --repo as the CLI found it without git (the daemon then runs none). */
+  foundRepo: z.string().startsWith("/").optional(),
+  argv: z.array(z.string().refine((s) => !s.includes("\0"), "no NUL bytes")).min(1),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()),
+  stdin: z.boolean(),
+  /** false: start it and answer how to run the command, not through the agent (its stdin is larger than a request body). */
+  agent: z.boolean().default(true),
+});
+export type SandboxExec = z.input<typeof SandboxExecSchema>;
+
+/**
+ * The answer to POST /v1/sandboxes/exec when the command was not run through an agent: the started sandbox, where the
+ * command runs inside, the start's notes, and whether the engine can run it (a container whose agent is not connected).
+ */
+export const ExecAnswerSchema = z.object({
+  sandbox: SandboxViewSchema,
+  cwd: z.string(),
+  notes: z.array(z.string()),
+  agent: z.literal(false),
+  engine: z.boolean(),
 });
 
 /** `--memory`, `--cpus`, `--pids` as the person typed them (the service checks them against the machine). */

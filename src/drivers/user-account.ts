@@ -131,6 +131,11 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
 }
 
 
+/** A guest account's capabilities: its proxy port on the host's loopback, no exec agent, no forwards, no staged clone. */
+export function userAccountCaps(reach: UserAccountBackend["reach"]): DriverCaps {
+  return { proxyPort: "loopback", ...reach, execAgent: false, portForwards: false, stagesClone: false };
+}
+
 export interface UserAccountDriverDeps {
   exec: Exec;
   env: Env;
@@ -148,12 +153,11 @@ export interface UserAccountDriverDeps {
 
 export class UserAccountDriver implements Driver {
   readonly hostUser: HostUser;
-  /** An account on the host: its proxy port is on the host's loopback (the loopback guard), no exec agent, no staged clone. */
   readonly caps: DriverCaps;
 
   constructor(private readonly d: UserAccountDriverDeps) {
     this.hostUser = d.hostUser;
-    this.caps = { proxyPort: "loopback", ...d.backend.reach, execAgent: false, portForwards: false, stagesClone: false };
+    this.caps = userAccountCaps(d.backend.reach);
   }
 
   agentPlace(): AgentPlace | null {

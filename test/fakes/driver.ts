@@ -6,11 +6,11 @@ import type { Backend } from "../../src/drivers/backend";
 import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../src/core/spec";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
 import type { BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
-import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/drivers/identity";
+import { BaseIdentitySchema, LimitsSchema, sandboxId, sandboxSpec } from "../../src/drivers/identity";
 import type { LimitCounters, Limits } from "../../src/core/limits";
 import { streamRun, type Exec } from "../../src/sys/exec";
 import type { SandboxGit, SandboxGitMode } from "../../src/sync/sandbox-git";
-import type { Paths } from "../../src/sys/paths";
+import { sandboxDir, type Paths } from "../../src/sys/paths";
 import { FakeBackend } from "./backend";
 
 /** What a fake kind offers unless a test says otherwise: nothing beyond a forwarder's place (no agent, no forwards). */
@@ -55,9 +55,15 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
     return { id: n.id, dir: n.dir };
   }
 
+  /**
+   * A row a create made holds its id and dir; one a test put in the store by hand has neither, and gets them as a create
+   * would have made them (the state root's id of its repo and name, its sandbox dir).
+   */
   spec(row: Sandbox): SandboxSpec {
-    const ident = BaseIdentitySchema.extend({ limits: LimitsSchema.optional() }).parse(row.identity);
-    return sandboxSpec(this.paths, { id: ident.id, name: row.name, repo: row.repo, dir: ident.dir, hostUser: this.hostUser, place: { proxyPort: 3128 }, options: { driver: "fake" }, limits: ident.limits });
+    const ident = BaseIdentitySchema.partial().extend({ limits: LimitsSchema.optional() }).parse(row.identity);
+    const id = ident.id ?? sandboxId(this.paths.sandboxRoot, row.repo, row.name);
+    const dir = ident.dir ?? sandboxDir(this.paths, row.repo, row.name);
+    return sandboxSpec(this.paths, { id, name: row.name, repo: row.repo, dir, hostUser: this.hostUser, place: { proxyPort: 3128 }, options: { driver: "fake" }, limits: ident.limits });
   }
 
   /** The kernel's counters per sandbox id, as a test sets them (a running sandbox that hit a limit). */
@@ -97,7 +103,10 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
   /** Set to make the next start fail (a container that exits at once, an engine gone after the build). */
   failStart: Error | null = null;
 
-  async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec }> {
+  /** What the next starts learn and hand back to be stored (a Docker start learns the image and the shell). */
+  learns: Record<string, unknown> | null = null;
+
+  async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec; identity?: Record<string, unknown> }> {
     this.calls.push("ensureRunning");
     if (this.failStart) {
       const e = this.failStart;
@@ -107,10 +116,11 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
     this.trace?.push(`driver.ensureRunning ${row.name}`);
     const spec = this.spec(row);
     await this.backend.apply(spec);
-    return { spec };
+    return this.learns ? { spec, identity: { ...row.identity, ...this.learns } } : { spec };
   }
 
-  async prepareRun(): Promise<void> {}
+  /** What a start makes beside the guards (Docker: the container); a test may replace it. */
+  async prepareRun(_row: Sandbox): Promise<void> {}
 
   workspace(spec: SandboxSpec): string {
     return join(spec.dir, "clone");

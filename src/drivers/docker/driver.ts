@@ -9,7 +9,7 @@ import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core
 import { hostSecretValues, scanOverlays } from "./overlay-scan";
 import { dockerfileNow, ensureImage, planImage } from "./image";
 import { describeSource, planImageSource } from "./image-source";
-import { ImageSourceSchema, type ImageFlags, type ImageSource } from "../../core/image-source";
+import { ImageSourceSchema, type ImageSource } from "../../core/image-source";
 import { hostKeySources, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";

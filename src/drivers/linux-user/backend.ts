@@ -134,10 +134,12 @@ export const PROC_SCRIPT = 'mount -t proc -o hidepid=invisible,nosuid,nodev,noex
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";
 
+/** The loopback guard hands the guest's port to the proxy (fd passing); nft redirects its transparent path there. */
+export const LINUX_USER_REACH = { handsOverListener: true, transparent: "redirect" } as const;
+
 export class LinuxUserBackend implements Backend {
   readonly kind = "linux-user" as const;
-  /** The loopback guard hands the guest's port to the proxy (fd passing); nft redirects its transparent path there. */
-  readonly reach = { handsOverListener: true, transparent: "redirect" } as const;
+  readonly reach = LINUX_USER_REACH;
   readonly root: string;
   readonly table: string;
   private readonly exec: Exec;

@@ -83,10 +83,12 @@ export function macosBackendHere(o: { exec: Exec; hostUser: string; runtimeDir: 
   });
 }
 
+/** No fd passing on macOS: the loopback guard relays; pf cannot redirect a guest's name lookups, so no transparent path. */
+export const MACOS_REACH = { handsOverListener: false, transparent: null } as const;
+
 export class MacosBackend implements Backend {
   readonly kind = "macos" as const;
-  /** No fd passing on macOS: the loopback guard relays; pf cannot redirect a guest's name lookups, so no transparent path. */
-  readonly reach = { handsOverListener: false, transparent: null } as const;
+  readonly reach = MACOS_REACH;
   private readonly exec: Exec;
   private readonly root: RootRunner;
   private readonly host: string;

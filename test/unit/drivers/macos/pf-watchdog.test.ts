@@ -26,10 +26,12 @@ async function world() {
     store,
     paths: ALICE_PATHS,
     log: silentLogger,
-    // As the daemon does: the supervisor's stop, which ends the sandbox's processes through the backend.
+    // As the daemon does: the sandbox service's stopBecause, which ends the sandbox's processes through its driver and
+    // records it stopped.
     stopSandbox: async (row: Sandbox, why: string) => {
       stops.push(`${row.name}: ${why}`);
       await backend.stop(userSpec(ALICE_PATHS, row));
+      store.setSandboxState(row.id, "stopped");
     },
     notify: (n) => notes.push(n),
     intervalMs: 3_600_000,

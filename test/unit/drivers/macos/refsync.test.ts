@@ -26,10 +26,10 @@ async function setup() {
   const env: Env = { ...base, platform: "darwin", uid: 501, gid: 20, userName: "alice", vars: { ...base.vars, HOME: "/Users/alice" } };
   const comps = await productionComponents({ env, paths, exec: mac.exec, log: silentLogger, store, events: createEventBus() }, { macos: backend });
   const row = store.createSandbox({ name: "demo", repo: "/Users/alice/src/demo", backend: "macos", identity: IDENTITY });
-  const spec = comps.specFor!(row);
+  const spec = comps.drivers.macos!.spec(row);
   mac.mk(spec.sockets.dir, "dir", 0o700, "alice");
   mac.mk(spec.sockets.bridge, "sock", 0o600, "alice");
-  await comps.bringUp!(row, spec, backend);
+  await comps.drivers.macos!.ensureRunning(row, { log() {}, progress() {}, audit() {} });
   const driver = new UserAccountDriver({ exec: mac.exec, env, paths, backend, hostUser: selfUser(env) });
   const target = driver.refSyncTarget(spec, mac.exec);
   /** What ref sync's host → clone lane does once promotion is done: the mirror, then update-ref as the guest. */
