@@ -110,12 +110,12 @@ export class PortForwards {
     })();
   }
 
-  /** The guard: a Docker sandbox's forwards up with its guards, down with them. */
+  /** The guard: the forwards of a sandbox whose kind takes them (DriverCaps.portForwards) up with its guards, down with them. */
   guard(): SandboxGuard {
     return {
       name: "ports",
       start: async (ctx): Promise<GuardHandle> => {
-        if (ctx.sandbox.backend !== "docker") return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
+        if (!ctx.driver.caps.portForwards) return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
         const id = ctx.sandbox.id;
         await this.apply(id, portsOf(ctx.sandbox.identity));
         return {

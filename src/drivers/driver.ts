@@ -200,6 +200,8 @@ export interface Driver {
   stop(spec: SandboxSpec): Promise<Change>;
   /** Removes everything this kind made for the sandbox; removing what is gone succeeds. */
   remove(spec: SandboxSpec): Promise<Change>;
+  /** The port of the host's 127.0.0.1 its guest reaches its proxy on (caps.proxyPort "loopback"), from its spec; null for a kind with a forwarder inside. */
+  hostProxyPort(spec: SandboxSpec): number | null;
   /** The host argv that runs a command or shell inside the sandbox (pure; a session runs it under sbx's PTY). */
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[];
   /** What a crash left: anything of sbx's of this kind whose id is not in `keep` (the daemon's reconcile, when no other state root's sandbox is in sight). */

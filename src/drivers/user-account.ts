@@ -310,6 +310,11 @@ export class UserAccountDriver implements Driver {
     return this.d.backend.shellArgv(spec, req);
   }
 
+  /** The loopback port its identity holds (chosen once at create); null when the spec has none (a damaged record). */
+  hostProxyPort(spec: SandboxSpec): number | null {
+    return spec.options.driver === "user" ? spec.options.proxyPort : null;
+  }
+
   /** Accounts, chains/anchors, homes, mounts and records of no live sandbox of this kind. */
   cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
     return this.d.backend.cleanup(keep, opts);

@@ -40,7 +40,7 @@ export interface GuardContext {
 }
 
 /** The part of a sandbox's driver its guards use. */
-export type GuardDriver = Pick<Driver, "caps" | "hostExec" | "refSyncTarget" | "bridgePlace">;
+export type GuardDriver = Pick<Driver, "caps" | "hostExec" | "hostProxyPort" | "refSyncTarget" | "bridgePlace">;
 
 export interface SandboxGuard {
   /** Short and stable: "proxy", "bridge", "ref-sync". Shown in `sbx status`. */

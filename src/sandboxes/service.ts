@@ -534,8 +534,8 @@ export class SandboxService {
    * refuses the change, and nothing is kept). User-account sandboxes share the host's loopback: nothing to forward.
    */
   async ports(name: string, w: Named & { add?: string[]; remove?: number[] }): Promise<{ name: string; ports: (PortState | (PortForward & { state: "stopped" }))[]; running: boolean; changed: boolean }> {
-    const { repo, row } = await this.locate(name, w);
-    if (row.backend !== "docker") {
+    const { row, driver } = await this.locate(name, w);
+    if (!driver.caps.portForwards) {
       throw new SbxError("usage", `sandbox ${name} is a ${row.backend} sandbox: its servers listen on this machine's own loopback already`, {
         hint: "Connect to 127.0.0.1:PORT from the host; `sbx port` forwards the ports of Docker sandboxes, which have no network of their own.",
       });

@@ -178,6 +178,10 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
     return this.backend.shellArgv(spec, req);
   }
 
+  hostProxyPort(): number | null {
+    return null;
+  }
+
   cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
     return this.backend.cleanup(keep, opts);
   }

@@ -39,6 +39,8 @@ export function guardContext(o: { store: Store; sandbox: Sandbox; dir: string; s
     driver: {
       caps: o.caps ?? CAPS_OF[o.sandbox.backend],
       hostExec: () => exec,
+      // The user-account driver's answer (the test's spec holds the port, as a guest's identity does).
+      hostProxyPort: (spec) => (spec.options.driver === "user" ? spec.options.proxyPort : null),
       refSyncTarget: () => null,
       bridgePlace: (spec, e) => ({ workspace: `${spec.dir}/clone`, workspaceView: spec.repo, exec: e }),
     },

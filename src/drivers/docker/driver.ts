@@ -469,6 +469,11 @@ export class DockerDriver implements Driver {
     return this.backend.shellArgv(spec, req);
   }
 
+  /** Its forwarder listens inside the container: nothing of the host's loopback is its. */
+  hostProxyPort(): null {
+    return null;
+  }
+
   /** Labelled containers and volumes of this state root whose sandbox id is not kept, and their overlay dirs. */
   cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
     return this.backend.cleanup(keep, opts);
