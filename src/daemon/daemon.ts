@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Hono } from "hono";
 import { Store } from "../store/store";
 import type { BackendKind, Sandbox } from "../core/schemas";
-import type { Driver } from "../drivers/driver";
+import type { Driver, WatchContext } from "../drivers/driver";
 import { stateOfView, type SandboxState } from "../core/sandbox-state";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
@@ -47,10 +47,10 @@ export interface DaemonDeps {
   /** The in-sandbox exec agents, when the components made them (a guard runs commands through them); else the daemon's own. */
   agents?: ExecAgents;
   /**
-   * Daemon-wide background services (the kernel-log audit, the pf watchdog), started after the fences are back and
-   * stopped at shutdown; `stopSandbox` stops one as `sbx stop` does (sessions told, guards down, state stopped).
+   * Where what the drivers' watchers see goes (Driver.watch: the kernel-log and pflog audits, the pf watchdog): the
+   * live feed and the person's desktop. Without, the daemon starts no watcher.
    */
-  services?: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => { stop(): Promise<void> };
+  watchers?: Pick<WatchContext, "blocked" | "notify">;
   /** The allowlist and approvals behind /v1/policy/* (the dashboard and chat decide through the same one). */
   policy?: PolicyService;
   /** This machine's memory and CPUs (limits' defaults; tests give their own). */
@@ -132,7 +132,8 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     // Fail closed first: every sandbox fenced as its driver says, before reconcile brings any guard or sandbox up.
     await service.fence();
     const reconciled = service.reconcile();
-    background = deps.services?.(store, (row, why) => service.stopBecause(row, why)) ?? null;
+    const watching = deps.watchers ? await service.watch({ log, ...deps.watchers }) : [];
+    background = { stop: async () => void (await Promise.all(watching.map((w) => w.stop()))) };
     const g = guards;
     const views = (sb: Sandbox) => sandboxView(sb, service, g);
     hosted = deps.hosted?.(store, (sb) => stateOfView(views(sb))) ?? null;

@@ -29,7 +29,10 @@ import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { systemResolver, type Resolver } from "../proxy/egress-proxy";
-import { startUserBackendAudits, type UserBackends } from "./user-backends";
+import type { MacosBackend } from "../drivers/macos/backend";
+import { defaultKind } from "../core/backend-kind";
+import { rawBlockFeed } from "../events/raw-blocks";
+import { notificationArgv } from "./notify";
 import { driverRefSyncGuard } from "./driver-guards";
 import { startDaemon } from "./daemon";
 import { ExecAgents } from "./exec-agents";
@@ -47,10 +50,14 @@ export interface Components {
   defaultKind?: BackendKind;
   /** Started in this order for every sandbox, stopped in reverse; a sandbox runs only when all are up. */
   guards: SandboxGuard[];
-  /** Daemon-wide services (the audits of raw connections the firewall dropped); `poll` reads the kernel log now. */
-  services?: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => { stop(): Promise<void>; poll?(): Promise<number> };
   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
   agents?: ExecAgents;
+}
+
+/** The user-account backends this host can run (detected, or a test's). */
+export interface UserBackends {
+  linuxUser?: LinuxUserBackend;
+  macos?: MacosBackend;
 }
 
 export interface ComponentDeps {
@@ -157,7 +164,7 @@ function tlsEnvOf(raw: Readonly<Record<string, string>>): Record<string, string>
  *   drivers:  docker (Linux); linux-user (Linux, root, tools present); macos (darwin).
  *   guards:   proxy (egress + LLM keys), loopback (a guest's 127.0.0.1:<port> → proxy, for kinds whose proxy port is
  *             on the host's loopback), bridge (git/gh), ref sync (each driver's plan).
- *   services: the blocked-raw audits (kernel log on Linux, pflog0 on macOS), published on the live feed.
+ *   (each driver's own watchers, Driver.watch, are started by the daemon: the blocked-raw audits, the pf watchdog.)
  * A sandbox of a kind that is not registered stays fenced (the service's reconcile). `users` replaces detection (tests).
  */
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
@@ -223,16 +230,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  const hasUsers = ub.linuxUser !== undefined || ub.macos !== undefined;
-  return {
-    drivers,
-    defaultKind: d.env.platform === "darwin" ? "macos" : "docker",
-    guards,
-    agents,
-    ...(hasUsers
-      ? { services: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish, stopSandbox }) }
-      : {}),
-  };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents };
 }
 
 export interface RunOptions {
@@ -273,11 +271,18 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       store,
       version: VERSION,
       drivers: comps.drivers,
-      defaultKind: comps.defaultKind ?? (env.platform === "darwin" ? "macos" : "docker"),
+      defaultKind: comps.defaultKind ?? defaultKind(env.platform),
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
-      ...(comps.services ? { services: comps.services } : {}),
+      // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
+      watchers: {
+        blocked: rawBlockFeed(store, (e) => events.publish(e)),
+        notify: (n) => {
+          const argv = notificationArgv(env.platform, n);
+          if (argv) void exec.run(argv, { check: false }).catch(() => {});
+        },
+      },
       hosted: (st, stateOf) =>
         startHosted({
           store: st,

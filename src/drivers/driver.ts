@@ -6,6 +6,8 @@ import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
 import type { ImageFlags } from "../core/image-source";
 import type { Exec, StreamedRun } from "../sys/exec";
+import type { Logger } from "../sys/log";
+import type { Store } from "../store/store";
 import type { RefSyncOptions } from "../sync/refsync";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 import type { StagedClone } from "../workspace/staged-clone";
@@ -122,6 +124,19 @@ export interface DriverCaps {
   readonly stagesClone: boolean;
 }
 
+/** What a kind's watchers get from the daemon (Driver.watch). */
+export interface WatchContext {
+  /** The sandboxes a watcher maps what it sees to, and the audit log it writes to. */
+  store: Pick<Store, "listSandboxes" | "getSandbox" | "audit">;
+  log: Logger;
+  /** A raw connection its firewall dropped, just audited: the daemon publishes it on its live feed. */
+  blocked(sandboxId: number, auditId: number, audit: { kind: string; action: string; detail: Record<string, unknown> }): void;
+  /** Stops a sandbox as `sbx stop` does; its state is stopped afterwards even when part of that failed. */
+  stopSandbox(row: Sandbox, why: string): Promise<void>;
+  /** Tells the person, on their desktop. */
+  notify(n: { title: string; body: string }): void;
+}
+
 /** The host's end of what a running kind must watch while the daemon runs (a kernel log, a firewall that can be switched off). */
 export interface Watcher {
   stop(): Promise<void>;
@@ -190,6 +205,11 @@ export interface Driver {
   agentPlace?(): AgentPlace | null;
   /** What the person should know each time this sandbox starts (an older layout it still has), as warning lines. */
   notes?(spec: SandboxSpec): string[];
+  /**
+   * What this kind must watch while the daemon runs (Linux accounts: the kernel log of dropped packets; macOS: pflog
+   * and a pf that can be switched off), started once the fences are back and stopped at shutdown. None: nothing.
+   */
+  watch?(ctx: WatchContext): Watcher[];
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */
   bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace;
   /** What the system holds of one sandbox, whatever the store says. */

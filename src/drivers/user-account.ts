@@ -21,7 +21,7 @@ import { hostUserExec, safeRepoExec } from "../sys/as-user";
 import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
 import type { Backend } from "./backend";
 import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../core/spec";
-import type { AgentPlace, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "./driver";
+import type { AgentPlace, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, WatchContext, Watcher } from "./driver";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 
 /** What the user-account driver needs of its backend (linux-user, macos) beyond the Backend interface: its own detail. */
@@ -43,6 +43,8 @@ export interface UserAccountBackend extends Backend {
   applyLimits?(spec: SandboxSpec): Promise<void>;
   /** Where guests find the agent cache and sbx's Bun and shims (root-owned, readable by them); null: no agents here. */
   agentPlace?(): AgentPlace | null;
+  /** What the daemon watches for these guests (Driver.watch); `paths` maps a guest's id to its row. */
+  watch?(ctx: WatchContext, paths: Paths): Watcher[];
 }
 
 /** Loopback ports user-account sandboxes get: below Linux's ephemeral range (32768+), above the usual dev servers. */
@@ -308,6 +310,11 @@ export class UserAccountDriver implements Driver {
 
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
     return this.d.backend.shellArgv(spec, req);
+  }
+
+  /** What the daemon watches for this kind's guests (its backend's: a kernel log, pflog and pf). */
+  watch(ctx: WatchContext): Watcher[] {
+    return this.d.backend.watch?.(ctx, this.d.paths) ?? [];
   }
 
   /** The loopback port its identity holds (chosen once at create); null when the spec has none (a damaged record). */

@@ -11,7 +11,7 @@ import { sandboxExists, sandboxNotFound, SbxError, sessionsAttached, unsyncedCom
 import { validateSandboxName } from "../core/names";
 import { isAgentName } from "../core/agent-names";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
-import type { CreateOptions, Driver, DriverCaps, DriverReport, NewSandbox } from "../drivers/driver";
+import type { CreateOptions, Driver, DriverCaps, DriverReport, NewSandbox, WatchContext, Watcher } from "../drivers/driver";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
@@ -800,6 +800,19 @@ export class SandboxService {
   /** Store and system made to agree (running.ts): run by the daemon at start, after `fence`, and on request. */
   reconcile(): Promise<ReconcileReport> {
     return this.running.reconcile();
+  }
+
+  /**
+   * Starts what each kind must watch while the daemon runs (Driver.watch), with the store, and stops as `sbx stop` does
+   * for a sandbox a watcher finds unsafe.
+   */
+  async watch(ctx: Pick<WatchContext, "log" | "blocked" | "notify">): Promise<Watcher[]> {
+    const out: Watcher[] = [];
+    for (const kind of this.kinds()) {
+      const driver = await this.driver(kind).catch(() => null);
+      out.push(...(driver?.watch?.({ ...ctx, store: this.d.store, stopSandbox: (row, why) => this.stopBecause(row, why) }) ?? []));
+    }
+    return out;
   }
 
   /** Stops a sandbox because something outside sbx made it unsafe (a watcher saw its firewall go), as `sbx stop` would. */

@@ -14,6 +14,10 @@ import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
 import { BUN_NO_CWD_CONFIG } from "../../sys/bun-args";
 import type { Exec, ExecResult } from "../../sys/exec";
+import type { Paths } from "../../sys/paths";
+import type { WatchContext, Watcher } from "../driver";
+import { startKernelLogAudit } from "./kernel-log-audit";
+import { auditOf } from "./monitor";
 import type { Backend } from "../backend";
 import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import { AGENT_SETUP_SCRIPT, renderShellRc, renderShimWrappers, SHIM_FILES, type HomeFile } from "../provision/provision";
@@ -42,6 +46,8 @@ export interface LinuxUserOptions {
    * read-only to guests: the host's own Bun usually sits in a 700 home) and provisions the guest's rc files and ~/bin shims.
    */
   runtime?: { bun: string; shims: string };
+  /** How often the kernel-log audit reads the log (tests; default 2 s). */
+  kernelLogIntervalMs?: number;
   /** Where the cgroup filesystems are (tests give a tree of their own; default /sys/fs/cgroup). */
   cgroupRoot?: string;
   /**
@@ -149,6 +155,21 @@ export class LinuxUserBackend implements Backend {
   readonly cgroups: GuestCgroups;
   /** Whether guest commands get a /proc of their own (PROC_SCRIPT). */
   readonly privateProc: boolean;
+
+  /** What the daemon watches for these guests: the kernel log of packets their firewall dropped. */
+  watch(ctx: WatchContext, paths: Paths): Watcher[] {
+    return [
+      startKernelLogAudit({
+        backend: this,
+        exec: this.exec,
+        store: ctx.store,
+        paths,
+        log: ctx.log.with({ service: "kernel-log" }),
+        ...(this.opts.kernelLogIntervalMs !== undefined ? { intervalMs: this.opts.kernelLogIntervalMs } : {}),
+        onEvent: (sid, e, auditId) => ctx.blocked(sid, auditId, auditOf(e)),
+      }),
+    ];
+  }
 
   constructor(opts: LinuxUserOptions) {
     this.opts = opts;

@@ -9,10 +9,13 @@ import { SbxError } from "../../core/errors";
 import type { Exec, ExecOptions, ExecResult } from "../../sys/exec";
 import { HOST_GIT_SAFE, hostGitEnv } from "../../sync/git-argv";
 import { SANDBOX_GIT_SAFE } from "../../sync/sandbox-git";
-import { sha256Hex } from "../../sys/paths";
+import { sha256Hex, type Paths } from "../../sys/paths";
 import type { Backend } from "../backend";
 import type { Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
-import type { AgentPlace } from "../driver";
+import type { AgentPlace, WatchContext, Watcher } from "../driver";
+import { auditOfPflog, monitorCommand } from "./monitor";
+import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";
+import { startPfWatchdog } from "./pf-watchdog";
 import { renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
@@ -44,6 +47,10 @@ export interface MacosBackendConfig {
   stateDir?: string;
   /** Checked before apply changes anything (the installed kit, on a real Mac); throws with what to do. */
   preflight?: () => void;
+  /** How the pflog audit starts its long-lived tcpdump (tests; default: under sbx's PTY through `exec`). */
+  spawnLines?: SpawnLines;
+  /** How often the pf watchdog looks (tests; default PF_WATCH_MS). */
+  pfWatchMs?: number;
 }
 
 const OptionsSchema = z.object({
@@ -95,6 +102,32 @@ export class MacosBackend implements Backend {
   private readonly range: IdRange;
   private readonly usersDir: string;
   private readonly shareRoot: string;
+
+  /**
+   * What the daemon watches for these guests: pflog0 (packets their anchors dropped, as audit rows), and pf itself,
+   * which root can switch off or reload (the watchdog stops every running guest first, then puts it back).
+   */
+  watch(ctx: WatchContext, paths: Paths): Watcher[] {
+    return [
+      startPflogAudit({
+        backend: this,
+        spawn: this.cfg.spawnLines ?? ptyLines(this.exec),
+        store: ctx.store,
+        paths,
+        log: ctx.log.with({ service: "pflog", command: monitorCommand().join(" ") }),
+        onEvent: (sid, e, auditId) => ctx.blocked(sid, auditId, auditOfPflog(e)),
+      }),
+      startPfWatchdog({
+        backend: this,
+        store: ctx.store,
+        paths,
+        log: ctx.log.with({ service: "pf-watchdog" }),
+        stopSandbox: ctx.stopSandbox,
+        notify: ctx.notify,
+        ...(this.cfg.pfWatchMs !== undefined ? { intervalMs: this.cfg.pfWatchMs } : {}),
+      }),
+    ];
+  }
 
   constructor(private readonly cfg: MacosBackendConfig) {
     this.exec = cfg.exec;

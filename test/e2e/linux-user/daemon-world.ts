@@ -73,7 +73,6 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
   const guards = new GuardHost({ store, guards: comps.guards, exec, paths, log });
   let users!: SandboxService;
   const sessions = new SessionManager({ sandboxes: { resolve: (n, q) => users.resolve(n, q), terminalArgv: (r, q) => users.terminalArgv(r, q) }, guards, exec, store, log });
-  const kernelLog = comps.services!(store, async () => {}) as DaemonWorld["kernelLog"];
   users = new SandboxService({
     exec,
     env,
@@ -88,6 +87,8 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
     host: daemonHost(guards, sessions),
   });
   await users.fence();
+  // The kernel-log audit as the daemon starts it: the linux-user driver's one watcher.
+  const [kernelLog] = (await users.watch({ log, blocked: () => {}, notify: () => {} })) as [DaemonWorld["kernelLog"]];
   const spec = (row: Sandbox) => comps.drivers["linux-user"]!.spec(store.getSandbox(row.id) ?? row);
   return {
     paths,

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorCommand } from "../../../src/drivers/macos/monitor";
 import { silentLogger } from "../../../src/sys/log";
-import { ptyLines, startPflogAudit, type SpawnLines } from "../../../src/daemon/pflog-audit";
+import { ptyLines, startPflogAudit, type SpawnLines } from "../../../src/drivers/macos/pflog-audit";
 import { Store } from "../../../src/store/store";
 import { createExec } from "../../../src/sys/exec";
 import type { Paths } from "../../../src/sys/paths";
