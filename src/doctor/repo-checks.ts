@@ -6,7 +6,7 @@ import { suggestedTokenName, tokenNames } from "../bridge/gate";
 import { isSshUrl, toHttpsUrl } from "../bridge/policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
-import type { Check } from "./doctor";
+import type { Check } from "./check";
 
 const STORE_LINE = /^\.\.\/sbx\/([a-z0-9][a-z0-9-]*)\.git\/objects$/;
 

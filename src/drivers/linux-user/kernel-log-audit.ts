@@ -5,7 +5,6 @@ import type { Logger } from "../../sys/log";
 import type { Paths } from "../../sys/paths";
 import type { Watcher } from "../driver";
 import { userSpec } from "../user-account";
-import type { LinuxUserBackend } from "./backend";
 import { auditOf, KernelLogMonitor, type BlockEvent } from "./monitor";
 
 /**
@@ -15,7 +14,8 @@ import { auditOf, KernelLogMonitor, type BlockEvent } from "./monitor";
  * runs: dmesg --raw --kernel (every intervalMs); getent passwd; nft -j list table … (on an unknown uid)
  */
 export function startKernelLogAudit(o: {
-  backend: Pick<LinuxUserBackend, "inventory">;
+  /** The backend's inventory of its guests (backend.ts): which uid is which sandbox id. */
+  backend: { inventory(): Promise<Map<string, { id: string; user?: { uid: number } | null | undefined; meta?: { uid: number } | null | undefined }>> };
   exec: Exec;
   store: Pick<Store, "listSandboxes" | "audit">;
   paths: Paths;

@@ -3,7 +3,7 @@
 // seconds the daemon looks; when pf is off or an anchor is gone it stops every running macOS sandbox first (its
 // processes ended, no new logins), then puts pf back, then writes why in each sandbox's audit and tells the person.
 import type { Sandbox } from "../../core/schemas";
-import type { MacosBackend } from "./backend";
+import type { Change, SandboxSpec } from "../../core/spec";
 import { userSpec } from "../user-account";
 import type { Store } from "../../store/store";
 import type { Paths } from "../../sys/paths";
@@ -13,7 +13,12 @@ import type { WatchContext } from "../driver";
 export const PF_WATCH_MS = 3000;
 
 export interface PfWatchdogDeps {
-  backend: Pick<MacosBackend, "pfProblems" | "reapply" | "stop">;
+  /** What the backend (backend.ts) says of pf and does about it. */
+  backend: {
+    pfProblems(specs: readonly SandboxSpec[]): Promise<string[]>;
+    reapply(specs: readonly SandboxSpec[]): Promise<Change>;
+    stop(spec: SandboxSpec): Promise<Change>;
+  };
   store: Pick<Store, "listSandboxes" | "audit">;
   paths: Paths;
   log: Logger;

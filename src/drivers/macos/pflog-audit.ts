@@ -1,5 +1,4 @@
 // The pflog0 audit (macOS guests): a long-lived `sudo -n tcpdump … -i pflog0` child whose blocked packets become audit rows (the daemon publishes them); restarted with backoff, stopped by pid.
-import type { MacosBackend } from "./backend";
 import { auditOfPflog, monitorCommand, pflogFilter, type PflogEvent } from "./monitor";
 import { userSpec } from "../user-account";
 import type { Store } from "../../store/store";
@@ -52,7 +51,8 @@ export function ptyLines(exec: Exec): SpawnLines {
 }
 
 export interface PflogAuditOptions {
-  backend: Pick<MacosBackend, "guestUids">;
+  /** The backend's guest accounts (backend.ts): uid → sandbox id. */
+  backend: { guestUids(): Promise<Map<number, string>> };
   spawn: SpawnLines;
   store: Pick<Store, "listSandboxes" | "audit">;
   paths: Paths;
