@@ -1,4 +1,4 @@
-// sbx as a library: the programmatic API. The CLI (src/cli/main.ts) only parses argv and calls into this.
+// sbx as a library: the shapes and pure helpers another program may use (errors, names, paths, the store, the spec). The CLI does not go through this: it parses argv and makes one call to the daemon (src/client).
 export { VERSION } from "./version";
 export { SbxError, ExitCode, isSbxError, toSbxError, type ErrorCode, type WireError } from "./core/errors";
 export { validateSandboxName, NAME_PATTERN } from "./core/names";

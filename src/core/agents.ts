@@ -1,7 +1,6 @@
 // The agents sbx runs out of the box (`sbx run AGENT`): one table of data, and the pure renderers that turn a row into
 // what the host caches, what the sandbox runs and what it is told. No agent has a code path of its own elsewhere.
 import { allowCommand } from "./egress";
-import { SbxError } from "./errors";
 import type { PresetName } from "./presets";
 import { shQuote } from "./sh";
 
@@ -231,12 +230,6 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
     version: ["--version"],
   },
 };
-
-/** The agent of that name; anything else is a usage error listing them. */
-export function agentSpec(name: string): AgentSpec {
-  if (!isAgentName(name)) throw new SbxError("usage", `unknown agent '${name}'`, { hint: `Agents: ${AGENT_NAMES.join(", ")}.` });
-  return AGENTS[name];
-}
 
 const TRIPLES: Record<AgentPlatform["arch"], Record<AgentPlatform["os"], string>> = {
   x64: { linux: "x86_64-unknown-linux-musl", darwin: "x86_64-apple-darwin" },

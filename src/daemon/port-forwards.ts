@@ -1,4 +1,4 @@
-// `sbx port`: a Docker sandbox's own loopback ports reachable from the host at 127.0.0.1:<host>. The container has no
+// `sbx port`: the own loopback ports of a sandbox whose kind takes forwards (a container) reachable from the host at 127.0.0.1:<host>. The container has no
 // network, so each connection the host accepts is carried by the sandbox's exec agent, which dials the port inside
 // (its `dial` session). Listeners bind 127.0.0.1 (another address only where the forward names one: the person asked),
 // exist while the sandbox's guards are up, and follow the ports its identity holds (applied again when `sbx port`
@@ -6,7 +6,6 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { FrameDecoder, FrameType } from "../../shims/exec-frames";
 import { bindOf, hostEndpoint, portsOf, type PortForward, type PortState } from "../core/ports";
-import type { Sandbox } from "../core/schemas";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
 import type { Logger } from "../sys/log";
 import type { ExecAgents } from "./exec-agents";
@@ -129,9 +128,4 @@ export class PortForwards {
       },
     };
   }
-}
-
-/** The sandbox row's forwards (for the service). */
-export function forwardsOf(row: Sandbox): PortForward[] {
-  return portsOf(row.identity);
 }

@@ -195,7 +195,6 @@ export const SandboxExecSchema = WhereSchema.extend({
   /** false: start it and answer how to run the command, not through the agent (its stdin is larger than a request body). */
   agent: z.boolean().default(true),
 });
-export type SandboxExec = z.input<typeof SandboxExecSchema>;
 
 /**
  * The answer to POST /v1/sandboxes/exec when the command was not run through an agent: the started sandbox, where the
@@ -241,7 +240,6 @@ export const LifecycleCreateSchema = WhereSchema.extend({
     .strict()
     .optional(),
 });
-export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
 
 /** `sbx run AGENT [NAME]`: the sandbox made if missing, the agent cached, its preset allowed; answers the command to run. */
 export const LifecycleAgentSchema = LifecycleCreateSchema.omit({ name: true, ifExists: true, staged: true }).extend({
@@ -250,7 +248,6 @@ export const LifecycleAgentSchema = LifecycleCreateSchema.omit({ name: true, ifE
   version: z.string().regex(VERSION_RE).optional(),
   unattended: z.boolean().default(true),
 });
-export type LifecycleAgent = z.input<typeof LifecycleAgentSchema>;
 
 /** `sbx agents`: what each agent is, which versions the host's cache holds, which sandboxes ran it, whether the host is logged in (never how). */
 export const AgentViewSchema = z.object({
@@ -271,7 +268,6 @@ export type AgentView = z.infer<typeof AgentViewSchema>;
 
 /** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
-export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
 
 /** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] …`: shows the switches, or changes those given. */
 export const LifecycleBridgeSchema = WhereSchema.extend({
@@ -287,7 +283,6 @@ export const LifecycleBridgeSchema = WhereSchema.extend({
   /** "" puts the default (sbx/<name>/) back. */
   prefix: z.string().max(200).optional(),
 });
-export type LifecycleBridge = z.input<typeof LifecycleBridgeSchema>;
 
 /** `sbx publish NAME [ENDPOINT…] [--remove ENDPOINT…]`: the host services (loopback address:port) it may reach. */
 export const LifecyclePublishSchema = WhereSchema.extend({
@@ -295,7 +290,6 @@ export const LifecyclePublishSchema = WhereSchema.extend({
   add: z.array(z.string().min(1).max(100)).max(64).default([]),
   remove: z.array(z.string().min(1).max(100)).max(64).default([]),
 });
-export type LifecyclePublish = z.input<typeof LifecyclePublishSchema>;
 
 /** `sbx port NAME [SPEC…] [--rm PORT…]`: SPEC is PORT or HOST:PORT. */
 export const LifecyclePortSchema = WhereSchema.extend({
@@ -312,7 +306,6 @@ export const LifecycleNamedSchema = WhereSchema.extend({
   /** stop/rm: end sessions attached to the sandbox (each told why), or refuse while there are any (the CLI asks first). */
   ifSessions: z.enum(["end", "refuse"]).default("end"),
 });
-export type LifecycleNamed = z.input<typeof LifecycleNamedSchema>;
 
 export const LifecycleSessionSchema = WhereSchema.extend({
   name: nameSchema,
@@ -324,7 +317,6 @@ export const LifecycleSessionSchema = WhereSchema.extend({
     .default({})
     .refine((e) => Object.keys(e).every((k) => TERMINAL_ENV.test(k)), { message: "only terminal variables may be passed into a sandbox" }),
 });
-export type LifecycleSession = z.input<typeof LifecycleSessionSchema>;
 
 export const LifecyclePruneSchema = z.object({ dryRun: z.boolean().default(false) });
 export const LifecycleListSchema = z.object({
@@ -439,7 +431,6 @@ export const ApprovalViewSchema = z.object({
   decidedBy: z.string().nullable(),
   decidedAt: z.number().nullable(),
 });
-export type ApprovalView = z.infer<typeof ApprovalViewSchema>;
 
 export const PolicyChangeSchema = z.object({
   /** Which list, as people read it ("sandbox 'demo'", "every sandbox (global)"). */
