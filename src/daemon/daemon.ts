@@ -55,6 +55,8 @@ export interface DaemonDeps {
   policy?: PolicyService;
   /** This machine's memory and CPUs (limits' defaults; tests give their own). */
   capacity?: HostCapacity;
+  /** The sandbox whose guest account has a uid (named where a port it holds stops a forward). */
+  guestOf?: (uid: number) => Promise<string | null>;
 }
 
 export interface RunningDaemon {
@@ -91,7 +93,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     // The exec agents are the daemon's own, like sessions: every Docker sandbox's agent socket, last among its guards.
     const agents = deps.agents ?? new ExecAgents();
     // `sbx port`: host listeners carried into Docker sandboxes by their agents, up and down with the guards.
-    const forwards = new PortForwards(agents, log);
+    const forwards = new PortForwards(agents, log, { exec: deps.exec, ...(deps.guestOf ? { guestOf: deps.guestOf } : {}) });
     guards = new GuardHost({ store, guards: [...deps.guards, execAgentGuard(agents), forwards.guard()], exec: deps.exec, paths, log });
     // Sessions and limits ask the service (which sandbox a name means, a shell's argv, a sandbox's counters); the
     // service, made below with the daemon as its host, says when guards go up and down. Neither holds the other.

@@ -42,6 +42,7 @@ import { createLogger, type LogLevel, type Logger } from "../sys/log";
 import type { HostUser } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
+import { baseIdentity } from "../drivers/identity";
 
 export interface Components {
   /** One driver per kind this host runs: the sandbox service's one table. */
@@ -52,6 +53,8 @@ export interface Components {
   guards: SandboxGuard[];
   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
   agents?: ExecAgents;
+  /** The sandbox whose guest account has a uid, or null (no kind with guest accounts here, or no guest's). */
+  guestOf?: (uid: number) => Promise<string | null>;
 }
 
 /** The user-account backends this host can run (detected, or a test's). */
@@ -220,9 +223,18 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   };
   // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
   const placement = (ctx: GuardContext) => ctx.driver.bridgePlace(ctx.spec, ctx.exec);
+  // Whose guest a uid is, as the drivers of kinds with guest accounts say (a port a sandbox holds is taken back from
+  // another sandbox's guest, never from anything else).
+  const guestOf = async (uid: number): Promise<string | null> => {
+    for (const driver of Object.values(drivers)) {
+      const id = (await driver?.guestIdOf?.(uid)) ?? null;
+      if (id !== null) return d.store.listSandboxes().find((r) => baseIdentity(r)?.id === id)?.name ?? `${id} (of another sbx state)`;
+    }
+    return null;
+  };
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, ...(resolve ? { resolve } : {}) }),
-    loopbackGuard(),
+    proxyGuard({ originHandler, publish, guestOf, ...(resolve ? { resolve } : {}) }),
+    loopbackGuard({ guestOf }),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
         return a === null ? null : { id: a.id, count: a.count };
@@ -230,7 +242,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf };
 }
 
 export interface RunOptions {
@@ -274,6 +286,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       defaultKind: comps.defaultKind ?? defaultKind(env.platform),
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
+      ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
       // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
       watchers: {

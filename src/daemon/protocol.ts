@@ -269,7 +269,7 @@ export type AgentView = z.infer<typeof AgentViewSchema>;
 /** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 
-/** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] …`: shows the switches, or changes those given. */
+/** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] [--push-remote R] …`: shows the switches, or changes those given. */
 export const LifecycleBridgeSchema = WhereSchema.extend({
   name: nameSchema,
   allow: z.array(z.enum(BRIDGE_ALLOWS)).max(16).default([]),
@@ -282,6 +282,8 @@ export const LifecycleBridgeSchema = WhereSchema.extend({
   unpushTo: z.array(z.string().min(1).max(200)).max(64).default([]),
   /** "" puts the default (sbx/<name>/) back. */
   prefix: z.string().max(200).optional(),
+  /** The repo's remote every push goes to (a fork); "" sends pushes where they name again. */
+  pushRemote: z.string().max(100).optional(),
 });
 
 /** `sbx publish NAME [ENDPOINT…] [--remove ENDPOINT…]`: the host services (loopback address:port) it may reach. */

@@ -203,6 +203,8 @@ export interface Driver {
   dropRuntime?(row: Sandbox): Promise<void>;
   /** Where `sbx run AGENT` finds things for this kind: the agent cache and sbx's Bun and shims as a sandbox sees them; null: none. */
   agentPlace?(): AgentPlace | null;
+  /** Says (and audits) what the last build of the sandbox's runtime left out of what it copied in (a secret), once. */
+  sayCopyIn?(spec: SandboxSpec, r: DriverReport): void;
   /** What the person should know each time this sandbox starts (an older layout it still has), as warning lines. */
   notes?(spec: SandboxSpec): string[];
   /**
@@ -220,6 +222,8 @@ export interface Driver {
   stop(spec: SandboxSpec): Promise<Change>;
   /** Removes everything this kind made for the sandbox; removing what is gone succeeds. */
   remove(spec: SandboxSpec): Promise<Change>;
+  /** The sandbox id whose guest account has this uid, or null (none of this kind's; kinds without guest accounts have none). */
+  guestIdOf?(uid: number): Promise<string | null>;
   /** The port of the host's 127.0.0.1 its guest reaches its proxy on (caps.proxyPort "loopback"), from its spec; null for a kind with a forwarder inside. */
   hostProxyPort(spec: SandboxSpec): number | null;
   /** The host argv that runs a command or shell inside the sandbox (pure; a session runs it under sbx's PTY). */

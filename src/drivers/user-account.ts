@@ -43,6 +43,8 @@ export interface UserAccountBackend extends Backend {
   applyLimits?(spec: SandboxSpec): Promise<void>;
   /** Where guests find the agent cache and sbx's Bun and shims (root-owned, readable by them); null: no agents here. */
   agentPlace?(): AgentPlace | null;
+  /** The sandbox id of its guest account with this uid, or null. */
+  guestIdOf?(uid: number): Promise<string | null>;
   /** What the daemon watches for these guests (Driver.watch); `paths` maps a guest's id to its row. */
   watch?(ctx: WatchContext, paths: Paths): Watcher[];
 }
@@ -310,6 +312,11 @@ export class UserAccountDriver implements Driver {
 
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
     return this.d.backend.shellArgv(spec, req);
+  }
+
+  /** The sandbox id of the guest account with this uid (its backend knows its own accounts), or null. */
+  async guestIdOf(uid: number): Promise<string | null> {
+    return (await this.d.backend.guestIdOf?.(uid)) ?? null;
   }
 
   /** What the daemon watches for this kind's guests (its backend's: a kernel log, pflog and pf). */
