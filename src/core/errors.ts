@@ -25,7 +25,7 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 export const EXIT_MEANINGS: Record<ExitCodeValue, string | null> = {
   0: "ok",
   1: null,
-  64: "usage: a wrong argument or option",
+  64: "usage: a wrong argument or option, or a sandbox name that needs --repo to say which",
   65: "unsynced commits: the sandbox holds commits no host ref has",
   66: "not found: no such sandbox, session, approval or entry",
   69: "unavailable: no daemon or engine answers, a fenced sandbox, a state that could not be read",
@@ -33,7 +33,7 @@ export const EXIT_MEANINGS: Record<ExitCodeValue, string | null> = {
   71: "a system command or the engine failed",
   73: "exists already",
   74: null,
-  75: "conflict: another daemon, two sandboxes of that name, a path in the way; or sessions attached",
+  75: "conflict: another daemon, a path in the way; or sessions attached",
   77: "permission or policy: sbx refused it to keep a sandbox or your files safe",
   78: "config: a bad config file or environment",
 };
