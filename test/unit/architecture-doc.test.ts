@@ -1,4 +1,4 @@
-// ARCHITECTURE.md stays true where a newcomer follows it: every file its walks (`sbx shell` to the driver, an egress
+// ARCHITECTURE.md stays true where a newcomer follows it: every file its walks (`sbx shell` and `sbx create` to the driver, an egress
 // request through the proxy) name exists.
 import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
@@ -9,8 +9,8 @@ const ROOT = resolve(import.meta.dir, "../..");
 const doc = readFileSync(join(ROOT, "ARCHITECTURE.md"), "utf8");
 const walks = [...doc.matchAll(/^## One request, end to end: (.+)$/gm)].map((m) => ({ title: m[1]!, at: m.index! }));
 
-test("the walks are there: `sbx shell NAME` and an egress request", () => {
-  expect(walks.map((w) => w.title)).toEqual(expect.arrayContaining(["`sbx shell NAME`", "an egress request"]));
+test("the walks are there: `sbx shell NAME`, `sbx create NAME` and an egress request", () => {
+  expect(walks.map((w) => w.title)).toEqual(expect.arrayContaining(["`sbx shell NAME`", "`sbx create NAME`", "an egress request"]));
 });
 
 for (const w of walks) {

@@ -7,8 +7,9 @@ import { BuildTracker } from "../../core/build-steps";
 import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
-import type { HostUser } from "../backend";
-import { repoSource, type ImageSource } from "./image-source";
+import type { HostUser } from "../../core/spec";
+import { repoSource } from "./image-source";
+import type { ImageSource } from "../../core/image-source";
 
 export const DOCKERFILE = "Dockerfile";
 
