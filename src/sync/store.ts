@@ -218,10 +218,14 @@ async function seenRefs(h: HostGit, store: string): Promise<Map<string, string>>
   return parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: store })).stdout);
 }
 
-/** Makes the store's `refs/sbx-seen/*` exactly `tips` (`cur`: what they are now, when the caller just read them). */
+/**
+ * Makes the store's `refs/sbx-seen/*` the `tips` it can see (`cur`: what they are now, when the caller just read them).
+ * A store sees only the host's own objects and its own (its view): a tip on another store's work not yet promoted is
+ * left unmarked (git refuses a ref to an object it cannot see), and walked again at the next promotion.
+ */
 async function markSeen(h: HostGit, store: string, tips: Iterable<string>, cur?: Map<string, string>): Promise<void> {
   cur ??= await seenRefs(h, store);
-  const want = new Set([...tips].map((oid) => `${SEEN}${oid}`));
+  const want = new Set([...(await present(h, tips, store))].map((oid) => `${SEEN}${oid}`));
   const lines = [...cur.keys()].filter((r) => !want.has(r)).map((r) => `delete ${r}`);
   for (const ref of want) if (!cur.has(ref)) lines.push(`update ${ref} ${ref.slice(SEEN.length)}`);
   if (lines.length === 0) return;
@@ -289,14 +293,18 @@ async function promoteNow(h: HostGit): Promise<number> {
   if (stores.length === 0) return 0;
   const tips = await userTips(h);
   let copied = 0;
+  // Every store's objects are copied before any store records what it saw: a tip on one store's work is visible to the
+  // others (through the host's own objects) only once that store's objects are there.
+  const marks: { store: string; cur: Map<string, string> }[] = [];
   for (const store of stores) {
     const cur = await seenRefs(h, store);
     const seen = new Set(cur.values());
     const fresh = [...tips].filter((t) => !seen.has(t));
     if (fresh.length === 0 && seen.size === tips.size) continue;
     if (fresh.length > 0) copied += await copyOut(h, store, fresh, seen);
-    await markSeen(h, store, tips, cur);
+    marks.push({ store, cur });
   }
+  for (const m of marks) await markSeen(h, m.store, tips, m.cur);
   return copied;
 }
 

@@ -111,6 +111,23 @@ describe("gone-when-removed: a removed sandbox's objects reach another sandbox o
     expect(ownHas(f.host, secret)).toBe(true);
   });
 
+  test("with other stores beside it, a branch the person makes on the retired work is promoted, and no store's sync fails on the tip it cannot see yet", async () => {
+    f = makeFixture();
+    const secret = f.commitInside("work of the removed sandbox", "feature");
+    await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
+    await retireStore({ exec, repo: f.host }, NAME);
+    // Another sandbox's store (its own, empty), and one more made after the person's branch: each sees only the host's
+    // own objects and its own, so neither can record a tip on the retired work before promotion copies it.
+    await ensureStore({ exec, repo: f.host }, "other");
+    ok(f.host, ["merge", "-q", "--ff-only", `${REMOTE}/feature`]);
+    await ensureStore({ exec, repo: f.host }, "later");
+    expect(await promoteStores({ exec, repo: f.host })).toBeGreaterThan(0);
+    expect(ownHas(f.host, secret)).toBe(true);
+    // Every store recorded the tip once it could see it: nothing is walked again.
+    expect(await promoteStores({ exec, repo: f.host })).toBe(0);
+    for (const s of ["other", "later"]) expect(ok(storeDir(f.host, s), ["for-each-ref", "--format=%(objectname)", "refs/sbx-seen/"])).toContain(secret);
+  });
+
   test("rm of a sandbox whose work the person already took: the taken commit is the host's own, the rest is not", async () => {
     f = makeFixture();
     const taken = f.commitInside("taken by the person", "feature");
