@@ -361,7 +361,20 @@ export class LinuxUserBackend implements Backend {
     const taken = new Set([...idsOf(pw.stdout), ...idsOf(gr.stdout), ...(await this.heldIds())]);
     // A uid the firewall still names (a removal that stopped before its rules went) would get that sandbox's rules.
     for (const c of (await this.readTable()).chains.values()) for (const u of [...c.uids, ...c.inUids, ...c.natUids, ...(c.rules ? [c.rules.uid] : [])]) taken.add(u);
-    return pickGuestId(taken, parseSysIdRange(defs.exitCode === 0 ? defs.stdout : ""));
+    const range = parseSysIdRange(defs.exitCode === 0 ? defs.stdout : "");
+    // An id that owns files in the shared temp dirs already (as owner or group: a guest of another sbx root, one removed
+    // before sbx swept, a system account removed by hand) would hand them to the new guest: it is held instead, like a
+    // removed guest's, and the next id is tried.
+    for (let tries = 0; tries < 32; tries++) {
+      const id = pickGuestId(taken, range);
+      const left = await this.leftovers(new Set([id]));
+      if (left.size === 0) return id;
+      await this.hold(left);
+      taken.add(id);
+    }
+    throw new SbxError("unavailable", "no free system user id without files of an earlier owner in the shared temp dirs", {
+      hint: `See the ids held in ${this.heldDir} and the files each lists; remove those files, then try again.`,
+    });
   }
 
   /**
@@ -400,7 +413,7 @@ export class LinuxUserBackend implements Backend {
    * runs: setpriv --reuid=<uid> --regid=<gid> --clear-groups <GUEST_PRIVS> -- env -i PATH=/usr/bin:/bin find <tmp dirs> -xdev -uid <uid> -type d ! -perm -u=rwx -exec chmod u+rwx {} ;
    *       (the same) find <tmp dirs> -xdev -uid <uid> -delete; install -d … <root>/mqueue; unshare --mount … sh -c
    *       <MQUEUE_SCRIPT> (mount -t mqueue; find -uid <uid> -delete); cat /proc/sysvipc/{shm,msg,sem}; ipcrm -m|-q|-s <id>;
-   *       (leftovers) …; install -d -m 0700 -o root -g root <held>; tee <held>/<id>
+   *       (leftovers) …; (hold) …
    */
   private async sweep(uid: number, gid: number): Promise<void> {
     const asGuest = (argv: string[]) => ["setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", ...GUEST_PRIVS, "--", "env", "-i", "PATH=/usr/bin:/bin", ...argv];
@@ -420,11 +433,18 @@ export class LinuxUserBackend implements Backend {
       }
     }
     const left = await this.leftovers(new Set([uid, gid]));
-    if (left.size === 0) return;
+    if (left.size > 0) await this.hold(left);
+  }
+
+  /**
+   * Holds each id in `<root>/held/<id>`, listing (some of) the files that keep it, and says so.
+   * runs: install -d -m 0700 -o root -g root <held>; tee <held>/<id>
+   */
+  private async hold(left: ReadonlyMap<number, string[]>): Promise<void> {
     await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", this.heldDir]);
     for (const [id, paths] of left) {
       await this.exec.run(["tee", join(this.heldDir, String(id))], { stdin: `${paths.slice(0, 20).join("\n")}\n` });
-      this.warn(`uid ${id} of a removed sandbox still owns ${paths.length} file(s) (${paths.slice(0, 3).join(", ")}${paths.length > 3 ? ", …" : ""}): no new sandbox gets it until they are gone`);
+      this.warn(`id ${id} still owns ${paths.length} file(s) (${paths.slice(0, 3).join(", ")}${paths.length > 3 ? ", …" : ""}): no new sandbox gets it until they are gone`);
     }
   }
 

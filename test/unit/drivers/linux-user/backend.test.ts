@@ -53,6 +53,8 @@ describe("LinuxUserBackend (FakeExec)", () => {
       .expect((a) => a[0] === "find" && a[1] === "/tmp", { stdout: "999 999 /tmp/left-by-999\n" })
       .expect(["rm", "-f", "--", "/var/lib/sbx/held/997"])
       .expect(["nft", "-j", "list", "table", "inet", "sbx"], { exitCode: 1 })
+      // 998 owns nothing in the shared temp dirs: it is given out.
+      .expect((a) => a[0] === "find" && a[1] === "/tmp" && a.includes("998"), { stdout: "" })
       .expect((a) => a[0] === "useradd" && a[2] === "--uid" && a[3] === "998", () => ((userMade = true), {}))
       .expect(["nft", "-j", "list", "table", "inet", "sbx"], { exitCode: 1 })
       .expect(["nft", "-f", "-"])

@@ -80,7 +80,7 @@ describe("gone-when-removed (linux-user, fake Linux)", () => {
     await backend.remove(a);
     expect(linux.files.has("/tmp/shared/kept")).toBe(true); // not root's to delete in the person's dir
     expect(linux.files.get(`/var/lib/sbx/held/${uid}`)?.content).toBe("/tmp/shared/kept\n");
-    expect(warnings.join("\n")).toContain(`uid ${uid} of a removed sandbox still owns 1 file(s) (/tmp/shared/kept)`);
+    expect(warnings.join("\n")).toContain(`id ${uid} still owns 1 file(s) (/tmp/shared/kept)`);
 
     const b = spec("bbb222");
     await backend.apply(b);
@@ -92,6 +92,20 @@ describe("gone-when-removed (linux-user, fake Linux)", () => {
     await backend.apply(c);
     expect(linux.files.has(`/var/lib/sbx/held/${uid}`)).toBe(false);
     expect(uidOf(c)).toBe(uid); // the highest free id again, nothing of a's left to own
+  });
+
+  test("an id that already owns files in the shared temp dirs (as their owner or their group) is given to no new guest: it is held", async () => {
+    const { linux, backend, spec, uidOf } = world();
+    // What an earlier owner of 999 and 998 left (another sbx root's guest, a system account removed by hand): a JVM's
+    // perf dir owned by 999, and a file of another uid whose group is 998.
+    linux.mk("/tmp/hsperfdata_gone", "dir", 0o700, 999);
+    linux.mk("/tmp/grouped", "file", 0o640, 4242, "secret");
+    linux.files.get("/tmp/grouped")!.gid = 998;
+    const a = spec("aaa555");
+    await backend.apply(a);
+    expect(uidOf(a)).toBe(997);
+    expect(linux.files.get("/var/lib/sbx/held/999")?.content).toBe("/tmp/hsperfdata_gone\n");
+    expect(linux.files.get("/var/lib/sbx/held/998")?.content).toBe("/tmp/grouped\n");
   });
 
   test("a uid sbx's firewall still names (a removal cut short before its rules went) is given to no new guest", async () => {
