@@ -43,10 +43,17 @@ export const BRIDGE_MAX_BODY_FILE = 1024 * 1024;
 /**
  * The scan reads `git log -p` as it streams; a line longer than this is scanned in windows of this many characters, each
  * overlapping the one before by SCAN_OVERLAP, so nothing longer than a window is ever held and a secret (or its
- * encoding) up to SCAN_OVERLAP long that straddles a boundary is whole in one window.
+ * encoding) up to SCAN_OVERLAP long that straddles a boundary is whole in one window. A window is what one line's
+ * decodings covered before (core/secrets.ts MAX_DECODED), so a line up to it is read exactly as a whole line was.
  */
-export const SCAN_WINDOW = 256 * 1024;
-export const SCAN_OVERLAP = 16 * 1024;
+export const SCAN_WINDOW = 1024 * 1024;
+export const SCAN_OVERLAP = 64 * 1024;
+/** Bytes of `git log -p` the scan reads between two garbage collections (its own garbage, collected as it goes). */
+export const SCAN_GC_BYTES = 8 * 1024 * 1024;
+/** Findings one push's scan keeps (a refusal names these, and how many more there were). */
+export const SCAN_MAX_FINDINGS = 50;
+/** Blobs one push's scan reads whole (gzip/zip members, merges' binary results); a push with more is refused. */
+export const SCAN_MAX_BLOBS = 2000;
 
 // ── the proxy socket and the sandbox's port ────────────────────────────────
 
