@@ -303,6 +303,12 @@ export class Store {
       .map((r) => ApprovalSchema.parse(r));
   }
 
+  /** One approval by id, or null. */
+  getApproval(id: number): Approval | null {
+    const row = this.db.query<Row, [number]>(`SELECT * FROM approvals WHERE id = ?`).get(id);
+    return row ? ApprovalSchema.parse(row) : null;
+  }
+
   decideApproval(id: number, state: "allowed" | "denied", decidedBy: string): Approval {
     return this.write(() => {
       const row = this.db
