@@ -59,6 +59,8 @@ export const SCAN_MAX_BLOBS = 2000;
 
 /** Connections one sandbox may have open to its proxy at once (both paths, tunnels included); more are refused (503). */
 export const PROXY_MAX_CONNECTIONS = 256;
+/** Idle keep-alive connections to servers one sandbox's plain HTTP leaves in its proxy's pool, in all (16 per address). */
+export const UPSTREAM_MAX_IDLE = 64;
 /** `/sbx/transparent` long polls held at once per sandbox (its forwarder needs one); more are answered at once. */
 export const PORTS_MAX_HELD = 4;
 /** `/sbx/egress/approvals/ID?wait=S` long polls held at once per sandbox; more are refused (429). */

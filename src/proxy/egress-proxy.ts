@@ -13,6 +13,7 @@ import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, ty
 import { readClientHello } from "../core/tls";
 import { BodyReader, chunk, LAST_CHUNK, MAX_HEAD, readRequestHead, requestHead, responseHead, type Framing, type Header, type RequestHead } from "./http1";
 import { listenUnix } from "./socket";
+import { PORTS_MAX_HELD, PROXY_MAX_CONNECTIONS } from "../core/bounds";
 import { UpstreamPool, type Exchange } from "./upstream";
 
 export type Resolver = (host: string) => Promise<string[]>;
@@ -120,7 +121,7 @@ export const TRANSPARENT_PATH = "/sbx/transparent";
 const PORTS_HOLD_MS = 55_000;
 const PORTS_POLL_MS = 250;
 /** Long polls held at once per sandbox (its forwarder needs one); more are answered at once, so none can pile up. */
-const MAX_PORTS_HELD = 4;
+const MAX_PORTS_HELD = PORTS_MAX_HELD;
 /** How long a tunnel waits for the rest of a ClientHello the client has begun before it gives up. */
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -358,8 +359,41 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     clientSockets.add(s);
     s.once("close", () => clientSockets.delete(s));
   };
+  // What the sandbox may hold open at once (invariant 14): PROXY_MAX_CONNECTIONS of its connections, on every path. The
+  // next is refused before anything of it is read, and said (an `error` decision, audited) once a second at most.
+  let refusedSince = 0;
+  let toldAt = 0;
+  /** Connections refused for the bound: whatever they send is never acted on (node:http may still parse it). */
+  const overBound = new WeakSet<Duplex>();
+  const admit = (s: Duplex, how: "http" | "cut"): boolean => {
+    if (clientSockets.has(s)) return true;
+    if (clientSockets.size < PROXY_MAX_CONNECTIONS) {
+      track(s);
+      return true;
+    }
+    refusedSince++;
+    overBound.add(s);
+    const message = `${PROXY_MAX_CONNECTIONS} connections of this sandbox are open at once; more are refused until some close`;
+    const now = Date.now();
+    if (now - toldAt >= 1000) {
+      toldAt = now;
+      emit({ type: "error", sandbox, path: how === "cut" ? "transparent" : "proxy", method: "CONNECT", host: "(any)", port: 0, address: null, message: `${message} (${refusedSince} refused)`, at: now });
+      refusedSince = 0;
+    }
+    s.on("error", () => s.destroy());
+    if (how === "cut") {
+      cut(s);
+      return false;
+    }
+    const body = `sbx proxy: ${message}.\n`;
+    s.resume(); // read and dropped, so the close is not a reset that loses the answer
+    s.end(`HTTP/1.1 503 sbx: too many connections from this sandbox\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    const t = setTimeout(() => s.destroy(), 1000);
+    s.once("close", () => clearTimeout(t));
+    return false;
+  };
   const server = createServer();
-  server.on("connection", track);
+  server.on("connection", (s: Duplex) => void admit(s, "http"));
   const badRequest = (_err: unknown, socket: Duplex) => {
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
     socket.destroy();
@@ -384,7 +418,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     client.once("close", () => clearTimeout(t));
   };
 
-  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => connectRequest(req.url ?? "", client, head));
+  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    if (overBound.has(client)) return void client.destroy();
+    connectRequest(req.url ?? "", client, head);
+  });
 
   /** A CONNECT (from node:http's parser or the sandbox's port's): the authority checked, then a tunnel or a refusal. */
   const connectRequest = (authority: string, client: Duplex, head: Buffer) => {
@@ -604,6 +641,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
 
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    if (overBound.has(req.socket)) return void req.socket.destroy();
     if (refuseFraming(req, res)) return;
     const url = req.url ?? "";
     if (url.startsWith("/")) {
@@ -693,7 +731,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   /** One transparent connection: the name its address stands for, then the same checks as the proxy path's. */
   const transparent = (s: Socket, to: TransparentTarget | null) => {
-    track(s);
+    if (!admit(s, "cut")) return;
     s.on("error", () => s.destroy());
     const address = to?.address.startsWith("::ffff:") ? to.address.slice(7) : to?.address;
     const name = address === undefined ? null : (opts.names?.nameOf(address) ?? null);
@@ -803,7 +841,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
    */
   const sandboxConnection = (s: Socket, site?: { name: string; port: number }) => {
     const path: EgressPath = site ? "transparent" : "proxy";
-    track(s);
+    if (!admit(s, site ? "cut" : "http")) return;
     s.on("error", () => s.destroy());
     let buf: Buffer = Buffer.alloc(0);
     /** An exchange is under way: bytes that come now are its request body, or the next request (kept). */

@@ -303,6 +303,14 @@ export class Store {
       .map((r) => ApprovalSchema.parse(r));
   }
 
+  /** The pending approval of a sandbox for a host and port (the newest), or null: one row read, not the whole list. */
+  findPending(sandboxId: number, host: string, port: number): Approval | null {
+    const row = this.db
+      .query<Row, [number, string, number]>(`SELECT * FROM approvals WHERE sandbox_id = ? AND state = 'pending' AND host = ? AND port = ? ORDER BY last_seen DESC, id DESC LIMIT 1`)
+      .get(sandboxId, host, port);
+    return row ? ApprovalSchema.parse(row) : null;
+  }
+
   /** One approval by id, or null. */
   getApproval(id: number): Approval | null {
     const row = this.db.query<Row, [number]>(`SELECT * FROM approvals WHERE id = ?`).get(id);

@@ -1,0 +1,101 @@
+// bounded: one sandbox cannot make its proxy hold ever more: connections open at once (on its socket and on its
+// port, tunnels and plain HTTP) are capped, the next refused with a 503 that says why and one audit line a second at
+// most; the idle connections kept to servers for its plain HTTP are capped in all. Real sockets.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect, type Socket } from "node:net";
+import { join } from "node:path";
+import { fdPassing } from "../../../shims/fd-pass";
+import { PROXY_MAX_CONNECTIONS, UPSTREAM_MAX_IDLE } from "../../../src/core/bounds";
+import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import { echoServer, get, httpServer, openFds, openTunnel, tempDir } from "./helpers";
+
+let tmp: ReturnType<typeof tempDir>;
+let echo: Awaited<ReturnType<typeof echoServer>>;
+const webs: Awaited<ReturnType<typeof httpServer>>[] = [];
+let proxy: EgressProxy;
+const events: EgressEvent[] = [];
+const lib = fdPassing();
+let handedPort = 0;
+
+beforeAll(async () => {
+  tmp = tempDir();
+  echo = await echoServer();
+  for (let i = 0; i < 40; i++) webs.push(await httpServer());
+  proxy = await startEgressProxy({
+    socketPath: join(tmp.dir, "proxy.sock"),
+    sandbox: { id: 1, name: "abuser" },
+    policy: () => ({ sandbox: [], global: [], published: [`127.0.0.1:${echo.port}`, ...webs.map((w) => `127.0.0.1:${w.port}`)] }),
+    resolve: async () => [],
+    onDecision: (e) => void events.push(e),
+  });
+  if (lib) {
+    const l = lib.listenLoopback(0);
+    handedPort = l.port;
+    proxy.serveListener(l.fd);
+  }
+});
+afterAll(async () => {
+  await proxy?.close();
+  await echo?.close();
+  for (const w of webs) await w.close();
+  tmp?.cleanup();
+});
+
+/** A connection that sends nothing: a sandbox holding it open. Resolves once it is connected; `answer` is what it is told. */
+function silent(target: { path: string } | { port: number }): Promise<{ s: Socket; answer: Promise<string> }> {
+  return new Promise((resolve, reject) => {
+    const s = "path" in target ? connect({ path: target.path }) : connect({ port: target.port, host: "127.0.0.1" });
+    let text = "";
+    const answer = new Promise<string>((done) => {
+      s.on("data", (d: Buffer) => (text += d.toString("latin1")));
+      s.on("close", () => done(text));
+    });
+    s.on("error", () => undefined);
+    s.once("connect", () => resolve({ s, answer }));
+    s.once("error", reject);
+  });
+}
+
+describe("bounded: the proxy", () => {
+  test(`at most ${PROXY_MAX_CONNECTIONS} connections of a sandbox at once (tunnels held idle, bare connections, on its socket and its port): the next gets a 503 that says why`, async () => {
+    const tunnels = await Promise.all(Array.from({ length: PROXY_MAX_CONNECTIONS + 100 }, () => openTunnel({ path: proxy.socketPath }, `127.0.0.1:${echo.port}`).catch(() => null)));
+    const open = tunnels.filter((t) => t?.status === 200);
+    const refused = tunnels.filter((t) => t?.status === 503);
+    try {
+      console.log(`bounded: ${tunnels.length} idle tunnels asked for: ${open.length} open, ${refused.length} refused (503)`);
+      expect(open.length).toBeLessThanOrEqual(PROXY_MAX_CONNECTIONS);
+      expect(refused.length).toBeGreaterThanOrEqual(100);
+      expect(refused[0]!.response.body).toContain(`${PROXY_MAX_CONNECTIONS} connections`);
+      // A bare connection on the sandbox's port (a client that says nothing) is refused too, not held.
+      if (handedPort) {
+        const more = await silent({ port: handedPort });
+        expect(await more.answer).toContain("503");
+      }
+      const more = await silent({ path: proxy.socketPath });
+      expect(await more.answer).toContain("503");
+      // Told once a second at most, not once a refusal.
+      const told = events.filter((e) => e.type === "error" && /connections/.test(e.message));
+      expect(told.length).toBeGreaterThanOrEqual(1);
+      expect(told.length).toBeLessThanOrEqual(3);
+    } finally {
+      for (const t of tunnels) t?.socket.destroy();
+    }
+    // Once they are gone, there is room again.
+    for (let i = 0; i < 100 && proxy.active() > 0; i++) await Bun.sleep(20);
+    const again = await openTunnel({ path: proxy.socketPath }, `127.0.0.1:${echo.port}`);
+    expect(again.status).toBe(200);
+    again.socket.destroy();
+  }, 60_000);
+
+  test(`the idle connections kept to servers for plain HTTP are at most ${UPSTREAM_MAX_IDLE} in all, however many servers it talks to`, async () => {
+    for (let i = 0; i < 100 && proxy.active() > 0; i++) await Bun.sleep(20);
+    await Bun.sleep(200);
+    const before = openFds();
+    // 16 requests at once to each of 40 servers in turn: each server's connections go back to the pool when answered.
+    for (const w of webs) await Promise.all(Array.from({ length: 16 }, () => get(proxy.socketPath, `http://127.0.0.1:${w.port}/x`)));
+    await Bun.sleep(300);
+    const grew = openFds() - before;
+    console.log(`bounded: plain HTTP to 40 servers, 16 at a time each: ${grew} descriptors still open (both ends of each idle connection)`);
+    expect(grew).toBeLessThanOrEqual(2 * UPSTREAM_MAX_IDLE + 20);
+  }, 60_000);
+});
