@@ -9,7 +9,7 @@ import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { notifyStarted, startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "../guards/guards";
 import { createProgress } from "../lifecycle/lock";
-import type { Logger } from "./log";
+import { SandboxLogBudget, type Logger } from "./log";
 import type { SandboxRef, SandboxView } from "./protocol";
 import type { SpecBuilder } from "./spec";
 
@@ -80,6 +80,8 @@ class KeyedMutex {
 export class Controller {
   private readonly records = new Map<number, Record_>();
   private readonly mutex = new KeyedMutex();
+  /** What each sandbox's guards may write to the daemon's log (a burst, then a line a second). */
+  private readonly logBudget = new SandboxLogBudget();
   private closed = false;
 
   constructor(private readonly deps: ControllerDeps) {}
@@ -228,6 +230,7 @@ export class Controller {
     rec.sandbox = sb;
     rec.spec = spec;
     this.records.set(sb.id, rec);
+    // The daemon's own lines go as they are; what the guards write (often at the sandbox's doing) takes its budget.
     const log = this.deps.log.with({ sandbox: sb.name, sid: spec.id });
     try {
       this.prepareSocketDir(spec);
@@ -238,7 +241,7 @@ export class Controller {
         store: this.deps.store,
         exec: this.deps.exec,
         paths: this.deps.paths,
-        log,
+        log: this.logBudget.logger(log, sb.id),
         audit: (action, detail) => this.audit(sb, "guard", action, detail ?? {}),
       });
       rec.state = "up";
@@ -263,7 +266,9 @@ export class Controller {
     const started = rec.started;
     rec.started = [];
     rec.state = "down";
-    await stopGuards(started, this.deps.log.with({ sandbox: rec.sandbox.name }));
+    const log = this.deps.log.with({ sandbox: rec.sandbox.name });
+    await stopGuards(started, this.logBudget.logger(log, id));
+    this.logBudget.flush(log, id);
     try {
       this.prepareSocketDir(rec.spec);
     } catch {
@@ -290,7 +295,7 @@ export class Controller {
       const rec = guarded.value;
       rec.spec = await this.bringUp(sb, rec.spec, backend);
       rec.phase = "running";
-      await notifyStarted(rec.started, this.deps.log.with({ sandbox: sb.name }));
+      await notifyStarted(rec.started, this.logBudget.logger(this.deps.log.with({ sandbox: sb.name }), sb.id));
       if (sb.state !== "active") this.deps.store.setSandboxState(sb.id, "active");
       this.deps.store.touchSandbox(sb.id);
       // Every command in a running sandbox asks for a start (it converges); only one that started something is audited.
