@@ -99,3 +99,63 @@ describe("bounded: the proxy", () => {
     expect(grew).toBeLessThanOrEqual(2 * UPSTREAM_MAX_IDLE + 20);
   }, 60_000);
 });
+
+describe("bounded: the DNS stubs", () => {
+  const query = (name: string) => {
+    const q = [0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    for (const label of name.split(".")) q.push(label.length, ...Buffer.from(label));
+    q.push(0, 0, 1, 0, 1);
+    return Buffer.from(q);
+  };
+  /** Sends queries from sockets closed at once (the answers find nobody: ICMP unreachable), then asks as a client would. */
+  async function gone(port: number, host: string): Promise<{ uncaught: unknown[]; answered: boolean }> {
+    const uncaught: unknown[] = [];
+    const onError = (e: unknown) => void uncaught.push(e);
+    process.on("uncaughtException", onError);
+    process.on("unhandledRejection", onError);
+    try {
+      for (let i = 0; i < 30; i++) {
+        const c = await Bun.udpSocket({});
+        for (let j = 0; j < 3; j++) c.send(query(`gone${i}.example.com`), port, host);
+        c.close();
+      }
+      await Bun.sleep(500);
+      const answered = await new Promise<boolean>((resolve) => {
+        void Bun.udpSocket({ socket: { data: () => resolve(true) } }).then((c) => {
+          c.send(query("after.example.com"), port, host);
+          setTimeout(() => {
+            c.close();
+            resolve(false);
+          }, 2000);
+        });
+      });
+      return { uncaught, answered };
+    } finally {
+      process.off("uncaughtException", onError);
+      process.off("unhandledRejection", onError);
+    }
+  }
+
+  test("the daemon's (a Linux guest's) answers on, with no error, when its clients are gone before their answers", async () => {
+    const { serveDnsStub } = await import("../../../src/proxy/dns-stub");
+    const stub = await serveDnsStub("127.0.0.1", 0, { addressOf: () => "127.77.0.9", nameOf: () => null });
+    try {
+      const r = await gone(stub.port, "127.0.0.1");
+      expect({ uncaught: r.uncaught.map(String).slice(0, 2), answered: r.answered }).toEqual({ uncaught: [], answered: true });
+    } finally {
+      stub.close();
+    }
+  });
+
+  test.skipIf(!lib)("a container's (sandbox-main's, where an error ends the sandbox) likewise", async () => {
+    const { startTransparent } = await import("../../../shims/transparent");
+    const t = startTransparent({ lib: lib!, stub: "127.88.7.1", ports: [], socketPath: proxy.socketPath, handoffPath: join(tmp.dir, "no-listen.sock"), log: () => undefined });
+    try {
+      await Bun.sleep(200);
+      const r = await gone(53, "127.88.7.1");
+      expect({ uncaught: r.uncaught.map(String).slice(0, 2), answered: r.answered }).toEqual({ uncaught: [], answered: true });
+    } finally {
+      t.stop();
+    }
+  });
+});
