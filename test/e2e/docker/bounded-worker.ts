@@ -3,6 +3,7 @@
 // ({at, kind, ms, ok}). Built-ins only.
 //
 //   bun bounded-worker.ts URL SECONDS
+export {};
 const [url, seconds] = process.argv.slice(2);
 const until = Date.now() + Number(seconds) * 1000;
 const out = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
