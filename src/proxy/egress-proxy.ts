@@ -363,6 +363,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   // next is refused before anything of it is read, and said (an `error` decision, audited) once a second at most.
   let refusedSince = 0;
   let toldAt = 0;
+  /** Refused connections still being closed. */
+  let refusing = 0;
   /** Connections refused for the bound: whatever they send is never acted on (node:http may still parse it). */
   const overBound = new WeakSet<Duplex>();
   const admit = (s: Duplex, how: "http" | "cut"): boolean => {
@@ -381,15 +383,22 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       refusedSince = 0;
     }
     s.on("error", () => s.destroy());
-    if (how === "cut") {
+    // The refusals themselves are bounded too: at most PROXY_MAX_CONNECTIONS are being answered at once; past that a
+    // connection is closed at once without one.
+    if (how === "cut" || refusing >= PROXY_MAX_CONNECTIONS) {
       cut(s);
       return false;
     }
+    refusing++;
     const body = `sbx proxy: ${message}.\n`;
     s.resume(); // read and dropped, so the close is not a reset that loses the answer
     s.end(`HTTP/1.1 503 sbx: too many connections from this sandbox\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    // A second for the client to read it and close (closing first would reset it away); a client that never does is cut.
     const t = setTimeout(() => s.destroy(), 1000);
-    s.once("close", () => clearTimeout(t));
+    s.once("close", () => {
+      clearTimeout(t);
+      refusing--;
+    });
     return false;
   };
   const server = createServer();
