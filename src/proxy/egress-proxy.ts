@@ -13,7 +13,7 @@ import { allowCommand, blockedMessage, checkAddresses, compilePolicy, decide, ty
 import { readClientHello } from "../core/tls";
 import { BodyReader, chunk, LAST_CHUNK, MAX_HEAD, readRequestHead, requestHead, responseHead, type Framing, type Header, type RequestHead } from "./http1";
 import { listenUnix } from "./socket";
-import { PORTS_MAX_HELD, PROXY_MAX_CONNECTIONS } from "../core/bounds";
+import { Pacer, PORTS_MAX_HELD, PROXY_MAX_CONNECTIONS, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND } from "../core/bounds";
 import { UpstreamPool, type Exchange } from "./upstream";
 
 export type Resolver = (host: string) => Promise<string[]>;
@@ -86,6 +86,11 @@ export interface EgressProxyOptions {
   /** Transparent ports whose connections are read as plain HTTP (default: 80); the others are tunnels. */
   transparentHttpPorts?: readonly number[];
   connectTimeoutMs?: number;
+  /**
+   * How fast the sandbox may start requests (default PROXY_REQUESTS_BURST, then PROXY_REQUESTS_PER_SECOND); null: no
+   * pace (benchmarks and load tests that measure the proxy's own cost, never a sandbox's proxy).
+   */
+  pace?: { burst: number; perSecond: number } | null;
 }
 
 export interface EgressProxy {
@@ -401,6 +406,16 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
     return false;
   };
+  // The work the sandbox may start (invariant 14): each request (and transparent connection) takes its turn, a burst
+  // at once and then a steady rate, in order; the rest wait on their own connection (at most PROXY_MAX_CONNECTIONS).
+  const pace = opts.pace === undefined ? { burst: PROXY_REQUESTS_BURST, perSecond: PROXY_REQUESTS_PER_SECOND } : opts.pace;
+  const pacer = pace === null ? null : new Pacer(pace.burst, pace.perSecond);
+  const turn = () => pacer?.delay(Date.now()) ?? 0;
+  const paced = (fn: () => void) => {
+    const d = turn();
+    if (d === 0) fn();
+    else setTimeout(fn, d);
+  };
   const server = createServer();
   server.on("connection", (s: Duplex) => void admit(s, "http"));
   const badRequest = (_err: unknown, socket: Duplex) => {
@@ -429,7 +444,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => {
     if (overBound.has(client)) return void client.destroy();
-    connectRequest(req.url ?? "", client, head);
+    client.pause();
+    paced(() => {
+      if (!client.destroyed) connectRequest(req.url ?? "", client, head);
+    });
   });
 
   /** A CONNECT (from node:http's parser or the sandbox's port's): the authority checked, then a tunnel or a refusal. */
@@ -651,6 +669,13 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     if (overBound.has(req.socket)) return void req.socket.destroy();
+    // (Not paused meanwhile: a body waits in the request's own buffer, and the socket's, as for a slow handler.)
+    paced(() => {
+      if (res.destroyed || req.socket.destroyed) return;
+      request(req, res);
+    });
+  });
+  const request = (req: IncomingMessage, res: ServerResponse) => {
     if (refuseFraming(req, res)) return;
     const url = req.url ?? "";
     if (url.startsWith("/")) {
@@ -677,7 +702,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return;
     }
     plainRequest("proxy", req, res, parsed);
-  });
+  };
 
   /** `GET /sbx/names?name=NAME`: the address that stands for a name (the DNS stub inside asks), given out now if new. */
   const answerName = (req: IncomingMessage, res: ServerResponse) => {
@@ -751,10 +776,13 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     }
     if (httpPorts.has(to.port)) return void sandboxConnection(s, { name, port: to.port });
     s.pause();
-    void check("transparent", "CONNECT", name, to.port).then((v) => {
+    paced(() => {
       if (s.destroyed) return;
-      if (!v.ok) return void cut(s);
-      tunnel(v, s, Buffer.alloc(0));
+      void check("transparent", "CONNECT", name, to.port).then((v) => {
+        if (s.destroyed) return;
+        if (!v.ok) return void cut(s);
+        tunnel(v, s, Buffer.alloc(0));
+      });
     });
   };
 
@@ -864,6 +892,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     let cancel: (() => void) | null = null;
     /** Part of the exchange's answer was written to the client. */
     let responding = false;
+    /** The request at the head of `buf` has had its turn (see `pacer`). */
+    let paid = false;
     /** Counts the exchange's request body bytes, for its audit event. */
     let countUp: (n: number) => void = () => undefined;
     // Waiting for a request (or the rest of one) is bounded by the socket's own inactivity timeout, not a timer each.
@@ -936,6 +966,21 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       stopWaiting();
       if (r.kind === "refused") return refuseRaw(400, `sbx proxy: refused: ${r.why}; send one unambiguous HTTP/1.1 request.\n`, true);
       const { head } = r;
+      // Its turn (origin-form requests take theirs on the node:http server they go to).
+      if (!paid && !(!site && head.target.startsWith("/"))) {
+        const d = turn();
+        if (d > 0) {
+          paid = true;
+          busy = true;
+          s.pause();
+          setTimeout(() => {
+            busy = false;
+            next();
+          }, d);
+          return;
+        }
+      }
+      paid = false;
       if (site && head.method === "CONNECT") {
         leave();
         return cut(s);

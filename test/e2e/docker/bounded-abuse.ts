@@ -56,6 +56,7 @@ async function holdConnections(n: number): Promise<void> {
     new Promise<void>((resolve) => {
       const s = connect({ port: Number(proxy.port), host: "127.0.0.1" });
       s.on("error", () => undefined);
+      s.resume(); // read (and dropped), so a close by the proxy is seen
       s.once("connect", () => {
         held.push(s);
         resolve();

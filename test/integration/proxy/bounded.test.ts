@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
-import { PROXY_MAX_CONNECTIONS, UPSTREAM_MAX_IDLE } from "../../../src/core/bounds";
+import { PROXY_MAX_CONNECTIONS, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND, UPSTREAM_MAX_IDLE } from "../../../src/core/bounds";
 import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { echoServer, get, httpServer, openFds, openTunnel, tempDir } from "./helpers";
 
@@ -158,4 +158,47 @@ describe("bounded: the DNS stubs", () => {
       t.stop();
     }
   });
+});
+
+describe("bounded: the proxy paces the work one sandbox starts", () => {
+  test(`a flood of refused requests goes ${PROXY_REQUESTS_BURST} at once, then ${PROXY_REQUESTS_PER_SECOND} a second, in order; another sandbox's requests meanwhile are answered at once`, async () => {
+    const mk = (id: number, name: string) =>
+      startEgressProxy({ socketPath: join(tmp.dir, `${name}.sock`), sandbox: { id, name }, policy: () => ({ sandbox: [], global: [], published: [`127.0.0.1:${webs[0]!.port}`] }), resolve: async () => [] });
+    const a = await mk(11, "flooder");
+    const b = await mk(12, "bystander");
+    try {
+      const total = PROXY_REQUESTS_BURST + PROXY_REQUESTS_PER_SECOND * 3;
+      const started = performance.now();
+      let sent = 0;
+      const codes: number[] = [];
+      const flood = Promise.all(
+        Array.from({ length: 64 }, async () => {
+          while (sent < total) {
+            sent++;
+            codes.push((await get(a.socketPath, `http://deny-${sent}.invalid/`)).status);
+          }
+        }),
+      );
+      // Meanwhile the other sandbox's requests.
+      const other: number[] = [];
+      await Bun.sleep(300);
+      for (let i = 0; i < 20; i++) {
+        const t0 = performance.now();
+        const r = await get(b.socketPath, `http://127.0.0.1:${webs[0]!.port}/b${i}`);
+        expect(r.status).toBe(200);
+        other.push(performance.now() - t0);
+        await Bun.sleep(50);
+      }
+      await flood;
+      const took = (performance.now() - started) / 1000;
+      other.sort((x, y) => x - y);
+      console.log(`bounded: ${total} refused requests of one sandbox took ${took.toFixed(1)} s (paced); another's meanwhile: p50 ${other[10]!.toFixed(1)} ms, max ${other.at(-1)!.toFixed(1)} ms`);
+      expect(codes.every((c) => c === 403)).toBe(true);
+      expect(took).toBeGreaterThanOrEqual(((total - PROXY_REQUESTS_BURST) / PROXY_REQUESTS_PER_SECOND) * 0.9);
+      expect(other[10]!).toBeLessThan(50);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 60_000);
 });
