@@ -63,10 +63,10 @@ export const PROXY_MAX_CONNECTIONS = 256;
  * Requests (and transparent connections) of one sandbox its proxy starts work on: PROXY_REQUESTS_BURST at once, then
  * PROXY_REQUESTS_PER_SECOND; the rest wait their turn, in order (each on its own connection, so at most
  * PROXY_MAX_CONNECTIONS wait). A refused request costs the daemon's one thread about 0.3 to 0.5 ms (measured in the
- * soak): a sandbox flooding it takes at most a quarter of it, not all of it, and another sandbox's requests are not
+ * soak): a sandbox flooding it takes at most a quarter of it, a burst of it at most about 60 ms, and another sandbox's requests are not
  * queued behind its flood. No ordinary client goes faster (tunnels count once, whatever they carry).
  */
-export const PROXY_REQUESTS_BURST = 1000;
+export const PROXY_REQUESTS_BURST = 200;
 export const PROXY_REQUESTS_PER_SECOND = 500;
 /** Idle keep-alive connections to servers one sandbox's plain HTTP leaves in its proxy's pool, in all (16 per address). */
 export const UPSTREAM_MAX_IDLE = 64;

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AUDIT_DETAIL_MAX, AUDIT_HELD_ACTIONS_MAX, AUDIT_ROWS_BURST, AUDIT_ROWS_PER_SECOND } from "../../../src/core/bounds";
 import { Store } from "../../../src/store/store";
+import { MAX_NAMES, nameAddressAt } from "../../../src/core/transparent";
 
 const dirs: string[] = [];
 function tmpDb(): string {
@@ -121,4 +122,27 @@ describe("bounded: audit rows", () => {
     expect(grew).toBeLessThan(60 * (AUDIT_DETAIL_MAX + 1024));
     s.close();
   });
+});
+
+describe("bounded: the transparent path's name map", () => {
+  test(`a sandbox giving out all ${MAX_NAMES} names pays the same for the last as for the first (no count of the map per name)`, () => {
+    const s = new Store(":memory:");
+    const a = s.createSandbox({ name: "a", repo: "/r", backend: "fake" });
+    const time = (from: number, to: number) => {
+      const t0 = performance.now();
+      for (let i = from; i < to; i++) expect(s.nameAddress(a.id, `n${i}.example`, MAX_NAMES, nameAddressAt)).not.toBeNull();
+      return performance.now() - t0;
+    };
+    const first = time(0, 1000);
+    time(1000, MAX_NAMES - 1000);
+    const last = time(MAX_NAMES - 1000, MAX_NAMES);
+    console.log(`bounded: the first 1000 names ${first.toFixed(0)} ms, the last 1000 ${last.toFixed(0)} ms`);
+    expect(last).toBeLessThan(Math.max(3 * first, 200));
+    expect(s.nameAddress(a.id, "one-more.example", MAX_NAMES, nameAddressAt)).toBeNull();
+    // A name given before keeps its address; another sandbox has its own count.
+    expect(s.nameAddress(a.id, "n5.example", MAX_NAMES, nameAddressAt)).toBe(nameAddressAt(5));
+    const b = s.createSandbox({ name: "b", repo: "/r", backend: "fake" });
+    expect(s.nameAddress(b.id, "x.example", MAX_NAMES, nameAddressAt)).toBe(nameAddressAt(0));
+    s.close();
+  }, 60_000);
 });
