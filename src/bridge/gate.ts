@@ -5,10 +5,11 @@ import { randomBytes } from "node:crypto";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
-import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "./archive";
+import { MAX_ARCHIVE_BYTES } from "./archive";
 import { isSshUrl } from "./policy";
-import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown, type UnshownBlob } from "./scan";
-import { SCAN_GC_BYTES, SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
+import { SCAN_LOG_ARGS, scanTag, type UnshownBlob } from "./scan";
+import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
+import type { FromScan, ToScan } from "./scan-worker";
 
 export interface GatePaths {
   /** The bare gate repository. */
@@ -313,7 +314,8 @@ export interface PushScan {
  * see is refused; unchanged trees and blobs are the parents' (checked the same way, or known).
  * Bounded (invariant 14): the log is read as it streams and dropped as it is read (a line of many MiB a window at a
  * time: LogScanner), the blobs it asks for are read one at a time as the log names them (each at most
- * MAX_ARCHIVE_BYTES, at most SCAN_MAX_BLOBS a push), and at most SCAN_MAX_FINDINGS findings are kept.
+ * MAX_ARCHIVE_BYTES, at most SCAN_MAX_BLOBS a push), and at most SCAN_MAX_FINDINGS findings are kept. The reading runs on
+ * a thread of its own (scan-worker.ts), one chunk at a time, so the daemon's event loop serves other sandboxes meanwhile.
  * runs: git log -p --cc -a -U0 --pretty=raw --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate,
  *       read as it streams); git cat-file --batch-check (the types of pushed tips the log did not show);
  *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
@@ -321,18 +323,15 @@ export interface PushScan {
 export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<PushScan> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   const patterns = [...SECRET_PATTERNS, ...hostValues];
-  const scanner = new LogScanner(patterns, new Set(shas));
-  const extra: SecretFinding[] = [];
+  const thread = new ScanThread();
   let blobs = 0;
   let over: string | undefined;
   const seen = new Set<string>();
   // Rare (a merge that changed a binary file against every parent; a gzip or zip file): one read per blob, as bytes, as
-  // soon as the log names it (so the list never grows). What is not an archive is scanned as text (latin1 keeps every
-  // ASCII secret shape intact).
-  const readNamed = async () => {
-    while (over === undefined && (scanner.unshown.length > 0 || scanner.archives.length > 0)) {
-      const whole = scanner.unshown.length > 0;
-      const u = whole ? scanner.unshown.shift()! : scanner.archives.shift()!;
+  // soon as the log names it (so no list grows), scanned on the thread. What is not an archive is scanned as text.
+  const readNamed = async (named: { u: UnshownBlob; whole: boolean }[]) => {
+    for (const { u, whole } of named) {
+      if (over !== undefined) return;
       const key = `${whole ? "w" : "a"}${u.blob}`;
       if (seen.has(key) || (!whole && seen.has(`w${u.blob}`))) continue;
       if (seen.size < 4 * SCAN_MAX_BLOBS) seen.add(key);
@@ -342,57 +341,78 @@ export async function scanNew(g: Gate, shas: string[], tips: string[], hostValue
       }
       const bytes = await readBlob(g, u.blob, MAX_ARCHIVE_BYTES);
       if (bytes === null) continue; // over the bound: not unpacked (its text lines were scanned in the diff)
-      if (isGzip(bytes) || isZip(bytes)) extra.push(...scanArchive(u, bytes, patterns));
-      else if (whole) extra.push(...scanUnshown(u, latin1(bytes), patterns));
+      await thread.ask({ t: "blob", u, whole, bytes });
     }
   };
-  const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
-  const dec = new TextDecoder();
-  const reader = log.stdout.getReader();
-  let sinceGc = 0;
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      scanner.write(dec.decode(value, { stream: true }));
-      // What the scan made of each line is garbage at once; the collector, left to itself, lets a push of tens of MiB
-      // raise the daemon's memory by hundreds of MiB before it runs. A full collection per SCAN_GC_BYTES read keeps the
-      // peak to a few windows' worth (measured: a 24 MiB push, +73 MiB before, see the bounded test).
-      sinceGc += value.length;
-      if (sinceGc >= SCAN_GC_BYTES) {
-        sinceGc = 0;
-        Bun.gc(true);
+    await thread.ask({ t: "start", patterns: patterns.map((p) => ({ id: p.id, description: p.description, source: p.regex.source, flags: p.regex.flags })), watch: shas });
+    const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
+    const reader = log.stdout.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        // One chunk at a time: the next is read once the thread has read this one (git waits meanwhile).
+        await readNamed((await thread.ask({ t: "log", bytes: value })).named);
+        if (over !== undefined) break;
       }
-      await readNamed();
-      if (over !== undefined) break;
+    } finally {
+      if (over !== undefined) void reader.cancel().catch(() => undefined);
+      reader.releaseLock();
     }
+    const end = await log.done;
+    if (over !== undefined) return { findings: [], more: 0, over };
+    if (end.exitCode !== 0) throw new Error(`git log (the scan) exited ${end.exitCode}: ${end.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+    await readNamed((await thread.ask({ t: "flush" })).named);
+    if (over !== undefined) return { findings: [], more: 0, over };
+    const r = await thread.ask({ t: "finish" });
+    // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
+    // already known: only those are looked at, so a push of new commits costs no extra process.
+    const commits = new Set(r.commits);
+    const tagFindings = await scanTags(g, shas.filter((s) => !commits.has(s)));
+    const all = [...r.findings, ...tagFindings];
+    return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: r.more + Math.max(0, all.length - SCAN_MAX_FINDINGS) };
   } finally {
-    if (over !== undefined) void reader.cancel().catch(() => undefined);
-    reader.releaseLock();
+    thread.close();
   }
-  const end = await log.done;
-  if (over !== undefined) return { findings: [], more: 0, over };
-  if (end.exitCode !== 0) throw new Error(`git log (the scan) exited ${end.exitCode}: ${end.stderr.trim().split("\n").slice(-3).join(" | ")}`);
-  scanner.write(dec.decode());
-  const { findings, more } = scanner.end();
-  await readNamed();
-  if (over !== undefined) return { findings: [], more: 0, over };
-  // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
-  // already known: only those are looked at, so a push of new commits costs no extra process.
-  const tagFindings = await scanTags(g, shas.filter((s) => !scanner.commits.has(s)));
-  const all = [...findings, ...extra, ...tagFindings];
-  return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: more + Math.max(0, all.length - SCAN_MAX_FINDINGS) };
 }
 
-/** Findings in what a gzip or zip blob unpacks to, each named `file!member` (or `file (gzip)`). */
-export function scanArchive(u: UnshownBlob, bytes: Uint8Array, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
-  const { members } = unpackArchive(bytes);
-  return members.flatMap((m) => scanUnshown({ ...u, file: m.member ? `${u.file}!${m.member}` : `${u.file} (gzip)` }, latin1(m.bytes), patterns));
+/** The scan's thread (scan-worker.ts): one message at a time, each answered once read; its failure fails the scan. */
+class ScanThread {
+  private readonly worker = new Worker(new URL("./scan-worker.ts", import.meta.url).href);
+  private pending: { resolve: (m: FromScan) => void; reject: (e: Error) => void } | null = null;
+  private failed: Error | null = null;
+
+  constructor() {
+    this.worker.onmessage = (ev: MessageEvent<FromScan>) => {
+      const p = this.pending;
+      this.pending = null;
+      if (ev.data.t === "error") p?.reject(new Error(`the push scan failed: ${ev.data.message}`));
+      else p?.resolve(ev.data);
+    };
+    this.worker.onerror = (ev: ErrorEvent) => {
+      this.failed = new Error(`the push scan's thread failed: ${ev.message}`);
+      this.pending?.reject(this.failed);
+      this.pending = null;
+    };
+  }
+
+  ask(m: Extract<ToScan, { t: "finish" }>): Promise<Extract<FromScan, { t: "done" }>>;
+  ask(m: Exclude<ToScan, { t: "finish" }>): Promise<Extract<FromScan, { t: "ok" }>>;
+  ask(m: ToScan): Promise<FromScan> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.worker.postMessage(m);
+    });
+  }
+
+  close(): void {
+    this.worker.terminate();
+  }
 }
 
-function latin1(b: Uint8Array): string {
-  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
-}
+export { scanArchive } from "./scan";
 
 /**
  * A blob's bytes, or null when it is larger than `max`.

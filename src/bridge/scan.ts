@@ -1,6 +1,7 @@
 // The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
 import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS, SCAN_OVERLAP, SCAN_WINDOW } from "../core/bounds";
+import { unpackArchive } from "./archive";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
@@ -366,6 +367,17 @@ export function scanLog(text: string, patterns: readonly SecretPattern[] = SECRE
 /** Scans a whole blob that a combined diff did not show, as lines of `file` in `commit`. */
 export function scanUnshown(u: UnshownBlob, content: string, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
   return scanText(content, u.file, patterns).map((f) => ({ ...f, ...(u.commit ? { commit: u.commit } : {}) }));
+}
+
+/** Findings in what a gzip or zip blob unpacks to, each named `file!member` (or `file (gzip)`). */
+export function scanArchive(u: UnshownBlob, bytes: Uint8Array, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
+  const { members } = unpackArchive(bytes);
+  return members.flatMap((m) => scanUnshown({ ...u, file: m.member ? `${u.file}!${m.member}` : `${u.file} (gzip)` }, latin1(m.bytes), patterns));
+}
+
+/** Bytes as one character each (0-255). */
+export function latin1(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
 }
 
 /** An annotated tag object, as `git cat-file tag` prints it. */
