@@ -162,7 +162,12 @@ async function push(): Promise<void> {
   await run(["git", "add", "soak-big-one.txt", "soak-big-lines.txt"]);
   await run(["git", "-c", "user.email=a@example.invalid", "-c", "user.name=a", "commit", "-qm", "big"]);
   const t0 = Date.now();
-  const code = await run(["git", "push", "-q", "origin", "HEAD:refs/heads/sbx/abuser/big"]);
+  // Its own other floods keep the bridge busy: 75 is its 429 (as many requests under way as it may have); again.
+  let code = 75;
+  for (let i = 0; code === 75 && flooding(); i++) {
+    code = await run(["git", "push", "-q", "origin", "HEAD:refs/heads/sbx/abuser/big"]);
+    counts["push.tries"] = i + 1;
+  }
   counts["push.code"] = code;
   counts["push.ms"] = Date.now() - t0;
 }
