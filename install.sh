@@ -78,6 +78,8 @@ fi
 # ── base image (no registry here: built locally with debootstrap) ──────────
 if is_root; then
   bash scripts/base-image.sh
+  # The bridge's ssh-remote test needs an sshd: the binary alone, in sbx's cache (never an ssh service).
+  bash scripts/test-sshd.sh || say "no sshd for the ssh-remote test (it will be skipped); see scripts/test-sshd.sh"
 else
   docker image inspect "${SBX_BASE_IMAGE:-sbx-base:bookworm}" >/dev/null 2>&1 || say "base image missing: run sudo ./scripts/base-image.sh"
 fi

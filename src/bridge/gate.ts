@@ -5,8 +5,10 @@ import { randomBytes } from "node:crypto";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
-import { MAX_ARCHIVE_BYTES } from "./archive";
+import { MAX_ARCHIVE_BYTES } from "../core/archive";
 import { isSshUrl } from "./policy";
+import { isUserRef } from "../core/user-refs";
+import { forgeTokenFor, forgeTokenNames, type ForgeTokenChoice } from "../core/credential-scope";
 import { SCAN_LOG_ARGS, scanTag, type UnshownBlob } from "./scan";
 import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
 import type { FromScan, ToScan } from "./scan-worker";
@@ -22,10 +24,14 @@ export interface GatePaths {
   ghCwd: string;
   /** The gate's own hooks (only pre-push, written by the bridge); the push is the only git that uses them. */
   hooks: string;
+  /** The pull requests, issues and gists this sandbox opened through gh (`bridge/gh-created.ts`). */
+  ghCreated: string;
+  /** Written once this sandbox's first push has said which CI workflows its branches start. */
+  pushNoted: string;
 }
 
 export function gatePaths(gateDir: string): GatePaths {
-  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks") };
+  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks"), ghCreated: join(gateDir, "gh-created"), pushNoted: join(gateDir, "push-ci-noted") };
 }
 
 export interface GitEnvOptions {
@@ -124,26 +130,30 @@ export function credentialHost(url: string): string {
   return (m?.[1] ?? "").toLowerCase();
 }
 
-/** The names a URL's token may have, in the order the bridge looks: GIT_TOKEN_<HOST>, the forge's usual name, GIT_TOKEN. Pure. */
-export function tokenNames(url: string): string[] {
-  const host = credentialHost(url);
-  const specific = `GIT_TOKEN_${host.replace(/[^a-z0-9]/gi, "_").toUpperCase()}`;
-  const bare = host.replace(/:\d+$/, "");
-  if (bare === "github.com") return [specific, "GH_TOKEN", "GITHUB_TOKEN", "GIT_TOKEN"];
-  if (bare === "gitlab.com") return [specific, "GITLAB_TOKEN", "GIT_TOKEN"];
-  return [specific, "GIT_TOKEN"];
+/**
+ * The names a URL's token may have, in the order the bridge looks: GIT_TOKEN_<HOST>, the forge's usual names, and
+ * GIT_TOKEN only for a host of the host repo's own remotes (`ownHosts`): core/credential-scope.ts. Pure.
+ */
+export function tokenNames(url: string, ownHosts: ReadonlySet<string>): string[] {
+  return forgeTokenNames(credentialHost(url), ownHosts);
 }
 
 /** The name to tell a person to set for a URL's token: the forge's usual one, or GIT_TOKEN_<HOST> for other hosts. Pure. */
 export function suggestedTokenName(url: string): string {
-  const [specific, usual] = tokenNames(url);
-  return usual === "GIT_TOKEN" ? specific! : usual!;
+  const [specific, usual] = forgeTokenNames(credentialHost(url), new Set());
+  return usual ?? specific!;
 }
 
-/** Which host secret is the git token for a URL: the first of tokenNames that is set. */
-export function tokenFor(url: string, secrets: Record<string, string>): string | undefined {
-  const name = tokenNames(url).find((n) => secrets[n]);
-  return name === undefined ? undefined : secrets[name];
+/** The git token for a URL (the first of tokenNames that is set), or none, naming a fallback withheld from this host. */
+export function tokenFor(url: string, secrets: Readonly<Record<string, string>>, ownHosts: ReadonlySet<string>): ForgeTokenChoice {
+  return forgeTokenFor(credentialHost(url), secrets, ownHosts);
+}
+
+/** Pure: a person's words for a fallback token withheld from a host, and what to set instead. */
+export function withheldText(name: string, url: string, ownHosts: ReadonlySet<string>): string {
+  const host = credentialHost(url);
+  const own = [...ownHosts].sort().join(", ") || "none";
+  return `${name} is not sent to ${host}: it is for the hosts of the host repository's own remotes (${own}); for ${host} set its own token on the host: sbx secret set ${suggestedTokenName(url)}`;
 }
 
 export interface Gate {
@@ -221,22 +231,35 @@ export async function hostRemotes(g: Gate): Promise<Record<string, string>> {
 }
 
 /**
- * Commits the scan may skip, because the user or the upstream already has them: every ref tip of the host
- * repo except `refs/remotes/sandbox-*` (ref sync copies the sandbox's own branches there, so they are the
- * sandbox's work, not the user's), and the gate's `refs/remotes/*` (what the upstream was seen to have:
- * fetched, or pushed after a clean scan). Nothing else in the gate counts.
+ * Commits the scan and the CI-file check may skip, because the user or the upstream already has them
+ * (untrusted-by-origin): the tips of the host repo's refs the person made (`isUserRef`: not ref sync's
+ * `refs/remotes/sandbox-*`, not an earlier sandbox's refs set aside under `refs/sbx-retired/*`, nothing of sbx's), and
+ * the gate's `refs/remotes/<remote>/*` of the remote pushed to (what that upstream was seen to have: fetched, or pushed
+ * after a clean scan). What the sandbox fetched from another remote (a third party's repository) is not what this
+ * upstream has. Nothing else in the gate counts.
  * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo); git for-each-ref … refs/remotes/ (in the gate)
  */
-export async function knownTips(g: Gate): Promise<string[]> {
+export async function knownTips(g: Gate): Promise<(remote: string) => string[]> {
+  // Read before the policy has said which remote a push goes to (it overlaps the pack's arrival), judged per remote.
   const [a, b] = await Promise.all([
     run(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false }),
     run(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }),
   ]);
-  return trustedTips(a.stdout, b.stdout);
+  return (remote) => trustedTips(a.stdout, b.stdout, remote);
 }
 
-/** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan may treat as known. */
-export function trustedTips(host: string, gate: string): string[] {
+/**
+ * The tips of the host repo's refs the person made (see knownTips), from its `for-each-ref` lines: what a sandbox sees
+ * of the host's objects, and what a push may count as the user's.
+ * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo)
+ */
+export async function userTips(g: Gate): Promise<string[]> {
+  const r = await run(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false });
+  return trustedTips(r.stdout, "");
+}
+
+/** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan of a push to `remote` may treat as known. */
+export function trustedTips(host: string, gate: string, remote?: string): string[] {
   const out = new Set<string>();
   for (const [text, isHost] of [[host, true], [gate, false]] as const) {
     for (const line of text.split("\n")) {
@@ -245,7 +268,9 @@ export function trustedTips(host: string, gate: string): string[] {
       const sha = line.slice(0, i);
       const ref = line.slice(i + 1);
       if (!/^[0-9a-f]{40,64}$/.test(sha)) continue;
-      if (isHost ? ref.startsWith("refs/remotes/sandbox-") : !ref.startsWith("refs/remotes/")) continue;
+      // The gate's own refs count only as what the upstream has (its remotes' tracking refs); the host's only as the
+      // person's own.
+      if (!isUserRef(ref) || (!isHost && (remote === undefined || !ref.startsWith(`refs/remotes/${remote}/`)))) continue;
       out.add(sha);
     }
   }
@@ -265,7 +290,7 @@ export async function upstreamTips(exec: { gate: Exec; host: Exec }, gateDir: st
   const opts = { env: hostGitEnv(), replaceEnv: true, check: false } as const;
   // Only the host repo's own remotes count: a push to a URL the sandbox named is not the user's upstream.
   const names = await exec.host.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "remote"], opts);
-  const remotes = names.stdout.split("\n").filter((n) => /^[A-Za-z0-9._-]+$/.test(n));
+  const remotes = names.stdout.split("\n").filter((n) => /^[A-Za-z0-9._-]+$/.test(n) && isUserRef(`refs/remotes/${n}/`));
   if (remotes.length === 0) return [];
   const refs = await exec.gate.run(["git", ...HOST_GIT_SAFE, "--git-dir", repo, "for-each-ref", "--format=%(objectname)", ...remotes.map((r) => `refs/remotes/${r}/`)], opts);
   const shas = [...new Set(refs.stdout.split("\n").filter((l) => /^[0-9a-f]{40,64}$/.test(l)))];
@@ -457,6 +482,11 @@ export async function scanTags(g: Gate, shas: string[]): Promise<SecretFinding[]
   return findings;
 }
 
+/** git in the gate, for a reader of its objects (ls-tree, cat-file): the gate's pinned config, never a check. */
+export function gateReader(g: Gate): (args: string[]) => Promise<ExecResult> {
+  return (args) => run(g, args, { check: false });
+}
+
 /** Sets (or deletes, for null) refs in the gate in one transaction. */
 export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: string | null]>): Promise<void> {
   if (updates.length === 0) return;
@@ -468,12 +498,14 @@ export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: stri
 /**
  * The paths the commits new to the remote change: every non-merge commit's, and a merge's where it differs from all its
  * parents (what the merge itself brought, an "evil merge" included), never what a merged parent already had.
- * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= --stdin (tips, then ^known; in the gate)
+ * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= -z --stdin (tips, then ^known; in the gate)
  */
 export async function changedPaths(g: Gate, shas: string[], tips: string[]): Promise<Set<string>> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "--stdin"], { stdin });
-  return new Set(r.stdout.split("\n").filter((l) => l !== ""));
+  // -z: names as they are. Without it git quotes a name with a quote, a tab or a non-ASCII byte ("…\303\274.yml"), and
+  // the quoted form matches no CI path.
+  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "-z", "--stdin"], { stdin });
+  return new Set(r.stdout.split("\0").map((l) => l.replace(/^\n+/, "")).filter((l) => l !== ""));
 }
 
 /** The remote's default branch as the host repo knows it (`refs/remotes/<remote>/HEAD`), if it does. runs: git symbolic-ref -q … (host repo) */

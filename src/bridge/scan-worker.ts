@@ -3,7 +3,7 @@
 // here (invariant 14: one sandbox's push does not stall another's requests). The main thread streams `git log -p` in and
 // reads the blobs named; this thread reads them (scan.ts) and answers each message once it is read, so at most one chunk
 // is ever waiting.
-import { isGzip, isZip } from "./archive";
+import { isGzip, isZip } from "../core/archive";
 import { LogScanner, latin1, scanArchive, scanUnshown, type UnshownBlob } from "./scan";
 import { SCAN_GC_BYTES, SCAN_MAX_FINDINGS } from "../core/bounds";
 import type { SecretFinding, SecretPattern } from "../core/secrets";

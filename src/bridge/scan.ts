@@ -1,7 +1,7 @@
 // The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
 import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS, SCAN_OVERLAP, SCAN_WINDOW } from "../core/bounds";
-import { unpackArchive } from "./archive";
+import { unpackArchive } from "../core/archive";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:

@@ -254,8 +254,11 @@ export class Controller {
       rec.error = e instanceof Error ? e.message : String(e);
       log.error("guards failed: sandbox fenced", { err: rec.error });
       this.audit(sb, "daemon", "guards.failed", { error: rec.error });
+      // A guard that knows what to do about it (a port held by another process) says so; else the general word.
+      const cause = e instanceof Error ? e.cause : undefined;
+      const own = cause instanceof SbxError ? cause.hint : undefined;
       throw new SbxError("unavailable", `sandbox '${sb.name}' cannot run: ${rec.error}`, {
-        hint: "Nothing runs in a sandbox whose proxy and bridge are not up. See the daemon log, fix the cause, then `sbx run` it again.",
+        hint: own ?? "Nothing runs in a sandbox whose proxy and bridge are not up. See the daemon log, fix the cause, then `sbx run` it again.",
       });
     }
   }

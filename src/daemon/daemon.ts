@@ -57,6 +57,8 @@ export interface DaemonDeps {
   service?: SandboxService;
   /** The allowlist and approvals behind /v1/policy/* (the dashboard and chat decide through the same one). */
   policy?: PolicyService;
+  /** The sandbox whose guest account has a uid (named where a port it holds stops a forward). */
+  guestOf?: (uid: number) => Promise<string | null>;
 }
 
 export interface RunningDaemon {
@@ -93,7 +95,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     // The exec agents are the daemon's own, like sessions: every Docker sandbox's agent socket, last among its guards.
     const agents = deps.agents ?? new ExecAgents();
     // `sbx port`: host listeners carried into Docker sandboxes by their agents, up and down with the guards.
-    const forwards = new PortForwards(agents, log);
+    const forwards = new PortForwards(agents, log, { exec: deps.exec, ...(deps.guestOf ? { guestOf: deps.guestOf } : {}) });
     controller = new Controller({
       store,
       backends: deps.backends,

@@ -44,6 +44,7 @@ import type { SpecBuilder } from "./spec";
 import type { HostUser, SandboxSpec } from "../drivers/backend";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
+import { baseIdentity } from "../sandboxes/identity";
 
 export interface Components {
   backends: Backends;
@@ -62,6 +63,8 @@ export interface Components {
   agents?: ExecAgents;
   /** The sandbox service (create, rm, … for the CLI); absent in tests that run a daemon over fakes only. */
   service?: SandboxService;
+  /** The sandbox whose guest account has a uid, or null (no user-account backend, or no guest's). */
+  guestOf?: (uid: number) => Promise<string | null>;
 }
 
 export interface ComponentDeps {
@@ -253,9 +256,18 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   };
   // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
   const placement = (ctx: GuardContext) => drivers[ctx.sandbox.backend]?.bridgePlace(ctx.spec, ctx.exec);
+  // Whose guest a uid is (a port a sandbox holds is taken back from another sandbox's guest, never from anything else).
+  const linuxUser = ub.linuxUser;
+  const guestOf = linuxUser
+    ? async (uid: number): Promise<string | null> => {
+        const id = await linuxUser.guestIdOf(uid);
+        if (id === null) return null;
+        return d.store.listSandboxes().find((r) => baseIdentity(r)?.id === id)?.name ?? `${id} (of another sbx state)`;
+      }
+    : undefined;
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, ...(resolve ? { resolve } : {}) }),
-    loopbackGuard(),
+    proxyGuard({ originHandler, publish, ...(resolve ? { resolve } : {}), ...(guestOf ? { guestOf } : {}) }),
+    loopbackGuard(guestOf ? { guestOf } : {}),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
         return a === null ? null : { id: a.id, count: a.count };
@@ -272,6 +284,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     bringUp,
     prepareRun,
     service,
+    ...(guestOf ? { guestOf } : {}),
     // Before any guard: every sandbox fenced as its driver says (user accounts: block-all until their guards are up).
     prepare: (store: Store) => restoreFences(drivers, store, specFor, d.log),
     ...(hasUsers
@@ -321,6 +334,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.service ? { service: comps.service } : {}),
+      ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
       ...(comps.specFor ? { specFor: comps.specFor } : {}),
       ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),

@@ -9,6 +9,8 @@ import { bindOf, hostEndpoint, portsOf, type PortForward, type PortState } from 
 import type { Sandbox } from "../core/schemas";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
 import type { Logger } from "./log";
+import type { Exec } from "../sys/exec";
+import { holdersText } from "../sys/port-holders";
 import type { ExecAgents } from "./exec-agents";
 
 interface Open {
@@ -21,7 +23,15 @@ export class PortForwards {
   private readonly bySandbox = new Map<number, Map<number, Open>>();
   private readonly conns = new Map<number, Set<Socket>>();
 
-  constructor(private readonly agents: ExecAgents, private readonly log?: Logger) {}
+  /**
+   * `who`: what says who holds a port a forward cannot bind (a forward's port is the person's choice, so nothing that
+   * holds it is ended, not even a sandbox's guest whose own server took it: the refusal names it).
+   */
+  constructor(
+    private readonly agents: ExecAgents,
+    private readonly log?: Logger,
+    private readonly who?: { exec: Exec; guestOf?: (uid: number) => Promise<string | null> },
+  ) {}
 
   /** What a sandbox forwards now (empty when its guards are down). */
   states(sandboxId: number): PortState[] {
@@ -61,9 +71,13 @@ export class PortForwards {
   private listen(sandboxId: number, f: PortForward): Promise<Open> {
     return new Promise((resolve) => {
       const server = createServer({ allowHalfOpen: true }, (sock) => this.carry(sandboxId, f.port, sock));
-      server.once("error", (e: NodeJS.ErrnoException) => {
-        const why =
+      server.once("error", async (e: NodeJS.ErrnoException) => {
+        let why =
           e.code === "EADDRINUSE" ? `${hostEndpoint(f)} is in use on this machine` : e.code === "EADDRNOTAVAIL" ? `${bindOf(f)} is not an address of this machine` : e.message;
+        if (e.code === "EADDRINUSE" && bindOf(f) === "127.0.0.1" && this.who) {
+          const held = await holdersText("tcp", f.host, this.who.exec, this.who.guestOf).catch(() => null);
+          if (held) why = `${hostEndpoint(f)} is held by ${held}`;
+        }
         this.log?.warn("port forward cannot listen", { sandbox: sandboxId, host: f.host, err: why });
         resolve({ forward: f, server: null, error: why });
       });

@@ -267,7 +267,7 @@ export type AgentView = z.infer<typeof AgentViewSchema>;
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
 
-/** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] …`: shows the switches, or changes those given. */
+/** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] [--push-remote R] …`: shows the switches, or changes those given. */
 export const LifecycleBridgeSchema = WhereSchema.extend({
   name: nameSchema,
   allow: z.array(z.enum(BRIDGE_ALLOWS)).max(16).default([]),
@@ -280,6 +280,8 @@ export const LifecycleBridgeSchema = WhereSchema.extend({
   unpushTo: z.array(z.string().min(1).max(200)).max(64).default([]),
   /** "" puts the default (sbx/<name>/) back. */
   prefix: z.string().max(200).optional(),
+  /** The repo's remote every push goes to (a fork); "" sends pushes where they name again. */
+  pushRemote: z.string().max(100).optional(),
 });
 export type LifecycleBridge = z.input<typeof LifecycleBridgeSchema>;
 

@@ -47,6 +47,8 @@ export interface DockerOptions {
   imageDockerfile?: string;
   /** The transparent path: the container's resolv.conf names the forwarder's DNS stub, which also takes 80/443. */
   transparent?: boolean;
+  /** `--expose-credentials` at create: what the copy-in scan finds in its overlays is said, and copied in anyway. */
+  exposeCredentials?: boolean;
 }
 
 /** A user-account sandbox's (linux-user, macos): the loopback port its guest reaches its proxy on. */

@@ -153,6 +153,8 @@ export interface Driver {
   dropRuntime?(row: Sandbox): Promise<void>;
   /** Where `sbx run AGENT` finds things for this kind: the agent cache and sbx's Bun and shims as a sandbox sees them; null: none. */
   agentPlace?(): AgentPlace | null;
+  /** Says (and audits) what the last build of the sandbox's runtime left out of what it copied in (a secret), once. */
+  sayCopyIn?(spec: SandboxSpec, r: DriverReport): void;
   /** What the person should know each time this sandbox starts (an older layout it still has), as warning lines. */
   notes?(spec: SandboxSpec): string[];
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */

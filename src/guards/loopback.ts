@@ -10,6 +10,7 @@ import { startHandoff } from "../../shims/handoff";
 import { SbxError } from "../core/errors";
 import type { BackendKind } from "../core/schemas";
 import { startTcpRelay } from "../proxy/tcp-relay";
+import { claimSandboxPort, type PortClaimOptions } from "./port-claim";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 import { LISTEN_SOCKET } from "./proxy";
 
@@ -27,7 +28,7 @@ export function loopbackPort(ctx: Pick<GuardContext, "spec" | "sandbox">): numbe
   return p;
 }
 
-export function loopbackGuard(): SandboxGuard {
+export function loopbackGuard(opts: PortClaimOptions = {}): SandboxGuard {
   return {
     name: "loopback",
     async start(ctx): Promise<GuardHandle> {
@@ -38,19 +39,27 @@ export function loopbackGuard(): SandboxGuard {
       const lib = fdPassing();
       let up: { port: number; detail(): string; stop(): void };
       try {
-        if (lib) {
-          // The forwarder's own handoff, in-process: the proxy accepts on the port itself (one relay, not two), and
-          // the relay takes over whenever it does not.
-          const listener = lib.listenLoopback(port);
-          const h = startHandoff({ lib, listener, handoffPath: join(ctx.sockets.dir, LISTEN_SOCKET), socketPath: ctx.sockets.proxy, log: (line) => ctx.log.warn(line) });
-          up = { port: listener.port, detail: () => (h.held() ? "the proxy accepts on it" : "relayed"), stop: () => (h.stop(), lib.close(listener.fd)) };
-        } else {
-          const r = startTcpRelay({ port, socketPath: ctx.sockets.proxy });
-          up = { port: r.port, detail: () => `relayed, ${r.active()} open connection(s)`, stop: () => r.close() };
-        }
+        // Another sandbox's guest may have bound it while this one was stopped (guests share the host's loopback).
+        up = await claimSandboxPort(ctx, opts, {
+          proto: "tcp",
+          port,
+          what: `sandbox ${ctx.sandbox.name}'s proxy port`,
+          bind: () => {
+            if (lib) {
+              // The forwarder's own handoff, in-process: the proxy accepts on the port itself (one relay, not two), and
+              // the relay takes over whenever it does not.
+              const listener = lib.listenLoopback(port);
+              const h = startHandoff({ lib, listener, handoffPath: join(ctx.sockets.dir, LISTEN_SOCKET), socketPath: ctx.sockets.proxy, log: (line) => ctx.log.warn(line) });
+              return { port: listener.port, detail: () => (h.held() ? "the proxy accepts on it" : "relayed"), stop: () => (h.stop(), lib.close(listener.fd)) };
+            }
+            const r = startTcpRelay({ port, socketPath: ctx.sockets.proxy });
+            return { port: r.port, detail: () => `relayed, ${r.active()} open connection(s)`, stop: () => r.close() };
+          },
+        });
       } catch (e) {
+        if (e instanceof SbxError) throw e;
         throw new SbxError("unavailable", `cannot listen on 127.0.0.1:${port} for sandbox '${ctx.sandbox.name}': ${(e as Error).message}`, {
-          hint: `Another program holds that port (\`ss -ltnp 'sport = :${port}'\`); stop it, then \`sbx run ${ctx.sandbox.name}\` again.`,
+          hint: `\`ss -ltnp 'sport = :${port}'\` shows what holds it; stop it, then \`sbx run ${ctx.sandbox.name}\` again.`,
         });
       }
       ctx.log.info("loopback proxy port up", { port });

@@ -12,11 +12,14 @@ import { isNameAddress, transparentOn, transparentPortsOf } from "../core/transp
 import { serveDnsStub, type DnsStub } from "../proxy/dns-stub";
 import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
-import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
+import type { EgressEvent } from "../core/egress-events";
+import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
+import { claimSandboxPort, type PortClaimOptions } from "./port-claim";
+import { SbxError } from "../core/errors";
 
 export interface ProxyGuardOptions {
   /** DNS seam (tests); the system resolver otherwise. */
@@ -27,6 +30,8 @@ export interface ProxyGuardOptions {
   originHandler?: (ctx: GuardContext) => (req: IncomingMessage, res: ServerResponse) => void;
   /** The live feed (dashboard, chat bot, desktop notifier): every decision, after the sink recorded it. */
   publish?: (e: FeedEvent) => void;
+  /** Whose guest a uid is: the DNS stub's port is taken back from another sandbox's guest that squats it. */
+  guestOf?: PortClaimOptions["guestOf"];
 }
 
 /**
@@ -105,11 +110,20 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       // The guest's DNS, redirected by the firewall to UDP on its proxy port: answered from its name map.
       let dns: DnsStub | null = null;
       if (guestTransparent && ctx.spec.options.driver === "user") {
+        const port = ctx.spec.options.proxyPort;
         try {
-          dns = await serveDnsStub("127.0.0.1", ctx.spec.options.proxyPort, names);
+          // The guest's lookups are redirected to this port whoever holds it: held by another sandbox's guest, that guest
+          // would read every name this one looks up. Taken back from a guest; held by anything else, the start is refused.
+          dns = await claimSandboxPort(ctx, opts.guestOf ? { guestOf: opts.guestOf } : {}, { proto: "udp", port, what: `sandbox ${ctx.sandbox.name}'s DNS port`, bind: () => serveDnsStub("127.0.0.1", port, names) });
         } catch (e) {
+          if (e instanceof SbxError) {
+            handoff?.close();
+            await p.close();
+            sink.close();
+            throw e;
+          }
           // Its names then resolve to nothing: nothing gets out that way either.
-          ctx.log.warn("cannot serve the guest's DNS stub", { port: ctx.spec.options.proxyPort, err: (e as Error).message });
+          ctx.log.warn("cannot serve the guest's DNS stub", { port, err: (e as Error).message });
         }
       }
       const d = dns;

@@ -12,6 +12,8 @@ import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
 import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
 import { terminalVars } from "../lifecycle/terminal-vars";
 import { lineSplitter } from "../core/lines";
+import { hostKeySources, hostSecretsByName } from "../llm/keys";
+import { CopyIn, findingLines } from "../secrets/copy-in";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
 import { hostEndpoint, nextPorts, parsePortSpec, portsOf, reachableBeyondLoopback, type PortForward, type PortState } from "../core/ports";
 import { acquireLock, createProgress, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
@@ -25,7 +27,7 @@ import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, stal
 import { sandboxLayout } from "../workspace/layout";
 import { importSandbox } from "../sync/import";
 import { parsePublished, publishedOf } from "../core/egress";
-import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
+import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, REMOTE_NAME, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
 import { ensureStore, promoteStores, retireStore } from "../sync/store";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
@@ -381,7 +383,11 @@ export class SandboxService {
       if (n > 0) out.log(`note: ${n} changed file${n === 1 ? "" : "s"} in your working tree ${n === 1 ? "is" : "are"} not in ${row.name} (it starts from the last commit); \`--with-changes\` carries them in`);
       return;
     }
-    const ch = await workingTreeChanges(hostExec, row.repo);
+    // Copied in: through the door, with the host's secrets as they are now; what held one stays behind, said.
+    const door = new CopyIn(hostSecretsByName(hostKeySources(this.d.env, this.d.paths.configDir)), { home: this.d.env.vars.HOME });
+    const ch = await workingTreeChanges(hostExec, row.repo, Math.floor(Date.now() / 1000), door);
+    const said = findingLines(door.findings, door.count);
+    if (said.length > 0) out.log(`note: not carried in, it held a secret: ${said.join("; ")}`);
     const cwd = driver.sessionCwd(spec, row.repo);
     const inside = async (argv: string[], stdin: string | Uint8Array, what: string): Promise<boolean> => {
       const a = driver.backend.shellArgv(spec, { argv, cwd, tty: false, env: terminalVars(this.d.env.raw), stdin: true });
@@ -579,9 +585,12 @@ export class SandboxService {
    * `sbx bridge NAME`: the bridge's per-sandbox switches (what its git/gh may do beyond the default), shown, or changed
    * and kept in its identity, where the bridge reads them at each request (no restart).
    */
-  async bridge(name: string, w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[]; addRepos?: string[]; dropRepos?: string[]; pushTo?: string[]; unpushTo?: string[]; prefix?: string }): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
-    const { repo, row } = await this.locate(name, w);
-    const asked = [w.allow, w.disallow, w.protect, w.unprotect, w.addRepos, w.dropRepos, w.pushTo, w.unpushTo].some((l) => (l?.length ?? 0) > 0) || w.prefix !== undefined;
+  async bridge(
+    name: string,
+    w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[]; addRepos?: string[]; dropRepos?: string[]; pushTo?: string[]; unpushTo?: string[]; prefix?: string; pushRemote?: string },
+  ): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
+    const { repo, row, driver } = await this.locate(name, w);
+    const asked = [w.allow, w.disallow, w.protect, w.unprotect, w.addRepos, w.dropRepos, w.pushTo, w.unpushTo].some((l) => (l?.length ?? 0) > 0) || w.prefix !== undefined || w.pushRemote !== undefined;
     if (!asked) return { name, settings: bridgeSettingsOf(row.identity), changed: false };
     for (const [flag, p] of [...(w.protect ?? []).map((p) => ["--protect", p]), ...(w.pushTo ?? []).map((p) => ["--allow-push", p])] as [string, string][]) {
       if (!REF_PATTERN.test(p)) {
@@ -594,6 +603,14 @@ export class SandboxService {
     for (const u of w.addRepos ?? []) {
       if (!/^https:\/\/[^\s@/]+\/[^\s@]+$/.test(u)) {
         throw new SbxError("usage", `--allow-repo ${u}: an https URL of a repository, without credentials`, { hint: "e.g. --allow-repo https://github.com/acme/shared-lib" });
+      }
+    }
+    if (w.pushRemote !== undefined && w.pushRemote !== "") {
+      if (!REMOTE_NAME.test(w.pushRemote)) throw new SbxError("usage", `--push-remote ${w.pushRemote}: the name of one of the repo's remotes`, { hint: "e.g. git remote add fork https://github.com/you/proj, then --push-remote fork" });
+      // runs (as the host user): git -C <repo> config --get remote.<name>.url
+      const url = await driver.hostExec(driver.spec(row)).run(["git", ...HOST_GIT_SAFE, "-C", repo, "config", "--get", `remote.${w.pushRemote}.url`], { env: hostGitEnv(), replaceEnv: true, check: false });
+      if (url.exitCode !== 0 || url.stdout.trim() === "") {
+        throw new SbxError("usage", `--push-remote ${w.pushRemote}: ${repo} has no remote of that name`, { hint: `Add the fork first: git -C ${repo} remote add ${w.pushRemote} <its URL>` });
       }
     }
     const lock = await this.lock(repo, name, w.out);
@@ -615,7 +632,8 @@ export class SandboxService {
       for (const p of w.pushTo ?? []) pushTo.add(p);
       for (const p of w.unpushTo ?? []) pushTo.delete(p);
       const prefix = w.prefix === undefined ? cur.prefix : w.prefix === "" ? null : w.prefix;
-      const next: BridgeSettings = { allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort(), repos: [...repos].sort(), pushTo: [...pushTo].sort(), prefix };
+      const pushRemote = w.pushRemote === undefined ? cur.pushRemote : w.pushRemote === "" ? null : w.pushRemote;
+      const next: BridgeSettings = { ...cur, allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort(), repos: [...repos].sort(), pushTo: [...pushTo].sort(), prefix, pushRemote };
       const changed = JSON.stringify(next) !== JSON.stringify(cur);
       if (changed) {
         this.d.store.updateIdentity(row.id, { ...fresh.identity, bridge: next });
@@ -724,6 +742,10 @@ export class SandboxService {
       await driver.dropRuntime(row);
       this.driverIdentity(row.id, identity);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rebuild", detail: { name, image } });
+      // The new runtime is made here, so what its copy-ins left out (a secret found in ~/.claude, an overlay) is said to the caller.
+      const fresh = this.d.store.getSandbox(row.id) ?? row;
+      await driver.prepareRun(fresh);
+      driver.sayCopyIn?.(driver.spec(fresh), this.report(row.id, out));
       await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
       return { image, sessions };
     } finally {

@@ -130,10 +130,12 @@ export class Store {
         });
       }
       const t = this.now();
+      // An id no sandbox ever had, not even one purged since (SQLite would give the highest purged id again): the audit
+      // log keeps rows of a purged sandbox by id, and the egress desk serves a sandbox its own refusals by id.
       const row = this.db
         .query<Row, [string, string, string, string, number, number]>(
-          `INSERT INTO sandboxes (name, repo, backend, state, identity, created_at, updated_at)
-           VALUES (?, ?, ?, 'active', ?, ?, ?) RETURNING *`,
+          `INSERT INTO sandboxes (id, name, repo, backend, state, identity, created_at, updated_at)
+           VALUES (1 + max(coalesce((SELECT max(id) FROM sandboxes), 0), coalesce((SELECT max(sandbox_id) FROM audit), 0)), ?, ?, ?, 'active', ?, ?, ?) RETURNING *`,
         )
         .get(s.name, s.repo, s.backend, JSON.stringify(s.identity ?? {}), t, t);
       return SandboxSchema.parse(row);

@@ -5,7 +5,8 @@ import { SbxError } from "../core/errors";
 import { streamRun, type Exec } from "../sys/exec";
 import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "./git-argv";
 import { collectText, isOid, parseSandboxRefs, type SandboxGit } from "./sandbox-git";
-import { ensureStore, hostGit, hostRefs, isUserRef, parseRefLines, present, type HostGit } from "./store";
+import { ensureStore, hostGit, hostRefs, parseRefLines, present, type HostGit } from "./store";
+import { isUserRef } from "../core/user-refs";
 
 /** Bounds on what a sandbox may send in one sync (it chooses the bytes). */
 export const IMPORT_LIMITS = { refsBytes: 8 << 20, packBytes: 1 << 30, haves: 2000 } as const;

@@ -5,13 +5,16 @@
 // each store (so `git log sandbox-<name>/main` works on the host). Sandboxes read the host's objects with that list
 // masked: one sandbox never reaches another's store. When the person puts a sandbox's commits on a branch of their own,
 // promotion copies those objects into the host's own objects as a kept pack, where every sandbox sees them (and a
-// `git gc`, which drops local copies of what an alternate holds, keeps them).
+// `git gc`, which drops local copies of what an alternate holds, keeps them). When a sandbox is removed, what the
+// host keeps of it (what its `sandbox-<name>/*` refs reach) moves into the retired store, `<repo>/.git/sbx/_retired.git`:
+// listed in the host's alternates like the others, so never where a sandbox reads.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../core/errors";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "./git-argv";
 import { packObjectCount } from "./sandbox-git";
+import { isUserRef } from "../core/user-refs";
 
 /** The store of sandbox `name` in `repo`. Pure. */
 export function storeDir(repo: string, name: string): string {
@@ -24,9 +27,15 @@ export function storeAlternate(name: string): string {
   return `../sbx/${name}.git/objects`;
 }
 
-/** The host refs that are the person's own (what sandboxes see and promotion follows): all but sbx's. Pure. */
-export function isUserRef(ref: string): boolean {
-  return !ref.startsWith("refs/remotes/sandbox-") && !ref.startsWith("refs/sbx-retired/");
+/**
+ * Where a removed sandbox's kept objects go: one store for every removed sandbox of the repo (one line in the host's
+ * alternates however many are removed). `_` starts no sandbox name, so it is nobody's store.
+ */
+export const RETIRED = "_retired";
+
+/** The retired store of `repo`. Pure. */
+export function retiredStoreDir(repo: string): string {
+  return join(repo, ".git", "sbx", `${RETIRED}.git`);
 }
 
 const SEEN = "refs/sbx-seen/";
@@ -115,29 +124,31 @@ const DROP_LINE = 'f="$1/objects/info/alternates"; [ -f "$f" ] || exit 0; t=$(gr
  * runs: git init --bare -q <store>; sh -c <append line> (store → host objects, host → store); git for-each-ref; git update-ref --stdin
  */
 export function ensureStore(h: HostGit, name: string): Promise<string> {
-  return serialized(h.repo, async () => {
-    const dir = storeDir(h.repo, name);
-    const hostGitDir = join(h.repo, ".git");
-    if (!existsSync(join(dir, "objects", "info", "alternates"))) {
-      // Made whole beside its place and renamed into it: a store is either absent or complete for anyone listing them.
-      const part = `${dir}.part-${process.pid}`;
-      await h.exec.run(["rm", "-rf", "--", part], { check: false });
-      const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", part], { env: hostGitEnv(), replaceEnv: true, check: false });
-      if (i.exitCode !== 0) fail(`cannot make the store of sandbox ${name} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
-      const a = await sh(h, ADD_LINE, [part, "../../../objects"]);
-      if (a.exitCode !== 0) fail(`cannot point the store of sandbox ${name} at ${hostGitDir}/objects`, a);
-      await markSeen(h, part, await userTips(h));
-      await h.exec.run(["rm", "-rf", "--", dir], { check: false });
-      const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
-      if (mv.exitCode !== 0) fail(`cannot put the store of sandbox ${name} in place`, mv);
-    }
-    // Every sync comes through here: the line is read for (the host's own file) before a shell is started to add it.
-    if (!alternateLines(hostGitDir).includes(storeAlternate(name))) {
-      const b = await sh(h, ADD_LINE, [hostGitDir, storeAlternate(name)]);
-      if (b.exitCode !== 0) fail(`cannot list the store of sandbox ${name} in ${hostGitDir}/objects/info/alternates`, b);
-    }
-    return dir;
-  });
+  return serialized(h.repo, () => ensureNow(h, storeDir(h.repo, name), storeAlternate(name), `sandbox ${name}`));
+}
+
+/** ensureStore of a store at `dir` listed as `line`, its owner said as `whose` in errors. */
+async function ensureNow(h: HostGit, dir: string, line: string, whose: string): Promise<string> {
+  const hostGitDir = join(h.repo, ".git");
+  if (!existsSync(join(dir, "objects", "info", "alternates"))) {
+    // Made whole beside its place and renamed into it: a store is either absent or complete for anyone listing them.
+    const part = `${dir}.part-${process.pid}`;
+    await h.exec.run(["rm", "-rf", "--", part], { check: false });
+    const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", part], { env: hostGitEnv(), replaceEnv: true, check: false });
+    if (i.exitCode !== 0) fail(`cannot make the store of ${whose} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
+    const a = await sh(h, ADD_LINE, [part, "../../../objects"]);
+    if (a.exitCode !== 0) fail(`cannot point the store of ${whose} at ${hostGitDir}/objects`, a);
+    await markSeen(h, part, await userTips(h));
+    await h.exec.run(["rm", "-rf", "--", dir], { check: false });
+    const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
+    if (mv.exitCode !== 0) fail(`cannot put the store of ${whose} in place`, mv);
+  }
+  // Every sync comes through here: the line is read for (the host's own file) before a shell is started to add it.
+  if (!alternateLines(hostGitDir).includes(line)) {
+    const b = await sh(h, ADD_LINE, [hostGitDir, line]);
+    if (b.exitCode !== 0) fail(`cannot list the store of ${whose} in ${hostGitDir}/objects/info/alternates`, b);
+  }
+  return dir;
 }
 
 /** The person's own ref tips in the host repo. */
@@ -181,11 +192,12 @@ function storesOf(repo: string): string[] {
 }
 
 /**
- * Copies the objects of `store` that `tips` reach (and `seen` does not) into the host repo's own objects, as a kept
- * pack. How many objects it copied (0: nothing of the store's was reached).
- * runs: git --git-dir <store> pack-objects --revs --local --stdout (stdin: tips, --not, seen); git -C <repo> index-pack --stdin --keep --strict
+ * Copies the objects of `store` itself (never what it borrows) that `tips` reach (and `seen` does not) into the host
+ * repo's own objects, or into the store `into`, as a kept pack. How many objects it copied (0: nothing of the store's
+ * was reached).
+ * runs: git --git-dir <store> pack-objects --revs --local --stdout (stdin: tips, --not, seen); git -C <repo> (or --git-dir <into>) index-pack --stdin --keep --strict
  */
-async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: Iterable<string>): Promise<number> {
+async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: Iterable<string>, into?: string): Promise<number> {
   const have = await present(h, seen, store);
   const input = `${[...tips].join("\n")}\n--not\n${[...have].join("\n")}\n`;
   const run = streamRun(h.exec, ["git", ...HOST_GIT_SAFE, "--git-dir", store, "pack-objects", "--revs", "--local", "--stdout", "-q"], {
@@ -199,14 +211,16 @@ async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: 
   if (end.exitCode !== 0) throw new SbxError("exec_failed", `cannot pack the objects of ${store}: ${end.stderr.trim()}`);
   const n = packObjectCount(bytes) ?? 0;
   if (n === 0) return 0;
-  const ip = await h.exec.run(["git", ...HOST_GIT_SAFE, "-C", h.repo, "index-pack", "--stdin", "--strict", "--keep=sbx: promoted from a sandbox's store"], {
+  const where = into ? ["--git-dir", into] : ["-C", h.repo];
+  const keep = into ? "--keep=sbx: kept of a removed sandbox" : "--keep=sbx: promoted from a sandbox's store";
+  const ip = await h.exec.run(["git", ...HOST_GIT_SAFE, ...where, "index-pack", "--stdin", "--strict", keep], {
     env: hostGitEnv(),
     replaceEnv: true,
     check: false,
     stdin: bytes,
     timeoutMs: h.timeoutMs ?? 600_000,
   });
-  if (ip.exitCode !== 0) fail(`cannot copy the objects of ${store} into ${h.repo}`, ip);
+  if (ip.exitCode !== 0) fail(`cannot copy the objects of ${store} into ${into ?? h.repo}`, ip);
   return n;
 }
 
@@ -236,10 +250,12 @@ async function promoteNow(h: HostGit): Promise<number> {
 }
 
 /**
- * A sandbox is removed: every object of its store that any host ref reaches (its kept `sandbox-<name>/*` refs, the
- * person's branches) is copied into the host's own objects first; then the store leaves the alternates and is deleted.
- * The host repo never points at a store that is gone. A missing store is fine.
- * runs: (copyOut) …; sh -c <drop line>; rm -rf <store>; rmdir <repo>/.git/sbx
+ * A sandbox is removed. What the person's own refs reach of its store is promoted first (as at any sync); the rest that
+ * any host ref reaches (its kept `sandbox-<name>/*` refs, refs set aside under `refs/sbx-retired/`) goes into the
+ * retired store, which only the host reads: never into the host's own objects, which every other sandbox of the repo
+ * reads (a removed sandbox's unmerged work would be theirs to read by id). Then its store leaves the alternates and is
+ * deleted: the host repo never points at a store that is gone. A missing store is fine. How many objects were copied.
+ * runs: (promotion) …; (ensureStore of the retired store) …; (copyOut into it) …; sh -c <drop line>; rm -rf <store>; rmdir <repo>/.git/sbx
  */
 export function retireStore(h: HostGit, name: string): Promise<number> {
   return serialized(h.repo, () => retireNow(h, name));
@@ -250,10 +266,15 @@ async function retireNow(h: HostGit, name: string): Promise<number> {
   const hostGitDir = join(h.repo, ".git");
   let copied = 0;
   if (existsSync(join(dir, "objects"))) {
-    const all = new Set((await hostRefs(h)).values());
-    const seen = (await seenRefs(h, dir)).values();
-    // Only what exists: a host ref may name an object of another store, which is that store's to copy.
-    copied = await copyOut(h, dir, await present(h, all, dir), seen);
+    copied += await promoteNow(h);
+    const refs = await hostRefs(h);
+    const mine = new Set([...refs.entries()].filter(([ref]) => isUserRef(ref)).map(([, oid]) => oid));
+    // Only what exists in the store: a host ref may name an object of another store, which is that store's to keep.
+    const kept = [...(await present(h, refs.values(), dir))].filter((oid) => !mine.has(oid));
+    if (kept.length > 0) {
+      const retired = await ensureNow(h, retiredStoreDir(h.repo), storeAlternate(RETIRED), "removed sandboxes");
+      copied += await copyOut(h, dir, kept, mine, retired);
+    }
   }
   if (existsSync(hostGitDir)) {
     const d = await sh(h, DROP_LINE, [hostGitDir, storeAlternate(name)]);

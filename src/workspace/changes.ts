@@ -7,13 +7,14 @@ import { lstatSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Exec } from "../sys/exec";
-import { tarArchive, type TarEntry } from "../core/tar";
+import type { TarEntry } from "../core/tar";
+import type { CopyIn, Scanned } from "../secrets/copy-in";
 
 export interface WorkingTreeChanges {
   /** `git diff --binary HEAD`: staged and unstaged changes to tracked files, against the commit the clone has. */
   patch: string;
-  /** Untracked, not ignored files, as a tar of regular files and links (relative paths). */
-  untracked: Uint8Array | null;
+  /** Untracked, not ignored files, as a tar of regular files and links (relative paths), through the copy-in door. */
+  untracked: Scanned<Uint8Array> | null;
   /** How many paths differ from HEAD (tracked changes and untracked files). */
   files: number;
   /** What was left out, said to the person (sockets, devices, unreadable files). */
@@ -35,12 +36,41 @@ export async function changedFiles(exec: Exec, repo: string): Promise<number> {
 }
 
 /**
+ * The patch without the diff of any file whose change holds a secret (copy-in.ts, strict: what the push scan knows):
+ * its added lines, its paths, and for a binary change the file as the working tree has it. What was left out is the
+ * door's to say.
+ */
+function scannedPatch(patch: string, repo: string, door: CopyIn): string {
+  if (patch === "") return patch;
+  const parts = patch.split(/^(?=diff --git )/m);
+  return parts
+    .filter((part) => {
+      const path = /^\+\+\+ b\/(.*)$/m.exec(part)?.[1] ?? /^diff --git a\/.* b\/(.*)$/m.exec(part)?.[1] ?? "";
+      const added = part.split("\n").filter((l) => l.startsWith("+") && !l.startsWith("+++")).map((l) => l.slice(1)).join("\n");
+      if (door.file(path, new TextEncoder().encode(`${part.split("\n")[0]}\n${added}`), "strict") === null) return false;
+      if (/^GIT binary patch$/m.test(part) && path !== "") {
+        let bytes: Uint8Array;
+        try {
+          bytes = lstatSync(join(repo, path)).isFile() ? readFileSync(join(repo, path)) : new Uint8Array();
+        } catch {
+          bytes = new Uint8Array();
+        }
+        if (door.file(path, bytes, "strict") === null) return false;
+      }
+      return true;
+    })
+    .join("");
+}
+
+/**
+ * What of the working tree may be carried in, through the copy-in door `door`: the patch without a file's diff that
+ * holds a secret, the untracked files without one that does (strict: a repo's own text is judged as a push is).
  * runs: git -C <repo> diff --binary --no-ext-diff --no-textconv HEAD;
  *       git -C <repo> ls-files --others --exclude-standard -z
  */
-export async function workingTreeChanges(exec: Exec, repo: string, now = Math.floor(Date.now() / 1000)): Promise<WorkingTreeChanges> {
+export async function workingTreeChanges(exec: Exec, repo: string, now: number, door: CopyIn): Promise<WorkingTreeChanges> {
   const git = (args: string[]) => exec.run(["git", ...HOST_GIT_SAFE, "-C", repo, ...args], { env: hostGitEnv() });
-  const patch = (await git(["diff", "--binary", "--no-ext-diff", "--no-textconv", "--no-color", "HEAD", "--"])).stdout;
+  const patch = scannedPatch((await git(["diff", "--binary", "--no-ext-diff", "--no-textconv", "--no-color", "HEAD", "--"])).stdout, repo, door);
   const names = (await git(["ls-files", "--others", "--exclude-standard", "-z"])).stdout.split("\0").filter((n) => n !== "");
   const entries: TarEntry[] = [];
   const skipped: string[] = [];
@@ -72,6 +102,8 @@ export async function workingTreeChanges(exec: Exec, repo: string, now = Math.fl
       }
     } else skipped.push(`${name} (not a file or a link)`);
   }
-  const files = (patch === "" ? 0 : (patch.match(/^diff --git /gm) ?? []).length) + entries.filter((e) => e.type !== "dir").length;
-  return { patch, untracked: entries.length ? tarArchive(entries) : null, files, skipped };
+  const before = door.count;
+  const untracked = entries.length ? door.tar(entries, (p) => p, "strict") : null;
+  const files = (patch === "" ? 0 : (patch.match(/^diff --git /gm) ?? []).length) + entries.filter((e) => e.type !== "dir").length - (door.count - before);
+  return { patch, untracked, files, skipped };
 }

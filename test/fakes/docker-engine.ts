@@ -23,11 +23,15 @@ interface Container {
   oomKilled: boolean;
   /** Bind mounts, container path → host path: what a command inside sees where. */
   binds: Map<string, string>;
+  /** Volume mounts, container path → volume name. */
+  volumeAt: Map<string, string>;
 }
 
 interface Volume {
   name: string;
   labels: Record<string, string>;
+  /** The local driver's options as created (an overlay's `o=lowerdir=…,upperdir=…,workdir=…`); fixed from then on. */
+  opts: Record<string, string>;
 }
 
 const refused = (msg: string) => new SbxError("exec_failed", msg, { hint: "fake engine" });
@@ -72,17 +76,18 @@ export class FakeDockerEngine implements Engine {
     const limits = Object.fromEntries((["Memory", "MemorySwap", "NanoCpus", "PidsLimit"] as const).flatMap((k) => (hc[k] === undefined ? [] : [[k, hc[k]]])));
     const volumes = (hc.Mounts ?? []).filter((m) => m.Type === "volume" && m.Source).map((m) => m.Source!);
     const binds = new Map((hc.Mounts ?? []).filter((m) => m.Type === "bind").map((m) => [String((m as { Target?: string }).Target), String(m.Source)]));
+    const volumeAt = new Map((hc.Mounts ?? []).filter((m) => m.Type === "volume" && m.Source).map((m) => [String((m as { Target?: string }).Target), String(m.Source)]));
     // The real engine makes a named volume a create refers to when it is missing (unlabelled, default driver).
-    for (const v of volumes) if (!this.volumesByName.has(v)) this.volumesByName.set(v, { name: v, labels: {} });
+    for (const v of volumes) if (!this.volumesByName.has(v)) this.volumesByName.set(v, { name: v, labels: {}, opts: {} });
     const labels = ((body as { Labels?: Record<string, string> }).Labels ?? {}) as Record<string, string>;
-    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [], limits, pid: 0, oomKilled: false, binds });
+    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [], limits, pid: 0, oomKilled: false, binds, volumeAt });
     this.mutations.push(`create ${name}`);
   }
 
   async createVolume(req: { argv: string[]; body: Record<string, unknown> }): Promise<void> {
     const name = String(req.body.Name ?? "");
     if (this.volumesByName.has(name)) return; // the real engine returns the existing volume unchanged
-    this.volumesByName.set(name, { name, labels: (req.body.Labels ?? {}) as Record<string, string> });
+    this.volumesByName.set(name, { name, labels: (req.body.Labels ?? {}) as Record<string, string>, opts: (req.body.DriverOpts ?? {}) as Record<string, string> });
     this.mutations.push(`volume create ${name}`);
   }
 

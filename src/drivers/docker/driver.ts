@@ -5,11 +5,10 @@ import { z } from "zod";
 import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
-import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
-import { hostSecretValues, scanOverlays } from "./overlay-scan";
+import { credentialsUnder } from "../../core/claude-json";
 import { dockerfileNow, ensureImage, planImage } from "./image";
 import { describeSource, ImageSourceSchema, planImageSource, type ImageFlags, type ImageSource } from "./image-source";
-import { hostKeySources, knownSecretValues } from "../../llm/keys";
+import { hostKeySources, hostSecretsByName, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
@@ -54,6 +53,8 @@ export const DockerIdentitySchema = z.object({
   postCreate: z.array(z.array(z.string())).optional(),
   /** The transparent path (a DNS stub, 80/443 carried to the proxy); absent on sandboxes made before it: off. */
   transparent: z.boolean().optional(),
+  /** `--expose-credentials` at create: each new container's views keep what the copy-in scan finds, said as warnings. */
+  exposeCredentials: z.boolean().optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -77,6 +78,15 @@ export class DockerDriver implements Driver {
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
+    // What every container build's copy-in scan looks for: the host's secrets as they are at that moment.
+    this.backend.useHostSecrets(() => hostSecretsByName(hostKeySources(d.env, d.paths.configDir)));
+  }
+
+  /** Tells the person (and the audit) what the sandbox's last container build left out of what it copied in. */
+  sayCopyIn(spec: SandboxSpec, r: DriverReport): void {
+    const notes = this.backend.takeNotes(spec.id);
+    for (const n of notes) r.log(n);
+    if (notes.length > 0) r.audit("copy-in", { name: spec.name, notes });
   }
 
   /** The host's agent cache, mounted read-only at /opt/sbx/agents in every container, beside sbx's Bun and shims. */
@@ -141,7 +151,7 @@ export class DockerDriver implements Driver {
    * would show a credential location inside (it is one, or holds one) is refused unless `exposeCredentials`, and
    * then each is named in a warning.
    */
-  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}, repo?: string): string[] {
+  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}): string[] {
     const home = this.d.env.vars.HOME;
     const out = [join(home, ".claude"), join(home, ".config", "fish")];
     for (const p of extra) {
@@ -165,23 +175,9 @@ export class DockerDriver implements Driver {
       for (const c of creds) warn(`warning: --expose-credentials: the agent in this sandbox can read ~/${c}`);
       out.push(abs);
     }
-    const all = [...new Set(out)];
-    // What the overlays would show is read for secrets too: a token in a shell config (fish's `set -gx GH_TOKEN …`),
-    // a key in Claude's settings, one pasted into this project's transcripts. ~/.claude is read as far as its view
-    // shows it.
-    const values = hostSecretValues(this.d.env.raw, readSecrets(secretsFile(this.d.paths.configDir)));
-    const claude = join(home, ".claude");
-    const shown = [...CLAUDE_DIR_SHOWN, ...(repo ? [join("projects", claudeProjectKey(repo))] : [])];
-    const { findings, truncated } = scanOverlays(all.map((d) => (d === claude ? { dir: d, only: shown } : { dir: d })), values, home);
-    if (findings.length > 0 && !exposeCredentials) {
-      const list = findings.slice(0, 5).map((f) => `${f.file}:${f.line}: ${f.what}`).join("; ");
-      throw new SbxError("policy_denied", `will not overlay what holds a secret: ${list}${findings.length > 5 ? `; and ${findings.length - 5} more` : ""}`, {
-        hint: "Move the secret out of that file (sbx passes git, gh and LLM credentials through the host instead), or overlay a dir without it; --expose-credentials overlays it anyway.",
-      });
-    }
-    for (const f of findings) warn(`warning: --expose-credentials: the agent in this sandbox can read ${f.file}:${f.line} (${f.what})`);
-    if (truncated) warn("note: the overlays are larger than sbx reads for secrets; only their first files were checked");
-    return all;
+    // What they hold is read for secrets each time a container is made (the views, secrets/copy-in.ts), not here:
+    // a hit is left out of the view and said then.
+    return [...new Set(out)];
   }
 
   /** Its part of the identity, from the config file the create read (a bad one refused before anything was made). */
@@ -202,7 +198,7 @@ export class DockerDriver implements Driver {
     return {
       id: n.id,
       dir: n.dir,
-      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log, n.repo),
+      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log),
       hostShell: n.shell ?? user.shell,
       claudeAuth: this.claudeAuthFor(n, config, r.log),
       ...(Object.keys(userEnv).length ? { userEnv } : {}),
@@ -210,6 +206,7 @@ export class DockerDriver implements Driver {
       ...(img.postCreate.length ? { postCreate: img.postCreate } : {}),
       ...(img.ports.length ? { ports: img.ports.map((port) => ({ port, host: port })) } : {}),
       transparent: n.transparent ?? config.transparent ?? true,
+      ...(n.exposeCredentials === true ? { exposeCredentials: true } : {}),
     };
   }
 
@@ -236,6 +233,7 @@ export class DockerDriver implements Driver {
       ...(ident.source ? { imageSource: ident.source } : {}),
       ...(ident.imageDockerfile ? { imageDockerfile: ident.imageDockerfile } : {}),
       ...(ident.transparent ? { transparent: true } : {}),
+      ...(ident.exposeCredentials ? { exposeCredentials: true } : {}),
     };
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
@@ -296,6 +294,7 @@ export class DockerDriver implements Driver {
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
     if (img.value.built) r.log(`built image ${img.value.tag}`);
+    this.sayCopyIn(this.specOf(n.name, n.repo, ident), r);
     return { ...ident, image: img.value.tag, ...this.dockerfileOf(n.repo, ident) };
   }
 
@@ -379,6 +378,7 @@ export class DockerDriver implements Driver {
       if (img.built) Object.assign(ident, this.dockerfileOf(row.repo, ident));
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));
+    this.sayCopyIn(spec, r);
     if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));
     return { spec: this.specOf(row.name, row.repo, ident), identity: ident };
   }

@@ -3,6 +3,7 @@
 // `Engine` is what the backend needs; `DockerEngine` serves it through the engine's HTTP API on its unix socket when
 // one answers (a few ms, no process) and falls back to the docker CLI otherwise. Unit tests give the backend an
 // in-memory engine (test/fakes/docker-engine.ts) with the same rules.
+import type { Scanned } from "../../secrets/copy-in";
 import { SbxError } from "../../core/errors";
 import { streamRun, type Exec, type StreamedRun } from "../../sys/exec";
 import { createRequestFromArgs, LABEL, limitHostConfig } from "./args";
@@ -44,8 +45,8 @@ export interface Engine {
   createContainer(argv: string[]): Promise<void>;
   /** Makes a named volume; one that exists is left as it is. Both forms of the same request. */
   createVolume(req: { argv: string[]; body: Record<string, unknown> }): Promise<void>;
-  /** Extracts a tar at / in a container (made, not necessarily started). */
-  putArchive(name: string, tar: Uint8Array): Promise<void>;
+  /** Extracts a tar at / in a container (made, not necessarily started): only one the copy-in door built (secrets/copy-in.ts). */
+  putArchive(name: string, tar: Scanned<Uint8Array>): Promise<void>;
   /** One path of a container (made, not necessarily started) as the engine archives it: a tar; null when it is not there. */
   getArchive(name: string, path: string): Promise<Uint8Array | null>;
   start(name: string): Promise<void>;
@@ -195,7 +196,7 @@ export class DockerEngine implements Engine {
   }
 
   /** API: PUT /containers/<name>/archive?path=/ (what `docker cp -` sends, without the process); else runs: docker cp - <name>:/ */
-  async putArchive(name: string, tar: Uint8Array): Promise<void> {
+  async putArchive(name: string, tar: Scanned<Uint8Array>): Promise<void> {
     const sock = this.apiSocket;
     if (sock !== undefined) {
       try {

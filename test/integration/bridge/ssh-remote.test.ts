@@ -11,10 +11,11 @@ import { NO_BRIDGE_SETTINGS } from "../../../src/core/bridge-settings";
 import { createExec } from "../../../src/sys/exec";
 import { commitOn, git, refIn, sh, SHIMS } from "./harness";
 
-const SSHD = "/usr/sbin/sshd";
+// The system's sshd, else the one install.sh keeps for tests (scripts/test-sshd.sh: the binary only, no ssh service).
+const SSHD = ["/usr/sbin/sshd", "/var/cache/sbx/test-tools/sshd"].find((p) => existsSync(p)) ?? "/usr/sbin/sshd";
 const isRoot = process.getuid?.() === 0;
 const canRun = isRoot && existsSync(SSHD) && Bun.which("ssh-agent") !== null && Bun.which("ssh") !== null;
-const why = !isRoot ? "not root (sshd and a login as this user need it)" : !existsSync(SSHD) ? `no ${SSHD} (apt-get install openssh-server)` : "no ssh client or ssh-agent";
+const why = !isRoot ? "not root (sshd and a login as this user need it)" : !existsSync(SSHD) ? "no sshd (scripts/test-sshd.sh, which install.sh runs as root, puts one in /var/cache/sbx/test-tools)" : "no ssh client or ssh-agent";
 const PATH = process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin";
 
 let root = "";

@@ -6,7 +6,8 @@ import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
 import { PROXY_MAX_CONNECTIONS, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND, UPSTREAM_MAX_IDLE } from "../../../src/core/bounds";
-import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import type { EgressEvent } from "../../../src/core/egress-events";
 import { echoServer, get, httpServer, openFds, openTunnel, tempDir } from "./helpers";
 
 let tmp: ReturnType<typeof tempDir>;

@@ -65,18 +65,58 @@ describe("stores", () => {
     expect(readdirSync(join(f.host, ".git", "objects", "pack")).some((p) => p.endsWith(".keep"))).toBe(true);
   });
 
-  test("retireStore: what any host ref reaches is copied first; then the line and the store go; the user's own lines stay; gc loses nothing", async () => {
+  test("retireStore: the host keeps what its refs reach (sandbox-<name>/* readable, after gc too); the store's line goes; the user's own lines stay", async () => {
     f = makeFixture();
     appendFileSync(alternates(f.host), "/the/users/own/alternate\n");
     const a = f.commitInside("kept after rm", "feature");
     await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
     expect(await retireStore({ exec, repo: f.host }, NAME)).toBeGreaterThan(0);
     expect(existsSync(storeDir(f.host, NAME))).toBe(false);
-    expect(readFileSync(alternates(f.host), "utf8")).toBe("/the/users/own/alternate\n");
+    expect(readFileSync(alternates(f.host), "utf8").split("\n")).not.toContain(storeAlternate(NAME));
+    expect(readFileSync(alternates(f.host), "utf8").split("\n")).toContain("/the/users/own/alternate");
     ok(f.host, ["gc", "-q", "--prune=now"]);
     expect(ok(f.host, ["log", "--format=%s", "-1", `${REMOTE}/feature`])).toBe("kept after rm");
     expect(ok(f.host, ["rev-parse", `${REMOTE}/feature`])).toBe(a);
+    ok(f.host, ["fsck", "--connectivity-only", "--no-dangling"]);
     // A second retire (a crash midway, prune after it) is fine.
     expect(await retireStore({ exec, repo: f.host }, NAME)).toBe(0);
+  });
+});
+
+describe("gone-when-removed: a removed sandbox's objects reach another sandbox only through a ref the person made", () => {
+  test("after rm, the host's own objects (what every sandbox reads, its list of alternates masked) hold nothing of the removed sandbox's unmerged work", async () => {
+    f = makeFixture();
+    const secret = f.commitInside("unpushed work of the removed sandbox", "feature");
+    await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
+    await retireStore({ exec, repo: f.host }, NAME);
+    // The host still reads it under the refs rm kept, and a gc keeps it.
+    ok(f.host, ["gc", "-q", "--prune=now"]);
+    expect(ok(f.host, ["rev-parse", `${REMOTE}/feature`])).toBe(secret);
+    ok(f.host, ["cat-file", "-e", secret]);
+    // What a sandbox reads: by id, or by listing every object there is.
+    expect(ownHas(f.host, secret)).toBe(false);
+    const saved = readFileSync(alternates(f.host), "utf8");
+    writeFileSync(alternates(f.host), "");
+    try {
+      expect(ok(f.host, ["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"])).not.toContain(secret);
+    } finally {
+      writeFileSync(alternates(f.host), saved);
+    }
+    // Only what the person takes onto a branch of theirs becomes readable to sandboxes: promotion reaches the retired work.
+    ok(f.host, ["branch", "taken", `${REMOTE}/feature`]);
+    expect(await promoteStores({ exec, repo: f.host })).toBeGreaterThan(0);
+    expect(ownHas(f.host, secret)).toBe(true);
+  });
+
+  test("rm of a sandbox whose work the person already took: the taken commit is the host's own, the rest is not", async () => {
+    f = makeFixture();
+    const taken = f.commitInside("taken by the person", "feature");
+    const left = f.commitInside("left in the sandbox", "feature");
+    await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
+    ok(f.host, ["branch", "taken", taken]);
+    await retireStore({ exec, repo: f.host }, NAME);
+    expect(ownHas(f.host, taken)).toBe(true);
+    expect(ownHas(f.host, left)).toBe(false);
+    expect(ok(f.host, ["rev-parse", `${REMOTE}/feature`])).toBe(left);
   });
 });

@@ -18,7 +18,7 @@ const creds = (name: string, body: unknown) => {
 describe("the Code Assist route's credential", () => {
   test("a valid access token is the bearer; its tokens are known secrets (redacted wherever sbx prints)", () => {
     const f = creds("ok.json", { access_token: "ya29.host-access", refresh_token: "1//host-refresh", expiry_date: Date.now() + 3_600_000 });
-    expect(credentialFor("codeassist", { env: {}, geminiOauthFile: f })).toEqual({ headers: { authorization: "Bearer ya29.host-access" }, source: "gemini-oauth" });
+    expect(credentialFor("codeassist", { env: {}, geminiOauthFile: f })).toEqual({ headers: { authorization: "Bearer ya29.host-access" }, source: "gemini-oauth", kind: "google-sign-in" });
     expect(knownSecretValues({ env: {}, geminiOauthFile: f })).toEqual(expect.arrayContaining(["ya29.host-access", "1//host-refresh"]));
     expect(hasGeminiSignIn(f)).toBe(true);
   });

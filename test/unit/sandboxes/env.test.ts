@@ -68,7 +68,7 @@ describe("every LLM base URL is a route the proxy serves", () => {
     test(`${r.base} reaches the ${provider} route`, () => {
       const path = new URL(env[r.base]!).pathname;
       const t = upstreamFor(`${path}/models`, PROVIDERS);
-      expect(t !== null && t !== "malformed" ? t.provider : t).toBe(provider as keyof typeof PROVIDERS);
+      expect(t !== null && !("malformed" in t) ? t.provider : t).toBe(provider as keyof typeof PROVIDERS);
     });
   }
 });

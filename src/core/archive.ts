@@ -1,4 +1,4 @@
-// What a pushed gzip or zip blob holds, for the push scan: unpacked in memory, within bounds, never written anywhere.
+// What a gzip or zip blob holds, for the push scan and the copy-in scan: unpacked in memory, within bounds, never written anywhere. Pure.
 import { gunzipSync, inflateRawSync } from "node:zlib";
 
 /** A blob larger than this is not unpacked (the scan still reads it as it is). */
