@@ -10,7 +10,7 @@
 //   shims/exec-frames.ts  MAX_FRAME                1 MiB: one exec-agent frame
 //   shims/dns.ts          MAX_QUERY_BYTES          4 KiB: one DNS query
 //   core/secrets.ts       MAX_DECODED              1 MiB of decoded text per scanned line (here: per window)
-//   bridge/archive.ts     the archive bounds       what a gzip or zip blob may unpack to
+//   core/archive.ts       the archive bounds       what a gzip or zip blob may unpack to
 
 // ── audit rows ─────────────────────────────────────────────────────────────
 
@@ -112,7 +112,9 @@ export const APPROVAL_REASON_MAX = 600;
 /** Pure: at most `max` characters of `s`; a cut one ends saying how much was cut. */
 export function cutText(s: string, max: number): string {
   if (s.length <= max) return s;
-  const note = `…[+${s.length - max} chars]`;
+  let note = `…[+${s.length - max} chars]`;
+  // The note takes room too: say what is really cut (its own length can change by a digit once).
+  for (let i = 0; i < 2; i++) note = `…[+${s.length - Math.max(0, max - note.length)} chars]`;
   return s.slice(0, Math.max(0, max - note.length)) + note;
 }
 
@@ -232,42 +234,5 @@ export class Pacer {
     const slot = Math.max(this.next, now - (this.burst - 1) * step);
     this.next = slot + step;
     return Math.max(0, slot - now);
-  }
-}
-
-/** What was held back for one key since it was last said: how many, of which actions, from when to when. */
-export interface HeldBack {
-  count: number;
-  actions: Record<string, number>;
-  from: number;
-  until: number;
-}
-
-/** Pure: counts what a Budget refused, per key and action (at most HELD_ACTIONS_MAX actions named), until taken. */
-export class HeldBackCounts {
-  private readonly held = new Map<number, HeldBack>();
-
-  add(key: number, action: string, now: number): void {
-    let h = this.held.get(key);
-    if (h === undefined) {
-      h = { count: 0, actions: {}, from: now, until: now };
-      this.held.set(key, h);
-    }
-    h.count++;
-    h.until = now;
-    const named = action in h.actions || Object.keys(h.actions).length < AUDIT_HELD_ACTIONS_MAX ? cutText(action, 64) : "other";
-    h.actions[named] = (h.actions[named] ?? 0) + 1;
-  }
-
-  /** What was held back for `key`, now forgotten; null when nothing was. */
-  take(key: number): HeldBack | null {
-    const h = this.held.get(key);
-    if (h === undefined) return null;
-    this.held.delete(key);
-    return h;
-  }
-
-  keys(): number[] {
-    return [...this.held.keys()];
   }
 }
