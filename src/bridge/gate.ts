@@ -6,11 +6,13 @@ import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "../sync/git-argv"
 import { ensureView } from "../sync/object-view";
 import { ExecError, streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
-import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "../core/archive";
+import { MAX_ARCHIVE_BYTES } from "../core/archive";
 import { isSshUrl } from "./policy";
 import { isUserRef } from "../core/user-refs";
 import { forgeTokenFor, forgeTokenNames, type ForgeTokenChoice } from "../core/credential-scope";
-import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown, type UnshownBlob } from "./scan";
+import { SCAN_LOG_ARGS, scanTag, type UnshownBlob } from "./scan";
+import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
+import type { FromScan, ToScan } from "./scan-worker";
 
 export interface GatePaths {
   /** The bare gate repository. */
@@ -423,48 +425,122 @@ export async function maintainGate(g: Gate): Promise<void> {
   await run(g, ["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], { check: false });
 }
 
+/** What a push's scan found: at most SCAN_MAX_FINDINGS findings (and how many more), or why it could not be read whole. */
+export interface PushScan {
+  findings: SecretFinding[];
+  more: number;
+  /** A bound the push went over (too many blobs to read whole): refused, saying so. */
+  over?: string;
+}
+
 /**
  * Scans every line the pushed commits add (merges' own lines and binary files included), every pushed
  * commit's message and headers, and every pushed annotated tag's message, for secret-shaped strings. It is
  * also the completeness check: the walk fails on any pushed commit that is missing (as `rev-list` would)
  * and the diffs on any new tree or changed blob that is, so a pack that leans on objects the gate cannot
  * see is refused; unchanged trees and blobs are the parents' (checked the same way, or known).
+ * Bounded (invariant 14): the log is read as it streams and dropped as it is read (a line of many MiB a window at a
+ * time: LogScanner), the blobs it asks for are read one at a time as the log names them (each at most
+ * MAX_ARCHIVE_BYTES, at most SCAN_MAX_BLOBS a push), and at most SCAN_MAX_FINDINGS findings are kept. The reading runs on
+ * a thread of its own (scan-worker.ts), one chunk at a time, so the daemon's event loop serves other sandboxes meanwhile.
  * runs: git log -p --cc -a -U0 --pretty=raw --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate,
  *       read as it streams); git cat-file --batch-check (the types of pushed tips the log did not show);
  *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
-export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<SecretFinding[]> {
+export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<PushScan> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   const patterns = [...SECRET_PATTERNS, ...hostValues];
-  const scanner = new LogScanner(patterns);
-  await run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) }).catch((e: unknown) => {
-    throw (e instanceof ExecError && missingIn(e.stderr)) || e;
-  });
-  const { findings, unshown, archives } = scanner.end();
-  // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
-  // already known: only those are looked at, so a push of new commits costs no extra process.
-  const tagFindings = await scanTags(g, shas.filter((s) => !scanner.commits.has(s)));
-  // Rare (a merge that changed a binary file against every parent; a gzip or zip file): one read per blob, as bytes.
-  // What is not an archive is scanned as text (latin1 keeps every ASCII secret shape intact).
-  const blobs = [...unshown.map((u) => ({ u, whole: true })), ...archives.filter((a) => !unshown.some((u) => u.blob === a.blob)).map((u) => ({ u, whole: false }))];
-  for (const { u, whole } of blobs) {
-    const bytes = await readBlob(g, u.blob, MAX_ARCHIVE_BYTES);
-    if (bytes === null) continue; // over the bound: not unpacked (its text lines were scanned in the diff)
-    if (isGzip(bytes) || isZip(bytes)) findings.push(...scanArchive(u, bytes, patterns));
-    else if (whole) findings.push(...scanUnshown(u, latin1(bytes), patterns));
+  const thread = new ScanThread();
+  let blobs = 0;
+  let over: string | undefined;
+  const seen = new Set<string>();
+  // Rare (a merge that changed a binary file against every parent; a gzip or zip file): one read per blob, as bytes, as
+  // soon as the log names it (so no list grows), scanned on the thread. What is not an archive is scanned as text.
+  const readNamed = async (named: { u: UnshownBlob; whole: boolean }[]) => {
+    for (const { u, whole } of named) {
+      if (over !== undefined) return;
+      const key = `${whole ? "w" : "a"}${u.blob}`;
+      if (seen.has(key) || (!whole && seen.has(`w${u.blob}`))) continue;
+      if (seen.size < 4 * SCAN_MAX_BLOBS) seen.add(key);
+      if (++blobs > SCAN_MAX_BLOBS) {
+        over = `the commits hold more than ${SCAN_MAX_BLOBS} archives (or binary files a merge changed) to read whole; push fewer at a time`;
+        return;
+      }
+      const bytes = await readBlob(g, u.blob, MAX_ARCHIVE_BYTES);
+      if (bytes === null) continue; // over the bound: not unpacked (its text lines were scanned in the diff)
+      await thread.ask({ t: "blob", u, whole, bytes });
+    }
+  };
+  try {
+    await thread.ask({ t: "start", patterns: patterns.map((p) => ({ id: p.id, description: p.description, source: p.regex.source, flags: p.regex.flags })), watch: shas });
+    const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
+    const reader = log.stdout.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        // One chunk at a time: the next is read once the thread has read this one (git waits meanwhile).
+        await readNamed((await thread.ask({ t: "log", bytes: value })).named);
+        if (over !== undefined) break;
+      }
+    } finally {
+      if (over !== undefined) void reader.cancel().catch(() => undefined);
+      reader.releaseLock();
+    }
+    const end = await log.done;
+    if (over !== undefined) return { findings: [], more: 0, over };
+    // A pack that leans on an object the gate cannot see (another sandbox's) is refused by name, not with git's words.
+    if (end.exitCode !== 0) throw missingIn(end.stderr) ?? new Error(`git log (the scan) exited ${end.exitCode}: ${end.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+    await readNamed((await thread.ask({ t: "flush" })).named);
+    if (over !== undefined) return { findings: [], more: 0, over };
+    const r = await thread.ask({ t: "finish" });
+    // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
+    // already known: only those are looked at, so a push of new commits costs no extra process.
+    const commits = new Set(r.commits);
+    const tagFindings = await scanTags(g, shas.filter((s) => !commits.has(s)));
+    const all = [...r.findings, ...tagFindings];
+    return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: r.more + Math.max(0, all.length - SCAN_MAX_FINDINGS) };
+  } finally {
+    thread.close();
   }
-  return [...findings, ...tagFindings];
 }
 
-/** Findings in what a gzip or zip blob unpacks to, each named `file!member` (or `file (gzip)`). */
-export function scanArchive(u: UnshownBlob, bytes: Uint8Array, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
-  const { members } = unpackArchive(bytes);
-  return members.flatMap((m) => scanUnshown({ ...u, file: m.member ? `${u.file}!${m.member}` : `${u.file} (gzip)` }, latin1(m.bytes), patterns));
+/** The scan's thread (scan-worker.ts): one message at a time, each answered once read; its failure fails the scan. */
+class ScanThread {
+  private readonly worker = new Worker(new URL("./scan-worker.ts", import.meta.url).href);
+  private pending: { resolve: (m: FromScan) => void; reject: (e: Error) => void } | null = null;
+  private failed: Error | null = null;
+
+  constructor() {
+    this.worker.onmessage = (ev: MessageEvent<FromScan>) => {
+      const p = this.pending;
+      this.pending = null;
+      if (ev.data.t === "error") p?.reject(new Error(`the push scan failed: ${ev.data.message}`));
+      else p?.resolve(ev.data);
+    };
+    this.worker.onerror = (ev: ErrorEvent) => {
+      this.failed = new Error(`the push scan's thread failed: ${ev.message}`);
+      this.pending?.reject(this.failed);
+      this.pending = null;
+    };
+  }
+
+  ask(m: Extract<ToScan, { t: "finish" }>): Promise<Extract<FromScan, { t: "done" }>>;
+  ask(m: Exclude<ToScan, { t: "finish" }>): Promise<Extract<FromScan, { t: "ok" }>>;
+  ask(m: ToScan): Promise<FromScan> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.worker.postMessage(m);
+    });
+  }
+
+  close(): void {
+    this.worker.terminate();
+  }
 }
 
-function latin1(b: Uint8Array): string {
-  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
-}
+export { scanArchive } from "./scan";
 
 /**
  * A blob's bytes, or null when it is larger than `max`.

@@ -1,6 +1,7 @@
 // gh through the bridge: the host's gh run for the host repo's own forge repository, its token in a config dir made for
 // the one call, and what a gh argument names of the sandbox's files read once, by descriptor.
 import { closeSync, constants as fsConstants, fstatSync, mkdtempSync, openSync, readlinkSync, readSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { BRIDGE_MAX_BODY_FILE } from "../core/bounds";
 import { join } from "node:path";
 import { ghTargetKey } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
@@ -147,7 +148,7 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
   if (!token) return refuse(choice.name === null && choice.withheld ? withheldText(choice.withheld, `https://${forge.host}/`, ownHosts) : `no token for ${forge.host} on the host: run \`sbx secret set ${tokenName}\` there`);
   let stdin: Uint8Array | undefined;
   if (plan.bodyFile !== undefined) {
-    const body = readNamedFile(plan.bodyFile, deps.sandbox.workspace, 1024 * 1024);
+    const body = readNamedFile(plan.bodyFile, deps.sandbox.workspace, BRIDGE_MAX_BODY_FILE);
     if ("error" in body) return refuse(body.error);
     stdin = body.bytes;
   }

@@ -34,7 +34,8 @@ export type Frame =
 
 export interface AuditEvent {
   sandbox: string;
-  tool: "git" | "gh";
+  /** `bridge`: a request refused before its header was read (too many at once). */
+  tool: "git" | "gh" | "bridge";
   args: string[];
   cwd: string;
   decision: "allowed" | "refused" | "failed";

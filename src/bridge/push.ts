@@ -308,8 +308,9 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
       const ci = ciPaths.status === "fulfilled" ? ciPaths.value : [];
       if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
       else if (ciPaths.status === "rejected") refusal = incomplete(ciPaths.reason);
-      else if (scanned.value.length > 0) {
-        refusal = refuse(`the commits contain what looks like a secret:\n${formatGateFindings(scanned.value)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
+      else if (scanned.value.over !== undefined) refusal = refuse(scanned.value.over);
+      else if (scanned.value.findings.length > 0) {
+        refusal = refuse(`the commits contain what looks like a secret:\n${formatGateFindings(scanned.value.findings, scanned.value.more)}\nRemove it from history (git rebase -i / git commit --amend) and push again.`);
       } else if (ci.length > 0) {
         refusal = refuse(notAllowed(`the commits change CI or automation files (${ci.slice(0, 5).join(", ")}${ci.length > 5 ? ", …" : ""}), which run with the repository's own credentials`, "ci-files", deps.sandbox.name));
       } else {

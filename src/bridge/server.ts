@@ -33,12 +33,13 @@ import {
 import { realOrNull, runGh } from "./gh-run";
 import { BridgeRequest, REFUSED_EXIT, type BridgeDeps, type Frame, type Job, type Outcome } from "./job";
 import { opt, push } from "./push";
+import { BRIDGE_MAX_HEADER, BRIDGE_MAX_PACK, BRIDGE_MAX_REQUESTS, cutText } from "../core/bounds";
 
 export { BridgeRequest, type AuditEvent, type BridgeDeps, type BridgeSandbox, type Frame, type PushFaults } from "./job";
 
 const BUNDLE_CHUNK = 48 * 1024;
 const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
-const MAX_REQUEST = 512 * 1024 * 1024;
+const MAX_REQUEST = BRIDGE_MAX_PACK;
 
 
 /**
@@ -80,23 +81,50 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
   }));
   // One operation at a time per sandbox: the gate's refs are shared state.
   let queue: Promise<unknown> = Promise.resolve();
+  // Requests under way (reading their header, waiting their turn, running): at most BRIDGE_MAX_REQUESTS, counted before
+  // a byte of the body is read, so a sandbox cannot make the bridge hold ever more connections, headers and jobs.
+  let underWay = 0;
 
   app.get("/health", (c) => c.json({ ok: true, sandbox: deps.sandbox.name }));
 
   app.post("/v1/run", async (c) => {
+    if (underWay >= BRIDGE_MAX_REQUESTS) {
+      const reason = `${BRIDGE_MAX_REQUESTS} bridge requests of this sandbox are under way at once; one more is refused`;
+      deps.audit({ sandbox: deps.sandbox.id, tool: "bridge", args: [], cwd: "", decision: "refused", reason, exitCode: 75, durationMs: 0 });
+      void c.req.raw.body?.cancel().catch(() => undefined);
+      return c.json(wire("busy", reason, "git and gh commands of a sandbox go through the bridge one at a time: wait for those under way to finish, then run it again."), 429);
+    }
+    underWay++;
+    let handedOver = false;
+    try {
+      const res = await run(c.req.raw.body);
+      handedOver = res.status === 200;
+      return res;
+    } finally {
+      if (!handedOver) underWay--;
+    }
+  });
+
+  /** One request within the bound; a 200's stream gives its place back when it ends. */
+  async function run(body: ReadableStream<Uint8Array> | null): Promise<Response> {
+    const json = (v: unknown, status: number) => new Response(JSON.stringify(v), { status, headers: { "content-type": "application/json" } });
     // The header line is read first, so the policy and the ref reads start while the pack still arrives.
-    const body = c.req.raw.body;
-    if (!body) return c.json(wire("usage", "empty bridge request", "Use the sbx git/gh shims; they speak this protocol."), 400);
+    if (!body) return json(wire("usage", "empty bridge request", "Use the sbx git/gh shims; they speak this protocol."), 400);
     deps.trace?.("request in");
-    const split = await splitBody(body);
+    let split: Awaited<ReturnType<typeof splitBody>>;
+    try {
+      split = await splitBody(body);
+    } catch (e) {
+      return json(wire("usage", `the request ended early (${cutText((e as Error).message, 200)})`, "Use the sbx git/gh shims; they speak this protocol."), 400);
+    }
     deps.trace?.("header read");
-    if ("error" in split) return c.json(wire("usage", split.error, "Use the sbx git/gh shims; they speak this protocol."), split.status);
+    if ("error" in split) return json(wire("usage", split.error, "Use the sbx git/gh shims; they speak this protocol."), split.status);
     const { head, pack } = split;
     let req: BridgeRequest;
     try {
       req = BridgeRequest.parse(JSON.parse(head));
     } catch (e) {
-      return c.json(wire("usage", `bad bridge request: ${(e as Error).message.slice(0, 300)}`, "Use the sbx git/gh shims; they speak this protocol."), 400);
+      return json(wire("usage", `bad bridge request: ${(e as Error).message.slice(0, 300)}`, "Use the sbx git/gh shims; they speak this protocol."), 400);
     }
     const stream = new ReadableStream<Uint8Array>({
       start: (controller) => {
@@ -134,6 +162,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
         });
         queue = job.catch(() => undefined);
         job.finally(() => {
+          underWay--;
           // Whatever of the body nobody read (a pack that was not needed) is dropped.
           pack.discard();
           try {
@@ -143,11 +172,11 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
       },
     });
     return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
-  });
+  }
   return app;
 }
 
-const MAX_HEADER = 1024 * 1024;
+const MAX_HEADER = BRIDGE_MAX_HEADER;
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;

@@ -22,6 +22,7 @@ import {
 } from "../../shims/exec-frames";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
 import type { StreamedRun } from "../sys/exec";
+import { AGENT_HELLO_MAX, AGENT_HELLO_MS, AGENT_MAX_CONNECTIONS } from "../core/bounds";
 
 /** The agent socket's name in a sandbox's socket dir (mounted at /run/sbx inside). */
 export const AGENT_SOCKET = "agent.sock";
@@ -317,11 +318,32 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
       rmSync(path, { force: true });
       const sandboxId = ctx.sandbox.id;
       const socks = new Set<Socket>();
+      // Connections that have not said hello yet, oldest first: a sandbox may open AGENT_MAX_CONNECTIONS in all; past
+      // that the oldest of these makes room (so its own agent always gets in), or the new one is closed.
+      const waiting = new Set<Socket>();
       const server: Server = createServer((sock) => {
+        if (socks.size >= AGENT_MAX_CONNECTIONS) {
+          const oldest = waiting.values().next().value as Socket | undefined;
+          if (oldest === undefined) return void sock.destroy();
+          oldest.destroy();
+          waiting.delete(oldest);
+          socks.delete(oldest);
+        }
         socks.add(sock);
+        waiting.add(sock);
         const decoder = new FrameDecoder();
         let link: AgentLink | null = null;
+        let before = 0;
+        const helloTimer = setTimeout(() => {
+          if (!link) sock.destroy();
+        }, AGENT_HELLO_MS);
         sock.on("data", (chunk: Buffer) => {
+          // Before its hello a connection may send only a hello's worth: a frame claimed longer is not waited for.
+          if (!link && (before += chunk.length) > AGENT_HELLO_MAX) {
+            ctx.log.warn("exec agent connection sent more than a hello before saying one: dropped");
+            sock.destroy();
+            return;
+          }
           let frames: Frame[];
           try {
             frames = decoder.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
@@ -334,6 +356,8 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
             if (link) link.onFrame(f);
             else if (f.type === FrameType.hello && (parseJson(f.payload) as { v?: unknown } | undefined)?.v === AGENT_PROTOCOL) {
               link = new AgentLink(sock);
+              waiting.delete(sock);
+              clearTimeout(helloTimer);
               agents.attach(sandboxId, link);
             }
           }
@@ -342,6 +366,8 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
           /* close follows */
         });
         sock.on("close", () => {
+          clearTimeout(helloTimer);
+          waiting.delete(sock);
           socks.delete(sock);
           if (link) {
             link.close();

@@ -10,7 +10,7 @@ import type { Driver } from "../drivers/driver";
 import { notifyStarted, startGuards, stopGuards, type SandboxGuard, type StartedGuard } from "../guards/guards";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
-import type { Logger } from "../sys/log";
+import { SandboxLogBudget, type Logger } from "../sys/log";
 import type { Paths } from "../sys/paths";
 import type { GuardStatus } from "./protocol";
 
@@ -41,6 +41,8 @@ export interface GuardsView {
 
 export class GuardHost {
   private readonly records = new Map<number, GuardRecord>();
+  /** What each sandbox's guards may write to the daemon's log (a burst, then a line a second). */
+  private readonly logBudget = new SandboxLogBudget();
   private closed = false;
 
   constructor(private readonly deps: GuardHostDeps) {}
@@ -121,7 +123,8 @@ export class GuardHost {
         store: this.deps.store,
         exec: this.deps.exec,
         paths: this.deps.paths,
-        log,
+        // The daemon's own lines go as they are; what the guards write (often at the sandbox's doing) takes its budget.
+        log: this.logBudget.logger(log, sb.id),
         audit: (action, detail) => this.audit(sb, action, detail ?? {}),
       });
       rec.state = "up";
@@ -145,7 +148,7 @@ export class GuardHost {
   /** Tells each started guard the sandbox runs now. */
   async started(sb: Sandbox): Promise<void> {
     const rec = this.records.get(sb.id);
-    if (rec) await notifyStarted(rec.started, this.deps.log.with({ sandbox: sb.name }));
+    if (rec) await notifyStarted(rec.started, this.logBudget.logger(this.deps.log.with({ sandbox: sb.name }), sb.id));
   }
 
   /** Stops its guards in reverse order and clears their sockets (the dir stays for its next start). */
@@ -155,7 +158,9 @@ export class GuardHost {
     const started = rec.started;
     rec.started = [];
     rec.state = "down";
-    await stopGuards(started, this.deps.log.with({ sandbox: rec.name }));
+    const log = this.deps.log.with({ sandbox: rec.name });
+    await stopGuards(started, this.logBudget.logger(log, sb.id));
+    this.logBudget.flush(log, sb.id);
     try {
       this.prepareSocketDir(rec.spec);
     } catch {

@@ -155,8 +155,8 @@ function withFeed(ctx: GuardContext, record: (e: EgressEvent) => void, publish: 
   return (e) => {
     record(e);
     try {
-      const approval =
-        e.type === "denied" ? ctx.store.listApprovals({ state: "pending", sandboxId: e.sandbox.id }).find((a) => a.host === e.host && a.port === e.port) : undefined;
+      // One row, not the sandbox's whole list: a flood of denials costs one lookup each.
+      const approval = e.type === "denied" ? ctx.store.findPending(e.sandbox.id, e.host, e.port) : null;
       publish(feedFromEgress(e, approval ? { id: approval.id, count: approval.count } : null));
     } catch (err) {
       ctx.log.warn("feed publish failed", { err });

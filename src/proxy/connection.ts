@@ -51,6 +51,8 @@ export class ClientConnection implements ClientSide {
   private toSelf = false;
   /** The inactivity timeout set now (0: none). */
   private waiting = 0;
+  /** The request at the head of `buf` has had its turn (ctx.turn). */
+  private paid = false;
 
   constructor(
     private readonly s: Socket,
@@ -180,6 +182,22 @@ export class ClientConnection implements ClientSide {
       this.leave("closing");
       return cut(this.s);
     }
+    // Its turn: a sandbox starts requests at the pace ctx.turn allows; meanwhile it waits here, read no further.
+    if (!this.paid) {
+      const d = this.ctx.turn();
+      if (d > 0) {
+        this.paid = true;
+        this.st = "deciding";
+        this.s.pause();
+        setTimeout(() => {
+          if (this.st !== "deciding") return;
+          this.st = "reading";
+          this.next();
+        }, d);
+        return;
+      }
+    }
+    this.paid = false;
     this.buf = this.buf.subarray(r.size);
     if (head.method === "CONNECT") return this.connect(head);
     if (this.way.kind === "proxy" && head.target.startsWith("/")) return this.toOrigin(head, this.way.origin);

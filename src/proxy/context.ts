@@ -28,6 +28,11 @@ export interface ProxyContext {
   inFlight: number;
   /** Who carries an allowed CONNECT (or transparent connection) from here on. */
   carrierFor(allowed: Allowed): Carrier;
+  /**
+   * Takes the sandbox's next turn to start a request (invariant 14: a burst, then a steady rate, in order): how many ms
+   * to wait for it, 0 for now.
+   */
+  turn(): number;
 }
 
 /** Holds a socket in the proxy's set until it closes. */

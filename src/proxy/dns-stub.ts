@@ -29,7 +29,16 @@ export async function serveDnsStub(hostname: string, port: number, names: Transp
         } catch {
           out = null; // a store error: no answer, the client retries
         }
-        if (out) s.send(out, rport, raddr);
+        // A client gone before its answer (the kernel's port-unreachable comes back as ECONNREFUSED on the next send
+        // or receive) is nobody's error: thrown here, it reached the daemon as an uncaught error, one log line each.
+        try {
+          if (out) s.send(out, rport, raddr);
+        } catch {
+          // the answer has nowhere to go
+        }
+      },
+      error() {
+        // as above, on receive
       },
     },
   });

@@ -18,6 +18,7 @@ import { SbxEndpoints } from "./sbx-endpoints";
 import { listenUnix } from "./socket";
 import { opaqueTunnel } from "./tunnel";
 import { UpstreamPool } from "./upstream";
+import { Pacer, PROXY_MAX_CONNECTIONS, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND } from "../core/bounds";
 
 export { systemResolver, type Resolver } from "./decision";
 
@@ -47,6 +48,11 @@ export interface EgressProxyOptions {
    */
   carrierFor?: (allowed: Allowed) => Carrier | null;
   connectTimeoutMs?: number;
+  /**
+   * How fast the sandbox may start requests (default PROXY_REQUESTS_BURST, then PROXY_REQUESTS_PER_SECOND); null: no
+   * pace (benchmarks and load tests that measure the proxy's own cost, never a sandbox's proxy).
+   */
+  pace?: { burst: number; perSecond: number } | null;
 }
 
 export interface EgressProxy {
@@ -83,7 +89,12 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
   const decider = new Decider({ sandbox, policy: opts.policy, emit, ...(opts.resolve ? { resolve: opts.resolve } : {}), ...(opts.hostAddresses ? { hostAddresses: opts.hostAddresses } : {}) });
   let tunnel: Carrier | null = null;
+  // The work the sandbox may start (invariant 14): each request (and transparent tunnel) takes its turn, a burst at once
+  // and then a steady rate, in order; the rest wait on their own connection (at most PROXY_MAX_CONNECTIONS).
+  const pace = opts.pace === undefined ? { burst: PROXY_REQUESTS_BURST, perSecond: PROXY_REQUESTS_PER_SECOND } : opts.pace;
+  const pacer = pace === null ? null : new Pacer(pace.burst, pace.perSecond);
   const ctx: ProxyContext = {
+    turn: () => pacer?.delay(Date.now()) ?? 0,
     sandbox,
     decider,
     emit,
@@ -94,8 +105,48 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     carrierFor: (allowed) => opts.carrierFor?.(allowed) ?? (tunnel ??= opaqueTunnel(ctx)),
   };
   const origin = new Origin(new SbxEndpoints({ sandboxName: sandbox.name, policy: opts.policy, ...(opts.names ? { names: opts.names } : {}) }), opts.originHandler, connectTimeoutMs);
+  // What the sandbox may hold open at once (invariant 14): PROXY_MAX_CONNECTIONS of its connections, on every way in.
+  // The next is refused before anything of it is read (a 503 that says why; a transparent one cut), and said (an
+  // `error` decision, audited) once a second at most. The refusals are bounded too: at most PROXY_MAX_CONNECTIONS are
+  // being answered at once, past that a connection is closed at once without one.
+  const clients = new Set<Socket>();
+  let refusing = 0;
+  let refusedSince = 0;
+  let toldAt = 0;
+  const admit = (s: Socket, how: "proxy" | "transparent"): boolean => {
+    if (clients.size < PROXY_MAX_CONNECTIONS) {
+      clients.add(s);
+      s.once("close", () => clients.delete(s));
+      return true;
+    }
+    refusedSince++;
+    const message = `${PROXY_MAX_CONNECTIONS} connections of this sandbox are open at once; more are refused until some close`;
+    const now = Date.now();
+    if (now - toldAt >= 1000) {
+      toldAt = now;
+      emit({ type: "error", sandbox, path: how, method: "CONNECT", host: "(any)", port: 0, address: null, message: `${message} (${refusedSince} refused)`, at: now });
+      refusedSince = 0;
+    }
+    s.on("error", () => s.destroy());
+    if (how === "transparent" || refusing >= PROXY_MAX_CONNECTIONS) {
+      cut(s);
+      return false;
+    }
+    refusing++;
+    const body = `sbx proxy: ${message}.\n`;
+    s.resume(); // read and dropped, so the close is not a reset that loses the answer
+    s.end(`HTTP/1.1 503 sbx: too many connections from this sandbox\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    // A second for the client to read it and close (closing first would reset it away); a client that never does is cut.
+    const t = setTimeout(() => s.destroy(), 1000);
+    s.once("close", () => {
+      clearTimeout(t);
+      refusing--;
+    });
+    return false;
+  };
   /** A connection on the proxy path (the socket, the sandbox's port). */
   const proxied = (s: Socket) => {
+    if (!admit(s, "proxy")) return;
     hold(ctx, s);
     new ClientConnection(s, ctx, { kind: "proxy", origin });
   };
@@ -104,6 +155,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const httpPorts = new Set(opts.transparentHttpPorts ?? [80]);
   /** One transparent connection: the name its address stands for, then the same checks as the proxy path's. */
   const transparent = (s: Socket, to: TransparentTarget | null) => {
+    if (!admit(s, "transparent")) return;
     hold(ctx, s);
     s.on("error", () => s.destroy());
     const address = to?.address.startsWith("::ffff:") ? to.address.slice(7) : to?.address;
@@ -115,11 +167,17 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     }
     if (httpPorts.has(to.port)) return void new ClientConnection(s, ctx, { kind: "transparent", site: { name, port: to.port } });
     s.pause();
-    void decider.check("transparent", "CONNECT", name, to.port).then((v) => {
+    const go = () => {
       if (s.destroyed) return;
-      if (!v.ok) return void cut(s);
-      ctx.carrierFor(v)(v, s, Buffer.alloc(0), false);
-    });
+      void decider.check("transparent", "CONNECT", name, to.port).then((v) => {
+        if (s.destroyed) return;
+        if (!v.ok) return void cut(s);
+        ctx.carrierFor(v)(v, s, Buffer.alloc(0), false);
+      });
+    };
+    const d = ctx.turn();
+    if (d > 0) setTimeout(go, d);
+    else go();
   };
 
   // The proxy socket: a plain listener, its connections read like the sandbox's port's (allowHalfOpen: a tunnel's

@@ -3,6 +3,7 @@
 // the ports its transparent path listens on. (`/sbx/egress…`, the sandbox's own view of its policy, is the policy's:
 // policy/egress-desk.ts, served through the daemon's origin handler.)
 import { askableName } from "../core/dns";
+import { PORTS_MAX_HELD } from "../core/bounds";
 import type { PolicyLists } from "../core/egress";
 import type { TransparentNames } from "../core/egress-events";
 import { transparentPortsOf } from "../core/transparent";
@@ -18,7 +19,7 @@ export const TRANSPARENT_PATH = "/sbx/transparent";
 const PORTS_HOLD_MS = 55_000;
 const PORTS_POLL_MS = 250;
 /** Long polls held at once per sandbox (its forwarder needs one); more are answered at once, so none can pile up. */
-const MAX_PORTS_HELD = 4;
+const MAX_PORTS_HELD = PORTS_MAX_HELD;
 
 /** An endpoint's answer, before it is written (refusal.ts's `answer`). */
 export interface OwnAnswer {

@@ -6,6 +6,7 @@
 // else arrived; an idle one that sends anything, or is closed, is dropped.
 import { connect, type Socket } from "node:net";
 import { chunk, LAST_CHUNK, ResponseReader, type ResponseHead } from "./http1";
+import { UPSTREAM_MAX_IDLE } from "../core/bounds";
 
 /** How long an idle connection is kept (servers commonly close theirs after 5 s; going first avoids the race). */
 const IDLE_MS = 4_000;
@@ -93,6 +94,13 @@ export class UpstreamPool {
     this.idle.clear();
   }
 
+  /** Idle connections kept now, over every address. */
+  private idleCount(): number {
+    let n = 0;
+    for (const list of this.idle.values()) n += list.length;
+    return n;
+  }
+
   private take(key: string): Conn | null {
     const list = this.idle.get(key);
     while (list && list.length > 0) {
@@ -135,7 +143,8 @@ export class UpstreamPool {
   private park(c: Conn): void {
     c.owner = null;
     const list = this.idle.get(c.key) ?? [];
-    if (this.closed || list.length >= MAX_IDLE) return void c.s.destroy();
+    // Per address, and in all (a sandbox talking to ever more servers cannot make its proxy keep ever more open).
+    if (this.closed || list.length >= MAX_IDLE || this.idleCount() >= UPSTREAM_MAX_IDLE) return void c.s.destroy();
     c.idleSince = performance.now();
     list.push(c);
     this.idle.set(c.key, list);

@@ -1,4 +1,5 @@
 // The logger: one `key=value` line per event on stderr (the daemon's log), with secrets and auth headers redacted.
+import { Budget, LOG_LINES_BURST, LOG_LINES_PER_SECOND } from "../core/bounds";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -81,3 +82,41 @@ export function createLogger(write: (line: string) => void, level: LogLevel = "i
 
 /** A logger that drops everything (tests that do not look at logs). */
 export const silentLogger: Logger = createLogger(() => {}, "error");
+
+/**
+ * The lines a sandbox's guards may write (invariant 14: a sandbox that makes them log on every try cannot fill the
+ * daemon's log): per sandbox, LOG_LINES_BURST at once, then LOG_LINES_PER_SECOND. What is held back is counted and said
+ * in one line before that sandbox's next line that goes, or when its guards go down (`flush`).
+ */
+export class SandboxLogBudget {
+  private readonly budget = new Budget(LOG_LINES_BURST, LOG_LINES_PER_SECOND);
+  private readonly held = new Map<number, number>();
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** `base`, for sandbox `key`, within its budget. */
+  logger(base: Logger, key: number): Logger {
+    const line = (level: LogLevel) => (msg: string, fields?: LogFields) => {
+      if (!this.budget.take(key, this.now())) {
+        this.held.set(key, (this.held.get(key) ?? 0) + 1);
+        return;
+      }
+      this.flush(base, key);
+      base[level](msg, fields);
+    };
+    return {
+      debug: line("debug"),
+      info: line("info"),
+      warn: line("warn"),
+      error: line("error"),
+      with: (fields) => this.logger(base.with(fields), key),
+    };
+  }
+
+  /** Says how many lines of sandbox `key` were held back, if any. */
+  flush(base: Logger, key: number): void {
+    const n = this.held.get(key);
+    if (n === undefined) return;
+    this.held.delete(key);
+    base.warn("log lines of this sandbox held back", { lines: n, budget: `${LOG_LINES_BURST} at once, then ${LOG_LINES_PER_SECOND} a second` });
+  }
+}
