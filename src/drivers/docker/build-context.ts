@@ -115,47 +115,80 @@ interface TreeEntry {
   path: string;
 }
 
-/** Reads a byte stream as lines and counted runs of bytes (`git cat-file --batch`'s output). */
-class ByteReader {
-  private buf: Uint8Array = new Uint8Array(0);
-  private off = 0;
-  constructor(private readonly r: { read(): Promise<{ value?: Uint8Array; done?: boolean }> }) {}
+const LF = 10;
 
-  private async fill(): Promise<boolean> {
-    const { value, done } = await this.r.read();
-    if (done || value === undefined) return false;
-    if (this.off < this.buf.length) {
-      const joined = new Uint8Array(this.buf.length - this.off + value.length);
-      joined.set(this.buf.subarray(this.off));
-      joined.set(value, this.buf.length - this.off);
-      this.buf = joined;
-    } else this.buf = value;
-    this.off = 0;
-    return true;
-  }
-
-  async line(): Promise<string | null> {
-    for (;;) {
-      const nl = this.buf.indexOf(10, this.off);
-      if (nl >= 0) {
-        const s = new TextDecoder().decode(this.buf.subarray(this.off, nl));
-        this.off = nl + 1;
-        return s;
+/**
+ * The tar entries of `git cat-file --batch`'s answers for `blobs`, in order: each `<oid> blob <size>` line, its bytes and
+ * a newline, parsed as the chunks come (synchronously within a chunk: a tar of many small files is mostly headers), the
+ * output handed on in pieces of about 256 KiB. A link's bytes are its target.
+ */
+async function* tarOfBatch(
+  reader: { read(): Promise<{ value?: Uint8Array; done?: boolean }> },
+  blobs: readonly TreeEntry[],
+  time: number,
+  parents: (path: string) => Generator<Uint8Array>,
+): AsyncGenerator<Uint8Array> {
+  const dec = new TextDecoder();
+  let out: Uint8Array[] = [];
+  let outSize = 0;
+  const push = (p: Uint8Array) => {
+    if (p.length === 0) return;
+    out.push(p);
+    outSize += p.length;
+  };
+  let i = 0;
+  let head: Uint8Array[] = []; // a header line cut between chunks
+  let left = -1; // bytes of the current object still to come, its newline included; -1: a header line is next
+  let size = 0; // the current object's
+  let link: Uint8Array[] | null = null;
+  while (i < blobs.length) {
+    const { value, done } = await reader.read();
+    if (done || value === undefined) throw new Error(`git cat-file ended before ${blobs[i]!.path}`);
+    let off = 0;
+    while (off < value.length && i < blobs.length) {
+      const b = blobs[i]!;
+      if (left < 0) {
+        const nl = value.indexOf(LF, off);
+        if (nl < 0) {
+          head.push(value.slice(off));
+          off = value.length;
+          break;
+        }
+        const line = dec.decode(head.length ? Buffer.concat([...head, value.subarray(off, nl)]) : value.subarray(off, nl));
+        head = [];
+        off = nl + 1;
+        if (line.endsWith(" missing")) throw new Error(`${b.path} (object ${b.oid}) is missing from the repo's objects`);
+        const m = /^([0-9a-f]{40,64}) blob (\d+)$/.exec(line);
+        if (!m || m[1] !== b.oid) throw new Error(`git cat-file answered ${JSON.stringify(line)} for ${b.path}`);
+        size = Number(m[2]);
+        for (const p of parents(b.path)) push(p);
+        if (b.mode === "120000") link = [];
+        else for (const p of tarHeader({ path: b.path, type: "file", mode: b.mode === "100755" ? 0o755 : 0o644, uid: 0, gid: 0, mtime: time }, size)) push(p);
+        left = size + 1;
       }
-      if (!(await this.fill())) return null;
+      const take = Math.min(left, value.length - off);
+      const data = value.subarray(off, off + Math.min(take, left - 1));
+      if (link !== null) link.push(data.slice());
+      else push(data);
+      off += take;
+      left -= take;
+      if (left === 0) {
+        if (link !== null) {
+          const target = dec.decode(Buffer.concat(link));
+          for (const p of tarHeader({ path: b.path, type: "symlink", target, mode: 0o777, uid: 0, gid: 0, mtime: time }, 0)) push(p);
+          link = null;
+        } else push(tarPadding(size));
+        left = -1;
+        i++;
+      }
+    }
+    if (outSize >= 256 << 10) {
+      yield Buffer.concat(out, outSize);
+      out = [];
+      outSize = 0;
     }
   }
-
-  /** `n` bytes, in the pieces they arrive in (never copied). */
-  async *take(n: number): AsyncGenerator<Uint8Array> {
-    while (n > 0) {
-      if (this.off >= this.buf.length && !(await this.fill())) throw new Error("git cat-file ended early");
-      const k = Math.min(n, this.buf.length - this.off);
-      yield this.buf.subarray(this.off, this.off + k);
-      this.off += k;
-      n -= k;
-    }
-  }
+  if (outSize > 0) yield Buffer.concat(out, outSize);
 }
 
 /** Why a context stream stopped short, for the build's error (the engine sees only a cut tar). */
@@ -168,10 +201,10 @@ export interface ContextFailure {
  * dirs, as the clone has them), less what .dockerignore leaves out (the Dockerfile and .dockerignore always sent, as
  * the docker CLI does); then the changes; then the Dockerfile being built. Blobs stream from one `git cat-file --batch`.
  * `close` ends it early (the engine stopped reading).
- * runs: git -C <repo> ls-tree -r -z <tree>; git -C <repo> cat-file --batch (blob ids on its stdin)
+ * runs: git -C <repo> ls-tree -r -z <tree>; git -C <repo> cat-file --batch --buffer (blob ids on its stdin)
  */
 export function contextStream(exec: Exec, plan: ContextPlan, dockerfile: string, failed: ContextFailure): { stream: ReadableStream<Uint8Array>; close(): Promise<void> } {
-  const it = contextChunks(exec, plan, dockerfile);
+  const it = batched(contextChunks(exec, plan, dockerfile));
   const stop = async () => {
     await it.return(undefined).catch(() => undefined);
   };
@@ -190,6 +223,34 @@ export function contextStream(exec: Exec, plan: ContextPlan, dockerfile: string,
   });
   // After the build, whatever it did not read: git is stopped, never left writing into a pipe no one reads.
   return { stream, close: stop };
+}
+
+/** Pieces joined into chunks of about 256 KiB: a tar of many small files is otherwise a stream of 512-byte pieces. */
+async function* batched(pieces: AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const MAX = 256 << 10;
+  let parts: Uint8Array[] = [];
+  let size = 0;
+  const flush = () => {
+    const out = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+    parts = [];
+    size = 0;
+    return out;
+  };
+  try {
+    for await (const p of pieces) {
+      if (p.length === 0) continue;
+      if (p.length >= MAX && size === 0) {
+        yield p;
+        continue;
+      }
+      parts.push(p);
+      size += p.length;
+      if (size >= MAX) yield flush();
+    }
+    if (size > 0) yield flush();
+  } finally {
+    await pieces.return(undefined);
+  }
 }
 
 async function* contextChunks(exec: Exec, plan: ContextPlan, dockerfile: string): AsyncGenerator<Uint8Array> {
@@ -256,30 +317,11 @@ async function* contextChunks(exec: Exec, plan: ContextPlan, dockerfile: string)
     } else if (e.mode === "100644" || e.mode === "100755" || e.mode === "120000") blobs.push(e);
   }
   if (blobs.length > 0) {
-    const run = streamRun(exec, ["git", ...HOST_GIT_SAFE, "-C", plan.repo, "cat-file", "--batch"], { env: hostGitEnv(), replaceEnv: true, stdin: `${blobs.map((b) => b.oid).join("\n")}\n` });
+    const run = streamRun(exec, ["git", ...HOST_GIT_SAFE, "-C", plan.repo, "cat-file", "--batch", "--buffer"], { env: hostGitEnv(), replaceEnv: true, stdin: `${blobs.map((b) => b.oid).join("\n")}\n` });
     const reader = run.stdout.getReader();
-    const rd = new ByteReader(reader);
     let read = false;
     try {
-      for (const b of blobs) {
-        const line = await rd.line();
-        const m = line === null ? null : /^([0-9a-f]{40,64}) blob (\d+)$/.exec(line);
-        if (line !== null && line.endsWith(" missing")) throw new Error(`${b.path} (object ${b.oid}) is missing from the repo's objects`);
-        if (!m || m[1] !== b.oid) throw new Error(`git cat-file answered ${JSON.stringify(line)} for ${b.path}`);
-        const size = Number(m[2]);
-        yield* parents(b.path);
-        if (b.mode === "120000") {
-          const parts: Uint8Array[] = [];
-          for await (const piece of rd.take(size)) parts.push(piece.slice());
-          const target = new TextDecoder().decode(Buffer.concat(parts));
-          yield* tarHeader({ path: b.path, type: "symlink", target, mode: 0o777, uid: 0, gid: 0, mtime: time }, 0);
-        } else {
-          yield* tarHeader({ path: b.path, type: "file", mode: b.mode === "100755" ? 0o755 : 0o644, uid: 0, gid: 0, mtime: time }, size);
-          yield* rd.take(size);
-          yield tarPadding(size);
-        }
-        for await (const _ of rd.take(1)); // the newline after each object
-      }
+      yield* tarOfBatch(reader, blobs, time, parents);
       read = true;
     } finally {
       reader.releaseLock();

@@ -190,6 +190,22 @@ describe("the build context stream: HEAD's tree as the clone has it, in a tar th
     expect(new TextDecoder().decode(at("Dockerfile")!.content)).toBe(df);
   }, 30_000);
 
+  test("3,000 files of varied sizes: every one, bytes exact, however git's answers are cut into chunks", async () => {
+    const want = new Map<string, string>();
+    for (let i = 0; i < 3000; i++) {
+      const text = `${i}:`.repeat((i * 37) % 400);
+      want.set(`many/d${i % 17}/f${i}.txt`, text);
+      put(`many/d${i % 17}/f${i}.txt`, text);
+    }
+    await commit("many");
+    const { entries, failed } = await read(await planContext(x.w.exec, realpathSync(repo), join(realpathSync(repo), "many"), join(repo, "Dockerfile"), COPY_ALL), COPY_ALL);
+    expect(failed.error).toBeNull();
+    const files = entries.filter((e) => e.type === "file" && !e.path.startsWith(".dockerfile.") && e.path !== ".dockerignore");
+    expect(files.length).toBe(3000);
+    const bad = files.filter((e) => want.get(`many/${e.path}`) !== new TextDecoder().decode(e.content)).map((e) => e.path);
+    expect(bad).toEqual([]);
+  }, 60_000);
+
   test("a Dockerfile from outside the context goes under its own name, which .dockerignore lists for the engine to drop", async () => {
     put("svc/app.py", "print(1)\n");
     const df = "FROM sbx-base:bookworm\nCOPY . /svc\n";
