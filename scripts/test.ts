@@ -6,8 +6,10 @@ import { join } from "node:path";
 
 const dir = mkdtempSync(join(tmpdir(), "sbx-junit-"));
 const report = join(dir, "junit.xml");
+// 30 s a test (bun's default is 5 s): git-backed tests take 2-5 s on a loaded machine, and a hung test still ends soon.
+// Here because Bun 1.4.5 ignores bunfig.toml's timeout and a preload's setDefaultTimeout outlasts only the first file.
 const proc = Bun.spawn(
-  [process.execPath, "test", "--reporter=junit", `--reporter-outfile=${report}`, ...process.argv.slice(2)],
+  [process.execPath, "test", "--timeout=30000", "--reporter=junit", `--reporter-outfile=${report}`, ...process.argv.slice(2)],
   { stdio: ["ignore", "inherit", "inherit"] },
 );
 const code = await proc.exited;

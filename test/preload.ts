@@ -1,12 +1,8 @@
 // Test preload: keeps tests from touching the real user's state by pointing XDG dirs at a throwaway root.
-import { afterAll, setDefaultTimeout } from "bun:test";
+import { afterAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-// Bun 1.4.5 ignores bunfig.toml's `[test] timeout` (measured: a 6 s test fails at 5 s with it set to 120000), so the
-// default is set here. 30 s: git-backed tests take 2-5 s on a machine under load, and a hung test still ends soon.
-setDefaultTimeout(30_000);
 
 // sbx reads env only through sys/env.ts, so this is a guard for tests that spawn the CLI, not a requirement of import order.
 const root = mkdtempSync(join(tmpdir(), "sbx-test-"));

@@ -12,7 +12,6 @@ import { PRESETS } from "../core/presets";
 import type { PolicyService } from "../policy/service";
 import type { CreateRequest, SandboxService } from "../sandboxes/service";
 import type { Sandbox } from "../core/schemas";
-import type { AgentView } from "../daemon/protocol";
 import type { Store } from "../store/store";
 import type { AgentPlace } from "../drivers/driver";
 import { AGENT_SETUP_SCRIPT } from "../drivers/provision/provision";
@@ -22,6 +21,21 @@ import type { Exec } from "../sys/exec";
 import { sandboxDir, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import { AgentCache } from "./cache";
+
+/** An agent as `sbx agents` shows it (the wire's AgentViewSchema in daemon/protocol.ts checks this shape). */
+export interface AgentView {
+  name: AgentName;
+  title: string;
+  binary: string;
+  /** The version the launcher runs; null when none is cached (or it is installed inside, as aider is). */
+  version: string | null;
+  cached: string[];
+  install: "npm" | "pip";
+  preset: string;
+  sandboxes: { name: string; repo: string; version: string }[];
+  /** Where the login the LLM proxy would add comes from: names only (an env var, sbx's secrets, a login file). */
+  login: { ok: boolean; via: string[] };
+}
 
 export interface AgentServiceDeps {
   sandboxes: SandboxService;
@@ -138,10 +152,7 @@ export class AgentService {
     if (agentsOf(sandbox.identity)[req.agent] !== inst.version) {
       // Said once per sandbox and version: a script's every run is not told again.
       if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
-      this.d.store.write(() => {
-        const fresh = this.d.store.getSandbox(sandbox.id) ?? sandbox;
-        this.d.store.updateIdentity(sandbox.id, { ...fresh.identity, agents: { ...agentsOf(fresh.identity), [req.agent]: inst.version } });
-      });
+      this.d.sandboxes.setIdentityField(sandbox, "agents", (cur) => ({ ...agentsOf({ agents: cur }), [req.agent]: inst.version }));
     }
     // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only, the first time it runs
     // there (`sandbox` is the row from before this run): what the person takes off the list later stays off.

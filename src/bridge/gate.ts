@@ -1,9 +1,10 @@
 // The push gate: a host-owned bare repo where the sandbox's commits land, are scanned, and leave for the real remote.
-import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, existsSync, openSync, writeSync, closeSync, lstatSync, constants } from "node:fs";
+import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, readdirSync, existsSync, openSync, writeSync, closeSync, lstatSync, constants } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
-import { streamRun, type Exec, type ExecResult } from "../sys/exec";
+import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "../sync/git-argv";
+import { ensureView } from "../sync/object-view";
+import { ExecError, streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "../core/archive";
 import { isSshUrl } from "./policy";
@@ -26,10 +27,17 @@ export interface GatePaths {
   ghCreated: string;
   /** Written once this sandbox's first push has said which CI workflows its branches start. */
   pushNoted: string;
+  /**
+   * What the gate borrows objects from (its alternates): `host/objects`, a view of the host repo's own objects, and
+   * `store/objects`, a view of this sandbox's store (sync/object-view.ts). Never the host's objects dir itself, whose
+   * list of alternates leads into every other sandbox's store and the retired store. `host/tips` (with an empty
+   * `host/refs`, which git looks for first) is what git's fetch takes as the view's refs: the person's ref tips.
+   */
+  views: string;
 }
 
 export function gatePaths(gateDir: string): GatePaths {
-  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks"), ghCreated: join(gateDir, "gh-created"), pushNoted: join(gateDir, "push-ci-noted") };
+  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks"), ghCreated: join(gateDir, "gh-created"), pushNoted: join(gateDir, "push-ci-noted"), views: join(gateDir, "views") };
 }
 
 export interface GitEnvOptions {
@@ -78,7 +86,8 @@ export const CREDENTIAL_HELPER =
 
 /**
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
- * no credential helper but ours (and ours only with `credentials`). Pure: golden-tested.
+ * no credential helper but ours (and ours only with `credentials`), and as the host view's refs (which a fetch offers
+ * the remote as what it has) the tips the bridge wrote beside the view. Pure: golden-tested.
  */
 export function gateGit(args: readonly string[], o: { transport?: Transport; credentials?: boolean; hooksPath?: string; sshCommand?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];
@@ -95,9 +104,16 @@ export function gateGit(args: readonly string[], o: { transport?: Transport; cre
     ...(o.credentials ? c(`credential.helper=${CREDENTIAL_HELPER}`) : []),
     ...c("credential.useHttpPath=false"),
     ...c("transfer.fsckObjects=true"),
+    ...c(`core.alternateRefsCommand=${ALTERNATE_REFS}`),
     ...args,
   ];
 }
+
+/**
+ * What git runs for an alternate's refs (its path, `<views>/host`, appended): the tips file there. Without it a fetch
+ * into a gate with no refs of its own would offer the remote nothing it has, and take the whole history again.
+ */
+export const ALTERNATE_REFS = 'f() { cat "$1/tips" 2>/dev/null; }; f';
 
 export type Transport = "https" | "http" | "ssh";
 
@@ -179,11 +195,13 @@ function mkdir0700(p: string): void {
 }
 
 /**
- * Creates the gate if missing; its alternates point at the host repo's objects (host-owned, read-only
- * to the sandbox) so the sandbox sends only what the host does not have.
+ * Creates the gate if missing; its alternates are views (sync/object-view.ts) of the host repo's own objects
+ * (host-owned, read-only to the sandbox) and of this sandbox's store (`store`: its name), so the sandbox sends only
+ * what the host does not have, and nothing this sandbox did not make or cannot see counts as there: git follows
+ * alternates recursively, and the host's own list leads into every sandbox's store (sandboxes-apart).
  * runs: git rev-parse --git-common-dir (in the host repo); git init --bare (the gate)
  */
-export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>, ssh?: GateSsh): Promise<Gate> {
+export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>, ssh?: GateSsh, store?: string): Promise<Gate> {
   const paths = gatePaths(gateDir);
   mkdir0700(gateDir);
   for (const d of [paths.home, paths.tmp, paths.ghCwd, paths.hooks]) mkdir0700(d);
@@ -192,8 +210,20 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   if (!existsSync(join(paths.repo, "HEAD"))) {
     await exec.run(gateGit(["init", "--bare", "--quiet", "--template=", paths.repo]), { env, replaceEnv: true, cwd: gateDir });
   }
-  const common = await exec.run(gateGit(["rev-parse", "--path-format=absolute", "--git-common-dir"]), { env, replaceEnv: true, cwd: hostRepo });
-  const alt = join(common.stdout.trim(), "objects") + "\n";
+  const common = (await exec.run(gateGit(["rev-parse", "--path-format=absolute", "--git-common-dir"]), { env, replaceEnv: true, cwd: hostRepo })).stdout.trim();
+  const host = join(paths.views, "host");
+  mkdir0700(paths.views);
+  mkdir0700(host);
+  ensureView(join(host, "objects"), join(common, "objects"));
+  mkdir0700(join(host, "refs"));
+  const views = [join(host, "objects")];
+  if (store !== undefined) {
+    validateRemoteName(`sandbox-${store}`);
+    // The store may not exist yet (no sync so far): its links lead nowhere until it does.
+    ensureView(join(paths.views, "store", "objects"), join(common, "sbx", `${store}.git`, "objects"));
+    views.push(join(paths.views, "store", "objects"));
+  }
+  const alt = views.join("\n") + "\n";
   const altFile = join(paths.repo, "objects", "info", "alternates");
   mkdirSync(join(paths.repo, "objects", "info"), { recursive: true });
   if (!existsSync(altFile) || readFileSync(altFile, "utf8") !== alt) writeFileSync(altFile, alt, { mode: 0o600 });
@@ -308,7 +338,79 @@ export async function upstreamTips(exec: { gate: Exec; host: Exec }, gateDir: st
  */
 export async function indexPack(g: Gate, pack: Uint8Array | ReadableStream<Uint8Array>): Promise<void> {
   if (pack instanceof Uint8Array && pack.length === 0) return;
-  await run(g, ["index-pack", "--stdin", "--fix-thin", "--fsck-objects"], { stdin: pack });
+  if (!(pack instanceof Uint8Array)) {
+    // Nothing sent at all is no pack to index (the scan then names what is missing), not index-pack's "early EOF".
+    const p = await nonEmpty(pack);
+    if (!p) return;
+    pack = p;
+  }
+  try {
+    await run(g, ["index-pack", "--stdin", "--fix-thin", "--fsck-objects"], { stdin: pack });
+  } catch (e) {
+    // A failed index-pack leaves its partial pack behind (tmp_pack_*); one operation runs in a gate at a time.
+    const dir = join(g.paths.repo, "objects", "pack");
+    for (const f of readdirSync(dir)) if (f.startsWith("tmp_pack_")) rmSync(join(dir, f), { force: true });
+    throw (e instanceof ExecError && missingIn(e.stderr)) || e;
+  }
+}
+
+/** The stream as it was, or null when it ends before its first byte (read up to that byte, no further). */
+async function nonEmpty(s: ReadableStream<Uint8Array>): Promise<ReadableStream<Uint8Array> | null> {
+  const reader = s.getReader();
+  let first: Uint8Array | undefined;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return null;
+    if (value.length > 0) {
+      first = value;
+      break;
+    }
+  }
+  return new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(first);
+    },
+    async pull(c) {
+      const { done, value } = await reader.read();
+      if (done) c.close();
+      else c.enqueue(value);
+    },
+    cancel(why) {
+      return reader.cancel(why);
+    },
+  });
+}
+
+/**
+ * A push needs an object that neither its pack nor anything the gate sees holds: not sent, and not the host repo's own
+ * nor this sandbox's (another sandbox's, a removed one's, or none at all). `of`: the commit whose parent it is.
+ */
+export class MissingObject extends Error {
+  constructor(
+    readonly kind: "commit" | "tree" | "object" | "delta bases",
+    readonly oid: string,
+    readonly of?: string,
+  ) {
+    super(kind === "delta bases" ? `a pack with ${oid} unresolved deltas` : `missing ${kind} ${oid}${of ? ` (a parent of ${of})` : ""}`);
+    this.name = "MissingObject";
+  }
+}
+
+/**
+ * Pure: what git 2.39 says when a walk, a diff or index-pack in the gate lacks an object, as a MissingObject (the
+ * object, and the commit that needs it when git says), or undefined for any other failure.
+ */
+export function missingIn(stderr: string): MissingObject | undefined {
+  const oid = "([0-9a-f]{40}(?:[0-9a-f]{24})?)";
+  const parent = new RegExp(`Could not read ${oid}`).exec(stderr);
+  if (parent) return new MissingObject("commit", parent[1]!, new RegExp(`parents of commit ${oid}`).exec(stderr)?.[1]);
+  const tree = new RegExp(`unable to read tree ${oid}`).exec(stderr);
+  if (tree) return new MissingObject("tree", tree[1]!);
+  const other = new RegExp(`(?:unable to read |bad object |missing \\w+ object '?)${oid}`).exec(stderr);
+  if (other) return new MissingObject("object", other[1]!);
+  const deltas = /pack has (\d+) unresolved delta/.exec(stderr);
+  if (deltas) return new MissingObject("delta bases", deltas[1]!);
+  return undefined;
 }
 
 /**
@@ -335,7 +437,9 @@ export async function scanNew(g: Gate, shas: string[], tips: string[], hostValue
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   const patterns = [...SECRET_PATTERNS, ...hostValues];
   const scanner = new LogScanner(patterns);
-  await run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) });
+  await run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) }).catch((e: unknown) => {
+    throw (e instanceof ExecError && missingIn(e.stderr)) || e;
+  });
   const { findings, unshown, archives } = scanner.end();
   // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
   // already known: only those are looked at, so a push of new commits costs no extra process.
@@ -387,6 +491,10 @@ const MAX_TAG_DEPTH = 8;
 export async function scanTags(g: Gate, shas: string[]): Promise<SecretFinding[]> {
   if (shas.length === 0) return [];
   const r = await run(g, ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdin: shas.join("\n") + "\n" });
+  // The log skips a pushed tip it cannot find (--ignore-missing, so a known tip the gate lacks cuts nothing): here it is
+  // refused.
+  const gone = /^([0-9a-f]{40,64}) missing$/m.exec(r.stdout);
+  if (gone) throw new MissingObject("object", gone[1]!);
   let tags = r.stdout.split("\n").flatMap((l) => (/^[0-9a-f]{40,64} tag$/.test(l) ? [l.slice(0, l.indexOf(" "))] : []));
   const findings: SecretFinding[] = [];
   const seen = new Set<string>();
@@ -421,13 +529,15 @@ export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: stri
 /**
  * The paths the commits new to the remote change: every non-merge commit's, and a merge's where it differs from all its
  * parents (what the merge itself brought, an "evil merge" included), never what a merged parent already had.
- * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= -z --stdin (tips, then ^known; in the gate)
+ * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= -z --ignore-missing --stdin (tips, then ^known; in the gate)
  */
 export async function changedPaths(g: Gate, shas: string[], tips: string[]): Promise<Set<string>> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   // -z: names as they are. Without it git quotes a name with a quote, a tab or a non-ASCII byte ("…\303\274.yml"), and
   // the quoted form matches no CI path.
-  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "-z", "--stdin"], { stdin });
+  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "-z", "--ignore-missing", "--stdin"], { stdin }).catch((e: unknown) => {
+    throw (e instanceof ExecError && missingIn(e.stderr)) || e;
+  });
   return new Set(r.stdout.split("\0").map((l) => l.replace(/^\n+/, "")).filter((l) => l !== ""));
 }
 
@@ -604,7 +714,15 @@ export async function listRefs(g: Gate, prefixes: string[], repo?: string): Prom
   return out;
 }
 
-/** Which of `shas` the gate (with the host's objects) has. */
+/**
+ * Writes the person's ref tips as the host view's refs (ALTERNATE_REFS): a fetch offers the remote those it can read as
+ * what it has, so it takes only what is new. Refs of sbx's own (other sandboxes') are not among them.
+ */
+export function setViewTips(g: Gate, tips: readonly string[]): void {
+  writeFileSync(join(g.paths.views, "host", "tips"), tips.map((t) => `${t}\n`).join(""), { mode: 0o600 });
+}
+
+/** Which of `shas` the gate (with the host's own objects and this sandbox's store) has. */
 // runs: git cat-file --batch-check (in the gate)
 export async function present(g: Gate, shas: string[]): Promise<string[]> {
   if (shas.length === 0) return [];

@@ -192,6 +192,15 @@ const LIST_SHORT = { s: "--state", L: "--limit", A: "--author", a: "--assignee",
 const VIEW: GhSub = { long: { "--comments": "none", "--json": "value", "--jq": "value", "--template": "value" }, short: { c: "--comments", q: "--jq", t: "--template" } };
 const BODY_SHORT = { b: "--body", F: "--body-file", t: "--title" };
 
+/**
+ * `gh pr|issue comment`: a new comment, or (--edit-last, --delete-last; gh ≥ 2.6x for the latter and --yes) the last
+ * comment of the token's owner there, which is the person's, whoever opened the pull request or issue (LAST_COMMENT).
+ */
+const COMMENT: GhSub = { long: { "--body": "value", "--body-file": "path", "--edit-last": "none", "--delete-last": "none", "--yes": "none" }, short: { b: "--body", F: "--body-file" }, acts: "changes" };
+
+/** Options that act on the token owner's last comment rather than add one: a change to someone else's text (the person's). */
+export const LAST_COMMENT = ["--edit-last", "--delete-last"] as const;
+
 export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
   pr: {
     create: {
@@ -220,7 +229,7 @@ export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
     status: { long: { "--json": "value", "--jq": "value", "--conflict-status": "none" }, short: { q: "--jq", c: "--conflict-status" } },
     checks: { long: { "--watch": "none", "--fail-fast": "none", "--required": "none", "--json": "value", "--jq": "value", "--interval": "value" }, short: { q: "--jq", i: "--interval" } },
     diff: { long: { "--name-only": "none", "--patch": "none", "--color": "value" }, short: {} },
-    comment: { long: { "--body": "value", "--body-file": "path", "--edit-last": "none" }, short: { b: "--body", F: "--body-file" }, acts: "changes" },
+    comment: COMMENT,
     edit: {
       long: {
         "--title": "value",
@@ -250,7 +259,7 @@ export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
       short: { ...BODY_SHORT, l: "--label", a: "--assignee", m: "--milestone" },
       acts: "creates",
     },
-    comment: { long: { "--body": "value", "--body-file": "path", "--edit-last": "none" }, short: { b: "--body", F: "--body-file" }, acts: "changes" },
+    comment: COMMENT,
     status: { long: { "--json": "value", "--jq": "value" }, short: { q: "--jq" } },
   },
   repo: { view: { long: { "--json": "value", "--jq": "value", "--branch": "value" }, short: { q: "--jq", b: "--branch" } } },
@@ -350,6 +359,11 @@ export interface GhPlan {
   acts?: "creates" | "changes";
   /** For `changes`: the pull request, issue or gist it names. */
   target?: GhTarget;
+  /**
+   * It edits or deletes the last comment of the token's owner (the person) there (LAST_COMMENT): what the sandbox opened
+   * does not make that comment its own, so it asks unless the person approved this target.
+   */
+  othersText?: true;
 }
 
 /** Whether gh's `[HOST/]OWNER/REPO` names the repository at `url` (no host: any, gh's default host is the forge's). Pure. */
@@ -779,7 +793,17 @@ export function decideGh(argsIn: readonly string[], cwdView: string, ctx: Policy
   }
   return {
     ok: true,
-    plan: { tool: "gh", group, sub, args: out, ...(bodyFile !== undefined ? { bodyFile } : {}), ...(chosen ? { repo: chosen } : {}), ...(spec.acts ? { acts: spec.acts } : {}), ...(target ? { target } : {}) },
+    plan: {
+      tool: "gh",
+      group,
+      sub,
+      args: out,
+      ...(bodyFile !== undefined ? { bodyFile } : {}),
+      ...(chosen ? { repo: chosen } : {}),
+      ...(spec.acts ? { acts: spec.acts } : {}),
+      ...(target ? { target } : {}),
+      ...(sub === "comment" && parsed.plan.options.some(([n]) => (LAST_COMMENT as readonly string[]).includes(n)) ? { othersText: true as const } : {}),
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 // The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
 import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
+import { printable } from "../core/printable";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
@@ -10,8 +11,10 @@ import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding
  * --full-index: whole blob ids, for the binary files a combined diff will not show as text.
  * --no-textconv/--no-ext-diff: no driver runs; --no-renames: a renamed file's lines all count as added.
  * --no-decorate/--no-show-signature: nothing but the commit line before the headers.
+ * --ignore-missing (before --stdin, which reads at once): a known tip (^oid) the gate cannot see cuts nothing instead of
+ * failing the push; a pushed tip it cannot see is refused by the caller (the log does not show it).
  */
-export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--stdin"] as const;
+export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--ignore-missing", "--stdin"] as const;
 
 /** Where a finding outside a file's lines was: shown in place of the file name. */
 export const COMMIT_MESSAGE = "commit message";
@@ -188,10 +191,13 @@ export class LogScanner {
       return;
     }
     if (raw.startsWith("diff --git ") || raw.startsWith("diff --cc ") || raw.startsWith("diff --combined ")) {
-      // A file's name is what the sandbox chose too.
-      const a = firstMatch(raw, 0, this.patterns);
+      // A file's name is what the sandbox chose too: read as it is, not as git quotes it (a quote, a backslash, a
+      // control or a non-ASCII byte), which would hide a value with one of those in it.
+      const rest = raw.slice(raw.indexOf(" ", 5) + 1);
+      const names = raw.startsWith("diff --git ") ? gitPair(rest) : [unquote(rest)];
+      const a = firstMatch(raw, 0, this.patterns) ?? names.reduce<SecretPattern | undefined>((f, n) => f ?? firstMatch(n, 0, this.patterns), undefined);
       if (a) this.found(a, "file name", 0);
-      this.file = raw.startsWith("diff --git ") ? "" : unquote(raw.slice(raw.indexOf(" ", 5) + 1));
+      this.file = raw.startsWith("diff --git ") ? "" : names[0]!;
       this.blob = "";
       return;
     }
@@ -279,7 +285,8 @@ export function formatGateFindings(fs: readonly SecretFinding[]): string {
     .map((f) => {
       if (f.file === TAG_MESSAGE) return `${f.file}${f.line ? `:${f.line}` : ""}: ${f.description}${f.commit ? ` (tag object ${f.commit.slice(0, 12)})` : ""}`;
       if (f.file === COMMIT_HEADER) return `${f.file}: ${f.description}${f.commit ? ` (commit ${f.commit.slice(0, 12)})` : ""}`;
-      return formatFindings([f]);
+      // A file's name as it is (the scan reads it unquoted), its controls shown rather than sent to a terminal.
+      return formatFindings([{ ...f, file: printable(f.file) }]);
     })
     .join("\n");
 }
@@ -289,12 +296,46 @@ function firstMatch(raw: string, from: number, patterns: readonly SecretPattern[
   return patterns.length === 0 ? undefined : scanLine(from ? raw.slice(from) : raw, patterns);
 }
 
-/** git quotes paths with unusual bytes as C strings: "b/a\tb". */
-function unquote(p: string): string {
-  if (!p.startsWith('"')) return p;
-  try {
-    return JSON.parse(p) as string;
-  } catch {
-    return p.slice(1, -1);
+/** What a C-style escape (git's quote_c_style) stands for, besides octal bytes. */
+const C_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+
+/**
+ * A path as git prints it, read back: git quotes one with a quote, a backslash, a control or a non-ASCII byte as a C
+ * string ("b/a\"b\303\274"), whose octal escapes are bytes (UTF-8 for a non-ASCII name). Anything else is as it is.
+ */
+export function unquote(p: string): string {
+  return p.startsWith('"') ? unquoteAt(p, 0).name : p;
+}
+
+/** The C-quoted string starting at `from` (its opening quote) and the index after its closing quote. */
+function unquoteAt(p: string, from: number): { name: string; end: number } {
+  const enc = new TextEncoder();
+  const bytes: number[] = [];
+  let i = from + 1;
+  while (i < p.length && p[i] !== '"') {
+    if (p[i] === "\\") {
+      const o = /^[0-3][0-7]{2}/.exec(p.slice(i + 1, i + 4));
+      const e = p[i + 1] ?? "";
+      if (o) bytes.push(parseInt(o[0], 8));
+      else if (e in C_ESCAPES) bytes.push(C_ESCAPES[e]!);
+      else bytes.push(92);
+      i += o ? 4 : e in C_ESCAPES ? 2 : 1;
+      continue;
+    }
+    // A character git left as it is: its UTF-8 bytes.
+    const ch = String.fromCodePoint(p.codePointAt(i)!);
+    bytes.push(...enc.encode(ch));
+    i += ch.length;
   }
+  return { name: new TextDecoder().decode(new Uint8Array(bytes)), end: i + 1 };
+}
+
+/**
+ * The names of a `diff --git` line (after "diff --git ") that git quoted, read back; none when it quoted none (the line
+ * holds them as they are). Without renames both sides name the same path, so git quotes both or neither. Pure.
+ */
+function gitPair(rest: string): string[] {
+  if (!rest.startsWith('"')) return [];
+  const a = unquoteAt(rest, 0);
+  return [a.name, unquote(rest.slice(a.end + 1))];
 }

@@ -1,4 +1,4 @@
-// The daemon's side of the in-sandbox exec agent: a guard that listens on each Docker sandbox's agent socket, and the registry the control API runs commands through.
+// The daemon's side of the in-sandbox exec agent: a guard that listens on the agent socket of each sandbox whose kind has one (a container's), and the registry the control API runs commands through.
 //
 // The agent (shims/exec-agent.ts) dials in from inside the container; the socket it reaches is the sandbox's own, so
 // a connection speaks for that sandbox and no other. What comes back is the sandbox's output and is treated as such:
@@ -304,15 +304,15 @@ export class ExecAgents {
 }
 
 /**
- * Serves a Docker sandbox's agent socket (`<socket dir>/agent.sock`, /run/sbx/agent.sock inside). A connection counts
+ * Serves the agent socket (`<socket dir>/agent.sock`, /run/sbx/agent.sock inside). A connection counts
  * once it said hello with a known protocol version; a newer connection replaces the older one. Always healthy: the
- * agent is a fast path, its absence costs speed, never safety. Other backends get a no-op.
+ * agent is a fast path, its absence costs speed, never safety. A kind without an exec agent (DriverCaps.execAgent) gets a no-op.
  */
 export function execAgentGuard(agents: ExecAgents): SandboxGuard {
   return {
     name: "exec-agent",
     async start(ctx): Promise<GuardHandle> {
-      if (ctx.sandbox.backend !== "docker") return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
+      if (!ctx.driver.caps.execAgent) return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
       const path = join(ctx.sockets.dir, AGENT_SOCKET);
       rmSync(path, { force: true });
       const sandboxId = ctx.sandbox.id;

@@ -1,4 +1,4 @@
-// `sbx port`: a Docker sandbox's own loopback ports reachable from the host at 127.0.0.1:<host>. The container has no
+// `sbx port`: the own loopback ports of a sandbox whose kind takes forwards (a container) reachable from the host at 127.0.0.1:<host>. The container has no
 // network, so each connection the host accepts is carried by the sandbox's exec agent, which dials the port inside
 // (its `dial` session). Listeners bind 127.0.0.1 (another address only where the forward names one: the person asked),
 // exist while the sandbox's guards are up, and follow the ports its identity holds (applied again when `sbx port`
@@ -6,9 +6,8 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { FrameDecoder, FrameType } from "../../shims/exec-frames";
 import { bindOf, hostEndpoint, portsOf, type PortForward, type PortState } from "../core/ports";
-import type { Sandbox } from "../core/schemas";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import type { Exec } from "../sys/exec";
 import { holdersText } from "../sys/port-holders";
 import type { ExecAgents } from "./exec-agents";
@@ -124,12 +123,12 @@ export class PortForwards {
     })();
   }
 
-  /** The guard: a Docker sandbox's forwards up with its guards, down with them. */
+  /** The guard: the forwards of a sandbox whose kind takes them (DriverCaps.portForwards) up with its guards, down with them. */
   guard(): SandboxGuard {
     return {
       name: "ports",
       start: async (ctx): Promise<GuardHandle> => {
-        if (ctx.sandbox.backend !== "docker") return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
+        if (!ctx.driver.caps.portForwards) return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
         const id = ctx.sandbox.id;
         await this.apply(id, portsOf(ctx.sandbox.identity));
         return {
@@ -143,9 +142,4 @@ export class PortForwards {
       },
     };
   }
-}
-
-/** The sandbox row's forwards (for the service). */
-export function forwardsOf(row: Sandbox): PortForward[] {
-  return portsOf(row.identity);
 }

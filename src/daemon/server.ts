@@ -6,7 +6,7 @@ import { SbxError } from "../core/errors";
 import { ensurePrivateDir } from "../sys/private-dir";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { errorBody } from "./app";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { AttachQuerySchema, ClientFrameSchema, type ServerFrame } from "./protocol";
 import type { SessionClient, SessionManager } from "./sessions";
 

@@ -11,15 +11,9 @@ import { checkConfinement } from "./confinement";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
-export type CheckStatus = "ok" | "warn" | "fail";
+import type { Check } from "./check";
 
-export interface Check {
-  name: string;
-  status: CheckStatus;
-  detail: string;
-  /** What to do, when status is not ok. */
-  fix?: string;
-}
+export type { Check, CheckStatus } from "./check";
 
 export interface DoctorDeps {
   exec: Exec;

@@ -6,7 +6,7 @@ import { credentialHost, suggestedTokenName, tokenNames } from "../bridge/gate";
 import { isSshUrl, toHttpsUrl } from "../bridge/policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
-import type { Check } from "./doctor";
+import type { Check } from "./check";
 import { pushWorkflowNote, SBX_BRANCHES_IGNORE } from "../core/push-workflows";
 import { pushWorkflows } from "../workspace/push-workflows";
 

@@ -1,25 +1,22 @@
-// The loopback proxy port as a guard: for user-account sandboxes, 127.0.0.1:<proxyPort> on the host, served by that sandbox's proxy.
+// The loopback proxy port as a guard: for kinds whose proxy port is on the host's loopback (DriverCaps.proxyPort
+// "loopback": user accounts), 127.0.0.1:<proxyPort> on the host, served by that sandbox's proxy.
 //
 // A user-account guest has no container and no forwarder of its own: the firewall (nft per UID on Linux, a pf anchor
-// on macOS) lets it reach exactly 127.0.0.1:<its port> and nothing else, so the port is the guest's identity. Docker
-// sandboxes have their forwarder inside and get a no-op handle. Registered after the proxy guard (it relays to it).
+// on macOS) lets it reach exactly 127.0.0.1:<its port> and nothing else, so the port is the guest's identity. A kind
+// with its forwarder inside gets a no-op handle. Registered after the proxy guard (it relays to it).
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fdPassing } from "../../shims/fd-pass";
 import { startHandoff } from "../../shims/handoff";
 import { SbxError } from "../core/errors";
-import type { BackendKind } from "../core/schemas";
 import { startTcpRelay } from "../proxy/tcp-relay";
 import { claimSandboxPort, type PortClaimOptions } from "./port-claim";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 import { LISTEN_SOCKET } from "./proxy";
 
-/** Backends whose guest reaches its proxy through a host-side loopback port. */
-export const LOOPBACK_BACKENDS: ReadonlySet<BackendKind> = new Set(["linux-user", "macos"]);
-
-/** The sandbox's loopback proxy port from its spec; throws when a user-account sandbox has none (fail closed). */
-export function loopbackPort(ctx: Pick<GuardContext, "spec" | "sandbox">): number {
-  const p = ctx.spec.options.driver === "user" ? ctx.spec.options.proxyPort : undefined;
+/** The sandbox's loopback proxy port, as its driver reads it from its spec; throws when it has none (fail closed). */
+export function loopbackPort(ctx: Pick<GuardContext, "spec" | "sandbox" | "driver">): number {
+  const p = ctx.driver.hostProxyPort(ctx.spec);
   if (typeof p !== "number" || !Number.isInteger(p) || p < 1024 || p > 65535) {
     throw new SbxError("config", `sandbox '${ctx.sandbox.name}' has no usable loopback proxy port (got ${JSON.stringify(p)})`, {
       hint: `Its stored record is damaged: remove it with \`sbx rm --force ${ctx.sandbox.name}\` and create it again.`,
@@ -32,7 +29,7 @@ export function loopbackGuard(opts: PortClaimOptions = {}): SandboxGuard {
   return {
     name: "loopback",
     async start(ctx): Promise<GuardHandle> {
-      if (!LOOPBACK_BACKENDS.has(ctx.sandbox.backend)) {
+      if (ctx.driver.caps.proxyPort !== "loopback") {
         return { health: () => ({ ok: true, detail: "not used (forwarder inside the sandbox)" }), stop: async () => {} };
       }
       const port = loopbackPort(ctx);

@@ -1,8 +1,8 @@
 // The egress proxy as a guard: one proxy per sandbox on its own socket, policy read from the store per request, decisions audited.
-// For Docker and linux-user sandboxes it also serves listen.sock, where the forwarder (in the sandbox, or the loopback
-// guard) hands over its 127.0.0.1:<port> listener so the proxy accepts on it itself, and a container its transparent
-// path's 0.0.0.0 listeners. It keeps the sandbox's name map (the transparent path), and answers a Linux guest's DNS,
-// which the firewall redirects to UDP on the guest's proxy port.
+// For a kind whose proxy listener can be handed over (DriverCaps.handsOverListener) it also serves listen.sock, where
+// the forwarder (in the sandbox, or the loopback guard) hands over its 127.0.0.1:<port> listener so the proxy accepts
+// on it itself, and a container its transparent path's 0.0.0.0 listeners. It keeps the sandbox's name map (the
+// transparent path), and answers the DNS of a guest whose firewall redirects it to UDP on its proxy port.
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
@@ -12,7 +12,8 @@ import { isNameAddress, transparentOn, transparentPortsOf } from "../core/transp
 import { serveDnsStub, type DnsStub } from "../proxy/dns-stub";
 import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
-import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
+import type { EgressEvent } from "../core/egress-events";
+import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../events/feed";
@@ -75,11 +76,13 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       }
       const p = proxy;
       let handoff: HandoffServer | null = null;
-      // Docker: the in-sandbox forwarder hands its listener over; linux-user: the loopback guard does, in-process.
-      const lib = ctx.sandbox.backend === "docker" || ctx.sandbox.backend === "linux-user" ? fdPassing() : null;
-      // A Linux guest's transparent connections arrive on its proxy port, redirected there by the firewall: told from
+      const caps = ctx.driver.caps;
+      // Whoever holds the sandbox's proxy port hands the listener over (a container's forwarder; a Linux guest's
+      // loopback guard, in-process), where its kind can (fd passing); else it relays.
+      const lib = caps.handsOverListener ? fdPassing() : null;
+      // A guest whose transparent path is the firewall's redirect: its connections arrive on its proxy port, told from
       // its proxy clients by where they were headed before the redirect (a named address, any port).
-      const guestTransparent = ctx.sandbox.backend === "linux-user" && transparentOn(ctx.spec);
+      const guestTransparent = caps.transparent === "redirect" && transparentOn(ctx.spec);
       const redirected = (l: FdPassing) => (s: Socket) => {
         const fd = (s as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
         const o = typeof fd === "number" ? l.originalDst(fd) : null;
@@ -87,7 +90,8 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       };
       if (lib) {
         try {
-          const transparent = transparentOn(ctx.spec) && ctx.sandbox.backend === "docker";
+          // A container's transparent path: its forwarder's 0.0.0.0 listeners on the transparent ports, handed over too.
+          const transparent = transparentOn(ctx.spec) && caps.transparent === "listeners";
           // Read at each handoff: `sbx allow host:8443` adds 8443 to the ports the forwarder may hand over.
           const ports = () => (transparent ? transparentPortsOf(policyFor(ctx.store, sandboxId)) : null);
           handoff = serveListenerHandoff({
@@ -108,8 +112,8 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       const h = handoff;
       // The guest's DNS, redirected by the firewall to UDP on its proxy port: answered from its name map.
       let dns: DnsStub | null = null;
-      if (guestTransparent && ctx.spec.options.driver === "user") {
-        const port = ctx.spec.options.proxyPort;
+      const port = guestTransparent ? ctx.driver.hostProxyPort(ctx.spec) : null;
+      if (port !== null) {
         try {
           // The guest's lookups are redirected to this port whoever holds it: held by another sandbox's guest, that guest
           // would read every name this one looks up. Taken back from a guest; held by anything else, the start is refused.

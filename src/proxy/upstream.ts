@@ -74,6 +74,8 @@ export class UpstreamPool {
     private readonly connectTimeoutMs: number,
     /** How long an idle connection is kept (tests shorten it). */
     private readonly idleMs = IDLE_MS,
+    /** Opens a connection that emits `connect` (default: TCP to the address); the proxy's origin is one in memory. */
+    private readonly dial?: (address: string, port: number) => Socket,
   ) {}
 
   /** Connections open now (in use and idle). */
@@ -107,7 +109,7 @@ export class UpstreamPool {
    * a byte nobody asked for, the server's end, an error.
    */
   private fresh(address: string, port: number, key: string): Conn {
-    const s = connect({ host: address, port, noDelay: true, allowHalfOpen: false });
+    const s = this.dial ? this.dial(address, port) : connect({ host: address, port, noDelay: true, allowHalfOpen: false });
     const c: Conn = { s, key, owner: null, idleSince: 0 };
     this.open.add(c);
     s.on("data", (d: Buffer) => (c.owner ? c.owner.data(d) : this.drop(c)));

@@ -1,7 +1,7 @@
 // Render half of the Docker backend: pure functions from a SandboxSpec to docker argv, labels, overlay options and seed entries.
 import { createHash } from "node:crypto";
 import { basename, dirname, join, posix } from "node:path";
-import type { SandboxSpec, ShellRequest } from "../backend";
+import type { SandboxSpec, ShellRequest } from "../../core/spec";
 import { sandboxLayout } from "../../workspace/layout";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "../../core/tar";

@@ -6,7 +6,8 @@ import { CopyIn, findingLines, type Scanned } from "../../secrets/copy-in";
 import { fillClaudeView } from "./claude-view";
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
-import type { Backend, Change, CleanupReport, DockerOptions, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
+import type { Backend } from "../backend";
+import type { Change, CleanupReport, DockerOptions, Observed, Phase, SandboxSpec, ShellRequest } from "../../core/spec";
 import {
   FORWARDER_READY,
   LABEL,

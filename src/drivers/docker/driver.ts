@@ -2,7 +2,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
-import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
+import type { Change, CleanupReport, DockerOptions, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { credentialsUnder } from "../../core/claude-json";
@@ -10,7 +10,8 @@ import { dockerfileNow, ensureImage, planImage } from "./image";
 import type { ContextChanges } from "./build-context";
 import { CopyIn, findingLines } from "../../secrets/copy-in";
 import { changedWorkingFiles } from "../../workspace/changes";
-import { describeSource, ImageSourceSchema, planImageSource, type ImageFlags, type ImageSource } from "./image-source";
+import { describeSource, planImageSource } from "./image-source";
+import { ImageSourceSchema, type ImageSource } from "../../core/image-source";
 import { hostKeySources, hostSecretsByName, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
@@ -18,7 +19,7 @@ import type { Sandbox } from "../../core/schemas";
 import { expandHome } from "../../lifecycle/config";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
-import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
+import { LimitsSchema, sandboxSpec } from "../identity";
 import { countersOfPid } from "../../sys/cgroup";
 import type { LimitCounters } from "../../core/limits";
 import { readSecrets, secretsFile } from "../../secrets/store";
@@ -28,7 +29,7 @@ import type { Exec } from "../../sys/exec";
 import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
 import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
@@ -74,8 +75,23 @@ export interface DockerDriverDeps {
   procRoot?: string;
 }
 
+/**
+ * A container: its forwarder inside hands its loopback listener (and the transparent path's 0.0.0.0 listeners) to the
+ * proxy; its exec agent runs commands, ref sync's git and port forwards; the CLI stages its clone ahead.
+ */
+export const DOCKER_CAPS: DriverCaps = {
+  proxyPort: "forwarder",
+  handsOverListener: true,
+  transparent: "listeners",
+  execAgent: true,
+  portForwards: true,
+  stagesClone: true,
+};
+
 export class DockerDriver implements Driver {
   readonly kind = "docker" as const;
+  readonly caps = DOCKER_CAPS;
+  /** This driver's own: how it converges the engine (tests reach the engine through it). */
   readonly backend: DockerBackend;
 
   constructor(private readonly d: DockerDriverDeps) {
@@ -457,8 +473,38 @@ export class DockerDriver implements Driver {
     return { workspace: sandboxLayout(spec.dir).clone, workspaceView: spec.repo, exec };
   }
 
+  inspect(spec: SandboxSpec): Promise<Observed> {
+    return this.backend.inspect(spec);
+  }
+
+  list(): Promise<Observed[]> {
+    return this.backend.list();
+  }
+
+  stop(spec: SandboxSpec): Promise<Change> {
+    return this.backend.stop(spec);
+  }
+
+  remove(spec: SandboxSpec): Promise<Change> {
+    return this.backend.remove(spec);
+  }
+
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    return this.backend.shellArgv(spec, req);
+  }
+
+  /** Its forwarder listens inside the container: nothing of the host's loopback is its. */
+  hostProxyPort(): null {
+    return null;
+  }
+
+  /** Labelled containers and volumes of this state root whose sandbox id is not kept, and their overlay dirs. */
+  cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.cleanup(keep, opts);
+  }
+
   /** Labelled containers and volumes of this state root whose sandbox dir is gone. */
-  async cleanup(_keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
-    return (await this.backend.pruneOrphans({ dryRun: opts.dryRun })).removed;
+  prune(_keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.pruneOrphans(opts);
   }
 }

@@ -4,31 +4,10 @@
 // carry the host's environment in (`${localEnv:…}` is not expanded), and sbx's own variables cannot be set by it.
 import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { z } from "zod";
 import { envEntryRefusal } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import { parseJsonc } from "../../core/jsonc";
-
-export const ImageSourceSchema = z.discriminatedUnion("kind", [
-  z.object({
-    kind: z.literal("dockerfile"),
-    /** Absolute paths. */
-    dockerfile: z.string(),
-    context: z.string(),
-    /** Build args beyond sbx's USER_* (devcontainer build.args). */
-    args: z.record(z.string(), z.string()).optional(),
-    from: z.enum(["repo", "flags", "devcontainer"]),
-  }),
-  z.object({ kind: z.literal("image"), ref: z.string(), from: z.enum(["flags", "devcontainer"]) }),
-]);
-export type ImageSource = z.infer<typeof ImageSourceSchema>;
-
-/** `--dockerfile`, `--context`, `--image` as the CLI resolved them (paths absolute). */
-export interface ImageFlags {
-  dockerfile?: string;
-  context?: string;
-  image?: string;
-}
+import type { ImageFlags, ImageSource } from "../../core/image-source";
 
 /** What a devcontainer.json adds beyond the image: variables, commands after create, ports, and what it ignored. */
 export interface ImagePlan {

@@ -6,9 +6,10 @@ import { BuildTracker } from "../../core/build-steps";
 import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
-import type { HostUser } from "../backend";
+import type { HostUser } from "../../core/spec";
 import { contextStream, planContext, type ContextChanges, type ContextFailure, type ContextPlan } from "./build-context";
-import { repoSource, type ImageSource } from "./image-source";
+import { repoSource } from "./image-source";
+import type { ImageSource } from "../../core/image-source";
 import { hostGitEnv, HOST_GIT_SAFE } from "../../sync/git-argv";
 
 export const DOCKERFILE = "Dockerfile";

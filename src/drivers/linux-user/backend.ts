@@ -14,7 +14,12 @@ import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
 import { BUN_NO_CWD_CONFIG } from "../../sys/bun-args";
 import type { Exec, ExecResult } from "../../sys/exec";
-import type { Backend, Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../backend";
+import type { Paths } from "../../sys/paths";
+import type { WatchContext, Watcher } from "../driver";
+import { startKernelLogAudit } from "./kernel-log-audit";
+import { auditOf } from "./monitor";
+import type { Backend } from "../backend";
+import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import { AGENT_SETUP_SCRIPT, renderShellRc, renderShimWrappers, SHIM_FILES, type HomeFile } from "../provision/provision";
 import type { AgentPlace } from "../driver";
 import { chainName, guestUser, parseChainName, parseGuestUser } from "./naming";
@@ -42,6 +47,8 @@ export interface LinuxUserOptions {
    * read-only to guests: the host's own Bun usually sits in a 700 home) and provisions the guest's rc files and ~/bin shims.
    */
   runtime?: { bun: string; shims: string };
+  /** How often the kernel-log audit reads the log (tests; default 2 s). */
+  kernelLogIntervalMs?: number;
   /**
    * The shared dirs every user may write (default SHARED_TMP_DIRS): what a removed guest's uid owns there is swept, and
    * the uid held while anything of it remains.
@@ -147,8 +154,12 @@ export const MQUEUE_SCRIPT = 'mount -t mqueue mqueue "$1" && find "$1" -mindepth
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";
 
+/** The loopback guard hands the guest's port to the proxy (fd passing); nft redirects its transparent path there. */
+export const LINUX_USER_REACH = { handsOverListener: true, transparent: "redirect" } as const;
+
 export class LinuxUserBackend implements Backend {
   readonly kind = "linux-user" as const;
+  readonly reach = LINUX_USER_REACH;
   readonly root: string;
   readonly table: string;
   private readonly exec: Exec;
@@ -158,6 +169,21 @@ export class LinuxUserBackend implements Backend {
   readonly cgroups: GuestCgroups;
   /** Whether guest commands get a /proc of their own (PROC_SCRIPT). */
   readonly privateProc: boolean;
+
+  /** What the daemon watches for these guests: the kernel log of packets their firewall dropped. */
+  watch(ctx: WatchContext, paths: Paths): Watcher[] {
+    return [
+      startKernelLogAudit({
+        backend: this,
+        exec: this.exec,
+        store: ctx.store,
+        paths,
+        log: ctx.log.with({ service: "kernel-log" }),
+        ...(this.opts.kernelLogIntervalMs !== undefined ? { intervalMs: this.opts.kernelLogIntervalMs } : {}),
+        onEvent: (sid, e, auditId) => ctx.blocked(sid, auditId, auditOf(e)),
+      }),
+    ];
+  }
 
   constructor(opts: LinuxUserOptions) {
     this.opts = opts;
@@ -631,7 +657,7 @@ export class LinuxUserBackend implements Backend {
   // ── what the guest runs: runtime, rc files, shims, its socket dir ──────────────────
 
   /**
-   * The environment a guest's shells get from their rc files: the spec's (sandboxes/env.ts builds it: proxy, LLM and
+   * The environment a guest's shells get from their rc files: the spec's (drivers/env.ts builds it: proxy, LLM and
    * bridge variables) without identity variables or PATH (the rc files put ~/bin first), plus where this host's Bun is.
    */
   guestEnv(spec: SandboxSpec): Record<string, string> {

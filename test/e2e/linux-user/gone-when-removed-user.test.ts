@@ -3,7 +3,7 @@
 // anything of it remains: the next guest reads nothing the last one left.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import type { Sandbox } from "../../../src/core/schemas";
 import { makeDaemonWorld, type DaemonWorld } from "./daemon-world";
 import { makeWorld, sh, whyNot, type World } from "./harness";

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importSandbox } from "../../../src/sync/import";
-import { ensureStore, promoteStores, retireStore, storeAlternate, storeDir } from "../../../src/sync/store";
+import { ensureStore, hostViewDir, promoteStores, retireStore, storeAlternate, storeDir, STORE_ALTERNATES } from "../../../src/sync/store";
+import { isViewOf } from "../../../src/sync/object-view";
 import { createExec } from "../../../src/sys/exec";
 import { git, makeFixture, NAME, REMOTE, type SyncFixture } from "./fixture";
 
@@ -40,7 +41,9 @@ describe("stores", () => {
     const dir = await ensureStore({ exec, repo: f.host }, NAME);
     await ensureStore({ exec, repo: f.host }, NAME);
     expect(dir).toBe(storeDir(f.host, NAME));
-    expect(readFileSync(join(dir, "objects", "info", "alternates"), "utf8")).toBe("../../../objects\n");
+    // It borrows a view of the host's own objects (their packs and loose dirs, not their list of alternates).
+    expect(readFileSync(join(dir, "objects", "info", "alternates"), "utf8")).toBe(`${STORE_ALTERNATES}\n`);
+    expect(isViewOf(hostViewDir(f.host), "../../objects")).toBe(true);
     expect(readFileSync(alternates(f.host), "utf8")).toBe(`/the/users/own/alternate\n${storeAlternate(NAME)}\n`);
     // The same file: a mask bind-mounted over it inside a sandbox stays over it.
     expect(statSync(alternates(f.host)).ino).toBe(inode);
@@ -106,6 +109,23 @@ describe("gone-when-removed: a removed sandbox's objects reach another sandbox o
     ok(f.host, ["branch", "taken", `${REMOTE}/feature`]);
     expect(await promoteStores({ exec, repo: f.host })).toBeGreaterThan(0);
     expect(ownHas(f.host, secret)).toBe(true);
+  });
+
+  test("with other stores beside it, a branch the person makes on the retired work is promoted, and no store's sync fails on the tip it cannot see yet", async () => {
+    f = makeFixture();
+    const secret = f.commitInside("work of the removed sandbox", "feature");
+    await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
+    await retireStore({ exec, repo: f.host }, NAME);
+    // Another sandbox's store (its own, empty), and one more made after the person's branch: each sees only the host's
+    // own objects and its own, so neither can record a tip on the retired work before promotion copies it.
+    await ensureStore({ exec, repo: f.host }, "other");
+    ok(f.host, ["merge", "-q", "--ff-only", `${REMOTE}/feature`]);
+    await ensureStore({ exec, repo: f.host }, "later");
+    expect(await promoteStores({ exec, repo: f.host })).toBeGreaterThan(0);
+    expect(ownHas(f.host, secret)).toBe(true);
+    // Every store recorded the tip once it could see it: nothing is walked again.
+    expect(await promoteStores({ exec, repo: f.host })).toBe(0);
+    for (const s of ["other", "later"]) expect(ok(storeDir(f.host, s), ["for-each-ref", "--format=%(objectname)", "refs/sbx-seen/"])).toContain(secret);
   });
 
   test("rm of a sandbox whose work the person already took: the taken commit is the host's own, the rest is not", async () => {

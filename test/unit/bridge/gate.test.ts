@@ -3,9 +3,10 @@ import { describe, expect, test } from "bun:test";
 import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, sshSettingsOf, tokenFor, transportOf, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
+import { ALTERNATE_REFS, MissingObject, missingIn, credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, sshSettingsOf, tokenFor, transportOf, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
 import { FakeExec } from "../../fakes/exec";
-import { fastForwards, githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
+import { githubRepo } from "../../../src/bridge/gh-run";
+import { fastForwards, pushOutputRewriter } from "../../../src/bridge/push";
 
 describe("gate git", () => {
   test("argv: only host-chosen config, the one transport, our credential helper last", () => {
@@ -21,6 +22,7 @@ describe("gate git", () => {
       "-c", `credential.helper=${CREDENTIAL_HELPER}`,
       "-c", "credential.useHttpPath=false",
       "-c", "transfer.fsckObjects=true",
+      "-c", `core.alternateRefsCommand=${ALTERNATE_REFS}`,
       "push", "https://github.com/o/r.git", "refs/heads/x:refs/heads/x",
     ]);
   });
@@ -261,5 +263,25 @@ describe("ssh remotes", () => {
     expect(on).toContain("protocol.ssh.allow=always");
     // Any other transport keeps ssh off, whatever command is at hand.
     expect(gateGit(["push"], { transport: "https", sshCommand: ssh.command })).toContain("core.sshCommand=/bin/false");
+  });
+});
+
+describe("sandboxes-apart: what git says the gate lacks, as a refusal can name it", () => {
+  const P = "47d1ce11921ca9efbc33bc14132b9e9f44354b58";
+  const C = "a5041499c95838548317a63c2c6ff7600a354104";
+  test("git 2.39's words for each missing object", () => {
+    const m = (s: string) => {
+      const x = missingIn(s);
+      return x && [x.kind, x.oid, x.of];
+    };
+    expect(m(`error: Could not read ${P}\nfatal: revision walk setup failed\n`)).toEqual(["commit", P, undefined]);
+    expect(m(`error: Could not read ${P}\nfatal: Failed to traverse parents of commit ${C}\n`)).toEqual(["commit", P, C]);
+    expect(m(`fatal: unable to read tree ${P}\n`)).toEqual(["tree", P, undefined]);
+    expect(m(`fatal: unable to read ${P}\n`)).toEqual(["object", P, undefined]);
+    expect(m(`fatal: bad object ${P}\n`)).toEqual(["object", P, undefined]);
+    expect(m("fatal: pack has 3 unresolved deltas\nfatal: index-pack failed\n")).toEqual(["delta bases", "3", undefined]);
+    expect(missingIn("fatal: pack is corrupted (SHA1 mismatch)\n")).toBeUndefined();
+    expect(missingIn(`error: object ${P}: hasDotgit: contains '.git'\n`)).toBeUndefined();
+    expect(new MissingObject("commit", P)).toBeInstanceOf(Error);
   });
 });

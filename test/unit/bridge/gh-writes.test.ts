@@ -117,6 +117,33 @@ describe("least-privilege: gh changes only what the sandbox opened; anything els
     expect(ghRuns()).toBe(6);
   });
 
+  test("--edit-last and --delete-last change the token owner's (the person's) last comment, even on a PR it opened: they ask", async () => {
+    const { call, exec, asked, ghRuns, approve } = setup();
+    exec.expect((a) => a[0] === "gh" && a[2] === "create", { stdout: "https://github.com/acme/widgets/pull/12\n" });
+    expect((await call(["pr", "create", "--title", "mine", "--body", "b"])).code).toBe(0);
+    const lasts = [
+      ["pr", "comment", "12", "--edit-last", "--body", "x"],
+      ["pr", "comment", "#12", "--body-file", "body.md", "--edit-last"],
+      ["issue", "comment", "12", "--edit-last", "-b", "x"],
+      ["pr", "comment", "12", "--delete-last", "--yes"],
+      ["issue", "comment", "12", "--delete-last"],
+    ];
+    for (const args of lasts) {
+      const r = await call(args);
+      expect([args.join(" "), r.code]).toEqual([args.join(" "), 77]);
+      expect(r.err).toContain("last comment");
+      expect(r.err).toContain("approval");
+    }
+    expect(asked).toEqual(lasts.map(() => ({ kind: "gh", target: "github.com/acme/widgets#12" })));
+    expect(ghRuns()).toBe(1);
+    // A new comment on its own PR still goes without asking; the person's approval lets --edit-last through.
+    exec.always((a) => a[0] === "gh", { stdout: "" });
+    expect((await call(["pr", "comment", "12", "--body", "x"])).code).toBe(0);
+    approve(asked[0]!);
+    expect((await call(["pr", "comment", "12", "--edit-last", "--body", "x"])).code).toBe(0);
+    expect(ghRuns()).toBe(3);
+  });
+
   test("a branch is not what it opened: gh picks a branch's PR itself, which may be a colleague's", async () => {
     const { call, exec, asked, ghRuns } = setup();
     // A new PR from a colleague's branch (to another base) is the sandbox's; the colleague's own PR from it is not.

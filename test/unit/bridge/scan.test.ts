@@ -1,6 +1,7 @@
 // The push scan's reading of `git log -p --cc -a -U0`: which lines count as added (merges included), and which blobs it must read whole.
 import { describe, expect, test } from "bun:test";
-import { formatGateFindings, LogScanner, scanLog, scanTag, SCAN_LOG_ARGS } from "../../../src/bridge/scan";
+import { formatGateFindings, LogScanner, scanLog, scanTag, SCAN_LOG_ARGS, unquote } from "../../../src/bridge/scan";
+import { hostSecretPatterns } from "../../../src/core/redact";
 
 const KEY = "ghp_" + "Ab12Cd34Ef".repeat(4).slice(0, 36);
 const C1 = "1".repeat(40);
@@ -71,7 +72,7 @@ describe("scanLog", () => {
   });
 
   test("the git log arguments diff merges, binaries and renames as added text, with no drivers", () => {
-    expect([...SCAN_LOG_ARGS]).toEqual(["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--stdin"]);
+    expect([...SCAN_LOG_ARGS]).toEqual(["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--ignore-missing", "--stdin"]);
   });
 });
 
@@ -185,5 +186,29 @@ describe("annotated tags", () => {
   test("a tag of a tag names its target's type, so the gate follows it", () => {
     const t = [`object ${T1}`, "type tag", "tag outer", "tagger a <a@example.invalid> 1 +0000", "", "outer"].join("\n");
     expect(scanTag(C2, t).tag).toEqual({ object: T1, type: "tag", name: "outer" });
+  });
+});
+
+describe("file names as git quotes them (core.quotePath), read back as they are", () => {
+  test("escapes, octal bytes (UTF-8), and what git leaves as it is", () => {
+    expect(unquote('"b/pa\\"ss\\\\w\\303\\266rd\\t.gz"')).toBe('b/pa"ss\\wörd\t.gz');
+    expect(unquote('"b/\\360\\237\\230\\200 x"')).toBe("b/\u{1F600} x");
+    expect(unquote('"b/\\a\\b\\f\\n\\r\\v"')).toBe("b/\x07\b\f\n\r\v");
+    expect(unquote("b/plain name.txt")).toBe("b/plain name.txt");
+  });
+
+  test("a host value hidden by git's quoting in a file name is found, in the diff header (an empty file has no other)", () => {
+    const patterns = hostSecretPatterns({ DB_PASSWORD: 'Pa"ss\\wörd-2024' });
+    const q = '"a/Pa\\"ss\\\\w\\303\\266rd-2024" "b/Pa\\"ss\\\\w\\303\\266rd-2024"';
+    const log = [`commit ${"c".repeat(40)}`, `tree ${"d".repeat(40)}`, "", "    add", "", `diff --git ${q}`, "new file mode 100644", "index 0000000..e69de29", ""].join("\n");
+    const { findings } = scanLog(log, patterns);
+    expect(findings.map((f) => [f.file, f.description])).toEqual([["file name", "the value of the host secret DB_PASSWORD (or an encoding of it)"]]);
+  });
+
+  test("a finding names the file as it is, its controls shown, never sent", () => {
+    const log = [`commit ${"c".repeat(40)}`, `tree ${"d".repeat(40)}`, "", "    add", "", 'diff --git "a/n\\033]0;x\\a" "b/n\\033]0;x\\a"', "--- /dev/null", '+++ "b/n\\033]0;x\\a"', "@@ -0,0 +1 @@", `+aws=${"AKIA" + "ZXCVBNMASDFGHJKL"}`, ""].join("\n");
+    const text = formatGateFindings(scanLog(log).findings);
+    expect(text).toContain("n\\x1b]0;x\\x07:1: AWS access key id");
+    expect(text).not.toContain("\x1b");
   });
 });

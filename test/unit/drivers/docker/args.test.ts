@@ -1,6 +1,6 @@
 // Golden tests of the Docker backend's rendered argv: hardening flags, labels, mounts, overlay options, seed entries.
 import { describe, expect, test } from "bun:test";
-import type { DockerOptions, SandboxSpec } from "../../../../src/drivers/backend";
+import type { DockerOptions, SandboxSpec } from "../../../../src/core/spec";
 import {
   containerCommand,
   createRequestFromArgs,

@@ -1,6 +1,6 @@
 // LinuxUserBackend against FakeExec: the first apply's command transcript (golden), a no-op re-apply, stop and shellArgv.
 import { describe, expect, test } from "bun:test";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { LinuxUserBackend, PROC_SCRIPT } from "../../../../src/drivers/linux-user/backend";
 import { procMountsApart } from "../../../../src/sys/kernel";
 import { FakeExec } from "../../../fakes/exec";

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { LinuxUserBackend } from "../../../../src/drivers/linux-user/backend";
 import { idsOf, leftoversOf, parseSysIdRange, parseSysvIpc, pickGuestId } from "../../../../src/drivers/linux-user/ids";
 import { renderBase, renderSandbox } from "../../../../src/drivers/linux-user/nft";

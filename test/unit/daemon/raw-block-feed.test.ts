@@ -1,12 +1,15 @@
-// Blocked raw connections of both user-account backends reach the live feed (dashboard) and the desktop notifier, deduplicated, through the daemon's own wiring.
+// Blocked raw connections of both user-account kinds reach the live feed (dashboard) and the desktop notifier, deduplicated: their drivers' watchers audit them, the daemon's rawBlockFeed publishes them.
 import { describe, expect, test } from "bun:test";
 import type { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import { MacosBackend } from "../../../src/drivers/macos/backend";
 import { monitorCommand } from "../../../src/drivers/macos/monitor";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import { productionComponents } from "../../../src/daemon/main";
 import { blockedNotification, createDesktopNotifier } from "../../../src/daemon/notify";
-import { rawBlockFeed, startUserBackendAudits } from "../../../src/daemon/user-backends";
+import { rawBlockFeed } from "../../../src/events/raw-blocks";
+import { startKernelLogAudit } from "../../../src/drivers/linux-user/kernel-log-audit";
+import { auditOf } from "../../../src/drivers/linux-user/monitor";
+import { SandboxService } from "../../../src/sandboxes/service";
 import { Store } from "../../../src/store/store";
 import { processEnv, type Env } from "../../../src/sys/env";
 import type { Exec, TerminalOptions } from "../../../src/sys/exec";
@@ -55,7 +58,7 @@ function macExec() {
 }
 
 describe("blocked raw connections in the live feed and notifications", () => {
-  test("macOS: the daemon's services run tcpdump under sbx's PTY; a blocked packet reaches the feed once and the notifier once", async () => {
+  test("macOS: the driver's watchers run tcpdump under sbx's PTY; a blocked packet reaches the feed once and the notifier once", async () => {
     const { exec, terms } = macExec();
     const store = new Store(":memory:");
     const events = createEventBus();
@@ -70,7 +73,10 @@ describe("blocked raw connections in the live feed and notifications", () => {
     const env: Env = { ...base, platform: "darwin", uid: 501, gid: 20, userName: "alice", vars: { ...base.vars, HOME: "/Users/alice" } };
     const comps = await productionComponents({ env, paths, exec, log: silentLogger, store, events }, { macos: backend });
     const row = store.createSandbox({ name: "demo", repo: "/Users/alice/src/demo", backend: "macos", identity });
-    const svc = comps.services!(store, async () => {});
+    // As the daemon starts them: the service asks each driver what it watches, the feed is the daemon's rawBlockFeed.
+    const service = new SandboxService({ exec, env, paths, store, drivers: { macos: () => comps.drivers.macos! }, defaultKind: "macos", log: () => {} });
+    const watchers = await service.watch({ log: silentLogger, blocked: rawBlockFeed(store, events.publish), notify: () => {} });
+    const svc = { stop: async () => void (await Promise.all(watchers.map((w) => w.stop()))) };
     expect(terms.map((t) => t.argv)).toEqual([monitorCommand()]);
     const send = (s: string) => terms[0]!.opts.onData(new TextEncoder().encode(s));
     // a line split across PTY reads, then its SYN retry (audited once, published once)
@@ -112,7 +118,8 @@ describe("blocked raw connections in the live feed and notifications", () => {
     const exec = new FakeExec().always(["dmesg", "--raw", "--kernel"], () => ({ stdout: dmesg }));
     const linuxUser = { inventory: async () => new Map([["0a1b2c3d4e5f", { id: "0a1b2c3d4e5f", user: { uid: 7001 } }]]) } as unknown as LinuxUserBackend;
     const feed: FeedEvent[] = [];
-    const svc = startUserBackendAudits({ users: { linuxUser }, exec, store, paths: { runtimeDir: "/run/sbx", sandboxRoot: "/root/.cache/sandbox" } as Paths, log: silentLogger, publish: (e) => feed.push(e), kernelLogIntervalMs: 5 });
+    const publish = rawBlockFeed(store, (e) => feed.push(e));
+    const svc = startKernelLogAudit({ backend: linuxUser, exec, store, paths: { runtimeDir: "/run/sbx", sandboxRoot: "/root/.cache/sandbox" } as Paths, log: silentLogger, intervalMs: 5, onEvent: (sid, e, id) => publish(sid, id, auditOf(e)) });
     await until(() => exec.calls.length >= 2); // the first poll skipped what was logged before the daemon started
     dmesg += "<4>[  11.000000] sbx-block uid=7001 IN= OUT=eth0 SRC=10.0.0.2 DST=10.9.9.9 LEN=60 PROTO=TCP SPT=4001 DPT=80\n";
     dmesg += "<4>[  12.000000] sbx-block uid=7001 IN= OUT=eth0 SRC=10.0.0.2 DST=10.9.9.9 LEN=60 PROTO=TCP SPT=4001 DPT=80\n";

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import type { Limits } from "../core/limits";
 import type { Sandbox } from "../core/schemas";
-import type { HostUser, SandboxOptions, SandboxSpec } from "../drivers/backend";
+import type { HostUser, SandboxOptions, SandboxSpec } from "../core/spec";
 import { sandboxSockets, sha256Hex, SOCKET_ID_LENGTH, type Paths } from "../sys/paths";
 import { sandboxEnv, type EnvPlace, type SandboxEnvOptions } from "./env";
 

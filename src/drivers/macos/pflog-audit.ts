@@ -1,11 +1,10 @@
-// The daemon's pflog0 audit (macOS): a long-lived `sudo -n tcpdump … -i pflog0` child whose blocked packets become audit rows and feed events; restarted with backoff, stopped by pid.
-import type { MacosBackend } from "../drivers/macos/backend";
-import { auditOfPflog, monitorCommand, pflogFilter, type PflogEvent } from "../drivers/macos/monitor";
-import { userSpec } from "../drivers/user-account";
-import type { Store } from "../store/store";
-import type { Exec } from "../sys/exec";
-import type { Paths } from "../sys/paths";
-import type { Logger } from "./log";
+// The pflog0 audit (macOS guests): a long-lived `sudo -n tcpdump … -i pflog0` child whose blocked packets become audit rows (the daemon publishes them); restarted with backoff, stopped by pid.
+import { auditOfPflog, monitorCommand, pflogFilter, type PflogEvent } from "./monitor";
+import { userSpec } from "../user-account";
+import type { Store } from "../../store/store";
+import type { Exec } from "../../sys/exec";
+import type { Paths } from "../../sys/paths";
+import type { Logger } from "../../sys/log";
 
 /** A running child whose output arrives line by line. */
 export interface LineChild {
@@ -52,9 +51,10 @@ export function ptyLines(exec: Exec): SpawnLines {
 }
 
 export interface PflogAuditOptions {
-  backend: Pick<MacosBackend, "guestUids">;
+  /** The backend's guest accounts (backend.ts): uid → sandbox id. */
+  backend: { guestUids(): Promise<Map<number, string>> };
   spawn: SpawnLines;
-  store: Store;
+  store: Pick<Store, "listSandboxes" | "audit">;
   paths: Paths;
   log: Logger;
   /** Called after each event is written (the feed bus and notifications), with the audit row's id. */

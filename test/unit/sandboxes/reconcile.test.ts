@@ -1,10 +1,9 @@
-// Reconcile on start: guards before the backend for every sandbox that should run; vanished ones marked; leftovers cleaned; failures fence (and stop) a sandbox.
+// Reconcile (sandboxes/running.ts) on daemon start: guards before the driver for every sandbox that should run; vanished ones marked; leftovers cleaned; failures fence (and stop) a sandbox.
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Observed } from "../../../src/drivers/backend";
+import type { Observed } from "../../../src/core/spec";
 import { stateOfView } from "../../../src/core/sandbox-state";
-import { defaultSpecBuilder } from "../../../src/daemon/spec";
 import { makeHarness, recordingGuard, type Harness } from "../../support/daemon-harness";
 
 let h: Harness;
@@ -13,14 +12,14 @@ afterEach(async () => h?.close());
 /** A spec shape for a sandbox the store does not hold. */
 function specOf0(h: Harness) {
   const sb = h.store.createSandbox({ name: "tmp", repo: "/tmp-repo", backend: "fake" });
-  const spec = defaultSpecBuilder(h.env, h.paths)(sb);
+  const spec = h.driver.spec(sb);
   h.store.setSandboxState(sb.id, "deleted");
   return spec;
 }
 
 function specOf(h: Harness, name: string, repo = "/r") {
   const sb = h.store.findSandbox(repo, name)!;
-  return defaultSpecBuilder(h.env, h.paths)(sb);
+  return h.driver.spec(sb);
 }
 
 describe("reconcile", () => {
@@ -31,11 +30,11 @@ describe("reconcile", () => {
     await h.backend.apply(spec);
     await h.backend.stop(spec);
     h.events.length = 0;
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.guarded).toEqual(["demo"]);
     expect(h.events).toEqual(["backend.list", "proxy.start demo", "bridge.start demo", "backend.apply demo", "backend.cleanup"]);
     expect(h.backend.entries.get(spec.id)?.phase).toBe("running");
-    expect(h.controller.view(h.store.findSandbox("/r", "demo")!).guarded).toBe(true);
+    expect(h.view(h.store.findSandbox("/r", "demo")!).guarded).toBe(true);
   });
 
   test("a create its daemon did not finish (its marker left, no lock): the view says interrupted, which sbx calls failed", async () => {
@@ -44,8 +43,8 @@ describe("reconcile", () => {
     const dir = specOf(h, "half").dir;
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, ".creating"), "1\n");
-    await h.controller.reconcile();
-    const view = h.controller.view(h.store.findSandbox("/r", "half")!);
+    await h.service.reconcile();
+    const view = h.view(h.store.findSandbox("/r", "half")!);
     expect({ creating: view.creating, word: stateOfView(view) }).toEqual({ creating: "interrupted", word: "failed" });
   });
 
@@ -54,7 +53,7 @@ describe("reconcile", () => {
     h.store.createSandbox({ name: "kept", repo: "/r", backend: "fake" });
     h.store.createSandbox({ name: "lost", repo: "/r", backend: "fake" });
     mkdirSync(specOf(h, "kept").dir, { recursive: true });
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.vanished.sort()).toEqual(["kept", "lost"]);
     expect(h.store.findSandbox("/r", "kept")?.state).toBe("stopped");
     expect(h.store.findSandbox("/r", "lost")).toBeNull();
@@ -71,7 +70,7 @@ describe("reconcile", () => {
     await h.backend.apply(specOf(h, "known"));
     const stray = { ...specOf(h, "known"), id: "0123456789ab", name: "stray" };
     await h.backend.apply(stray);
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.removed).toContain("sandbox stray (0123456789ab)");
     expect([...h.backend.entries.keys()]).toEqual([specOf(h, "known").id]);
     expect(h.store.listAudit().some((e) => e.action === "cleanup.removed" && JSON.stringify(e.detail).includes("stray"))).toBe(true);
@@ -84,7 +83,7 @@ describe("reconcile", () => {
     const realList = h.backend.list.bind(h.backend);
     h.backend.list = async () =>
       (await realList()).map((o) => (o.id === other.id ? { ...o, detail: { dir: "/home/someone-else/.cache/sandbox/x-1/theirs" } } : o));
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.removed).toEqual([]);
     expect(h.backend.entries.has(other.id)).toBe(true);
   });
@@ -94,10 +93,10 @@ describe("reconcile", () => {
     const sb = h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
     h.store.setSandboxState(sb.id, "stopped");
     await h.backend.apply(specOf(h, "demo"));
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.adopted).toEqual(["demo"]);
     expect(h.store.getSandbox(sb.id)?.state).toBe("active");
-    expect(h.controller.view(h.store.getSandbox(sb.id)!).guarded).toBe(true);
+    expect(h.view(h.store.getSandbox(sb.id)!).guarded).toBe(true);
   });
 
   test("a stopped sandbox stays stopped and unguarded", async () => {
@@ -107,9 +106,9 @@ describe("reconcile", () => {
     await h.backend.apply(specOf(h, "demo"));
     await h.backend.stop(specOf(h, "demo"));
     h.events.length = 0;
-    await h.controller.reconcile();
+    await h.service.reconcile();
     expect(h.events).toEqual(["backend.list", "backend.cleanup"]);
-    expect(h.controller.view(sb).phase).toBe("stopped");
+    expect(h.view(sb).phase).toBe("stopped");
   });
 
   test("fail closed: a running sandbox whose guards cannot come back is stopped, and stays fenced", async () => {
@@ -118,11 +117,11 @@ describe("reconcile", () => {
     const spec = specOf(h, "demo");
     await h.backend.apply(spec);
     h.events.length = 0;
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.failed).toEqual(["demo"]);
     expect(h.events).toEqual(["backend.list", "proxy.fail demo", "backend.stop demo", "backend.cleanup"]);
     expect(h.backend.entries.get(spec.id)?.phase).toBe("stopped");
-    const view = h.controller.view(h.store.findSandbox("/r", "demo")!);
+    const view = h.view(h.store.findSandbox("/r", "demo")!);
     expect(view.guarded).toBe(false);
     expect(view.error).toContain("proxy cannot start");
     // Every surface says it the same way: it should run, and does not.
@@ -139,7 +138,7 @@ describe("reconcile", () => {
     };
     mkdirSync(spec.sockets.dir, { recursive: true });
     h.events.length = 0;
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.failed).toEqual(["demo"]);
     expect(h.events).toEqual(["backend.list"]);
     expect(existsSync(spec.sockets.dir)).toBe(true);
@@ -157,7 +156,7 @@ describe("reconcile", () => {
     mkdirSync(spec.sockets.dir, { recursive: true });
     const stale = Bun.serve({ unix: spec.sockets.proxy, fetch: () => new Response("stale") });
     stale.stop(true);
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.removed).toContain("socket dir ffffffffffff");
     expect(existsSync(orphan)).toBe(false);
     expect(report.guarded).toEqual(["demo"]);
@@ -166,8 +165,8 @@ describe("reconcile", () => {
   test("sandboxes of a backend this daemon lacks stay fenced and are not cleaned up", async () => {
     h = makeHarness();
     h.store.createSandbox({ name: "mac", repo: "/r", backend: "macos" });
-    const report = await h.controller.reconcile();
+    const report = await h.service.reconcile();
     expect(report.skipped).toEqual(["mac"]);
-    expect(h.controller.view(h.store.findSandbox("/r", "mac")!).guarded).toBe(false);
+    expect(h.view(h.store.findSandbox("/r", "mac")!).guarded).toBe(false);
   });
 });

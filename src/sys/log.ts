@@ -1,4 +1,4 @@
-// The daemon's logger: one `key=value` line per event on stderr, with secrets and auth headers redacted.
+// The logger: one `key=value` line per event on stderr (the daemon's log), with secrets and auth headers redacted.
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };

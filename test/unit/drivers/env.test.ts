@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { userSpec } from "../../../src/drivers/user-account";
 import { PROVIDERS, upstreamFor } from "../../../src/llm/handler";
 import { SANDBOX_PATH } from "../../../src/drivers/docker/args";
-import { LLM_ROUTES, sandboxEnv, terminalVars } from "../../../src/sandboxes/env";
+import { LLM_ROUTES, sandboxEnv, terminalVars } from "../../../src/drivers/env";
 import type { Sandbox } from "../../../src/core/schemas";
 import type { Paths } from "../../../src/sys/paths";
 
@@ -90,12 +90,12 @@ test("a user-account sandbox gets the same variables as a container, but for whe
 });
 
 test("no other file builds a sandbox's proxy or LLM variables", () => {
-  // One builder: the variables that route a sandbox's traffic are set in src/sandboxes/env.ts and nowhere else.
+  // One builder: the variables that route a sandbox's traffic are set in src/drivers/env.ts and nowhere else.
   const root = join(import.meta.dir, "../../../src");
   const glob = new Bun.Glob("**/*.ts");
   const offenders: string[] = [];
   for (const f of glob.scanSync(root)) {
-    if (f === "sandboxes/env.ts") continue;
+    if (f === "drivers/env.ts") continue;
     const text = readFileSync(join(root, f), "utf8");
     if (/\b(HTTPS_PROXY|ANTHROPIC_BASE_URL|OPENAI_BASE_URL|GOOGLE_GEMINI_BASE_URL|NODE_USE_ENV_PROXY)\s*:/.test(text)) offenders.push(f);
   }

@@ -1,13 +1,13 @@
 // The daemon's pflog0 audit on a fake Mac: a blocked packet of a sandbox's anchor becomes that sandbox's audit row and a feed event; unknown anchors are ignored; a dead tcpdump is restarted with backoff; stop kills it by pid.
 import { describe, expect, test } from "bun:test";
-import { MacosBackend } from "../../../src/drivers/macos/backend";
-import { monitorCommand } from "../../../src/drivers/macos/monitor";
-import { silentLogger } from "../../../src/daemon/log";
-import { startPflogAudit, type LineChild, type SpawnLines } from "../../../src/daemon/pflog-audit";
-import type { UserIdentity } from "../../../src/drivers/user-account";
-import { Store } from "../../../src/store/store";
-import type { Paths } from "../../../src/sys/paths";
-import { FakeExec } from "../../fakes/exec";
+import { MacosBackend } from "../../../../src/drivers/macos/backend";
+import { monitorCommand } from "../../../../src/drivers/macos/monitor";
+import { silentLogger } from "../../../../src/sys/log";
+import { startPflogAudit, type LineChild, type SpawnLines } from "../../../../src/drivers/macos/pflog-audit";
+import type { UserIdentity } from "../../../../src/drivers/user-account";
+import { Store } from "../../../../src/store/store";
+import type { Paths } from "../../../../src/sys/paths";
+import { FakeExec } from "../../../fakes/exec";
 
 const paths = { runtimeDir: "/tmp/sbx-501", sandboxRoot: "/Users/alice/.cache/sandbox" } as Paths;
 const identity = (id: string, port: number): UserIdentity => ({

@@ -2,29 +2,34 @@
 // switch it off (`pfctl -d` drops every enable token, sbx's too) or reload pf.conf (dropping sbx's anchors). Every few
 // seconds the daemon looks; when pf is off or an anchor is gone it stops every running macOS sandbox first (its
 // processes ended, no new logins), then puts pf back, then writes why in each sandbox's audit and tells the person.
-import type { Sandbox } from "../core/schemas";
-import type { MacosBackend } from "../drivers/macos/backend";
-import { userSpec } from "../drivers/user-account";
-import type { Store } from "../store/store";
-import type { Paths } from "../sys/paths";
-import type { Logger } from "./log";
-import type { Notification } from "./notify";
+import type { Sandbox } from "../../core/schemas";
+import type { Change, SandboxSpec } from "../../core/spec";
+import { userSpec } from "../user-account";
+import type { Store } from "../../store/store";
+import type { Paths } from "../../sys/paths";
+import type { Logger } from "../../sys/log";
+import type { WatchContext } from "../driver";
 
 export const PF_WATCH_MS = 3000;
 
 export interface PfWatchdogDeps {
-  backend: Pick<MacosBackend, "pfProblems" | "reapply" | "stop">;
-  store: Store;
+  /** What the backend (backend.ts) says of pf and does about it. */
+  backend: {
+    pfProblems(specs: readonly SandboxSpec[]): Promise<string[]>;
+    reapply(specs: readonly SandboxSpec[]): Promise<Change>;
+    stop(spec: SandboxSpec): Promise<Change>;
+  };
+  store: Pick<Store, "listSandboxes" | "audit">;
   paths: Paths;
   log: Logger;
-  /** Stops a sandbox as `sbx stop` does (sessions told, guards down); the backend's own stop when there is no daemon. */
+  /** Stops a sandbox as `sbx stop` does (sessions told, guards down, its state stopped even when part of that fails). */
   stopSandbox: (row: Sandbox, why: string) => Promise<void>;
-  notify: (n: Notification) => void;
+  notify: WatchContext["notify"];
   intervalMs?: number;
 }
 
 /** Pure: what the person reads when pf was lost. */
-export function pfLostNotification(problems: readonly string[], stopped: readonly string[]): Notification {
+export function pfLostNotification(problems: readonly string[], stopped: readonly string[]): { title: string; body: string } {
   return {
     title: "sbx: the firewall around sandboxes was switched off",
     body: `${problems.join("; ")}. ${stopped.length > 0 ? `Stopped ${stopped.join(", ")} before putting pf back` : "No sandbox was running"}; start one again with \`sbx shell NAME\`.`,
@@ -56,7 +61,6 @@ export function startPfWatchdog(d: PfWatchdogDeps): { stop(): Promise<void>; che
         d.log.error("stopping a sandbox after pf was lost failed; ending its processes", { sandbox: row.name, err });
         await d.backend.stop(spec);
       }
-      d.store.setSandboxState(row.id, "stopped");
       d.store.audit({ sandboxId: row.id, kind: "guard", action: "pf-lost", detail: { problems, stopped: true } });
       stopped.push(row.name);
     }

@@ -1,6 +1,6 @@
 // The daemon's log lines are key=value and never carry a secret or an auth header.
 import { describe, expect, test } from "bun:test";
-import { createLogger, formatLine, redact, redactString } from "../../../src/daemon/log";
+import { createLogger, formatLine, redact, redactString } from "../../../src/sys/log";
 
 describe("daemon log", () => {
   test("a line is ts, level, msg, then fields as key=value, quoted only when needed", () => {
