@@ -1,9 +1,10 @@
 // The one door for host content into a sandbox. Every copy-in site (the seeded home and ~/.claude.json, the views
-// every overlay shows, agents' first-run files, the environment, --with-changes) goes through a CopyIn made for that
-// build, which scans it whole with core/copy-in.ts (every field, every encoding) and removes each hit; `findings`
-// says what was removed (file and field, never the value). What crosses is typed `Scanned`, and the seams that put
-// things inside (the engine's archive upload, an overlay's lower dir, the agent setup's plan) take only that, so a new
-// site cannot skip the scan without a cast a reviewer sees.
+// every overlay shows, agents' first-run files, the environment, --with-changes, in the clone and in an image's build
+// context) goes through a CopyIn made for that build, which scans it whole with core/copy-in.ts (every field, every
+// encoding) and removes each hit; `findings` says what was removed (file and field, never the value). What crosses is
+// typed `Scanned`, and the seams that put things inside (the engine's archive upload, an overlay's lower dir, the agent
+// setup's plan, a build context's changes) take only that, so a new site cannot skip the scan without a cast a
+// reviewer sees.
 import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isGzip, isZip, unpackArchive } from "../core/archive";
@@ -189,10 +190,10 @@ export class CopyIn {
   }
 
   /**
-   * A tar of what goes in (a seeded home, carried changes): each file entry through `file` (left out when it is
-   * removed whole), each name and link target scanned. `label` names an entry for the report.
+   * The entries of what goes in, each file's content through `file` (an entry removed whole is left out), each name
+   * and link target scanned. `label` names an entry for the report.
    */
-  tar(entries: readonly TarEntry[], label: (path: string) => string, tier: CopyInTier = "config"): Scanned<Uint8Array> {
+  entries(entries: readonly TarEntry[], label: (path: string) => string, tier: CopyInTier = "config"): Scanned<TarEntry[]> {
     const kept: TarEntry[] = [];
     for (const e of entries) {
       const what = this.scanner.find(e.path, "strict") ?? (e.type === "symlink" ? this.scanner.find(e.target ?? "", "strict") : undefined);
@@ -207,7 +208,12 @@ export class CopyIn {
       const content = this.file(label(e.path), e.content ?? new Uint8Array(), tier);
       if (content !== null) kept.push({ ...e, content });
     }
-    return tarArchive(kept) as Scanned<Uint8Array>;
+    return kept as Scanned<TarEntry[]>;
+  }
+
+  /** A tar of what goes in (a seeded home, carried changes): `entries` as one archive. */
+  tar(entries: readonly TarEntry[], label: (path: string) => string, tier: CopyInTier = "config"): Scanned<Uint8Array> {
+    return tarArchive(this.entries(entries, label, tier)) as Scanned<Uint8Array>;
   }
 
   /**

@@ -20,6 +20,9 @@ function tsFiles(d: string): string[] {
 const RULES: Array<{ what: RegExp; allowed: Record<string, string> }> = [
   // A tar is how files go into a container or a clone (`docker cp -`, `tar -x` inside): only the door builds one.
   { what: /\btarArchive\(/, allowed: { "core/tar.ts": "its definition" } },
+  // A tar written piece by piece: an image's build context alone, of HEAD's tree (what the clone holds already, as
+  // git holds it) and of the changes the door let through (`Scanned` entries).
+  { what: /\btarHeader\(/, allowed: { "core/tar.ts": "its definition", "drivers/docker/build-context.ts": "HEAD's tree and the door's Scanned changes" } },
   // A copy of a file: only the door copies host files (views); the demo copies its own fixtures into its own demo repo.
   { what: /\b(?:copyFileSync|cpSync|copyFile|cp)\(/, allowed: { "demo/demo.ts": "its own fixtures into the demo's repo, not a sandbox" } },
   // The engine's archive upload: one caller, the seed, which hands it what the door's tar made.
@@ -42,5 +45,6 @@ test("only the copy-in door copies host content into a sandbox", () => {
 test("the check sees a site that copies around the door", () => {
   const sample = 'import { tarArchive } from "../core/tar";\nconst t = tarArchive(entries);\n';
   expect(RULES[0]!.what.test(sample)).toBe(true);
-  expect(RULES[3]!.what.test("const x = y as Scanned<Uint8Array>;")).toBe(true);
+  expect(RULES[4]!.what.test("const x = y as Scanned<Uint8Array>;")).toBe(true);
+  expect(RULES[1]!.what.test("yield* tarHeader(e, size);")).toBe(true);
 });

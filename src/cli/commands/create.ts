@@ -91,9 +91,9 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (ADDRESS:HOST:PORT for another address; repeatable; later: sbx port)", collect, [])
     .option("--allow-weaker", "--backend user on Linux: create it even though this kernel's Landlock cannot scope abstract sockets and signals (sbx doctor)")
     .option("--no-transparent", "no transparent path: no DNS stub and no 80/443 carried to the proxy; only clients that honour the proxy variables get out (config: transparent)")
-    .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes (default: the sandbox starts from the last commit)")
+    .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes, and into the image's build context (default: the sandbox and its image start from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
-    .option("--context <dir>", "the build context (default: the repo; its Dockerfile when --dockerfile is not given)")
+    .option("--context <dir>", "the build context, a dir of the repo: what its last commit holds there (default: the repo; its Dockerfile when --dockerfile is not given)")
     .option("--image <ref>", "use this local image as it is, no build (sbx pulls nothing; it runs as you either way)")
     .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
     .option(

@@ -7,6 +7,9 @@ import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { credentialsUnder } from "../../core/claude-json";
 import { dockerfileNow, ensureImage, planImage } from "./image";
+import type { ContextChanges } from "./build-context";
+import { CopyIn, findingLines } from "../../secrets/copy-in";
+import { changedWorkingFiles } from "../../workspace/changes";
 import { describeSource, planImageSource } from "./image-source";
 import { ImageSourceSchema, type ImageSource } from "../../core/image-source";
 import { hostKeySources, hostSecretsByName, knownSecretValues } from "../../llm/keys";
@@ -296,11 +299,12 @@ export class DockerDriver implements Driver {
   async provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<DockerIdentity> {
     const ident = this.identity(row);
     const pruning = this.backend.pruneOrphans().catch(() => undefined);
-    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, {
+    const imaging = ensureImage(this.backend.engine, this.d.exec, n.repo, this.hostUser, {
       rebuild: n.rebuild === true,
       ...this.buildOutput(n.repo, r),
       ...this.sourceOf(ident),
       ...(n.repoQuiet ? { beforeBuild: () => n.repoQuiet! } : {}),
+      ...(n.withChanges === true ? { changes: () => this.contextChanges(n.name, n.repo, r) } : {}),
     });
     const cloning = createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged);
     // Best effort: a start makes whatever is still missing.
@@ -310,11 +314,29 @@ export class DockerDriver implements Driver {
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
     if (img.value.built) r.log(`built image ${img.value.tag}`);
+    for (const note of img.value.notes) r.log(note);
     this.sayCopyIn(this.specOf(n.name, n.repo, ident), r);
     return { ...ident, image: img.value.tag, ...this.dockerfileOf(n.repo, ident) };
   }
 
-  /** The Dockerfile's hash as it was built: a start compares it (the tag cannot say when the Dockerfile copies the repo). */
+  /**
+   * `--with-changes` for the image's build context: the working tree's changed and untracked (not ignored) files
+   * through the copy-in door, with the host's secrets as they are now; what held one is left out, said and audited.
+   */
+  private async contextChanges(name: string, repo: string, r: DriverReport): Promise<ContextChanges> {
+    const door = new CopyIn(hostSecretsByName(hostKeySources(this.d.env, this.d.paths.configDir)), { home: this.d.env.vars.HOME });
+    const ch = await changedWorkingFiles(this.d.exec, repo, Math.floor(Date.now() / 1000));
+    const present = door.entries(ch.present, (p) => p, "strict");
+    const said = findingLines(door.findings, door.count);
+    if (said.length > 0) {
+      const note = `note: left out of ${name}'s image build context, it held a secret: ${said.join("; ")}`;
+      r.log(note);
+      r.audit("copy-in", { name, notes: [note] });
+    }
+    return { present, gone: ch.gone };
+  }
+
+  /** The Dockerfile's hash as it was built: a start compares it (a Dockerfile that copies the repo has a tag that needs git to know). */
   private dockerfileOf(repo: string, ident: DockerIdentity): { imageDockerfile?: string } {
     const now = dockerfileNow(repo, this.hostUser, ident.source);
     return now === null ? {} : { imageDockerfile: now.sha };
@@ -330,7 +352,7 @@ export class DockerDriver implements Driver {
     const spec = this.spec(row);
     if ((await this.backend.inspect(spec)).phase !== "absent") return;
     const ident = this.identity(row);
-    const tag = ident.source?.kind === "image" ? ident.source.ref : planImage(row.repo, this.hostUser, ident.source).tag;
+    const tag = ident.source?.kind === "image" ? ident.source.ref : (await planImage(this.d.exec, row.repo, this.hostUser, ident.source)).tag;
     if (!(await this.backend.engine.imageExists(tag))) return;
     await this.backend.prepare(this.specOf(row.name, row.repo, { ...ident, image: tag }));
   }
@@ -346,7 +368,7 @@ export class DockerDriver implements Driver {
     const src = dockerOptions(spec).imageSource;
     const file = dockerfileNow(spec.repo, spec.hostUser, src);
     const now = typeof image === "string" ? (file?.tag ?? null) : null;
-    // A Dockerfile that copies the repo: its tag moves with every source edit, so its own text is what is compared.
+    // A Dockerfile that copies the repo: its tag moves with every commit, so its own text is what is compared.
     const built = dockerOptions(spec).imageDockerfile;
     const edited = now === null && built !== undefined && (file?.sha ?? null) !== built;
     if ((now !== null && now !== image) || edited) {
@@ -374,7 +396,8 @@ export class DockerDriver implements Driver {
   /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */
   async buildImage(row: Sandbox, r: DriverReport): Promise<{ identity: DockerIdentity; image: string }> {
     const ident = this.identity(row);
-    const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+    const img = await ensureImage(this.backend.engine, this.d.exec, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+    for (const note of img.notes) r.log(note);
     return { identity: { ...ident, image: img.tag, ...this.dockerfileOf(row.repo, ident) }, image: img.tag };
   }
 
@@ -389,7 +412,8 @@ export class DockerDriver implements Driver {
     if (obs.phase === "running") return { spec };
     const ident = this.identity(row);
     if (obs.phase === "absent") {
-      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+      const img = await ensureImage(this.backend.engine, this.d.exec, row.repo, this.hostUser, { ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+      for (const note of img.notes) r.log(note);
       ident.image = img.tag;
       if (img.built) Object.assign(ident, this.dockerfileOf(row.repo, ident));
     }
