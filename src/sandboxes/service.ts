@@ -165,6 +165,8 @@ export interface PruneReport {
 
 export class SandboxService {
   private readonly made = new Map<BackendKind, Promise<Driver>>();
+  /** The start in flight of each sandbox (by row id), which a start asked for meanwhile joins. */
+  private readonly starting = new Map<number, Promise<void>>();
   private readonly running: SandboxRunner;
 
   constructor(private readonly d: ServiceDeps) {
@@ -735,14 +737,30 @@ export class SandboxService {
   async start(name: string, q: Named): Promise<Sandbox> {
     const { row, driver } = await this.locate(name, q);
     const out = this.outOf(q.out);
-    const lock = await this.lockLive(row, out);
+    // Commands run into one sandbox at once (an agent's and a person's) each ask for a start: a later one joins the
+    // start in flight rather than queue behind it and be told to wait for "another command" (its stderr is the command's).
+    const inFlight = this.starting.get(row.id);
+    if (inFlight) {
+      this.sayNotes(row, driver, out);
+      await inFlight;
+      return this.fresh(row);
+    }
+    const started = (async () => {
+      const lock = await this.lockLive(row, out);
+      try {
+        const live = this.fresh(row);
+        this.sayNotes(live, driver, out);
+        await this.running.run(live, driver, this.report(row.id, out));
+      } finally {
+        lock.release();
+      }
+    })();
+    this.starting.set(row.id, started);
     try {
-      const live = this.fresh(row);
-      this.sayNotes(live, driver, out);
-      await this.running.run(live, driver, this.report(row.id, out));
+      await started;
       return this.fresh(row);
     } finally {
-      lock.release();
+      this.starting.delete(row.id);
     }
   }
 
