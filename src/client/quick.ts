@@ -8,7 +8,7 @@ import { printable } from "../core/printable";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
 import { processPipedIo, readStdin, stdinHasData } from "./piped";
-import { terminalVars } from "../lifecycle/terminal-vars";
+import { terminalVars } from "../core/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, type Paths } from "../sys/paths";

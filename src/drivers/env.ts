@@ -2,7 +2,7 @@
 //
 // Pure. What differs per kind is where things are as the guest sees them (`EnvPlace`); the variables and their values
 // are decided here only, so a container and a user account can never drift apart again.
-import { terminalVars } from "../lifecycle/terminal-vars";
+import { terminalVars } from "../core/terminal-vars";
 import type { Provider } from "../llm/keys";
 
 export { terminalVars };

@@ -28,7 +28,7 @@ export const service: Verb = {
   async run(ctx, args, opts) {
     const action = args[0];
     const { defaultDaemonArgv } = await import("../../client/autostart");
-    const svc = await import("../../service/service");
+    const svc = await import("../../os-service/service");
     const deps = {
       env: ctx.env,
       paths: ctx.paths,

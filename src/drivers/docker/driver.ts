@@ -16,7 +16,7 @@ import { hostKeySources, hostSecretsByName, knownSecretValues } from "../../llm/
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
-import { expandHome } from "../../lifecycle/config";
+import { expandHome } from "../../sys/config-file";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../identity";

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { renderLaunchAgentPlist, renderSystemdSystemUnit, renderSystemdUserUnit, systemdQuote, type ServiceSpec } from "../../../src/service/render";
+import { renderLaunchAgentPlist, renderSystemdSystemUnit, renderSystemdUserUnit, systemdQuote, type ServiceSpec } from "../../../src/os-service/render";
 
 const GOLDEN = join(import.meta.dir, "..", "..", "golden", "service");
 

@@ -2,8 +2,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig, ConfigSchema, type Config } from "../core/config";
-import type { Env } from "../sys/env";
-import type { Paths } from "../sys/paths";
+import type { Env } from "./env";
+import type { Paths } from "./paths";
 
 /** Host variables whose values are secrets by convention (their values are refused in the config). */
 const SECRET_VARS = /(TOKEN|SECRET|PASSWORD|API_?KEY|PRIVATE_?KEY|CREDENTIAL)/i;

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { SbxError } from "../core/errors";
 import { sha256Hex } from "../sys/paths";
 import { pidAlive } from "../sys/proc";
-import { sandboxLayout } from "../workspace/layout";
+import { sandboxLayout } from "./layout";
 
 const LockBodySchema = z.object({ pid: z.number().int(), host: z.string(), token: z.string(), at: z.number() });
 type LockBody = z.infer<typeof LockBodySchema>;

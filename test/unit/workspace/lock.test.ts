@@ -3,7 +3,7 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { acquireLock, lockPath, staleLocks } from "../../../src/lifecycle/lock";
+import { acquireLock, lockPath, staleLocks } from "../../../src/workspace/lock";
 
 const tmp = mkdtempSync(join(tmpdir(), "sbx-lock-test-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { kitPaths } from "../../../src/drivers/macos/install";
 import { SbxError } from "../../../src/core/errors";
-import { installService, serviceFile, serviceKind, serviceStatus, uninstallService, type ServiceDeps } from "../../../src/service/service";
+import { installService, serviceFile, serviceKind, serviceStatus, uninstallService, type ServiceDeps } from "../../../src/os-service/service";
 import { readEnv } from "../../../src/sys/env";
 import { pathsFor } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
