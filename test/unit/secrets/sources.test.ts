@@ -1,6 +1,9 @@
 // A secret's value from the vault, a command or 1Password: read when needed, kept for its time to live and no longer,
 // one run for requests that arrive together, and a refusal that names the secret and the fix.
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { isOpRef, parseTtl, SecretResolver } from "../../../src/secrets/sources";
 import { createExec } from "../../../src/sys/exec";
 import type { Vault } from "../../../src/secrets/vault";
@@ -14,7 +17,7 @@ const memVault = (init: Record<string, string> = {}): Vault => {
 describe("secret sources: a command", () => {
   test("a real shell line runs once per time to live; after it, again", async () => {
     let now = 0;
-    const dir = await import("node:fs").then((fs) => fs.mkdtempSync("/tmp/sbx-src-"));
+    const dir = mkdtempSync(join(tmpdir(), "sbx-src-"));
     const r = new SecretResolver({ vault: memVault(), exec: createExec({ PATH: process.env.PATH ?? "/usr/bin:/bin" }), now: () => now });
     const src = { kind: "command" as const, command: `echo x >> ${dir}/runs; echo token-$(wc -l < ${dir}/runs)`, ttlMs: 60_000 };
     expect(await r.value("GH_TOKEN", src)).toBe("token-1");
@@ -24,6 +27,7 @@ describe("secret sources: a command", () => {
     expect(await r.value("GH_TOKEN", src)).toBe("token-2");
     r.forget("GH_TOKEN");
     expect(await r.value("GH_TOKEN", src)).toBe("token-3");
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("requests that arrive together share one run", async () => {
