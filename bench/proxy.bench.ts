@@ -47,6 +47,8 @@ if (role === "--proxy") {
   const { fdPassing } = await import("../shims/fd-pass");
   const [socketPath, ...ports] = process.argv.slice(3);
   const proxy = await startEgressProxy({
+    // The proxy's own cost, unpaced (a sandbox's proxy paces its requests: test/integration/proxy/bounded.test.ts).
+    pace: null,
     socketPath: socketPath!,
     sandbox: { id: 1, name: "bench" },
     // The loopback servers stand for the internet here; to the proxy they are published services of the host.

@@ -40,6 +40,8 @@ if (role === "--proxy") {
   const names = new NameMap(store, store.createSandbox({ name: "bench", repo: "/nonexistent", backend: "docker" }).id);
   if (names.addressOf(NAME) !== NAME_ADDRESS) throw new Error("the first name given out is not 127.77.0.2");
   const proxy = await startEgressProxy({
+    // The proxy's own cost, unpaced (a sandbox's proxy paces its requests: test/integration/proxy/bounded.test.ts).
+    pace: null,
     socketPath,
     sandbox: { id: 1, name: "bench" },
     policy: () => ({ sandbox: [`${NAME}:${down}`, `${NAME}:${up}`, `${NAME}:${web}`], global: [], published: [down, up, web].map((p) => `127.0.0.1:${p}`) }),

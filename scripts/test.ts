@@ -6,8 +6,10 @@ import { join } from "node:path";
 
 const dir = mkdtempSync(join(tmpdir(), "sbx-junit-"));
 const report = join(dir, "junit.xml");
+// 30 s a test (bun's default is 5 s): git-backed tests take 2-5 s on a loaded machine, and a hung test still ends soon.
+// Here because Bun 1.4.5 ignores bunfig.toml's timeout and a preload's setDefaultTimeout outlasts only the first file.
 const proc = Bun.spawn(
-  [process.execPath, "test", "--reporter=junit", `--reporter-outfile=${report}`, ...process.argv.slice(2)],
+  [process.execPath, "test", "--timeout=30000", "--reporter=junit", `--reporter-outfile=${report}`, ...process.argv.slice(2)],
   { stdio: ["ignore", "inherit", "inherit"] },
 );
 const code = await proc.exited;
@@ -16,7 +18,10 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const skippedSuites = new Set<string>();
-const failedTests: string[] = [];
+const failedTests: { name: string; why: string }[] = [];
+/** XML attribute text back to what bun wrote. */
+const unescape = (s: string) =>
+  s.replaceAll("&#10;", "\n").replaceAll("&quot;", '"').replaceAll("&apos;", "'").replaceAll("&gt;", ">").replaceAll("&lt;", "<").replaceAll("&amp;", "&");
 let xml = "";
 try {
   xml = readFileSync(report, "utf8");
@@ -28,8 +33,10 @@ for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g))
   const body = m[2] ?? "";
   if (/<(failure|error)\b/.test(body)) {
     failed++;
-    const attr = (k: string) => (new RegExp(`${k}="([^"]*)"`).exec(m[0])?.[1] ?? "").replaceAll("&quot;", '"').replaceAll("&amp;", "&").replaceAll("&gt;", ">").replaceAll("&lt;", "<");
-    failedTests.push(`${attr("classname")} > ${attr("name")}`);
+    const attr = (k: string) => unescape(new RegExp(`${k}="([^"]*)"`).exec(m[0])?.[1] ?? "");
+    // Why, from the failure's message: CI keeps only the log's tail, far below bun's own report of it.
+    const why = unescape(/<(?:failure|error)\b[^>]*?message="([^"]*)"/.exec(body)?.[1] ?? "");
+    failedTests.push({ name: `${attr("classname")} > ${attr("name")}`, why });
   }
   else if (/<skipped\b/.test(body)) {
     skipped++;
@@ -40,8 +47,13 @@ for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g))
 rmSync(dir, { recursive: true, force: true });
 if (code !== 0 && failed === 0) failed = 1; // a crash outside any test still fails the run
 // Gated suites say why in their titles; list them so a skip is never silent.
-for (const s of skippedSuites) console.log(`skipped: ${s.replaceAll("&quot;", '"').replaceAll("&amp;", "&")}`);
-// And the failures by name, next to the summary (bun's own lines are far up a long log).
-for (const t of failedTests) console.log(`failed: ${t}`);
+for (const s of skippedSuites) console.log(`skipped: ${unescape(s)}`);
+// And the failures by name and why, next to the summary (bun's own lines are far up a long log), 40 lines at most each.
+for (const t of failedTests) {
+  console.log(`failed: ${t.name}`);
+  const lines = t.why.trimEnd().split("\n");
+  for (const l of lines.slice(0, 40)) console.log(`    ${l}`);
+  if (lines.length > 40) console.log(`    … ${lines.length - 40} more lines`);
+}
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(code === 0 && failed === 0 ? 0 : code || 1);

@@ -73,7 +73,8 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
       msg = `${j.message ?? msg}${j.hint ? `\nhint: ${j.hint}` : ""}`;
     } catch {}
     process.stderr.write(`sbx: bridge error: ${msg}\n`);
-    return { code: 1 };
+    // 429: the sandbox has as many bridge requests under way as it may (EX_TEMPFAIL: try again).
+    return { code: res.status === 429 ? 75 : 1 };
   }
   const reply: BridgeReply = { code: 1 };
   const chunks: Uint8Array[] = [];

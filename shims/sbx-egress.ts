@@ -89,6 +89,11 @@ async function ask(args: string[], asJson: boolean): Promise<void> {
     while (v.state === "pending" && Date.now() < until) {
       const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
       const w = await call(`/approvals/${v.id}?wait=${Math.min(left, 60)}`);
+      // 429: the sandbox already waits on as many requests as the daemon holds at once; ask again after a pause.
+      if (w.status === 429) {
+        await Bun.sleep(Math.min(1000, Math.max(0, until - Date.now())));
+        continue;
+      }
       if (w.status !== 200) fail(clean(w.body.message ?? `HTTP ${w.status}`), 69);
       v = w.body as typeof v;
     }

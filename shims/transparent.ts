@@ -79,9 +79,16 @@ export function startTransparent(o: TransparentOptions): { stop(): void } {
     port: 53,
     socket: {
       data(sock, buf, port, address) {
-        void answer(new Uint8Array(buf)).then((out) => {
-          if (out) sock.send(out, port, address);
-        });
+        // A client gone before its answer makes the send (or the next receive) fail with ECONNREFUSED: nobody's
+        // error. Unhandled, it ended sandbox-main, and with it the sandbox (any process in it could do that).
+        void answer(new Uint8Array(buf))
+          .then((out) => {
+            if (out) sock.send(out, port, address);
+          })
+          .catch(() => undefined);
+      },
+      error() {
+        // as above, on receive
       },
     },
   }).catch((e: Error) => {

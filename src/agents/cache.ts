@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { AGENTS, fillTemplate, NODE_DIRS_DARWIN, NODE_RUNTIME, renderLauncher, VERSION_RE, type AgentName, type AgentPlatform, type LauncherInput } from "../core/agents";
 import { SbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
-import { acquireLock } from "../lifecycle/lock";
+import { acquireLock } from "../workspace/lock";
 
 /** Where the cache appears inside a container (read-only). */
 export const AGENTS_MOUNT = "/opt/sbx/agents";

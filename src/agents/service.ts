@@ -3,15 +3,15 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { basename } from "node:path";
-import { AGENT_NAMES, AGENTS, agentSetupPlan, codexPlaceholderAuth, defaultAgentSandboxName, type AgentName, type AgentPlatform, type AgentSetup } from "../core/agents";
+import { AGENT_NAMES, AGENTS, agentSetupPlan, codexPlaceholderAuth, defaultAgentSandboxName, type AgentName, type AgentPlatform, type AgentSetup, type AgentSetupPlan } from "../core/agents";
 import { readCodexLogin } from "../llm/codex-login";
-import { credentialFor, hasGeminiSignIn, hostKeySources, type KeySources } from "../llm/keys";
+import { credentialFor, hasGeminiSignIn, hostKeySources, hostSecretsByName, type KeySources } from "../llm/keys";
+import { CopyIn, findingLines, type Scanned } from "../secrets/copy-in";
 import { SbxError } from "../core/errors";
 import { PRESETS } from "../core/presets";
 import type { PolicyService } from "../policy/service";
 import type { CreateRequest, SandboxService } from "../sandboxes/service";
 import type { Sandbox } from "../core/schemas";
-import type { AgentView } from "../daemon/protocol";
 import type { Store } from "../store/store";
 import type { AgentPlace } from "../drivers/driver";
 import { AGENT_SETUP_SCRIPT } from "../drivers/provision/provision";
@@ -21,6 +21,21 @@ import type { Exec } from "../sys/exec";
 import { sandboxDir, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import { AgentCache } from "./cache";
+
+/** An agent as `sbx agents` shows it (the wire's AgentViewSchema in daemon/protocol.ts checks this shape). */
+export interface AgentView {
+  name: AgentName;
+  title: string;
+  binary: string;
+  /** The version the launcher runs; null when none is cached (or it is installed inside, as aider is). */
+  version: string | null;
+  cached: string[];
+  install: "npm" | "pip";
+  preset: string;
+  sandboxes: { name: string; repo: string; version: string }[];
+  /** Where the login the LLM proxy would add comes from: names only (an env var, sbx's secrets, a login file). */
+  login: { ok: boolean; via: string[] };
+}
 
 export interface AgentServiceDeps {
   sandboxes: SandboxService;
@@ -58,11 +73,22 @@ export interface AgentRunResult {
 /** Where, under the sandbox's $HOME, the setup records the plan it last applied per agent. */
 export const SETUP_STAMP_DIR = ".config/sbx/agent-setup";
 
-/** Pure: what `sbx run AGENT` runs inside: the setup shim on sbx's Bun, then the launcher with the agent's flags. */
-export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: Pick<AgentPlace, "inside" | "bun" | "shims">; unattended: boolean; extra?: AgentSetup[] }): string[] {
+/**
+ * The setup's plan as it may go in: through the copy-in door (every field scanned; a setup entry that lost a field to
+ * it is left out whole, never written half).
+ */
+export function scannedSetupPlan(door: CopyIn, agent: AgentName, sandbox: string, workdir: string, extra: readonly AgentSetup[] = []): Scanned<AgentSetupPlan> {
+  const plan = door.json(`sbx run ${agent}'s first-run files`, agentSetupPlan(agent, sandbox, workdir, extra), "strict");
+  const whole = (s: Partial<AgentSetup>) => typeof s.path === "string" && (s.kind === "file" || s.kind === "file-if-missing" ? typeof (s as { content?: unknown }).content === "string" : typeof (s as { values?: unknown }).values === "object");
+  const instructions = plan.instructions && typeof plan.instructions.section === "string" ? plan.instructions : { path: AGENTS[agent].instructions, section: "" };
+  return { instructions, setup: (plan.setup ?? []).filter(whole) } as unknown as Scanned<AgentSetupPlan>;
+}
+
+/** What `sbx run AGENT` runs inside: the setup shim on sbx's Bun (its plan through the copy-in door), then the launcher with the agent's flags. */
+export function agentLaunchArgv(o: { agent: AgentName; sandbox: string; workdir: string; place: Pick<AgentPlace, "inside" | "bun" | "shims">; unattended: boolean; extra?: AgentSetup[]; door: CopyIn }): string[] {
   const a = AGENTS[o.agent];
   const launcher = `${o.place.inside}/bin/${a.binary}`;
-  const plan = JSON.stringify(agentSetupPlan(o.agent, o.sandbox, o.workdir, o.extra));
+  const plan = JSON.stringify(scannedSetupPlan(o.door, o.agent, o.sandbox, o.workdir, o.extra));
   const script = [
     'b=$1 s=$2 p=$3 l=$4 h=$5 st=$6; shift 6',
     `[ -x "$l" ] || { echo "sbx: this sandbox was made before sbx supplied agents (no $l); remove it with \\\`sbx rm ${o.sandbox}\\\` and run again" >&2; exit 69; }`,
@@ -126,10 +152,7 @@ export class AgentService {
     if (agentsOf(sandbox.identity)[req.agent] !== inst.version) {
       // Said once per sandbox and version: a script's every run is not told again.
       if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
-      this.d.store.write(() => {
-        const fresh = this.d.store.getSandbox(sandbox.id) ?? sandbox;
-        this.d.store.updateIdentity(sandbox.id, { ...fresh.identity, agents: { ...agentsOf(fresh.identity), [req.agent]: inst.version } });
-      });
+      this.d.sandboxes.setIdentityField(sandbox, "agents", (cur) => ({ ...agentsOf({ agents: cur }), [req.agent]: inst.version }));
     }
     // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only, the first time it runs
     // there (`sandbox` is the row from before this run): what the person takes off the list later stays off.
@@ -141,12 +164,12 @@ export class AgentService {
     if (missing.length === a.routes.length) {
       out.log(`note: the host has no login for ${a.title} that sbx can add (${a.login.hostEnv.join(", ")}${a.login.hostFiles.length ? `, ~/${a.login.hostFiles.join(", ~/")}` : ""}); its requests will be refused until it has`);
     }
-    return {
-      sandbox,
-      created,
-      version: inst.version,
-      argv: agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: await this.d.sandboxes.sessionCwd(sandbox, sandbox.repo), place, unattended: req.unattended, extra: this.loginFiles(req.agent) }),
-    };
+    // The first-run files are copied in: through the door, with the host's secrets as they are now.
+    const door = new CopyIn(hostSecretsByName(this.d.keys()), { home: this.d.keys().env.HOME ?? "/" });
+    const argv = agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: await this.d.sandboxes.sessionCwd(sandbox, sandbox.repo), place, unattended: req.unattended, extra: this.loginFiles(req.agent), door });
+    const said = findingLines(door.findings, door.count);
+    if (said.length > 0) out.log(`note: sbx left out of ${req.agent}'s first-run files what held a secret: ${said.join("; ")}`);
+    return { sandbox, created, version: inst.version, argv };
   }
 
   /** `sbx agents`: every agent, its cache, the sandboxes that ran it, and whether the host has a login for it. */

@@ -1,13 +1,18 @@
 // The push gate: a host-owned bare repo where the sandbox's commits land, are scanned, and leave for the real remote.
-import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, existsSync, openSync, writeSync, closeSync, lstatSync, constants } from "node:fs";
+import { mkdirSync, chmodSync, writeFileSync, rmSync, readFileSync, readdirSync, existsSync, openSync, writeSync, closeSync, lstatSync, constants } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
-import { streamRun, type Exec, type ExecResult } from "../sys/exec";
+import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "../sync/git-argv";
+import { ensureView } from "../sync/object-view";
+import { ExecError, streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
-import { isGzip, isZip, MAX_ARCHIVE_BYTES, unpackArchive } from "./archive";
+import { MAX_ARCHIVE_BYTES } from "../core/archive";
 import { isSshUrl } from "./policy";
-import { LogScanner, SCAN_LOG_ARGS, scanTag, scanUnshown, type UnshownBlob } from "./scan";
+import { isUserRef } from "../core/user-refs";
+import { forgeTokenFor, forgeTokenNames, type ForgeTokenChoice } from "../core/credential-scope";
+import { SCAN_LOG_ARGS, scanTag, type UnshownBlob } from "./scan";
+import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
+import type { FromScan, ToScan } from "./scan-worker";
 
 export interface GatePaths {
   /** The bare gate repository. */
@@ -20,10 +25,21 @@ export interface GatePaths {
   ghCwd: string;
   /** The gate's own hooks (only pre-push, written by the bridge); the push is the only git that uses them. */
   hooks: string;
+  /** The pull requests, issues and gists this sandbox opened through gh (`bridge/gh-created.ts`). */
+  ghCreated: string;
+  /** Written once this sandbox's first push has said which CI workflows its branches start. */
+  pushNoted: string;
+  /**
+   * What the gate borrows objects from (its alternates): `host/objects`, a view of the host repo's own objects, and
+   * `store/objects`, a view of this sandbox's store (sync/object-view.ts). Never the host's objects dir itself, whose
+   * list of alternates leads into every other sandbox's store and the retired store. `host/tips` (with an empty
+   * `host/refs`, which git looks for first) is what git's fetch takes as the view's refs: the person's ref tips.
+   */
+  views: string;
 }
 
 export function gatePaths(gateDir: string): GatePaths {
-  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks") };
+  return { repo: join(gateDir, "gate.git"), home: join(gateDir, "home"), tmp: join(gateDir, "tmp"), ghCwd: join(gateDir, "gh"), hooks: join(gateDir, "hooks"), ghCreated: join(gateDir, "gh-created"), pushNoted: join(gateDir, "push-ci-noted"), views: join(gateDir, "views") };
 }
 
 export interface GitEnvOptions {
@@ -72,7 +88,8 @@ export const CREDENTIAL_HELPER =
 
 /**
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
- * no credential helper but ours (and ours only with `credentials`). Pure: golden-tested.
+ * no credential helper but ours (and ours only with `credentials`), and as the host view's refs (which a fetch offers
+ * the remote as what it has) the tips the bridge wrote beside the view. Pure: golden-tested.
  */
 export function gateGit(args: readonly string[], o: { transport?: Transport; credentials?: boolean; hooksPath?: string; sshCommand?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];
@@ -89,9 +106,16 @@ export function gateGit(args: readonly string[], o: { transport?: Transport; cre
     ...(o.credentials ? c(`credential.helper=${CREDENTIAL_HELPER}`) : []),
     ...c("credential.useHttpPath=false"),
     ...c("transfer.fsckObjects=true"),
+    ...c(`core.alternateRefsCommand=${ALTERNATE_REFS}`),
     ...args,
   ];
 }
+
+/**
+ * What git runs for an alternate's refs (its path, `<views>/host`, appended): the tips file there. Without it a fetch
+ * into a gate with no refs of its own would offer the remote nothing it has, and take the whole history again.
+ */
+export const ALTERNATE_REFS = 'f() { cat "$1/tips" 2>/dev/null; }; f';
 
 export type Transport = "https" | "http" | "ssh";
 
@@ -122,26 +146,30 @@ export function credentialHost(url: string): string {
   return (m?.[1] ?? "").toLowerCase();
 }
 
-/** The names a URL's token may have, in the order the bridge looks: GIT_TOKEN_<HOST>, the forge's usual name, GIT_TOKEN. Pure. */
-export function tokenNames(url: string): string[] {
-  const host = credentialHost(url);
-  const specific = `GIT_TOKEN_${host.replace(/[^a-z0-9]/gi, "_").toUpperCase()}`;
-  const bare = host.replace(/:\d+$/, "");
-  if (bare === "github.com") return [specific, "GH_TOKEN", "GITHUB_TOKEN", "GIT_TOKEN"];
-  if (bare === "gitlab.com") return [specific, "GITLAB_TOKEN", "GIT_TOKEN"];
-  return [specific, "GIT_TOKEN"];
+/**
+ * The names a URL's token may have, in the order the bridge looks: GIT_TOKEN_<HOST>, the forge's usual names, and
+ * GIT_TOKEN only for a host of the host repo's own remotes (`ownHosts`): core/credential-scope.ts. Pure.
+ */
+export function tokenNames(url: string, ownHosts: ReadonlySet<string>): string[] {
+  return forgeTokenNames(credentialHost(url), ownHosts);
 }
 
 /** The name to tell a person to set for a URL's token: the forge's usual one, or GIT_TOKEN_<HOST> for other hosts. Pure. */
 export function suggestedTokenName(url: string): string {
-  const [specific, usual] = tokenNames(url);
-  return usual === "GIT_TOKEN" ? specific! : usual!;
+  const [specific, usual] = forgeTokenNames(credentialHost(url), new Set());
+  return usual ?? specific!;
 }
 
-/** Which host secret is the git token for a URL: the first of tokenNames that is set. */
-export function tokenFor(url: string, secrets: Record<string, string>): string | undefined {
-  const name = tokenNames(url).find((n) => secrets[n]);
-  return name === undefined ? undefined : secrets[name];
+/** The git token for a URL (the first of tokenNames that is set), or none, naming a fallback withheld from this host. */
+export function tokenFor(url: string, secrets: Readonly<Record<string, string>>, ownHosts: ReadonlySet<string>): ForgeTokenChoice {
+  return forgeTokenFor(credentialHost(url), secrets, ownHosts);
+}
+
+/** Pure: a person's words for a fallback token withheld from a host, and what to set instead. */
+export function withheldText(name: string, url: string, ownHosts: ReadonlySet<string>): string {
+  const host = credentialHost(url);
+  const own = [...ownHosts].sort().join(", ") || "none";
+  return `${name} is not sent to ${host}: it is for the hosts of the host repository's own remotes (${own}); for ${host} set its own token on the host: sbx secret set ${suggestedTokenName(url)}`;
 }
 
 export interface Gate {
@@ -169,11 +197,13 @@ function mkdir0700(p: string): void {
 }
 
 /**
- * Creates the gate if missing; its alternates point at the host repo's objects (host-owned, read-only
- * to the sandbox) so the sandbox sends only what the host does not have.
+ * Creates the gate if missing; its alternates are views (sync/object-view.ts) of the host repo's own objects
+ * (host-owned, read-only to the sandbox) and of this sandbox's store (`store`: its name), so the sandbox sends only
+ * what the host does not have, and nothing this sandbox did not make or cannot see counts as there: git follows
+ * alternates recursively, and the host's own list leads into every sandbox's store (sandboxes-apart).
  * runs: git rev-parse --git-common-dir (in the host repo); git init --bare (the gate)
  */
-export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>, ssh?: GateSsh): Promise<Gate> {
+export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>, ssh?: GateSsh, store?: string): Promise<Gate> {
   const paths = gatePaths(gateDir);
   mkdir0700(gateDir);
   for (const d of [paths.home, paths.tmp, paths.ghCwd, paths.hooks]) mkdir0700(d);
@@ -182,8 +212,20 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   if (!existsSync(join(paths.repo, "HEAD"))) {
     await exec.run(gateGit(["init", "--bare", "--quiet", "--template=", paths.repo]), { env, replaceEnv: true, cwd: gateDir });
   }
-  const common = await exec.run(gateGit(["rev-parse", "--path-format=absolute", "--git-common-dir"]), { env, replaceEnv: true, cwd: hostRepo });
-  const alt = join(common.stdout.trim(), "objects") + "\n";
+  const common = (await exec.run(gateGit(["rev-parse", "--path-format=absolute", "--git-common-dir"]), { env, replaceEnv: true, cwd: hostRepo })).stdout.trim();
+  const host = join(paths.views, "host");
+  mkdir0700(paths.views);
+  mkdir0700(host);
+  ensureView(join(host, "objects"), join(common, "objects"));
+  mkdir0700(join(host, "refs"));
+  const views = [join(host, "objects")];
+  if (store !== undefined) {
+    validateRemoteName(`sandbox-${store}`);
+    // The store may not exist yet (no sync so far): its links lead nowhere until it does.
+    ensureView(join(paths.views, "store", "objects"), join(common, "sbx", `${store}.git`, "objects"));
+    views.push(join(paths.views, "store", "objects"));
+  }
+  const alt = views.join("\n") + "\n";
   const altFile = join(paths.repo, "objects", "info", "alternates");
   mkdirSync(join(paths.repo, "objects", "info"), { recursive: true });
   if (!existsSync(altFile) || readFileSync(altFile, "utf8") !== alt) writeFileSync(altFile, alt, { mode: 0o600 });
@@ -219,22 +261,35 @@ export async function hostRemotes(g: Gate): Promise<Record<string, string>> {
 }
 
 /**
- * Commits the scan may skip, because the user or the upstream already has them: every ref tip of the host
- * repo except `refs/remotes/sandbox-*` (ref sync copies the sandbox's own branches there, so they are the
- * sandbox's work, not the user's), and the gate's `refs/remotes/*` (what the upstream was seen to have:
- * fetched, or pushed after a clean scan). Nothing else in the gate counts.
+ * Commits the scan and the CI-file check may skip, because the user or the upstream already has them
+ * (untrusted-by-origin): the tips of the host repo's refs the person made (`isUserRef`: not ref sync's
+ * `refs/remotes/sandbox-*`, not an earlier sandbox's refs set aside under `refs/sbx-retired/*`, nothing of sbx's), and
+ * the gate's `refs/remotes/<remote>/*` of the remote pushed to (what that upstream was seen to have: fetched, or pushed
+ * after a clean scan). What the sandbox fetched from another remote (a third party's repository) is not what this
+ * upstream has. Nothing else in the gate counts.
  * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo); git for-each-ref … refs/remotes/ (in the gate)
  */
-export async function knownTips(g: Gate): Promise<string[]> {
+export async function knownTips(g: Gate): Promise<(remote: string) => string[]> {
+  // Read before the policy has said which remote a push goes to (it overlaps the pack's arrival), judged per remote.
   const [a, b] = await Promise.all([
     run(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false }),
     run(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }),
   ]);
-  return trustedTips(a.stdout, b.stdout);
+  return (remote) => trustedTips(a.stdout, b.stdout, remote);
 }
 
-/** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan may treat as known. */
-export function trustedTips(host: string, gate: string): string[] {
+/**
+ * The tips of the host repo's refs the person made (see knownTips), from its `for-each-ref` lines: what a sandbox sees
+ * of the host's objects, and what a push may count as the user's.
+ * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo)
+ */
+export async function userTips(g: Gate): Promise<string[]> {
+  const r = await run(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false });
+  return trustedTips(r.stdout, "");
+}
+
+/** Pure: the object ids of `for-each-ref` lines (host, gate) that the scan of a push to `remote` may treat as known. */
+export function trustedTips(host: string, gate: string, remote?: string): string[] {
   const out = new Set<string>();
   for (const [text, isHost] of [[host, true], [gate, false]] as const) {
     for (const line of text.split("\n")) {
@@ -243,7 +298,9 @@ export function trustedTips(host: string, gate: string): string[] {
       const sha = line.slice(0, i);
       const ref = line.slice(i + 1);
       if (!/^[0-9a-f]{40,64}$/.test(sha)) continue;
-      if (isHost ? ref.startsWith("refs/remotes/sandbox-") : !ref.startsWith("refs/remotes/")) continue;
+      // The gate's own refs count only as what the upstream has (its remotes' tracking refs); the host's only as the
+      // person's own.
+      if (!isUserRef(ref) || (!isHost && (remote === undefined || !ref.startsWith(`refs/remotes/${remote}/`)))) continue;
       out.add(sha);
     }
   }
@@ -263,7 +320,7 @@ export async function upstreamTips(exec: { gate: Exec; host: Exec }, gateDir: st
   const opts = { env: hostGitEnv(), replaceEnv: true, check: false } as const;
   // Only the host repo's own remotes count: a push to a URL the sandbox named is not the user's upstream.
   const names = await exec.host.run(["git", ...HOST_GIT_SAFE, "-C", hostRepo, "remote"], opts);
-  const remotes = names.stdout.split("\n").filter((n) => /^[A-Za-z0-9._-]+$/.test(n));
+  const remotes = names.stdout.split("\n").filter((n) => /^[A-Za-z0-9._-]+$/.test(n) && isUserRef(`refs/remotes/${n}/`));
   if (remotes.length === 0) return [];
   const refs = await exec.gate.run(["git", ...HOST_GIT_SAFE, "--git-dir", repo, "for-each-ref", "--format=%(objectname)", ...remotes.map((r) => `refs/remotes/${r}/`)], opts);
   const shas = [...new Set(refs.stdout.split("\n").filter((l) => /^[0-9a-f]{40,64}$/.test(l)))];
@@ -283,7 +340,79 @@ export async function upstreamTips(exec: { gate: Exec; host: Exec }, gateDir: st
  */
 export async function indexPack(g: Gate, pack: Uint8Array | ReadableStream<Uint8Array>): Promise<void> {
   if (pack instanceof Uint8Array && pack.length === 0) return;
-  await run(g, ["index-pack", "--stdin", "--fix-thin", "--fsck-objects"], { stdin: pack });
+  if (!(pack instanceof Uint8Array)) {
+    // Nothing sent at all is no pack to index (the scan then names what is missing), not index-pack's "early EOF".
+    const p = await nonEmpty(pack);
+    if (!p) return;
+    pack = p;
+  }
+  try {
+    await run(g, ["index-pack", "--stdin", "--fix-thin", "--fsck-objects"], { stdin: pack });
+  } catch (e) {
+    // A failed index-pack leaves its partial pack behind (tmp_pack_*); one operation runs in a gate at a time.
+    const dir = join(g.paths.repo, "objects", "pack");
+    for (const f of readdirSync(dir)) if (f.startsWith("tmp_pack_")) rmSync(join(dir, f), { force: true });
+    throw (e instanceof ExecError && missingIn(e.stderr)) || e;
+  }
+}
+
+/** The stream as it was, or null when it ends before its first byte (read up to that byte, no further). */
+async function nonEmpty(s: ReadableStream<Uint8Array>): Promise<ReadableStream<Uint8Array> | null> {
+  const reader = s.getReader();
+  let first: Uint8Array | undefined;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return null;
+    if (value.length > 0) {
+      first = value;
+      break;
+    }
+  }
+  return new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(first);
+    },
+    async pull(c) {
+      const { done, value } = await reader.read();
+      if (done) c.close();
+      else c.enqueue(value);
+    },
+    cancel(why) {
+      return reader.cancel(why);
+    },
+  });
+}
+
+/**
+ * A push needs an object that neither its pack nor anything the gate sees holds: not sent, and not the host repo's own
+ * nor this sandbox's (another sandbox's, a removed one's, or none at all). `of`: the commit whose parent it is.
+ */
+export class MissingObject extends Error {
+  constructor(
+    readonly kind: "commit" | "tree" | "object" | "delta bases",
+    readonly oid: string,
+    readonly of?: string,
+  ) {
+    super(kind === "delta bases" ? `a pack with ${oid} unresolved deltas` : `missing ${kind} ${oid}${of ? ` (a parent of ${of})` : ""}`);
+    this.name = "MissingObject";
+  }
+}
+
+/**
+ * Pure: what git 2.39 says when a walk, a diff or index-pack in the gate lacks an object, as a MissingObject (the
+ * object, and the commit that needs it when git says), or undefined for any other failure.
+ */
+export function missingIn(stderr: string): MissingObject | undefined {
+  const oid = "([0-9a-f]{40}(?:[0-9a-f]{24})?)";
+  const parent = new RegExp(`Could not read ${oid}`).exec(stderr);
+  if (parent) return new MissingObject("commit", parent[1]!, new RegExp(`parents of commit ${oid}`).exec(stderr)?.[1]);
+  const tree = new RegExp(`unable to read tree ${oid}`).exec(stderr);
+  if (tree) return new MissingObject("tree", tree[1]!);
+  const other = new RegExp(`(?:unable to read |bad object |missing \\w+ object '?)${oid}`).exec(stderr);
+  if (other) return new MissingObject("object", other[1]!);
+  const deltas = /pack has (\d+) unresolved delta/.exec(stderr);
+  if (deltas) return new MissingObject("delta bases", deltas[1]!);
+  return undefined;
 }
 
 /**
@@ -296,46 +425,122 @@ export async function maintainGate(g: Gate): Promise<void> {
   await run(g, ["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], { check: false });
 }
 
+/** What a push's scan found: at most SCAN_MAX_FINDINGS findings (and how many more), or why it could not be read whole. */
+export interface PushScan {
+  findings: SecretFinding[];
+  more: number;
+  /** A bound the push went over (too many blobs to read whole): refused, saying so. */
+  over?: string;
+}
+
 /**
  * Scans every line the pushed commits add (merges' own lines and binary files included), every pushed
  * commit's message and headers, and every pushed annotated tag's message, for secret-shaped strings. It is
  * also the completeness check: the walk fails on any pushed commit that is missing (as `rev-list` would)
  * and the diffs on any new tree or changed blob that is, so a pack that leans on objects the gate cannot
  * see is refused; unchanged trees and blobs are the parents' (checked the same way, or known).
+ * Bounded (invariant 14): the log is read as it streams and dropped as it is read (a line of many MiB a window at a
+ * time: LogScanner), the blobs it asks for are read one at a time as the log names them (each at most
+ * MAX_ARCHIVE_BYTES, at most SCAN_MAX_BLOBS a push), and at most SCAN_MAX_FINDINGS findings are kept. The reading runs on
+ * a thread of its own (scan-worker.ts), one chunk at a time, so the daemon's event loop serves other sandboxes meanwhile.
  * runs: git log -p --cc -a -U0 --pretty=raw --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate,
  *       read as it streams); git cat-file --batch-check (the types of pushed tips the log did not show);
  *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
-export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<SecretFinding[]> {
+export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<PushScan> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   const patterns = [...SECRET_PATTERNS, ...hostValues];
-  const scanner = new LogScanner(patterns);
-  await run(g, [...SCAN_LOG_ARGS], { stdin, onStdout: (s) => scanner.write(s) });
-  const { findings, unshown, archives } = scanner.end();
-  // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
-  // already known: only those are looked at, so a push of new commits costs no extra process.
-  const tagFindings = await scanTags(g, shas.filter((s) => !scanner.commits.has(s)));
-  // Rare (a merge that changed a binary file against every parent; a gzip or zip file): one read per blob, as bytes.
-  // What is not an archive is scanned as text (latin1 keeps every ASCII secret shape intact).
-  const blobs = [...unshown.map((u) => ({ u, whole: true })), ...archives.filter((a) => !unshown.some((u) => u.blob === a.blob)).map((u) => ({ u, whole: false }))];
-  for (const { u, whole } of blobs) {
-    const bytes = await readBlob(g, u.blob, MAX_ARCHIVE_BYTES);
-    if (bytes === null) continue; // over the bound: not unpacked (its text lines were scanned in the diff)
-    if (isGzip(bytes) || isZip(bytes)) findings.push(...scanArchive(u, bytes, patterns));
-    else if (whole) findings.push(...scanUnshown(u, latin1(bytes), patterns));
+  const thread = new ScanThread();
+  let blobs = 0;
+  let over: string | undefined;
+  const seen = new Set<string>();
+  // Rare (a merge that changed a binary file against every parent; a gzip or zip file): one read per blob, as bytes, as
+  // soon as the log names it (so no list grows), scanned on the thread. What is not an archive is scanned as text.
+  const readNamed = async (named: { u: UnshownBlob; whole: boolean }[]) => {
+    for (const { u, whole } of named) {
+      if (over !== undefined) return;
+      const key = `${whole ? "w" : "a"}${u.blob}`;
+      if (seen.has(key) || (!whole && seen.has(`w${u.blob}`))) continue;
+      if (seen.size < 4 * SCAN_MAX_BLOBS) seen.add(key);
+      if (++blobs > SCAN_MAX_BLOBS) {
+        over = `the commits hold more than ${SCAN_MAX_BLOBS} archives (or binary files a merge changed) to read whole; push fewer at a time`;
+        return;
+      }
+      const bytes = await readBlob(g, u.blob, MAX_ARCHIVE_BYTES);
+      if (bytes === null) continue; // over the bound: not unpacked (its text lines were scanned in the diff)
+      await thread.ask({ t: "blob", u, whole, bytes });
+    }
+  };
+  try {
+    await thread.ask({ t: "start", patterns: patterns.map((p) => ({ id: p.id, description: p.description, source: p.regex.source, flags: p.regex.flags })), watch: shas });
+    const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
+    const reader = log.stdout.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        // One chunk at a time: the next is read once the thread has read this one (git waits meanwhile).
+        await readNamed((await thread.ask({ t: "log", bytes: value })).named);
+        if (over !== undefined) break;
+      }
+    } finally {
+      if (over !== undefined) void reader.cancel().catch(() => undefined);
+      reader.releaseLock();
+    }
+    const end = await log.done;
+    if (over !== undefined) return { findings: [], more: 0, over };
+    // A pack that leans on an object the gate cannot see (another sandbox's) is refused by name, not with git's words.
+    if (end.exitCode !== 0) throw missingIn(end.stderr) ?? new Error(`git log (the scan) exited ${end.exitCode}: ${end.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+    await readNamed((await thread.ask({ t: "flush" })).named);
+    if (over !== undefined) return { findings: [], more: 0, over };
+    const r = await thread.ask({ t: "finish" });
+    // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
+    // already known: only those are looked at, so a push of new commits costs no extra process.
+    const commits = new Set(r.commits);
+    const tagFindings = await scanTags(g, shas.filter((s) => !commits.has(s)));
+    const all = [...r.findings, ...tagFindings];
+    return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: r.more + Math.max(0, all.length - SCAN_MAX_FINDINGS) };
+  } finally {
+    thread.close();
   }
-  return [...findings, ...tagFindings];
 }
 
-/** Findings in what a gzip or zip blob unpacks to, each named `file!member` (or `file (gzip)`). */
-export function scanArchive(u: UnshownBlob, bytes: Uint8Array, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
-  const { members } = unpackArchive(bytes);
-  return members.flatMap((m) => scanUnshown({ ...u, file: m.member ? `${u.file}!${m.member}` : `${u.file} (gzip)` }, latin1(m.bytes), patterns));
+/** The scan's thread (scan-worker.ts): one message at a time, each answered once read; its failure fails the scan. */
+class ScanThread {
+  private readonly worker = new Worker(new URL("./scan-worker.ts", import.meta.url).href);
+  private pending: { resolve: (m: FromScan) => void; reject: (e: Error) => void } | null = null;
+  private failed: Error | null = null;
+
+  constructor() {
+    this.worker.onmessage = (ev: MessageEvent<FromScan>) => {
+      const p = this.pending;
+      this.pending = null;
+      if (ev.data.t === "error") p?.reject(new Error(`the push scan failed: ${ev.data.message}`));
+      else p?.resolve(ev.data);
+    };
+    this.worker.onerror = (ev: ErrorEvent) => {
+      this.failed = new Error(`the push scan's thread failed: ${ev.message}`);
+      this.pending?.reject(this.failed);
+      this.pending = null;
+    };
+  }
+
+  ask(m: Extract<ToScan, { t: "finish" }>): Promise<Extract<FromScan, { t: "done" }>>;
+  ask(m: Exclude<ToScan, { t: "finish" }>): Promise<Extract<FromScan, { t: "ok" }>>;
+  ask(m: ToScan): Promise<FromScan> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.worker.postMessage(m);
+    });
+  }
+
+  close(): void {
+    this.worker.terminate();
+  }
 }
 
-function latin1(b: Uint8Array): string {
-  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
-}
+export { scanArchive } from "./scan";
 
 /**
  * A blob's bytes, or null when it is larger than `max`.
@@ -362,6 +567,10 @@ const MAX_TAG_DEPTH = 8;
 export async function scanTags(g: Gate, shas: string[]): Promise<SecretFinding[]> {
   if (shas.length === 0) return [];
   const r = await run(g, ["cat-file", "--batch-check=%(objectname) %(objecttype)"], { stdin: shas.join("\n") + "\n" });
+  // The log skips a pushed tip it cannot find (--ignore-missing, so a known tip the gate lacks cuts nothing): here it is
+  // refused.
+  const gone = /^([0-9a-f]{40,64}) missing$/m.exec(r.stdout);
+  if (gone) throw new MissingObject("object", gone[1]!);
   let tags = r.stdout.split("\n").flatMap((l) => (/^[0-9a-f]{40,64} tag$/.test(l) ? [l.slice(0, l.indexOf(" "))] : []));
   const findings: SecretFinding[] = [];
   const seen = new Set<string>();
@@ -380,6 +589,11 @@ export async function scanTags(g: Gate, shas: string[]): Promise<SecretFinding[]
   return findings;
 }
 
+/** git in the gate, for a reader of its objects (ls-tree, cat-file): the gate's pinned config, never a check. */
+export function gateReader(g: Gate): (args: string[]) => Promise<ExecResult> {
+  return (args) => run(g, args, { check: false });
+}
+
 /** Sets (or deletes, for null) refs in the gate in one transaction. */
 export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: string | null]>): Promise<void> {
   if (updates.length === 0) return;
@@ -391,12 +605,16 @@ export async function updateRefs(g: Gate, updates: Array<[ref: string, sha: stri
 /**
  * The paths the commits new to the remote change: every non-merge commit's, and a merge's where it differs from all its
  * parents (what the merge itself brought, an "evil merge" included), never what a merged parent already had.
- * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= --stdin (tips, then ^known; in the gate)
+ * runs: git log --diff-merges=dense-combined --name-only --no-renames --format= -z --ignore-missing --stdin (tips, then ^known; in the gate)
  */
 export async function changedPaths(g: Gate, shas: string[], tips: string[]): Promise<Set<string>> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "--stdin"], { stdin });
-  return new Set(r.stdout.split("\n").filter((l) => l !== ""));
+  // -z: names as they are. Without it git quotes a name with a quote, a tab or a non-ASCII byte ("…\303\274.yml"), and
+  // the quoted form matches no CI path.
+  const r = await run(g, ["log", "--diff-merges=dense-combined", "--name-only", "--no-renames", "--format=", "-z", "--ignore-missing", "--stdin"], { stdin }).catch((e: unknown) => {
+    throw (e instanceof ExecError && missingIn(e.stderr)) || e;
+  });
+  return new Set(r.stdout.split("\0").map((l) => l.replace(/^\n+/, "")).filter((l) => l !== ""));
 }
 
 /** The remote's default branch as the host repo knows it (`refs/remotes/<remote>/HEAD`), if it does. runs: git symbolic-ref -q … (host repo) */
@@ -572,7 +790,15 @@ export async function listRefs(g: Gate, prefixes: string[], repo?: string): Prom
   return out;
 }
 
-/** Which of `shas` the gate (with the host's objects) has. */
+/**
+ * Writes the person's ref tips as the host view's refs (ALTERNATE_REFS): a fetch offers the remote those it can read as
+ * what it has, so it takes only what is new. Refs of sbx's own (other sandboxes') are not among them.
+ */
+export function setViewTips(g: Gate, tips: readonly string[]): void {
+  writeFileSync(join(g.paths.views, "host", "tips"), tips.map((t) => `${t}\n`).join(""), { mode: 0o600 });
+}
+
+/** Which of `shas` the gate (with the host's own objects and this sandbox's store) has. */
 // runs: git cat-file --batch-check (in the gate)
 export async function present(g: Gate, shas: string[]): Promise<string[]> {
   if (shas.length === 0) return [];

@@ -1,5 +1,6 @@
 // The command bridge's policy as data: which git/gh subcommands and options a sandbox may ask the host to run.
-import type { BridgeSubject } from "../core/bridge-settings";
+import { REMOTE_NAME, type BridgeSubject, type GhTarget } from "../core/bridge-settings";
+import { canonicalPath } from "../core/credential-scope";
 
 /** What an option does with the next argument. */
 type Arg = "none" | "value" | "optional" | "path";
@@ -163,10 +164,15 @@ export const GIT_SUBCOMMANDS: Record<string, OptTable> = {
   },
 };
 
-/** gh: group → subcommand → options (long names; short letters map to them). */
+/**
+ * gh: group → subcommand → options (long names; short letters map to them), and what it does to the forge: nothing
+ * (a read), `creates` a pull request, issue or gist (which the sandbox may then change), or `changes` the one its first
+ * argument names (which asks the person unless this sandbox opened it).
+ */
 interface GhSub {
   long: Record<string, Arg>;
   short: Record<string, string>;
+  acts?: "creates" | "changes";
 }
 const PR_FILTERS: Record<string, Arg> = {
   "--state": "value",
@@ -185,6 +191,15 @@ const PR_FILTERS: Record<string, Arg> = {
 const LIST_SHORT = { s: "--state", L: "--limit", A: "--author", a: "--assignee", l: "--label", B: "--base", H: "--head", S: "--search", q: "--jq", t: "--template", d: "--draft" };
 const VIEW: GhSub = { long: { "--comments": "none", "--json": "value", "--jq": "value", "--template": "value" }, short: { c: "--comments", q: "--jq", t: "--template" } };
 const BODY_SHORT = { b: "--body", F: "--body-file", t: "--title" };
+
+/**
+ * `gh pr|issue comment`: a new comment, or (--edit-last, --delete-last; gh ≥ 2.6x for the latter and --yes) the last
+ * comment of the token's owner there, which is the person's, whoever opened the pull request or issue (LAST_COMMENT).
+ */
+const COMMENT: GhSub = { long: { "--body": "value", "--body-file": "path", "--edit-last": "none", "--delete-last": "none", "--yes": "none" }, short: { b: "--body", F: "--body-file" }, acts: "changes" };
+
+/** Options that act on the token owner's last comment rather than add one: a change to someone else's text (the person's). */
+export const LAST_COMMENT = ["--edit-last", "--delete-last"] as const;
 
 export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
   pr: {
@@ -207,13 +222,14 @@ export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
         "--dry-run": "none",
       },
       short: { ...BODY_SHORT, B: "--base", H: "--head", d: "--draft", f: "--fill", l: "--label", a: "--assignee", r: "--reviewer", m: "--milestone" },
+      acts: "creates",
     },
     view: VIEW,
     list: { long: PR_FILTERS, short: LIST_SHORT },
     status: { long: { "--json": "value", "--jq": "value", "--conflict-status": "none" }, short: { q: "--jq", c: "--conflict-status" } },
     checks: { long: { "--watch": "none", "--fail-fast": "none", "--required": "none", "--json": "value", "--jq": "value", "--interval": "value" }, short: { q: "--jq", i: "--interval" } },
     diff: { long: { "--name-only": "none", "--patch": "none", "--color": "value" }, short: {} },
-    comment: { long: { "--body": "value", "--body-file": "path", "--edit-last": "none" }, short: { b: "--body", F: "--body-file" } },
+    comment: COMMENT,
     edit: {
       long: {
         "--title": "value",
@@ -229,10 +245,11 @@ export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
         "--milestone": "value",
       },
       short: { ...BODY_SHORT, B: "--base", m: "--milestone" },
+      acts: "changes",
     },
-    ready: { long: { "--undo": "none" }, short: {} },
-    close: { long: { "--comment": "value" }, short: { c: "--comment" } },
-    reopen: { long: { "--comment": "value" }, short: { c: "--comment" } },
+    ready: { long: { "--undo": "none" }, short: {}, acts: "changes" },
+    close: { long: { "--comment": "value" }, short: { c: "--comment" }, acts: "changes" },
+    reopen: { long: { "--comment": "value" }, short: { c: "--comment" }, acts: "changes" },
   },
   issue: {
     view: VIEW,
@@ -240,8 +257,9 @@ export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
     create: {
       long: { "--title": "value", "--body": "value", "--body-file": "path", "--label": "value", "--assignee": "value", "--milestone": "value" },
       short: { ...BODY_SHORT, l: "--label", a: "--assignee", m: "--milestone" },
+      acts: "creates",
     },
-    comment: { long: { "--body": "value", "--body-file": "path", "--edit-last": "none" }, short: { b: "--body", F: "--body-file" } },
+    comment: COMMENT,
     status: { long: { "--json": "value", "--jq": "value" }, short: { q: "--jq" } },
   },
   repo: { view: { long: { "--json": "value", "--jq": "value", "--branch": "value" }, short: { q: "--jq", b: "--branch" } } },
@@ -250,6 +268,19 @@ export const GH_COMMANDS: Record<string, Record<string, GhSub>> = {
     view: { long: { "--log": "none", "--log-failed": "none", "--verbose": "none", "--exit-status": "none", "--job": "value", "--json": "value", "--jq": "value" }, short: { v: "--verbose", j: "--job", q: "--jq" } },
     watch: { long: { "--exit-status": "none", "--interval": "value" }, short: { i: "--interval" } },
   },
+};
+
+/**
+ * `gh gist`, once the user switched it on: a gist is made from one file of the workspace, which the bridge reads (gh,
+ * run on the host, would read any host path it was given); only gists this sandbox made are edited or deleted without
+ * asking.
+ */
+export const GH_GIST: Record<string, GhSub> = {
+  list: { long: { "--limit": "value", "--public": "none", "--secret": "none" }, short: { L: "--limit" } },
+  view: { long: { "--raw": "none", "--filename": "value", "--files": "none" }, short: { r: "--raw", f: "--filename" } },
+  create: { long: { "--desc": "value", "--public": "none", "--filename": "value" }, short: { d: "--desc", p: "--public", f: "--filename" }, acts: "creates" },
+  edit: { long: { "--desc": "value" }, short: { d: "--desc" }, acts: "changes" },
+  delete: { long: {}, short: {}, acts: "changes" },
 };
 
 /** gh groups the user can switch on; everything else outside GH_COMMANDS is refused. */
@@ -272,6 +303,8 @@ export interface PolicyContext {
   extraRepos?: readonly string[];
   checkPath: PathCheck;
   options: PolicyOptions;
+  /** The remote every push goes to instead of the one named (`sbx bridge NAME --push-remote`), when the person set one. */
+  pushRemote?: string | null;
 }
 
 export interface Refspec {
@@ -300,6 +333,8 @@ export interface GitPlan {
   own: boolean;
   /** The remote's ssh URL, when its config has one: used (with the host's ssh and agent) where no token is at hand. */
   ssh?: string;
+  /** A push sent to the push remote: the remote the sandbox named. */
+  namedRemote?: string;
   /** Long option names the sandbox gave, with values (`--jobs=4` → ["--jobs","4"]). */
   options: Array<[string, string | undefined]>;
   /** Positional arguments after the remote. */
@@ -320,6 +355,15 @@ export interface GhPlan {
   bodyFile?: string;
   /** Another repository (its https URL, one the user added for this sandbox) gh acts on instead of the host repo's. */
   repo?: string;
+  /** What it does to the forge (see GhSub): none for a read. */
+  acts?: "creates" | "changes";
+  /** For `changes`: the pull request, issue or gist it names. */
+  target?: GhTarget;
+  /**
+   * It edits or deletes the last comment of the token's owner (the person) there (LAST_COMMENT): what the sandbox opened
+   * does not make that comment its own, so it asks unless the person approved this target.
+   */
+  othersText?: true;
 }
 
 /** Whether gh's `[HOST/]OWNER/REPO` names the repository at `url` (no host: any, gh's default host is the forge's). Pure. */
@@ -336,7 +380,6 @@ export type Decision<P> = { ok: true; plan: P } | { ok: false; reason: string; a
 
 const deny = (reason: string): { ok: false; reason: string } => ({ ok: false, reason });
 
-const REMOTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 /** Is `s` a ref name git would accept (check-ref-format rules, tightened)? */
 export function isSafeRefName(s: string): boolean {
@@ -517,6 +560,11 @@ export function checkRepository(arg: string, ctx: PolicyContext, cwd: string): D
   if (/^https?:\/\//i.test(arg)) {
     if (/[\s\x00-\x1f]/.test(arg)) return deny("URL contains control characters");
     if (/^https?:\/\/[^\/]*@/i.test(arg)) return deny("URLs with credentials in them are refused");
+    // The repository is judged by its path as the forge will read it (credential-scope): one reading, and no query or
+    // fragment that git would carry to the forge beside the path the token was given for.
+    const path = /^https?:\/\/[^\/?#]+(.*)$/i.exec(arg)?.[1] || "/";
+    const c = canonicalPath(path);
+    if (!c.ok || c.query !== "" || path.includes("?")) return deny(`${arg}: a repository URL must name one path, read one way (${c.ok ? "no query" : c.reason})`);
     const origin = urlOrigin(arg);
     const extra = ctx.extraRepos ?? [];
     const known = new Set([...Object.values(ctx.remotes).map((u) => urlOrigin(toHttpsUrl(u) ?? "")), ...extra.map((u) => urlOrigin(u))].filter(Boolean));
@@ -595,8 +643,16 @@ export function decideGit(args: readonly string[], cwdView: string, ctx: PolicyC
   }
   const repoArg = positionals[0] ?? (ctx.remotes.origin !== undefined ? "origin" : undefined);
   if (repoArg === undefined) return deny(`git ${sub}: no remote named and the host repository has no origin`);
-  const r = checkRepository(repoArg, ctx, cwdViewNow);
+  let r = checkRepository(repoArg, ctx, cwdViewNow);
   if (!r.ok) return r;
+  let namedRemote: string | undefined;
+  if (op === "push" && ctx.pushRemote && r.plan.remote !== undefined && r.plan.remote !== ctx.pushRemote) {
+    // The person sends this sandbox's pushes to one remote (a fork), whichever it names.
+    const to = checkRepository(ctx.pushRemote, ctx, cwdViewNow);
+    if (!to.ok) return deny(`this sandbox's pushes go to ${ctx.pushRemote} (sbx bridge NAME --push-remote), and ${to.reason}`);
+    namedRemote = r.plan.remote;
+    r = to;
+  }
   const rest = positionals.slice(1);
   const refspecs: Refspec[] = [];
   if (op === "push") {
@@ -615,7 +671,10 @@ export function decideGit(args: readonly string[], cwdView: string, ctx: PolicyC
   } else if (op === "ls-remote") {
     for (const pat of rest) if (!/^[A-Za-z0-9._\/*-]+$/.test(pat)) return deny(`pattern ${JSON.stringify(pat)} is not allowed`);
   }
-  return { ok: true, plan: { tool: "git", op, ...(r.plan.remote !== undefined ? { remote: r.plan.remote } : {}), url: r.plan.url, ...(r.plan.ssh !== undefined ? { ssh: r.plan.ssh } : {}), own: r.plan.own, options, rest, refspecs, cwd } };
+  return {
+    ok: true,
+    plan: { tool: "git", op, ...(r.plan.remote !== undefined ? { remote: r.plan.remote } : {}), url: r.plan.url, ...(r.plan.ssh !== undefined ? { ssh: r.plan.ssh } : {}), ...(namedRemote ? { namedRemote } : {}), own: r.plan.own, options, rest, refspecs, cwd },
+  };
 }
 
 const API_TABLE: OptTable = {
@@ -641,6 +700,9 @@ function decideGhApi(args: readonly string[]): Decision<GhPlan> {
   if (!/^\/?repos\/[A-Za-z0-9_.{}-]+\/[A-Za-z0-9_.{}-]+(?:[/?][A-Za-z0-9_.,=&%\/?{}:-]*)?$/.test(path) || path.includes("..")) {
     return deny(`gh api ${path}: only this repository's paths (repos/{owner}/{repo}/…) are allowed`);
   }
+  // Judged on the one path GitHub acts on (credential-scope): gh's placeholders stand for plain names.
+  const c = canonicalPath(`/${path.replace(/^\//, "").replace(/\{[a-z]+\}/g, "x")}`);
+  if (!c.ok) return deny(`gh api ${path}: ${c.reason}`);
   out.push("--method", "GET", "--", path);
   return { ok: true, plan: { tool: "gh", group: "api", sub: "", args: out } };
 }
@@ -665,11 +727,7 @@ export function decideGh(argsIn: readonly string[], cwdView: string, ctx: Policy
     const key = GH_OPT_IN[group as keyof typeof GH_OPT_IN];
     if (!ctx.options[key]) return deny(`gh ${group} is disabled; to allow it for this sandbox: sbx bridge NAME --allow ${group === "api" ? "gh-api" : "gh-gist"}`);
     if (group === "api") return decideGhApi(args.slice(1));
-    for (const a of args) {
-      const n = a.split("=")[0]!;
-      if (REFUSED_OPTIONS[n]) return deny(REFUSED_OPTIONS[n]!);
-    }
-    return { ok: true, plan: { tool: "gh", group, sub: sub ?? "", args: [...args] } };
+    return decideGhGist(args.slice(1), cwdView, ctx);
   }
   const subs = GH_COMMANDS[group];
   if (!subs) return deny(`gh ${group} is not something the bridge runs; allowed: ${Object.keys(GH_COMMANDS).join(", ")}`);
@@ -727,7 +785,68 @@ export function decideGh(argsIn: readonly string[], cwdView: string, ctx: Policy
     if (/^https?:/.test(pos) || pos.includes("://")) return deny("pass a number or branch, not a URL");
   }
   out.push(...(parsed.plan.positionals.length ? ["--", ...parsed.plan.positionals] : []));
-  return { ok: true, plan: { tool: "gh", group, sub, args: out, ...(bodyFile !== undefined ? { bodyFile } : {}), ...(chosen ? { repo: chosen } : {}) } };
+  let target: GhTarget | undefined;
+  if (spec.acts === "changes") {
+    const t = ghTargetOf(group, parsed.plan.positionals[0]);
+    if (!t.ok) return t;
+    target = t.plan;
+  }
+  return {
+    ok: true,
+    plan: {
+      tool: "gh",
+      group,
+      sub,
+      args: out,
+      ...(bodyFile !== undefined ? { bodyFile } : {}),
+      ...(chosen ? { repo: chosen } : {}),
+      ...(spec.acts ? { acts: spec.acts } : {}),
+      ...(target ? { target } : {}),
+      ...(sub === "comment" && parsed.plan.options.some(([n]) => (LAST_COMMENT as readonly string[]).includes(n)) ? { othersText: true as const } : {}),
+    },
+  };
+}
+
+/** The pull request or issue a change names: a number (`8`, `#8`) or, for a pull request, its branch. Pure. */
+function ghTargetOf(group: string, arg: string | undefined): Decision<GhTarget> {
+  if (arg === undefined) return deny(`gh ${group}: name the pull request or issue by number (gh ${group} <verb> 12); without one gh picks the current branch's, which it cannot see on the host`);
+  const n = /^#?([1-9]\d{0,8})$/.exec(arg);
+  if (n) return { ok: true, plan: { kind: "number", id: n[1]! } };
+  if (group === "pr" && isSafeRefName(arg)) return { ok: true, plan: { kind: "head", id: arg } };
+  return deny(`gh ${group}: ${JSON.stringify(arg)} is not a ${group === "pr" ? "pull request number or branch" : "issue number"}`);
+}
+
+/**
+ * `gh gist`, once allowed (GH_GIST). `create` takes exactly one file of the workspace, which the bridge reads (the plan's
+ * bodyFile) and gh gets on stdin with its name; `edit` and `delete` name a gist id.
+ */
+function decideGhGist(args: readonly string[], cwdView: string, ctx: PolicyContext): Decision<GhPlan> {
+  const [sub] = args;
+  if (sub === undefined || !Object.hasOwn(GH_GIST, sub)) return deny(`gh gist ${sub ?? ""}: allowed: ${Object.keys(GH_GIST).join(", ")}`.replace("  ", " "));
+  const spec = GH_GIST[sub]!;
+  const parsed = parseOptions(args.slice(1), { long: spec.long, short: spec.short }, `gh gist ${sub}`);
+  if (!parsed.ok) return parsed;
+  const out: string[] = ["gist", sub];
+  for (const [name, v] of parsed.plan.options) out.push(v === undefined ? name : `${name}=${v}`);
+  const pos = parsed.plan.positionals;
+  if (sub === "create") {
+    if (pos.length !== 1) return deny("gh gist create: name exactly one file of the workspace");
+    const p = ctx.checkPath(pos[0]!, cwdView);
+    if (!p.ok) return deny(`gh gist create ${pos[0]}: ${p.reason}`);
+    const name = pos[0]!.split("/").pop()!;
+    if (!parsed.plan.options.some(([n]) => n === "--filename")) out.push(`--filename=${name}`);
+    out.push("--", "-");
+    return { ok: true, plan: { tool: "gh", group: "gist", sub, args: out, bodyFile: p.hostPath, acts: "creates" } };
+  }
+  if (sub === "list") {
+    if (pos.length > 0) return deny("gh gist list takes no arguments");
+    return { ok: true, plan: { tool: "gh", group: "gist", sub, args: out } };
+  }
+  const id = pos[0];
+  if (id === undefined || !/^[0-9a-f]{1,64}$/.test(id) || pos.length > (sub === "view" ? 2 : 1)) return deny(`gh gist ${sub}: name one gist by its id (hex)`);
+  if (pos[1] !== undefined && !/^[A-Za-z0-9._-]{1,255}$/.test(pos[1])) return deny(`gh gist ${sub}: ${JSON.stringify(pos[1])} is not a file name`);
+  out.push("--", ...pos);
+  return { ok: true, plan: { tool: "gh", group: "gist", sub, args: out, ...(spec.acts ? { acts: spec.acts, target: { kind: "gist" as const, id } } : {}) } };
 }
 
 export interface PathCheckerOptions {

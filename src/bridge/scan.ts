@@ -1,5 +1,8 @@
 // The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
 import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
+import { printable } from "../core/printable";
+import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS, SCAN_OVERLAP, SCAN_WINDOW } from "../core/bounds";
+import { unpackArchive } from "../core/archive";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
@@ -10,8 +13,10 @@ import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding
  * --full-index: whole blob ids, for the binary files a combined diff will not show as text.
  * --no-textconv/--no-ext-diff: no driver runs; --no-renames: a renamed file's lines all count as added.
  * --no-decorate/--no-show-signature: nothing but the commit line before the headers.
+ * --ignore-missing (before --stdin, which reads at once): a known tip (^oid) the gate cannot see cuts nothing instead of
+ * failing the push; a pushed tip it cannot see is refused by the caller (the log does not show it).
  */
-export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--stdin"] as const;
+export const SCAN_LOG_ARGS = ["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--ignore-missing", "--stdin"] as const;
 
 /** Where a finding outside a file's lines was: shown in place of the file name. */
 export const COMMIT_MESSAGE = "commit message";
@@ -26,7 +31,9 @@ export interface UnshownBlob {
 }
 
 export interface LogScan {
+  /** At most SCAN_MAX_FINDINGS; `more` says how many others there were. */
   findings: SecretFinding[];
+  more: number;
   /** Blobs to scan whole (combined diffs ignore -a); their lines are new to every parent of the merge. */
   unshown: UnshownBlob[];
   /** Blobs that look like gzip or zip (by name, or by the first bytes a hunk shows): unpacked and scanned. */
@@ -43,6 +50,20 @@ const COMMIT = /^commit ([0-9a-f]{40,64})$/;
 const ZERO = /^0+$/;
 /** Headers git itself checks to be object ids or a type name (index-pack --strict): nothing the sandbox chose is in them. */
 const ID_HEADERS = new Set(["tree", "parent", "object", "type"]);
+
+/** A base64 (or base64url, or hex) run's character: A-Z a-z 0-9 + / _ -. */
+function isRunChar(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 47 || c === 95 || c === 45;
+}
+
+/** Where a long line's later windows report a finding: its file and line, and whether it has one already. */
+interface ScanTarget {
+  file: string;
+  line: number;
+  found: boolean;
+  /** Where in the line its scan begins (after a hunk's markers, a message's indent). */
+  from: number;
+}
 
 const enum State {
   /** Between files, or before the first commit. */
@@ -67,12 +88,22 @@ const enum State {
  */
 export class LogScanner {
   readonly findings: SecretFinding[] = [];
+  /** Findings past SCAN_MAX_FINDINGS: counted only. */
+  more = 0;
   readonly unshown: UnshownBlob[] = [];
   readonly archives: UnshownBlob[] = [];
   private readonly archiveBlobs = new Set<string>();
-  /** Every commit the log showed. */
+  /** The commits the log showed, of those asked about (`watch`); every commit when none were named. */
   readonly commits = new Set<string>();
-  private rest = "";
+  /** The line being read: its text so far, never more than a window (SCAN_WINDOW characters). */
+  private parts: string[] = [];
+  private partsLength = 0;
+  /** A line longer than a window, under way: where its windows' findings go, and the end of the last window. */
+  private long: { target: ScanTarget | null; binary: boolean; carry: string; at: number; run: number } | null = null;
+  /** Reading the first window of a long line: where `scanAt` says its findings go (its file and line). */
+  private partial = false;
+  private captured: ScanTarget | null = null;
+  private binaryPending = false;
   private state = State.Diff;
   private commit: string | undefined;
   private file = "";
@@ -85,33 +116,145 @@ export class LogScanner {
    * `patterns` are looked for, plain and decoded, in what a commit adds, its message, its headers (names and emails
    * included) and the names of the files it touches.
    */
-  constructor(private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS) {}
+  constructor(
+    private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS,
+    private readonly watch?: ReadonlySet<string>,
+  ) {}
 
-  /** Reads every whole line of `chunk` (the tail waits for the next chunk). */
+  /** Characters of the current line held now (at most a window and a chunk). */
+  get heldChars(): number {
+    return this.partsLength + (this.long?.carry.length ?? 0);
+  }
+
+  /**
+   * Reads every whole line of `chunk`; a line's tail waits for the next chunk, and a line longer than a window is read
+   * a window at a time as it comes (never held whole).
+   */
   write(chunk: string): void {
-    const text = this.rest + chunk;
     let from = 0;
-    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", from)) {
-      this.onLine(text.slice(from, nl));
+    for (let nl = chunk.indexOf("\n"); nl !== -1; nl = chunk.indexOf("\n", from)) {
+      this.add(chunk.slice(from, nl));
+      this.lineEnd();
       from = nl + 1;
     }
-    this.rest = text.slice(from);
+    if (from < chunk.length) this.add(from === 0 ? chunk : chunk.slice(from));
   }
 
   end(): LogScan {
-    if (this.rest) this.onLine(this.rest);
-    this.rest = "";
-    return { findings: this.findings, unshown: this.unshown, archives: this.archives };
+    if (this.partsLength > 0 || this.long !== null) this.lineEnd();
+    return { findings: this.findings, more: this.more, unshown: this.unshown, archives: this.archives };
+  }
+
+  /** More of the current line; each whole window of it is read now. */
+  private add(s: string): void {
+    if (s.length === 0) return;
+    this.parts.push(s);
+    this.partsLength += s.length;
+    // The first window is a whole window; each after it is the end of the one before (SCAN_OVERLAP characters, or up to
+    // 3 more: see `window`) and new characters up to a window, so a secret (or its encoding) up to SCAN_OVERLAP long
+    // is whole in one window.
+    for (;;) {
+      const size = this.long === null ? SCAN_WINDOW : SCAN_WINDOW - this.long.carry.length;
+      if (this.partsLength < size) return;
+      const text = this.parts.length === 1 ? this.parts[0]! : this.parts.join("");
+      const rest = text.slice(size);
+      this.parts = rest.length > 0 ? [rest] : [];
+      this.partsLength = rest.length;
+      this.window(text.slice(0, size));
+    }
+  }
+
+  /**
+   * One window of a long line: the first is read as a line is (its start says what it is); the rest are scanned. The
+   * next window starts where a base64 run that crosses into it started, modulo 4 (so a run of many MiB decodes in every
+   * window as it would whole; hex, modulo 2, with it when the run is hex).
+   */
+  private window(w: string): void {
+    if (this.long === null) {
+      this.partial = true;
+      this.captured = null;
+      this.binaryPending = false;
+      try {
+        this.onLine(w);
+      } finally {
+        this.partial = false;
+      }
+      // (set by scanAt inside onLine: TypeScript cannot see that)
+      const target = this.captured as ScanTarget | null;
+      this.long = { target, binary: this.binaryPending, carry: "", at: 0, run: target?.from ?? 0 };
+      this.carryOn(w, 0);
+      return;
+    }
+    const text = this.long.carry + w;
+    this.scanWindow(text);
+    this.carryOn(text, this.long.at);
+  }
+
+  /** Keeps the end of `text` (which starts at `at` in the line) for the next window, aligned with the run it is in. */
+  private carryOn(text: string, at: number): void {
+    const long = this.long!;
+    // (Walked back by hand: /[…]*$/ would try every start, quadratic in a window.)
+    let tail = text.length;
+    while (tail > 0 && isRunChar(text.charCodeAt(tail - 1))) tail--;
+    // A run that fills the whole window goes on from an earlier one (or, in the first, from where its scan began: after
+    // a hunk's `+`); otherwise it starts here.
+    if (at + tail > long.run) long.run = at + tail;
+    const end = at + text.length;
+    let from = Math.max(at, end - SCAN_OVERLAP);
+    if (long.run < from) from -= (from - long.run) % 4;
+    long.carry = text.slice(from - at);
+    long.at = from;
+  }
+
+  /** The current line ended. */
+  private lineEnd(): void {
+    const rest = this.parts.length === 1 ? this.parts[0]! : this.parts.join("");
+    this.parts = [];
+    this.partsLength = 0;
+    const long = this.long;
+    if (long === null) return this.onLine(rest);
+    const text = long.carry + rest;
+    this.scanWindow(text);
+    if (long.binary && text.endsWith(" differ")) this.binaryFiles();
+    this.long = null;
+  }
+
+  /** A later window of a long line, for the line's target (none: its first window said it is not scanned, or has a finding). */
+  private scanWindow(text: string): void {
+    const t = this.long?.target;
+    if (!t || t.found) return;
+    const f = firstMatch(text, 0, this.patterns);
+    if (f) {
+      t.found = true;
+      this.found(f, t.file, t.line);
+    }
+  }
+
+  /** Scans `raw` from `from` as `file`:`line`; in a long line's first window, also says where its later windows' findings go. */
+  private scanAt(raw: string, from: number, file: string, line: number): void {
+    const f = firstMatch(raw, from, this.patterns);
+    if (f) this.found(f, file, line);
+    if (this.partial) this.captured = { file, line, found: f !== undefined, from };
+  }
+
+  private binaryFiles(): void {
+    // Only combined diffs print this with -a; the result is new to every parent, so scan it whole.
+    if (this.blob) this.unshown.push({ ...(this.commit ? { commit: this.commit } : {}), file: this.file, blob: this.blob });
   }
 
   private archive(): void {
     if (!this.blob || this.archiveBlobs.has(this.blob)) return;
-    this.archiveBlobs.add(this.blob);
+    // Only to skip repeats: past the bound a repeat is named again (and counted against SCAN_MAX_BLOBS by the reader).
+    if (this.archiveBlobs.size < 4 * SCAN_MAX_BLOBS) this.archiveBlobs.add(this.blob);
     this.archives.push({ ...(this.commit ? { commit: this.commit } : {}), file: this.file, blob: this.blob });
   }
 
   private found(p: SecretPattern, file: string, line: number): void {
-    this.findings.push({ file, line, pattern: p.id, description: p.description, ...(this.commit ? { commit: this.commit } : {}) });
+    if (this.findings.length >= SCAN_MAX_FINDINGS) {
+      this.more++;
+      return;
+    }
+    this.findings.push({ file: file.length > 4096 ? `${file.slice(0, 4096)}…` : file, line, pattern: p.id, description: p.description, ...(this.commit ? { commit: this.commit } : {}) });
   }
 
   private onLine(raw: string): void {
@@ -123,8 +266,7 @@ export class LogScanner {
         if (n === 1) {
           if (c0 === 43 /* + */) {
             if (this.line === 1 && ARCHIVE_MAGIC.test(raw.slice(1))) this.archive();
-            const f = firstMatch(raw, 1, this.patterns);
-            if (f) this.found(f, this.file, this.line);
+            this.scanAt(raw, 1, this.file, this.line);
             this.line++;
             return;
           }
@@ -138,8 +280,7 @@ export class LogScanner {
           if (!cols.includes("-")) {
             if (!cols.includes(" ")) {
               if (this.line === 1 && ARCHIVE_MAGIC.test(raw.slice(n))) this.archive();
-              const f = firstMatch(raw, n, this.patterns);
-              if (f) this.found(f, this.file, this.line);
+              this.scanAt(raw, n, this.file, this.line);
             }
             this.line++;
           }
@@ -158,14 +299,12 @@ export class LogScanner {
         if (raw.charCodeAt(0) !== 32) this.header = raw.slice(0, raw.indexOf(" ") >>> 0);
         if (ID_HEADERS.has(this.header)) return;
         // Everything else (author and committer names and emails included) is the sandbox's text.
-        const f = firstMatch(raw, 0, this.patterns);
-        if (f) this.found(f, COMMIT_HEADER, 0);
+        this.scanAt(raw, 0, COMMIT_HEADER, 0);
         return;
       }
       case State.Message: {
         if (raw.startsWith("    ")) {
-          const f = firstMatch(raw, 4, this.patterns);
-          if (f) this.found(f, COMMIT_MESSAGE, this.line);
+          this.scanAt(raw, 4, COMMIT_MESSAGE, this.line);
           this.line++;
           return;
         }
@@ -181,17 +320,21 @@ export class LogScanner {
     const c = COMMIT.exec(raw);
     if (c) {
       this.commit = c[1];
-      this.commits.add(c[1]!);
+      if (this.watch === undefined || this.watch.has(c[1]!)) this.commits.add(c[1]!);
       this.file = "";
       this.header = "";
       this.state = State.Header;
       return;
     }
     if (raw.startsWith("diff --git ") || raw.startsWith("diff --cc ") || raw.startsWith("diff --combined ")) {
-      // A file's name is what the sandbox chose too.
-      const a = firstMatch(raw, 0, this.patterns);
-      if (a) this.found(a, "file name", 0);
-      this.file = raw.startsWith("diff --git ") ? "" : unquote(raw.slice(raw.indexOf(" ", 5) + 1));
+      // A file's name is what the sandbox chose too: read as it is, and also as git quotes it (a quote, a backslash, a
+      // control or a non-ASCII byte would hide a value with one of those in it).
+      const rest = raw.slice(raw.indexOf(" ", 5) + 1);
+      const names = raw.startsWith("diff --git ") ? gitPair(rest) : [unquote(rest)];
+      const unquoted = firstMatch(raw, 0, this.patterns) === undefined ? names.reduce<SecretPattern | undefined>((f, n) => f ?? firstMatch(n, 0, this.patterns), undefined) : undefined;
+      this.scanAt(raw, 0, "file name", 0);
+      if (unquoted) this.found(unquoted, "file name", 0);
+      this.file = raw.startsWith("diff --git ") ? "" : names[0]!;
       this.blob = "";
       return;
     }
@@ -207,9 +350,10 @@ export class LogScanner {
       if (ARCHIVE_NAME.test(this.file)) this.archive();
       return;
     }
-    if (raw.startsWith("Binary files ") && raw.endsWith(" differ")) {
-      // Only combined diffs print this with -a; the result is new to every parent, so scan it whole.
-      if (this.blob) this.unshown.push({ ...(this.commit ? { commit: this.commit } : {}), file: this.file, blob: this.blob });
+    if (raw.startsWith("Binary files ")) {
+      // A long one's end is read with its last window.
+      if (this.partial) this.binaryPending = true;
+      else if (raw.endsWith(" differ")) this.binaryFiles();
       return;
     }
     const h = HUNK.exec(raw);
@@ -231,6 +375,17 @@ export function scanLog(text: string, patterns: readonly SecretPattern[] = SECRE
 /** Scans a whole blob that a combined diff did not show, as lines of `file` in `commit`. */
 export function scanUnshown(u: UnshownBlob, content: string, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
   return scanText(content, u.file, patterns).map((f) => ({ ...f, ...(u.commit ? { commit: u.commit } : {}) }));
+}
+
+/** Findings in what a gzip or zip blob unpacks to, each named `file!member` (or `file (gzip)`). */
+export function scanArchive(u: UnshownBlob, bytes: Uint8Array, patterns: readonly SecretPattern[] = SECRET_PATTERNS): SecretFinding[] {
+  const { members } = unpackArchive(bytes);
+  return members.flatMap((m) => scanUnshown({ ...u, file: m.member ? `${u.file}!${m.member}` : `${u.file} (gzip)` }, latin1(m.bytes), patterns));
+}
+
+/** Bytes as one character each (0-255). */
+export function latin1(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
 }
 
 /** An annotated tag object, as `git cat-file tag` prints it. */
@@ -274,14 +429,16 @@ export function scanTag(sha: string, content: string, patterns: readonly SecretP
  * One line per finding, for refusals: `path:line: GitHub token (commit abc1234)`, `commit message:2: … (commit …)`,
  * `commit header: … (commit …)`, `tag message:1: … (tag object …)`.
  */
-export function formatGateFindings(fs: readonly SecretFinding[]): string {
-  return fs
+export function formatGateFindings(fs: readonly SecretFinding[], more = 0): string {
+  const lines = fs
     .map((f) => {
       if (f.file === TAG_MESSAGE) return `${f.file}${f.line ? `:${f.line}` : ""}: ${f.description}${f.commit ? ` (tag object ${f.commit.slice(0, 12)})` : ""}`;
       if (f.file === COMMIT_HEADER) return `${f.file}: ${f.description}${f.commit ? ` (commit ${f.commit.slice(0, 12)})` : ""}`;
-      return formatFindings([f]);
-    })
-    .join("\n");
+      // A file's name as it is (the scan reads it unquoted), its controls shown rather than sent to a terminal.
+      return formatFindings([{ ...f, file: printable(f.file) }]);
+    });
+  if (more > 0) lines.push(`… and ${more} more`);
+  return lines.join("\n");
 }
 
 /** The first pattern the text (from `from`) or one of its decodings matches, as the finding will name it. */
@@ -289,12 +446,46 @@ function firstMatch(raw: string, from: number, patterns: readonly SecretPattern[
   return patterns.length === 0 ? undefined : scanLine(from ? raw.slice(from) : raw, patterns);
 }
 
-/** git quotes paths with unusual bytes as C strings: "b/a\tb". */
-function unquote(p: string): string {
-  if (!p.startsWith('"')) return p;
-  try {
-    return JSON.parse(p) as string;
-  } catch {
-    return p.slice(1, -1);
+/** What a C-style escape (git's quote_c_style) stands for, besides octal bytes. */
+const C_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+
+/**
+ * A path as git prints it, read back: git quotes one with a quote, a backslash, a control or a non-ASCII byte as a C
+ * string ("b/a\"b\303\274"), whose octal escapes are bytes (UTF-8 for a non-ASCII name). Anything else is as it is.
+ */
+export function unquote(p: string): string {
+  return p.startsWith('"') ? unquoteAt(p, 0).name : p;
+}
+
+/** The C-quoted string starting at `from` (its opening quote) and the index after its closing quote. */
+function unquoteAt(p: string, from: number): { name: string; end: number } {
+  const enc = new TextEncoder();
+  const bytes: number[] = [];
+  let i = from + 1;
+  while (i < p.length && p[i] !== '"') {
+    if (p[i] === "\\") {
+      const o = /^[0-3][0-7]{2}/.exec(p.slice(i + 1, i + 4));
+      const e = p[i + 1] ?? "";
+      if (o) bytes.push(parseInt(o[0], 8));
+      else if (e in C_ESCAPES) bytes.push(C_ESCAPES[e]!);
+      else bytes.push(92);
+      i += o ? 4 : e in C_ESCAPES ? 2 : 1;
+      continue;
+    }
+    // A character git left as it is: its UTF-8 bytes.
+    const ch = String.fromCodePoint(p.codePointAt(i)!);
+    bytes.push(...enc.encode(ch));
+    i += ch.length;
   }
+  return { name: new TextDecoder().decode(new Uint8Array(bytes)), end: i + 1 };
+}
+
+/**
+ * The names of a `diff --git` line (after "diff --git ") that git quoted, read back; none when it quoted none (the line
+ * holds them as they are). Without renames both sides name the same path, so git quotes both or neither. Pure.
+ */
+function gitPair(rest: string): string[] {
+  if (!rest.startsWith('"')) return [];
+  const a = unquoteAt(rest, 0);
+  return [a.name, unquote(rest.slice(a.end + 1))];
 }

@@ -64,10 +64,14 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
   // Built only when a verb runs, so `--help` and `--version` load nothing heavy.
   const ctx = async (): Promise<CliContext> => {
     const env = await deps.env();
-    const [{ pathsFor }, { createExec }] = await Promise.all([import("../sys/paths"), import("../sys/exec")]);
+    const [{ pathsFor }, { createExec }, { checkPrivateDir }] = await Promise.all([import("../sys/paths"), import("../sys/exec"), import("../sys/private-dir")]);
+    const paths = pathsFor(env);
+    // The control socket is trusted for being in a dir of our own: one another account made first (a symlink, its own
+    // dir at /tmp/sbx-<uid>) is refused before any verb speaks to what is in it.
+    checkPrivateDir(paths.runtimeDir, env.uid);
     return {
       env,
-      paths: pathsFor(env),
+      paths,
       exec: deps.exec ?? createExec(env.raw),
       render,
       cwd: deps.cwd,

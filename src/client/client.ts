@@ -11,21 +11,18 @@ import {
   type ErrorBody,
   type LifecycleVerb,
   LogsSchema,
-  OkSchema,
   PolicyChangeSchema,
   PolicyDecisionSchema,
   PolicyPendingSchema,
   PolicyViewSchema,
   type PolicyPatterns,
   type PolicyShow,
-  SandboxActionSchema,
   SandboxListSchema,
   SessionListSchema,
   SessionViewSchema,
   StatusSchema,
   type Health,
   type LogsQuery,
-  type SandboxRef,
   type SessionCreate,
 } from "../daemon/protocol";
 
@@ -117,20 +114,6 @@ export class DaemonClient {
 
   sandboxes() {
     return this.call("GET", "/v1/sandboxes", SandboxListSchema);
-  }
-
-  /** Guards up, then the backend starts the sandbox. */
-  start(ref: SandboxRef) {
-    return this.call("POST", "/v1/sandboxes/start", SandboxActionSchema, ref, 300_000);
-  }
-
-  stop(ref: SandboxRef) {
-    return this.call("POST", "/v1/sandboxes/stop", SandboxActionSchema, ref, 120_000);
-  }
-
-  /** Tells the daemon to drop a sandbox that is being removed (guards stop, sockets go). */
-  async release(ref: SandboxRef): Promise<void> {
-    await this.call("POST", "/v1/sandboxes/release", OkSchema, ref);
   }
 
   /** Adds patterns to a sandbox's list or the global one (answering the pending approvals they cover). */

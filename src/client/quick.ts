@@ -1,4 +1,4 @@
-// The fast path of `sbx shell|run NAME -- cmd` without a terminal: the daemon starts the sandbox (guards up) and runs the command through its exec agent, or else the command goes through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
+// The fast path of `sbx shell|run NAME -- cmd` without a terminal: one request, in which the daemon starts the sandbox (its one start: lock, guards up) and runs the command through its exec agent; or else the command goes through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
 import { existsSync } from "node:fs";
 import { readExecStream } from "../../shims/exec-frames";
 import { inSandboxArgv } from "../drivers/docker/start-line";
@@ -8,11 +8,10 @@ import { printable } from "../core/printable";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
 import { processPipedIo, readStdin, stdinHasData } from "./piped";
-import { terminalVars } from "../lifecycle/terminal-vars";
+import { terminalVars } from "../core/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, type Paths } from "../sys/paths";
-import { sessionCwd } from "../workspace/clone";
 import { sandboxLayout } from "../workspace/layout";
 import { findRepoRoot, findRepoRootQuick } from "../workspace/repo";
 
@@ -46,51 +45,39 @@ export function stdio(): QuickIo {
   return { ...processPipedIo(), stdin: async () => (stdinHasData() ? readStdin() : undefined) };
 }
 
-/** What the fast path needs of the daemon's answer to POST /v1/sandboxes/start, checked by hand (no zod on this path). */
-export interface StartedView {
+/** A daemon's error answer as its SbxError (anything else that is not JSON of the expected shape is an internal error). */
+function throwAnswerError(status: number, json: unknown): never {
+  const e = json as { error?: unknown; message?: unknown; hint?: unknown } | null;
+  if (e && isErrorCode(e.error) && typeof e.message === "string") {
+    throw new SbxError(e.error, e.message, { hint: typeof e.hint === "string" ? e.hint : "" });
+  }
+  throw new SbxError("internal", `the daemon answered the exec request with HTTP ${status}`, { hint: "See the daemon log." });
+}
+
+/** What the fast path needs of the daemon's answer when the command did not run through an agent, checked by hand (no zod on this path). */
+export interface ExecAnswer {
   sid: string;
-  backend: string;
   guarded: boolean;
+  /** Where the command runs inside (the caller's dir, as the sandbox sees it). */
+  cwd: string;
   /** Lines for the person (a changed Dockerfile, …), said on stderr before the command runs. */
   notes: string[];
+  /** The engine can run it (a container whose exec agent is not connected). */
+  engine: boolean;
 }
 
 /** Pure: checks the daemon's answer; an error body becomes its SbxError; anything malformed is an internal error. */
-export function parseStartAnswer(status: number, json: unknown): StartedView {
-  if (status < 200 || status >= 300) {
-    const e = json as { error?: unknown; message?: unknown; hint?: unknown } | null;
-    if (e && isErrorCode(e.error) && typeof e.message === "string") {
-      throw new SbxError(e.error, e.message, { hint: typeof e.hint === "string" ? e.hint : "" });
-    }
-    throw new SbxError("internal", `the daemon answered the start request with HTTP ${status}`, { hint: "See the daemon log." });
-  }
-  const sb = (json as { sandbox?: { sid?: unknown; backend?: unknown; guarded?: unknown } } | null)?.sandbox;
-  if (!sb || typeof sb.sid !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(sb.sid) || typeof sb.backend !== "string" || typeof sb.guarded !== "boolean") {
-    throw new SbxError("internal", "the daemon's answer to the start request has an unexpected shape", {
+export function parseExecAnswer(status: number, json: unknown): ExecAnswer {
+  if (status < 200 || status >= 300) throwAnswerError(status, json);
+  const a = json as { sandbox?: { sid?: unknown; guarded?: unknown }; cwd?: unknown; notes?: unknown; engine?: unknown } | null;
+  const sb = a?.sandbox;
+  if (!sb || typeof sb.sid !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(sb.sid) || typeof sb.guarded !== "boolean" || typeof a.cwd !== "string" || !a.cwd.startsWith("/") || typeof a.engine !== "boolean") {
+    throw new SbxError("internal", "the daemon's answer to the exec request has an unexpected shape", {
       hint: "The client and daemon may be different versions: restart the daemon.",
     });
   }
-  const n = (json as { notes?: unknown }).notes;
-  const notes = Array.isArray(n) ? n.filter((x): x is string => typeof x === "string") : [];
-  return { sid: sb.sid, backend: sb.backend, guarded: sb.guarded, notes };
-}
-
-/** POST /v1/sandboxes/start on the control socket; null when no daemon answers (the caller takes the auto-starting path). */
-async function daemonStart(paths: Paths, name: string, repo: string): Promise<{ status: number; json: unknown } | null> {
-  let res: Response;
-  try {
-    res = await fetch("http://sbx/v1/sandboxes/start", {
-      method: "POST",
-      unix: paths.controlSocket,
-      body: JSON.stringify({ name, repo }),
-      headers: { "content-type": "application/json" },
-      signal: AbortSignal.timeout(300_000),
-    } as RequestInit);
-  } catch (e) {
-    if ((e as Error).name === "TimeoutError") throw new SbxError("unavailable", "the sbx daemon did not answer the start request within 300 s", { hint: "See `sbx status` and its log." });
-    return null;
-  }
-  return { status: res.status, json: await jsonAnswer(res) };
+  const notes = Array.isArray(a.notes) ? a.notes.filter((x): x is string => typeof x === "string") : [];
+  return { sid: sb.sid, guarded: sb.guarded, cwd: a.cwd, notes, engine: a.engine };
 }
 
 /** A daemon answer's JSON; anything else is an internal error. */
@@ -104,58 +91,69 @@ async function jsonAnswer(res: Response): Promise<unknown> {
 }
 
 /**
- * Runs argv in a Docker sandbox with no PTY and returns its exit code, or null when this path does not apply (a
- * terminal, no command, no daemon running yet, an engine not on a unix socket, a sandbox being created, a missing one
- * for `run`): then the caller takes the full path. The daemon starts the sandbox and confirms its guards are up before
- * the command is started; a fenced sandbox runs nothing.
- * API: POST /v1/sandboxes/start, then POST /v1/sandboxes/exec (daemon: the sandbox's exec agent runs it); without an agent, POST /containers/sbx-<id>/exec, POST /exec/<id>/start, GET /exec/<id>/json (engine)
+ * Runs argv in a sandbox whose clone the host made (a container) with no PTY and returns its exit code, or null when
+ * this path does not apply (a terminal, no command, no daemon running yet, a sandbox being created, one whose commands
+ * cannot run this way, a missing one for `run`): then the caller takes the full path. The daemon starts the sandbox
+ * the way every start goes (its lock, guards up first; a fenced sandbox runs nothing) and runs the command through the
+ * sandbox's exec agent, in one request; without a connected agent the command goes through the Engine API.
+ * API: POST /v1/sandboxes/exec (daemon: the start, then the sandbox's exec agent runs it); without an agent, POST /containers/sbx-<id>/exec, POST /exec/<id>/start, GET /exec/<id>/json (engine)
  */
 export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: QuickIo): Promise<number | null> {
   if (ctx.stdinIsTTY || req.argv.length === 0) return null;
   const raw = ctx.env.raw;
-  const socket = engineSocket(ctx.env.vars.DOCKER_HOST);
-  if (socket === undefined || (raw.DOCKER_CONTEXT !== undefined && raw.DOCKER_CONTEXT !== "" && raw.DOCKER_CONTEXT !== "default")) return null;
   validateSandboxName(req.name);
   const repo = findRepoRootQuick(ctx.cwd, req.repoFlag, raw) ?? (await findRepoRoot(ctx.exec, ctx.cwd, req.repoFlag));
   const lay = sandboxLayout(sandboxDir(ctx.paths, repo, req.name));
-  // A sandbox being made (or never made here) goes the full way, under the per-name lock.
-  if (!existsSync(lay.clone) || existsSync(lay.creating)) {
-    if (req.missing === "fallback") return null;
-  }
-  const answer = await daemonStart(ctx.paths, req.name, repo);
-  if (answer === null) return null;
-  let view: StartedView;
+  // Only a sandbox whose clone the host made (a container) runs commands this way: its stdin is read below, before the
+  // daemon answers, and the full path must still have it for any other. A sandbox being made goes the full way too,
+  // under the per-name lock.
+  if (!existsSync(lay.clone) || existsSync(lay.creating)) return null;
+  const input = await io.stdin();
+  // Stdin this large goes to the engine, which takes it as a stream (the daemon takes a request body of at most 128 MiB).
+  const viaAgent = (input?.length ?? 0) <= AGENT_STDIN_MAX;
+  const head: AgentExecRequest = {
+    name: req.name,
+    cwd: ctx.cwd,
+    ...(req.repoFlag !== undefined ? { repoFlag: req.repoFlag } : {}),
+    foundRepo: repo,
+    argv: req.argv,
+    env: terminalVars(raw),
+    stdin: input !== undefined,
+    agent: viaAgent,
+  };
+  let ran: { code: number } | ExecAnswer | null;
   try {
-    view = parseStartAnswer(answer.status, answer.json);
+    ran = await daemonExec(ctx.paths, head, viaAgent ? input : undefined, io);
   } catch (e) {
     if (req.missing === "fallback" && e instanceof SbxError && e.code === "not_found") return null;
     throw e;
   }
-  if (view.backend !== "docker") return null;
-  for (const line of view.notes) io.stderr(new TextEncoder().encode(`${printable(line)}\n`));
-  if (!view.guarded) {
+  if (ran === null) return null;
+  if ("code" in ran) {
+    await io.flush?.();
+    return ran.code;
+  }
+  for (const line of ran.notes) io.stderr(new TextEncoder().encode(`${printable(line)}\n`));
+  if (!ran.guarded) {
     throw new SbxError("unavailable", `sandbox '${req.name}' started but its guards are not all up`, {
       hint: "See `sbx status` and the daemon log; nothing runs in a sandbox whose proxy and bridge are down.",
     });
   }
-  const input = await io.stdin();
-  const cwd = sessionCwd(repo, ctx.cwd, lay.clone);
-  const env = terminalVars(raw);
-  // The sandbox's exec agent when it has one (no engine round trips); else the engine's exec, as the caller. Stdin
-  // this large goes to the engine, which takes it as a stream (the daemon takes a request body of at most 128 MiB).
-  const viaAgent =
-    (input?.length ?? 0) > AGENT_STDIN_MAX ? null : await agentExec(ctx.paths, { name: req.name, repo, argv: req.argv, cwd, env, stdin: input !== undefined }, input, io);
-  if (viaAgent !== null) {
-    await io.flush?.();
-    return viaAgent;
+  // No agent connected (a container made before it, a daemon just restarted): the engine's exec, as the caller.
+  const socket = engineSocket(ctx.env.vars.DOCKER_HOST);
+  const otherContext = raw.DOCKER_CONTEXT !== undefined && raw.DOCKER_CONTEXT !== "" && raw.DOCKER_CONTEXT !== "default";
+  if (!ran.engine || socket === undefined || otherContext) {
+    throw new SbxError("unavailable", `sandbox '${req.name}' cannot run a piped command now: its exec agent is not connected and the engine is not reachable here`, {
+      hint: "Run it again in a moment (the agent connects once the sandbox has started), or with a terminal: `sbx shell NAME`.",
+    });
   }
   const code = await engineExec(
     socket,
     {
-      container: `sbx-${view.sid}`,
+      container: `sbx-${ran.sid}`,
       user: `${ctx.env.uid}:${ctx.env.gid}`,
-      workdir: cwd,
-      env,
+      workdir: ran.cwd,
+      env: head.env,
       // Through the sandbox's start line, as a session's command: a missing command is said as sbx says it.
       argv: inSandboxArgv(req.name, req.argv),
       ...(input ? { stdin: input } : {}),
@@ -169,13 +167,16 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
 /** Stdin up to this size goes through the exec agent (in the daemon request's body). */
 export const AGENT_STDIN_MAX = 64 * 1024 * 1024;
 
+/** The head of POST /v1/sandboxes/exec (daemon/protocol.ts SandboxExecSchema, written without zod). */
 export interface AgentExecRequest {
   name: string;
-  repo: string;
-  argv: string[];
   cwd: string;
+  repoFlag?: string;
+  foundRepo?: string;
+  argv: string[];
   env: Record<string, string>;
   stdin: boolean;
+  agent: boolean;
 }
 
 /** Pure: the body of POST /v1/sandboxes/exec: a u32 BE length, the JSON head, the stdin bytes. */
@@ -189,27 +190,28 @@ export function execRequestBody(head: AgentExecRequest, stdin: Uint8Array | unde
 }
 
 /**
- * Runs the command through the daemon and the sandbox's exec agent, streaming its output to io; returns its exit code,
- * or null when the daemon answers that the sandbox has no agent (the caller then uses the engine).
- * API: POST /v1/sandboxes/exec (daemon), answered with exec frames (shims/exec-frames.ts)
+ * Starts the sandbox and runs the command through the daemon and the sandbox's exec agent, streaming its output to io:
+ * its exit code; or the daemon's answer of how to run it when it did not (no agent connected, or `agent: false`); or
+ * null when no daemon answers (the caller takes the auto-starting path).
+ * API: POST /v1/sandboxes/exec (daemon), answered with exec frames (shims/exec-frames.ts) or JSON
  */
-export async function agentExec(paths: Paths, head: AgentExecRequest, stdin: Uint8Array | undefined, io: QuickIo): Promise<number | null> {
-  const res = await fetch("http://sbx/v1/sandboxes/exec", {
-    method: "POST",
-    unix: paths.controlSocket,
-    body: execRequestBody(head, stdin),
-    headers: { "content-type": "application/octet-stream" },
-  } as RequestInit).catch((e: Error) => {
-    throw new SbxError("unavailable", `lost the sbx daemon while starting the command: ${e.message}`, { hint: "See `sbx status` and its log." });
-  });
-  if (res.headers.get("content-type") !== EXEC_FRAMES_TYPE) {
-    const json = await jsonAnswer(res);
-    parseStartAnswer(res.status, json); // an error answer throws as its SbxError
-    if ((json as { agent?: unknown }).agent === false) return null;
-    throw new SbxError("internal", "the daemon's answer to the exec request has an unexpected shape", { hint: "Restart the daemon." });
+export async function daemonExec(paths: Paths, head: AgentExecRequest, stdin: Uint8Array | undefined, io: QuickIo): Promise<{ code: number } | ExecAnswer | null> {
+  let res: Response;
+  try {
+    res = await fetch("http://sbx/v1/sandboxes/exec", {
+      method: "POST",
+      unix: paths.controlSocket,
+      body: execRequestBody(head, stdin),
+      headers: { "content-type": "application/octet-stream" },
+      signal: AbortSignal.timeout(300_000),
+    } as RequestInit);
+  } catch (e) {
+    if ((e as Error).name === "TimeoutError") throw new SbxError("unavailable", "the sbx daemon did not answer the exec request within 300 s", { hint: "See `sbx status` and its log." });
+    return null;
   }
+  if (res.headers.get("content-type") !== EXEC_FRAMES_TYPE) return parseExecAnswer(res.status, await jsonAnswer(res));
   const end = await readExecStream(res.body as ReadableStream<Uint8Array>, io);
-  if ("code" in end) return end.code;
+  if ("code" in end) return { code: end.code };
   throw new SbxError("exec_failed", `the command did not finish: ${end.failed}`, {
     hint: "Its output so far is above. See `sbx status` and the daemon log; run it again once the sandbox runs.",
   });
@@ -232,7 +234,7 @@ export function agentAnswerLine(line: string, out: { log(line: string): void; pr
   }
   if (v.t === "log" && typeof v.line === "string") out.log(v.line);
   else if (v.t === "progress" && typeof v.chunk === "string") out.progress(v.chunk);
-  else if (v.t === "error") parseStartAnswer(500, v.body); // throws the daemon's error as its SbxError
+  else if (v.t === "error") throwAnswerError(500, v.body); // throws the daemon's error as its SbxError
   else if (v.t === "done") {
     const r = v.result as { sandbox?: { name?: unknown }; created?: unknown; argv?: unknown } | null;
     const argv = r?.argv;
@@ -256,7 +258,7 @@ export async function quickAgent(paths: Paths, body: Record<string, unknown>, ou
     return null;
   }
   if (!res.body) throw new SbxError("internal", "the daemon sent no answer to `sbx run AGENT`", { hint: "Restart the daemon." });
-  if (!(res.headers.get("content-type") ?? "").startsWith("application/x-sbx-lines")) parseStartAnswer(res.status, await jsonAnswer(res));
+  if (!(res.headers.get("content-type") ?? "").startsWith("application/x-sbx-lines")) throwAnswerError(res.status, await jsonAnswer(res));
   let buf = "";
   const dec = new TextDecoder();
   for await (const chunk of res.body) {

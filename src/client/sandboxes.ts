@@ -2,10 +2,10 @@
 import { SbxError, toSbxError } from "../core/errors";
 import { progressOut } from "./build-progress";
 import { DEFAULT_DETACH_KEYS, parseDetachKeys } from "../core/detach-keys";
-import { loadConfig } from "../lifecycle/config";
+import { loadConfig } from "../sys/config-file";
 import { listScope } from "../core/scope";
 import { processPipedIo, readStdin, runPiped, stdinHasData } from "./piped";
-import { terminalVars } from "../lifecycle/terminal-vars";
+import { terminalVars } from "../core/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";

@@ -85,10 +85,6 @@ export function parseIp(s: string): IpBytes | null {
   return parseIPv4(s) ?? (s.includes(":") ? parseIPv6(s) : null);
 }
 
-export function isIpLiteral(s: string): boolean {
-  return parseIp(s) !== null;
-}
-
 /** Canonical text: dotted quad, or RFC 5952 IPv6 (lowercase, longest zero run compressed). */
 export function formatIp(b: IpBytes): string {
   if (b.length === 4) return Array.from(b).join(".");
@@ -286,8 +282,4 @@ export function embeddedV4Breadth(c: Cidr): { name: string; v4Prefix: number }[]
     out.push({ name: e.name, v4Prefix: Math.max(0, Math.min(32, c.prefix - e.at)) });
   }
   return out;
-}
-
-export function isPublic(addr: IpBytes | string): boolean {
-  return classify(addr) === "public";
 }

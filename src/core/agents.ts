@@ -1,7 +1,6 @@
 // The agents sbx runs out of the box (`sbx run AGENT`): one table of data, and the pure renderers that turn a row into
 // what the host caches, what the sandbox runs and what it is told. No agent has a code path of its own elsewhere.
 import { allowCommand } from "./egress";
-import { SbxError } from "./errors";
 import type { PresetName } from "./presets";
 import { shQuote } from "./sh";
 
@@ -232,12 +231,6 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
   },
 };
 
-/** The agent of that name; anything else is a usage error listing them. */
-export function agentSpec(name: string): AgentSpec {
-  if (!isAgentName(name)) throw new SbxError("usage", `unknown agent '${name}'`, { hint: `Agents: ${AGENT_NAMES.join(", ")}.` });
-  return AGENTS[name];
-}
-
 const TRIPLES: Record<AgentPlatform["arch"], Record<AgentPlatform["os"], string>> = {
   x64: { linux: "x86_64-unknown-linux-musl", darwin: "x86_64-apple-darwin" },
   arm64: { linux: "aarch64-unknown-linux-musl", darwin: "aarch64-apple-darwin" },
@@ -376,7 +369,7 @@ export function agentSetupPlan(agent: AgentName, sandbox: string, workdir: strin
   };
 }
 
-/** The value every credential inside a sandbox has (src/sandboxes/env.ts PLACEHOLDER_KEY). */
+/** The value every credential inside a sandbox has (src/drivers/env.ts PLACEHOLDER_KEY). */
 const PLACEHOLDER = "sbx-placeholder";
 
 /** Pure: a JWT-shaped placeholder (unsigned): Codex reads claims from its tokens, and only sbx's proxy ever sees these. */

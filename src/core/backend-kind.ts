@@ -1,11 +1,80 @@
-// Pure: the kinds of user-account sandbox, and what `--backend` names on each OS (the CLI reads this without loading zod).
+// Pure: what the CLI knows of each kind of sandbox before any driver is loaded (it loads none), and what `--backend`
+// names on each OS. Data, read by key: the drivers report the same facts as their capabilities (a test holds them to
+// this table), and nothing outside src/drivers/ compares a kind. The CLI reads this without loading zod.
 import { SbxError } from "./errors";
+import type { BackendKind } from "./schemas";
 
 export type UserBackendKind = "linux-user" | "macos";
-export const USER_BACKENDS: readonly UserBackendKind[] = ["linux-user", "macos"];
 
-export function isUserBackend(kind: string): kind is UserBackendKind {
-  return (USER_BACKENDS as readonly string[]).includes(kind);
+/** The options of `create`/`run`/`exec` that only some kinds take, with what they need. */
+export interface KindOption {
+  /** The flag, without its dashes. */
+  readonly flag: string;
+  /** Whether it was given (from commander's options). */
+  set(opts: Record<string, unknown>): boolean;
+  /** Who takes it, for the refusal: "Docker sandboxes", "--backend user on Linux". */
+  readonly takenBy: string;
+  /** What to do instead. */
+  readonly hint: string;
+}
+
+const DOCKER_HINT = (flag: string) => `Drop --${flag}, or use --backend docker.`;
+const docker = (flag: string, set: (o: Record<string, unknown>) => boolean): KindOption => ({ flag, set, takenBy: "Docker sandboxes", hint: DOCKER_HINT(flag) });
+
+/** Every option some kinds do not take, in the order a refusal names the first one given. */
+export const KIND_OPTIONS: readonly KindOption[] = [
+  { flag: "allow-weaker", set: (o) => o.allowWeaker === true, takenBy: "--backend user on Linux", hint: "Drop it: Docker sandboxes (and macOS accounts) are confined without Landlock." },
+  docker("rebuild", (o) => o.rebuild === true),
+  docker("overlay", (o) => Array.isArray(o.overlay) && o.overlay.length > 0),
+  docker("claude-auth", (o) => o.claudeAuth !== undefined),
+  docker("expose-credentials", (o) => o.exposeCredentials === true),
+  docker("dockerfile", (o) => o.dockerfile !== undefined),
+  docker("context", (o) => o.context !== undefined),
+  docker("image", (o) => o.image !== undefined),
+  docker("port", (o) => Array.isArray(o.port) && o.port.length > 0),
+];
+
+/** What a kind is, for the CLI. */
+export interface KindFacts {
+  /** The kind-specific options (KIND_OPTIONS' flags) a new sandbox of it takes. */
+  readonly options: readonly string[];
+  /** The CLI may start its clone before the daemon answers (its driver's DriverCaps.stagesClone). */
+  readonly stagesClone: boolean;
+  /** Its root work goes through the kit `sbx service install` puts in place: uninstalling waits for its sandboxes. */
+  readonly rootKit: boolean;
+  /** The daemon reads its repo under macOS's privacy protections (`sbx doctor` checks the daemon's access to it). */
+  readonly privacyProtectedRepo: boolean;
+  /** Said after "created sandbox NAME" (its kind, when it is not the usual one). */
+  readonly label: string;
+}
+
+export const KINDS: Readonly<Record<BackendKind, KindFacts>> = {
+  docker: { options: KIND_OPTIONS.filter((o) => o.takenBy === "Docker sandboxes").map((o) => o.flag), stagesClone: true, rootKit: false, privacyProtectedRepo: false, label: "" },
+  "linux-user": { options: ["allow-weaker"], stagesClone: false, rootKit: false, privacyProtectedRepo: false, label: " (linux-user)" },
+  macos: { options: [], stagesClone: false, rootKit: true, privacyProtectedRepo: true, label: " (macos)" },
+  fake: { options: [], stagesClone: false, rootKit: false, privacyProtectedRepo: false, label: " (fake)" },
+};
+
+/** The kind of a new sandbox when `--backend` is not given: Docker on Linux, the hidden-account kind on macOS (Docker Desktop cannot keep the user's uid and paths). */
+export function defaultKind(platform: NodeJS.Platform): BackendKind {
+  return platform === "darwin" ? "macos" : "docker";
+}
+
+/** What to do about a kind this process has no driver for (said with "<kind> sandboxes cannot be run from here"). */
+export function kindUnavailableHint(kind: string): string {
+  return KIND_UNAVAILABLE[kind] ?? "Run `sbx doctor` to see which kinds of sandbox work on this host.";
+}
+
+const KIND_UNAVAILABLE: Readonly<Record<string, string>> = {
+  docker: "Docker sandboxes run on Linux.",
+  "linux-user": "Run sbx as root (sudo) for --backend user, on Linux with its tools (`sbx doctor`).",
+  macos: "macOS sandboxes run on a Mac, in a daemon that runs as you (not as root).",
+};
+
+/** The kind `--backend WORD` names on this OS: docker, or `user` (this OS's account kind; `macos` and `linux-user` by name too). */
+export function kindOfFlag(platform: NodeJS.Platform, flag: string): BackendKind {
+  if (flag === "docker") return "docker";
+  return userBackendKind(platform, flag);
 }
 
 /** `--backend user` means the user-account backend of this OS; `--backend macos` is accepted on a Mac too. */

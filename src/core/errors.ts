@@ -25,7 +25,7 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 export const EXIT_MEANINGS: Record<ExitCodeValue, string | null> = {
   0: "ok",
   1: null,
-  64: "usage: a wrong argument or option",
+  64: "usage: a wrong argument or option, or a sandbox name that needs --repo to say which",
   65: "unsynced commits: the sandbox holds commits no host ref has",
   66: "not found: no such sandbox, session, approval or entry",
   69: "unavailable: no daemon or engine answers, a fenced sandbox, a state that could not be read",
@@ -33,7 +33,7 @@ export const EXIT_MEANINGS: Record<ExitCodeValue, string | null> = {
   71: "a system command or the engine failed",
   73: "exists already",
   74: null,
-  75: "conflict: another daemon, two sandboxes of that name, a path in the way; or sessions attached",
+  75: "conflict: another daemon, a path in the way; or sessions attached",
   77: "permission or policy: sbx refused it to keep a sandbox or your files safe",
   78: "config: a bad config file or environment",
 };
@@ -143,10 +143,21 @@ export function toSbxError(e: unknown): SbxError {
 
 // ── Named refusals: the same refusal reads the same wherever it is raised ──
 
-/** No sandbox of that name for that repo. */
-export function sandboxNotFound(name: string, repo: string): SbxError {
-  return new SbxError("not_found", `no sandbox '${name}' for ${repo}`, {
-    hint: `Create it with \`sbx create ${name}\` (or \`sbx run ${name}\`); \`sbx list\` shows the ones that exist.`,
+/**
+ * No sandbox of that name where the caller looked: in `repo` (null: no repo was found), and, unless the caller named
+ * the repo, in no other repo either.
+ */
+export function sandboxNotFound(name: string, repo: string | null, elsewhereToo: boolean): SbxError {
+  const where = repo === null ? "" : elsewhereToo ? ` in ${repo} or any other repo` : ` in ${repo}`;
+  return new SbxError("not_found", `no sandbox '${name}'${where}`, {
+    hint: `\`sbx list\` shows the sandboxes there are; \`sbx create ${name}\` (or \`sbx run ${name}\`) makes one.`,
+  });
+}
+
+/** Sandboxes of that name in several repos, none of them the caller's: which one is for --repo to say. */
+export function sandboxAmbiguous(name: string, repos: readonly string[]): SbxError {
+  return new SbxError("usage", `there are sandboxes named '${name}' in ${repos.length} repos: ${repos.join(", ")}`, {
+    hint: `Say which with --repo, e.g. --repo ${repos[0]}.`,
   });
 }
 

@@ -62,25 +62,47 @@ export function paxRecord(key: string, value: string): string {
   return `${len}${body}`;
 }
 
+/**
+ * Pure: the header blocks of one entry whose content (`size` bytes, files only) follows them: a pax record first when
+ * its name or link target does not fit ustar's fields. Streamed archives (a build context) write content and padding
+ * themselves; tarArchive uses the same blocks.
+ */
+export function tarHeader(e: Omit<TarEntry, "content">, size: number): Uint8Array[] {
+  let name = e.path.replace(/^\/+/, "");
+  if (e.type === "dir" && !name.endsWith("/")) name += "/";
+  const target = e.type === "symlink" ? (e.target ?? "") : "";
+  const longLink = enc.encode(target).length > 99;
+  const longName = enc.encode(name).length > 99;
+  const parts: Uint8Array[] = [];
+  if (longName || longLink) {
+    const pax = enc.encode([...(longName ? [paxRecord("path", name)] : []), ...(longLink ? [paxRecord("linkpath", target)] : [])].join(""));
+    parts.push(header("PaxHeader", pax.length, "x", { mode: 0o644, uid: 0, gid: 0 }), ...padded(pax));
+    if (longName) name = name.slice(-90).replace(/^[^/]*\//, "");
+  }
+  parts.push(header(name, e.type === "file" ? size : 0, e.type === "dir" ? "5" : e.type === "symlink" ? "2" : "0", e, longLink ? target.slice(0, 99) : target));
+  return parts;
+}
+
+/** Pure: the zeros that pad `size` bytes of content to a whole block (empty when none are needed). */
+export function tarPadding(size: number): Uint8Array {
+  const rest = size % BLOCK;
+  return new Uint8Array(rest === 0 ? 0 : BLOCK - rest);
+}
+
+/** The two zero blocks that end an archive. */
+export function tarEnd(): Uint8Array {
+  return new Uint8Array(BLOCK * 2);
+}
+
 /** Pure: the bytes of a tar archive holding `entries` (numeric owners only, like `tar --numeric-owner`). */
 export function tarArchive(entries: readonly TarEntry[]): Uint8Array {
   const parts: Uint8Array[] = [];
   for (const e of entries) {
-    let name = e.path.replace(/^\/+/, "");
-    if (e.type === "dir" && !name.endsWith("/")) name += "/";
     const content = e.type === "file" ? (e.content ?? new Uint8Array()) : new Uint8Array();
-    const target = e.type === "symlink" ? (e.target ?? "") : "";
-    const longLink = enc.encode(target).length > 99;
-    const longName = enc.encode(name).length > 99;
-    if (longName || longLink) {
-      const pax = enc.encode([...(longName ? [paxRecord("path", name)] : []), ...(longLink ? [paxRecord("linkpath", target)] : [])].join(""));
-      parts.push(header("PaxHeader", pax.length, "x", { mode: 0o644, uid: 0, gid: 0 }), ...padded(pax));
-      if (longName) name = name.slice(-90).replace(/^[^/]*\//, "");
-    }
-    parts.push(header(name, content.length, e.type === "dir" ? "5" : e.type === "symlink" ? "2" : "0", e, longLink ? target.slice(0, 99) : target));
+    parts.push(...tarHeader(e, content.length));
     if (content.length > 0) parts.push(...padded(content));
   }
-  parts.push(new Uint8Array(BLOCK * 2));
+  parts.push(tarEnd());
   const total = parts.reduce((n, p) => n + p.length, 0);
   const out = new Uint8Array(total);
   let o = 0;

@@ -11,12 +11,15 @@ import type { Output, SandboxService } from "../sandboxes/service";
 import type { Store } from "../store/store";
 import type { Paths } from "../sys/paths";
 import { adoptStagedClone } from "../workspace/staged-clone";
-import type { Controller } from "./controller";
+import { sandboxView } from "./views";
+import type { GuardHost } from "./guard-host";
 import type { ExecAgents } from "./exec-agents";
 import { EXEC_FRAMES_TYPE } from "./exec-types";
+import { encodeFrame, FrameType } from "../../shims/exec-frames";
+import { printable } from "../core/printable";
 import type { Hosted } from "./hosted";
 import type { LimitWatch } from "./limit-watch";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import {
   AuditViewSchema,
   ChatStatusSchema,
@@ -44,10 +47,9 @@ import {
   PolicyPendingSchema,
   PolicyShowSchema,
   PolicyViewSchema,
-  SandboxActionSchema,
+  ExecAnswerSchema,
   SandboxExecSchema,
   SandboxListSchema,
-  SandboxRefSchema,
   SessionCreateSchema,
   SessionListSchema,
   SessionViewSchema,
@@ -63,7 +65,8 @@ import {
 import type { SessionManager } from "./sessions";
 
 export interface AppDeps {
-  controller: Controller;
+  /** The guards' bookkeeping (what `sbx status` shows of each sandbox's guards). */
+  guards: GuardHost;
   sessions: SessionManager;
   store: Store;
   log: Logger;
@@ -73,8 +76,8 @@ export interface AppDeps {
   hosted?: () => Hosted | null;
   /** The in-sandbox exec agents (POST /v1/sandboxes/exec); without, that route always answers "no agent". */
   agents?: ExecAgents;
-  /** The sandbox service (/v1/lifecycle/*); without one (a test's daemon) those routes answer not_available. */
-  service?: SandboxService;
+  /** The sandbox service: every route that names a sandbox, starts, stops or lists one goes through it. */
+  service: SandboxService;
   /** Where clones staged by the CLI live (`<cache>/sandbox-staging`). */
   paths?: Pick<Paths, "cacheDir">;
   /** The allowlist and approvals (/v1/policy/*); the dashboard and chat bot decide through the same service. */
@@ -144,6 +147,25 @@ export function splitExecBody(body: Uint8Array): { head: unknown; stdin: Uint8Ar
   return { head, stdin: body.subarray(4 + n) };
 }
 
+/** The start's notes as stderr frames ahead of the command's own (made printable: they may carry a repo's path). */
+function withNotes(notes: readonly string[], body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const head = notes.map((n) => encodeFrame(FrameType.stderr, 0, new TextEncoder().encode(`${printable(n)}\n`)));
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    start(ctl) {
+      for (const f of head) ctl.enqueue(f);
+    },
+    async pull(ctl) {
+      const { value, done } = await reader.read();
+      if (done) ctl.close();
+      else ctl.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}
+
 const statusOf: Record<ErrorCode, ContentfulStatusCode> = {
   usage: 400,
   invalid_name: 400,
@@ -188,7 +210,9 @@ function uiOf(h: Hosted | null): { origin: string } | null {
 }
 
 export function createApp(deps: AppDeps): Hono {
-  const { controller, sessions, store, log } = deps;
+  const { guards, sessions, store, log } = deps;
+  const svc = deps.service;
+  const views = () => store.listSandboxes().map((sb) => sandboxView(sb, svc, guards));
   const app = new Hono();
 
   app.use(async (c, next) => {
@@ -210,13 +234,13 @@ export function createApp(deps: AppDeps): Hono {
   app.get("/health", (c) => c.json(HealthSchema.parse(deps.health())));
 
   app.get("/v1/status", async (c) => {
-    await controller.refreshPhases();
+    await svc.refreshPhases();
     return c.json(
       StatusSchema.parse({
         daemon: deps.health(),
         backends: deps.backends,
-        guards: controller.guardNames,
-        sandboxes: controller.views(),
+        guards: guards.guardNames,
+        sandboxes: views(),
         sessions: sessions.size,
         ...(deps.hosted ? { ui: uiOf(deps.hosted()), chat: deps.hosted()?.chat() ?? { configured: false, connected: false } } : {}),
       }),
@@ -242,59 +266,32 @@ export function createApp(deps: AppDeps): Hono {
     return c.json(UiTicketStateSchema.parse({ state: hosted().ticketState(ticket) }));
   });
 
-  app.get("/v1/sandboxes", (c) => c.json(SandboxListSchema.parse({ sandboxes: controller.views() })));
+  app.get("/v1/sandboxes", (c) => c.json(SandboxListSchema.parse({ sandboxes: views() })));
 
-  app.post("/v1/sandboxes/start", async (c) => {
-    const ref = SandboxRefSchema.parse(await jsonBody(c));
-    const sandbox = await controller.start(ref);
-    const notes = ref.repo && deps.service ? await deps.service.notesOf(ref.repo, ref.name) : [];
-    return c.json(SandboxActionSchema.parse({ sandbox, ...(notes.length ? { notes } : {}) }));
-  });
-
-  // Start (guards up, sandbox running), then run a command through the sandbox's exec agent, streaming its frames
-  // back. Without an agent the answer is the started sandbox and `agent: false`: the caller runs it through the engine.
+  // The quick path of a piped `sbx shell|run NAME -- cmd`: the same start as every other (the service's, under the
+  // sandbox's lock: guards up, then it runs), then the command through the sandbox's exec agent, its frames streamed
+  // back after the start's notes (as stderr). Without an agent the answer says how to run it instead (JSON): in the
+  // engine when the kind is a container whose agent has not connected, else not here (the CLI's full path).
   app.post("/v1/sandboxes/exec", async (c) => {
     const { head, stdin } = splitExecBody(new Uint8Array(await c.req.arrayBuffer()));
     const req = SandboxExecSchema.parse(head);
-    const view = await controller.start({ name: req.name, ...(req.repo ? { repo: req.repo } : {}) });
-    if (!view.guarded) {
-      throw new SbxError("unavailable", `sandbox '${req.name}' started but its guards are not all up`, {
-        hint: "See `sbx status` and the daemon log; nothing runs in a sandbox whose proxy and bridge are down.",
-      });
-    }
-    const agent = view.backend === "docker" ? await deps.agents?.wait(view.id, 1000) : undefined;
-    if (!agent) return c.json({ ...SandboxActionSchema.parse({ sandbox: view }), agent: false });
-    store.audit({ sandboxId: view.id, kind: "daemon", action: "exec", detail: { argv0: req.argv[0] ?? "", via: "agent" } });
-    const row = store.getSandbox(view.id);
+    const notes: string[] = [];
+    const row = await svc.start(req.name, { cwd: req.cwd, repoFlag: req.repoFlag, asUid: req.asUid, foundRepo: req.foundRepo, out: { log: (l) => notes.push(l) } });
+    const [caps, cwd] = await Promise.all([svc.capsOf(row), svc.sessionCwd(row, req.cwd)]);
+    const agent = req.agent && caps.execAgent ? await deps.agents?.wait(row.id, 1000) : undefined;
+    if (!agent) return c.json(ExecAnswerSchema.parse({ sandbox: sandboxView(row, svc, guards), cwd, notes, agent: false, engine: caps.execAgent }));
+    store.audit({ sandboxId: row.id, kind: "daemon", action: "exec", detail: { argv0: req.argv[0] ?? "", via: "agent" } });
     const watch = deps.limits;
-    const ended = watch && row ? await watch.span(row) : undefined; // the counters as the command starts
-    const beforeExit = watch && row && ended ? async () => watch.notes(row, await ended()) : undefined;
-    const body = agent.run({ argv: req.argv, cwd: req.cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
-    return new Response(body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
+    const ended = watch ? await watch.span(row) : undefined; // the counters as the command starts
+    const beforeExit = watch && ended ? async () => watch.notes(row, await ended()) : undefined;
+    const body = agent.run({ argv: req.argv, cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
+    return new Response(notes.length ? withNotes(notes, body) : body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
   });
 
-  app.post("/v1/sandboxes/stop", async (c) => {
-    const ref = SandboxRefSchema.parse(await jsonBody(c));
-    const sb = controller.resolve(ref);
-    sessions.endFor(sb.id);
-    return c.json(SandboxActionSchema.parse({ sandbox: await controller.stop(ref) }));
-  });
-
-  app.post("/v1/sandboxes/release", async (c) => {
-    const ref = SandboxRefSchema.parse(await jsonBody(c));
-    const sb = controller.resolve(ref);
-    sessions.endFor(sb.id);
-    await controller.release(ref);
-    return c.json({ ok: true as const });
-  });
-
-  app.post("/v1/reconcile", async (c) => c.json(await controller.reconcile()));
+  app.post("/v1/reconcile", async (c) => c.json(await svc.reconcile()));
 
   // ── the sandbox service's verbs: every answer is lines (lifecycleLines) ──
-  const service = (): SandboxService => {
-    if (!deps.service) throw new SbxError("not_available", "this daemon runs no sandbox service", { hint: "Restart the daemon (`sbx daemon`); see its log." });
-    return deps.service;
-  };
+  const service = (): SandboxService => svc;
   const where = (w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, out: Output) => ({
     cwd: w.cwd,
     repoFlag: w.repoFlag,
@@ -411,7 +408,7 @@ export function createApp(deps: AppDeps): Hono {
     const req = LifecycleBridgeSchema.parse(await jsonBody(c));
     const s = service();
     return lifecycleLines(log, c.req.raw, async (out) =>
-      LifecycleResults.bridge.parse(await s.bridge(req.name, { ...where(req, out), allow: req.allow, disallow: req.disallow, protect: req.protect, unprotect: req.unprotect, addRepos: req.addRepos, dropRepos: req.dropRepos, pushTo: req.pushTo, unpushTo: req.unpushTo, ...(req.prefix !== undefined ? { prefix: req.prefix } : {}) })),
+      LifecycleResults.bridge.parse(await s.bridge(req.name, { ...where(req, out), allow: req.allow, disallow: req.disallow, protect: req.protect, unprotect: req.unprotect, addRepos: req.addRepos, dropRepos: req.dropRepos, pushTo: req.pushTo, unpushTo: req.unpushTo, ...(req.prefix !== undefined ? { prefix: req.prefix } : {}), ...(req.pushRemote !== undefined ? { pushRemote: req.pushRemote } : {}) })),
     );
   });
 
@@ -439,10 +436,10 @@ export function createApp(deps: AppDeps): Hono {
     return lifecycleLines(log, c.req.raw, async () => {
       const items = await s.list({ all: req.all, ...(req.here ? { repo: await s.repoOf(req.here) } : {}) });
       // The daemon's side of each: whether its guards are up, and why not when they failed to come up.
-      const views = new Map(controller.views().map((v) => [`${v.repo}\0${v.name}`, v]));
+      const seen = new Map(views().map((v) => [`${v.repo}\0${v.name}`, v]));
       return LifecycleResults.list.parse({
         sandboxes: items.map((i) => {
-          const v = views.get(`${i.repo}\0${i.name}`);
+          const v = seen.get(`${i.repo}\0${i.name}`);
           return { ...i, guarded: v?.guarded ?? false, ...(v?.error ? { guardError: v.error } : {}) };
         }),
       });
@@ -455,32 +452,8 @@ export function createApp(deps: AppDeps): Hono {
     return deps.policy;
   };
   const cliBy = `cli:${deps.user ?? "user"}`;
-  /**
-   * The sandbox `--sandbox NAME` means: this repo's (the cwd's, or --repo's) of that name; from anywhere else, the one
-   * sandbox of that name there is. Two of that name in different repos need --repo, which the error names.
-   */
-  const sandboxNamed = async (w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, name: string): Promise<Sandbox> => {
-    let repo: string | null = null;
-    try {
-      repo = await service().repoOf(w);
-    } catch (e) {
-      if (w.repoFlag !== undefined) throw e;
-    }
-    const here = repo === null ? null : store.findSandbox(repo, name);
-    if (here) return here;
-    if (w.repoFlag === undefined) {
-      const named = store.listSandboxes().filter((s) => s.name === name);
-      if (named.length === 1) return named[0]!;
-      if (named.length > 1) {
-        throw new SbxError("usage", `there are sandboxes named '${name}' in ${named.length} repos: ${named.map((s) => s.repo).join(", ")}`, {
-          hint: `Say which with --repo, e.g. --repo ${named[0]!.repo}.`,
-        });
-      }
-    }
-    throw new SbxError("not_found", `no sandbox '${name}'${repo === null ? "" : ` in ${repo}`}${w.repoFlag === undefined ? " or any other repo" : ""}`, {
-      hint: "Run `sbx list` in the repo the sandbox was made from, or name that repo with --repo PATH.",
-    });
-  };
+  /** The sandbox `--sandbox NAME` means: the one resolver's answer (the caller's repo's, else the one of that name anywhere). */
+  const sandboxNamed = (w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, name: string): Promise<Sandbox> => svc.resolve(name, w);
   const scopeOf = async (verb: string, req: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined; sandbox?: string | undefined; global: boolean }): Promise<Scope> => {
     const name = listScope(verb, req.sandbox, req.global);
     return name === null ? { kind: "global" } : { kind: "sandbox", sandbox: await sandboxNamed(req, name) };
@@ -522,7 +495,7 @@ export function createApp(deps: AppDeps): Hono {
 
   app.get("/v1/logs", async (c) => {
     const q = LogsQuerySchema.parse(c.req.query());
-    const sandboxId = q.sandbox ? controller.resolve({ name: q.sandbox, ...(q.repo ? { repo: q.repo } : {}) }).id : undefined;
+    const sandboxId = q.sandbox ? (await svc.resolve(q.sandbox, { ...(q.repo ? { repo: q.repo } : {}) })).id : undefined;
     const names = new Map(store.listSandboxes({ all: true }).map((s) => [s.id, s.name]));
     const read = () =>
       store.listAudit({
@@ -554,7 +527,7 @@ export function createApp(deps: AppDeps): Hono {
 
   app.post("/v1/sessions", async (c) => {
     const req = SessionCreateSchema.parse(await jsonBody(c));
-    return c.json(SessionViewSchema.parse(sessions.create(req)), 201);
+    return c.json(SessionViewSchema.parse(await sessions.create(req)), 201);
   });
 
   app.get("/v1/attach", () => {

@@ -1,29 +1,33 @@
-// Runs the controller: lock, store, reconcile, control socket, and a clean stop (guards closed, sandboxes left as they are).
+// Runs the daemon: lock, store, the sandbox service with the daemon as its host, reconcile, control socket, and a clean stop (guards closed, sandboxes left as they are).
 import { join } from "node:path";
 import type { Hono } from "hono";
 import { Store } from "../store/store";
 import type { BackendKind, Sandbox } from "../core/schemas";
+import type { Driver, WatchContext } from "../drivers/driver";
 import { stateOfView, type SandboxState } from "../core/sandbox-state";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { agentService } from "../agents/service";
 import { createApp } from "./app";
-import { Controller, type Backends, type ControllerDeps, type ReconcileReport } from "./controller";
+import { GuardHost } from "./guard-host";
 import { ExecAgents, execAgentGuard } from "./exec-agents";
 import { PortForwards } from "./port-forwards";
 import { LimitWatch } from "./limit-watch";
 import type { SandboxGuard } from "../guards/guards";
 import type { Hosted } from "./hosted";
 import { acquireLock, type DaemonLock } from "./lock";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { API_VERSION, type Health } from "./protocol";
+import { sandboxView } from "./views";
 import { clearStaleSocket, ensurePrivateDir, serveControl, type ControlServer } from "./server";
 import { SessionManager } from "./sessions";
-import { defaultSpecBuilder, type SpecBuilder } from "./spec";
-import { controllerSupervisor } from "./supervisor";
+import { daemonHost } from "./host";
+import type { HostCapacity } from "../core/limits";
 import type { PolicyService } from "../policy/service";
-import type { SandboxService } from "../sandboxes/service";
+import { SandboxService } from "../sandboxes/service";
+import type { ReconcileReport } from "../sandboxes/running";
+import { lineSplitter } from "../core/lines";
 
 export interface DaemonDeps {
   env: Env;
@@ -31,32 +35,28 @@ export interface DaemonDeps {
   exec: Exec;
   log: Logger;
   version: string;
-  backends: Backends;
+  /** One driver per kind this host runs: the sandbox service's table (a row of another kind stays fenced). */
+  drivers: Partial<Record<BackendKind, Driver>>;
+  /** The kind of a new sandbox when the caller names none (docker on Linux, macos on a Mac). */
+  defaultKind: BackendKind;
   guards: readonly SandboxGuard[];
-  specFor?: SpecBuilder;
-  bringUp?: ControllerDeps["bringUp"];
-  prepareRun?: ControllerDeps["prepareRun"];
   /** Defaults to the store at paths.dbFile. */
   store?: Store;
-  /** Starts the dashboard, chat bot and notifier: called once the lock is held, so a second daemon never starts them. */
-  /** What the daemon hosts (dashboard, chat), given the store and each sandbox's state as the daemon sees it. */
-  host?: (store: Store, stateOf: (sb: Sandbox) => SandboxState) => Hosted;
-  /**
-   * Runs once the lock is held and BEFORE reconcile starts any guard or sandbox: the user-account backends restore
-   * their firewall rules here (fail closed after a reboot). A second daemon that lost the lock never runs it.
-   */
-  prepare?: (store: Store) => Promise<void>;
+  /** What the daemon hosts (dashboard, chat), given the store and each sandbox's state as the daemon sees it; started once the lock is held. */
+  hosted?: (store: Store, stateOf: (sb: Sandbox) => SandboxState) => Hosted;
   /** The in-sandbox exec agents, when the components made them (a guard runs commands through them); else the daemon's own. */
   agents?: ExecAgents;
   /**
-   * Daemon-wide background services (the kernel-log audit, the pf watchdog), started after prepare and stopped at
-   * shutdown; `stopSandbox` stops one as `sbx stop` does (sessions told, guards down).
+   * Where what the drivers' watchers see goes (Driver.watch: the kernel-log and pflog audits, the pf watchdog): the
+   * live feed and the person's desktop. Without, the daemon starts no watcher.
    */
-  services?: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => { stop(): Promise<void> };
-  /** The sandbox service behind /v1/lifecycle/* (the daemon makes itself its supervisor). */
-  service?: SandboxService;
+  watchers?: Pick<WatchContext, "blocked" | "notify">;
   /** The allowlist and approvals behind /v1/policy/* (the dashboard and chat decide through the same one). */
   policy?: PolicyService;
+  /** This machine's memory and CPUs (limits' defaults; tests give their own). */
+  capacity?: HostCapacity;
+  /** The sandbox whose guest account has a uid (named where a port it holds stops a forward). */
+  guestOf?: (uid: number) => Promise<string | null>;
 }
 
 export interface RunningDaemon {
@@ -82,10 +82,10 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
   const lock: DaemonLock = acquireLock(lockPath(paths));
   let store: Store | undefined;
   let server: ControlServer | undefined;
-  let controller: Controller | undefined;
+  let guards: GuardHost | undefined;
   let sessions: SessionManager | undefined;
   let hosted: Hosted | null = null;
-  let service: { stop(): Promise<void> } | null = null;
+  let background: { stop(): Promise<void> } | null = null;
   let watch: LimitWatch | undefined;
   try {
     await clearStaleSocket(paths.controlSocket);
@@ -93,23 +93,36 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     // The exec agents are the daemon's own, like sessions: every Docker sandbox's agent socket, last among its guards.
     const agents = deps.agents ?? new ExecAgents();
     // `sbx port`: host listeners carried into Docker sandboxes by their agents, up and down with the guards.
-    const forwards = new PortForwards(agents, log);
-    controller = new Controller({
-      store,
-      backends: deps.backends,
-      guards: [...deps.guards, execAgentGuard(agents), forwards.guard()],
-      exec: deps.exec,
-      paths,
-      log,
-      specFor: deps.specFor ?? defaultSpecBuilder(deps.env, paths),
-      ...(deps.bringUp ? { bringUp: deps.bringUp } : {}),
-      ...(deps.prepareRun ? { prepareRun: deps.prepareRun } : {}),
-    });
+    const forwards = new PortForwards(agents, log, { exec: deps.exec, ...(deps.guestOf ? { guestOf: deps.guestOf } : {}) });
+    guards = new GuardHost({ store, guards: [...deps.guards, execAgentGuard(agents), forwards.guard()], exec: deps.exec, paths, log });
+    // Sessions and limits ask the service (which sandbox a name means, a shell's argv, a sandbox's counters); the
+    // service, made below with the daemon as its host, says when guards go up and down. Neither holds the other.
+    let service!: SandboxService;
     // Limits a sandbox runs into: read every 5 s, and when a command or session ends (which is then told).
-    const limits = deps.service ? new LimitWatch({ service: deps.service, store, log }) : undefined;
-    limits?.start(LIMIT_WATCH_MS);
+    const limits = new LimitWatch({ service: { counters: (row) => service.counters(row) }, store, log });
     watch = limits;
-    sessions = new SessionManager({ controller, exec: deps.exec, store, log, ...(limits ? { limits } : {}) });
+    sessions = new SessionManager({
+      sandboxes: { resolve: (name, q) => service.resolve(name, q), terminalArgv: (row, req) => service.terminalArgv(row, req) },
+      guards,
+      exec: deps.exec,
+      store,
+      log,
+      limits,
+    });
+    service = new SandboxService({
+      exec: deps.exec,
+      env: deps.env,
+      paths,
+      store,
+      drivers: Object.fromEntries(Object.entries(deps.drivers).map(([k, v]) => [k, () => v])),
+      defaultKind: deps.defaultKind,
+      log: (l) => log.info(l),
+      progress: lineSplitter((l) => log.info(l)),
+      host: daemonHost(guards, sessions, agents, forwards),
+      logger: log,
+      ...(deps.capacity ? { capacity: deps.capacity } : {}),
+    });
+    limits.start(LIMIT_WATCH_MS);
     const health: Health = {
       ok: true,
       api: API_VERSION,
@@ -118,40 +131,37 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       startedAt: Date.now(),
       socket: paths.controlSocket,
     };
-    if (deps.prepare) await deps.prepare(store);
-    const reconciled = controller.reconcile();
-    const supervisor = controllerSupervisor(controller, sessions, agents, forwards);
-    const rows = store;
-    service = deps.services?.(store, async (row, why) => {
-      await supervisor.stop(row, why);
-      rows.setSandboxState(row.id, "stopped");
-    }) ?? null;
-    const ctl = controller;
-    hosted = deps.host?.(store, (sb) => stateOfView(ctl.view(sb))) ?? null;
+    // Fail closed first: every sandbox fenced as its driver says, before reconcile brings any guard or sandbox up.
+    await service.fence();
+    const reconciled = service.reconcile();
+    const watching = deps.watchers ? await service.watch({ log, ...deps.watchers }) : [];
+    background = { stop: async () => void (await Promise.all(watching.map((w) => w.stop()))) };
+    const g = guards;
+    const views = (sb: Sandbox) => sandboxView(sb, service, g);
+    hosted = deps.hosted?.(store, (sb) => stateOfView(views(sb))) ?? null;
     const h = hosted;
-    const lifecycle = deps.service?.withSupervisor(supervisor);
     const app = createApp({
       agents,
-      ...(limits ? { limits } : {}),
-      ...(lifecycle ? { service: lifecycle } : {}),
-      ...(lifecycle && deps.policy ? { agentRuns: agentService(lifecycle, store, deps.policy, paths, deps.exec, deps.env, Object.keys(deps.backends) as BackendKind[]) } : {}),
+      limits,
+      service,
+      ...(deps.policy ? { agentRuns: agentService(service, store, deps.policy, paths, deps.exec, deps.env, Object.keys(deps.drivers) as BackendKind[]) } : {}),
       ...(deps.policy ? { policy: deps.policy } : {}),
       user: deps.env.userName,
       paths,
       hosted: () => h,
-      controller,
+      guards,
       sessions,
       store,
       log,
       health: () => health,
-      backends: Object.keys(deps.backends),
+      backends: Object.keys(deps.drivers),
     });
     server = serveControl({ path: paths.controlSocket, fetch: gateOnReconcile(app, reconciled), sessions, log });
     log.info("daemon listening", {
       socket: paths.controlSocket,
       pid: process.pid,
-      backends: Object.keys(deps.backends).join(",") || "none",
-      guards: deps.guards.map((g) => g.name).join(",") || "none",
+      backends: Object.keys(deps.drivers).join(",") || "none",
+      guards: deps.guards.map((gd) => gd.name).join(",") || "none",
       ui: h?.uiOrigin() ?? "none",
       chat: h ? (h.chat().configured ? "configured" : "not set up") : "none",
     });
@@ -159,12 +169,11 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     let resolveStopped!: () => void;
     const stopped = new Promise<void>((r) => (resolveStopped = r));
     let stopping: Promise<void> | null = null;
-    const c = controller;
     const s = sessions;
     const st = store;
     const srv = server;
     const ownsStore = deps.store === undefined;
-    const svc = service;
+    const bg = background;
     return {
       health,
       reconciled,
@@ -177,8 +186,8 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
           await h?.close();
           await s.closeAll();
           await reconciled.catch(() => {});
-          await svc?.stop();
-          await c.close();
+          await bg?.stop();
+          await g.close();
           if (ownsStore) st.close();
           lock.release();
           log.info("daemon stopped", {});
@@ -190,9 +199,9 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
   } catch (e) {
     watch?.stop();
     await server?.stop();
-    await service?.stop();
+    await background?.stop();
     await hosted?.close();
-    await controller?.close();
+    await guards?.close();
     if (deps.store === undefined) store?.close();
     lock.release();
     throw e;

@@ -1,4 +1,4 @@
-// The daemon's side of the in-sandbox exec agent: a guard that listens on each Docker sandbox's agent socket, and the registry the control API runs commands through.
+// The daemon's side of the in-sandbox exec agent: a guard that listens on the agent socket of each sandbox whose kind has one (a container's), and the registry the control API runs commands through.
 //
 // The agent (shims/exec-agent.ts) dials in from inside the container; the socket it reaches is the sandbox's own, so
 // a connection speaks for that sandbox and no other. What comes back is the sandbox's output and is treated as such:
@@ -22,6 +22,7 @@ import {
 } from "../../shims/exec-frames";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
 import type { StreamedRun } from "../sys/exec";
+import { AGENT_HELLO_MAX, AGENT_HELLO_MS, AGENT_MAX_CONNECTIONS } from "../core/bounds";
 
 /** The agent socket's name in a sandbox's socket dir (mounted at /run/sbx inside). */
 export const AGENT_SOCKET = "agent.sock";
@@ -304,24 +305,45 @@ export class ExecAgents {
 }
 
 /**
- * Serves a Docker sandbox's agent socket (`<socket dir>/agent.sock`, /run/sbx/agent.sock inside). A connection counts
+ * Serves the agent socket (`<socket dir>/agent.sock`, /run/sbx/agent.sock inside). A connection counts
  * once it said hello with a known protocol version; a newer connection replaces the older one. Always healthy: the
- * agent is a fast path, its absence costs speed, never safety. Other backends get a no-op.
+ * agent is a fast path, its absence costs speed, never safety. A kind without an exec agent (DriverCaps.execAgent) gets a no-op.
  */
 export function execAgentGuard(agents: ExecAgents): SandboxGuard {
   return {
     name: "exec-agent",
     async start(ctx): Promise<GuardHandle> {
-      if (ctx.sandbox.backend !== "docker") return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
+      if (!ctx.driver.caps.execAgent) return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
       const path = join(ctx.sockets.dir, AGENT_SOCKET);
       rmSync(path, { force: true });
       const sandboxId = ctx.sandbox.id;
       const socks = new Set<Socket>();
+      // Connections that have not said hello yet, oldest first: a sandbox may open AGENT_MAX_CONNECTIONS in all; past
+      // that the oldest of these makes room (so its own agent always gets in), or the new one is closed.
+      const waiting = new Set<Socket>();
       const server: Server = createServer((sock) => {
+        if (socks.size >= AGENT_MAX_CONNECTIONS) {
+          const oldest = waiting.values().next().value as Socket | undefined;
+          if (oldest === undefined) return void sock.destroy();
+          oldest.destroy();
+          waiting.delete(oldest);
+          socks.delete(oldest);
+        }
         socks.add(sock);
+        waiting.add(sock);
         const decoder = new FrameDecoder();
         let link: AgentLink | null = null;
+        let before = 0;
+        const helloTimer = setTimeout(() => {
+          if (!link) sock.destroy();
+        }, AGENT_HELLO_MS);
         sock.on("data", (chunk: Buffer) => {
+          // Before its hello a connection may send only a hello's worth: a frame claimed longer is not waited for.
+          if (!link && (before += chunk.length) > AGENT_HELLO_MAX) {
+            ctx.log.warn("exec agent connection sent more than a hello before saying one: dropped");
+            sock.destroy();
+            return;
+          }
           let frames: Frame[];
           try {
             frames = decoder.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
@@ -334,6 +356,8 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
             if (link) link.onFrame(f);
             else if (f.type === FrameType.hello && (parseJson(f.payload) as { v?: unknown } | undefined)?.v === AGENT_PROTOCOL) {
               link = new AgentLink(sock);
+              waiting.delete(sock);
+              clearTimeout(helloTimer);
               agents.attach(sandboxId, link);
             }
           }
@@ -342,6 +366,8 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
           /* close follows */
         });
         sock.on("close", () => {
+          clearTimeout(helloTimer);
+          waiting.delete(sock);
           socks.delete(sock);
           if (link) {
             link.close();

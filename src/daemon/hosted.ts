@@ -9,7 +9,7 @@ import type { Exec } from "../sys/exec";
 import type { EventBus } from "../events/feed";
 import { startDashboard, type Dashboard } from "../ui/server";
 import type { TicketState } from "../ui/auth";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { createDesktopNotifier, type DesktopNotifier } from "./notify";
 import type { ChatStatus, UiLaunch } from "./protocol";
 

@@ -1,10 +1,10 @@
 // Notices when a sandbox runs into its memory or process limit: an audit row (`sbx logs --kind limit`) and a note for the command that was running.
 import { describeHit, limitHits, type LimitCounters, type LimitHit } from "../core/limits";
 import type { Sandbox } from "../core/schemas";
-import { LimitsSchema } from "../sandboxes/identity";
+import { LimitsSchema } from "../drivers/identity";
 import type { SandboxService } from "../sandboxes/service";
 import type { Store } from "../store/store";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 
 export interface LimitWatchDeps {
   service: Pick<SandboxService, "counters">;

@@ -1,4 +1,4 @@
-// The daemon's composition root: env → paths → exec → store → backends → guards → servers. Guards and backends are registered here and nowhere else.
+// The daemon's composition root: env → paths → exec → store → drivers → guards → servers. Drivers and guards are registered here and nowhere else.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { subjectText, bridgeSettingsOf } from "../core/bridge-settings";
@@ -10,9 +10,7 @@ import type { BackendKind } from "../core/schemas";
 import { DockerDriver } from "../drivers/docker/driver";
 import type { Driver } from "../drivers/driver";
 import { UserAccountDriver } from "../drivers/user-account";
-import { lineSplitter } from "../core/lines";
 import { PolicyService } from "../policy/service";
-import { SandboxService } from "../sandboxes/service";
 import { createLlmHandler, gatewayUpstreams, PROVIDERS } from "../llm/handler";
 import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
@@ -25,43 +23,44 @@ import { createExec, type Exec } from "../sys/exec";
 import { pathsFor, type Paths } from "../sys/paths";
 import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
-import type { Backends, ControllerDeps } from "./controller";
 import { bridgeGuard } from "../guards/bridge";
 import { sshSettingsOf } from "../bridge/gate";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { systemResolver, type Resolver } from "../proxy/egress-proxy";
-import { defaultSpecBuilder } from "./spec";
-import { startUserBackendAudits, type UserBackends } from "./user-backends";
-import { driverRefSyncGuard, restoreFences } from "./driver-guards";
+import type { MacosBackend } from "../drivers/macos/backend";
+import { defaultKind } from "../core/backend-kind";
+import { rawBlockFeed } from "../events/raw-blocks";
+import { notificationArgv } from "./notify";
+import { driverRefSyncGuard } from "./driver-guards";
 import { startDaemon } from "./daemon";
 import { ExecAgents } from "./exec-agents";
 import { startHosted } from "./hosted";
 import type { GuardContext, SandboxGuard } from "../guards/guards";
-import { createLogger, type LogLevel, type Logger } from "./log";
-import type { SpecBuilder } from "./spec";
-import type { HostUser, SandboxSpec } from "../drivers/backend";
+import { createLogger, type LogLevel, type Logger } from "../sys/log";
+import type { HostUser } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
+import { baseIdentity } from "../drivers/identity";
 
 export interface Components {
-  backends: Backends;
+  /** One driver per kind this host runs: the sandbox service's one table. */
+  drivers: Partial<Record<BackendKind, Driver>>;
+  /** The kind of a new sandbox when the caller names none (default: docker, or macos on a Mac). */
+  defaultKind?: BackendKind;
   /** Started in this order for every sandbox, stopped in reverse; a sandbox runs only when all are up. */
   guards: SandboxGuard[];
-  specFor?: SpecBuilder;
-  /** How a guarded sandbox is brought to running (default: backend.apply). */
-  bringUp?: ControllerDeps["bringUp"];
-  /** What may run while the guards come up (Docker: make the container, not start it). */
-  prepareRun?: ControllerDeps["prepareRun"];
-  /** Before reconcile, with the lock held: firewall rules of user-account sandboxes come back block-all (fail closed). */
-  prepare?: (store: Store) => Promise<void>;
-  /** Daemon-wide services (the audits of raw connections the firewall dropped); `poll` reads the kernel log now. */
-  services?: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => { stop(): Promise<void>; poll?(): Promise<number> };
   /** The in-sandbox exec agents (the daemon makes its own when absent); guards may run commands through them. */
   agents?: ExecAgents;
-  /** The sandbox service (create, rm, … for the CLI); absent in tests that run a daemon over fakes only. */
-  service?: SandboxService;
+  /** The sandbox whose guest account has a uid, or null (no kind with guest accounts here, or no guest's). */
+  guestOf?: (uid: number) => Promise<string | null>;
+}
+
+/** The user-account backends this host can run (detected, or a test's). */
+export interface UserBackends {
+  linuxUser?: LinuxUserBackend;
+  macos?: MacosBackend;
 }
 
 export interface ComponentDeps {
@@ -158,59 +157,30 @@ export async function detectUserBackends(d: ComponentDeps, host: HostUser): Prom
   return out;
 }
 
-/**
- * The production registry: each backend and each per-sandbox service is added here, once.
- *   backends: docker (Linux); linux-user (Linux, root, tools present); macos (darwin).
- *   guards:   proxy (egress + LLM keys), loopback (user-account sandboxes' 127.0.0.1:<port> → proxy), bridge (git/gh),
- *             ref sync (Docker: docker exec; user accounts: as the host user / as the guest).
- *   prepare:  user-account firewall rules back, block-all, before reconcile; services: the blocked-raw audits
- *             (kernel log on Linux, pflog0 on macOS), published on the live feed.
- * A sandbox of a backend that is not registered stays fenced (see Controller). `users` replaces detection (tests).
- */
 /** The host's CA settings, as git and gh read them: a private CA in front of a forge works through the bridge too. */
 function tlsEnvOf(raw: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(["SSL_CERT_FILE", "SSL_CERT_DIR"].flatMap((k) => (raw[k] ? [[k, raw[k]]] : [])));
 }
 
+/**
+ * The production registry: each driver and each per-sandbox service is added here, once.
+ *   drivers:  docker (Linux); linux-user (Linux, root, tools present); macos (darwin).
+ *   guards:   proxy (egress + LLM keys), loopback (a guest's 127.0.0.1:<port> → proxy, for kinds whose proxy port is
+ *             on the host's loopback), bridge (git/gh), ref sync (each driver's plan).
+ *   (each driver's own watchers, Driver.watch, are started by the daemon: the blocked-raw audits, the pf watchdog.)
+ * A sandbox of a kind that is not registered stays fenced (the service's reconcile). `users` replaces detection (tests).
+ */
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
-  const backends: Backends = {};
-  // One driver per kind this host runs, and the one sandbox service over them: the daemon's spec, bring-up and
-  // prepare come from the same code the CLI's create and rm use.
+  // One driver per kind this host runs: the sandbox service's table, the only place kinds are told apart.
   const drivers: Partial<Record<BackendKind, Driver>> = {};
-  if (d.env.platform === "linux") {
-    const docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths });
-    drivers.docker = docker;
-    backends.docker = docker.backend;
-  }
+  if (d.env.platform === "linux") drivers.docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths });
   // The person every user-account sandbox of this daemon belongs to (sudo's caller for a root daemon started by sudo).
   const host = await hostUserOf(d.env, userDirectory(d.exec, d.env.platform));
   const ub = users ?? (await detectUserBackends(d, host));
   for (const b of [ub.linuxUser, ub.macos]) {
     if (!b) continue;
     drivers[b.kind] = new UserAccountDriver({ exec: d.exec, env: d.env, paths: d.paths, backend: b, hostUser: host });
-    backends[b.kind] = b;
   }
-  const service = new SandboxService({
-    exec: d.exec,
-    env: d.env,
-    paths: d.paths,
-    store: d.store,
-    drivers: Object.fromEntries(Object.entries(drivers).map(([k, v]) => [k, () => v])),
-    defaultKind: d.env.platform === "darwin" ? "macos" : "docker",
-    log: (l) => d.log.info(l),
-    progress: lineSplitter((l) => d.log.info(l)),
-  });
-  // A row of a kind with no driver here (a test's fake backend) gets the plain spec: it stays fenced unless a backend runs it.
-  const fallbackSpec = defaultSpecBuilder(d.env, d.paths, host);
-  const specFor = (row: Sandbox): SandboxSpec => drivers[row.backend]?.spec(row) ?? fallbackSpec(row);
-  // Docker: rebuilds a missing image and resolves the user's shell; user accounts: account, firewall, clone, rc files.
-  const bringUp: NonNullable<Components["bringUp"]> = async (row, spec, backend) => {
-    if (drivers[row.backend]) return service.ensureRunning(row);
-    await backend.apply(spec);
-    return spec;
-  };
-  // The container is made while the guards come up (not started: that waits for them).
-  const prepareRun = (row: Sandbox) => (drivers[row.backend] ? service.prepareRun(row) : Promise.resolve());
   const secrets = () => {
     const fromEnv: Record<string, string> = {};
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
@@ -252,32 +222,27 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     };
   };
   // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
-  const placement = (ctx: GuardContext) => drivers[ctx.sandbox.backend]?.bridgePlace(ctx.spec, ctx.exec);
+  const placement = (ctx: GuardContext) => ctx.driver.bridgePlace(ctx.spec, ctx.exec);
+  // Whose guest a uid is, as the drivers of kinds with guest accounts say (a port a sandbox holds is taken back from
+  // another sandbox's guest, never from anything else).
+  const guestOf = async (uid: number): Promise<string | null> => {
+    for (const driver of Object.values(drivers)) {
+      const id = (await driver?.guestIdOf?.(uid)) ?? null;
+      if (id !== null) return d.store.listSandboxes().find((r) => baseIdentity(r)?.id === id)?.name ?? `${id} (of another sbx state)`;
+    }
+    return null;
+  };
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, ...(resolve ? { resolve } : {}) }),
-    loopbackGuard(),
+    proxyGuard({ originHandler, publish, guestOf, ...(resolve ? { resolve } : {}) }),
+    loopbackGuard({ guestOf }),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
         return a === null ? null : { id: a.id, count: a.count };
       }, publish, placement }),
   ];
   const agents = new ExecAgents();
-  guards.push(driverRefSyncGuard((kind) => drivers[kind as BackendKind], agents));
-  const hasUsers = ub.linuxUser !== undefined || ub.macos !== undefined;
-  return {
-    backends,
-    guards,
-    agents,
-    specFor,
-    bringUp,
-    prepareRun,
-    service,
-    // Before any guard: every sandbox fenced as its driver says (user accounts: block-all until their guards are up).
-    prepare: (store: Store) => restoreFences(drivers, store, specFor, d.log),
-    ...(hasUsers
-      ? { services: (store: Store, stopSandbox: (row: Sandbox, why: string) => Promise<void>) => startUserBackendAudits({ users: ub, exec: d.exec, store, paths: d.paths, log: d.log, publish, stopSandbox }) }
-      : {}),
-  };
+  guards.push(driverRefSyncGuard(agents));
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf };
 }
 
 export interface RunOptions {
@@ -317,17 +282,21 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       log,
       store,
       version: VERSION,
-      backends: comps.backends,
+      drivers: comps.drivers,
+      defaultKind: comps.defaultKind ?? defaultKind(env.platform),
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
-      ...(comps.service ? { service: comps.service } : {}),
+      ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
-      ...(comps.specFor ? { specFor: comps.specFor } : {}),
-      ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
-      ...(comps.prepareRun ? { prepareRun: comps.prepareRun } : {}),
-      ...(comps.prepare ? { prepare: comps.prepare } : {}),
-      ...(comps.services ? { services: comps.services } : {}),
-      host: (st, stateOf) =>
+      // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
+      watchers: {
+        blocked: rawBlockFeed(store, (e) => events.publish(e)),
+        notify: (n) => {
+          const argv = notificationArgv(env.platform, n);
+          if (argv) void exec.run(argv, { check: false }).catch(() => {});
+        },
+      },
+      hosted: (st, stateOf) =>
         startHosted({
           store: st,
           stateOf,

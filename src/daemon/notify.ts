@@ -3,7 +3,7 @@ import { patternFor } from "../core/egress";
 import { sandboxRate } from "../events/rate";
 import type { Exec } from "../sys/exec";
 import type { FeedEvent } from "../events/feed";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 
 export type EgressFeedEvent = Extract<FeedEvent, { kind: "egress" }>;
 

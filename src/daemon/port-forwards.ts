@@ -1,4 +1,4 @@
-// `sbx port`: a Docker sandbox's own loopback ports reachable from the host at 127.0.0.1:<host>. The container has no
+// `sbx port`: the own loopback ports of a sandbox whose kind takes forwards (a container) reachable from the host at 127.0.0.1:<host>. The container has no
 // network, so each connection the host accepts is carried by the sandbox's exec agent, which dials the port inside
 // (its `dial` session). Listeners bind 127.0.0.1 (another address only where the forward names one: the person asked),
 // exist while the sandbox's guards are up, and follow the ports its identity holds (applied again when `sbx port`
@@ -6,9 +6,10 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { FrameDecoder, FrameType } from "../../shims/exec-frames";
 import { bindOf, hostEndpoint, portsOf, type PortForward, type PortState } from "../core/ports";
-import type { Sandbox } from "../core/schemas";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
+import type { Exec } from "../sys/exec";
+import { holdersText } from "../sys/port-holders";
 import type { ExecAgents } from "./exec-agents";
 
 interface Open {
@@ -21,7 +22,15 @@ export class PortForwards {
   private readonly bySandbox = new Map<number, Map<number, Open>>();
   private readonly conns = new Map<number, Set<Socket>>();
 
-  constructor(private readonly agents: ExecAgents, private readonly log?: Logger) {}
+  /**
+   * `who`: what says who holds a port a forward cannot bind (a forward's port is the person's choice, so nothing that
+   * holds it is ended, not even a sandbox's guest whose own server took it: the refusal names it).
+   */
+  constructor(
+    private readonly agents: ExecAgents,
+    private readonly log?: Logger,
+    private readonly who?: { exec: Exec; guestOf?: (uid: number) => Promise<string | null> },
+  ) {}
 
   /** What a sandbox forwards now (empty when its guards are down). */
   states(sandboxId: number): PortState[] {
@@ -61,9 +70,13 @@ export class PortForwards {
   private listen(sandboxId: number, f: PortForward): Promise<Open> {
     return new Promise((resolve) => {
       const server = createServer({ allowHalfOpen: true }, (sock) => this.carry(sandboxId, f.port, sock));
-      server.once("error", (e: NodeJS.ErrnoException) => {
-        const why =
+      server.once("error", async (e: NodeJS.ErrnoException) => {
+        let why =
           e.code === "EADDRINUSE" ? `${hostEndpoint(f)} is in use on this machine` : e.code === "EADDRNOTAVAIL" ? `${bindOf(f)} is not an address of this machine` : e.message;
+        if (e.code === "EADDRINUSE" && bindOf(f) === "127.0.0.1" && this.who) {
+          const held = await holdersText("tcp", f.host, this.who.exec, this.who.guestOf).catch(() => null);
+          if (held) why = `${hostEndpoint(f)} is held by ${held}`;
+        }
         this.log?.warn("port forward cannot listen", { sandbox: sandboxId, host: f.host, err: why });
         resolve({ forward: f, server: null, error: why });
       });
@@ -110,12 +123,12 @@ export class PortForwards {
     })();
   }
 
-  /** The guard: a Docker sandbox's forwards up with its guards, down with them. */
+  /** The guard: the forwards of a sandbox whose kind takes them (DriverCaps.portForwards) up with its guards, down with them. */
   guard(): SandboxGuard {
     return {
       name: "ports",
       start: async (ctx): Promise<GuardHandle> => {
-        if (ctx.sandbox.backend !== "docker") return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
+        if (!ctx.driver.caps.portForwards) return { health: () => ({ ok: true, detail: "not used" }), stop: async () => {} };
         const id = ctx.sandbox.id;
         await this.apply(id, portsOf(ctx.sandbox.identity));
         return {
@@ -129,9 +142,4 @@ export class PortForwards {
       },
     };
   }
-}
-
-/** The sandbox row's forwards (for the service). */
-export function forwardsOf(row: Sandbox): PortForward[] {
-  return portsOf(row.identity);
 }

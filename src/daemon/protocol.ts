@@ -73,21 +73,6 @@ export type Status = z.infer<typeof StatusSchema>;
 
 const nameSchema = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "a sandbox name: lowercase letters, digits and '-'").max(63);
 
-export const SandboxRefSchema = z.object({ name: nameSchema, repo: z.string().startsWith("/").optional() });
-export type SandboxRef = z.infer<typeof SandboxRefSchema>;
-
-/**
- * The head of POST /v1/sandboxes/exec (the body is a u32 BE length, this JSON, then the command's stdin bytes):
- * start the sandbox, then run argv through its exec agent. No terminal: interactive sessions use the engine's exec.
- */
-export const SandboxExecSchema = SandboxRefSchema.extend({
-  argv: z.array(z.string().refine((s) => !s.includes("\0"), "no NUL bytes")).min(1),
-  cwd: z.string().startsWith("/"),
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()),
-  stdin: z.boolean(),
-});
-export type SandboxExec = z.infer<typeof SandboxExecSchema>;
-
 const intParam = z.coerce.number().int().nonnegative();
 
 export const LogsQuerySchema = z.object({
@@ -185,14 +170,6 @@ export type UiLaunch = z.infer<typeof UiLaunchSchema>;
 export const UiTicketRequestSchema = z.object({ ticket: z.string().min(1).max(200) });
 export const UiTicketStateSchema = z.object({ state: z.enum(["unused", "used", "expired", "unknown"]) });
 
-export const SandboxActionSchema = z.object({
-  sandbox: SandboxViewSchema,
-  /** What the person should know as it starts (a changed Dockerfile, an older layout), one line each. */
-  notes: z.array(z.string()).optional(),
-});
-
-export const OkSchema = z.object({ ok: z.literal(true) });
-
 // ── The sandbox service's verbs (/v1/lifecycle/*): the CLI's create, run, shell, stop, rm, prune and list ──
 
 /** Where the caller is: the daemon finds the repo from cwd (and --repo), as the caller would. */
@@ -201,6 +178,34 @@ const WhereSchema = z.object({
   repoFlag: z.string().min(1).optional(),
   /** sudo's SUDO_UID when the CLI runs as root for someone: the repo is theirs (honoured only by a root daemon). */
   asUid: z.number().int().min(1).optional(),
+});
+
+/**
+ * The head of POST /v1/sandboxes/exec (the body is a u32 BE length, this JSON, then the command's stdin bytes): start
+ * the sandbox (the service's start, under its lock), then run argv through its exec agent. No terminal: interactive
+ * sessions are the daemon's PTYs.
+ */
+export const SandboxExecSchema = WhereSchema.extend({
+  name: nameSchema,
+  /** The repo of cwd and --repo as the CLI found it without git (the daemon then runs none). */
+  foundRepo: z.string().startsWith("/").optional(),
+  argv: z.array(z.string().refine((s) => !s.includes("\0"), "no NUL bytes")).min(1),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()),
+  stdin: z.boolean(),
+  /** false: start it and answer how to run the command, not through the agent (its stdin is larger than a request body). */
+  agent: z.boolean().default(true),
+});
+
+/**
+ * The answer to POST /v1/sandboxes/exec when the command was not run through an agent: the started sandbox, where the
+ * command runs inside, the start's notes, and whether the engine can run it (a container whose agent is not connected).
+ */
+export const ExecAnswerSchema = z.object({
+  sandbox: SandboxViewSchema,
+  cwd: z.string(),
+  notes: z.array(z.string()),
+  agent: z.literal(false),
+  engine: z.boolean(),
 });
 
 /** `--memory`, `--cpus`, `--pids` as the person typed them (the service checks them against the machine). */
@@ -235,7 +240,6 @@ export const LifecycleCreateSchema = WhereSchema.extend({
     .strict()
     .optional(),
 });
-export type LifecycleCreate = z.input<typeof LifecycleCreateSchema>;
 
 /** `sbx run AGENT [NAME]`: the sandbox made if missing, the agent cached, its preset allowed; answers the command to run. */
 export const LifecycleAgentSchema = LifecycleCreateSchema.omit({ name: true, ifExists: true, staged: true }).extend({
@@ -244,7 +248,6 @@ export const LifecycleAgentSchema = LifecycleCreateSchema.omit({ name: true, ifE
   version: z.string().regex(VERSION_RE).optional(),
   unattended: z.boolean().default(true),
 });
-export type LifecycleAgent = z.input<typeof LifecycleAgentSchema>;
 
 /** `sbx agents`: what each agent is, which versions the host's cache holds, which sandboxes ran it, whether the host is logged in (never how). */
 export const AgentViewSchema = z.object({
@@ -265,9 +268,8 @@ export type AgentView = z.infer<typeof AgentViewSchema>;
 
 /** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
-export type LifecycleLimits = z.input<typeof LifecycleLimitsSchema>;
 
-/** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] …`: shows the switches, or changes those given. */
+/** `sbx bridge NAME [--allow X] [--protect B] [--allow-repo U] [--allow-push B] [--branch-prefix P] [--push-remote R] …`: shows the switches, or changes those given. */
 export const LifecycleBridgeSchema = WhereSchema.extend({
   name: nameSchema,
   allow: z.array(z.enum(BRIDGE_ALLOWS)).max(16).default([]),
@@ -280,8 +282,9 @@ export const LifecycleBridgeSchema = WhereSchema.extend({
   unpushTo: z.array(z.string().min(1).max(200)).max(64).default([]),
   /** "" puts the default (sbx/<name>/) back. */
   prefix: z.string().max(200).optional(),
+  /** The repo's remote every push goes to (a fork); "" sends pushes where they name again. */
+  pushRemote: z.string().max(100).optional(),
 });
-export type LifecycleBridge = z.input<typeof LifecycleBridgeSchema>;
 
 /** `sbx publish NAME [ENDPOINT…] [--remove ENDPOINT…]`: the host services (loopback address:port) it may reach. */
 export const LifecyclePublishSchema = WhereSchema.extend({
@@ -289,7 +292,6 @@ export const LifecyclePublishSchema = WhereSchema.extend({
   add: z.array(z.string().min(1).max(100)).max(64).default([]),
   remove: z.array(z.string().min(1).max(100)).max(64).default([]),
 });
-export type LifecyclePublish = z.input<typeof LifecyclePublishSchema>;
 
 /** `sbx port NAME [SPEC…] [--rm PORT…]`: SPEC is PORT or HOST:PORT. */
 export const LifecyclePortSchema = WhereSchema.extend({
@@ -306,7 +308,6 @@ export const LifecycleNamedSchema = WhereSchema.extend({
   /** stop/rm: end sessions attached to the sandbox (each told why), or refuse while there are any (the CLI asks first). */
   ifSessions: z.enum(["end", "refuse"]).default("end"),
 });
-export type LifecycleNamed = z.input<typeof LifecycleNamedSchema>;
 
 export const LifecycleSessionSchema = WhereSchema.extend({
   name: nameSchema,
@@ -318,7 +319,6 @@ export const LifecycleSessionSchema = WhereSchema.extend({
     .default({})
     .refine((e) => Object.keys(e).every((k) => TERMINAL_ENV.test(k)), { message: "only terminal variables may be passed into a sandbox" }),
 });
-export type LifecycleSession = z.input<typeof LifecycleSessionSchema>;
 
 export const LifecyclePruneSchema = z.object({ dryRun: z.boolean().default(false) });
 export const LifecycleListSchema = z.object({
@@ -433,7 +433,6 @@ export const ApprovalViewSchema = z.object({
   decidedBy: z.string().nullable(),
   decidedAt: z.number().nullable(),
 });
-export type ApprovalView = z.infer<typeof ApprovalViewSchema>;
 
 export const PolicyChangeSchema = z.object({
   /** Which list, as people read it ("sandbox 'demo'", "every sandbox (global)"). */

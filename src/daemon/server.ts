@@ -1,25 +1,17 @@
 // The control socket: a 0600 unix socket in a 0700 dir, serving the hono app and the PTY relay (WebSocket at /v1/attach).
-import { chmodSync, existsSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Server, ServerWebSocket } from "bun";
 import { SbxError } from "../core/errors";
+import { ensurePrivateDir } from "../sys/private-dir";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { errorBody } from "./app";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { AttachQuerySchema, ClientFrameSchema, type ServerFrame } from "./protocol";
 import type { SessionClient, SessionManager } from "./sessions";
 
-/** Creates (or tightens) a private runtime dir: ours, mode 0700; refuses one owned by someone else. */
-export function ensurePrivateDir(dir: string, uid: number): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const st = statSync(dir);
-  if (st.uid !== uid) {
-    throw new SbxError("permission", `${dir} belongs to uid ${st.uid}, not you (uid ${uid})`, {
-      hint: `Another user may be trying to intercept sbx's sockets: remove ${dir} (as its owner) or set XDG_RUNTIME_DIR.`,
-    });
-  }
-  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-}
+/** The runtime dir's set-up (sys/private-dir.ts): made or taken without following a link, refused when planted. */
+export { ensurePrivateDir };
 
 /** Whether a daemon answers /health on this socket within `timeoutMs`. */
 export async function socketAnswers(path: string, timeoutMs = 500): Promise<boolean> {
@@ -57,7 +49,8 @@ export type FetchHandler = (req: Request, server: Server<WsData>) => Response | 
 
 export function serveControl(opts: { path: string; fetch: FetchHandler; sessions: SessionManager; log: Logger }): ControlServer {
   const { path, sessions, log } = opts;
-  ensurePrivateDirMode(dirname(path));
+  // The socket's dir is this process's own, 0700, and no link: checked again here, where the socket is made.
+  ensurePrivateDir(dirname(path), process.getuid?.() ?? 0);
   const old = process.umask(0o177);
   let server: Server<WsData>;
   try {
@@ -136,7 +129,3 @@ export function serveControl(opts: { path: string; fetch: FetchHandler; sessions
   };
 }
 
-function ensurePrivateDirMode(dir: string): void {
-  const st = statSync(dir);
-  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-}

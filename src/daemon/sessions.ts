@@ -3,9 +3,10 @@ import { randomBytes } from "node:crypto";
 import { SbxError } from "../core/errors";
 import type { Store } from "../store/store";
 import type { Exec, TerminalProcess } from "../sys/exec";
-import type { Controller } from "./controller";
+import type { SandboxService } from "../sandboxes/service";
+import type { GuardHost } from "./guard-host";
 import type { LimitWatch } from "./limit-watch";
-import type { Logger } from "./log";
+import type { Logger } from "../sys/log";
 import { SessionCreateSchema, type ServerFrame, type SessionCreate, type SessionView } from "./protocol";
 
 /** What the session manager needs from an attached client (a WebSocket in the daemon, a fake in tests). */
@@ -71,7 +72,10 @@ class Session {
 }
 
 export interface SessionManagerDeps {
-  controller: Controller;
+  /** Which sandbox a session's name means, and the argv of its shell (the sandbox service). */
+  sandboxes: Pick<SandboxService, "resolve" | "terminalArgv">;
+  /** Whether its guards are all up (a fenced sandbox runs nothing). */
+  guards: Pick<GuardHost, "requireGuarded">;
   exec: Exec;
   store: Store;
   log: Logger;
@@ -87,18 +91,15 @@ export class SessionManager {
   constructor(private readonly deps: SessionManagerDeps) {}
 
   /** Starts a shell or command in a sandbox under a new PTY. Refused unless the sandbox's guards are all up. */
-  create(input: SessionCreate): SessionView {
+  async create(input: SessionCreate): Promise<SessionView> {
     const req = SessionCreateSchema.parse(input);
-    const { controller } = this.deps;
-    const sb = controller.resolve({ name: req.name, ...(req.repo ? { repo: req.repo } : {}) });
-    const rec = controller.requireGuarded(sb);
-    const backend = controller.backendFor(sb);
-    const argv = backend.shellArgv(rec.spec, { argv: req.argv, cwd: req.cwd, tty: true, env: req.env });
+    const sb = await this.deps.sandboxes.resolve(req.name, { ...(req.repo ? { repo: req.repo } : {}) });
+    this.deps.guards.requireGuarded(sb);
+    const argv = await this.deps.sandboxes.terminalArgv(sb, { argv: req.argv, cwd: req.cwd, env: req.env });
     const id = `${sb.name.slice(0, 40)}-${randomBytes(3).toString("hex")}`;
     const s = new Session(id, sb.id, sb.name, sb.repo, req.argv, req.cols, req.rows, (this.deps.now ?? Date.now)());
     s.proc = this.deps.exec.terminal(argv, { cols: req.cols, rows: req.rows, onData: (d) => s.output(d) });
     this.sessions.set(id, s);
-    this.deps.store.touchSandbox(sb.id);
     this.audit(s, "session.start", { argv: req.argv, pid: s.proc.pid });
     this.deps.log.info("session started", { session: id, sandbox: sb.name, pid: s.proc.pid });
     const watch = this.deps.limits;
@@ -170,7 +171,7 @@ export class SessionManager {
     // Fenced since it started (guards died)? Then the client gets an error, not a shell.
     const sb = this.deps.store.getSandbox(s.sandboxId);
     if (!sb) throw new SbxError("not_found", `the sandbox of session '${id}' is gone`, { hint: "Run `sbx ps`." });
-    this.deps.controller.requireGuarded(sb);
+    this.deps.guards.requireGuarded(sb);
     s.clients.add(client);
     client.sendFrame({ type: "attached", session: s.id, clients: s.clients.size });
     if (replay.byteLength) client.sendData(replay);

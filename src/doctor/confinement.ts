@@ -1,7 +1,7 @@
 // `sbx doctor` on Linux: what the kernel offers to confine a user-account guest (Landlock's ABI, seccomp's filter
 // mode), and so what sbx applies to its guests (shims/confine.ts), said plainly.
 import { existsSync } from "node:fs";
-import type { Check } from "./doctor";
+import type { Check } from "./check";
 import { release } from "node:os";
 import { procMountsApart } from "../sys/kernel";
 import { landlockAbi } from "../sys/landlock";

@@ -3,7 +3,7 @@ import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { probeEngine } from "../drivers/docker/engine";
 import { kitMissing, kitPaths } from "../drivers/macos/install";
 import { checkHostGc } from "../sync/gc-check";
-import { checkSandboxRemotes, checkStores, checkTokens } from "./repo-checks";
+import { checkPushWorkflows, checkSandboxRemotes, checkStores, checkTokens } from "./repo-checks";
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
@@ -11,15 +11,9 @@ import { checkConfinement } from "./confinement";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
-export type CheckStatus = "ok" | "warn" | "fail";
+import type { Check } from "./check";
 
-export interface Check {
-  name: string;
-  status: CheckStatus;
-  detail: string;
-  /** What to do, when status is not ok. */
-  fix?: string;
-}
+export type { Check, CheckStatus } from "./check";
 
 export interface DoctorDeps {
   exec: Exec;
@@ -189,7 +183,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   const [docker, git, ...perRepo] = await Promise.all([
     checkDocker(deps.exec),
     checkGit(deps.exec),
-    ...repos.flatMap((r) => [checkHostGc(deps.exec, r), Promise.resolve(checkStores(r)), checkSandboxRemotes(deps.exec, r), checkTokens(deps.exec, r, deps.env.raw, deps.secrets ?? {})]),
+    ...repos.flatMap((r) => [checkHostGc(deps.exec, r), Promise.resolve(checkStores(r)), checkSandboxRemotes(deps.exec, r), checkTokens(deps.exec, r, deps.env.raw, deps.secrets ?? {}), checkPushWorkflows(deps.exec, r)]),
   ]);
   const gc = perRepo;
   // On a Mac: the person's kit and their home's TCC-guarded folders (the person: host-user.ts; never root there).

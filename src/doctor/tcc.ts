@@ -1,8 +1,8 @@
 // sbx doctor on a Mac: repos under ~/Desktop, ~/Documents or ~/Downloads, which macOS privacy protection (TCC) keeps
 // from the sbx daemon (a launchd agent) until it has Full Disk Access.
 import { readdirSync } from "node:fs";
-import { LAUNCHD_LABEL } from "../service/render";
-import type { Check } from "./doctor";
+import { LAUNCHD_LABEL } from "../os-service/render";
+import type { Check } from "./check";
 
 /** The folders of a home that TCC guards (System Settings → Privacy & Security → Files and Folders). */
 export const TCC_FOLDERS = ["Desktop", "Documents", "Downloads"] as const;

@@ -1,11 +1,13 @@
-// The Driver: everything the one sandbox lifecycle (src/sandboxes) needs of one kind of sandbox. Kind checks end here.
-import type { Backend, HostUser, SandboxSpec } from "./backend";
+// The Driver: everything sbx needs of one kind of sandbox, and what that kind offers (its capabilities). Kind checks end here.
+import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../core/spec";
 import type { Config } from "../core/config";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
-import type { ImageFlags } from "./docker/image-source";
+import type { ImageFlags } from "../core/image-source";
 import type { Exec, StreamedRun } from "../sys/exec";
+import type { Logger } from "../sys/log";
+import type { Store } from "../store/store";
 import type { RefSyncOptions } from "../sync/refsync";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 import type { StagedClone } from "../workspace/staged-clone";
@@ -45,7 +47,7 @@ export interface NewSandbox extends CreateOptions {
   repo: string;
   /** The sandbox dir (already made, 0700). */
   dir: string;
-  /** The sandbox id (`sandboxes/identity.ts`): container, account and socket-dir names. */
+  /** The sandbox id (`drivers/identity.ts`): container, account and socket-dir names. */
   id: string;
   /** The caller's working directory (relative `--overlay` paths). */
   cwd: string;
@@ -94,10 +96,58 @@ export interface AgentPlace {
   shims: string;
 }
 
+/**
+ * What a kind offers, which callers ask instead of its kind (guards, the daemon, the service). What the CLI must know
+ * before any driver is loaded (which options a new sandbox takes, whether its clone can be staged ahead) is
+ * `core/backend-kind.ts`'s table, which a test holds to these.
+ */
+export interface DriverCaps {
+  /**
+   * How its processes reach their proxy: "forwarder": a forwarder inside listens on the sandbox's own loopback (a
+   * container's); "loopback": a port of the host's 127.0.0.1 that only its guest may reach, which the daemon's
+   * loopback guard listens on.
+   */
+  readonly proxyPort: "forwarder" | "loopback";
+  /** That listener can be handed to the proxy over `listen.sock` (fd passing), so the proxy accepts on it itself; else it is relayed. */
+  readonly handsOverListener: boolean;
+  /**
+   * How its transparent path (when its spec turns it on) reaches the proxy: "listeners": 0.0.0.0 listeners on the
+   * transparent ports handed over `listen.sock` (inside a container with no network, its own loopback); "redirect":
+   * the firewall sends its connections to named addresses, and its DNS (UDP), to its proxy port; null: none.
+   */
+  readonly transparent: "listeners" | "redirect" | null;
+  /** An exec agent inside dials the daemon's `agent.sock`: commands without a terminal and ref sync's git run through it. */
+  readonly execAgent: boolean;
+  /** Host ports can be forwarded to its own loopback (through its exec agent); a guest on the host's loopback needs none. */
+  readonly portForwards: boolean;
+  /** The CLI may start a new sandbox's clone before it reaches the daemon (the host makes its clone). */
+  readonly stagesClone: boolean;
+}
+
+/** What a kind's watchers get from the daemon (Driver.watch). */
+export interface WatchContext {
+  /** The sandboxes a watcher maps what it sees to, and the audit log it writes to. */
+  store: Pick<Store, "listSandboxes" | "getSandbox" | "audit">;
+  log: Logger;
+  /** A raw connection its firewall dropped, just audited: the daemon publishes it on its live feed. */
+  blocked(sandboxId: number, auditId: number, audit: { kind: string; action: string; detail: Record<string, unknown> }): void;
+  /** Stops a sandbox as `sbx stop` does; its state is stopped afterwards even when part of that failed. */
+  stopSandbox(row: Sandbox, why: string): Promise<void>;
+  /** Tells the person, on their desktop. */
+  notify(n: { title: string; body: string }): void;
+}
+
+/** The host's end of what a running kind must watch while the daemon runs (a kernel log, a firewall that can be switched off). */
+export interface Watcher {
+  stop(): Promise<void>;
+  /** Reads what it watches now (tests read a log at a chosen moment); how many events it wrote. */
+  poll?(): Promise<number>;
+}
+
 export interface Driver {
   readonly kind: BackendKind;
-  /** The backend that converges the system (apply, stop, remove, inspect, list, cleanup, shell argv). */
-  readonly backend: Backend;
+  /** What this kind offers (see DriverCaps). */
+  readonly caps: DriverCaps;
   /** The person a new sandbox belongs to (a stored one names its own in its spec). */
   readonly hostUser: HostUser;
   /** Runs git in a sandbox's host repo: as the person it belongs to, also when sbx runs as root for them. */
@@ -153,10 +203,33 @@ export interface Driver {
   dropRuntime?(row: Sandbox): Promise<void>;
   /** Where `sbx run AGENT` finds things for this kind: the agent cache and sbx's Bun and shims as a sandbox sees them; null: none. */
   agentPlace?(): AgentPlace | null;
+  /** Says (and audits) what the last build of the sandbox's runtime left out of what it copied in (a secret), once. */
+  sayCopyIn?(spec: SandboxSpec, r: DriverReport): void;
   /** What the person should know each time this sandbox starts (an older layout it still has), as warning lines. */
   notes?(spec: SandboxSpec): string[];
+  /**
+   * What this kind must watch while the daemon runs (Linux accounts: the kernel log of dropped packets; macOS: pflog
+   * and a pf that can be switched off), started once the fences are back and stopped at shutdown. None: nothing.
+   */
+  watch?(ctx: WatchContext): Watcher[];
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */
   bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace;
-  /** What a crash left of this kind: anything of sbx's whose id is not in `keep` (Docker: also by its sandbox dir). */
-  cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]>;
+  /** What the system holds of one sandbox, whatever the store says. */
+  inspect(spec: SandboxSpec): Promise<Observed>;
+  /** Every sandbox of sbx's this kind finds on the system (by label or naming), known or not; `detail.dir` where it knows it. */
+  list(): Promise<Observed[]>;
+  /** Stops what runs and keeps the workspace; stopping a stopped or gone sandbox succeeds. */
+  stop(spec: SandboxSpec): Promise<Change>;
+  /** Removes everything this kind made for the sandbox; removing what is gone succeeds. */
+  remove(spec: SandboxSpec): Promise<Change>;
+  /** The sandbox id whose guest account has this uid, or null (none of this kind's; kinds without guest accounts have none). */
+  guestIdOf?(uid: number): Promise<string | null>;
+  /** The port of the host's 127.0.0.1 its guest reaches its proxy on (caps.proxyPort "loopback"), from its spec; null for a kind with a forwarder inside. */
+  hostProxyPort(spec: SandboxSpec): number | null;
+  /** The host argv that runs a command or shell inside the sandbox (pure; a session runs it under sbx's PTY). */
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[];
+  /** What a crash left: anything of sbx's of this kind whose id is not in `keep` (the daemon's reconcile, when no other state root's sandbox is in sight). */
+  cleanup(keep: ReadonlySet<string>, opts?: { dryRun?: boolean }): Promise<CleanupReport>;
+  /** What `sbx prune` removes of this kind: what no live sandbox holds (Docker: only what no sandbox dir owns any more, since other state roots share the engine). */
+  prune(keep: ReadonlySet<string>, opts?: { dryRun?: boolean }): Promise<CleanupReport>;
 }

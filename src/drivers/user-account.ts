@@ -16,16 +16,19 @@ import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { sha256Hex, type Paths } from "../sys/paths";
 import { sandboxLayout } from "../workspace/layout";
 import type { UserBackendKind } from "../core/backend-kind";
-import { LimitsSchema, sandboxSpec } from "../sandboxes/identity";
+import { LimitsSchema, sandboxSpec } from "./identity";
 import { hostUserExec, safeRepoExec } from "../sys/as-user";
 import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
-import type { Backend, HostUser, SandboxSpec } from "./backend";
-import type { AgentPlace, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "./driver";
+import type { Backend } from "./backend";
+import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../core/spec";
+import type { AgentPlace, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, WatchContext, Watcher } from "./driver";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 
-/** What the lifecycle and the daemon need of a user-account backend beyond the Backend interface. */
+/** What the user-account driver needs of its backend (linux-user, macos) beyond the Backend interface: its own detail. */
 export interface UserAccountBackend extends Backend {
   readonly kind: UserBackendKind;
+  /** How the guest's port reaches the proxy, and its transparent path (DriverCaps). */
+  readonly reach: Pick<DriverCaps, "handsOverListener" | "transparent">;
   /** The guest's clone of the host repo (a host path; the guest sees the same path). */
   workspace(spec: SandboxSpec): string;
   /** git as the guest in its clone: the argv the daemon runs (as root, or the host user on macOS) to read or sync it. */
@@ -40,6 +43,10 @@ export interface UserAccountBackend extends Backend {
   applyLimits?(spec: SandboxSpec): Promise<void>;
   /** Where guests find the agent cache and sbx's Bun and shims (root-owned, readable by them); null: no agents here. */
   agentPlace?(): AgentPlace | null;
+  /** The sandbox id of its guest account with this uid, or null. */
+  guestIdOf?(uid: number): Promise<string | null>;
+  /** What the daemon watches for these guests (Driver.watch); `paths` maps a guest's id to its row. */
+  watch?(ctx: WatchContext, paths: Paths): Watcher[];
 }
 
 /** Loopback ports user-account sandboxes get: below Linux's ephemeral range (32768+), above the usual dev servers. */
@@ -128,6 +135,11 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
 }
 
 
+/** A guest account's capabilities: its proxy port on the host's loopback, no exec agent, no forwards, no staged clone. */
+export function userAccountCaps(reach: UserAccountBackend["reach"]): DriverCaps {
+  return { proxyPort: "loopback", ...reach, execAgent: false, portForwards: false, stagesClone: false };
+}
+
 export interface UserAccountDriverDeps {
   exec: Exec;
   env: Env;
@@ -145,9 +157,11 @@ export interface UserAccountDriverDeps {
 
 export class UserAccountDriver implements Driver {
   readonly hostUser: HostUser;
+  readonly caps: DriverCaps;
 
   constructor(private readonly d: UserAccountDriverDeps) {
     this.hostUser = d.hostUser;
+    this.caps = userAccountCaps(d.backend.reach);
   }
 
   agentPlace(): AgentPlace | null {
@@ -280,9 +294,49 @@ export class UserAccountDriver implements Driver {
     return { workspace: ws, workspaceView: ws, exec: this.d.env.uid === 0 ? safeRepoExec(exec, spec.repo) : exec };
   }
 
+  inspect(spec: SandboxSpec): Promise<Observed> {
+    return this.d.backend.inspect(spec);
+  }
+
+  list(): Promise<Observed[]> {
+    return this.d.backend.list();
+  }
+
+  stop(spec: SandboxSpec): Promise<Change> {
+    return this.d.backend.stop(spec);
+  }
+
+  remove(spec: SandboxSpec): Promise<Change> {
+    return this.d.backend.remove(spec);
+  }
+
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    return this.d.backend.shellArgv(spec, req);
+  }
+
+  /** The sandbox id of the guest account with this uid (its backend knows its own accounts), or null. */
+  async guestIdOf(uid: number): Promise<string | null> {
+    return (await this.d.backend.guestIdOf?.(uid)) ?? null;
+  }
+
+  /** What the daemon watches for this kind's guests (its backend's: a kernel log, pflog and pf). */
+  watch(ctx: WatchContext): Watcher[] {
+    return this.d.backend.watch?.(ctx, this.d.paths) ?? [];
+  }
+
+  /** The loopback port its identity holds (chosen once at create); null when the spec has none (a damaged record). */
+  hostProxyPort(spec: SandboxSpec): number | null {
+    return spec.options.driver === "user" ? spec.options.proxyPort : null;
+  }
+
   /** Accounts, chains/anchors, homes, mounts and records of no live sandbox of this kind. */
-  async cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
-    return (await this.d.backend.cleanup(keep, opts.dryRun ? { dryRun: true } : {})).removed;
+  cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.d.backend.cleanup(keep, opts);
+  }
+
+  /** The same for `sbx prune`: an account is this state root's by its name. */
+  prune(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.d.backend.cleanup(keep, opts);
   }
 }
 

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { sandboxState, type SandboxState } from "../core/sandbox-state";
 import type { AuditEntry, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
+import { Budget, cutText, FEED_COMMAND_MAX, FEED_EVENTS_BURST, FEED_EVENTS_PER_SECOND, FEED_TEXT_MAX } from "../core/bounds";
 
 const SandboxRef = z.object({ id: z.number().int(), name: z.string() });
 export type SandboxRef = z.infer<typeof SandboxRef>;
@@ -78,15 +79,58 @@ export interface EventBus extends FeedSource {
   size(): number;
 }
 
-/** A synchronous in-process bus; a throwing listener is isolated from the others and from the publisher. */
-export function createEventBus(onListenerError?: (e: unknown) => void): EventBus {
+/** Pure: an event with its text within bounds (each string FEED_TEXT_MAX, a command FEED_COMMAND_MAX words of 64). */
+export function boundFeedEvent(e: FeedEvent): FeedEvent {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(e)) {
+    if (typeof v === "string") out[k] = cutText(v, FEED_TEXT_MAX);
+    else if (k === "command" && Array.isArray(v)) {
+      const words = (v as string[]).slice(0, FEED_COMMAND_MAX).map((w) => cutText(w, 64));
+      if (v.length > FEED_COMMAND_MAX) words.push(`…[+${v.length - FEED_COMMAND_MAX} more]`);
+      out[k] = words;
+    } else if (k === "sandbox" && v !== null && typeof v === "object") {
+      const sb = v as SandboxRef;
+      out[k] = { id: sb.id, name: cutText(sb.name, 64) };
+    } else out[k] = v;
+  }
+  return out as FeedEvent;
+}
+
+/**
+ * Whether an event is one of a sandbox's own traffic (a proxy decision, a bridge command): those take a per-sandbox
+ * budget on the bus. One that asks the person something new (a new pending approval) always goes; so does every
+ * decision a person made.
+ */
+function budgeted(e: FeedEvent): number | null {
+  if (e.kind === "decision" || e.sandbox === null) return null;
+  if (e.approvalId !== undefined && e.count === 1) return null;
+  return e.sandbox.id;
+}
+
+export interface EventBusOptions {
+  /** Clock seam (ms). */
+  now?: () => number;
+}
+
+/**
+ * A synchronous in-process bus; a throwing listener is isolated from the others and from the publisher. Bounded
+ * (invariant 14): every event's text is cut to size, and a sandbox's own traffic reaches listeners (the dashboard, the
+ * chat bot, the desktop notifier) at most FEED_EVENTS_BURST at once, then FEED_EVENTS_PER_SECOND; the rest is dropped
+ * here (the audit log keeps what happened, within its own budget).
+ */
+export function createEventBus(onListenerError?: (e: unknown) => void, opts: EventBusOptions = {}): EventBus {
   const listeners = new Set<FeedListener>();
+  const now = opts.now ?? Date.now;
+  const budget = new Budget(FEED_EVENTS_BURST, FEED_EVENTS_PER_SECOND);
   return {
     subscribe(fn) {
       listeners.add(fn);
       return () => void listeners.delete(fn);
     },
-    publish(e) {
+    publish(raw) {
+      const id = budgeted(raw);
+      if (id !== null && !budget.take(id, now())) return;
+      const e = boundFeedEvent(raw);
       for (const fn of [...listeners]) {
         try {
           fn(e);

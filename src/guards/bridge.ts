@@ -1,6 +1,5 @@
 // The command bridge as a guard: git/gh for one sandbox on its own socket, with a host-owned gate repo and host secrets read per request.
 import { existsSync } from "node:fs";
-import { join } from "node:path";
 import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
 import type { GateSsh } from "../bridge/gate";
@@ -44,9 +43,9 @@ export function feedFromBridge(sandbox: { id: number; name: string }, e: AuditEv
   };
 }
 
-/** The gate repo lives in the sandbox dir, beside (never inside) what is mounted into the sandbox. */
+/** The gate repo lives in the sandbox dir, beside (never inside) what is mounted into the sandbox (workspace/layout.ts). */
 export function gateDirOf(ctx: { spec: Pick<GuardContext["spec"], "dir"> }): string {
-  return join(ctx.spec.dir, "gate");
+  return sandboxLayout(ctx.spec.dir).gate;
 }
 
 export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {

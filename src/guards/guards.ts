@@ -1,10 +1,11 @@
 // The one place per-sandbox services plug into the daemon: a guard (proxy, bridge, ref sync, …) is started per sandbox and must be up before it runs.
-import type { SandboxSpec } from "../drivers/backend";
+import type { SandboxSpec } from "../core/spec";
+import type { Driver } from "../drivers/driver";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
 import type { Paths, SandboxSockets } from "../sys/paths";
-import type { Logger } from "../daemon/log";
+import type { Logger } from "../sys/log";
 
 export interface GuardHealth {
   ok: boolean;
@@ -24,8 +25,10 @@ export interface GuardHandle {
 export interface GuardContext {
   /** The store row (database id, name, repo, backend, identity). */
   sandbox: Sandbox;
-  /** The spec the backend converges the sandbox to (socket-dir id, host user, env, options). */
+  /** The spec the driver converges the sandbox to (socket-dir id, host user, env, options). */
   spec: SandboxSpec;
+  /** What a guard may ask of the sandbox's kind: its capabilities, ref sync's plan, the bridge's place. Never its kind. */
+  driver: GuardDriver;
   /** This sandbox's own sockets: the proxy serves `proxy`, the bridge serves `bridge`. The dir exists, mode 0700, with no stale sockets. */
   sockets: SandboxSockets;
   store: Store;
@@ -35,6 +38,9 @@ export interface GuardContext {
   /** Appends to the audit log with this sandbox's id and the guard's name as the kind. */
   audit(action: string, detail?: Record<string, unknown>): void;
 }
+
+/** The part of a sandbox's driver its guards use. */
+export type GuardDriver = Pick<Driver, "caps" | "hostExec" | "hostProxyPort" | "refSyncTarget" | "bridgePlace">;
 
 export interface SandboxGuard {
   /** Short and stable: "proxy", "bridge", "ref-sync". Shown in `sbx status`. */

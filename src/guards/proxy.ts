@@ -1,8 +1,8 @@
 // The egress proxy as a guard: one proxy per sandbox on its own socket, policy read from the store per request, decisions audited.
-// For Docker and linux-user sandboxes it also serves listen.sock, where the forwarder (in the sandbox, or the loopback
-// guard) hands over its 127.0.0.1:<port> listener so the proxy accepts on it itself, and a container its transparent
-// path's 0.0.0.0 listeners. It keeps the sandbox's name map (the transparent path), and answers a Linux guest's DNS,
-// which the firewall redirects to UDP on the guest's proxy port.
+// For a kind whose proxy listener can be handed over (DriverCaps.handsOverListener) it also serves listen.sock, where
+// the forwarder (in the sandbox, or the loopback guard) hands over its 127.0.0.1:<port> listener so the proxy accepts
+// on it itself, and a container its transparent path's 0.0.0.0 listeners. It keeps the sandbox's name map (the
+// transparent path), and answers the DNS of a guest whose firewall redirects it to UDP on its proxy port.
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
@@ -12,11 +12,14 @@ import { isNameAddress, transparentOn, transparentPortsOf } from "../core/transp
 import { serveDnsStub, type DnsStub } from "../proxy/dns-stub";
 import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
-import { startEgressProxy, type EgressEvent, type Resolver } from "../proxy/egress-proxy";
+import type { EgressEvent } from "../core/egress-events";
+import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
+import { claimSandboxPort, type PortClaimOptions } from "./port-claim";
+import { SbxError } from "../core/errors";
 
 export interface ProxyGuardOptions {
   /** DNS seam (tests); the system resolver otherwise. */
@@ -27,6 +30,8 @@ export interface ProxyGuardOptions {
   originHandler?: (ctx: GuardContext) => (req: IncomingMessage, res: ServerResponse) => void;
   /** The live feed (dashboard, chat bot, desktop notifier): every decision, after the sink recorded it. */
   publish?: (e: FeedEvent) => void;
+  /** Whose guest a uid is: the DNS stub's port is taken back from another sandbox's guest that squats it. */
+  guestOf?: PortClaimOptions["guestOf"];
 }
 
 /**
@@ -71,11 +76,13 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       }
       const p = proxy;
       let handoff: HandoffServer | null = null;
-      // Docker: the in-sandbox forwarder hands its listener over; linux-user: the loopback guard does, in-process.
-      const lib = ctx.sandbox.backend === "docker" || ctx.sandbox.backend === "linux-user" ? fdPassing() : null;
-      // A Linux guest's transparent connections arrive on its proxy port, redirected there by the firewall: told from
+      const caps = ctx.driver.caps;
+      // Whoever holds the sandbox's proxy port hands the listener over (a container's forwarder; a Linux guest's
+      // loopback guard, in-process), where its kind can (fd passing); else it relays.
+      const lib = caps.handsOverListener ? fdPassing() : null;
+      // A guest whose transparent path is the firewall's redirect: its connections arrive on its proxy port, told from
       // its proxy clients by where they were headed before the redirect (a named address, any port).
-      const guestTransparent = ctx.sandbox.backend === "linux-user" && transparentOn(ctx.spec);
+      const guestTransparent = caps.transparent === "redirect" && transparentOn(ctx.spec);
       const redirected = (l: FdPassing) => (s: Socket) => {
         const fd = (s as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
         const o = typeof fd === "number" ? l.originalDst(fd) : null;
@@ -83,7 +90,8 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       };
       if (lib) {
         try {
-          const transparent = transparentOn(ctx.spec) && ctx.sandbox.backend === "docker";
+          // A container's transparent path: its forwarder's 0.0.0.0 listeners on the transparent ports, handed over too.
+          const transparent = transparentOn(ctx.spec) && caps.transparent === "listeners";
           // Read at each handoff: `sbx allow host:8443` adds 8443 to the ports the forwarder may hand over.
           const ports = () => (transparent ? transparentPortsOf(policyFor(ctx.store, sandboxId)) : null);
           handoff = serveListenerHandoff({
@@ -104,12 +112,21 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       const h = handoff;
       // The guest's DNS, redirected by the firewall to UDP on its proxy port: answered from its name map.
       let dns: DnsStub | null = null;
-      if (guestTransparent && ctx.spec.options.driver === "user") {
+      const port = guestTransparent ? ctx.driver.hostProxyPort(ctx.spec) : null;
+      if (port !== null) {
         try {
-          dns = await serveDnsStub("127.0.0.1", ctx.spec.options.proxyPort, names);
+          // The guest's lookups are redirected to this port whoever holds it: held by another sandbox's guest, that guest
+          // would read every name this one looks up. Taken back from a guest; held by anything else, the start is refused.
+          dns = await claimSandboxPort(ctx, opts.guestOf ? { guestOf: opts.guestOf } : {}, { proto: "udp", port, what: `sandbox ${ctx.sandbox.name}'s DNS port`, bind: () => serveDnsStub("127.0.0.1", port, names) });
         } catch (e) {
+          if (e instanceof SbxError) {
+            handoff?.close();
+            await p.close();
+            sink.close();
+            throw e;
+          }
           // Its names then resolve to nothing: nothing gets out that way either.
-          ctx.log.warn("cannot serve the guest's DNS stub", { port: ctx.spec.options.proxyPort, err: (e as Error).message });
+          ctx.log.warn("cannot serve the guest's DNS stub", { port, err: (e as Error).message });
         }
       }
       const d = dns;
@@ -138,8 +155,8 @@ function withFeed(ctx: GuardContext, record: (e: EgressEvent) => void, publish: 
   return (e) => {
     record(e);
     try {
-      const approval =
-        e.type === "denied" ? ctx.store.listApprovals({ state: "pending", sandboxId: e.sandbox.id }).find((a) => a.host === e.host && a.port === e.port) : undefined;
+      // One row, not the sandbox's whole list: a flood of denials costs one lookup each.
+      const approval = e.type === "denied" ? ctx.store.findPending(e.sandbox.id, e.host, e.port) : null;
       publish(feedFromEgress(e, approval ? { id: approval.id, count: approval.count } : null));
     } catch (err) {
       ctx.log.warn("feed publish failed", { err });

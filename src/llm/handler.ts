@@ -4,7 +4,8 @@ import { request as httpsRequest, Agent as HttpsAgent } from "node:https";
 import { Agent as HttpAgent } from "node:http";
 import { codexPlaceholderTokens } from "../core/agents";
 import { readCodexLogin, type CodexRefresher } from "./codex-login";
-import { credentialFor, ANTHROPIC_OAUTH_BETA, type KeySources, type Provider } from "./keys";
+import { credentialFor, ANTHROPIC_OAUTH_BETA, type Credential, type KeySources, type Provider } from "./keys";
+import { canonicalPath, checkScope, LLM_CREDENTIAL_SCOPES, scopeThrough, type LlmCredentialKind } from "../core/credential-scope";
 
 export const PROVIDERS: Record<Provider, string> = {
   anthropic: "https://api.anthropic.com",
@@ -22,7 +23,10 @@ export const CHATGPT_UPSTREAM = "https://chatgpt.com/backend-api/codex";
 /** Codex's own token refresh inside a sandbox comes here (CODEX_REFRESH_TOKEN_URL_OVERRIDE): the host refreshes. */
 export const CODEX_TOKEN_PATH = "/llm/codex-token";
 
-/** Inbound headers that are never forwarded: credentials (the sandbox only has placeholders) and hop-by-hop. */
+/**
+ * Inbound headers that are never forwarded: credentials (the sandbox only has placeholders), hop-by-hop, and those some
+ * servers take as another method or path than the request line's (the scope is judged on the request line).
+ */
 export const STRIPPED = new Set([
   "authorization",
   "proxy-authorization",
@@ -42,6 +46,12 @@ export const STRIPPED = new Set([
   "forwarded",
   "x-forwarded-for",
   "x-forwarded-host",
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
+  "x-original-url",
+  "x-original-method",
+  "x-rewrite-url",
 ]);
 
 export interface LlmEvent {
@@ -67,35 +77,55 @@ export interface LlmHandlerOptions {
   onEvent?: (e: LlmEvent) => void;
 }
 
-/** A path segment decoded, or null when it holds a `%` that is not a valid escape (or escapes to invalid UTF-8). */
-function decodeSegment(s: string): string | null {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return null;
-  }
-}
+/** The sandbox's side of an LLM request: its route, and the canonical path and query after `/llm/<route>`. */
+export type LlmRoute = { provider: Provider; rest: string; query: string };
 
 /**
- * Pure: the upstream URL for an origin-form path; null when it is not an /llm/<provider>/ path; "malformed" when it is
- * one whose path cannot be taken as written (a bad escape, `.`/`..`, an escaped `/`). Never throws.
+ * Pure: the route of an origin-form target; null when it is not an /llm/<provider>/ path; `malformed` (and why) when it
+ * is one whose target has no one reading (core/credential-scope.ts `canonicalPath`: `\`, escaped separators and dots,
+ * `;`, `//`, controls, …). The placeholder `key` a Gemini client may put in the query is dropped. Never throws.
  */
-export function upstreamFor(path: string, upstreams: Record<Provider, string>): { provider: Provider; url: URL } | null | "malformed" {
-  const m = /^\/llm\/([a-z]+)(\/[^?#]*)?(\?[^#]*)?$/.exec(path);
+export function routeOf(target: string, upstreams: Record<Provider, string>): LlmRoute | null | { malformed: string } {
+  if (!target.startsWith("/llm/")) return null;
+  const c = canonicalPath(target);
+  if (!c.ok) return { malformed: c.reason };
+  const m = /^\/llm\/([a-z]+)(\/.*)?$/.exec(c.path);
   if (!m) return null;
   const provider = m[1] as Provider;
   if (!Object.hasOwn(PROVIDERS, provider) || !Object.hasOwn(upstreams, provider)) return null;
-  const rest = m[2] ?? "/";
-  if (rest.split("/").some((s) => { const d = decodeSegment(s); return s === ".." || s === "." || d === null || d.includes("/") || d === ".." || d === "."; })) return "malformed";
-  if (m[3] !== undefined && decodeSegment(m[3].replace(/\+/g, " ")) === null) return "malformed";
-  const base = new URL(upstreams[provider]);
-  const url = new URL(base.origin);
-  url.pathname = base.pathname.replace(/\/$/, "") + rest;
-  const q = new URLSearchParams(m[3] ?? "");
+  const q = new URLSearchParams(c.query);
   // Gemini clients may put the key in ?key=; it is a placeholder, and the real one goes in a header.
   q.delete("key");
-  url.search = q.toString();
-  return { provider, url };
+  return { provider, rest: m[2] ?? "/", query: q.toString() };
+}
+
+/**
+ * Pure: where a route's request goes with a credential of `kind`, the route's default base being `defaultBase` and its
+ * configured one `base`: the URL, when the credential's scope (LLM_CREDENTIAL_SCOPES, through `scopeThrough`) takes
+ * its method and canonical path; else why not. The URL's path is the canonical one checked, and nothing else.
+ */
+export function aim(route: LlmRoute, method: string, kind: LlmCredentialKind, defaultBase: string, base: string): { ok: true; url: URL } | { ok: false; reason: string } {
+  const b = new URL(base);
+  const scope = scopeThrough(LLM_CREDENTIAL_SCOPES[kind], defaultBase, base);
+  const v = checkScope(scope, { method, host: b.host, target: `${b.pathname.replace(/\/+$/, "")}${route.rest}${route.query ? `?${route.query}` : ""}` });
+  if (!v.ok) return v;
+  const url = new URL(b.origin);
+  url.pathname = v.path;
+  url.search = v.query;
+  // The URL parser must not read the path another way than the check did (it would be sent as it reads it).
+  if (url.pathname !== v.path) return { ok: false, reason: `its path ${v.path} would be sent as ${url.pathname}` };
+  return { ok: true, url };
+}
+
+/** Pure: the upstream URL for an origin-form path with no credential's scope in the way (what `aim` starts from). */
+export function upstreamFor(path: string, upstreams: Record<Provider, string>): { provider: Provider; url: URL } | null | { malformed: string } {
+  const r = routeOf(path, upstreams);
+  if (r === null || "malformed" in r) return r;
+  const b = new URL(upstreams[r.provider]);
+  const url = new URL(b.origin);
+  url.pathname = b.pathname.replace(/\/+$/, "") + r.rest;
+  url.search = r.query;
+  return { provider: r.provider, url };
 }
 
 /** Pure: the headers sent upstream — inbound minus credentials and hop-by-hop, plus the host's credential. */
@@ -135,21 +165,41 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
       void codexToken(o, req, res);
       return;
     }
-    const target = upstreamFor(req.url ?? "", upstreams);
-    if (target === "malformed") {
-      fail(res, 400, "bad_request", "the LLM route's path is malformed (an invalid %-escape, '.' or '..', or an escaped '/')", "Send the path as the provider's SDK writes it.");
+    const route = routeOf(req.url ?? "", upstreams);
+    if (route !== null && "malformed" in route) {
+      fail(res, 400, "bad_request", `the LLM route's path was refused: ${route.malformed}`, "Send the path as the provider's SDK writes it.");
       return;
     }
-    if (!target) {
+    if (!route) {
       fail(res, 404, "not_found", `no LLM route for ${req.url}`, "Use /llm/anthropic/…, /llm/openai/… or /llm/google/… (the base URLs sbx sets inside the sandbox).");
       return;
     }
-    void forward(req, res, started, target);
+    void forward(req, res, started, route);
   };
 
-  async function forward(req: IncomingMessage, res: ServerResponse, started: number, first: { provider: Provider; url: URL }): Promise<void> {
-    let target = first;
-    if (target.provider === "codex" && o.codex) {
+  /** Where this credential sends the route's request: its own route's base, or ChatGPT's backend for that sign-in. */
+  function aimFor(route: LlmRoute, method: string, cred: Credential) {
+    const chatgpt = cred.upstream === "chatgpt";
+    return aim(route, method, cred.kind, chatgpt ? CHATGPT_UPSTREAM : PROVIDERS[route.provider], chatgpt ? (o.upstreams?.chatgpt ?? CHATGPT_UPSTREAM) : upstreams[route.provider]);
+  }
+
+  /** Refuses what the credential's scope does not take: nothing is sent, with or without the credential. */
+  function outOfScope(req: IncomingMessage, res: ServerResponse, started: number, route: LlmRoute, cred: Credential, reason: string): void {
+    const what = LLM_CREDENTIAL_SCOPES[cred.kind].what;
+    fail(res, 403, "out_of_scope", `${what} is not sent there: ${reason}`, "sbx's LLM routes carry the provider's inference endpoints only; the rest of the account is not reached with the host's credential from a sandbox.");
+    o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: (req.url ?? "").slice(0, 512), status: 403, credential: cred.source, durationMs: Date.now() - started });
+  }
+
+  async function forward(req: IncomingMessage, res: ServerResponse, started: number, route: LlmRoute): Promise<void> {
+    const method = req.method ?? "";
+    if (route.provider === "anthropic") await o.claudeKeychain?.load();
+    // Judged before any refresh too: a request the scope does not take makes the host do nothing for it.
+    const before = credentialFor(route.provider, o.keys());
+    if (before) {
+      const a = aimFor(route, method, before);
+      if (!a.ok) return outOfScope(req, res, started, route, before, a.reason);
+    }
+    if (route.provider === "codex" && o.codex) {
       try {
         await o.codex.fresh();
       } catch (e) {
@@ -157,7 +207,7 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
         return;
       }
     }
-    if (target.provider === "codeassist" && o.gemini) {
+    if (route.provider === "codeassist" && o.gemini) {
       try {
         await o.gemini.fresh();
       } catch (e) {
@@ -165,17 +215,15 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
         return;
       }
     }
-    if (target.provider === "anthropic") await o.claudeKeychain?.load();
-    const cred = credentialFor(target.provider, o.keys());
-    if (cred?.upstream === "chatgpt") {
-      const t = upstreamFor(req.url ?? "", { ...upstreams, codex: o.upstreams?.chatgpt ?? CHATGPT_UPSTREAM });
-      if (t && t !== "malformed") target = t;
-    }
+    const cred = credentialFor(route.provider, o.keys());
     if (!cred) {
-      fail(res, 503, "no_credentials", `the host has no ${target.provider} credential`, NO_CREDENTIAL_HINT[target.provider]);
+      fail(res, 503, "no_credentials", `the host has no ${route.provider} credential`, NO_CREDENTIAL_HINT[route.provider]);
       return;
     }
-    const { url } = target;
+    // The credential read now is the one sent (a refresh may have changed it): its scope decides, on the canonical path.
+    const aimed = aimFor(route, method, cred);
+    if (!aimed.ok) return outOfScope(req, res, started, route, cred, aimed.reason);
+    const { url } = aimed;
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
     const up = send(
       url,
@@ -189,12 +237,12 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
         upRes.on("data", (c: Buffer) => res.write(c));
         upRes.on("end", () => {
           res.end();
-          o.onEvent?.({ provider: target.provider, method: req.method ?? "", path: url.pathname, status: upRes.statusCode ?? 0, credential: cred.source, durationMs: Date.now() - started });
+          o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status: upRes.statusCode ?? 0, credential: cred.source, durationMs: Date.now() - started });
         });
         upRes.on("error", () => res.destroy());
       },
     );
-    up.on("error", (e) => fail(res, 502, "upstream_failed", `${target.provider}: ${e.message}`, "Check the host's network; the request was not sent with any key from the sandbox."));
+    up.on("error", (e) => fail(res, 502, "upstream_failed", `${route.provider}: ${e.message}`, "Check the host's network; the request was not sent with any key from the sandbox."));
     res.on("close", () => {
       if (!res.writableFinished) up.destroy();
     });

@@ -4,12 +4,16 @@ import { z } from "zod";
 import { join } from "node:path";
 import { readSecrets, secretsFile } from "../secrets/store";
 import { readCodexLogin } from "./codex-login";
+import type { LlmCredentialKind } from "../core/credential-scope";
 
 /** The LLM proxy's routes: the providers' APIs, and Codex's (the OpenAI API with a key, ChatGPT's backend signed in). */
 export type Provider = "anthropic" | "openai" | "google" | "codex" | "codeassist";
 
-/** Headers that carry the credential for one request to one provider; `upstream` when not the route's own. */
-export type Credential = { headers: Record<string, string>; source: string; upstream?: "chatgpt" };
+/**
+ * Headers that carry the credential for one request to one provider; `upstream` when not the route's own; `kind` names
+ * its scope in the one table (core/credential-scope.ts), checked before the headers are added.
+ */
+export type Credential = { headers: Record<string, string>; source: string; kind: LlmCredentialKind; upstream?: "chatgpt" };
 
 export interface KeySources {
   /** Host environment variables (passed in, read once by the caller). */
@@ -101,6 +105,52 @@ export function knownSecretValues(src: KeySources): string[] {
   return out;
 }
 
+/** A variable whose name says it holds a credential (and whose value is long enough to be one, and not a path). */
+const SECRET_VAR = /TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+
+/**
+ * Every secret the host holds, by name, read now: for the copy-in scan (secrets/copy-in.ts), which looks for each in
+ * every form. The sbx secrets file, the environment's credential-named variables, and the logins the LLM proxy uses
+ * (Claude's access and refresh tokens, Gemini's, Codex's key or ChatGPT tokens).
+ */
+export function hostSecretsByName(src: KeySources): Record<string, string> {
+  const out: Record<string, string> = {};
+  const add = (name: string, v: unknown) => {
+    if (typeof v === "string" && v.length >= 8 && !v.startsWith("/") && out[name] === undefined) out[name] = v;
+  };
+  for (const [k, v] of Object.entries(src.env)) if (SECRET_VAR.test(k)) add(k, v);
+  if (src.secretsFile) {
+    try {
+      for (const [k, v] of Object.entries(readSecrets(src.secretsFile))) add(k, v);
+    } catch {}
+  }
+  const claude = (text: string | undefined) => {
+    try {
+      const o = (JSON.parse(text ?? "") as { claudeAiOauth?: Record<string, unknown> }).claudeAiOauth;
+      add("Claude login (access token)", o?.accessToken);
+      add("Claude login (refresh token)", o?.refreshToken);
+    } catch {}
+  };
+  try {
+    if (src.claudeCredentialsFile) claude(readFileSync(src.claudeCredentialsFile, "utf8"));
+  } catch {}
+  claude(src.claudeKeychain?.());
+  try {
+    if (src.geminiOauthFile) {
+      const g = JSON.parse(readFileSync(src.geminiOauthFile, "utf8")) as Record<string, unknown>;
+      add("Gemini login (access token)", g.access_token);
+      add("Gemini login (refresh token)", g.refresh_token);
+    }
+  } catch {}
+  const c = readCodexLogin(src.codexAuthFile);
+  if (c?.kind === "apikey") add("Codex login (key)", c.key);
+  if (c?.kind === "chatgpt") {
+    add("Codex login (access token)", c.access);
+    add("Codex login (refresh token)", c.refresh);
+  }
+  return out;
+}
+
 /** Looks up the credential for a provider now (a rotated key is used on the next request). */
 export function credentialFor(provider: Provider, src: KeySources): Credential | undefined {
   let secrets: Record<string, string> = {};
@@ -116,38 +166,38 @@ export function credentialFor(provider: Provider, src: KeySources): Credential |
   switch (provider) {
     case "anthropic": {
       const key = get("ANTHROPIC_API_KEY");
-      if (key) return { headers: { "x-api-key": key }, source: "ANTHROPIC_API_KEY" };
+      if (key) return { headers: { "x-api-key": key }, source: "ANTHROPIC_API_KEY", kind: "anthropic-api-key" };
       const tok = get("ANTHROPIC_AUTH_TOKEN") ?? get("CLAUDE_CODE_OAUTH_TOKEN");
-      if (tok) return { headers: { authorization: `Bearer ${tok}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "token" };
+      if (tok) return { headers: { authorization: `Bearer ${tok}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "token", kind: "anthropic-oauth" };
       const oauth = claudeOauth(src.claudeCredentialsFile);
-      if (oauth) return { headers: { authorization: `Bearer ${oauth}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-credentials" };
+      if (oauth) return { headers: { authorization: `Bearer ${oauth}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-credentials", kind: "anthropic-oauth" };
       const chain = claudeOauthText(src.claudeKeychain?.());
-      if (chain) return { headers: { authorization: `Bearer ${chain}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-keychain" };
+      if (chain) return { headers: { authorization: `Bearer ${chain}`, "anthropic-beta": ANTHROPIC_OAUTH_BETA }, source: "claude-keychain", kind: "anthropic-oauth" };
       return undefined;
     }
     case "openai": {
       const key = get("OPENAI_API_KEY");
-      return key ? { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY" } : undefined;
+      return key ? { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY", kind: "openai-api-key" } : undefined;
     }
     case "codex": {
       // A key wins (the person's own OpenAI account), as in Codex itself; else the ChatGPT sign-in, to ChatGPT's backend.
       const key = get("OPENAI_API_KEY");
-      if (key) return { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY" };
+      if (key) return { headers: { authorization: `Bearer ${key}` }, source: "OPENAI_API_KEY", kind: "openai-api-key" };
       const login = readCodexLogin(src.codexAuthFile);
-      if (login?.kind === "apikey") return { headers: { authorization: `Bearer ${login.key}` }, source: "codex-auth.json" };
+      if (login?.kind === "apikey") return { headers: { authorization: `Bearer ${login.key}` }, source: "codex-auth.json", kind: "openai-api-key" };
       if (login?.kind === "chatgpt") {
-        return { headers: { authorization: `Bearer ${login.access}`, ...(login.accountId ? { "chatgpt-account-id": login.accountId } : {}) }, source: "codex-chatgpt", upstream: "chatgpt" };
+        return { headers: { authorization: `Bearer ${login.access}`, ...(login.accountId ? { "chatgpt-account-id": login.accountId } : {}) }, source: "codex-chatgpt", kind: "chatgpt-sign-in", upstream: "chatgpt" };
       }
       return undefined;
     }
     case "codeassist": {
       // Gemini CLI signed in with Google: its access token, while it is valid (Gemini CLI on the host renews it).
       const t = geminiOauth(src.geminiOauthFile);
-      return t ? { headers: { authorization: `Bearer ${t}` }, source: "gemini-oauth" } : undefined;
+      return t ? { headers: { authorization: `Bearer ${t}` }, source: "gemini-oauth", kind: "google-sign-in" } : undefined;
     }
     case "google": {
       const key = get("GEMINI_API_KEY") ?? get("GOOGLE_API_KEY");
-      return key ? { headers: { "x-goog-api-key": key }, source: "GEMINI_API_KEY" } : undefined;
+      return key ? { headers: { "x-goog-api-key": key }, source: "GEMINI_API_KEY", kind: "gemini-api-key" } : undefined;
     }
   }
 }

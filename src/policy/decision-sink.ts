@@ -1,6 +1,6 @@
 // The proxy's side of policy: every egress decision recorded (a denial as a pending approval), off the hot path.
 import type { Approval } from "../core/schemas";
-import type { EgressEvent } from "../proxy/egress-proxy";
+import type { EgressEvent } from "../core/egress-events";
 import type { Store } from "../store/store";
 import { approvalHost } from "./service";
 

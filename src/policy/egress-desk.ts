@@ -7,12 +7,13 @@ import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
 import type { FeedEvent } from "../events/feed";
 import type { Store } from "../store/store";
 import { approvalHost, policyFor } from "./service";
+import { DESK_MAX_BODY, DESK_MAX_WAIT_S, DESK_MAX_WAITS } from "../core/bounds";
 
 export const DESK_PATH = "/sbx/egress";
-/** The longest one `wait` may hold a request open. */
-export const MAX_WAIT_S = 600;
+/** The longest one `wait` may hold a request open (the shim asks again until its own deadline). */
+export const MAX_WAIT_S = DESK_MAX_WAIT_S;
 const MAX_WHY = 300;
-const MAX_BODY = 8 * 1024;
+const MAX_BODY = DESK_MAX_BODY;
 
 export interface EgressDeskOptions {
   store: Store;
@@ -49,9 +50,11 @@ export function createEgressDesk(o: EgressDeskOptions): (req: IncomingMessage, r
   const now = o.now ?? Date.now;
   const { store } = o;
   const approvalView = (id: number) => {
-    const a = store.listApprovals({ sandboxId: o.sandbox.id }).find((x) => x.id === id);
-    return a ? { id: a.id, host: a.host, port: a.port, state: a.state, count: a.count, reason: a.reason } : null;
+    const a = store.getApproval(id);
+    return a && a.sandboxId === o.sandbox.id ? { id: a.id, host: a.host, port: a.port, state: a.state, count: a.count, reason: a.reason } : null;
   };
+  /** Waits held now (at most DESK_MAX_WAITS: a sandbox cannot make the daemon hold, and poll for, ever more). */
+  let waits = 0;
   return async (req, res) => {
     const url = new URL(req.url ?? "/", "http://sandbox");
     const path = url.pathname.replace(/\/+$/, "");
@@ -111,9 +114,19 @@ export function createEgressDesk(o: EgressDeskOptions): (req: IncomingMessage, r
         const wait = Math.min(MAX_WAIT_S, Math.max(0, Number(url.searchParams.get("wait") ?? "0") || 0));
         const until = now() + wait * 1000;
         let v = approvalView(id);
-        while (v !== null && v.state === "pending" && now() < until && !req.destroyed) {
-          await Bun.sleep(250);
-          v = approvalView(id);
+        if (v !== null && v.state === "pending" && wait > 0) {
+          if (waits >= DESK_MAX_WAITS) {
+            return json(res, 429, { error: "too_many", message: `this sandbox already waits on ${DESK_MAX_WAITS} requests at once; ask again in a moment (sbx-egress does)` });
+          }
+          waits++;
+          try {
+            while (v !== null && v.state === "pending" && now() < until && !req.destroyed) {
+              await Bun.sleep(250);
+              v = approvalView(id);
+            }
+          } finally {
+            waits--;
+          }
         }
         if (v === null) return json(res, 404, { error: "not_found", message: `no request ${id} of this sandbox` });
         return json(res, 200, v);

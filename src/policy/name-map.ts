@@ -1,9 +1,9 @@
 // A sandbox's name map for the transparent path: which loopback address its DNS stub gave out for which name, kept in the store for as long as the sandbox lives.
 import { isNameAddress, MAX_NAMES, nameAddressAt } from "../core/transparent";
-import type { ProxyNames } from "../proxy/egress-proxy";
+import type { TransparentNames } from "../core/egress-events";
 import type { Store } from "../store/store";
 
-export class NameMap implements ProxyNames {
+export class NameMap implements TransparentNames {
   private readonly byName = new Map<string, string>();
   private readonly byAddress = new Map<string, string>();
 

@@ -5,7 +5,7 @@
 // gets the address that stands for it in the sandbox's map, nothing is ever forwarded.
 import { respond } from "../../shims/dns";
 import { askableName } from "../core/dns";
-import type { ProxyNames } from "./egress-proxy";
+import type { TransparentNames } from "../core/egress-events";
 
 export interface DnsStub {
   readonly port: number;
@@ -13,7 +13,7 @@ export interface DnsStub {
 }
 
 /** Serves the stub on hostname:port (UDP); rejects when it cannot bind. */
-export async function serveDnsStub(hostname: string, port: number, names: ProxyNames): Promise<DnsStub> {
+export async function serveDnsStub(hostname: string, port: number, names: TransparentNames): Promise<DnsStub> {
   const addressOf = (name: string): string | null | undefined => {
     const host = askableName(name);
     return host === null ? undefined : names.addressOf(host);
@@ -29,7 +29,16 @@ export async function serveDnsStub(hostname: string, port: number, names: ProxyN
         } catch {
           out = null; // a store error: no answer, the client retries
         }
-        if (out) s.send(out, rport, raddr);
+        // A client gone before its answer (the kernel's port-unreachable comes back as ECONNREFUSED on the next send
+        // or receive) is nobody's error: thrown here, it reached the daemon as an uncaught error, one log line each.
+        try {
+          if (out) s.send(out, rport, raddr);
+        } catch {
+          // the answer has nowhere to go
+        }
+      },
+      error() {
+        // as above, on receive
       },
     },
   });

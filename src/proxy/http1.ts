@@ -66,6 +66,25 @@ export function bodyFraming(headers: readonly Header[]): Framing | { why: string
   return "none";
 }
 
+/** Headers that describe one hop, never passed on: a proxy speaks for itself on each side. */
+const HOP_BY_HOP = new Set(["connection", "proxy-connection", "keep-alive", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+/** Pure: a head's headers without the hop-by-hop ones (nor those its Connection header names). */
+export function withoutHopByHop(list: readonly Header[]): Header[] {
+  let drop: Set<string> = HOP_BY_HOP;
+  for (const [k, v] of list) {
+    if (k.toLowerCase() !== "connection") continue;
+    if (drop === HOP_BY_HOP) drop = new Set(HOP_BY_HOP);
+    for (const t of v.split(",")) drop.add(t.trim().toLowerCase());
+  }
+  return list.filter(([k]) => !drop.has(k.toLowerCase()));
+}
+
+/** Pure: text fit for a header line or a reason phrase: printable ASCII only (a refused host may be anything), bounded. */
+export function headerSafe(s: string): string {
+  return s.replace(/[^\x20-\x7e]/g, "?").slice(0, 300);
+}
+
 /** Whether the Connection headers among these name `token` (close, keep-alive). */
 export function connectionSays(headers: readonly Header[], token: string): boolean {
   return headers.some(([n, v]) => n.toLowerCase() === "connection" && v.split(",").some((t) => t.trim().toLowerCase() === token));

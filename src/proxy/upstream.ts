@@ -6,6 +6,7 @@
 // else arrived; an idle one that sends anything, or is closed, is dropped.
 import { connect, type Socket } from "node:net";
 import { chunk, LAST_CHUNK, ResponseReader, type ResponseHead } from "./http1";
+import { UPSTREAM_MAX_IDLE } from "../core/bounds";
 
 /** How long an idle connection is kept (servers commonly close theirs after 5 s; going first avoids the race). */
 const IDLE_MS = 4_000;
@@ -74,6 +75,8 @@ export class UpstreamPool {
     private readonly connectTimeoutMs: number,
     /** How long an idle connection is kept (tests shorten it). */
     private readonly idleMs = IDLE_MS,
+    /** Opens a connection that emits `connect` (default: TCP to the address); the proxy's origin is one in memory. */
+    private readonly dial?: (address: string, port: number) => Socket,
   ) {}
 
   /** Connections open now (in use and idle). */
@@ -89,6 +92,13 @@ export class UpstreamPool {
     for (const c of this.open) c.s.destroy();
     this.open.clear();
     this.idle.clear();
+  }
+
+  /** Idle connections kept now, over every address. */
+  private idleCount(): number {
+    let n = 0;
+    for (const list of this.idle.values()) n += list.length;
+    return n;
   }
 
   private take(key: string): Conn | null {
@@ -107,7 +117,7 @@ export class UpstreamPool {
    * a byte nobody asked for, the server's end, an error.
    */
   private fresh(address: string, port: number, key: string): Conn {
-    const s = connect({ host: address, port, noDelay: true, allowHalfOpen: false });
+    const s = this.dial ? this.dial(address, port) : connect({ host: address, port, noDelay: true, allowHalfOpen: false });
     const c: Conn = { s, key, owner: null, idleSince: 0 };
     this.open.add(c);
     s.on("data", (d: Buffer) => (c.owner ? c.owner.data(d) : this.drop(c)));
@@ -133,7 +143,8 @@ export class UpstreamPool {
   private park(c: Conn): void {
     c.owner = null;
     const list = this.idle.get(c.key) ?? [];
-    if (this.closed || list.length >= MAX_IDLE) return void c.s.destroy();
+    // Per address, and in all (a sandbox talking to ever more servers cannot make its proxy keep ever more open).
+    if (this.closed || list.length >= MAX_IDLE || this.idleCount() >= UPSTREAM_MAX_IDLE) return void c.s.destroy();
     c.idleSince = performance.now();
     list.push(c);
     this.idle.set(c.key, list);

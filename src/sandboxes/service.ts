@@ -1,20 +1,24 @@
-// The one sandbox lifecycle: create, start, session, stop, rm, prune and list, for every kind, over the store and a driver per kind.
+// The one owner of a sandbox: create, start, session, stop, rm, prune, list and reconcile, for every kind, over the
+// store and a driver per kind. Every write of a sandbox's row happens here (and in running.ts, its bring-up order).
 //
 // Everything that is the same for every kind lives here once (name and repo checks, the per-name lock, the row, the
-// order of teardown, the unsynced-work refusal, the last sync, prune's dir scan); what differs is behind `Driver`.
+// order of teardown, the unsynced-work refusal, the last sync, prune's dir scan); what differs is behind `Driver`. The
+// daemon hosts the guards and sessions and calls in; the service reaches them only through `SandboxHost` (host.ts).
 import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import type { SandboxSpec } from "../drivers/backend";
+import type { SandboxSpec } from "../core/spec";
 import { sandboxExists, sandboxNotFound, SbxError, sessionsAttached, unsyncedCommits, unsyncedUnknown } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import { isAgentName } from "../core/agent-names";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
-import type { CreateOptions, Driver, DriverReport, NewSandbox } from "../drivers/driver";
-import { terminalVars } from "../lifecycle/terminal-vars";
+import type { CreateOptions, Driver, DriverCaps, DriverReport, NewSandbox, WatchContext, Watcher } from "../drivers/driver";
+import { terminalVars } from "../core/terminal-vars";
 import { lineSplitter } from "../core/lines";
+import { hostKeySources, hostSecretsByName } from "../llm/keys";
+import { CopyIn, findingLines } from "../secrets/copy-in";
 import { changedFiles, workingTreeChanges } from "../workspace/changes";
 import { hostEndpoint, nextPorts, parsePortSpec, portsOf, reachableBeyondLoopback, type PortForward, type PortState } from "../core/ports";
-import { acquireLock, createProgress, lockHeld, lockPath, staleLocks, type Lock } from "../lifecycle/lock";
+import { acquireLock, createProgress, lockHeld, lockPath, staleLocks, type Lock } from "../workspace/lock";
 import type { Store } from "../store/store";
 import { putBackRetiredRefs, retiredStamp, retireSandboxRemote, setAsideRetiredRefs, type SetAside } from "../sync/retired-refs";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
@@ -25,41 +29,22 @@ import { parseCommits, requirePlainGitDir, sandboxRemote, sandboxRemoteUrl, stal
 import { sandboxLayout } from "../workspace/layout";
 import { importSandbox } from "../sync/import";
 import { parsePublished, publishedOf } from "../core/egress";
-import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
+import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, REMOTE_NAME, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
 import { ensureStore, promoteStores, retireStore } from "../sync/store";
 import { deadStagingDirs } from "../workspace/staged-clone";
 import { findRepoRoot } from "../workspace/repo";
 import { hostUserExec } from "../sys/as-user";
 import { accountOf, userDirectory, type UserDirectory } from "../sys/host-user";
-import { baseIdentity, LimitsSchema, sandboxId } from "./identity";
+import { baseIdentity, LimitsSchema, sandboxId } from "../drivers/identity";
 import { upstreamTips } from "../bridge/gate";
-import { gateDirOf } from "../guards/bridge";
 import { defaultLimits, limitHits, parseCpus, parseMemory, parsePids, resolveLimits, type HostCapacity, type LimitCounters, type LimitHit, type Limits, type LimitsInput } from "../core/limits";
-import { loadConfig } from "../lifecycle/config";
+import { loadConfig } from "../sys/config-file";
 import { hostCapacity } from "../sys/capacity";
-
-/**
- * Who brings a sandbox up and down when the service is not itself inside the daemon: the daemon, through its client,
- * so guards (proxy, bridge, ref sync) are up before the sandbox starts and go down after it stops. Without one (the
- * daemon's own service, tests) the service converges the driver directly.
- */
-export interface Supervisor {
-  /** Guards up, then the sandbox running; throws when the guards cannot come up (the sandbox stays fenced). */
-  start(row: Sandbox): Promise<void>;
-  /** Sessions and commands running in the sandbox through the daemon (a stop would end them). */
-  sessions(row: Sandbox): number;
-  /**
-   * The sandbox's sessions ended (each told `why`), the sandbox stopped, then its guards down; whether it was
-   * running and how many sessions ended.
-   */
-  stop(row: Sandbox, why?: string): Promise<{ running: boolean; sessions: number }>;
-  /** The daemon lets go of a sandbox being removed (sessions ended, guards down, sockets gone). */
-  release(row: Sandbox, why?: string): Promise<void>;
-  /** Makes a running sandbox's port forwards these (null: its guards are down: they apply at its next start). */
-  ports?(row: Sandbox, list: PortForward[]): Promise<PortState[] | null>;
-  /** What a running sandbox forwards now (null: not running). */
-  portStates?(row: Sandbox): PortState[] | null;
-}
+import { silentLogger, type Logger } from "../sys/log";
+import { kindUnavailableHint } from "../core/backend-kind";
+import type { SandboxHost } from "./host";
+import { resolveSandbox, type SandboxQuery } from "./resolve";
+import { SandboxRunner, type PhaseView, type ReconcileReport } from "./running";
 
 /** What a stop or rm does to sessions attached to the sandbox: end them (each told why), or refuse while there are any. */
 export type IfSessions = "end" | "refuse";
@@ -83,8 +68,13 @@ export interface ServiceDeps {
   log: (line: string) => void;
   /** Raw build output as it arrives (stderr). */
   progress?: (chunk: string) => void;
-  /** The daemon, for callers outside it (the CLI). */
-  supervisor?: Supervisor;
+  /**
+   * The daemon, which hosts the sandboxes' guards and sessions: a sandbox runs only once its guards are up, and its
+   * sessions end before it stops. Without one (the service's own tests) the service converges the driver alone.
+   */
+  host?: SandboxHost;
+  /** The daemon's log (reconcile, guards that failed beside a start); default: none. */
+  logger?: Logger;
   /** This machine's memory and CPUs (limits' defaults and bounds; tests give their own). */
   capacity?: HostCapacity;
 }
@@ -95,11 +85,15 @@ export interface Output {
   progress?(chunk: string): void;
 }
 
-export interface Where {
+/** Where a caller stands, to find its repo: cwd, --repo, sudo's caller (honoured only as root). */
+export interface Where extends SandboxQuery {
   cwd: string;
-  repoFlag?: string | undefined;
-  /** The person sbx runs as root for (sudo's SUDO_UID): the repo is found by git run as them. Honoured only as root. */
-  asUid?: number | undefined;
+  /** This call's progress and notes (default: the service's log). */
+  out?: Output | undefined;
+}
+
+/** Which sandbox a verb is about: where the caller stands, or the repo itself (resolve.ts), and where its lines go. */
+export interface Named extends SandboxQuery {
   /** This call's progress and notes (default: the service's log). */
   out?: Output | undefined;
 }
@@ -171,14 +165,26 @@ export interface PruneReport {
 
 export class SandboxService {
   private readonly made = new Map<BackendKind, Promise<Driver>>();
+  /** The start in flight of each sandbox (by row id), which a start asked for meanwhile joins. */
+  private readonly starting = new Map<number, Promise<void>>();
+  private readonly running: SandboxRunner;
 
-  constructor(private readonly d: ServiceDeps) {}
+  constructor(private readonly d: ServiceDeps) {
+    this.running = new SandboxRunner({
+      store: d.store,
+      paths: d.paths,
+      host: d.host,
+      logger: d.logger ?? silentLogger,
+      driver: (k) => this.driver(k),
+      kinds: () => this.kinds(),
+      keepIdentity: (id, identity) => this.driverIdentity(id, identity),
+      report: (id) => this.report(id),
+    });
+  }
 
-  /** The same service (same drivers) with a supervisor: the daemon hands its own in once its controller exists. */
-  withSupervisor(supervisor: Supervisor): SandboxService {
-    const s = new SandboxService({ ...this.d, supervisor });
-    for (const [k, v] of this.made) s.made.set(k, v);
-    return s;
+  /** The kinds this process has a driver for. */
+  kinds(): BackendKind[] {
+    return Object.keys(this.d.drivers) as BackendKind[];
   }
 
   /** The driver of a kind; refuses, with what to do, a kind this process cannot run. */
@@ -189,9 +195,7 @@ export class SandboxService {
       p = make
         ? Promise.resolve().then(make)
         : Promise.reject(
-            new SbxError("not_available", `${kind} sandboxes cannot be run from here`, {
-              hint: kind === "docker" ? "Docker sandboxes run on Linux." : "Run sbx as root (sudo) for --backend user, or on a Mac for macos.",
-            }),
+            new SbxError("not_available", `${kind} sandboxes cannot be run from here`, { hint: kindUnavailableHint(kind) }),
           );
       this.made.set(kind, p);
     }
@@ -213,15 +217,31 @@ export class SandboxService {
     };
   }
 
+  /**
+   * The per-name lock every verb that changes a sandbox holds (create, start, stop, rm, rebuild, limits, …): first this
+   * process's queue for the name (requests of this daemon wait their turn without polling), then the lock file, which
+   * also tells `sbx list` and prune that a create is under way.
+   */
   private lock(repo: string, name: string, out?: Output): Promise<Lock> {
-    return acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
-      // The holder is most often this daemon itself, busy with another command's request: its pid would read as a stranger's.
-      onWait: (h) => this.outOf(out).log(h.pid === process.pid ? `waiting for another command on sandbox ${name} to finish…` : `waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`),
+    const key = `${repo}\0${name}`;
+    const wait = () => this.outOf(out).log(`waiting for another command on sandbox ${name} to finish…`);
+    if (this.running.serial.busy(key)) wait();
+    return new Promise<Lock>((resolve, reject) => {
+      void this.running.serial
+        .run(key, async () => {
+          const file = await acquireLock(lockPath(this.d.paths.stateDir, repo, name), {
+            onWait: (h) => (h.pid === process.pid ? wait() : this.outOf(out).log(`waiting for another sbx (pid ${h.pid}) working on sandbox ${name}…`)),
+          });
+          // The queue moves on once the holder releases the file lock.
+          await new Promise<void>((released) => resolve({ path: file.path, release: () => (file.release(), released()) }));
+        })
+        .catch(reject);
     });
   }
 
   /** The repo a caller means: the one around its cwd, or --repo (git run as the sudo caller when sbx is root for them). */
-  async repoOf(w: Where): Promise<string> {
+  async repoOf(w: SandboxQuery & { cwd: string }): Promise<string> {
+    if (w.foundRepo !== undefined) return w.foundRepo;
     if (w.asUid !== undefined && this.d.env.uid === 0 && w.asUid !== 0) {
       const person = await accountOf(this.d.users ?? userDirectory(this.d.exec, this.d.env.platform), w.asUid, "sudo says you are");
       return findRepoRoot(hostUserExec(this.d.exec, person, 0), w.cwd, w.repoFlag);
@@ -229,13 +249,32 @@ export class SandboxService {
     return findRepoRoot(this.d.repoExec ?? this.d.exec, w.cwd, w.repoFlag);
   }
 
+  /** The sandbox a name means for this caller (resolve.ts: its repo's, else the one of that name anywhere), or the one not-found error. */
+  resolve(name: string, q: SandboxQuery): Promise<Sandbox> {
+    return resolveSandbox(this.d.store, (w) => this.repoOf(w), name, q);
+  }
+
   /** The live row of a sandbox and its driver, or a not_found error. */
-  async locate(name: string, w: Where): Promise<{ repo: string; row: Sandbox; driver: Driver }> {
-    validateSandboxName(name);
-    const repo = await this.repoOf(w);
-    const row = this.d.store.findSandbox(repo, name);
-    if (!row) throw sandboxNotFound(name, repo);
-    return { repo, row, driver: await this.driver(row.backend) };
+  async locate(name: string, q: SandboxQuery): Promise<{ repo: string; row: Sandbox; driver: Driver }> {
+    const row = await this.resolve(name, q);
+    return { repo: row.repo, row, driver: await this.driver(row.backend) };
+  }
+
+  /**
+   * The lock of a sandbox a verb found, taken once it is free; by then another verb may have removed the sandbox (an
+   * rm it waited behind): then there is nothing to do but say so, never bring back what is gone.
+   */
+  private async lockLive(row: Sandbox, out?: Output): Promise<Lock> {
+    const lock = await this.lock(row.repo, row.name, out);
+    const now = this.d.store.getSandbox(row.id);
+    if (now && now.state !== "deleted") return lock;
+    lock.release();
+    throw sandboxNotFound(row.name, row.repo, false);
+  }
+
+  /** The row as it is now (another request may have changed it while this one waited for the lock). */
+  private fresh(row: Sandbox): Sandbox {
+    return this.d.store.getSandbox(row.id) ?? row;
   }
 
   /** The spec a driver converges to, for a stored sandbox. */
@@ -312,8 +351,8 @@ export class SandboxService {
             });
           }
           this.sayNotes(existing, driver, out);
-          await this.bringUp(existing);
-          return { sandbox: this.d.store.getSandbox(existing.id) ?? existing, created: false };
+          await this.running.run(existing, driver, this.report(existing.id, out));
+          return { sandbox: this.fresh(existing), created: false };
         }
         throw sandboxExists(req.name, repo, existing.backend);
       }
@@ -349,7 +388,7 @@ export class SandboxService {
         this.driverIdentity(row.id, ident);
         cancelled(req);
         aside = await this.setAside(row, driver, out);
-        await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
+        await this.running.run(this.fresh(row), driver, this.report(row.id, out));
         cancelled(req);
       } catch (e) {
         out.log(`creating ${req.name} failed; removing what was made…`);
@@ -381,10 +420,14 @@ export class SandboxService {
       if (n > 0) out.log(`note: ${n} changed file${n === 1 ? "" : "s"} in your working tree ${n === 1 ? "is" : "are"} not in ${row.name} (it starts from the last commit); \`--with-changes\` carries them in`);
       return;
     }
-    const ch = await workingTreeChanges(hostExec, row.repo);
+    // Copied in: through the door, with the host's secrets as they are now; what held one stays behind, said.
+    const door = new CopyIn(hostSecretsByName(hostKeySources(this.d.env, this.d.paths.configDir)), { home: this.d.env.vars.HOME });
+    const ch = await workingTreeChanges(hostExec, row.repo, Math.floor(Date.now() / 1000), door);
+    const said = findingLines(door.findings, door.count);
+    if (said.length > 0) out.log(`note: not carried in, it held a secret: ${said.join("; ")}`);
     const cwd = driver.sessionCwd(spec, row.repo);
     const inside = async (argv: string[], stdin: string | Uint8Array, what: string): Promise<boolean> => {
-      const a = driver.backend.shellArgv(spec, { argv, cwd, tty: false, env: terminalVars(this.d.env.raw), stdin: true });
+      const a = driver.shellArgv(spec, { argv, cwd, tty: false, env: terminalVars(this.d.env.raw), stdin: true });
       const r = await this.d.exec.run(a, { stdin, check: false, timeoutMs: 10 * 60_000 });
       if (r.exitCode === 0) return true;
       out.log(`warning: ${what} did not apply in ${row.name} (exit ${r.exitCode}): ${r.stderr.trim().split("\n").slice(-3).join(" | ")}`);
@@ -412,7 +455,7 @@ export class SandboxService {
     for (const cmd of cmds) {
       out.log(`postCreateCommand: ${cmd.length === 3 && cmd[0] === "/bin/sh" && cmd[1] === "-c" ? cmd[2] : cmd.join(" ")}`);
       // Its stderr with its stdout, in order (one stream back).
-      const argv = driver.backend.shellArgv(spec, { argv: ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", ...cmd], cwd: driver.sessionCwd(spec, row.repo), tty: false, env: terminalVars(this.d.env.raw), stdin: false });
+      const argv = driver.shellArgv(spec, { argv: ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", ...cmd], cwd: driver.sessionCwd(spec, row.repo), tty: false, env: terminalVars(this.d.env.raw), stdin: false });
       const r = await this.d.exec.run(argv, { check: false, timeoutMs: 60 * 60_000, onStdout: lineSplitter((l) => out.log(`  ${l}`)) });
       if (r.exitCode !== 0) {
         out.log(`warning: postCreateCommand exited ${r.exitCode}; sandbox ${row.name} is kept (run it again with \`sbx exec ${row.name} -- …\`)`);
@@ -429,6 +472,17 @@ export class SandboxService {
     this.d.store.write(() => {
       const cur = this.d.store.getSandbox(id)?.identity ?? {};
       this.d.store.updateIdentity(id, { ...cur, ...identity });
+    });
+  }
+
+  /**
+   * Changes one field of a sandbox's stored identity from what it holds now (read and written in one transaction): how
+   * another owner's setting that lives with the sandbox is kept (the agents `sbx run AGENT` installed there).
+   */
+  setIdentityField(row: Sandbox, field: string, next: (current: unknown) => unknown): void {
+    this.d.store.write(() => {
+      const cur = this.d.store.getSandbox(row.id)?.identity ?? row.identity;
+      this.d.store.updateIdentity(row.id, { ...cur, [field]: next(cur[field]) });
     });
   }
 
@@ -453,14 +507,14 @@ export class SandboxService {
    * them: stored, then applied at once to what exists (a stopped sandbox has them when it starts). A sandbox made
    * before limits existed starts from the defaults.
    */
-  async limits(name: string, w: Where & { set?: LimitsInput }): Promise<LimitsReport> {
+  async limits(name: string, w: Named & { set?: LimitsInput }): Promise<LimitsReport> {
     const { repo, row, driver } = await this.locate(name, w);
     const given = Object.entries(w.set ?? {}).filter(([, v]) => v !== undefined);
     if (given.length === 0) {
       const counters = await driver.counters(driver.spec(row)).catch(() => null);
       return { name, limits: this.limitsOf(row), hits: counters === null ? null : limitHits(null, counters) };
     }
-    const lock = await this.lock(repo, name, w.out);
+    const lock = await this.lockLive(row, w.out);
     try {
       const fresh = this.d.store.getSandbox(row.id) ?? row;
       const cap = this.capacity;
@@ -475,7 +529,7 @@ export class SandboxService {
       await driver.applyLimits(spec);
       this.d.store.updateIdentity(row.id, updated.identity);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "limits", detail: { name, ...next } });
-      const running = (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
+      const running = (await driver.inspect(spec).catch(() => null))?.phase === "running";
       return { name, limits: next, hits: null, applied: running ? "now" : "next-start" };
     } finally {
       lock.release();
@@ -487,9 +541,9 @@ export class SandboxService {
    * shown, or changed: kept in its identity and applied at once when it runs (a host port that cannot be bound
    * refuses the change, and nothing is kept). User-account sandboxes share the host's loopback: nothing to forward.
    */
-  async ports(name: string, w: Where & { add?: string[]; remove?: number[] }): Promise<{ name: string; ports: (PortState | (PortForward & { state: "stopped" }))[]; running: boolean; changed: boolean }> {
-    const { repo, row } = await this.locate(name, w);
-    if (row.backend !== "docker") {
+  async ports(name: string, w: Named & { add?: string[]; remove?: number[] }): Promise<{ name: string; ports: (PortState | (PortForward & { state: "stopped" }))[]; running: boolean; changed: boolean }> {
+    const { row, driver } = await this.locate(name, w);
+    if (!driver.caps.portForwards) {
       throw new SbxError("usage", `sandbox ${name} is a ${row.backend} sandbox: its servers listen on this machine's own loopback already`, {
         hint: "Connect to 127.0.0.1:PORT from the host; `sbx port` forwards the ports of Docker sandboxes, which have no network of their own.",
       });
@@ -500,11 +554,11 @@ export class SandboxService {
       return r.forward;
     });
     const view = (r: Sandbox) => {
-      const live = this.d.supervisor?.portStates?.(r) ?? null;
+      const live = this.d.host?.portStates?.(r) ?? null;
       return { running: live !== null, ports: live ?? portsOf(r.identity).map((p) => ({ ...p, state: "stopped" as const })) };
     };
     if (add.length === 0 && (w.remove ?? []).length === 0) return { name, ...view(row), changed: false };
-    const lock = await this.lock(repo, name, w.out);
+    const lock = await this.lockLive(row, w.out);
     try {
       const fresh = this.d.store.getSandbox(row.id) ?? row;
       const cur = portsOf(fresh.identity);
@@ -516,10 +570,10 @@ export class SandboxService {
       const next = nextPorts(cur, add, w.remove ?? []);
       const changed = JSON.stringify(next) !== JSON.stringify(cur);
       if (!changed) return { name, ...view(fresh), changed };
-      const applied = (await this.d.supervisor?.ports?.(fresh, next)) ?? null;
+      const applied = (await this.d.host?.ports?.(fresh, next)) ?? null;
       const failed = (applied ?? []).filter((p) => p.state === "error" && add.some((a) => a.host === p.host));
       if (failed.length > 0) {
-        await this.d.supervisor?.ports?.(fresh, cur);
+        await this.d.host?.ports?.(fresh, cur);
         throw new SbxError("unavailable", `sbx port: ${failed.map((p) => p.error).join("; ")}; nothing changed`, { hint: `Choose another host port: sbx port ${name} OTHER:${failed[0]!.port}` });
       }
       const updated = { ...fresh.identity, ports: next };
@@ -536,7 +590,7 @@ export class SandboxService {
    * may connect to, shown, or changed and kept in its identity, where the proxy reads them at each request. The
    * host's loopback is reachable no other way. Adding one answers the sandbox's pending approvals for it.
    */
-  async publish(name: string, w: Where & { add?: string[]; remove?: string[] }): Promise<{ name: string; published: string[]; changed: boolean; answered: number }> {
+  async publish(name: string, w: Named & { add?: string[]; remove?: string[] }): Promise<{ name: string; published: string[]; changed: boolean; answered: number }> {
     const { repo, row } = await this.locate(name, w);
     const parse = (raw: string) => {
       const r = parsePublished(raw);
@@ -546,7 +600,7 @@ export class SandboxService {
     const add = (w.add ?? []).map(parse);
     const remove = (w.remove ?? []).map(parse);
     if (add.length === 0 && remove.length === 0) return { name, published: publishedOf(row.identity), changed: false, answered: 0 };
-    const lock = await this.lock(repo, name, w.out);
+    const lock = await this.lockLive(row, w.out);
     try {
       return this.d.store.write(() => {
         const fresh = this.d.store.getSandbox(row.id) ?? row;
@@ -579,9 +633,12 @@ export class SandboxService {
    * `sbx bridge NAME`: the bridge's per-sandbox switches (what its git/gh may do beyond the default), shown, or changed
    * and kept in its identity, where the bridge reads them at each request (no restart).
    */
-  async bridge(name: string, w: Where & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[]; addRepos?: string[]; dropRepos?: string[]; pushTo?: string[]; unpushTo?: string[]; prefix?: string }): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
-    const { repo, row } = await this.locate(name, w);
-    const asked = [w.allow, w.disallow, w.protect, w.unprotect, w.addRepos, w.dropRepos, w.pushTo, w.unpushTo].some((l) => (l?.length ?? 0) > 0) || w.prefix !== undefined;
+  async bridge(
+    name: string,
+    w: Named & { allow?: BridgeAllow[]; disallow?: BridgeAllow[]; protect?: string[]; unprotect?: string[]; addRepos?: string[]; dropRepos?: string[]; pushTo?: string[]; unpushTo?: string[]; prefix?: string; pushRemote?: string },
+  ): Promise<{ name: string; settings: BridgeSettings; changed: boolean }> {
+    const { repo, row, driver } = await this.locate(name, w);
+    const asked = [w.allow, w.disallow, w.protect, w.unprotect, w.addRepos, w.dropRepos, w.pushTo, w.unpushTo].some((l) => (l?.length ?? 0) > 0) || w.prefix !== undefined || w.pushRemote !== undefined;
     if (!asked) return { name, settings: bridgeSettingsOf(row.identity), changed: false };
     for (const [flag, p] of [...(w.protect ?? []).map((p) => ["--protect", p]), ...(w.pushTo ?? []).map((p) => ["--allow-push", p])] as [string, string][]) {
       if (!REF_PATTERN.test(p)) {
@@ -596,7 +653,15 @@ export class SandboxService {
         throw new SbxError("usage", `--allow-repo ${u}: an https URL of a repository, without credentials`, { hint: "e.g. --allow-repo https://github.com/acme/shared-lib" });
       }
     }
-    const lock = await this.lock(repo, name, w.out);
+    if (w.pushRemote !== undefined && w.pushRemote !== "") {
+      if (!REMOTE_NAME.test(w.pushRemote)) throw new SbxError("usage", `--push-remote ${w.pushRemote}: the name of one of the repo's remotes`, { hint: "e.g. git remote add fork https://github.com/you/proj, then --push-remote fork" });
+      // runs (as the host user): git -C <repo> config --get remote.<name>.url
+      const url = await driver.hostExec(driver.spec(row)).run(["git", ...HOST_GIT_SAFE, "-C", repo, "config", "--get", `remote.${w.pushRemote}.url`], { env: hostGitEnv(), replaceEnv: true, check: false });
+      if (url.exitCode !== 0 || url.stdout.trim() === "") {
+        throw new SbxError("usage", `--push-remote ${w.pushRemote}: ${repo} has no remote of that name`, { hint: `Add the fork first: git -C ${repo} remote add ${w.pushRemote} <its URL>` });
+      }
+    }
+    const lock = await this.lockLive(row, w.out);
     try {
       // Read and written in one transaction: an approval decided meanwhile (PolicyService.decide) is not lost.
       return this.d.store.write(() => {
@@ -615,7 +680,8 @@ export class SandboxService {
       for (const p of w.pushTo ?? []) pushTo.add(p);
       for (const p of w.unpushTo ?? []) pushTo.delete(p);
       const prefix = w.prefix === undefined ? cur.prefix : w.prefix === "" ? null : w.prefix;
-      const next: BridgeSettings = { allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort(), repos: [...repos].sort(), pushTo: [...pushTo].sort(), prefix };
+      const pushRemote = w.pushRemote === undefined ? cur.pushRemote : w.pushRemote === "" ? null : w.pushRemote;
+      const next: BridgeSettings = { ...cur, allow: BRIDGE_ALLOWS.filter((a) => allow.has(a)), protect: [...protect].sort(), repos: [...repos].sort(), pushTo: [...pushTo].sort(), prefix, pushRemote };
       const changed = JSON.stringify(next) !== JSON.stringify(cur);
       if (changed) {
         this.d.store.updateIdentity(row.id, { ...fresh.identity, bridge: next });
@@ -655,15 +721,6 @@ export class SandboxService {
     this.d.store.purgeSandbox(row.id);
   }
 
-  /** The notes of a stored sandbox (for the quick path's start, which reaches the controller directly); none when unknown. */
-  async notesOf(repo: string, name: string): Promise<string[]> {
-    const row = this.d.store.findSandbox(repo, name);
-    if (!row) return [];
-    const lines: string[] = [];
-    this.sayNotes(row, await this.driver(row.backend), { log: (l) => lines.push(l) });
-    return lines;
-  }
-
   /** What the driver says the person should know as a sandbox starts (an older layout it still has). */
   private sayNotes(row: Sandbox, driver: Driver, out: Output): void {
     try {
@@ -673,31 +730,38 @@ export class SandboxService {
     }
   }
 
-  /** Brings a stored sandbox to running: through the supervisor (the daemon) when there is one, else directly. */
-  private async bringUp(row: Sandbox): Promise<void> {
-    if (this.d.supervisor) await this.d.supervisor.start(row);
-    else await this.ensureRunning(row);
-  }
-
-  /** Runs a stored sandbox once its guards are up (the daemon calls this); keeps what the driver learnt (image, shell). */
-  async ensureRunning(row: Sandbox): Promise<SandboxSpec> {
-    const driver = await this.driver(row.backend);
-    const { spec, identity } = await driver.ensureRunning(row, this.report(row.id));
-    if (identity) this.driverIdentity(row.id, identity);
-    if (row.state !== "active") this.d.store.setSandboxState(row.id, "active");
-    return spec;
-  }
-
-  /** What may be made while the guards come up (the daemon calls this beside them). */
-  async prepareRun(row: Sandbox): Promise<void> {
-    await (await this.driver(row.backend)).prepareRun(row);
-  }
-
-  async start(name: string, w: Where): Promise<Sandbox> {
-    const { row, driver } = await this.locate(name, w);
-    this.sayNotes(row, driver, this.outOf(w.out));
-    await this.bringUp(row);
-    return this.d.store.getSandbox(row.id) ?? row;
+  /**
+   * Starts a stored sandbox (every command in it asks for this; it converges): its guards up, then it runs. Holds its
+   * lock, as every verb that changes a sandbox does, so a start never interleaves with a create, stop or rm of it.
+   */
+  async start(name: string, q: Named): Promise<Sandbox> {
+    const { row, driver } = await this.locate(name, q);
+    const out = this.outOf(q.out);
+    // Commands run into one sandbox at once (an agent's and a person's) each ask for a start: a later one joins the
+    // start in flight rather than queue behind it and be told to wait for "another command" (its stderr is the command's).
+    const inFlight = this.starting.get(row.id);
+    if (inFlight) {
+      this.sayNotes(row, driver, out);
+      await inFlight;
+      return this.fresh(row);
+    }
+    const started = (async () => {
+      const lock = await this.lockLive(row, out);
+      try {
+        const live = this.fresh(row);
+        this.sayNotes(live, driver, out);
+        await this.running.run(live, driver, this.report(row.id, out));
+      } finally {
+        lock.release();
+      }
+    })();
+    this.starting.set(row.id, started);
+    try {
+      await started;
+      return this.fresh(row);
+    } finally {
+      this.starting.delete(row.id);
+    }
   }
 
   /**
@@ -706,25 +770,28 @@ export class SandboxService {
    * clone (and its commits), the home's overlays, the allowlist and the audit stay; sessions are ended only when the
    * caller says so (`ifSessions: "end"`), each told why.
    */
-  async rebuild(name: string, w: Where & { ifSessions?: IfSessions }): Promise<{ image: string; sessions: number }> {
+  async rebuild(name: string, w: Named & { ifSessions?: IfSessions }): Promise<{ image: string; sessions: number }> {
     const { repo, row, driver } = await this.locate(name, w);
     if (!driver.buildImage || !driver.dropRuntime) {
       throw new SbxError("usage", `sandbox ${name} is a ${row.backend} sandbox, which has no image to rebuild`, { hint: "Install what it needs in its account instead; `sbx rebuild` is for Docker sandboxes." });
     }
     const out = this.outOf(w.out);
-    const lock = await this.lock(repo, name, out);
+    const lock = await this.lockLive(row, out);
     try {
       this.refuseSessions(row, "rebuild", w.ifSessions);
       out.log(`building the image of ${name} again…`);
       out.log(`note: files the sandbox wrote outside the clone and the overlaid dirs (${driver.spec(row).overlays.join(", ") || "none"}) go with its old container`);
       const { identity, image } = await driver.buildImage(row, this.report(row.id, out));
       this.refuseSessions(row, "rebuild", w.ifSessions); // one may have opened while it built
-      let sessions = 0;
-      if (this.d.supervisor) sessions = (await this.d.supervisor.stop(row, `sandbox ${name} is being rebuilt (sbx rebuild)`)).sessions;
+      const { sessions } = await this.running.halt(this.fresh(row), driver, `sandbox ${name} is being rebuilt (sbx rebuild)`);
       await driver.dropRuntime(row);
       this.driverIdentity(row.id, identity);
       this.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "rebuild", detail: { name, image } });
-      await this.bringUp(this.d.store.getSandbox(row.id) ?? row);
+      // The new runtime is made here, so what its copy-ins left out (a secret found in ~/.claude, an overlay) is said to the caller.
+      const fresh = this.fresh(row);
+      await driver.prepareRun(fresh);
+      driver.sayCopyIn?.(driver.spec(fresh), this.report(row.id, out));
+      await this.running.run(this.fresh(row), driver, this.report(row.id, out));
       return { image, sessions };
     } finally {
       lock.release();
@@ -737,19 +804,74 @@ export class SandboxService {
     return driver.sessionCwd(driver.spec(row), callerCwd);
   }
 
+  /** What the kind of a stored sandbox offers (its driver's capabilities). */
+  async capsOf(row: Sandbox): Promise<DriverCaps> {
+    return (await this.driver(row.backend)).caps;
+  }
+
   /**
-   * The host argv of a session (shell or command), starting the sandbox if it is stopped (through the daemon when
-   * there is one: its guards are up before the argv is handed out).
+   * The host argv of a terminal session in a running sandbox (the daemon runs it under its own PTY, after checking the
+   * guards); counts as a use of it.
+   */
+  async terminalArgv(row: Sandbox, req: { argv: string[]; cwd: string; env: Record<string, string> }): Promise<string[]> {
+    const driver = await this.driver(row.backend);
+    const argv = driver.shellArgv(driver.spec(row), { argv: req.argv, cwd: req.cwd, tty: true, env: req.env });
+    this.d.store.touchSandbox(row.id);
+    return argv;
+  }
+
+  /** What the service last saw of a sandbox: its socket-dir id, its phase on the system, and a create under way or interrupted. */
+  observed(row: Sandbox): { sid: string; phase: PhaseView; creating?: "in-progress" | "interrupted" } {
+    const dir = baseIdentity(row)?.dir ?? sandboxDir(this.d.paths, row.repo, row.name);
+    const creating = createProgress(this.d.paths.stateDir, row.repo, row.name, dir);
+    return { sid: this.running.sidOf(row), phase: this.running.phaseOf(row), ...(creating ? { creating } : {}) };
+  }
+
+  /** Re-reads what every driver holds (`sbx status` shows the system, not the last reconcile). */
+  refreshPhases(): Promise<void> {
+    return this.running.refreshPhases();
+  }
+
+  /** At daemon start, before any guard: every stored sandbox fenced as its driver says (user accounts: block-all). */
+  fence(): Promise<void> {
+    return this.running.fenceAll();
+  }
+
+  /** Store and system made to agree (running.ts): run by the daemon at start, after `fence`, and on request. */
+  reconcile(): Promise<ReconcileReport> {
+    return this.running.reconcile();
+  }
+
+  /**
+   * Starts what each kind must watch while the daemon runs (Driver.watch), with the store, and stops as `sbx stop` does
+   * for a sandbox a watcher finds unsafe.
+   */
+  async watch(ctx: Pick<WatchContext, "log" | "blocked" | "notify">): Promise<Watcher[]> {
+    const out: Watcher[] = [];
+    for (const kind of this.kinds()) {
+      const driver = await this.driver(kind).catch(() => null);
+      out.push(...(driver?.watch?.({ ...ctx, store: this.d.store, stopSandbox: (row, why) => this.stopBecause(row, why) }) ?? []));
+    }
+    return out;
+  }
+
+  /** Stops a sandbox because something outside sbx made it unsafe (a watcher saw its firewall go), as `sbx stop` would. */
+  stopBecause(row: Sandbox, why: string): Promise<void> {
+    return this.running.stopBecause(row, why);
+  }
+
+  /**
+   * The host argv of a session (shell or command), starting the sandbox if it is stopped: its guards are up before the
+   * argv is handed out.
    */
   async session(req: SessionRequest): Promise<string[]> {
-    const { row, driver } = await this.locate(req.name, req);
-    await this.bringUp(row);
-    const spec = driver.spec(this.d.store.getSandbox(row.id) ?? row);
-    if ((await driver.backend.inspect(spec)).phase !== "running") {
+    const row = await this.start(req.name, req);
+    const driver = await this.driver(row.backend);
+    const spec = driver.spec(row);
+    if ((await driver.inspect(spec)).phase !== "running") {
       throw new SbxError("unavailable", `sandbox '${req.name}' is not running`, { hint: `Start it with \`sbx run ${req.name}\`; \`sbx status\` shows its guards.` });
     }
-    this.d.store.touchSandbox(row.id);
-    return driver.backend.shellArgv(spec, {
+    return driver.shellArgv(spec, {
       argv: req.argv,
       cwd: driver.sessionCwd(spec, req.cwd),
       tty: req.tty,
@@ -759,26 +881,27 @@ export class SandboxService {
   }
 
   /**
-   * Stops a sandbox (through the daemon when there is one: the sandbox first, then its guards), then takes one last
-   * clone → host sync so `sandbox-<name>/*` on the host holds every commit made inside.
+   * Stops a sandbox (its sessions ended, the sandbox first, then its guards), then takes one last clone → host sync so
+   * `sandbox-<name>/*` on the host holds every commit made inside.
    */
-  async stop(name: string, w: Where & { ifSessions?: IfSessions }): Promise<{ changed: boolean; sessions: number }> {
-    const { row, driver } = await this.locate(name, w);
-    this.refuseSessions(row, "stop", w.ifSessions);
-    let out = { changed: false, sessions: 0 };
-    if (this.d.supervisor) {
-      const r = await this.d.supervisor.stop(row, `sandbox ${name} is being stopped (sbx stop)`);
-      out = { changed: r.running, sessions: r.sessions };
-    } else out.changed = (await driver.backend.stop(driver.spec(row))).changed;
-    this.d.store.setSandboxState(row.id, "stopped");
-    await this.lastFetch(row, driver, true);
-    return out;
+  async stop(name: string, q: Named & { ifSessions?: IfSessions }): Promise<{ changed: boolean; sessions: number }> {
+    const { row, driver } = await this.locate(name, q);
+    const lock = await this.lockLive(row, q.out);
+    try {
+      const live = this.fresh(row);
+      this.refuseSessions(live, "stop", q.ifSessions);
+      const r = await this.running.halt(live, driver, `sandbox ${name} is being stopped (sbx stop)`);
+      await this.lastFetch(live, driver, true);
+      return { changed: r.running, sessions: r.sessions };
+    } finally {
+      lock.release();
+    }
   }
 
   /** With `refuse`, a sandbox that has sessions running is not stopped or removed: the caller asks its person first. */
   private refuseSessions(row: Sandbox, verb: "stop" | "rm" | "rebuild", ifSessions: IfSessions | undefined): void {
-    if (ifSessions !== "refuse" || !this.d.supervisor) return;
-    const n = this.d.supervisor.sessions(row);
+    if (ifSessions !== "refuse" || !this.d.host) return;
+    const n = this.d.host.sessions(row);
     if (n > 0) throw sessionsAttached(row.name, n, verb);
   }
 
@@ -816,7 +939,7 @@ export class SandboxService {
    */
   private async unsynced(row: Sandbox, driver: Driver, audit: boolean, stoppedToo = true): Promise<Commit[]> {
     const spec = driver.spec(row);
-    const running = stoppedToo || (await driver.backend.inspect(spec).catch(() => null))?.phase === "running";
+    const running = stoppedToo || (await driver.inspect(spec).catch(() => null))?.phase === "running";
     for (let attempt = 1; running; attempt++) {
       try {
         await this.lastFetch(row, driver, audit);
@@ -827,7 +950,7 @@ export class SandboxService {
       }
     }
     const host = driver.hostExec(spec);
-    return this.onlyHere(host, row.repo, row.name, gateDirOf({ spec }));
+    return this.onlyHere(host, row.repo, row.name, sandboxLayout(spec.dir).gate);
   }
 
   /**
@@ -849,9 +972,9 @@ export class SandboxService {
    * then stops it, syncs once more, lets the daemon go and removes everything of it. The host keeps
    * `refs/remotes/sandbox-<name>/*`.
    */
-  async rm(name: string, w: Where & { force?: boolean; ifSessions?: IfSessions }): Promise<{ lost: Commit[]; sessions: number }> {
+  async rm(name: string, w: Named & { force?: boolean; ifSessions?: IfSessions }): Promise<{ lost: Commit[]; sessions: number }> {
     const { repo, row, driver } = await this.locate(name, w);
-    const lock = await this.lock(repo, name, w.out);
+    const lock = await this.lockLive(row, w.out);
     try {
       let lost: Commit[] = [];
       try {
@@ -862,9 +985,7 @@ export class SandboxService {
       if (lost.length > 0 && !w.force) throw unsyncedCommits(name, lost);
       this.refuseSessions(row, "rm", w.ifSessions);
       // Stopped first (sandbox, then guards), so nothing is committed after the last sync.
-      let sessions = 0;
-      if (this.d.supervisor) sessions = (await this.d.supervisor.stop(row, `sandbox ${name} is being removed (sbx rm)`)).sessions;
-      else await driver.backend.stop(driver.spec(row));
+      const { sessions } = await this.running.halt(this.fresh(row), driver, `sandbox ${name} is being removed (sbx rm)`);
       try {
         await this.lastFetch(row, driver, true);
       } catch (e) {
@@ -886,7 +1007,7 @@ export class SandboxService {
    * sandbox with no readable row is removed as the default kind would have made it; prune finds anything else.
    */
   private async teardown(name: string, repo: string, dir: string, row: Sandbox | null): Promise<void> {
-    if (row && this.d.supervisor) await this.d.supervisor.release(row).catch(() => undefined);
+    if (row) await this.running.release(row).catch(() => undefined);
     if (row && row.state !== "deleted") this.d.store.setSandboxState(row.id, "deleted");
     const id = (row && baseIdentity(row)?.id) || sandboxId(this.d.paths.sandboxRoot, repo, name);
     const driver = await this.driver(row?.backend ?? this.d.defaultKind).catch(() => null);
@@ -900,7 +1021,7 @@ export class SandboxService {
       }
     }
     if (driver && spec) {
-      await driver.backend.remove(spec);
+      await driver.remove(spec);
       if (existsSync(join(repo, ".git"))) {
         // What the host keeps of it (sandbox-<name>/*, and whatever the person merged) becomes the host's own objects
         // before its store goes.
@@ -986,7 +1107,7 @@ export class SandboxService {
         continue;
       }
       const keep = new Set(rows.filter((r) => r.backend === kind).flatMap((r) => baseIdentity(r)?.id ?? []));
-      removed.push(...(await driver.cleanup(keep, { dryRun: dry })));
+      removed.push(...(await driver.prune(keep, { dryRun: dry })).removed);
     }
     for (const l of staleLocks(this.d.paths.stateDir)) {
       removed.push(`stale lock ${l}`);
@@ -1022,7 +1143,7 @@ export class SandboxService {
         }
         const limits = this.limitsOf(row);
         const [obs, unsynced, counters] = await Promise.all([
-          driver.backend.inspect(spec).then(
+          driver.inspect(spec).then(
             async (o): Promise<{ phase: SandboxInfo["phase"]; reason?: string }> => {
               const why = o.phase === "stopped" ? await driver.stopReason(spec).catch(() => null) : null;
               return why ? { phase: o.phase, reason: why } : { phase: o.phase };

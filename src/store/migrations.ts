@@ -85,4 +85,17 @@ export const migrations: readonly string[] = [
     UNIQUE (sandbox_id, address)
   );
   `,
+  // 6: what a sandbox's audit budget held back (invariant 14, bounded): counted per sandbox and action, updated in place
+  // (never grown), and turned into one \`audit.held-back\` row of the audit log when that sandbox may write again or the
+  // log is read. A count is written before the refusal it counts is answered, so a crash loses none.
+  `
+  CREATE TABLE audit_held (
+    sandbox_id  INTEGER NOT NULL,
+    action      TEXT NOT NULL,
+    count       INTEGER NOT NULL,
+    first_ts    INTEGER NOT NULL,
+    last_ts     INTEGER NOT NULL,
+    PRIMARY KEY (sandbox_id, action)
+  );
+  `,
 ];

@@ -17,6 +17,7 @@ import {
   type SandboxState,
 } from "../core/schemas";
 import { migrations } from "./migrations";
+import { APPROVAL_HOST_MAX, APPROVAL_REASON_MAX, AUDIT_HELD_ACTIONS_MAX, AUDIT_ROWS_BURST, AUDIT_ROWS_PER_SECOND, BUDGETED_AUDIT_KINDS, Budget, boundDetail, cutText } from "../core/bounds";
 
 export interface StoreOptions {
   /** Clock seam for tests; milliseconds since the epoch. */
@@ -95,11 +96,18 @@ export class Store {
   readonly db: Database;
   readonly schemaVersion: number;
   private readonly now: () => number;
+  /** Rows of a sandbox's traffic (BUDGETED_AUDIT_KINDS): per sandbox, a burst then a steady rate (invariant 14). */
+  private readonly auditBudget = new Budget(AUDIT_ROWS_BURST, AUDIT_ROWS_PER_SECOND);
+  /** Names given out per sandbox (the transparent path's map), read once and kept: see nameAddress. */
+  private readonly namesGiven = new Map<number, number>();
+  /** Sandboxes with a held-back count in `audit_held` (read at open: a crashed daemon's counts are said too). */
+  private readonly held = new Set<number>();
 
   constructor(file: string, opts: StoreOptions = {}) {
     this.db = openDb(file);
     this.now = opts.now ?? Date.now;
     this.schemaVersion = migrate(this.db);
+    for (const r of this.db.query<{ id: number }, []>(`SELECT DISTINCT sandbox_id AS id FROM audit_held`).all()) this.held.add(r.id);
   }
 
   close(): void {
@@ -122,10 +130,12 @@ export class Store {
         });
       }
       const t = this.now();
+      // An id no sandbox ever had, not even one purged since (SQLite would give the highest purged id again): the audit
+      // log keeps rows of a purged sandbox by id, and the egress desk serves a sandbox its own refusals by id.
       const row = this.db
         .query<Row, [string, string, string, string, number, number]>(
-          `INSERT INTO sandboxes (name, repo, backend, state, identity, created_at, updated_at)
-           VALUES (?, ?, ?, 'active', ?, ?, ?) RETURNING *`,
+          `INSERT INTO sandboxes (id, name, repo, backend, state, identity, created_at, updated_at)
+           VALUES (1 + max(coalesce((SELECT max(id) FROM sandboxes), 0), coalesce((SELECT max(sandbox_id) FROM audit), 0)), ?, ?, ?, 'active', ?, ?, ?) RETURNING *`,
         )
         .get(s.name, s.repo, s.backend, JSON.stringify(s.identity ?? {}), t, t);
       return SandboxSchema.parse(row);
@@ -166,6 +176,7 @@ export class Store {
       if (state === "deleted") {
         this.db.query(`DELETE FROM approvals WHERE sandbox_id = ?`).run(id);
         this.db.query(`DELETE FROM dns_names WHERE sandbox_id = ?`).run(id);
+        this.namesGiven.delete(id);
       }
     });
   }
@@ -177,13 +188,27 @@ export class Store {
    * the count so far), or null when `max` names have been given out.
    */
   nameAddress(sandboxId: number, name: string, max: number, addressAt: (i: number) => string): string | null {
+    const had = this.db.query(`SELECT address FROM dns_names WHERE sandbox_id = ? AND name = ?`).get(sandboxId, name) as { address: string } | null;
+    if (had) return had.address;
     return this.write(() => {
-      const had = this.db.query(`SELECT address FROM dns_names WHERE sandbox_id = ? AND name = ?`).get(sandboxId, name) as { address: string } | null;
-      if (had) return had.address;
-      const { n } = this.db.query(`SELECT count(*) AS n FROM dns_names WHERE sandbox_id = ?`).get(sandboxId) as { n: number };
-      if (n >= max) return null;
+      // The count is read once per sandbox and kept (this process is the map's only writer): counting the map for every
+      // new name made giving out the last of 16,384 names ten times the cost of the first (invariant 14).
+      let n = this.namesGiven.get(sandboxId);
+      if (n === undefined) n = (this.db.query(`SELECT count(*) AS n FROM dns_names WHERE sandbox_id = ?`).get(sandboxId) as { n: number }).n;
+      if (n >= max) {
+        this.namesGiven.set(sandboxId, n);
+        return null;
+      }
       const address = addressAt(n);
-      this.db.query(`INSERT INTO dns_names (sandbox_id, name, address) VALUES (?, ?, ?)`).run(sandboxId, name, address);
+      const r = this.db.query(`INSERT OR IGNORE INTO dns_names (sandbox_id, name, address) VALUES (?, ?, ?)`).run(sandboxId, name, address);
+      if (r.changes === 0) {
+        // Given meanwhile by another writer (a second store on the same file): read again, count afresh.
+        this.namesGiven.delete(sandboxId);
+        const again = this.db.query(`SELECT address FROM dns_names WHERE sandbox_id = ? AND name = ?`).get(sandboxId, name) as { address: string } | null;
+        if (again) return again.address;
+        throw new SbxError("conflict", `the name map of sandbox ${sandboxId} changed under this process`, { hint: "Only the daemon gives out names; run one daemon." });
+      }
+      this.namesGiven.set(sandboxId, n + 1);
       return address;
     });
   }
@@ -202,6 +227,7 @@ export class Store {
     this.write(() => {
       this.db.query(`DELETE FROM sandboxes WHERE id = ?`).run(id);
     });
+    this.namesGiven.delete(id);
   }
 
   updateIdentity(id: number, identity: Record<string, unknown>): void {
@@ -253,7 +279,10 @@ export class Store {
    * Records a blocked request: one pending row per sandbox, kind, host (for a bridge approval, its subject) and port,
    * counted on repeats; null once the sandbox has MAX_PENDING waiting (the request is refused and audited all the same).
    */
-  recordPending(sandboxId: number, host: string, port: number, reason: string, kind: Approval["kind"] = "egress"): Approval | null {
+  recordPending(sandboxId: number, hostText: string, port: number, reasonText: string, kind: Approval["kind"] = "egress"): Approval | null {
+    // What a sandbox asked for and why are its text: kept to a size a person reads (invariant 14).
+    const host = cutText(hostText, APPROVAL_HOST_MAX);
+    const reason = cutText(reasonText, APPROVAL_REASON_MAX);
     return this.write(() => {
       const t = this.now();
       const again = this.db
@@ -294,6 +323,20 @@ export class Store {
       .map((r) => ApprovalSchema.parse(r));
   }
 
+  /** The pending approval of a sandbox for a host and port (the newest), or null: one row read, not the whole list. */
+  findPending(sandboxId: number, host: string, port: number): Approval | null {
+    const row = this.db
+      .query<Row, [number, string, number]>(`SELECT * FROM approvals WHERE sandbox_id = ? AND state = 'pending' AND host = ? AND port = ? ORDER BY last_seen DESC, id DESC LIMIT 1`)
+      .get(sandboxId, host, port);
+    return row ? ApprovalSchema.parse(row) : null;
+  }
+
+  /** One approval by id, or null. */
+  getApproval(id: number): Approval | null {
+    const row = this.db.query<Row, [number]>(`SELECT * FROM approvals WHERE id = ?`).get(id);
+    return row ? ApprovalSchema.parse(row) : null;
+  }
+
   decideApproval(id: number, state: "allowed" | "denied", decidedBy: string): Approval {
     return this.write(() => {
       const row = this.db
@@ -312,16 +355,68 @@ export class Store {
 
   // ── audit ──────────────────────────────────────────────────────────────
 
+  /**
+   * Appends one row, its detail cut to AUDIT_DETAIL_MAX bytes. A row of a sandbox's traffic (BUDGETED_AUDIT_KINDS)
+   * takes one of its sandbox's budget: past it the row is only counted (0 is returned) in `audit_held`, in place, and
+   * the count becomes one `daemon` / `audit.held-back` row before that sandbox's next row, or when the log is read.
+   */
   audit(e: AuditInput): number {
+    const sandboxId = e.sandboxId ?? null;
+    const t = this.now();
+    if (sandboxId !== null && BUDGETED_AUDIT_KINDS.has(e.kind) && !this.auditBudget.take(sandboxId, t)) {
+      this.holdBack(sandboxId, `${e.kind} ${e.action}`, t);
+      return 0;
+    }
+    const detail = JSON.stringify(boundDetail(e.detail ?? {}));
     return this.write(() => {
-      const r = this.db
-        .query(`INSERT INTO audit (ts, sandbox_id, kind, action, detail) VALUES (?, ?, ?, ?, ?)`)
-        .run(this.now(), e.sandboxId ?? null, e.kind, e.action, JSON.stringify(e.detail ?? {}));
+      if (sandboxId !== null && this.held.has(sandboxId)) this.writeHeldBack(sandboxId);
+      const r = this.db.query(`INSERT INTO audit (ts, sandbox_id, kind, action, detail) VALUES (?, ?, ?, ?, ?)`).run(t, sandboxId, cutText(e.kind, 64), cutText(e.action, 128), detail);
       return Number(r.lastInsertRowid);
     });
   }
 
+  /** Counts one held-back row (at most AUDIT_HELD_ACTIONS_MAX actions a sandbox, the rest as "other"). */
+  private holdBack(sandboxId: number, actionText: string, t: number): void {
+    const action = cutText(actionText, 128);
+    this.write(() => {
+      const bump = this.db.query(`UPDATE audit_held SET count = count + 1, last_ts = ? WHERE sandbox_id = ? AND action = ?`);
+      if (bump.run(t, sandboxId, action).changes > 0) return;
+      const n = this.db.query<{ n: number }, [number]>(`SELECT count(*) AS n FROM audit_held WHERE sandbox_id = ?`).get(sandboxId)?.n ?? 0;
+      const as = n < AUDIT_HELD_ACTIONS_MAX - 1 ? action : "other";
+      if (as !== action && bump.run(t, sandboxId, as).changes > 0) return;
+      this.db.query(`INSERT INTO audit_held (sandbox_id, action, count, first_ts, last_ts) VALUES (?, ?, 1, ?, ?)`).run(sandboxId, as, t, t);
+    });
+    this.held.add(sandboxId);
+  }
+
+  /** Turns every held-back count into its audit row (the log is about to be read). */
+  private sayHeldBack(): void {
+    if (this.held.size === 0) return;
+    this.write(() => {
+      for (const k of [...this.held]) this.writeHeldBack(k);
+    });
+  }
+
+  private writeHeldBack(sandboxId: number): void {
+    const rows = this.db.query<{ action: string; count: number; first_ts: number; last_ts: number }, [number]>(`SELECT action, count, first_ts, last_ts FROM audit_held WHERE sandbox_id = ?`).all(sandboxId);
+    this.held.delete(sandboxId);
+    if (rows.length === 0) return;
+    const actions: Record<string, number> = {};
+    for (const r of rows) actions[r.action] = r.count;
+    const until = Math.max(...rows.map((r) => r.last_ts));
+    const detail = {
+      rows: rows.reduce((n, r) => n + r.count, 0),
+      actions,
+      from: Math.min(...rows.map((r) => r.first_ts)),
+      until,
+      budget: `${AUDIT_ROWS_BURST} rows at once, then ${AUDIT_ROWS_PER_SECOND} a second`,
+    };
+    this.db.query(`INSERT INTO audit (ts, sandbox_id, kind, action, detail) VALUES (?, ?, ?, ?, ?)`).run(until, sandboxId, "daemon", "audit.held-back", JSON.stringify(boundDetail(detail)));
+    this.db.query(`DELETE FROM audit_held WHERE sandbox_id = ?`).run(sandboxId);
+  }
+
   listAudit(opts: { sandboxId?: number; afterId?: number; limit?: number; kind?: string; since?: number } = {}): AuditEntry[] {
+    this.sayHeldBack();
     const where: string[] = [];
     const args: (number | string)[] = [];
     if (opts.since !== undefined) {

@@ -5,7 +5,8 @@ import { SbxError } from "../core/errors";
 import { streamRun, type Exec } from "../sys/exec";
 import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "./git-argv";
 import { collectText, isOid, parseSandboxRefs, type SandboxGit } from "./sandbox-git";
-import { ensureStore, hostGit, hostRefs, isUserRef, parseRefLines, present, type HostGit } from "./store";
+import { ensureStore, hostGit, hostRefs, parseRefLines, present, type HostGit } from "./store";
+import { isUserRef } from "../core/user-refs";
 
 /** Bounds on what a sandbox may send in one sync (it chooses the bytes). */
 export const IMPORT_LIMITS = { refsBytes: 8 << 20, packBytes: 1 << 30, haves: 2000 } as const;
@@ -55,7 +56,8 @@ function bounded(max: number, seen: { n: number }): TransformStream<Uint8Array, 
  * for a pack of what it lacks (as the sandbox: `--local`, so nothing of the host's is sent back), indexes it strictly
  * into the store, checks every new tip is complete, and moves the host's refs in one transaction (deleted branches go).
  * runs (as the sandbox): git show-ref --head --heads; git cat-file --batch-check (haves); git pack-objects --revs --local --thin --stdout
- * runs (host): git --git-dir <store> cat-file --batch-check; index-pack --strict --fix-thin --stdin; rev-list --objects --quiet <tips> --not --all --alternate-refs;
+ * runs (host): git --git-dir <store> cat-file --batch-check; index-pack --strict --fix-thin --stdin; rev-list --objects --quiet --stdin --not --all
+ *              (stdin: new tips, ^the person's tips and this sandbox's earlier ones the store sees);
  *              git -C <repo> update-ref --stdin
  */
 export async function importSandbox(o: ImportOptions): Promise<ImportResult> {
@@ -77,7 +79,10 @@ export async function importSandbox(o: ImportOptions): Promise<ImportResult> {
   if (same) return { changed: false, refs: cur, packBytes: 0, skipped: sb.skipped };
 
   const tips = new Set(want.values());
-  const known = await present(h, tips, store);
+  // The store sees the host's own objects and its own, never another store (store.ts): a tip of another sandbox's is
+  // missing here. What the walk below may stop at: the person's tips and what the host took from this sandbox before.
+  const cuts = [...all].filter(([r]) => isUserRef(r)).map(([, oid]) => oid).concat([...cur.values()]);
+  const known = await present(h, [...tips, ...cuts], store);
   const missing = [...tips].filter((t) => !known.has(t));
   let packBytes = 0;
   if (missing.length > 0) {
@@ -108,8 +113,9 @@ export async function importSandbox(o: ImportOptions): Promise<ImportResult> {
       });
     }
   }
-  // Every new tip complete (the pack may have left out what it claimed the host had).
-  const conn = await hostGit(h, ["rev-list", "--objects", "--quiet", ...missing, "--not", "--all", "--alternate-refs"], { gitDir: store });
+  // Every new tip complete (the pack may have left out what it claimed the host had), judged by what this store sees.
+  const stops = [...new Set(cuts)].filter((oid) => known.has(oid));
+  const conn = await hostGit(h, ["rev-list", "--objects", "--quiet", "--stdin", "--not", "--all"], { gitDir: store, stdin: `${[...missing, ...stops.map((s) => `^${s}`)].join("\n")}\n` });
   if (conn.exitCode !== 0) {
     throw new SbxError("conflict", `sandbox ${o.name}'s commits are incomplete: ${conn.stderr.trim().split("\n")[0] ?? ""}`, {
       hint: "Nothing moved on the host. A clone with missing objects sends this; look inside it, or `sbx rm --force` it.",

@@ -6,7 +6,8 @@ import type { Exec, ExecResult } from "../sys/exec";
 import { validateRemoteName } from "./git-argv";
 import { exportHostRefs, importSandbox } from "./import";
 import type { SandboxGit, SandboxGitMode } from "./sandbox-git";
-import { hostRefs, isUserRef, promoteStores } from "./store";
+import { hostRefs, promoteStores } from "./store";
+import { isUserRef } from "../core/user-refs";
 
 export type Direction = "clone-to-host" | "host-to-clone";
 

@@ -1,17 +1,24 @@
 // The host-owned object store of each sandbox: where its verified commits live, apart from the host's own objects.
 //
-// `<repo>/.git/sbx/<name>.git` is a bare repo the host user owns and no sandbox can see. Its alternates lead to the host
-// repo's objects (so a thin pack resolves against them and nothing is stored twice), and the host repo's alternates list
-// each store (so `git log sandbox-<name>/main` works on the host). Sandboxes read the host's objects with that list
-// masked: one sandbox never reaches another's store. When the person puts a sandbox's commits on a branch of their own,
-// promotion copies those objects into the host's own objects as a kept pack, where every sandbox sees them (and a
-// `git gc`, which drops local copies of what an alternate holds, keeps them).
+// `<repo>/.git/sbx/<name>.git` is a bare repo the host user owns and no sandbox can see. Its alternates lead to a view
+// of the host repo's own objects, `<repo>/.git/sbx/_host-objects` (object-view.ts: links to the pack and loose dirs,
+// never to the host's list of alternates), so a thin pack resolves against the host's objects and nothing is stored
+// twice, but nothing a sandbox sends is judged against, or completed from, another sandbox's store: git follows
+// alternates recursively, and the host repo's alternates list each store (so `git log sandbox-<name>/main` works on the
+// host). Sandboxes read the host's objects with that list masked: one sandbox never reaches another's store. When the
+// person puts a sandbox's commits on a branch of their own, promotion copies those objects into the host's own objects
+// as a kept pack, where every sandbox sees them (and a `git gc`, which drops local copies of what an alternate holds,
+// keeps them). When a sandbox is removed, what the host keeps of it (what its `sandbox-<name>/*` refs reach) moves into
+// the retired store, `<repo>/.git/sbx/_retired.git`: listed in the host's alternates like the others, so never where a
+// sandbox reads. Only promotion and retiring, which act for the person on their refs, read through every store.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../core/errors";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "./git-argv";
+import { isViewOf, viewLinks } from "./object-view";
 import { packObjectCount } from "./sandbox-git";
+import { isUserRef } from "../core/user-refs";
 
 /** The store of sandbox `name` in `repo`. Pure. */
 export function storeDir(repo: string, name: string): string {
@@ -24,10 +31,29 @@ export function storeAlternate(name: string): string {
   return `../sbx/${name}.git/objects`;
 }
 
-/** The host refs that are the person's own (what sandboxes see and promotion follows): all but sbx's. Pure. */
-export function isUserRef(ref: string): boolean {
-  return !ref.startsWith("refs/remotes/sandbox-") && !ref.startsWith("refs/sbx-retired/");
+/**
+ * Where a removed sandbox's kept objects go: one store for every removed sandbox of the repo (one line in the host's
+ * alternates however many are removed). `_` starts no sandbox name, so it is nobody's store.
+ */
+export const RETIRED = "_retired";
+
+/** The retired store of `repo`. Pure. */
+export function retiredStoreDir(repo: string): string {
+  return join(repo, ".git", "sbx", `${RETIRED}.git`);
 }
+
+/** The view of the host's own objects every store borrows from (`_` starts no sandbox name, `.git` does not end it). */
+export const HOST_VIEW = "_host-objects";
+
+/** The host view of `repo`. Pure. */
+export function hostViewDir(repo: string): string {
+  return join(repo, ".git", "sbx", HOST_VIEW);
+}
+
+/** The line a store's `objects/info/alternates` holds: the host view, relative to the store's objects dir. */
+export const STORE_ALTERNATES = `../../${HOST_VIEW}`;
+/** The host's objects as the view links them (relative to the view, so the repo may move). */
+const VIEW_OF = "../../objects";
 
 const SEEN = "refs/sbx-seen/";
 
@@ -55,10 +81,10 @@ export interface HostGit {
 }
 
 /** Host git, config-free and hook-free, in the host repo or (gitDir) one of its stores. */
-export function hostGit(h: HostGit, args: string[], opts: { gitDir?: string; stdin?: string } = {}): Promise<ExecResult> {
+export function hostGit(h: HostGit, args: string[], opts: { gitDir?: string; stdin?: string; env?: Record<string, string> } = {}): Promise<ExecResult> {
   const where = opts.gitDir ? ["--git-dir", opts.gitDir] : ["-C", h.repo];
   return h.exec.run(["git", ...HOST_GIT_SAFE, ...where, ...args], {
-    env: hostGitEnv(),
+    env: { ...hostGitEnv(), ...opts.env },
     replaceEnv: true,
     check: false,
     timeoutMs: h.timeoutMs ?? 120_000,
@@ -87,11 +113,14 @@ export async function hostRefs(h: HostGit, prefix?: string): Promise<Map<string,
   return parseRefLines(r.stdout);
 }
 
-/** Which of `oids` the repo (or store) can read, its alternates included. runs: git … cat-file --batch-check */
-export async function present(h: HostGit, oids: Iterable<string>, gitDir?: string): Promise<Set<string>> {
+/**
+ * Which of `oids` the repo (or store) can read, its alternates included (a store's: the host view; `env`: more).
+ * runs: git … cat-file --batch-check
+ */
+export async function present(h: HostGit, oids: Iterable<string>, gitDir?: string, env?: Record<string, string>): Promise<Set<string>> {
   const list = [...new Set(oids)];
   if (list.length === 0) return new Set();
-  const r = await hostGit(h, ["cat-file", "--batch-check=%(objectname)"], { stdin: `${list.join("\n")}\n`, ...(gitDir ? { gitDir } : {}) });
+  const r = await hostGit(h, ["cat-file", "--batch-check=%(objectname)"], { stdin: `${list.join("\n")}\n`, ...(gitDir ? { gitDir } : {}), ...(env ? { env } : {}) });
   if (r.exitCode !== 0) fail("cannot check objects", r);
   return new Set(r.stdout.split("\n").filter((l) => l !== "" && !l.endsWith(" missing")));
 }
@@ -106,38 +135,68 @@ function sh(h: HostGit, script: string, args: string[]): Promise<ExecResult> {
 
 /** Adds `line` to the alternates file in place (never replaced by rename: sandboxes have a mask mounted over it). */
 const ADD_LINE = 'f="$1/objects/info/alternates"; mkdir -p "$1/objects/info" && touch "$f" && { grep -qxF -- "$2" "$f" || printf "%s\\n" "$2" >> "$f"; }';
+/** Makes a store's alternates exactly `line` (a store made before the host view borrowed the host's objects dir itself). */
+const SET_LIST = 'mkdir -p "$1/objects/info" && printf "%s\\n" "$2" > "$1/objects/info/alternates"';
 /** Removes `line` from the alternates file, rewriting it in place. */
 const DROP_LINE = 'f="$1/objects/info/alternates"; [ -f "$f" ] || exit 0; t=$(grep -vxF -- "$2" "$f"); printf "%s" "$t${t:+\n}" > "$f"';
 
 /**
  * Makes the store of sandbox `name` (idempotent) and lists it in the host repo's alternates. A new store starts with
  * what the person's refs are now as its "seen" line, so promotion never walks old history.
- * runs: git init --bare -q <store>; sh -c <append line> (store → host objects, host → store); git for-each-ref; git update-ref --stdin
+ * runs: (ensureHostView); git init --bare -q <store>; sh -c <set list> (store → host view); sh -c <append line> (host → store);
+ *       git for-each-ref; git update-ref --stdin
  */
 export function ensureStore(h: HostGit, name: string): Promise<string> {
-  return serialized(h.repo, async () => {
-    const dir = storeDir(h.repo, name);
-    const hostGitDir = join(h.repo, ".git");
-    if (!existsSync(join(dir, "objects", "info", "alternates"))) {
-      // Made whole beside its place and renamed into it: a store is either absent or complete for anyone listing them.
-      const part = `${dir}.part-${process.pid}`;
-      await h.exec.run(["rm", "-rf", "--", part], { check: false });
-      const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", part], { env: hostGitEnv(), replaceEnv: true, check: false });
-      if (i.exitCode !== 0) fail(`cannot make the store of sandbox ${name} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
-      const a = await sh(h, ADD_LINE, [part, "../../../objects"]);
-      if (a.exitCode !== 0) fail(`cannot point the store of sandbox ${name} at ${hostGitDir}/objects`, a);
-      await markSeen(h, part, await userTips(h));
-      await h.exec.run(["rm", "-rf", "--", dir], { check: false });
-      const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
-      if (mv.exitCode !== 0) fail(`cannot put the store of sandbox ${name} in place`, mv);
-    }
-    // Every sync comes through here: the line is read for (the host's own file) before a shell is started to add it.
-    if (!alternateLines(hostGitDir).includes(storeAlternate(name))) {
-      const b = await sh(h, ADD_LINE, [hostGitDir, storeAlternate(name)]);
-      if (b.exitCode !== 0) fail(`cannot list the store of sandbox ${name} in ${hostGitDir}/objects/info/alternates`, b);
-    }
-    return dir;
-  });
+  return serialized(h.repo, () => ensureNow(h, storeDir(h.repo, name), storeAlternate(name), `sandbox ${name}`));
+}
+
+/** ensureStore of a store at `dir` listed as `line`, its owner said as `whose` in errors. */
+async function ensureNow(h: HostGit, dir: string, line: string, whose: string): Promise<string> {
+  const hostGitDir = join(h.repo, ".git");
+  await ensureHostView(h);
+  if (!existsSync(join(dir, "objects", "info", "alternates"))) {
+    // Made whole beside its place and renamed into it: a store is either absent or complete for anyone listing them.
+    const part = `${dir}.part-${process.pid}`;
+    await h.exec.run(["rm", "-rf", "--", part], { check: false });
+    const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", part], { env: hostGitEnv(), replaceEnv: true, check: false });
+    if (i.exitCode !== 0) fail(`cannot make the store of ${whose} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
+    const a = await sh(h, SET_LIST, [part, STORE_ALTERNATES]);
+    if (a.exitCode !== 0) fail(`cannot point the store of ${whose} at ${hostGitDir}/objects`, a);
+    await markSeen(h, part, await userTips(h));
+    await h.exec.run(["rm", "-rf", "--", dir], { check: false });
+    const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
+    if (mv.exitCode !== 0) fail(`cannot put the store of ${whose} in place`, mv);
+  } else if (alternateLines(dir).join("\n") !== `${STORE_ALTERNATES}\n`) {
+    // A store made before the host view borrowed the host's objects dir, and through it every other store.
+    const a = await sh(h, SET_LIST, [dir, STORE_ALTERNATES]);
+    if (a.exitCode !== 0) fail(`cannot point the store of ${whose} at ${hostViewDir(h.repo)}`, a);
+  }
+  // Every sync comes through here: the line is read for (the host's own file) before a shell is started to add it.
+  if (!alternateLines(hostGitDir).includes(line)) {
+    const b = await sh(h, ADD_LINE, [hostGitDir, line]);
+    if (b.exitCode !== 0) fail(`cannot list the store of ${whose} in ${hostGitDir}/objects/info/alternates`, b);
+  }
+  return dir;
+}
+
+/**
+ * The view of the host's own objects the stores borrow from (object-view.ts), made as the host user whole beside its
+ * place and renamed into it, unless it is one already (read here: a dir of the host's own).
+ * runs: rm -rf <view>.part-<pid>; mkdir -p <part>; ln -s -- ../../objects/pack ../../objects/00 … <part>/; rm -rf <view>; mv -T <part> <view>
+ */
+async function ensureHostView(h: HostGit): Promise<void> {
+  const dir = hostViewDir(h.repo);
+  if (isViewOf(dir, VIEW_OF)) return;
+  const part = `${dir}.part-${process.pid}`;
+  const step = async (argv: string[], what: string) => {
+    const r = await h.exec.run(argv, { check: false });
+    if (r.exitCode !== 0) fail(`cannot make the view of the host's objects in ${dir} (${what})`, r, `Check that ${join(h.repo, ".git")} is writable by you.`);
+  };
+  await step(["rm", "-rf", "--", part], "clearing");
+  await step(["mkdir", "-p", "--", part], "mkdir");
+  await step(["ln", "-s", "--", ...viewLinks(VIEW_OF).map(([, target]) => target), `${part}/`], "ln");
+  await step(["rm", "-rf", "--", dir], "replacing");
+  await step(["mv", "-T", "--", part, dir], "renaming");
 }
 
 /** The person's own ref tips in the host repo. */
@@ -159,10 +218,14 @@ async function seenRefs(h: HostGit, store: string): Promise<Map<string, string>>
   return parseRefLines((await hostGit(h, ["for-each-ref", "--format=%(objectname) %(refname)", SEEN], { gitDir: store })).stdout);
 }
 
-/** Makes the store's `refs/sbx-seen/*` exactly `tips` (`cur`: what they are now, when the caller just read them). */
+/**
+ * Makes the store's `refs/sbx-seen/*` the `tips` it can see (`cur`: what they are now, when the caller just read them).
+ * A store sees only the host's own objects and its own (its view): a tip on another store's work not yet promoted is
+ * left unmarked (git refuses a ref to an object it cannot see), and walked again at the next promotion.
+ */
 async function markSeen(h: HostGit, store: string, tips: Iterable<string>, cur?: Map<string, string>): Promise<void> {
   cur ??= await seenRefs(h, store);
-  const want = new Set([...tips].map((oid) => `${SEEN}${oid}`));
+  const want = new Set([...(await present(h, tips, store))].map((oid) => `${SEEN}${oid}`));
   const lines = [...cur.keys()].filter((r) => !want.has(r)).map((r) => `delete ${r}`);
   for (const ref of want) if (!cur.has(ref)) lines.push(`update ${ref} ${ref.slice(SEEN.length)}`);
   if (lines.length === 0) return;
@@ -181,15 +244,19 @@ function storesOf(repo: string): string[] {
 }
 
 /**
- * Copies the objects of `store` that `tips` reach (and `seen` does not) into the host repo's own objects, as a kept
- * pack. How many objects it copied (0: nothing of the store's was reached).
- * runs: git --git-dir <store> pack-objects --revs --local --stdout (stdin: tips, --not, seen); git -C <repo> index-pack --stdin --keep --strict
+ * Copies the objects of `store` itself (never what it borrows) that `tips` reach (and `seen` does not) into the host
+ * repo's own objects, or into the store `into`, as a kept pack. How many objects it copied (0: nothing of the store's
+ * was reached). It acts for the person, on what their refs reach: the walk reads through every store (the host's
+ * objects dir as an extra alternate, which git follows into each store the host lists), as a merge of two sandboxes'
+ * work needs; `--local` keeps what it copies to the store's own objects.
+ * runs: git --git-dir <store> pack-objects --revs --local --stdout (stdin: tips, --not, seen); git -C <repo> (or --git-dir <into>) index-pack --stdin --keep --strict
  */
-async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: Iterable<string>): Promise<number> {
-  const have = await present(h, seen, store);
+async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: Iterable<string>, into?: string): Promise<number> {
+  const everyStore = { GIT_ALTERNATE_OBJECT_DIRECTORIES: join(h.repo, ".git", "objects") };
+  const have = await present(h, seen, store, everyStore);
   const input = `${[...tips].join("\n")}\n--not\n${[...have].join("\n")}\n`;
   const run = streamRun(h.exec, ["git", ...HOST_GIT_SAFE, "--git-dir", store, "pack-objects", "--revs", "--local", "--stdout", "-q"], {
-    env: hostGitEnv(),
+    env: { ...hostGitEnv(), ...everyStore },
     replaceEnv: true,
     stdin: input,
     timeoutMs: h.timeoutMs ?? 600_000,
@@ -199,14 +266,16 @@ async function copyOut(h: HostGit, store: string, tips: Iterable<string>, seen: 
   if (end.exitCode !== 0) throw new SbxError("exec_failed", `cannot pack the objects of ${store}: ${end.stderr.trim()}`);
   const n = packObjectCount(bytes) ?? 0;
   if (n === 0) return 0;
-  const ip = await h.exec.run(["git", ...HOST_GIT_SAFE, "-C", h.repo, "index-pack", "--stdin", "--strict", "--keep=sbx: promoted from a sandbox's store"], {
-    env: hostGitEnv(),
+  const where = into ? ["--git-dir", into] : ["-C", h.repo];
+  const keep = into ? "--keep=sbx: kept of a removed sandbox" : "--keep=sbx: promoted from a sandbox's store";
+  const ip = await h.exec.run(["git", ...HOST_GIT_SAFE, ...where, "index-pack", "--stdin", "--strict", keep], {
+    env: { ...hostGitEnv(), ...everyStore },
     replaceEnv: true,
     check: false,
     stdin: bytes,
     timeoutMs: h.timeoutMs ?? 600_000,
   });
-  if (ip.exitCode !== 0) fail(`cannot copy the objects of ${store} into ${h.repo}`, ip);
+  if (ip.exitCode !== 0) fail(`cannot copy the objects of ${store} into ${into ?? h.repo}`, ip);
   return n;
 }
 
@@ -224,22 +293,29 @@ async function promoteNow(h: HostGit): Promise<number> {
   if (stores.length === 0) return 0;
   const tips = await userTips(h);
   let copied = 0;
+  // Every store's objects are copied before any store records what it saw: a tip on one store's work is visible to the
+  // others (through the host's own objects) only once that store's objects are there.
+  const marks: { store: string; cur: Map<string, string> }[] = [];
   for (const store of stores) {
     const cur = await seenRefs(h, store);
     const seen = new Set(cur.values());
     const fresh = [...tips].filter((t) => !seen.has(t));
     if (fresh.length === 0 && seen.size === tips.size) continue;
     if (fresh.length > 0) copied += await copyOut(h, store, fresh, seen);
-    await markSeen(h, store, tips, cur);
+    marks.push({ store, cur });
   }
+  for (const m of marks) await markSeen(h, m.store, tips, m.cur);
   return copied;
 }
 
 /**
- * A sandbox is removed: every object of its store that any host ref reaches (its kept `sandbox-<name>/*` refs, the
- * person's branches) is copied into the host's own objects first; then the store leaves the alternates and is deleted.
- * The host repo never points at a store that is gone. A missing store is fine.
- * runs: (copyOut) …; sh -c <drop line>; rm -rf <store>; rmdir <repo>/.git/sbx
+ * A sandbox is removed. What the person's own refs reach of its store is promoted first (as at any sync); the rest that
+ * any host ref reaches (its kept `sandbox-<name>/*` refs, refs set aside under `refs/sbx-retired/`) goes into the
+ * retired store, which only the host reads: never into the host's own objects, which every other sandbox of the repo
+ * reads (a removed sandbox's unmerged work would be theirs to read by id). Then its store leaves the alternates and is
+ * deleted: the host repo never points at a store that is gone. A missing store is fine. How many objects were copied.
+ * runs: (promotion) …; (ensureStore of the retired store) …; (copyOut into it) …; sh -c <drop line>; rm -rf <store>;
+ *       (after the last store) rm -rf <host view>; rmdir <repo>/.git/sbx
  */
 export function retireStore(h: HostGit, name: string): Promise<number> {
   return serialized(h.repo, () => retireNow(h, name));
@@ -250,10 +326,15 @@ async function retireNow(h: HostGit, name: string): Promise<number> {
   const hostGitDir = join(h.repo, ".git");
   let copied = 0;
   if (existsSync(join(dir, "objects"))) {
-    const all = new Set((await hostRefs(h)).values());
-    const seen = (await seenRefs(h, dir)).values();
-    // Only what exists: a host ref may name an object of another store, which is that store's to copy.
-    copied = await copyOut(h, dir, await present(h, all, dir), seen);
+    copied += await promoteNow(h);
+    const refs = await hostRefs(h);
+    const mine = new Set([...refs.entries()].filter(([ref]) => isUserRef(ref)).map(([, oid]) => oid));
+    // Only what exists in the store: a host ref may name an object of another store, which is that store's to keep.
+    const kept = [...(await present(h, refs.values(), dir))].filter((oid) => !mine.has(oid));
+    if (kept.length > 0) {
+      const retired = await ensureNow(h, retiredStoreDir(h.repo), storeAlternate(RETIRED), "removed sandboxes");
+      copied += await copyOut(h, dir, kept, mine, retired);
+    }
   }
   if (existsSync(hostGitDir)) {
     const d = await sh(h, DROP_LINE, [hostGitDir, storeAlternate(name)]);
@@ -261,7 +342,8 @@ async function retireNow(h: HostGit, name: string): Promise<number> {
   }
   const r = await h.exec.run(["rm", "-rf", "--", dir], { check: false });
   if (r.exitCode !== 0) fail(`cannot remove ${dir}`, r);
-  // The stores' dir goes with the last store (a non-empty one stays: rmdir refuses).
+  // The host view and the stores' dir go with the last store (a non-empty dir stays: rmdir refuses).
+  if (storesOf(h.repo).length === 0) await h.exec.run(["rm", "-rf", "--", hostViewDir(h.repo)], { check: false });
   await h.exec.run(["rmdir", "--", join(hostGitDir, "sbx")], { check: false });
   return copied;
 }

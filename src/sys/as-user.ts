@@ -1,5 +1,5 @@
 // Running as the person sbx works for (who that is: host-user.ts): Execs that drop to them, or mark their repo safe.
-import type { HostUser } from "../drivers/backend";
+import type { HostUser } from "../core/spec";
 import { streamRun, type Exec, type ExecOptions } from "./exec";
 
 /**

@@ -8,14 +8,9 @@ import { SbxError } from "../core/errors";
 import type { Env } from "./env";
 import type { Exec } from "./exec";
 
-/** An account: the host user a sandbox stands in for (Docker) or is kept apart from (macOS, Linux users). */
-export interface HostUser {
-  name: string;
-  uid: number;
-  gid: number;
-  home: string;
-  shell: string;
-}
+import type { HostUser } from "../core/spec";
+
+export type { HostUser };
 
 /** An account of this machine by uid or name, as its user directory knows it; null when there is none. */
 export interface UserDirectory {

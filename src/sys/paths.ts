@@ -1,6 +1,7 @@
 // Where sbx keeps things: state, config, per-repo sandbox dirs, and sockets short enough for sun_path.
 import { basename, join } from "node:path";
 import type { Env } from "./env";
+import type { SandboxSockets } from "../core/spec";
 
 /** sun_path is 108 bytes including the terminating NUL; longer paths are silently truncated. */
 export const MAX_SOCKET_PATH = 107;
@@ -74,11 +75,7 @@ export function sandboxDir(paths: Paths, repoRealPath: string, name: string): st
   return join(repoSandboxDir(paths, repoRealPath), name);
 }
 
-export interface SandboxSockets {
-  readonly dir: string;
-  readonly proxy: string;
-  readonly bridge: string;
-}
+export type { SandboxSockets };
 
 /** One directory per sandbox, mounted whole into it (never the socket file itself). */
 export function sandboxSockets(paths: Paths, id: string): SandboxSockets {

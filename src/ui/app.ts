@@ -7,6 +7,7 @@ import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
 import { SbxError, toSbxError } from "../core/errors";
+import { SSE_MAX_QUEUED } from "../core/bounds";
 import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type Session } from "./auth";
 import { feedFromAudit, stateFrom, type DataSource, type FeedEvent } from "../events/feed";
 import { PolicyService } from "../policy/service";
@@ -181,12 +182,21 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
   app.get("/api/events", (c) =>
     streamSSE(c, async (stream) => {
       let chain: Promise<void> = Promise.resolve();
+      // Events waiting to be written: a page that does not read (a tab asleep, a client that stalls) is let go past
+      // SSE_MAX_QUEUED rather than held in memory; the page opens its feed again and reloads /api/state when it can.
+      let queued = 0;
       const send = (event: string, data: string) => {
-        chain = chain.then(() => stream.writeSSE({ event, data })).catch(() => undefined);
+        if (queued >= SSE_MAX_QUEUED) return void stream.abort();
+        queued++;
+        chain = chain
+          .then(() => stream.writeSSE({ event, data }))
+          .catch(() => undefined)
+          .finally(() => void queued--);
       };
       send("hello", JSON.stringify({ now: now() }));
       const unsubscribe = source.events.subscribe((e) => send("feed", JSON.stringify(e)));
       const keepAlive = setInterval(() => {
+        if (queued > 0) return; // something is being written already
         chain = chain.then(() => stream.write(": keep-alive\n\n")).then(() => undefined).catch(() => undefined);
       }, keepAliveMs);
       await new Promise<void>((resolve) => {

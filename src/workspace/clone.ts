@@ -6,7 +6,6 @@ import { SbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
 import { heldOpen } from "../sys/proc";
 import { sandboxLayout } from "./layout";
-import type { StagedClone } from "./staged-clone";
 
 /** The clone's name for the host repo (its `origin` is the host's `origin` URL when there is one). */
 export const HOST_REMOTE = "host";
@@ -83,6 +82,18 @@ export function parseHostGitSetup(text: string): HostGitSetup {
 export async function hostGitSetup(exec: Exec, repo: string): Promise<HostGitSetup> {
   const r = await git(exec, repo, ["config", "--get-regexp", "^(remote\\..*\\.url|user\\.(name|email))$"], false);
   return parseHostGitSetup(r.exitCode === 0 ? r.stdout : "");
+}
+
+/** A clone started ahead of a create (workspace/staged-clone.ts makes it). */
+export interface StagedClone {
+  /** The host repo it clones (real path). */
+  readonly repo: string;
+  /** Where the clone is made: `<staging dir>/clone`. */
+  readonly path: string;
+  /** Resolves true once the clone is complete, false when it failed (the create then clones as usual). */
+  readonly done: Promise<boolean>;
+  /** Waits for the clone to end, then removes the staging dir (idempotent). */
+  discard(): Promise<void>;
 }
 
 /**

@@ -22,6 +22,8 @@ export interface SandboxLayout {
   synced: string;
   /** Present once the sandbox's current container has its home seeded; removed before a container is made. */
   seeded: string;
+  /** The bridge's gate repo: in the sandbox dir, beside (never inside) what is mounted into the sandbox. */
+  gate: string;
 }
 
 export function sandboxLayout(dir: string): SandboxLayout {
@@ -37,5 +39,6 @@ export function sandboxLayout(dir: string): SandboxLayout {
     creating: join(dir, ".creating"),
     seeded: join(dir, ".seeded"),
     synced: join(dir, ".synced"),
+    gate: join(dir, "gate"),
   };
 }

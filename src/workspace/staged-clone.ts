@@ -9,18 +9,10 @@ import { SbxError } from "../core/errors";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
 import { pidAlive } from "../sys/proc";
-import { HOST_GIT_SAFE, HOST_REMOTE } from "./clone";
+import { HOST_GIT_SAFE, HOST_REMOTE, type StagedClone } from "./clone";
 
-export interface StagedClone {
-  /** The host repo it clones (real path). */
-  readonly repo: string;
-  /** Where the clone is made: `<staging dir>/clone`. */
-  readonly path: string;
-  /** Resolves true once the clone is complete, false when it failed (the create then clones as usual). */
-  readonly done: Promise<boolean>;
-  /** Waits for the clone to end, then removes the staging dir (idempotent). */
-  discard(): Promise<void>;
-}
+export type { StagedClone };
+
 
 /** `<cache>/sandbox-staging`: beside the sandbox root, on the same filesystem. */
 export function stagingRoot(paths: Pick<Paths, "cacheDir">): string {

@@ -1,6 +1,7 @@
 // The backend contract: every backend, real or faked, must pass these. Each backend's test calls runBackendContract.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Backend, SandboxSpec } from "../../src/drivers/backend";
+import type { Backend } from "../../src/drivers/backend";
+import type { SandboxSpec } from "../../src/core/spec";
 
 export interface ContractHarness {
   backend: Backend;

@@ -56,7 +56,7 @@ export function runDriverContract(label: string, make: () => Promise<DriverHarne
     it("a new sandbox runs once provisioned and started, and its spec is the same on every read", async () => {
       const row = await made("dc-new");
       const spec = h.driver.spec(row);
-      expect((await h.driver.backend.inspect(spec)).phase).toBe("running");
+      expect((await h.driver.inspect(spec)).phase).toBe("running");
       expect(h.driver.spec(h.store.getSandbox(row.id)!)).toEqual(spec);
       expect(spec.name).toBe("dc-new");
       expect(spec.env.SANDBOX).toBe("dc-new");
@@ -67,32 +67,32 @@ export function runDriverContract(label: string, make: () => Promise<DriverHarne
       const row = await made("dc-idem");
       const before = h.mutations?.();
       const r = await h.driver.ensureRunning(row, quiet);
-      expect((await h.driver.backend.inspect(r.spec)).phase).toBe("running");
+      expect((await h.driver.inspect(r.spec)).phase).toBe("running");
       if (before !== undefined) expect(h.mutations!()).toBe(before);
     });
 
     it("a stopped sandbox starts again", async () => {
       const row = await made("dc-stop");
       const spec = h.driver.spec(row);
-      await h.driver.backend.stop(spec);
-      expect((await h.driver.backend.inspect(spec)).phase).toBe("stopped");
+      await h.driver.stop(spec);
+      expect((await h.driver.inspect(spec)).phase).toBe("stopped");
       await h.driver.ensureRunning(h.store.getSandbox(row.id)!, quiet);
-      expect((await h.driver.backend.inspect(spec)).phase).toBe("running");
+      expect((await h.driver.inspect(spec)).phase).toBe("running");
     });
 
-    it("cleanup removes what a sandbox whose row and dir are gone left behind, and spares the kept", async () => {
+    it("prune removes what a sandbox whose row and dir are gone left behind, and spares the kept", async () => {
       const kept = await made("dc-kept");
       const lost = await made("dc-lost");
       const lostSpec = h.driver.spec(lost);
       // A crash after rm dropped the row and the dir: only the system still holds it.
       h.store.setSandboxState(lost.id, "deleted");
       rmSync(lostSpec.dir, { recursive: true, force: true });
-      const dry = await h.driver.cleanup(new Set([h.driver.spec(kept).id]), { dryRun: true });
-      expect(dry.join("\n")).toContain(lostSpec.id);
-      expect((await h.driver.backend.inspect(lostSpec)).phase).toBe("running");
-      await h.driver.cleanup(new Set([h.driver.spec(kept).id]), { dryRun: false });
-      expect((await h.driver.backend.inspect(lostSpec)).phase).toBe("absent");
-      expect((await h.driver.backend.inspect(h.driver.spec(kept))).phase).toBe("running");
+      const dry = await h.driver.prune(new Set([h.driver.spec(kept).id]), { dryRun: true });
+      expect(dry.removed.join("\n")).toContain(lostSpec.id);
+      expect((await h.driver.inspect(lostSpec)).phase).toBe("running");
+      await h.driver.prune(new Set([h.driver.spec(kept).id]), { dryRun: false });
+      expect((await h.driver.inspect(lostSpec)).phase).toBe("absent");
+      expect((await h.driver.inspect(h.driver.spec(kept))).phase).toBe("running");
     });
 
     it("workspace and a session's cwd are absolute paths", async () => {
@@ -114,9 +114,9 @@ export function runDriverContract(label: string, make: () => Promise<DriverHarne
     it("remove takes it off the system; removing what is gone succeeds", async () => {
       const row = await made("dc-rm");
       const spec = h.driver.spec(row);
-      await h.driver.backend.remove(spec);
-      expect((await h.driver.backend.inspect(spec)).phase).toBe("absent");
-      expect((await h.driver.backend.remove(spec)).changed).toBe(false);
+      await h.driver.remove(spec);
+      expect((await h.driver.inspect(spec)).phase).toBe("absent");
+      expect((await h.driver.remove(spec)).changed).toBe(false);
     });
   });
 }

@@ -1,5 +1,6 @@
 // An in-memory Backend: the contract suite's reference implementation and the daemon tests' stand-in.
-import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../src/drivers/backend";
+import type { Backend } from "../../src/drivers/backend";
+import type { Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../src/core/spec";
 
 interface Entry {
   spec: SandboxSpec;

@@ -6,6 +6,81 @@ import type { StreamedRun } from "../../src/sys/exec";
 import type { Engine, Found, LogsAndState, Seen } from "../../src/drivers/docker/engine-client";
 import { SbxError } from "../../src/core/errors";
 import { tarArchive } from "../../src/core/tar";
+import { cleanPath, dockerignoreMatcher, parseDockerignore } from "../../src/core/dockerignore";
+import { lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { join, posix, relative } from "node:path";
+import { tarEntries } from "../support/tar-read";
+
+/** One entry of a build context or an image's files. */
+interface CtxEntry {
+  type: "file" | "dir" | "symlink" | "other";
+  content: Uint8Array;
+  target: string;
+}
+
+/**
+ * What the docker CLI sends of a context dir: every entry (links as links), less what its .dockerignore leaves out,
+ * the Dockerfile (`dockerfile`, relative; null when outside) and .dockerignore always kept.
+ */
+function walkContext(dir: string, dockerfile: string | null): Map<string, CtxEntry> {
+  let patterns: string[] = [];
+  try {
+    patterns = parseDockerignore(readFileSync(join(dir, ".dockerignore"), "utf8"));
+  } catch {
+    /* none */
+  }
+  const out = dockerignoreMatcher(patterns);
+  const keep = new Set([".dockerignore", ...(dockerfile === null ? [] : [cleanPath(dockerfile)])]);
+  const m = new Map<string, CtxEntry>();
+  const walk = (rel: string) => {
+    for (const n of readdirSync(join(dir, rel)).sort()) {
+      const r = rel === "" ? n : `${rel}/${n}`;
+      const st = lstatSync(join(dir, r));
+      const left = out(r) && !keep.has(r);
+      if (st.isDirectory()) {
+        if (!left) m.set(r, { type: "dir", content: new Uint8Array(), target: "" });
+        walk(r); // an exception may bring back what is under a left-out dir
+      } else if (!left) {
+        if (st.isSymbolicLink()) m.set(r, { type: "symlink", content: new Uint8Array(), target: readlinkSync(join(dir, r)) });
+        else if (st.isFile()) m.set(r, { type: "file", content: readFileSync(join(dir, r)), target: "" });
+      }
+    }
+  };
+  walk("");
+  return m;
+}
+
+/** The image's files from a Dockerfile's COPY/ADD steps (no `--from`; plain paths and `.`, no wildcards or URLs). */
+function runCopies(dockerfile: string, ctx: Map<string, CtxEntry>): Map<string, CtxEntry> {
+  const files = new Map<string, CtxEntry>();
+  let workdir = "/";
+  for (const line of dockerfile.replace(/\\\r?\n/g, " ").split(/\r?\n/)) {
+    const m = /^\s*(COPY|ADD|WORKDIR)\s+(.*)$/i.exec(line);
+    if (!m) continue;
+    if (m[1]!.toUpperCase() === "WORKDIR") {
+      workdir = posix.resolve(workdir, m[2]!.trim());
+      continue;
+    }
+    let rest = m[2]!.trim();
+    if (/(^|\s)--from=/.test(rest)) continue;
+    while (/^--[a-z-]+=\S*\s+/.test(rest)) rest = rest.replace(/^--[a-z-]+=\S*\s+/, "");
+    const args: string[] = rest.startsWith("[") ? (JSON.parse(rest) as string[]) : rest.split(/\s+/);
+    const dest = args.pop()!;
+    for (const src of args) {
+      if (/[*?[]|^[a-z]+:\/\//i.test(src)) throw new Error(`fake engine: COPY/ADD ${src} (wildcards, URLs) is not modelled`);
+      const from = cleanPath(src.replace(/^\/+/, ""));
+      const abs = posix.resolve(workdir, dest);
+      const hits = [...ctx].filter(([p]) => from === "." || p === from || p.startsWith(`${from}/`));
+      if (hits.length === 0) throw new Error(`COPY failed: file not found in build context or excluded by .dockerignore: stat ${from}: file does not exist`);
+      const single = hits.length === 1 && hits[0]![0] === from && hits[0]![1].type !== "dir";
+      for (const [p, e] of hits) {
+        const to = single ? (dest.endsWith("/") || args.length > 1 ? posix.join(abs, posix.basename(p)) : abs) : posix.join(abs, from === "." ? p : p.slice(from.length + 1));
+        if (to !== abs || !single || e.type !== "dir") files.set(to, e);
+      }
+    }
+  }
+  return files;
+}
 
 interface Container {
   name: string;
@@ -23,11 +98,15 @@ interface Container {
   oomKilled: boolean;
   /** Bind mounts, container path → host path: what a command inside sees where. */
   binds: Map<string, string>;
+  /** Volume mounts, container path → volume name. */
+  volumeAt: Map<string, string>;
 }
 
 interface Volume {
   name: string;
   labels: Record<string, string>;
+  /** The local driver's options as created (an overlay's `o=lowerdir=…,upperdir=…,workdir=…`); fixed from then on. */
+  opts: Record<string, string>;
 }
 
 const refused = (msg: string) => new SbxError("exec_failed", msg, { hint: "fake engine" });
@@ -44,6 +123,10 @@ export class FakeDockerEngine implements Engine {
   readonly mutations: string[] = [];
   /** Builds that fail with this exit code and output (a bad Dockerfile). */
   failBuild: { code: number; output: string } | null = null;
+  /** Each built image's own files, as its COPY/ADD steps put them there from the context it was sent (absolute path). */
+  readonly builtFiles = new Map<string, Map<string, CtxEntry>>();
+  /** Every build's context as the daemon received it: path → a file's text, or its type. */
+  readonly builtContexts: Map<string, string>[] = [];
   /** The engine is down: every call fails as a client's does when nothing answers on the socket. */
   down = false;
 
@@ -72,17 +155,18 @@ export class FakeDockerEngine implements Engine {
     const limits = Object.fromEntries((["Memory", "MemorySwap", "NanoCpus", "PidsLimit"] as const).flatMap((k) => (hc[k] === undefined ? [] : [[k, hc[k]]])));
     const volumes = (hc.Mounts ?? []).filter((m) => m.Type === "volume" && m.Source).map((m) => m.Source!);
     const binds = new Map((hc.Mounts ?? []).filter((m) => m.Type === "bind").map((m) => [String((m as { Target?: string }).Target), String(m.Source)]));
+    const volumeAt = new Map((hc.Mounts ?? []).filter((m) => m.Type === "volume" && m.Source).map((m) => [String((m as { Target?: string }).Target), String(m.Source)]));
     // The real engine makes a named volume a create refers to when it is missing (unlabelled, default driver).
-    for (const v of volumes) if (!this.volumesByName.has(v)) this.volumesByName.set(v, { name: v, labels: {} });
+    for (const v of volumes) if (!this.volumesByName.has(v)) this.volumesByName.set(v, { name: v, labels: {}, opts: {} });
     const labels = ((body as { Labels?: Record<string, string> }).Labels ?? {}) as Record<string, string>;
-    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [], limits, pid: 0, oomKilled: false, binds });
+    this.containers.set(name, { name, image, labels, volumes, status: "created", exitCode: 0, log: [], archives: [], limits, pid: 0, oomKilled: false, binds, volumeAt });
     this.mutations.push(`create ${name}`);
   }
 
   async createVolume(req: { argv: string[]; body: Record<string, unknown> }): Promise<void> {
     const name = String(req.body.Name ?? "");
     if (this.volumesByName.has(name)) return; // the real engine returns the existing volume unchanged
-    this.volumesByName.set(name, { name, labels: (req.body.Labels ?? {}) as Record<string, string> });
+    this.volumesByName.set(name, { name, labels: (req.body.Labels ?? {}) as Record<string, string>, opts: (req.body.DriverOpts ?? {}) as Record<string, string> });
     this.mutations.push(`volume create ${name}`);
   }
 
@@ -91,14 +175,15 @@ export class FakeDockerEngine implements Engine {
     this.mutations.push(`archive ${name}`);
   }
 
-  /** Files every container's image has, path → content (the archive GET answers a tar of one). */
+  /** Files every container's image has (its base's), path → content (the archive GET answers a tar of one). */
   imageFiles = new Map<string, string>([["/etc/passwd", "root:x:0:0:root:/root:/bin/bash\n"], ["/etc/group", "root:x:0:\n"]]);
 
   async getArchive(name: string, path: string): Promise<Uint8Array | null> {
-    this.container(name);
-    const content = this.imageFiles.get(path);
+    const built = this.builtFiles.get(this.container(name).image)?.get(path);
+    if (built !== undefined && built.type !== "file") return tarArchive([{ path: path.split("/").pop()!, type: "dir", mode: 0o755, uid: 0, gid: 0 }]);
+    const content = built?.content ?? (this.imageFiles.has(path) ? new TextEncoder().encode(this.imageFiles.get(path)!) : undefined);
     if (content === undefined) return null;
-    return tarArchive([{ path: path.split("/").pop()!, type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(content) }]);
+    return tarArchive([{ path: path.split("/").pop()!, type: "file", mode: 0o644, uid: 0, gid: 0, content }]);
   }
 
   async start(name: string): Promise<void> {
@@ -233,15 +318,63 @@ export class FakeDockerEngine implements Engine {
     return this.images.has(tag);
   }
 
-  async build(argv: string[], onOutput: (chunk: string) => void): Promise<number> {
+  /**
+   * The build as the docker CLI and the classic builder do it: the context is the tar sent on stdin (argv ends with
+   * `-`, `--file` names the Dockerfile inside it) or a host dir the CLI walks (its .dockerignore applied, the Dockerfile
+   * and .dockerignore always sent); the daemon drops those two when .dockerignore names them; then each COPY/ADD
+   * (not `--from`) puts what it names into the image's files (`builtFiles`), which is what a container of it reads.
+   */
+  async build(argv: string[], onOutput: (chunk: string) => void, context?: ReadableStream<Uint8Array>): Promise<number> {
+    const sent = context === undefined ? null : new Uint8Array(await new Response(context).arrayBuffer());
     if (this.failBuild) {
       onOutput(this.failBuild.output);
       return this.failBuild.code;
     }
     const tag = argv[argv.indexOf("--tag") + 1] ?? "";
+    const file = argv[argv.indexOf("--file") + 1] ?? "Dockerfile";
+    const last = argv.at(-1) ?? "";
+    let ctx: Map<string, CtxEntry>;
+    let dockerfile: string;
+    if (last === "-") {
+      if (sent === null) throw refused("fake engine: `docker build -` read no context on stdin");
+      ctx = new Map(tarEntries(sent).map((e) => [cleanPath(e.path), { type: e.type, content: e.content, target: e.target }]));
+      const df = ctx.get(cleanPath(file));
+      if (!df || df.type !== "file") {
+        onOutput(`unable to prepare context: Cannot locate specified Dockerfile: ${file}\n`);
+        return 1;
+      }
+      dockerfile = new TextDecoder().decode(df.content);
+    } else {
+      const rel = relative(last, file);
+      dockerfile = readFileSync(file, "utf8");
+      ctx = walkContext(last, rel.startsWith("..") ? null : rel);
+      // The CLI adds a Dockerfile from outside the context under a random name, listed in .dockerignore.
+    }
+    this.builtContexts.push(new Map([...ctx].map(([k, v]) => [k, v.type === "file" ? new TextDecoder().decode(v.content) : v.type])));
+    // The daemon's removeDockerfile: .dockerignore and the Dockerfile go when .dockerignore names them.
+    const di = ctx.get(".dockerignore");
+    if (di?.type === "file") {
+      const out = dockerignoreMatcher(parseDockerignore(new TextDecoder().decode(di.content)));
+      for (const f of [".dockerignore", last === "-" ? cleanPath(file) : cleanPath(relative(last, file))]) if (out(f)) ctx.delete(f);
+    }
+    let files: Map<string, CtxEntry>;
+    try {
+      files = runCopies(dockerfile, ctx);
+    } catch (e) {
+      onOutput(`${(e as Error).message}\n`);
+      return 1;
+    }
     onOutput(`Step 1/1 : FROM sbx-base\nSuccessfully tagged ${tag}\n`);
     this.images.set(tag, { "sbx.image": "1" });
+    this.builtFiles.set(tag, files);
     this.mutations.push(`build ${tag}`);
     return 0;
   }
+
+  /** A file of an image as a container of it reads it (what its COPY/ADD steps put there), or null. */
+  imageFile(tag: string, path: string): string | null {
+    const e = this.builtFiles.get(tag)?.get(path);
+    return e?.type === "file" ? new TextDecoder().decode(e.content) : null;
+  }
+
 }

@@ -2,18 +2,24 @@
 // teardown order, nothing left after a failure) are tested with real git and no engine or root.
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import type { HostUser, SandboxSpec } from "../../src/drivers/backend";
+import type { Backend } from "../../src/drivers/backend";
+import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../src/core/spec";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
-import type { BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
-import { BaseIdentitySchema, LimitsSchema, sandboxSpec } from "../../src/sandboxes/identity";
+import type { BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
+import { BaseIdentitySchema, LimitsSchema, sandboxId, sandboxSpec } from "../../src/drivers/identity";
 import type { LimitCounters, Limits } from "../../src/core/limits";
 import { streamRun, type Exec } from "../../src/sys/exec";
 import type { SandboxGit, SandboxGitMode } from "../../src/sync/sandbox-git";
-import type { Paths } from "../../src/sys/paths";
+import { sandboxDir, type Paths } from "../../src/sys/paths";
 import { FakeBackend } from "./backend";
 
-export class FakeDriver implements Driver {
-  readonly backend = new FakeBackend();
+/** What a fake kind offers unless a test says otherwise: nothing beyond a forwarder's place (no agent, no forwards). */
+export const FAKE_CAPS: DriverCaps = { proxyPort: "forwarder", handsOverListener: false, transparent: null, execAgent: false, portForwards: false, stagesClone: false };
+
+export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
+  /** The system it converges: the in-memory FakeBackend unless a test gives another (a spy, a file-backed one). */
+  readonly backend: B;
+  caps: DriverCaps = FAKE_CAPS;
   /** Set to make the next provision fail after it made its clone (a bad Dockerfile, an engine gone mid-create). */
   failProvision: Error | null = null;
   /** When set, provision waits for it first (a slow clone or build a test acts during). */
@@ -28,7 +34,10 @@ export class FakeDriver implements Driver {
     private readonly exec: Exec,
     private readonly paths: Paths,
     readonly hostUser: HostUser,
-  ) {}
+    backend?: B,
+  ) {
+    this.backend = backend ?? (new FakeBackend() as unknown as B);
+  }
 
   hostExec(): Exec {
     return this.exec;
@@ -46,9 +55,15 @@ export class FakeDriver implements Driver {
     return { id: n.id, dir: n.dir };
   }
 
+  /**
+   * A row a create made holds its id and dir; one a test put in the store by hand has neither, and gets them as a create
+   * would have made them (the state root's id of its repo and name, its sandbox dir).
+   */
   spec(row: Sandbox): SandboxSpec {
-    const ident = BaseIdentitySchema.extend({ limits: LimitsSchema.optional() }).parse(row.identity);
-    return sandboxSpec(this.paths, { id: ident.id, name: row.name, repo: row.repo, dir: ident.dir, hostUser: this.hostUser, place: { proxyPort: 3128 }, options: { driver: "fake" }, limits: ident.limits });
+    const ident = BaseIdentitySchema.partial().extend({ limits: LimitsSchema.optional() }).parse(row.identity);
+    const id = ident.id ?? sandboxId(this.paths.sandboxRoot, row.repo, row.name);
+    const dir = ident.dir ?? sandboxDir(this.paths, row.repo, row.name);
+    return sandboxSpec(this.paths, { id, name: row.name, repo: row.repo, dir, hostUser: this.hostUser, place: { proxyPort: 3128 }, options: { driver: "fake" }, limits: ident.limits });
   }
 
   /** The kernel's counters per sandbox id, as a test sets them (a running sandbox that hit a limit). */
@@ -88,7 +103,10 @@ export class FakeDriver implements Driver {
   /** Set to make the next start fail (a container that exits at once, an engine gone after the build). */
   failStart: Error | null = null;
 
-  async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec }> {
+  /** What the next starts learn and hand back to be stored (a Docker start learns the image and the shell). */
+  learns: Record<string, unknown> | null = null;
+
+  async ensureRunning(row: Sandbox): Promise<{ spec: SandboxSpec; identity?: Record<string, unknown> }> {
     this.calls.push("ensureRunning");
     if (this.failStart) {
       const e = this.failStart;
@@ -98,10 +116,11 @@ export class FakeDriver implements Driver {
     this.trace?.push(`driver.ensureRunning ${row.name}`);
     const spec = this.spec(row);
     await this.backend.apply(spec);
-    return { spec };
+    return this.learns ? { spec, identity: { ...row.identity, ...this.learns } } : { spec };
   }
 
-  async prepareRun(): Promise<void> {}
+  /** What a start makes beside the guards (Docker: the container); a test may replace it. */
+  async prepareRun(_row: Sandbox): Promise<void> {}
 
   workspace(spec: SandboxSpec): string {
     return join(spec.dir, "clone");
@@ -139,7 +158,35 @@ export class FakeDriver implements Driver {
     return { workspace: join(spec.dir, "clone"), workspaceView: spec.repo, exec };
   }
 
-  async cleanup(keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
-    return (await this.backend.cleanup(keep, opts)).removed;
+  inspect(spec: SandboxSpec): Promise<Observed> {
+    return this.backend.inspect(spec);
+  }
+
+  list(): Promise<Observed[]> {
+    return this.backend.list();
+  }
+
+  stop(spec: SandboxSpec): Promise<Change> {
+    return this.backend.stop(spec);
+  }
+
+  remove(spec: SandboxSpec): Promise<Change> {
+    return this.backend.remove(spec);
+  }
+
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    return this.backend.shellArgv(spec, req);
+  }
+
+  hostProxyPort(): number | null {
+    return null;
+  }
+
+  cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.cleanup(keep, opts);
+  }
+
+  prune(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.cleanup(keep, opts);
   }
 }

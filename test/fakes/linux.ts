@@ -3,14 +3,17 @@
 // on them: useradd refuses a name in use, userdel refuses while the account runs processes, `nft -f` is one atomic
 // transaction whose `delete element` of a missing key or `delete chain` still jumped to fails it whole, `rm -rf
 // --one-file-system` cannot remove a mount point, rmdir wants an empty dir, and the host's git runs as the host user.
-import { ENSURE_LIST, type Passwd } from "../../src/drivers/linux-user/backend";
+// find runs as whoever starts it (setpriv): it enters only dirs that user may read and search, and `-delete` removes
+// only what that user may (a dir it may write; in a sticky dir, only its own); links are never followed (there are none
+// to follow here: a link is a file whose content is its target). System V IPC objects live in /proc/sysvipc/*.
+import { ENSURE_LIST, MQUEUE_SCRIPT, type Passwd } from "../../src/drivers/linux-user/backend";
 import { FakeExec, type Reply } from "./exec";
 
 /** An account as getent prints it: the backend's own passwd shape. */
 type Account = Passwd;
 
 interface Node {
-  kind: "dir" | "file";
+  kind: "dir" | "file" | "link";
   mode: number;
   uid: number;
   gid: number;
@@ -53,6 +56,10 @@ export class FakeLinux {
   readonly readOnlyMounts = new Set<string>();
   /** Live processes per uid. */
   readonly procs = new Map<number, number>();
+  /** System V IPC objects (shared memory, queues, semaphores) and who owns and made each. */
+  readonly ipc: { kind: "shm" | "msg" | "sem"; id: number; uid: number; cuid: number }[] = [];
+  /** POSIX message queues (their own filesystem, seen only where someone mounts it) and their owners. */
+  readonly mqueues: { name: string; uid: number }[] = [];
   readonly tables = new Map<string, Table>();
   /** Commands that changed the system, in order. */
   readonly changes: string[] = [];
@@ -77,6 +84,13 @@ export class FakeLinux {
     const n: Node = { kind, mode, uid, gid: uid === 0 ? 0 : this.gidOf(uid), acl: [], content };
     this.files.set(path === "" ? "/" : path, n);
     return n;
+  }
+
+  /** An IPC object as `uid` makes one (ipcmk); its id. */
+  makeIpc(kind: "shm" | "msg" | "sem", uid: number): number {
+    const id = this.ipc.length === 0 ? 0 : Math.max(...this.ipc.map((o) => o.id)) + 1;
+    this.ipc.push({ kind, id, uid, cuid: uid });
+    return id;
   }
 
   private gidOf(uid: number): number {
@@ -141,6 +155,8 @@ export class FakeLinux {
       case "nft":
         return args[0] === "-j" ? this.nftList(args[4]!) : this.nftApply(argv, stdin);
       case "cat": {
+        const kind = /^\/proc\/sysvipc\/(shm|msg|sem)$/.exec(args[0]!)?.[1];
+        if (kind) return { stdout: this.sysvipc(kind as "shm" | "msg" | "sem") };
         const n = this.files.get(args[0]!);
         return n?.kind === "file" ? { stdout: n.content } : fail(1, `cat: ${args[0]}: No such file or directory`);
       }
@@ -207,7 +223,25 @@ export class FakeLinux {
         return ok;
       }
       case "find":
-        return this.find(args);
+        return this.find(args, 0);
+      case "unshare": {
+        // Only the message-queue sweep: a mount namespace of its own, the queues of a uid deleted.
+        const i = args.indexOf("-c");
+        if (args[i + 1] !== MQUEUE_SCRIPT) return fail(127, "fake linux: unshare: not modelled");
+        if (!this.files.has(args[i + 3]!)) return fail(32, `mount: ${args[i + 3]}: mount point does not exist`);
+        const uid = Number(args[i + 4]);
+        for (let k = this.mqueues.length - 1; k >= 0; k--) if (this.mqueues[k]!.uid === uid) this.mqueues.splice(k, 1);
+        this.change(argv);
+        return ok;
+      }
+      case "ipcrm": {
+        const kind = ({ "-m": "shm", "-q": "msg", "-s": "sem" } as const)[args[0] as "-m" | "-q" | "-s"];
+        const i = this.ipc.findIndex((o) => o.kind === kind && o.id === Number(args[1]));
+        if (i < 0) return fail(1, `ipcrm: invalid id (${args[1]})`);
+        this.ipc.splice(i, 1);
+        this.change(argv);
+        return ok;
+      }
       default:
         return fail(127, `fake linux: ${cmd}: command not modelled`);
     }
@@ -219,7 +253,18 @@ export class FakeLinux {
     return p;
   }
 
-  private asUser(uid: number, argv: readonly string[]): Reply {
+  private asUser(uid: number, argv0: readonly string[]): Reply {
+    // `env -i VAR=… cmd …`: the command, with an environment of its own (nothing here reads it).
+    let argv = argv0;
+    if (argv[0] === "env" && argv[1] === "-i") {
+      argv = argv.slice(2);
+      while (argv.length > 0 && /^[A-Z_]+=/.test(argv[0]!)) argv = argv.slice(1);
+    }
+    if (argv[0] === "find") {
+      const r = this.find(argv.slice(1), uid);
+      if (argv.includes("-delete") || argv.includes("-exec")) this.change(["setpriv", `--reuid=${uid}`, ...argv]);
+      return r;
+    }
     if (argv[0] === "sh" && argv[2] === ENSURE_LIST) {
       // The host user makes its objects' list of alternates when it is missing (in a dir it owns).
       const info = `${argv[4]}/info`;
@@ -253,6 +298,7 @@ export class FakeLinux {
   }
 
   private getent(args: readonly string[]): Reply {
+    if (args[0] === "group" && args.length === 1) return { stdout: [...this.groups].map(([n, g]) => `${n}:x:${g}:\n`).join("") };
     if (args[0] === "group") {
       const gid = this.groups.get(args[1]!);
       return gid === undefined ? { exitCode: 2 } : { stdout: `${args[1]}:x:${gid}:\n` };
@@ -269,12 +315,19 @@ export class FakeLinux {
     const opt = (k: string) => args[args.indexOf(k) + 1]!;
     if (this.accounts.has(name)) return fail(9, `useradd: user '${name}' already exists`);
     if (name.length > 32) return fail(3, `useradd: invalid user name '${name}'`);
-    // System accounts: the highest free id below 1000, as shadow-utils picks them.
+    // System accounts: the highest free id below 1000, as shadow-utils picks them, unless --uid names one (exit 4 when
+    // an account has it). The user group gets the same id when no group has it.
     const used = new Set([...this.accounts.values()].map((a) => a.uid));
     let uid = 999;
-    while (used.has(uid)) uid--;
-    this.accounts.set(name, { name, uid, gid: uid, gecos: opt("--comment"), home: opt("--home-dir"), shell: opt("--shell") });
-    this.groups.set(name, uid);
+    if (args.includes("--uid")) {
+      uid = Number(opt("--uid"));
+      if (used.has(uid)) return fail(4, `useradd: UID ${uid} is not unique`);
+    } else while (used.has(uid)) uid--;
+    const gids = new Set(this.groups.values());
+    let gid = uid;
+    while (gids.has(gid)) gid--;
+    this.accounts.set(name, { name, uid, gid, gecos: opt("--comment"), home: opt("--home-dir"), shell: opt("--shell") });
+    this.groups.set(name, gid);
     this.change(argv);
     return ok;
   }
@@ -382,18 +435,74 @@ export class FakeLinux {
     return ok;
   }
 
-  private find(args: readonly string[]): Reply {
-    const dirs = args.slice(0, args.indexOf("-mindepth"));
+  /**
+   * find as `actor`: start points, then `-mindepth`/`-maxdepth`, `-xdev` (one filesystem here), tests (`-uid`, `-gid`
+   * joined by `-o` in parentheses, `-type d`, `! -perm -u=rwx`) and one action (`-printf` with %h %f %p %U %G, `-delete`,
+   * `-exec chmod u+rwx {} ;`). It enters a dir only when the actor may read and search it, as the kernel says.
+   */
+  private find(args: readonly string[], actor: number): Reply {
+    let k = 0;
+    const starts: string[] = [];
+    while (k < args.length && !args[k]!.startsWith("-") && args[k] !== "(" && args[k] !== "!") starts.push(args[k++]!);
+    const rest = args.slice(k);
+    const num = (flag: string) => (rest.includes(flag) ? Number(rest[rest.indexOf(flag) + 1]) : undefined);
+    const [minDepth, maxDepth] = [num("-mindepth") ?? 0, num("-maxdepth") ?? Infinity];
+    const uids = rest.flatMap((a, i) => (a === "-uid" ? [Number(rest[i + 1])] : []));
+    const gids = rest.flatMap((a, i) => (a === "-gid" ? [Number(rest[i + 1])] : []));
+    const onlyDirs = rest.includes("-type");
+    const notFullPerm = rest.includes("-perm");
+    const printf = rest.includes("-printf") ? rest[rest.indexOf("-printf") + 1]! : null;
+    const matches = (n: Node) =>
+      (uids.length + gids.length === 0 || uids.includes(n.uid) || gids.includes(n.gid)) && (!onlyDirs || n.kind === "dir") && (!notFullPerm || (n.mode & 0o700) !== 0o700);
+    const may = (n: Node, bits: number) => actor === 0 || (n.uid === actor ? (n.mode >> 6) & bits : n.mode & bits) === bits;
     let missing = false;
     const out: string[] = [];
-    for (const d of dirs) {
+    const found: string[] = [];
+    const walk = (p: string, depth: number) => {
+      const n = this.files.get(p)!;
+      if (depth >= minDepth && matches(n)) {
+        found.push(p);
+        if (rest.includes("-exec") && n.uid === actor) n.mode |= 0o700; // chmod u+rwx, at once: find goes on into it
+      }
+      if (n.kind !== "dir" || depth >= maxDepth || !may(n, 0o5)) return;
+      for (const c of this.children(p).sort()) walk(c, depth + 1);
+    };
+    for (const d of starts) {
       if (!this.files.has(d)) {
         missing = true;
         continue;
       }
-      for (const c of this.children(d)) out.push(`${d} ${c.slice(d.length + 1)}\n`);
+      walk(d, 0);
     }
-    return { exitCode: missing ? 1 : 0, stdout: out.join("") };
+    if (printf !== null) {
+      for (const p of found) {
+        const n = this.files.get(p)!;
+        out.push(printf.replace("%h", parentOf(p)).replace("%f", p.slice(p.lastIndexOf("/") + 1)).replace("%p", p).replace("%U", String(n.uid)).replace("%G", String(n.gid)).replace("\\n", "\n"));
+      }
+    }
+    let failed = missing;
+    if (rest.includes("-delete")) {
+      // Deepest first; a dir goes only once empty, and only where the actor may write its parent (sticky: its own).
+      for (const p of found.sort((a, b) => b.length - a.length)) {
+        const n = this.files.get(p)!;
+        const dir = this.files.get(parentOf(p))!;
+        const sticky = (dir.mode & 0o1000) !== 0;
+        const allowed = actor === 0 || (may(dir, 0o3) && (!sticky || n.uid === actor || dir.uid === actor));
+        if (!allowed || (n.kind === "dir" && this.children(p).length > 0)) {
+          failed = true;
+          continue;
+        }
+        this.files.delete(p);
+      }
+    }
+    return { exitCode: failed ? 1 : 0, stdout: out.join("") };
+  }
+
+  /** `/proc/sysvipc/<kind>` as the kernel prints it (the columns sbx reads). */
+  private sysvipc(kind: "shm" | "msg" | "sem"): string {
+    const id = { shm: "shmid", msg: "msqid", sem: "semid" }[kind];
+    const rows = this.ipc.filter((o) => o.kind === kind).map((o) => `0 ${o.id} 600 ${o.uid} ${o.uid} ${o.cuid} ${o.cuid}`);
+    return [`key ${id} perms uid gid cuid cgid`, ...rows].join("\n") + "\n";
   }
 
   // ── nftables: one table modelled, every `nft -f` one transaction ──

@@ -1,10 +1,10 @@
 // A small model of a Mac's accounts, files, ACLs and pf, answering MacosBackend's commands through FakeExec.
 import { createHash } from "node:crypto";
-import type { SandboxSpec } from "../../src/drivers/backend";
-import { MacosBackend } from "../../src/drivers/macos/backend";
+import type { SandboxSpec } from "../../src/core/spec";
+import { MacosBackend, type MacosBackendConfig } from "../../src/drivers/macos/backend";
 import { directRoot, type RootContext } from "../../src/drivers/macos/privileged";
 import type { UserIdentity } from "../../src/drivers/user-account";
-import { sandboxEnv } from "../../src/sandboxes/env";
+import { sandboxEnv } from "../../src/drivers/env";
 import type { Exec } from "../../src/sys/exec";
 import type { Paths } from "../../src/sys/paths";
 import { FakeExec, type Reply } from "./exec";
@@ -146,7 +146,8 @@ export class FakeMac {
     };
   }
 
-  backend(secret = () => "s3cret-for-test"): MacosBackend {
+  /** The macOS backend on this fake Mac; `watching` sets how its watchers run (their child, their timer). */
+  backend(secret = () => "s3cret-for-test", watching: Pick<MacosBackendConfig, "spawnLines" | "pfWatchMs"> = {}): MacosBackend {
     const ctx: RootContext = { ...macRootContext(HOST), secret };
     return new MacosBackend({
       exec: this.exec,
@@ -155,6 +156,7 @@ export class FakeMac {
       runtimeDir: "/tmp/sbx-501",
       runtime: "/usr/local/libexec/sbx/bun",
       shimDir: "/usr/local/libexec/sbx/shims",
+      ...watching,
     });
   }
 

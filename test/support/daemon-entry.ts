@@ -1,8 +1,10 @@
-// Test-only daemon entry: the real daemon with the file-backed fake backend and socket guards (never used by sbx itself).
+// Test-only daemon entry: the real daemon with the fake kind's driver over a file-backed backend, and socket guards (never used by sbx itself).
 import { toSbxError } from "../../src/core/errors";
 import { proxyGuard } from "../../src/guards/proxy";
 import { runDaemonForeground } from "../../src/daemon/main";
 import { processEnv } from "../../src/sys/env";
+import { selfUser } from "../../src/sys/host-user";
+import { FakeDriver } from "../fakes/driver";
 import { FileBackend } from "./daemon-file-backend";
 import { socketGuard } from "./daemon-socket-guard";
 
@@ -25,7 +27,8 @@ try {
     // Desktop notifications only when a test asks (it puts a fake notify-send on PATH).
     notifications: modes.includes("notify"),
     components: (deps) => ({
-      backends: { fake: new FileBackend(stateFile) },
+      drivers: { fake: new FakeDriver("fake", deps.exec, deps.paths, selfUser(deps.env), new FileBackend(stateFile)) },
+      defaultKind: "fake",
       // real-proxy: the production egress proxy guard, publishing to the daemon's feed (names: see testResolve).
       guards: [
         realProxy ? proxyGuard({ resolve: testResolve, publish: deps.events.publish }) : socketGuard("proxy", controlDir),

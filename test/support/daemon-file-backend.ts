@@ -1,6 +1,7 @@
 // Test-only Backend whose "system" is a JSON file, so a daemon subprocess and the test agree on what exists (and the test can make them disagree).
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../src/drivers/backend";
+import type { Backend } from "../../src/drivers/backend";
+import type { Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../src/core/spec";
 
 export interface FileEntry {
   id: string;

@@ -4,10 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { DaemonClient } from "../../src/client/client";
-import { defaultSpecBuilder } from "../../src/daemon/spec";
+import { sandboxId } from "../../src/drivers/identity";
+import type { SandboxView } from "../../src/daemon/protocol";
 import { Store } from "../../src/store/store";
 import { readEnv } from "../../src/sys/env";
-import { pathsFor, type Paths } from "../../src/sys/paths";
+import { pathsFor, sandboxDir, type Paths } from "../../src/sys/paths";
 import { readState, writeState } from "./daemon-file-backend";
 
 export const ROOT = join(import.meta.dir, "..", "..");
@@ -127,13 +128,22 @@ export function lockPid(w: World): number | null {
  */
 export function seedSandbox(w: World, name: string, phase?: "running" | "stopped", repo = "/r"): string {
   const store = w.store();
-  const sb = store.findSandbox(repo, name) ?? store.createSandbox({ name, repo, backend: "fake" });
-  const spec = defaultSpecBuilder(readEnv({ vars: w.env, uid: process.getuid!(), gid: process.getgid!(), platform: process.platform }), w.paths)(sb);
-  mkdirSync(spec.dir, { recursive: true });
+  const id = sandboxId(w.paths.sandboxRoot, repo, name);
+  const dir = sandboxDir(w.paths, repo, name);
+  if (!store.findSandbox(repo, name)) store.createSandbox({ name, repo, backend: "fake", identity: { id, dir } });
+  mkdirSync(dir, { recursive: true });
   if (phase) {
     const s = readState(w.stateFile);
-    s.entries[spec.id] = { id: spec.id, name, repo, phase };
+    s.entries[id] = { id, name, repo, phase };
     writeState(w.stateFile, s);
   }
-  return spec.id;
+  return id;
+}
+
+/** Starts a sandbox the way every command does (POST /v1/lifecycle/start, from outside any repo), and answers the daemon's view of it. */
+export async function startSandbox(w: World, name: string): Promise<SandboxView> {
+  await w.client.lifecycle("start", { name, cwd: w.root }, { log() {} });
+  const view = (await w.client.sandboxes()).sandboxes.find((s) => s.name === name);
+  if (!view) throw new Error(`sandbox ${name} is not listed after its start`);
+  return view;
 }

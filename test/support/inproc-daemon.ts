@@ -3,13 +3,12 @@
 // given Exec) and the policy service, over an in-memory fake backend.
 import { mkdirSync } from "node:fs";
 import { createApp } from "../../src/daemon/app";
-import { Controller } from "../../src/daemon/controller";
-import { silentLogger } from "../../src/daemon/log";
+import { GuardHost } from "../../src/daemon/guard-host";
+import { daemonHost } from "../../src/daemon/host";
+import { silentLogger } from "../../src/sys/log";
 import { API_VERSION } from "../../src/daemon/protocol";
 import { serveControl, type ControlServer } from "../../src/daemon/server";
 import { SessionManager } from "../../src/daemon/sessions";
-import { defaultSpecBuilder } from "../../src/daemon/spec";
-import { controllerSupervisor } from "../../src/daemon/supervisor";
 import { PolicyService } from "../../src/policy/service";
 import type { BackendKind } from "../../src/core/schemas";
 import type { Driver } from "../../src/drivers/driver";
@@ -17,9 +16,10 @@ import { SandboxService, type DriverTable } from "../../src/sandboxes/service";
 import { Store } from "../../src/store/store";
 import { readEnv } from "../../src/sys/env";
 import type { Exec } from "../../src/sys/exec";
+import { selfUser } from "../../src/sys/host-user";
 import { pathsFor } from "../../src/sys/paths";
 import type { FeedEvent } from "../../src/events/feed";
-import { FakeBackend } from "../fakes/backend";
+import { FakeDriver } from "../fakes/driver";
 
 export interface InprocDaemon {
   store: Store;
@@ -36,34 +36,22 @@ export function serveInprocDaemon(vars: Record<string, string | undefined>, exec
   mkdirSync(paths.runtimeDir, { recursive: true, mode: 0o700 });
   const store = new Store(paths.dbFile);
   const events: FeedEvent[] = [];
-  // As the daemon composes them: each driver's backend registered, its spec and its bring-up the service's.
-  const drivers = opts.drivers ?? {};
+  // As the daemon composes them (daemon.ts): the one service over the drivers, the daemon's guards (none here) and
+  // sessions as its host. A row a test puts in the store by hand is of the fake kind, which runs on an in-memory backend.
+  const drivers: Partial<Record<BackendKind, Driver>> = { fake: new FakeDriver("fake", exec, paths, selfUser(env)), ...(opts.drivers ?? {}) };
   const table: DriverTable = Object.fromEntries(Object.entries(drivers).map(([k, d]) => [k, () => d]));
-  const service = new SandboxService({ exec, env, paths, store, drivers: table, defaultKind: "docker", log: () => {} });
-  const fallback = defaultSpecBuilder(env, paths);
-  const controller = new Controller({
-    store,
-    backends: { fake: new FakeBackend(), ...Object.fromEntries(Object.entries(drivers).map(([k, d]) => [k, d.backend])) },
-    guards: [],
-    exec,
-    paths,
-    log: silentLogger,
-    specFor: (row) => drivers[row.backend]?.spec(row) ?? fallback(row),
-    bringUp: async (row, spec, backend) => {
-      if (drivers[row.backend]) return service.ensureRunning(row);
-      await backend.apply(spec);
-      return spec;
-    },
-  });
-  const sessions = new SessionManager({ controller, exec, store, log: silentLogger });
+  const guards = new GuardHost({ store, guards: [], exec, paths, log: silentLogger });
+  let service!: SandboxService;
+  const sessions = new SessionManager({ sandboxes: { resolve: (n, q) => service.resolve(n, q), terminalArgv: (r, q) => service.terminalArgv(r, q) }, guards, exec, store, log: silentLogger });
+  service = new SandboxService({ exec, env, paths, store, drivers: table, defaultKind: "docker", log: () => {}, host: daemonHost(guards, sessions) });
   const app = createApp({
-    controller,
+    guards,
     sessions,
     store,
     log: silentLogger,
-    backends: ["fake"],
+    backends: Object.keys(drivers),
     health: () => ({ ok: true, api: API_VERSION, pid: process.pid, version: "test", startedAt: 1, socket: paths.controlSocket }),
-    service: service.withSupervisor(controllerSupervisor(controller, sessions)),
+    service,
     policy: new PolicyService({ store, publish: (e) => void events.push(e) }),
     user: env.userName,
     paths,
@@ -75,7 +63,7 @@ export function serveInprocDaemon(vars: Record<string, string | undefined>, exec
     async stop() {
       await server.stop();
       await sessions.closeAll();
-      await controller.close();
+      await guards.close();
       store.close();
     },
   };

@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { HostUser } from "../../src/drivers/backend";
+import type { HostUser } from "../../src/core/spec";
 import { Store } from "../../src/store/store";
 import { readEnv, type Env } from "../../src/sys/env";
 import { createExec, type Exec } from "../../src/sys/exec";

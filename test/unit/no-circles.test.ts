@@ -1,7 +1,9 @@
-// The house has no circles: no chain of (runtime) imports between the directories of src/ leads back to where it
-// started, so each one can be read, tested and replaced from its dependencies up. Type-only imports are not counted.
+// The house has no circles: no chain of imports between the directories of src/, nor between its files, leads back to
+// where it started, so each one can be read, tested and replaced from its dependencies up. Type-only imports and
+// re-exports count: a type that two files need from each other belongs in a third.
 import { expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 
 const SRC = resolve(import.meta.dir, "../../src");
@@ -13,28 +15,36 @@ function tsFiles(d: string): string[] {
   });
 }
 
-/** Directory → the directories its files import at run time (static imports and `await import()`, not `import type`). */
-function graph(): Map<string, Map<string, string>> {
-  const dirOf = (f: string) => relative(SRC, f).split("/")[0]!;
+/** Every relative import of a file (`import`, `import type`, `export … from`, `await import()`), resolved to a file. */
+function importsOf(f: string): string[] {
+  const text = readFileSync(f, "utf8");
+  const specs = [
+    ...[...text.matchAll(/^(?:import|export)\s+[^;]*?from\s+["'](\.[^"']+)["']/gm)].map((m) => m[1]!),
+    ...[...text.matchAll(/import\(\s*["'](\.[^"']+)["']\s*\)/g)].map((m) => m[1]!),
+  ];
+  return specs.flatMap((spec) => {
+    const p = resolve(dirname(f), spec);
+    const t = [p, `${p}.ts`, join(p, "index.ts")].find((c) => existsSync(c) && statSync(c).isFile());
+    return t ? [t] : [];
+  });
+}
+
+/** `key` of each file → the keys of what it imports (a file's dir, or the file itself), each edge with the import that makes it. */
+function graph(key: (file: string) => string): Map<string, Map<string, string>> {
   const g = new Map<string, Map<string, string>>();
   for (const f of tsFiles(SRC)) {
-    const text = readFileSync(f, "utf8");
-    const specs = [
-      ...[...text.matchAll(/^import\s+(?!type\b)[^;]*?from\s+["'](\.[^"']+)["']/gm)].map((m) => m[1]!),
-      ...[...text.matchAll(/import\(\s*["'](\.[^"']+)["']\s*\)/g)].map((m) => m[1]!),
-    ];
-    for (const spec of specs) {
-      const p = resolve(dirname(f), spec);
-      const t = [p, `${p}.ts`, join(p, "index.ts")].find((c) => existsSync(c) && statSync(c).isFile());
-      if (!t) continue;
-      const [a, b] = [dirOf(f), dirOf(t)];
-      if (a === b || a.endsWith(".ts") || b.endsWith(".ts")) continue;
+    for (const t of importsOf(f)) {
+      const [a, b] = [key(f), key(t)];
+      if (a === b || a.endsWith(".ts") !== b.endsWith(".ts")) continue;
       if (!g.has(a)) g.set(a, new Map());
       if (!g.get(a)!.has(b)) g.get(a)!.set(b, `${relative(SRC, f)} → ${relative(SRC, t)}`);
     }
   }
   return g;
 }
+
+const dirOf = (f: string) => relative(SRC, f).split("/")[0]!;
+const fileOf = (f: string) => relative(SRC, f);
 
 /** Every cycle, each as the chain of imports that makes it. */
 function cycles(g: Map<string, Map<string, string>>): string[] {
@@ -57,8 +67,12 @@ function cycles(g: Map<string, Map<string, string>>): string[] {
   return found;
 }
 
-test("no circle between the directories of src/", () => {
-  expect(cycles(graph())).toEqual([]);
+test("no circle between the directories of src/, types included", () => {
+  expect(cycles(graph(dirOf))).toEqual([]);
+});
+
+test("no circle between the files of src/, types included", () => {
+  expect(cycles(graph(fileOf))).toEqual([]);
 });
 
 test("the check sees a circle when there is one", () => {
@@ -67,4 +81,16 @@ test("the check sees a circle when there is one", () => {
     ["b", new Map([["a", "b/y.ts → a/z.ts"]])],
   ]);
   expect(cycles(g)).toEqual(["a/x.ts → b/y.ts  ⟶  b/y.ts → a/z.ts"]);
+});
+
+test("a type-only import and a re-export are edges too (the doctor's Check, the staged clone's type once made circles)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "sbx-circles-"));
+  try {
+    writeFileSync(join(dir, "a.ts"), 'import type { B } from "./b";\nexport type A = B;\n');
+    writeFileSync(join(dir, "b.ts"), 'export type { A as B } from "./a";\n');
+    expect(importsOf(join(dir, "a.ts"))).toEqual([join(dir, "b.ts")]);
+    expect(importsOf(join(dir, "b.ts"))).toEqual([join(dir, "a.ts")]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { SbxError } from "../../core/errors";
 import type { BackendKind } from "../../core/schemas";
-import { userBackendKind } from "../../core/backend-kind";
+import { defaultKind, KIND_OPTIONS, KINDS, kindOfFlag } from "../../core/backend-kind";
 import type { Exec } from "../../sys/exec";
 import type { Paths } from "../../sys/paths";
 import type { StagedClone } from "../../workspace/staged-clone";
@@ -47,33 +47,17 @@ export const LIMIT_OPTIONS = [
 ] as const;
 
 /**
- * `--backend`: docker or a user-account backend (`user` is this OS's); the Docker-only options make no sense with the
- * latter. Without the flag: docker on Linux, the hidden-account backend on macOS (Docker Desktop cannot keep the
- * user's uid and paths).
+ * `--backend`: docker or a user-account kind (`user` is this OS's); an option the kind does not take is refused
+ * (core/backend-kind.ts says which take which). Without the flag: docker on Linux, the hidden-account kind on macOS.
  */
 export function backendFlag(opts: Record<string, unknown>, platform: NodeJS.Platform): BackendKind {
-  const b = opts.backend === undefined ? (platform === "darwin" ? "macos" : "docker") : String(opts.backend);
-  if (opts.allowWeaker === true && (b === "docker" || platform !== "linux")) {
-    throw new SbxError("usage", "--allow-weaker applies to --backend user on Linux", { hint: "Drop it: Docker sandboxes (and macOS accounts) are confined without Landlock." });
-  }
-  if (b === "docker") return "docker";
-  const dockerOnly = [
-    ["rebuild", opts.rebuild === true],
-    ["overlay", Array.isArray(opts.overlay) && opts.overlay.length > 0],
-    ["claude-auth", opts.claudeAuth !== undefined],
-    ["expose-credentials", opts.exposeCredentials === true],
-    ["dockerfile", opts.dockerfile !== undefined],
-    ["context", opts.context !== undefined],
-    ["image", opts.image !== undefined],
-    ["port", Array.isArray(opts.port) && opts.port.length > 0],
-  ] as const;
-  const bad = dockerOnly.find(([, set]) => set);
+  const named = opts.backend === undefined ? undefined : String(opts.backend);
+  const kind = named === undefined ? defaultKind(platform) : kindOfFlag(platform, named);
+  const bad = KIND_OPTIONS.find((o) => o.set(opts) && !KINDS[kind].options.includes(o.flag));
   if (bad) {
-    throw new SbxError("usage", `--${bad[0]} applies to Docker sandboxes, not --backend ${b}${opts.backend === undefined ? " (the default here)" : ""}`, {
-      hint: `Drop --${bad[0]}, or use --backend docker.`,
-    });
+    throw new SbxError("usage", `--${bad.flag} applies to ${bad.takenBy}, not --backend ${named ?? kind}${named === undefined ? " (the default here)" : ""}`, { hint: bad.hint });
   }
-  return userBackendKind(platform, b);
+  return kind;
 }
 
 /** A clone started ahead for a new sandbox `name` of the repo around cwd, or null (bad name, no repo found cheaply, the sandbox dir exists). */
@@ -107,9 +91,9 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (ADDRESS:HOST:PORT for another address; repeatable; later: sbx port)", collect, [])
     .option("--allow-weaker", "--backend user on Linux: create it even though this kernel's Landlock cannot scope abstract sockets and signals (sbx doctor)")
     .option("--no-transparent", "no transparent path: no DNS stub and no 80/443 carried to the proxy; only clients that honour the proxy variables get out (config: transparent)")
-    .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes (default: the sandbox starts from the last commit)")
+    .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes, and into the image's build context (default: the sandbox and its image start from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
-    .option("--context <dir>", "the build context (default: the repo; its Dockerfile when --dockerfile is not given)")
+    .option("--context <dir>", "the build context, a dir of the repo: what its last commit holds there (default: the repo; its Dockerfile when --dockerfile is not given)")
     .option("--image <ref>", "use this local image as it is, no build (sbx pulls nothing; it runs as you either way)")
     .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
     .option(
@@ -135,8 +119,8 @@ export const create: Verb = {
     const name = args[0] ?? "";
     const backend = backendFlag(opts, ctx.env.platform);
     // The clone (create's slowest step) starts before sbx even reaches the daemon, which moves it into place under
-    // the create's lock, or removes it. Only for a new Docker sandbox of a repo found at once.
-    const staged = backend === "docker" ? await stageIfNew(ctx, name, opts.repo as string | undefined) : null;
+    // the create's lock, or removes it. Only for a new sandbox of a kind whose clone the host makes, of a repo found at once.
+    const staged = KINDS[backend].stagesClone ? await stageIfNew(ctx, name, opts.repo as string | undefined) : null;
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
     const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
     // The daemon makes it (clone, image, guards, container), its build output on this terminal as it comes.
@@ -167,8 +151,7 @@ export const create: Verb = {
       ctx.render.json({ ...sandbox, state: stateOfView({ state: sandbox.state, phase: "running" }) });
     }
     else {
-      const kind = sandbox.backend === "docker" ? "" : ` (${sandbox.backend})`;
-      ctx.render.out(`created sandbox ${sandbox.name}${kind} for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
+      ctx.render.out(`created sandbox ${sandbox.name}${KINDS[sandbox.backend].label} for ${sandbox.repo}; enter it with: sbx shell ${sandbox.name}`);
     }
     return 0;
   },

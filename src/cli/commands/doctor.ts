@@ -4,10 +4,11 @@ import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import type { CheckStatus } from "../../doctor/doctor";
 import { ExitCode } from "../../core/errors";
+import type { BackendKind } from "../../core/schemas";
 import type { Verb } from "../verb";
 
 /** Live sandboxes (name, backend, repo); none when no state exists yet (doctor creates no database). */
-async function liveSandboxes(dbFile: string): Promise<{ name: string; backend: string; repo: string }[]> {
+async function liveSandboxes(dbFile: string): Promise<{ name: string; backend: BackendKind; repo: string }[]> {
   if (!existsSync(dbFile)) return [];
   const { Store } = await import("../../store/store");
   const store = new Store(dbFile);
@@ -46,6 +47,7 @@ export const doctor: Verb = {
   async run(ctx, _args, opts) {
     const { runDoctor } = await import("../../doctor/doctor");
     const { readSecrets, secretsFile } = await import("../../secrets/store");
+    const { KINDS } = await import("../../core/backend-kind");
     const sandboxes = await liveSandboxes(ctx.paths.dbFile);
     const mac = ctx.env.platform === "darwin";
     const checks = await runDoctor({
@@ -57,7 +59,7 @@ export const doctor: Verb = {
       secrets: readSecrets(secretsFile(ctx.paths.configDir)),
       ...(mac
         ? {
-            macosRepos: [...sandboxes.filter((s) => s.backend === "macos").map((s) => ({ path: s.repo, what: `sandbox ${s.name}` })), { path: repoAround(ctx.cwd), what: "this repo" }],
+            macosRepos: [...sandboxes.filter((s) => KINDS[s.backend].privacyProtectedRepo).map((s) => ({ path: s.repo, what: `sandbox ${s.name}` })), { path: repoAround(ctx.cwd), what: "this repo" }],
             daemonProgram: await daemonProgram(),
           }
         : {}),

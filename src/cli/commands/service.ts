@@ -28,7 +28,7 @@ export const service: Verb = {
   async run(ctx, args, opts) {
     const action = args[0];
     const { defaultDaemonArgv } = await import("../../client/autostart");
-    const svc = await import("../../service/service");
+    const svc = await import("../../os-service/service");
     const deps = {
       env: ctx.env,
       paths: ctx.paths,
@@ -76,13 +76,14 @@ export const service: Verb = {
   },
 };
 
-/** The root kit removes macOS sandboxes (their accounts, anchors): it stays while any is left. */
+/** The root kit removes the sandboxes whose root work it does (macOS accounts, anchors): it stays while any is left. */
 export async function refuseWhileMacosSandboxes(ctx: { paths: { dbFile: string } }): Promise<void> {
   const [{ Store }, { existsSync }] = await Promise.all([import("../../store/store"), import("node:fs")]);
   if (!existsSync(ctx.paths.dbFile)) return; // no state, no sandboxes (and no database made here)
   const store = new Store(ctx.paths.dbFile);
   try {
-    const left = store.listSandboxes().filter((s) => s.backend === "macos");
+    const { KINDS } = await import("../../core/backend-kind");
+    const left = store.listSandboxes().filter((s) => KINDS[s.backend].rootKit);
     if (left.length === 0) return;
     throw new SbxError("conflict", `${left.length} macOS sandbox(es) still exist (${left.map((s) => s.name).join(", ")}): removing them needs the root helper this would uninstall`, {
       hint: `Remove them first (\`sbx rm ${left[0]!.name}\`), then run \`sbx service uninstall\` again.`,

@@ -1,7 +1,7 @@
 // Render half of the Docker backend: pure functions from a SandboxSpec to docker argv, labels, overlay options and seed entries.
 import { createHash } from "node:crypto";
 import { basename, dirname, join, posix } from "node:path";
-import type { SandboxSpec, ShellRequest } from "../backend";
+import type { SandboxSpec, ShellRequest } from "../../core/spec";
 import { sandboxLayout } from "../../workspace/layout";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "../../core/tar";
@@ -149,31 +149,27 @@ export interface OverlayPlan {
   /** The host dir overlaid, and the path it appears at inside (the same). */
   target: string;
   volume: string;
-  /** The host dir itself, or an empty dir in the sandbox dir when the host has none. */
+  /**
+   * The view sbx builds of the host dir for each new container (secrets/copy-in.ts: scanned, every hit removed, no
+   * link followed, bounded), never the host dir itself: what the host's dir holds later reaches a sandbox only through
+   * the next build, and its scan.
+   */
   lower: string;
   upper: string;
   work: string;
-  /** Where the empty stand-in lower dir lives (made only when the host dir is missing). */
-  empty: string;
-  hostExists: boolean;
 }
 
-/**
- * Pure: where one overlaid dir's volume and upper/work dirs live. `hostExists` is the caller's stat of `target`; `view`
- * a dir sbx filled with what of `target` may be seen (~/.claude), used as the lower dir instead of the host's.
- */
-export function overlayPlan(spec: Pick<SandboxSpec, "id" | "dir">, target: string, hostExists: boolean, view?: string): OverlayPlan {
+/** Pure: where one overlaid dir's volume, view (its lower dir) and upper/work dirs live, all in the sandbox dir. */
+export function overlayPlan(spec: Pick<SandboxSpec, "id" | "dir">, target: string): OverlayPlan {
   const slug = `${basename(target).replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "") || "dir"}-${short(target)}`;
   const base = join(sandboxLayout(spec.dir).overlays, slug);
-  const empty = join(base, "empty");
   return {
     target,
-    volume: `sbx-${spec.id}-ov-${short(target)}`,
-    lower: view ?? (hostExists ? target : empty),
+    // `vw`: a view for its lower dir (volumes made before views, `ov`, name the host dir, and are not reused).
+    volume: `sbx-${spec.id}-vw-${short(target)}`,
+    lower: join(base, "view"),
     upper: join(base, "upper"),
     work: join(base, "work"),
-    empty,
-    hostExists,
   };
 }
 

@@ -1,11 +1,13 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { sandboxClaudeJson } from "../../core/claude-json";
+import { claudeJsonView } from "../../core/claude-json";
+import { CopyIn, findingLines, type Scanned } from "../../secrets/copy-in";
 import { fillClaudeView } from "./claude-view";
 import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
-import type { Backend, Change, CleanupReport, DockerOptions, Observed, Phase, SandboxSpec, ShellRequest } from "../backend";
+import type { Backend } from "../backend";
+import type { Change, CleanupReport, DockerOptions, Observed, Phase, SandboxSpec, ShellRequest } from "../../core/spec";
 import {
   FORWARDER_READY,
   LABEL,
@@ -42,6 +44,11 @@ export interface DockerBackendOptions {
   sandboxRoot: string;
   /** Host paths of the Bun binary and shims dir mounted read-only into every sandbox (default: this process's Bun, this checkout's shims/). */
   runtime?: RuntimeSources;
+  /**
+   * The host's secrets by name, read when a container is made (llm/keys.ts hostSecretsByName): the copy-in scan looks
+   * for each in every form. Unset: the driver gives its own (useHostSecrets); until then only secret shapes are found.
+   */
+  hostSecrets?: () => Readonly<Record<string, string>>;
   /** The host's agent cache (src/agents/cache.ts), mounted read-only into every new container; unset: none. */
   agentsDir?: string;
   /** How long to wait for the in-sandbox forwarder to listen after a start (default 10 s). */
@@ -96,11 +103,6 @@ export function writeShellProfiles(spec: Pick<SandboxSpec, "dir">): void {
   chmodSync(lay.alternatesMask, 0o444);
 }
 
-/** Where a sandbox's view of ~/.claude is made (the lower dir of its ~/.claude overlay). */
-export function claudeViewDir(spec: Pick<SandboxSpec, "dir">): string {
-  return join(sandboxLayout(spec.dir).overlays, "claude-view");
-}
-
 /**
  * The host objects' `info/alternates` exists (empty when the repo has none): the mask is mounted over it, and a mount
  * point inside a read-only mount cannot be made. Opened for append, so a list that is there stays as it is.
@@ -148,6 +150,9 @@ export class DockerBackend implements Backend {
   /** Every call to the engine goes through here. */
   readonly engine: Engine;
   private runtimeCache: RuntimeSources | undefined;
+  private hostSecretsOf: (() => Readonly<Record<string, string>>) | undefined;
+  /** What each sandbox's last container build removed or left out, until the driver tells the person (takeNotes). */
+  private readonly notes = new Map<string, string[]>();
   constructor(
     exec: Exec,
     private readonly opts: DockerBackendOptions,
@@ -155,6 +160,45 @@ export class DockerBackend implements Backend {
     this.root = rootLabel(opts.sandboxRoot);
     this.runtimeCache = opts.runtime;
     this.engine = opts.engine ?? new DockerEngine(exec, opts.apiSocket);
+    this.hostSecretsOf = opts.hostSecrets;
+  }
+
+  /** Where the copy-in scan reads the host's secrets, unless the backend was given its own. */
+  useHostSecrets(f: () => Readonly<Record<string, string>>): void {
+    this.hostSecretsOf ??= f;
+  }
+
+  /** What the last container builds of this sandbox removed from what they copied in, or left out; said once. */
+  takeNotes(id: string): string[] {
+    const n = this.notes.get(id) ?? [];
+    this.notes.delete(id);
+    return n;
+  }
+
+  /** The door for one build: the host's secrets as they are now; with --expose-credentials, hits are said and kept. */
+  private copyIn(spec: SandboxSpec): CopyIn {
+    let values: Readonly<Record<string, string>> = {};
+    try {
+      values = this.hostSecretsOf?.() ?? {};
+    } catch {
+      /* unreadable secrets: shapes are still found */
+    }
+    return new CopyIn(values, { home: spec.hostUser.home, keep: dockerOptions(spec).exposeCredentials === true });
+  }
+
+  /** Keeps what a build's CopyIn found (and what its views left out) for the person, bounded. */
+  private note(spec: SandboxSpec, c: CopyIn, skipped: readonly string[] = []): void {
+    const out = this.notes.get(spec.id) ?? [];
+    const lines = findingLines(c.findings, c.count);
+    if (lines.length > 0) {
+      out.push(
+        c.keeps
+          ? `warning: --expose-credentials: the agent in ${spec.name} can read what holds a secret: ${lines.join("; ")}`
+          : `note: sbx left out of ${spec.name} what held a secret (the rest was copied in): ${lines.join("; ")}`,
+      );
+    }
+    if (skipped.length > 0) out.push(`note: not in ${spec.name}'s view of your files: ${skipped.slice(0, 6).join("; ")}${skipped.length > 6 ? `; and ${skipped.length - 6} more` : ""}`);
+    if (out.length > 0) this.notes.set(spec.id, out.slice(-8));
   }
 
   /** The engine's unix socket for API calls, when there is one. */
@@ -176,10 +220,27 @@ export class DockerBackend implements Backend {
     return image;
   }
 
-  /** Pure-ish: the overlay plans for a spec (stats each host dir). ~/.claude's lower dir is sbx's view of it. */
+  /** Pure: the overlay plans for a spec; each one's lower dir is the view sbx builds of the host dir. */
   overlayPlans(spec: SandboxSpec): OverlayPlan[] {
+    return [...new Set(spec.overlays)].map((t) => overlayPlan(spec, t));
+  }
+
+  /**
+   * Builds every overlay's view afresh through `c` (each new container: what the host has now, scanned now): of
+   * ~/.claude what a sandbox of this repo may see (claude-view.ts), of any other dir all of it. What was removed, and
+   * what was left out, is kept for the person.
+   */
+  private buildViews(spec: SandboxSpec, overlays: readonly OverlayPlan[], c: CopyIn): Scanned<string>[] {
     const claude = join(spec.hostUser.home, ".claude");
-    return [...new Set(spec.overlays)].map((t) => overlayPlan(spec, t, isDir(t), t === claude ? claudeViewDir(spec) : undefined));
+    const skipped: string[] = [];
+    const views: Scanned<string>[] = [];
+    for (const p of overlays) {
+      const r = p.target === claude ? fillClaudeView(c, p.target, p.lower, spec.repo, { login: dockerOptions(spec).claudeAuth === "overlay" }) : c.view(p.target, p.lower);
+      skipped.push(...r.skipped);
+      views.push(r.view);
+    }
+    this.note(spec, c, skipped);
+    return views;
   }
 
   /**
@@ -200,9 +261,8 @@ export class DockerBackend implements Backend {
     return (await this.ownContainer(spec)).status;
   }
 
-  /** Makes upper/work (and an empty lower when the host dir is missing) in the sandbox dir; never touches the real dir. */
-  private prepareOverlayDirs(p: OverlayPlan): void {
-    if (!p.hostExists) mkdirSync(p.empty, { recursive: true, mode: 0o755 });
+  /** Makes upper/work beside the overlay's view (its lower dir, built first); never touches the host's dir. */
+  private prepareOverlayDirs(p: OverlayPlan, _view: Scanned<string>): void {
     const mode = statSync(p.lower).mode & 0o7777;
     mkdirSync(p.upper, { recursive: true });
     chmodSync(p.upper, mode);
@@ -213,21 +273,24 @@ export class DockerBackend implements Backend {
    * A volume create of an existing name returns that volume unchanged (measured on 20.10, CLI and API), so no inspect
    * first. API: POST /volumes/create (engine socket); else runs: docker volume create --opt type=overlay …
    */
-  private async ensureVolume(spec: SandboxSpec, p: OverlayPlan): Promise<void> {
+  private async ensureVolume(spec: SandboxSpec, p: OverlayPlan, _view: Scanned<string>): Promise<void> {
     await this.engine.createVolume({ argv: overlayVolumeCreateArgs(spec, p, this.root), body: overlayVolumeCreateBody(spec, p, this.root) });
   }
 
   /**
-   * A tar of $HOME's mount-point parents and ~/.claude.json, owned by the host user, extracted at / in the container.
+   * A tar of $HOME's mount-point parents and ~/.claude.json, owned by the host user, extracted at / in the container;
+   * every entry through the copy-in door `c` (the upload takes only what it scanned).
    * API: PUT /containers/sbx-<id>/archive?path=/ (engine socket); else runs: docker cp - sbx-<id>:/
    */
-  private async seed(spec: SandboxSpec, overlays: OverlayPlan[]): Promise<void> {
+  private async seed(spec: SandboxSpec, overlays: OverlayPlan[], c: CopyIn): Promise<void> {
     const cj = join(spec.hostUser.home, ".claude.json");
     let claudeJson: Uint8Array | null = null;
     try {
-      // Never verbatim: keys, key fingerprints, MCP servers' env and headers and other projects' history stay on the host.
-      const kept = statSync(cj).isFile() ? sandboxClaudeJson(readFileSync(cj, "utf8"), spec.repo) : null;
-      if (kept !== null) claudeJson = new TextEncoder().encode(kept);
+      // Never verbatim: keys, key fingerprints, MCP servers' credentials and other projects' history stay on the host;
+      // what is left is scanned field by field.
+      const file = c.show(cj);
+      const kept = statSync(cj).isFile() ? claudeJsonView(readFileSync(cj, "utf8"), spec.repo, (field, what) => c.report({ file, field, what })) : null;
+      if (kept !== null) claudeJson = new TextEncoder().encode(`${JSON.stringify(c.json(file, kept), null, 2)}\n`);
     } catch {
       claudeJson = null;
     }
@@ -240,7 +303,7 @@ export class DockerBackend implements Backend {
     // undefined: the image has it, but not as a file sbx can read (a link, too large): left as it is.
     if (fix.passwd !== null && passwd !== undefined) etc.push({ path: "etc/passwd", type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(fix.passwd), mtime: now });
     if (fix.group !== null && group !== undefined) etc.push({ path: "etc/group", type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(fix.group), mtime: now });
-    const tar = tarArchive([...etc, ...seedEntries(spec, mountTargets(spec, overlays), claudeJson, now)]);
+    const tar = c.tar([...etc, ...seedEntries(spec, mountTargets(spec, overlays), claudeJson, now)], (p) => c.show(`/${p}`));
     await this.engine.putArchive(name, tar);
   }
 
@@ -296,6 +359,7 @@ export class DockerBackend implements Backend {
     const status = own.status;
     const overlays = this.overlayPlans(spec);
     const marker = sandboxLayout(spec.dir).seeded;
+    const copyIn = this.copyIn(spec);
     if (status === null) {
       const image = this.image(spec);
       mkdirSync(spec.sockets.dir, { recursive: true, mode: 0o700 });
@@ -305,23 +369,26 @@ export class DockerBackend implements Backend {
         });
       }
       rmSync(marker, { force: true }); // an earlier container's
-      // A fresh view of ~/.claude for each new container: what the host has now, of what a sandbox may see.
-      if (overlays.some((p) => p.lower === claudeViewDir(spec))) fillClaudeView(join(spec.hostUser.home, ".claude"), claudeViewDir(spec), spec.repo, { login: dockerOptions(spec).claudeAuth === "overlay" });
-      for (const p of overlays) this.prepareOverlayDirs(p);
-      await Promise.all(overlays.map((p) => this.ensureVolume(spec, p)));
+      // Fresh views for each new container: what the host has now, of what a sandbox may see, scanned now.
+      const views = this.buildViews(spec, overlays, copyIn);
+      overlays.forEach((p, i) => this.prepareOverlayDirs(p, views[i]!));
+      await Promise.all(overlays.map((p, i) => this.ensureVolume(spec, p, views[i]!)));
       writeShellProfiles(spec);
       ensureAlternatesFile(spec.repo);
       const runtime = this.runtime();
       // The mount's source must exist; agents installed later appear in it without a new container.
       if (runtime.agents) mkdirSync(join(runtime.agents, "bin"), { recursive: true, mode: 0o755 });
-      await this.engine.createContainer(dockerCreateArgs(spec, { image, overlays, command: containerCommand(spec), runtime, root: this.root }));
+      // The environment is copied in too: a value that holds a host secret (in any form) is left out.
+      const env = copyIn.env("the sandbox's environment", spec.env);
+      await this.engine.createContainer(dockerCreateArgs({ ...spec, env }, { image, overlays, command: containerCommand(spec), runtime, root: this.root }));
     }
     // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of
     // mount points only: before a start the engine writes through the mounts).
     if ((status === null || status === "created") && !existsSync(marker)) {
-      await this.seed(spec, overlays);
+      await this.seed(spec, overlays, copyIn);
       writeFileSync(marker, `${containerName(spec.id)}\n`);
     }
+    this.note(spec, copyIn);
     return { status, overlays };
   }
 

@@ -2,21 +2,24 @@
 import { existsSync, realpathSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
-import type { DockerOptions, HostUser, SandboxSpec } from "../backend";
+import type { Change, CleanupReport, DockerOptions, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
-import { CLAUDE_DIR_SHOWN, claudeProjectKey, credentialsUnder } from "../../core/claude-json";
-import { hostSecretValues, scanOverlays } from "./overlay-scan";
+import { credentialsUnder } from "../../core/claude-json";
 import { dockerfileNow, ensureImage, planImage } from "./image";
-import { describeSource, ImageSourceSchema, planImageSource, type ImageFlags, type ImageSource } from "./image-source";
-import { hostKeySources, knownSecretValues } from "../../llm/keys";
+import type { ContextChanges } from "./build-context";
+import { CopyIn, findingLines } from "../../secrets/copy-in";
+import { changedWorkingFiles } from "../../workspace/changes";
+import { describeSource, planImageSource } from "./image-source";
+import { ImageSourceSchema, type ImageSource } from "../../core/image-source";
+import { hostKeySources, hostSecretsByName, knownSecretValues } from "../../llm/keys";
 import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
-import { expandHome } from "../../lifecycle/config";
+import { expandHome } from "../../sys/config-file";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
-import { LimitsSchema, sandboxSpec } from "../../sandboxes/identity";
+import { LimitsSchema, sandboxSpec } from "../identity";
 import { countersOfPid } from "../../sys/cgroup";
 import type { LimitCounters } from "../../core/limits";
 import { readSecrets, secretsFile } from "../../secrets/store";
@@ -26,7 +29,7 @@ import type { Exec } from "../../sys/exec";
 import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
 import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
@@ -54,6 +57,8 @@ export const DockerIdentitySchema = z.object({
   postCreate: z.array(z.array(z.string())).optional(),
   /** The transparent path (a DNS stub, 80/443 carried to the proxy); absent on sandboxes made before it: off. */
   transparent: z.boolean().optional(),
+  /** `--expose-credentials` at create: each new container's views keep what the copy-in scan finds, said as warnings. */
+  exposeCredentials: z.boolean().optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -70,13 +75,37 @@ export interface DockerDriverDeps {
   procRoot?: string;
 }
 
+/**
+ * A container: its forwarder inside hands its loopback listener (and the transparent path's 0.0.0.0 listeners) to the
+ * proxy; its exec agent runs commands, ref sync's git and port forwards; the CLI stages its clone ahead.
+ */
+export const DOCKER_CAPS: DriverCaps = {
+  proxyPort: "forwarder",
+  handsOverListener: true,
+  transparent: "listeners",
+  execAgent: true,
+  portForwards: true,
+  stagesClone: true,
+};
+
 export class DockerDriver implements Driver {
   readonly kind = "docker" as const;
+  readonly caps = DOCKER_CAPS;
+  /** This driver's own: how it converges the engine (tests reach the engine through it). */
   readonly backend: DockerBackend;
 
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
+    // What every container build's copy-in scan looks for: the host's secrets as they are at that moment.
+    this.backend.useHostSecrets(() => hostSecretsByName(hostKeySources(d.env, d.paths.configDir)));
+  }
+
+  /** Tells the person (and the audit) what the sandbox's last container build left out of what it copied in. */
+  sayCopyIn(spec: SandboxSpec, r: DriverReport): void {
+    const notes = this.backend.takeNotes(spec.id);
+    for (const n of notes) r.log(n);
+    if (notes.length > 0) r.audit("copy-in", { name: spec.name, notes });
   }
 
   /** The host's agent cache, mounted read-only at /opt/sbx/agents in every container, beside sbx's Bun and shims. */
@@ -141,7 +170,7 @@ export class DockerDriver implements Driver {
    * would show a credential location inside (it is one, or holds one) is refused unless `exposeCredentials`, and
    * then each is named in a warning.
    */
-  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}, repo?: string): string[] {
+  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}): string[] {
     const home = this.d.env.vars.HOME;
     const out = [join(home, ".claude"), join(home, ".config", "fish")];
     for (const p of extra) {
@@ -165,23 +194,9 @@ export class DockerDriver implements Driver {
       for (const c of creds) warn(`warning: --expose-credentials: the agent in this sandbox can read ~/${c}`);
       out.push(abs);
     }
-    const all = [...new Set(out)];
-    // What the overlays would show is read for secrets too: a token in a shell config (fish's `set -gx GH_TOKEN …`),
-    // a key in Claude's settings, one pasted into this project's transcripts. ~/.claude is read as far as its view
-    // shows it.
-    const values = hostSecretValues(this.d.env.raw, readSecrets(secretsFile(this.d.paths.configDir)));
-    const claude = join(home, ".claude");
-    const shown = [...CLAUDE_DIR_SHOWN, ...(repo ? [join("projects", claudeProjectKey(repo))] : [])];
-    const { findings, truncated } = scanOverlays(all.map((d) => (d === claude ? { dir: d, only: shown } : { dir: d })), values, home);
-    if (findings.length > 0 && !exposeCredentials) {
-      const list = findings.slice(0, 5).map((f) => `${f.file}:${f.line}: ${f.what}`).join("; ");
-      throw new SbxError("policy_denied", `will not overlay what holds a secret: ${list}${findings.length > 5 ? `; and ${findings.length - 5} more` : ""}`, {
-        hint: "Move the secret out of that file (sbx passes git, gh and LLM credentials through the host instead), or overlay a dir without it; --expose-credentials overlays it anyway.",
-      });
-    }
-    for (const f of findings) warn(`warning: --expose-credentials: the agent in this sandbox can read ${f.file}:${f.line} (${f.what})`);
-    if (truncated) warn("note: the overlays are larger than sbx reads for secrets; only their first files were checked");
-    return all;
+    // What they hold is read for secrets each time a container is made (the views, secrets/copy-in.ts), not here:
+    // a hit is left out of the view and said then.
+    return [...new Set(out)];
   }
 
   /** Its part of the identity, from the config file the create read (a bad one refused before anything was made). */
@@ -202,7 +217,7 @@ export class DockerDriver implements Driver {
     return {
       id: n.id,
       dir: n.dir,
-      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log, n.repo),
+      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log),
       hostShell: n.shell ?? user.shell,
       claudeAuth: this.claudeAuthFor(n, config, r.log),
       ...(Object.keys(userEnv).length ? { userEnv } : {}),
@@ -210,6 +225,7 @@ export class DockerDriver implements Driver {
       ...(img.postCreate.length ? { postCreate: img.postCreate } : {}),
       ...(img.ports.length ? { ports: img.ports.map((port) => ({ port, host: port })) } : {}),
       transparent: n.transparent ?? config.transparent ?? true,
+      ...(n.exposeCredentials === true ? { exposeCredentials: true } : {}),
     };
   }
 
@@ -236,6 +252,7 @@ export class DockerDriver implements Driver {
       ...(ident.source ? { imageSource: ident.source } : {}),
       ...(ident.imageDockerfile ? { imageDockerfile: ident.imageDockerfile } : {}),
       ...(ident.transparent ? { transparent: true } : {}),
+      ...(ident.exposeCredentials ? { exposeCredentials: true } : {}),
     };
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
@@ -282,11 +299,12 @@ export class DockerDriver implements Driver {
   async provision(row: Sandbox, n: NewSandbox, r: DriverReport): Promise<DockerIdentity> {
     const ident = this.identity(row);
     const pruning = this.backend.pruneOrphans().catch(() => undefined);
-    const imaging = ensureImage(this.backend.engine, n.repo, this.hostUser, {
+    const imaging = ensureImage(this.backend.engine, this.d.exec, n.repo, this.hostUser, {
       rebuild: n.rebuild === true,
       ...this.buildOutput(n.repo, r),
       ...this.sourceOf(ident),
       ...(n.repoQuiet ? { beforeBuild: () => n.repoQuiet! } : {}),
+      ...(n.withChanges === true ? { changes: () => this.contextChanges(n.name, n.repo, r) } : {}),
     });
     const cloning = createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged);
     // Best effort: a start makes whatever is still missing.
@@ -296,10 +314,29 @@ export class DockerDriver implements Driver {
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
     if (img.value.built) r.log(`built image ${img.value.tag}`);
+    for (const note of img.value.notes) r.log(note);
+    this.sayCopyIn(this.specOf(n.name, n.repo, ident), r);
     return { ...ident, image: img.value.tag, ...this.dockerfileOf(n.repo, ident) };
   }
 
-  /** The Dockerfile's hash as it was built: a start compares it (the tag cannot say when the Dockerfile copies the repo). */
+  /**
+   * `--with-changes` for the image's build context: the working tree's changed and untracked (not ignored) files
+   * through the copy-in door, with the host's secrets as they are now; what held one is left out, said and audited.
+   */
+  private async contextChanges(name: string, repo: string, r: DriverReport): Promise<ContextChanges> {
+    const door = new CopyIn(hostSecretsByName(hostKeySources(this.d.env, this.d.paths.configDir)), { home: this.d.env.vars.HOME });
+    const ch = await changedWorkingFiles(this.d.exec, repo, Math.floor(Date.now() / 1000));
+    const present = door.entries(ch.present, (p) => p, "strict");
+    const said = findingLines(door.findings, door.count);
+    if (said.length > 0) {
+      const note = `note: left out of ${name}'s image build context, it held a secret: ${said.join("; ")}`;
+      r.log(note);
+      r.audit("copy-in", { name, notes: [note] });
+    }
+    return { present, gone: ch.gone };
+  }
+
+  /** The Dockerfile's hash as it was built: a start compares it (a Dockerfile that copies the repo has a tag that needs git to know). */
   private dockerfileOf(repo: string, ident: DockerIdentity): { imageDockerfile?: string } {
     const now = dockerfileNow(repo, this.hostUser, ident.source);
     return now === null ? {} : { imageDockerfile: now.sha };
@@ -315,7 +352,7 @@ export class DockerDriver implements Driver {
     const spec = this.spec(row);
     if ((await this.backend.inspect(spec)).phase !== "absent") return;
     const ident = this.identity(row);
-    const tag = ident.source?.kind === "image" ? ident.source.ref : planImage(row.repo, this.hostUser, ident.source).tag;
+    const tag = ident.source?.kind === "image" ? ident.source.ref : (await planImage(this.d.exec, row.repo, this.hostUser, ident.source)).tag;
     if (!(await this.backend.engine.imageExists(tag))) return;
     await this.backend.prepare(this.specOf(row.name, row.repo, { ...ident, image: tag }));
   }
@@ -331,7 +368,7 @@ export class DockerDriver implements Driver {
     const src = dockerOptions(spec).imageSource;
     const file = dockerfileNow(spec.repo, spec.hostUser, src);
     const now = typeof image === "string" ? (file?.tag ?? null) : null;
-    // A Dockerfile that copies the repo: its tag moves with every source edit, so its own text is what is compared.
+    // A Dockerfile that copies the repo: its tag moves with every commit, so its own text is what is compared.
     const built = dockerOptions(spec).imageDockerfile;
     const edited = now === null && built !== undefined && (file?.sha ?? null) !== built;
     if ((now !== null && now !== image) || edited) {
@@ -359,7 +396,8 @@ export class DockerDriver implements Driver {
   /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */
   async buildImage(row: Sandbox, r: DriverReport): Promise<{ identity: DockerIdentity; image: string }> {
     const ident = this.identity(row);
-    const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+    const img = await ensureImage(this.backend.engine, this.d.exec, row.repo, this.hostUser, { rebuild: true, ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+    for (const note of img.notes) r.log(note);
     return { identity: { ...ident, image: img.tag, ...this.dockerfileOf(row.repo, ident) }, image: img.tag };
   }
 
@@ -374,11 +412,13 @@ export class DockerDriver implements Driver {
     if (obs.phase === "running") return { spec };
     const ident = this.identity(row);
     if (obs.phase === "absent") {
-      const img = await ensureImage(this.backend.engine, row.repo, this.hostUser, { ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+      const img = await ensureImage(this.backend.engine, this.d.exec, row.repo, this.hostUser, { ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
+      for (const note of img.notes) r.log(note);
       ident.image = img.tag;
       if (img.built) Object.assign(ident, this.dockerfileOf(row.repo, ident));
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));
+    this.sayCopyIn(spec, r);
     if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));
     return { spec: this.specOf(row.name, row.repo, ident), identity: ident };
   }
@@ -433,8 +473,38 @@ export class DockerDriver implements Driver {
     return { workspace: sandboxLayout(spec.dir).clone, workspaceView: spec.repo, exec };
   }
 
+  inspect(spec: SandboxSpec): Promise<Observed> {
+    return this.backend.inspect(spec);
+  }
+
+  list(): Promise<Observed[]> {
+    return this.backend.list();
+  }
+
+  stop(spec: SandboxSpec): Promise<Change> {
+    return this.backend.stop(spec);
+  }
+
+  remove(spec: SandboxSpec): Promise<Change> {
+    return this.backend.remove(spec);
+  }
+
+  shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
+    return this.backend.shellArgv(spec, req);
+  }
+
+  /** Its forwarder listens inside the container: nothing of the host's loopback is its. */
+  hostProxyPort(): null {
+    return null;
+  }
+
+  /** Labelled containers and volumes of this state root whose sandbox id is not kept, and their overlay dirs. */
+  cleanup(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.cleanup(keep, opts);
+  }
+
   /** Labelled containers and volumes of this state root whose sandbox dir is gone. */
-  async cleanup(_keep: ReadonlySet<string>, opts: { dryRun: boolean }): Promise<string[]> {
-    return (await this.backend.pruneOrphans({ dryRun: opts.dryRun })).removed;
+  prune(_keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
+    return this.backend.pruneOrphans(opts);
   }
 }

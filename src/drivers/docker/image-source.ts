@@ -4,31 +4,10 @@
 // carry the host's environment in (`${localEnv:…}` is not expanded), and sbx's own variables cannot be set by it.
 import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { z } from "zod";
 import { envEntryRefusal } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import { parseJsonc } from "../../core/jsonc";
-
-export const ImageSourceSchema = z.discriminatedUnion("kind", [
-  z.object({
-    kind: z.literal("dockerfile"),
-    /** Absolute paths. */
-    dockerfile: z.string(),
-    context: z.string(),
-    /** Build args beyond sbx's USER_* (devcontainer build.args). */
-    args: z.record(z.string(), z.string()).optional(),
-    from: z.enum(["repo", "flags", "devcontainer"]),
-  }),
-  z.object({ kind: z.literal("image"), ref: z.string(), from: z.enum(["flags", "devcontainer"]) }),
-]);
-export type ImageSource = z.infer<typeof ImageSourceSchema>;
-
-/** `--dockerfile`, `--context`, `--image` as the CLI resolved them (paths absolute). */
-export interface ImageFlags {
-  dockerfile?: string;
-  context?: string;
-  image?: string;
-}
+import type { ImageFlags, ImageSource } from "../../core/image-source";
 
 /** What a devcontainer.json adds beyond the image: variables, commands after create, ports, and what it ignored. */
 export interface ImagePlan {
@@ -69,6 +48,13 @@ export function planImageSource(repo: string, flags: ImageFlags = {}, knownSecre
     const context = flags.context ?? repo;
     const dockerfile = flags.dockerfile ?? join(context, "Dockerfile");
     mustBe(context, "dir", "--context");
+    // The build context is what the sandbox's clone holds there (build-context.ts): a dir outside the repo has no
+    // commit to stand for it, and sending it as it is would put whatever lies in it (keys, .env) into the image.
+    if (!isInside(repo, context)) {
+      throw new SbxError("config", `--context: ${context} is outside the repo ${repo}`, {
+        hint: "The build context is what the repo's last commit holds under a dir of it: name a dir inside the repo (--dockerfile may be anywhere).",
+      });
+    }
     mustBe(dockerfile, "file", flags.dockerfile !== undefined ? "--dockerfile" : `--context's Dockerfile`);
     return { source: { kind: "dockerfile", dockerfile, context, from: "flags" }, ...none };
   }
@@ -95,6 +81,13 @@ function mustBe(path: string, kind: "file" | "dir", what: string): void {
     ok = false;
   }
   if (!ok) throw new SbxError("config", `${what}: ${path} is not a ${kind === "file" ? "file" : "directory"}`, { hint: "Check the path (relative paths are from the current directory)." });
+}
+
+/** Whether `p` (links followed) is `repo` or under it. */
+function isInside(repo: string, p: string): boolean {
+  const root = realpathSync(repo);
+  const real = realpathSync(p);
+  return real === root || real.startsWith(`${root}/`);
 }
 
 /** A devcontainer path, resolved from the file's dir; it must exist and stay inside the repo (links followed). */

@@ -1,14 +1,16 @@
 // The sandbox image: the repo's own Dockerfile, tagged by content hash, built only when that tag is missing.
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { basename, dirname } from "node:path";
 import { BuildTracker } from "../../core/build-steps";
 import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
-import type { HostUser } from "../backend";
-import { repoSource, type ImageSource } from "./image-source";
+import type { HostUser } from "../../core/spec";
+import { contextStream, planContext, type ContextChanges, type ContextFailure, type ContextPlan } from "./build-context";
+import { repoSource } from "./image-source";
+import type { ImageSource } from "../../core/image-source";
+import { hostGitEnv, HOST_GIT_SAFE } from "../../sync/git-argv";
 
 export const DOCKERFILE = "Dockerfile";
 
@@ -52,44 +54,32 @@ export function imageTag(repoDir: string, dockerfile: string, buildArgs: Record<
   return `${imageRepoName(repoDir)}:${h.digest("hex")}`;
 }
 
-/** Content hash of a build context: every file's relative path, mode and bytes, `.git` excluded. */
-export function contextHash(dir: string): string {
-  const h = createHash("sha256");
-  const walk = (rel: string) => {
-    const names = readdirSync(join(dir, rel)).sort();
-    for (const n of names) {
-      if (rel === "" && n === ".git") continue;
-      const r = rel === "" ? n : `${rel}/${n}`;
-      const st = lstatSync(join(dir, r));
-      if (st.isDirectory()) {
-        h.update(`d ${r}\0`);
-        walk(r);
-      } else if (st.isSymbolicLink()) {
-        h.update(`l ${r}\0${readlinkSync(join(dir, r))}\0`);
-      } else if (st.isFile()) {
-        h.update(`f ${r} ${st.mode & 0o777}\0`).update(readFileSync(join(dir, r))).update("\0");
-      }
-    }
-  };
-  walk("");
-  return h.digest("hex");
-}
-
 export interface BuildPlan {
   tag: string;
-  /** The Dockerfile's text, and its path (sent as --file when the context is sent). */
+  /** The Dockerfile's text, and its path on the host. */
   dockerfile: string;
   dockerfilePath: string;
   buildArgs: Record<string, string>;
-  /** The repo dir when the Dockerfile uses COPY/ADD; otherwise the build sends a context holding only the Dockerfile. */
-  context: string | null;
+  /**
+   * What the build is sent when the Dockerfile uses COPY/ADD: what the sandbox's clone holds under the context dir
+   * (build-context.ts), never the host's dir. null: the Dockerfile alone is sent.
+   */
+  context: ContextPlan | null;
 }
 
 /**
- * Reads the source's Dockerfile (default: the repo's) and works out the tag; a missing repo Dockerfile is a config
- * error naming `sbx init` and the other sources.
+ * Reads the source's Dockerfile (default: the repo's) and works out the tag: Dockerfile, build args and, when it copies
+ * from its context, the context's tree id and what else is sent (`changes`: `--with-changes`, asked for only then). A
+ * missing repo Dockerfile is a config error naming `sbx init` and the other sources.
+ * runs (a Dockerfile with COPY/ADD): git -C <repo> cat-file commit HEAD (and ls-tree of the context's dir)
  */
-export function planImage(repo: string, user: HostUser, source: Extract<ImageSource, { kind: "dockerfile" }> = repoDockerfile(repo)): BuildPlan {
+export async function planImage(
+  git: Exec,
+  repo: string,
+  user: HostUser,
+  source: Extract<ImageSource, { kind: "dockerfile" }> = repoDockerfile(repo),
+  changes?: () => Promise<ContextChanges>,
+): Promise<BuildPlan> {
   const file = source.dockerfile;
   if (!existsSync(file)) {
     if (source.from === "repo") {
@@ -102,8 +92,8 @@ export function planImage(repo: string, user: HostUser, source: Extract<ImageSou
   const dockerfile = readFileSync(file, "utf8");
   // sbx's USER_* win over the source's own args (the image contract is sbx's).
   const buildArgs = { ...source.args, ...buildArgsFor(user) };
-  const context = usesContext(dockerfile) ? source.context : null;
-  const tag = imageTag(repo, dockerfile, buildArgs, context === null ? undefined : contextHash(context));
+  const context = usesContext(dockerfile) ? await planContext(git, repo, source.context, file, dockerfile, changes ? await changes() : null) : null;
+  const tag = imageTag(repo, dockerfile, buildArgs, context?.hash);
   return { tag, dockerfile, dockerfilePath: file, buildArgs, context };
 }
 
@@ -112,8 +102,8 @@ function repoDockerfile(repo: string): Extract<ImageSource, { kind: "dockerfile"
 }
 
 /**
- * The source's Dockerfile as it is now, read once: its sha256, and the tag it would build when that is cheap to know
- * (it copies nothing from the repo; else the tag hashes the whole context, too slow for every start: `tag` null).
+ * The source's Dockerfile as it is now, read once: its sha256, and the tag it would build when it is known without git
+ * (it copies nothing from the repo; else the tag follows the context's tree too: `tag` null).
  * null: an image source, or no Dockerfile to read.
  */
 export function dockerfileNow(repo: string, user: HostUser, source: ImageSource = repoSource(repo)): { tag: string | null; sha: string } | null {
@@ -128,8 +118,8 @@ export function dockerfileNow(repo: string, user: HostUser, source: ImageSource 
   return { sha, tag: usesContext(dockerfile) ? null : imageTag(repo, dockerfile, { ...source.args, ...buildArgsFor(user) }) };
 }
 
-/** Pure: the `docker build` argv for a plan, given the context dir actually sent. */
-export function dockerBuildArgs(plan: BuildPlan, contextDir: string, dockerfilePath: string): string[] {
+/** Pure: the `docker build` argv for a plan: the context is the tar sbx writes to its stdin (`-`), the Dockerfile in it. */
+export function dockerBuildArgs(plan: BuildPlan, dockerfileAt: string): string[] {
   return [
     "docker", "build",
     // A failed step's container goes too (the classic builder keeps it otherwise): a failed create leaves nothing.
@@ -139,28 +129,14 @@ export function dockerBuildArgs(plan: BuildPlan, contextDir: string, dockerfileP
       .sort()
       .flatMap((k) => ["--build-arg", `${k}=${plan.buildArgs[k]}`]),
     "--label", "sbx.image=1",
-    "--file", dockerfilePath,
-    contextDir,
+    "--file", dockerfileAt,
+    "-",
   ];
 }
 
-/**
- * Whether the image exists: GET /images/<tag>/json on the engine socket when given (200/404), else
- * runs: docker image inspect <tag> (its exit code says whether the image exists)
- */
-export async function imageExists(exec: Exec, tag: string, apiSocket?: string): Promise<boolean> {
-  if (apiSocket !== undefined) {
-    try {
-      const res = await fetch(`http://docker/images/${encodeURIComponent(tag)}/json`, { unix: apiSocket } as RequestInit);
-      await res.arrayBuffer();
-      if (res.status === 200) return true;
-      if (res.status === 404) return false;
-    } catch {
-      /* fall back to the CLI */
-    }
-  }
-  const r = await exec.run(["docker", "image", "inspect", "--format", "{{.Id}}", tag], { check: false });
-  return r.exitCode === 0;
+/** The context of a Dockerfile that copies nothing in: the Dockerfile alone. */
+function dockerfileOnly(repo: string): ContextPlan {
+  return { repo, prefix: "", tree: null, time: 0, dockerfileAt: DOCKERFILE, outside: false, changes: null, hash: "" };
 }
 
 export interface EnsureImageOptions {
@@ -172,11 +148,12 @@ export interface EnsureImageOptions {
   /** Where the image comes from (default: the repo's Dockerfile). */
   source?: ImageSource;
   /**
-   * Awaited before a build whose context is a directory of the host's (the repo, most often, with its `.git`): the
-   * engine's client reads the whole context as a tar, and a file that another writer removes or renames meanwhile
-   * (sbx's own store and lock files under `.git`) fails the build. A create's own writes into the repo end first.
+   * Awaited before a build whose context is read from the repo's objects: a create's own writes into the repo's
+   * `.git` (its store, promotion, which moves objects) end first.
    */
   beforeBuild?: () => Promise<unknown>;
+  /** `--with-changes`: the working tree's changes through the copy-in door, asked for only when the context is used. */
+  changes?: () => Promise<ContextChanges>;
 }
 
 /** The build's log file, made fresh (its dir too); a log that cannot be written costs the log, never the build. */
@@ -203,63 +180,94 @@ function openBuildLog(file: string | undefined): { write(s: string): void; close
 /** What building needs of the engine (engine-client.ts). */
 export interface ImageEngine {
   imageExists(tag: string): Promise<boolean>;
-  build(argv: string[], onOutput: (chunk: string) => void): Promise<number>;
+  build(argv: string[], onOutput: (chunk: string) => void, context: ReadableStream<Uint8Array>): Promise<number>;
 }
 
 /**
- * Builds the image when its tag is missing (or `rebuild`), and returns the tag.
- * runs (engine.build): docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> <context>
+ * Builds the image when its tag is missing (or `rebuild`), and returns the tag; `notes` say what of the working tree its
+ * build context left out (only when it built one that copies from it).
+ * runs (engine.build): docker build --tag sbx-<repo>:<hash> --build-arg USER_…=… --file <Dockerfile> - (the context on stdin)
  */
-export async function ensureImage(engine: ImageEngine, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean }> {
+export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, user: HostUser, opts: EnsureImageOptions = {}): Promise<{ tag: string; built: boolean; notes: string[] }> {
   const source = opts.source ?? repoSource(repo);
   if (source.kind === "image") {
     // Used as it is: sbx pulls nothing (no registry here), so a missing image is said with what to do.
-    if (await engine.imageExists(source.ref)) return { tag: source.ref, built: false };
+    if (await engine.imageExists(source.ref)) return { tag: source.ref, built: false, notes: [] };
     throw new SbxError("config", `image ${source.ref} is not on this machine (sbx pulls nothing)`, {
       hint: `Build or load it first (\`docker build -t ${source.ref} …\` or \`docker load\`), then run the command again.`,
     });
   }
-  const plan = planImage(repo, user, source);
-  if (!opts.rebuild && (await engine.imageExists(plan.tag))) return { tag: plan.tag, built: false };
-  let tmp: string | null = null;
+  const plan = await planImage(git, repo, user, source, opts.changes);
+  if (!opts.rebuild && (await engine.imageExists(plan.tag))) return { tag: plan.tag, built: false, notes: [] };
+  if (plan.context !== null) await opts.beforeBuild?.();
+  const ctx = plan.context ?? dockerfileOnly(repo);
+  const leftOut = plan.context === null ? Promise.resolve(null) : leftOutNote(git, plan.context);
+  const argv = dockerBuildArgs(plan, ctx.dockerfileAt);
+  // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
+  const log = openBuildLog(opts.logFile);
+  const tracker = new BuildTracker();
+  const lines = lineSplitter((l) => tracker.line(l));
+  const failed: ContextFailure = { error: null };
+  const sent = contextStream(git, ctx, plan.dockerfile, failed);
+  let code: number;
   try {
-    let contextDir: string;
-    let dockerfilePath: string;
-    if (plan.context === null) {
-      tmp = mkdtempSync(join(tmpdir(), "sbx-build-"));
-      dockerfilePath = join(tmp, DOCKERFILE);
-      writeFileSync(dockerfilePath, plan.dockerfile);
-      contextDir = tmp;
-    } else {
-      contextDir = plan.context;
-      dockerfilePath = plan.dockerfilePath;
-    }
-    if (plan.context !== null) await opts.beforeBuild?.();
-    const argv = dockerBuildArgs(plan, contextDir, dockerfilePath);
-    // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
-    const log = openBuildLog(opts.logFile);
-    const tracker = new BuildTracker();
-    const lines = lineSplitter((l) => tracker.line(l));
-    let code: number;
-    try {
-      code = await engine.build(argv, (s) => {
+    code = await engine.build(
+      argv,
+      (s) => {
         log.write(s);
         lines(s);
         opts.onProgress?.(s);
-      });
-    } finally {
-      log.close();
-    }
-    if (code !== 0) {
-      const at = tracker.step ? ` at step ${tracker.step.n}/${tracker.step.of} (${tracker.step.text})` : "";
-      const last = tracker.lastLines().map((l) => `  ${l}`);
-      throw new SbxError("exec_failed", `docker build of ${plan.tag} failed (exit ${code})${at}; its last ${last.length} lines:\n${last.join("\n")}`, {
-        hint: `Fix the Dockerfile, then run the command again.${opts.logFile ? ` The whole log: ${opts.logFile}` : ""}`,
-        data: { step: tracker.step, exitCode: code, ...(opts.logFile ? { log: opts.logFile } : {}) },
-      });
-    }
-    return { tag: plan.tag, built: true };
+      },
+      sent.stream,
+    );
+  } catch (e) {
+    // An engine that failed on a cut stream: git's error is the one to say.
+    throw failed.error ?? e;
   } finally {
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
+    log.close();
+    await sent.close();
   }
+  if (failed.error !== null) throw failed.error;
+  if (code !== 0) {
+    const at = tracker.step ? ` at step ${tracker.step.n}/${tracker.step.of} (${tracker.step.text})` : "";
+    const last = tracker.lastLines().map((l) => `  ${l}`);
+    throw new SbxError("exec_failed", `docker build of ${plan.tag} failed (exit ${code})${at}; its last ${last.length} lines:\n${last.join("\n")}`, {
+      hint: `Fix the Dockerfile, then run the command again.${plan.context !== null ? " Its build context is what the repo's last commit holds: a file it copies must be committed." : ""}${opts.logFile ? ` The whole log: ${opts.logFile}` : ""}`,
+      data: { step: tracker.step, exitCode: code, ...(opts.logFile ? { log: opts.logFile } : {}) },
+    });
+  }
+  const note = await leftOut.catch(() => null);
+  return { tag: plan.tag, built: true, notes: note === null ? [] : [note] };
+}
+
+/**
+ * What of the working tree under the context dir the build context did not hold, said at the build: untracked paths
+ * (unless --with-changes carried them) and ignored ones, a few named, with how to put them in.
+ * runs: git -C <repo> status --porcelain=v1 -z --ignored --untracked-files=normal -- <context dir>
+ */
+async function leftOutNote(git: Exec, plan: ContextPlan): Promise<string | null> {
+  const r = await git.run(["git", ...HOST_GIT_SAFE, "-C", plan.repo, "status", "--porcelain=v1", "-z", "--ignored", "--untracked-files=normal", "--ignore-submodules", "--", plan.prefix === "" ? "." : plan.prefix], {
+    env: hostGitEnv(),
+    replaceEnv: true,
+    check: false,
+  });
+  if (r.exitCode !== 0) return null;
+  const carried = plan.changes !== null;
+  const paths: string[] = [];
+  let untracked = 0;
+  let ignored = 0;
+  for (const f of r.stdout.split("\0")) {
+    if (f.startsWith("?? ") && !carried) untracked++;
+    else if (f.startsWith("!! ")) ignored++;
+    else continue;
+    paths.push(f.slice(3));
+  }
+  if (paths.length === 0) return null;
+  const where = plan.prefix === "" ? "the repo" : plan.prefix;
+  const counts = [untracked ? `${untracked} untracked` : "", ignored ? `${ignored} ignored` : ""].filter(Boolean).join(" and ");
+  const named = `${paths.slice(0, 4).join(", ")}${paths.length > 4 ? ", …" : ""}`;
+  return (
+    `note: the image's build context is what the sandbox's clone holds (the last commit${carried ? " and your changes" : ""}): ${counts} path${paths.length === 1 ? "" : "s"} in ${where} ${paths.length === 1 ? "is" : "are"} not in it (${named}); ` +
+    `commit what the image needs${carried ? "" : ", or pass --with-changes to add untracked (not ignored) files"}; ignored files never go in`
+  );
 }

@@ -1,7 +1,7 @@
 // Pure: the image's /etc/passwd and /etc/group made to know the host user, so a container running as the host's uid
 // has a name, a home and a group whatever the image (`whoami`, ssh, Node's os.userInfo() all read passwd). The image's
 // files are not trusted: they are only split into lines and fields, bounded, and written back into the container.
-import type { HostUser } from "../backend";
+import type { HostUser } from "../../core/spec";
 
 export interface IdentityFiles {
   /** The new /etc/passwd, or null when it already names the user as the host does. */

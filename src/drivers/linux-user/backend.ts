@@ -14,10 +14,16 @@ import { SbxError } from "../../core/errors";
 import { sha256Hex } from "../../sys/paths";
 import { BUN_NO_CWD_CONFIG } from "../../sys/bun-args";
 import type { Exec, ExecResult } from "../../sys/exec";
-import type { Backend, Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../backend";
+import type { Paths } from "../../sys/paths";
+import type { WatchContext, Watcher } from "../driver";
+import { startKernelLogAudit } from "./kernel-log-audit";
+import { auditOf } from "./monitor";
+import type { Backend } from "../backend";
+import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import { AGENT_SETUP_SCRIPT, renderShellRc, renderShimWrappers, SHIM_FILES, type HomeFile } from "../provision/provision";
 import type { AgentPlace } from "../driver";
 import { chainName, guestUser, parseChainName, parseGuestUser } from "./naming";
+import { idsOf, leftoversOf, parseSysIdRange, parseSysvIpc, pickGuestId, SHARED_TMP_DIRS } from "./ids";
 import { chainMatches, DEFAULT_TABLE, parseTable, renderBase, renderRemove, renderSandbox, type SandboxRules, type TableState } from "./nft";
 
 /** Root-owned base of everything this backend keeps on disk. */
@@ -41,6 +47,13 @@ export interface LinuxUserOptions {
    * read-only to guests: the host's own Bun usually sits in a 700 home) and provisions the guest's rc files and ~/bin shims.
    */
   runtime?: { bun: string; shims: string };
+  /** How often the kernel-log audit reads the log (tests; default 2 s). */
+  kernelLogIntervalMs?: number;
+  /**
+   * The shared dirs every user may write (default SHARED_TMP_DIRS): what a removed guest's uid owns there is swept, and
+   * the uid held while anything of it remains.
+   */
+  tmpDirs?: readonly string[];
   /** Where the cgroup filesystems are (tests give a tree of their own; default /sys/fs/cgroup). */
   cgroupRoot?: string;
   /**
@@ -71,6 +84,8 @@ export const GuestMetaSchema = z.object({
   traverse: z.array(z.string()),
   /** The host repo's objects dir given `u:<guest>:rX` recursively (and as default ACL). */
   objects: z.string().nullable(),
+  /** The guest's gid (its own group): what it owns is swept by uid and gid even when the account is gone. */
+  gid: z.number().int().optional(),
   /** The sandbox's host-side dir: tells a daemon of another sbx state root that this guest is not its to clean up. */
   dir: z.string().optional(),
 });
@@ -130,11 +145,21 @@ function transparentRule(spec: SandboxSpec): { transparent?: true } {
  */
 export const PROC_SCRIPT = 'mount -t proc -o hidepid=invisible,nosuid,nodev,noexec proc /proc || exit 125; exec "$@"';
 
+/**
+ * As root, in a mount namespace of its own: the IPC namespace's POSIX message queues mounted at $1, and those of uid $2
+ * deleted (the queue filesystem is flat: no dir or link to be led through).
+ */
+export const MQUEUE_SCRIPT = 'mount -t mqueue mqueue "$1" && find "$1" -mindepth 1 -maxdepth 1 -type f -uid "$2" -delete';
+
 /** Process states of a process that still runs (every state but Z, a zombie, and X, dead). */
 const LIVE_STATES = "R,S,D,T,t,I";
 
+/** The loopback guard hands the guest's port to the proxy (fd passing); nft redirects its transparent path there. */
+export const LINUX_USER_REACH = { handsOverListener: true, transparent: "redirect" } as const;
+
 export class LinuxUserBackend implements Backend {
   readonly kind = "linux-user" as const;
+  readonly reach = LINUX_USER_REACH;
   readonly root: string;
   readonly table: string;
   private readonly exec: Exec;
@@ -144,6 +169,21 @@ export class LinuxUserBackend implements Backend {
   readonly cgroups: GuestCgroups;
   /** Whether guest commands get a /proc of their own (PROC_SCRIPT). */
   readonly privateProc: boolean;
+
+  /** What the daemon watches for these guests: the kernel log of packets their firewall dropped. */
+  watch(ctx: WatchContext, paths: Paths): Watcher[] {
+    return [
+      startKernelLogAudit({
+        backend: this,
+        exec: this.exec,
+        store: ctx.store,
+        paths,
+        log: ctx.log.with({ service: "kernel-log" }),
+        ...(this.opts.kernelLogIntervalMs !== undefined ? { intervalMs: this.opts.kernelLogIntervalMs } : {}),
+        onEvent: (sid, e, auditId) => ctx.blocked(sid, auditId, auditOf(e)),
+      }),
+    ];
+  }
 
   constructor(opts: LinuxUserOptions) {
     this.opts = opts;
@@ -166,6 +206,13 @@ export class LinuxUserBackend implements Backend {
   }
   get stageDir(): string {
     return join(this.root, "stage");
+  }
+  /** `<root>/held/<id>`: a removed guest's uid (or gid) that still owns files; never given to a new guest while it does. */
+  get heldDir(): string {
+    return join(this.root, "held");
+  }
+  private get tmpDirs(): readonly string[] {
+    return this.opts.tmpDirs ?? SHARED_TMP_DIRS;
   }
   guest(spec: SandboxSpec): string {
     return guestUser(spec.hostUser.name, spec.id);
@@ -231,6 +278,17 @@ export class LinuxUserBackend implements Backend {
     return parsePasswdLine(r.stdout.trim());
   }
 
+  /**
+   * The sandbox id whose guest account has `uid`, or null when that uid is no guest of this backend's (an sbx name and a
+   * home under `<root>/homes`, as inventory counts them).
+   * runs: getent passwd <uid>
+   */
+  async guestIdOf(uid: number): Promise<string | null> {
+    const p = await this.getUser(String(uid));
+    if (!p || p.uid !== uid || p.home !== this.home(p.name)) return null;
+    return parseGuestUser(p.name);
+  }
+
   /** runs: nft -j list table inet <table> */
   async readTable(): Promise<TableState> {
     const r = await this.exec.run(["nft", "-j", "list", "table", "inet", this.table], { check: false });
@@ -269,24 +327,125 @@ export class LinuxUserBackend implements Backend {
     return changed;
   }
 
-  /** runs: useradd --system --user-group --shell /bin/bash --home-dir <home> --no-create-home --comment … <guest> */
+  /**
+   * The account, with a uid sbx picks: useradd --system alone gives the last removed guest's uid to the next, and with
+   * it whatever that guest left. An id taken meanwhile (useradd exits 4) is picked again.
+   * runs: (freeId) …; useradd --system --uid <id> --user-group --shell /bin/bash --home-dir <home> --no-create-home --comment … <guest>
+   */
   private async createUser(spec: SandboxSpec, guest: string): Promise<Passwd> {
-    await this.exec.run([
-      "useradd",
-      "--system",
-      "--user-group",
-      "--shell",
-      "/bin/bash",
-      "--home-dir",
-      this.home(guest),
-      "--no-create-home",
-      "--comment",
-      `sbx sandbox ${spec.name}`,
-      guest,
+    for (let attempt = 1; ; attempt++) {
+      const id = await this.freeId();
+      const r = await this.exec.run(
+        ["useradd", "--system", "--uid", String(id), "--user-group", "--shell", "/bin/bash", "--home-dir", this.home(guest), "--no-create-home", "--comment", `sbx sandbox ${spec.name}`, guest],
+        { check: false },
+      );
+      if (r.exitCode === 4 && attempt < 4) continue;
+      if (r.exitCode !== 0) throw new SbxError("exec_failed", `useradd ${guest} (uid ${id}) failed: ${r.stderr.trim() || `exit ${r.exitCode}`}`);
+      const pw = await this.getUser(guest);
+      if (!pw) throw new SbxError("internal", `useradd succeeded but ${guest} is not in the user database`);
+      return pw;
+    }
+  }
+
+  /**
+   * An id no account or group has, no removed guest's files hold and no rule of sbx's table names, in the system range
+   * of /etc/login.defs.
+   * runs: getent passwd; getent group; cat /etc/login.defs; (heldIds) …; nft -j list table inet <table>
+   */
+  private async freeId(): Promise<number> {
+    const [pw, gr, defs] = await Promise.all([
+      this.exec.run(["getent", "passwd"], { check: false }),
+      this.exec.run(["getent", "group"], { check: false }),
+      this.exec.run(["cat", "/etc/login.defs"], { check: false }),
     ]);
-    const pw = await this.getUser(guest);
-    if (!pw) throw new SbxError("internal", `useradd succeeded but ${guest} is not in the user database`);
-    return pw;
+    const taken = new Set([...idsOf(pw.stdout), ...idsOf(gr.stdout), ...(await this.heldIds())]);
+    // A uid the firewall still names (a removal that stopped before its rules went) would get that sandbox's rules.
+    for (const c of (await this.readTable()).chains.values()) for (const u of [...c.uids, ...c.inUids, ...c.natUids, ...(c.rules ? [c.rules.uid] : [])]) taken.add(u);
+    const range = parseSysIdRange(defs.exitCode === 0 ? defs.stdout : "");
+    // An id that owns files in the shared temp dirs already (as owner or group: a guest of another sbx root, one removed
+    // before sbx swept, a system account removed by hand) would hand them to the new guest: it is held instead, like a
+    // removed guest's, and the next id is tried.
+    for (let tries = 0; tries < 32; tries++) {
+      const id = pickGuestId(taken, range);
+      const left = await this.leftovers(new Set([id]));
+      if (left.size === 0) return id;
+      await this.hold(left);
+      taken.add(id);
+    }
+    throw new SbxError("unavailable", "no free system user id without files of an earlier owner in the shared temp dirs", {
+      hint: `See the ids held in ${this.heldDir} and the files each lists; remove those files, then try again.`,
+    });
+  }
+
+  /**
+   * The ids held for a removed guest's files: each is looked at again, and one whose files are all gone is let go.
+   * runs: find <held> -mindepth 1 -maxdepth 1 -printf '%f\n'; (leftovers) …; rm -f <held>/<id>
+   */
+  async heldIds(): Promise<Set<number>> {
+    const r = await this.exec.run(["find", this.heldDir, "-mindepth", "1", "-maxdepth", "1", "-printf", "%f\n"], { check: false });
+    const ids = new Set(r.stdout.split("\n").filter((l) => /^\d{1,10}$/.test(l)).map(Number));
+    if (ids.size === 0) return ids;
+    const left = await this.leftovers(ids);
+    for (const id of ids) {
+      if (left.has(id)) continue;
+      await this.exec.run(["rm", "-f", "--", join(this.heldDir, String(id))], { check: false });
+      ids.delete(id);
+    }
+    return ids;
+  }
+
+  /**
+   * What `ids` still own (as file owner or group) in the shared temp dirs, looked at as root without changing anything.
+   * runs: find <tmp dirs> -xdev ( -uid <id> -o -gid <id> … ) -printf '%U %G %p\n'
+   */
+  private async leftovers(ids: ReadonlySet<number>): Promise<Map<number, string[]>> {
+    const test = [...ids].flatMap((id, i) => [...(i > 0 ? ["-o"] : []), "-uid", String(id), "-o", "-gid", String(id)]);
+    const r = await this.exec.run(["find", ...this.tmpDirs, "-xdev", "(", ...test, ")", "-printf", "%U %G %p\n"], { check: false, timeoutMs: 120_000 });
+    return leftoversOf(r.stdout, ids);
+  }
+
+  /**
+   * What a removed guest's uid owns outside its home: its files in the shared temp dirs, deleted AS THE GUEST (the
+   * kernel then lets it delete only what the guest itself could: a link it planted is removed, never followed, and a
+   * rename race can lead it nowhere the guest could not go), and its System V IPC objects (removed by id, as root). What
+   * is left (a file in a dir the guest may no longer write, a dir it made unreadable to itself) holds its uid and gid in
+   * `<root>/held`. Runs while the account still exists, so no new guest can get the id in between.
+   * runs: setpriv --reuid=<uid> --regid=<gid> --clear-groups <GUEST_PRIVS> -- env -i PATH=/usr/bin:/bin find <tmp dirs> -xdev -uid <uid> -type d ! -perm -u=rwx -exec chmod u+rwx {} ;
+   *       (the same) find <tmp dirs> -xdev -uid <uid> -delete; install -d … <root>/mqueue; unshare --mount … sh -c
+   *       <MQUEUE_SCRIPT> (mount -t mqueue; find -uid <uid> -delete); cat /proc/sysvipc/{shm,msg,sem}; ipcrm -m|-q|-s <id>;
+   *       (leftovers) …; (hold) …
+   */
+  private async sweep(uid: number, gid: number): Promise<void> {
+    const asGuest = (argv: string[]) => ["setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", ...GUEST_PRIVS, "--", "env", "-i", "PATH=/usr/bin:/bin", ...argv];
+    const mine = ["find", ...this.tmpDirs, "-xdev", "-uid", String(uid)];
+    // A dir of its own it made unreadable or unwritable to itself would stop the delete: opened first, one at a time, so
+    // find goes on into what it just opened.
+    await this.exec.run(asGuest([...mine, "-type", "d", "!", "-perm", "-u=rwx", "-exec", "chmod", "u+rwx", "{}", ";"]), { check: false, timeoutMs: 120_000 });
+    await this.exec.run(asGuest([...mine, "-delete"]), { check: false, timeoutMs: 120_000 });
+    // POSIX message queues live in the IPC namespace's own filesystem, which nothing need have mounted: mounted in a
+    // mount namespace of this command's, the uid's queues go (a flat filesystem: no dir or link to be led through).
+    await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", join(this.root, "mqueue")]);
+    await this.exec.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", MQUEUE_SCRIPT, "sbx-mqueue", join(this.root, "mqueue"), String(uid)], { check: false });
+    for (const kind of ["shm", "msg", "sem"] as const) {
+      const r = await this.exec.run(["cat", `/proc/sysvipc/${kind}`], { check: false });
+      for (const o of parseSysvIpc(kind, r.exitCode === 0 ? r.stdout : "")) {
+        if (o.uid === uid || o.cuid === uid) await this.exec.run(["ipcrm", o.flag, String(o.id)], { check: false });
+      }
+    }
+    const left = await this.leftovers(new Set([uid, gid]));
+    if (left.size > 0) await this.hold(left);
+  }
+
+  /**
+   * Holds each id in `<root>/held/<id>`, listing (some of) the files that keep it, and says so.
+   * runs: install -d -m 0700 -o root -g root <held>; tee <held>/<id>
+   */
+  private async hold(left: ReadonlyMap<number, string[]>): Promise<void> {
+    await this.exec.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", this.heldDir]);
+    for (const [id, paths] of left) {
+      await this.exec.run(["tee", join(this.heldDir, String(id))], { stdin: `${paths.slice(0, 20).join("\n")}\n` });
+      this.warn(`id ${id} still owns ${paths.length} file(s) (${paths.slice(0, 3).join(", ")}${paths.length > 3 ? ", …" : ""}): no new sandbox gets it until they are gone`);
+    }
   }
 
   /** runs: nft -f - (the rendered base and/or sandbox chain on stdin), only when the table differs */
@@ -377,7 +536,7 @@ export class LinuxUserBackend implements Backend {
     const common = await this.exec.run(this.asHost(host, ["git", "-C", spec.repo, "rev-parse", "--path-format=absolute", "--git-common-dir"]));
     const objects = (await this.exec.run(["realpath", "-e", join(common.stdout.trim(), "objects")])).stdout.trim();
 
-    const record: GuestMeta = { id: spec.id, name: spec.name, repo: spec.repo, user: pw.name, uid: pw.uid, traverse: [], objects, dir: spec.dir };
+    const record: GuestMeta = { id: spec.id, name: spec.name, repo: spec.repo, user: pw.name, uid: pw.uid, gid: pw.gid, traverse: [], objects, dir: spec.dir };
     // runs: tee <root>/meta/<id>.json (first, so removal after a crash knows which ACLs to take back)
     await this.exec.run(["tee", this.metaFile(spec.id)], { stdin: JSON.stringify(record) + "\n" });
     // runs: setfacl -R -m u:<guest>:rX,d:u:<guest>:rX <objects>
@@ -518,7 +677,7 @@ export class LinuxUserBackend implements Backend {
   // ── what the guest runs: runtime, rc files, shims, its socket dir ──────────────────
 
   /**
-   * The environment a guest's shells get from their rc files: the spec's (sandboxes/env.ts builds it: proxy, LLM and
+   * The environment a guest's shells get from their rc files: the spec's (drivers/env.ts builds it: proxy, LLM and
    * bridge variables) without identity variables or PATH (the rc files put ~/bin first), plus where this host's Bun is.
    */
   guestEnv(spec: SandboxSpec): Record<string, string> {
@@ -832,8 +991,9 @@ export class LinuxUserBackend implements Backend {
   }
 
   /**
-   * Order matters: block all, kill, take back host-path ACLs, delete the account, then its files and rules.
-   * runs: nft -f -; pkill; setfacl -x; userdel; groupdel; rm -rf --one-file-system; rm -f
+   * Order matters: block all, kill, take back host-path ACLs, sweep what its uid owns outside its home (holding the uid
+   * if anything remains), delete the account, then its files and rules.
+   * runs: nft -f -; pkill; setfacl -x; (sweep) …; userdel; groupdel; rm -rf --one-file-system; rm -f
    */
   private async removeInventory(inv: Inventory): Promise<void> {
     const uid = inv.user?.uid ?? inv.meta?.uid ?? inv.chain?.rules?.uid;
@@ -850,6 +1010,9 @@ export class LinuxUserBackend implements Backend {
       if (inv.meta.traverse.length > 0) await this.exec.run(["setfacl", "-x", `u:${uid}`, ...inv.meta.traverse], { check: false });
       if (inv.meta.objects) await this.exec.run(["setfacl", "-R", "-x", `u:${uid},d:u:${uid}`, inv.meta.objects], { check: false });
     }
+    // Its files in the shared temp dirs and its IPC objects, while the account still holds the id (held if any remain).
+    // A uid known only from the record (the account already gone) is swept only while no other account has it.
+    if (uid !== undefined && uid > 0 && (inv.user || !(await this.getUser(String(uid))))) await this.sweep(uid, inv.user?.gid ?? inv.meta?.gid ?? uid);
     if (inv.user) {
       await this.exec.run(["userdel", inv.user.name]);
       const g = await this.exec.run(["getent", "group", inv.user.name], { check: false });

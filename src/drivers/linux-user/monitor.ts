@@ -50,16 +50,6 @@ export function parseBlockLine(line: string): BlockEvent | null {
   };
 }
 
-/** Every sbx block line in a kernel log dump, in order. */
-export function parseBlockLog(text: string): BlockEvent[] {
-  const out: BlockEvent[] = [];
-  for (const line of text.split("\n")) {
-    const e = parseBlockLine(line);
-    if (e) out.push(e);
-  }
-  return out;
-}
-
 /** The audit entry a block event becomes (`store.audit({sandboxId, ...auditOf(e)})`). */
 export function auditOf(e: BlockEvent): { kind: string; action: string; detail: Record<string, unknown> } {
   const where = e.dport !== null ? `${e.dst}:${e.dport}` : e.dst;

@@ -9,9 +9,13 @@ import { SbxError } from "../../core/errors";
 import type { Exec, ExecOptions, ExecResult } from "../../sys/exec";
 import { HOST_GIT_SAFE, hostGitEnv } from "../../sync/git-argv";
 import { SANDBOX_GIT_SAFE } from "../../sync/sandbox-git";
-import { sha256Hex } from "../../sys/paths";
-import type { Backend, Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../backend";
-import type { AgentPlace } from "../driver";
+import { sha256Hex, type Paths } from "../../sys/paths";
+import type { Backend } from "../backend";
+import type { Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
+import type { AgentPlace, WatchContext, Watcher } from "../driver";
+import { auditOfPflog, monitorCommand } from "./monitor";
+import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";
+import { startPfWatchdog } from "./pf-watchdog";
 import { renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
@@ -43,6 +47,10 @@ export interface MacosBackendConfig {
   stateDir?: string;
   /** Checked before apply changes anything (the installed kit, on a real Mac); throws with what to do. */
   preflight?: () => void;
+  /** How the pflog audit starts its long-lived tcpdump (tests; default: under sbx's PTY through `exec`). */
+  spawnLines?: SpawnLines;
+  /** How often the pf watchdog looks (tests; default PF_WATCH_MS). */
+  pfWatchMs?: number;
 }
 
 const OptionsSchema = z.object({
@@ -82,14 +90,44 @@ export function macosBackendHere(o: { exec: Exec; hostUser: string; runtimeDir: 
   });
 }
 
+/** No fd passing on macOS: the loopback guard relays; pf cannot redirect a guest's name lookups, so no transparent path. */
+export const MACOS_REACH = { handsOverListener: false, transparent: null } as const;
+
 export class MacosBackend implements Backend {
   readonly kind = "macos" as const;
+  readonly reach = MACOS_REACH;
   private readonly exec: Exec;
   private readonly root: RootRunner;
   private readonly host: string;
   private readonly range: IdRange;
   private readonly usersDir: string;
   private readonly shareRoot: string;
+
+  /**
+   * What the daemon watches for these guests: pflog0 (packets their anchors dropped, as audit rows), and pf itself,
+   * which root can switch off or reload (the watchdog stops every running guest first, then puts it back).
+   */
+  watch(ctx: WatchContext, paths: Paths): Watcher[] {
+    return [
+      startPflogAudit({
+        backend: this,
+        spawn: this.cfg.spawnLines ?? ptyLines(this.exec),
+        store: ctx.store,
+        paths,
+        log: ctx.log.with({ service: "pflog", command: monitorCommand().join(" ") }),
+        onEvent: (sid, e, auditId) => ctx.blocked(sid, auditId, auditOfPflog(e)),
+      }),
+      startPfWatchdog({
+        backend: this,
+        store: ctx.store,
+        paths,
+        log: ctx.log.with({ service: "pf-watchdog" }),
+        stopSandbox: ctx.stopSandbox,
+        notify: ctx.notify,
+        ...(this.cfg.pfWatchMs !== undefined ? { intervalMs: this.cfg.pfWatchMs } : {}),
+      }),
+    ];
+  }
 
   constructor(private readonly cfg: MacosBackendConfig) {
     this.exec = cfg.exec;
@@ -268,7 +306,7 @@ export class MacosBackend implements Backend {
 
   /** The files a guest home gets; the stamp is a hash of all of them. */
   homeFiles(c: Pick<Ctx, "spec" | "home" | "port">): { files: HomeFile[]; stamp: string } {
-    // The spec's environment (sandboxes/env.ts: proxy, LLM and bridge variables), as every kind gets it.
+    // The spec's environment (drivers/env.ts: proxy, LLM and bridge variables), as every kind gets it.
     const env = c.spec.env;
     const files = [
       ...renderZshRc({ home: c.home, sandbox: c.spec.name, env, lastDir: `${this.agentsDir}/bin` }),

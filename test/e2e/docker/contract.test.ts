@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DockerBackend } from "../../../src/drivers/docker/docker";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { createExec, type Exec } from "../../../src/sys/exec";
 import { sha256Hex } from "../../../src/sys/paths";
 import { createClone } from "../../../src/workspace/clone";

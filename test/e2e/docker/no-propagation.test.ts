@@ -29,10 +29,12 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
     const key = realpathSync(f.repo).replace(/[^A-Za-z0-9]/g, "-");
     const made = [join(host, "projects", key), join(host, "projects", "-home-other-project")];
     for (const d of made) mkdirSync(d, { recursive: true });
-    writeFileSync(join(made[0]!, "s1.jsonl"), "this project\n");
+    // Claude Code writes each line's cwd: that is what proves a transcript is this project's (dir names collide).
+    writeFileSync(join(made[0]!, "s1.jsonl"), `${JSON.stringify({ type: "user", cwd: realpathSync(f.repo), text: "this project" })}\n`);
+    writeFileSync(join(made[0]!, "s3.jsonl"), `${JSON.stringify({ type: "user", cwd: `${realpathSync(f.repo)}-twin`, text: "a twin path's transcript" })}\n`);
     writeFileSync(join(made[1]!, "s2.jsonl"), "another project's secret transcript\n");
     writeFileSync(join(host, "history.jsonl"), "every prompt ever\n");
-    for (const p of [join(host, "projects"), ...made, join(made[0]!, "s1.jsonl"), join(made[1]!, "s2.jsonl"), join(host, "history.jsonl")]) chownSync(p, f.user.uid, f.user.gid);
+    for (const p of [join(host, "projects"), ...made, join(made[0]!, "s1.jsonl"), join(made[0]!, "s3.jsonl"), join(made[1]!, "s2.jsonl"), join(host, "history.jsonl")]) chownSync(p, f.user.uid, f.user.gid);
     try {
       mustCreate(f, "claudeview");
       const r = f.sbx(["shell", "claudeview", "--", "sh", "-c", "ls -A ~/.claude ~/.claude/projects; cat ~/.claude/projects/*/*.jsonl"]);
@@ -40,6 +42,7 @@ describe.skipIf(!canRun)(`no-propagation (Docker)${canRun ? "" : ` — skipped: 
       expect(r.stdout).toContain("this project");
       expect(r.stdout).toContain(key);
       expect(r.stdout).not.toContain("another project");
+      expect(r.stdout).not.toContain("twin");
       expect(r.stdout).not.toContain("-home-other-project");
       expect(r.stdout).not.toContain("history.jsonl");
     } finally {

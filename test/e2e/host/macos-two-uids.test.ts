@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import type { MacosBackend } from "../../../src/drivers/macos/backend";
 import { kitPaths, renderKit } from "../../../src/drivers/macos/install";
 import { guestUser, hostTag } from "../../../src/drivers/macos/naming";
-import { sandboxEnv } from "../../../src/sandboxes/env";
+import { sandboxEnv } from "../../../src/drivers/env";
 import { LinuxMac } from "../../support/linux-mac";
 import { cannotCreateUsers, createTestUser, type TestUser } from "../../support/test-user";
 

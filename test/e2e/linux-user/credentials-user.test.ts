@@ -118,7 +118,7 @@ describe.skipIf(skip !== undefined)(`no-secret-inside (--backend user): push thr
       inClone = (await d.asGuest(sb, `git -C ${ws} rev-parse -q --verify refs/remotes/host/fromhost-${tag}`)).out.trim();
       if (inClone === "") await Bun.sleep(100);
     }
-    if (inClone === "") console.error(JSON.stringify(d.store.listAudit({ sandboxId: sb.id }).filter((e) => e.action.startsWith("ref-sync")).slice(-6)), d.controller.view(d.store.getSandbox(sb.id)!).guards);
+    if (inClone === "") console.error(JSON.stringify(d.store.listAudit({ sandboxId: sb.id }).filter((e) => e.action.startsWith("ref-sync")).slice(-6)), d.view(d.store.getSandbox(sb.id)!).guards);
     expect(inClone).toMatch(/^[0-9a-f]{40}$/);
     const owner = sh(["find", join(ws, ".git"), "-newer", join(ws, ".git", "HEAD"), "-not", "-user", d.backend.guest(d.spec(sb))]).out.trim();
     expect(owner).toBe("");

@@ -1,11 +1,15 @@
-// The daemon's production wiring for linux-user sandboxes, in process: productionComponents + Controller + SandboxService, over a private root, nft table and state dir.
+// The daemon's production wiring for linux-user sandboxes, in process: productionComponents, the guard host and the one SandboxService with the daemon as its host, over a private root, nft table and state dir.
 import { mkdirSync } from "node:fs";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { defaultRuntime } from "../../../src/drivers/docker/docker";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import type { Sandbox } from "../../../src/core/schemas";
-import { Controller } from "../../../src/daemon/controller";
-import { createLogger } from "../../../src/daemon/log";
+import { sandboxView } from "../../../src/daemon/views";
+import { GuardHost } from "../../../src/daemon/guard-host";
+import { daemonHost } from "../../../src/daemon/host";
+import { SessionManager } from "../../../src/daemon/sessions";
+import type { SandboxView } from "../../../src/daemon/protocol";
+import { createLogger } from "../../../src/sys/log";
 import { productionComponents, type Components } from "../../../src/daemon/main";
 import { UserAccountDriver } from "../../../src/drivers/user-account";
 import { hostUserExec } from "../../../src/sys/as-user";
@@ -24,7 +28,10 @@ export interface DaemonWorld {
   store: Store;
   backend: LinuxUserBackend;
   comps: Components;
-  controller: Controller;
+  /** The daemon's guards' bookkeeping. */
+  guards: GuardHost;
+  /** The daemon's view of a sandbox (`sbx status`). */
+  view(row: Sandbox): SandboxView;
   /** The one sandbox service, with the linux-user driver as the default kind. */
   users: SandboxService;
   logs: string[];
@@ -63,20 +70,10 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
   const backend = new LinuxUserBackend({ exec, root: w.root, table: w.table, runtimeDir: paths.runtimeDir, runtime: defaultRuntime(), warn: (m) => void logs.push(m) });
   const person = await hostUserOf(env, userDirectory(exec, "linux"));
   const comps = await productionComponents({ env, paths, exec, log, store, events: createEventBus(() => {}) }, { linuxUser: backend });
-  await comps.prepare!(store);
-  const controller = new Controller({
-    store,
-    backends: { "linux-user": backend },
-    guards: comps.guards,
-    exec,
-    paths,
-    log,
-    specFor: comps.specFor!,
-    ...(comps.bringUp ? { bringUp: comps.bringUp } : {}),
-  });
-  const kernelLog = comps.services!(store, async () => {}) as DaemonWorld["kernelLog"];
-  const ref = (row: Sandbox) => ({ name: row.name, repo: row.repo });
-  const users = new SandboxService({
+  const guards = new GuardHost({ store, guards: comps.guards, exec, paths, log });
+  let users!: SandboxService;
+  const sessions = new SessionManager({ sandboxes: { resolve: (n, q) => users.resolve(n, q), terminalArgv: (r, q) => users.terminalArgv(r, q) }, guards, exec, store, log });
+  users = new SandboxService({
     exec,
     env,
     paths,
@@ -86,21 +83,21 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
     // As the CLI under sudo does: the repo is found by git run as its owner.
     repoExec: hostUserExec(exec, person, env.uid),
     log: (l) => void logs.push(l),
-    supervisor: {
-      start: async (row) => void (await controller.start(ref(row))),
-      sessions: () => 0,
-      stop: async (row) => (await controller.stop(ref(row)), { running: true, sessions: 0 }),
-      release: (row) => controller.release(ref(row)),
-    },
+    logger: log,
+    host: daemonHost(guards, sessions),
   });
-  const spec = (row: Sandbox) => comps.specFor!(store.getSandbox(row.id) ?? row);
+  await users.fence();
+  // The kernel-log audit as the daemon starts it: the linux-user driver's one watcher.
+  const [kernelLog] = (await users.watch({ log, blocked: () => {}, notify: () => {} })) as [DaemonWorld["kernelLog"]];
+  const spec = (row: Sandbox) => comps.drivers["linux-user"]!.spec(store.getSandbox(row.id) ?? row);
   return {
     paths,
     env,
     store,
     backend,
     comps,
-    controller,
+    guards,
+    view: (row) => sandboxView(store.getSandbox(row.id) ?? row, users, guards),
     users,
     logs,
     kernelLog,
@@ -113,7 +110,8 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
     },
     async close() {
       await kernelLog.stop();
-      await controller.close();
+      await sessions.closeAll();
+      await guards.close();
       store.close();
     },
   };

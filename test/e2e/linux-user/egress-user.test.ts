@@ -82,7 +82,7 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
     expect(otherPort).not.toBe(port);
     expect((d.store.getSandbox(sb.id)!.identity as { proxyPort: number }).proxyPort).toBe(port);
     expect(d.store.getSandbox(sb.id)!.backend).toBe("linux-user");
-    expect(d.controller.view(d.store.getSandbox(sb.id)!).guards.map((g) => [g.name, g.ok])).toEqual([
+    expect(d.view(d.store.getSandbox(sb.id)!).guards.map((g) => [g.name, g.ok])).toEqual([
       ["proxy", true],
       ["loopback", true],
       ["bridge", true],
@@ -94,7 +94,7 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
   async function proxyAcceptsOnPort(s: Sandbox): Promise<string> {
     let detail = "";
     for (let i = 0; i < 50; i++) {
-      detail = d.controller.view(d.store.getSandbox(s.id)!).guards.find((g) => g.name === "loopback")?.detail ?? "";
+      detail = d.view(d.store.getSandbox(s.id)!).guards.find((g) => g.name === "loopback")?.detail ?? "";
       if (detail.includes("the proxy accepts on it")) break;
       await Bun.sleep(50);
     }
@@ -172,18 +172,18 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
   test("stop: block-all and the port's guard is down; start again: through again", async () => {
     await d.users.stop("egress", { cwd: w.repo });
     expect((await d.asGuest(sb, `exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`)).out).not.toContain("connected");
-    await d.controller.start({ name: "egress", repo: sb.repo });
+    await d.users.start("egress", { repo: sb.repo });
     expect((await d.asGuest(sb, `curl -sS -m 5 http://127.0.0.5:${allowed.port}/`)).out).toContain("allowed-ok");
     expect(await proxyAcceptsOnPort(sb)).toContain("the proxy accepts on it");
   });
 
   test("daemon restart after a flushed ruleset: rules come back block-all before guards, then run mode (fail closed)", async () => {
     must(["nft", "delete", "table", "inet", w.table]);
-    // With no table the guest would be unfiltered: prepare restores it before anything else.
-    await d.comps.prepare!(d.store);
+    // With no table the guest would be unfiltered: the daemon's first step (the service's fence) restores it before anything else.
+    await d.users.fence();
     expect((await d.asGuest(sb, `exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`)).out).not.toContain("connected");
     expect((await d.asGuest(sb, `exec 3<>/dev/tcp/${target}/8080 && echo connected`)).out).not.toContain("connected");
-    const report = await d.controller.reconcile();
+    const report = await d.users.reconcile();
     expect(report.guarded).toContain("egress");
     expect((await d.asGuest(sb, `curl -sS -m 5 http://127.0.0.5:${allowed.port}/`)).out).toContain("allowed-ok");
   });
@@ -191,7 +191,7 @@ describe.skipIf(skip !== undefined)(`no-direct-egress (--backend user, daemon wi
   test("a crash midway (row deleted, backend not yet removed) is cleaned by prune", async () => {
     const crash = (await d.users.create({ name: "crash", cwd: w.repo })).sandbox;
     const guest = d.backend.guest(d.spec(crash));
-    await d.controller.release({ name: "crash", repo: crash.repo });
+    await d.guards.release(crash);
     d.store.setSandboxState(crash.id, "deleted"); // the process died right after this
     expect(sh(["getent", "passwd", guest]).code).toBe(0);
     const r = await d.users.prune();

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { landlockAbi } from "../../../src/sys/landlock";
 import { makeWorld, sh, whyNot, type World } from "./harness";
 

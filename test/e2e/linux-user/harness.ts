@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { HostUser, SandboxSpec } from "../../../src/drivers/backend";
+import type { HostUser, SandboxSpec } from "../../../src/core/spec";
 import { LinuxUserBackend } from "../../../src/drivers/linux-user/backend";
 import { createExec } from "../../../src/sys/exec";
 import { defaultRuntime } from "../../../src/drivers/docker/docker";

@@ -3,7 +3,7 @@
 // removing the sandbox removes its cgroup. Real root, real cgroups, real setpriv.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { makeWorld, sh, whyNot, type World } from "./harness";
 
 const MIB = 1024 * 1024;

@@ -2,7 +2,7 @@
 // `curl localhost:3000`), over IPv4 and IPv6, while your services and another guest's stay refused on the same
 // loopback. The rule is on the socket's owner (its cgroup), not on the port. Real root, real nftables, two real guests.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { makeWorld, sh, whyNot, type World } from "./harness";
 
 const MIB = 1024 * 1024;

@@ -1,7 +1,7 @@
 // Invariant no-direct-egress (linux-user): as the guest, TCP/UDP/DNS anywhere but 127.0.0.1:<proxyPort> fails, and is logged.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn, type ChildProcess } from "node:child_process";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { KernelLogMonitor } from "../../../src/drivers/linux-user/monitor";
 import { createExec } from "../../../src/sys/exec";
 import { makeNetns, makeWorld, must, sh, whyNot, type World } from "./harness";

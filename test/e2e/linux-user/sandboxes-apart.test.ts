@@ -1,7 +1,7 @@
 // Invariant sandboxes-apart (linux-user): a guest cannot read the host's 700 home, another guest's home or socket dir, nor sudo.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
-import type { SandboxSpec } from "../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../src/core/spec";
 import { makeWorld, must, sh, whyNot, type World } from "./harness";
 import { importSandbox } from "../../../src/sync/import";
 import type { SandboxGit } from "../../../src/sync/sandbox-git";

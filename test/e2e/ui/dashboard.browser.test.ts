@@ -7,7 +7,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { uiLaunch } from "../../../src/client/hosted";
 import type { UiLaunch } from "../../../src/daemon/protocol";
 import type { Store } from "../../../src/store/store";
-import { makeWorld, seedSandbox, startDaemonProc, type DaemonProc, type World } from "../../support/daemon-proc";
+import { makeWorld, seedSandbox, startDaemonProc, type DaemonProc, type World, startSandbox } from "../../support/daemon-proc";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(import.meta.dir, "../../../test-artifacts");
@@ -52,7 +52,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`dashboard in a real browser${existsSync(
     store.updateIdentity(row.id, { ...row.identity, publish: [`127.0.0.1:${upstream.port}`] });
     // The real daemon (fake backend) with its production egress proxy guard; `*.test` names resolve to 127.0.0.1.
     d = await startDaemonProc(w, 10_000, "real-proxy");
-    await w.client.start({ name: "demo" });
+    await startSandbox(w, "demo");
     proxySocket = join(w.paths.runtimeDir, "sb", sid, "proxy.sock");
     launch = await uiLaunch(w.client, 60_000);
 
@@ -134,7 +134,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`dashboard in a real browser${existsSync(
     await d.exited;
     await page.getByText("reconnecting…", { exact: true }).waitFor({ timeout: 10_000 });
     d = await startDaemonProc(w, 10_000, "real-proxy");
-    await w.client.start({ name: "demo" });
+    await startSandbox(w, "demo");
     await page.getByText("live", { exact: true }).waitFor({ timeout: 20_000 });
     const url = `http://after-restart.test:${upstream.port}/`;
     expect((await viaProxy(proxySocket, url)).status).toBe(403);

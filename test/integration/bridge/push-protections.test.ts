@@ -92,6 +92,34 @@ describe("push protections", () => {
     settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: [] };
   });
 
+  test("least-privilege: a protected branch in another letter case is protected (a case-folding server holds one ref)", async () => {
+    const main = await refIn(h.upstreamRepo, "refs/heads/main");
+    await git(h.clone, "checkout", "-q", "-B", "main", main);
+    await git(h.clone, "commit", "-q", "--amend", "--allow-empty", "-m", "rewritten under another case");
+    for (const dst of ["MAIN", "Main", "Master"]) {
+      const r = await h.shim(["push", "--force", "origin", `main:${dst}`]);
+      expect([dst, r.code]).toEqual([dst, 77]);
+      expect(r.stderr).toContain("protected");
+    }
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: ["Release/*"] };
+    await upstreamRef("refs/heads/release/9");
+    expect((await h.shim(["push", "--force", "origin", "main:release/9"])).code).toBe(77);
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: [] };
+    expect(await refIn(h.upstreamRepo, "refs/heads/main")).toBe(main);
+  });
+
+  test("least-privilege: deleting a protected branch needs what a forced push to it needs, not only --allow delete", async () => {
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere", "delete"], protect: [] };
+    const main = await refIn(h.upstreamRepo, "refs/heads/main");
+    for (const args of [["push", "origin", ":main"], ["push", "origin", "--delete", "main"], ["push", "origin", ":refs/heads/master"]]) {
+      const r = await h.shim(args);
+      expect([args.join(" "), r.code]).toEqual([args.join(" "), 77]);
+      expect(r.stderr).toContain("--allow force-push");
+    }
+    expect(await refIn(h.upstreamRepo, "refs/heads/main")).toBe(main);
+    settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"], protect: [] };
+  });
+
   test("with force-push and delete allowed for this sandbox, they go", async () => {
     settings = { ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere", "force-push", "delete"], protect: [] };
     await git(h.clone, "checkout", "-q", "-B", "main", await refIn(h.upstreamRepo, "refs/heads/main"));

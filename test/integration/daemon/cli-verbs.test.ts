@@ -1,6 +1,6 @@
 // The daemon's CLI verbs against a running daemon: status (table and JSON), ps, and logs with --sandbox, --json and --follow.
 import { afterEach, describe, expect, test } from "bun:test";
-import { CLI, type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World } from "../../support/daemon-proc";
+import { CLI, type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World, startSandbox } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
@@ -22,7 +22,7 @@ describe("daemon CLI verbs", () => {
     seedSandbox(w, "good");
     seedSandbox(w, "idle");
     d = await startDaemonProc(w);
-    await w.client.start({ name: "good" });
+    await startSandbox(w, "good");
     const r = await sbx("status");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`daemon: running pid ${d.pid}`);
@@ -37,7 +37,7 @@ describe("daemon CLI verbs", () => {
     w = makeWorld();
     seedSandbox(w, "demo");
     d = await startDaemonProc(w);
-    await w.client.start({ name: "demo" });
+    await startSandbox(w, "demo");
     const s = await w.client.createSession({ name: "demo", cwd: "/tmp", argv: ["sleep", "30"] });
     const r = await sbx("ps");
     expect(r.code).toBe(0);
@@ -52,8 +52,8 @@ describe("daemon CLI verbs", () => {
     seedSandbox(w, "a");
     seedSandbox(w, "b");
     d = await startDaemonProc(w);
-    await w.client.start({ name: "a" });
-    await w.client.start({ name: "b" });
+    await startSandbox(w, "a");
+    await startSandbox(w, "b");
     const only = await sbx("logs", "--sandbox", "a", "--json");
     expect(only.code).toBe(0);
     const entries = only.stdout.trim().split("\n").map((l) => JSON.parse(l));

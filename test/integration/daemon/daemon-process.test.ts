@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readState } from "../../support/daemon-file-backend";
-import { type DaemonProc, ENTRY, killDaemonProc, lockPid, makeWorld, seedSandbox, socketGet, startDaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, ENTRY, killDaemonProc, lockPid, makeWorld, seedSandbox, socketGet, startDaemonProc, type World, startSandbox } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
@@ -51,7 +51,7 @@ describe("daemon process", () => {
     const store = w.store();
     seedSandbox(w, "demo");
     d = await startDaemonProc(w);
-    const { sandbox } = await w.client.start({ name: "demo" });
+    const sandbox = await startSandbox(w, "demo");
     const proxy = join(w.paths.runtimeDir, "sb", sandbox.sid, "proxy.sock");
     expect(await socketGet(proxy)).toBe("proxy demo\n");
     d.proc.kill("SIGTERM");

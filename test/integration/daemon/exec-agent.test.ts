@@ -11,6 +11,7 @@ import { AGENT_SOCKET, ExecAgents, execAgentGuard } from "../../../src/daemon/ex
 import type { GuardContext, GuardHandle } from "../../../src/guards/guards";
 import { Store } from "../../../src/store/store";
 import { guardContext } from "../../support/guard-context";
+import { AGENT_MAX_CONNECTIONS } from "../../../src/core/bounds";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -292,4 +293,43 @@ describe("a hostile agent", () => {
     const w = await world("linux-user");
     expect(existsSync(w.socket)).toBe(false);
   });
+});
+
+describe("bounded: the agent socket", () => {
+  /** A connection to agent.sock that claims a frame of `claim` bytes and sends `send` of them (a sandbox's own process). */
+  function claimer(socket: string, claim: number, send: number): Promise<{ closed: Promise<void> }> {
+    return new Promise((resolve, reject) => {
+      const s = connect({ path: socket });
+      const closed = new Promise<void>((done) => s.on("close", () => done()));
+      s.on("error", () => undefined);
+      s.once("connect", () => {
+        const head = new Uint8Array(FRAME_HEADER);
+        const v = new DataView(head.buffer);
+        v.setUint8(0, FrameType.hello);
+        v.setUint32(1, 0);
+        v.setUint32(5, claim);
+        s.write(head);
+        if (send > 0) s.write(Buffer.alloc(send, 120));
+        resolve({ closed });
+      });
+      s.once("error", reject);
+    });
+  }
+
+  test(`a sandbox cannot make the daemon hold more than ${AGENT_MAX_CONNECTIONS} connections, nor a half-sent frame of 1 MiB on each, before a hello`, async () => {
+    const w = await world();
+    const conns = await Promise.all(Array.from({ length: 40 }, () => claimer(w.socket, 1 << 20, 512 * 1024)));
+    // Every one is dropped: a hello is small (a 1 MiB claim before it is refused at once), and past the bound a
+    // connection is closed at once whatever it sends.
+    const gone = await Promise.all(conns.map((c) => Promise.race([c.closed.then(() => true), Bun.sleep(2000).then(() => false)])));
+    expect(gone.filter((g) => !g).length).toBe(0);
+    // An idle one (sends nothing) is dropped after the hello time; past the bound the oldest such makes room at once.
+    const idle = await Promise.all(Array.from({ length: AGENT_MAX_CONNECTIONS + 10 }, () => claimer(w.socket, 0, 0).catch(() => null)));
+    const early = await Promise.all(idle.map((c) => (c ? Promise.race([c.closed.then(() => true), Bun.sleep(500).then(() => false)]) : true)));
+    expect(early.filter(Boolean).length).toBeGreaterThanOrEqual(10);
+    // The real agent still gets in and runs commands.
+    agentFor(w);
+    for (let i = 0; i < 100 && !w.agents.get(w.sandboxId); i++) await Bun.sleep(20);
+    expect(w.agents.get(w.sandboxId)).toBeDefined();
+  }, 20_000);
 });

@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import { readState } from "../../support/daemon-file-backend";
-import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, socketGet, startDaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, socketGet, startDaemonProc, type World, startSandbox } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
@@ -24,7 +24,7 @@ describe("fail-closed across a daemon crash", () => {
     w = makeWorld();
     const sid = seedSandbox(w, "demo");
     d = await startDaemonProc(w);
-    await w.client.start({ name: "demo" });
+    await startSandbox(w, "demo");
     const proxy = join(w.paths.runtimeDir, "sb", sid, "proxy.sock");
     const bridge = join(w.paths.runtimeDir, "sb", sid, "bridge.sock");
     expect(await socketGet(proxy)).toBe("proxy demo\n");
@@ -108,7 +108,7 @@ describe("fail-closed with the real egress proxy guard", () => {
       // The upstream is the host's own (loopback): published for this sandbox, as `sbx publish` stores it.
       store.updateIdentity(sb.id, { ...sb.identity, publish: [`127.0.0.1:${upstream.port}`] });
       d = await startDaemonProc(w, 10_000, "real-proxy");
-      await w.client.start({ name: "demo" });
+      await startSandbox(w, "demo");
       const proxy = join(w.paths.runtimeDir, "sb", sid, "proxy.sock");
       const url = `http://127.0.0.1:${upstream.port}/`;
       expect(await viaProxy(proxy, url)).toMatchObject({ status: 200, body: "upstream-ok" });

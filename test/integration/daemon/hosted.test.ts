@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { topicFor } from "../../../src/chat/commands";
 import { buildZulipConfig, writeChatConfig } from "../../../src/chat/config";
 import { uiLaunch } from "../../../src/client/hosted";
-import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World, startSandbox } from "../../support/daemon-proc";
 import { startFakeZulip, type FakeZulip } from "../../support/fake-zulip";
 
 const BOT = "sbx-bot@zulip.test";
@@ -69,7 +69,7 @@ describe("the daemon hosts the dashboard, the chat bot and notifications", () =>
     writeChatConfig(w.paths.configDir, buildZulipConfig({ site: zulip.site, email: BOT, apiKey: KEY, stream: "sandboxes", allowSenders: [ALICE] }));
     const sid = seedSandbox(w, "demo", undefined, "/src/webapp");
     d = await startDaemonProc(w, 10_000, "real-proxy", "notify");
-    await w.client.start({ name: "demo" });
+    await startSandbox(w, "demo");
 
     const st = await w.client.status();
     expect(st.ui?.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);

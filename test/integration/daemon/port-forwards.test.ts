@@ -11,6 +11,7 @@ import { AGENT_SOCKET, ExecAgents, execAgentGuard } from "../../../src/daemon/ex
 import { PortForwards } from "../../../src/daemon/port-forwards";
 import { Store } from "../../../src/store/store";
 import { guardContext } from "../../support/guard-context";
+import { FakeExec } from "../../fakes/exec";
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -26,7 +27,7 @@ async function freePort(): Promise<number> {
 }
 
 /** A guard world with a real agent (in this process: "inside" is this machine's loopback here). */
-async function world() {
+async function world(who?: ConstructorParameters<typeof PortForwards>[2]) {
   const root = mkdtempSync(join(tmpdir(), "sbx-ports-"));
   const store = new Store(":memory:");
   const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend: "docker" });
@@ -36,7 +37,7 @@ async function world() {
   const agents = new ExecAgents();
   const handle = await execAgentGuard(agents).start(ctx);
   const a = startExecAgent({ socketPath: join(dir, AGENT_SOCKET), baseEnv: { PATH: "/usr/bin:/bin" }, retryMs: { min: 20, max: 100 } });
-  const forwards = new PortForwards(agents);
+  const forwards = new PortForwards(agents, undefined, who);
   cleanups.push(async () => {
     forwards.close(sandbox.id);
     a.stop();
@@ -131,5 +132,18 @@ describe("port forwards through the exec agent", () => {
     expect(refused).toBe(true);
     w.forwards.close(w.id);
     expect(w.forwards.live(w.id)).toBe(false);
+  });
+
+  test.skipIf(process.platform !== "linux")("ports-held: a host port held by a sandbox's guest is named with its sandbox, pid and argv; nothing that holds it is ended", async () => {
+    const exec = new FakeExec().always((a) => a[0] === "getent", { stdout: "sbx-x-a1:x:994:994::/h:/bin/bash\n" });
+    const w = await world({ exec, guestOf: async () => "a" });
+    const busy = createServer();
+    const busyPort = await listen(busy);
+    cleanups.push(() => new Promise<void>((r) => busy.close(() => r())));
+    const [s] = await w.forwards.apply(w.id, [{ port: 2, host: busyPort }]);
+    expect(s?.state).toBe("error");
+    expect(s?.error).toContain(`127.0.0.1:${busyPort} is held by pid ${process.pid} (`);
+    expect(s?.error).toContain("of user sbx-x-a1 (sandbox a's account)");
+    expect(busy.listening).toBe(true);
   });
 });

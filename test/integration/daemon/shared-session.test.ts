@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ServerFrameSchema } from "../../../src/daemon/protocol";
-import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World } from "../../support/daemon-proc";
+import { type DaemonProc, killDaemonProc, makeWorld, seedSandbox, startDaemonProc, type World, startSandbox } from "../../support/daemon-proc";
 
 let w: World;
 let d: DaemonProc | undefined;
@@ -55,7 +55,7 @@ describe("shared sessions through the daemon", () => {
     w = makeWorld();
     seedSandbox(w, "demo");
     d = await startDaemonProc(w);
-    await w.client.start({ name: "demo" });
+    await startSandbox(w, "demo");
     const s = await w.client.createSession({ name: "demo", cwd: "/tmp", cols: 90, rows: 25 });
     const a = new WsTerm(w.client.attachUrl(s.id));
     await a.opened();
@@ -96,7 +96,7 @@ describe("shared sessions through the daemon", () => {
       w = makeWorld();
       seedSandbox(w, "demo");
       d = await startDaemonProc(w);
-      await w.client.start({ name: "demo" });
+      await startSandbox(w, "demo");
       tmuxSocket = join(w.root, "tmux.sock");
       const term = join(import.meta.dir, "..", "..", "support", "daemon-term.ts");
       const tmux = (...args: string[]) => {

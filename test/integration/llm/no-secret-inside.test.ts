@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLlmHandler } from "../../../src/llm/handler";
-import { PLACEHOLDER_KEY } from "../../../src/sandboxes/env";
+import { PLACEHOLDER_KEY } from "../../../src/drivers/env";
 import { setSecret } from "../../../src/secrets/store";
 import { startFakeLlm, type FakeLlm } from "../../support/fake-llm";
 

@@ -9,7 +9,8 @@ import { createEgressDesk, deskText } from "../../../src/policy/egress-desk";
 import { PolicyService, policyFor } from "../../../src/policy/service";
 import { Store } from "../../../src/store/store";
 import type { FeedEvent } from "../../../src/events/feed";
-import { openTunnel, tempDir } from "../proxy/helpers";
+import { openTunnel, rawExchange, tempDir } from "../proxy/helpers";
+import { DESK_MAX_WAITS } from "../../../src/core/bounds";
 
 const SHIMS = join(import.meta.dir, "../../../shims");
 const FORWARDER = join(SHIMS, "forwarder.ts");
@@ -113,4 +114,29 @@ describe("sbx-egress", () => {
     expect((await egress(["--help"])).stdout).toContain("usage: sbx-egress");
     expect(deskText("a\r\nb\u202ec\u0007".repeat(200)).length).toBeLessThanOrEqual(300);
   });
+});
+
+describe("bounded: the egress desk", () => {
+  test(`at most ${DESK_MAX_WAITS} waits are held at once per sandbox; the rest are refused at once (429), and the shim waits its turn`, async () => {
+    const ask = await rawExchange(proxy.socketPath, `POST /sbx/egress/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 48\r\nConnection: close\r\n\r\n${JSON.stringify({ host: "held.example.test", why: "a held wait" }).padEnd(48)}`);
+    expect(ask.status).toBe(200);
+    const id = (JSON.parse(ask.body) as { id: number }).id;
+    const started = Date.now();
+    const waits = Array.from({ length: 200 }, () => rawExchange(proxy.socketPath, `GET /sbx/egress/approvals/${id}?wait=20 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`).then((r) => ({ ...r, ms: Date.now() - started })));
+    const quick = await Promise.all(waits.map((w) => Promise.race([w, Bun.sleep(2000).then(() => null)])));
+    const refused = quick.filter((r) => r !== null && r.status === 429);
+    console.log(`bounded: 200 waits on one request: ${refused.length} refused, the last after ${Math.max(...refused.map((r) => r!.ms))} ms`);
+    expect(refused.length).toBeGreaterThanOrEqual(200 - DESK_MAX_WAITS);
+    expect(JSON.parse(refused[0]!.body)).toMatchObject({ error: "too_many" });
+    // The shim, meanwhile, waits all the same (it asks again after a pause) and returns once the person answers.
+    const shim = egress(["ask", "held.example.test", "--why", "a held wait", "--wait", "20"]);
+    await Bun.sleep(500);
+    new PolicyService({ store }).decide(id, "allow-sandbox", "cli:test");
+    const r = await shim;
+    expect({ code: r.code, out: r.stdout.trim() }).toEqual({ code: 0, out: "allowed" });
+    // The held ones answer as soon as it is decided (not at their 20 s).
+    const answered = await Promise.all(waits);
+    expect(answered.filter((a) => a.status === 200).map((a) => (JSON.parse(a.body) as { state: string }).state)).toEqual(answered.filter((a) => a.status === 200).map(() => "allowed"));
+    expect(Math.max(...answered.map((a) => a.ms))).toBeLessThan(10_000);
+  }, 60_000);
 });

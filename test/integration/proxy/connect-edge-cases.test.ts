@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
-import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import type { EgressEvent } from "../../../src/core/egress-events";
+import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { echoServer, httpServer, parseResponse, rawExchange, tempDir } from "./helpers";
 
 let tmp: ReturnType<typeof tempDir>;

@@ -2,7 +2,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import type { EgressEvent } from "../../../src/core/egress-events";
+import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { createDecisionSink } from "../../../src/policy/decision-sink";
 import { PolicyService, policyFor } from "../../../src/policy/service";
 import { Store } from "../../../src/store/store";

@@ -19,6 +19,8 @@ beforeAll(async () => {
   echo = await echoServer();
   web = await httpServer();
   proxy = await startEgressProxy({
+    // The proxy's own cost, unpaced (a sandbox's proxy paces its requests: test/integration/proxy/bounded.test.ts).
+    pace: null,
     socketPath: join(tmp.dir, "proxy.sock"),
     sandbox: { id: 1, name: "load" },
     policy: () => ({ sandbox: [`svc.test:${web.port}`], global: [], published: [`127.0.0.1:${echo.port}`, `127.0.0.1:${web.port}`] }),

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { createServer, connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
-import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import type { EgressEvent } from "../../../src/core/egress-events";
+import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { tempDir } from "./helpers";
 
 const lib = fdPassing();

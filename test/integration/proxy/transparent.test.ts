@@ -8,7 +8,8 @@ import { createServer as createHttpsServer } from "node:https";
 import { connect as tlsConnect } from "node:tls";
 import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
-import { startEgressProxy, type EgressEvent, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import type { EgressEvent } from "../../../src/core/egress-events";
+import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { httpServer, tempDir } from "./helpers";
 
 const lib = fdPassing();

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importSandbox } from "../../../src/sync/import";
-import { ensureStore, promoteStores, retireStore, storeAlternate, storeDir } from "../../../src/sync/store";
+import { ensureStore, hostViewDir, promoteStores, retireStore, storeAlternate, storeDir, STORE_ALTERNATES } from "../../../src/sync/store";
+import { isViewOf } from "../../../src/sync/object-view";
 import { createExec } from "../../../src/sys/exec";
 import { git, makeFixture, NAME, REMOTE, type SyncFixture } from "./fixture";
 
@@ -40,7 +41,9 @@ describe("stores", () => {
     const dir = await ensureStore({ exec, repo: f.host }, NAME);
     await ensureStore({ exec, repo: f.host }, NAME);
     expect(dir).toBe(storeDir(f.host, NAME));
-    expect(readFileSync(join(dir, "objects", "info", "alternates"), "utf8")).toBe("../../../objects\n");
+    // It borrows a view of the host's own objects (their packs and loose dirs, not their list of alternates).
+    expect(readFileSync(join(dir, "objects", "info", "alternates"), "utf8")).toBe(`${STORE_ALTERNATES}\n`);
+    expect(isViewOf(hostViewDir(f.host), "../../objects")).toBe(true);
     expect(readFileSync(alternates(f.host), "utf8")).toBe(`/the/users/own/alternate\n${storeAlternate(NAME)}\n`);
     // The same file: a mask bind-mounted over it inside a sandbox stays over it.
     expect(statSync(alternates(f.host)).ino).toBe(inode);
@@ -65,18 +68,75 @@ describe("stores", () => {
     expect(readdirSync(join(f.host, ".git", "objects", "pack")).some((p) => p.endsWith(".keep"))).toBe(true);
   });
 
-  test("retireStore: what any host ref reaches is copied first; then the line and the store go; the user's own lines stay; gc loses nothing", async () => {
+  test("retireStore: the host keeps what its refs reach (sandbox-<name>/* readable, after gc too); the store's line goes; the user's own lines stay", async () => {
     f = makeFixture();
     appendFileSync(alternates(f.host), "/the/users/own/alternate\n");
     const a = f.commitInside("kept after rm", "feature");
     await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
     expect(await retireStore({ exec, repo: f.host }, NAME)).toBeGreaterThan(0);
     expect(existsSync(storeDir(f.host, NAME))).toBe(false);
-    expect(readFileSync(alternates(f.host), "utf8")).toBe("/the/users/own/alternate\n");
+    expect(readFileSync(alternates(f.host), "utf8").split("\n")).not.toContain(storeAlternate(NAME));
+    expect(readFileSync(alternates(f.host), "utf8").split("\n")).toContain("/the/users/own/alternate");
     ok(f.host, ["gc", "-q", "--prune=now"]);
     expect(ok(f.host, ["log", "--format=%s", "-1", `${REMOTE}/feature`])).toBe("kept after rm");
     expect(ok(f.host, ["rev-parse", `${REMOTE}/feature`])).toBe(a);
+    ok(f.host, ["fsck", "--connectivity-only", "--no-dangling"]);
     // A second retire (a crash midway, prune after it) is fine.
     expect(await retireStore({ exec, repo: f.host }, NAME)).toBe(0);
+  });
+});
+
+describe("gone-when-removed: a removed sandbox's objects reach another sandbox only through a ref the person made", () => {
+  test("after rm, the host's own objects (what every sandbox reads, its list of alternates masked) hold nothing of the removed sandbox's unmerged work", async () => {
+    f = makeFixture();
+    const secret = f.commitInside("unpushed work of the removed sandbox", "feature");
+    await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
+    await retireStore({ exec, repo: f.host }, NAME);
+    // The host still reads it under the refs rm kept, and a gc keeps it.
+    ok(f.host, ["gc", "-q", "--prune=now"]);
+    expect(ok(f.host, ["rev-parse", `${REMOTE}/feature`])).toBe(secret);
+    ok(f.host, ["cat-file", "-e", secret]);
+    // What a sandbox reads: by id, or by listing every object there is.
+    expect(ownHas(f.host, secret)).toBe(false);
+    const saved = readFileSync(alternates(f.host), "utf8");
+    writeFileSync(alternates(f.host), "");
+    try {
+      expect(ok(f.host, ["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"])).not.toContain(secret);
+    } finally {
+      writeFileSync(alternates(f.host), saved);
+    }
+    // Only what the person takes onto a branch of theirs becomes readable to sandboxes: promotion reaches the retired work.
+    ok(f.host, ["branch", "taken", `${REMOTE}/feature`]);
+    expect(await promoteStores({ exec, repo: f.host })).toBeGreaterThan(0);
+    expect(ownHas(f.host, secret)).toBe(true);
+  });
+
+  test("with other stores beside it, a branch the person makes on the retired work is promoted, and no store's sync fails on the tip it cannot see yet", async () => {
+    f = makeFixture();
+    const secret = f.commitInside("work of the removed sandbox", "feature");
+    await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
+    await retireStore({ exec, repo: f.host }, NAME);
+    // Another sandbox's store (its own, empty), and one more made after the person's branch: each sees only the host's
+    // own objects and its own, so neither can record a tip on the retired work before promotion copies it.
+    await ensureStore({ exec, repo: f.host }, "other");
+    ok(f.host, ["merge", "-q", "--ff-only", `${REMOTE}/feature`]);
+    await ensureStore({ exec, repo: f.host }, "later");
+    expect(await promoteStores({ exec, repo: f.host })).toBeGreaterThan(0);
+    expect(ownHas(f.host, secret)).toBe(true);
+    // Every store recorded the tip once it could see it: nothing is walked again.
+    expect(await promoteStores({ exec, repo: f.host })).toBe(0);
+    for (const s of ["other", "later"]) expect(ok(storeDir(f.host, s), ["for-each-ref", "--format=%(objectname)", "refs/sbx-seen/"])).toContain(secret);
+  });
+
+  test("rm of a sandbox whose work the person already took: the taken commit is the host's own, the rest is not", async () => {
+    f = makeFixture();
+    const taken = f.commitInside("taken by the person", "feature");
+    const left = f.commitInside("left in the sandbox", "feature");
+    await importSandbox({ repo: f.host, name: NAME, sandboxGit: f.sandboxGit, exec });
+    ok(f.host, ["branch", "taken", taken]);
+    await retireStore({ exec, repo: f.host }, NAME);
+    expect(ownHas(f.host, taken)).toBe(true);
+    expect(ownHas(f.host, left)).toBe(false);
+    expect(ok(f.host, ["rev-parse", `${REMOTE}/feature`])).toBe(left);
   });
 });

@@ -1,7 +1,7 @@
 // The push scan opens gzip and zip blobs: what they unpack to is scanned, within bounds, and a broken one never throws.
 import { describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { unpackArchive } from "../../../src/bridge/archive";
+import { unpackArchive } from "../../../src/core/archive";
 import { scanArchive } from "../../../src/bridge/gate";
 import { LogScanner } from "../../../src/bridge/scan";
 import { makeZip } from "../../support/zip";

@@ -3,9 +3,10 @@ import { describe, expect, test } from "bun:test";
 import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, sshSettingsOf, tokenFor, transportOf, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
+import { ALTERNATE_REFS, MissingObject, missingIn, credentialHost, gateGit, gatePaths, gitEnv, hookRefsReader, sshSettingsOf, tokenFor, transportOf, trustedTips, CREDENTIAL_HELPER, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate";
 import { FakeExec } from "../../fakes/exec";
-import { fastForwards, githubRepo, pushOutputRewriter } from "../../../src/bridge/server";
+import { githubRepo } from "../../../src/bridge/gh-run";
+import { fastForwards, pushOutputRewriter } from "../../../src/bridge/push";
 
 describe("gate git", () => {
   test("argv: only host-chosen config, the one transport, our credential helper last", () => {
@@ -21,6 +22,7 @@ describe("gate git", () => {
       "-c", `credential.helper=${CREDENTIAL_HELPER}`,
       "-c", "credential.useHttpPath=false",
       "-c", "transfer.fsckObjects=true",
+      "-c", `core.alternateRefsCommand=${ALTERNATE_REFS}`,
       "push", "https://github.com/o/r.git", "refs/heads/x:refs/heads/x",
     ]);
   });
@@ -55,12 +57,14 @@ describe("gate git", () => {
     expect(await ask("evil.example")).toBe("");
     expect(await ask("github.com.evil.example")).toBe("");
   });
-  test("which secret is the token for a URL", () => {
+  test("which secret is the token for a URL (GIT_TOKEN: only a host of the host repo's own remotes)", () => {
     const s = { GH_TOKEN: "gh", GITLAB_TOKEN: "gl", GIT_TOKEN: "any", "GIT_TOKEN_GIT_EXAMPLE_COM": "ex" };
-    expect(tokenFor("https://github.com/o/r", s)).toBe("gh");
-    expect(tokenFor("https://gitlab.com/o/r", s)).toBe("gl");
-    expect(tokenFor("https://git.example.com/o/r", s)).toBe("ex");
-    expect(tokenFor("http://127.0.0.1:8080/r.git", s)).toBe("any");
+    const own = new Set(["127.0.0.1:8080"]);
+    expect(tokenFor("https://github.com/o/r", s, own)).toEqual({ name: "GH_TOKEN", value: "gh" });
+    expect(tokenFor("https://gitlab.com/o/r", s, own)).toEqual({ name: "GITLAB_TOKEN", value: "gl" });
+    expect(tokenFor("https://git.example.com/o/r", s, own)).toEqual({ name: "GIT_TOKEN_GIT_EXAMPLE_COM", value: "ex" });
+    expect(tokenFor("http://127.0.0.1:8080/r.git", s, own)).toEqual({ name: "GIT_TOKEN", value: "any" });
+    expect(tokenFor("http://127.0.0.1:8081/r.git", s, own)).toEqual({ name: null, withheld: "GIT_TOKEN" });
     expect(credentialHost("https://user@Example.com:8443/x")).toBe("example.com:8443");
   });
   test("gh --repo comes from a GitHub remote URL", () => {
@@ -73,11 +77,21 @@ describe("gate git", () => {
     expect(gateGit(["log"]).slice(1, 3)).toEqual(["-c", "core.hooksPath=/dev/null"]);
     expect(gitEnv({ path: "/usr/bin", home: "/h", verdict: { fifo: "/g/tmp/v/verdict", nonce: "n1" } })).toMatchObject({ SBX_VERDICT_FIFO: "/g/tmp/v/verdict", SBX_VERDICT_NONCE: "n1" });
   });
-  test("the tips the scan may skip: the host's refs but not refs/remotes/sandbox-*, and only the gate's refs/remotes/*", () => {
-    const a = "a".repeat(40), b = "b".repeat(40), c = "c".repeat(40), d = "d".repeat(40), e = "e".repeat(40);
-    const host = `${a} refs/heads/main\n${b} refs/remotes/sandbox-demo/feature\n${c} refs/remotes/origin/main\n`;
-    const gate = `${d} refs/remotes/origin/x\n${e} refs/heads/label\n${e} refs/tags/v1\nnot-a-sha refs/remotes/y\n`;
-    expect(trustedTips(host, gate).sort()).toEqual([a, c, d]);
+  test("untrusted-by-origin: the tips the scan may skip are the person's host refs and the gate's refs/remotes/* only", () => {
+    const a = "a".repeat(40), b = "b".repeat(40), c = "c".repeat(40), d = "d".repeat(40), e = "e".repeat(40), f = "f".repeat(40);
+    const host = [
+      `${a} refs/heads/main`,
+      `${b} refs/remotes/sandbox-demo/feature`,
+      `${c} refs/remotes/origin/main`,
+      `${f} refs/sbx-retired/demo/20260101T000000Z/feature`,
+      `${f} refs/SBX-retired/demo/20260101T000000Z/other`,
+      `${f} refs/sbx-anything/x`,
+    ].join("\n");
+    const gate = `${d} refs/remotes/origin/x\n${e} refs/heads/label\n${e} refs/tags/v1\n${e} refs/remotes/sandbox-demo/x\n${e} refs/sbx-created/origin/heads/x\nnot-a-sha refs/remotes/y\n`;
+    expect(trustedTips(host, gate, "origin").sort()).toEqual([a, c, d]);
+    // What the gate fetched of another remote is what that remote has, not the one pushed to.
+    expect(trustedTips(host, gate, "fork").sort()).toEqual([a, c]);
+    expect(trustedTips(host, gate).sort()).toEqual([a, c]);
   });
 });
 
@@ -249,5 +263,25 @@ describe("ssh remotes", () => {
     expect(on).toContain("protocol.ssh.allow=always");
     // Any other transport keeps ssh off, whatever command is at hand.
     expect(gateGit(["push"], { transport: "https", sshCommand: ssh.command })).toContain("core.sshCommand=/bin/false");
+  });
+});
+
+describe("sandboxes-apart: what git says the gate lacks, as a refusal can name it", () => {
+  const P = "47d1ce11921ca9efbc33bc14132b9e9f44354b58";
+  const C = "a5041499c95838548317a63c2c6ff7600a354104";
+  test("git 2.39's words for each missing object", () => {
+    const m = (s: string) => {
+      const x = missingIn(s);
+      return x && [x.kind, x.oid, x.of];
+    };
+    expect(m(`error: Could not read ${P}\nfatal: revision walk setup failed\n`)).toEqual(["commit", P, undefined]);
+    expect(m(`error: Could not read ${P}\nfatal: Failed to traverse parents of commit ${C}\n`)).toEqual(["commit", P, C]);
+    expect(m(`fatal: unable to read tree ${P}\n`)).toEqual(["tree", P, undefined]);
+    expect(m(`fatal: unable to read ${P}\n`)).toEqual(["object", P, undefined]);
+    expect(m(`fatal: bad object ${P}\n`)).toEqual(["object", P, undefined]);
+    expect(m("fatal: pack has 3 unresolved deltas\nfatal: index-pack failed\n")).toEqual(["delta bases", "3", undefined]);
+    expect(missingIn("fatal: pack is corrupted (SHA1 mismatch)\n")).toBeUndefined();
+    expect(missingIn(`error: object ${P}: hasDotgit: contains '.git'\n`)).toBeUndefined();
+    expect(new MissingObject("commit", P)).toBeInstanceOf(Error);
   });
 });

@@ -4,7 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpath
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeExec } from "../../fakes/exec";
-import { createBridgeApp, forgeRepo, readNamedFile, type AuditEvent } from "../../../src/bridge/server";
+import { forgeRepo, readNamedFile } from "../../../src/bridge/gh-run";
+import { createBridgeApp, type AuditEvent } from "../../../src/bridge/server";
 
 const roots: string[] = [];
 const readdirOrEmpty = (d: string) => (existsSync(d) ? readdirSync(d) : []);

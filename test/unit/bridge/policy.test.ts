@@ -246,7 +246,7 @@ describe("gh", () => {
   });
   test("--body-file becomes stdin read by the bridge from the checked host path", () => {
     const d = decideGh(["pr", "create", "-t", "x", "--body-file", "body.md"], VIEW, ctx());
-    expect(d).toEqual({ ok: true, plan: { tool: "gh", group: "pr", sub: "create", args: ["pr", "create", "--title=x", "--body-file", "-"], bodyFile: join(clone, "body.md") } });
+    expect(d).toEqual({ ok: true, plan: { tool: "gh", group: "pr", sub: "create", args: ["pr", "create", "--title=x", "--body-file", "-"], bodyFile: join(clone, "body.md"), acts: "creates" } });
   });
 });
 

@@ -1,6 +1,8 @@
 // The push scan's reading of `git log -p --cc -a -U0`: which lines count as added (merges included), and which blobs it must read whole.
 import { describe, expect, test } from "bun:test";
-import { formatGateFindings, LogScanner, scanLog, scanTag, SCAN_LOG_ARGS } from "../../../src/bridge/scan";
+import { formatGateFindings, LogScanner, scanLog, scanTag, SCAN_LOG_ARGS, unquote } from "../../../src/bridge/scan";
+import { hostSecretPatterns } from "../../../src/core/redact";
+import { SCAN_MAX_FINDINGS, SCAN_OVERLAP, SCAN_WINDOW } from "../../../src/core/bounds";
 
 const KEY = "ghp_" + "Ab12Cd34Ef".repeat(4).slice(0, 36);
 const C1 = "1".repeat(40);
@@ -71,7 +73,7 @@ describe("scanLog", () => {
   });
 
   test("the git log arguments diff merges, binaries and renames as added text, with no drivers", () => {
-    expect([...SCAN_LOG_ARGS]).toEqual(["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--stdin"]);
+    expect([...SCAN_LOG_ARGS]).toEqual(["log", "-p", "--cc", "-a", "-U0", "--full-index", "--no-color", "--no-textconv", "--no-ext-diff", "--no-renames", "--no-decorate", "--no-show-signature", "--pretty=raw", "--ignore-missing", "--stdin"]);
   });
 });
 
@@ -185,5 +187,84 @@ describe("annotated tags", () => {
   test("a tag of a tag names its target's type, so the gate follows it", () => {
     const t = [`object ${T1}`, "type tag", "tag outer", "tagger a <a@example.invalid> 1 +0000", "", "outer"].join("\n");
     expect(scanTag(C2, t).tag).toEqual({ object: T1, type: "tag", name: "outer" });
+  });
+});
+
+describe("file names as git quotes them (core.quotePath), read back as they are", () => {
+  test("escapes, octal bytes (UTF-8), and what git leaves as it is", () => {
+    expect(unquote('"b/pa\\"ss\\\\w\\303\\266rd\\t.gz"')).toBe('b/pa"ss\\wörd\t.gz');
+    expect(unquote('"b/\\360\\237\\230\\200 x"')).toBe("b/\u{1F600} x");
+    expect(unquote('"b/\\a\\b\\f\\n\\r\\v"')).toBe("b/\x07\b\f\n\r\v");
+    expect(unquote("b/plain name.txt")).toBe("b/plain name.txt");
+  });
+
+  test("a host value hidden by git's quoting in a file name is found, in the diff header (an empty file has no other)", () => {
+    const patterns = hostSecretPatterns({ DB_PASSWORD: 'Pa"ss\\wörd-2024' });
+    const q = '"a/Pa\\"ss\\\\w\\303\\266rd-2024" "b/Pa\\"ss\\\\w\\303\\266rd-2024"';
+    const log = [`commit ${"c".repeat(40)}`, `tree ${"d".repeat(40)}`, "", "    add", "", `diff --git ${q}`, "new file mode 100644", "index 0000000..e69de29", ""].join("\n");
+    const { findings } = scanLog(log, patterns);
+    expect(findings.map((f) => [f.file, f.description])).toEqual([["file name", "the value of the host secret DB_PASSWORD (or an encoding of it)"]]);
+  });
+
+  test("a finding names the file as it is, its controls shown, never sent", () => {
+    const log = [`commit ${"c".repeat(40)}`, `tree ${"d".repeat(40)}`, "", "    add", "", 'diff --git "a/n\\033]0;x\\a" "b/n\\033]0;x\\a"', "--- /dev/null", '+++ "b/n\\033]0;x\\a"', "@@ -0,0 +1 @@", `+aws=${"AKIA" + "ZXCVBNMASDFGHJKL"}`, ""].join("\n");
+    const text = formatGateFindings(scanLog(log).findings);
+    expect(text).toContain("n\\x1b]0;x\\x07:1: AWS access key id");
+    expect(text).not.toContain("\x1b");
+  });
+});
+
+describe("bounded: the scan reads a line of any length in windows, holding at most one, and still sees all of it", () => {
+  const hunk = (added: string) => [`commit ${C1}`, "", "diff --git a/big.txt b/big.txt", "index 1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 100644", "--- a/big.txt", "+++ b/big.txt", "@@ -0,0 +1,2 @@", `+${added}`, "+after", ""].join("\n");
+  const filler = (n: number) => "a".repeat(n);
+  /** Feeds the log in 64 KiB chunks, as git's pipe gives it; the most characters the reader held of one line. */
+  function feed(log: string): { findings: ReturnType<LogScanner["end"]>["findings"]; held: number } {
+    const s = new LogScanner();
+    let held = 0;
+    for (let i = 0; i < log.length; i += 65536) {
+      s.write(log.slice(i, i + 65536));
+      held = Math.max(held, s.heldChars);
+    }
+    return { findings: s.end().findings, held };
+  }
+
+  test("a key at the end of a 3 MiB line, and one straddling each window boundary, are found, with the line's number", () => {
+    for (const at of [3 * 1024 * 1024, SCAN_WINDOW - 10, SCAN_WINDOW - SCAN_OVERLAP + 5, 2 * (SCAN_WINDOW - SCAN_OVERLAP) + SCAN_OVERLAP - 20]) {
+      const r = feed(hunk(`${filler(at)} ${KEY} ${filler(1000)}`));
+      expect({ at, found: r.findings.map((f) => [f.file, f.line]) }).toEqual({ at, found: [["big.txt", 1]] });
+      expect(r.held).toBeLessThanOrEqual(SCAN_WINDOW + 65536);
+    }
+  });
+
+  test("a base64-encoded key deep inside a 3 MiB base64 run (past what one line's decoding covered) is found", () => {
+    for (const pad of [3 * 1024 * 1024 - 1, 3 * 1024 * 1024, 3 * 1024 * 1024 + 1, 3 * 1024 * 1024 + 2]) {
+      const hidden = Buffer.concat([Buffer.alloc(pad, 7), Buffer.from(` ${KEY} `), Buffer.alloc(1000, 7)]).toString("base64");
+      const r = feed(hunk(hidden));
+      expect({ pad, found: r.findings.map((f) => f.description) }).toEqual({ pad, found: ["GitHub token (base64-encoded)"] });
+    }
+  });
+
+  test("a commit message line and a file name of many MiB are read the same way", () => {
+    const msg = [`commit ${C1}`, "tree 3333333333333333333333333333333333333333", "", `    ${filler(2 * 1024 * 1024)} ${KEY}`, ""].join("\n");
+    expect(feed(msg).findings.map((f) => f.file)).toEqual(["commit message"]);
+    const name = `${filler(1024 * 1024)}-${KEY}`;
+    const diff = [`commit ${C1}`, "", `diff --git a/${name} b/${name}`, "index 1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 100644", ""].join("\n");
+    expect(feed(diff).findings.map((f) => f.file)).toEqual(["file name"]);
+  });
+
+  test("a combined diff's 'Binary files … differ' line with a name of many MiB still asks for the blob", () => {
+    const name = filler(1024 * 1024);
+    const log = [`commit ${C2}`, "", `diff --cc ${name}`, "index 1111111111111111111111111111111111111111,4444444444444444444444444444444444444444..2222222222222222222222222222222222222222", `Binary files a/${name} and b/${name} differ`, ""].join("\n");
+    const s = new LogScanner();
+    for (let i = 0; i < log.length; i += 65536) s.write(log.slice(i, i + 65536));
+    expect(s.end().unshown.map((u) => u.blob)).toEqual(["2".repeat(40)]);
+  });
+
+  test("findings are kept to a bound: a push of 100,000 keys is refused naming the first ones and how many more", () => {
+    const lines = Array.from({ length: 100_000 }, () => `+K=${KEY}`);
+    const r = scanLog([`commit ${C1}`, "", "diff --git a/k b/k", "index 1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 100644", "--- a/k", "+++ b/k", "@@ -0,0 +1,100000 @@", ...lines].join("\n"));
+    expect(r.findings.length).toBe(SCAN_MAX_FINDINGS);
+    expect(r.more).toBe(100_000 - SCAN_MAX_FINDINGS);
+    expect(formatGateFindings(r.findings, r.more)).toContain(`and ${100_000 - SCAN_MAX_FINDINGS} more`);
   });
 });

@@ -20,7 +20,7 @@ const EXCEPTIONS: Record<string, { why: string; may: string[] }> = {
   "daemon.ts": { why: "`sbx daemon` is the daemon, in the foreground", may: ["src/"] },
   "service.ts": {
     why: "installs the daemon's own unit (and the macOS root kit) before any daemon runs",
-    may: ["src/drivers/", "src/store/", "src/service/"],
+    may: ["src/drivers/", "src/store/", "src/os-service/"],
   },
   "doctor.ts": { why: "diagnoses the host, including when the daemon cannot start, and names the token the bridge would send each remote (the bridge's own naming rules)", may: ["src/drivers/", "src/store/", "src/sync/", "src/bridge/"] },
   "demo.ts": { why: "runs its own throwaway sbx and servers, driving sbx only through its CLI", may: ["src/drivers/"] },

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { realpathSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { acquireLock, lockPath } from "../../../src/lifecycle/lock";
+import { acquireLock, lockPath } from "../../../src/workspace/lock";
 import { dockerCliWorld, type DockerCliWorld } from "../../support/docker-cli-world";
 
 let x: DockerCliWorld;

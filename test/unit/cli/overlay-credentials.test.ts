@@ -1,7 +1,8 @@
 // Invariant "overlays carry no credentials": an overlay that is, or holds, a credential location is refused (flag or
-// config file) with the reason, unless --expose-credentials, which names each location it shows.
+// config file) with the reason, unless --expose-credentials, which names each location it shows; a secret in what an
+// overlay shows is left out of the view the sandbox gets, and said (copy-in-scanned).
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dockerCliWorld, type DockerCliWorld } from "../../support/docker-cli-world";
 import { secretsFile, setSecret } from "../../../src/secrets/store";
@@ -47,43 +48,53 @@ describe("overlays of credential locations", () => {
   });
 });
 
-describe("overlays holding a secret's value or shape", () => {
+describe("overlays holding a secret's value or shape: left out of the view, said, never refused", () => {
   const TOKEN = "ghp_0123456789abcdefABCDEF0123456789abcd";
-  test("the default fish overlay with the host's own token in config.fish is refused, naming the line, never the value; --expose-credentials overlays it with a warning", async () => {
+  /** The lower dir (the view) of the overlay the sandbox's container mounts at `target`. */
+  const lowerOf = (name: string, target: string): string => {
+    const c = [...x.engine.containers.values()].find((k) => k.labels["sbx.name"] === name)!;
+    const o = x.engine.volumesByName.get(c.volumeAt.get(target)!)!.opts.o!;
+    return /lowerdir=((?:\\.|[^,])*)/.exec(o)![1]!.replace(/\\(.)/g, "$1");
+  };
+
+  test("the default fish overlay with the host's own token in config.fish: created, config.fish left out of the view and named with its line, never the value; --expose-credentials keeps it, warned", async () => {
     setSecret(secretsFile(join(x.w.root, "config", "sbx")), "GH_TOKEN", TOKEN);
     mkdirSync(join(home, ".config", "fish"), { recursive: true });
     writeFileSync(join(home, ".config", "fish", "config.fish"), `set -gx EDITOR vim\nset -gx GH_TOKEN ${TOKEN}\n`);
     const r = await x.cli(["create", "c"]);
-    expect(r.code).toBe(77);
-    expect(r.stderr).toContain("~/.config/fish/config.fish:2: the value of the host secret GH_TOKEN");
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("~/.config/fish/config.fish: line 2 (the value of the host secret GH_TOKEN");
     expect(r.stderr).not.toContain(TOKEN);
-    expect(JSON.parse((await x.cli(["list", "--json"])).stdout)).toEqual([]);
-    const ok = await x.cli(["create", "c", "--expose-credentials"]);
+    expect(existsSync(join(lowerOf("c", join(home, ".config", "fish")), "config.fish"))).toBe(false);
+    const ok = await x.cli(["create", "e", "--expose-credentials"]);
     expect(ok.code).toBe(0);
-    expect(ok.stderr).toContain("can read ~/.config/fish/config.fish:2");
-  });
+    expect(ok.stderr).toContain("warning: --expose-credentials: the agent in e can read what holds a secret: ~/.config/fish/config.fish: line 2");
+    expect(readFileSync(join(lowerOf("e", join(home, ".config", "fish")), "config.fish"), "utf8")).toContain(TOKEN);
+  }, 30_000);
 
-  test("a secret shape in an --overlay dir, or an encoded host value, is refused too; ~/.claude only as far as its view shows it", async () => {
+  test("a secret shape in an --overlay dir, or an encoded host value; ~/.claude only as far as its view shows it", async () => {
     setSecret(secretsFile(join(x.w.root, "config", "sbx")), "OPENAI_API_KEY", "sk-proj-hostvalue-0123456789");
     writeFileSync(join(home, ".config", "nvim", "init.lua"), `vim.g.key = "${Buffer.from("sk-proj-hostvalue-0123456789").toString("base64")}"\n`);
     const enc = await x.cli(["create", "c", "--overlay", "~/.config/nvim"]);
-    expect(enc.code).toBe(77);
-    expect(enc.stderr).toContain("init.lua:1: the value of the host secret OPENAI_API_KEY");
+    expect(enc.code).toBe(0);
+    expect(enc.stderr).toContain("init.lua: line 1 (the value of the host secret OPENAI_API_KEY");
     writeFileSync(join(home, ".config", "nvim", "init.lua"), `-- token = "${TOKEN}"\n`);
-    expect((await x.cli(["create", "c", "--overlay", "~/.config/nvim"])).code).toBe(77);
+    const shape = await x.cli(["create", "d", "--overlay", "~/.config/nvim"]);
+    expect(shape.stderr).toContain("init.lua: line 1 (GitHub token)");
     writeFileSync(join(home, ".config", "nvim", "init.lua"), "-- nothing\n");
     // Another project's transcript is not shown, so not read; this project's is shown, so it is.
     mkdirSync(join(home, ".claude", "projects", "-other"), { recursive: true });
     writeFileSync(join(home, ".claude", "projects", "-other", "t.jsonl"), `${TOKEN}\n`);
-    expect((await x.cli(["create", "c", "--overlay", "~/.config/nvim"])).code).toBe(0);
-    const mine = join(home, ".claude", "projects", realpathSync(x.w.repo).replace(/[^A-Za-z0-9]/g, "-"));
+    const clean = await x.cli(["create", "f", "--overlay", "~/.config/nvim"]);
+    expect(clean.stderr).not.toContain("held a secret");
+    const repo = realpathSync(x.w.repo);
+    const mine = join(home, ".claude", "projects", repo.replace(/[^A-Za-z0-9]/g, "-"));
     mkdirSync(mine, { recursive: true });
-    writeFileSync(join(mine, "t.jsonl"), `{"pasted":"${TOKEN}"}\n`);
-    const pasted = await x.cli(["create", "e"]);
-    expect(pasted.code).toBe(77);
-    expect(pasted.stderr).toContain("t.jsonl:1");
-    rmSync(mine, { recursive: true });
-    writeFileSync(join(home, ".claude", "settings.json"), JSON.stringify({ env: { GH_TOKEN: TOKEN } }));
-    expect((await x.cli(["create", "d"])).code).toBe(77);
-  });
+    writeFileSync(join(mine, "t.jsonl"), `${JSON.stringify({ cwd: repo, pasted: TOKEN })}\n`);
+    const pasted = await x.cli(["create", "g"]);
+    expect(pasted.code).toBe(0);
+    expect(pasted.stderr).toContain("t.jsonl: line 1: pasted (GitHub token)");
+    const t = readFileSync(join(lowerOf("g", join(home, ".claude")), "projects", repo.replace(/[^A-Za-z0-9]/g, "-"), "t.jsonl"), "utf8");
+    expect(JSON.parse(t)).toEqual({ cwd: repo, pasted: "[removed by sbx: it held a secret]" });
+  }, 30_000);
 });

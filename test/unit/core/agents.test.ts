@@ -18,7 +18,7 @@ import {
 } from "../../../src/core/agents";
 import { NAME_PATTERN } from "../../../src/core/names";
 import { PRESETS } from "../../../src/core/presets";
-import { blockedPhrase } from "../../../src/proxy/egress-proxy";
+import { blockedPhrase } from "../../../src/proxy/refusal";
 import { allowCommand } from "../../../src/core/egress";
 
 const tmp = mkdtempSync(join(tmpdir(), "sbx-agents-"));

@@ -10,6 +10,33 @@ describe("bridge settings", () => {
     for (const p of ["src/workflows/x.ts", ".github/ISSUE_TEMPLATE.md", "README.md", "docs/ci.md", "x.gitlab-ci.yml"]) expect(isCiPath(p)).toBe(false);
   });
 
+  test("least-privilege: every forge's and CI service's files, where each reads them, in any case or spelling", () => {
+    const ci = [
+      // GitHub, Gitea, Forgejo (Actions), their actions wherever a workflow names one, and the automation beside them
+      ".github/workflows/ci.yml", ".github/workflows/sub/x.yaml", ".gitea/workflows/ci.yaml", ".forgejo/workflows/ci.yml", ".gitea/actions/a/action.yml",
+      "tools/setup/action.yml", "action.yaml", ".github/dependabot.yml", "renovate.json", ".github/renovate.json5", ".renovaterc",
+      // GitLab, Bitbucket, Drone, Woodpecker, Travis, AppVeyor, Cirrus, Azure, Jenkins, CircleCI, Buildkite
+      ".gitlab-ci.yml", "services/api/.gitlab-ci.yml", ".gitlab/ci/build.yml", ".gitlab/agents/prod/config.yaml", "bitbucket-pipelines.yml",
+      ".drone.yml", ".drone.jsonnet", ".woodpecker.yml", ".woodpecker.yaml", ".woodpecker/build.yml", ".travis.yml", "appveyor.yml", ".appveyor.yml",
+      ".cirrus.yml", ".cirrus.star", "azure-pipelines.yml", "build/azure-pipelines-release.yaml", ".azure-pipelines/x.yml", ".vsts-ci.yml",
+      "Jenkinsfile", "ci/Jenkinsfile", "Jenkinsfile.release", "deploy.jenkinsfile", ".circleci/config.yml", ".buildkite/pipeline.yml", "buildkite.yml",
+      // others that run with the repository's secrets on a push
+      ".semaphore/semaphore.yml", ".build.yml", ".builds/arch.yml", ".tekton/push.yaml", ".teamcity/settings.kts", "cloudbuild.yaml", "buildspec.yml",
+      "bitrise.yml", "codemagic.yaml", ".zuul.yaml", "zuul.d/jobs.yaml", ".onedev-buildspec.yml", "x.gocd.yaml", ".devcontainer/devcontainer.json",
+      ".devcontainer.json", "netlify.toml", "vercel.json", ".pre-commit-config.yaml",
+      // who must approve
+      "CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS", ".gitea/CODEOWNERS", ".forgejo/CODEOWNERS", ".bitbucket/CODEOWNERS",
+      // spellings a case-folding filesystem (macOS, Windows) takes as one of the above
+      ".GITHUB/WORKFLOWS/CI.YML", ".GitLab-CI.yml", "JENKINSFILE", "codeOwners", ".git\u200chub/workflows/x.yml", ".github\ufeff/workflows/x.yml",
+      ".github./workflows/x.yml", ".travis.yml.", "Bitbucket-Pipelines.yml ",
+      // a CI dir or its parent as a symlink or submodule: the forge may read through it
+      ".github", ".github/workflows", ".circleci", ".GITEA",
+    ];
+    for (const p of ci) expect([p, isCiPath(p)]).toEqual([p, true]);
+    const not = ["docs/travis.md", "src/action.ts", "vendor/x/.github/workflows/ci.yml", "lib/.circleci/config.yml", "jenkins/README", "actions.yml", "workflows/ci.yml"];
+    for (const p of not) expect([p, isCiPath(p)]).toEqual([p, false]);
+  });
+
   test("protected branches: the default, main, master, and patterns", () => {
     const s = { ...NO_BRIDGE_SETTINGS, protect: ["release/*", "prod"] };
     for (const b of ["develop", "main", "master", "release/1.2", "prod"]) expect(isProtectedBranch(b, "develop", s)).toBe(true);

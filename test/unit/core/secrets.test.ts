@@ -134,4 +134,16 @@ describe("a secret hidden in an encoding is still found (matchSecret, decodedVie
     const views = decodedViews(huge);
     expect(views.reduce((n, v) => n + v.text.length, 0)).toBeLessThan(6 << 20);
   });
+
+  test("bounded: a crafted line's decoding costs time in proportion to it (1 MiB of hex, of base64, of one letter: well under a second each)", () => {
+    // The push scan runs on the daemon's one thread: a paired hex regex took 2.6 s on 1 MiB of hex, and joining bytes
+    // into text with fromCharCode pieces 0.5 s a MiB.
+    const lines = { hex: Buffer.alloc(512 * 1024, 0xab).toString("hex"), base64: Buffer.alloc(768 * 1024, 7).toString("base64"), letter: "a".repeat(1 << 20) };
+    for (const [name, line] of Object.entries(lines)) {
+      const t0 = performance.now();
+      matchSecret(line, SECRET_PATTERNS);
+      const ms = performance.now() - t0;
+      expect({ name, slow: ms > 800 ? Math.round(ms) : false }).toEqual({ name, slow: false });
+    }
+  });
 });

@@ -1,7 +1,7 @@
-// The control API over app.request(): shapes, one error shape, guards before the backend, fenced sandboxes refuse sessions, log long-poll.
+// The control API over app.request(): shapes, one error shape, guards before the driver, fenced sandboxes refuse sessions, log long-poll.
 import { afterEach, describe, expect, test } from "bun:test";
-import { ErrorBodySchema, HealthSchema, LogsSchema, SandboxActionSchema, SandboxListSchema, StatusSchema } from "../../../src/daemon/protocol";
-import { makeHarness, post, recordingGuard, type Harness } from "../../support/daemon-harness";
+import { ErrorBodySchema, HealthSchema, LogsSchema, SandboxListSchema, StatusSchema } from "../../../src/daemon/protocol";
+import { lifecycle, makeHarness, post, recordingGuard, type Harness } from "../../support/daemon-harness";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -18,43 +18,39 @@ describe("control API", () => {
     expect(HealthSchema.parse(await res.json()).pid).toBe(process.pid);
   });
 
-  test("start applies every guard before the backend starts the sandbox, and stop reverses it", async () => {
+  test("start applies every guard before the driver starts the sandbox, and stop reverses it", async () => {
     h = makeHarness();
     h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
-    const res = await post(h, "/v1/sandboxes/start", { name: "demo" });
-    expect(res.status).toBe(200);
-    const { sandbox } = SandboxActionSchema.parse(await res.json());
+    const started = await lifecycle(h, "start", { name: "demo", cwd: "/" });
+    expect(started.error).toBeUndefined();
+    const sandbox = SandboxListSchema.parse(await (await h.app.request("/v1/sandboxes")).json()).sandboxes[0]!;
     expect(sandbox.guarded).toBe(true);
     expect(sandbox.phase).toBe("running");
     expect(sandbox.guards.map((g) => g.name)).toEqual(["proxy", "bridge"]);
     expect(h.events).toEqual(["proxy.start demo", "bridge.start demo", "backend.apply demo"]);
 
     h.events.length = 0;
-    const stopped = SandboxActionSchema.parse(await (await post(h, "/v1/sandboxes/stop", { name: "demo" })).json());
+    expect((await lifecycle(h, "stop", { name: "demo", cwd: "/" })).result).toEqual({ changed: true, sessions: 0 });
     expect(h.events).toEqual(["backend.stop demo", "bridge.stop demo", "proxy.stop demo"]);
-    expect(stopped.sandbox.state).toBe("stopped");
-    expect(stopped.sandbox.guarded).toBe(false);
+    const stopped = h.view(h.store.findSandbox("/r", "demo")!);
+    expect(stopped.state).toBe("stopped");
+    expect(stopped.guarded).toBe(false);
   });
 
-  test("a lifecycle bringUp replaces backend.apply, runs after the guards, and its spec is the one sessions use", async () => {
-    h = makeHarness({
-      bringUp: (ev) => async (sb, spec, backend) => {
-        ev.push(`bringUp ${sb.name}`);
-        await backend.apply(spec);
-        return { ...spec, options: { driver: "docker", claudeAuth: "overlay", shell: "/usr/bin/fish" } };
-      },
-    });
-    h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
-    expect((await post(h, "/v1/sandboxes/start", { name: "demo" })).status).toBe(200);
-    expect(h.events).toEqual(["proxy.start demo", "bridge.start demo", "bringUp demo", "backend.apply demo"]);
-    const rec = h.controller.requireGuarded(h.store.findSandbox("/r", "demo")!);
-    expect(rec.spec.options).toMatchObject({ shell: "/usr/bin/fish" });
+  test("the driver runs the sandbox after the guards, and what it learnt is kept over the identity", async () => {
+    h = makeHarness();
+    h.driver.trace = h.events;
+    h.driver.learns = { shell: "/usr/bin/fish" };
+    const row = h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake", identity: { kept: true } });
+    expect((await lifecycle(h, "start", { name: "demo", cwd: "/" })).error).toBeUndefined();
+    expect(h.events).toEqual(["proxy.start demo", "bridge.start demo", "driver.ensureRunning demo", "backend.apply demo"]);
+    expect(h.store.getSandbox(row.id)?.identity).toEqual({ kept: true, shell: "/usr/bin/fish" });
   });
 
   test("guards get the sandbox's own socket dir, 0700, and its spec", async () => {
     h = makeHarness();
     h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
-    await post(h, "/v1/sandboxes/start", { name: "demo" });
+    await lifecycle(h, "start", { name: "demo", cwd: "/" });
     const list = SandboxListSchema.parse(await (await h.app.request("/v1/sandboxes")).json());
     const sid = list.sandboxes[0]!.sid;
     const { statSync } = await import("node:fs");
@@ -62,17 +58,15 @@ describe("control API", () => {
     expect(statSync(dir).mode & 0o777).toBe(0o700);
   });
 
-  test("a guard that fails keeps the sandbox fenced: no backend start, no session, and the error has one shape", async () => {
+  test("a guard that fails keeps the sandbox fenced: no driver start, no session, and the error has one shape", async () => {
     let fail = true;
     h = makeHarness({ guards: (ev) => [recordingGuard("proxy", ev), recordingGuard("bridge", ev, { fail: () => fail })] });
     h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
-    const res = await post(h, "/v1/sandboxes/start", { name: "demo" });
-    expect(res.status).toBe(503);
-    const err = await errorOf(res);
-    expect(err.error).toBe("unavailable");
-    expect(err.message).toContain("bridge cannot start");
-    expect(err.hint.length).toBeGreaterThan(0);
-    // The proxy that did start was stopped again; the backend was never asked to start it.
+    const { error: err } = await lifecycle(h, "start", { name: "demo", cwd: "/" });
+    expect(err?.error).toBe("unavailable");
+    expect(err?.message).toContain("bridge cannot start");
+    expect(err?.hint.length).toBeGreaterThan(0);
+    // The proxy that did start was stopped again; the driver was never asked to start it.
     expect(h.events).toEqual(["proxy.start demo", "bridge.fail demo", "proxy.stop demo"]);
     expect(h.backend.entries.size).toBe(0);
 
@@ -85,7 +79,7 @@ describe("control API", () => {
     expect(status.sandboxes[0]!.error).toContain("bridge cannot start");
 
     fail = false;
-    expect((await post(h, "/v1/sandboxes/start", { name: "demo" })).status).toBe(200);
+    expect((await lifecycle(h, "start", { name: "demo", cwd: "/" })).error).toBeUndefined();
   });
 
   test("a sandbox never started by this daemon refuses sessions", async () => {
@@ -100,7 +94,7 @@ describe("control API", () => {
     let healthy = true;
     h = makeHarness({ guards: (ev) => [recordingGuard("proxy", ev, { healthy: () => healthy })] });
     h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
-    await post(h, "/v1/sandboxes/start", { name: "demo" });
+    await lifecycle(h, "start", { name: "demo", cwd: "/" });
     healthy = false;
     const res = await post(h, "/v1/sessions", { name: "demo", cwd: "/tmp" });
     expect(res.status).toBe(503);
@@ -109,7 +103,7 @@ describe("control API", () => {
 
   test("bad requests are usage errors naming the field; unknown routes and sandboxes are not_found", async () => {
     h = makeHarness();
-    const bad = await post(h, "/v1/sandboxes/start", { name: "Bad Name" });
+    const bad = await post(h, "/v1/lifecycle/start", { name: "Bad Name", cwd: "/" });
     expect(bad.status).toBe(400);
     const e = await errorOf(bad);
     expect(e.error).toBe("usage");
@@ -119,26 +113,25 @@ describe("control API", () => {
     expect(env.status).toBe(400);
     expect((await errorOf(env)).message).toContain("terminal variables");
 
-    const notJson = await h.app.request("/v1/sandboxes/start", { method: "POST", body: "{" });
+    const notJson = await h.app.request("/v1/lifecycle/start", { method: "POST", body: "{" });
     expect((await errorOf(notJson)).error).toBe("usage");
 
     const nf = await h.app.request("/v1/nope");
     expect(nf.status).toBe(404);
     expect((await errorOf(nf)).error).toBe("not_found");
 
-    const missing = await post(h, "/v1/sandboxes/start", { name: "ghost" });
-    expect(missing.status).toBe(404);
-    expect((await errorOf(missing)).hint).toContain("sbx list");
+    const missing = await lifecycle(h, "start", { name: "ghost", cwd: "/" });
+    expect(missing.error?.error).toBe("not_found");
+    expect(missing.error?.hint).toContain("sbx list");
   });
 
-  test("two sandboxes of one name in different repos need the repo", async () => {
+  test("the old second doors are gone: starting, stopping and releasing a sandbox go through the service's verbs only", async () => {
     h = makeHarness();
-    h.store.createSandbox({ name: "demo", repo: "/a", backend: "fake" });
-    h.store.createSandbox({ name: "demo", repo: "/b", backend: "fake" });
-    const res = await post(h, "/v1/sandboxes/start", { name: "demo" });
-    expect(res.status).toBe(409);
-    expect((await errorOf(res)).hint).toContain("--repo");
-    expect((await post(h, "/v1/sandboxes/start", { name: "demo", repo: "/b" })).status).toBe(200);
+    h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
+    for (const path of ["/v1/sandboxes/start", "/v1/sandboxes/stop", "/v1/sandboxes/release"]) {
+      expect((await post(h, path, { name: "demo" })).status).toBe(404);
+    }
+    expect(h.events).toEqual([]);
   });
 
   test("logs filter by sandbox, and a follow request waits for the next entry", async () => {

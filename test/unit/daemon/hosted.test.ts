@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { ZulipBot } from "../../../src/chat/bot";
 import { buildZulipConfig, chatConfigPath, writeChatConfig } from "../../../src/chat/config";
 import { startHosted, type Hosted } from "../../../src/daemon/hosted";
-import { createLogger } from "../../../src/daemon/log";
+import { createLogger } from "../../../src/sys/log";
 import { Store } from "../../../src/store/store";
 import { createEventBus } from "../../../src/events/feed";
 import { FakeExec } from "../../fakes/exec";

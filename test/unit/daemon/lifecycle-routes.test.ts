@@ -4,17 +4,19 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createApp } from "../../../src/daemon/app";
-import { Controller } from "../../../src/daemon/controller";
+import { sandboxView } from "../../../src/daemon/views";
+import { GuardHost } from "../../../src/daemon/guard-host";
+import { daemonHost } from "../../../src/daemon/host";
 import { LifecycleLineSchema, type LifecycleLine } from "../../../src/daemon/protocol";
 import { SessionManager } from "../../../src/daemon/sessions";
-import { controllerSupervisor } from "../../../src/daemon/supervisor";
 import { SandboxService } from "../../../src/sandboxes/service";
+import type { Sandbox } from "../../../src/core/schemas";
 import type { Store } from "../../../src/store/store";
 import { sandboxDir, type Paths } from "../../../src/sys/paths";
 import { stagingRoot } from "../../../src/workspace/staged-clone";
 import { FakeDriver } from "../../fakes/driver";
 import { tempWorld, type TempWorld } from "../../support/temp-world";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import { recordingGuard, type Events } from "../../support/daemon-harness";
 
 let w: TempWorld;
@@ -23,10 +25,12 @@ let paths: Paths;
 let store: Store;
 let driver: FakeDriver;
 let events: Events;
-let controller: Controller;
+let guards: GuardHost;
+let service: SandboxService;
 let sessions: SessionManager;
 let app: ReturnType<typeof createApp>;
 const git = (cwd: string, ...args: string[]) => w.git(cwd, ...args);
+const view = (row: Sandbox) => sandboxView(row, service, guards);
 
 beforeEach(async () => {
   w = await tempWorld({});
@@ -35,16 +39,7 @@ beforeEach(async () => {
   events = [];
   driver = new FakeDriver("fake", exec, paths, { name: "t", uid: env.uid, gid: env.gid, home: env.vars.HOME, shell: "/bin/sh" });
   driver.trace = events;
-  controller = new Controller({
-    store,
-    backends: { fake: driver.backend },
-    guards: [recordingGuard("proxy", events), recordingGuard("bridge", events)],
-    exec,
-    paths,
-    log: silentLogger,
-    specFor: (row) => driver.spec(row),
-    bringUp: async (row) => (await service.ensureRunning(row)),
-  });
+  guards = new GuardHost({ store, guards: [recordingGuard("proxy", events), recordingGuard("bridge", events)], exec, paths, log: silentLogger });
   // Sessions run under a stand-in PTY: a process that lives until it is signalled (then exits 129, as on SIGHUP).
   const terminalExec = {
     run: exec.run.bind(exec),
@@ -54,23 +49,23 @@ beforeEach(async () => {
       return { pid: 4242, exited, write() {}, resize() {}, kill: () => end(129) };
     },
   };
-  sessions = new SessionManager({ controller, exec: terminalExec, store, log: silentLogger });
-  const service = new SandboxService({ exec, env, paths, store, drivers: { fake: () => driver }, defaultKind: "fake", log: () => {} });
+  sessions = new SessionManager({ sandboxes: { resolve: (n, q) => service.resolve(n, q), terminalArgv: (r, q) => service.terminalArgv(r, q) }, guards, exec: terminalExec, store, log: silentLogger });
+  service = new SandboxService({ exec, env, paths, store, drivers: { fake: () => driver }, defaultKind: "fake", log: () => {}, host: daemonHost(guards, sessions) });
   app = createApp({
-    controller,
+    guards,
     sessions,
     store,
     log: silentLogger,
     backends: ["fake"],
     health: () => ({ ok: true, api: 1, pid: process.pid, version: "test", startedAt: 1, socket: paths.controlSocket }),
-    service: service.withSupervisor(controllerSupervisor(controller, sessions)),
+    service,
     paths,
   });
 });
 
 afterEach(async () => {
   await sessions.closeAll();
-  await controller.close();
+  await guards.close();
   w.close();
 });
 
@@ -89,7 +84,7 @@ describe("/v1/lifecycle", () => {
     expect(end.t).toBe("done");
     expect((end as { result: { sandbox: { name: string }; created: boolean } }).result).toMatchObject({ sandbox: { name: "w" }, created: true });
     expect(events.slice(0, 3)).toEqual(["proxy.start w", "bridge.start w", "driver.ensureRunning w"]);
-    expect(controller.view(store.findSandbox(repo, "w")!).guarded).toBe(true);
+    expect(view(store.findSandbox(repo, "w")!).guarded).toBe(true);
   });
 
   test("a create whose caller goes away leaves no live row, no sandbox dir and nothing in the backend", async () => {
@@ -120,13 +115,13 @@ describe("/v1/lifecycle", () => {
 
   test("stop and rm with sessions open: refused while asked to, then each terminal is told why and the caller how many ended", async () => {
     await call("create", { name: "w", cwd: repo });
-    const view = sessions.create({ name: "w", repo: await git(repo, "rev-parse", "--show-toplevel"), argv: [], cwd: repo, cols: 80, rows: 24, env: {} });
+    const opened = await sessions.create({ name: "w", repo: await git(repo, "rev-parse", "--show-toplevel"), argv: [], cwd: repo, cols: 80, rows: 24, env: {} });
     let screen = "";
     const frames: unknown[] = [];
-    sessions.attach(view.id, { sendData: (d) => void (screen += new TextDecoder().decode(d)), sendFrame: (f) => void frames.push(f), close() {} });
+    sessions.attach(opened.id, { sendData: (d) => void (screen += new TextDecoder().decode(d)), sendFrame: (f) => void frames.push(f), close() {} });
     const refused = last(await call("stop", { name: "w", cwd: repo, ifSessions: "refuse" }));
     expect(refused).toMatchObject({ t: "error", body: { error: "conflict", data: { sessions: 1 } } });
-    expect(controller.view(store.findSandbox(repo, "w")!).phase).toBe("running");
+    expect(view(store.findSandbox(repo, "w")!).phase).toBe("running");
     expect(screen).toBe("");
     const stopped = last(await call("stop", { name: "w", cwd: repo }));
     expect(stopped).toMatchObject({ t: "done", result: { changed: true, sessions: 1 } });

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { LimitCounters } from "../../../src/core/limits";
 import type { Sandbox } from "../../../src/core/schemas";
 import { LimitWatch } from "../../../src/daemon/limit-watch";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import { Store } from "../../../src/store/store";
 
 let dir: string;

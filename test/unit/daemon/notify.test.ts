@@ -1,6 +1,6 @@
 // Desktop notifications: golden argv per platform (no text spliced into AppleScript, markup escaped), one per sandbox+host per interval, a missing notifier switches off.
 import { describe, expect, test } from "bun:test";
-import { createLogger } from "../../../src/daemon/log";
+import { createLogger } from "../../../src/sys/log";
 import { blockedNotification, createDesktopNotifier, notificationArgv, type EgressFeedEvent } from "../../../src/daemon/notify";
 import type { FeedEvent } from "../../../src/events/feed";
 import { FakeExec } from "../../fakes/exec";

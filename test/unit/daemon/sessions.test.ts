@@ -1,6 +1,6 @@
 // PTY sessions: a shell under a PTY sbx owns, shared read-write by two clients, with replay for late joiners, resize, ^C and the exit code.
 import { afterEach, describe, expect, test } from "bun:test";
-import type { SandboxSpec, ShellRequest } from "../../../src/drivers/backend";
+import type { SandboxSpec, ShellRequest } from "../../../src/core/spec";
 import type { ServerFrame } from "../../../src/daemon/protocol";
 import type { SessionClient } from "../../../src/daemon/sessions";
 import { FakeBackend } from "../../fakes/backend";
@@ -44,20 +44,20 @@ class Client implements SessionClient {
   }
 }
 
-let h: Harness;
+let h: Harness<LocalShellBackend>;
 afterEach(async () => h?.close());
 
-async function startedHarness(): Promise<Harness> {
-  const hh = makeHarness({ backends: () => ({ fake: new LocalShellBackend() }) });
+async function startedHarness(): Promise<Harness<LocalShellBackend>> {
+  const hh = makeHarness({ backend: () => new LocalShellBackend() });
   hh.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
-  await hh.controller.start({ name: "demo" });
+  await hh.start("demo");
   return hh;
 }
 
 describe("PTY sessions", () => {
   test("two clients on one shell: either can type, both see everything, a late joiner gets the recent screen", async () => {
     h = await startedHarness();
-    const s = h.sessions.create({ name: "demo", cwd: "/tmp", cols: 100, rows: 30 });
+    const s = await h.sessions.create({ name: "demo", cwd: "/tmp", cols: 100, rows: 30 });
     const a = new Client();
     h.sessions.attach(s.id, a);
     h.sessions.input(s.id, "echo from-a-$((6*7))\n");
@@ -86,7 +86,7 @@ describe("PTY sessions", () => {
 
   test("^C reaches the foreground process through the PTY, not the daemon", async () => {
     h = await startedHarness();
-    const s = h.sessions.create({ name: "demo", cwd: "/tmp" });
+    const s = await h.sessions.create({ name: "demo", cwd: "/tmp" });
     const a = new Client();
     h.sessions.attach(s.id, a);
     h.sessions.input(s.id, "sleep 30; echo slept\n");
@@ -102,7 +102,7 @@ describe("PTY sessions", () => {
 
   test("a command's exit code survives a client that attaches after it ended", async () => {
     h = await startedHarness();
-    const s = h.sessions.create({ name: "demo", cwd: "/tmp", argv: ["sh", "-c", "echo done-here; exit 5"] });
+    const s = await h.sessions.create({ name: "demo", cwd: "/tmp", argv: ["sh", "-c", "echo done-here; exit 5"] });
     await Bun.sleep(400);
     const late = new Client();
     h.sessions.attach(s.id, late);

@@ -110,7 +110,9 @@ describe("doctor and git gc", () => {
       .expect(GIT, { stdout: "git version 2.39.5" })
       .expect((a) => a.includes("/work/app") && a.includes("^gc\\.(auto|pruneexpire)$"), { stdout: "gc.pruneexpire now\n" })
       .expect((a) => a.includes("/work/app") && a.includes("^remote\\.sandbox-.*\\.url$"), { exitCode: 1 })
-      .expect((a) => a.includes("/work/app") && a.includes("^remote\\..*\\.url$"), { exitCode: 1 });
+      .expect((a) => a.includes("/work/app") && a.includes("^remote\\..*\\.url$"), { exitCode: 1 })
+      // Nothing committed: no CI to read.
+      .expect((a) => a.includes("/work/app") && a.includes("rev-parse"), { exitCode: 1 }, 2);
     const checks = await runDoctor({ exec: fake, env, paths: pathsFor(env), bunVersion: "1.4.5", repos: ["/work/app"] });
     fake.assertDone();
     const gc = checks.find((c) => c.name === "git gc")!;

@@ -105,8 +105,12 @@ describe("sbx doctor on a Mac", () => {
     store.close();
     mkdirSync(join(home, "Documents", "app"), { recursive: true });
     // The sandboxes' repos get doctor's git checks too (none of them set anything here).
-    const exec = fake().always((a) => a[0] === "git" && a.includes("config"), { exitCode: 1 });
-    const r = await runCli(["doctor", "--json"], { platform: "darwin", uid: 501, exec, cwd: join(here, "src"), vars: { TERM_PROGRAM: "Apple_Terminal" } });
+    const exec = fake()
+      .always((a) => a[0] === "git" && a.includes("config"), { exitCode: 1 })
+      .always((a) => a[0] === "git" && a.includes("rev-parse"), { exitCode: 1 });
+    const r = await runCli(["doctor", "--json"], { platform: "darwin", uid: 501, exec, cwd: join(here, "src"), vars: { TERM_PROGRAM: "Apple_Terminal", XDG_RUNTIME_DIR: `${root}/tcc-cli-run` } });
+    // A runtime dir of its own that does not exist: the shared one another test file made is root's, not uid 501's, and
+    // the CLI rightly refuses to look for a daemon in a dir of another account's (sys/private-dir.ts).
     expect(r.stderr).toBe("");
     const check = JSON.parse(r.stdout).checks.find((c: { name: string }) => c.name === "disk access");
     expect(check.status).toBe("warn");

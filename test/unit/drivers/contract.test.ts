@@ -7,7 +7,7 @@ import { defaultRuntime, DockerBackend } from "../../../src/drivers/docker/docke
 import { DockerDriver } from "../../../src/drivers/docker/driver";
 import type { NewSandbox } from "../../../src/drivers/driver";
 import { UserAccountDriver } from "../../../src/drivers/user-account";
-import { sandboxId } from "../../../src/sandboxes/identity";
+import { sandboxId } from "../../../src/drivers/identity";
 import { Store } from "../../../src/store/store";
 import { readEnv } from "../../../src/sys/env";
 import { runDriverContract, type DriverHarness } from "../../contract/driver";

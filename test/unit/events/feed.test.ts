@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { createEventBus, feedFromAudit, feedFromEgress, type FeedEvent } from "../../../src/events/feed";
 import { Store } from "../../../src/store/store";
+import { FEED_COMMAND_MAX, FEED_EVENTS_BURST, FEED_EVENTS_PER_SECOND, FEED_TEXT_MAX } from "../../../src/core/bounds";
 
 describe("event bus", () => {
   test("a throwing listener does not stop the others; unsubscribe removes it", () => {
@@ -44,5 +45,49 @@ describe("mapping", () => {
     expect(feedFromEgress({ type: "closed", sandbox: sb, path: "transparent", method: "GET", host: "x.test", port: 80, at: 1 })).toMatchObject({ path: "transparent" });
     expect(feedFromEgress({ type: "closed", sandbox: sb, path: "proxy", method: "GET", host: "x.test", port: 80, at: 1 })).not.toHaveProperty("path");
     expect(feedFromAudit(row("lifecycle", "create", {}), name)).toBeNull();
+  });
+});
+
+describe("bounded: the live feed", () => {
+  const denied = (id: number, i: number, approval?: { id: number; count: number }): FeedEvent => ({
+    kind: "egress",
+    at: i,
+    sandbox: { id, name: `s${id}` },
+    action: "denied",
+    method: "CONNECT",
+    host: `h${i}.example`,
+    port: 443,
+    reason: "not-allowlisted",
+    ...(approval ? { approvalId: approval.id, count: approval.count } : {}),
+  });
+
+  test("one sandbox's flood reaches listeners as a burst then a steady rate; a new approval always; another sandbox's all", () => {
+    let now = 1_000;
+    const bus = createEventBus(undefined, { now: () => now });
+    const got: FeedEvent[] = [];
+    bus.subscribe((e) => got.push(e));
+    for (let i = 0; i < 10_000; i++) bus.publish(denied(1, i));
+    const flood = got.length;
+    expect(flood).toBe(FEED_EVENTS_BURST);
+    bus.publish(denied(1, 10_001, { id: 7, count: 1 }));
+    expect(got.at(-1)?.kind === "egress" && got.at(-1)?.approvalId).toBe(7);
+    for (let i = 0; i < 50; i++) bus.publish(denied(2, i));
+    expect(got.filter((e) => e.sandbox?.id === 2).length).toBe(50);
+    now += 1000;
+    for (let i = 0; i < 1000; i++) bus.publish(denied(1, i));
+    expect(got.filter((e) => e.sandbox?.id === 1).length).toBe(FEED_EVENTS_BURST + 1 + FEED_EVENTS_PER_SECOND);
+    // A decision (a person's) is never held back.
+    bus.publish({ kind: "decision", at: 1, sandbox: { id: 1, name: "s1" }, action: "allow", pattern: "x.example", scope: "sandbox", by: "cli:u" });
+    expect(got.at(-1)?.kind).toBe("decision");
+  });
+
+  test("an event's text is bounded: a bridge command of 1 MiB of argv, a 16 KiB host", () => {
+    const bus = createEventBus();
+    const got: FeedEvent[] = [];
+    bus.subscribe((e) => got.push(e));
+    bus.publish({ kind: "bridge", at: 1, sandbox: { id: 1, name: "s" }, command: ["git", ...Array.from({ length: 256 }, () => "a".repeat(4096))], outcome: "refused", detail: "d".repeat(100_000) });
+    bus.publish({ ...denied(1, 1), host: "h".repeat(16 * 1024) } as FeedEvent);
+    for (const e of got) expect(JSON.stringify(e).length).toBeLessThan(FEED_COMMAND_MAX * 80 + 4 * FEED_TEXT_MAX);
+    expect(got[0]?.kind === "bridge" && got[0].command[0]).toBe("git");
   });
 });

@@ -50,4 +50,24 @@ describe("fake Linux", () => {
     expect((await l.exec.run(clone, { check: false })).exitCode).toBe(0);
     expect(l.files.get("/var/lib/sbx/stage/a1/proj/.git/objects/info")?.uid).toBe(1000);
   });
+
+  test("find -delete as a user (setpriv) removes only what that user may: its own in a sticky dir, nothing in a dir it cannot write or search", async () => {
+    const l = new FakeLinux(host);
+    l.mk("/tmp", "dir", 0o1777, 0);
+    l.mk("/tmp/mine", "file", 0o600, 999);
+    l.mk("/tmp/theirs", "file", 0o600, 1000);
+    l.mk("/tmp/closed/mine", "file", 0o600, 999); // /tmp/closed: root's, 0755
+    l.mk("/tmp/own/deep", "file", 0o600, 999);
+    Object.assign(l.files.get("/tmp/own")!, { uid: 999, mode: 0o000 });
+    const asGuest = ["setpriv", "--reuid=999", "--regid=999", "--", "env", "-i", "PATH=/usr/bin:/bin", "find", "/tmp", "-xdev"];
+    const r = await l.exec.run([...asGuest, "(", "-uid", "999", "-o", "-uid", "1000", ")", "-delete"], { check: false });
+    expect(r.exitCode).toBe(1);
+    expect([...l.files.keys()].filter((p) => p.startsWith("/tmp/")).sort()).toEqual(["/tmp/closed", "/tmp/closed/mine", "/tmp/own", "/tmp/own/deep", "/tmp/theirs"]);
+    // Opened first, its own dir can be entered and emptied.
+    await l.exec.run([...asGuest, "-uid", "999", "-type", "d", "!", "-perm", "-u=rwx", "-exec", "chmod", "u+rwx", "{}", ";"], { check: false });
+    await l.exec.run([...asGuest, "-uid", "999", "-delete"], { check: false });
+    expect(l.files.has("/tmp/own")).toBe(false);
+    // Root, only looking, sees what is left of 999 and who owns it.
+    expect((await l.exec.run(["find", "/tmp", "-xdev", "(", "-uid", "999", "-o", "-gid", "999", ")", "-printf", "%U %G %p\n"], { check: false })).stdout).toBe("999 999 /tmp/closed/mine\n");
+  });
 });

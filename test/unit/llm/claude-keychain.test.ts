@@ -16,7 +16,7 @@ describe("ClaudeKeychain", () => {
     await k.load();
     expect(exec.calls.length).toBe(1);
     const src = { env: {}, claudeKeychain: () => k.value() };
-    expect(credentialFor("anthropic", src)).toEqual({ headers: { authorization: "Bearer sk-ant-oat01-keychain", "anthropic-beta": "oauth-2025-04-20" }, source: "claude-keychain" });
+    expect(credentialFor("anthropic", src)).toEqual({ headers: { authorization: "Bearer sk-ant-oat01-keychain", "anthropic-beta": "oauth-2025-04-20" }, source: "claude-keychain", kind: "anthropic-oauth" });
     expect(knownSecretValues(src)).toContain("sk-ant-oat01-keychain");
     t = 61_000;
     await k.load();

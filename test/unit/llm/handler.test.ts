@@ -1,6 +1,7 @@
 // LLM routing and header rewriting as pure functions: where a path goes, what headers leave.
 import { describe, expect, test } from "bun:test";
-import { gatewayUpstreams, PROVIDERS, upstreamFor, upstreamHeaders } from "../../../src/llm/handler";
+import { CHATGPT_UPSTREAM, gatewayUpstreams, PROVIDERS, upstreamFor, upstreamHeaders } from "../../../src/llm/handler";
+import { rng } from "../../support/rng";
 
 describe("upstreamFor", () => {
   const cases: Array<[string, string | null]> = [
@@ -17,6 +18,11 @@ describe("upstreamFor", () => {
     ["/llm/anthropic/%E0%A4%A", "malformed"],
     ["/llm/anthropic/%2e%2e/x", "malformed"],
     ["/llm/anthropic/v1/messages?beta=%", "malformed"],
+    ["/llm/codex/..\\..\\x", "malformed"],
+    ["/llm/codex/a\\..\\..\\..\\x", "malformed"],
+    ["/llm/anthropic/v1/m%65ssages", "https://api.anthropic.com/v1/messages"],
+    ["/llm/anthropic/v1;x=1/messages", "malformed"],
+    ["/llm/anthropic//v1/messages", "malformed"],
     ["/llm/toString/x", null],
     ["/v1/messages", null],
     ["http://api.anthropic.com/llm/anthropic/x", null],
@@ -24,9 +30,28 @@ describe("upstreamFor", () => {
   for (const [path, want] of cases) {
     test(path, () => {
       const r = upstreamFor(path, PROVIDERS);
-      expect(r === "malformed" ? r : (r?.url.toString() ?? null)).toBe(want);
+      expect(r !== null && "malformed" in r ? "malformed" : (r?.url.toString() ?? null)).toBe(want);
     });
   }
+});
+
+describe("credential-scope: a route's path never leaves its base, however it is spelled (generated, seed 35)", () => {
+  test("every target under /llm/codex/ is refused or lands under ChatGPT's /backend-api/codex/, read one way", () => {
+    const pieces = ["a", "responses", "/", "\\", "..", ".", "%2e", "%2e%2e", "%2f", "%5c", "%252e", ";", "//", "%00", "%c0%af", "backend-api", "me"];
+    const r = rng(35);
+    const escaped: string[] = [];
+    for (let i = 0; i < 5000; i++) {
+      let t = "/llm/codex/";
+      for (let j = 0, n = 1 + Math.floor(r() * 8); j < n; j++) t += pieces[Math.floor(r() * pieces.length)]!;
+      const u = upstreamFor(t, { ...PROVIDERS, codex: CHATGPT_UPSTREAM });
+      // (A string was the older "malformed".)
+      if (u === null || typeof u === "string" || "malformed" in u) continue;
+      const p = u.url.pathname;
+      const read = new URL(`https://chatgpt.com${p}`).pathname;
+      if (!p.startsWith("/backend-api/codex/") || read !== p || /(^|\/)(\.|%2e)+(\/|$)/i.test(p)) escaped.push(`${t} -> ${p}`);
+    }
+    expect(escaped).toEqual([]);
+  });
 });
 
 describe("upstreamHeaders", () => {
@@ -50,9 +75,9 @@ describe("gatewayUpstreams: the host's own LLM gateway is honoured", () => {
     });
     const up = { ...PROVIDERS, ...gatewayUpstreams({ OPENAI_BASE_URL: "https://gw.example/v1" }) };
     const r = upstreamFor("/llm/openai/v1/chat/completions", up);
-    expect(r !== "malformed" && r?.url.toString()).toBe("https://gw.example/v1/chat/completions");
+    expect(r !== null && "url" in r && r.url.toString()).toBe("https://gw.example/v1/chat/completions");
     const c = upstreamFor("/llm/codex/responses", up);
-    expect(c !== "malformed" && c?.url.toString()).toBe("https://gw.example/v1/responses");
+    expect(c !== null && "url" in c && c.url.toString()).toBe("https://gw.example/v1/responses");
   });
 
   test("nothing set, or a value that is not an http(s) URL: the providers themselves", () => {

@@ -1,6 +1,6 @@
 // The reason phrase of a refusal carries the hint a client shows, and nothing a sandbox chose can end the status line.
 import { expect, test } from "bun:test";
-import { blockedPhrase } from "../../../src/proxy/egress-proxy";
+import { blockedPhrase } from "../../../src/proxy/refusal";
 
 test("printable ASCII only, bounded; CR/LF and escapes a sandbox put in a host never survive", () => {
   expect(blockedPhrase("a.test:443", "sbx allow a.test --sandbox s")).toBe("sbx: a.test:443 is not allowed (sbx allow a.test --sandbox s)");

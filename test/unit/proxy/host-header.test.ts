@@ -1,6 +1,6 @@
 // The Host header's authority as the proxy compares it with the request target.
 import { expect, test } from "bun:test";
-import { hostHeaderAuthority } from "../../../src/proxy/egress-proxy";
+import { hostHeaderAuthority } from "../../../src/proxy/decision";
 
 test("normalised, port 80 when none; several values or garbage: null; no header: undefined", () => {
   expect(hostHeaderAuthority(undefined)).toBeUndefined();

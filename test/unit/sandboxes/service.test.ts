@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { SbxError } from "../../../src/core/errors";
 import type { BackendKind } from "../../../src/core/schemas";
 import { stateOfListed } from "../../../src/core/sandbox-state";
-import { acquireLock, lockPath } from "../../../src/lifecycle/lock";
+import { acquireLock, lockPath } from "../../../src/workspace/lock";
 import { SandboxService } from "../../../src/sandboxes/service";
 import { sandboxLayout } from "../../../src/workspace/layout";
 import type { Store } from "../../../src/store/store";

@@ -105,6 +105,19 @@ describe("sandboxes", () => {
     s.close();
   });
 
+  test("gone-when-removed: a purged sandbox's id is never given again, so what the audit log keeps of it (its refusals, which the egress desk serves a sandbox by id) is no other sandbox's", () => {
+    const s = new Store(tmpDb());
+    const keep = s.createSandbox({ name: "keep", repo: "/r", backend: "fake" });
+    const failed = s.createSandbox({ name: "failed", repo: "/r", backend: "fake" });
+    s.audit({ sandboxId: failed.id, kind: "egress", action: "denied", detail: { host: "private.example", path: "/secret-path" } });
+    s.purgeSandbox(failed.id); // a create that failed: its row goes, its audit rows stay
+    const next = s.createSandbox({ name: "other", repo: "/elsewhere", backend: "fake" });
+    expect(next.id).not.toBe(failed.id);
+    expect(next.id).toBeGreaterThan(keep.id);
+    expect(s.listAudit({ sandboxId: next.id })).toEqual([]);
+    s.close();
+  });
+
   test("the schema itself refuses a bad name or state", () => {
     const s = new Store(tmpDb());
     expect(() => s.createSandbox({ name: "Bad_Name", repo: "/r", backend: "fake" })).toThrow();

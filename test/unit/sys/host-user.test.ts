@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { whereOf } from "../../../src/client/where";
 import { ConfigSchema } from "../../../src/core/config";
 import { detectUserBackends } from "../../../src/daemon/main";
-import { silentLogger } from "../../../src/daemon/log";
+import { silentLogger } from "../../../src/sys/log";
 import type { NewSandbox } from "../../../src/drivers/driver";
 import { UserAccountDriver, type UserAccountBackend } from "../../../src/drivers/user-account";
 import { readEnv, type Env } from "../../../src/sys/env";

@@ -9,7 +9,7 @@ import {
   sandboxSockets,
   sha256Hex,
 } from "../../../src/sys/paths";
-import { sandboxId } from "../../../src/sandboxes/identity";
+import { sandboxId } from "../../../src/drivers/identity";
 
 const env = (vars: Record<string, string | undefined>) =>
   readEnv({ vars: { HOME: "/home/ada", ...vars }, uid: 1000, gid: 1000, platform: "linux" });

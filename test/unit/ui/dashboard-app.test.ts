@@ -4,6 +4,7 @@ import { createDashboardApp, CSRF_HEADER, SESSION_COOKIE, type UiLog } from "../
 import { CONTENT_SECURITY_POLICY, LaunchTickets } from "../../../src/ui/auth";
 import { createEventBus, type EventBus, type FeedEvent } from "../../../src/events/feed";
 import { Store } from "../../../src/store/store";
+import { SSE_MAX_QUEUED } from "../../../src/core/bounds";
 
 const TOKEN = "launch-token-" + "x".repeat(30);
 const ORIGIN = "http://127.0.0.1:4321";
@@ -278,6 +279,24 @@ describe("state and feed", () => {
     await reader.cancel().catch(() => undefined);
     for (let i = 0; i < 50 && bus.size() > 0; i++) await Bun.sleep(10);
     expect(bus.size()).toBe(0);
+  });
+});
+
+describe("bounded: the dashboard feed", () => {
+  test(`a connection that does not read is closed once ${SSE_MAX_QUEUED} events wait for it (the page reconnects and reloads its state)`, async () => {
+    const { cookie } = await login();
+    const res = await req("/api/events", { headers: { cookie } });
+    const reader = res.body!.getReader();
+    await reader.read(); // the hello; nothing more is read
+    for (let i = 0; i < SSE_MAX_QUEUED * 40; i++) {
+      bus.publish({ kind: "decision", at: i, sandbox: null, action: "allow", pattern: `p${i}-${"x".repeat(2000)}.example`, scope: "global", by: "cli:u" });
+    }
+    // It was let go: no listener left on the bus, and the stream ends.
+    for (let i = 0; i < 100 && bus.size() > 0; i++) await Bun.sleep(10);
+    expect(bus.size()).toBe(0);
+    let ended = false;
+    for (let i = 0; i < 100000 && !ended; i++) ended = (await reader.read()).done;
+    expect(ended).toBe(true);
   });
 });
 

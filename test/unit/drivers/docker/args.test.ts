@@ -1,6 +1,6 @@
 // Golden tests of the Docker backend's rendered argv: hardening flags, labels, mounts, overlay options, seed entries.
 import { describe, expect, test } from "bun:test";
-import type { DockerOptions, SandboxSpec } from "../../../../src/drivers/backend";
+import type { DockerOptions, SandboxSpec } from "../../../../src/core/spec";
 import {
   containerCommand,
   createRequestFromArgs,
@@ -34,7 +34,7 @@ const spec: SandboxSpec = {
 };
 
 describe("dockerCreateArgs", () => {
-  const overlays = [overlayPlan(spec, "/home/ann/.claude", true), overlayPlan(spec, "/home/ann/.config/fish", false)];
+  const overlays = [overlayPlan(spec, "/home/ann/.claude"), overlayPlan(spec, "/home/ann/.config/fish")];
   const runtime = { bun: "/usr/lib/bun/bun", shims: "/opt/src/sbx/shims", agents: "/home/ann/.cache/sbx/agents" };
   const argv = dockerCreateArgs(spec, { image: "sbx-app:1234", overlays, command: containerCommand(spec), runtime, root: rootLabel("/home/ann/.cache/sandbox") });
 
@@ -189,24 +189,26 @@ describe("overlays", () => {
     expect(escapeOverlayPath("/plain/path")).toBe("/plain/path");
   });
 
-  test("a missing host dir becomes an empty dir inside the sandbox dir, never in $HOME", () => {
-    const p = overlayPlan(spec, "/home/ann/.config/fish", false);
-    expect(p.lower.startsWith(spec.dir + "/overlay/")).toBe(true);
-    expect(p.upper.startsWith(spec.dir + "/overlay/")).toBe(true);
-    expect(p.work.startsWith(spec.dir + "/overlay/")).toBe(true);
-    expect(overlayPlan(spec, "/home/ann/.claude", true).lower).toBe("/home/ann/.claude");
+  test("the lower dir is the view sbx builds in the sandbox dir, never the host's dir (present or not)", () => {
+    for (const t of ["/home/ann/.config/fish", "/home/ann/.claude"]) {
+      const p = overlayPlan(spec, t);
+      expect(p.lower.startsWith(spec.dir + "/overlay/")).toBe(true);
+      expect(p.lower.endsWith("/view")).toBe(true);
+      expect(p.upper.startsWith(spec.dir + "/overlay/")).toBe(true);
+      expect(p.work.startsWith(spec.dir + "/overlay/")).toBe(true);
+    }
   });
 
   test("volume create argv carries type=overlay, escaped options and the labels", () => {
     const s2 = { ...spec, dir: "/x/we,ird:dir" };
-    const p = overlayPlan(s2, "/home/ann/.claude", true);
+    const p = overlayPlan(s2, "/home/ann/.claude");
     const argv = overlayVolumeCreateArgs(s2, p, rootLabel("/x"));
     expect(argv.slice(0, 5)).toEqual(["docker", "volume", "create", "--driver", "local"]);
     expect(argv).toContain("type=overlay");
     expect(argv).toContain("device=overlay");
     const o = argv.find((a) => a.startsWith("o="))!;
     expect(o).toBe(
-      `o=lowerdir=/home/ann/.claude,upperdir=${escapeOverlayPath(p.upper)},workdir=${escapeOverlayPath(p.work)}`,
+      `o=lowerdir=${escapeOverlayPath(p.lower)},upperdir=${escapeOverlayPath(p.upper)},workdir=${escapeOverlayPath(p.work)}`,
     );
     expect(o).toContain("/x/we\\,ird\\:dir/overlay/");
     expect(argv).toContain("sbx.sandbox=abc123def456");
@@ -216,7 +218,7 @@ describe("overlays", () => {
 
   test("the API body of a volume create says what the CLI argv says: driver, the three options, every label, the name", () => {
     const s2 = { ...spec, dir: "/x/we,ird:dir" };
-    const p = overlayPlan(s2, "/home/ann/.claude", true);
+    const p = overlayPlan(s2, "/home/ann/.claude");
     const argv = overlayVolumeCreateArgs(s2, p, rootLabel("/x"));
     const body = overlayVolumeCreateBody(s2, p, rootLabel("/x")) as { Name: string; Driver: string; DriverOpts: Record<string, string>; Labels: Record<string, string> };
     const flag = (f: string) => argv.flatMap((a, i) => (argv[i - 1] === f ? [a] : []));
@@ -227,9 +229,9 @@ describe("overlays", () => {
   });
 
   test("volume names differ per target and per sandbox", () => {
-    const a = overlayPlan(spec, "/home/ann/.claude", true).volume;
-    expect(overlayPlan(spec, "/home/ann/.config/fish", true).volume).not.toBe(a);
-    expect(overlayPlan({ ...spec, id: "other0000000" }, "/home/ann/.claude", true).volume).not.toBe(a);
+    const a = overlayPlan(spec, "/home/ann/.claude").volume;
+    expect(overlayPlan(spec, "/home/ann/.config/fish").volume).not.toBe(a);
+    expect(overlayPlan({ ...spec, id: "other0000000" }, "/home/ann/.claude").volume).not.toBe(a);
   });
 });
 
@@ -241,7 +243,7 @@ test("mount values with commas or quotes are CSV-quoted", () => {
 
 describe("seedEntries", () => {
   test("makes every dir from $HOME down to each mount point under it, owned by the host user", () => {
-    const overlays = [overlayPlan(spec, "/home/ann/.claude", true)];
+    const overlays = [overlayPlan(spec, "/home/ann/.claude")];
     const entries = seedEntries(spec, mountTargets(spec, overlays), null);
     const paths = entries.map((e) => e.path);
     expect(paths).toContain("home/ann");
@@ -288,7 +290,7 @@ describe("dockerExecArgs", () => {
 });
 
 describe("--claude-auth in the create argv", () => {
-  const overlays = [overlayPlan(spec, "/home/ann/.claude", true)];
+  const overlays = [overlayPlan(spec, "/home/ann/.claude")];
   const plan = { image: "i", overlays, command: ["c"], runtime: { bun: "/b", shims: "/s" }, root: "r" };
   const mask = "type=bind,src=/home/ann/.cache/sandbox/app-ff/demo/etc/claude-credentials.masked,dst=/home/ann/.claude/.credentials.json,readonly";
 

@@ -5,6 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { claudeProjectKey } from "../../../../src/core/claude-json";
 import { fillClaudeView } from "../../../../src/drivers/docker/claude-view";
+import { CopyIn } from "../../../../src/secrets/copy-in";
+
+/** The door with no host secrets (shapes only): these tests are about what the view selects. */
+const door = () => new CopyIn({}, { home: "/nonexistent" });
 
 let root = "";
 afterEach(() => {
@@ -24,7 +28,7 @@ describe("fillClaudeView", () => {
     put("CLAUDE.md", "be brief\n");
     put("commands/review.md", "review it\n");
     put("agents/tester.md", "test it\n");
-    put(`projects/${claudeProjectKey(repo)}/s1.jsonl`, "this project\n");
+    put(`projects/${claudeProjectKey(repo)}/s1.jsonl`, `${JSON.stringify({ cwd: repo, text: "this project" })}\n`);
     put("projects/-home-ann-src-other/s2.jsonl", "another project's transcript\n");
     put("history.jsonl", "every prompt of every project\n");
     put(".credentials.json", '{"token":"secret"}\n');
@@ -36,29 +40,29 @@ describe("fillClaudeView", () => {
     mkdirSync(view);
     writeFileSync(join(view, "stale"), "from an earlier container\n");
 
-    const r = fillClaudeView(host, view, repo);
+    const r = fillClaudeView(door(), host, view, repo);
     expect(claudeProjectKey(repo)).toBe("-home-ann-src-my-app");
     expect(readdirSync(view).sort()).toEqual(["CLAUDE.md", "agents", "commands", "projects", "settings.json"]);
     expect(readdirSync(join(view, "projects"))).toEqual([claudeProjectKey(repo)]);
-    expect(readFileSync(join(view, "projects", claudeProjectKey(repo), "s1.jsonl"), "utf8")).toBe("this project\n");
+    expect(readFileSync(join(view, "projects", claudeProjectKey(repo), "s1.jsonl"), "utf8")).toBe(`${JSON.stringify({ cwd: repo, text: "this project" })}\n`);
     expect(readdirSync(join(view, "commands"))).toEqual(["review.md"]);
     expect(existsSync(join(view, ".credentials.json"))).toBe(false);
     expect(existsSync(join(view, "history.jsonl"))).toBe(false);
-    expect(r.skipped.sort()).toEqual(["commands/evil.md: not a plain file or dir", "output-styles: not a plain file or dir"]);
+    expect(r.skipped.sort()).toEqual([`${host}/commands/evil.md: not a plain file or dir`, `${host}/output-styles: not a plain file or dir`]);
   });
 
   test("--claude-auth overlay (the person's choice, warned): the login is in the view too", () => {
     root = mkdtempSync(join(tmpdir(), "sbx-claude-view-"));
     mkdirSync(join(root, ".claude"));
     writeFileSync(join(root, ".claude", ".credentials.json"), "{}\n");
-    fillClaudeView(join(root, ".claude"), join(root, "view"), "/r", { login: true });
+    fillClaudeView(door(), join(root, ".claude"), join(root, "view"), "/r", { login: true });
     expect(readdirSync(join(root, "view")).sort()).toEqual([".credentials.json", "projects"]);
   });
 
   test("no ~/.claude on the host: an empty view with an empty projects dir", () => {
     root = mkdtempSync(join(tmpdir(), "sbx-claude-view-"));
     const view = join(root, "view");
-    expect(fillClaudeView(join(root, "none"), view, "/r").copied).toBe(0);
+    expect(fillClaudeView(door(), join(root, "none"), view, "/r").copied).toBe(0);
     expect(readdirSync(view)).toEqual(["projects"]);
   });
 });

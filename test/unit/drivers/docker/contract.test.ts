@@ -2,9 +2,9 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { defaultRuntime, DockerBackend } from "../../../../src/drivers/docker/docker";
-import { sandboxId } from "../../../../src/sandboxes/identity";
+import { sandboxId } from "../../../../src/drivers/identity";
 import { sandboxSockets, type Paths } from "../../../../src/sys/paths";
 import { FakeExec } from "../../../fakes/exec";
 import { FakeDockerEngine } from "../../../fakes/docker-engine";

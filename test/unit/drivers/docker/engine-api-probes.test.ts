@@ -7,7 +7,7 @@ import { rootLabel } from "../../../../src/drivers/docker/args";
 import { DockerBackend } from "../../../../src/drivers/docker/docker";
 import { foundFromApi } from "../../../../src/drivers/docker/engine-client";
 import { probeEngineApi, probeEngineFast } from "../../../../src/drivers/docker/engine";
-import { imageExists } from "../../../../src/drivers/docker/image";
+import { imageExists } from "../../../../src/drivers/docker/engine-client";
 import { FakeExec } from "../../../fakes/exec";
 
 let dir = "";

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DockerBackend } from "../../../../src/drivers/docker/docker";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { SbxError } from "../../../../src/core/errors";
 import { FakeExec } from "../../../fakes/exec";
 

@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describeSource, planImageSource, repoSource } from "../../../../src/drivers/docker/image-source";
+import type { SbxError } from "../../../../src/core/errors";
 
 const tmp = realpathSync(mkdtempSync(join(tmpdir(), "sbx-imgsrc-")));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -40,6 +41,25 @@ describe("flags", () => {
     expect(planImageSource(r, { dockerfile: join(r, "docker/dev.Dockerfile") }).source).toEqual({ kind: "dockerfile", dockerfile: join(r, "docker/dev.Dockerfile"), context: r, from: "flags" });
     expect(planImageSource(r, { context: join(r, "ctx") }).source).toEqual({ kind: "dockerfile", dockerfile: join(r, "ctx/Dockerfile"), context: join(r, "ctx"), from: "flags" });
     expect(() => planImageSource(r, { dockerfile: join(r, "nope") })).toThrow(/--dockerfile: .*nope is not a file/);
+  });
+
+  test("--context outside the repo is refused (78), through .. or a link: the build context is what the repo's last commit holds", () => {
+    const r = repo({ Dockerfile: "FROM x\n" });
+    const out = repo({ Dockerfile: "FROM y\n", ".env": "KEY=host-only\n" });
+    const err = (() => {
+      try {
+        planImageSource(r, { context: out });
+      } catch (e) {
+        return e as SbxError;
+      }
+    })();
+    expect(err?.exitCode).toBe(78);
+    expect(err?.message).toMatch(/--context: .* is outside the repo/);
+    expect(() => planImageSource(r, { context: join(r, "..") })).toThrow(/is outside the repo/);
+    symlinkSync(out, join(r, "elsewhere"));
+    expect(() => planImageSource(r, { context: join(r, "elsewhere") })).toThrow(/is outside the repo/);
+    // --dockerfile may come from anywhere: it is sent as the build's instructions, not as a dir's files.
+    expect(planImageSource(r, { dockerfile: join(out, "Dockerfile") }).source).toMatchObject({ context: r });
   });
 
   test("flags win over devcontainer.json; with neither, the repo's Dockerfile", () => {

@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DockerEngine } from "../../../../src/drivers/docker/engine-client";
-import { buildArgsFor, contextHash, dockerBuildArgs, ensureImage, imageRepoName, imageTag, planImage, usesContext } from "../../../../src/drivers/docker/image";
+import { buildArgsFor, dockerBuildArgs, ensureImage, imageRepoName, imageTag, planImage, usesContext } from "../../../../src/drivers/docker/image";
+import { createExec } from "../../../../src/sys/exec";
 import { FakeExec } from "../../../fakes/exec";
 import { FakeDockerEngine } from "../../../fakes/docker-engine";
 import { SbxError } from "../../../../src/core/errors";
@@ -12,6 +13,8 @@ import { SbxError } from "../../../../src/core/errors";
 const user = { name: "ann", uid: 1000, gid: 1000, home: "/home/ann", shell: "/bin/bash" };
 const args = buildArgsFor(user);
 const tmp = mkdtempSync(join(tmpdir(), "sbx-image-test-"));
+/** Host git for the plans (a repo here without commits: its context is the empty tree). */
+const git = createExec(process.env as Record<string, string>);
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("imageTag", () => {
@@ -52,28 +55,10 @@ describe("usesContext", () => {
   ])("%j → %p", (df, want) => expect(usesContext(df)).toBe(want));
 });
 
-test("contextHash changes when a file in the context changes, not with .git", () => {
-  const d = join(tmp, "ctx");
-  rmSync(d, { recursive: true, force: true });
-  mkdirSync(join(d, ".git"), { recursive: true });
-  writeFileSync(join(d, "a"), "1");
-  const h1 = contextHash(d);
-  writeFileSync(join(d, ".git", "HEAD"), "x");
-  expect(contextHash(d)).toBe(h1);
-  writeFileSync(join(d, "a"), "2");
-  expect(contextHash(d)).not.toBe(h1);
-});
-
-test("a repo without a Dockerfile gets a config error that names sbx init", () => {
+test("a repo without a Dockerfile gets a config error that names sbx init", async () => {
   const d = join(tmp, "nodf");
   mkdirSync(d, { recursive: true });
-  const err = (() => {
-    try {
-      planImage(d, user);
-    } catch (e) {
-      return e as { code: string; hint: string; exitCode: number };
-    }
-  })();
+  const err = (await planImage(git, d, user).catch((e: unknown) => e)) as { code: string; hint: string; exitCode: number } | undefined;
   expect(err?.code).toBe("config");
   expect(err?.exitCode).toBe(78);
   expect(err?.hint).toContain("sbx init");
@@ -83,19 +68,19 @@ test("an existing tag is not rebuilt", async () => {
   const d = join(tmp, "hasdf");
   mkdirSync(d, { recursive: true });
   writeFileSync(join(d, "Dockerfile"), "FROM sbx-base:bookworm\n");
-  const plan = planImage(d, user);
+  const plan = await planImage(git, d, user);
   expect(plan.context).toBeNull();
   const exec = new FakeExec().expect(["docker", "image", "inspect", "--format", "{{.Id}}", plan.tag], { stdout: "sha256:1" });
-  expect(await ensureImage(new DockerEngine(exec, undefined), d, user)).toEqual({ tag: plan.tag, built: false });
+  expect(await ensureImage(new DockerEngine(exec, undefined), exec, d, user)).toEqual({ tag: plan.tag, built: false, notes: [] });
   exec.assertDone();
 });
 
-test("docker build argv passes the four build args and the tag", () => {
-  const argv = dockerBuildArgs({ tag: "sbx-r:1", dockerfile: "", dockerfilePath: "/r/Dockerfile", buildArgs: args, context: null }, "/ctx", "/ctx/Dockerfile");
+test("docker build argv passes the four build args and the tag; the context is the tar on stdin, the Dockerfile in it", () => {
+  const argv = dockerBuildArgs({ tag: "sbx-r:1", dockerfile: "", dockerfilePath: "/r/Dockerfile", buildArgs: args, context: null }, "docker/Dockerfile");
   expect(argv).toEqual([
     "docker", "build", "--force-rm", "--tag", "sbx-r:1",
     "--build-arg", "USER_GID=1000", "--build-arg", "USER_HOME=/home/ann", "--build-arg", "USER_NAME=ann", "--build-arg", "USER_UID=1000",
-    "--label", "sbx.image=1", "--file", "/ctx/Dockerfile", "/ctx",
+    "--label", "sbx.image=1", "--file", "docker/Dockerfile", "-",
   ]);
 });
 
@@ -109,7 +94,7 @@ describe("a build that fails", () => {
     engine.failBuild = { code: 1, output: `Step 1/2 : FROM sbx-base:bookworm\n ---> abc\nStep 2/2 : RUN make\n${noise}\nmake: *** [all] Error 2\n` };
     const logFile = join(tmp, "logs", "builds", "failing.log");
     const seen: string[] = [];
-    const e = (await ensureImage(engine, d, user, { logFile, onProgress: (s) => seen.push(s) }).catch((x: unknown) => x)) as SbxError;
+    const e = (await ensureImage(engine, git, d, user, { logFile, onProgress: (s) => seen.push(s) }).catch((x: unknown) => x)) as SbxError;
     expect(e).toBeInstanceOf(SbxError);
     const [first, ...rest] = e.message.split("\n");
     expect(first).toMatch(/^docker build of sbx-failing:[0-9a-f]{64} failed \(exit 1\) at step 2\/2 \(RUN make\); its last 40 lines:$/);
@@ -132,7 +117,7 @@ describe("a build whose context is the repo waits for the create's own writes in
     const order: string[] = [];
     let release!: () => void;
     const quiet = new Promise<void>((r) => (release = r));
-    const building = ensureImage(engine, withCopy, user, { beforeBuild: () => (order.push("waiting"), quiet.then(() => order.push("quiet"))) });
+    const building = ensureImage(engine, git, withCopy, user, { beforeBuild: () => (order.push("waiting"), quiet.then(() => order.push("quiet"))) });
     await Bun.sleep(20);
     expect(engine.mutations.filter((m) => m.startsWith("build"))).toEqual([]); // not yet: the store is still being made
     release();
@@ -144,7 +129,7 @@ describe("a build whose context is the repo waits for the create's own writes in
     mkdirSync(plain, { recursive: true });
     writeFileSync(join(plain, "Dockerfile"), "FROM sbx-base:bookworm\nRUN true\n");
     let waited = false;
-    await ensureImage(engine, plain, user, { beforeBuild: () => ((waited = true), new Promise(() => {})) });
-    expect(waited).toBe(false); // its context is a temp dir of the Dockerfile alone: nothing of the repo is read
+    await ensureImage(engine, git, plain, user, { beforeBuild: () => ((waited = true), new Promise(() => {})) });
+    expect(waited).toBe(false); // its context is the Dockerfile alone: nothing of the repo is read
   });
 });

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DockerBackend } from "../../../../src/drivers/docker/docker";
 import { rootLabel } from "../../../../src/drivers/docker/args";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { sandboxLayout } from "../../../../src/workspace/layout";
 import { FakeExec } from "../../../fakes/exec";
 import { tarArchive } from "../../../../src/core/tar";

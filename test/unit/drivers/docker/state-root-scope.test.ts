@@ -2,9 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { DockerBackend } from "../../../../src/drivers/docker/docker";
 import { rootLabel } from "../../../../src/drivers/docker/args";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { SbxError } from "../../../../src/core/errors";
-import { sandboxId } from "../../../../src/sandboxes/identity";
+import { sandboxId } from "../../../../src/drivers/identity";
 import { FakeExec } from "../../../fakes/exec";
 
 const ROOT = "/home/ann/.cache/sandbox";

@@ -1,6 +1,6 @@
 // LinuxUserBackend against FakeExec: the first apply's command transcript (golden), a no-op re-apply, stop and shellArgv.
 import { describe, expect, test } from "bun:test";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { LinuxUserBackend, PROC_SCRIPT } from "../../../../src/drivers/linux-user/backend";
 import { procMountsApart } from "../../../../src/sys/kernel";
 import { FakeExec } from "../../../fakes/exec";
@@ -42,9 +42,20 @@ describe("LinuxUserBackend (FakeExec)", () => {
     let userMade = false;
     const exec = new FakeExec()
       .expect((a) => a[0] === "stat" && a[3] === "/var/lib/sbx", { exitCode: 1 })
-      .always((a) => a[0] === "install" || a[0] === "setfacl" || a[0] === "tee" || a[0] === "mount" || a[0] === "chown" || a[0] === "mv" || a[0] === "rmdir" || a[0] === "rm")
+      .always((a) => a[0] === "install" || a[0] === "setfacl" || a[0] === "tee" || a[0] === "mount" || a[0] === "chown" || a[0] === "mv" || a[0] === "rmdir" || (a[0] === "rm" && a[2] !== "--"))
       .always(["getent", "passwd", "sbx-alice-abc123def456"], () => (userMade ? { stdout: PW } : { exitCode: 2 }))
-      .expect((a) => a[0] === "useradd", () => ((userMade = true), {}))
+      // The id: the highest of the system range that no account, group or hold has (999 held and still owning a file;
+      // 997 held with nothing left, so let go; 996 a group's).
+      .expect(["getent", "passwd"], { stdout: "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/bash\n" })
+      .expect(["getent", "group"], { stdout: "root:x:0:\nsystemd-journal:x:996:\nalice:x:1000:\n" })
+      .expect(["cat", "/etc/login.defs"], { stdout: "#SYS_UID_MIN 100\nSYS_UID_MAX 999\n" })
+      .expect((a) => a[0] === "find" && a[1] === "/var/lib/sbx/held", { stdout: "999\n997\nnot-an-id\n" })
+      .expect((a) => a[0] === "find" && a[1] === "/tmp", { stdout: "999 999 /tmp/left-by-999\n" })
+      .expect(["rm", "-f", "--", "/var/lib/sbx/held/997"])
+      .expect(["nft", "-j", "list", "table", "inet", "sbx"], { exitCode: 1 })
+      // 998 owns nothing in the shared temp dirs: it is given out.
+      .expect((a) => a[0] === "find" && a[1] === "/tmp" && a.includes("998"), { stdout: "" })
+      .expect((a) => a[0] === "useradd" && a[2] === "--uid" && a[3] === "998", () => ((userMade = true), {}))
       .expect(["nft", "-j", "list", "table", "inet", "sbx"], { exitCode: 1 })
       .expect(["nft", "-f", "-"])
       .expect((a) => a[0] === "getfacl", { exitCode: 1 })

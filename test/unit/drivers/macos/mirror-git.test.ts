@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { SandboxSpec } from "../../../../src/drivers/backend";
+import type { SandboxSpec } from "../../../../src/core/spec";
 import { MacosBackend } from "../../../../src/drivers/macos/backend";
 import { hostRefs } from "../../../../src/sync/store";
 import { createExec, streamRun, type Exec, type ExecOptions } from "../../../../src/sys/exec";

@@ -1,10 +1,10 @@
 // The pf watchdog on the fake Mac: `pfctl -d` (every token dropped) or a pf.conf reload (sbx's anchors gone) stops every
 // running macOS sandbox before pf is put back, says why in its audit and tells the person; a healthy pf changes nothing.
 import { describe, expect, test } from "bun:test";
-import { silentLogger } from "../../../../src/daemon/log";
-import type { Notification } from "../../../../src/daemon/notify";
-import { startPfWatchdog } from "../../../../src/daemon/pf-watchdog";
-import { startUserBackendAudits } from "../../../../src/daemon/user-backends";
+import { silentLogger } from "../../../../src/sys/log";
+import { startPfWatchdog } from "../../../../src/drivers/macos/pf-watchdog";
+import { UserAccountDriver } from "../../../../src/drivers/user-account";
+import { processEnv } from "../../../../src/sys/env";
 import { userSpec } from "../../../../src/drivers/user-account";
 import type { Sandbox } from "../../../../src/core/schemas";
 import { Store } from "../../../../src/store/store";
@@ -20,16 +20,18 @@ async function world() {
   for (const row of [running, idle]) await backend.apply(userSpec(ALICE_PATHS, row));
   mac.procs.add(`sbx_alice_${ALICE_IDENTITY.id}`);
   const stops: string[] = [];
-  const notes: Notification[] = [];
+  const notes: { title: string; body: string }[] = [];
   const dog = startPfWatchdog({
     backend,
     store,
     paths: ALICE_PATHS,
     log: silentLogger,
-    // As the daemon does: the supervisor's stop, which ends the sandbox's processes through the backend.
+    // As the daemon does: the sandbox service's stopBecause, which ends the sandbox's processes through its driver and
+    // records it stopped.
     stopSandbox: async (row: Sandbox, why: string) => {
       stops.push(`${row.name}: ${why}`);
       await backend.stop(userSpec(ALICE_PATHS, row));
+      store.setSandboxState(row.id, "stopped");
     },
     notify: (n) => notes.push(n),
     intervalMs: 3_600_000,
@@ -85,22 +87,18 @@ describe("pf watchdog (macOS)", () => {
     await w.dog.stop();
   });
 
-  test("the daemon's services start it for macOS and it runs on its own timer", async () => {
+  test("the macOS driver's watchers start it, and it runs on its own timer", async () => {
     const w = await world();
     await w.dog.stop();
     const stops: string[] = [];
-    const svc = startUserBackendAudits({
-      users: { macos: w.backend },
-      exec: w.mac.exec,
-      store: w.store,
-      paths: ALICE_PATHS,
-      log: silentLogger,
-      publish: () => {},
-      spawn: () => { let done: (c: number) => void = () => {}; return { pid: 1, exited: new Promise<number>((r) => (done = r)), kill: () => done(0) }; },
-      stopSandbox: async (row) => void stops.push(row.name),
-      notify: () => {},
-      pfWatchMs: 20,
-    });
+    const spawnLines = () => {
+      let done: (c: number) => void = () => {};
+      return { pid: 1, exited: new Promise<number>((r) => (done = r)), kill: () => done(0) };
+    };
+    const backend = w.mac.backend(undefined, { spawnLines, pfWatchMs: 20 });
+    const driver = new UserAccountDriver({ exec: w.mac.exec, env: { ...processEnv(), platform: "darwin" }, paths: ALICE_PATHS, backend, hostUser: ALICE_IDENTITY.hostUser });
+    const watchers = driver.watch({ store: w.store, log: silentLogger, blocked: () => {}, notify: () => {}, stopSandbox: async (row) => void stops.push(row.name) });
+    const svc = { stop: async () => void (await Promise.all(watchers.map((x) => x.stop()))) };
     w.mac.pf.enabled = false;
     w.mac.pf.tokens.clear();
     for (let i = 0; i < 100 && !w.mac.pf.enabled; i++) await Bun.sleep(10);

@@ -1,7 +1,7 @@
 // Host → clone ref sync on a fake Mac: the host fetches into its own mirror (hardened env), then the guest update-refs refs/remotes/host/* in its clone; nothing runs as a stopped guest (golden transcripts).
 import { describe, expect, test } from "bun:test";
 import type { GuardContext } from "../../../../src/guards/guards";
-import { silentLogger } from "../../../../src/daemon/log";
+import { silentLogger } from "../../../../src/sys/log";
 import { productionComponents } from "../../../../src/daemon/main";
 import { UserAccountDriver } from "../../../../src/drivers/user-account";
 import { Store } from "../../../../src/store/store";
@@ -26,10 +26,10 @@ async function setup() {
   const env: Env = { ...base, platform: "darwin", uid: 501, gid: 20, userName: "alice", vars: { ...base.vars, HOME: "/Users/alice" } };
   const comps = await productionComponents({ env, paths, exec: mac.exec, log: silentLogger, store, events: createEventBus() }, { macos: backend });
   const row = store.createSandbox({ name: "demo", repo: "/Users/alice/src/demo", backend: "macos", identity: IDENTITY });
-  const spec = comps.specFor!(row);
+  const spec = comps.drivers.macos!.spec(row);
   mac.mk(spec.sockets.dir, "dir", 0o700, "alice");
   mac.mk(spec.sockets.bridge, "sock", 0o600, "alice");
-  await comps.bringUp!(row, spec, backend);
+  await comps.drivers.macos!.ensureRunning(row, { log() {}, progress() {}, audit() {} });
   const driver = new UserAccountDriver({ exec: mac.exec, env, paths, backend, hostUser: selfUser(env) });
   const target = driver.refSyncTarget(spec, mac.exec);
   /** What ref sync's host → clone lane does once promotion is done: the mirror, then update-ref as the guest. */

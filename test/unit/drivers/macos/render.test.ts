@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { anchorName, guestUser, parseAnchorName, parseGuestUser, pickId } from "../../../../src/drivers/macos/naming";
 import { SEATBELT_DENIED_SERVICES, renderPfAnchor, renderPrivilegedPlist, renderSeatbelt, renderSudoers, renderZshRc } from "../../../../src/drivers/macos/render";
-import { sandboxEnv } from "../../../../src/sandboxes/env";
+import { sandboxEnv } from "../../../../src/drivers/env";
 import { fishQuote, renderShellRc, renderShimWrappers, shQuote } from "../../../../src/drivers/provision/provision";
 import { golden } from "./golden";
 import { kitHelperArgv, kitPaths } from "../../../../src/drivers/macos/install";

@@ -1,0 +1,52 @@
+// The egress proxy's decisions as events, and the transparent path's name map as the proxy reads it: pure types, kept
+// here so the proxy (which makes them) and the policy room and the feed (which record and show them) share them
+// without importing one another.
+import type { BlockReason, PolicySource } from "./egress";
+
+/** The sandbox a proxy serves, as its events name it. */
+export interface EgressSandbox {
+  id: number;
+  name: string;
+}
+
+/** How a request reached the proxy: named by the client (proxy variables), or caught by the transparent path. */
+export type EgressPath = "proxy" | "transparent";
+
+export type EgressEvent =
+  | {
+      type: "denied";
+      sandbox: EgressSandbox;
+      path: EgressPath;
+      method: string;
+      host: string;
+      port: number;
+      reason: BlockReason;
+      detail: string;
+      /** The pattern that would allow it (the host, `host:port`, or the refused address). */
+      suggest: string | null;
+      at: number;
+    }
+  | {
+      type: "closed";
+      sandbox: EgressSandbox;
+      path: EgressPath;
+      method: string;
+      host: string;
+      port: number;
+      address: string;
+      source: PolicySource;
+      pattern: string;
+      bytesUp: number;
+      bytesDown: number;
+      durationMs: number;
+      at: number;
+    }
+  | { type: "error"; sandbox: EgressSandbox; path: EgressPath; method: string; host: string; port: number; address: string | null; message: string; at: number };
+
+/** The transparent path's name map, as the proxy and the DNS stub read it (policy/name-map.ts keeps it). */
+export interface TransparentNames {
+  /** The address that stands for a name (given out now when it has none), or null when the map is full. */
+  addressOf(name: string): string | null;
+  /** The name an address stands for, or null when it was never given out. */
+  nameOf(address: string): string | null;
+}

@@ -1,0 +1,178 @@
+// The egress decision for one connection or request, as the proxy makes it: the allowlist first (before any DNS), then
+// one lookup, then the address check; the address a verdict returns is the only one connected to. Also what a plain
+// request's target and Host header are taken to name (what is checked is what is sent).
+import { lookup } from "node:dns/promises";
+import { networkInterfaces } from "node:os";
+import { canonicalIp } from "../core/addresses";
+import { normalizeHost } from "../core/allowlist";
+import { checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
+import type { EgressEvent, EgressPath, EgressSandbox } from "../core/egress-events";
+import { headerSafe, type Header } from "./http1";
+
+export type Resolver = (host: string) => Promise<string[]>;
+
+/** runs: the system resolver (getaddrinfo) for one name, all addresses. */
+export const systemResolver: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+function interfaceAddresses(): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) {
+    const c = canonicalIp(a.address);
+    if (c) out.push(c);
+  }
+  return out;
+}
+
+/** Allowed: connect to `address` (checked), and to nothing else. */
+export type Allowed = { ok: true; path: EgressPath; host: string; port: number; address: string; source: PolicySource; pattern: string };
+/** Refused by the policy (a 403 on the proxy path; recorded as a pending approval where `suggest` says what allows it). */
+export type Denied = { ok: false; status: 403; path: EgressPath; host: string; port: number; reason: BlockReason; detail: string; suggest: string | null };
+/** Allowed by name, but its lookup failed (a 502). */
+export type Unreachable = { ok: false; status: 502; host: string; port: number; message: string };
+export type Verdict = Allowed | Denied | Unreachable;
+
+export interface DeciderOptions {
+  sandbox: EgressSandbox;
+  /** Read on every check, so allowlist changes apply to the next one without a restart. */
+  policy: () => PolicyLists;
+  /** Resolver seam; default: the system resolver (all addresses). */
+  resolve?: Resolver;
+  /** This host's own addresses, refused as destinations unless allowlisted; default: the network interfaces. */
+  hostAddresses?: () => Iterable<string>;
+  /** Where denials and lookup failures are told (the proxy's event sink). */
+  emit: (e: EgressEvent) => void;
+}
+
+/** One sandbox's decisions: its policy read per check (compiled once per change), its denials told as they are made. */
+export class Decider {
+  private cacheKey = "";
+  private cached: CompiledPolicy | null = null;
+  private own: { at: number; set: Set<string> } | null = null;
+  private readonly resolve: Resolver;
+
+  constructor(private readonly o: DeciderOptions) {
+    this.resolve = o.resolve ?? systemResolver;
+  }
+
+  /** The policy now; compiling is cached on its text so an unchanged list is not parsed again. */
+  private current(): CompiledPolicy {
+    const lists = this.o.policy();
+    // Every list the decision reads is in the key: a change to any of them applies to the next request.
+    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}`;
+    if (this.cached === null || key !== this.cacheKey) {
+      this.cached = compilePolicy(lists);
+      this.cacheKey = key;
+    }
+    return this.cached;
+  }
+
+  private hostOwn(): Set<string> {
+    const now = Date.now();
+    if (this.own === null || now - this.own.at > 10_000) {
+      const list = this.o.hostAddresses ? [...this.o.hostAddresses()] : interfaceAddresses();
+      this.own = { at: now, set: new Set(list.map((a) => canonicalIp(a) ?? a)) };
+    }
+    return this.own.set;
+  }
+
+  /** A refusal, told (a `denied` event: the audit row and pending approval) as it is made. */
+  deny(path: EgressPath, method: string, host: string, port: number, reason: BlockReason, detail: string, suggest: string | null): Denied {
+    this.o.emit({ type: "denied", sandbox: this.o.sandbox, path, method, host, port, reason, detail, suggest, at: Date.now() });
+    return { ok: false, status: 403, path, host, port, reason, detail, suggest };
+  }
+
+  /** The decision, then one lookup, then the address check: the address returned is the only one connected to. */
+  async check(path: EgressPath, method: string, rawHost: string, port: number): Promise<Verdict> {
+    const policy = this.current();
+    const d = decide(policy, rawHost, port);
+    if (!d.allow) return this.deny(path, method, d.host, port, d.reason, d.detail, d.suggest);
+    let addresses: string[];
+    if (d.ip) addresses = [d.host];
+    else {
+      try {
+        addresses = await this.resolve(d.host);
+      } catch (e) {
+        const message = `could not resolve ${d.host}: ${(e as Error).message}`;
+        this.o.emit({ type: "error", sandbox: this.o.sandbox, path, method, host: d.host, port, address: null, message, at: Date.now() });
+        return { ok: false, status: 502, host: d.host, port, message };
+      }
+    }
+    const a = checkAddresses(policy, d.host, addresses, port, this.hostOwn());
+    if (!a.ok) return this.deny(path, method, d.host, port, a.reason, a.detail, a.suggest);
+    return { ok: true, path, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern };
+  }
+}
+
+/** Pure: `host:port`, with an IPv6 host in brackets. */
+export function authorityText(host: string, port: number): string {
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** Splits a CONNECT authority `host:port` or `[v6]:port`; null when malformed. */
+export function parseAuthority(s: string): { host: string; port: number } | null {
+  let host: string;
+  let portText: string;
+  if (s.startsWith("[")) {
+    const close = s.indexOf("]");
+    if (close < 0 || s[close + 1] !== ":") return null;
+    host = s.slice(0, close + 1);
+    portText = s.slice(close + 2);
+  } else {
+    const i = s.lastIndexOf(":");
+    if (i <= 0) return null;
+    host = s.slice(0, i);
+    portText = s.slice(i + 1);
+  }
+  if (!/^[0-9]{1,5}$/.test(portText)) return null;
+  return { host, port: Number(portText) };
+}
+
+/**
+ * Pure: a Host header's authority, normalised (port 80 when it names none); undefined when there is no header, null
+ * when it is not one authority (several values, garbage).
+ */
+export function hostHeaderAuthority(h: string | string[] | undefined): { host: string; port: number } | null | undefined {
+  if (h === undefined) return undefined;
+  if (Array.isArray(h) || h.trim() === "") return null;
+  const t = h.trim();
+  const a = /:\d+$/.test(t) && !(t.startsWith("[") && t.endsWith("]")) ? parseAuthority(t) : { host: t, port: 80 };
+  if (!a || !(a.port >= 1 && a.port <= 65535)) return null;
+  const host = normalizeHost(a.host);
+  return host === null ? null : { host, port: a.port };
+}
+
+/** The transparent path's plain HTTP: a connection to the address that stands for `name`, on `port`. */
+export interface Site {
+  name: string;
+  port: number;
+}
+
+/**
+ * What a plain request is for, or why it is refused (a 400; `mismatch`: on the transparent path, the detail of the
+ * `server-name-mismatch` denial it is also recorded as). The proxy path takes absolute-form targets; a transparent site
+ * takes origin-form ones, made absolute for its name, or an absolute form naming that same site. Either way a Host
+ * header naming another authority than the target is refused: the forwarded Host is always the checked authority.
+ */
+export function plainTarget(head: { target: string; headers: readonly Header[] }, site: Site | null): { ok: true; url: URL; port: number } | { ok: false; message: string; mismatch: string | null } {
+  let url: URL;
+  try {
+    url = site && head.target.startsWith("/") ? new URL(`http://${site.port === 80 ? site.name : `${site.name}:${site.port}`}${head.target}`) : new URL(head.target);
+  } catch {
+    return { ok: false, message: "sbx proxy: malformed request target.\n", mismatch: null };
+  }
+  if (site && (normalizeHost(url.hostname) !== site.name || (url.port === "" ? 80 : Number(url.port)) !== site.port)) {
+    return { ok: false, message: `sbx proxy: this connection is for ${site.name}; the request names ${headerSafe(url.host)}.\n`, mismatch: `its request names ${headerSafe(url.host)}` };
+  }
+  if (url.protocol !== "http:") return { ok: false, message: `sbx proxy: ${url.protocol} URLs go through CONNECT; only http: is forwarded as a plain request.\n`, mismatch: null };
+  const port = url.port === "" ? 80 : Number(url.port);
+  const hostText = head.headers.find(([n]) => n.toLowerCase() === "host")?.[1];
+  const claimed = hostHeaderAuthority(hostText);
+  if (claimed !== undefined && (claimed === null || claimed.host !== normalizeHost(url.hostname) || claimed.port !== port)) {
+    return {
+      ok: false,
+      message: `sbx proxy: the Host header (${headerSafe(String(hostText))}) names another authority than the request target (${headerSafe(url.host)}); send them alike.\n`,
+      mismatch: site ? `its Host header names ${headerSafe(String(hostText))}` : null,
+    };
+  }
+  return { ok: true, url, port };
+}

@@ -1,0 +1,204 @@
+// One plain HTTP exchange: a request read by the connection (connection.ts) goes up re-framed, never as the bytes
+// that came (its head written by http1.ts, its body passed on as it is read), on a pooled keep-alive connection
+// (upstream.ts) to the checked address, or to the proxy's own origin; the answer is written back to the client,
+// framed for it (chunked for an HTTP/1.1 client when its length is unknown, to the close for HTTP/1.0).
+import type { ProxyContext } from "./context";
+import { authorityText, type Allowed } from "./decision";
+import { chunk, LAST_CHUNK, requestHead, responseHead, withoutHopByHop, type Framing, type RequestHead } from "./http1";
+import type { Exchange, UpstreamPool } from "./upstream";
+
+/** Methods whose request, with no body, may be sent again on a fresh connection when a pooled one was closed. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** What an exchange needs of the client's connection. */
+export interface ClientSide {
+  write(data: Buffer): boolean;
+  onceDrain(cb: () => void): void;
+  /** The client ended its side already: this answer is the connection's last. */
+  readonly ended: boolean;
+  /** The answer is written: the connection reads its next request, or ends (`close`). */
+  answered(close: boolean): void;
+  /** It failed before any of the answer went out: sbx's own 502 with `message` goes instead. */
+  failed(message: string, close: boolean): void;
+  /** It failed once part of the answer went out: only the connection's end can tell the client. */
+  destroy(): void;
+}
+
+/** Where a request goes, and what is told of it. */
+export interface Destination {
+  pool: UpstreamPool;
+  address: string;
+  port: number;
+  /** The request target as it goes up (origin-form). */
+  target: string;
+  /** The Host header sent (the checked authority), or null to pass the client's own on (the proxy's origin). */
+  host: string | null;
+  /** The exchange is over: `ok` when its answer was whole. Called once. */
+  done(ok: boolean, bytesUp: number, bytesDown: number): void;
+  /** What the client is told (a 502's text, and the caller's event) when it failed before the answer began. */
+  failure(why: string, connected: boolean): string;
+}
+
+/**
+ * One request and its answer. The request's body is the connection's to read (`write`, `end`); the answer's head waits
+ * for its first body bytes (one write, not two), so a server that fails before its body still gets the client a 502.
+ */
+export class ForwardExchange {
+  private readonly x: Exchange;
+  private pending: Buffer | null = null;
+  /** How the answer's body goes to the client. */
+  private to: "length" | "chunked" | "close" = "length";
+  private close: boolean;
+  /** Part of the answer was written to the client. */
+  private responding = false;
+  private over = false;
+  private bytesUp = 0;
+  private bytesDown = 0;
+
+  /** Starts it, or says why its head cannot be written (a 400). */
+  static start(client: ClientSide, req: RequestHead, dest: Destination): ForwardExchange | { why: string } {
+    // `Expect: 100-continue` is answered here, once the request is allowed; the server gets the body at once.
+    const expects = req.headers.some(([n, val]) => n.toLowerCase() === "expect" && val.toLowerCase() === "100-continue");
+    let head: string;
+    try {
+      const sent = withoutHopByHop(req.headers).filter(([n]) => {
+        const k = n.toLowerCase();
+        return (dest.host === null || k !== "host") && !(expects && k === "expect");
+      });
+      // The Host sent is the authority checked, whatever the client's said (it said the same, or was refused).
+      head = requestHead(req.method, dest.target, dest.host === null ? sent : [["Host", dest.host], ...sent], req.framing);
+    } catch (e) {
+      dest.done(false, 0, 0);
+      return { why: (e as Error).message };
+    }
+    if (expects && req.framing !== "none") client.write(Buffer.from("HTTP/1.1 100 Continue\r\n\r\n", "latin1"));
+    return new ForwardExchange(client, req, dest, head);
+  }
+
+  private constructor(
+    private readonly client: ClientSide,
+    req: RequestHead,
+    private readonly dest: Destination,
+    head: string,
+  ) {
+    this.close = !req.keepAlive || client.ended;
+    const framing = req.framing;
+    this.x = dest.pool.request(
+      { address: dest.address, port: dest.port, method: req.method, head, body: framing === "none" ? "none" : framing === "chunked" ? "chunked" : "length", replayable: framing === "none" && SAFE_METHODS.has(req.method) },
+      {
+        head: (h, length) => {
+          const headers = withoutHopByHop(h.headers);
+          let clientFraming: Framing;
+          if (length === 0) {
+            // No body: a length the server gave (a HEAD's, a 304's) goes on as it is.
+            const given = h.headers.find(([n]) => n.toLowerCase() === "content-length")?.[1];
+            clientFraming = given === undefined ? "none" : { length: Number(given) };
+            this.to = "length";
+          } else if (typeof length === "number") {
+            clientFraming = { length };
+            this.to = "length";
+          } else if (req.version === "1.1") {
+            clientFraming = "chunked";
+            this.to = "chunked";
+          } else {
+            // An HTTP/1.0 client knows no chunks: the body ends with the connection.
+            clientFraming = "none";
+            this.to = "close";
+            this.close = true;
+          }
+          this.pending = Buffer.from(responseHead(h.status, h.reason, headers, clientFraming, this.close), "latin1");
+        },
+        body: (data) => {
+          this.bytesDown += data.length;
+          if (this.out(this.encode(data))) return true;
+          client.onceDrain(() => this.x.resume());
+          return false;
+        },
+        end: (last) => {
+          if (last) this.bytesDown += last.length;
+          this.out([...(last ? this.encode(last) : []), ...(this.to === "chunked" ? [LAST_CHUNK] : [])]);
+          this.finish(true);
+          client.answered(this.close);
+        },
+        error: (why, connected) => {
+          this.finish(false);
+          // Part of the answer went out: the client can only be told by the connection's end.
+          if (this.responding) return void client.destroy();
+          this.pending = null;
+          client.failed(dest.failure(why, connected), this.close);
+        },
+      },
+    );
+  }
+
+  private out(parts: Buffer[]): boolean {
+    const all = this.pending ? [this.pending, ...parts] : parts;
+    this.pending = null;
+    this.responding = true;
+    return this.client.write(all.length === 1 ? all[0]! : Buffer.concat(all));
+  }
+
+  private encode(data: Buffer): Buffer[] {
+    return this.to === "chunked" ? chunk(data) : [data];
+  }
+
+  private finish(ok: boolean): void {
+    if (this.over) return;
+    this.over = true;
+    this.dest.done(ok, this.bytesUp, this.bytesDown);
+  }
+
+  /** Whether part of the answer went out already. */
+  get began(): boolean {
+    return this.responding;
+  }
+
+  /** Request body bytes; false: wait for `drained`. */
+  write(data: Buffer): boolean {
+    this.bytesUp += data.length;
+    return this.x.write(data);
+  }
+
+  drained(cb: () => void): void {
+    this.x.drained(cb);
+  }
+
+  /** The request body is whole. */
+  end(): void {
+    this.x.end();
+  }
+
+  /** Gives up (the client went away, or its body was refused): nothing more is written. */
+  cancel(): void {
+    if (this.over) return;
+    this.x.abort();
+    this.finish(false);
+  }
+}
+
+/**
+ * An allowed plain request's destination: exactly the checked address (an IP: no lookup happens), its Host the checked
+ * authority; counted in flight, and told as a `closed` event when its answer was whole or an `error` when it failed.
+ */
+export function egressDestination(ctx: ProxyContext, v: Allowed, method: string, url: URL): Destination {
+  const started = performance.now();
+  ctx.inFlight++;
+  return {
+    pool: ctx.pool,
+    address: v.address,
+    port: v.port,
+    target: `${url.pathname}${url.search}`,
+    host: url.host,
+    done(ok, bytesUp, bytesDown) {
+      ctx.inFlight--;
+      if (!ok) return;
+      const { host, port, address, source, pattern, path } = v;
+      ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host, port, address, source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+    },
+    failure(why, connected) {
+      const message = connected ? `${authorityText(v.host, v.port)} (${v.address}) sent ${why}` : `could not reach ${authorityText(v.host, v.port)} (${v.address}): ${why}`;
+      ctx.emit({ type: "error", sandbox: ctx.sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+      return message;
+    },
+  };
+}
