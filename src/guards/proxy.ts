@@ -154,6 +154,8 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
 function withFeed(ctx: GuardContext, record: (e: EgressEvent) => void, publish: (e: FeedEvent) => void): (e: EgressEvent) => void {
   return (e) => {
     record(e);
+    // A secret's uses are in the audit (`sbx logs`); the feed shows connections.
+    if (e.type === "secret") return;
     try {
       // One row, not the sandbox's whole list: a flood of denials costs one lookup each.
       const approval = e.type === "denied" ? ctx.store.findPending(e.sandbox.id, e.host, e.port) : null;
