@@ -5,6 +5,7 @@
 // request to one of the secret's hosts (matched as the allowlist matches), within its methods and paths (judged on the
 // canonical path the upstream will act on: core/credential-scope.ts), in the header values and the query, and in the
 // body only when the secret says so. A placeholder anywhere else stays a placeholder, and is reported.
+import { z } from "zod";
 import { hostMatches, parsePattern, type AllowPattern } from "./allowlist";
 import { canonicalPath, pathMatches, type PathRule } from "./credential-scope";
 import { replaceAll } from "./stream-replace";
@@ -23,8 +24,11 @@ export interface BoundSecret {
   header: { name: string; template: string } | null;
   /** Whether a text body's placeholders are swapped too. */
   inBody: boolean;
-  /** This sandbox's placeholder: the same length as the value (core/placeholder.ts), random per sandbox. */
-  placeholder: string;
+  /**
+   * This sandbox's placeholder: the same length as the value (core/placeholder.ts), random per sandbox; null when none
+   * was given out yet (no session since the secret was set): then only its header can be added.
+   */
+  placeholder: string | null;
 }
 
 /** A header as the proxy reads it. */
@@ -87,7 +91,7 @@ export function swapRequest(
   const canon = canonicalPath(req.target);
   const uses: SecretUse[] = [];
   const inScope: BoundSecret[] = [];
-  const present = (s: BoundSecret) => req.target.includes(s.placeholder) || req.headers.some(([, v]) => v.includes(s.placeholder));
+  const present = (s: BoundSecret) => s.placeholder !== null && (req.target.includes(s.placeholder) || req.headers.some(([, v]) => v.includes(s.placeholder!)));
   for (const s of secrets) {
     const value = values.get(s.name);
     let why: string | null = null;
@@ -99,15 +103,15 @@ export function swapRequest(
     else if (present(s) || (s.header !== null && boundTo(s, req.host))) uses.push({ name: s.name, action: "outside", reason: why });
   }
   if (inScope.length === 0) return { target: req.target, headers: [...req.headers], bodyPairs: [], uses };
-  const pairs = inScope.map((s) => ({ from: s.placeholder, to: values.get(s.name)! }));
+  const pairs = inScope.filter((s) => s.placeholder !== null).map((s) => ({ from: s.placeholder!, to: values.get(s.name)! }));
   const c = canon as { ok: true; path: string; query: string };
   const query = replaceAll(c.query, pairs);
   const target = c.query === "" && !req.target.includes("?") ? c.path : `${c.path}?${query.text}`;
   const used = new Set<string>();
-  if (query.count > 0) for (const s of inScope) if (c.query.includes(s.placeholder)) used.add(s.name);
+  if (query.count > 0) for (const s of inScope) if (s.placeholder !== null && c.query.includes(s.placeholder)) used.add(s.name);
   const headers: HeaderPair[] = req.headers.map(([n, v]) => {
     const r = replaceAll(v, pairs);
-    if (r.count > 0) for (const s of inScope) if (v.includes(s.placeholder)) used.add(s.name);
+    if (r.count > 0) for (const s of inScope) if (s.placeholder !== null && v.includes(s.placeholder)) used.add(s.name);
     return [n, r.text];
   });
   for (const s of inScope) {
@@ -116,7 +120,7 @@ export function swapRequest(
     used.add(s.name);
   }
   const contentType = headers.find(([n]) => n.toLowerCase() === "content-type")?.[1];
-  const bodyPairs = textBody(contentType) ? inScope.filter((s) => s.inBody).map((s) => ({ from: s.placeholder, to: values.get(s.name)! })) : [];
+  const bodyPairs = textBody(contentType) ? inScope.filter((s) => s.inBody && s.placeholder !== null).map((s) => ({ from: s.placeholder!, to: values.get(s.name)! })) : [];
   // A body's swaps cannot be counted before it is read: a secret that may be swapped there counts as used.
   for (const p of bodyPairs) used.add(inScope.find((s) => s.placeholder === p.from)!.name);
   for (const name of used) uses.push({ name, action: "used", reason: null });
@@ -128,7 +132,31 @@ export function reflectionPairs(secrets: readonly BoundSecret[], values: Readonl
   const out: { from: string; to: string }[] = [];
   for (const s of secrets) {
     const v = values.get(s.name);
-    if (v !== undefined && v.length > 0) out.push({ from: v, to: s.placeholder });
+    // With no placeholder given out, a value reflected comes back as a run of '*' as long as it.
+    if (v !== undefined && v.length > 0) out.push({ from: v, to: s.placeholder ?? "*".repeat(v.length) });
   }
   return out;
 }
+
+/** Where a bound secret's value comes from (secrets/sources.ts reads it). */
+export const SecretSourceSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("vault") }).strict(),
+  z.object({ kind: z.literal("command"), command: z.string().min(1), ttlMs: z.number().int().positive() }).strict(),
+  z.object({ kind: z.literal("ref"), ref: z.string().min(1), ttlMs: z.number().int().positive() }).strict(),
+]);
+
+/** A binding as stored (`sbx secret set NAME --host …`): everything but the value and the placeholders. */
+export const BindingSpecSchema = z
+  .object({
+    hosts: z.array(z.string().min(1)).min(1),
+    rules: z.array(z.object({ methods: z.array(z.string().regex(/^[A-Z]+$/)).min(1), path: z.string().startsWith("/") }).strict()).min(1),
+    header: z.object({ name: z.string().regex(/^[A-Za-z0-9-]+$/), template: z.string().includes("{}") }).strict().nullable(),
+    /** The variable inside that holds the placeholder (default: the secret's name); null with `npmrc` alone. */
+    env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).nullable(),
+    /** Write the registry's `_authToken` line to the sandbox's npm config instead of (or beside) a variable. */
+    npmrc: z.boolean(),
+    inBody: z.boolean(),
+    source: SecretSourceSchema,
+  })
+  .strict();
+export type BindingSpec = z.infer<typeof BindingSpecSchema>;

@@ -14,6 +14,7 @@ import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
 import type { EgressEvent } from "../core/egress-events";
 import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
+import type { SecretBinding } from "../proxy/terminate";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../events/feed";
@@ -32,6 +33,8 @@ export interface ProxyGuardOptions {
   publish?: (e: FeedEvent) => void;
   /** Whose guest a uid is: the DNS stub's port is taken back from another sandbox's guest that squats it. */
   guestOf?: PortClaimOptions["guestOf"];
+  /** The secrets bound to hosts that this sandbox's proxy carries (secrets/bound.ts): their hosts are terminated. */
+  secrets?: (ctx: GuardContext) => SecretBinding;
 }
 
 /**
@@ -69,6 +72,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           ...(opts.resolve ? { resolve: opts.resolve } : {}),
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),
           names,
+          ...(opts.secrets ? { secrets: opts.secrets(ctx) } : {}),
         });
       } catch (e) {
         sink.close();

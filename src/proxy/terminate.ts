@@ -28,6 +28,8 @@ export interface SecretBinding {
   contextFor(host: string): Promise<SecureContext>;
   /** CA certificates the upstream's chain is verified against (PEM); undefined: the runtime's own roots. */
   readonly upstreamCa?: string | undefined;
+  /** A secret was swapped into a request (what `sbx secret list` shows as last used). */
+  used?(name: string): void;
 }
 
 const enc = new TextEncoder();
@@ -144,6 +146,7 @@ export class Terminator implements RequestPreparer {
     const swapped = swapRequest(secrets, values, { method: head.method, host: allowed.host, target, headers: head.headers });
     const pathOnly = swapped.target.split("?")[0]!;
     for (const u of swapped.uses) {
+      if (u.action === "used") this.binding.used?.(u.name);
       this.ctx.emit({ type: "secret", sandbox: this.ctx.sandbox, path: allowed.path, method: head.method, host: allowed.host, port: allowed.port, target: pathOnly, name: u.name, action: u.action, reason: u.reason, at: Date.now() });
     }
     // The answer is read whole for values to turn back: never encoded, so ask for none.

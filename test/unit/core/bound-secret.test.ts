@@ -2,7 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { boundTo, hostPatternProblem, reflectionPairs, swapRequest, textBody, type BoundSecret } from "../../../src/core/bound-secret";
 
-const S: BoundSecret = { name: "TOK", hosts: ["api.test", "*.up.test"], rules: [{ methods: ["GET"], path: "/v1/**" }], header: null, inBody: false, placeholder: "PLACEHOLDER1234567890" };
+const P = "PLACEHOLDER1234567890";
+const S: BoundSecret & { placeholder: string } = { name: "TOK", hosts: ["api.test", "*.up.test"], rules: [{ methods: ["GET"], path: "/v1/**" }], header: null, inBody: false, placeholder: P };
 const values = new Map([["TOK", "VALUEVALUE1234567890"]]);
 
 describe("secret-bound (pure)", () => {
