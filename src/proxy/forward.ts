@@ -8,6 +8,11 @@ import type { StreamReplacer } from "../core/stream-replace";
 import { chunk, LAST_CHUNK, requestHead, responseHead, withoutHopByHop, type Framing, type Header, type RequestHead } from "./http1";
 import type { Exchange, UpstreamPool } from "./upstream";
 
+/** The bytes as a Buffer without copying them (Buffer.from of a Uint8Array copies). */
+function asBuffer(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
+
 /** Methods whose request, with no body, may be sent again on a fresh connection when a pooled one was closed. */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -122,7 +127,7 @@ export class ForwardExchange {
         },
         body: (data) => {
           this.bytesDown += data.length;
-          const out = dest.rewrite ? Buffer.from(dest.rewrite.responseBody.push(data)) : data;
+          const out = dest.rewrite ? asBuffer(dest.rewrite.responseBody.push(data)) : data;
           if (out.length === 0) return true;
           if (this.out(this.encode(out))) return true;
           client.onceDrain(() => this.x.resume());
@@ -173,7 +178,7 @@ export class ForwardExchange {
   write(data: Buffer): boolean {
     this.bytesUp += data.length;
     const rw = this.dest.rewrite?.requestBody;
-    return this.x.write(rw ? Buffer.from(rw.push(data)) : data);
+    return this.x.write(rw ? asBuffer(rw.push(data)) : data);
   }
 
   drained(cb: () => void): void {
@@ -183,7 +188,7 @@ export class ForwardExchange {
   /** The request body is whole. */
   end(): void {
     const rw = this.dest.rewrite?.requestBody;
-    if (rw) this.x.write(Buffer.from(rw.end()));
+    if (rw) this.x.write(asBuffer(rw.end()));
     this.x.end();
   }
 
