@@ -4,6 +4,7 @@ import { ALL_METHODS, type BindingSpec } from "../../core/bound-secret";
 import { ExitCode, SbxError } from "../../core/errors";
 import type { DaemonClient } from "../../client/client";
 import { DEFAULT_TTL_MS, isOpRef, parseTtl } from "../../secrets/sources";
+import { IMPORTABLE_KEYS } from "../../core/secret-names";
 import type { CliContext, Verb } from "../verb";
 
 /** Where a value comes from: stdin when it is not a terminal; a hidden prompt when it is (null: the person cancelled). */
@@ -163,8 +164,31 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
       if (d === null && client === undefined) ctx.render.info("(the daemon is not running: secrets bound to hosts are not listed)");
       return ExitCode.ok;
     }
+    case "import": {
+      // The keys sbx knows by name that this shell has and sbx does not: stored as they are (never printed).
+      const stored = new Set(listSecretNames(file));
+      const got: string[] = [];
+      const differs: string[] = [];
+      const { readSecrets } = await import("../../secrets/store");
+      const have = readSecrets(file);
+      for (const n of IMPORTABLE_KEYS) {
+        const v = ctx.env.raw[n];
+        if (!v) continue;
+        if (!stored.has(n)) {
+          setSecret(file, n, v);
+          got.push(n);
+        } else if (have[n] !== v) differs.push(n);
+      }
+      if (opts.json) ctx.render.json({ imported: got, differs });
+      else {
+        for (const n of got) ctx.render.out(`imported ${n}`);
+        for (const n of differs) ctx.render.info(`${n} in this shell differs from the one sbx has; kept sbx's (\`sbx secret set ${n}\` replaces it)`);
+        if (got.length === 0 && differs.length === 0) ctx.render.info(`nothing to import: none of ${IMPORTABLE_KEYS.join(", ")} is set in this shell and missing from sbx`);
+      }
+      return ExitCode.ok;
+    }
     default:
-      throw new SbxError("usage", `sbx secret: unknown action ${JSON.stringify(action)}`, { hint: "sbx secret set|rm|list NAME" });
+      throw new SbxError("usage", `sbx secret: unknown action ${JSON.stringify(action)}`, { hint: "sbx secret set|rm|list|import NAME" });
   }
 }
 
@@ -174,7 +198,7 @@ export const secret: Verb = {
   declare(cmd: Command) {
     const many = (v: string, prev: string[] = []) => [...prev, v];
     cmd
-      .argument("<action>", "set | rm | list")
+      .argument("<action>", "set | rm | list | import")
       .argument("[name]", "secret name, e.g. ANTHROPIC_API_KEY, GH_TOKEN, SENTRY_TOKEN")
       .option("--host <host>", "set: a host it may go to (repeat; *.example.com for subdomains); makes it a bound secret", many)
       .option("--header <'Name: template {}'>", "set: a header added to requests that lack it ({} is where the value goes)")
@@ -212,7 +236,9 @@ NODE_EXTRA_CA_CERTS) and swaps the placeholder for the value in headers and the 
 only within --method and --path, judged on the path the server will see. Anywhere else the placeholder goes as it
 is. A response that holds the value comes back with the placeholder. Every other host stays an opaque tunnel.
 Each use and each refused use is in \`sbx logs\` by name, never by value.
-list shows names, hosts, scope, source and last use; rm removes a binding (and the stored value, once unbound).`,
+list shows names, hosts, scope, source and last use; rm removes a binding (and the stored value, once unbound).
+import stores the keys sbx knows by name (${IMPORTABLE_KEYS.join(", ")}) that this shell has and sbx does not: a key only
+your shell exports never reaches the daemon, which runs apart from it.`,
       );
   },
   async run(ctx, args, opts) {
