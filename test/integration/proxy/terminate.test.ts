@@ -3,7 +3,7 @@
 // certificate for the name it was allowed for; the upstream's TLS verified. Real servers (Bun's TLS, on loopback), the
 // real proxy, and real clients (curl, Python's urllib and requests when present) as a sandbox runs them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, connect as netConnect, type Server } from "node:net";
 import { connect as tlsConnect, createSecureContext, type SecureContext } from "node:tls";
 import { join } from "node:path";
@@ -29,6 +29,13 @@ const seen: Record<"api" | "other", { method: string; path: string; headers: Rec
 const events: EgressEvent[] = [];
 let api: ReturnType<typeof Bun.serve>;
 let other: ReturnType<typeof Bun.serve>;
+let registry: ReturnType<typeof Bun.serve>;
+/** npm's token for the private registry, and its placeholder inside (npm_ + 36 letters and digits). */
+const NPM_VALUE = "npm_RealRegistryToken0123456789abcdefghij";
+const NPM_PLACEHOLDER = placeholderFor(NPM_VALUE, random);
+/** What the registry saw: each request's path and Authorization. */
+const registrySaw: string[] = [];
+let tarball: Uint8Array = new Uint8Array();
 let secrets: BoundSecret[] = [];
 let upstreamCa = "";
 
@@ -81,7 +88,34 @@ beforeAll(async () => {
   writeFileSync(upstreamCaFile, worldCa.certPem);
   const signer = await loadCa(sbxCa.certPem, sbxCa.keyPem);
   const contexts = new Map<string, Promise<SecureContext>>();
+  // A private npm registry: a package whose metadata and tarball it gives only for its token.
+  const pkgDir = join(tmp.dir, "pkg", "package");
+  mkdirSync(pkgDir, { recursive: true });
+  writeFileSync(join(pkgDir, "package.json"), JSON.stringify({ name: "private-pkg", version: "1.0.0", main: "index.js" }));
+  writeFileSync(join(pkgDir, "index.js"), "module.exports = 'from the private registry';\n");
+  const tgz = join(tmp.dir, "pkg.tgz");
+  Bun.spawnSync(["tar", "-czf", tgz, "-C", join(tmp.dir, "pkg"), "package"]);
+  tarball = readFileSync(tgz);
+  const sha1 = new Bun.CryptoHasher("sha1").update(tarball).digest("hex");
+  const integrity = `sha512-${new Bun.CryptoHasher("sha512").update(tarball).digest("base64")}`;
+  registry = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: await issueLeaf(world, ["registry.test"]).then((c) => ({ cert: c.certPem, key: c.keyPem })),
+    fetch(req) {
+      const u = new URL(req.url);
+      registrySaw.push(`${u.pathname} ${req.headers.get("authorization") ?? "none"}`);
+      if (req.headers.get("authorization") !== `Bearer ${NPM_VALUE}`) return new Response(JSON.stringify({ error: "unauthorized" }), { status: 401 });
+      if (u.pathname === "/private-pkg") {
+        const base = `https://registry.test:${registry.port}`;
+        return Response.json({ name: "private-pkg", "dist-tags": { latest: "1.0.0" }, versions: { "1.0.0": { name: "private-pkg", version: "1.0.0", dist: { tarball: `${base}/private-pkg/-/private-pkg-1.0.0.tgz`, shasum: sha1, integrity } } } });
+      }
+      if (u.pathname === "/private-pkg/-/private-pkg-1.0.0.tgz") return new Response(tarball);
+      return new Response("not found", { status: 404 });
+    },
+  });
   secrets = [
+    { name: "NPM_TOKEN", hosts: ["registry.test"], rules: [{ methods: ["GET", "HEAD"], path: "/**" }], header: null, inBody: false, placeholder: NPM_PLACEHOLDER },
     {
       name: "API_TOKEN",
       hosts: ["api.test"],
@@ -94,12 +128,12 @@ beforeAll(async () => {
   proxy = await startEgressProxy({
     socketPath: join(tmp.dir, "proxy.sock"),
     sandbox: { id: 1, name: "demo" },
-    policy: () => ({ sandbox: [`api.test:${api.port}`, `other.test:${other.port}`], global: [], published: [`127.0.0.1:${api.port}`, `127.0.0.1:${other.port}`] }),
-    resolve: async (h) => (h === "api.test" || h === "other.test" ? ["127.0.0.1"] : []),
+    policy: () => ({ sandbox: [`api.test:${api.port}`, `other.test:${other.port}`, `registry.test:${registry.port}`], global: [], published: [`127.0.0.1:${api.port}`, `127.0.0.1:${other.port}`, `127.0.0.1:${registry.port}`] }),
+    resolve: async (h) => (h === "api.test" || h === "other.test" || h === "registry.test" ? ["127.0.0.1"] : []),
     onDecision: (e) => void events.push(e),
     secrets: {
       secrets: () => secrets,
-      values: async (names) => new Map(names.filter((n) => n === "API_TOKEN").map((n) => [n, VALUE])),
+      values: async (names) => new Map(names.flatMap((n): [string, string][] => (n === "API_TOKEN" ? [[n, VALUE]] : n === "NPM_TOKEN" ? [[n, NPM_VALUE]] : []))),
       contextFor: (host) => {
         let c = contexts.get(host);
         if (!c) {
@@ -128,6 +162,7 @@ afterAll(async () => {
   relay?.close();
   await proxy?.close();
   api?.stop(true);
+  registry?.stop(true);
   other?.stop(true);
   tmp?.cleanup();
 });
@@ -139,8 +174,8 @@ const reset = () => {
 };
 
 /** A client run as a sandbox runs it (never spawnSync: the proxy answers in this same process). */
-async function run(argv: string[], env?: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
-  const p = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe", ...(env ? { env: { ...process.env, ...env } } : {}) });
+async function run(argv: string[], env?: Record<string, string>, cwd?: string): Promise<{ code: number; out: string; err: string }> {
+  const p = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe", ...(env ? { env: { ...process.env, ...env } } : {}), ...(cwd ? { cwd } : {}) });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { code, out, err };
 }
@@ -188,7 +223,7 @@ describe("secret-bound: a placeholder becomes the value only for its host, metho
     expect(r.out).not.toContain(VALUE);
     expect(r.out).toContain(`x-echo: Bearer ${PLACEHOLDER}`);
     expect(r.out).toContain(`you sent Bearer ${PLACEHOLDER} and token=${PLACEHOLDER}`);
-    expect(secretEvents().map((e) => [e.name, e.action, e.host, e.target])).toEqual([["API_TOKEN", "used", "api.test", "/v1/reflect"]]);
+    expect(secretEvents().filter((e) => e.name === "API_TOKEN").map((e) => [e.name, e.action, e.host, e.target])).toEqual([["API_TOKEN", "used", "api.test", "/v1/reflect"]]);
     expect(JSON.stringify(events)).not.toContain(VALUE);
   });
 
@@ -304,6 +339,35 @@ print(o.open(urllib.request.Request("https://api.test:${api.port}/v1/reflect",he
     expect(r.err).toBe("");
     expect(r.out).toBe(`you sent Bearer ${PLACEHOLDER} and \n`);
     expect(seen.api[0]!.headers.authorization).toBe(`Bearer ${VALUE}`);
+  });
+
+  const npm = Bun.which("npm");
+  test.skipIf(!npm)(`npm install from a private registry that needs a token: npm's config holds the placeholder${npm ? "" : " (skipped: no npm)"}`, async () => {
+    registrySaw.length = 0;
+    const home = join(tmp.dir, "npm-home");
+    const project = join(tmp.dir, "npm-project");
+    mkdirSync(home, { recursive: true });
+    mkdirSync(project, { recursive: true });
+    writeFileSync(join(project, "package.json"), "{}");
+    // What a session's npm gets (sandboxes/secret-env.ts): a global config with the registry's token line.
+    const globalrc = join(tmp.dir, "npmrc");
+    writeFileSync(globalrc, `//registry.test:${registry.port}/:_authToken=${NPM_PLACEHOLDER}\n`);
+    const r = await run([npm!, "install", "--no-audit", "--no-fund", "--no-update-notifier", "private-pkg"], {
+      HOME: home,
+      NPM_CONFIG_GLOBALCONFIG: globalrc,
+      npm_config_userconfig: join(home, ".npmrc"),
+      npm_config_registry: `https://registry.test:${registry.port}/`,
+      npm_config_https_proxy: `http://127.0.0.1:${relayPort}`,
+      npm_config_proxy: `http://127.0.0.1:${relayPort}`,
+      npm_config_cafile: sbxCaFile,
+      npm_config_cache: join(tmp.dir, "npm-cache"),
+    }, project);
+    expect({ code: r.code, err: r.err.includes("ERR") ? r.err : "" }).toEqual({ code: 0, err: "" });
+    expect(readFileSync(join(project, "node_modules", "private-pkg", "index.js"), "utf8")).toContain("from the private registry");
+    // The registry saw the token on every request; npm's output and files never hold it.
+    expect(registrySaw.length).toBeGreaterThan(1);
+    expect(registrySaw.every((l) => l.endsWith(`Bearer ${NPM_VALUE}`))).toBe(true);
+    expect(r.out + r.err).not.toContain(NPM_VALUE);
   });
 
   const requests = python ? Bun.spawnSync([python, "-c", "import requests"]).exitCode === 0 : false;
