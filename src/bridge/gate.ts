@@ -7,7 +7,7 @@ import { ensureView } from "../sync/object-view";
 import { ExecError, streamRun, type Exec, type ExecResult } from "../sys/exec";
 import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { MAX_ARCHIVE_BYTES } from "../core/archive";
-import { isSshUrl } from "./policy";
+import { isSshUrl } from "./git-policy";
 import { isUserRef } from "../core/user-refs";
 import { forgeTokenFor, forgeTokenNames, type ForgeTokenChoice } from "../core/credential-scope";
 import { SCAN_LOG_ARGS, scanTag, type UnshownBlob } from "./scan";

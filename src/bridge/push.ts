@@ -27,7 +27,7 @@ import {
   type Verdict,
 } from "./gate";
 import { notAllowed, type Job, type Outcome } from "./job";
-import { isSafeRefName, type GitPlan } from "./policy";
+import { isSafeRefName, type GitPlan } from "./git-policy";
 import { formatGateFindings } from "./scan";
 
 /** A push's job: the request's, with what the server started for it before the policy's answer. */

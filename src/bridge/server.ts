@@ -6,7 +6,10 @@ import { dirname } from "node:path";
 import { SbxError } from "../core/errors";
 import { redact } from "../core/redact";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
-import { decideGh, decideGit, makePathChecker, type GitPlan, type PolicyContext } from "./policy";
+import { decideGit, type GitPlan } from "./git-policy";
+import { decideGh } from "./gh-policy";
+import { makePathChecker } from "./path-check";
+import type { PolicyContext } from "./policy";
 import { NO_BRIDGE_SETTINGS, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
 import {

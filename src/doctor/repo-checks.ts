@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { credentialHost, suggestedTokenName, tokenNames } from "../bridge/gate";
-import { isSshUrl, toHttpsUrl } from "../bridge/policy";
+import { isSshUrl, toHttpsUrl } from "../bridge/git-policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Check } from "./check";
