@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { ghTargetKey } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
 import { createdKeys, readCreated, recordCreated } from "./gh-created";
-import { suggestedTokenName, tokenFor, withheldText } from "./gate";
+import { suggestedTokenName, tokenFor, withheldText } from "./tokens";
 import { notAllowed, type Job, type Outcome } from "./job";
 import { isSafeRefName } from "./git-policy";
 import type { GhPlan } from "./gh-policy";
