@@ -30,7 +30,7 @@ import { pathsFor, type Paths } from "../sys/paths";
 import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
 import { bridgeGuard } from "../guards/bridge";
-import { sshSettingsOf } from "../bridge/gate";
+import { sshSettingsOf } from "../bridge/gate-git";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
