@@ -7,6 +7,7 @@ import { SbxError, toSbxError, type ErrorCode } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
 import { listScope } from "../core/scope";
 import { scopeLabel, type PatternResult, type PolicyService, type Scope } from "../policy/service";
+import { secretRoutes } from "./routes-secrets";
 import type { Output, SandboxService } from "../sandboxes/service";
 import type { Store } from "../store/store";
 import type { Paths } from "../sys/paths";
@@ -284,7 +285,8 @@ export function createApp(deps: AppDeps): Hono {
     const watch = deps.limits;
     const ended = watch ? await watch.span(row) : undefined; // the counters as the command starts
     const beforeExit = watch && ended ? async () => watch.notes(row, await ended()) : undefined;
-    const body = agent.run({ argv: req.argv, cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
+    const env = { ...req.env, ...(await svc.secretEnv(row, undefined, { log: (l) => notes.push(l) })) };
+    const body = agent.run({ argv: req.argv, cwd, env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
     return new Response(notes.length ? withNotes(notes, body) : body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
   });
 
@@ -460,6 +462,8 @@ export function createApp(deps: AppDeps): Hono {
   };
   const changeView = (scope: Scope, results: PatternResult[]) =>
     PolicyChangeSchema.parse({ scope: scopeLabel(scope), results: results.map((r) => ({ pattern: r.pattern, changed: r.changed, resolved: r.resolved.length })) });
+
+  secretRoutes(app, { store, sandboxNamed, jsonBody: (c) => jsonBody(c as Context) });
 
   app.post("/v1/policy/allow", async (c) => {
     const req = PolicyPatternsSchema.parse(await jsonBody(c));

@@ -17,6 +17,7 @@ import { Decider, type Allowed, type Resolver } from "./decision";
 import { Origin, type OriginHandler } from "./origin";
 import { SbxEndpoints } from "./sbx-endpoints";
 import { listenUnix } from "./socket";
+import { terminates, Terminator, type SecretBinding } from "./terminate";
 import { targetOrNull, transparentConnection, type TransparentDeps, type TransparentTarget } from "./transparent";
 import { opaqueTunnel } from "./tunnel";
 import { UpstreamPool } from "./upstream";
@@ -47,6 +48,11 @@ export interface EgressProxyOptions {
    * the tunnel. The seam for carrying some hosts otherwise (TLS termination for a host a secret is bound to).
    */
   carrierFor?: (allowed: Allowed) => Carrier | null;
+  /**
+   * The secrets bound for this sandbox (issue 37): a connection to a host one is bound to is terminated (terminate.ts)
+   * and its requests' placeholders swapped; every other host stays a tunnel. Read per connection.
+   */
+  secrets?: SecretBinding;
   connectTimeoutMs?: number;
   /**
    * How fast the sandbox may start requests (default PROXY_REQUESTS_BURST, then PROXY_REQUESTS_PER_SECOND); null: no
@@ -102,8 +108,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     pool: new UpstreamPool(connectTimeoutMs),
     sockets: new Set(),
     inFlight: 0,
-    carrierFor: (allowed) => opts.carrierFor?.(allowed) ?? (tunnel ??= opaqueTunnel(ctx)),
+    carrierFor: (allowed) =>
+      opts.carrierFor?.(allowed) ??
+      (terminator && terminates(opts.secrets!.secrets(), allowed.host) ? terminator.carrier : (tunnel ??= opaqueTunnel(ctx))),
   };
+  const terminator = opts.secrets ? new Terminator(ctx, opts.secrets) : null;
   const origin = new Origin(new SbxEndpoints({ sandboxName: sandbox.name, policy: opts.policy, ...(opts.names ? { names: opts.names } : {}) }), opts.originHandler, connectTimeoutMs);
   // What the sandbox may hold open at once (invariant 14): admission.ts.
   const admission = new Admission({ sandbox, emit });
@@ -163,6 +172,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         server.close(() => resolveClose());
         for (const s of ctx.sockets) s.destroy();
         ctx.pool.close();
+        terminator?.close();
         origin.close();
       }).then(() => {
         try {

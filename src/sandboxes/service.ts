@@ -4,6 +4,7 @@
 // Everything that is the same for every kind lives here once (name and repo checks, the per-name lock, the row, the
 // order of teardown, the unsynced-work refusal, the last sync, prune's dir scan); what differs is behind `Driver`. The
 // daemon hosts the guards and sessions and calls in; the service reaches them only through `SandboxHost` (host.ts).
+import { secretSessionEnv, type SessionSecretSource } from "./secret-env";
 import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { SandboxSpec } from "../core/spec";
@@ -77,6 +78,8 @@ export interface ServiceDeps {
   logger?: Logger;
   /** This machine's memory and CPUs (limits' defaults and bounds; tests give their own). */
   capacity?: HostCapacity;
+  /** The secrets bound to hosts: what a new session or command gets of them (sandboxes/secret-env.ts). */
+  secrets?: SessionSecretSource;
 }
 
 /** Where a caller's lines go: notes for the person, and raw build output. */
@@ -798,6 +801,17 @@ export class SandboxService {
     }
   }
 
+  /**
+   * The variables a new session or command gets for the secrets bound to hosts (placeholders, sbx's CA to trust); what
+   * could not be given is said to `out` (or the log), never silently left out.
+   */
+  async secretEnv(row: Sandbox, spec?: SandboxSpec, out?: Output): Promise<Record<string, string>> {
+    if (!this.d.secrets) return {};
+    const s = await this.d.secrets.session(row.id);
+    for (const n of s.notes) (out ?? this.outOf(undefined)).log(n);
+    return secretSessionEnv(spec ?? (await this.driver(row.backend)).spec(row), s);
+  }
+
   /** Where a session of a caller in `callerCwd` starts inside the sandbox. */
   async sessionCwd(row: Sandbox, callerCwd: string): Promise<string> {
     const driver = await this.driver(row.backend);
@@ -815,7 +829,8 @@ export class SandboxService {
    */
   async terminalArgv(row: Sandbox, req: { argv: string[]; cwd: string; env: Record<string, string> }): Promise<string[]> {
     const driver = await this.driver(row.backend);
-    const argv = driver.shellArgv(driver.spec(row), { argv: req.argv, cwd: req.cwd, tty: true, env: req.env });
+    const spec = driver.spec(row);
+    const argv = driver.shellArgv(spec, { argv: req.argv, cwd: req.cwd, tty: true, env: { ...req.env, ...(await this.secretEnv(row, spec)) } });
     this.d.store.touchSandbox(row.id);
     return argv;
   }
@@ -875,7 +890,7 @@ export class SandboxService {
       argv: req.argv,
       cwd: driver.sessionCwd(spec, req.cwd),
       tty: req.tty,
-      env: req.env ?? terminalVars(this.d.env.raw),
+      env: { ...(req.env ?? terminalVars(this.d.env.raw)), ...(await this.secretEnv(row, spec, req.out)) },
       stdin: req.stdin === true,
     });
   }
