@@ -54,7 +54,7 @@ export interface Harness {
 }
 
 /** Sets up upstream ← host repo (origin = upstream), clone = `git clone --shared host`, bridge on its socket. */
-export async function makeHarness(opts: { settings?: () => BridgeSettings; ask?: BridgeDeps["ask"]; secrets?: Record<string, string> } = {}): Promise<Harness> {
+export async function makeHarness(opts: { settings?: () => BridgeSettings; ask?: BridgeDeps["ask"]; secrets?: Record<string, string>; placeholders?: () => readonly string[] } = {}): Promise<Harness> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-br-")));
   const token = `tok-${randomBytes(16).toString("hex")}`;
   const upstream = startGitHttpServer(join(root, "srv"), token);
@@ -86,6 +86,7 @@ export async function makeHarness(opts: { settings?: () => BridgeSettings; ask?:
     // Tests of other rules push anywhere; the branch prefix has its own (push-prefix.test.ts, with no settings given).
     settings: opts.settings ?? (() => ({ ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"] })),
     ...(opts.ask ? { ask: opts.ask } : {}),
+    ...(opts.placeholders ? { placeholders: opts.placeholders } : {}),
   });
   const sandboxEnv = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
   return {
