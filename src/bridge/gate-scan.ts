@@ -1,7 +1,7 @@
 // The push's scan in the gate: every line, message and tag the pushed commits add, read as git's log streams, on a
 // thread of its own (scan-worker.ts); the pure reading is scan.ts's.
 import { streamRun } from "../sys/exec";
-import { SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
+import { exemptExact, SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { MAX_ARCHIVE_BYTES } from "../core/archive";
 import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
 import { SCAN_LOG_ARGS, scanTag, type UnshownBlob } from "./scan";
@@ -31,9 +31,9 @@ export interface PushScan {
  *       read as it streams); git cat-file --batch-check (the types of pushed tips the log did not show);
  *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
-export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = []): Promise<PushScan> {
+export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = [], exempt: readonly string[] = []): Promise<PushScan> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
-  const patterns = [...SECRET_PATTERNS, ...hostValues];
+  const patterns = exemptExact([...SECRET_PATTERNS, ...hostValues], exempt);
   const thread = new ScanThread();
   let blobs = 0;
   let over: string | undefined;

@@ -1,4 +1,6 @@
 // The daemon's composition root: env → paths → exec → store → drivers → guards → servers. Drivers and guards are registered here and nowhere else.
+import { readFileSync, statSync } from "node:fs";
+import { rootCertificates } from "node:tls";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { subjectText, bridgeSettingsOf } from "../core/bridge-settings";
@@ -115,6 +117,20 @@ export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provid
  */
 export const TEST_RESOLVE_VAR = "SBX_TEST_ONLY_RESOLVE";
 
+/** The trust for upstreams of terminated connections: the runtime's roots and an extra CA file, when one is named. */
+export function upstreamTrust(extraFile: string | undefined): string | undefined {
+  if (!extraFile) return undefined;
+  try {
+    // Read again only when the file changed: this is asked for each request to a terminated host.
+    const at = statSync(extraFile).mtimeMs;
+    if (trustKept?.file !== extraFile || trustKept.at !== at) trustKept = { file: extraFile, at, pem: `${rootCertificates.join("\n")}\n${readFileSync(extraFile, "utf8")}` };
+    return trustKept.pem;
+  } catch {
+    return undefined; // unreadable: the roots alone (Bun said so at start)
+  }
+}
+let trustKept: { file: string; at: number; pem: string } | null = null;
+
 export function testResolver(raw: string | undefined): Resolver | undefined {
   if (raw === undefined || raw === "") return undefined;
   let parsed: unknown;
@@ -200,6 +216,9 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: fileVault(secretsFile(d.paths.configDir)), exec: hostUserExec(d.exec, host, d.env.uid) }),
     authority: () => Authority.open(d.paths.stateDir),
+    // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
+    // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
+    upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);

@@ -43,6 +43,7 @@ export class Terminator implements RequestPreparer {
   /** One pool of TLS connections per host and port (a bounded set: the hosts secrets are bound to). */
   private readonly pools = new Map<string, UpstreamPool>();
   private readonly trust = new Map<string, string>();
+  private lastCa: { text: string; hash: string } | undefined;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -95,7 +96,9 @@ export class Terminator implements RequestPreparer {
   private pool(allowed: Allowed): UpstreamPool {
     const ca = this.binding.upstreamCa;
     const key = `${allowed.host}|${allowed.port}`;
-    const trust = ca === undefined ? "roots" : Bun.hash(ca).toString(36);
+    // The same string as last time (the daemon keeps it until its file changes) is not hashed again.
+    if (ca !== this.lastCa?.text) this.lastCa = ca === undefined ? undefined : { text: ca, hash: Bun.hash(ca).toString(36) };
+    const trust = this.lastCa?.hash ?? "roots";
     let p = this.pools.get(key);
     if (p && this.trust.get(key) !== trust) {
       p.close();

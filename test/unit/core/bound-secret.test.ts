@@ -50,3 +50,18 @@ describe("secret-bound (pure)", () => {
     expect(reflectionPairs([S], values)).toEqual([{ from: "VALUEVALUE1234567890", to: S.placeholder }]);
   });
 });
+
+describe("secret-bound: a sandbox's own placeholders do not trip the push scan; every real secret still does", () => {
+  test("the placeholder whole is passed over; a longer key starting with it, another key, an encoded real key are found", async () => {
+    const { exemptExact, SECRET_PATTERNS, scanLine } = await import("../../../src/core/secrets");
+    const placeholder = "sk_live_Ab3dEf6hIj9kLm2nOp5qRs8t";
+    const real = "sk_live_Zz9yXx8wVv7uTt6sSr5qQp4o";
+    const ps = exemptExact(SECRET_PATTERNS, [placeholder]);
+    expect(scanLine(`STRIPE_KEY=${placeholder}`, SECRET_PATTERNS)?.id).toBe("stripe-key");
+    expect(scanLine(`STRIPE_KEY=${placeholder}`, ps)).toBeUndefined();
+    expect(scanLine(`key: "${placeholder}", other: "${real}"`, ps)?.id).toBe("stripe-key");
+    expect(scanLine(`${placeholder}EXTRA`, ps)?.id).toBe("stripe-key");
+    expect(scanLine(Buffer.from(`k=${real}`).toString("base64"), ps)?.id).toBe("stripe-key");
+    expect(scanLine(Buffer.from(`k=${placeholder}`).toString("base64"), ps)).toBeUndefined();
+  });
+});
