@@ -4,7 +4,8 @@
 import { z } from "zod";
 import type { BridgeAllow, BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import type { Exec } from "../sys/exec";
-import type { Gate, GateSsh, Verdict } from "./gate";
+import type { Gate, GateSsh } from "./gate-git";
+import type { Verdict } from "./gate-hook";
 import type { PolicyOptions } from "./policy";
 
 const Sha = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);

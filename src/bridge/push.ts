@@ -7,27 +7,12 @@ import { pushWorkflows } from "../workspace/push-workflows";
 import { hostSecretPatterns, redact } from "../core/redact";
 import { SECRET_PATTERNS, scanText, type SecretPattern } from "../core/secrets";
 import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo } from "../core/bridge-settings";
-import {
-  changedPaths,
-  closeVerdict,
-  createdMarker,
-  defaultBranchOf,
-  gateReader,
-  giveVerdict,
-  hookRefsReader,
-  isAncestor,
-  MissingObject,
-  openVerdict,
-  readRef,
-  remoteGit,
-  scanNew,
-  updateRefs,
-  type Gate,
-  type HookRef,
-  type Verdict,
-} from "./gate";
+import { changedPaths, createdMarker, defaultBranchOf, isAncestor, MissingObject, readRef, remoteGit, updateRefs } from "./gate";
+import { gateReader, type Gate } from "./gate-git";
+import { closeVerdict, giveVerdict, hookRefsReader, openVerdict, type HookRef, type Verdict } from "./gate-hook";
+import { scanNew } from "./gate-scan";
 import { notAllowed, type Job, type Outcome } from "./job";
-import { isSafeRefName, type GitPlan } from "./policy";
+import { isSafeRefName, type GitPlan } from "./git-policy";
 import { formatGateFindings } from "./scan";
 
 /** A push's job: the request's, with what the server started for it before the policy's answer. */

@@ -6,30 +6,16 @@ import { dirname } from "node:path";
 import { SbxError } from "../core/errors";
 import { redact } from "../core/redact";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
-import { decideGh, decideGit, makePathChecker, type GitPlan, type PolicyContext } from "./policy";
+import { decideGit, type GitPlan } from "./git-policy";
+import { decideGh } from "./gh-policy";
+import { makePathChecker } from "./path-check";
+import type { PolicyContext } from "./policy";
 import { NO_BRIDGE_SETTINGS, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
-import {
-  closeVerdict,
-  ensureGate,
-  maintainGate,
-  gatePaths,
-  hostRemotes,
-  indexPack,
-  knownTips,
-  listRefs,
-  makeBundle,
-  openVerdict,
-  present,
-  remoteGit,
-  scratchDir,
-  setViewTips,
-  tokenFor,
-  userTips,
-  withheldText,
-  type Gate,
-  type Verdict,
-} from "./gate";
+import { ensureGate, maintainGate, hostRemotes, indexPack, knownTips, listRefs, makeBundle, present, remoteGit, setViewTips, userTips } from "./gate";
+import { gatePaths, scratchDir, type Gate } from "./gate-git";
+import { closeVerdict, openVerdict, type Verdict } from "./gate-hook";
+import { tokenFor, withheldText } from "./tokens";
 import { realOrNull, runGh } from "./gh-run";
 import { BridgeRequest, REFUSED_EXIT, type BridgeDeps, type Frame, type Job, type Outcome } from "./job";
 import { opt, push } from "./push";

@@ -1,8 +1,8 @@
 // The control API (hono): health, status, the dashboard's launch, sessions; the route groups register from their files
-// (routes-lifecycle.ts, routes-exec.ts, routes-policy.ts, routes-logs.ts). Requests and responses are zod-checked;
+// (routes-lifecycle.ts, routes-exec.ts, routes-secrets.ts, routes-policy.ts, routes-logs.ts). Requests and responses are zod-checked;
 // errors have one shape (http.ts).
 import type { AgentService } from "../agents/service";
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { SbxError } from "../core/errors";
 import type { PolicyService } from "../policy/service";
 import type { SandboxService } from "../sandboxes/service";
@@ -19,6 +19,7 @@ import { execRoutes } from "./routes-exec";
 import { lifecycleRoutes } from "./routes-lifecycle";
 import { logsRoutes } from "./routes-logs";
 import { policyRoutes } from "./routes-policy";
+import { secretRoutes } from "./routes-secrets";
 import {
   ChatStatusSchema,
   HealthSchema,
@@ -128,6 +129,7 @@ export function createApp(deps: AppDeps): Hono {
 
   execRoutes(app, { service: svc, guards, store, agents: deps.agents, limits: deps.limits });
   lifecycleRoutes(app, { service: svc, log, views, paths: deps.paths, agentRuns: deps.agentRuns });
+  secretRoutes(app, { store, sandboxNamed: (w, name) => svc.resolve(name, w), jsonBody: (c) => jsonBody(c as Context) });
   policyRoutes(app, { service: svc, policy: deps.policy, user: deps.user });
   logsRoutes(app, { service: svc, store });
 

@@ -17,6 +17,12 @@ import { CodexRefresher } from "../llm/codex-login";
 import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
 import { readSecrets, secretsFile } from "../secrets/store";
+import { BoundSecrets } from "../secrets/bound";
+import { SecretResolver } from "../secrets/sources";
+import { fileVault } from "../secrets/vault";
+import { SecretBindings } from "../store/secret-bindings";
+import { Authority } from "../tls/authority";
+import { hostUserExec } from "../sys/as-user";
 import { Store } from "../store/store";
 import type { Env } from "../sys/env";
 import { createExec, type Exec } from "../sys/exec";
@@ -24,7 +30,7 @@ import { pathsFor, type Paths } from "../sys/paths";
 import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
 import { bridgeGuard } from "../guards/bridge";
-import { sshSettingsOf } from "../bridge/gate";
+import { sshSettingsOf } from "../bridge/gate-git";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
@@ -55,6 +61,8 @@ export interface Components {
   agents?: ExecAgents;
   /** The sandbox whose guest account has a uid, or null (no kind with guest accounts here, or no guest's). */
   guestOf?: (uid: number) => Promise<string | null>;
+  /** The secrets bound to hosts (secrets/bound.ts): their proxies' side is in the proxy guard; this, a session's. */
+  bound?: BoundSecrets;
 }
 
 /** The user-account backends this host can run (detected, or a test's). */
@@ -186,6 +194,14 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
     return { ...fromEnv, ...readSecrets(secretsFile(d.paths.configDir)) };
   };
+  // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's secrets file or their source, read as the
+  // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
+  const bound = new BoundSecrets({
+    bindings: new SecretBindings(d.store),
+    resolver: new SecretResolver({ vault: fileVault(secretsFile(d.paths.configDir)), exec: hostUserExec(d.exec, host, d.env.uid) }),
+    authority: () => Authority.open(d.paths.stateDir),
+    log: (m, f) => d.log.warn(m, f),
+  });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
   if (seam) d.log.warn("LLM upstreams replaced by the test seam", { var: TEST_LLM_UPSTREAMS_VAR, upstreams: Object.keys(seam).join(",") });
   // The host's own gateway (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL) is where sandboxes' requests go too.
@@ -233,7 +249,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     return null;
   };
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, guestOf, ...(resolve ? { resolve } : {}) }),
+    proxyGuard({ originHandler, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}) }),
     loopbackGuard({ guestOf }),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
@@ -242,7 +258,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound };
 }
 
 export interface RunOptions {
@@ -287,6 +303,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
+      ...(comps.bound ? { sessionSecrets: { session: (id: number) => comps.bound!.sessionSecrets(id) } } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
       // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
       watchers: {

@@ -74,7 +74,8 @@ export function execRoutes(app: Hono, deps: ExecRouteDeps): void {
     const watch = deps.limits;
     const ended = watch ? await watch.span(row) : undefined; // the counters as the command starts
     const beforeExit = watch && ended ? async () => watch.notes(row, await ended()) : undefined;
-    const body = agent.run({ argv: req.argv, cwd, env: req.env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
+    const env = { ...req.env, ...(await svc.secretEnv(row, undefined, { log: (l) => notes.push(l) })) };
+    const body = agent.run({ argv: req.argv, cwd, env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
     return new Response(notes.length ? withNotes(notes, body) : body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
   });
 }

@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
-import type { GateSsh } from "../bridge/gate";
+import type { GateSsh } from "../bridge/gate-git";
 import { sandboxLayout } from "../workspace/layout";
 import type { FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";

@@ -3,6 +3,7 @@
 // where a caller's lines go, and the identity writes every verb makes the same way.
 import { SbxError, sandboxNotFound, sessionsAttached } from "../core/errors";
 import type { BackendKind, Sandbox } from "../core/schemas";
+import type { SandboxSpec } from "../core/spec";
 import type { Driver, DriverReport } from "../drivers/driver";
 import { LimitsSchema } from "../drivers/identity";
 import type { HostCapacity, Limits } from "../core/limits";
@@ -16,6 +17,7 @@ import { silentLogger } from "../sys/log";
 import type { IfSessions, Output, ServiceDeps } from "./requests";
 import { resolveSandbox, type SandboxQuery } from "./resolve";
 import { SandboxRunner } from "./running";
+import { secretSessionEnv } from "./secret-env";
 
 export class ServiceContext {
   private readonly made = new Map<BackendKind, Promise<Driver>>();
@@ -166,5 +168,16 @@ export class ServiceContext {
     if (ifSessions !== "refuse" || !this.d.host) return;
     const n = this.d.host.sessions(row);
     if (n > 0) throw sessionsAttached(row.name, n, verb);
+  }
+
+  /**
+   * The variables a new session or command gets for the secrets bound to hosts (placeholders, sbx's CA to trust); what
+   * could not be given is said to `out` (or the log), never silently left out.
+   */
+  async secretEnv(row: Sandbox, spec?: SandboxSpec, out?: Output): Promise<Record<string, string>> {
+    if (!this.d.secrets) return {};
+    const s = await this.d.secrets.session(row.id);
+    for (const n of s.notes) (out ?? this.outOf(undefined)).log(n);
+    return secretSessionEnv(spec ?? (await this.driver(row.backend)).spec(row), s);
   }
 }

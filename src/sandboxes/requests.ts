@@ -11,6 +11,7 @@ import type { Store } from "../store/store";
 import type { Commit } from "../workspace/clone";
 import type { SandboxHost } from "./host";
 import type { SandboxQuery } from "./resolve";
+import type { SessionSecretSource } from "./secret-env";
 
 /** What a stop or rm does to sessions attached to the sandbox: end them (each told why), or refuse while there are any. */
 export type IfSessions = "end" | "refuse";
@@ -43,6 +44,8 @@ export interface ServiceDeps {
   logger?: Logger;
   /** This machine's memory and CPUs (limits' defaults and bounds; tests give their own). */
   capacity?: HostCapacity;
+  /** The secrets bound to hosts: what a new session or command gets of them (sandboxes/secret-env.ts). */
+  secrets?: SessionSecretSource;
 }
 
 /** Where a caller's lines go: notes for the person, and raw build output. */

@@ -122,6 +122,14 @@ export class SandboxService {
     return rebuildSandbox(this.c, name, w);
   }
 
+  /**
+   * The variables a new session or command gets for the secrets bound to hosts (placeholders, sbx's CA to trust); what
+   * could not be given is said to `out` (or the log), never silently left out.
+   */
+  secretEnv(row: Sandbox, spec?: SandboxSpec, out?: Output): Promise<Record<string, string>> {
+    return this.c.secretEnv(row, spec, out);
+  }
+
   /** Where a session of a caller in `callerCwd` starts inside the sandbox. */
   async sessionCwd(row: Sandbox, callerCwd: string): Promise<string> {
     const driver = await this.c.driver(row.backend);
@@ -139,7 +147,8 @@ export class SandboxService {
    */
   async terminalArgv(row: Sandbox, req: { argv: string[]; cwd: string; env: Record<string, string> }): Promise<string[]> {
     const driver = await this.c.driver(row.backend);
-    const argv = driver.shellArgv(driver.spec(row), { argv: req.argv, cwd: req.cwd, tty: true, env: req.env });
+    const spec = driver.spec(row);
+    const argv = driver.shellArgv(spec, { argv: req.argv, cwd: req.cwd, tty: true, env: { ...req.env, ...(await this.c.secretEnv(row, spec)) } });
     this.c.d.store.touchSandbox(row.id);
     return argv;
   }

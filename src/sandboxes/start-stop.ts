@@ -56,7 +56,7 @@ export async function sessionArgv(c: ServiceContext, req: SessionRequest): Promi
     argv: req.argv,
     cwd: driver.sessionCwd(spec, req.cwd),
     tty: req.tty,
-    env: req.env ?? terminalVars(c.d.env.raw),
+    env: { ...(req.env ?? terminalVars(c.d.env.raw)), ...(await c.secretEnv(row, spec, req.out)) },
     stdin: req.stdin === true,
   });
 }
