@@ -1,6 +1,6 @@
 // The control API (hono): health, status, the dashboard's launch, sessions; the route groups register from their files
-// (routes-lifecycle.ts, routes-exec.ts, routes-secrets.ts, routes-policy.ts, routes-logs.ts). Requests and responses are zod-checked;
-// errors have one shape (http.ts).
+// (routes-lifecycle.ts, routes-agents.ts, routes-exec.ts, routes-secrets.ts, routes-policy.ts, routes-logs.ts).
+// Requests and responses are zod-checked; errors have one shape (http.ts).
 import type { AgentService } from "../agents/service";
 import { Hono, type Context } from "hono";
 import { SbxError } from "../core/errors";
@@ -15,6 +15,7 @@ import type { Hosted } from "./hosted";
 import type { LimitWatch } from "./limit-watch";
 import type { Logger } from "../sys/log";
 import { errorBody, jsonBody } from "./http";
+import { agentRoutes } from "./routes-agents";
 import { execRoutes } from "./routes-exec";
 import { lifecycleRoutes } from "./routes-lifecycle";
 import { logsRoutes } from "./routes-logs";
@@ -128,7 +129,8 @@ export function createApp(deps: AppDeps): Hono {
   app.get("/v1/sandboxes", (c) => c.json(SandboxListSchema.parse({ sandboxes: views() })));
 
   execRoutes(app, { service: svc, guards, store, agents: deps.agents, limits: deps.limits });
-  lifecycleRoutes(app, { service: svc, log, views, paths: deps.paths, agentRuns: deps.agentRuns });
+  lifecycleRoutes(app, { service: svc, log, views, paths: deps.paths });
+  agentRoutes(app, { log, agentRuns: deps.agentRuns });
   secretRoutes(app, { store, sandboxNamed: (w, name) => svc.resolve(name, w), jsonBody: (c) => jsonBody(c as Context) });
   policyRoutes(app, { service: svc, policy: deps.policy, user: deps.user });
   logsRoutes(app, { service: svc, store });

@@ -1,17 +1,13 @@
-// The sandbox service's verbs over the control API (/v1/lifecycle/*, /v1/agents, /v1/reconcile): every verb answers with
+// The sandbox service's verbs over the control API (/v1/lifecycle/*, /v1/reconcile; `sbx run AGENT` is routes-agents.ts): every verb answers with
 // JSON lines as the work goes (notes, build output, then the result or the error).
 import type { Hono } from "hono";
-import type { AgentService } from "../agents/service";
-import { SbxError } from "../core/errors";
 import type { Output, SandboxService } from "../sandboxes/service";
 import type { Logger } from "../sys/log";
 import type { Paths } from "../sys/paths";
 import { adoptStagedClone } from "../workspace/staged-clone";
 import { errorBody, jsonBody } from "./http";
 import {
-  AgentListSchema,
   LIFECYCLE_LINES_TYPE,
-  LifecycleAgentSchema,
   LifecycleBridgeSchema,
   LifecycleCreateSchema,
   LifecycleLimitsSchema,
@@ -33,15 +29,13 @@ export interface LifecycleRouteDeps {
   views: () => SandboxView[];
   /** Where clones staged by the CLI live (`<cache>/sandbox-staging`). */
   paths?: Pick<Paths, "cacheDir"> | undefined;
-  /** `sbx run AGENT` (/v1/lifecycle/agent); without, that route answers not_available. */
-  agentRuns?: AgentService | undefined;
 }
 
 /**
  * Runs one service verb and answers with its lines as they come: notes and build output, then the result or the error.
  * The verb runs to its end even when the caller goes away: a create or rm is never left half-done by a Ctrl-C.
  */
-function lifecycleLines(log: Logger, req: Request, run: (out: Output, gone: AbortSignal) => Promise<unknown>): Response {
+export function lifecycleLines(log: Logger, req: Request, run: (out: Output, gone: AbortSignal) => Promise<unknown>): Response {
   const enc = new TextEncoder();
   // The caller is gone when its request is aborted or it stops reading (its end of the socket closed).
   const gone = new AbortController();
@@ -80,6 +74,11 @@ function lifecycleLines(log: Logger, req: Request, run: (out: Output, gone: Abor
   return new Response(stream, { headers: { "content-type": LIFECYCLE_LINES_TYPE } });
 }
 
+/** Where the caller stands, and where this verb's lines go: what every verb takes of its request. */
+export function where(w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, out: Output): { cwd: string; repoFlag: string | undefined; asUid: number | undefined; out: Output } {
+  return { cwd: w.cwd, repoFlag: w.repoFlag, asUid: w.asUid, out };
+}
+
 export function lifecycleRoutes(app: Hono, deps: LifecycleRouteDeps): void {
   const { log, views } = deps;
   const svc = deps.service;
@@ -87,12 +86,6 @@ export function lifecycleRoutes(app: Hono, deps: LifecycleRouteDeps): void {
   app.post("/v1/reconcile", async (c) => c.json(await svc.reconcile()));
 
   // ── the sandbox service's verbs: every answer is lines (lifecycleLines) ──
-  const where = (w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, out: Output) => ({
-    cwd: w.cwd,
-    repoFlag: w.repoFlag,
-    asUid: w.asUid,
-    out,
-  });
 
   app.post("/v1/lifecycle/create", async (c) => {
     const req = LifecycleCreateSchema.parse(await jsonBody(c));
@@ -118,41 +111,6 @@ export function lifecycleRoutes(app: Hono, deps: LifecycleRouteDeps): void {
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
-    });
-  });
-
-  app.get("/v1/agents", async (c) => {
-    const runs = deps.agentRuns;
-    if (!runs) throw new SbxError("not_available", "this daemon runs no agents", { hint: "Restart the daemon (`sbx daemon`); see its log." });
-    return c.json(AgentListSchema.parse({ agents: await runs.list() }));
-  });
-
-  app.post("/v1/lifecycle/agent", async (c) => {
-    const req = LifecycleAgentSchema.parse(await jsonBody(c));
-    const runs = deps.agentRuns;
-    if (!runs) throw new SbxError("not_available", "this daemon runs no agents", { hint: "Restart the daemon (`sbx daemon`); see its log." });
-    return lifecycleLines(log, c.req.raw, async (out, gone) => {
-      const r = await runs.run({
-        ...where(req, out),
-        agent: req.agent,
-        ...(req.name ? { name: req.name } : {}),
-        ...(req.version ? { version: req.version } : {}),
-        unattended: req.unattended,
-        ...(req.backend ? { backend: req.backend } : {}),
-        rebuild: req.rebuild,
-        overlays: req.overlays,
-        ...(req.claudeAuth ? { claudeAuth: req.claudeAuth } : {}),
-        ...(req.shell ? { shell: req.shell } : {}),
-        limits: req.limits,
-        exposeCredentials: req.exposeCredentials,
-        ...(req.image ? { image: req.image } : {}),
-        ...(req.withChanges ? { withChanges: true } : {}),
-        ...(req.ports.length ? { ports: req.ports } : {}),
-        ...(req.allowWeaker ? { allowWeaker: true } : {}),
-        ...(req.transparent === false ? { transparent: false } : {}),
-        signal: gone,
-      });
-      return LifecycleResults.agent.parse(r);
     });
   });
 
