@@ -29,8 +29,10 @@ is_root() { [ "$(id -u)" = 0 ]; }
 # gh: the host's gh, which the bridge runs for a sandbox's gh (with the token only it sees); fish, tmux, iproute2,
 # chromium: tests (fish shells, interactive sessions, network namespaces, the approvals dashboard in a real browser);
 # zsh: the macOS guests' rc files, run by a real zsh; nodejs, dnsutils: clients a Linux guest runs from the host in
-# the transparent-path tests (Node's fetch, dig); shellcheck: the real-Mac smoke script is checked by it.
-PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh nodejs dnsutils shellcheck)
+# the transparent-path tests (Node's fetch, dig); shellcheck: the real-Mac smoke script is checked by it;
+# dbus-daemon, gnome-keyring, libsecret-tools: the Secret Service vault's test runs a real session bus and keyring;
+# python3-requests: a real client of the secrets bound to hosts (with curl, urllib and npm).
+PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh nodejs dnsutils shellcheck dbus-daemon gnome-keyring libsecret-tools python3-requests)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,6 +11,9 @@ const { root, repo, env } = world;
 const { sh } = world;
 world.makeRepo();
 try {
+  // An agent with no login sbx can add is refused up front: a key (never sent anywhere: --version asks no model).
+  const key = Bun.spawnSync(["bun", CLI, "secret", "set", "ANTHROPIC_API_KEY"], { cwd: repo, env, stdin: Buffer.from(`sk-ant-api03-bench${"0".repeat(40)}`), stdout: "ignore", stderr: "pipe" });
+  if (key.exitCode !== 0) throw new Error(`sbx secret set: ${key.stderr}`);
   sh(["bun", CLI, "create", "agent"]);
   // The first agent layer: Claude Code's package fetched from the registry, checked and unpacked (cache empty).
   const t0 = performance.now();

@@ -45,171 +45,188 @@ export function exitCodeOf(exitCode: number | null, signal: string | number | nu
   return n === undefined ? 255 : 128 + n;
 }
 
+/** What a session's commands and dials share: its running commands and connections, and how it writes frames. */
+interface SessionIO {
+  o: ExecAgentOptions;
+  running: Map<number, Running>;
+  dials: Map<number, Socket>;
+  write(bytes: Uint8Array): Promise<void>;
+  refuse(id: number, line: string, code: number): Promise<void>;
+  pump(id: number, type: number, stream: ReadableStream<Uint8Array>): Promise<void>;
+}
+
+/** One connection to the daemon: the frames it sends are read here, each session's command or dial run on its own. */
+function agentSession(sock: Socket, o: ExecAgentOptions): void {
+  const running = new Map<number, Running>();
+  const decoder = new FrameDecoder();
+  let open = true;
+  // Writes wait for the socket to drain, so a command writing faster than the daemon reads is held back.
+  const write = async (bytes: Uint8Array) => {
+    if (!open) return;
+    if (!sock.write(bytes)) await new Promise<void>((res) => {
+      const done = () => {
+        sock.off("drain", done);
+        sock.off("close", done);
+        res();
+      };
+      sock.on("drain", done);
+      sock.on("close", done);
+    });
+  };
+  const pump = async (id: number, type: number, stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) for (const f of dataFrames(type, id, chunk)) await write(f);
+  };
+  /** Ends a session that never ran: the reason on its stderr, then its exit code. */
+  const refuse = async (id: number, line: string, code: number) => {
+    for (const f of dataFrames(FrameType.stderr, id, new TextEncoder().encode(`${line}\n`))) await write(f);
+    await write(jsonFrame(FrameType.exit, id, { code }));
+  };
+  const dials = new Map<number, Socket>();
+  const io: SessionIO = { o, running, dials, write, refuse, pump };
+  const onFrame = (f: Frame) => {
+    const r = running.get(f.session);
+    const d = dials.get(f.session);
+    switch (f.type) {
+      case FrameType.start:
+        void runCommand(io, f.session, f.payload).catch((e: unknown) => o.log?.(`sbx exec agent: ${(e as Error).message}`));
+        return;
+      case FrameType.dial:
+        dialLoopback(io, f.session, f.payload);
+        return;
+      case FrameType.stdin:
+        if (d) d.write(f.payload);
+        else if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).write(f.payload);
+        return;
+      case FrameType.stdinEnd:
+        if (d) d.end();
+        else if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).end();
+        return;
+      case FrameType.kill: {
+        if (d) {
+          d.destroy();
+          return;
+        }
+        const sig = (parseJson(f.payload) as { signal?: unknown } | undefined)?.signal;
+        if (r && typeof sig === "string" && (AGENT_SIGNALS as readonly string[]).includes(sig)) r.proc.kill(sig as NodeJS.Signals);
+        return;
+      }
+      default:
+        return; // unknown frames are ignored: a newer daemon may send more
+    }
+  };
+  sock.on("data", (chunk: Buffer) => {
+    let frames: Frame[];
+    try {
+      frames = decoder.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    } catch {
+      sock.destroy();
+      return;
+    }
+    for (const f of frames) onFrame(f);
+  });
+  sock.on("close", () => {
+    open = false;
+    // The daemon is gone: its callers are too, so what they started is stopped (a command of a gone caller
+    // would otherwise run on unseen).
+    for (const r of running.values()) r.proc.kill("SIGTERM");
+    running.clear();
+    for (const d of dials.values()) d.destroy();
+    dials.clear();
+  });
+  void write(jsonFrame(FrameType.hello, 0, { v: AGENT_PROTOCOL }));
+}
+
+/** One command of a session: spawned in its own group, its output framed back, its exit code last. */
+async function runCommand(io: SessionIO, id: number, payload: Uint8Array): Promise<void> {
+  const { o, running, write, refuse, pump } = io;
+    const req = parseStart(parseJson(payload));
+    if (!req || running.has(id)) {
+      return refuse(id, `sbx exec agent: ${running.has(id) ? "a session with this number is running" : "malformed start request"}`, 126);
+    }
+    let proc: ReturnType<typeof Bun.spawn>;
+    try {
+      proc = Bun.spawn({
+        cmd: req.argv,
+        cwd: req.cwd,
+        env: { ...o.baseEnv, ...req.env },
+        stdin: req.stdin ? "pipe" : "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        // Its own session and process group: what it leaves running is found (and ended) by the group.
+        detached: true,
+      });
+    } catch (e) {
+      const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
+      // ENOENT is also a working directory that is gone: only a command that is not there is "not found".
+      if (missing && existsSync(req.cwd)) return refuse(id, commandNotFound(req.argv[0] ?? "", o.baseEnv.SANDBOX ?? "?"), EXIT_COMMAND_NOT_FOUND);
+      return refuse(id, `sbx: cannot run ${req.argv[0]} in ${req.cwd}: ${(e as Error).message}`, missing ? EXIT_COMMAND_NOT_FOUND : 126);
+    }
+    // The sandbox's own process (this agent and the forwarder) is the last the kernel kills at the memory limit: a
+    // command and what it starts are first (a process may raise its own and its children's score, never lower it).
+    raiseOomScore(proc.pid);
+    running.set(id, { proc, stdin: req.stdin });
+    try {
+      const pumps = Promise.all([pump(id, FrameType.stdout, proc.stdout as ReadableStream<Uint8Array>), pump(id, FrameType.stderr, proc.stderr as ReadableStream<Uint8Array>)]);
+      await proc.exited;
+      // What the command left running in its group ends with it (a fork bomb, a forgotten `&`): otherwise they
+      // hold its output open, so it never ends for its caller, and hold the sandbox's process limit. A process
+      // that wants to outlive the command leaves the group (setsid), as a daemon does.
+      await endGroup(proc.pid);
+      await pumps;
+    } catch {
+      /* the connection went away mid-stream: the exit frame below is lost with it */
+    }
+    running.delete(id);
+    await write(jsonFrame(FrameType.exit, id, { code: exitCodeOf(proc.exitCode, proc.signalCode) }));
+}
+
+/** `sbx port`: a connection to this sandbox's own loopback, 127.0.0.1 first, then ::1 (a server on `localhost` only). */
+function dialLoopback(io: SessionIO, id: number, payload: Uint8Array): void {
+  const { running, dials, write, refuse } = io;
+    const port = parseDial(parseJson(payload));
+    if (port === undefined || running.has(id) || dials.has(id)) return void refuse(id, "sbx exec agent: malformed dial request", 126);
+    const attempt = (hosts: string[]) => {
+      const c = connect({ host: hosts[0]!, port, noDelay: true, allowHalfOpen: true });
+      dials.set(id, c);
+      let connected = false;
+      c.on("connect", () => {
+        connected = true;
+      });
+      c.on("data", (chunk: Buffer) => {
+        // Held back while the daemon is behind (the frame writes wait for drain).
+        c.pause();
+        void (async () => {
+          for (const fr of dataFrames(FrameType.stdout, id, new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) await write(fr);
+          c.resume();
+        })();
+      });
+      c.on("error", (e: NodeJS.ErrnoException) => {
+        if (!connected && hosts.length > 1) {
+          c.removeAllListeners("close");
+          return attempt(hosts.slice(1));
+        }
+        if (!connected) {
+          dials.delete(id);
+          void refuse(id, `sbx: nothing listens on port ${port} in this sandbox (${e.code ?? e.message})`, 1);
+        }
+      });
+      // The server is done sending: the connection is done (a client still writing then sees it closed).
+      c.on("end", () => c.end());
+      c.on("close", () => {
+        if (!connected || dials.get(id) !== c) return;
+        dials.delete(id);
+        void write(jsonFrame(FrameType.exit, id, { code: 0 }));
+      });
+    };
+    attempt(["127.0.0.1", "::1"]);
+}
+
 /** Starts the agent; it keeps reconnecting until stopped. */
 export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
   const retry = o.retryMs ?? { min: 100, max: 2000 };
   let stopped = false;
   let delay = retry.min;
   let current: Socket | null = null;
-
-  const session = (sock: Socket) => {
-    const running = new Map<number, Running>();
-    const decoder = new FrameDecoder();
-    let open = true;
-    // Writes wait for the socket to drain, so a command writing faster than the daemon reads is held back.
-    const write = async (bytes: Uint8Array) => {
-      if (!open) return;
-      if (!sock.write(bytes)) await new Promise<void>((res) => {
-        const done = () => {
-          sock.off("drain", done);
-          sock.off("close", done);
-          res();
-        };
-        sock.on("drain", done);
-        sock.on("close", done);
-      });
-    };
-    const pump = async (id: number, type: number, stream: ReadableStream<Uint8Array>) => {
-      for await (const chunk of stream) for (const f of dataFrames(type, id, chunk)) await write(f);
-    };
-    /** Ends a session that never ran: the reason on its stderr, then its exit code. */
-    const refuse = async (id: number, line: string, code: number) => {
-      for (const f of dataFrames(FrameType.stderr, id, new TextEncoder().encode(`${line}\n`))) await write(f);
-      await write(jsonFrame(FrameType.exit, id, { code }));
-    };
-    const start = async (id: number, payload: Uint8Array) => {
-      const req = parseStart(parseJson(payload));
-      if (!req || running.has(id)) {
-        return refuse(id, `sbx exec agent: ${running.has(id) ? "a session with this number is running" : "malformed start request"}`, 126);
-      }
-      let proc: ReturnType<typeof Bun.spawn>;
-      try {
-        proc = Bun.spawn({
-          cmd: req.argv,
-          cwd: req.cwd,
-          env: { ...o.baseEnv, ...req.env },
-          stdin: req.stdin ? "pipe" : "ignore",
-          stdout: "pipe",
-          stderr: "pipe",
-          // Its own session and process group: what it leaves running is found (and ended) by the group.
-          detached: true,
-        });
-      } catch (e) {
-        const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
-        // ENOENT is also a working directory that is gone: only a command that is not there is "not found".
-        if (missing && existsSync(req.cwd)) return refuse(id, commandNotFound(req.argv[0] ?? "", o.baseEnv.SANDBOX ?? "?"), EXIT_COMMAND_NOT_FOUND);
-        return refuse(id, `sbx: cannot run ${req.argv[0]} in ${req.cwd}: ${(e as Error).message}`, missing ? EXIT_COMMAND_NOT_FOUND : 126);
-      }
-      // The sandbox's own process (this agent and the forwarder) is the last the kernel kills at the memory limit: a
-      // command and what it starts are first (a process may raise its own and its children's score, never lower it).
-      raiseOomScore(proc.pid);
-      running.set(id, { proc, stdin: req.stdin });
-      try {
-        const pumps = Promise.all([pump(id, FrameType.stdout, proc.stdout as ReadableStream<Uint8Array>), pump(id, FrameType.stderr, proc.stderr as ReadableStream<Uint8Array>)]);
-        await proc.exited;
-        // What the command left running in its group ends with it (a fork bomb, a forgotten `&`): otherwise they
-        // hold its output open, so it never ends for its caller, and hold the sandbox's process limit. A process
-        // that wants to outlive the command leaves the group (setsid), as a daemon does.
-        await endGroup(proc.pid);
-        await pumps;
-      } catch {
-        /* the connection went away mid-stream: the exit frame below is lost with it */
-      }
-      running.delete(id);
-      await write(jsonFrame(FrameType.exit, id, { code: exitCodeOf(proc.exitCode, proc.signalCode) }));
-    };
-    // `sbx port`: connections to this sandbox's own loopback, 127.0.0.1 first, then ::1 (a server on `localhost` only).
-    const dials = new Map<number, Socket>();
-    const dialPort = (id: number, payload: Uint8Array) => {
-      const port = parseDial(parseJson(payload));
-      if (port === undefined || running.has(id) || dials.has(id)) return void refuse(id, "sbx exec agent: malformed dial request", 126);
-      const attempt = (hosts: string[]) => {
-        const c = connect({ host: hosts[0]!, port, noDelay: true, allowHalfOpen: true });
-        dials.set(id, c);
-        let connected = false;
-        c.on("connect", () => {
-          connected = true;
-        });
-        c.on("data", (chunk: Buffer) => {
-          // Held back while the daemon is behind (the frame writes wait for drain).
-          c.pause();
-          void (async () => {
-            for (const fr of dataFrames(FrameType.stdout, id, new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))) await write(fr);
-            c.resume();
-          })();
-        });
-        c.on("error", (e: NodeJS.ErrnoException) => {
-          if (!connected && hosts.length > 1) {
-            c.removeAllListeners("close");
-            return attempt(hosts.slice(1));
-          }
-          if (!connected) {
-            dials.delete(id);
-            void refuse(id, `sbx: nothing listens on port ${port} in this sandbox (${e.code ?? e.message})`, 1);
-          }
-        });
-        // The server is done sending: the connection is done (a client still writing then sees it closed).
-        c.on("end", () => c.end());
-        c.on("close", () => {
-          if (!connected || dials.get(id) !== c) return;
-          dials.delete(id);
-          void write(jsonFrame(FrameType.exit, id, { code: 0 }));
-        });
-      };
-      attempt(["127.0.0.1", "::1"]);
-    };
-    const onFrame = (f: Frame) => {
-      const r = running.get(f.session);
-      const d = dials.get(f.session);
-      switch (f.type) {
-        case FrameType.start:
-          void start(f.session, f.payload).catch((e: unknown) => o.log?.(`sbx exec agent: ${(e as Error).message}`));
-          return;
-        case FrameType.dial:
-          dialPort(f.session, f.payload);
-          return;
-        case FrameType.stdin:
-          if (d) d.write(f.payload);
-          else if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).write(f.payload);
-          return;
-        case FrameType.stdinEnd:
-          if (d) d.end();
-          else if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).end();
-          return;
-        case FrameType.kill: {
-          if (d) {
-            d.destroy();
-            return;
-          }
-          const sig = (parseJson(f.payload) as { signal?: unknown } | undefined)?.signal;
-          if (r && typeof sig === "string" && (AGENT_SIGNALS as readonly string[]).includes(sig)) r.proc.kill(sig as NodeJS.Signals);
-          return;
-        }
-        default:
-          return; // unknown frames are ignored: a newer daemon may send more
-      }
-    };
-    sock.on("data", (chunk: Buffer) => {
-      let frames: Frame[];
-      try {
-        frames = decoder.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-      } catch {
-        sock.destroy();
-        return;
-      }
-      for (const f of frames) onFrame(f);
-    });
-    sock.on("close", () => {
-      open = false;
-      // The daemon is gone: its callers are too, so what they started is stopped (a command of a gone caller
-      // would otherwise run on unseen).
-      for (const r of running.values()) r.proc.kill("SIGTERM");
-      running.clear();
-      for (const d of dials.values()) d.destroy();
-      dials.clear();
-    });
-    void write(jsonFrame(FrameType.hello, 0, { v: AGENT_PROTOCOL }));
-  };
 
   const dial = () => {
     if (stopped) return;
@@ -219,7 +236,7 @@ export function startExecAgent(o: ExecAgentOptions): { stop(): void } {
     sock.on("connect", () => {
       connected = true;
       delay = retry.min;
-      session(sock);
+      agentSession(sock, o);
     });
     sock.on("error", () => {
       /* close follows */

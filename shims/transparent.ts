@@ -32,6 +32,18 @@ const MAX_KNOWN = 20_000;
 const TCP_IDLE_MS = 10_000;
 
 export function startTransparent(o: TransparentOptions): { stop(): void } {
+  const dns = startDnsStub(o);
+  const listeners = followTransparentPorts(o);
+  return {
+    stop() {
+      listeners.stop();
+      dns.stop();
+    },
+  };
+}
+
+/** The sandbox's DNS stub (UDP and TCP on its stub address): each name answered with the address the daemon gave it. */
+function startDnsStub(o: TransparentOptions): { stop(): void } {
   const known = new Map<string, Known>();
   const asking = new Map<string, Promise<Known | null>>();
 
@@ -149,8 +161,19 @@ export function startTransparent(o: TransparentOptions): { stop(): void } {
     });
   }
 
-  // The listeners, by port: 80 and 443 at once, then whatever the daemon says the allowlist names (`sbx allow
-  // host:8443`), followed with a long poll. A port a process inside already listens on is passed over (and said).
+  return {
+    stop() {
+      void udp.then((u) => u?.close());
+      tcp?.stop(true);
+    },
+  };
+}
+
+/**
+ * The listeners, by port: 80 and 443 at once, then whatever the daemon says the allowlist names (`sbx allow
+ * host:8443`), followed with a long poll. A port a process inside already listens on is passed over (and said).
+ */
+function followTransparentPorts(o: TransparentOptions): { stop(): void } {
   const held = new Map<number, { handoff: Handoff; fd: number }>();
   const listen = (port: number) => {
     if (held.has(port)) return;
@@ -194,8 +217,6 @@ export function startTransparent(o: TransparentOptions): { stop(): void } {
   return {
     stop() {
       stopped = true;
-      void udp.then((u) => u?.close());
-      tcp?.stop(true);
       for (const p of [...held.keys()]) unlisten(p);
     },
   };

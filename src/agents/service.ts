@@ -139,6 +139,14 @@ export class AgentService {
   async run(req: AgentRunRequest): Promise<AgentRunResult> {
     const a = AGENTS[req.agent];
     const out = req.out ?? { log: () => undefined };
+    // No login sbx can add: refused before anything is made, with the fix (an agent left to retry its refused requests
+    // shows nothing for minutes).
+    if (a.routes.every((r) => !credentialFor(r, this.d.keys()))) {
+      const files = a.login.hostFiles.length ? ` or sign ${a.title} in on this machine (~/${a.login.hostFiles.join(", ~/")})` : "";
+      throw new SbxError("unavailable", `no login for ${a.title} that sbx can add: the host has none of ${a.login.hostEnv.join(", ")}${files ? `, ${a.login.hostFiles.map((f) => `~/${f}`).join(", ")}` : ""}`, {
+        hint: `Run \`sbx secret set ${a.login.hostEnv[0]}\`${files}; if your shell has the key, \`sbx secret import\` stores it. The daemon reads it at each request: no restart.`,
+      });
+    }
     const repo = await this.d.sandboxes.repoOf(req);
     const name = req.name ?? defaultAgentSandboxName(req.agent, basename(repo));
     if (req.backend !== undefined) await this.placeOf(req.backend, req.agent, name);
@@ -159,10 +167,6 @@ export class AgentService {
     if (agentsOf(sandbox.identity)[req.agent] === undefined) {
       const changed = this.d.policy().allow({ kind: "sandbox", sandbox }, PRESETS[a.preset], `sbx run ${req.agent}`);
       if (changed.some((c) => c.changed)) out.log(`allowed for ${name}: the ${a.preset} preset (${PRESETS[a.preset].join(", ")})`);
-    }
-    const missing = a.routes.filter((r) => !credentialFor(r, this.d.keys()));
-    if (missing.length === a.routes.length) {
-      out.log(`note: the host has no login for ${a.title} that sbx can add (${a.login.hostEnv.join(", ")}${a.login.hostFiles.length ? `, ~/${a.login.hostFiles.join(", ~/")}` : ""}); its requests will be refused until it has`);
     }
     // The first-run files are copied in: through the door, with the host's secrets as they are now.
     const door = new CopyIn(hostSecretsByName(this.d.keys()), { home: this.d.keys().env.HOME ?? "/" });

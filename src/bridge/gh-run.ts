@@ -6,9 +6,11 @@ import { join } from "node:path";
 import { ghTargetKey } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
 import { createdKeys, readCreated, recordCreated } from "./gh-created";
-import { suggestedTokenName, tokenFor, withheldText } from "./gate";
+import { suggestedTokenName, tokenFor, withheldText } from "./tokens";
 import { notAllowed, type Job, type Outcome } from "./job";
-import { isSafeRefName, type GhPlan, type PolicyContext } from "./policy";
+import { isSafeRefName } from "./git-policy";
+import type { GhPlan } from "./gh-policy";
+import type { PolicyContext } from "./policy";
 
 /** A path's real path, or null when it cannot be resolved. */
 export function realOrNull(p: string): string | null {

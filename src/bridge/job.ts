@@ -4,7 +4,8 @@
 import { z } from "zod";
 import type { BridgeAllow, BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import type { Exec } from "../sys/exec";
-import type { Gate, GateSsh, Verdict } from "./gate";
+import type { Gate, GateSsh } from "./gate-git";
+import type { Verdict } from "./gate-hook";
 import type { PolicyOptions } from "./policy";
 
 const Sha = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
@@ -64,6 +65,11 @@ export interface BridgeDeps {
   gateDir: string;
   /** Host secrets by name (GH_TOKEN, GIT_TOKEN, …), read at request time so rotation needs no restart. */
   secrets: () => Record<string, string>;
+  /**
+   * This sandbox's placeholders for its bound secrets (issue 37): shaped like keys, meaningless elsewhere, so its push
+   * scan passes them over (a real key beside one is still found).
+   */
+  placeholders?: () => readonly string[];
   audit: (e: AuditEvent) => void;
   exec: Exec;
   /** PATH for host git/gh (default: /usr/local/bin:/usr/bin:/bin). */

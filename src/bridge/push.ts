@@ -5,29 +5,14 @@ import type { ExecResult } from "../sys/exec";
 import { pushWorkflowNote, type PushRef } from "../core/push-workflows";
 import { pushWorkflows } from "../workspace/push-workflows";
 import { hostSecretPatterns, redact } from "../core/redact";
-import { SECRET_PATTERNS, scanText, type SecretPattern } from "../core/secrets";
+import { exemptExact, SECRET_PATTERNS, scanText, type SecretPattern } from "../core/secrets";
 import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo } from "../core/bridge-settings";
-import {
-  changedPaths,
-  closeVerdict,
-  createdMarker,
-  defaultBranchOf,
-  gateReader,
-  giveVerdict,
-  hookRefsReader,
-  isAncestor,
-  MissingObject,
-  openVerdict,
-  readRef,
-  remoteGit,
-  scanNew,
-  updateRefs,
-  type Gate,
-  type HookRef,
-  type Verdict,
-} from "./gate";
+import { changedPaths, createdMarker, defaultBranchOf, isAncestor, MissingObject, readRef, remoteGit, updateRefs } from "./gate";
+import { gateReader, type Gate } from "./gate-git";
+import { closeVerdict, giveVerdict, hookRefsReader, openVerdict, type HookRef, type Verdict } from "./gate-hook";
+import { scanNew } from "./gate-scan";
 import { notAllowed, type Job, type Outcome } from "./job";
-import { isSafeRefName, type GitPlan } from "./policy";
+import { isSafeRefName, type GitPlan } from "./git-policy";
 import { formatGateFindings } from "./scan";
 
 /** A push's job: the request's, with what the server started for it before the policy's answer. */
@@ -135,7 +120,7 @@ async function pushTargets(p: PushJob): Promise<{ out: Target[]; hostValues: Sec
   }
   // Ref names are the sandbox's text too, and a remote shows them to anyone who can read it.
   const hostValues = hostSecretPatterns(deps.secrets());
-  const refPatterns = [...SECRET_PATTERNS, ...hostValues];
+  const refPatterns = exemptExact([...SECRET_PATTERNS, ...hostValues], deps.placeholders?.() ?? []);
   for (const o of out) {
     const f = scanText(o.dst, "ref name", refPatterns)[0];
     if (f) return refuse(`the ref name ${JSON.stringify(redact(o.dst, Object.values(deps.secrets())))} contains what looks like a secret (${f.description}); push to another name`);
@@ -300,7 +285,7 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
       // The CI-file check walks the same commits beside the scan (their paths), so it adds no time of its own.
       const ciP = allowed.has("ci-files") ? Promise.resolve([] as string[]) : changedPaths(g, shas, tips).then((p) => [...p].filter(isCiPath));
       const [scanned, ff, ciPaths] = await Promise.allSettled([
-        scanNew(g, shas, tips, hostValues),
+        scanNew(g, shas, tips, hostValues, p.deps.placeholders?.() ?? []),
         earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true),
         ciP,
       ]);

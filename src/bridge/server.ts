@@ -6,30 +6,16 @@ import { dirname } from "node:path";
 import { SbxError } from "../core/errors";
 import { redact } from "../core/redact";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
-import { decideGh, decideGit, makePathChecker, type GitPlan, type PolicyContext } from "./policy";
+import { decideGit, type GitPlan } from "./git-policy";
+import { decideGh } from "./gh-policy";
+import { makePathChecker } from "./path-check";
+import type { PolicyContext } from "./policy";
 import { NO_BRIDGE_SETTINGS, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
-import {
-  closeVerdict,
-  ensureGate,
-  maintainGate,
-  gatePaths,
-  hostRemotes,
-  indexPack,
-  knownTips,
-  listRefs,
-  makeBundle,
-  openVerdict,
-  present,
-  remoteGit,
-  scratchDir,
-  setViewTips,
-  tokenFor,
-  userTips,
-  withheldText,
-  type Gate,
-  type Verdict,
-} from "./gate";
+import { ensureGate, maintainGate, hostRemotes, indexPack, knownTips, listRefs, makeBundle, present, remoteGit, setViewTips, userTips } from "./gate";
+import { gatePaths, scratchDir, type Gate } from "./gate-git";
+import { closeVerdict, openVerdict, type Verdict } from "./gate-hook";
+import { credentialHost, suggestedTokenName, tokenFor, withheldText } from "./tokens";
 import { realOrNull, runGh } from "./gh-run";
 import { BridgeRequest, REFUSED_EXIT, type BridgeDeps, type Frame, type Job, type Outcome } from "./job";
 import { opt, push } from "./push";
@@ -342,7 +328,7 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
     if (a === null) return refuse(d.reason);
     return { ...refuse(`${d.reason}\nOr ask the user to approve it: approval ${a.id} is waiting (sbx approvals allow ${a.id} on the host, the dashboard, or /approve ${a.id} in chat); then run it again.`), approval: a };
   };
-  const job: Job = { deps, gate: g, req, send, refuse, refuseOrAsk, settings };
+  let job: Job = { deps, gate: g, req, send, refuse, refuseOrAsk, settings };
   if (req.tool === "gh") {
     const d = decideGh(req.args, req.cwd, ctx);
     if (!d.ok) return refuseOrAsk(d);
@@ -365,7 +351,10 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
     plan = { ...plan, url: plan.ssh };
     token = undefined;
   }
-  const err = (s: string) => send({ t: "err", d: s });
+  // No token for a remote that asks for a login: git's own words ("could not read Username … terminal prompts
+  // disabled") become the secret's name and the command that sets it (no silent failure).
+  if (token === undefined && /^https?:\/\//.test(plan.url)) job = { ...job, send: loginAsked(send, plan.url) };
+  const err = (s: string) => job.send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
       return push({ ...job, plan, indexing: indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tips: tipsP ?? knownTips(g), takeVerdict, token });
@@ -381,6 +370,23 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
     case "clone":
       return clone(job, plan, token);
   }
+}
+
+/** A sender that says which token a login prompt wanted, in place of git's lines about the prompt it could not show. */
+function loginAsked(send: Job["send"], url: string): Job["send"] {
+  let said = false;
+  return (f) => {
+    if (f.t === "err" && /could not read (Username|Password)|terminal prompts disabled|unable to read askpass/i.test(f.d)) {
+      const rest = f.d.split("\n").filter((l) => l !== "" && !/could not read (Username|Password)|terminal prompts disabled|unable to read askpass/i.test(l));
+      if (!said) {
+        said = true;
+        send({ t: "err", d: `sbx: ${credentialHost(url)} asked for a login, and the host has no token for it: run \`sbx secret set ${suggestedTokenName(url)}\` on the host (value typed hidden), then this again\n` });
+      }
+      if (rest.length > 0) send({ t: "err", d: `${rest.join("\n")}\n` });
+      return;
+    }
+    send(f);
+  };
 }
 
 function settingsOf(deps: Pick<BridgeDeps, "settings">): BridgeSettings {

@@ -8,6 +8,7 @@ export const HELP_TOPICS = {
   ports: "reach a sandbox's own server from your machine (sbx port)",
   "agent-logins": "sbx run claude|codex|gemini|opencode|aider, and the logins sbx adds for them",
   egress: "the allowlist, approvals, what a blocked client sees",
+  secrets: "keys and tokens host-side; secrets bound to hosts, their placeholders inside, what is never terminated",
   sessions: "shell, ps, attach and detach, status, logs",
   dashboard: "sbx ui",
   "chat-setup": "approvals in Zulip: the bot, the stream, sbx chat setup",

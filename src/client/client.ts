@@ -3,6 +3,10 @@ import type { z } from "zod";
 import { SbxError } from "../core/errors";
 import {
   AgentListSchema,
+  SecretBindingsSchema,
+  SecretChangeSchema,
+  type SecretBind,
+  type SecretUnbind,
   ErrorBodySchema,
   HealthSchema,
   LIFECYCLE_LINES_TYPE,
@@ -124,6 +128,19 @@ export class DaemonClient {
   /** Removes patterns from a list (answering pending approvals for those hosts as denied). */
   deny(req: PolicyPatterns) {
     return this.call("POST", "/v1/policy/deny", PolicyChangeSchema, req);
+  }
+
+  /** Binds a secret to hosts, for every sandbox or one (`sbx secret set NAME --host …`). */
+  secretBind(req: SecretBind) {
+    return this.call("POST", "/v1/secrets/bind", SecretChangeSchema, req);
+  }
+
+  secretUnbind(req: SecretUnbind) {
+    return this.call("POST", "/v1/secrets/unbind", SecretChangeSchema, req);
+  }
+
+  secretBindings() {
+    return this.call("GET", "/v1/secrets/bindings", SecretBindingsSchema);
   }
 
   allowlist(req: PolicyShow) {

@@ -233,7 +233,7 @@ export function scopeThrough(d: DeclaredScope, defaultBase: string, actualBase: 
 /**
  * Forge tokens, by the name they have among the host's secrets: the hosts each may go to. git and gh on the host make
  * the requests, to one repository: the host repo's own remote, or one the user added for the sandbox
- * (`sbx bridge NAME --allow-repo`); the bridge checks which before it hands a token over (bridge/policy.ts).
+ * (`sbx bridge NAME --allow-repo`); the bridge checks which before it hands a token over (bridge/git-policy.ts, bridge/gh-policy.ts).
  */
 export const FORGE_TOKENS: ReadonlyArray<{ name: string; hosts: string }> = [
   { name: "GIT_TOKEN_<HOST>", hosts: "the host its name spells (GIT_TOKEN_GHE_EXAMPLE_COM: ghe.example.com; a port too: _8443)" },

@@ -41,7 +41,23 @@ export type EgressEvent =
       durationMs: number;
       at: number;
     }
-  | { type: "error"; sandbox: EgressSandbox; path: EgressPath; method: string; host: string; port: number; address: string | null; message: string; at: number };
+  | { type: "error"; sandbox: EgressSandbox; path: EgressPath; method: string; host: string; port: number; address: string | null; message: string; at: number }
+  | {
+      type: "secret";
+      sandbox: EgressSandbox;
+      path: EgressPath;
+      method: string;
+      host: string;
+      port: number;
+      /** The request's path, never its query (which may hold the value or its placeholder). */
+      target: string;
+      /** The secret's name; never its value. */
+      name: string;
+      /** `used`: swapped in, or its header added; `outside`: its placeholder went, unswapped, where it may not go. */
+      action: "used" | "outside";
+      reason: string | null;
+      at: number;
+    };
 
 /** The transparent path's name map, as the proxy and the DNS stub read it (policy/name-map.ts keeps it). */
 export interface TransparentNames {

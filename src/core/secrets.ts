@@ -63,6 +63,18 @@ export function scanText(text: string, file: string, patterns: readonly SecretPa
 }
 
 /** The first pattern the line (or one of its decodings) matches, as a finding names it: "GitHub token (base64-encoded)". */
+/**
+ * Pure: the patterns, none of which matches where one of `exact` stands whole (a sandbox's own placeholders for its bound
+ * secrets: shaped like real keys, meaningless anywhere else, and what its code is told to use). A match that only starts
+ * with one (a longer key) is still found, and so is every other secret on the line.
+ */
+export function exemptExact(patterns: readonly SecretPattern[], exact: readonly string[]): SecretPattern[] {
+  const list = exact.filter((e) => e.length > 0);
+  if (list.length === 0) return [...patterns];
+  const alt = list.map((e) => e.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|");
+  return patterns.map((p) => ({ ...p, regex: new RegExp(`(?!(?:${alt})(?![A-Za-z0-9_\\-]))(?:${p.regex.source})`, p.regex.flags) }));
+}
+
 export function scanLine(line: string, patterns: readonly SecretPattern[]): SecretPattern | undefined {
   const m = matchSecret(line, patterns);
   return m === undefined ? undefined : m.how === "" ? m.pattern : { ...m.pattern, description: `${m.pattern.description} (${m.how})` };

@@ -1,4 +1,5 @@
 // Runs the daemon: lock, store, the sandbox service with the daemon as its host, reconcile, control socket, and a clean stop (guards closed, sandboxes left as they are).
+import type { SessionSecretSource } from "../sandboxes/secret-env";
 import { join } from "node:path";
 import type { Hono } from "hono";
 import { Store } from "../store/store";
@@ -57,6 +58,8 @@ export interface DaemonDeps {
   capacity?: HostCapacity;
   /** The sandbox whose guest account has a uid (named where a port it holds stops a forward). */
   guestOf?: (uid: number) => Promise<string | null>;
+  /** The secrets bound to hosts, as a new session or command gets them (secrets/bound.ts). */
+  sessionSecrets?: SessionSecretSource;
 }
 
 export interface RunningDaemon {
@@ -121,6 +124,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       host: daemonHost(guards, sessions, agents, forwards),
       logger: log,
       ...(deps.capacity ? { capacity: deps.capacity } : {}),
+      ...(deps.sessionSecrets ? { secrets: deps.sessionSecrets } : {}),
     });
     limits.start(LIMIT_WATCH_MS);
     const health: Health = {

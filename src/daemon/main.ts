@@ -1,4 +1,6 @@
 // The daemon's composition root: env → paths → exec → store → drivers → guards → servers. Drivers and guards are registered here and nowhere else.
+import { readFileSync, statSync } from "node:fs";
+import { rootCertificates } from "node:tls";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { subjectText, bridgeSettingsOf } from "../core/bridge-settings";
@@ -17,6 +19,12 @@ import { CodexRefresher } from "../llm/codex-login";
 import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
 import { readSecrets, secretsFile } from "../secrets/store";
+import { BoundSecrets } from "../secrets/bound";
+import { SecretResolver } from "../secrets/sources";
+import { fileVault } from "../secrets/vault";
+import { SecretBindings } from "../store/secret-bindings";
+import { Authority } from "../tls/authority";
+import { hostUserExec } from "../sys/as-user";
 import { Store } from "../store/store";
 import type { Env } from "../sys/env";
 import { createExec, type Exec } from "../sys/exec";
@@ -24,7 +32,7 @@ import { pathsFor, type Paths } from "../sys/paths";
 import { createEventBus, type EventBus } from "../events/feed";
 import { VERSION } from "../version";
 import { bridgeGuard } from "../guards/bridge";
-import { sshSettingsOf } from "../bridge/gate";
+import { sshSettingsOf } from "../bridge/gate-git";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
@@ -55,6 +63,8 @@ export interface Components {
   agents?: ExecAgents;
   /** The sandbox whose guest account has a uid, or null (no kind with guest accounts here, or no guest's). */
   guestOf?: (uid: number) => Promise<string | null>;
+  /** The secrets bound to hosts (secrets/bound.ts): their proxies' side is in the proxy guard; this, a session's. */
+  bound?: BoundSecrets;
 }
 
 /** The user-account backends this host can run (detected, or a test's). */
@@ -106,6 +116,20 @@ export function testLlmUpstreams(raw: string | undefined): Partial<Record<Provid
  * resolver as always; a name outside `.test` or an entry that is not an IPv4 address refuses the whole seam.
  */
 export const TEST_RESOLVE_VAR = "SBX_TEST_ONLY_RESOLVE";
+
+/** The trust for upstreams of terminated connections: the runtime's roots and an extra CA file, when one is named. */
+export function upstreamTrust(extraFile: string | undefined): string | undefined {
+  if (!extraFile) return undefined;
+  try {
+    // Read again only when the file changed: this is asked for each request to a terminated host.
+    const at = statSync(extraFile).mtimeMs;
+    if (trustKept?.file !== extraFile || trustKept.at !== at) trustKept = { file: extraFile, at, pem: `${rootCertificates.join("\n")}\n${readFileSync(extraFile, "utf8")}` };
+    return trustKept.pem;
+  } catch {
+    return undefined; // unreadable: the roots alone (Bun said so at start)
+  }
+}
+let trustKept: { file: string; at: number; pem: string } | null = null;
 
 export function testResolver(raw: string | undefined): Resolver | undefined {
   if (raw === undefined || raw === "") return undefined;
@@ -186,6 +210,17 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
     return { ...fromEnv, ...readSecrets(secretsFile(d.paths.configDir)) };
   };
+  // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's secrets file or their source, read as the
+  // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
+  const bound = new BoundSecrets({
+    bindings: new SecretBindings(d.store),
+    resolver: new SecretResolver({ vault: fileVault(secretsFile(d.paths.configDir)), exec: hostUserExec(d.exec, host, d.env.uid) }),
+    authority: () => Authority.open(d.paths.stateDir),
+    // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
+    // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
+    upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
+    log: (m, f) => d.log.warn(m, f),
+  });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
   if (seam) d.log.warn("LLM upstreams replaced by the test seam", { var: TEST_LLM_UPSTREAMS_VAR, upstreams: Object.keys(seam).join(",") });
   // The host's own gateway (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL) is where sandboxes' requests go too.
@@ -233,7 +268,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     return null;
   };
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, guestOf, ...(resolve ? { resolve } : {}) }),
+    proxyGuard({ originHandler, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}) }),
     loopbackGuard({ guestOf }),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
@@ -242,7 +277,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound };
 }
 
 export interface RunOptions {
@@ -287,6 +322,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       guards: comps.guards,
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
+      ...(comps.bound ? { sessionSecrets: { session: (id: number) => comps.bound!.sessionSecrets(id) } } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
       // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
       watchers: {

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
+import { BindingSpecSchema } from "../core/bound-secret";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
 
@@ -409,6 +410,29 @@ const ScopeSchema = WhereSchema.extend({ sandbox: nameSchema.optional(), global:
 
 export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200) });
 export type PolicyPatterns = z.input<typeof PolicyPatternsSchema>;
+
+/** `sbx secret set NAME --host …`: a binding for every sandbox or one (never a value: that stays on the CLI's side). */
+export const SecretBindSchema = ScopeSchema.extend({ name: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/), spec: BindingSpecSchema });
+export type SecretBind = z.input<typeof SecretBindSchema>;
+export const SecretUnbindSchema = ScopeSchema.extend({ name: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/) });
+export type SecretUnbind = z.input<typeof SecretUnbindSchema>;
+export const SecretChangeSchema = z.object({ scope: z.string(), changed: z.boolean() });
+export const SecretBindingViewSchema = z.object({
+  name: z.string(),
+  /** null: every sandbox. */
+  sandbox: z.string().nullable(),
+  hosts: z.array(z.string()),
+  scope: z.string(),
+  header: z.string().nullable(),
+  env: z.string().nullable(),
+  npmrc: z.boolean(),
+  inBody: z.boolean(),
+  source: z.string(),
+  createdAt: z.number(),
+  lastUsedAt: z.number().nullable(),
+});
+export type SecretBindingView = z.infer<typeof SecretBindingViewSchema>;
+export const SecretBindingsSchema = z.object({ bindings: z.array(SecretBindingViewSchema) });
 
 export const PolicyShowSchema = WhereSchema.extend({ sandbox: nameSchema.optional() });
 export type PolicyShow = z.input<typeof PolicyShowSchema>;

@@ -5,7 +5,7 @@ import type { Server, ServerWebSocket } from "bun";
 import { SbxError } from "../core/errors";
 import { ensurePrivateDir } from "../sys/private-dir";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
-import { errorBody } from "./app";
+import { errorBody } from "./http";
 import type { Logger } from "../sys/log";
 import { AttachQuerySchema, ClientFrameSchema, type ServerFrame } from "./protocol";
 import type { SessionClient, SessionManager } from "./sessions";

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../core/errors";
 import { EXIT_NOT_FOUND, type Exec } from "../sys/exec";
-import { webCryptoCert } from "./x509";
+import { selfSignedCert } from "../tls/x509";
 
 export interface SiteCert {
   certPem: string;
@@ -34,7 +34,7 @@ export async function makeSiteCert(exec: Exec, dir: string, ips: readonly string
   const certFile = join(dir, "site.pem");
   const r = opts.webcrypto ? null : await exec.run(opensslCertArgs(dir, ips), { check: false, timeoutMs: 30_000 });
   if (r === null || r.exitCode === EXIT_NOT_FOUND) {
-    const c = await webCryptoCert(ips);
+    const c = await selfSignedCert(ips, "sbx demo site");
     writeFileSync(join(dir, "site.key"), c.keyPem, { mode: 0o600 });
     writeFileSync(certFile, c.certPem);
     return { ...c, certFile, how: "webcrypto" };

@@ -3,30 +3,23 @@ import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { rootLabel } from "../drivers/docker/args";
-import { defaultDaemonArgv } from "../client/autostart";
 import { readEnv, type Env } from "../sys/env";
-import type { Exec, ExecResult } from "../sys/exec";
-import { pathsFor, type Paths } from "../sys/paths";
+import type { Exec } from "../sys/exec";
+import { pathsFor } from "../sys/paths";
 import { stopProcess } from "../sys/proc";
 import { chooseBase, defaultBuildScript, demoDockerfile } from "./base-image";
 import { makeSiteCert } from "./cert";
-import { startSite, type DemoSite } from "./site";
-import { clip, parseAgentLines, type DemoReport, type Step } from "./steps";
-import { cleanGitEnv, startUpstream, type Upstream } from "./upstream";
+import { demoChecks } from "./checks";
+import { containerState, git, SANDBOX, sbx, step, why, type Ctx, type DemoHooks } from "./commands";
+import { startSite } from "./site";
+import { clip, type DemoReport, type Step } from "./steps";
+import { startUpstream, type Upstream } from "./upstream";
 
-export const SANDBOX = "demo";
+export { SANDBOX } from "./commands";
+
 /** Loopback addresses of the two demo sites (Linux routes all of 127/8 to lo; 127.0.0.1 is in the sandbox's NO_PROXY). */
 export const ALLOWED_IP = "127.0.0.2";
 export const OTHER_IP = "127.0.0.3";
-
-export interface DemoHooks {
-  /** A finished step (printed at once by the CLI). */
-  step(s: Step): void;
-  /** A note on a choice the demo made (stderr). */
-  note(line: string): void;
-  /** Progress of slow work (image build), raw chunks (stderr). */
-  progress(chunk: string): void;
-}
 
 export interface DemoOptions {
   exec: Exec;
@@ -55,66 +48,6 @@ export function demoEnvironment(host: Readonly<Record<string, string>>, root: st
   return out;
 }
 
-/** The sbx CLI as a command: the same binary (compiled) or bun with the CLI's entry. */
-function sbxArgv(): string[] {
-  return defaultDaemonArgv().slice(0, -1);
-}
-
-interface Ctx {
-  exec: Exec;
-  root: string;
-  repo: string;
-  env: Record<string, string>;
-  paths: Paths;
-  hooks: DemoHooks;
-}
-
-async function sbx(c: Ctx, args: string[], o: { stdin?: string; timeoutMs?: number; progress?: boolean } = {}): Promise<ExecResult> {
-  return c.exec.run([...sbxArgv(), ...args], {
-    cwd: c.repo,
-    env: c.env,
-    replaceEnv: true,
-    check: false,
-    timeoutMs: o.timeoutMs ?? 120_000,
-    ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
-    ...(o.progress ? { onStderr: c.hooks.progress } : {}),
-  });
-}
-
-/** runs: sbx shell demo -- bash agent.sh <phase> … (inside the sandbox) */
-async function agent(c: Ctx, phase: string, ...args: string[]): Promise<{ r: ExecResult; kv: Record<string, string> }> {
-  const r = await sbx(c, ["shell", SANDBOX, "--", "bash", "agent.sh", phase, ...args], { timeoutMs: 120_000 });
-  return { r, kv: parseAgentLines(r.stdout) };
-}
-
-/** Why a command failed, in one line (its last stderr line). */
-function why(r: ExecResult): string {
-  const last = (r.stderr.trim().split("\n").filter(Boolean).slice(-2).join(" | ") || r.stdout.trim().split("\n").slice(-1)[0]) ?? "";
-  return `exit ${r.exitCode}${last ? `: ${clip(last, 160)}` : ""}`;
-}
-
-/** runs: git <args> in a dir with no config of the caller's (identity given on the command line). */
-async function git(c: Ctx, cwd: string, args: string[], env: Record<string, string> = {}): Promise<ExecResult> {
-  return c.exec.run(["git", "-c", "user.name=sbx demo", "-c", "user.email=demo@sbx.invalid", "-c", "commit.gpgsign=false", ...args], {
-    cwd,
-    env: { ...cleanGitEnv(c.env.PATH ?? "/usr/bin:/bin"), ...env },
-    replaceEnv: true,
-    check: false,
-    timeoutMs: 60_000,
-  });
-}
-
-/** runs: docker inspect --format … on the demo sandbox's container (found by its sbx labels). */
-async function containerState(c: Ctx): Promise<{ id: string; started: string; image: string } | null> {
-  const ids = await c.exec.run(["docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", `label=sbx.repo=${c.repo}`, "--filter", "label=sbx.role=sandbox"], { check: false });
-  const id = ids.stdout.trim().split("\n").filter(Boolean)[0];
-  if (!id) return null;
-  const r = await c.exec.run(["docker", "inspect", "--format", "{{.State.StartedAt}} {{.Config.Image}}", id], { check: false });
-  if (r.exitCode !== 0) return null;
-  const [started = "", image = ""] = r.stdout.trim().split(" ");
-  return { id, started, image };
-}
-
 /** Builds the demo repo: Dockerfile, README with a canary, the agent script, the site's certificate; pushed to the upstream. */
 async function makeRepo(c: Ctx, dockerfile: string, certFile: string, upstream: Upstream, token: string, canary: string): Promise<void> {
   mkdirSync(c.repo, { recursive: true, mode: 0o755 });
@@ -137,11 +70,6 @@ async function makeRepo(c: Ctx, dockerfile: string, certFile: string, upstream: 
     const r = await git(c, c.repo, [...args], env);
     if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")} in the demo repo failed: ${why(r)}`);
   }
-}
-
-function step(c: Ctx, steps: Step[], s: Step): void {
-  steps.push(s);
-  c.hooks.step(s);
 }
 
 /** Runs the whole demo; always cleans up (unless keep), whatever happened. */
@@ -216,127 +144,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       pass: sandboxMade && before !== null,
     });
 
-    const plan: Array<[string, string, string, () => Promise<void>]> = [];
-    const add = (id: string, tried: string, expected: string, fn: () => Promise<Omit<Step, "id" | "tried" | "expected">>) =>
-      plan.push([id, tried, expected, async () => step(c, steps, { id, tried, expected, ...(await fn()) })]);
-
-    // 2. The allowed site, through the proxy.
-    add("allowed-site", `curl ${allowed.url} (through the proxy)`, "HTTP 200 from the site", async () => {
-      note(`the demo site runs on this machine's loopback, which no allowlist reaches: the demo publishes that one service (sbx publish ${SANDBOX} ${allowed.pattern})`);
-      const a = await sbx(c, ["publish", SANDBOX, allowed.pattern]);
-      if (a.exitCode !== 0) return { happened: `sbx publish ${SANDBOX} ${allowed.pattern} failed: ${why(a)}`, pass: false };
-      const hits = allowed.hits();
-      const { r, kv } = await agent(c, "fetch", allowed.url);
-      const ok = kv.http_code === "200" && (kv.body ?? "").includes("allowed site") && allowed.hits() > hits;
-      return { happened: ok ? `200 "${clip(kv.body ?? "", 60)}" via ${kv.proxy}` : agentFailure(r, kv), pass: ok };
-    });
-
-    // 3. A site not on the list: 403 with the header, the approval, sbx allow, success without restart.
-    add("blocked-site", `curl ${other.url} (not on the list)`, "refused with 403 and an X-Sbx-Blocked header", async () => {
-      const { r, kv } = await agent(c, "blocked", other.url, other.pattern);
-      const ok = kv.http_code !== "200" && /\b403\b/.test(kv.status ?? "") && /x-sbx-blocked/i.test(kv.header ?? "") && other.hits() === 0;
-      return {
-        happened: ok ? `${kv.status}; ${kv.header}; "${clip(kv.text ?? "", 150)}"` : agentFailure(r, kv),
-        pass: ok,
-      };
-    });
-    add("approval-pending", "sbx approvals (on the host)", `a pending approval for ${other.pattern} from sandbox ${SANDBOX}`, async () => {
-      const r = await sbx(c, ["approvals", "--json"]);
-      let rows: Array<{ id: number; sandbox: string; host: string; port: number; count: number; reason: string }> = [];
-      try {
-        rows = JSON.parse(r.stdout);
-      } catch {
-        return { happened: `no JSON from sbx approvals: ${why(r)}`, pass: false };
-      }
-      const hit = rows.find((a) => a.sandbox === SANDBOX && a.host === other.ip && a.port === other.port);
-      return { happened: hit ? `approval #${hit.id}: ${hit.host}:${hit.port} (${hit.reason}, seen ${hit.count}x)` : `${rows.length} pending, none for ${other.pattern}`, pass: hit !== undefined };
-    });
-    add("allow-then-reach", `sbx approvals allow <that approval> (it publishes ${other.pattern} for ${SANDBOX}), then curl again`, "HTTP 200, same container, no restart", async () => {
-      const pending = await sbx(c, ["approvals", "--json"]);
-      let rows: Array<{ id: number; sandbox: string; host: string; port: number }> = [];
-      try {
-        rows = JSON.parse(pending.stdout);
-      } catch {
-        return { happened: `no JSON from sbx approvals: ${why(pending)}`, pass: false };
-      }
-      const hit = rows.find((x) => x.sandbox === SANDBOX && x.host === other.ip && x.port === other.port);
-      if (!hit) return { happened: `no pending approval for ${other.pattern} to allow`, pass: false };
-      const a = await sbx(c, ["approvals", "allow", String(hit.id)]);
-      if (a.exitCode !== 0) return { happened: `sbx approvals allow ${hit.id} failed: ${why(a)}`, pass: false };
-      const { r, kv } = await agent(c, "fetch", other.url);
-      const after = await containerState(c);
-      const same = before !== null && after !== null && after.id === before.id && after.started === before.started;
-      const ok = kv.http_code === "200" && other.hits() > 0 && same;
-      return {
-        happened: kv.http_code === "200" ? `200 "${clip(kv.body ?? "", 50)}"; container ${same ? "not restarted" : "RESTARTED or replaced"}` : agentFailure(r, kv),
-        pass: ok,
-      };
-    });
-
-    // 4. Around the proxy: direct TCP and DNS.
-    add("direct-tcp", `curl --noproxy '*' ${allowed.url} (straight, not through the proxy)`, "fails; the sandbox has no route out", async () => {
-      const { r, kv } = await agent(c, "direct", allowed.url);
-      const ok = kv.direct_exit !== undefined && kv.direct_exit !== "0" && kv.routes === "0";
-      return { happened: kv.direct_exit !== undefined ? `curl exit ${kv.direct_exit}; interfaces: ${kv.interfaces}; routes out: ${kv.routes}` : agentFailure(r, kv), pass: ok };
-    });
-    add("dns", "getent hosts sbx-demo-probe.example.com (and a reserved .invalid name)", "only sbx's stub answers: a sandbox-local 127.77.x.y, no query leaves; .invalid fails", async () => {
-      const { r, kv } = await agent(c, "dns");
-      const ok = (kv.nameservers ?? "").trim() === "127.77.0.1" && /^127\.77\.\d+\.\d+$/.test(kv.answer ?? "") && kv.getent_exit !== undefined && kv.getent_exit !== "0";
-      return { happened: kv.nameservers !== undefined ? `nameserver ${kv.nameservers.trim()}; answer ${kv.answer || "none"}; .invalid: getent exit ${kv.getent_exit}` : agentFailure(r, kv), pass: ok };
-    });
-
-    // 5. A push through the shim and bridge, with the token added on the host.
-    let sha = "";
-    add("push", `git commit && git push origin agent-work:sbx/${SANDBOX}/agent-work (its own branch prefix; through the shim and bridge)`, "the token-demanding upstream accepts it", async () => {
-      const { r, kv } = await agent(c, "push");
-      sha = kv.sha ?? "";
-      const up = await git(c, root, ["--git-dir", join(root, "upstream", "demo.git"), "rev-parse", "--verify", "-q", `refs/heads/sbx/${SANDBOX}/agent-work`]);
-      const authed = upstream.requests.some((q) => q.authorized && q.method === "POST" && q.path.endsWith("git-receive-pack"));
-      const ok = kv.push_exit === "0" && sha !== "" && up.stdout.trim() === sha && authed;
-      return {
-        happened: ok ? `pushed ${sha.slice(0, 12)}; upstream has it (the request carried the host's token)` : kv.push_exit !== undefined ? `push exit ${kv.push_exit}: ${clip(kv.push_output ?? "", 160)}` : agentFailure(r, kv),
-        pass: ok,
-      };
-    });
-    add("token-absent", "look for the upstream token inside: env, /proc/*/cmdline and environ, every readable file", "found nowhere", async () => {
-      const ev = await sbx(c, ["shell", SANDBOX, "--", "bash", "agent.sh", "evidence"]);
-      const evOk = ev.exitCode === 0 && ev.stdout.includes("----- end");
-      const inEvidence = (ev.stdout + ev.stderr).includes(token);
-      // Patterns on stdin, never argv: the canary proves the scan read them and reached the workspace.
-      const scan = await sbx(c, ["shell", SANDBOX, "--", "grep", "-rasoF", "-D", "skip", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev", "-f", "-", "/"], {
-        stdin: `${canary}\n${token}\n`,
-        timeoutMs: 300_000,
-      });
-      const sawCanary = scan.stdout.includes(canary);
-      const inFiles = scan.stdout.split("\n").filter((l) => l.includes(token)).map((l) => l.slice(0, l.indexOf(":")));
-      const ok = evOk && !inEvidence && sawCanary && inFiles.length === 0;
-      const parts = [
-        evOk ? (inEvidence ? "FOUND in env/argv" : "not in env, argv or environ") : `could not read env/argv (${why(ev)})`,
-        !sawCanary ? `file scan inconclusive (it did not find the canary: ${why(scan)})` : inFiles.length ? `FOUND in ${inFiles.slice(0, 3).join(", ")}` : "in no file (the scan found the README's canary, so it ran)",
-      ];
-      return { happened: parts.join("; "), pass: ok };
-    });
-    add("secret-scan", "commit a key-shaped string (AKIA…) and push it", "the bridge refuses the push", async () => {
-      const { r, kv } = await agent(c, "leak");
-      const up = await git(c, root, ["--git-dir", join(root, "upstream", "demo.git"), "rev-parse", "--verify", "-q", "refs/heads/leaky"]);
-      const refused = kv.push_exit !== undefined && kv.push_exit !== "0";
-      const ok = refused && up.exitCode !== 0 && /secret|key|refus/i.test(kv.push_output ?? "");
-      return { happened: kv.push_exit !== undefined ? `push exit ${kv.push_exit}: ${clip(kv.push_output ?? "", 160)}` : agentFailure(r, kv), pass: ok };
-    });
-
-    // 6. The host sees the agent's commit with no fetch (ref sync).
-    add("host-sees-commit", "git rev-parse sandbox-demo/agent-work in the host repo (no git fetch run)", "the agent's commit", async () => {
-      if (!sha) return { happened: "no commit to look for (the push step made none)", pass: false };
-      const until = Date.now() + 10_000;
-      let got = "";
-      while (Date.now() < until) {
-        const r = await git(c, c.repo, ["rev-parse", "--verify", "-q", `refs/remotes/sandbox-${SANDBOX}/agent-work`]);
-        got = r.stdout.trim();
-        if (got === sha) break;
-        await Bun.sleep(200);
-      }
-      return { happened: got === sha ? `sandbox-${SANDBOX}/agent-work = ${sha.slice(0, 12)}` : got ? `it points at ${got.slice(0, 12)}, not ${sha.slice(0, 12)}` : `no ref sandbox-${SANDBOX}/agent-work after 10 s`, pass: got === sha };
-    });
+    // 2.–6. The claims, in order (checks.ts).
+    const plan = demoChecks({ c, steps, note, allowed, other, upstream, token, canary, before });
 
     for (const [id, tried, expected, fn] of plan) {
       if (stopped()) throw new Interrupted();
@@ -366,11 +175,6 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
 
 class Interrupted extends Error {}
 
-function agentFailure(r: ExecResult, kv: Record<string, string>): string {
-  if (r.exitCode !== 0 && Object.keys(kv).length === 0) return `the agent could not run: ${why(r)}`;
-  const bits = Object.entries(kv).map(([k, v]) => `${k}=${clip(v, 80)}`);
-  return clip(bits.join(" "), 240) || why(r);
-}
 
 function tailLog(file: string, out: (l: string) => void): void {
   try {

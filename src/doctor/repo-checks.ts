@@ -2,8 +2,8 @@
 // bridge will use for each of its remotes, and which CI workflows a sandbox's pushed branch starts.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { credentialHost, suggestedTokenName, tokenNames } from "../bridge/gate";
-import { isSshUrl, toHttpsUrl } from "../bridge/policy";
+import { credentialHost, suggestedTokenName, tokenNames } from "../bridge/tokens";
+import { isSshUrl, toHttpsUrl } from "../bridge/git-policy";
 import type { Exec } from "../sys/exec";
 import { HOST_GIT_SAFE } from "../sync/git-argv";
 import type { Check } from "./check";

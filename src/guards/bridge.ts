@@ -1,8 +1,9 @@
 // The command bridge as a guard: git/gh for one sandbox on its own socket, with a host-owned gate repo and host secrets read per request.
+import { SecretBindings } from "../store/secret-bindings";
 import { existsSync } from "node:fs";
 import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
-import type { GateSsh } from "../bridge/gate";
+import type { GateSsh } from "../bridge/gate-git";
 import { sandboxLayout } from "../workspace/layout";
 import type { FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
@@ -60,6 +61,7 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
         sandbox: { id: ctx.spec.id, name: ctx.spec.name, workspace: place.workspace, workspaceView: place.workspaceView, repo: ctx.spec.repo },
         gateDir: gateDirOf(ctx),
         secrets: opts.secrets,
+        placeholders: () => [...new SecretBindings(ctx.store).placeholders(ctx.sandbox.id).values()],
         exec: place.exec,
         audit: (e: AuditEvent) => {
           ctx.audit(`${e.tool}.${e.decision}`, { ...e });

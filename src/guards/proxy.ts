@@ -14,6 +14,7 @@ import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
 import type { EgressEvent } from "../core/egress-events";
 import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
+import type { SecretBinding } from "../proxy/terminate";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../events/feed";
@@ -32,6 +33,8 @@ export interface ProxyGuardOptions {
   publish?: (e: FeedEvent) => void;
   /** Whose guest a uid is: the DNS stub's port is taken back from another sandbox's guest that squats it. */
   guestOf?: PortClaimOptions["guestOf"];
+  /** The secrets bound to hosts that this sandbox's proxy carries (secrets/bound.ts): their hosts are terminated. */
+  secrets?: (ctx: GuardContext) => SecretBinding;
 }
 
 /**
@@ -69,6 +72,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           ...(opts.resolve ? { resolve: opts.resolve } : {}),
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),
           names,
+          ...(opts.secrets ? { secrets: opts.secrets(ctx) } : {}),
         });
       } catch (e) {
         sink.close();
@@ -154,6 +158,8 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
 function withFeed(ctx: GuardContext, record: (e: EgressEvent) => void, publish: (e: FeedEvent) => void): (e: EgressEvent) => void {
   return (e) => {
     record(e);
+    // A secret's uses are in the audit (`sbx logs`); the feed shows connections.
+    if (e.type === "secret") return;
     try {
       // One row, not the sandbox's whole list: a flood of denials costs one lookup each.
       const approval = e.type === "denied" ? ctx.store.findPending(e.sandbox.id, e.host, e.port) : null;

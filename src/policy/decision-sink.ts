@@ -81,6 +81,13 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
           ...pathOf(e),
         },
       });
+    } else if (e.type === "secret") {
+      // Every use and every refused use of a secret, by name: never its value, never the query that may hold it.
+      buffer.push({
+        sandboxId: e.sandbox.id,
+        action: e.action === "used" ? "secret.used" : "secret.outside",
+        detail: { secret: e.name, method: e.method, host: e.host, port: e.port, target: e.target, ...(e.reason ? { reason: e.reason } : {}), ...pathOf(e) },
+      });
     } else {
       buffer.push({ sandboxId: e.sandbox.id, action: "error", detail: { method: e.method, host: e.host, port: e.port, address: e.address, message: e.message, ...pathOf(e) } });
     }

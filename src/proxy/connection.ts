@@ -13,7 +13,7 @@
 //   closed      the socket is gone
 import type { Socket } from "node:net";
 import type { ProxyContext } from "./context";
-import { parseAuthority, plainTarget, type Site } from "./decision";
+import { parseAuthority, plainTarget, type Allowed, type Site } from "./decision";
 import { egressDestination, ForwardExchange, type ClientSide, type Destination } from "./forward";
 import { BodyReader, MAX_HEAD, readRequestHead, type RequestHead } from "./http1";
 import type { Origin } from "./origin";
@@ -30,7 +30,15 @@ const KEEP_ALIVE_MS = 5_000;
 const HEAD_TIMEOUT_MS = 60_000;
 
 /** The way a connection came in: the proxy path (requests name their server; origin-form ones are the proxy's), or a transparent site. */
-export type Way = { kind: "proxy"; origin: Origin } | { kind: "transparent"; site: Site };
+export type Way = { kind: "proxy"; origin: Origin } | { kind: "transparent"; site: Site } | { kind: "terminated"; allowed: Allowed; terminator: RequestPreparer };
+
+/** A request inside a terminated connection as it goes up, or a refusal's text. */
+export type Prepared = { ok: true; head: RequestHead; dest: Destination } | { ok: false; message: string };
+
+/** Makes each request inside a terminated connection ready to go up (terminate.ts). */
+export interface RequestPreparer {
+  prepare(allowed: Allowed, head: RequestHead): Promise<Prepared>;
+}
 
 const unambiguous = (why: string) => `sbx proxy: refused: ${why}; send one unambiguous HTTP/1.1 request.\n`;
 
@@ -178,7 +186,7 @@ export class ClientConnection implements ClientSide {
     this.stopWaiting();
     if (r.kind === "refused") return this.reply(badRequest(unambiguous(r.why), true), true);
     const { head } = r;
-    if (this.site && head.method === "CONNECT") {
+    if ((this.site || this.way.kind === "terminated") && head.method === "CONNECT") {
       this.leave("closing");
       return cut(this.s);
     }
@@ -199,6 +207,7 @@ export class ClientConnection implements ClientSide {
     }
     this.paid = false;
     this.buf = this.buf.subarray(r.size);
+    if (this.way.kind === "terminated") return this.terminated(head, this.way);
     if (head.method === "CONNECT") return this.connect(head);
     if (this.way.kind === "proxy" && head.target.startsWith("/")) return this.toOrigin(head, this.way.origin);
     this.plain(head);
@@ -250,6 +259,24 @@ export class ClientConnection implements ClientSide {
       if (!v.ok) return this.reply(refusal(this.ctx.sandbox.name, v, closeAfter), closeAfter);
       this.forward(head, egressDestination(this.ctx, v, head.method, t.url));
     });
+  }
+
+  /** A request inside a terminated TLS connection (terminate.ts): made ready there (Host checked, secrets swapped), then forwarded. */
+  private terminated(head: RequestHead, way: { allowed: Allowed; terminator: RequestPreparer }): void {
+    const closeAfter = head.framing !== "none" || !head.keepAlive;
+    this.st = "deciding";
+    this.s.pause();
+    void way.terminator.prepare(way.allowed, head).then(
+      (p) => {
+        if (this.st !== "deciding" || this.s.destroyed) return;
+        if (!p.ok) return this.reply(badRequest(p.message, closeAfter), closeAfter);
+        this.forward(p.head, p.dest);
+      },
+      (e: Error) => {
+        if (this.st !== "deciding" || this.s.destroyed) return;
+        this.reply(badGateway(`sbx proxy: ${e.message}`, closeAfter), closeAfter);
+      },
+    );
   }
 
   /** An origin-form request: the proxy's own endpoint answers, or the origin handler does, or it is refused. */

@@ -4,26 +4,27 @@
 // Where each part lives: decision.ts (allowlist, one lookup, address check), connection.ts (the reader, one state
 // machine per connection), tunnel.ts (an allowed CONNECT carried), forward.ts (a plain request carried, through
 // upstream.ts's pool), refusal.ts (every answer sbx writes itself), origin.ts and sbx-endpoints.ts (requests to the
-// proxy itself), http1.ts (the framing all of them read and write).
+// proxy itself), http1.ts (the framing all of them read and write), admission.ts (how many connections a sandbox may
+// hold), transparent.ts (a transparent connection's name and checks).
 import { existsSync, unlinkSync } from "node:fs";
 import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import type { PolicyLists } from "../core/egress";
 import type { EgressEvent, EgressSandbox, TransparentNames } from "../core/egress-events";
+import { Admission } from "./admission";
 import { ClientConnection } from "./connection";
 import { hold, type Carrier, type ProxyContext } from "./context";
-import { authorityText, Decider, type Allowed, type Resolver } from "./decision";
-import { cut } from "./refusal";
+import { Decider, type Allowed, type Resolver } from "./decision";
 import { Origin, type OriginHandler } from "./origin";
 import { SbxEndpoints } from "./sbx-endpoints";
 import { listenUnix } from "./socket";
+import { terminates, Terminator, type SecretBinding } from "./terminate";
+import { targetOrNull, transparentConnection, type TransparentDeps, type TransparentTarget } from "./transparent";
 import { opaqueTunnel } from "./tunnel";
 import { UpstreamPool } from "./upstream";
-import { Pacer, PROXY_MAX_CONNECTIONS, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND } from "../core/bounds";
+import { Pacer, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND } from "../core/bounds";
 
 export { systemResolver, type Resolver } from "./decision";
-
-/** Where a transparent connection was headed: the address and port the client dialled. */
-export type TransparentTarget = { address: string; port: number };
+export type { TransparentTarget } from "./transparent";
 
 export interface EgressProxyOptions {
   socketPath: string;
@@ -47,6 +48,11 @@ export interface EgressProxyOptions {
    * the tunnel. The seam for carrying some hosts otherwise (TLS termination for a host a secret is bound to).
    */
   carrierFor?: (allowed: Allowed) => Carrier | null;
+  /**
+   * The secrets bound for this sandbox (issue 37): a connection to a host one is bound to is terminated (terminate.ts)
+   * and its requests' placeholders swapped; every other host stays a tunnel. Read per connection.
+   */
+  secrets?: SecretBinding;
   connectTimeoutMs?: number;
   /**
    * How fast the sandbox may start requests (default PROXY_REQUESTS_BURST, then PROXY_REQUESTS_PER_SECOND); null: no
@@ -102,83 +108,23 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     pool: new UpstreamPool(connectTimeoutMs),
     sockets: new Set(),
     inFlight: 0,
-    carrierFor: (allowed) => opts.carrierFor?.(allowed) ?? (tunnel ??= opaqueTunnel(ctx)),
+    carrierFor: (allowed) =>
+      opts.carrierFor?.(allowed) ??
+      (terminator && terminates(opts.secrets!.secrets(), allowed.host) ? terminator.carrier : (tunnel ??= opaqueTunnel(ctx))),
   };
+  const terminator = opts.secrets ? new Terminator(ctx, opts.secrets) : null;
   const origin = new Origin(new SbxEndpoints({ sandboxName: sandbox.name, policy: opts.policy, ...(opts.names ? { names: opts.names } : {}) }), opts.originHandler, connectTimeoutMs);
-  // What the sandbox may hold open at once (invariant 14): PROXY_MAX_CONNECTIONS of its connections, on every way in.
-  // The next is refused before anything of it is read (a 503 that says why; a transparent one cut), and said (an
-  // `error` decision, audited) once a second at most. The refusals are bounded too: at most PROXY_MAX_CONNECTIONS are
-  // being answered at once, past that a connection is closed at once without one.
-  const clients = new Set<Socket>();
-  let refusing = 0;
-  let refusedSince = 0;
-  let toldAt = 0;
-  const admit = (s: Socket, how: "proxy" | "transparent"): boolean => {
-    if (clients.size < PROXY_MAX_CONNECTIONS) {
-      clients.add(s);
-      s.once("close", () => clients.delete(s));
-      return true;
-    }
-    refusedSince++;
-    const message = `${PROXY_MAX_CONNECTIONS} connections of this sandbox are open at once; more are refused until some close`;
-    const now = Date.now();
-    if (now - toldAt >= 1000) {
-      toldAt = now;
-      emit({ type: "error", sandbox, path: how, method: "CONNECT", host: "(any)", port: 0, address: null, message: `${message} (${refusedSince} refused)`, at: now });
-      refusedSince = 0;
-    }
-    s.on("error", () => s.destroy());
-    if (how === "transparent" || refusing >= PROXY_MAX_CONNECTIONS) {
-      cut(s);
-      return false;
-    }
-    refusing++;
-    const body = `sbx proxy: ${message}.\n`;
-    s.resume(); // read and dropped, so the close is not a reset that loses the answer
-    s.end(`HTTP/1.1 503 sbx: too many connections from this sandbox\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-    // A second for the client to read it and close (closing first would reset it away); a client that never does is cut.
-    const t = setTimeout(() => s.destroy(), 1000);
-    s.once("close", () => {
-      clearTimeout(t);
-      refusing--;
-    });
-    return false;
-  };
+  // What the sandbox may hold open at once (invariant 14): admission.ts.
+  const admission = new Admission({ sandbox, emit });
   /** A connection on the proxy path (the socket, the sandbox's port). */
   const proxied = (s: Socket) => {
-    if (!admit(s, "proxy")) return;
+    if (!admission.admit(s, "proxy")) return;
     hold(ctx, s);
     new ClientConnection(s, ctx, { kind: "proxy", origin });
   };
 
-  /** Transparent ports whose connections are read as plain HTTP. */
-  const httpPorts = new Set(opts.transparentHttpPorts ?? [80]);
-  /** One transparent connection: the name its address stands for, then the same checks as the proxy path's. */
-  const transparent = (s: Socket, to: TransparentTarget | null) => {
-    if (!admit(s, "transparent")) return;
-    hold(ctx, s);
-    s.on("error", () => s.destroy());
-    const address = to?.address.startsWith("::ffff:") ? to.address.slice(7) : to?.address;
-    const name = address === undefined ? null : (opts.names?.nameOf(address) ?? null);
-    if (to === null || name === null) {
-      const shown = to === null ? "an unknown address" : authorityText(address ?? "?", to.port);
-      emit({ type: "denied", sandbox, path: "transparent", method: "CONNECT", host: address ?? "?", port: to?.port ?? 0, reason: "unnamed-address", detail: `${shown} stands for no name the sandbox looked up (connect by name)`, suggest: null, at: Date.now() });
-      return void cut(s);
-    }
-    if (httpPorts.has(to.port)) return void new ClientConnection(s, ctx, { kind: "transparent", site: { name, port: to.port } });
-    s.pause();
-    const go = () => {
-      if (s.destroyed) return;
-      void decider.check("transparent", "CONNECT", name, to.port).then((v) => {
-        if (s.destroyed) return;
-        if (!v.ok) return void cut(s);
-        ctx.carrierFor(v)(v, s, Buffer.alloc(0), false);
-      });
-    };
-    const d = ctx.turn();
-    if (d > 0) setTimeout(go, d);
-    else go();
-  };
+  const t: TransparentDeps = { ctx, admission, httpPorts: new Set(opts.transparentHttpPorts ?? [80]), ...(opts.names ? { names: opts.names } : {}) };
+  const transparent = (s: Socket, to: TransparentTarget | null) => transparentConnection(t, s, to);
 
   // The proxy socket: a plain listener, its connections read like the sandbox's port's (allowHalfOpen: a tunnel's
   // client may end its side and still read).
@@ -226,6 +172,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         server.close(() => resolveClose());
         for (const s of ctx.sockets) s.destroy();
         ctx.pool.close();
+        terminator?.close();
         origin.close();
       }).then(() => {
         try {
@@ -237,13 +184,4 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return closing;
     },
   };
-}
-
-/** Where a transparent connection was headed, or null when that cannot be told (a lookup that throws tells nothing). */
-function targetOrNull(of: (s: Socket) => TransparentTarget | null, s: Socket): TransparentTarget | null {
-  try {
-    return of(s);
-  } catch {
-    return null;
-  }
 }

@@ -4,8 +4,14 @@
 // framed for it (chunked for an HTTP/1.1 client when its length is unknown, to the close for HTTP/1.0).
 import type { ProxyContext } from "./context";
 import { authorityText, type Allowed } from "./decision";
-import { chunk, LAST_CHUNK, requestHead, responseHead, withoutHopByHop, type Framing, type RequestHead } from "./http1";
+import type { StreamReplacer } from "../core/stream-replace";
+import { chunk, LAST_CHUNK, requestHead, responseHead, withoutHopByHop, type Framing, type Header, type RequestHead } from "./http1";
 import type { Exchange, UpstreamPool } from "./upstream";
+
+/** The bytes as a Buffer without copying them (Buffer.from of a Uint8Array copies). */
+function asBuffer(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
 
 /** Methods whose request, with no body, may be sent again on a fresh connection when a pooled one was closed. */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -37,6 +43,17 @@ export interface Destination {
   done(ok: boolean, bytesUp: number, bytesDown: number): void;
   /** What the client is told (a 502's text, and the caller's event) when it failed before the answer began. */
   failure(why: string, connected: boolean): string;
+  /**
+   * Rewrites on the way (a terminated request to a host a secret is bound to, terminate.ts): the request body's
+   * placeholders swapped for values, and the answer's values turned back into placeholders, head and body. Each keeps
+   * a byte count (placeholders are as long as their values), so the framing stays as it was.
+   */
+  rewrite?: {
+    requestBody: StreamReplacer | null;
+    /** Throws when the answer cannot be checked (an encoded body): the client gets a 502 that says why. */
+    responseHead(headers: readonly Header[]): Header[];
+    responseBody: StreamReplacer;
+  };
 }
 
 /**
@@ -87,7 +104,7 @@ export class ForwardExchange {
       { address: dest.address, port: dest.port, method: req.method, head, body: framing === "none" ? "none" : framing === "chunked" ? "chunked" : "length", replayable: framing === "none" && SAFE_METHODS.has(req.method) },
       {
         head: (h, length) => {
-          const headers = withoutHopByHop(h.headers);
+          const headers = dest.rewrite ? dest.rewrite.responseHead(withoutHopByHop(h.headers)) : withoutHopByHop(h.headers);
           let clientFraming: Framing;
           if (length === 0) {
             // No body: a length the server gave (a HEAD's, a 304's) goes on as it is.
@@ -110,13 +127,17 @@ export class ForwardExchange {
         },
         body: (data) => {
           this.bytesDown += data.length;
-          if (this.out(this.encode(data))) return true;
+          const out = dest.rewrite ? asBuffer(dest.rewrite.responseBody.push(data)) : data;
+          if (out.length === 0) return true;
+          if (this.out(this.encode(out))) return true;
           client.onceDrain(() => this.x.resume());
           return false;
         },
         end: (last) => {
           if (last) this.bytesDown += last.length;
-          this.out([...(last ? this.encode(last) : []), ...(this.to === "chunked" ? [LAST_CHUNK] : [])]);
+          const rw = dest.rewrite?.responseBody;
+          const tail = rw ? Buffer.concat([rw.push(last ?? new Uint8Array(0)), rw.end()]) : last;
+          this.out([...(tail && tail.length > 0 ? this.encode(tail) : []), ...(this.to === "chunked" ? [LAST_CHUNK] : [])]);
           this.finish(true);
           client.answered(this.close);
         },
@@ -156,7 +177,8 @@ export class ForwardExchange {
   /** Request body bytes; false: wait for `drained`. */
   write(data: Buffer): boolean {
     this.bytesUp += data.length;
-    return this.x.write(data);
+    const rw = this.dest.rewrite?.requestBody;
+    return this.x.write(rw ? asBuffer(rw.push(data)) : data);
   }
 
   drained(cb: () => void): void {
@@ -165,6 +187,8 @@ export class ForwardExchange {
 
   /** The request body is whole. */
   end(): void {
+    const rw = this.dest.rewrite?.requestBody;
+    if (rw) this.x.write(asBuffer(rw.end()));
     this.x.end();
   }
 

@@ -77,6 +77,8 @@ export class UpstreamPool {
     private readonly idleMs = IDLE_MS,
     /** Opens a connection that emits `connect` (default: TCP to the address); the proxy's origin is one in memory. */
     private readonly dial?: (address: string, port: number) => Socket,
+    /** The event after which a new connection is the server's (TLS: `secureConnect`, once its certificate is checked). */
+    private readonly ready: "connect" | "secureConnect" = "connect",
   ) {}
 
   /** Connections open now (in use and idle). */
@@ -264,7 +266,7 @@ export class UpstreamPool {
       } else {
         const s = c.s;
         timer = setTimeout(() => s.destroy(new Error(`connect timed out after ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
-        s.once("connect", () => {
+        s.once(this.ready, () => {
           if (c.s === s && !finished) send();
         });
       }

@@ -98,4 +98,24 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (sandbox_id, action)
   );
   `,
+  // 7: secrets bound to hosts (\`sbx secret set NAME --host …\`): one per name for every sandbox (sandbox_id NULL) or
+  // for one; their spec as JSON (never a value: values stay in the vault or their source). And the placeholder each
+  // sandbox was given for each, kept while it lives (its agent may have written it into a config file).
+  `
+  CREATE TABLE secret_bindings (
+    id           INTEGER PRIMARY KEY,
+    name         TEXT NOT NULL,
+    sandbox_id   INTEGER REFERENCES sandboxes(id) ON DELETE CASCADE,
+    spec         TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    last_used_at INTEGER
+  );
+  CREATE UNIQUE INDEX secret_bindings_scope_name ON secret_bindings (coalesce(sandbox_id, 0), name);
+  CREATE TABLE secret_placeholders (
+    sandbox_id   INTEGER NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    placeholder  TEXT NOT NULL,
+    PRIMARY KEY (sandbox_id, name)
+  );
+  `,
 ];

@@ -176,6 +176,9 @@ export class Store {
       if (state === "deleted") {
         this.db.query(`DELETE FROM approvals WHERE sandbox_id = ?`).run(id);
         this.db.query(`DELETE FROM dns_names WHERE sandbox_id = ?`).run(id);
+        // Its placeholders and the secrets bound to it alone go with it: nothing of it is left for a sandbox made later.
+        this.db.query(`DELETE FROM secret_placeholders WHERE sandbox_id = ?`).run(id);
+        this.db.query(`DELETE FROM secret_bindings WHERE sandbox_id = ?`).run(id);
         this.namesGiven.delete(id);
       }
     });

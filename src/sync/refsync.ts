@@ -1,5 +1,5 @@
 // Live ref sync for one sandbox: watches the host repo and the clone, and fetches each way only when refs changed.
-import { watch, type FSWatcher } from "node:fs";
+// The two directions are here; their schedulers are lane.ts, their triggers ref-watchers.ts.
 import { join } from "node:path";
 import { SbxError } from "../core/errors";
 import type { Exec, ExecResult } from "../sys/exec";
@@ -8,6 +8,8 @@ import { exportHostRefs, importSandbox } from "./import";
 import type { SandboxGit, SandboxGitMode } from "./sandbox-git";
 import { hostRefs, promoteStores } from "./store";
 import { isUserRef } from "../core/user-refs";
+import { Lane } from "./lane";
+import { RefWatchers } from "./ref-watchers";
 
 export type Direction = "clone-to-host" | "host-to-clone";
 
@@ -88,22 +90,6 @@ export interface RefSync {
   health(): RefSyncHealth;
 }
 
-/** Names of `.git` entries whose change can mean a ref changed (the top-level watch is not recursive). */
-const RELEVANT_TOP = new Set(["HEAD", "packed-refs", "refs", "objects", "reftable"]);
-
-/** Entries of the clone's `.git` that a commit, checkout or branch change writes (not `index`: `git status` rewrites it). */
-const RELEVANT_CLONE = new Set(["HEAD", "packed-refs", "refs", "COMMIT_EDITMSG", "ORIG_HEAD", "HEAD.lock", "packed-refs.lock"]);
-
-function relevantClone(filename: string | null | Buffer): boolean {
-  return filename === null || RELEVANT_CLONE.has(String(filename));
-}
-
-function relevantTop(filename: string | null | Buffer): boolean {
-  if (filename === null) return true;
-  const f = String(filename);
-  return RELEVANT_TOP.has(f) || f === "packed-refs.lock" || f === "HEAD.lock";
-}
-
 /** A stable text for a ref snapshot: equal snapshots, equal keys. */
 function snapshotKey(refs: ReadonlyMap<string, string>): string {
   return [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([r, o]) => `${o} ${r}`).join("\n");
@@ -113,61 +99,68 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** One direction's scheduler: debounced triggers, one run at a time, and a re-run when something changed meanwhile. */
-class Lane {
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private firstEventAt = 0;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
+/** What `health()` says of one ref sync: the last error of each direction (audited once each), syncs and their times. */
+class SyncStatus {
+  readonly h: RefSyncHealth = {
+    ok: false,
+    state: "starting",
+    detail: "starting",
+    lastSync: {},
+    syncs: { "clone-to-host": 0, "host-to-clone": 0 },
+    watchers: 0,
+  };
+  /** Set as stop begins: what a sync in flight reports then leaves the state "stopped". */
+  stopped = false;
+  private readonly errors: Partial<Record<Direction | "watch", string>> = {};
 
   constructor(
-    private readonly work: () => Promise<void>,
-    private readonly debounceMs: number,
-    private readonly maxWaitMs: number,
+    private readonly remote: string,
+    private readonly audit: (event: RefSyncEvent) => void,
   ) {}
 
-  /** A file event: (re)arm the debounce timer, never later than maxWait after the first event of a burst. */
-  poke(): void {
-    if (this.stopped) return;
-    const now = Date.now();
-    if (this.timer === null) this.firstEventAt = now;
-    else clearTimeout(this.timer);
-    const delay = Math.max(0, Math.min(this.debounceMs, this.firstEventAt + this.maxWaitMs - now));
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.runNow();
-    }, delay);
+  /** Whether the last try of this direction (or the watchers) failed. */
+  failing(d: Direction | "watch"): boolean {
+    return this.errors[d] !== undefined;
   }
 
-  /** Runs the work now, or once more right after the run in flight. Resolves when a run that saw this call ended. */
-  async runNow(): Promise<void> {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      await this.running;
-      // The run we waited for may itself have started the re-run; wait for that one too.
-      if (this.running) await this.running;
+  /** The watchers are all open again. */
+  watching(): void {
+    delete this.errors.watch;
+  }
+
+  refresh(): void {
+    const h = this.h;
+    if (this.stopped) {
+      Object.assign(h, { ok: false, state: "stopped", detail: "stopped" });
       return;
     }
-    this.running = (async () => {
-      try {
-        do {
-          this.again = false;
-          await this.work();
-        } while (this.again && !this.stopped);
-      } finally {
-        this.running = null;
-      }
-    })();
-    await this.running;
+    const errs = Object.entries(this.errors).filter(([, m]) => m !== undefined);
+    if (errs.length > 0) {
+      Object.assign(h, { ok: false, state: "degraded", detail: errs.map(([d, m]) => `${d}: ${m}`).join("; ") });
+      return;
+    }
+    const at = [h.lastSync["clone-to-host"], h.lastSync["host-to-clone"]].filter(Boolean).sort().pop();
+    Object.assign(h, { ok: true, state: "ok", detail: `${this.remote} in sync${at ? ` (last sync ${at})` : ""}` });
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    if (this.running) await this.running;
+  fail(direction: Direction | "watch", e: unknown): void {
+    const msg = message(e);
+    const repeated = this.errors[direction] === msg;
+    this.errors[direction] = msg;
+    this.h.lastError = { direction, message: msg, at: new Date().toISOString() };
+    // The same failure again (each poll retries it) is audited once, not every few seconds.
+    if (!repeated) {
+      this.audit({ action: direction === "watch" ? "ref-sync.watch-error" : "ref-sync.error", detail: { remote: this.remote, direction, error: msg } });
+    }
+    this.refresh();
+  }
+
+  succeed(direction: Direction, detail: Record<string, unknown>): void {
+    delete this.errors[direction];
+    this.h.syncs[direction]++;
+    this.h.lastSync[direction] = new Date().toISOString();
+    this.audit({ action: "ref-sync.synced", detail: { remote: this.remote, direction, ...detail } });
+    this.refresh();
   }
 }
 
@@ -183,55 +176,10 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
   const maxWaitMs = opts.maxWaitMs ?? 500;
   const pollMs = opts.pollMs ?? 5000;
   const timeoutMs = opts.timeoutMs ?? 60_000;
-  const hostGitDir = join(opts.hostRepo, ".git");
   const hg = { exec: opts.exec, repo: opts.hostRepo, timeoutMs };
-
-  const h: RefSyncHealth = {
-    ok: false,
-    state: "starting",
-    detail: "starting",
-    lastSync: {},
-    syncs: { "clone-to-host": 0, "host-to-clone": 0 },
-    watchers: 0,
-  };
+  const st = new SyncStatus(remote, opts.audit);
   let lastHostKey: string | null = null;
   let lastSkippedKey = "";
-  let stopped = false;
-  const errors: Partial<Record<Direction | "watch", string>> = {};
-
-  const refresh = () => {
-    if (stopped) {
-      Object.assign(h, { ok: false, state: "stopped", detail: "stopped" });
-      return;
-    }
-    const errs = Object.entries(errors).filter(([, m]) => m !== undefined);
-    if (errs.length > 0) {
-      Object.assign(h, { ok: false, state: "degraded", detail: errs.map(([d, m]) => `${d}: ${m}`).join("; ") });
-      return;
-    }
-    const at = [h.lastSync["clone-to-host"], h.lastSync["host-to-clone"]].filter(Boolean).sort().pop();
-    Object.assign(h, { ok: true, state: "ok", detail: `${remote} in sync${at ? ` (last sync ${at})` : ""}` });
-  };
-
-  const fail = (direction: Direction | "watch", e: unknown) => {
-    const msg = message(e);
-    const repeated = errors[direction] === msg;
-    errors[direction] = msg;
-    h.lastError = { direction, message: msg, at: new Date().toISOString() };
-    // The same failure again (each poll retries it) is audited once, not every few seconds.
-    if (!repeated) {
-      opts.audit({ action: direction === "watch" ? "ref-sync.watch-error" : "ref-sync.error", detail: { remote, direction, error: msg } });
-    }
-    refresh();
-  };
-
-  const succeed = (direction: Direction, detail: Record<string, unknown>) => {
-    delete errors[direction];
-    h.syncs[direction]++;
-    h.lastSync[direction] = new Date().toISOString();
-    opts.audit({ action: "ref-sync.synced", detail: { remote, direction, ...detail } });
-    refresh();
-  };
 
   const cloneToHost = async (force: boolean): Promise<SyncResult> => {
     const direction: Direction = "clone-to-host";
@@ -245,11 +193,11 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
         lastSkippedKey = skippedKey;
         if (r.skipped.length > 0) opts.audit({ action: "ref-sync.skipped-refs", detail: { remote, skipped: r.skipped.slice(0, 20) } });
       }
-      if (!r.changed && !force && errors[direction] === undefined) return { direction, fetched: false };
-      succeed(direction, { refs: r.refs.size, packBytes: r.packBytes, ms: Math.round(performance.now() - t) });
+      if (!r.changed && !force && !st.failing(direction)) return { direction, fetched: false };
+      st.succeed(direction, { refs: r.refs.size, packBytes: r.packBytes, ms: Math.round(performance.now() - t) });
       return { direction, fetched: r.changed || force };
     } catch (e) {
-      fail(direction, e);
+      st.fail(direction, e);
       return { direction, fetched: false, error: message(e) };
     }
   };
@@ -260,7 +208,7 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
       const refs = await hostRefs(hg);
       const mine = new Map([...refs].filter(([r]) => isUserRef(r)));
       const key = snapshotKey(mine);
-      if (!force && key === lastHostKey && errors[direction] === undefined) return { direction, fetched: false };
+      if (!force && key === lastHostKey && !st.failing(direction)) return { direction, fetched: false };
       const t = performance.now();
       // What the person's branches now reach of any sandbox's store becomes the host's own, before a sandbox is told.
       const promoted = await promoteStores(hg);
@@ -273,12 +221,12 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
       }
       const n = await exportHostRefs(git, opts.name, mine);
       lastHostKey = key;
-      succeed(direction, { refs: n, ...(promoted > 0 ? { promoted } : {}), ms: Math.round(performance.now() - t) });
+      st.succeed(direction, { refs: n, ...(promoted > 0 ? { promoted } : {}), ms: Math.round(performance.now() - t) });
       // The sandbox answers again: the other way, failing until now, is tried at once rather than at its next change.
-      if (errors["clone-to-host"] !== undefined) cloneLane.poke();
+      if (st.failing("clone-to-host")) cloneLane.poke();
       return { direction, fetched: true };
     } catch (e) {
-      fail(direction, e);
+      st.fail(direction, e);
       return { direction, fetched: false, error: message(e) };
     }
   };
@@ -300,51 +248,17 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
     if (force) forced["host-to-clone"] = r;
   }, debounceMs, maxWaitMs);
 
-  // ---- watchers -------------------------------------------------------------------------------------------------
-  type Slot = { path: string; recursive: boolean; lane: Lane; filter: (f: string | null | Buffer) => boolean; w: FSWatcher | null };
-  // The clone is watched as a trigger only (never read, never recursively: its `.git` may be a symlink to anywhere).
-  const cloneSlots: Slot[] = opts.watchDir
-    ? [
-        { path: opts.watchDir, recursive: false, lane: cloneLane, filter: relevantClone, w: null },
-        { path: join(opts.watchDir, "refs", "heads"), recursive: false, lane: cloneLane, filter: () => true, w: null },
-      ]
-    : [];
-  const slots: Slot[] = [
-    { path: hostGitDir, recursive: false, lane: hostLane, filter: relevantTop, w: null },
-    { path: join(hostGitDir, "refs"), recursive: true, lane: hostLane, filter: () => true, w: null },
-    ...cloneSlots,
-  ];
-  const countWatchers = () => {
-    h.watchers = slots.filter((s) => s.w !== null).length;
-  };
+  const watchers = new RefWatchers(join(opts.hostRepo, ".git"), opts.watchDir, { host: hostLane, clone: cloneLane }, pollMs, {
+    count: (n) => (st.h.watchers = n),
+    fail: (e) => st.fail("watch", e),
+  });
   /** Opens the watchers that are not open (at start, and from the poll after one died: a dir removed and re-made). */
   const arm = () => {
-    if (opts.watch === false) return refresh();
-    for (const s of slots) {
-      if (s.w !== null || stopped) continue;
-      try {
-        const w = watch(s.path, { recursive: s.recursive }, (_ev, f) => {
-          if (s.filter(f)) s.lane.poke();
-        });
-        w.on("error", (e) => {
-          try {
-            w.close();
-          } catch {
-            /* already closed: nothing else to release */
-          }
-          if (s.w === w) s.w = null;
-          countWatchers();
-          fail("watch", new Error(`watching ${s.path} failed: ${message(e)}; the ${pollMs} ms poll covers it until it is re-armed`));
-        });
-        s.w = w;
-      } catch (e) {
-        // Typically ENOENT for a refs dir removed by the sandbox; recorded, and retried at each poll.
-        fail("watch", new Error(`cannot watch ${s.path}: ${message(e)}; the ${pollMs} ms poll covers it until it is re-armed`));
-      }
-    }
-    if (slots.every((s) => s.w !== null)) delete errors.watch;
-    countWatchers();
-    refresh();
+    if (opts.watch === false) return st.refresh();
+    if (!st.stopped) watchers.openMissing();
+    if (watchers.allOpen) st.watching();
+    st.h.watchers = watchers.open;
+    st.refresh();
   };
 
   opts.audit({ action: "ref-sync.start", detail: { remote, hostRepo: opts.hostRepo, debounceMs, pollMs } });
@@ -366,20 +280,17 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
 
   return {
     async stop() {
-      if (stopped) return;
-      stopped = true;
+      if (st.stopped) return;
+      st.stopped = true;
       if (poll !== null) clearInterval(poll);
-      for (const s of slots) {
-        s.w?.close();
-        s.w = null;
-      }
-      countWatchers();
+      watchers.close();
+      st.h.watchers = watchers.open;
       await Promise.all([cloneLane.stop(), hostLane.stop()]);
-      refresh();
-      opts.audit({ action: "ref-sync.stop", detail: { remote, syncs: { ...h.syncs } } });
+      st.refresh();
+      opts.audit({ action: "ref-sync.stop", detail: { remote, syncs: { ...st.h.syncs } } });
     },
     async syncNow() {
-      if (stopped) throw new SbxError("unavailable", `ref sync for ${remote} is stopped`, { hint: "Start the sandbox again." });
+      if (st.stopped) throw new SbxError("unavailable", `ref sync for ${remote} is stopped`, { hint: "Start the sandbox again." });
       delete forced["clone-to-host"];
       delete forced["host-to-clone"];
       forceNext = { c: true, h: true };
@@ -392,6 +303,7 @@ export async function startRefSync(opts: RefSyncOptions): Promise<RefSync> {
       return o;
     },
     health() {
+      const h = st.h;
       return { ...h, lastSync: { ...h.lastSync }, syncs: { ...h.syncs } };
     },
   };

@@ -1,19 +1,18 @@
 // The dashboard's HTTP surface (hono): token → cookie session, state as JSON, a server-sent-events feed, and CSRF-checked approval buttons.
+// Here: the Host check, the launch link, the session, the page; what the page reads is state-routes.ts's, what it
+// changes action-routes.ts's.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Hono, type Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import { streamSSE } from "hono/streaming";
-import { z } from "zod";
-import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
-import { SbxError, toSbxError } from "../core/errors";
-import { SSE_MAX_QUEUED } from "../core/bounds";
-import { checkSameOrigin, isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type Session } from "./auth";
-import { feedFromAudit, stateFrom, type DataSource, type FeedEvent } from "../events/feed";
-import { PolicyService } from "../policy/service";
+import { toSbxError } from "../core/errors";
+import { isLocalHost, safeEqual, SECURITY_HEADERS, Sessions, type LaunchTickets, type UiEnv } from "./auth";
+import type { DataSource, FeedEvent } from "../events/feed";
+import { actionRoutes } from "./action-routes";
+import { stateRoutes } from "./state-routes";
 
 export const SESSION_COOKIE = "sbx_ui";
-export const CSRF_HEADER = "x-sbx-csrf";
+export { CSRF_HEADER } from "./action-routes";
 
 /** The log the daemon passes in (its Logger fits). Only method, path and status are logged: never a query string. */
 export interface UiLog {
@@ -49,33 +48,14 @@ function loadStatic(): Map<string, string> {
   return files;
 }
 
-const DecideBody = z.object({ choice: z.enum(["allow-global", "allow-sandbox", "deny"]), csrf: z.string().optional() });
-const RemoveBody = z.object({
-  sandboxId: z.union([z.number().int(), z.null()]),
-  pattern: z.string().min(1).max(300),
-  csrf: z.string().optional(),
-});
-
-const STATUS_OF: Partial<Record<string, 400 | 403 | 404 | 409>> = {
-  usage: 400,
-  invalid_name: 400,
-  not_found: 404,
-  conflict: 409,
-  policy_denied: 403,
-  permission: 403,
-};
-
-type Env = { Variables: { session: Session } };
-
-export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
+export function createDashboardApp(opts: DashboardAppOptions): Hono<UiEnv> {
   const { source, token } = opts;
-  const { store } = source;
   const now = opts.now ?? Date.now;
   const historyLimit = opts.historyLimit ?? 100;
   const keepAliveMs = opts.keepAliveMs ?? 15_000;
   const sessions = new Sessions(opts.sessionKey, now);
   const files = loadStatic();
-  const app = new Hono<Env>();
+  const app = new Hono<UiEnv>();
 
   const publish = (e: FeedEvent) => source.events.publish?.(e);
 
@@ -116,156 +96,8 @@ export function createDashboardApp(opts: DashboardAppOptions): Hono<Env> {
     app.get(path, (c) => c.body(files.get(file)!, 200, { "Content-Type": type }));
   }
 
-  const nameOf = (() => {
-    const names = new Map<number, string>();
-    return (id: number) => {
-      if (!names.has(id)) names.set(id, store.getSandbox(id)?.name ?? `#${id}`);
-      return names.get(id)!;
-    };
-  })();
-
-  const history = (): FeedEvent[] =>
-    store
-      .listAudit({ limit: historyLimit * 2 })
-      .map((r) => feedFromAudit(r, nameOf))
-      .filter((e): e is FeedEvent => e !== null)
-      .slice(-historyLimit);
-
-  app.get("/api/state", (c) => {
-    const sandboxes = store.listSandboxes();
-    const byId = new Map(sandboxes.map((s) => [s.id, s]));
-    const lastActivity = (id: number, fallback: number) => {
-      const a = store.listAudit({ sandboxId: id, limit: 1 })[0]?.ts ?? 0;
-      return Math.max(a, fallback);
-    };
-    return c.json({
-      csrf: c.get("session").csrf,
-      now: now(),
-      sandboxes: sandboxes.map((s) => ({
-        id: s.id,
-        name: s.name,
-        repo: s.repo,
-        backend: s.backend,
-        state: stateFrom(source, s),
-        createdAt: s.createdAt,
-        lastActivity: lastActivity(s.id, s.lastUsedAt ?? s.updatedAt),
-      })),
-      pending: store.listApprovals({ state: "pending" }).map((a) => ({
-        id: a.id,
-        sandboxId: a.sandboxId,
-        sandbox: byId.get(a.sandboxId)?.name ?? nameOf(a.sandboxId),
-        // What the bridge refused (`host` is its subject), or an egress request; the bridge's and a service of the
-        // host's are one sandbox's: the page offers no "every sandbox" for them.
-        kind: a.kind,
-        sandboxOnly: a.kind === "bridge" || isHostService(patternFor(a.host, a.port)),
-        host: a.host,
-        port: a.port,
-        reason: a.reason,
-        count: a.count,
-        firstSeen: a.firstSeen,
-        lastSeen: a.lastSeen,
-        pattern: patternFor(a.host, a.port),
-      })),
-      allowlists: {
-        builtin: BUILTIN_ALLOWLIST,
-        global: store.listAllow(null).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
-        sandboxes: sandboxes.map((s) => ({
-          id: s.id,
-          name: s.name,
-          entries: store.listAllow(s.id).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
-        })),
-      },
-      feed: history(),
-    });
-  });
-
-  app.get("/api/events", (c) =>
-    streamSSE(c, async (stream) => {
-      let chain: Promise<void> = Promise.resolve();
-      // Events waiting to be written: a page that does not read (a tab asleep, a client that stalls) is let go past
-      // SSE_MAX_QUEUED rather than held in memory; the page opens its feed again and reloads /api/state when it can.
-      let queued = 0;
-      const send = (event: string, data: string) => {
-        if (queued >= SSE_MAX_QUEUED) return void stream.abort();
-        queued++;
-        chain = chain
-          .then(() => stream.writeSSE({ event, data }))
-          .catch(() => undefined)
-          .finally(() => void queued--);
-      };
-      send("hello", JSON.stringify({ now: now() }));
-      const unsubscribe = source.events.subscribe((e) => send("feed", JSON.stringify(e)));
-      const keepAlive = setInterval(() => {
-        if (queued > 0) return; // something is being written already
-        chain = chain.then(() => stream.write(": keep-alive\n\n")).then(() => undefined).catch(() => undefined);
-      }, keepAliveMs);
-      await new Promise<void>((resolve) => {
-        stream.onAbort(() => {
-          unsubscribe();
-          clearInterval(keepAlive);
-          resolve();
-        });
-      });
-    }),
-  );
-
-  /** Every mutation: POST, same origin, and the session's CSRF token in the header or the body. */
-  const mutation = async (c: Context<Env>): Promise<Record<string, unknown> | Response> => {
-    const origin = checkSameOrigin({
-      origin: c.req.header("origin"),
-      secFetchSite: c.req.header("sec-fetch-site"),
-      host: c.req.header("host") ?? new URL(c.req.url).host,
-    });
-    if (!origin.ok) {
-      opts.log?.warn("ui: refused mutation", { path: c.req.path, why: origin.why });
-      return c.json({ error: "permission", message: `refused: ${origin.why}`, hint: "Use the dashboard page itself." }, 403);
-    }
-    const type = c.req.header("content-type") ?? "";
-    let body: Record<string, unknown>;
-    try {
-      if (type.startsWith("application/json")) body = z.record(z.string(), z.unknown()).parse(await c.req.json());
-      else if (type.startsWith("application/x-www-form-urlencoded")) body = Object.fromEntries(new URLSearchParams(await c.req.text()));
-      else return c.json({ error: "usage", message: "expected a JSON or form body", hint: "" }, 415);
-    } catch {
-      return c.json({ error: "usage", message: "malformed request body", hint: "" }, 400);
-    }
-    const csrf = c.req.header(CSRF_HEADER) ?? (typeof body.csrf === "string" ? body.csrf : undefined);
-    if (csrf === undefined || !safeEqual(csrf, c.get("session").csrf)) {
-      opts.log?.warn("ui: refused mutation", { path: c.req.path, why: "missing or wrong CSRF token" });
-      return c.json({ error: "permission", message: "refused: missing or wrong CSRF token", hint: "Reload the dashboard." }, 403);
-    }
-    return body;
-  };
-
-  const fail = (c: Context<Env>, e: unknown) => {
-    const err = e instanceof z.ZodError ? new SbxError("usage", `bad request: ${e.issues[0]?.message ?? "invalid"}`) : toSbxError(e);
-    return c.json(err.toWire(), STATUS_OF[err.code] ?? 500);
-  };
-
-  app.post("/api/approvals/:id/decide", async (c) => {
-    const body = await mutation(c);
-    if (body instanceof Response) return body;
-    try {
-      const id = z.coerce.number().int().positive().parse(c.req.param("id"));
-      const { choice } = DecideBody.parse(body);
-      const r = new PolicyService({ store, publish, now }).decide(id, choice, "ui");
-      return c.json({ ok: true, action: r.action, scope: r.scope, pattern: r.pattern, sandbox: r.sandbox.name, added: r.added });
-    } catch (e) {
-      return fail(c, e);
-    }
-  });
-
-  app.post("/api/allowlist/remove", async (c) => {
-    const body = await mutation(c);
-    if (body instanceof Response) return body;
-    try {
-      const { sandboxId, pattern } = RemoveBody.parse(typeof body.sandboxId === "string" ? { ...body, sandboxId: body.sandboxId === "" ? null : Number(body.sandboxId) } : body);
-      const removed = new PolicyService({ store, publish, now }).remove(sandboxId, pattern, "ui");
-      return c.json({ ok: true, removed });
-    } catch (e) {
-      return fail(c, e);
-    }
-  });
+  stateRoutes(app, { source, now, historyLimit, keepAliveMs });
+  actionRoutes(app, { store: source.store, publish, now, ...(opts.log ? { log: opts.log } : {}) });
 
   app.notFound((c) => c.json({ error: "not_found", message: "no such page", hint: "" }, 404));
   app.onError((e, c) => {

@@ -19,6 +19,9 @@ export interface Session {
   createdAt: number;
 }
 
+/** The dashboard app's request context: the session the request signed in with (set once it is checked). */
+export type UiEnv = { Variables: { session: Session } };
+
 /** How long a dashboard session lasts (a browser tab left open over a week signs in again). */
 export const SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
 

@@ -78,8 +78,25 @@ export function splitAgentArgs(rest: readonly string[]): { name?: string; args: 
   return { args: [...rest] };
 }
 
+/**
+ * A key this shell exports that sbx does not have: the daemon runs apart from the shell and never sees it, so the agent
+ * would have no login. Said before it starts, with the fix (a file read; nothing is sent anywhere).
+ */
+async function sayKeysToImport(ctx: CliContext): Promise<void> {
+  const [{ keysToImport }, { listSecretNames, secretsFile }] = await Promise.all([import("../../core/secret-names"), import("../../secrets/store")]);
+  let stored: string[];
+  try {
+    stored = listSecretNames(secretsFile(ctx.paths.configDir));
+  } catch {
+    return; // a malformed file is said by the verbs that use it
+  }
+  const missing = keysToImport(ctx.env.raw, new Set(stored));
+  if (missing.length > 0) ctx.render.info(`note: ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} set in this shell but sbx has not stored ${missing.length === 1 ? "it" : "them"} (its daemon sees a shell's keys only if that shell started it): \`sbx secret import\` stores ${missing.length === 1 ? "it" : "them"}`);
+}
+
 async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts: Record<string, unknown>): Promise<number> {
   const { name, args } = splitAgentArgs(rest);
+  await sayKeysToImport(ctx);
   const repoFlag = opts.repo as string | undefined;
   const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
   if (backend === undefined) backendFlag(opts, ctx.env.platform);

@@ -14,63 +14,20 @@ import type { Backend } from "../backend";
 import type { Change, CleanupReport, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import type { AgentPlace, WatchContext, Watcher } from "../driver";
 import { auditOfPflog, monitorCommand } from "./monitor";
-import { ptyLines, startPflogAudit, type SpawnLines } from "./pflog-audit";
+import { ptyLines, startPflogAudit } from "./pflog-audit";
 import { startPfWatchdog } from "./pf-watchdog";
 import { renderShimWrappers, type HomeFile } from "../provision/provision";
 import { DEFAULT_UID_RANGE, anchorName, guestPrefix, guestUser, hostGroup, inRange, parseGuestUser, pickId, type IdRange } from "./naming";
 import { aclGrants, parseDsclList, parseDsclRecord, parseLsEntry } from "./parse";
-import { BIN, DEFAULT_ROOT_CONTEXT, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, heldDir, shareDir, sudoRoot, type RootRunner } from "./privileged";
+import { BIN, DEFAULT_ROOT_CONTEXT, HOST_HOME_PERMS, RUNNING_SHELL, STOPPED_SHELL, heldDir, shareDir, type RootRunner } from "./privileged";
+import { sudoRoot } from "./sudo-root";
 import { kitHelperArgv, kitPaths, requireKit, type KitPaths } from "./install";
 import { mirrorFetchArgv } from "./refs";
 import { renderSeatbelt, renderZshRc } from "./render";
 import { shQuote } from "../../core/sh";
+import { key, MIRROR_PERMS, OptionsSchema, realPath, type Ctx, type MacosBackendConfig } from "./backend-config";
 
-/** What the guest gets on the host's read-only mirror (alternates) — read, never write. */
-export const MIRROR_PERMS = ["list", "search", "readattr", "readextattr", "readsecurity", "file_inherit", "directory_inherit"];
-
-export interface MacosBackendConfig {
-  /** Runs commands as the host user (the daemon's user). */
-  exec: Exec;
-  /** Runs the validated root requests (sudoRoot in production). */
-  root: RootRunner;
-  /** The host user every sandbox of this backend belongs to (list and cleanup need it without a spec). */
-  hostUser: string;
-  /** The daemon's runtime dir (holds `sb/<id>/` socket dirs). */
-  runtimeDir: string;
-  /** A Bun binary and the installed shim dir, both readable (not writable) by guests. */
-  runtime: string;
-  shimDir: string;
-  uidRange?: IdRange;
-  usersDir?: string;
-  shareRoot?: string;
-  /** The root helper's state dir (its `held/` UIDs are readable by everyone); /private/var/db/sbx by default. */
-  stateDir?: string;
-  /** Checked before apply changes anything (the installed kit, on a real Mac); throws with what to do. */
-  preflight?: () => void;
-  /** How the pflog audit starts its long-lived tcpdump (tests; default: under sbx's PTY through `exec`). */
-  spawnLines?: SpawnLines;
-  /** How often the pf watchdog looks (tests; default PF_WATCH_MS). */
-  pfWatchMs?: number;
-}
-
-const OptionsSchema = z.object({
-  driver: z.literal("user", { error: "a macOS sandbox's spec must carry user-account options" }),
-  proxyPort: z.number({ error: "spec.options.proxyPort is required on macOS (the guest's loopback proxy port)" }).int().min(1024).max(65535),
-});
-
-interface Ctx {
-  spec: SandboxSpec;
-  guest: string;
-  home: string;
-  port: number;
-  mirror: string;
-  share: string;
-  workspace: string;
-}
-
-function key(repo: string): string {
-  return `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}`;
-}
+export { MIRROR_PERMS, realPath, type MacosBackendConfig } from "./backend-config";
 
 /**
  * The backend as this Mac runs it, for the daemon and the CLI alike: root work through sudo and the root helper, the
@@ -616,9 +573,4 @@ export class MacosBackend implements Backend {
     const run = [BIN.sandboxExec, "-p", profile, "/usr/bin/env", ...env, RUNNING_SHELL, "-l", "-c", 'exec "$@"', "sbx-enter", ...cmd].map(shQuote).join(" ");
     return [BIN.sudo, "-n", BIN.su, "-", c.guest, "-f", "-c", `umask 077; ${limit}cd -- ${shQuote(cwd)} || exit 1; exec ${run}`];
   }
-}
-
-/** A path as macOS's kernel names it (what Seatbelt matches): /tmp, /var and /etc are links into /private. Pure. */
-export function realPath(p: string): string {
-  return /^\/(tmp|var|etc)(\/|$)/.test(p) ? `/private${p}` : p;
 }

@@ -1,13 +1,13 @@
 // The one narrow root module of the macOS backend: validated requests that create/remove guest users and load pf anchors.
 //
-// The daemon runs as the host user and reaches this module through `sudo -n <bun> <privileged.js> '<json>'`
+// The daemon runs as the host user and reaches this module through `sudo -n <bun> <privileged.js> '<json>'` (sudo-root.ts)
 // (sudoers rule from render.ts). As root, `helperMain` checks every request against the invoking user
 // (SUDO_USER): it only touches users named `sbx_<that user>_<id>` with UIDs in the reserved range, anchors of
 // those UIDs, and rules it renders itself. Tests run the same `runRootOp` directly on a fake executor.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { SbxError, isSbxError, toSbxError } from "../../core/errors";
-import { ExecError, createExec, type Exec, type ExecOptions } from "../../sys/exec";
+import { createExec, type Exec, type ExecOptions } from "../../sys/exec";
 import { anchorName, guestPrefix, hostGroup, hostTag, inRange, parseGuestUser, type IdRange, DEFAULT_UID_RANGE } from "./naming";
 import { parseDsclList, parseDsclRecord, parsePfAnchors, parsePfEnabled, parsePfReferences, parsePfToken } from "./parse";
 import { BIN } from "./bin";
@@ -551,46 +551,6 @@ export async function runRootOp(exec: Exec, ctx: RootContext, raw: unknown): Pro
 /** In-process runner (tests; or a daemon already running as root). */
 export function directRoot(exec: Exec, ctx: RootContext): RootRunner {
   return { run: (op) => runRootOp(exec, ctx, op) };
-}
-
-/** The argv the host user runs for one request: `sudo -n <helper…> '<json>'`. Pure. */
-export function sudoHelperArgv(helperArgv: readonly string[], op: RootOp): string[] {
-  return [BIN.sudo, "-n", ...helperArgv, JSON.stringify(op)];
-}
-
-const WireResult = z.object({ changed: z.boolean(), out: z.string() });
-const WireError = z.object({ error: z.string(), message: z.string(), hint: z.string() });
-
-/**
- * The production runner: each request goes through `sudo -n` to the root helper.
- * runs: sudo -n <bun> <privileged.js> '<json>'
- */
-export function sudoRoot(exec: Exec, helperArgv: readonly string[]): RootRunner {
-  return {
-    async run(op) {
-      // From /: the helper's Bun reads nothing from the caller's directory (its flags say so too: sys/bun-args.ts).
-      const r = await exec.run(sudoHelperArgv(helperArgv, op), { check: false, cwd: "/" });
-      if (r.exitCode === 0) return WireResult.parse(JSON.parse(r.stdout));
-      if (/a password is required|may not run sudo|not allowed to execute/i.test(r.stderr)) {
-        throw new SbxError("permission", `sbx's root helper is not allowed to run (${op.op})`, {
-          hint: "Run `sbx service install`: it installs the helper and the sudoers rule it needs (shown before it is written).",
-        });
-      }
-      const lastLine = r.stderr.trim().split("\n").at(-1) ?? "";
-      const wire = (() => {
-        try {
-          return WireError.safeParse(JSON.parse(lastLine));
-        } catch {
-          return null;
-        }
-      })();
-      if (wire?.success) {
-        const code = wire.data.error as ConstructorParameters<typeof SbxError>[0];
-        throw new SbxError(code, wire.data.message, { hint: wire.data.hint });
-      }
-      throw new ExecError(r, "sbx's root helper failed; run the same command by hand to see why.");
-    },
-  };
 }
 
 export interface HelperIo {

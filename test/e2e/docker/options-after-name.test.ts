@@ -49,6 +49,7 @@ describe.skipIf(!canRun)(`options before and after the name (Docker)${canRun ? "
       allowlist: { words: ["allowlist", "OPTS"], opts: ["--sandbox", "oan", ...R, "--json"], out: "example.org" },
       deny: { words: ["deny", "example.org", "OPTS"], opts: ["--sandbox", "oan", ...R] },
       logs: { words: ["logs", "OPTS"], opts: ["--sandbox", "oan", ...R, "--kind", "lifecycle"], out: "create" },
+      secret: { words: ["secret", "set", "OAN_TOKEN", "OPTS"], opts: ["--host", "api.oan.test", "--command", "printf oan-value", "--sandbox", "oan", ...R] },
       rebuild: { words: ["rebuild", "oan", "OPTS"], opts: [...R, "--force"], out: "rebuilt oan" },
       stop: { words: ["stop", "oan", "OPTS"], opts: R },
       rm: { words: ["rm", "oan", "OPTS"], opts: [...R, "--force"] },

@@ -40,6 +40,8 @@ export interface DaemonWorld {
   spec(row: Sandbox): SandboxSpec;
   /** Runs a bash script as the sandbox's guest through the backend's own shellArgv (a login shell: rc files apply). */
   asGuest(row: Sandbox, script: string, timeoutS?: number): Promise<{ code: number; out: string; err: string }>;
+  /** The same, as a new session: with the variables a session gets for the secrets bound to hosts. */
+  asGuestSession(row: Sandbox, script: string, timeoutS?: number): Promise<{ code: number; out: string; err: string }>;
   close(): Promise<void>;
 }
 
@@ -85,11 +87,18 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
     log: (l) => void logs.push(l),
     logger: log,
     host: daemonHost(guards, sessions),
+    ...(comps.bound ? { secrets: { session: (id: number) => comps.bound!.sessionSecrets(id) } } : {}),
   });
   await users.fence();
   // The kernel-log audit as the daemon starts it: the linux-user driver's one watcher.
   const [kernelLog] = (await users.watch({ log, blocked: () => {}, notify: () => {} })) as [DaemonWorld["kernelLog"]];
   const spec = (row: Sandbox) => comps.drivers["linux-user"]!.spec(store.getSandbox(row.id) ?? row);
+  const runAsGuest = async (row: Sandbox, script: string, timeoutS: number, env: Record<string, string>) => {
+    const argv = backend.shellArgv(spec(row), { argv: ["timeout", String(timeoutS), "bash", "-c", script], cwd: row.repo, tty: false, env });
+    const p = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { code, out, err };
+  };
   return {
     paths,
     env,
@@ -102,12 +111,8 @@ export async function makeDaemonWorld(w: World, extraEnv: Record<string, string>
     logs,
     kernelLog,
     spec,
-    async asGuest(row, script, timeoutS = 10) {
-      const argv = backend.shellArgv(spec(row), { argv: ["timeout", String(timeoutS), "bash", "-c", script], cwd: row.repo, tty: false, env: {} });
-      const p = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe" });
-      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-      return { code, out, err };
-    },
+    asGuest: (row, script, timeoutS = 10) => runAsGuest(row, script, timeoutS, {}),
+    asGuestSession: async (row, script, timeoutS = 10) => runAsGuest(row, script, timeoutS, await users.secretEnv(store.getSandbox(row.id) ?? row)),
     async close() {
       await kernelLog.stop();
       await sessions.closeAll();

@@ -54,7 +54,7 @@ export interface Harness {
 }
 
 /** Sets up upstream ← host repo (origin = upstream), clone = `git clone --shared host`, bridge on its socket. */
-export async function makeHarness(opts: { settings?: () => BridgeSettings; ask?: BridgeDeps["ask"]; secrets?: Record<string, string> } = {}): Promise<Harness> {
+export async function makeHarness(opts: { settings?: () => BridgeSettings; ask?: BridgeDeps["ask"]; secrets?: Record<string, string>; placeholders?: () => readonly string[]; noToken?: boolean } = {}): Promise<Harness> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-br-")));
   const token = `tok-${randomBytes(16).toString("hex")}`;
   const upstream = startGitHttpServer(join(root, "srv"), token);
@@ -79,13 +79,14 @@ export async function makeHarness(opts: { settings?: () => BridgeSettings; ask?:
     socketPath: socket,
     sandbox: { id: "sbx-test-id", name: "demo", workspace: clone, repo: host },
     gateDir: join(root, "gate"),
-    secrets: () => ({ ...opts.secrets, GIT_TOKEN: token }),
+    secrets: () => ({ ...opts.secrets, ...(opts.noToken ? {} : { GIT_TOKEN: token }) }),
     audit: (e) => audit.push(e),
     exec: createExec({ PATH }),
     path: PATH,
     // Tests of other rules push anywhere; the branch prefix has its own (push-prefix.test.ts, with no settings given).
     settings: opts.settings ?? (() => ({ ...NO_BRIDGE_SETTINGS, allow: ["push-anywhere"] })),
     ...(opts.ask ? { ask: opts.ask } : {}),
+    ...(opts.placeholders ? { placeholders: opts.placeholders } : {}),
   });
   const sandboxEnv = { SBX_IN_SANDBOX: "1", SBX_BRIDGE_SOCKET: socket, SBX_BUN: process.execPath, PATH: `${SHIMS}:${PATH}` };
   return {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sshSettingsOf } from "../../../src/bridge/gate";
+import { sshSettingsOf } from "../../../src/bridge/gate-git";
 import { startBridge, type StartedBridge } from "../../../src/bridge/server";
 import { NO_BRIDGE_SETTINGS } from "../../../src/core/bridge-settings";
 import { createExec } from "../../../src/sys/exec";

@@ -66,3 +66,34 @@ describe("the launch command", () => {
     expect(d.findings.map((f) => f.field)).toEqual(["setup[0].content"]);
   });
 });
+
+describe("no silent failure: an agent with no login sbx can add is refused up front, with the fix", () => {
+  const { AgentService } = require("../../../src/agents/service") as typeof import("../../../src/agents/service");
+  function service(env: Record<string, string>) {
+    const asked: string[] = [];
+    const sandboxes = new Proxy({}, { get: (_t, k) => (...args: unknown[]) => (asked.push(String(k)), k === "repoOf" ? Promise.resolve("/r") : Promise.reject(new Error(`${String(k)} was asked for`))) });
+    const s = new AgentService({
+      sandboxes: sandboxes as never,
+      store: { findSandbox: () => null } as never,
+      paths: { cacheDir: "/nonexistent" } as never,
+      exec: {} as never,
+      kinds: ["docker"],
+      policy: () => ({}) as never,
+      arch: "x64",
+      keys: () => ({ env }),
+    });
+    return { s, asked };
+  }
+  test("claude with no key or login on the host: refused before any sandbox is made, naming what sets one", async () => {
+    const { s, asked } = service({});
+    const e = await s.run({ agent: "claude", cwd: "/r", unattended: true } as never).catch((x: unknown) => x as Error & { hint?: string });
+    expect((e as Error).message).toContain("no login for Claude Code");
+    expect((e as { hint?: string }).hint).toContain("sbx secret set ANTHROPIC_API_KEY");
+    expect(asked.filter((k) => k !== "repoOf")).toEqual([]);
+  });
+  test("with a key in the host's environment, it goes on (to the sandbox)", async () => {
+    const { s, asked } = service({ ANTHROPIC_API_KEY: "sk-ant-api03-" + "x".repeat(40) });
+    await s.run({ agent: "claude", cwd: "/r", unattended: true } as never).catch(() => undefined);
+    expect(asked.some((k) => k !== "repoOf")).toBe(true);
+  });
+});

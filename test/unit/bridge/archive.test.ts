@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
 import { unpackArchive } from "../../../src/core/archive";
-import { scanArchive } from "../../../src/bridge/gate";
+import { scanArchive } from "../../../src/bridge/scan";
 import { LogScanner } from "../../../src/bridge/scan";
 import { makeZip } from "../../support/zip";
 

@@ -2,7 +2,9 @@
 // read, so a spelling that matches the host repo's remote (or an added repository) while git would send something else
 // never gets the token.
 import { describe, expect, test } from "bun:test";
-import { checkRepository, decideGh, type PolicyContext } from "../../../src/bridge/policy";
+import { checkRepository } from "../../../src/bridge/git-policy";
+import { decideGh } from "../../../src/bridge/gh-policy";
+import type { PolicyContext } from "../../../src/bridge/policy";
 
 const ctx: PolicyContext = {
   remotes: { origin: "https://github.com/me/repo.git" },

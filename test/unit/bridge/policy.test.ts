@@ -3,7 +3,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { decideGh, decideGit, makePathChecker, parsePushRefspec, repoUrlOf, type PolicyContext } from "../../../src/bridge/policy";
+import { decideGit, parsePushRefspec } from "../../../src/bridge/git-policy";
+import { decideGh, repoUrlOf } from "../../../src/bridge/gh-policy";
+import { makePathChecker } from "../../../src/bridge/path-check";
+import type { PolicyContext } from "../../../src/bridge/policy";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "sbx-policy-")));
 const clone = join(root, "clone");
@@ -274,7 +277,7 @@ describe("plans", () => {
 });
 
 describe("sameRepository: the host's own remote by URL (the only place its token goes)", () => {
-  const { sameRepository } = require("../../../src/bridge/policy") as typeof import("../../../src/bridge/policy");
+  const { sameRepository } = require("../../../src/bridge/git-policy") as typeof import("../../../src/bridge/git-policy");
   test("the same repository however it is spelled; another repository on that host is not", () => {
     expect(sameRepository("https://github.com/o/r.git", "https://GitHub.com/o/r")).toBe(true);
     expect(sameRepository("https://github.com/o/r.git", "https://github.com/o/r/")).toBe(true);

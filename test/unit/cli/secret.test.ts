@@ -95,3 +95,56 @@ describe("sbx secret rm", () => {
     await expect(runSecret(c, ["rm", "NOPE"], {}, piped(""))).rejects.toThrow("no secret named NOPE");
   });
 });
+
+describe("sbx secret import", () => {
+  test("stores the known keys this shell has and sbx does not, prints names only; one that differs is kept and said", async () => {
+    const { c, out, err, file } = ctx();
+    (c as unknown as { env: { raw: Record<string, string> } }).env = { raw: { OPENAI_API_KEY: "sk-shell-openai-value", GH_TOKEN: "ghp_shell", UNRELATED: "x" } };
+    await runSecret(c, ["set", "GH_TOKEN"], {}, piped("ghp_stored"));
+    expect(await runSecret(c, ["import"], {}, piped(""))).toBe(0);
+    expect(readSecrets(file)).toEqual({ GH_TOKEN: "ghp_stored", OPENAI_API_KEY: "sk-shell-openai-value" });
+    expect(out.join("")).toBe("imported OPENAI_API_KEY\n");
+    expect(err.join("")).toContain("GH_TOKEN in this shell differs from the one sbx has; kept sbx's");
+    expect(out.join("") + err.join("")).not.toContain("sk-shell-openai-value");
+    expect(out.join("") + err.join("")).not.toContain("ghp_shell");
+  });
+});
+
+describe("sbx secret set --host: the binding asked for", () => {
+  test("defaults: every method, every path, the variable named like the secret, the value stored by sbx", async () => {
+    const { bindingSpecOf } = await import("../../../src/cli/commands/secret");
+    expect(bindingSpecOf("SENTRY_TOKEN", { host: ["Sentry.io"], header: "Authorization: Bearer {}" })).toEqual({
+      hosts: ["sentry.io"],
+      rules: [{ methods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], path: "/**" }],
+      header: { name: "Authorization", template: "Bearer {}" },
+      env: "SENTRY_TOKEN",
+      npmrc: false,
+      inBody: false,
+      source: { kind: "vault" },
+    });
+    expect(bindingSpecOf("NPM_TOKEN", { host: ["npm.example.com"], npmrc: true }).env).toBeNull();
+    expect(bindingSpecOf("GH", { host: ["api.github.com"], command: "gh auth token", ttl: "55m", method: ["get,post"], path: ["/v1/**", "/v2/x"] })).toMatchObject({
+      rules: [{ methods: ["GET", "POST"], path: "/v1/**" }, { methods: ["GET", "POST"], path: "/v2/x" }],
+      source: { kind: "command", command: "gh auth token", ttlMs: 55 * 60_000 },
+    });
+  });
+
+  test("what is wrong is said with the fix: no host, a header without {}, a bad ttl, --ttl alone, --command with --ref, a bad ref", async () => {
+    const { bindingSpecOf } = await import("../../../src/cli/commands/secret");
+    const bad = (o: Record<string, unknown>) => {
+      try {
+        bindingSpecOf("X", o);
+        return null;
+      } catch (e) {
+        return (e as SbxError).message;
+      }
+    };
+    expect(bad({ header: "Authorization: Bearer {}" })).toContain("which hosts");
+    expect(bad({ host: ["a.test"], header: "Authorization: Bearer" })).toContain("not 'Name: value with {}'");
+    expect(bad({ host: ["a.test"], command: "x", ttl: "soon" })).toContain("not a time");
+    expect(bad({ host: ["a.test"], ttl: "5m" })).toContain("--ttl is how long");
+    expect(bad({ host: ["a.test"], command: "x", ref: "op://a/b/c" })).toContain("both say where");
+    expect(bad({ host: ["a.test"], ref: "1password:thing" })).toContain("not a 1Password reference");
+    expect(bad({ host: ["a.test"], path: ["v1"] })).toContain("starts with /");
+  });
+});

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeFrame, FrameType, jsonFrame } from "../../../shims/exec-frames";
 import { AGENT_STDIN_MAX, execRequestBody, parseExecAnswer, quickEnter, type QuickContext } from "../../../src/client/quick";
-import { splitExecBody } from "../../../src/daemon/app";
+import { splitExecBody } from "../../../src/daemon/routes-exec";
 import { EXEC_FRAMES_TYPE } from "../../../src/daemon/exec-types";
 import { SbxError } from "../../../src/core/errors";
 import { startLine } from "../../../src/drivers/docker/start-line";

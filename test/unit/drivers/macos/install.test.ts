@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { macosBackendHere } from "../../../../src/drivers/macos/backend";
 import { installKit, kitHelperArgv, kitMissing, kitPaths, renderKit, requireKit, uninstallKit, type KitSource } from "../../../../src/drivers/macos/install";
-import { sudoHelperArgv } from "../../../../src/drivers/macos/privileged";
+import { sudoHelperArgv } from "../../../../src/drivers/macos/sudo-root";
 import { SbxError } from "../../../../src/core/errors";
 import { createExec, type Exec } from "../../../../src/sys/exec";
 import { FakeExec } from "../../../fakes/exec";

@@ -1,0 +1,181 @@
+// TLS termination for a host a secret is bound to, beside the same requests through the opaque tunnel (no secret bound)
+// and direct: added p50 of a small HTTPS request on a kept-alive connection, and a 50 MB download's throughput.
+//
+// The upstream (Bun's TLS server) and the proxy each run in their own process, as in real use; the client is this
+// process: CONNECT over the proxy socket, then TLS inside, then requests one after another on that connection.
+// Targets (issue 37): added p50 ≤ +1 ms over the tunnel, throughput ≥ 0.5x direct.
+//
+// Run: bun bench/terminate.bench.ts [--json] (SBX_BENCH_ROUNDS=5).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect as netConnect, type Socket } from "node:net";
+import { connect as tlsConnect, type TLSSocket } from "node:tls";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { report, summarize } from "./lib";
+
+const MB = 1024 * 1024;
+const BIG = 50 * MB;
+const ROUNDS = Number(process.env.SBX_BENCH_ROUNDS ?? 5);
+const LATENCY_RUNS = 400;
+const role = process.argv[2];
+
+if (role === "--upstream") {
+  const [cert, key] = process.argv.slice(3);
+  const big = new Uint8Array(BIG).fill(97);
+  const s = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: readFileSync(cert!, "utf8"), key: readFileSync(key!, "utf8") },
+    fetch: (r) => (new URL(r.url).pathname === "/big" ? new Response(big) : new Response("ok")),
+  });
+  console.log(String(s.port));
+  await new Promise(() => {});
+}
+
+if (role === "--proxy") {
+  const [socketPath, port, caCert, caKey, upstreamCa] = process.argv.slice(3);
+  const { startEgressProxy } = await import("../src/proxy/egress-proxy");
+  const { loadCa, issueLeaf } = await import("../src/tls/x509");
+  const { createSecureContext } = await import("node:tls");
+  const signer = await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8"));
+  const leaf = await issueLeaf(signer, ["bound.test"]);
+  const ctx = createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
+  const trust = readFileSync(upstreamCa!, "utf8");
+  await startEgressProxy({
+    socketPath: socketPath!,
+    sandbox: { id: 1, name: "bench" },
+    policy: () => ({ sandbox: [`bound.test:${port}`, `tunnel.test:${port}`], global: [], published: [`127.0.0.1:${port}`] }),
+    resolve: async () => ["127.0.0.1"],
+    pace: null,
+    secrets: {
+      secrets: () => [{ name: "TOKEN", hosts: ["bound.test"], rules: [{ methods: ["GET"], path: "/**" }], header: { name: "Authorization", template: "Bearer {}" }, inBody: false, placeholder: "sk_live_placeholderplaceholder0" }],
+      values: async () => new Map([["TOKEN", "sk_live_realvalue0realvalue0123"]]),
+      contextFor: async () => ctx,
+      upstreamCa: trust,
+    },
+  });
+  console.log("ready");
+  await new Promise(() => {});
+}
+
+/** A line from a child's stdout. */
+async function firstLine(p: Bun.Subprocess<"ignore", "pipe", "inherit">): Promise<string> {
+  const r = p.stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await r.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  r.releaseLock();
+  return text.trim();
+}
+
+/** A TLS connection to the upstream: direct, or inside a CONNECT through the proxy socket. */
+async function open(how: "direct" | "tunnel" | "terminated", port: number, socketPath: string, ca: string): Promise<TLSSocket> {
+  const name = how === "terminated" ? "bound.test" : "tunnel.test";
+  let raw: Socket | undefined;
+  if (how !== "direct") {
+    raw = netConnect({ path: socketPath });
+    await new Promise<void>((resolve, reject) => {
+      raw!.once("error", reject);
+      raw!.write(`CONNECT ${name}:${port} HTTP/1.1\r\nHost: ${name}:${port}\r\n\r\n`);
+      let head = "";
+      const on = (d: Buffer) => {
+        head += d.toString("latin1");
+        if (!head.includes("\r\n\r\n")) return;
+        raw!.off("data", on);
+        if (!head.startsWith("HTTP/1.1 200")) return reject(new Error(head));
+        resolve();
+      };
+      raw!.on("data", on);
+    });
+  }
+  const t = tlsConnect(how === "direct" ? { host: "127.0.0.1", port, servername: name, ca } : { socket: raw!, servername: name, ca });
+  await new Promise<void>((resolve, reject) => {
+    t.once("secureConnect", resolve);
+    t.once("error", reject);
+  });
+  return t;
+}
+
+/** One GET on a kept-alive TLS connection, read to the end of its body (Content-Length framing). */
+function get(t: TLSSocket, path: string, name: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let buf = Buffer.alloc(0);
+    let need = -1;
+    let headEnd = -1;
+    let got = 0;
+    const on = (d: Buffer) => {
+      if (need < 0) {
+        buf = Buffer.concat([buf, d]);
+        headEnd = buf.indexOf("\r\n\r\n");
+        if (headEnd < 0) return;
+        const head = buf.subarray(0, headEnd).toString("latin1");
+        if (!head.startsWith("HTTP/1.1 200")) return reject(new Error(`not a 200: ${head.split("\r\n")[0]}`));
+        const m = /content-length:\s*(\d+)/i.exec(head);
+        if (!m) return reject(new Error(`no length: ${buf.subarray(0, headEnd)}`));
+        need = Number(m[1]);
+        got = buf.length - headEnd - 4;
+      } else got += d.length;
+      if (got >= need) {
+        t.off("data", on);
+        resolve(need);
+      }
+    };
+    t.on("data", on);
+    t.write(`GET ${path} HTTP/1.1\r\nHost: ${name}\r\n\r\n`);
+  });
+}
+
+if (role === undefined) {
+  const dir = mkdtempSync(join(tmpdir(), "sbx-bench-term-"));
+  const children: Bun.Subprocess[] = [];
+  try {
+    const { makeCa, loadCa, issueLeaf } = await import("../src/tls/x509");
+    const world = await makeCa("bench world CA");
+    const sbx = await makeCa("bench sbx CA");
+    const site = await issueLeaf(await loadCa(world.certPem, world.keyPem), ["bound.test", "tunnel.test"]);
+    const f = (n: string, t: string) => (writeFileSync(join(dir, n), t), join(dir, n));
+    const up = Bun.spawn([process.execPath, import.meta.path, "--upstream", f("site.pem", site.certPem), f("site.key", site.keyPem)], { stdout: "pipe", stderr: "inherit" });
+    children.push(up);
+    const port = Number(await firstLine(up));
+    const socketPath = join(dir, "proxy.sock");
+    const px = Bun.spawn([process.execPath, import.meta.path, "--proxy", socketPath, String(port), f("sbx.pem", sbx.certPem), f("sbx.key", sbx.keyPem), f("world.pem", world.certPem)], { stdout: "pipe", stderr: "inherit" });
+    children.push(px);
+    await firstLine(px);
+    const kinds = ["direct", "tunnel", "terminated"] as const;
+    const trust = (k: (typeof kinds)[number]) => (k === "terminated" ? sbx.certPem : world.certPem);
+    const lat: Record<string, number[]> = { direct: [], tunnel: [], terminated: [] };
+    const rate: Record<string, number[]> = { direct: [], tunnel: [], terminated: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const k of kinds) {
+        const name = `${k === "terminated" ? "bound.test" : "tunnel.test"}:${port}`;
+        const t = await open(k, port, socketPath, trust(k));
+        for (let i = 0; i < 20; i++) await get(t, "/small", name); // warm the connection
+        for (let i = 0; i < LATENCY_RUNS / ROUNDS; i++) {
+          const s = performance.now();
+          await get(t, "/small", name);
+          lat[k]!.push(performance.now() - s);
+        }
+        const s = performance.now();
+        await get(t, "/big", name);
+        rate[k]!.push(BIG / MB / ((performance.now() - s) / 1000));
+        t.destroy();
+      }
+    }
+    const p50 = (k: string) => summarize(lat[k]!).median;
+    const med = (k: string) => summarize(rate[k]!).median;
+    report([
+      { name: "small HTTPS request p50, terminated (secret swapped)", unit: "ms", value: p50("terminated"), baselineName: "opaque tunnel", baseline: p50("tunnel"), better: "lower" },
+      { name: "added p50, terminated over tunnel", unit: "ms", value: p50("terminated") - p50("tunnel"), baselineName: "the +1 ms target", baseline: 1, better: "lower", target: 1 },
+      { name: "small HTTPS request p50, opaque tunnel", unit: "ms", value: p50("tunnel"), baselineName: "direct", baseline: p50("direct"), better: "lower" },
+      { name: "50 MB download, terminated", unit: "MB/s", value: med("terminated"), baselineName: "direct", baseline: med("direct"), better: "higher", target: 0.5 },
+      { name: "50 MB download, opaque tunnel", unit: "MB/s", value: med("tunnel"), baselineName: "direct", baseline: med("direct"), better: "higher" },
+    ]);
+  } finally {
+    for (const c of children) c.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.exit(0);
+}

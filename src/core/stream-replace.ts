@@ -1,0 +1,96 @@
+// Pure: byte strings replaced in a stream that arrives in pieces, wherever the pieces split them, in bounded memory.
+//
+// The proxy's two uses: a placeholder swapped for its secret on the way up (a body the secret allows), and a secret
+// swapped back for its placeholder on the way down (a response that reflects it), where one chunk may end in the middle
+// of the value. At most (longest pattern - 1) bytes are held back between chunks.
+
+export interface Replacement {
+  from: Uint8Array;
+  to: Uint8Array;
+}
+
+/** The first occurrence at or after `start` of any pattern: leftmost, then longest. */
+function firstMatch(buf: Uint8Array, start: number, pairs: readonly Replacement[]): { at: number; pair: Replacement } | null {
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  let best: { at: number; pair: Replacement } | null = null;
+  for (const pair of pairs) {
+    const at = b.indexOf(pair.from, start);
+    if (at < 0) continue;
+    if (!best || at < best.at || (at === best.at && pair.from.length > best.pair.from.length)) best = { at, pair };
+  }
+  return best;
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/**
+ * Replaces every occurrence of each `from` with its `to`, leftmost first (the longest where two start at one byte),
+ * never matching inside what a replacement wrote. Feed chunks with `push`, then call `end` for what was held back.
+ */
+export class StreamReplacer {
+  private readonly pairs: readonly Replacement[];
+  private readonly hold: number;
+  private tail: Uint8Array = new Uint8Array(0);
+  /** How many replacements were made so far. */
+  count = 0;
+
+  constructor(pairs: readonly Replacement[]) {
+    this.pairs = pairs.filter((p) => p.from.length > 0);
+    this.hold = Math.max(0, ...this.pairs.map((p) => p.from.length - 1));
+  }
+
+  /** How many bytes wait for the next chunk (never more than the longest pattern less one). */
+  get held(): number {
+    return this.tail.length;
+  }
+
+  /** The bytes of this chunk (and what was held from the last) that are final now. */
+  push(chunk: Uint8Array): Uint8Array {
+    return this.run(this.tail.length ? concat([this.tail, chunk]) : chunk, false);
+  }
+
+  /** What is left at the end of the stream. */
+  end(): Uint8Array {
+    const rest = this.tail;
+    this.tail = new Uint8Array(0);
+    return this.run(rest, true);
+  }
+
+  private run(buf: Uint8Array, final: boolean): Uint8Array {
+    if (this.pairs.length === 0) return buf;
+    // A match may start only where every pattern is seen whole; past that, bytes wait for the next chunk.
+    const limit = final ? buf.length : Math.max(0, buf.length - this.hold);
+    const out: Uint8Array[] = [];
+    let i = 0;
+    for (;;) {
+      const m = firstMatch(buf, i, this.pairs);
+      if (!m || m.at >= limit) break;
+      out.push(buf.subarray(i, m.at), m.pair.to);
+      i = m.at + m.pair.from.length;
+      this.count++;
+    }
+    const cut = Math.max(i, limit);
+    out.push(buf.subarray(i, cut));
+    this.tail = final ? new Uint8Array(0) : buf.slice(cut);
+    const parts = out.filter((p) => p.length > 0);
+    return parts.length ? concat(parts) : new Uint8Array(0);
+  }
+}
+
+/** Every occurrence replaced in one whole string (headers, a query): the same rule as the stream's. */
+export function replaceAll(text: string, pairs: readonly { from: string; to: string }[]): { text: string; count: number } {
+  const enc = new TextEncoder();
+  const r = new StreamReplacer(pairs.map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) })));
+  const a = r.push(enc.encode(text));
+  const b = r.end();
+  return { text: new TextDecoder().decode(concat([a, b])), count: r.count };
+}

@@ -1,0 +1,220 @@
+// The carrier for a host a secret is bound to: the sandbox's TLS is ended here, with a certificate for that host signed
+// by sbx's CA (which the sandbox trusts, and whose key never enters it), so each request inside can be read by the one
+// reader (connection.ts) and its placeholders swapped for values (core/bound-secret.ts) before it goes on, over TLS
+// verified against the host's trust store, to the address the decision checked. Every other host stays an opaque
+// tunnel (tunnel.ts): nothing is terminated that need not be.
+import { connect as tlsConnect, TLSSocket, type SecureContext } from "node:tls";
+import type { Duplex } from "node:stream";
+import type { Socket } from "node:net";
+import { isIP } from "node:net";
+import { boundTo, reflectionPairs, swapRequest, type BoundSecret } from "../core/bound-secret";
+import { normalizeHost } from "../core/allowlist";
+import { StreamReplacer } from "../core/stream-replace";
+import { ClientConnection, type Prepared, type RequestPreparer } from "./connection";
+import { hold, type Carrier, type ProxyContext } from "./context";
+import { authorityText, type Allowed } from "./decision";
+import type { Destination } from "./forward";
+import type { Header, RequestHead } from "./http1";
+import { cut } from "./refusal";
+import { UpstreamPool } from "./upstream";
+
+/** What the terminator needs of the daemon: the sandbox's bound secrets, their values, and certificates for hosts. */
+export interface SecretBinding {
+  /** The secrets bound for this sandbox now, with its placeholders (read per connection and per request). */
+  secrets(): readonly BoundSecret[];
+  /** The values of these secrets, read from their sources now; one that cannot be read is absent (and said). */
+  values(names: readonly string[]): Promise<Map<string, string>>;
+  /** A TLS context whose certificate names `host`, signed by the CA the sandbox trusts (kept per host). */
+  contextFor(host: string): Promise<SecureContext>;
+  /** CA certificates the upstream's chain is verified against (PEM); undefined: the runtime's own roots. */
+  readonly upstreamCa?: string | undefined;
+  /** A secret was swapped into a request (what `sbx secret list` shows as last used). */
+  used?(name: string): void;
+}
+
+const enc = new TextEncoder();
+
+/** Pure: whether any secret is bound to this host: then its connections are terminated. */
+export function terminates(secrets: readonly BoundSecret[], host: string): boolean {
+  return secrets.some((s) => boundTo(s, host));
+}
+
+export class Terminator implements RequestPreparer {
+  /** One pool of TLS connections per host and port (a bounded set: the hosts secrets are bound to). */
+  private readonly pools = new Map<string, UpstreamPool>();
+  private readonly trust = new Map<string, string>();
+  private lastCa: { text: string; hash: string } | undefined;
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly binding: SecretBinding,
+  ) {}
+
+  /** The carrier: the client's TLS ended here, then its requests read one by one. */
+  readonly carrier: Carrier = (allowed, client, first, replies) => {
+    if (replies) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    void this.binding.contextFor(allowed.host).then(
+      (secureContext) => this.serve(allowed, client, first, secureContext),
+      (e: Error) => {
+        this.ctx.emit({ type: "error", sandbox: this.ctx.sandbox, path: allowed.path, method: "CONNECT", host: allowed.host, port: allowed.port, address: allowed.address, message: `no certificate for ${allowed.host}: ${e.message}`, at: Date.now() });
+        cut(client);
+      },
+    );
+  };
+
+  private serve(allowed: Allowed, client: Duplex, first: Buffer, secureContext: SecureContext): void {
+    if (client.destroyed) return;
+    if (first.length > 0) client.unshift(first);
+    const tls = new TLSSocket(client as Socket, {
+      isServer: true,
+      secureContext,
+      ALPNProtocols: ["http/1.1"],
+      // The name the client's TLS asks for must be the one the connection was allowed for: a certificate for another
+      // host is never made here (a client that sends none gets the allowed host's).
+      SNICallback: (sni, cb) => {
+        const asked = normalizeHost(sni);
+        if (asked !== allowed.host) {
+          this.ctx.decider.deny(allowed.path, "CONNECT", allowed.host, allowed.port, "server-name-mismatch", `its TLS asks for ${sni}`, null);
+          return cb(new Error(`TLS server name ${sni} is not ${allowed.host}`), undefined);
+        }
+        cb(null, secureContext);
+      },
+    });
+    hold(this.ctx, tls);
+    tls.on("error", () => tls.destroy());
+    client.on("error", () => tls.destroy());
+    new ClientConnection(tls, this.ctx, { kind: "terminated", allowed, terminator: this });
+  }
+
+  /** Closes the pools (the proxy is closing). */
+  close(): void {
+    for (const p of this.pools.values()) p.close();
+    this.pools.clear();
+  }
+
+  /** The pool for a host and port, under the trust in force now: a change of trust (a CA added or removed) drops what was verified before. */
+  private pool(allowed: Allowed): UpstreamPool {
+    const ca = this.binding.upstreamCa;
+    const key = `${allowed.host}|${allowed.port}`;
+    // The same string as last time (the daemon keeps it until its file changes) is not hashed again.
+    if (ca !== this.lastCa?.text) this.lastCa = ca === undefined ? undefined : { text: ca, hash: Bun.hash(ca).toString(36) };
+    const trust = this.lastCa?.hash ?? "roots";
+    let p = this.pools.get(key);
+    if (p && this.trust.get(key) !== trust) {
+      p.close();
+      p = undefined;
+    }
+    if (!p) {
+      const servername = isIP(allowed.host) ? undefined : allowed.host;
+      this.trust.set(key, trust);
+      p = new UpstreamPool(
+        this.ctx.connectTimeoutMs,
+        undefined,
+        (address, port) => tlsConnect({ host: address, port, ...(servername ? { servername } : {}), ALPNProtocols: ["http/1.1"], ...(ca ? { ca } : {}) }),
+        "secureConnect",
+      );
+      this.pools.set(key, p);
+    }
+    return p;
+  }
+
+  /**
+   * One request read inside the terminated connection: its Host must name the allowed host, then the secrets bound to
+   * it are swapped in where they may be (the rest stay placeholders, said), and it goes up as `head` to `dest`.
+   */
+  async prepare(allowed: Allowed, head: RequestHead): Promise<Prepared> {
+    const authority = allowed.port === 443 ? (allowed.host.includes(":") ? `[${allowed.host}]` : allowed.host) : authorityText(allowed.host, allowed.port);
+    const hostHeader = head.headers.find(([n]) => n.toLowerCase() === "host")?.[1];
+    let target = head.target;
+    if (!target.startsWith("/")) {
+      // Absolute form inside the tunnel: only for the same authority.
+      let u: URL;
+      try {
+        u = new URL(target);
+      } catch {
+        return { ok: false, message: "sbx proxy: malformed request target.\n" };
+      }
+      if (u.protocol !== "https:" || normalizeHost(u.hostname) !== allowed.host || (u.port === "" ? 443 : Number(u.port)) !== allowed.port) {
+        this.mismatch(allowed, head.method, `its request names ${u.host}`);
+        return { ok: false, message: `sbx proxy: this connection is for ${authority}; the request names ${u.host}.\n` };
+      }
+      target = `${u.pathname}${u.search}`;
+    }
+    if (hostHeader !== undefined && !sameAuthority(hostHeader, allowed)) {
+      this.mismatch(allowed, head.method, `its Host says ${hostHeader}`);
+      return { ok: false, message: `sbx proxy: this connection is for ${authority}; its Host header says ${hostHeader}.\n` };
+    }
+    const secrets = this.binding.secrets();
+    const values = await this.binding.values(secrets.filter((s) => s.hosts.length > 0).map((s) => s.name));
+    const swapped = swapRequest(secrets, values, { method: head.method, host: allowed.host, target, headers: head.headers });
+    const pathOnly = swapped.target.split("?")[0]!;
+    for (const u of swapped.uses) {
+      if (u.action === "used") this.binding.used?.(u.name);
+      this.ctx.emit({ type: "secret", sandbox: this.ctx.sandbox, path: allowed.path, method: head.method, host: allowed.host, port: allowed.port, target: pathOnly, name: u.name, action: u.action, reason: u.reason, at: Date.now() });
+    }
+    // The answer is read whole for values to turn back: never encoded, so ask for none.
+    const headers: Header[] = [...swapped.headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["Accept-Encoding", "identity"]];
+    const reflect = reflectionPairs(secrets, values).map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
+    const bodyPairs = swapped.bodyPairs.map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
+    const dest = this.destination(allowed, head.method, swapped.target, authority, {
+      requestBody: bodyPairs.length > 0 ? new StreamReplacer(bodyPairs) : null,
+      responseHead: (hs) => {
+        const enc = hs.find(([n]) => n.toLowerCase() === "content-encoding")?.[1]?.trim().toLowerCase();
+        if (enc !== undefined && enc !== "" && enc !== "identity") {
+          throw new Error(`a body encoded as ${enc} (sbx asked for none), which cannot be checked for a secret's value`);
+        }
+        return hs.map(([n, v]) => [n, replaceText(v, reflect)] as Header);
+      },
+      responseBody: new StreamReplacer(reflect),
+    });
+    return { ok: true, head: { ...head, target: swapped.target, headers }, dest };
+  }
+
+  private mismatch(allowed: Allowed, method: string, detail: string): void {
+    this.ctx.decider.deny(allowed.path, method, allowed.host, allowed.port, "server-name-mismatch", detail, null);
+  }
+
+  private destination(allowed: Allowed, method: string, target: string, host: string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
+    const ctx = this.ctx;
+    const started = performance.now();
+    ctx.inFlight++;
+    return {
+      pool: this.pool(allowed),
+      address: allowed.address,
+      port: allowed.port,
+      target,
+      host,
+      rewrite,
+      done(ok, bytesUp, bytesDown) {
+        ctx.inFlight--;
+        if (!ok) return;
+        const { port, address, source, pattern, path } = allowed;
+        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+      },
+      failure(why, connected) {
+        const at = authorityText(allowed.host, allowed.port);
+        const message = connected ? `${at} (${allowed.address}) sent ${why}` : `could not reach ${at} (${allowed.address}) over verified TLS: ${why}`;
+        ctx.emit({ type: "error", sandbox: ctx.sandbox, path: allowed.path, method, host: allowed.host, port: allowed.port, address: allowed.address, message, at: Date.now() });
+        return message;
+      },
+    };
+  }
+}
+
+/** A header value with every value turned back into its placeholder. */
+function replaceText(v: string, pairs: readonly { from: Uint8Array; to: Uint8Array }[]): string {
+  if (pairs.length === 0) return v;
+  const r = new StreamReplacer(pairs);
+  // Header values are read and written as latin1 (http1.ts): byte for byte.
+  const a = r.push(Buffer.from(v, "latin1"));
+  const b = r.end();
+  return Buffer.concat([a, b]).toString("latin1");
+}
+
+/** Whether a Host header names the allowed host and port (443 implied). */
+function sameAuthority(hostHeader: string, allowed: Allowed): boolean {
+  const t = hostHeader.trim();
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(t);
+  if (!m) return false;
+  return normalizeHost(m[1]!) === allowed.host && (m[2] === undefined ? 443 : Number(m[2])) === allowed.port;
+}

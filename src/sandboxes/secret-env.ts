@@ -1,0 +1,58 @@
+// What a new session or command of a sandbox gets for the secrets bound to hosts: each one's placeholder under its
+// variable, and, since those hosts' TLS is ended by sbx's proxy, sbx's CA to trust, beside the host's own roots, in a
+// file every client of note reads (OpenSSL's SSL_CERT_FILE, curl, Python requests, git, Node). The files live in the
+// sandbox's socket dir, which the host writes and the sandbox only reads.
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
+import { dirname, join } from "node:path";
+import { randomBytes } from "node:crypto";
+import type { SandboxSpec } from "../core/spec";
+
+/** What the daemon's bound secrets give a session (secrets/bound.ts). */
+export interface SessionSecretSource {
+  session(sandboxId: number): Promise<{ env: Record<string, string>; caPem: string | null; npmrc: { host: string; placeholder: string }[]; notes: string[] }>;
+}
+
+/** The bundle a sandbox trusts: the host's own roots, where its system keeps them, then sbx's CA. */
+const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
+
+export const CA_BUNDLE_FILE = "ca-bundle.pem";
+export const CA_FILE = "ca.pem";
+export const NPMRC_FILE = "npmrc";
+
+function hostRoots(): string {
+  for (const f of SYSTEM_BUNDLES) if (existsSync(f)) return readFileSync(f, "utf8");
+  return rootCertificates.join("\n");
+}
+
+function writeReadable(file: string, text: string): void {
+  const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
+  writeFileSync(tmp, text, { mode: 0o644 });
+  renameSync(tmp, file);
+}
+
+/**
+ * Writes the trust and npm files into the sandbox's socket dir and returns the variables that point at them, as the
+ * sandbox sees them (its socket dir is where its bridge socket is). Nothing when no secret is bound for it.
+ */
+export function secretSessionEnv(spec: SandboxSpec, s: Awaited<ReturnType<SessionSecretSource["session"]>>): Record<string, string> {
+  if (s.caPem === null) return {};
+  const inside = dirname(spec.env.SBX_BRIDGE_SOCKET ?? spec.sockets.bridge);
+  writeReadable(join(spec.sockets.dir, CA_FILE), s.caPem);
+  writeReadable(join(spec.sockets.dir, CA_BUNDLE_FILE), `${hostRoots().trimEnd()}\n${s.caPem}`);
+  const bundle = join(inside, CA_BUNDLE_FILE);
+  const env: Record<string, string> = {
+    SSL_CERT_FILE: bundle,
+    CURL_CA_BUNDLE: bundle,
+    REQUESTS_CA_BUNDLE: bundle,
+    GIT_SSL_CAINFO: bundle,
+    NODE_EXTRA_CA_CERTS: join(inside, CA_FILE),
+    ...s.env,
+  };
+  if (s.npmrc.length > 0) {
+    // npm's global config (the person's ~/.npmrc inside still applies, and wins): each registry's token line.
+    writeReadable(join(spec.sockets.dir, NPMRC_FILE), s.npmrc.map((n) => `//${n.host}/:_authToken=${n.placeholder}\n`).join(""));
+    env.NPM_CONFIG_GLOBALCONFIG = join(inside, NPMRC_FILE);
+  }
+  return env;
+}

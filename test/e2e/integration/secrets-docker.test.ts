@@ -1,0 +1,144 @@
+// secret-bound end to end on Docker: `sbx secret set NAME --host api.test --header …` and a real sandbox. Inside, the
+// variable holds a placeholder shaped like the value; curl and Python (as an agent runs them, through the proxy
+// variables, trusting what sbx gives the session) reach the site, which sees the value; the sandbox never does (not in
+// its environment, not reflected, not in sbx's CA key, which it cannot read); `sbx logs` says each use by name only.
+// The site runs in a container on a network this test made, with a certificate from a CA the host trusts
+// (NODE_EXTRA_CA_CERTS for the daemon, the standard way); the daemon's lookup of `.test` names is the test seam.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Fixture } from "../docker/fixture";
+import { acquireFixture, BASE_IMAGE, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+
+const tag = Math.random().toString(36).slice(2, 8);
+const NET = `sbxt-sec-${tag}`;
+const SITE = `sbxt-sec-site-${tag}`;
+const BUN = realpathSync(process.execPath);
+const VALUE = "sk_live_e2eR3alValue0123456789";
+
+// HTTPS on 443: says what Authorization it got, in its body and a header (a reflecting server), and logs it.
+const SITE_SCRIPT = `
+const tls = { cert: Bun.file("/certs/c.pem"), key: Bun.file("/certs/k.pem") };
+Bun.serve({ hostname: "0.0.0.0", port: 443, tls, fetch: (r) => {
+  const a = r.headers.get("authorization") ?? "none";
+  console.log("SAW " + new URL(r.url).pathname + " " + a);
+  return new Response("got " + a + "\\n", { headers: { "x-echo": a } });
+} });
+console.log("site ready");
+`;
+
+let f: Fixture;
+let repo: string;
+let ip = "";
+let certs = "";
+let env: Record<string, string>;
+
+function sbx(args: string[], stdin?: string) {
+  return f.sbx(args, { cwd: repo, env, ...(stdin !== undefined ? { stdin } : {}) });
+}
+
+describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
+  beforeAll(async () => {
+    f = acquireFixture();
+    repo = makeRepo(f, `secrets-${tag}`);
+    certs = mkdtempSync("/tmp/sbxt-sec-certs-");
+    const run = (argv: string[]) => {
+      const r = Bun.spawnSync(argv, { stderr: "pipe" });
+      if (r.exitCode !== 0) throw new Error(r.stderr.toString());
+    };
+    // The world's CA (the host trusts it) and the site's certificate for api.test.
+    run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=world test CA", "-keyout", join(certs, "ca.key"), "-out", join(certs, "ca.pem")]);
+    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=api.test", "-keyout", join(certs, "k.pem"), "-out", join(certs, "c.csr")]);
+    Bun.write(join(certs, "ext"), "subjectAltName=DNS:api.test\n");
+    run(["openssl", "x509", "-req", "-in", join(certs, "c.csr"), "-CA", join(certs, "ca.pem"), "-CAkey", join(certs, "ca.key"), "-CAcreateserial", "-days", "1", "-extfile", join(certs, "ext"), "-out", join(certs, "c.pem")]);
+    Bun.spawnSync(["chmod", "-R", "a+rX", certs]);
+    must(docker(["network", "create", "--label", "sbx.test=1", NET]), "docker network create");
+    must(
+      docker([
+        "run", "-d", "--name", SITE, "--label", "sbx.test=1", "--network", NET,
+        "--mount", `type=bind,src=${BUN},dst=/opt/bun,readonly`,
+        "--mount", `type=bind,src=${certs},dst=/certs,readonly`,
+        "--entrypoint", "/opt/bun", BASE_IMAGE, "-e", SITE_SCRIPT,
+      ]),
+      "docker run site",
+    );
+    for (let i = 0; i < 100 && !docker(["logs", SITE]).stdout.includes("site ready"); i++) await Bun.sleep(50);
+    ip = docker(["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", SITE]).stdout.trim();
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    await stopDaemon(f.user);
+    env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "api.test": ip }), NODE_EXTRA_CA_CERTS: join(certs, "ca.pem") };
+    must(sbx(["create", "t"]), "sbx create t");
+    must(sbx(["allow", "api.test", "--sandbox", "t"]), "sbx allow api.test");
+    must(sbx(["allow", ip, "--sandbox", "t"]), "sbx allow ip");
+    must(sbx(["secret", "set", "API_TOKEN", "--host", "api.test", "--header", "Authorization: Bearer {}", "--path", "/v1/**"], VALUE), "sbx secret set");
+  }, 240_000);
+
+  afterAll(async () => {
+    if (repo) {
+      sbx(["secret", "rm", "API_TOKEN"]);
+      sbx(["rm", "--force", "t"]);
+      removeRepoImages(repo);
+    }
+    docker(["rm", "--force", SITE]);
+    docker(["network", "rm", NET]);
+    if (certs) rmSync(certs, { recursive: true, force: true });
+    if (f) await stopDaemon(f.user);
+    if (f) releaseFixture();
+  }, 60_000);
+
+  test("inside, the variable holds a placeholder shaped like the value, never the value", () => {
+    const p = must(sbx(["run", "t", "--", "sh", "-c", "printf %s \"$API_TOKEN\""]), "echo $API_TOKEN").stdout;
+    expect(p).toMatch(/^sk_live_[A-Za-z0-9]{22}$/);
+    expect(p.length).toBe(VALUE.length);
+    expect(p).not.toBe(VALUE);
+    // The same placeholder in the next session (an agent may have written it somewhere).
+    expect(must(sbx(["run", "t", "--", "sh", "-c", "printf %s \"$API_TOKEN\""]), "again").stdout).toBe(p);
+    expect(must(sbx(["run", "t", "--", "env"]), "env").stdout).not.toContain(VALUE);
+  });
+
+  test("curl with the placeholder: the site sees the value; what comes back holds the placeholder", () => {
+    const r = must(sbx(["run", "t", "--", "sh", "-c", 'curl -sS -m 20 -D - -H "Authorization: Bearer $API_TOKEN" https://api.test/v1/x']), "curl");
+    const p = must(sbx(["run", "t", "--", "sh", "-c", "printf %s \"$API_TOKEN\""]), "placeholder").stdout;
+    expect(r.stdout).toContain(`got Bearer ${p}`);
+    expect(r.stdout).toContain(`x-echo: Bearer ${p}`);
+    expect(r.stdout).not.toContain(VALUE);
+    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/x Bearer ${VALUE}`);
+  });
+
+  test("a client that knows nothing of it (no header) is authenticated too; outside its paths it is not", () => {
+    expect(must(sbx(["run", "t", "--", "curl", "-sS", "-m", "20", "https://api.test/v1/plain"]), "curl plain").stdout).not.toContain(VALUE);
+    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/plain Bearer ${VALUE}`);
+    must(sbx(["run", "t", "--", "curl", "-sS", "-m", "20", "https://api.test/v2/other"]), "curl v2");
+    expect(docker(["logs", SITE]).stdout).toContain("SAW /v2/other none");
+  });
+
+  test("python3 urllib, trusting what the session gives it", () => {
+    const has = sbx(["run", "t", "--", "sh", "-c", "command -v python3"]).code === 0;
+    if (!has) return void console.warn("python3 is not in the base image: skipped");
+    const r = must(sbx(["run", "t", "--", "python3", "-c", "import urllib.request,os;print(urllib.request.urlopen(urllib.request.Request('https://api.test/v1/py',headers={'Authorization':'Bearer '+os.environ['API_TOKEN']})).read().decode())"]), "python3");
+    expect(r.stdout).toStartWith("got Bearer sk_live_");
+    expect(r.stdout).not.toContain(VALUE);
+    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/py Bearer ${VALUE}`);
+  });
+
+  test("ca-key-host-only: sbx's CA key is nowhere the sandbox can read; its socket dir holds certificates only", () => {
+    const ctr = containerOf(realpathSync(repo), "t");
+    const found = dexec(f, ctr, ["sh", "-c", "grep -rl 'PRIVATE KEY' /run/sbx /home /tmp /etc/ssl 2>/dev/null; ls /run/sbx"]);
+    expect(found.stdout).not.toMatch(/PRIVATE|ca\.key/);
+    expect(found.stdout).toContain("ca-bundle.pem");
+    const key = readFileSync(join(f.user.home, ".local", "state", "sbx", "tls", "ca.key"), "utf8");
+    expect(key).toContain("PRIVATE KEY");
+    const body = key.split("\n").filter((l) => l && !l.startsWith("-----")).join("").slice(0, 40);
+    expect(dexec(f, ctr, ["sh", "-c", `grep -rF '${body}' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | head -1`]).stdout).toBe("");
+  });
+
+  test("sbx logs and sbx secret list name the secret and never hold its value", () => {
+    const logs = must(sbx(["logs", "--sandbox", "t", "--json"]), "sbx logs").stdout;
+    expect(logs).toContain("secret.used");
+    expect(logs).toContain("API_TOKEN");
+    expect(logs).not.toContain(VALUE);
+    const list = must(sbx(["secret", "list", "--json"]), "secret list").stdout;
+    expect(list).toContain("api.test");
+    expect(list).not.toContain(VALUE);
+  });
+});

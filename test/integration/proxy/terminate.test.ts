@@ -1,0 +1,383 @@
+// secret-bound: a secret bound to a host reaches exactly that host, within its methods and paths, judged on the path the
+// upstream acts on; never reflected back; the sandbox's TLS ended only for hosts a secret is bound to, with a
+// certificate for the name it was allowed for; the upstream's TLS verified. Real servers (Bun's TLS, on loopback), the
+// real proxy, and real clients (curl, Python's urllib and requests when present) as a sandbox runs them.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, connect as netConnect, type Server } from "node:net";
+import { connect as tlsConnect, createSecureContext, type SecureContext } from "node:tls";
+import { join } from "node:path";
+import type { BoundSecret } from "../../../src/core/bound-secret";
+import type { EgressEvent } from "../../../src/core/egress-events";
+import { placeholderFor } from "../../../src/core/placeholder";
+import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
+import { issueLeaf, loadCa, makeCa } from "../../../src/tls/x509";
+import { tempDir } from "./helpers";
+
+const VALUE = "sk_live_R3alV4lueN0tForS4ndb0x";
+const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+const PLACEHOLDER = placeholderFor(VALUE, random);
+
+let tmp: ReturnType<typeof tempDir>;
+let proxy: EgressProxy;
+let relay: Server;
+let relayPort = 0;
+let sbxCaFile = "";
+let upstreamCaFile = "";
+/** What each upstream saw: `api` is api.test (the secret's host), `other` other.test (allowed, no secret). */
+const seen: Record<"api" | "other", { method: string; path: string; headers: Record<string, string>; body: string }[]> = { api: [], other: [] };
+const events: EgressEvent[] = [];
+let api: ReturnType<typeof Bun.serve>;
+let other: ReturnType<typeof Bun.serve>;
+let registry: ReturnType<typeof Bun.serve>;
+/** npm's token for the private registry, and its placeholder inside (npm_ + 36 letters and digits). */
+const NPM_VALUE = "npm_RealRegistryToken0123456789abcdefghij";
+const NPM_PLACEHOLDER = placeholderFor(NPM_VALUE, random);
+/** What the registry saw: each request's path and Authorization. */
+const registrySaw: string[] = [];
+let tarball: Uint8Array = new Uint8Array();
+let secrets: BoundSecret[] = [];
+let upstreamCa = "";
+
+function upstream(which: "api" | "other", cert: { certPem: string; keyPem: string }) {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: cert.certPem, key: cert.keyPem },
+    async fetch(req) {
+      const u = new URL(req.url);
+      const body = await req.text();
+      seen[which].push({ method: req.method, path: `${u.pathname}${u.search}`, headers: Object.fromEntries(req.headers), body });
+      const auth = req.headers.get("authorization") ?? "";
+      if (u.pathname === "/v1/reflect") {
+        // The value back in a header and the body: what the sandbox gets must hold the placeholder instead.
+        return new Response(`you sent ${auth} and ${body}`, { headers: { "x-echo": auth } });
+      }
+      if (u.pathname === "/v1/reflect-chunked") {
+        // Chunked, the value cut across chunks, with pauses between them.
+        const parts = [`start ${auth.slice(0, 12)}`, auth.slice(12, 20), `${auth.slice(20)} end`];
+        const stream = new ReadableStream({
+          async pull(c) {
+            const p = parts.shift();
+            if (p === undefined) return c.close();
+            c.enqueue(new TextEncoder().encode(p));
+            await Bun.sleep(20);
+          },
+        });
+        return new Response(stream);
+      }
+      if (u.pathname === "/v1/redirect") return new Response(null, { status: 302, headers: { location: `https://other.test:${other.port}/landed` } });
+      if (u.pathname === "/v1/gzip") return new Response(Bun.gzipSync(new TextEncoder().encode(auth)), { headers: { "content-encoding": "gzip" } });
+      return new Response(`ok ${which}`);
+    },
+  });
+}
+
+beforeAll(async () => {
+  tmp = tempDir();
+  // Two CAs: sbx's (the sandbox trusts it) and the world's (the upstreams' certificates; the host trusts it).
+  const sbxCa = await makeCa("sbx test CA");
+  const worldCa = await makeCa("world test CA");
+  const world = await loadCa(worldCa.certPem, worldCa.keyPem);
+  api = upstream("api", await issueLeaf(world, ["api.test"]));
+  other = upstream("other", await issueLeaf(world, ["other.test"]));
+  upstreamCa = worldCa.certPem;
+  sbxCaFile = join(tmp.dir, "sbx-ca.pem");
+  upstreamCaFile = join(tmp.dir, "world-ca.pem");
+  writeFileSync(sbxCaFile, sbxCa.certPem);
+  writeFileSync(upstreamCaFile, worldCa.certPem);
+  const signer = await loadCa(sbxCa.certPem, sbxCa.keyPem);
+  const contexts = new Map<string, Promise<SecureContext>>();
+  // A private npm registry: a package whose metadata and tarball it gives only for its token.
+  const pkgDir = join(tmp.dir, "pkg", "package");
+  mkdirSync(pkgDir, { recursive: true });
+  writeFileSync(join(pkgDir, "package.json"), JSON.stringify({ name: "private-pkg", version: "1.0.0", main: "index.js" }));
+  writeFileSync(join(pkgDir, "index.js"), "module.exports = 'from the private registry';\n");
+  const tgz = join(tmp.dir, "pkg.tgz");
+  Bun.spawnSync(["tar", "-czf", tgz, "-C", join(tmp.dir, "pkg"), "package"]);
+  tarball = readFileSync(tgz);
+  const sha1 = new Bun.CryptoHasher("sha1").update(tarball).digest("hex");
+  const integrity = `sha512-${new Bun.CryptoHasher("sha512").update(tarball).digest("base64")}`;
+  registry = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: await issueLeaf(world, ["registry.test"]).then((c) => ({ cert: c.certPem, key: c.keyPem })),
+    fetch(req) {
+      const u = new URL(req.url);
+      registrySaw.push(`${u.pathname} ${req.headers.get("authorization") ?? "none"}`);
+      if (req.headers.get("authorization") !== `Bearer ${NPM_VALUE}`) return new Response(JSON.stringify({ error: "unauthorized" }), { status: 401 });
+      if (u.pathname === "/private-pkg") {
+        const base = `https://registry.test:${registry.port}`;
+        return Response.json({ name: "private-pkg", "dist-tags": { latest: "1.0.0" }, versions: { "1.0.0": { name: "private-pkg", version: "1.0.0", dist: { tarball: `${base}/private-pkg/-/private-pkg-1.0.0.tgz`, shasum: sha1, integrity } } } });
+      }
+      if (u.pathname === "/private-pkg/-/private-pkg-1.0.0.tgz") return new Response(tarball);
+      return new Response("not found", { status: 404 });
+    },
+  });
+  secrets = [
+    { name: "NPM_TOKEN", hosts: ["registry.test"], rules: [{ methods: ["GET", "HEAD"], path: "/**" }], header: null, inBody: false, placeholder: NPM_PLACEHOLDER },
+    {
+      name: "API_TOKEN",
+      hosts: ["api.test"],
+      rules: [{ methods: ["GET", "POST"], path: "/v1/**" }],
+      header: { name: "Authorization", template: "Bearer {}" },
+      inBody: true,
+      placeholder: PLACEHOLDER,
+    },
+  ];
+  proxy = await startEgressProxy({
+    socketPath: join(tmp.dir, "proxy.sock"),
+    sandbox: { id: 1, name: "demo" },
+    policy: () => ({ sandbox: [`api.test:${api.port}`, `other.test:${other.port}`, `registry.test:${registry.port}`], global: [], published: [`127.0.0.1:${api.port}`, `127.0.0.1:${other.port}`, `127.0.0.1:${registry.port}`] }),
+    resolve: async (h) => (h === "api.test" || h === "other.test" || h === "registry.test" ? ["127.0.0.1"] : []),
+    onDecision: (e) => void events.push(e),
+    secrets: {
+      secrets: () => secrets,
+      values: async (names) => new Map(names.flatMap((n): [string, string][] => (n === "API_TOKEN" ? [[n, VALUE]] : n === "NPM_TOKEN" ? [[n, NPM_VALUE]] : []))),
+      contextFor: (host) => {
+        let c = contexts.get(host);
+        if (!c) {
+          c = issueLeaf(signer, [host]).then((l) => createSecureContext({ cert: l.certPem, key: l.keyPem }));
+          contexts.set(host, c);
+        }
+        return c;
+      },
+      get upstreamCa() {
+        return upstreamCa;
+      },
+    },
+  });
+  // The sandbox's forwarder: a loopback port whose connections go to the proxy's socket (as the real one relays).
+  relay = createServer((c) => {
+    const u = netConnect({ path: proxy.socketPath });
+    c.pipe(u).pipe(c);
+    c.on("error", () => u.destroy());
+    u.on("error", () => c.destroy());
+  });
+  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
+  relayPort = (relay.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  relay?.close();
+  await proxy?.close();
+  api?.stop(true);
+  registry?.stop(true);
+  other?.stop(true);
+  tmp?.cleanup();
+});
+
+const reset = () => {
+  seen.api.length = 0;
+  seen.other.length = 0;
+  events.length = 0;
+};
+
+/** A client run as a sandbox runs it (never spawnSync: the proxy answers in this same process). */
+async function run(argv: string[], env?: Record<string, string>, cwd?: string): Promise<{ code: number; out: string; err: string }> {
+  const p = Bun.spawn(argv, { stdout: "pipe", stderr: "pipe", ...(env ? { env: { ...process.env, ...env } } : {}), ...(cwd ? { cwd } : {}) });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+}
+
+/** curl as an agent runs it: through the proxy variables' proxy, trusting the sandbox's bundle (sbx's CA). */
+function curl(args: string[], ca = ["--cacert", ""]): Promise<{ code: number; out: string; err: string }> {
+  return run(["curl", "-sS", "--max-time", "10", "-x", `http://127.0.0.1:${relayPort}`, ca[0]!, ca[1] || sbxCaFile, ...args]);
+}
+
+const secretEvents = () => events.filter((e) => e.type === "secret") as Extract<EgressEvent, { type: "secret" }>[];
+const everything = () => JSON.stringify(seen);
+
+/** One raw request inside a CONNECT tunnel to `authority`, TLS with `sni`, trusting sbx's CA: the answer's text. */
+function rawTls(authority: string, sni: string, request: string): Promise<string> {
+  return new Promise((resolve) => {
+    const s = netConnect({ path: proxy.socketPath });
+    let head = "";
+    s.on("error", (e) => resolve(`error: ${e.message}`));
+    s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
+    const onData = (d: Buffer) => {
+      head += d.toString("latin1");
+      if (!head.includes("\r\n\r\n")) return;
+      s.off("data", onData);
+      if (!head.startsWith("HTTP/1.1 200")) return resolve(head);
+      const t = tlsConnect({ socket: s, servername: sni, ca: readFileSync(sbxCaFile, "utf8") });
+      let out = "";
+      t.on("secureConnect", () => t.write(request));
+      t.on("data", (x: Buffer) => (out += x.toString("latin1")));
+      t.on("end", () => resolve(out));
+      t.on("close", () => resolve(out));
+      t.on("error", (e) => resolve(`${out}error: ${e.message}`));
+    };
+    s.on("data", onData);
+  });
+}
+
+describe("secret-bound: a placeholder becomes the value only for its host, methods and paths", () => {
+  test("curl with the placeholder in a header: the upstream gets the value, the sandbox never sees it back", async () => {
+    reset();
+    const r = await curl(["-H", `Authorization: Bearer ${PLACEHOLDER}`, `https://api.test:${api.port}/v1/reflect`, "-d", `token=${PLACEHOLDER}`, "-H", "content-type: text/plain", "-D", "-"]);
+    expect(r.err).toBe("");
+    expect(seen.api.map((s) => s.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
+    expect(seen.api[0]!.body).toBe(`token=${VALUE}`);
+    // Reflected in a header and the body: the sandbox reads its placeholder, never the value.
+    expect(r.out).not.toContain(VALUE);
+    expect(r.out).toContain(`x-echo: Bearer ${PLACEHOLDER}`);
+    expect(r.out).toContain(`you sent Bearer ${PLACEHOLDER} and token=${PLACEHOLDER}`);
+    expect(secretEvents().filter((e) => e.name === "API_TOKEN").map((e) => [e.name, e.action, e.host, e.target])).toEqual([["API_TOKEN", "used", "api.test", "/v1/reflect"]]);
+    expect(JSON.stringify(events)).not.toContain(VALUE);
+  });
+
+  test("a client that knows nothing of the secret gets its header added (the value, never shown back)", async () => {
+    reset();
+    const r = await curl([`https://api.test:${api.port}/v1/reflect`]);
+    expect(seen.api[0]!.headers.authorization).toBe(`Bearer ${VALUE}`);
+    expect(r.out).toBe(`you sent Bearer ${PLACEHOLDER} and `);
+  });
+
+  test("chunked, the value cut across chunks: the sandbox gets the placeholder whole", async () => {
+    reset();
+    const r = await curl(["-H", `Authorization: Bearer ${PLACEHOLDER}`, `https://api.test:${api.port}/v1/reflect-chunked`]);
+    expect(r.out).toBe(`start Bearer ${PLACEHOLDER} end`);
+  });
+
+  test("outside its paths, by every spelling of the path: the placeholder goes as it is, said as outside", async () => {
+    const spellings = ["/v2/x", "/v1/../v2/x", "/v1/%2e%2e/v2/x", "/v1/%2E%2e/v2/x", "/v1\\..\\v2\\x", "/v1/..;/v2/x", "/v1//..//v2", "/v1/%2fv2", "/V1/x/../../v2", "/v1;x/y"];
+    for (const path of spellings) {
+      reset();
+      const out = await rawTls(`api.test:${api.port}`, "api.test", `GET ${path} HTTP/1.1\r\nHost: api.test:${api.port}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`);
+      expect({ path, leaked: everything().includes(VALUE) }).toEqual({ path, leaked: false });
+      expect(out).not.toContain(VALUE);
+      // Either forwarded with the placeholder (an upstream 404 or ok) or refused as unreadable: never swapped.
+      for (const s of seen.api) expect(s.headers.authorization).toBe(`Bearer ${PLACEHOLDER}`);
+      expect(secretEvents().every((e) => e.action === "outside")).toBe(true);
+      expect(secretEvents().length).toBeGreaterThan(0);
+    }
+  });
+
+  test("outside its methods (DELETE): not swapped, said", async () => {
+    reset();
+    await curl(["-X", "DELETE", "-H", `Authorization: Bearer ${PLACEHOLDER}`, `https://api.test:${api.port}/v1/x`]);
+    expect(seen.api[0]!.headers.authorization).toBe(`Bearer ${PLACEHOLDER}`);
+    expect(secretEvents().map((e) => [e.action, e.reason])).toEqual([["outside", "DELETE /v1/x is outside what it is for"]]);
+  });
+
+  test("to a host it is not bound to: a tunnel (sbx's CA never shows), the placeholder as it is", async () => {
+    reset();
+    // Trusting sbx's CA only fails: the certificate is other.test's own, so the connection was not terminated.
+    const viaSbxCa = await curl(["-H", `Authorization: Bearer ${PLACEHOLDER}`, `https://other.test:${other.port}/x`]);
+    expect(viaSbxCa.code).not.toBe(0);
+    const r = await curl(["-H", `Authorization: Bearer ${PLACEHOLDER}`, `https://other.test:${other.port}/x`], ["--cacert", upstreamCaFile]);
+    expect(r.out).toBe("ok other");
+    expect(seen.other.map((s) => s.headers.authorization)).toEqual([`Bearer ${PLACEHOLDER}`]);
+    expect(everything()).not.toContain(VALUE);
+  });
+
+  test("a redirect to another host: the client's new request is judged afresh, and carries no value", async () => {
+    reset();
+    // One bundle with both CAs, as the sandbox's is (its system roots and sbx's).
+    const both = join(tmp.dir, "both.pem");
+    writeFileSync(both, readFileSync(sbxCaFile, "utf8") + readFileSync(upstreamCaFile, "utf8"));
+    const r = await curl(["-L", "-H", `Authorization: Bearer ${PLACEHOLDER}`, `https://api.test:${api.port}/v1/redirect`], ["--cacert", both]);
+    expect(seen.api.map((s) => s.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
+    expect(everything().split(VALUE).length - 1).toBe(1);
+    expect(seen.other.every((s) => !JSON.stringify(s).includes(VALUE))).toBe(true);
+    expect(r.out).toBe("ok other");
+    // curl drops Authorization on a redirect to another host; had it kept it, the placeholder would go, not the value.
+    expect(seen.other.map((s) => s.headers.authorization ?? "none")).not.toContain(`Bearer ${VALUE}`);
+  });
+
+  test("a Host header that disagrees with the host the connection was allowed for: refused, nothing sent", async () => {
+    reset();
+    const out = await rawTls(`api.test:${api.port}`, "api.test", `GET /v1/x HTTP/1.1\r\nHost: other.test:${other.port}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`);
+    expect(out).toStartWith("HTTP/1.1 400");
+    expect(seen.api.length + seen.other.length).toBe(0);
+    expect(events.some((e) => e.type === "denied" && e.reason === "server-name-mismatch")).toBe(true);
+  });
+
+  test("a TLS server name that disagrees with the CONNECT: no certificate for it, the handshake fails", async () => {
+    reset();
+    const out = await rawTls(`api.test:${api.port}`, "other.test", `GET /v1/x HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n`);
+    expect(out).not.toContain("HTTP/1.1");
+    expect(seen.api.length).toBe(0);
+    expect(events.some((e) => e.type === "denied" && e.reason === "server-name-mismatch")).toBe(true);
+  });
+
+  test("an upstream whose certificate the host does not trust: a 502 naming the host and why, and no value sent", async () => {
+    reset();
+    const saved = upstreamCa;
+    upstreamCa = readFileSync(sbxCaFile, "utf8");
+    try {
+      const r = await curl(["-H", `Authorization: Bearer ${PLACEHOLDER}`, `https://api.test:${api.port}/v1/x`, "-i"]);
+      expect(r.out).toContain("\r\n\r\nHTTP/1.1 502 Bad Gateway");
+      expect(r.out).toContain(`api.test:${api.port}`);
+      expect(r.out).toMatch(/verif|certificate/i);
+      expect(seen.api.length).toBe(0);
+    } finally {
+      upstreamCa = saved;
+    }
+  });
+
+  test("an answer encoded although sbx asked for none cannot be checked: a 502, never passed on", async () => {
+    reset();
+    const r = await curl(["-i", `https://api.test:${api.port}/v1/gzip`]);
+    expect(r.out).toContain("\r\n\r\nHTTP/1.1 502 Bad Gateway");
+    expect(r.out).toContain("encoded as gzip");
+    expect(r.out).not.toContain(VALUE);
+  });
+});
+
+describe("secret-bound: real clients", () => {
+  const python = Bun.which("python3");
+  test.skipIf(!python)(`python3 urllib through the proxy variables${python ? "" : " (skipped: no python3)"}`, async () => {
+    reset();
+    const code = `import urllib.request,ssl,os
+ctx=ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+h=urllib.request.ProxyHandler({"https":os.environ["HTTPS_PROXY"]})
+o=urllib.request.build_opener(h,urllib.request.HTTPSHandler(context=ctx))
+print(o.open(urllib.request.Request("https://api.test:${api.port}/v1/reflect",headers={"Authorization":"Bearer ${PLACEHOLDER}"})).read().decode())`;
+    const r = await run([python!, "-c", code], { HTTPS_PROXY: `http://127.0.0.1:${relayPort}`, SSL_CERT_FILE: sbxCaFile });
+    expect(r.err).toBe("");
+    expect(r.out).toBe(`you sent Bearer ${PLACEHOLDER} and \n`);
+    expect(seen.api[0]!.headers.authorization).toBe(`Bearer ${VALUE}`);
+  });
+
+  const npm = Bun.which("npm");
+  test.skipIf(!npm)(`npm install from a private registry that needs a token: npm's config holds the placeholder${npm ? "" : " (skipped: no npm)"}`, async () => {
+    registrySaw.length = 0;
+    const home = join(tmp.dir, "npm-home");
+    const project = join(tmp.dir, "npm-project");
+    mkdirSync(home, { recursive: true });
+    mkdirSync(project, { recursive: true });
+    writeFileSync(join(project, "package.json"), "{}");
+    // What a session's npm gets (sandboxes/secret-env.ts): a global config with the registry's token line.
+    const globalrc = join(tmp.dir, "npmrc");
+    writeFileSync(globalrc, `//registry.test:${registry.port}/:_authToken=${NPM_PLACEHOLDER}\n`);
+    const r = await run([npm!, "install", "--no-audit", "--no-fund", "--no-update-notifier", "private-pkg"], {
+      HOME: home,
+      NPM_CONFIG_GLOBALCONFIG: globalrc,
+      npm_config_userconfig: join(home, ".npmrc"),
+      npm_config_registry: `https://registry.test:${registry.port}/`,
+      npm_config_https_proxy: `http://127.0.0.1:${relayPort}`,
+      npm_config_proxy: `http://127.0.0.1:${relayPort}`,
+      npm_config_cafile: sbxCaFile,
+      npm_config_cache: join(tmp.dir, "npm-cache"),
+    }, project);
+    expect({ code: r.code, err: r.err.includes("ERR") ? r.err : "" }).toEqual({ code: 0, err: "" });
+    expect(readFileSync(join(project, "node_modules", "private-pkg", "index.js"), "utf8")).toContain("from the private registry");
+    // The registry saw the token on every request; npm's output and files never hold it.
+    expect(registrySaw.length).toBeGreaterThan(1);
+    expect(registrySaw.every((l) => l.endsWith(`Bearer ${NPM_VALUE}`))).toBe(true);
+    expect(r.out + r.err).not.toContain(NPM_VALUE);
+  });
+
+  const requests = python ? Bun.spawnSync([python, "-c", "import requests"]).exitCode === 0 : false;
+  test.skipIf(!requests)(`python3 requests with REQUESTS_CA_BUNDLE${requests ? "" : " (skipped: python3 has no requests module)"}`, async () => {
+    reset();
+    const code = `import requests
+print(requests.post("https://api.test:${api.port}/v1/reflect",headers={"Authorization":"Bearer ${PLACEHOLDER}"},json={"k":"${PLACEHOLDER}"}).text)`;
+    const r = await run([python!, "-c", code], { HTTPS_PROXY: `http://127.0.0.1:${relayPort}`, REQUESTS_CA_BUNDLE: sbxCaFile });
+    expect(r.out).toBe(`you sent Bearer ${PLACEHOLDER} and {"k": "${PLACEHOLDER}"}\n`);
+    expect(seen.api[0]!.headers.authorization).toBe(`Bearer ${VALUE}`);
+    expect(seen.api[0]!.body).toBe(`{"k": "${VALUE}"}`);
+  });
+});

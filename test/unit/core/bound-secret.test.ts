@@ -1,0 +1,67 @@
+// secret-bound, the pure rule: which secrets a request may carry, where their placeholders are swapped, what is said.
+import { describe, expect, test } from "bun:test";
+import { boundTo, hostPatternProblem, reflectionPairs, swapRequest, textBody, type BoundSecret } from "../../../src/core/bound-secret";
+
+const P = "PLACEHOLDER1234567890";
+const S: BoundSecret & { placeholder: string } = { name: "TOK", hosts: ["api.test", "*.up.test"], rules: [{ methods: ["GET"], path: "/v1/**" }], header: null, inBody: false, placeholder: P };
+const values = new Map([["TOK", "VALUEVALUE1234567890"]]);
+
+describe("secret-bound (pure)", () => {
+  test("hosts as the allowlist matches them: exact, and *. for subdomains only", () => {
+    expect(["api.test", "a.up.test", "a.b.up.test", "up.test", "evilapi.test", "api.test.evil"].filter((h) => boundTo(S, h))).toEqual(["api.test", "a.up.test", "a.b.up.test"]);
+  });
+  test("a secret is bound to names, never to addresses or a port", () => {
+    expect(hostPatternProblem("10.0.0.0/8")).toContain("address");
+    expect(hostPatternProblem("api.test:8443")).toContain("port");
+    expect(hostPatternProblem("api.test")).toBeNull();
+  });
+  test("in scope: header values and the query swapped, the body only with inBody and a text type", () => {
+    const r = swapRequest([S], values, { method: "GET", host: "api.test", target: `/v1/x?k=${S.placeholder}&a=1`, headers: [["X-Key", S.placeholder], ["Content-Type", "application/json"]] });
+    expect(r.target).toBe("/v1/x?k=VALUEVALUE1234567890&a=1");
+    expect(r.headers).toEqual([["X-Key", "VALUEVALUE1234567890"], ["Content-Type", "application/json"]]);
+    expect(r.bodyPairs).toEqual([]);
+    expect(r.uses).toEqual([{ name: "TOK", action: "used", reason: null }]);
+    const b = swapRequest([{ ...S, inBody: true }], values, { method: "GET", host: "api.test", target: "/v1/x", headers: [["Content-Type", "application/json"]] });
+    expect(b.bodyPairs).toEqual([{ from: S.placeholder, to: "VALUEVALUE1234567890" }]);
+    expect(textBody("application/octet-stream")).toBe(false);
+    expect(textBody("application/vnd.api+json; charset=utf-8")).toBe(true);
+  });
+  test("the header template is added only when the request lacks that header", () => {
+    const h = { ...S, header: { name: "Authorization", template: "Bearer {}" } };
+    expect(swapRequest([h], values, { method: "GET", host: "api.test", target: "/v1", headers: [] }).headers).toEqual([["Authorization", "Bearer VALUEVALUE1234567890"]]);
+    expect(swapRequest([h], values, { method: "GET", host: "api.test", target: "/v1", headers: [["authorization", "Basic x"]] }).headers).toEqual([["authorization", "Basic x"]]);
+  });
+  test("out of scope (host, method, path, unreadable target, no value): unswapped, and said with why", () => {
+    const cases: [string, string, string, Map<string, string>][] = [
+      ["other.test", "GET", "/v1/x", values],
+      ["api.test", "POST", "/v1/x", values],
+      ["api.test", "GET", "/v2/x", values],
+      ["api.test", "GET", "/v1/%2e%2e/v2", values],
+      ["api.test", "GET", "/v1/x", new Map()],
+    ];
+    for (const [host, method, target, v] of cases) {
+      const r = swapRequest([S], v, { method, host, target, headers: [["X-Key", S.placeholder]] });
+      expect(r.headers).toEqual([["X-Key", S.placeholder]]);
+      expect(r.uses.map((u) => u.action)).toEqual(["outside"]);
+      expect(r.uses[0]!.reason).toBeTruthy();
+    }
+  });
+  test("a response's values turn back into placeholders", () => {
+    expect(reflectionPairs([S], values)).toEqual([{ from: "VALUEVALUE1234567890", to: S.placeholder }]);
+  });
+});
+
+describe("secret-bound: a sandbox's own placeholders do not trip the push scan; every real secret still does", () => {
+  test("the placeholder whole is passed over; a longer key starting with it, another key, an encoded real key are found", async () => {
+    const { exemptExact, SECRET_PATTERNS, scanLine } = await import("../../../src/core/secrets");
+    const placeholder = "sk_live_Ab3dEf6hIj9kLm2nOp5qRs8t";
+    const real = "sk_live_Zz9yXx8wVv7uTt6sSr5qQp4o";
+    const ps = exemptExact(SECRET_PATTERNS, [placeholder]);
+    expect(scanLine(`STRIPE_KEY=${placeholder}`, SECRET_PATTERNS)?.id).toBe("stripe-key");
+    expect(scanLine(`STRIPE_KEY=${placeholder}`, ps)).toBeUndefined();
+    expect(scanLine(`key: "${placeholder}", other: "${real}"`, ps)?.id).toBe("stripe-key");
+    expect(scanLine(`${placeholder}EXTRA`, ps)?.id).toBe("stripe-key");
+    expect(scanLine(Buffer.from(`k=${real}`).toString("base64"), ps)?.id).toBe("stripe-key");
+    expect(scanLine(Buffer.from(`k=${placeholder}`).toString("base64"), ps)).toBeUndefined();
+  });
+});

@@ -1,0 +1,86 @@
+// The streaming replacer gives what one pass over the whole text gives, however the stream is cut, and holds back no more
+// than the longest pattern less one byte.
+import { describe, expect, test } from "bun:test";
+import { replaceAll, StreamReplacer } from "../../../src/core/stream-replace";
+import { rng } from "../../support/rng";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** The reference: leftmost, then longest, never inside a replacement, over the whole string at once. */
+function reference(text: string, pairs: { from: string; to: string }[]): string {
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    const here = pairs.filter((p) => p.from.length > 0 && text.startsWith(p.from, i)).sort((a, b) => b.from.length - a.from.length)[0];
+    if (here) {
+      out += here.to;
+      i += here.from.length;
+    } else out += text[i++];
+  }
+  return out;
+}
+
+function streamed(text: string, pairs: { from: string; to: string }[], cuts: number[]): { out: string; maxHeld: number } {
+  const r = new StreamReplacer(pairs.map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) })));
+  const bytes = enc.encode(text);
+  let out = "";
+  let at = 0;
+  let maxHeld = 0;
+  for (const c of [...cuts, bytes.length]) {
+    const piece = r.push(bytes.subarray(at, c));
+    at = c;
+    out += dec.decode(piece, { stream: true });
+    maxHeld = Math.max(maxHeld, r.held);
+  }
+  out += dec.decode(r.end());
+  return { out, maxHeld };
+}
+
+describe("stream-replace: a secret split across chunks is still replaced", () => {
+  const pairs = [{ from: "sk_live_SECRETVALUE1234", to: "sk_live_PLACEHOLDERxyzw" }];
+  const text = "a=sk_live_SECRETVALUE1234&b=sk_live_SECRETVALUE1234";
+
+  test("at every cut point", () => {
+    for (let c = 0; c <= text.length; c++) expect(streamed(text, pairs, [c]).out).toBe(reference(text, pairs));
+  });
+
+  test("one byte at a time", () => {
+    const cuts = Array.from({ length: text.length }, (_, i) => i);
+    expect(streamed(text, pairs, cuts).out).toBe("a=sk_live_PLACEHOLDERxyzw&b=sk_live_PLACEHOLDERxyzw");
+  });
+});
+
+describe("stream-replace: matches the whole-text reference on random streams", () => {
+  test("2,000 seeded cases (patterns that overlap, nest and repeat; any cuts)", () => {
+    const alphabet = "ab-";
+    for (let seed = 1; seed <= 2000; seed++) {
+      const r = rng(seed);
+      const word = (n: number) => Array.from({ length: n }, () => alphabet[Math.floor(r() * alphabet.length)]).join("");
+      const pairs = Array.from({ length: 1 + Math.floor(r() * 3) }, () => ({ from: word(1 + Math.floor(r() * 4)), to: word(Math.floor(r() * 5)) }));
+      const text = word(Math.floor(r() * 40));
+      const cuts = [...new Set(Array.from({ length: Math.floor(r() * 6) }, () => Math.floor(r() * (text.length + 1))))].sort((a, b) => a - b);
+      const got = streamed(text, pairs, cuts);
+      if (got.out !== reference(text, pairs)) throw new Error(`seed ${seed}: ${JSON.stringify({ text, pairs, cuts, got: got.out, want: reference(text, pairs) })}`);
+      const longest = Math.max(...pairs.map((p) => p.from.length));
+      expect(got.maxHeld).toBeLessThanOrEqual(longest - 1);
+    }
+  });
+});
+
+describe("stream-replace: whole strings", () => {
+  test("counts what it replaced, and leaves text without a pattern as it was", () => {
+    expect(replaceAll("x PH y PH", [{ from: "PH", to: "SECRET" }])).toEqual({ text: "x SECRET y SECRET", count: 2 });
+    expect(replaceAll("nothing here", [{ from: "PH", to: "S" }])).toEqual({ text: "nothing here", count: 0 });
+  });
+
+  test("multi-byte text cut inside a character comes out whole", () => {
+    const text = "é PH ü";
+    const bytes = enc.encode(text);
+    for (let c = 0; c <= bytes.length; c++) {
+      const r = new StreamReplacer([{ from: enc.encode("PH"), to: enc.encode("Ω") }]);
+      const out = new Uint8Array([...r.push(bytes.subarray(0, c)), ...r.push(bytes.subarray(c)), ...r.end()]);
+      expect(dec.decode(out)).toBe("é Ω ü");
+    }
+  });
+});
