@@ -6,7 +6,9 @@
 // find runs as whoever starts it (setpriv): it enters only dirs that user may read and search, and `-delete` removes
 // only what that user may (a dir it may write; in a sticky dir, only its own); links are never followed (there are none
 // to follow here: a link is a file whose content is its target). System V IPC objects live in /proc/sysvipc/*.
-import { ENSURE_LIST, MQUEUE_SCRIPT, type Passwd } from "../../src/drivers/linux-user/backend";
+import type { Passwd } from "../../src/drivers/linux-user/accounts";
+import { ENSURE_LIST } from "../../src/drivers/linux-user/clone";
+import { MQUEUE_SCRIPT } from "../../src/drivers/linux-user/uids";
 import { FakeExec, type Reply } from "./exec";
 
 /** An account as getent prints it: the backend's own passwd shape. */
