@@ -160,3 +160,17 @@ export const BindingSpecSchema = z
   })
   .strict();
 export type BindingSpec = z.infer<typeof BindingSpecSchema>;
+
+/** Pure: why a binding cannot be kept as given (a host that is an address, a path in a form the proxy never sees), or null. */
+export function bindingProblem(spec: BindingSpec): string | null {
+  for (const h of spec.hosts) {
+    const why = hostPatternProblem(h);
+    if (why) return `--host ${h}: ${why}`;
+  }
+  for (const r of spec.rules) {
+    // Patterns are matched on canonical paths: one that is not in that form would never match (or match by accident).
+    const probe = canonicalPath(r.path.replaceAll("**", "x").replaceAll("*", "x"));
+    if (!probe.ok || probe.query !== "") return `--path ${r.path}: not a path the proxy can match (${probe.ok ? "it has a query" : probe.reason})`;
+  }
+  return null;
+}

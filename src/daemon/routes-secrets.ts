@@ -2,10 +2,9 @@
 // Only bindings come here; values stay where the person keeps them (sbx's secrets file, a command, 1Password).
 import type { Hono } from "hono";
 import { describeRules } from "../core/credential-scope";
-import { hostPatternProblem, type BindingSpec } from "../core/bound-secret";
+import { bindingProblem, type BindingSpec } from "../core/bound-secret";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
-import { canonicalPath } from "../core/credential-scope";
 import { SecretBindings } from "../store/secret-bindings";
 import type { Store } from "../store/store";
 import { SecretBindSchema, SecretBindingsSchema, SecretChangeSchema, SecretUnbindSchema, type SecretBindingView } from "./protocol";
@@ -15,20 +14,6 @@ export interface SecretRoutesDeps {
   /** The sandbox `--sandbox NAME` means, for the caller where it stands. */
   sandboxNamed(w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, name: string): Promise<Sandbox>;
   jsonBody(c: { req: { json(): Promise<unknown> } }): Promise<unknown>;
-}
-
-/** Pure: why a binding cannot be kept as given (a host that is an address, a path in a form the proxy never sees), or null. */
-export function bindingProblem(spec: BindingSpec): string | null {
-  for (const h of spec.hosts) {
-    const why = hostPatternProblem(h);
-    if (why) return `--host ${h}: ${why}`;
-  }
-  for (const r of spec.rules) {
-    // Patterns are matched on canonical paths: one that is not in that form would never match (or match by accident).
-    const probe = canonicalPath(r.path.replaceAll("**", "x").replaceAll("*", "x"));
-    if (!probe.ok || probe.query !== "") return `--path ${r.path}: not a path the proxy can match (${probe.ok ? "it has a query" : probe.reason})`;
-  }
-  return null;
 }
 
 function sourceText(spec: BindingSpec): string {

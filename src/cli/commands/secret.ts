@@ -1,6 +1,6 @@
 // sbx secret: store an API key or token host-side for the LLM proxy and bridge (typed hidden at a terminal, else from stdin; never argv).
 import type { Command } from "commander";
-import { ALL_METHODS, type BindingSpec } from "../../core/bound-secret";
+import { ALL_METHODS, bindingProblem, type BindingSpec } from "../../core/bound-secret";
 import { ExitCode, SbxError } from "../../core/errors";
 import type { DaemonClient } from "../../client/client";
 import { DEFAULT_TTL_MS, isOpRef, parseTtl } from "../../secrets/sources";
@@ -70,7 +70,7 @@ export function bindingSpecOf(name: string, opts: Record<string, unknown>): Bind
     typeof opts.command === "string" ? { kind: "command", command: opts.command, ttlMs } : typeof opts.ref === "string" ? { kind: "ref", ref: opts.ref, ttlMs } : { kind: "vault" };
   const envName = typeof opts.env === "string" ? opts.env : opts.npmrc === true ? null : name;
   if (envName !== null && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(envName)) throw usage(`--env ${envName}: not a variable name`, "e.g. --env STRIPE_API_KEY");
-  return {
+  const spec: BindingSpec = {
     hosts,
     rules: (paths.length ? paths : ["/**"]).map((path) => ({ methods: methods.length ? methods : [...ALL_METHODS], path })),
     header,
@@ -79,6 +79,10 @@ export function bindingSpecOf(name: string, opts: Record<string, unknown>): Bind
     inBody: opts.inBody === true,
     source,
   };
+  // Checked here too, before a value is asked for: what the daemon would refuse is said first.
+  const why = bindingProblem(spec);
+  if (why) throw usage(why, "Bind a secret to names (api.example.com, *.example.com) and paths like /v1/** .");
+  return spec;
 }
 
 /** Runs the verb with injectable input (tests pass strings or a fake terminal) and daemon. */

@@ -148,3 +148,16 @@ describe("sbx secret set --host: the binding asked for", () => {
     expect(bad({ host: ["a.test"], path: ["v1"] })).toContain("starts with /");
   });
 });
+
+describe("sbx secret set --host: what the daemon would refuse is said before a value is asked for", () => {
+  test("an address or a port as the host, a path the proxy cannot match", async () => {
+    const { c } = ctx(true);
+    const t = typed("never-asked");
+    const e = await runSecret(c, ["set", "X", "--host"], { host: ["10.0.0.1"] }, t.input).catch((x: unknown) => x as SbxError);
+    expect((e as SbxError).message).toContain("address");
+    expect(t.prompts).toEqual([]);
+    const p = await runSecret(c, ["set", "X"], { host: ["a.test"], path: ["/v1/../x"] }, t.input).catch((x: unknown) => x as SbxError);
+    expect((p as SbxError).message).toContain("not a path the proxy can match");
+    expect(t.prompts).toEqual([]);
+  });
+});

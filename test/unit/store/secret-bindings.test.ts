@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BindingSpec } from "../../../src/core/bound-secret";
-import { bindingProblem } from "../../../src/daemon/routes-secrets";
+import { bindingProblem } from "../../../src/core/bound-secret";
 import { SecretBindings } from "../../../src/store/secret-bindings";
 import { Store } from "../../../src/store/store";
 
