@@ -6,7 +6,7 @@ import { SbxError } from "../core/errors";
 import type { Logger } from "../sys/log";
 import { jsonBody } from "./http";
 import { AgentListSchema, LifecycleAgentSchema, LifecycleResults } from "./protocol";
-import { lifecycleLines, where } from "./routes-lifecycle";
+import { lifecycleLines, newSandboxOptions, where } from "./routes-lifecycle";
 
 export interface AgentRouteDeps {
   log: Logger;
@@ -34,18 +34,7 @@ export function agentRoutes(app: Hono, deps: AgentRouteDeps): void {
         ...(req.name ? { name: req.name } : {}),
         ...(req.version ? { version: req.version } : {}),
         unattended: req.unattended,
-        ...(req.backend ? { backend: req.backend } : {}),
-        rebuild: req.rebuild,
-        overlays: req.overlays,
-        ...(req.claudeAuth ? { claudeAuth: req.claudeAuth } : {}),
-        ...(req.shell ? { shell: req.shell } : {}),
-        limits: req.limits,
-        exposeCredentials: req.exposeCredentials,
-        ...(req.image ? { image: req.image } : {}),
-        ...(req.withChanges ? { withChanges: true } : {}),
-        ...(req.ports.length ? { ports: req.ports } : {}),
-        ...(req.allowWeaker ? { allowWeaker: true } : {}),
-        ...(req.transparent === false ? { transparent: false } : {}),
+        ...newSandboxOptions(req),
         signal: gone,
       });
       return LifecycleResults.agent.parse(r);

@@ -10,6 +10,7 @@ import {
   LIFECYCLE_LINES_TYPE,
   LifecycleBridgeSchema,
   LifecycleCreateSchema,
+  type LifecycleAgentSchema,
   LifecycleLimitsSchema,
   LifecycleListSchema,
   LifecycleNamedSchema,
@@ -79,6 +80,24 @@ export function where(w: { cwd: string; repoFlag?: string | undefined; asUid?: n
   return { cwd: w.cwd, repoFlag: w.repoFlag, asUid: w.asUid, out };
 }
 
+/** The options of a new sandbox as a create or `sbx run AGENT` request carries them, for the service. */
+export function newSandboxOptions(req: ReturnType<typeof LifecycleCreateSchema.parse> | ReturnType<typeof LifecycleAgentSchema.parse>) {
+  return {
+    ...(req.backend ? { backend: req.backend } : {}),
+    rebuild: req.rebuild,
+    overlays: req.overlays,
+    ...(req.claudeAuth ? { claudeAuth: req.claudeAuth } : {}),
+    ...(req.shell ? { shell: req.shell } : {}),
+    limits: req.limits,
+    exposeCredentials: req.exposeCredentials,
+    ...(req.image ? { image: req.image } : {}),
+    ...(req.withChanges ? { withChanges: true } : {}),
+    ...(req.ports.length ? { ports: req.ports } : {}),
+    ...(req.allowWeaker ? { allowWeaker: true } : {}),
+    ...(req.transparent === false ? { transparent: false } : {}),
+  };
+}
+
 export function lifecycleRoutes(app: Hono, deps: LifecycleRouteDeps): void {
   const { log, views } = deps;
   const svc = deps.service;
@@ -94,20 +113,9 @@ export function lifecycleRoutes(app: Hono, deps: LifecycleRouteDeps): void {
       const r = await svc.create({
         ...where(req, out),
         name: req.name,
-        ...(req.backend ? { backend: req.backend } : {}),
-        rebuild: req.rebuild,
-        overlays: req.overlays,
-        ...(req.claudeAuth ? { claudeAuth: req.claudeAuth } : {}),
+        ...newSandboxOptions(req),
         ifExists: req.ifExists,
         ...(staged ? { staged } : {}),
-        ...(req.shell ? { shell: req.shell } : {}),
-        limits: req.limits,
-        exposeCredentials: req.exposeCredentials,
-        ...(req.image ? { image: req.image } : {}),
-        ...(req.withChanges ? { withChanges: true } : {}),
-        ...(req.ports.length ? { ports: req.ports } : {}),
-        ...(req.allowWeaker ? { allowWeaker: true } : {}),
-        ...(req.transparent === false ? { transparent: false } : {}),
         signal: gone,
       });
       return LifecycleResults.create.parse(r);
