@@ -372,12 +372,15 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
   }
 }
 
+/** git's lines about a login prompt it could not show. */
+const LOGIN_PROMPT = /could not read (Username|Password)|terminal prompts disabled|unable to read askpass/i;
+
 /** A sender that says which token a login prompt wanted, in place of git's lines about the prompt it could not show. */
 function loginAsked(send: Job["send"], url: string): Job["send"] {
   let said = false;
   return (f) => {
-    if (f.t === "err" && /could not read (Username|Password)|terminal prompts disabled|unable to read askpass/i.test(f.d)) {
-      const rest = f.d.split("\n").filter((l) => l !== "" && !/could not read (Username|Password)|terminal prompts disabled|unable to read askpass/i.test(l));
+    if (f.t === "err" && LOGIN_PROMPT.test(f.d)) {
+      const rest = f.d.split("\n").filter((l) => l !== "" && !LOGIN_PROMPT.test(l));
       if (!said) {
         said = true;
         send({ t: "err", d: `sbx: ${credentialHost(url)} asked for a login, and the host has no token for it: run \`sbx secret set ${suggestedTokenName(url)}\` on the host (value typed hidden), then this again\n` });

@@ -145,7 +145,8 @@ export class Terminator implements RequestPreparer {
       return { ok: false, message: `sbx proxy: this connection is for ${authority}; its Host header says ${hostHeader}.\n` };
     }
     const secrets = this.binding.secrets();
-    const values = await this.binding.values(secrets.filter((s) => s.hosts.length > 0).map((s) => s.name));
+    // Every bound secret's value (not only this host's): an answer holding any of them comes back masked.
+    const values = await this.binding.values(secrets.map((s) => s.name));
     const swapped = swapRequest(secrets, values, { method: head.method, host: allowed.host, target, headers: head.headers });
     const pathOnly = swapped.target.split("?")[0]!;
     for (const u of swapped.uses) {

@@ -2,15 +2,16 @@
 // variable, and, since those hosts' TLS is ended by sbx's proxy, sbx's CA to trust, beside the host's own roots, in a
 // file every client of note reads (OpenSSL's SSL_CERT_FILE, curl, Python requests, git, Node). The files live in the
 // sandbox's socket dir, which the host writes and the sandbox only reads.
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { SandboxSpec } from "../core/spec";
+import type { SessionSecrets } from "../secrets/bound";
 
 /** What the daemon's bound secrets give a session (secrets/bound.ts). */
 export interface SessionSecretSource {
-  session(sandboxId: number): Promise<{ env: Record<string, string>; caPem: string | null; npmrc: { host: string; placeholder: string }[]; notes: string[] }>;
+  session(sandboxId: number): Promise<SessionSecrets>;
 }
 
 /** The bundle a sandbox trusts: the host's own roots, where its system keeps them, then sbx's CA. */
@@ -20,22 +21,31 @@ export const CA_BUNDLE_FILE = "ca-bundle.pem";
 export const CA_FILE = "ca.pem";
 export const NPMRC_FILE = "npmrc";
 
+/** The host's roots, read once per change of the system's bundle (every session asks). */
+let roots: { file: string | null; at: number; pem: string } | null = null;
 function hostRoots(): string {
-  for (const f of SYSTEM_BUNDLES) if (existsSync(f)) return readFileSync(f, "utf8");
-  return rootCertificates.join("\n");
+  const file = SYSTEM_BUNDLES.find((f) => existsSync(f)) ?? null;
+  const at = file ? statSync(file).mtimeMs : 0;
+  if (roots?.file !== file || roots.at !== at) roots = { file, at, pem: file ? readFileSync(file, "utf8") : rootCertificates.join("\n") };
+  return roots.pem;
 }
 
+/** A hash of what each file was last written with: a session's files are written again only when that changed. */
+const written = new Map<string, bigint | number>();
 function writeReadable(file: string, text: string): void {
+  const h = Bun.hash(text);
+  if (written.get(file) === h && existsSync(file)) return;
   const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
   writeFileSync(tmp, text, { mode: 0o644 });
   renameSync(tmp, file);
+  written.set(file, h);
 }
 
 /**
  * Writes the trust and npm files into the sandbox's socket dir and returns the variables that point at them, as the
  * sandbox sees them (its socket dir is where its bridge socket is). Nothing when no secret is bound for it.
  */
-export function secretSessionEnv(spec: SandboxSpec, s: Awaited<ReturnType<SessionSecretSource["session"]>>): Record<string, string> {
+export function secretSessionEnv(spec: SandboxSpec, s: SessionSecrets): Record<string, string> {
   if (s.caPem === null) return {};
   const inside = dirname(spec.env.SBX_BRIDGE_SOCKET ?? spec.sockets.bridge);
   writeReadable(join(spec.sockets.dir, CA_FILE), s.caPem);

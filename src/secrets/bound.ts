@@ -43,8 +43,11 @@ export class BoundSecrets {
 
   /** The secrets a sandbox's proxy carries now, with its placeholders. */
   secretsOf(sandboxId: number): BoundSecret[] {
+    // Asked for each connection the proxy carries: with no binding (the common case), one query and no more.
+    const bindings = this.d.bindings.forSandbox(sandboxId);
+    if (bindings.length === 0) return [];
     const given = this.d.bindings.placeholders(sandboxId);
-    return this.d.bindings.forSandbox(sandboxId).map((b) => ({
+    return bindings.map((b) => ({
       name: b.name,
       hosts: b.spec.hosts,
       rules: b.spec.rules,
