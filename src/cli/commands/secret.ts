@@ -141,7 +141,8 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
     case "rm": {
       const n = needName();
       // Its binding (for --sandbox's sandbox, else the global one) goes, then the stored value when no binding is left.
-      const d = await running();
+      // The daemon is started for it: a binding left behind a stopped daemon would outlive its value.
+      const d = client ? await client() : ctx.paths.controlSocket ? await daemonOf() : null;
       const unbound = d ? (await d.secretUnbind({ ...scope(), name: n })).changed : false;
       const stillBound = d ? (await d.secretBindings()).bindings.some((b) => b.name === n) : false;
       const removed = !stillBound && typeof opts.sandbox !== "string" ? removeSecret(file, n) : false;
