@@ -204,14 +204,14 @@ export class ForwardExchange {
  * An allowed plain request's destination: exactly the checked address (an IP: no lookup happens), its Host the checked
  * authority; counted in flight, and told as a `closed` event when its answer was whole or an `error` when it failed.
  */
-export function egressDestination(ctx: ProxyContext, v: Allowed, method: string, url: URL): Destination {
+export function egressDestination(ctx: ProxyContext, v: Allowed, method: string, url: URL, target?: string): Destination {
   const started = performance.now();
   ctx.inFlight++;
   return {
     pool: ctx.pool,
     address: v.address,
     port: v.port,
-    target: `${url.pathname}${url.search}`,
+    target: target ?? `${url.pathname}${url.search}`,
     host: url.host,
     done(ok, bytesUp, bytesDown) {
       ctx.inFlight--;

@@ -1,4 +1,4 @@
-// The carrier for a host a secret is bound to: the sandbox's TLS is ended here, with a certificate for that host signed
+// The carrier for a host a secret is bound to, or whose requests a rule judges (core/rules.ts): the sandbox's TLS is ended here, with a certificate for that host signed
 // by sbx's CA (which the sandbox trusts, and whose key never enters it), so each request inside can be read by the one
 // reader (connection.ts) and its placeholders swapped for values (core/bound-secret.ts) before it goes on, over TLS
 // verified against the host's trust store, to the address the decision checked. Every other host stays an opaque
@@ -144,6 +144,10 @@ export class Terminator implements RequestPreparer {
       this.mismatch(allowed, head.method, `its Host says ${hostHeader}`);
       return { ok: false, message: `sbx proxy: this connection is for ${authority}; its Host header says ${hostHeader}.\n` };
     }
+    // A rule names the host: the request is judged on its canonical path, which is what goes on.
+    const judged = this.ctx.decider.request(allowed, head.method, target);
+    if (!judged.ok) return { ok: false, message: "", denied: judged };
+    target = judged.target;
     const secrets = this.binding.secrets();
     // Every bound secret's value (not only this host's): an answer holding any of them comes back masked.
     const values = await this.binding.values(secrets.map((s) => s.name));
