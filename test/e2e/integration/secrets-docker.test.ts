@@ -1,5 +1,5 @@
 // secret-bound end to end on Docker: `sbx secret set NAME --host api.test --header …` and a real sandbox. Inside, the
-// variable holds a placeholder shaped like the value; curl and Python (as an agent runs them, through the proxy
+// variable holds a placeholder shaped like the value; curl, Python and Java (as an agent runs them, through the proxy
 // variables, trusting what sbx gives the session) reach the site, which sees the value; the sandbox never does (not in
 // its environment, not reflected, not in sbx's CA key, which it cannot read); `sbx logs` says each use by name only.
 // The site runs in a container on a network this test made, with a certificate from a CA the host trusts
@@ -119,6 +119,24 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     expect(r.stdout).toStartWith("got Bearer sk_live_");
     expect(r.stdout).not.toContain(VALUE);
     expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/py Bearer ${VALUE}`);
+  });
+
+  test("ca-trusted-inside: java (the base image's JRE) trusts what the session gives it, and is authenticated by the proxy", () => {
+    // Java reads none of the PEM variables: the session's JAVA_TOOL_OPTIONS names a PKCS#12 store in the socket dir.
+    const src = `import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URL;
+public class Fetch {
+  public static void main(String[] a) throws Exception {
+    HttpURLConnection c = (HttpURLConnection) new URL(a[0]).openConnection();
+    try (InputStream in = c.getInputStream()) { System.out.print(c.getResponseCode() + " " + new String(in.readAllBytes(), "UTF-8")); }
+  }
+}
+`;
+    const r = must(sbx(["run", "t", "--", "sh", "-c", 'printf %s "$1" > /tmp/Fetch.java && java /tmp/Fetch.java https://api.test/v1/java', "sh", src]), "java");
+    expect(r.stdout).toStartWith("200 got Bearer sk_live_");
+    expect(r.stdout).not.toContain(VALUE);
+    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/java Bearer ${VALUE}`);
   });
 
   test("ca-key-host-only: sbx's CA key is nowhere the sandbox can read; its socket dir holds certificates only", () => {
