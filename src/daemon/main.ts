@@ -20,6 +20,7 @@ import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
+import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
 import { SecretBindings } from "../store/secret-bindings";
 import { Authority } from "../tls/authority";
@@ -226,6 +227,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   };
   // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's stored secrets or their source, read as the
   // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
+  const egressRules = new EgressRules(d.store);
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
@@ -233,6 +235,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
     // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
     upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
+    terminatesFor: (id) => egressRules.anyFor(id),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);

@@ -54,6 +54,11 @@ export class EgressRules {
     });
   }
 
+  /** Whether any rule applies to a sandbox (its own or a global one): then its sessions must trust sbx's CA. */
+  anyFor(sandboxId: number): boolean {
+    return this.store.db.query(`SELECT 1 FROM egress_rules WHERE sandbox_id IS NULL OR sandbox_id = ? LIMIT 1`).get(sandboxId) !== null;
+  }
+
   /** One scope's rules: a sandbox's own, or the global ones (null), oldest first. */
   list(sandboxId: number | null): StoredRule[] {
     return this.store.db

@@ -35,6 +35,9 @@ export async function runRule(ctx: CliContext, effect: "allow" | "deny", specs: 
     else ctx.render.out(r.changed ? `added the rule "${r.rule}" for ${r.scope}` : `the rule "${r.rule}" was already there for ${r.scope}`);
     if (r.resolved > 0) ctx.render.info(`${r.resolved} pending request${r.resolved === 1 ? "" : "s"} answered`);
   }
-  if (!remove) ctx.render.info(`each request to ${specs.map((s) => s.host).join(", ")} is judged on its method and path from the next one (HTTPS is ended by sbx's proxy to see it); \`sbx policy check\` shows what a request would get`);
+  if (!remove) {
+    ctx.render.info(`each request to ${specs.map((s) => s.host).join(", ")} is judged on its method and path from the next one (HTTPS is ended by sbx's proxy to see it); \`sbx policy check\` shows what a request would get`);
+    ctx.render.info("new sessions trust sbx's CA for it; a shell opened before the sandbox's first rule or bound secret does not yet: open a new one");
+  }
   return remove && changed === 0 ? ExitCode.noInput : ExitCode.ok;
 }
