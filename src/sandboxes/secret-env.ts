@@ -2,7 +2,7 @@
 // variable, and, since those hosts' TLS is ended by sbx's proxy, sbx's CA to trust, beside the host's own roots, in a
 // file every client of note reads (OpenSSL's SSL_CERT_FILE, curl, Python requests, git, Node). The files live in the
 // sandbox's socket dir, which the host writes and the sandbox only reads.
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -37,6 +37,9 @@ function writeReadable(file: string, text: string): void {
   if (written.get(file) === h && existsSync(file)) return;
   const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
   writeFileSync(tmp, text, { mode: 0o644 });
+  // A user-account guest (another uid) reads them through the "other" bits; the daemon's umask (077 under its launchd
+  // job and systemd units) must not take them away. Its socket dir alone keeps other guests out.
+  chmodSync(tmp, 0o644);
   renameSync(tmp, file);
   written.set(file, h);
 }
