@@ -139,6 +139,11 @@ export class DaemonClient {
     return this.call("POST", "/v1/secrets/unbind", SecretChangeSchema, req);
   }
 
+  /** Tells the daemon a stored value changed (`sbx secret set`/`rm`/`import`): it reads them again before answering. */
+  secretsReload() {
+    return this.call("POST", "/v1/secrets/reload", SecretChangeSchema, {});
+  }
+
   secretBindings() {
     return this.call("GET", "/v1/secrets/bindings", SecretBindingsSchema);
   }
