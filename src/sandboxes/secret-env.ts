@@ -3,7 +3,7 @@
 // file every client of note reads (OpenSSL's SSL_CERT_FILE, curl, Python requests, git, Node), and the same
 // certificates as a PKCS#12 trust store for Java, which reads none of those. The files live in the sandbox's socket
 // dir, which the host writes and the sandbox only reads.
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -39,6 +39,9 @@ function writeReadable(file: string, data: string | Uint8Array, h: bigint | numb
   if (written.get(file) === h && existsSync(file)) return;
   const tmp = `${file}.${randomBytes(6).toString("hex")}.tmp`;
   writeFileSync(tmp, data, { mode: 0o644 });
+  // A user-account guest (another uid) reads them through the "other" bits; the daemon's umask (077 under its launchd
+  // job and systemd units) must not take them away. Its socket dir alone keeps other guests out.
+  chmodSync(tmp, 0o644);
   renameSync(tmp, file);
   written.set(file, h);
 }
