@@ -44,6 +44,8 @@ export interface AgentServiceDeps {
   exec: Exec;
   /** The npm registry (default npm's own). */
   registry?: string;
+  /** How agents are downloaded (the host's parent proxy's fetch, sys/parent.ts); default: fetch. */
+  fetch?: typeof fetch;
   /** The kinds this daemon runs (`sbx agents` lists each one's cache). */
   kinds: readonly BackendKind[];
   policy: () => PolicyService;
@@ -120,7 +122,7 @@ export class AgentService {
   private cacheOf(place: AgentPlace): AgentCache {
     let c = this.caches.get(place.cacheDir);
     if (!c) {
-      c = new AgentCache({ dir: place.cacheDir, inside: place.inside, exec: this.d.exec, ...(this.d.registry ? { registry: this.d.registry } : {}) });
+      c = new AgentCache({ dir: place.cacheDir, inside: place.inside, exec: this.d.exec, ...(this.d.registry ? { registry: this.d.registry } : {}), ...(this.d.fetch ? { fetch: this.d.fetch } : {}) });
       this.caches.set(place.cacheDir, c);
     }
     return c;
@@ -243,7 +245,7 @@ export function hostAgentArch(arch: string = process.arch): AgentPlatform["arch"
 }
 
 /** The daemon's agent service: each kind's cache where its driver says (Docker: paths.agentsDir, mounted). */
-export function agentService(sandboxes: SandboxService, store: Store, policy: PolicyService, paths: Paths, exec: Exec, env: Env, kinds: readonly BackendKind[]): AgentService {
+export function agentService(sandboxes: SandboxService, store: Store, policy: PolicyService, paths: Paths, exec: Exec, env: Env, kinds: readonly BackendKind[], download?: typeof fetch): AgentService {
   const registry = agentRegistry(env);
   return new AgentService({
     sandboxes,
@@ -252,6 +254,7 @@ export function agentService(sandboxes: SandboxService, store: Store, policy: Po
     exec,
     kinds,
     ...(registry ? { registry } : {}),
+    ...(download ? { fetch: download } : {}),
     policy: () => policy,
     keys: () => hostKeySources(env, paths.configDir),
     // Resolved when a run needs it: an unsupported CPU refuses `sbx run AGENT`, not the daemon's start.

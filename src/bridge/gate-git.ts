@@ -142,6 +142,13 @@ export interface Gate {
   tls?: Record<string, string>;
   /** How ssh remotes are reached (the host's ssh command and agent); none: ssh is off. */
   ssh?: GateSsh;
+  /** The host's parent proxy, lent to one git or gh call at a time (sys/parent-relay.ts); none: straight out. */
+  parent?: HostToolParent;
+}
+
+/** Lends a host tool's one call the host's parent proxy: its proxy variables, and their end. */
+export interface HostToolParent {
+  lease(url: string): Promise<{ env: Record<string, string>; release(): void }>;
 }
 
 /** Pure: git's names for the host's CA settings (a private CA in front of a forge works through the bridge too). */
@@ -158,11 +165,11 @@ export function mkdir0700(p: string): void {
 }
 
 /** Runs git in the gate (or `cwd`) with the gate's pinned config and environment (the token and verdict only when given). */
-export function gateRun(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: Transport; verdict?: { fifo: string; nonce: string } } = {}): Promise<ExecResult> {
+export function gateRun(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: Transport; verdict?: { fifo: string; nonce: string }; proxy?: Record<string, string> } = {}): Promise<ExecResult> {
   const ssh = opts.transport === "ssh" ? g.ssh : undefined;
   return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}), ...(ssh ? { sshCommand: ssh.command } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
-    env: { ...g.tls, ...ssh?.env, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
+    env: { ...g.tls, ...ssh?.env, ...opts.proxy, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
     replaceEnv: true,
     ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),

@@ -281,17 +281,24 @@ export async function readRef(g: Gate, ref: string): Promise<string | undefined>
  * gate's pre-push hook holds the push, after the remote's ref advertisement and before any object is
  * sent, until the bridge writes its verdict; anything but a yes aborts the push.
  */
-export function remoteGit(g: Gate, url: string, token: string | undefined, args: string[], onStderr: (s: string) => void, cwd?: string, verdict?: Verdict): Promise<ExecResult> {
+export async function remoteGit(g: Gate, url: string, token: string | undefined, args: string[], onStderr: (s: string) => void, cwd?: string, verdict?: Verdict): Promise<ExecResult> {
   if (verdict) ensurePrePushHook(g.paths);
   const transport = transportOf(url);
-  return gateRun(g, args, {
-    transport,
-    ...(token && transport !== "ssh" && credentialHost(url) ? { token: { value: token, host: credentialHost(url) } } : {}),
-    onStderr,
-    check: false,
-    ...(cwd ? { cwd } : {}),
-    ...(verdict ? { verdict } : {}),
-  });
+  // The host's parent proxy, lent for this call (an ssh remote is reached as the host's ssh reaches it).
+  const parent = transport !== "ssh" && g.parent ? await g.parent.lease(url) : null;
+  try {
+    return await gateRun(g, args, {
+      transport,
+      ...(token && transport !== "ssh" && credentialHost(url) ? { token: { value: token, host: credentialHost(url) } } : {}),
+      onStderr,
+      check: false,
+      ...(cwd ? { cwd } : {}),
+      ...(verdict ? { verdict } : {}),
+      ...(parent ? { proxy: parent.env } : {}),
+    });
+  } finally {
+    parent?.release();
+  }
 }
 
 /** Ref name → object id for refs under the given prefixes in the gate. */

@@ -178,11 +178,14 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
   }
   // A config dir of its own for this call, 0700 in the host-owned gate dir, gone when gh is.
   const configDir = mkdtempSync(join(g.paths.home, "gh-"));
+  // The host's parent proxy for this one call, to the forge and names under it (api.<host>): its credentials never in
+  // gh's environment, which a formatter the sandbox chose can read (sys/parent-relay.ts).
+  const parent = g.parent ? await g.parent.lease(`https://${forge.host}/`) : null;
   try {
     writeFileSync(join(configDir, "hosts.yml"), ghHostsYaml(forge.host, token), { mode: 0o600 });
     const r = await deps.exec.run(["gh", ...head, ...extra, ...tail], {
       cwd: g.paths.ghCwd,
-      env: { ...env(configDir), ...(forge.host === "github.com" ? {} : { GH_HOST: forge.host }), ...(plan.group === "api" ? { GH_REPO: repoArg } : {}) },
+      env: { ...parent?.env, ...env(configDir), ...(forge.host === "github.com" ? {} : { GH_HOST: forge.host }), ...(plan.group === "api" ? { GH_REPO: repoArg } : {}) },
       replaceEnv: true,
       ...(stdin ? { stdin } : {}),
       onStderr: (s) => send({ t: "err", d: s }),
@@ -195,6 +198,7 @@ export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise
     }
     return out(r);
   } finally {
+    parent?.release();
     rmSync(configDir, { recursive: true, force: true });
   }
 }

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import type { BridgeAllow, BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import type { Exec } from "../sys/exec";
-import type { Gate, GateSsh } from "./gate-git";
+import type { Gate, GateSsh, HostToolParent } from "./gate-git";
 import type { Verdict } from "./gate-hook";
 import type { PolicyOptions } from "./policy";
 
@@ -78,6 +78,8 @@ export interface BridgeDeps {
   tlsEnv?: Record<string, string>;
   /** How the bridge's git reaches the host repo's ssh remotes (the host's ssh command and agent); none: ssh is off. */
   ssh?: GateSsh;
+  /** The host's parent proxy, lent to each git or gh call to the forge (sys/parent-relay.ts); none: straight out. */
+  parent?: HostToolParent;
   /** This sandbox's switches (`sbx bridge NAME --allow …`), read at request time; none: the defaults. */
   settings?: () => BridgeSettings;
   /**

@@ -60,8 +60,10 @@ export class SpareVerdict {
 export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVerdict): Hono {
   const app = new Hono();
   const path = deps.path ?? DEFAULT_PATH;
-  let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(ready) : undefined;
-  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv, deps.ssh, deps.sandbox.name).catch((e) => {
+  // The gate lends its git and gh the host's parent proxy, where the host has one.
+  const lent = (g: Gate): Gate => (deps.parent ? { ...g, parent: deps.parent } : g);
+  let gateP: Promise<Gate> | undefined = ready ? Promise.resolve(lent(ready)) : undefined;
+  const gate = () => (gateP ??= ensureGate(deps.exec, deps.gateDir, deps.sandbox.repo, path, deps.tlsEnv, deps.ssh, deps.sandbox.name).then(lent, (e) => {
     gateP = undefined;
     throw e;
   }));

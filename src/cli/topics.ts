@@ -12,6 +12,7 @@ export const HELP_TOPICS = {
   sessions: "shell, ps, attach and detach, status, logs",
   dashboard: "sbx ui",
   "chat-setup": "approvals in Zulip: the bot, the stream, sbx chat setup",
+  "company-network": "behind a company proxy: the parent proxy, its credentials, NO_PROXY, what sbx doctor checks",
   troubleshooting: "the likely failures, and what to do",
   uninstall: "remove sandboxes, the service and sbx's files",
 } as const;

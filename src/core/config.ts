@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { SbxError } from "./errors";
 import { scanText } from "./secrets";
+import { parseParentUrl } from "./parent-proxy";
 
 /** Variables sbx sets itself: a config entry must not be able to point a client around the proxy or the bridge. */
 const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|npm_config_(https_)?proxy|npm_config_noproxy|JAVA_TOOL_OPTIONS|[A-Z]+_BASE_URL)$/;
@@ -63,6 +64,21 @@ export const ConfigSchema = z
       .enum(["inject", "overlay"])
       .optional()
       .describe("inject | overlay: the default for --claude-auth (default: inject when the host has a Claude key or login)"),
+    proxy: z
+      .object({
+        url: z
+          .string()
+          .superRefine((u, ctx) => {
+            const p = parseParentUrl(u);
+            if (!p.ok) ctx.addIssue({ code: "custom", message: p.reason });
+            else if (p.endpoint.credentials !== null) ctx.addIssue({ code: "custom", message: "credentials go in a stored secret named by proxy.credentials, never in the config file" });
+          }),
+        noProxy: z.array(z.string().regex(/^[^\s,]+$/, "one entry each (a name, .domain, an address or address/bits)")).default([]),
+        credentials: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, "the name of a stored secret (sbx secret set NAME) holding user:password").optional(),
+      })
+      .strict()
+      .optional()
+      .describe('{url, noProxy, credentials}: the company proxy the daemon goes out through (e.g. {"url": "http://proxy.corp:3128", "noProxy": [".corp"], "credentials": "PROXY_LOGIN"}; default: HTTPS_PROXY/HTTP_PROXY/NO_PROXY of the daemon\'s environment)'),
   })
   .strict();
 

@@ -34,6 +34,8 @@ export type EgressEvent =
       host: string;
       port: number;
       address: string;
+      /** The parent proxy it went through (its URL, never credentials), when one carried it. */
+      via?: string;
       source: PolicySource;
       pattern: string;
       bytesUp: number;
@@ -41,7 +43,7 @@ export type EgressEvent =
       durationMs: number;
       at: number;
     }
-  | { type: "error"; sandbox: EgressSandbox; path: EgressPath; method: string; host: string; port: number; address: string | null; message: string; at: number }
+  | { type: "error"; sandbox: EgressSandbox; path: EgressPath; method: string; host: string; port: number; address: string | null; via?: string; message: string; at: number }
   | {
       type: "secret";
       sandbox: EgressSandbox;

@@ -60,6 +60,8 @@ export interface DaemonDeps {
   guestOf?: (uid: number) => Promise<string | null>;
   /** The secrets bound to hosts, as a new session or command gets them (secrets/bound.ts). */
   sessionSecrets?: SessionSecretSource;
+  /** How the daemon downloads (agents): through the host's parent proxy where it applies (sys/parent.ts). */
+  download?: typeof fetch;
 }
 
 export interface RunningDaemon {
@@ -148,7 +150,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       agents,
       limits,
       service,
-      ...(deps.policy ? { agentRuns: agentService(service, store, deps.policy, paths, deps.exec, deps.env, Object.keys(deps.drivers) as BackendKind[]) } : {}),
+      ...(deps.policy ? { agentRuns: agentService(service, store, deps.policy, paths, deps.exec, deps.env, Object.keys(deps.drivers) as BackendKind[], deps.download) } : {}),
       ...(deps.policy ? { policy: deps.policy } : {}),
       user: deps.env.userName,
       paths,

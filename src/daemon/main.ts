@@ -51,6 +51,10 @@ import type { HostUser } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
 import { baseIdentity } from "../drivers/identity";
+import { loadConfig } from "../sys/config-file";
+import type { Config } from "../core/config";
+import { parentAgents, parentFetch, parentSettingsOf, ParentRouter } from "../sys/parent";
+import { ParentRelay } from "../sys/parent-relay";
 
 export interface Components {
   /** One driver per kind this host runs: the sandbox service's one table. */
@@ -65,6 +69,8 @@ export interface Components {
   guestOf?: (uid: number) => Promise<string | null>;
   /** The secrets bound to hosts (secrets/bound.ts): their proxies' side is in the proxy guard; this, a session's. */
   bound?: BoundSecrets;
+  /** How the daemon downloads (agents): through the host's parent proxy where it applies. */
+  download?: typeof fetch;
 }
 
 /** The user-account backends this host can run (detected, or a test's). */
@@ -181,6 +187,27 @@ export async function detectUserBackends(d: ComponentDeps, host: HostUser): Prom
   return out;
 }
 
+/**
+ * The host's parent proxy (the config file's `proxy`, else the daemon's environment), logged as people see it (never
+ * its credentials): the router every outbound path asks, and the relay that lends it to the bridge's git and gh.
+ */
+export function parentOf(d: Pick<ComponentDeps, "paths" | "env" | "log">, secret: (name: string) => string | null): { router: ParentRouter; relay: ParentRelay } | null {
+  let config: Config | null = null;
+  try {
+    config = loadConfig(d.paths, d.env);
+  } catch (e) {
+    // Sandboxes are refused their start by the same error (sbx create reads the file); the daemon still serves the rest.
+    d.log.warn("the config file cannot be read, so its proxy is not used", { err: (e as Error).message });
+  }
+  const p = parentSettingsOf(config?.proxy, d.env.raw);
+  for (const problem of p.problems) d.log.warn("a parent proxy setting cannot be used", { problem });
+  if (p.settings === null) return null;
+  const s = p.settings;
+  d.log.info("outbound connections go through the parent proxy", { from: s.source, https: s.https?.shown ?? "none", http: s.http?.shown ?? "none", noProxy: s.noProxy });
+  const router = new ParentRouter(s, secret);
+  return { router, relay: new ParentRelay(router) };
+}
+
 /** The host's CA settings, as git and gh read them: a private CA in front of a forge works through the bridge too. */
 function tlsEnvOf(raw: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(["SSL_CERT_FILE", "SSL_CERT_DIR"].flatMap((k) => (raw[k] ? [[k, raw[k]]] : [])));
@@ -220,6 +247,9 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     },
     (m, f) => d.log.warn(m, f),
   );
+  // The host's parent proxy: the egress proxy, the LLM proxy, the bridge's git and gh and the agents' downloads go out
+  // through it where it applies; its credentials are a stored secret read at each connection.
+  const parent = parentOf(d, (name) => stored.all()[name] ?? null);
   const secrets = () => {
     const fromEnv: Record<string, string> = {};
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
@@ -248,17 +278,21 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const keychain = d.env.platform === "darwin" ? new ClaudeKeychain(d.exec, host.name) : undefined;
   const keys = () => hostKeySources(d.env, d.paths.configDir, keychain);
   // One for the daemon: every sandbox's Codex shares the host's one sign-in, refreshed once when it is due.
-  const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(seam?.["openai-auth"] ? { tokenUrl: seam["openai-auth"] } : {}) });
+  const outbound = parent ? parentFetch(parent.router) : undefined;
+  const codex = new CodexRefresher({ file: keys().codexAuthFile!, ...(seam?.["openai-auth"] ? { tokenUrl: seam["openai-auth"] } : {}), ...(outbound ? { fetch: outbound } : {}) });
   // Likewise Gemini CLI's Google sign-in.
-  const gemini = new GeminiRefresher({ file: keys().geminiOauthFile!, ...(seam?.["google-auth"] ? { tokenUrl: seam["google-auth"] } : {}) });
+  const gemini = new GeminiRefresher({ file: keys().geminiOauthFile!, ...(seam?.["google-auth"] ? { tokenUrl: seam["google-auth"] } : {}), ...(outbound ? { fetch: outbound } : {}) });
   // The LLM key proxy answers the proxy's origin-form requests (/llm/<provider>/…), which is where the sandbox's
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
   const publish = d.events.publish;
   const resolve = testResolver(d.env.raw[TEST_RESOLVE_VAR]);
   if (resolve) d.log.warn("name lookups of .test names replaced by the test seam", { var: TEST_RESOLVE_VAR });
+  // One set for the daemon: keep-alive connections to the providers, through the parent where it applies.
+  const llmAgents = parent ? parentAgents(parent.router) : undefined;
   const originHandler = (ctx: GuardContext) => {
     const llm = createLlmHandler({
+      ...(llmAgents ? { agents: llmAgents } : {}),
       keys,
       codex,
       gemini,
@@ -285,16 +319,16 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     return null;
   };
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}) }),
+    proxyGuard({ originHandler, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}), ...(parent ? { parent: parent.router } : {}) }),
     loopbackGuard({ guestOf }),
-    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
+    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), ...(parent ? { parent: parent.relay } : {}), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
         return a === null ? null : { id: a.id, count: a.count };
       }, publish, placement }),
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound, ...(outbound ? { download: outbound } : {}) };
 }
 
 export interface RunOptions {
@@ -340,6 +374,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       ...(comps.bound ? { sessionSecrets: { session: (id: number) => comps.bound!.sessionSecrets(id) } } : {}),
+      ...(comps.download ? { download: comps.download } : {}),
       policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
       // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
       watchers: {

@@ -12,6 +12,10 @@ import { hostUserOf, userDirectory } from "../sys/host-user";
 import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
 import type { Check } from "./check";
+import { checkParentProxy } from "./parent-proxy";
+import { loadConfig } from "../sys/config-file";
+import { parentSettingsOf } from "../sys/parent";
+import type { Config } from "../core/config";
 
 export type { Check, CheckStatus } from "./check";
 
@@ -30,6 +34,8 @@ export interface DoctorDeps {
   daemonProgram?: string;
   /** macOS: how a repo is read to see whether TCC refuses (tests). */
   probe?: ReadProbe;
+  /** What the parent proxy is asked to open (default PARENT_PROBE; tests: a loopback name their fake parent knows). */
+  parentProbe?: { host: string; port: number };
 }
 
 export const MIN_BUN = "1.4.0";
@@ -178,9 +184,22 @@ function dockerOptional(c: Check): Check {
   return { ...c, status: "warn", detail: `${c.detail} (only \`--backend docker\` needs Docker here; macOS sandboxes are user accounts)` };
 }
 
+/** The parent proxy as the daemon would read it: the config file's `proxy`, else this environment's variables. */
+async function parentCheck(deps: DoctorDeps): Promise<Check> {
+  let config: Config | null = null;
+  try {
+    config = loadConfig(deps.paths, deps.env);
+  } catch {
+    // A config that cannot be read is reported where it is used (sbx create); the environment's proxy is shown here.
+  }
+  const p = parentSettingsOf(config?.proxy, deps.env.raw);
+  return checkParentProxy({ ...p, secrets: deps.secrets ?? {}, ...(deps.parentProbe ? { probe: deps.parentProbe } : {}) });
+}
+
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   const repos = deps.repos ?? [];
-  const [docker, git, ...perRepo] = await Promise.all([
+  const [parent, docker, git, ...perRepo] = await Promise.all([
+    parentCheck(deps),
     checkDocker(deps.exec),
     checkGit(deps.exec),
     ...repos.flatMap((r) => [checkHostGc(deps.exec, r), Promise.resolve(checkStores(r)), checkSandboxRemotes(deps.exec, r), checkTokens(deps.exec, r, deps.env.raw, deps.secrets ?? {}), checkPushWorkflows(deps.exec, r)]),
@@ -195,6 +214,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     checkDir("state dir", deps.paths.stateDir),
     checkDir("runtime dir", deps.paths.runtimeDir),
     checkHome(deps.env.vars.HOME, deps.env.platform),
+    parent as Check,
     ...(host
       ? [
           checkMacosKit(host.name),

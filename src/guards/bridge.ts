@@ -3,7 +3,7 @@ import { SecretBindings } from "../store/secret-bindings";
 import { existsSync } from "node:fs";
 import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
-import type { GateSsh } from "../bridge/gate-git";
+import type { GateSsh, HostToolParent } from "../bridge/gate-git";
 import { sandboxLayout } from "../workspace/layout";
 import type { FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
@@ -17,6 +17,8 @@ export interface BridgeGuardOptions {
   tlsEnv?: Record<string, string>;
   /** The host's ssh command and agent, for the host repo's ssh remotes. */
   ssh?: GateSsh;
+  /** The host's parent proxy, lent to each git or gh call to the forge (sys/parent-relay.ts). */
+  parent?: HostToolParent;
   /** A sandbox's bridge switches as stored now (`sbx bridge NAME --allow …`), read at each request. */
   settingsOf?: (sandboxId: number) => BridgeSettings;
   /** Records a refused operation as a pending approval of the sandbox's (the egress queue's table); its id. */
@@ -74,6 +76,7 @@ export function bridgeGuard(opts: BridgeGuardOptions): SandboxGuard {
         ...(opts.path ? { path: opts.path } : {}),
         ...(opts.tlsEnv ? { tlsEnv: opts.tlsEnv } : {}),
         ...(opts.ssh ? { ssh: opts.ssh } : {}),
+        ...(opts.parent ? { parent: opts.parent } : {}),
         ...(opts.settingsOf ? { settings: () => opts.settingsOf!(ctx.sandbox.id) } : {}),
         ...(opts.ask ? { ask: (subject: BridgeSubject, reason: string) => opts.ask!(ctx.sandbox.id, subject, reason) } : {}),
       });

@@ -14,6 +14,7 @@ import { NameMap } from "../policy/name-map";
 import { serveListenerHandoff, type HandoffServer } from "../proxy/listener-handoff";
 import type { EgressEvent } from "../core/egress-events";
 import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
+import type { ParentRouting } from "../proxy/decision";
 import type { SecretBinding } from "../proxy/terminate";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
 import { policyFor } from "../policy/service";
@@ -35,6 +36,8 @@ export interface ProxyGuardOptions {
   guestOf?: PortClaimOptions["guestOf"];
   /** The secrets bound to hosts that this sandbox's proxy carries (secrets/bound.ts): their hosts are terminated. */
   secrets?: (ctx: GuardContext) => SecretBinding;
+  /** The host's parent proxy, which the proxy's connections go through where it applies (sys/parent.ts). */
+  parent?: ParentRouting;
 }
 
 /**
@@ -73,6 +76,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),
           names,
           ...(opts.secrets ? { secrets: opts.secrets(ctx) } : {}),
+          ...(opts.parent ? { parent: opts.parent } : {}),
         });
       } catch (e) {
         sink.close();

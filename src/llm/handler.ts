@@ -75,6 +75,8 @@ export interface LlmHandlerOptions {
   /** macOS: reads Claude Code's login from the Keychain (at most once a minute) before an Anthropic request. */
   claudeKeychain?: { load(): Promise<void> };
   onEvent?: (e: LlmEvent) => void;
+  /** The agents its requests go out on (the host's parent proxy's, sys/parent.ts); default: straight out, kept alive. */
+  agents?: { http: HttpAgent; https: HttpsAgent };
 }
 
 /** The sandbox's side of an LLM request: its route, and the canonical path and query after `/llm/<route>`. */
@@ -158,7 +160,7 @@ function fail(res: ServerResponse, status: number, error: string, message: strin
 export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const upstreams = { ...PROVIDERS, ...o.upstreams };
   // Keep-alive to the provider: each agent turn is many requests, and TLS set-up dominates short ones.
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  const agents = o.agents ?? { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
   return (req, res) => {
     const started = Date.now();
     if ((req.url ?? "").split("?")[0] === CODEX_TOKEN_PATH) {

@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { SbxError } from "../core/errors";
+import { PROXY_VARIABLES, parseParentUrl } from "../core/parent-proxy";
 import type { Env } from "../sys/env";
 import { selfUser } from "../sys/host-user";
 import type { Exec } from "../sys/exec";
@@ -77,10 +78,18 @@ export function serviceFile(kind: ServiceKind, env: Env): string {
   }
 }
 
-/** Pure: the spec for the renderers; only PATH and DOCKER_HOST cross from the environment. */
+/**
+ * Pure: the spec for the renderers; only PATH, DOCKER_HOST and the proxy variables (the host's parent proxy, which the
+ * daemon goes out through) cross from the environment; a proxy URL that holds credentials does not (a unit file is no
+ * place for a secret: the config file's `proxy.credentials` names a stored one, and `sbx doctor` says so).
+ */
 export function serviceSpec(deps: Pick<ServiceDeps, "env" | "paths" | "daemonArgv">): ServiceSpec {
   const env: Record<string, string> = { PATH: deps.env.vars.PATH };
   if (deps.env.vars.DOCKER_HOST) env.DOCKER_HOST = deps.env.vars.DOCKER_HOST;
+  for (const k of PROXY_VARIABLES) {
+    const v = deps.env.raw[k];
+    if (v && (/no_proxy/i.test(k) || !hasCredentials(v))) env[k] = v;
+  }
   return { argv: deps.daemonArgv, env, logPath: deps.paths.daemonLog, home: deps.env.vars.HOME };
 }
 
@@ -225,4 +234,10 @@ export async function serviceStatus(deps: ServiceDeps, kind: ServiceKind): Promi
     enabled: enabled.exitCode === 0,
     detail: `${active.stdout.trim() || "unknown"}, ${enabled.stdout.trim() || "not enabled"}`,
   };
+}
+
+/** Pure: whether a proxy URL carries a user or password (or cannot be read, and so might). */
+function hasCredentials(url: string): boolean {
+  const p = parseParentUrl(url);
+  return !p.ok ? /@/.test(url) : p.endpoint.credentials !== null;
 }

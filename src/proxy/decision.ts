@@ -3,7 +3,9 @@
 // request's target and Host header are taken to name (what is checked is what is sent).
 import { lookup } from "node:dns/promises";
 import { networkInterfaces } from "node:os";
-import { canonicalIp } from "../core/addresses";
+import { canonicalIp, classify } from "../core/addresses";
+import type { ParentEndpoint, ParentScheme } from "../core/parent-proxy";
+import type { ParentRoute } from "../sys/parent";
 import { normalizeHost } from "../core/allowlist";
 import { checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { judgeRequest } from "../core/rules";
@@ -25,8 +27,10 @@ function interfaceAddresses(): string[] {
 }
 
 /**
- * Allowed: connect to `address` (checked), and to nothing else. `requests`: a rule names the host, so each request is
- * judged (`Decider.request`); `wholeHost`: the pattern that allows every request, if one does.
+ * Allowed: connect to `address` (checked), and to nothing else; or, where a parent proxy applies (`parent`), ask it
+ * for `host:port` by name (the parent resolves it; `address` is what the host's own lookup gave and sbx checked, or ""
+ * when the host could not resolve it). `requests`: a rule names the host, so each request is judged
+ * (`Decider.request`); `wholeHost`: the pattern that allows every request, if one does.
  */
 export type Allowed = {
   ok: true;
@@ -34,6 +38,7 @@ export type Allowed = {
   host: string;
   port: number;
   address: string;
+  parent: ParentRoute | null;
   source: PolicySource;
   pattern: string;
   requests: boolean;
@@ -60,6 +65,20 @@ export interface DeciderOptions {
   hostAddresses?: () => Iterable<string>;
   /** Where denials and lookup failures are told (the proxy's event sink). */
   emit: (e: EgressEvent) => void;
+  /** The host's parent proxy (sys/parent.ts): which destinations go through it, and what it is (never a destination). */
+  parent?: ParentRouting;
+}
+
+/** The parent proxy as the decision sees it (sys/parent.ts's ParentRouter). */
+export interface ParentRouting {
+  route(scheme: ParentScheme, host: string): ParentRoute | null;
+  endpoints(): readonly ParentEndpoint[];
+}
+
+/** Pure: how an allowed connection is reached, for people: `host:port (address)`, and the parent it goes through. */
+export function reachText(v: Pick<Allowed, "host" | "port" | "address" | "parent">): string {
+  const at = `${authorityText(v.host, v.port)}${v.address ? ` (${v.address})` : ""}`;
+  return v.parent ? `${at} through the parent proxy ${v.parent.endpoint.shown}` : at;
 }
 
 /** One sandbox's decisions: its policy read per check (compiled once per change), its denials told as they are made. */
@@ -68,6 +87,7 @@ export class Decider {
   private cached: CompiledPolicy | null = null;
   private own: { at: number; set: Set<string> } | null = null;
   private readonly resolve: Resolver;
+  private parentOwn: { at: number; list: { address: string; port: number }[] } | null = null;
 
   constructor(private readonly o: DeciderOptions) {
     this.resolve = o.resolve ?? systemResolver;
@@ -119,17 +139,30 @@ export class Decider {
     return { ok: true, target: `${v.path}${v.query ? `?${v.query}` : ""}`, by: v.by };
   }
 
-  /** The decision, then one lookup, then the address check: the address returned is the only one connected to. */
+  /**
+   * The decision, then one lookup, then the address check: the address returned is the only one connected to. Where a
+   * parent proxy applies, the connection asks it for the name instead (see `Allowed`): the allowlist and the address
+   * check are as they are without one, on the host's own lookup; a name the host cannot resolve goes to the parent by
+   * name (on a network where only the proxy resolves outside names). The parent itself is never a destination.
+   */
   async check(path: EgressPath, method: string, rawHost: string, port: number): Promise<Verdict> {
     const policy = this.current();
     const d = decide(policy, rawHost, port);
+    const parents = this.o.parent?.endpoints() ?? [];
+    // Before the allowlist, so no approval is offered for it: through sbx, the parent would carry the sandbox anywhere
+    // the company's proxy goes, with the host's standing there, and nothing of it judged.
+    const named = parents.find((e) => e.host === d.host);
+    if (named) return this.deny(path, method, d.host, port, "host-address", `${d.host} is the parent proxy sbx itself goes out through (${named.shown}): a sandbox never reaches it`, null);
     if (!d.allow) return this.deny(path, method, d.host, port, d.reason, d.detail, d.suggest);
+    const parent = this.o.parent?.route(method === "CONNECT" ? "https" : "http", d.host) ?? null;
+    const allowed = (address: string): Allowed => ({ ok: true, path, host: d.host, port, address, parent, source: d.source, pattern: d.pattern, requests: d.requests, wholeHost: d.wholeHost });
     let addresses: string[];
     if (d.ip) addresses = [d.host];
     else {
       try {
         addresses = await this.resolve(d.host);
       } catch (e) {
+        if (parent) return allowed("");
         const message = `could not resolve ${d.host}: ${(e as Error).message}`;
         this.o.emit({ type: "error", sandbox: this.o.sandbox, path, method, host: d.host, port, address: null, message, at: Date.now() });
         return { ok: false, status: 502, host: d.host, port, message };
@@ -137,7 +170,30 @@ export class Decider {
     }
     const a = checkAddresses(policy, d.host, addresses, port, this.hostOwn());
     if (!a.ok) return this.deny(path, method, d.host, port, a.reason, a.detail, a.suggest);
-    return { ok: true, path, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern, requests: d.requests, wholeHost: d.wholeHost };
+    if (parents.length > 0) {
+      const own = await this.parentAddresses(parents);
+      for (const raw of addresses) {
+        const addr = canonicalIp(raw);
+        // On the host's loopback only the parent's own port is the parent (the host's other published services stay).
+        const hit = addr === null ? undefined : own.find((p) => p.address === addr && (p.port === port || classify(addr) !== "loopback"));
+        if (hit) return this.deny(path, method, d.host, port, "host-address", `${d.host === addr ? addr : `${d.host} resolves to ${addr}, which`} is the parent proxy sbx itself goes out through: a sandbox never reaches it`, null);
+      }
+    }
+    return allowed(a.address);
+  }
+
+  /** The parents' addresses (their names looked up as the sandbox's are; kept 10 s): a destination there is refused. */
+  private async parentAddresses(parents: readonly ParentEndpoint[]): Promise<{ address: string; port: number }[]> {
+    const now = Date.now();
+    if (this.parentOwn !== null && now - this.parentOwn.at <= 10_000) return this.parentOwn.list;
+    const list: { address: string; port: number }[] = [];
+    for (const e of parents) {
+      const ip = canonicalIp(e.host);
+      const found = ip !== null ? [ip] : await this.resolve(e.host).catch(() => [] as string[]);
+      for (const a of found) list.push({ address: canonicalIp(a) ?? a, port: e.port });
+    }
+    this.parentOwn = { at: now, list };
+    return list;
   }
 }
 

@@ -13,7 +13,7 @@ import type { EgressEvent, EgressSandbox, TransparentNames } from "../core/egres
 import { Admission } from "./admission";
 import { ClientConnection } from "./connection";
 import { hold, type Carrier, type ProxyContext } from "./context";
-import { Decider, type Allowed, type Resolver } from "./decision";
+import { Decider, type Allowed, type ParentRouting, type Resolver } from "./decision";
 import { Origin, type OriginHandler } from "./origin";
 import { SbxEndpoints } from "./sbx-endpoints";
 import { listenUnix } from "./socket";
@@ -54,6 +54,11 @@ export interface EgressProxyOptions {
    * and its requests' placeholders swapped; every other host stays a tunnel. Read per connection.
    */
   secrets?: SecretBinding;
+  /**
+   * The host's parent proxy (sys/parent.ts): where it applies, allowed connections go through it as a CONNECT for the
+   * name sbx judged; it is never a destination itself. None: every connection goes straight to its checked address.
+   */
+  parent?: ParentRouting;
   connectTimeoutMs?: number;
   /**
    * How fast the sandbox may start requests (default PROXY_REQUESTS_BURST, then PROXY_REQUESTS_PER_SECOND); null: no
@@ -94,7 +99,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       // A broken sink must never break the sandbox's network.
     }
   };
-  const decider = new Decider({ sandbox, policy: opts.policy, emit, ...(opts.resolve ? { resolve: opts.resolve } : {}), ...(opts.hostAddresses ? { hostAddresses: opts.hostAddresses } : {}) });
+  const decider = new Decider({ sandbox, policy: opts.policy, emit, ...(opts.resolve ? { resolve: opts.resolve } : {}), ...(opts.hostAddresses ? { hostAddresses: opts.hostAddresses } : {}), ...(opts.parent ? { parent: opts.parent } : {}) });
   let tunnel: Carrier | null = null;
   // The work the sandbox may start (invariant 14): each request (and transparent tunnel) takes its turn, a burst at once
   // and then a steady rate, in order; the rest wait on their own connection (at most PROXY_MAX_CONNECTIONS).

@@ -3,10 +3,10 @@
 // (upstream.ts) to the checked address, or to the proxy's own origin; the answer is written back to the client,
 // framed for it (chunked for an HTTP/1.1 client when its length is unknown, to the close for HTTP/1.0).
 import type { ProxyContext } from "./context";
-import { authorityText, type Allowed } from "./decision";
+import { reachText, type Allowed } from "./decision";
 import type { StreamReplacer } from "../core/stream-replace";
 import { chunk, LAST_CHUNK, requestHead, responseHead, withoutHopByHop, type Framing, type Header, type RequestHead } from "./http1";
-import type { Exchange, UpstreamPool } from "./upstream";
+import type { Exchange, UpstreamPool, Via } from "./upstream";
 
 /** The bytes as a Buffer without copying them (Buffer.from of a Uint8Array copies). */
 function asBuffer(u: Uint8Array): Buffer {
@@ -41,6 +41,8 @@ export interface Destination {
   pool: UpstreamPool;
   address: string;
   port: number;
+  /** Through the parent proxy, asking it for this name (upstream.ts `Via`), or straight to `address`. */
+  via?: Via | null;
   /** The request target as it goes up (origin-form). */
   target: string;
   /** The Host header sent (the checked authority), or null to pass the client's own on (the proxy's origin). */
@@ -110,7 +112,7 @@ export class ForwardExchange {
     this.close = !req.keepAlive || client.ended;
     const framing = req.framing;
     this.x = dest.pool.request(
-      { address: dest.address, port: dest.port, method: req.method, head, body: framing === "none" ? "none" : framing === "chunked" ? "chunked" : "length", replayable: framing === "none" && SAFE_METHODS.has(req.method) },
+      { address: dest.address, port: dest.port, via: dest.via ?? null, method: req.method, head, body: framing === "none" ? "none" : framing === "chunked" ? "chunked" : "length", replayable: framing === "none" && SAFE_METHODS.has(req.method) },
       {
         head: (h, length) => {
           const given: ShownHead = { reason: h.reason, headers: withoutHopByHop(h.headers) };
@@ -221,17 +223,18 @@ export function egressDestination(ctx: ProxyContext, v: Allowed, method: string,
     pool: ctx.pool,
     address: v.address,
     port: v.port,
+    via: v.parent ? { route: v.parent, host: v.host } : null,
     target: target ?? `${url.pathname}${url.search}`,
     host: url.host,
     done(ok, bytesUp, bytesDown) {
       ctx.inFlight--;
       if (!ok) return;
       const { host, port, address, source, pattern, path } = v;
-      ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host, port, address, source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+      ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host, port, address, ...(v.parent ? { via: v.parent.endpoint.shown } : {}), source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
     },
     failure(why, connected) {
-      const message = connected ? `${authorityText(v.host, v.port)} (${v.address}) sent ${why}` : `could not reach ${authorityText(v.host, v.port)} (${v.address}): ${why}`;
-      ctx.emit({ type: "error", sandbox: ctx.sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+      const message = connected ? `${reachText(v)} sent ${why}` : `could not reach ${reachText(v)}: ${why}`;
+      ctx.emit({ type: "error", sandbox: ctx.sandbox, path: v.path, method, host: v.host, port: v.port, address: v.address, ...(v.parent ? { via: v.parent.endpoint.shown } : {}), message, at: Date.now() });
       return message;
     },
   };

@@ -12,11 +12,12 @@ import { normalizeHost } from "../core/allowlist";
 import { StreamReplacer } from "../core/stream-replace";
 import { ClientConnection, type Prepared, type RequestPreparer } from "./connection";
 import { hold, type Carrier, type ProxyContext } from "./context";
-import { authorityText, type Allowed } from "./decision";
+import { authorityText, reachText, type Allowed } from "./decision";
 import type { Destination } from "./forward";
 import type { Header, RequestHead } from "./http1";
 import { cut } from "./refusal";
 import { UpstreamPool } from "./upstream";
+import { tlsThroughParent } from "../sys/parent";
 
 /** What the terminator needs of the daemon: the sandbox's bound secrets, their values, and certificates for hosts. */
 export interface SecretBinding {
@@ -110,7 +111,11 @@ export class Terminator implements RequestPreparer {
       p = new UpstreamPool(
         this.ctx.connectTimeoutMs,
         undefined,
-        (address, port) => tlsConnect({ host: address, port, ...(servername ? { servername } : {}), ALPNProtocols: ["http/1.1"], ...(ca ? { ca } : {}) }),
+        (address, port, via) => {
+          const tls = { ...(servername ? { servername } : {}), ALPNProtocols: ["http/1.1"], ...(ca ? { ca } : {}) };
+          // Through the parent: TLS to the host, verified as always, inside the parent's tunnel to its name.
+          return via ? tlsThroughParent(via.route, via.host, port, tls) : tlsConnect({ host: address, port, ...tls });
+        },
         "secureConnect",
       );
       this.pools.set(key, p);
@@ -191,6 +196,7 @@ export class Terminator implements RequestPreparer {
       pool: this.pool(allowed),
       address: allowed.address,
       port: allowed.port,
+      via: allowed.parent ? { route: allowed.parent, host: allowed.host } : null,
       target,
       host,
       rewrite,
@@ -198,12 +204,12 @@ export class Terminator implements RequestPreparer {
         ctx.inFlight--;
         if (!ok) return;
         const { port, address, source, pattern, path } = allowed;
-        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, ...(allowed.parent ? { via: allowed.parent.endpoint.shown } : {}), source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
       },
       failure(why, connected) {
-        const at = authorityText(allowed.host, allowed.port);
-        const message = connected ? `${at} (${allowed.address}) sent ${shown(why)}` : `could not reach ${at} (${allowed.address}) over verified TLS: ${shown(why)}`;
-        ctx.emit({ type: "error", sandbox: ctx.sandbox, path: allowed.path, method, host: allowed.host, port: allowed.port, address: allowed.address, message, at: Date.now() });
+        const at = reachText(allowed);
+        const message = connected ? `${at} sent ${shown(why)}` : `could not reach ${at} over verified TLS: ${shown(why)}`;
+        ctx.emit({ type: "error", sandbox: ctx.sandbox, path: allowed.path, method, host: allowed.host, port: allowed.port, address: allowed.address, ...(allowed.parent ? { via: allowed.parent.endpoint.shown } : {}), message, at: Date.now() });
         return message;
       },
     };

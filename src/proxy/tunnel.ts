@@ -8,7 +8,8 @@ import { canonicalIp } from "../core/addresses";
 import { normalizeHost } from "../core/allowlist";
 import { readClientHello } from "../core/tls";
 import { hold, type Carrier, type ProxyContext } from "./context";
-import { authorityText, type Allowed } from "./decision";
+import { reachText, type Allowed } from "./decision";
+import { dialParent, TUNNEL_OPEN, type ParentDial } from "../sys/parent";
 import { headerSafe } from "./http1";
 import { badGateway, cut, endWith, refusal } from "./refusal";
 
@@ -28,6 +29,8 @@ export function opaqueTunnel(ctx: ProxyContext): Carrier {
 class Tunnel {
   private readonly started = performance.now();
   private readonly up: Socket;
+  /** The parent proxy's connection, when one carries it (its CONNECT is not the tunnel's bytes). */
+  private readonly viaParent: ParentDial | null;
   /** The server accepted the connection. */
   private established = false;
   /** The client's first bytes were read and agree with the checked host (or there were none). */
@@ -50,11 +53,13 @@ class Tunnel {
     private readonly replies: boolean,
   ) {
     ctx.inFlight++;
-    this.up = connect({ host: v.address, port: v.port, allowHalfOpen: true, noDelay: true });
+    // Straight to the checked address; or, where a parent proxy applies, a CONNECT to it for the checked name.
+    this.viaParent = v.parent ? dialParent(v.parent, v.host, v.port) : null;
+    this.up = this.viaParent?.socket ?? connect({ host: v.address, port: v.port, allowHalfOpen: true, noDelay: true });
     hold(ctx, this.up);
     this.connectTimer = setTimeout(() => this.up.destroy(new Error(`connect timed out after ${ctx.connectTimeoutMs} ms`)), ctx.connectTimeoutMs);
     client.once("end", this.onClientEnd);
-    this.up.once("connect", this.onConnect);
+    this.up.once(this.viaParent ? TUNNEL_OPEN : "connect", this.onConnect);
     // A proxy client sends its ClientHello only after the 200; a transparent one has sent it already.
     if (!replies) this.readFirst();
     this.up.on("error", this.onUpError);
@@ -161,8 +166,8 @@ class Tunnel {
   private readonly onUpError = (e: Error) => {
     const { v, client } = this;
     if (!this.established && !client.destroyed && !this.refused) {
-      const message = `could not connect to ${authorityText(v.host, v.port)} (${v.address}): ${e.message}`;
-      this.ctx.emit({ type: "error", sandbox: this.ctx.sandbox, path: v.path, method: "CONNECT", host: v.host, port: v.port, address: v.address, message, at: Date.now() });
+      const message = `could not connect to ${reachText(v)}: ${e.message}`;
+      this.ctx.emit({ type: "error", sandbox: this.ctx.sandbox, path: v.path, method: "CONNECT", host: v.host, port: v.port, address: v.address, ...(v.parent ? { via: v.parent.endpoint.shown } : {}), message, at: Date.now() });
       if (!this.replies) return void cut(client);
       return void endWith(client, badGateway(message, true));
     }
@@ -185,10 +190,11 @@ class Tunnel {
       host: v.host,
       port: v.port,
       address: v.address,
+      ...(v.parent ? { via: v.parent.endpoint.shown } : {}),
       source: v.source,
       pattern: v.pattern,
-      bytesUp: up.bytesWritten,
-      bytesDown: up.bytesRead,
+      bytesUp: up.bytesWritten - (this.viaParent?.overhead.sent ?? 0),
+      bytesDown: up.bytesRead - (this.viaParent?.overhead.received ?? 0),
       durationMs: Math.round(performance.now() - this.started),
       at: Date.now(),
     });

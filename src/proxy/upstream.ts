@@ -7,15 +7,24 @@
 import { connect, type Socket } from "node:net";
 import { chunk, LAST_CHUNK, ResponseReader, type ResponseHead } from "./http1";
 import { UPSTREAM_MAX_IDLE } from "../core/bounds";
+import { parentStream, type ParentRoute } from "../sys/parent";
 
 /** How long an idle connection is kept (servers commonly close theirs after 5 s; going first avoids the race). */
 const IDLE_MS = 4_000;
 /** Idle connections kept per address and port. */
 const MAX_IDLE = 16;
 
+/** A connection asked of the parent proxy: `CONNECT host:port` by name, on which the request then goes as it would. */
+export interface Via {
+  route: ParentRoute;
+  host: string;
+}
+
 export interface UpstreamRequest {
   address: string;
   port: number;
+  /** Through the parent proxy (the connection is kept per parent, name and port), or straight to `address`. */
+  via?: Via | null;
   method: string;
   /** The whole request head, from `requestHead` (its framing agrees with `body`). */
   head: string;
@@ -75,8 +84,11 @@ export class UpstreamPool {
     private readonly connectTimeoutMs: number,
     /** How long an idle connection is kept (tests shorten it). */
     private readonly idleMs = IDLE_MS,
-    /** Opens a connection that emits `connect` (default: TCP to the address); the proxy's origin is one in memory. */
-    private readonly dial?: (address: string, port: number) => Socket,
+    /**
+     * Opens a connection that emits `connect` (default: TCP to the address, or the parent's tunnel for `via`); the
+     * proxy's origin is one in memory.
+     */
+    private readonly dial?: (address: string, port: number, via: Via | null) => Socket,
     /** The event after which a new connection is the server's (TLS: `secureConnect`, once its certificate is checked). */
     private readonly ready: "connect" | "secureConnect" = "connect",
   ) {}
@@ -118,8 +130,8 @@ export class UpstreamPool {
    * A new connection. Its listeners are set once and pass events to its owner; with none (idle), any event drops it:
    * a byte nobody asked for, the server's end, an error.
    */
-  private fresh(address: string, port: number, key: string): Conn {
-    const s = this.dial ? this.dial(address, port) : connect({ host: address, port, noDelay: true, allowHalfOpen: false });
+  private fresh(address: string, port: number, via: Via | null, key: string): Conn {
+    const s = this.dial ? this.dial(address, port, via) : via ? parentStream(via.route, via.host, port) : connect({ host: address, port, noDelay: true, allowHalfOpen: false });
     const c: Conn = { s, key, owner: null, idleSince: 0 };
     this.open.add(c);
     s.on("data", (d: Buffer) => (c.owner ? c.owner.data(d) : this.drop(c)));
@@ -169,7 +181,8 @@ export class UpstreamPool {
 
   /** Sends one request to address:port and reads its response into `sink`. */
   request(r: UpstreamRequest, sink: ResponseSink): Exchange {
-    const key = `${r.address}|${r.port}`;
+    const via = r.via ?? null;
+    const key = via ? `${via.route.endpoint.shown}|${via.host}|${r.port}` : `${r.address}|${r.port}`;
     const reader = new ResponseReader(r.method);
     let c: Conn;
     let reused = false;
@@ -258,7 +271,7 @@ export class UpstreamPool {
     const start = (pooled: boolean) => {
       const taken = pooled ? this.take(key) : null;
       reused = taken !== null;
-      c = taken ?? this.fresh(r.address, r.port, key);
+      c = taken ?? this.fresh(r.address, r.port, via, key);
       c.owner = owner;
       if (reused) {
         c.s.resume();

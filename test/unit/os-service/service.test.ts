@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { kitPaths } from "../../../src/drivers/macos/install";
 import { SbxError } from "../../../src/core/errors";
-import { installService, serviceFile, serviceKind, serviceStatus, uninstallService, type ServiceDeps } from "../../../src/os-service/service";
+import { installService, serviceFile, serviceKind, serviceSpec, serviceStatus, uninstallService, type ServiceDeps } from "../../../src/os-service/service";
 import { readEnv } from "../../../src/sys/env";
 import { pathsFor } from "../../../src/sys/paths";
 import { FakeExec } from "../../fakes/exec";
@@ -144,5 +144,20 @@ describe("sbx service on macOS (launchd LaunchAgent and the root kit)", () => {
     expect(existsSync(r.file)).toBe(false);
     expect(exec.calls.some((c) => isSudo(c.argv) && c.argv.join(" ") === `/usr/bin/sudo /bin/rm -f ${lib}/sudoers-alice`)).toBe(true);
     exec.assertDone();
+  });
+});
+
+describe("parent-proxy: the service's daemon goes out through the host's proxy, never with its credentials in the unit", () => {
+  test("proxy variables without credentials cross into the unit; one that holds a user or password does not", () => {
+    root = mkdtempSync(join(tmpdir(), "sbx-svc-"));
+    const env = readEnv({
+      vars: { HOME: join(root, "home"), PATH: "/usr/bin:/bin", HTTPS_PROXY: "http://proxy.corp:3128", http_proxy: "http://jo:hunter22@proxy.corp:3128", ALL_PROXY: "jo:pw@proxy:1", NO_PROXY: ".corp,10.0.0.0/8" },
+      uid: 501,
+      gid: 20,
+      platform: "linux",
+    });
+    const spec = serviceSpec({ env, paths: pathsFor(env), daemonArgv: ["/usr/local/bin/sbx", "daemon"] });
+    expect(spec.env).toEqual({ PATH: "/usr/bin:/bin", HTTPS_PROXY: "http://proxy.corp:3128", NO_PROXY: ".corp,10.0.0.0/8" });
+    expect(JSON.stringify(spec)).not.toContain("hunter22");
   });
 });

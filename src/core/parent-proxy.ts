@@ -1,0 +1,312 @@
+// Pure: the parent proxy, the host's own HTTP proxy that the daemon's outbound connections go through on a network
+// where only it gets out. Where it is (the config file's `proxy`, else HTTPS_PROXY/HTTP_PROXY/ALL_PROXY in the daemon's
+// environment), which destinations skip it (NO_PROXY, read exactly as curl reads it), and the CONNECT spoken to it.
+// Every connection through it is a CONNECT to the name sbx judged, plain HTTP included, so the parent never sees a
+// request sbx did not write and never judges anything sbx refused: it only ever narrows what gets out.
+import { parseIPv4, parseIPv6 } from "./addresses";
+import { normalizeHost } from "./allowlist";
+
+/** Where a parent's credentials come from: the URL's own `user:password` (the environment's), or a stored secret. */
+export type ParentCredentials = { kind: "inline"; user: string; password: string } | { kind: "secret"; name: string };
+
+/** One parent proxy. */
+export interface ParentEndpoint {
+  /** Normalised (lower-case; an IPv6 address without brackets). */
+  host: string;
+  port: number;
+  /** `http://host:port` as people see it: never credentials. */
+  shown: string;
+  credentials: ParentCredentials | null;
+}
+
+export interface ParentSettings {
+  /** Where they were read: the config file's `proxy`, or the daemon's environment (`HTTPS_PROXY`, …). */
+  source: "config" | "environment";
+  /** For TLS and every other tunnel (https_proxy / HTTPS_PROXY, else all_proxy / ALL_PROXY). */
+  https: ParentEndpoint | null;
+  /** For plain HTTP (http_proxy / HTTP_PROXY, else all_proxy / ALL_PROXY). */
+  http: ParentEndpoint | null;
+  /** NO_PROXY as written (curl's reading: `noProxyMatches`). */
+  noProxy: string;
+}
+
+/** What the config file's `proxy` holds (core/config.ts checks its shape). */
+export interface ParentConfig {
+  url: string;
+  noProxy?: readonly string[];
+  /** The name of a stored secret (`sbx secret set NAME`) holding `user:password`. */
+  credentials?: string;
+}
+
+/** Which kind of connection a parent is chosen for: a tunnel (TLS, anything opaque) or a plain HTTP request. */
+export type ParentScheme = "https" | "http";
+
+/** Pure: `http://host:port`, an IPv6 host in brackets. */
+function shownOf(host: string, port: number): string {
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * Pure: a proxy URL as the environment or the config gives it (`http://[user:password@]host[:port][/]`, or without the
+ * scheme as curl takes it), or why it cannot be used. Only `http://` proxies are spoken to (TLS to the proxy itself and
+ * SOCKS are not); an absent port is 80, as the URL says.
+ */
+export function parseParentUrl(raw: string): { ok: true; endpoint: ParentEndpoint } | { ok: false; reason: string } {
+  const text = raw.trim();
+  if (text === "") return { ok: false, reason: "it is empty" };
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
+  let u: URL;
+  try {
+    u = new URL(withScheme);
+  } catch {
+    return { ok: false, reason: "it is not a URL (http://host:port)" };
+  }
+  if (u.protocol !== "http:") return { ok: false, reason: `${u.protocol}// proxies are not supported; sbx speaks to an http:// proxy (CONNECT), as most company proxies are` };
+  if ((u.pathname !== "/" && u.pathname !== "") || u.search !== "" || u.hash !== "") return { ok: false, reason: "a proxy URL names a host and a port, no path" };
+  const host = normalizeHost(u.hostname);
+  if (host === null) return { ok: false, reason: `'${u.hostname}' is not a host name or address` };
+  const port = u.port === "" ? 80 : Number(u.port);
+  let credentials: ParentCredentials | null = null;
+  if (u.username !== "" || u.password !== "") {
+    try {
+      credentials = { kind: "inline", user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+    } catch {
+      return { ok: false, reason: "its user or password is not percent-encoded properly" };
+    }
+  }
+  return { ok: true, endpoint: { host, port, shown: shownOf(host, port), credentials } };
+}
+
+/** The first variable of `names` that is set and not empty, with its name. */
+function firstSet(env: Readonly<Record<string, string | undefined>>, names: readonly string[]): { name: string; value: string } | null {
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== "") return { name, value };
+  }
+  return null;
+}
+
+/**
+ * Pure: the parent proxy the daemon's environment names, or null when it names none; `problems` says what was set and
+ * cannot be used (a SOCKS or https:// proxy, a malformed URL): that variable is then not used, and `sbx doctor` says so.
+ * Lower case first, as curl reads them (curl ignores upper-case HTTP_PROXY; a daemon is no CGI script, so it is read).
+ */
+export function parentFromEnv(env: Readonly<Record<string, string | undefined>>): { settings: ParentSettings | null; problems: string[] } {
+  const problems: string[] = [];
+  const pick = (names: readonly string[]): ParentEndpoint | null => {
+    const v = firstSet(env, names);
+    if (v === null) return null;
+    const p = parseParentUrl(v.value);
+    if (!p.ok) problems.push(`${v.name}: ${p.reason}`);
+    return p.ok ? p.endpoint : null;
+  };
+  const all = ["all_proxy", "ALL_PROXY"];
+  const https = pick(["https_proxy", "HTTPS_PROXY", ...all]);
+  const http = pick(["http_proxy", "HTTP_PROXY", ...all]);
+  const noProxy = firstSet(env, ["no_proxy", "NO_PROXY"])?.value ?? "";
+  return { settings: https === null && http === null ? null : { source: "environment", https, http, noProxy }, problems };
+}
+
+/** Pure: the config file's parent proxy (one URL for every kind of connection; its credentials a stored secret's name). */
+export function parentFromConfig(c: ParentConfig): { settings: ParentSettings | null; problems: string[] } {
+  const p = parseParentUrl(c.url);
+  if (!p.ok) return { settings: null, problems: [`proxy.url: ${p.reason}`] };
+  if (p.endpoint.credentials !== null) return { settings: null, problems: ["proxy.url: credentials go in a stored secret named by proxy.credentials, never in the config file"] };
+  const endpoint: ParentEndpoint = { ...p.endpoint, credentials: c.credentials ? { kind: "secret", name: c.credentials } : null };
+  return { settings: { source: "config", https: endpoint, http: endpoint, noProxy: (c.noProxy ?? []).join(",") }, problems: [] };
+}
+
+/** Whether a name is an IPv4 literal curl would parse (inet_pton's dotted quad). */
+function isV4(s: string): boolean {
+  return parseIPv4(s) !== null;
+}
+
+/** curl's Curl_cidr4_match: no bits (or 32) is the exact address; more than 32 never matches. */
+function cidr4(name: string, network: string, bits: number): boolean {
+  const a = parseIPv4(name);
+  const n = parseIPv4(network);
+  if (bits > 32 || a === null || n === null) return false;
+  if (bits === 0 || bits === 32) return a.every((b, i) => b === n[i]);
+  return prefixEqual(a, n, bits);
+}
+
+/** curl's Curl_cidr6_match: no bits is the exact address; more than 128 never matches. */
+function cidr6(name: string, network: string, bits: number): boolean {
+  const a = parseIPv6(name);
+  const n = network.includes("[") ? null : parseIPv6(network);
+  if (bits > 128 || a === null || n === null) return false;
+  return prefixEqual(a, n, bits === 0 ? 128 : bits);
+}
+
+function prefixEqual(a: Uint8Array, b: Uint8Array, bits: number): boolean {
+  const whole = Math.floor(bits / 8);
+  for (let i = 0; i < whole; i++) if (a[i] !== b[i]) return false;
+  const rest = bits % 8;
+  if (rest === 0) return true;
+  const mask = (0xff << (8 - rest)) & 0xff;
+  return ((a[whole]! ^ b[whole]!) & mask) === 0;
+}
+
+/**
+ * Pure: whether NO_PROXY sends `host` straight out, read exactly as curl's `Curl_check_noproxy` reads it: `*` alone
+ * matches everything; otherwise comma-separated entries (blanks around them; an entry followed by anything but a comma
+ * ends the list). For a name, an entry matches the name itself or any name under it, a leading and a trailing dot
+ * ignored (`.corp` and `corp` both match `corp` and `a.corp`, never `acorp`); `*.corp` is read literally and so
+ * matches nothing. For an IP literal, an entry is an address or `address/bits` (CIDR), compared as addresses; a name is
+ * never resolved to be compared with a CIDR, and an address never matches a name entry. Ports are not part of it.
+ */
+export function noProxyMatches(noProxy: string, rawHost: string): boolean {
+  if (noProxy === "") return false;
+  if (noProxy === "*") return true;
+  let name = rawHost.toLowerCase();
+  let type: "host" | "v4" | "v6" = "host";
+  if (name.startsWith("[")) {
+    const end = name.indexOf("]");
+    if (end < 0) return false;
+    name = name.slice(1, end);
+    type = "v6";
+  } else if (isV4(name)) type = "v4";
+  else if (name.includes(":") && parseIPv6(name) !== null) type = "v6";
+  else if (name.endsWith(".")) name = name.slice(0, -1);
+  const blank = (c: string | undefined) => c === " " || c === "\t";
+  let i = 0;
+  while (i < noProxy.length) {
+    while (blank(noProxy[i])) i++;
+    const start = i;
+    while (i < noProxy.length && !blank(noProxy[i]) && noProxy[i] !== ",") i++;
+    let token = noProxy.slice(start, i).toLowerCase();
+    if (token !== "") {
+      if (type === "host") {
+        if (token.endsWith(".")) token = token.slice(0, -1);
+        if (token.startsWith(".")) token = token.slice(1);
+        if (token.length === name.length ? token === name : token.length < name.length && name.endsWith(`.${token}`)) return true;
+      } else {
+        const slash = token.indexOf("/");
+        const bits = slash < 0 ? 0 : Number.parseInt(token.slice(slash + 1), 10) || 0;
+        const network = slash < 0 ? token : token.slice(0, slash);
+        if (type === "v6" ? cidr6(name, network, bits) : cidr4(name, network, bits)) return true;
+      }
+    }
+    while (blank(noProxy[i])) i++;
+    if (i < noProxy.length && noProxy[i] !== ",") break;
+    while (noProxy[i] === ",") i++;
+  }
+  return false;
+}
+
+/** Pure: the parent for a connection of `scheme` to `host`, or null when it goes straight out (none, or NO_PROXY). */
+export function parentFor(s: ParentSettings | null, scheme: ParentScheme, host: string): ParentEndpoint | null {
+  const p = s === null ? null : scheme === "https" ? s.https : s.http;
+  if (p === null || noProxyMatches(s!.noProxy, host)) return null;
+  return p;
+}
+
+/** Pure: NO_PROXY entries curl reads otherwise than people often mean (`*.corp` is literal; only `*` alone is "all"). */
+export function noProxySurprises(noProxy: string): string[] {
+  if (noProxy === "*") return [];
+  const entries = noProxy.split(",").map((t) => t.trim());
+  return [
+    ...entries.filter((t) => /[ \t]/.test(t)).map((t) => `'${t}': separate entries with commas (curl, and sbx, read up to the blank and stop)`),
+    ...entries
+      .filter((t) => t.includes("*"))
+      .map((t) => (t === "*" ? `'*' matches everything only alone; beside other entries it matches nothing` : `'${t}' is read literally (write '${t.replace(/^\*+\.?/, ".")}' for a domain and every name under it)`)),
+  ];
+}
+
+/** Pure: `Basic base64(user:password)`. */
+export function basicAuthorization(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`, "utf8").toString("base64")}`;
+}
+
+/** Pure: a stored secret's `user:password` as Basic credentials, or why not (never the value itself). */
+export function storedCredentials(value: string | null, name: string): { ok: true; authorization: string } | { ok: false; reason: string } {
+  if (value === null) return { ok: false, reason: `the stored secret ${name} (proxy.credentials) is not set: sbx secret set ${name}` };
+  const i = value.indexOf(":");
+  if (i <= 0 || /[\r\n]/.test(value)) return { ok: false, reason: `the stored secret ${name} (proxy.credentials) must hold user:password on one line` };
+  return { ok: true, authorization: basicAuthorization(value.slice(0, i), value.slice(i + 1)) };
+}
+
+/** Pure: `host:port` as a CONNECT names it (an IPv6 host in brackets). */
+export function connectAuthority(host: string, port: number): string {
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** Pure: the CONNECT sbx sends a parent: the name sbx judged (never an address the host resolved; see ARCHITECTURE.md). */
+export function connectHead(host: string, port: number, authorization: string | null): string {
+  const a = connectAuthority(host, port);
+  return `CONNECT ${a} HTTP/1.1\r\nHost: ${a}\r\n${authorization !== null ? `Proxy-Authorization: ${authorization}\r\n` : ""}\r\n`;
+}
+
+/** The most of a parent's answer to a CONNECT that is read before it counts as no answer. */
+export const MAX_PARENT_HEAD = 16 * 1024;
+
+export type ParentAnswer =
+  | { kind: "more" }
+  /** The tunnel is open; `size`: the bytes of the head (what follows is the server's). */
+  | { kind: "open"; size: number }
+  /** The parent refused, with its status and reason phrase (printable ASCII, at most 100 characters). */
+  | { kind: "refused"; status: number; reason: string }
+  | { kind: "malformed"; why: string };
+
+/** Pure: reads a parent's answer to a CONNECT: a 2xx opens the tunnel, anything else refuses it. */
+export function readParentAnswer(buf: Uint8Array): ParentAnswer {
+  const text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("latin1");
+  const end = text.indexOf("\r\n\r\n");
+  if (end < 0) return buf.byteLength > MAX_PARENT_HEAD ? { kind: "malformed", why: `no end of its answer within ${MAX_PARENT_HEAD} bytes` } : { kind: "more" };
+  const line = text.slice(0, text.indexOf("\r\n"));
+  const m = /^HTTP\/1\.[01] ([0-9]{3})(?: (.*))?$/.exec(line);
+  if (!m) return { kind: "malformed", why: "its answer is not an HTTP/1.x status line" };
+  const status = Number(m[1]);
+  if (status >= 200 && status < 300) return { kind: "open", size: end + 4 };
+  return { kind: "refused", status, reason: (m[2] ?? "").replace(/[^\x20-\x7e]/g, "?").slice(0, 100) };
+}
+
+/**
+ * Pure: what a sandbox is told when the parent would not carry its connection (a 502's text): the parent as people see
+ * it and its status, never its credentials (they are not in `shown`, and nothing of the request is repeated).
+ */
+export function parentRefusalText(shown: string, status: number, reason: string): string {
+  const what = status === 407 ? "it wants credentials sbx does not have or it refused them (proxy.credentials in the config file)" : status === 403 ? "the company proxy's own policy refused this destination" : "it could not reach the destination";
+  return `the parent proxy ${shown} answered ${status}${reason ? ` ${reason}` : ""}: ${what}`;
+}
+
+/**
+ * Pure: the proxy variables for a host tool (git, gh) whose connections go through the parent, given the URL it is to
+ * use (`http://[user:password@]host:port`): both cases of each, as curl, git and Go read them; NO_PROXY as the settings
+ * have it.
+ */
+export function proxyVariables(url: string, noProxy: string): Record<string, string> {
+  const out: Record<string, string> = { HTTPS_PROXY: url, https_proxy: url, HTTP_PROXY: url, http_proxy: url };
+  if (noProxy !== "") {
+    out.NO_PROXY = noProxy;
+    out.no_proxy = noProxy;
+  }
+  return out;
+}
+
+/** The variables that name a proxy in an environment (for a service unit, and for what sbx never passes on). */
+export const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"] as const;
+
+/** What a host tool asked sbx's relay for (sys/parent-relay.ts): a CONNECT, with the relay's own credentials, or not. */
+export type RelayRequest =
+  | { kind: "more" }
+  | { kind: "connect"; host: string; port: number; authorization: string | null; size: number }
+  | { kind: "bad"; status: 400 | 405; why: string };
+
+/** Pure: reads a host tool's request to the relay: only `CONNECT host:port` is carried. */
+export function readRelayRequest(buf: Uint8Array): RelayRequest {
+  const text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("latin1");
+  const end = text.indexOf("\r\n\r\n");
+  if (end < 0) return buf.byteLength > MAX_PARENT_HEAD ? { kind: "bad", status: 400, why: "a request head too long" } : { kind: "more" };
+  const [line, ...headers] = text.slice(0, end).split("\r\n");
+  const m = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(line ?? "");
+  if (!m) return { kind: "bad", status: 400, why: "not an HTTP/1.x request" };
+  if (m[1] !== "CONNECT") return { kind: "bad", status: 405, why: "only CONNECT is carried to the parent proxy" };
+  const a = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(m[2]!);
+  const host = a ? normalizeHost(a[1] ?? a[2]!) : null;
+  const port = a ? Number(a[3]) : 0;
+  if (host === null || port < 1 || port > 65535) return { kind: "bad", status: 400, why: "a CONNECT names host:port" };
+  const auth = headers.filter((h) => /^proxy-authorization:/i.test(h)).map((h) => h.slice(h.indexOf(":") + 1).trim());
+  if (auth.length > 1) return { kind: "bad", status: 400, why: "more than one Proxy-Authorization" };
+  return { kind: "connect", host, port, authorization: auth[0] ?? null, size: end + 4 };
+}

@@ -1,0 +1,150 @@
+// Lends a host tool (the bridge's git and gh) the parent proxy for one call. A parent with no credentials is named to
+// the tool as it is. A parent with credentials is not: gh runs formatters a sandbox chooses (`--jq '$ENV…'`), so nothing
+// it must not see may be in its environment. The tool gets instead this relay on the host's loopback, with a one-call
+// password of its own, good only for the host it was lent for (and names under it) while the call runs; the relay
+// speaks to the parent with the real credentials, which stay in the daemon. Sandboxes never reach the host's loopback
+// (invariant no-direct-egress), and a password that leaked through a formatter is dead when the call ends.
+import { createServer, type Server, type Socket } from "node:net";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { normalizeHost } from "../core/allowlist";
+import { basicAuthorization, proxyVariables, readRelayRequest } from "../core/parent-proxy";
+import { dialParent, TUNNEL_OPEN, type ParentRouter } from "./parent";
+
+/** How long a tool has to send its CONNECT once it is connected. */
+const HEAD_TIMEOUT_MS = 10_000;
+
+interface Lease {
+  /** The host the call was lent for: it and names under it may be asked for. */
+  host: string;
+  authorization: string;
+}
+
+/** The proxy variables for one call, and its end (after which a relay password no longer works). */
+export interface ParentLease {
+  env: Record<string, string>;
+  release(): void;
+}
+
+const NONE: ParentLease = { env: {}, release: () => undefined };
+
+export class ParentRelay {
+  private server: Server | null = null;
+  private port = 0;
+  private starting: Promise<void> | null = null;
+  private readonly leases = new Map<string, Lease>();
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly router: ParentRouter) {}
+
+  /** Relay passwords in force now (tests: each call's ends with it). */
+  active(): number {
+    return this.leases.size;
+  }
+
+  /**
+   * The proxy variables for a host tool's one call to `url` (its host, and names under it: gh reaches api.<host>), or
+   * none when no parent applies to that host. Release it when the call ends.
+   */
+  async lease(url: string): Promise<ParentLease> {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      return NONE;
+    }
+    const host = normalizeHost(u.hostname);
+    if (host === null) return NONE;
+    const route = this.router.route(u.protocol === "http:" ? "http" : "https", host);
+    if (route === null) return NONE;
+    const noProxy = this.router.settings?.noProxy ?? "";
+    if (route.endpoint.credentials === null) return { env: proxyVariables(route.endpoint.shown, noProxy), release: () => undefined };
+    await this.start();
+    const token = randomBytes(18).toString("base64url");
+    this.leases.set(token, { host, authorization: basicAuthorization("sbx", token) });
+    return {
+      env: proxyVariables(`http://sbx:${token}@127.0.0.1:${this.port}`, noProxy),
+      release: () => void this.leases.delete(token),
+    };
+  }
+
+  /** Stops the relay: every call through it is cut. */
+  close(): void {
+    this.server?.close();
+    this.server = null;
+    this.starting = null;
+    for (const s of this.sockets) s.destroy();
+    this.leases.clear();
+  }
+
+  private start(): Promise<void> {
+    this.starting ??= new Promise<void>((resolve, reject) => {
+      const server = createServer({ allowHalfOpen: true }, (s) => this.serve(s));
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        this.port = (server.address() as { port: number }).port;
+        this.server = server;
+        server.unref();
+        resolve();
+      });
+    });
+    return this.starting;
+  }
+
+  /** Which lease a Proxy-Authorization is (compared in constant time), or null. */
+  private leaseOf(authorization: string | null): Lease | null {
+    if (authorization === null) return null;
+    const given = Buffer.from(authorization);
+    for (const l of this.leases.values()) {
+      const want = Buffer.from(l.authorization);
+      if (want.length === given.length && timingSafeEqual(want, given)) return l;
+    }
+    return null;
+  }
+
+  private serve(s: Socket): void {
+    this.sockets.add(s);
+    s.once("close", () => this.sockets.delete(s));
+    s.on("error", () => s.destroy());
+    s.setTimeout(HEAD_TIMEOUT_MS, () => s.destroy());
+    let buf: Buffer = Buffer.alloc(0);
+    const answer = (status: number, why: string) => {
+      s.off("data", onData);
+      const body = `sbx relay: ${why}\n`;
+      // A 407 names its scheme: libcurl (git) asks with no credentials first, then with those the challenge names.
+      const challenge = status === 407 ? 'Proxy-Authenticate: Basic realm="sbx"\r\n' : "";
+      s.end(`HTTP/1.1 ${status} ${status === 407 ? "Proxy Authentication Required" : status === 403 ? "Forbidden" : status === 405 ? "Method Not Allowed" : status === 502 ? "Bad Gateway" : "Bad Request"}\r\n${challenge}Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    };
+    const onData = (d: Buffer) => {
+      buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+      const r = readRelayRequest(buf);
+      if (r.kind === "more") return;
+      if (r.kind === "bad") return answer(r.status, r.why);
+      const lease = this.leaseOf(r.authorization);
+      if (lease === null) return answer(407, "this relay lends the parent proxy to sbx's own host tools, for one call each");
+      if (r.host !== lease.host && !r.host.endsWith(`.${lease.host}`)) return answer(403, `this call was lent the parent proxy for ${lease.host}, not ${r.host}`);
+      const route = this.router.route("https", r.host);
+      if (route === null) return answer(403, `${r.host} does not go through the parent proxy (NO_PROXY)`);
+      s.off("data", onData);
+      s.pause();
+      s.setTimeout(0);
+      const first = buf.subarray(r.size);
+      const { socket: up } = dialParent(route, r.host, r.port);
+      this.sockets.add(up);
+      up.once("close", () => this.sockets.delete(up));
+      let opened = false;
+      up.once(TUNNEL_OPEN, () => {
+        opened = true;
+        s.write("HTTP/1.1 200 Connection established\r\n\r\n");
+        if (first.length > 0) up.write(first);
+        up.pipe(s);
+        s.pipe(up);
+      });
+      up.on("error", (e: Error) => {
+        if (!opened && !s.destroyed) answer(502, e.message);
+        else s.destroy();
+      });
+      s.once("close", () => up.destroy());
+    };
+    s.on("data", onData);
+  }
+}
