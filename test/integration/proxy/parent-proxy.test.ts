@@ -8,6 +8,7 @@ import type { EgressEvent } from "../../../src/core/egress-events";
 import { parentFromConfig, parentFromEnv } from "../../../src/core/parent-proxy";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { ParentRouter } from "../../../src/sys/parent";
+import { fdPassing } from "../../../shims/fd-pass";
 import { startFakeParent, type FakeParent } from "../../support/fake-parent";
 import { echoServer, echoThrough, get, httpServer, openTunnel, rawExchange, tempDir } from "./helpers";
 
@@ -34,8 +35,9 @@ const resolved: string[] = [];
 /** The stored secret the config's proxy.credentials names, as the daemon reads it. */
 let stored: Record<string, string>;
 
-async function start(router: ParentRouter, resolve?: (h: string) => Promise<string[]>) {
+async function start(router: ParentRouter, resolve?: (h: string) => Promise<string[]>, extra: Partial<Parameters<typeof startEgressProxy>[0]> = {}) {
   proxy = await startEgressProxy({
+    ...extra,
     socketPath: join(tmp.dir, "sb", "proxy.sock"),
     sandbox: { id: 7, name: "demo" },
     policy: () => lists,
@@ -133,6 +135,36 @@ describe("parent-proxy: allowed connections go through the host's proxy, by name
     expect(t.status).toBe(403);
     expect(t.response.headers["x-sbx-blocked"]).toBe("internal-address echo.test:443");
     expect(parent.seen).toEqual([]);
+  });
+});
+
+const lib = fdPassing();
+describe.skipIf(lib === null)("parent-proxy on the transparent path: a connection to a name's address goes to the parent by that name", () => {
+  test("TLS-looking bytes to echo.test's address and plain HTTP to web.test's go to the parent as CONNECT name:port", async () => {
+    const names = new Map([["echo.test", "127.77.0.5"], ["web.test", "127.77.0.6"]]);
+    lists.sandbox.push("echo.test:7443");
+    await start(configRouter(), undefined, { names: { addressOf: (n) => names.get(n) ?? null, nameOf: (a) => [...names].find(([, x]) => x === a)?.[0] ?? null }, transparentHttpPorts: [80] });
+    const l = lib!.listenAll(0);
+    // As inside a container the client dials name-address:port; the listener's port stands in for the site's.
+    proxy.serveTransparent(l.fd, (s) => (s.localAddress ? { address: s.localAddress, port: s.localAddress === "127.77.0.6" ? 80 : 7443 } : null));
+    const { connect } = await import("node:net");
+    const talk = (address: string, bytes: string, until: (s: string) => boolean) =>
+      new Promise<string>((resolve) => {
+        const s = connect({ host: address, port: l.port, allowHalfOpen: true });
+        let out = "";
+        s.on("data", (d: Buffer) => {
+          out += d.toString();
+          if (until(out)) s.destroy();
+        });
+        s.on("close", () => resolve(out));
+        s.on("error", () => resolve(out));
+        s.write(bytes);
+        s.end();
+      });
+    expect(await talk("127.77.0.5", "ping", (o) => o.includes("bye"))).toBe("pingbye 4");
+    const plain = await talk("127.77.0.6", "GET /t HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n", () => false);
+    expect(plain).toContain("hello GET /t host=web.test");
+    expect(parent.seen.map((s) => s.target)).toEqual(["echo.test:7443", "web.test:80"]);
   });
 });
 
