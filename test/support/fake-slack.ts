@@ -48,6 +48,8 @@ export interface FakeSlack {
   rateLimit(n: number): void;
   /** Web API calls never answer (a Slack that hangs) until set false. */
   hang(on: boolean): void;
+  /** Calls held unanswered so far while hanging. */
+  held(): number;
   /** A person clicks a button of a posted message; Slack POSTs the signed interaction to `requestUrl`. */
   click(requestUrl: string, o: ClickOptions): Promise<{ status: number; text: string; sent: SentRequest }>;
   /** Sends a captured request again, byte for byte (a replay). */
@@ -131,6 +133,7 @@ export function startFakeSlack(o: FakeSlackOptions): FakeSlack {
     ephemerals,
     calls,
     rateLimit: (n) => void (limited = n),
+    held: () => hung.length,
     hang(on) {
       hanging = on;
       if (!on) hung.splice(0).forEach((r) => r());
