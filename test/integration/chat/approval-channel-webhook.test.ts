@@ -283,3 +283,38 @@ describe("approval-channel: one-time links", () => {
     expect(r.status).toBe(421);
   });
 });
+
+const haveTools = ["openssl", "curl", "bash"].every((t) => Bun.which(t) !== null);
+
+describe.skipIf(!haveTools)("approval-channel: the help topic's shell recipe (needs openssl, curl, bash)", () => {
+  test("the signed decision exactly as `sbx help chat-setup` writes it is accepted", async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { topicText } = await import("../../../src/cli/topics");
+    start();
+    const sb = sandbox("demo");
+    blocked(sb, "decoy.example.org");
+    const a = blocked(sb, "example.org");
+    const doc = topicText("chat-setup").split("\n");
+    const from = doc.findIndex((l) => l.includes("secret=$(cat ~/sbx-webhook.secret)"));
+    const recipe = doc.slice(from, doc.findIndex((l, i) => i > from && !l.trimEnd().endsWith("\\") && l.includes('-d "$body"')) + 1).map((l) => l.trim()).join("\n");
+    const dir = mkdtempSync(join(tmpdir(), "sbx-recipe-"));
+    try {
+      writeFileSync(join(dir, "secret"), `${SECRET}\n`, { mode: 0o600 });
+      const script = recipe
+        .replace("~/sbx-webhook.secret", join(dir, "secret"))
+        .replace("https://sbx.example.com/hooks/v1/decide", decideUrl())
+        .replace('"approval":12', `"approval":${a.id}`)
+        .replace('"sandbox":3', `"sandbox":${sb.id}`);
+      // Not spawnSync: the listener answering curl runs in this process.
+      const p = Bun.spawn(["bash", "-euc", script], { stdout: "pipe", stderr: "pipe" });
+      const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      expect(err).toBe("");
+      expect(JSON.parse(out)).toMatchObject({ ok: true, approval: a.id, action: "allow" });
+      expect(store.getApproval(a.id)).toMatchObject({ state: "allowed", decidedBy: "webhook:api" });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -9,6 +9,7 @@ import { killDaemonProc, makeWorld, seedSandbox, startDaemonProc, startSandbox, 
 import { startFakeSlack, type FakeSlack } from "../../support/fake-slack";
 import { startFakeWebhook, type FakeWebhook } from "../../support/fake-webhook";
 import { connect } from "node:net";
+import { runCli } from "../../support/cli";
 
 const SECRET = "whsec-0123456789abcdef0123456789abcdef";
 const TOKEN = "xoxb-1111-2222-abcdefABCDEF";
@@ -94,6 +95,11 @@ test("approval-channel: a webhook and a Slack that hang delay neither the proxy'
   const st = (await w.client.status()).approvals!;
   expect(st.webhook!.queued + st.webhook!.dropped).toBeGreaterThan(5);
   expect(st.webhook!.queued).toBeLessThanOrEqual(100);
+  // `sbx status` says where each posts and that nothing was delivered yet (the query of a URL never shown).
+  const shown = await runCli(["status"], { vars: w.env });
+  expect(shown.stdout).toMatch(/approvals listener: http:\/\/127\.0\.0\.1:\d+ \(public https:\/\/sbx\.example\.test\)/);
+  expect(shown.stdout).toContain(`webhook: ${hook.url}, ok (0 delivered, 0 failed`);
+  expect(shown.stdout).toContain("slack: channel C0SANDBOX01, ok (0 delivered");
   process.stderr.write(`approval-channel hang (ms, p50/max) before: ${JSON.stringify(before)}\n                          during: ${JSON.stringify(during)}\n`);
   for (const [k, v] of Object.entries(during)) {
     // A wait on a delivery would cost its 5 s timeout; 1 s leaves room for a loaded machine.
