@@ -92,7 +92,7 @@ describe("private-answers-one-approval: one approval", () => {
     expect(pending!.host).toBe("registry.corp");
     policy.decide(pending!.id, "allow-sandbox", "cli:ann");
     for (let i = 0; i < 50 && policyFor(store, sb.id).sandbox.length < 2; i++) await Bun.sleep(5);
-    expect(policyFor(store, sb.id).sandbox.sort()).toEqual(["registry.corp", "registry.corp@10.1.2.3"]);
+    expect([...policyFor(store, sb.id).sandbox].sort()).toEqual(["registry.corp", "registry.corp@10.1.2.3"]);
     expect(events.filter((e) => e.kind === "decision").map((e) => e.kind === "decision" && [e.pattern, e.by])).toEqual([
       ["registry.corp", "cli:ann"],
       ["registry.corp@10.1.2.3", "cli:ann (approved registry.corp, which resolves to a private address)"],
