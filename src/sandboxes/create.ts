@@ -21,6 +21,7 @@ import { sandboxId } from "../drivers/identity";
 import { resolveLimits } from "../core/limits";
 import { loadConfig } from "../sys/config-file";
 import type { ServiceContext } from "./context";
+import { hostMirrorsFor, mirrorLines } from "./mirrors";
 import { teardown } from "./remove";
 import type { CreateRequest, Output } from "./requests";
 
@@ -115,7 +116,10 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const made = await driver.newIdentity(n, c.d.store.listSandboxes(), c.report(null, out));
     // --port over devcontainer.json's forwardPorts (the driver's), one forward per host port.
     const forwards = nextPorts(portsOf(made), ports, []);
-    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}) };
+    // The host's package mirrors as they are now, through the copy-in door: kept for every session of the sandbox.
+    const carried = hostMirrorsFor(c.d, req.name);
+    for (const l of carried.lines) out.log(l);
+    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(carried.mirrors ? { mirrors: carried.mirrors } : {}) };
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(lay.creating, `${process.pid}\n`);
     const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
@@ -139,6 +143,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       throw e;
     }
     unlinkSync(lay.creating);
+    const fresh = c.d.store.getSandbox(row.id) ?? row;
+    for (const l of mirrorLines(c.d, fresh, driver.spec(fresh))) out.log(l);
     await workingTree(c, c.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out);
     await postCreate(c, c.d.store.getSandbox(row.id) ?? row, driver, out);
     const live = c.d.store.getSandbox(row.id) ?? row;

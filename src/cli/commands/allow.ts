@@ -1,9 +1,32 @@
 // sbx allow: allow hosts (or a preset) for a sandbox or globally; takes effect on the sandbox's next request.
 import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
-import type { Verb } from "../verb";
+import type { CliContext, Verb } from "../verb";
 
 const many = (v: string, prev: string[] = []) => [...prev, v];
+
+/**
+ * A preset as this machine would use it: where the person's npm, pip, Go or cargo settings name a mirror, its hosts in
+ * place of the public registry's, said (core/mirrors.ts presetOffer over the settings read as `sbx create` reads them).
+ */
+async function presetHere(ctx: CliContext, name: string, patterns: readonly string[]): Promise<readonly string[]> {
+  const { MIRROR_TOOLS, presetOffer } = await import("../../core/mirrors");
+  const tool = Object.entries(MIRROR_TOOLS).find(([, p]) => p === name)?.[0];
+  if (tool === undefined) return patterns;
+  const { readHostMirrors } = await import("../../secrets/host-mirrors");
+  let plan;
+  try {
+    plan = readHostMirrors({ env: ctx.env.raw, home: ctx.env.vars.HOME, platform: ctx.env.platform, uid: ctx.env.uid, outside: [ctx.paths.sandboxRoot, ctx.paths.runtimeDir] });
+  } catch (e) {
+    ctx.render.info(`note: your ${tool} settings were not read (${(e as Error).message}): the preset as it is`);
+    return patterns;
+  }
+  for (const n of plan.notes) if (n.tool === tool && n.why.startsWith("not read")) ctx.render.info(`note: ${n.from}: ${n.why}`);
+  const offer = presetOffer(name, patterns, { settings: plan.settings });
+  for (const m of offer.mirrors) ctx.render.info(`${tool} on this machine uses ${m.host} (${m.from}): allowing it`);
+  if (offer.replaced.length > 0) ctx.render.info(`in place of the public registry (${offer.replaced.join(", ")}); \`sbx allow ${offer.replaced.join(" ")}\` allows that too`);
+  return offer.patterns;
+}
 
 export const allow: Verb = {
   name: "allow",
@@ -27,7 +50,8 @@ export const allow: Verb = {
     const { ruleSpecsOf, runRule } = await import("./rule");
     const specs = ruleSpecsOf("allow", args, opts);
     if (specs !== null) return runRule(ctx, "allow", specs, opts, await daemon(ctx), scopeOf("allow", ctx, opts));
-    const patterns = [...args, ...(typeof opts.preset === "string" ? presetPatterns(opts.preset) : [])];
+    const preset = typeof opts.preset === "string" ? await presetHere(ctx, opts.preset, presetPatterns(opts.preset)) : [];
+    const patterns = [...args, ...preset];
     const req = { ...scopeOf("allow", ctx, opts), patterns };
     const r = await (await daemon(ctx)).allow(req);
     for (const c of r.results) ctx.render.out(c.changed ? `allowed ${c.pattern} for ${r.scope}` : `${c.pattern} was already allowed for ${r.scope}`);
