@@ -63,6 +63,10 @@ export const ConfigSchema = z
       .enum(["inject", "overlay"])
       .optional()
       .describe("inject | overlay: the default for --claude-auth (default: inject when the host has a Claude key or login)"),
+    trust: z
+      .union([z.literal("host"), z.array(z.string().min(1).max(4096)).min(1).max(32)])
+      .optional()
+      .describe('"host" | ["/path/ca.pem", …]: CAs beyond the system\'s roots that sandboxes and sbx\'s proxy trust (a company CA; "host": the ones `sbx doctor` finds on this machine; default: none)'),
   })
   .strict();
 

@@ -20,6 +20,8 @@ import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
+import { CompanyTrust } from "../tls/host-trust";
+import { expandHome, loadConfig } from "../sys/config-file";
 import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
 import { SecretBindings } from "../store/secret-bindings";
@@ -132,6 +134,12 @@ export function upstreamTrust(extraFile: string | undefined): string | undefined
 }
 let trustKept: { file: string; at: number; pem: string } | null = null;
 
+/** The upstream trust with a company's CAs added (the runtime's roots first when nothing else was). */
+function withCompany(base: string | undefined, company: string): string | undefined {
+  if (company === "") return base;
+  return `${base ?? rootCertificates.join("\n")}\n${company}`;
+}
+
 export function testResolver(raw: string | undefined): Resolver | undefined {
   if (raw === undefined || raw === "") return undefined;
   let parsed: unknown;
@@ -229,14 +237,34 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's stored secrets or their source, read as the
   // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
   const egressRules = new EgressRules(d.store);
+  // A company's CAs (the config's `trust`): every session trusts them, and terminated upstreams are verified with them.
+  const company = new CompanyTrust({
+    trust: () => {
+      const t = loadConfig(d.paths, d.env).trust;
+      return t === "host" || t === undefined ? t : t.map((f) => expandHome(f, d.env.vars.HOME));
+    },
+    platform: d.env.platform,
+    env: d.env.raw,
+    exec: d.exec,
+    guard: { forbidden: [d.paths.sandboxRoot, d.paths.runtimeDir, d.paths.stateDir], uid: host.uid },
+    log: (m, f) => d.log.warn(m, f),
+    stamp: () => {
+      try {
+        return String(statSync(d.paths.configFile).mtimeMs);
+      } catch {
+        return "none";
+      }
+    },
+  });
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
     authority: () => Authority.open(d.paths.stateDir),
     // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
     // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
-    upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
+    upstreamCa: () => withCompany(upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS), company.pemNow()),
     terminatesFor: (id) => egressRules.anyFor(id),
+    companyCas: () => company.current(),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);

@@ -421,7 +421,7 @@ public class Fetch {
       overlays: [],
       options: { driver: "docker" as const, claudeAuth: "overlay" as const },
     };
-    const session = secretSessionEnv(spec, { env: { API_TOKEN: PLACEHOLDER }, caPem: readFileSync(sbxCaFile, "utf8"), npmrc: [], notes: [] });
+    const session = secretSessionEnv(spec, { env: { API_TOKEN: PLACEHOLDER }, extraCas: "", caPem: readFileSync(sbxCaFile, "utf8"), npmrc: [], notes: [] });
     const fetch = join(tmp.dir, "Fetch.java");
     writeFileSync(fetch, FETCH);
     return { sandbox, session, fetch };
