@@ -157,7 +157,7 @@ export class Terminator implements RequestPreparer {
     const headers: Header[] = [...swapped.headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["Accept-Encoding", "identity"]];
     const reflect = reflectionPairs(secrets, values).map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
     const bodyPairs = swapped.bodyPairs.map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
-    const dest = this.destination(allowed, head.method, swapped.target, authority, {
+    const dest = this.destination(allowed, head.method, swapped.target, pathOnly, authority, {
       requestBody: bodyPairs.length > 0 ? new StreamReplacer(bodyPairs) : null,
       responseHead: (hs) => {
         const enc = hs.find(([n]) => n.toLowerCase() === "content-encoding")?.[1]?.trim().toLowerCase();
@@ -175,7 +175,8 @@ export class Terminator implements RequestPreparer {
     this.ctx.decider.deny(allowed.path, method, allowed.host, allowed.port, "server-name-mismatch", detail, null);
   }
 
-  private destination(allowed: Allowed, method: string, target: string, host: string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
+  /** `pathOnly` is what the audit says: the path, never the query (which may hold a value swapped in). */
+  private destination(allowed: Allowed, method: string, target: string, pathOnly: string, host: string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
     const ctx = this.ctx;
     const started = performance.now();
     ctx.inFlight++;
@@ -190,7 +191,7 @@ export class Terminator implements RequestPreparer {
         ctx.inFlight--;
         if (!ok) return;
         const { port, address, source, pattern, path } = allowed;
-        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, source, pattern, target: pathOnly, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
       },
       failure(why, connected) {
         const at = authorityText(allowed.host, allowed.port);
