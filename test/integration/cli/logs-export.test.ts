@@ -5,7 +5,7 @@
 // `--follow` streams until Ctrl-C (130, the last line whole) or until its reader closes the pipe (`| head`: exit 0,
 // nothing on stderr), where before it printed an EPIPE stack and went on writing into nothing for ever.
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { runCli } from "../../support/cli";
@@ -141,6 +141,39 @@ describe("ocsf-export: real egress, a real approval, exported by the CLI through
       expect(r.out).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]/);
     }
   }, 60_000);
+});
+
+describe("bounded: an export holds a page, not the log", () => {
+  test.skipIf(!existsSync("/proc/self/status"))("60,000 rows of 1.5 KB (≈90 MB out) are exported in under 180 MB (a page at a time; it held every page: 270 MB and growing)", async () => {
+    w = makeWorld();
+    seedSandbox(w, "demo");
+    const store = w.store();
+    const sb = store.findSandbox("/r", "demo")!;
+    const pad = "x".repeat(1500);
+    store.write(() => {
+      for (let i = 0; i < 60_000; i++) store.audit({ sandboxId: sb.id, kind: "lifecycle", action: "limits", detail: { i, pad } });
+    });
+    d = await startDaemonProc(w);
+    const p = Bun.spawn([process.execPath, CLI, "logs", "--export", "jsonl"], { env: w.env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    let peakKb = 0;
+    const rss = () => {
+      const m = /VmRSS:\s+(\d+) kB/.exec(existsSync(`/proc/${p.pid}/status`) ? readFileSync(`/proc/${p.pid}/status`, "utf8") : "");
+      if (m) peakKb = Math.max(peakKb, Number(m[1]));
+    };
+    const sampler = setInterval(rss, 20);
+    let lines = 0;
+    let tail = "";
+    for await (const chunk of p.stdout) {
+      const text = tail + new TextDecoder().decode(chunk);
+      const parts = text.split("\n");
+      tail = parts.pop()!;
+      lines += parts.length;
+    }
+    clearInterval(sampler);
+    expect({ code: await p.exited, lines, tail }).toEqual({ code: 0, lines: store.listAudit({ limit: 100_000 }).length, tail: "" });
+    expect(peakKb).toBeGreaterThan(0);
+    expect(peakKb / 1024).toBeLessThan(180);
+  }, 120_000);
 });
 
 describe("--follow streams, and ends cleanly", () => {
