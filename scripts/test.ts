@@ -8,9 +8,12 @@ const dir = mkdtempSync(join(tmpdir(), "sbx-junit-"));
 const report = join(dir, "junit.xml");
 // 30 s a test (bun's default is 5 s): git-backed tests take 2-5 s on a loaded machine, and a hung test still ends soon.
 // Here because Bun 1.4.5 ignores bunfig.toml's timeout and a preload's setDefaultTimeout outlasts only the first file.
+// Without the session bus: a test's sbx must never store into, or move secrets into, the person's own keyring (a test
+// that needs a Secret Service starts its own bus and keyring).
+const { DBUS_SESSION_BUS_ADDRESS: _bus, ...env } = process.env;
 const proc = Bun.spawn(
   [process.execPath, "test", "--timeout=30000", "--reporter=junit", `--reporter-outfile=${report}`, ...process.argv.slice(2)],
-  { stdio: ["ignore", "inherit", "inherit"] },
+  { stdio: ["ignore", "inherit", "inherit"], env },
 );
 const code = await proc.exited;
 

@@ -20,6 +20,10 @@ import {
   PolicyPendingSchema,
   PolicyViewSchema,
   type PolicyPatterns,
+  type PolicyRule,
+  type PolicyCheck,
+  PolicyRuleChangeSchema,
+  PolicyCheckResultSchema,
   type PolicyShow,
   SandboxListSchema,
   SessionListSchema,
@@ -130,6 +134,16 @@ export class DaemonClient {
     return this.call("POST", "/v1/policy/deny", PolicyChangeSchema, req);
   }
 
+  /** Adds or removes a rule that sees requests (`sbx allow|deny HOST --method … --path …`). */
+  rule(req: PolicyRule) {
+    return this.call("POST", "/v1/policy/rule", PolicyRuleChangeSchema, req);
+  }
+
+  /** What the policy would do with a connection or request, and why (`sbx policy check`). */
+  policyCheck(req: PolicyCheck) {
+    return this.call("POST", "/v1/policy/check", PolicyCheckResultSchema, req);
+  }
+
   /** Binds a secret to hosts, for every sandbox or one (`sbx secret set NAME --host …`). */
   secretBind(req: SecretBind) {
     return this.call("POST", "/v1/secrets/bind", SecretChangeSchema, req);
@@ -137,6 +151,11 @@ export class DaemonClient {
 
   secretUnbind(req: SecretUnbind) {
     return this.call("POST", "/v1/secrets/unbind", SecretChangeSchema, req);
+  }
+
+  /** Tells the daemon a stored value changed (`sbx secret set`/`rm`/`import`): it reads them again before answering. */
+  secretsReload() {
+    return this.call("POST", "/v1/secrets/reload", SecretChangeSchema, {});
   }
 
   secretBindings() {

@@ -53,7 +53,7 @@ export interface AppDeps {
   /** The sandbox service: every route that names a sandbox, starts, stops or lists one goes through it. */
   service: SandboxService;
   /** Where clones staged by the CLI live (`<cache>/sandbox-staging`). */
-  paths?: Pick<Paths, "cacheDir">;
+  paths?: Pick<Paths, "cacheDir" | "configDir">;
   /** The allowlist and approvals (/v1/policy/*); the dashboard and chat bot decide through the same service. */
   policy?: PolicyService;
   /** Who a CLI decision is recorded as (`cli:<user>`): the control socket is the user's own (0600). */
@@ -131,7 +131,7 @@ export function createApp(deps: AppDeps): Hono {
   execRoutes(app, { service: svc, guards, store, agents: deps.agents, limits: deps.limits });
   lifecycleRoutes(app, { service: svc, log, views, paths: deps.paths });
   agentRoutes(app, { log, agentRuns: deps.agentRuns });
-  secretRoutes(app, { store, sandboxNamed: (w, name) => svc.resolve(name, w), jsonBody: (c) => jsonBody(c as Context) });
+  secretRoutes(app, { store, ...(deps.paths ? { configDir: deps.paths.configDir } : {}), sandboxNamed: (w, name) => svc.resolve(name, w), jsonBody: (c) => jsonBody(c as Context) });
   policyRoutes(app, { service: svc, policy: deps.policy, user: deps.user });
   logsRoutes(app, { service: svc, store });
 

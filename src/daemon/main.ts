@@ -18,10 +18,10 @@ import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
 import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
-import { readSecrets, secretsFile } from "../secrets/store";
+import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
+import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
-import { fileVault } from "../secrets/vault";
 import { SecretBindings } from "../store/secret-bindings";
 import { Authority } from "../tls/authority";
 import { hostUserExec } from "../sys/as-user";
@@ -205,20 +205,37 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     if (!b) continue;
     drivers[b.kind] = new UserAccountDriver({ exec: d.exec, env: d.env, paths: d.paths, backend: b, hostUser: host });
   }
+  // sbx's stored secrets, read as the person from where they keep them (their keychain or keyring, else sbx's file),
+  // held in memory and read again when `sbx secret set`/`rm` changes them: every reader below asks this.
+  const asPerson = hostUserExec(d.exec, host, d.env.uid);
+  const stored = await openStoredValues(
+    {
+      exec: asPerson,
+      platform: d.env.platform,
+      env: d.env.raw,
+      configDir: d.paths.configDir,
+      home: host.home,
+      uid: host.uid,
+      ...(d.env.platform === "darwin" && d.env.uid !== host.uid ? { keychainFile: join(host.home, "Library", "Keychains", "login.keychain-db") } : {}),
+    },
+    (m, f) => d.log.warn(m, f),
+  );
   const secrets = () => {
     const fromEnv: Record<string, string> = {};
     for (const k of ["GH_TOKEN", "GITHUB_TOKEN"]) if (d.env.raw[k]) fromEnv[k] = d.env.raw[k]!;
-    return { ...fromEnv, ...readSecrets(secretsFile(d.paths.configDir)) };
+    return { ...fromEnv, ...stored.all() };
   };
-  // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's secrets file or their source, read as the
+  // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's stored secrets or their source, read as the
   // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
+  const egressRules = new EgressRules(d.store);
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
-    resolver: new SecretResolver({ vault: fileVault(secretsFile(d.paths.configDir)), exec: hostUserExec(d.exec, host, d.env.uid) }),
+    resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
     authority: () => Authority.open(d.paths.stateDir),
     // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
     // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
     upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
+    terminatesFor: (id) => egressRules.anyFor(id),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);

@@ -1,16 +1,20 @@
 // /v1/secrets/*: the secrets bound to hosts, for every sandbox or one (`sbx secret set NAME --host …`, `rm`, `list`).
-// Only bindings come here; values stay where the person keeps them (sbx's secrets file, a command, 1Password).
+// Only bindings come here; values stay where the person keeps them (their keychain or keyring, sbx's file, a command,
+// 1Password). /v1/secrets/reload is the CLI's word that a stored value changed: the daemon reads them again, then answers.
 import type { Hono } from "hono";
 import { describeRules } from "../core/credential-scope";
 import { bindingProblem, type BindingSpec } from "../core/bound-secret";
 import { SbxError } from "../core/errors";
 import type { Sandbox } from "../core/schemas";
+import { reloadStored } from "../secrets/stored";
 import { SecretBindings } from "../store/secret-bindings";
 import type { Store } from "../store/store";
 import { SecretBindSchema, SecretBindingsSchema, SecretChangeSchema, SecretUnbindSchema, type SecretBindingView } from "./protocol";
 
 export interface SecretRoutesDeps {
   store: Store;
+  /** Whose stored secrets this daemon holds (secrets/stored.ts); none: it holds none (a test's app). */
+  configDir?: string;
   /** The sandbox `--sandbox NAME` means, for the caller where it stands. */
   sandboxNamed(w: { cwd: string; repoFlag?: string | undefined; asUid?: number | undefined }, name: string): Promise<Sandbox>;
   jsonBody(c: { req: { json(): Promise<unknown> } }): Promise<unknown>;
@@ -46,6 +50,11 @@ export function secretRoutes(app: Hono, deps: SecretRoutesDeps): void {
     const removed = bindings.remove(req.name, sb?.id ?? null);
     if (removed) deps.store.audit({ sandboxId: sb?.id ?? null, kind: "secret", action: "secret.unbound", detail: { secret: req.name } });
     return c.json(SecretChangeSchema.parse({ scope: label(sb), changed: removed }));
+  });
+
+  app.post("/v1/secrets/reload", async (c) => {
+    if (deps.configDir) await reloadStored(deps.configDir);
+    return c.json(SecretChangeSchema.parse({ scope: "stored secrets", changed: true }));
   });
 
   app.get("/v1/secrets/bindings", (c) => {

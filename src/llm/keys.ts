@@ -1,8 +1,8 @@
-// Where the host's LLM credentials come from, read at request time: env, the sbx secrets file, the host's Claude credentials file.
+// Where the host's LLM credentials come from, read at request time: env, sbx's stored secrets, the host's Claude credentials file.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { join } from "node:path";
-import { readSecrets, secretsFile } from "../secrets/store";
+import { storedValues } from "../secrets/stored";
 import { readCodexLogin } from "./codex-login";
 import type { LlmCredentialKind } from "../core/credential-scope";
 
@@ -18,8 +18,8 @@ export type Credential = { headers: Record<string, string>; source: string; kind
 export interface KeySources {
   /** Host environment variables (passed in, read once by the caller). */
   env: Readonly<Record<string, string | undefined>>;
-  /** The `sbx secret set` file. */
-  secretsFile?: string;
+  /** sbx's stored secrets (`sbx secret set`), read now (secrets/stored.ts: the vault's values as the daemon holds them). */
+  stored?: () => Readonly<Record<string, string>>;
   /** The host's `~/.claude/.credentials.json` (Claude Code's OAuth login). */
   claudeCredentialsFile?: string;
   /** The host's `~/.codex/auth.json` (Codex's API key or ChatGPT sign-in). */
@@ -86,11 +86,9 @@ export function knownSecretValues(src: KeySources): string[] {
   const out: string[] = [];
   const names = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GH_TOKEN", "GITHUB_TOKEN"];
   for (const n of names) if (src.env[n]) out.push(src.env[n]!);
-  if (src.secretsFile) {
-    try {
-      out.push(...Object.values(readSecrets(src.secretsFile)));
-    } catch {}
-  }
+  try {
+    out.push(...Object.values(src.stored?.() ?? {}));
+  } catch {}
   const o = claudeOauth(src.claudeCredentialsFile) ?? claudeOauthText(src.claudeKeychain?.());
   if (o) out.push(o);
   try {
@@ -119,11 +117,9 @@ export function hostSecretsByName(src: KeySources): Record<string, string> {
     if (typeof v === "string" && v.length >= 8 && !v.startsWith("/") && out[name] === undefined) out[name] = v;
   };
   for (const [k, v] of Object.entries(src.env)) if (SECRET_VAR.test(k)) add(k, v);
-  if (src.secretsFile) {
-    try {
-      for (const [k, v] of Object.entries(readSecrets(src.secretsFile))) add(k, v);
-    } catch {}
-  }
+  try {
+    for (const [k, v] of Object.entries(src.stored?.() ?? {})) add(k, v);
+  } catch {}
   const claude = (text: string | undefined) => {
     try {
       const o = (JSON.parse(text ?? "") as { claudeAiOauth?: Record<string, unknown> }).claudeAiOauth;
@@ -153,15 +149,13 @@ export function hostSecretsByName(src: KeySources): Record<string, string> {
 
 /** Looks up the credential for a provider now (a rotated key is used on the next request). */
 export function credentialFor(provider: Provider, src: KeySources): Credential | undefined {
-  let secrets: Record<string, string> = {};
-  if (src.secretsFile) {
-    try {
-      secrets = readSecrets(src.secretsFile);
-    } catch {
-      secrets = {};
-    }
+  let secrets: Readonly<Record<string, string>> = {};
+  try {
+    secrets = src.stored?.() ?? {};
+  } catch {
+    secrets = {};
   }
-  // The sbx secrets file wins over the environment: `sbx secret set` is how a user rotates without restarting.
+  // sbx's stored secrets win over the environment: `sbx secret set` is how a user rotates without restarting.
   const get = (n: string): string | undefined => secrets[n] || src.env[n] || undefined;
   switch (provider) {
     case "anthropic": {
@@ -202,12 +196,12 @@ export function credentialFor(provider: Provider, src: KeySources): Credential |
   }
 }
 
-/** Where this host keeps what the LLM proxy injects: its environment, sbx's secrets file, Claude's and Codex's logins. */
+/** Where this host keeps what the LLM proxy injects: its environment, sbx's stored secrets, Claude's and Codex's logins. */
 export function hostKeySources(env: { raw: Readonly<Record<string, string>>; vars: { HOME: string } }, configDir: string, keychain?: { value(): string | undefined }): KeySources {
   const codexHome = env.raw.CODEX_HOME?.startsWith("/") ? env.raw.CODEX_HOME : join(env.vars.HOME, ".codex");
   return {
     env: env.raw,
-    secretsFile: secretsFile(configDir),
+    stored: () => storedValues(configDir),
     claudeCredentialsFile: join(env.vars.HOME, ".claude", ".credentials.json"),
     codexAuthFile: join(codexHome, "auth.json"),
     geminiOauthFile: join(env.vars.HOME, ".gemini", "oauth_creds.json"),

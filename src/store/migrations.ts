@@ -118,4 +118,16 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (sandbox_id, name)
   );
   `,
+  // 8: egress rules that see requests (\`sbx allow HOST --method … --path …\`, \`sbx deny HOST --method …\`): for every
+  // sandbox (sandbox_id NULL) or one, gone with it; the rule as canonical JSON (core/rules.ts RuleSpec), once per scope.
+  `
+  CREATE TABLE egress_rules (
+    id         INTEGER PRIMARY KEY,
+    sandbox_id INTEGER REFERENCES sandboxes(id) ON DELETE CASCADE,
+    spec       TEXT NOT NULL,
+    added_by   TEXT NOT NULL,
+    added_at   INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX egress_rules_scope_spec ON egress_rules (coalesce(sandbox_id, 0), spec);
+  `,
 ];

@@ -46,7 +46,7 @@ export const doctor: Verb = {
   },
   async run(ctx, _args, opts) {
     const { runDoctor } = await import("../../doctor/doctor");
-    const { readSecrets, secretsFile } = await import("../../secrets/store");
+    const { readStored } = await import("../../secrets/stored");
     const { KINDS } = await import("../../core/backend-kind");
     const sandboxes = await liveSandboxes(ctx.paths.dbFile);
     const mac = ctx.env.platform === "darwin";
@@ -56,7 +56,7 @@ export const doctor: Verb = {
       paths: ctx.paths,
       bunVersion: Bun.version,
       repos: [...new Set(sandboxes.map((s) => s.repo))].filter((r) => existsSync(r)),
-      secrets: readSecrets(secretsFile(ctx.paths.configDir)),
+      secrets: await readStored({ exec: ctx.exec, platform: ctx.env.platform, env: ctx.env.raw, configDir: ctx.paths.configDir, home: ctx.env.vars.HOME, uid: ctx.env.uid }).catch(() => ({})),
       ...(mac
         ? {
             macosRepos: [...sandboxes.filter((s) => KINDS[s.backend].privacyProtectedRepo).map((s) => ({ path: s.repo, what: `sandbox ${s.name}` })), { path: repoAround(ctx.cwd), what: "this repo" }],

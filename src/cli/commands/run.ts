@@ -83,10 +83,10 @@ export function splitAgentArgs(rest: readonly string[]): { name?: string; args: 
  * would have no login. Said before it starts, with the fix (a file read; nothing is sent anywhere).
  */
 async function sayKeysToImport(ctx: CliContext): Promise<void> {
-  const [{ keysToImport }, { listSecretNames, secretsFile }] = await Promise.all([import("../../core/secret-names"), import("../../secrets/store")]);
+  const [{ keysToImport }, { storedNames }] = await Promise.all([import("../../core/secret-names"), import("../../secrets/stored")]);
   let stored: string[];
   try {
-    stored = listSecretNames(secretsFile(ctx.paths.configDir));
+    stored = storedNames(ctx.paths.configDir);
   } catch {
     return; // a malformed file is said by the verbs that use it
   }

@@ -1,4 +1,5 @@
-// sbx secret: store an API key or token host-side for the LLM proxy and bridge (typed hidden at a terminal, else from stdin; never argv).
+// sbx secret: store an API key or token host-side for the LLM proxy and bridge (typed hidden at a terminal, else from stdin;
+// never argv), in the person's keychain or keyring when they have one (secrets/stored.ts).
 import type { Command } from "commander";
 import { ALL_METHODS, bindingProblem, type BindingSpec } from "../../core/bound-secret";
 import { ExitCode, SbxError } from "../../core/errors";
@@ -36,7 +37,7 @@ async function readValue(ctx: CliContext, n: string, input: SecretInput): Promis
 export const CANCELLED = 130;
 
 /** What the verb asks of the daemon for secrets bound to hosts (tests give their own). */
-export type SecretClient = Pick<DaemonClient, "secretBind" | "secretUnbind" | "secretBindings">;
+export type SecretClient = Pick<DaemonClient, "secretBind" | "secretUnbind" | "secretBindings" | "secretsReload">;
 
 /** Options that make `set` a binding to hosts. */
 const BINDING_OPTS = ["host", "header", "env", "npmrc", "method", "path", "inBody", "command", "ttl", "ref"] as const;
@@ -88,9 +89,8 @@ export function bindingSpecOf(name: string, opts: Record<string, unknown>): Bind
 /** Runs the verb with injectable input (tests pass strings or a fake terminal) and daemon. */
 export async function runSecret(ctx: CliContext, args: string[], opts: Record<string, unknown>, input: SecretInput, client?: () => Promise<SecretClient>): Promise<number> {
   // Loaded here, not at the top: `sbx --help` and `--version` must not pay for it.
-  const { listSecretNames, removeSecret, secretsFile, SecretName, setSecret } = await import("../../secrets/store");
+  const [{ SecretName }, { Shelf, storedNames, whereOf, readVaultRecord }] = await Promise.all([import("../../secrets/store"), import("../../secrets/stored")]);
   const [action, name] = args;
-  const file = secretsFile(ctx.paths.configDir);
   const binding = BINDING_OPTS.some((k) => opts[k] !== undefined && opts[k] !== false);
   const scope = () => ({
     cwd: ctx.cwd,
@@ -105,6 +105,17 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
     const { DaemonClient } = await import("../../client/client");
     const c = new DaemonClient(ctx.paths.controlSocket);
     return (await c.health()) ? c : null;
+  };
+  /** Where values are kept, opened as this person; what sbx's file held moves there the first time, and is said. */
+  const shelf = async () => {
+    const { shelf, moved } = await Shelf.open({ exec: ctx.exec, platform: ctx.env.platform, env: ctx.env.raw, configDir: ctx.paths.configDir, home: ctx.env.vars.HOME, uid: ctx.env.uid });
+    if (moved.length > 0) ctx.render.info(`moved ${moved.length === 1 ? "1 secret" : `${moved.length} secrets`} (${moved.join(", ")}) out of ${whereOf("file", ctx.paths.configDir)} into ${shelf.vault.where}, once: sbx keeps them there from now on`);
+    return shelf;
+  };
+  /** A stored value changed: a running daemon reads them again before the next request (it starts none for this). */
+  const changed = async () => {
+    const d = await running();
+    await d?.secretsReload();
   };
   const needName = () => {
     if (name === undefined) throw new SbxError("usage", `sbx secret ${action}: which secret?`, { hint: `sbx secret ${action} NAME, e.g. ANTHROPIC_API_KEY` });
@@ -124,7 +135,8 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
         if (spec.source.kind === "vault") {
           const value = await readValue(ctx, n, input);
           if (value === null) return CANCELLED;
-          setSecret(file, n, value);
+          await (await shelf()).set(n, value);
+          await changed();
         }
         const r = await (await daemonOf()).secretBind({ ...scope(), name: n, spec });
         ctx.render.info(`bound ${n} to ${spec.hosts.join(", ")} for ${r.scope}: requests there carry it${spec.header ? ` (and get ${spec.header.name} when they lack it)` : ""}`);
@@ -134,8 +146,10 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
       }
       const value = await readValue(ctx, n, input);
       if (value === null) return CANCELLED;
-      setSecret(file, n, value);
-      ctx.render.info(`stored ${n} (${ctx.stdinIsTTY ? `${[...value].length} characters; ` : ""}read at request time: running sandboxes use it from their next request)`);
+      const s = await shelf();
+      await s.set(n, value);
+      await changed();
+      ctx.render.info(`stored ${n} in ${s.vault.where} (${ctx.stdinIsTTY ? `${[...value].length} characters; ` : ""}running sandboxes use it from their next request)`);
       return ExitCode.ok;
     }
     case "rm": {
@@ -145,18 +159,20 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
       const d = client ? await client() : ctx.paths.controlSocket ? await daemonOf() : null;
       const unbound = d ? (await d.secretUnbind({ ...scope(), name: n })).changed : false;
       const stillBound = d ? (await d.secretBindings()).bindings.some((b) => b.name === n) : false;
-      const removed = !stillBound && typeof opts.sandbox !== "string" ? removeSecret(file, n) : false;
+      const removed = !stillBound && typeof opts.sandbox !== "string" && storedNames(ctx.paths.configDir).includes(n) ? await (await shelf()).remove(n) : false;
+      if (removed) await changed();
       if (!unbound && !removed) throw new SbxError("not_found", `no secret named ${n}${typeof opts.sandbox === "string" ? ` bound for sandbox ${opts.sandbox}` : ""}`, { hint: "sbx secret list shows the names stored and where each is bound." });
       ctx.render.info(`removed ${n}${unbound ? " and its binding (requests from now on carry its placeholder unswapped)" : ""}`);
       return ExitCode.ok;
     }
     case "list": {
-      const names = listSecretNames(file);
+      const names = storedNames(ctx.paths.configDir);
       const d = await running();
+      const kept = whereOf(readVaultRecord(ctx.paths.configDir)?.vault ?? "file", ctx.paths.configDir);
       const bindings = d ? (await d.secretBindings()).bindings : [];
       if (opts.json) {
         // One entry per name: where it is bound (none: sbx's own, for its LLM proxy and bridge), never a value.
-        const rows = [...new Set([...names, ...bindings.map((b) => b.name)])].sort().map((n) => ({ name: n, stored: names.includes(n), bindings: bindings.filter((b) => b.name === n) }));
+        const rows = [...new Set([...names, ...bindings.map((b) => b.name)])].sort().map((n) => ({ name: n, stored: names.includes(n), ...(names.includes(n) ? { keptIn: kept } : {}), bindings: bindings.filter((b) => b.name === n) }));
         ctx.render.json(rows);
         return ExitCode.ok;
       }
@@ -166,24 +182,25 @@ export async function runSecret(ctx: CliContext, args: string[], opts: Record<st
         const used = b.lastUsedAt === null ? "never used" : `last used ${new Date(b.lastUsedAt).toISOString()}`;
         ctx.render.out(`${b.name}  ${b.hosts.join(",")}  ${b.scope}  ${where}  ${b.source}  ${used}`);
       }
+      if (names.length > 0) ctx.render.info(`(values kept in ${kept})`);
       if (d === null && client === undefined) ctx.render.info("(the daemon is not running: secrets bound to hosts are not listed)");
       return ExitCode.ok;
     }
     case "import": {
       // The keys sbx knows by name that this shell has and sbx does not: stored as they are (never printed).
-      const stored = new Set(listSecretNames(file));
+      const s = await shelf();
+      const stored = new Set(s.names());
       const got: string[] = [];
       const differs: string[] = [];
-      const { readSecrets } = await import("../../secrets/store");
-      const have = readSecrets(file);
       for (const n of IMPORTABLE_KEYS) {
         const v = ctx.env.raw[n];
         if (!v) continue;
         if (!stored.has(n)) {
-          setSecret(file, n, v);
+          await s.set(n, v);
           got.push(n);
-        } else if (have[n] !== v) differs.push(n);
+        } else if ((await s.get(n)) !== v) differs.push(n);
       }
+      if (got.length > 0) await changed();
       if (opts.json) ctx.render.json({ imported: got, differs });
       else {
         for (const n of got) ctx.render.out(`imported ${n}`);
@@ -225,8 +242,9 @@ The value never goes on the command line (it would land in shell history and arg
   sbx secret set ANTHROPIC_API_KEY                      at a terminal: asks for it and shows nothing you type
                                                         or paste; Enter stores it, Ctrl-C cancels (exit 130)
   printf %s "$KEY" | sbx secret set ANTHROPIC_API_KEY   in a script: reads stdin (one trailing newline dropped)
-An empty value is refused. Values live in <config dir>/secrets.json (mode 0600), read at request time: a running
-sandbox uses a new value from its next request.
+An empty value is refused. Values are kept where you keep secrets: the login keychain on a Mac, the Secret Service
+(GNOME Keyring, KWallet, KeePassXC) where your session has one, else <config dir>/secrets.json (mode 0600); what
+that file held moves over once, and is said. A running sandbox uses a new value from its next request.
 
 A secret with --host is bound to those hosts, for any service an agent uses:
   sbx secret set SENTRY_TOKEN --host sentry.io --header 'Authorization: Bearer {}'
@@ -236,8 +254,8 @@ A secret with --host is bound to those hosts, for any service an agent uses:
   sbx secret set OPENAI_KEY --host api.openai.com --ref op://dev/openai/key
 Inside, the variable holds a placeholder shaped like the value (same prefix, length and kinds of characters),
 random per sandbox. The proxy ends TLS only for bound hosts (with a certificate from sbx's CA, whose key stays on
-the host; new sessions trust it through SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO and
-NODE_EXTRA_CA_CERTS) and swaps the placeholder for the value in headers and the query (the body with --in-body),
+the host; new sessions trust it through SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO,
+NODE_EXTRA_CA_CERTS and, for Java, a trust store in JAVA_TOOL_OPTIONS) and swaps the placeholder for the value in headers and the query (the body with --in-body),
 only within --method and --path, judged on the path the server will see. Anywhere else the placeholder goes as it
 is. A response that holds the value comes back with the placeholder. Every other host stays an opaque tunnel.
 Each use and each refused use is in \`sbx logs\` by name, never by value.

@@ -22,7 +22,7 @@ import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../identity";
 import { countersOfPid } from "../../sys/cgroup";
 import type { LimitCounters } from "../../core/limits";
-import { readSecrets, secretsFile } from "../../secrets/store";
+import { storedValues } from "../../secrets/stored";
 import type { Env } from "../../sys/env";
 import { selfUser } from "../../sys/host-user";
 import type { Exec } from "../../sys/exec";
@@ -142,7 +142,7 @@ export class DockerDriver implements Driver {
     if (names.some((n) => (this.d.env.raw[n] ?? "") !== "")) return true;
     if (existsSync(this.claudeCredentials())) return true;
     try {
-      const secrets = readSecrets(secretsFile(this.d.paths.configDir));
+      const secrets = storedValues(this.d.paths.configDir);
       return names.some((n) => (secrets[n] ?? "") !== "");
     } catch {
       return false;

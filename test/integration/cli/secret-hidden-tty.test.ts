@@ -69,7 +69,7 @@ describe.skipIf(!TMUX)(`sbx secret set at a real terminal${TMUX ? "" : " (skippe
     await Bun.sleep(200);
     t.key("Enter");
     const screen = await t.waitFor("EXIT=");
-    expect(screen).toContain("stored GH_TOKEN (17 characters");
+    expect(screen).toMatch(/stored GH_TOKEN in \S+secrets\.json \(17 characters/);
     expect(screen).toContain("TTY-SAME");
     expect(screen).toContain("EXIT=0");
     expect(screen).not.toContain(SECRET);

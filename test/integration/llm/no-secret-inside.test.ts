@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLlmHandler } from "../../../src/llm/handler";
 import { PLACEHOLDER_KEY } from "../../../src/drivers/env";
-import { setSecret } from "../../../src/secrets/store";
+import { readSecrets, setSecret } from "../../../src/secrets/store";
 import { startFakeLlm, type FakeLlm } from "../../support/fake-llm";
 
 let fake: FakeLlm;
@@ -22,7 +22,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "sbx-llm-"));
   env = { OPENAI_API_KEY: "sk-host-openai-key-123" };
   const handler = createLlmHandler({
-    keys: () => ({ env, secretsFile: secretsFile(), claudeCredentialsFile: claudeFile() }),
+    keys: () => ({ env, stored: () => readSecrets(secretsFile()), claudeCredentialsFile: claudeFile() }),
     upstreams: { anthropic: fake.url, openai: fake.url, google: fake.url },
   });
   server = createServer(handler);

@@ -6,6 +6,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chooseVault, secretServiceVault } from "../../../src/secrets/vault";
 import { createExec } from "../../../src/sys/exec";
+import { runSecret } from "../../../src/cli/commands/secret";
+import { createRender } from "../../../src/cli/render";
+import type { CliContext } from "../../../src/cli/verb";
+import { readSecrets } from "../../../src/secrets/store";
+import { openStoredValues, readVaultRecord } from "../../../src/secrets/stored";
+import { credentialFor, hostKeySources } from "../../../src/llm/keys";
+import { readFileSync, writeFileSync } from "node:fs";
 
 const tools = ["dbus-daemon", "gnome-keyring-daemon", "secret-tool"].filter((t) => Bun.which(t) === null);
 const canRun = tools.length === 0;
@@ -61,5 +68,33 @@ describe.skipIf(!canRun)(`vault: a real Secret Service${canRun ? "" : ` (skipped
     const c = await chooseVault(createExec(env), { platform: "linux", env: { PATH: env.PATH! }, file: join(dir, "secrets.json") });
     expect(c.vault.kind).toBe("file");
     expect(c.why).toContain("DBUS_SESSION_BUS_ADDRESS");
+  });
+
+  test("secrets-where-kept: sbx secret set keeps values in the session's keyring, what the file held moves once, and the daemon's LLM keys read them", async () => {
+    const exec = createExec(env);
+    const configDir = join(dir, "config");
+    const file = join(configDir, "secrets.json");
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(configDir, { recursive: true, mode: 0o700 });
+    writeFileSync(file, JSON.stringify({ OPENAI_API_KEY: "sk-from-the-old-file-0123456789" }), { mode: 0o600 });
+    const err: string[] = [];
+    const render = createRender({ stdout: () => {}, stderr: (t) => err.push(t), stdoutIsTTY: false, stderrIsTTY: false }, { NO_COLOR: "1" });
+    const ctx = { paths: { configDir }, env: { platform: "linux", raw: env, vars: { HOME: dir }, uid: process.getuid!() }, exec, render, stdinIsTTY: false } as unknown as CliContext;
+    const piped = (t: string) => ({ stdin: async () => t, hidden: async () => null });
+    expect(await runSecret(ctx, ["set", "ANTHROPIC_API_KEY"], {}, piped("sk-ant-in-the-keyring-0123456789\n"))).toBe(0);
+    expect(err.join("")).toContain("moved 1 secret (OPENAI_API_KEY)");
+    expect(err.join("")).toContain("stored ANTHROPIC_API_KEY in the Secret Service");
+    // The file holds no value now, the record only names.
+    expect(readSecrets(file)).toEqual({});
+    expect(readVaultRecord(configDir)).toMatchObject({ vault: "secret-service", names: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] });
+    expect(readFileSync(join(configDir, "secrets-vault.json"), "utf8")).not.toContain("sk-");
+    // In the keyring, under this config dir's items.
+    const raw = await exec.run(["secret-tool", "lookup", "service", "sbx", "dir", configDir, "name", "ANTHROPIC_API_KEY"], { check: false });
+    expect(raw.stdout).toBe("sk-ant-in-the-keyring-0123456789");
+    // The daemon's side: read as the person, through the bus, and used by the LLM proxy.
+    await openStoredValues({ exec, platform: "linux", env, configDir, home: dir, uid: process.getuid!() });
+    const keys = hostKeySources({ raw: {}, vars: { HOME: dir } }, configDir);
+    expect(credentialFor("anthropic", keys)?.headers["x-api-key"]).toBe("sk-ant-in-the-keyring-0123456789");
+    expect(credentialFor("openai", keys)?.headers.authorization).toBe("Bearer sk-from-the-old-file-0123456789");
   });
 });

@@ -8,6 +8,7 @@ import { createRender } from "../../../src/cli/render";
 import type { CliContext } from "../../../src/cli/verb";
 import { readSecrets } from "../../../src/secrets/store";
 import { SbxError } from "../../../src/core/errors";
+import { FakeExec } from "../../fakes/exec";
 
 const made: string[] = [];
 afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -18,7 +19,9 @@ function ctx(stdinIsTTY = false) {
   const out: string[] = [];
   const err: string[] = [];
   const render = createRender({ stdout: (s) => out.push(s), stderr: (s) => err.push(s), stdoutIsTTY: false, stderrIsTTY: false }, { NO_COLOR: "1" });
-  const c = { paths: { configDir }, render, stdinIsTTY } as unknown as CliContext;
+  // No session bus and not a Mac: values are kept in sbx's file (test/unit/secrets/stored.test.ts has the vaults).
+  const env = { platform: "linux", raw: {}, vars: { HOME: configDir }, uid: 1000 };
+  const c = { paths: { configDir }, env, exec: new FakeExec(), render, stdinIsTTY } as unknown as CliContext;
   return { c, out, err, file: join(configDir, "secrets.json") };
 }
 
@@ -44,7 +47,7 @@ describe("sbx secret set", () => {
     expect(t.prompts[0]).toContain("GH_TOKEN");
     expect(t.prompts[0]).toContain("Ctrl-C");
     expect(readSecrets(file).GH_TOKEN).toBe("ghp_typed value");
-    expect(err.join("")).toContain("stored GH_TOKEN (15 characters");
+    expect(err.join("")).toContain(`stored GH_TOKEN in ${file} (15 characters`);
     expect(err.join("")).not.toContain("ghp_typed");
   });
 
@@ -99,7 +102,7 @@ describe("sbx secret rm", () => {
 describe("sbx secret import", () => {
   test("stores the known keys this shell has and sbx does not, prints names only; one that differs is kept and said", async () => {
     const { c, out, err, file } = ctx();
-    (c as unknown as { env: { raw: Record<string, string> } }).env = { raw: { OPENAI_API_KEY: "sk-shell-openai-value", GH_TOKEN: "ghp_shell", UNRELATED: "x" } };
+    (c as unknown as { env: { raw: Record<string, string> } }).env.raw = { OPENAI_API_KEY: "sk-shell-openai-value", GH_TOKEN: "ghp_shell", UNRELATED: "x" };
     await runSecret(c, ["set", "GH_TOKEN"], {}, piped("ghp_stored"));
     expect(await runSecret(c, ["import"], {}, piped(""))).toBe(0);
     expect(readSecrets(file)).toEqual({ GH_TOKEN: "ghp_stored", OPENAI_API_KEY: "sk-shell-openai-value" });

@@ -6,30 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chooseVault, fileVault, keychainAddLine, keychainVault, moveFileSecrets } from "../../../src/secrets/vault";
 import { FakeExec } from "../../fakes/exec";
-
-/** `security` as macOS's keeps generic passwords: by service and account, -U updates, 44 when an item is not there. */
-function fakeSecurity(): { exec: FakeExec; items: Map<string, string> } {
-  const items = new Map<string, string>();
-  const key = (s: string, a: string) => `${s}\0${a}`;
-  const arg = (argv: readonly string[], flag: string) => argv[argv.indexOf(flag) + 1]!;
-  const exec = new FakeExec()
-    .always((a) => a[0] === "security" && a[1] === "find-generic-password", (a) => {
-      const v = items.get(key(arg(a, "-s"), arg(a, "-a")));
-      return v === undefined ? { exitCode: 44, stderr: "security: SecKeychainSearchCopyNext: The specified item could not be found in the keychain.\n" } : { stdout: `${v}\n` };
-    })
-    .always((a) => a[0] === "security" && a[1] === "delete-generic-password", (a) => (items.delete(key(arg(a, "-s"), arg(a, "-a"))) ? {} : { exitCode: 44 }))
-    .always(["security", "-i"], (_a, opts) => {
-      for (const line of String(opts.stdin).split("\n").filter(Boolean)) {
-        const words = line.match(/"[^"]*"|\S+/g)!;
-        if (words[0] !== "add-generic-password") return { stderr: `Unknown command "${words[0]}"\n` };
-        const k = key(arg(words, "-s"), arg(words, "-a"));
-        if (items.has(k) && !words.includes("-U")) return { stderr: "security: SecKeychainItemCreateFromContent: The specified item already exists in the keychain.\n" };
-        items.set(k, Buffer.from(arg(words, "-X"), "hex").toString("utf8"));
-      }
-      return {};
-    });
-  return { exec, items };
-}
+import { fakeSecurity } from "../../fakes/security";
 
 describe("vault: the keychain", () => {
   test("set, get, replace and remove, with the value never on argv", async () => {
