@@ -42,28 +42,38 @@ function decider(by: string | undefined): OcsfEvent | undefined {
 
 /**
  * An allowlist or bridge decision (`allow`, `deny`, `remove`): Assign Privileges for an allow, Revoke Privileges for a
- * removal. A deny answers a sandbox's request with no: the assignment it asked for is refused (Assign Privileges,
- * status Failure, action Denied, disposition Rejected), which is what a SIEM asks of "denied access requests".
+ * removal. A deny of a host answers a sandbox's request with no: the assignment it asked for is refused (Assign
+ * Privileges, status Failure, action Denied, disposition Rejected), which is what a SIEM asks of "denied access
+ * requests". A rule that sees requests (`sbx allow|deny HOST --method/--path`) is recorded as its text, `allow …` or
+ * `deny … on HOST` (a host pattern holds no space, so the two never mix): adding a deny rule takes part of what was
+ * allowed away (Revoke), removing one gives it back (Assign).
  */
 function decisionEvent(row: AuditRecord, productVersion: string): OcsfEvent {
   const d = row.detail;
   const pattern = str(d.pattern) ?? "?";
   const global = d.scope === "global";
   const what = row.kind === "bridge" ? "bridge" : "egress";
-  const by = str(d.by);
+  const by = str(d.by) ?? "someone";
   const to = global ? "every sandbox" : who(row);
   const approval = long(d.approvalId);
   const asked = approval !== undefined ? ` (approval ${approval})` : "";
+  const denyRule = what === "egress" && pattern.startsWith("deny ");
+  const assign = { classUid: 3005 as const, activityId: 1, activityName: "Assign Privileges", severityId: SEVERITY.informational };
+  const revoke = { classUid: 3005 as const, activityId: 2, activityName: "Revoke Privileges", severityId: SEVERITY.informational, statusId: STATUS.success };
   const c: Classified =
     row.action === "allow"
-      ? { classUid: 3005, activityId: 1, activityName: "Assign Privileges", severityId: SEVERITY.informational, statusId: STATUS.success, actionId: ACTION.allowed, dispositionId: DISPOSITION.approved, message: `${by ?? "someone"} allowed ${to} ${what} ${pattern}${asked}` }
+      ? { ...assign, statusId: STATUS.success, actionId: ACTION.allowed, dispositionId: DISPOSITION.approved, message: `${by} allowed ${to} ${what} ${pattern}${asked}` }
       : row.action === "remove"
-        ? { classUid: 3005, activityId: 2, activityName: "Revoke Privileges", severityId: SEVERITY.informational, statusId: STATUS.success, message: `${by ?? "someone"} removed ${what} ${pattern} from ${to}` }
-        : { classUid: 3005, activityId: 1, activityName: "Assign Privileges", severityId: SEVERITY.informational, statusId: STATUS.failure, statusDetail: `denied by ${by ?? "someone"}`, actionId: ACTION.denied, dispositionId: DISPOSITION.rejected, message: `${by ?? "someone"} denied ${to} ${what} ${pattern}${asked}` };
+        ? denyRule
+          ? { ...assign, statusId: STATUS.success, message: `${by} removed the rule ${pattern} from ${to}` }
+          : { ...revoke, message: `${by} removed ${what} ${pattern} from ${to}` }
+        : denyRule
+          ? { ...revoke, message: `${by} added the rule ${pattern} for ${to}` }
+          : { ...assign, statusId: STATUS.failure, statusDetail: `denied by ${by}`, actionId: ACTION.denied, dispositionId: DISPOSITION.rejected, message: `${by} denied ${to} ${what} ${pattern}${asked}` };
   return defined({
     ...envelope(row, c, productVersion),
     user: grantee(row, global),
-    actor: decider(by),
+    actor: decider(str(d.by)),
     privileges: [`${what}:${pattern}`],
     resources: [{ name: pattern, type: row.kind === "bridge" ? "bridge subject" : "egress destination" }],
     unmapped: defined({ kind: row.kind, action: row.action, scope: str(d.scope), approvalId: approval }),

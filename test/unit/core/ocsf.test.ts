@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import type { EgressEvent } from "../../../src/core/egress-events";
 import { toOcsf, type AuditRecord, type OcsfEvent } from "../../../src/core/ocsf";
+import { ruleText } from "../../../src/core/rules";
 import { createDecisionSink } from "../../../src/policy/decision-sink";
 import { Store } from "../../../src/store/store";
 import { ocsfProblems } from "../../support/ocsf-validate";
@@ -184,6 +185,16 @@ describe("ocsf-export: approvals are User Access Management (3005)", () => {
     expect(pick(deny, "activity_id", "status_id", "action_id", "disposition_id")).toEqual({ activity_id: 1, status_id: 2, action_id: 2, disposition_id: 25 });
     const remove = ocsf(row("allowlist", "remove", { pattern: "example.org", scope: "sandbox", by: "cli:alice", approvalId: null }));
     expect(pick(remove, "activity_id", "activity_name", "type_uid")).toEqual({ activity_id: 2, activity_name: "Revoke Privileges", type_uid: 300502 });
+  });
+
+  test("rules that see requests: an allow rule assigns, a deny rule revokes part of what was allowed, removing one gives it back", () => {
+    const allow = ruleText({ effect: "allow", host: "api.github.com", methods: ["GET", "HEAD"], paths: ["/repos/acme/**"] });
+    const deny = ruleText({ effect: "deny", host: "api.github.com", methods: ["DELETE"], paths: null });
+    const of = (action: string, pattern: string) => pick(ocsf(row("allowlist", action, { pattern, scope: "sandbox", by: "cli:alice", approvalId: null })), "activity_id", "status_id", "action_id", "privileges");
+    expect(of("allow", allow)).toEqual({ activity_id: 1, status_id: 1, action_id: 1, privileges: [`egress:${allow}`] });
+    expect(of("deny", deny)).toEqual({ activity_id: 2, status_id: 1, action_id: undefined, privileges: [`egress:${deny}`] });
+    expect(of("remove", deny)).toEqual({ activity_id: 1, status_id: 1, action_id: undefined, privileges: [`egress:${deny}`] });
+    expect(of("remove", allow)).toEqual({ activity_id: 2, status_id: 1, action_id: undefined, privileges: [`egress:${allow}`] });
   });
 
   test("a bridge approval is the same class, its privilege the bridge's subject", () => {
