@@ -439,11 +439,14 @@ export class Store {
       args.push(opts.afterId);
     }
     const limit = z.number().int().positive().max(100_000).parse(opts.limit ?? 1000);
-    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ${limit}`;
-    return this.db
+    // After a cursor, the oldest rows past it (a reader paging forward reads each row once, however many came since);
+    // with none, the newest (the tail). Either way the answer is oldest first.
+    const forward = opts.afterId !== undefined;
+    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id ${forward ? "ASC" : "DESC"} LIMIT ${limit}`;
+    const rows = this.db
       .query<Row, (number | string)[]>(sql)
       .all(...args)
-      .map((r) => AuditEntrySchema.parse(r))
-      .reverse();
+      .map((r) => AuditEntrySchema.parse(r));
+    return forward ? rows : rows.reverse();
   }
 }
