@@ -3,6 +3,7 @@ import { readChatConfig, type ChatConfig } from "../chat/config";
 import { startZulipBot, type ZulipBot } from "../chat/bot";
 import { SbxError, toSbxError } from "../core/errors";
 import type { SandboxState } from "../core/sandbox-state";
+import type { SpendView } from "../core/llm-budget";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
@@ -17,6 +18,8 @@ export interface HostedDeps {
   store: Store;
   /** Each sandbox's state in sbx's one word, as the daemon sees it (the dashboard and chat show it). */
   stateOf?: (sb: Sandbox) => SandboxState;
+  /** Each sandbox's LLM spend (the dashboard shows it). */
+  spendOf?: (sb: Sandbox) => SpendView;
   events: EventBus;
   log: Logger;
   exec: Exec;
@@ -45,7 +48,7 @@ export interface Hosted {
 
 export function startHosted(deps: HostedDeps): Hosted {
   const { log, store, events } = deps;
-  const source = { store, events, ...(deps.stateOf ? { stateOf: deps.stateOf } : {}) };
+  const source = { store, events, ...(deps.stateOf ? { stateOf: deps.stateOf } : {}), ...(deps.spendOf ? { spendOf: deps.spendOf } : {}) };
   let dash: Dashboard | null = null;
   if (deps.dashboard !== false) {
     try {

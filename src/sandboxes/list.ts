@@ -7,10 +7,14 @@ import { createProgress } from "../workspace/lock";
 import type { ServiceContext } from "./context";
 import { unsynced as commitsOnlyThere } from "./last-sync";
 import type { SandboxInfo } from "./requests";
+import { LlmBudgets } from "../llm/budget";
+import { priceReader } from "../sys/config-file";
 
 /** Sandboxes of every kind with their observed phase and unsynced commits. */
 export async function listSandboxes(c: ServiceContext, opts: { all?: boolean; repo?: string } = {}): Promise<SandboxInfo[]> {
   const rows = c.d.store.listSandboxes({ all: opts.all === true, ...(opts.repo ? { repo: opts.repo } : {}) });
+  // LLM spend, priced at the table in force (read once for the list).
+  const budgets = new LlmBudgets({ store: c.d.store, prices: priceReader(c.d.paths, c.d.env) });
   return Promise.all(
     rows.map(async (row): Promise<SandboxInfo> => {
       const ident = baseIdentity(row);
@@ -44,7 +48,7 @@ export async function listSandboxes(c: ServiceContext, opts: { all?: boolean; re
       const hits = counters === null ? [] : limitHits(null, counters);
       const notes: string[] = [];
       c.sayNotes(row, driver, { log: (l) => notes.push(l) });
-      return { ...base, ...obs, ...interrupted, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}), ...(notes.length ? { notes } : {}) };
+      return { ...base, ...obs, ...interrupted, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}), ...(notes.length ? { notes } : {}), llm: budgets.view(row) };
     }),
   );
 }
