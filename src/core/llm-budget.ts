@@ -68,7 +68,8 @@ export function capOf(b: Budget, period: string): number {
 /** Pure: the budget after an approval: one more budget's worth in the current period (it lapses with the day). */
 export function withGrant(b: Budget, period: string): Budget {
   const had = b.grant?.period === period ? b.grant.amount : 0;
-  return { ...b, grant: { period, amount: had + b.amount } };
+  // Within what the schema reads back: a budget it could not read would be no budget at all.
+  return { ...b, grant: { period, amount: Math.min(had + b.amount, 1e12) } };
 }
 
 // ── prices ──────────────────────────────────────────────────────────────

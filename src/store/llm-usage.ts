@@ -15,10 +15,11 @@ const toRow = (r: Row): UsageRow => ({ model: r.model, calls: r.calls, estimated
 export class LlmLedger {
   constructor(private readonly store: Store) {}
 
-  /** Adds one call to its sandbox's row for that day and model. */
+  /** Adds one call to its sandbox's row for that day and model; nothing for a sandbox that is gone (a call it left running). */
   add(sandboxId: number, day: string, u: CallUsage): void {
     const { db } = this.store;
     this.store.write(() => {
+      if (db.query(`SELECT 1 FROM sandboxes WHERE id = ? AND state != 'deleted'`).get(sandboxId) === null) return;
       const bump = db.query(
         `UPDATE llm_usage SET calls = calls + 1, estimated = estimated + ?, input = input + ?, output = output + ?, cache_read = cache_read + ?, cache_write = cache_write + ?
          WHERE sandbox_id = ? AND day = ? AND model = ?`,

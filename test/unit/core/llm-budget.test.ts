@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import {
   budgetRefusal,
+  BudgetSchema,
   capOf,
   dayOf,
   DEFAULT_PRICES,
@@ -101,6 +102,10 @@ describe("llm-budget: periods and caps", () => {
     expect(capOf(g, "2026-11-28")).toBe(15);
     expect(capOf(g, "2026-11-29")).toBe(5);
     expect(capOf(withGrant(g, "2026-11-29"), "2026-11-29")).toBe(10);
+    // However often it is granted, the budget stays one its schema reads back (one it could not read is none at all).
+    let big = parseBudget("1000000mtokens/day")!;
+    for (let i = 0; i < 5; i++) big = withGrant(big, "d");
+    expect(BudgetSchema.safeParse(big).success).toBe(true);
   });
 
   test("at the cap is over (the call that would start past it is refused); a tokens budget counts every token", () => {

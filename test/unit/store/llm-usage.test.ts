@@ -59,6 +59,9 @@ describe("llm-budget: the ledger", () => {
     s.setSandboxState(a.id, "deleted");
     expect(l.rows(a.id, "total")).toEqual([]);
     expect(l.rows(b.id, "total")).toMatchObject([{ input: 99 }]);
+    // A call the removed sandbox left running ends after its rm: it leaves nothing behind.
+    l.add(a.id, "2026-11-28", use("m"));
+    expect(l.rows(a.id, "total")).toEqual([]);
     s.purgeSandbox(b.id);
     expect(s.db.query("SELECT count(*) AS n FROM llm_usage").get()).toEqual({ n: 0 });
     s.close();
