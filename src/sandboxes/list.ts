@@ -20,8 +20,10 @@ export async function listSandboxes(c: ServiceContext, opts: { all?: boolean; re
       const ident = baseIdentity(row);
       const base = { name: row.name, repo: row.repo, backend: row.backend, state: row.state, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, dir: ident?.dir ?? "", id: ident?.id ?? "" };
       if (row.state === "deleted") return { ...base, phase: "absent", unsynced: null };
+      // Spend is the store's: known whatever the sandbox's runtime says.
+      const llm = budgets.view(row);
       const creating = createProgress(c.d.paths.stateDir, row.repo, row.name, base.dir);
-      if (creating === "in-progress") return { ...base, phase: "absent", creating, unsynced: null };
+      if (creating === "in-progress") return { ...base, phase: "absent", creating, unsynced: null, llm };
       const interrupted = creating === "interrupted"
         ? { creating, reason: `its create was interrupted: \`sbx create ${row.name}\` again starts it over, \`sbx rm ${row.name}\` removes it` }
         : {};
@@ -31,7 +33,7 @@ export async function listSandboxes(c: ServiceContext, opts: { all?: boolean; re
         driver = await c.driver(row.backend);
         spec = driver.spec(row);
       } catch (e) {
-        return { ...base, phase: "unknown", unsynced: null, reason: (e as Error).message.split("\n")[0]! };
+        return { ...base, phase: "unknown", unsynced: null, reason: (e as Error).message.split("\n")[0]!, llm };
       }
       const limits = c.limitsOf(row);
       const [obs, unsynced, counters] = await Promise.all([
@@ -48,7 +50,7 @@ export async function listSandboxes(c: ServiceContext, opts: { all?: boolean; re
       const hits = counters === null ? [] : limitHits(null, counters);
       const notes: string[] = [];
       c.sayNotes(row, driver, { log: (l) => notes.push(l) });
-      return { ...base, ...obs, ...interrupted, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}), ...(notes.length ? { notes } : {}), llm: budgets.view(row) };
+      return { ...base, ...obs, ...interrupted, unsynced, ...(limits ? { limits } : {}), ...(hits.length ? { hits } : {}), ...(notes.length ? { notes } : {}), llm };
     }),
   );
 }
