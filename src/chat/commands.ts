@@ -206,6 +206,14 @@ export function bridgeNotice(e: Extract<FeedEvent, { kind: "bridge" }>, subject:
   ].join("\n");
 }
 
+/** The notification posted when a sandbox reaches its LLM budget (once per approval). */
+export function budgetNotice(e: Extract<FeedEvent, { kind: "llm" }>): string {
+  return [
+    `💸 **${e.sandbox.name}** has spent its LLM budget${e.detail ? `: ${e.detail}` : ""}; its model calls are refused.`,
+    `Reply here with \`/approve ${e.approvalId}\` to give it one more budget's worth for today, or \`/reject ${e.approvalId}\`.`,
+  ].join("\n");
+}
+
 /** The notification posted when a sandbox is refused a host it has not asked for before. */
 export function blockedNotice(e: Extract<FeedEvent, { kind: "egress" }>): string {
   if (e.reason === "blocked-raw") {

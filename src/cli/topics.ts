@@ -12,7 +12,7 @@ export const HELP_TOPICS = {
   budget: "an LLM budget per sandbox: sbx create --llm-budget 5usd/day, spend in sbx list, the refusal at the cap, prices",
   sessions: "shell, ps, attach and detach, status, logs",
   dashboard: "sbx ui",
-  "chat-setup": "approvals in Zulip: the bot, the stream, sbx chat setup",
+  "chat-setup": "approvals in Zulip, Slack or a signed webhook: sbx chat setup, the listener, the signing scheme",
   troubleshooting: "the likely failures, and what to do",
   uninstall: "remove sandboxes, the service and sbx's files",
 } as const;

@@ -26,6 +26,7 @@ import { ps } from "./commands/ps";
 import { rm } from "./commands/rm";
 import { run } from "./commands/run";
 import { secret } from "./commands/secret";
+import { policy } from "./commands/policy";
 import { service } from "./commands/service";
 import { shell } from "./commands/shell";
 import { status } from "./commands/status";
@@ -35,6 +36,6 @@ import { ui } from "./commands/ui";
 export const verbs: readonly Verb[] = [
   create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, port, bridge, logs,
-  daemon, service, status, ps, secret,
+  daemon, service, status, ps, secret, policy,
   ui, chat, demo, doctor, completion, complete,
 ];

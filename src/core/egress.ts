@@ -1,6 +1,7 @@
 // The egress decision: sandbox list, then global list, then the built-in default; then the resolved-address check. Pure.
 import { classify, formatIp, parseIp, type AddressKind } from "./addresses";
-import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, type AllowPattern } from "./allowlist";
+import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, pairAllows, type AllowPattern } from "./allowlist";
+import { compileRules, requestsJudged, ruleCoversHost, type CompiledRule, type Rule } from "./rules";
 
 /** The built-in default: only the Claude API. Everything else is added by the user (or a preset). */
 export const BUILTIN_ALLOWLIST: readonly string[] = Object.freeze(["api.anthropic.com"]);
@@ -16,9 +17,11 @@ export interface PolicyLists {
    * host's loopback is reachable by no other way.
    */
   published?: readonly string[];
+  /** Rules that see requests (core/rules.ts): the sandbox's and the global ones, each saying which. */
+  rules?: readonly Rule[];
 }
 
-export type PolicySource = "sandbox" | "global" | "builtin" | "published";
+export type PolicySource = "sandbox" | "global" | "builtin" | "published" | "level";
 
 export type BlockReason =
   | "invalid-host"
@@ -30,10 +33,27 @@ export type BlockReason =
   /** A transparent connection to an address the sandbox's DNS stub never gave out (so it stands for no name). */
   | "unnamed-address"
   /** A TLS server name or HTTP Host that names another host than the one the connection was checked for. */
-  | "server-name-mismatch";
+  | "server-name-mismatch"
+  /** A request a deny rule covers (core/rules.ts). */
+  | "denied-by-rule"
+  /** A request to a host allowed only for some methods and paths, outside them. */
+  | "request-not-allowed"
+  /** A request whose path cannot be read one way only (judged where rules see requests). */
+  | "path-unreadable";
 
 export type Decision =
-  | { allow: true; host: string; port: number; ip: boolean; source: PolicySource; pattern: string }
+  | {
+      allow: true;
+      host: string;
+      port: number;
+      ip: boolean;
+      source: PolicySource;
+      pattern: string;
+      /** Its requests are judged one by one (a rule names the host): HTTPS to it is terminated to see them. */
+      requests: boolean;
+      /** The pattern that allows the whole host, if one does (else only rules do, for some requests). */
+      wholeHost: { pattern: string; source: PolicySource } | null;
+    }
   | { allow: false; host: string; port: number; reason: BlockReason; detail: string; /** The pattern that would allow it. */ suggest: string | null };
 
 interface CompiledEntry {
@@ -48,6 +68,8 @@ export interface CompiledPolicy {
   invalid: readonly string[];
   /** Published host services, as canonical `addr:port` (`[::1]:port`). */
   published: ReadonlySet<string>;
+  /** Rules that see requests, the sandbox's before the global ones. */
+  rules: readonly CompiledRule[];
 }
 
 /**
@@ -82,16 +104,24 @@ export function compilePolicy(lists: PolicyLists): CompiledPolicy {
     if (r.ok) published.add(r.endpoint);
     else invalid.push(raw);
   }
-  return { entries, invalid, published };
+  const rules = compileRules(lists.rules ?? []);
+  invalid.push(...rules.invalid);
+  return { entries, invalid, published, rules: rules.rules };
 }
 
 function hostPort(host: string, port: number): string {
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
-/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise. */
+/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise (a `name@address` pair too). */
 export function patternFor(host: string, port: number): string {
-  return DEFAULT_PORTS.includes(port) ? host : hostPort(host, port);
+  if (DEFAULT_PORTS.includes(port)) return host;
+  return host.includes("@") ? `${host}:${port}` : hostPort(host, port);
+}
+
+/** Pure: a name paired with an address, as a pattern writes it (`registry.corp@10.1.2.3`, `name@[fd00::1]`). */
+export function pairText(name: string, address: string): string {
+  return `${name}@${address.includes(":") ? `[${address}]` : address}`;
 }
 
 /**
@@ -99,6 +129,12 @@ export function patternFor(host: string, port: number): string {
  * NO_PROXY): published services only, as any other loopback address.
  */
 export const HOST_ALIAS = "host.sbx.internal";
+
+/** An allow decision: by a pattern for the whole host, or (`byRule`) by a rule for some of its requests. */
+function allowed(policy: CompiledPolicy, host: string, port: number, ip: boolean, source: PolicySource, pattern: string, byRule = false): Decision {
+  const wholeHost = byRule ? null : { pattern, source };
+  return { allow: true, host, port, ip, source, pattern, requests: requestsJudged(policy.rules, host, port, !byRule), wholeHost };
+}
 
 /** The decision for one request, before any DNS lookup. */
 export function decide(policy: CompiledPolicy, rawHost: string, port: number): Decision {
@@ -113,7 +149,7 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
     if (kind === "loopback" || kind === "unspecified") {
       // The host's own services: published ones only (the address check after this says the same for names).
       const endpoint = hostPort(formatIp(ip), port);
-      if (kind === "loopback" && policy.published.has(endpoint)) return { allow: true, host, port, ip: true, source: "published", pattern: endpoint };
+      if (kind === "loopback" && policy.published.has(endpoint)) return allowed(policy, host, port, true, "published", endpoint);
       return {
         allow: false,
         host,
@@ -124,16 +160,20 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
       };
     }
     for (const e of policy.entries) {
-      if (matchesAddress(e.pattern, ip, port)) return { allow: true, host, port, ip: true, source: e.source, pattern: e.text };
+      if (matchesAddress(e.pattern, ip, port)) return allowed(policy, host, port, true, e.source, e.text);
     }
+    const byRule = policy.rules.find((r) => r.effect === "allow" && ruleCoversHost(r, host, port));
+    if (byRule) return allowed(policy, host, port, true, byRule.source, byRule.text, true);
     const ipOnOtherPort = policy.entries.some((e) => e.pattern.kind === "cidr" && matchesAddress({ ...e.pattern, port }, ip, port));
     return ipOnOtherPort
       ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed`, suggest: hostPort(host, port) }
       : { allow: false, host, port, reason: "ip-literal", detail: `${host} is an IP address that is not on the allowlist`, suggest: patternFor(host, port) };
   }
   for (const e of policy.entries) {
-    if (matchesName(e.pattern, host, port)) return { allow: true, host, port, ip: false, source: e.source, pattern: e.text };
+    if (matchesName(e.pattern, host, port)) return allowed(policy, host, port, false, e.source, e.text);
   }
+  const byRule = policy.rules.find((r) => r.effect === "allow" && ruleCoversHost(r, host, port));
+  if (byRule) return allowed(policy, host, port, false, byRule.source, byRule.text, true);
   const nameOnOtherPort = policy.entries.some((e) => e.pattern.kind !== "cidr" && matchesName({ ...e.pattern, port }, host, port));
   return nameOnOtherPort
     ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed (only 443 and 80 unless a pattern names the port)`, suggest: hostPort(host, port) }
@@ -186,15 +226,20 @@ export function checkAddresses(
       };
     }
     // Any other address that is not public (private, link-local, metadata, …) only as that exact address, never as
-    // part of a network or through another form of it.
-    if (kind !== "public" && !policy.entries.some((e) => isExactEntry(e.pattern) && matchesAddress(e.pattern, bytes, port))) {
+    // part of a network or through another form of it; or for a name paired with it (`name@address`: the name, while
+    // it resolves there), which is what an approval of such a name allows.
+    const paired = host !== addr && (policy.entries.some((e) => pairAllows(e.pattern, host, bytes, port)) || policy.rules.some((r) => r.effect === "allow" && pairAllows(r.pattern, host, bytes, port)));
+    if (kind !== "public" && !paired && !policy.entries.some((e) => isExactEntry(e.pattern) && matchesAddress(e.pattern, bytes, port))) {
       return {
         ok: false,
         reason: "internal-address",
         address: addr,
         kind,
-        detail: `${host === addr ? addr : `${host} resolves to ${addr}, which`} is a ${kind} address; only that exact address on the allowlist reaches it`,
-        suggest: patternFor(addr, port),
+        detail:
+          host === addr
+            ? `${addr} is a ${kind} address; only that exact address on the allowlist reaches it`
+            : `${host} resolves to ${addr}, a ${kind} address; allowing ${pairText(host, addr)} lets ${host} reach it while it resolves there (another address is a new decision)`,
+        suggest: host === addr ? patternFor(addr, port) : patternFor(pairText(host, addr), port),
       };
     }
     first ??= addr;
@@ -224,10 +269,14 @@ export function allowCommand(suggest: string, sandboxName: string): string {
   return isHostService(suggest) ? `sbx publish ${sandboxName} ${suggest}` : `sbx allow ${suggest} --sandbox ${sandboxName}`;
 }
 
-/** The one-paragraph body of a 403: what was blocked, why, and the exact command to allow it. */
-export function blockedMessage(sandboxName: string, target: string, detail: string, suggest: string | null): string {
+/** The one-paragraph body of a 403: what was blocked, why, and the exact command to allow it (`command`: a rule's own). */
+export function blockedMessage(sandboxName: string, target: string, detail: string, suggest: string | null, command?: string | null): string {
   const fix =
-    suggest === null
+    command !== undefined
+      ? command === null
+        ? "A rule of the sandbox's policy level refuses it."
+        : `To change it, run on the host: ${command}; the next request is judged again, no restart needed.`
+      : suggest === null
       ? "This request cannot be allowed as written."
       : isHostService(suggest)
         ? `To let this sandbox reach that service of the host, run on the host: ${allowCommand(suggest, sandboxName)}; the next request goes through, no restart needed.`

@@ -118,7 +118,19 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (sandbox_id, name)
   );
   `,
-  // 8: what each sandbox's model calls used (the LLM budget's ledger): one row per sandbox, day and model, updated in
+  // 8: egress rules that see requests (\`sbx allow HOST --method … --path …\`, \`sbx deny HOST --method …\`): for every
+  // sandbox (sandbox_id NULL) or one, gone with it; the rule as canonical JSON (core/rules.ts RuleSpec), once per scope.
+  `
+  CREATE TABLE egress_rules (
+    id         INTEGER PRIMARY KEY,
+    sandbox_id INTEGER REFERENCES sandboxes(id) ON DELETE CASCADE,
+    spec       TEXT NOT NULL,
+    added_by   TEXT NOT NULL,
+    added_at   INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX egress_rules_scope_spec ON egress_rules (coalesce(sandbox_id, 0), spec);
+  `,
+  // 9: what each sandbox's model calls used (the LLM budget's ledger): one row per sandbox, day and model, updated in
   // place (never a row per call; at most LLM_MODELS_PER_DAY models a day, the rest as "other"), gone with its sandbox.
   // And approvals of a third kind, 'budget' (a sandbox at its LLM budget asks for more): the kind's CHECK cannot change
   // in place, so the table is made again with its rows, ids and index.

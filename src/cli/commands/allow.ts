@@ -3,6 +3,8 @@ import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
 
+const many = (v: string, prev: string[] = []) => [...prev, v];
+
 export const allow: Verb = {
   name: "allow",
   summary: "allow a domain (or preset) for a sandbox or globally",
@@ -13,11 +15,18 @@ export const allow: Verb = {
       .option("--sandbox <name>", "only for this sandbox (this repo's, else the one of that name anywhere)")
       .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
       .option("--global", "for every sandbox")
-      .option("--preset <name>", "a named bundle (sbx allowlist --presets lists them): claude, openai, google, github, npm, pypi, …");
+      .option("--preset <name>", "a named bundle (sbx allowlist --presets lists them): claude, openai, google, github, npm, pypi, …")
+      .option("--method <M,...>", "only these methods (a rule: each request is judged; HTTPS to the host is ended by sbx's proxy to see it)", many)
+      .option("--path <glob>", "only these paths, e.g. '/repos/acme/**' (* within a segment, a last ** for any depth; repeat)", many)
+      .option("--read-only", "only GET, HEAD and OPTIONS")
+      .option("--remove", "remove the rule --method/--path/--read-only name, instead of adding it");
   },
   async run(ctx, args, opts) {
     const { presetPatterns } = await import("../../core/presets");
     const { daemon, scopeOf } = await import("../../client/sandboxes");
+    const { ruleSpecsOf, runRule } = await import("./rule");
+    const specs = ruleSpecsOf("allow", args, opts);
+    if (specs !== null) return runRule(ctx, "allow", specs, opts, await daemon(ctx), scopeOf("allow", ctx, opts));
     const patterns = [...args, ...(typeof opts.preset === "string" ? presetPatterns(opts.preset) : [])];
     const req = { ...scopeOf("allow", ctx, opts), patterns };
     const r = await (await daemon(ctx)).allow(req);

@@ -1,6 +1,6 @@
 // llm-budget: the ledger is bounded (a row per sandbox, day and model, never a row per call; a sandbox that names ever
 // more models fills no more than LLM_MODELS_PER_DAY rows a day), one sandbox's rows are its own, and they go with it.
-// Migration 8 keeps every approval there was while making room for the budget's.
+// Migration 9 keeps every approval there was while making room for the budget's.
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -69,13 +69,13 @@ describe("llm-budget: the ledger", () => {
 });
 
 describe("migrations", () => {
-  test("8: a database at schema 7 keeps its approvals (ids, kinds, states, the one-pending rule), and takes budget approvals", () => {
+  test("9: a database at schema 8 keeps its approvals (ids, kinds, states, the one-pending rule), and takes budget approvals", () => {
     const f = tmpDb();
     mkdirSync(join(f, ".."), { recursive: true });
     const db = new Database(f);
     db.run("PRAGMA foreign_keys = ON");
-    for (const m of migrations.slice(0, 7)) db.run(m);
-    db.run("PRAGMA user_version = 7");
+    for (const m of migrations.slice(0, 8)) db.run(m);
+    db.run("PRAGMA user_version = 8");
     db.run(`INSERT INTO sandboxes (id, name, repo, backend, state, identity, created_at, updated_at) VALUES (3, 'a', '/r', 'fake', 'active', '{}', 1, 1)`);
     db.run(`INSERT INTO approvals (id, sandbox_id, host, port, reason, state, first_seen, last_seen, kind) VALUES (41, 3, 'example.org', 443, 'r', 'pending', 1, 2, 'egress'), (42, 3, 'push x', 0, 'r', 'allowed', 1, 2, 'bridge')`);
     expect(() => db.run(`INSERT INTO approvals (sandbox_id, host, port, reason, state, first_seen, last_seen, kind) VALUES (3, 'x', 0, 'r', 'pending', 1, 1, 'budget')`)).toThrow();
