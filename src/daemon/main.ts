@@ -18,6 +18,8 @@ import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
 import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
+import { LlmBudgets } from "../llm/budget";
+import { priceReader } from "../sys/config-file";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
 import { CompanyTrust } from "../tls/host-trust";
@@ -68,6 +70,8 @@ export interface Components {
   guestOf?: (uid: number) => Promise<string | null>;
   /** The secrets bound to hosts (secrets/bound.ts): their proxies' side is in the proxy guard; this, a session's. */
   bound?: BoundSecrets;
+  /** Each sandbox's LLM spend and budget (the LLM handler counts into it; the dashboard shows it). */
+  budgets?: LlmBudgets;
 }
 
 /** The user-account backends this host can run (detected, or a test's). */
@@ -284,6 +288,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
   const publish = d.events.publish;
+  // Every model call is counted per sandbox, priced at the table in force, and refused at the sandbox's budget.
+  const budgets = new LlmBudgets({ store: d.store, prices: priceReader(d.paths, d.env, (m, f) => d.log.warn(m, f)), publish, warn: (m, f) => d.log.warn(m, f) });
   const resolve = testResolver(d.env.raw[TEST_RESOLVE_VAR]);
   if (resolve) d.log.warn("name lookups of .test names replaced by the test seam", { var: TEST_RESOLVE_VAR });
   const originHandler = (ctx: GuardContext) => {
@@ -293,7 +299,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
       gemini,
       ...(keychain ? { claudeKeychain: keychain } : {}),
       ...(upstreams ? { upstreams } : {}),
-      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
+      budget: budgets.forSandbox({ id: ctx.sandbox.id, name: ctx.sandbox.name }),
+      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs, ...(e.usage ? { usage: e.usage } : {}) }),
     });
     const desk = createEgressDesk({ store: d.store, sandbox: { id: ctx.sandbox.id, name: ctx.sandbox.name }, publish });
     return (req: IncomingMessage, res: ServerResponse) => {
@@ -323,7 +330,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound, budgets };
 }
 
 export interface RunOptions {
@@ -385,6 +392,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
         startHosted({
           store: st,
           stateOf,
+          ...(comps.budgets ? { spendOf: (sb: Sandbox) => comps.budgets!.view(sb) } : {}),
           events,
           log,
           exec,

@@ -1,6 +1,7 @@
 // What callers hand the sandbox service and what it answers (service.ts and its verbs' files share these).
 import type { BackendKind, SandboxState } from "../core/schemas";
 import type { HostCapacity, LimitHit, Limits } from "../core/limits";
+import type { SpendView } from "../core/llm-budget";
 import type { CreateOptions, Driver } from "../drivers/driver";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
@@ -115,6 +116,8 @@ export interface SandboxInfo {
   hits?: LimitHit[];
   /** What the person should know of it (its Dockerfile changed since its image, an older layout), as said at start. */
   notes?: string[];
+  /** Its LLM spend and budget. */
+  llm?: SpendView;
 }
 
 /** A sandbox's limits and what it ran into (`sbx limits NAME`). */
@@ -125,6 +128,8 @@ export interface LimitsReport {
   hits: LimitHit[] | null;
   /** When limits changed: whether the running sandbox has them now or gets them at its next start. */
   applied?: "now" | "next-start";
+  /** Its LLM spend and budget (the budget as changed, when it was). */
+  llm?: SpendView;
 }
 
 export interface PruneReport {

@@ -179,6 +179,8 @@ export class Store {
         // Its placeholders and the secrets bound to it alone go with it: nothing of it is left for a sandbox made later.
         this.db.query(`DELETE FROM secret_placeholders WHERE sandbox_id = ?`).run(id);
         this.db.query(`DELETE FROM secret_bindings WHERE sandbox_id = ?`).run(id);
+        // Its LLM ledger too (what each call used stays in the audit log, as its llm.request rows).
+        this.db.query(`DELETE FROM llm_usage WHERE sandbox_id = ?`).run(id);
         this.namesGiven.delete(id);
       }
     });
