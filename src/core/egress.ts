@@ -1,6 +1,6 @@
 // The egress decision: sandbox list, then global list, then the built-in default; then the resolved-address check. Pure.
 import { classify, formatIp, parseIp, type AddressKind } from "./addresses";
-import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, type AllowPattern } from "./allowlist";
+import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, pairAllows, type AllowPattern } from "./allowlist";
 import { compileRules, requestsJudged, ruleCoversHost, type CompiledRule, type Rule } from "./rules";
 
 /** The built-in default: only the Claude API. Everything else is added by the user (or a preset). */
@@ -113,9 +113,15 @@ function hostPort(host: string, port: number): string {
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
-/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise. */
+/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise (a `name@address` pair too). */
 export function patternFor(host: string, port: number): string {
-  return DEFAULT_PORTS.includes(port) ? host : hostPort(host, port);
+  if (DEFAULT_PORTS.includes(port)) return host;
+  return host.includes("@") ? `${host}:${port}` : hostPort(host, port);
+}
+
+/** Pure: a name paired with an address, as a pattern writes it (`registry.corp@10.1.2.3`, `name@[fd00::1]`). */
+export function pairText(name: string, address: string): string {
+  return `${name}@${address.includes(":") ? `[${address}]` : address}`;
 }
 
 /**
@@ -220,15 +226,20 @@ export function checkAddresses(
       };
     }
     // Any other address that is not public (private, link-local, metadata, …) only as that exact address, never as
-    // part of a network or through another form of it.
-    if (kind !== "public" && !policy.entries.some((e) => isExactEntry(e.pattern) && matchesAddress(e.pattern, bytes, port))) {
+    // part of a network or through another form of it; or for a name paired with it (`name@address`: the name, while
+    // it resolves there), which is what an approval of such a name allows.
+    const paired = host !== addr && (policy.entries.some((e) => pairAllows(e.pattern, host, bytes, port)) || policy.rules.some((r) => r.effect === "allow" && pairAllows(r.pattern, host, bytes, port)));
+    if (kind !== "public" && !paired && !policy.entries.some((e) => isExactEntry(e.pattern) && matchesAddress(e.pattern, bytes, port))) {
       return {
         ok: false,
         reason: "internal-address",
         address: addr,
         kind,
-        detail: `${host === addr ? addr : `${host} resolves to ${addr}, which`} is a ${kind} address; only that exact address on the allowlist reaches it`,
-        suggest: patternFor(addr, port),
+        detail:
+          host === addr
+            ? `${addr} is a ${kind} address; only that exact address on the allowlist reaches it`
+            : `${host} resolves to ${addr}, a ${kind} address; allowing ${pairText(host, addr)} lets ${host} reach it while it resolves there (another address is a new decision)`,
+        suggest: host === addr ? patternFor(addr, port) : patternFor(pairText(host, addr), port),
       };
     }
     first ??= addr;

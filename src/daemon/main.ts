@@ -34,6 +34,7 @@ import { VERSION } from "../version";
 import { bridgeGuard } from "../guards/bridge";
 import { sshSettingsOf } from "../bridge/gate-git";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
+import { pairApprovedNames } from "../policy/private-pairing";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { systemResolver, type Resolver } from "../proxy/egress-proxy";
@@ -327,6 +328,9 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
   }
   let daemon;
   try {
+    const policy = new PolicyService({ store, publish: (e) => events.publish(e) });
+    // A name approved by a person that resolves to a private address is paired with it at once (one approval).
+    pairApprovedNames({ subscribe: (fn) => events.subscribe(fn), policy, store, resolve: testResolver(env.raw[TEST_RESOLVE_VAR]) ?? systemResolver, log: (m, f) => log.warn(m, f) });
     daemon = await startDaemon({
       env,
       paths,
@@ -340,7 +344,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       ...(comps.bound ? { sessionSecrets: { session: (id: number) => comps.bound!.sessionSecrets(id) } } : {}),
-      policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
+      policy,
       // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
       watchers: {
         blocked: rawBlockFeed(store, (e) => events.publish(e)),

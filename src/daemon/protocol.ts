@@ -61,6 +61,29 @@ export const ChatStatusSchema = z.object({
 });
 export type ChatStatus = z.infer<typeof ChatStatusSchema>;
 
+/** One outgoing channel (the webhook, Slack): where it posts (never a secret or a URL's query) and how its deliveries went. */
+const ChannelStateSchema = z.object({
+  target: z.string(),
+  queued: z.number().int(),
+  delivered: z.number().int(),
+  failed: z.number().int(),
+  dropped: z.number().int(),
+  lastError: z.string().optional(),
+  lastErrorAt: z.number().optional(),
+  lastOkAt: z.number().optional(),
+});
+
+/** The webhook, Slack and the listener their answers come back to (approvals.json), as the daemon runs them. */
+export const ApprovalChannelsSchema = z.object({
+  configured: z.boolean(),
+  error: z.string().optional(),
+  listener: z.object({ origin: z.string(), publicUrl: z.string().optional(), loopbackOnly: z.boolean() }).nullable().optional(),
+  listenerError: z.string().optional(),
+  webhook: ChannelStateSchema.optional(),
+  slack: ChannelStateSchema.optional(),
+});
+export type ApprovalChannels = z.infer<typeof ApprovalChannelsSchema>;
+
 export const StatusSchema = z.object({
   daemon: HealthSchema,
   backends: z.array(z.string()),
@@ -70,6 +93,7 @@ export const StatusSchema = z.object({
   /** The dashboard's origin, never its token (optional: older daemons do not send it). */
   ui: z.object({ origin: z.string() }).nullable().optional(),
   chat: ChatStatusSchema.optional(),
+  approvals: ApprovalChannelsSchema.optional(),
 });
 export type Status = z.infer<typeof StatusSchema>;
 

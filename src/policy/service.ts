@@ -3,7 +3,8 @@
 // Every decision is the same three things wherever it is made: the store changed (in one transaction, with the pending
 // approvals it answers), an audit row, and a decision event on the live feed (dashboard, chat, notifications).
 import { formatIp, parseIp } from "../core/addresses";
-import { matchesAddress, matchesName, parsePattern, validatePattern } from "../core/allowlist";
+import { matchesAddress, matchesName, pairAllows, parsePattern, validatePattern } from "../core/allowlist";
+import type { IpBytes } from "../core/addresses";
 import { BUILTIN_ALLOWLIST, parsePublished, patternFor, publishedOf, type PolicyLists } from "../core/egress";
 import { bridgeSettingsOf, parseSubject, subjectText, withApproval } from "../core/bridge-settings";
 import { SbxError } from "../core/errors";
@@ -75,9 +76,18 @@ function globalPolicy(store: Store): PolicyLists {
   return { sandbox: [], global: store.listAllow(null).map((e) => e.pattern), rules: new EgressRules(store).list(null).map((r) => ({ ...r.spec, source: "global" as const })) };
 }
 
-/** Whether a pattern covers a pending approval's host and port. */
+/** A pending approval's host as a pattern sees it: a name, an address, or a name paired with its address. */
+function pendingTarget(host: string): { name: string; address: IpBytes | null } | null {
+  if (!host.includes("@")) return null;
+  const q = parsePattern(host);
+  return q.ok && q.pattern.kind === "pair" ? { name: q.pattern.host, address: q.pattern.address } : null;
+}
+
+/** Whether a pattern covers a pending approval's host and port (a `name@address` one only by that same pairing). */
 function covers(pattern: string, host: string, port: number): boolean {
   const { pattern: p } = validatePattern(pattern);
+  const pair = pendingTarget(host);
+  if (pair) return pairAllows(p, pair.name, pair.address!, port);
   const ip = parseIp(host);
   return ip ? matchesAddress(p, ip, port) : matchesName(p, host, port);
 }
@@ -91,6 +101,7 @@ export function approvalHost(suggest: string): string | null {
   if (!r.ok) return null;
   const p = r.pattern;
   if (p.kind === "exact") return p.host;
+  if (p.kind === "pair") return r.canonical.replace(/:\d+$/, "");
   if (p.kind === "cidr") return formatIp(p.cidr.network);
   return null;
 }
@@ -141,8 +152,10 @@ export class PolicyService {
       .filter((a) => {
         if (a.kind !== "egress") return false;
         const q = p.port === null ? { ...p, port: a.port } : p;
-        const ip = parseIp(a.host);
-        return ip ? matchesAddress(q, ip, a.port) : matchesName(q, a.host, a.port);
+        // `sbx deny NAME` answers the name's pending pairings too.
+        const host = pendingTarget(a.host)?.name ?? a.host;
+        const ip = parseIp(host);
+        return ip ? matchesAddress(q, ip, a.port) : matchesName(q, host, a.port);
       })
       .map((a) => store.decideApproval(a.id, "denied", by));
   }

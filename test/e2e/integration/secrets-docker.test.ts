@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, BASE_IMAGE, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, BASE_IMAGE, canRun, containerOf, dexec, docker, makeRepo, must, putFile, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
 
 const tag = Math.random().toString(36).slice(2, 8);
 const NET = `sbxt-sec-${tag}`;
@@ -77,6 +77,7 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     if (repo) {
       sbx(["secret", "rm", "API_TOKEN"]);
       sbx(["rm", "--force", "t"]);
+      sbx(["rm", "--force", "pc"]);
       removeRepoImages(repo);
     }
     docker(["rm", "--force", SITE]);
@@ -158,5 +159,25 @@ public class Fetch {
     const list = must(sbx(["secret", "list", "--json"]), "secret list").stdout;
     expect(list).toContain("api.test");
     expect(list).not.toContain(VALUE);
+  });
+
+  test("devcontainer.json's postCreateCommand gets the placeholder and the trust a session gets (an install from a private registry there authenticates)", () => {
+    putFile(f, repo, ".devcontainer/devcontainer.json", JSON.stringify({ build: { dockerfile: "../Dockerfile", context: ".." }, postCreateCommand: 'curl -sS -m 20 https://api.test/v1/postcreate > "$HOME/pc.txt"' }));
+    must(f.git(["add", "-A"], repo), "git add");
+    must(f.git(["commit", "-qm", "devcontainer"], repo), "git commit");
+    // Allowed for every sandbox (this one does not exist before it is made, and its postCreateCommand runs then).
+    must(sbx(["allow", "api.test", "--global"]), "allow api.test --global");
+    must(sbx(["allow", ip, "--global"]), "allow ip --global");
+    try {
+      const c = must(sbx(["create", "pc"]), "sbx create pc");
+      expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/postcreate Bearer ${VALUE}`);
+      expect(c.stderr + c.stdout).not.toContain(VALUE);
+    } finally {
+      sbx(["deny", "api.test", "--global"]);
+      sbx(["deny", ip, "--global"]);
+    }
+    const got = must(sbx(["run", "pc", "--", "sh", "-c", 'cat "$HOME/pc.txt"']), "cat pc.txt").stdout;
+    expect(got).toStartWith("got Bearer sk_live_");
+    expect(got).not.toContain(VALUE);
   });
 });
