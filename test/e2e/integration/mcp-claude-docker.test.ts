@@ -154,10 +154,15 @@ describe.skipIf(!run)(`secret-bound: Claude Code's MCP client in a Docker sandbo
   }, 240_000);
 
   afterAll(async () => {
-    if (repo) {
-      for (const s of ["MCP_TOKEN", "OTHER_TOKEN", "ANTHROPIC_API_KEY"]) sbx(["secret", "rm", s]);
-      sbx(["rm", "--force", "t"]);
-      removeRepoImages(repo);
+    // What this test made outside the fixture goes even when sbx cannot be run any more (the fixture user gone).
+    try {
+      if (repo) {
+        for (const s of ["MCP_TOKEN", "OTHER_TOKEN", "ANTHROPIC_API_KEY"]) sbx(["secret", "rm", s]);
+        sbx(["rm", "--force", "t"]);
+        removeRepoImages(repo);
+      }
+    } catch (e) {
+      console.warn(`cleanup through sbx failed: ${e}`);
     }
     docker(["rm", "--force", SITE]);
     docker(["network", "rm", NET]);
