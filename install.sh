@@ -83,8 +83,6 @@ if is_root; then
   bash scripts/base-image.sh
   # The bridge's ssh-remote test needs an sshd: the binary alone, in sbx's cache (never an ssh service).
   bash scripts/test-sshd.sh || say "no sshd for the ssh-remote test (it will be skipped); see scripts/test-sshd.sh"
-  # The MCP test's real client: Claude Code from npm, kept in sbx's cache (≈190 MB, ≈15-20 s; the test downloads nothing).
-  bash scripts/test-claude.sh || say "no Claude Code for the MCP test (it will be skipped); see scripts/test-claude.sh"
 else
   docker image inspect "${SBX_BASE_IMAGE:-sbx-base:bookworm}" >/dev/null 2>&1 || say "base image missing: run sudo ./scripts/base-image.sh"
 fi
