@@ -2,8 +2,8 @@
 import { z } from "zod";
 import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
-import { BindingSpecSchema } from "../core/bound-secret";
-import { RuleSpecSchema } from "../core/rules";
+import { BindingSpecSchema } from "../core/bound-secret-schema";
+import { RuleSpecSchema } from "../core/rules-schema";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
 
