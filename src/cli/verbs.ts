@@ -22,6 +22,7 @@ import { prune } from "./commands/prune";
 import { rebuild } from "./commands/rebuild";
 import { publish } from "./commands/publish";
 import { port } from "./commands/port";
+import { policy } from "./commands/policy";
 import { ps } from "./commands/ps";
 import { rm } from "./commands/rm";
 import { run } from "./commands/run";
@@ -34,7 +35,7 @@ import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
   create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
-  allow, deny, allowlist, approvals, publish, port, bridge, logs,
+  allow, deny, allowlist, approvals, policy, publish, port, bridge, logs,
   daemon, service, status, ps, secret,
   ui, chat, demo, doctor, completion, complete,
 ];

@@ -16,9 +16,16 @@ export interface PolicyLists {
    * host's loopback is reachable by no other way.
    */
   published?: readonly string[];
+  /**
+   * The sandbox's level (core/levels.ts), in place of the built-in list: its patterns (source `level`), and whether it
+   * opens every public name and address. Absent or null: the built-in list.
+   */
+  level?: { name: string; patterns: readonly string[]; open: boolean } | null;
+  /** One-time approvals (`--once`): each allows one connection, then the proxy uses it up; tried after everything else. */
+  once?: readonly string[];
 }
 
-export type PolicySource = "sandbox" | "global" | "builtin" | "published";
+export type PolicySource = "sandbox" | "global" | "builtin" | "published" | "level" | "once";
 
 export type BlockReason =
   | "invalid-host"
@@ -48,6 +55,8 @@ export interface CompiledPolicy {
   invalid: readonly string[];
   /** Published host services, as canonical `addr:port` (`[::1]:port`). */
   published: ReadonlySet<string>;
+  /** The `open` level: any public name or address, on any port (the address check still refuses what is not public). */
+  open: boolean;
 }
 
 /**
@@ -75,14 +84,18 @@ export function compilePolicy(lists: PolicyLists): CompiledPolicy {
   };
   add(lists.sandbox, "sandbox");
   add(lists.global, "global");
-  add(BUILTIN_ALLOWLIST, "builtin");
+  if (lists.level) add(lists.level.patterns, "level");
+  else add(BUILTIN_ALLOWLIST, "builtin");
+  const open = lists.level?.open === true;
+  // Under `open` a one-time approval allows nothing more: it is not used up.
+  if (!open) add(lists.once ?? [], "once");
   const published = new Set<string>();
   for (const raw of lists.published ?? []) {
     const r = parsePublished(raw);
     if (r.ok) published.add(r.endpoint);
     else invalid.push(raw);
   }
-  return { entries, invalid, published };
+  return { entries, invalid, published, open };
 }
 
 function hostPort(host: string, port: number): string {
@@ -126,6 +139,7 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
     for (const e of policy.entries) {
       if (matchesAddress(e.pattern, ip, port)) return { allow: true, host, port, ip: true, source: e.source, pattern: e.text };
     }
+    if (policy.open && kind === "public") return { allow: true, host, port, ip: true, source: "level", pattern: OPEN_PATTERN };
     const ipOnOtherPort = policy.entries.some((e) => e.pattern.kind === "cidr" && matchesAddress({ ...e.pattern, port }, ip, port));
     return ipOnOtherPort
       ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed`, suggest: hostPort(host, port) }
@@ -134,6 +148,8 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
   for (const e of policy.entries) {
     if (matchesName(e.pattern, host, port)) return { allow: true, host, port, ip: false, source: e.source, pattern: e.text };
   }
+  // Any name, which the address check then judges by where it resolves.
+  if (policy.open) return { allow: true, host, port, ip: false, source: "level", pattern: OPEN_PATTERN };
   const nameOnOtherPort = policy.entries.some((e) => e.pattern.kind !== "cidr" && matchesName({ ...e.pattern, port }, host, port));
   return nameOnOtherPort
     ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed (only 443 and 80 unless a pattern names the port)`, suggest: hostPort(host, port) }
@@ -144,10 +160,34 @@ export type AddressCheck =
   | { ok: true; address: string }
   | { ok: false; reason: BlockReason; address: string; kind: AddressKind | "host"; detail: string; suggest: string | null };
 
-/** An allowlist entry naming one address (a /32 or /128), the only kind that reaches an address that is not public. */
-function isExactEntry(p: AllowPattern): boolean {
-  return p.kind === "cidr" && p.cidr.prefix === p.cidr.network.length * 8;
+/**
+ * An entry the person made naming one address (a /32 or /128): the only kind that reaches an address that is not
+ * public. A level's or the built-in list's never does (no level opens private, link-local or metadata ranges). A
+ * one-time approval does, and is then used up (`onceRelied`).
+ */
+function isExactEntry(e: CompiledEntry): boolean {
+  const p = e.pattern;
+  return (e.source === "sandbox" || e.source === "global" || e.source === "once") && p.kind === "cidr" && p.cidr.prefix === p.cidr.network.length * 8;
 }
+
+/**
+ * The one-time approvals an allowed connection relies on, which allowing it uses up: the decision's own, and each that
+ * let one of its resolved addresses through (a non-public address no lasting entry names).
+ */
+export function onceRelied(policy: CompiledPolicy, d: { source: PolicySource; pattern: string }, addresses: readonly string[], port: number): string[] {
+  const out = new Set<string>();
+  if (d.source === "once") out.add(d.pattern);
+  for (const raw of addresses) {
+    const bytes = parseIp(raw);
+    if (!bytes || classify(bytes) === "public") continue;
+    const exact = policy.entries.filter((e) => isExactEntry(e) && matchesAddress(e.pattern, bytes, port));
+    if (exact.length > 0 && exact.every((e) => e.source === "once")) out.add(exact[0]!.text);
+  }
+  return [...out];
+}
+
+/** What the `open` level's allow names as its pattern. */
+export const OPEN_PATTERN = "* (level open)";
 
 /**
  * After an allow decision: every address the name resolved to must be public (and not this host's own),
@@ -187,7 +227,7 @@ export function checkAddresses(
     }
     // Any other address that is not public (private, link-local, metadata, …) only as that exact address, never as
     // part of a network or through another form of it.
-    if (kind !== "public" && !policy.entries.some((e) => isExactEntry(e.pattern) && matchesAddress(e.pattern, bytes, port))) {
+    if (kind !== "public" && !policy.entries.some((e) => isExactEntry(e) && matchesAddress(e.pattern, bytes, port))) {
       return {
         ok: false,
         reason: "internal-address",

@@ -44,7 +44,7 @@ export function policyRoutes(app: Hono, deps: PolicyRouteDeps): void {
   app.post("/v1/policy/allow", async (c) => {
     const req = PolicyPatternsSchema.parse(await jsonBody(c));
     const scope = await scopeOf("allow", req);
-    return c.json(changeView(scope, policy().allow(scope, req.patterns, cliBy)));
+    return c.json(changeView(scope, policy().allow(scope, req.patterns, cliBy, req.term)));
   });
 
   app.post("/v1/policy/deny", async (c) => {
@@ -56,7 +56,7 @@ export function policyRoutes(app: Hono, deps: PolicyRouteDeps): void {
   app.post("/v1/policy/allowlist", async (c) => {
     const req = PolicyShowSchema.parse(await jsonBody(c));
     const view = policy().show(req.sandbox === undefined ? null : await sandboxNamed(req, req.sandbox));
-    const entry = (e: { pattern: string; addedBy: string; addedAt: number }) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt });
+    const entry = (e: { pattern: string; addedBy: string; addedAt: number; expiresAt: number | null; once: boolean }) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, expiresAt: e.expiresAt, once: e.once });
     return c.json(
       PolicyViewSchema.parse({
         sandbox: view.sandbox && { name: view.sandbox.name, entries: view.sandbox.entries.map(entry) },
@@ -70,6 +70,6 @@ export function policyRoutes(app: Hono, deps: PolicyRouteDeps): void {
 
   app.post("/v1/policy/decide", async (c) => {
     const req = PolicyDecideSchema.parse(await jsonBody(c));
-    return c.json(PolicyDecisionSchema.parse(policy().decide(req.id, req.choice, cliBy)));
+    return c.json(PolicyDecisionSchema.parse(policy().decide(req.id, req.choice, cliBy, req.term)));
   });
 }
