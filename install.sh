@@ -31,8 +31,9 @@ is_root() { [ "$(id -u)" = 0 ]; }
 # zsh: the macOS guests' rc files, run by a real zsh; nodejs, dnsutils: clients a Linux guest runs from the host in
 # the transparent-path tests (Node's fetch, dig); shellcheck: the real-Mac smoke script is checked by it;
 # dbus-daemon, gnome-keyring, libsecret-tools: the Secret Service vault's test runs a real session bus and keyring;
-# python3-requests: a real client of the secrets bound to hosts (with curl, urllib and npm).
-PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh nodejs dnsutils shellcheck dbus-daemon gnome-keyring libsecret-tools python3-requests)
+# python3-requests, default-jre-headless: real clients of the secrets bound to hosts (with curl, urllib and npm); Java
+# reads sbx's CA from a PKCS#12 trust store, and keytool lists it (≈10 s to install beside the rest, 44 MB).
+PKGS=(git ca-certificates curl docker.io debootstrap acl nftables fish zsh tmux iproute2 procps chromium sudo util-linux passwd gh nodejs dnsutils shellcheck dbus-daemon gnome-keyring libsecret-tools python3-requests default-jre-headless)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -27,6 +27,15 @@
 #   bridge-push         git push from inside goes out through the bridge to a token-demanding upstream on 127.0.0.1
 #   no-secret-inside    that upstream's token (a fresh canary, held by `sbx secret`) is in no env, file or process
 #                       argv the guest can see
+#   secret-trust        a secret bound to httpbin.org (sbx secret set … --host httpbin.org --header 'Authorization:
+#                       Bearer {}'): inside, its variable holds a placeholder shaped like the value; $SSL_CERT_FILE
+#                       and $NODE_EXTRA_CA_CERTS (files in the sandbox's socket dir, 0644 though the daemon's umask is
+#                       077) are readable; sbx's CA key is not (cat as the guest fails; on your side it is 0600 in a
+#                       0700 dir, no ACL entry on either); curl inside, sending no Authorization, reaches
+#                       https://httpbin.org/headers through the proxy, trusting sbx's CA only through those variables,
+#                       and reads the header sbx added, holding its placeholder (the value was sent and masked back)
+#   secret-never-shown  that value, nor a 12-character piece of it, is in `sbx logs` (text and --json), `sbx secret
+#                       list --json` or the daemon's log, where the secret's name and its use (secret.used) are
 #   ref-sync            a new host branch shows up inside as refs/remotes/host/<branch>, with no fetch by the guest,
 #                       and the guest reads its commit (through the mirror's inherited ACEs)
 #   pflog               a blocked direct connection becomes a `blocked-raw` entry in `sbx logs` (pflog0 made, its
@@ -47,6 +56,9 @@
 #                       outright: cron.deny)
 #   remove              sbx rm: account, home, anchor and pf token file gone
 #
+# Not probed: clients on macOS that ignore SSL_CERT_FILE and ask the Keychain (Go programs such as gh, Swift and
+# Apple's URLSession) do not trust sbx's CA (sbx adds nothing to a guest's Keychain); another sandbox's guest reading
+# this one's trust files (one sandbox here; test/e2e/host/macos-secrets-two-uids.test.ts covers it with real uids).
 # Not probed (by hand, with the daemon running, in a repo of yours): `sbx run claude smoke-agent -- --version` prints
 # Claude Code's version (the first run fetches @anthropic-ai/claude-code-darwin-<arch> with progress); the guest cannot
 # write /private/var/sbx/<you>/agents; `sbx run gemini smoke-agent -- --version` needs the Mac's Node.js 20+.
@@ -59,7 +71,7 @@
 # shellcheck disable=SC2016
 set -uo pipefail
 
-PROBES=(kit create guest-files shims proxy direct-egress llm-route bridge-push no-secret-inside ref-sync pflog
+PROBES=(kit create guest-files shims proxy direct-egress llm-route bridge-push no-secret-inside secret-trust secret-never-shown ref-sync pflog
   open pasteboard dns-tunnel ping tmp-socket ipv6 pf-disabled pf-reload crontab-after-stop remove)
 
 NAME=smoke
@@ -78,6 +90,9 @@ UPSTREAM_URL=""
 SECRET_NAME=""
 CANARY=""
 SECRET_SET=""
+BOUND_NAME=SBX_SMOKE_BOUND
+BOUND_VALUE=""
+BOUND_SET=""
 
 # ── helpers ─────────────────────────────────────────────────────────────────────────────────────────────────────────
 
@@ -281,6 +296,70 @@ probe_no_secret_inside() {
   [ "$(field "$out" env)" = 0 ] || { WHY="the token is in the guest's environment"; return 1; }
   [ "$(field "$out" ps)" = 0 ] || { WHY="the token is in a process argv the guest sees"; return 1; }
   [ -z "$(field "$out" files | tr -d ' ')" ] || { WHY="the token is in files the guest reads: $(field "$out" files)"; return 1; }
+}
+
+# sbx's state dir as the CLI and the daemon find it (XDG_STATE_HOME, else ~/.local/state).
+state_dir() { echo "${XDG_STATE_HOME:-$HOME/.local/state}/sbx"; }
+
+# The ACL entries `ls -le` lists for a path (none: empty): the lines after the first.
+aces() { local l; l=$(ls -lde "$1" 2>/dev/null) || return 0; printf '%s\n' "$l" | sed 1d; }
+
+probe_secret_trust() {
+  need_sandbox || return 1
+  [ -n "$BOUND_SET" ] || { WHY="the bound secret was never set (sbx secret set $BOUND_NAME --host httpbin.org failed)"; return 1; }
+  sbx_ allow httpbin.org --sandbox "$NAME" >/dev/null 2>&1 || { WHY="sbx allow httpbin.org --sandbox $NAME failed"; return 1; }
+  local key out v bundle dir f mode
+  key="$(state_dir)/tls/ca.key"
+  [ -f "$key" ] || { WHY="no CA key at $key (the daemon makes it for the first bound secret)"; return 1; }
+  # Its variable is named by $1 (the guest expands it); no Authorization is sent: the proxy adds it.
+  out=$(inside sh -c 'echo "$0"; eval "v=\${$1:-}"; echo "var=$v"; echo "bundle=${SSL_CERT_FILE:-}"
+    echo "cert=$(head -c 27 "${SSL_CERT_FILE:-/nonexistent}" 2>/dev/null)"; echo "node=$(head -c 27 "${NODE_EXTRA_CA_CERTS:-/nonexistent}" 2>/dev/null)"
+    cat "$2" >/dev/null 2>&1 && echo "key=read"
+    echo "auth=$(curl -s -m 30 https://httpbin.org/headers | sed -n "s/.*\"Authorization\": *\"Bearer \([^\"]*\)\".*/\1/p" | head -1)"' \
+    "$RAN" "$BOUND_NAME" "$key" 2>&1)
+  ran "$out" || { WHY="nothing ran inside"; return 1; }
+  v=$(field "$out" var)
+  [ -n "$v" ] || { WHY="\$$BOUND_NAME is not set inside"; return 1; }
+  [ "$v" != "$BOUND_VALUE" ] || { WHY="\$$BOUND_NAME inside is the value itself"; return 1; }
+  [ "${#v}" = "${#BOUND_VALUE}" ] || { WHY="the placeholder is ${#v} characters, the value ${#BOUND_VALUE}"; return 1; }
+  bundle=$(field "$out" bundle)
+  [ -n "$bundle" ] || { WHY="SSL_CERT_FILE is not set inside"; return 1; }
+  [ "$(field "$out" cert)" = "-----BEGIN CERTIFICATE-----" ] || { WHY="the guest cannot read \$SSL_CERT_FILE ($bundle)"; return 1; }
+  [ "$(field "$out" node)" = "-----BEGIN CERTIFICATE-----" ] || { WHY="the guest cannot read \$NODE_EXTRA_CA_CERTS"; return 1; }
+  [ -z "$(field "$out" key)" ] || { WHY="the guest read sbx's CA key $key"; return 1; }
+  dir=$(dirname "$bundle")
+  for f in ca.pem ca-bundle.pem; do
+    mode=$(stat -f %Lp "$dir/$f" 2>/dev/null)
+    [ "$mode" = 644 ] || { WHY="$dir/$f has mode '${mode:-missing}', not 644"; return 1; }
+  done
+  [ "$(stat -f %Lp "$key" 2>/dev/null)" = 600 ] || { WHY="$key is not 0600"; return 1; }
+  [ "$(stat -f %Lp "$(dirname "$key")" 2>/dev/null)" = 700 ] || { WHY="$(dirname "$key") is not 0700"; return 1; }
+  [ -z "$(aces "$key")$(aces "$(dirname "$key")")" ] || { WHY="sbx's CA key or its dir has an ACL entry: $(aces "$key") $(aces "$(dirname "$key")")"; return 1; }
+  case "$(field "$out" auth)" in
+    "") WHY="curl inside got no Authorization back from httpbin.org/headers (TLS to sbx's proxy not trusted, or not terminated)"; return 1 ;;
+    "$v") ;;
+    "$BOUND_VALUE") WHY="the value came back to the guest unmasked"; return 1 ;;
+    *) WHY="httpbin.org saw an Authorization that is neither the value nor the placeholder"; return 1 ;;
+  esac
+}
+
+probe_secret_never_shown() {
+  need_sandbox || return 1
+  [ -n "$BOUND_SET" ] || { WHY="the bound secret was never set"; return 1; }
+  local piece=${BOUND_VALUE:10:12} what text
+  sbx_ logs --json --since 30m >"$WORK/logs.json" 2>&1
+  sbx_ logs --since 30m >"$WORK/logs.txt" 2>&1
+  sbx_ secret list --json >"$WORK/secrets.json" 2>&1
+  if ! grep -q '"secret.used"' "$WORK/logs.json" || ! grep -q "\"secret\":\"$BOUND_NAME\"" "$WORK/logs.json"; then
+    WHY="sbx logs --json has no secret.used entry naming $BOUND_NAME (run secret-trust first)"
+    return 1
+  fi
+  grep -q "\"$BOUND_NAME\"" "$WORK/secrets.json" || { WHY="sbx secret list --json does not name $BOUND_NAME"; return 1; }
+  for what in logs.json logs.txt secrets.json "$(state_dir)/daemon.log"; do
+    text="$what"
+    case "$what" in /*) ;; *) what="$WORK/$what" ;; esac
+    if grep -qF -- "$piece" "$what" 2>/dev/null; then WHY="the value (a piece of it) is in $text"; return 1; fi
+  done
 }
 
 probe_ref_sync() {
@@ -524,6 +603,13 @@ setup() {
     git -C "$REPO" remote add origin "$UPSTREAM_URL"
     git_as_host -C "$REPO" push -q origin main >/dev/null 2>&1 || echo "macos-smoke: could not push main to the upstream"
     if printf %s "$CANARY" | sbx_ secret set "$SECRET_NAME" >/dev/null 2>&1; then SECRET_SET=yes; else echo "macos-smoke: sbx secret set failed"; fi
+    # A secret bound to httpbin.org, its header added by the proxy (its value: random, read from stdin, never an argv).
+    BOUND_VALUE=sbxbound$(rand 32)
+    if printf %s "$BOUND_VALUE" | sbx_ secret set "$BOUND_NAME" --host httpbin.org --header 'Authorization: Bearer {}' >/dev/null 2>&1; then
+      BOUND_SET=yes
+    else
+      echo "macos-smoke: sbx secret set $BOUND_NAME --host httpbin.org failed"
+    fi
   fi
 }
 
@@ -531,6 +617,7 @@ cleanup() {
   local p
   [ -n "$GUEST" ] && sbx_ rm --force "$NAME" >/dev/null 2>&1
   [ -n "$SECRET_NAME" ] && sbx_ secret rm "$SECRET_NAME" >/dev/null 2>&1
+  [ -n "$BOUND_SET" ] && sbx_ secret rm "$BOUND_NAME" >/dev/null 2>&1
   for p in $BG_PIDS; do kill "$p" 2>/dev/null; done
   [ -n "$WORK" ] && rm -rf "$WORK"
   return 0

@@ -11,7 +11,7 @@ export const HELP_TOPICS = {
   secrets: "keys and tokens host-side; secrets bound to hosts, their placeholders inside, what is never terminated",
   sessions: "shell, ps, attach and detach, status, logs",
   dashboard: "sbx ui",
-  "chat-setup": "approvals in Zulip: the bot, the stream, sbx chat setup",
+  "chat-setup": "approvals in Zulip, Slack or a signed webhook: sbx chat setup, the listener, the signing scheme",
   troubleshooting: "the likely failures, and what to do",
   uninstall: "remove sandboxes, the service and sbx's files",
 } as const;

@@ -35,7 +35,7 @@ import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
   create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
-  allow, deny, allowlist, approvals, policy, publish, port, bridge, logs,
-  daemon, service, status, ps, secret,
+  allow, deny, allowlist, approvals, publish, port, bridge, logs,
+  daemon, service, status, ps, secret, policy,
   ui, chat, demo, doctor, completion, complete,
 ];

@@ -23,6 +23,10 @@ import {
   PolicyPendingSchema,
   PolicyViewSchema,
   type PolicyPatterns,
+  type PolicyRule,
+  type PolicyCheck,
+  PolicyRuleChangeSchema,
+  PolicyCheckResultSchema,
   type PolicyShow,
   SandboxListSchema,
   SessionListSchema,
@@ -131,6 +135,16 @@ export class DaemonClient {
   /** Removes patterns from a list (answering pending approvals for those hosts as denied). */
   deny(req: PolicyPatterns) {
     return this.call("POST", "/v1/policy/deny", PolicyChangeSchema, req);
+  }
+
+  /** Adds or removes a rule that sees requests (`sbx allow|deny HOST --method … --path …`). */
+  rule(req: PolicyRule) {
+    return this.call("POST", "/v1/policy/rule", PolicyRuleChangeSchema, req);
+  }
+
+  /** What the policy would do with a connection or request, and why (`sbx policy check`). */
+  policyCheck(req: PolicyCheck) {
+    return this.call("POST", "/v1/policy/check", PolicyCheckResultSchema, req);
   }
 
   /** Binds a secret to hosts, for every sandbox or one (`sbx secret set NAME --host …`). */

@@ -9,8 +9,12 @@ import { z } from "zod";
 import { hostMatches, parsePattern, type AllowPattern } from "./allowlist";
 import { canonicalPath, pathMatches, type PathRule } from "./credential-scope";
 import { replaceAll } from "./stream-replace";
+import { isReservedEnv } from "./config";
 
 /** Every method a secret may go with when it names none. */
+/** The variables a session with secrets gets for trust (sandboxes/secret-env.ts): never a secret's. */
+export const SESSION_TRUST_VARS: readonly string[] = ["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "NPM_CONFIG_GLOBALCONFIG"];
+
 export const ALL_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 /** A secret as the proxy sees it for one sandbox: where it goes, and this sandbox's placeholder for it. */
@@ -163,6 +167,9 @@ export type BindingSpec = z.infer<typeof BindingSpecSchema>;
 
 /** Pure: why a binding cannot be kept as given (a host that is an address, a path in a form the proxy never sees), or null. */
 export function bindingProblem(spec: BindingSpec): string | null {
+  // The variable holding the placeholder cannot be one sbx sets itself (a proxy, a trust file): a session would lose
+  // its route out or its trust in sbx's CA.
+  if (spec.env !== null && (isReservedEnv(spec.env) || SESSION_TRUST_VARS.includes(spec.env))) return `--env ${spec.env}: sbx sets that variable itself`;
   for (const h of spec.hosts) {
     const why = hostPatternProblem(h);
     if (why) return `--host ${h}: ${why}`;

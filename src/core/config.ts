@@ -7,6 +7,11 @@ import { LEVEL_NAMES, type LevelName } from "./levels";
 /** Variables sbx sets itself: a config entry must not be able to point a client around the proxy or the bridge. */
 const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|npm_config_(https_)?proxy|npm_config_noproxy|JAVA_TOOL_OPTIONS|[A-Z]+_BASE_URL)$/;
 
+/** Pure: whether sbx sets this variable itself (proxy, LLM, socket, PATH): nothing a person configures may override it. */
+export function isReservedEnv(name: string): boolean {
+  return RESERVED.test(name);
+}
+
 /** Names that hold credentials by convention; sbx never passes such a variable into a sandbox. */
 const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
 

@@ -1,6 +1,7 @@
 // The egress decision: sandbox list, then global list, then the built-in default; then the resolved-address check. Pure.
 import { classify, formatIp, parseIp, type AddressKind } from "./addresses";
-import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, type AllowPattern } from "./allowlist";
+import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, pairAllows, type AllowPattern } from "./allowlist";
+import { compileRules, requestsJudged, ruleCoversHost, type CompiledRule, type Rule } from "./rules";
 
 /** The built-in default: only the Claude API. Everything else is added by the user (or a preset). */
 export const BUILTIN_ALLOWLIST: readonly string[] = Object.freeze(["api.anthropic.com"]);
@@ -16,6 +17,8 @@ export interface PolicyLists {
    * host's loopback is reachable by no other way.
    */
   published?: readonly string[];
+  /** Rules that see requests (core/rules.ts): the sandbox's and the global ones, each saying which. */
+  rules?: readonly Rule[];
   /**
    * The sandbox's level (core/levels.ts), in place of the built-in list: its patterns (source `level`), and whether it
    * opens every public name and address. Absent or null: the built-in list.
@@ -37,10 +40,27 @@ export type BlockReason =
   /** A transparent connection to an address the sandbox's DNS stub never gave out (so it stands for no name). */
   | "unnamed-address"
   /** A TLS server name or HTTP Host that names another host than the one the connection was checked for. */
-  | "server-name-mismatch";
+  | "server-name-mismatch"
+  /** A request a deny rule covers (core/rules.ts). */
+  | "denied-by-rule"
+  /** A request to a host allowed only for some methods and paths, outside them. */
+  | "request-not-allowed"
+  /** A request whose path cannot be read one way only (judged where rules see requests). */
+  | "path-unreadable";
 
 export type Decision =
-  | { allow: true; host: string; port: number; ip: boolean; source: PolicySource; pattern: string }
+  | {
+      allow: true;
+      host: string;
+      port: number;
+      ip: boolean;
+      source: PolicySource;
+      pattern: string;
+      /** Its requests are judged one by one (a rule names the host): HTTPS to it is terminated to see them. */
+      requests: boolean;
+      /** The pattern that allows the whole host, if one does (else only rules do, for some requests). */
+      wholeHost: { pattern: string; source: PolicySource } | null;
+    }
   | { allow: false; host: string; port: number; reason: BlockReason; detail: string; /** The pattern that would allow it. */ suggest: string | null };
 
 interface CompiledEntry {
@@ -55,6 +75,8 @@ export interface CompiledPolicy {
   invalid: readonly string[];
   /** Published host services, as canonical `addr:port` (`[::1]:port`). */
   published: ReadonlySet<string>;
+  /** Rules that see requests, the sandbox's before the global ones. */
+  rules: readonly CompiledRule[];
   /** The `open` level: any public name or address, on any port (the address check still refuses what is not public). */
   open: boolean;
 }
@@ -95,16 +117,24 @@ export function compilePolicy(lists: PolicyLists): CompiledPolicy {
     if (r.ok) published.add(r.endpoint);
     else invalid.push(raw);
   }
-  return { entries, invalid, published, open };
+  const rules = compileRules(lists.rules ?? []);
+  invalid.push(...rules.invalid);
+  return { entries, invalid, published, rules: rules.rules, open };
 }
 
 function hostPort(host: string, port: number): string {
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
-/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise. */
+/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise (a `name@address` pair too). */
 export function patternFor(host: string, port: number): string {
-  return DEFAULT_PORTS.includes(port) ? host : hostPort(host, port);
+  if (DEFAULT_PORTS.includes(port)) return host;
+  return host.includes("@") ? `${host}:${port}` : hostPort(host, port);
+}
+
+/** Pure: a name paired with an address, as a pattern writes it (`registry.corp@10.1.2.3`, `name@[fd00::1]`). */
+export function pairText(name: string, address: string): string {
+  return `${name}@${address.includes(":") ? `[${address}]` : address}`;
 }
 
 /**
@@ -112,6 +142,12 @@ export function patternFor(host: string, port: number): string {
  * NO_PROXY): published services only, as any other loopback address.
  */
 export const HOST_ALIAS = "host.sbx.internal";
+
+/** An allow decision: by a pattern for the whole host, or (`byRule`) by a rule for some of its requests. */
+function allowed(policy: CompiledPolicy, host: string, port: number, ip: boolean, source: PolicySource, pattern: string, byRule = false): Decision {
+  const wholeHost = byRule ? null : { pattern, source };
+  return { allow: true, host, port, ip, source, pattern, requests: requestsJudged(policy.rules, host, port, !byRule), wholeHost };
+}
 
 /** The decision for one request, before any DNS lookup. */
 export function decide(policy: CompiledPolicy, rawHost: string, port: number): Decision {
@@ -126,7 +162,7 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
     if (kind === "loopback" || kind === "unspecified") {
       // The host's own services: published ones only (the address check after this says the same for names).
       const endpoint = hostPort(formatIp(ip), port);
-      if (kind === "loopback" && policy.published.has(endpoint)) return { allow: true, host, port, ip: true, source: "published", pattern: endpoint };
+      if (kind === "loopback" && policy.published.has(endpoint)) return allowed(policy, host, port, true, "published", endpoint);
       return {
         allow: false,
         host,
@@ -137,19 +173,30 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
       };
     }
     for (const e of policy.entries) {
-      if (matchesAddress(e.pattern, ip, port)) return { allow: true, host, port, ip: true, source: e.source, pattern: e.text };
+      if (e.source !== "once" && matchesAddress(e.pattern, ip, port)) return allowed(policy, host, port, true, e.source, e.text);
     }
-    if (policy.open && kind === "public") return { allow: true, host, port, ip: true, source: "level", pattern: OPEN_PATTERN };
+    const byRule = policy.rules.find((r) => r.effect === "allow" && ruleCoversHost(r, host, port));
+    if (byRule) return allowed(policy, host, port, true, byRule.source, byRule.text, true);
+    if (policy.open && kind === "public") return allowed(policy, host, port, true, "level", OPEN_PATTERN);
+    // Last: a one-time approval, used up only when nothing lasting allows it.
+    for (const e of policy.entries) {
+      if (e.source === "once" && matchesAddress(e.pattern, ip, port)) return allowed(policy, host, port, true, e.source, e.text);
+    }
     const ipOnOtherPort = policy.entries.some((e) => e.pattern.kind === "cidr" && matchesAddress({ ...e.pattern, port }, ip, port));
     return ipOnOtherPort
       ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed`, suggest: hostPort(host, port) }
       : { allow: false, host, port, reason: "ip-literal", detail: `${host} is an IP address that is not on the allowlist`, suggest: patternFor(host, port) };
   }
   for (const e of policy.entries) {
-    if (matchesName(e.pattern, host, port)) return { allow: true, host, port, ip: false, source: e.source, pattern: e.text };
+    if (e.source !== "once" && matchesName(e.pattern, host, port)) return allowed(policy, host, port, false, e.source, e.text);
   }
+  const byRule = policy.rules.find((r) => r.effect === "allow" && ruleCoversHost(r, host, port));
+  if (byRule) return allowed(policy, host, port, false, byRule.source, byRule.text, true);
   // Any name, which the address check then judges by where it resolves.
-  if (policy.open) return { allow: true, host, port, ip: false, source: "level", pattern: OPEN_PATTERN };
+  if (policy.open) return allowed(policy, host, port, false, "level", OPEN_PATTERN);
+  for (const e of policy.entries) {
+    if (e.source === "once" && matchesName(e.pattern, host, port)) return allowed(policy, host, port, false, e.source, e.text);
+  }
   const nameOnOtherPort = policy.entries.some((e) => e.pattern.kind !== "cidr" && matchesName({ ...e.pattern, port }, host, port));
   return nameOnOtherPort
     ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed (only 443 and 80 unless a pattern names the port)`, suggest: hostPort(host, port) }
@@ -160,6 +207,11 @@ export type AddressCheck =
   | { ok: true; address: string }
   | { ok: false; reason: BlockReason; address: string; kind: AddressKind | "host"; detail: string; suggest: string | null };
 
+/** An entry the person made (for good, for a time or once): never a level's or the built-in list's. */
+function personMade(e: CompiledEntry): boolean {
+  return e.source === "sandbox" || e.source === "global" || e.source === "once";
+}
+
 /**
  * An entry the person made naming one address (a /32 or /128): the only kind that reaches an address that is not
  * public. A level's or the built-in list's never does (no level opens private, link-local or metadata ranges). A
@@ -167,21 +219,23 @@ export type AddressCheck =
  */
 function isExactEntry(e: CompiledEntry): boolean {
   const p = e.pattern;
-  return (e.source === "sandbox" || e.source === "global" || e.source === "once") && p.kind === "cidr" && p.cidr.prefix === p.cidr.network.length * 8;
+  return personMade(e) && p.kind === "cidr" && p.cidr.prefix === p.cidr.network.length * 8;
 }
 
 /**
  * The one-time approvals an allowed connection relies on, which allowing it uses up: the decision's own, and each that
- * let one of its resolved addresses through (a non-public address no lasting entry names).
+ * let one of its resolved addresses through (a non-public address no lasting entry or rule names, exactly or paired
+ * with the name).
  */
-export function onceRelied(policy: CompiledPolicy, d: { source: PolicySource; pattern: string }, addresses: readonly string[], port: number): string[] {
+export function onceRelied(policy: CompiledPolicy, d: { host: string; source: PolicySource; pattern: string }, addresses: readonly string[], port: number): string[] {
   const out = new Set<string>();
   if (d.source === "once") out.add(d.pattern);
   for (const raw of addresses) {
     const bytes = parseIp(raw);
     if (!bytes || classify(bytes) === "public") continue;
-    const exact = policy.entries.filter((e) => isExactEntry(e) && matchesAddress(e.pattern, bytes, port));
-    if (exact.length > 0 && exact.every((e) => e.source === "once")) out.add(exact[0]!.text);
+    if (policy.rules.some((r) => r.effect === "allow" && pairAllows(r.pattern, d.host, bytes, port))) continue;
+    const covering = policy.entries.filter((e) => (isExactEntry(e) && matchesAddress(e.pattern, bytes, port)) || (personMade(e) && pairAllows(e.pattern, d.host, bytes, port)));
+    if (covering.length > 0 && covering.every((e) => e.source === "once")) out.add(covering[0]!.text);
   }
   return [...out];
 }
@@ -226,15 +280,21 @@ export function checkAddresses(
       };
     }
     // Any other address that is not public (private, link-local, metadata, …) only as that exact address, never as
-    // part of a network or through another form of it.
-    if (kind !== "public" && !policy.entries.some((e) => isExactEntry(e) && matchesAddress(e.pattern, bytes, port))) {
+    // part of a network or through another form of it; or for a name paired with it (`name@address`: the name, while
+    // it resolves there), which is what an approval of such a name allows. Only an entry or rule the person made does:
+    // never a level's or the built-in list's.
+    const paired = host !== addr && (policy.entries.some((e) => personMade(e) && pairAllows(e.pattern, host, bytes, port)) || policy.rules.some((r) => r.effect === "allow" && pairAllows(r.pattern, host, bytes, port)));
+    if (kind !== "public" && !paired && !policy.entries.some((e) => isExactEntry(e) && matchesAddress(e.pattern, bytes, port))) {
       return {
         ok: false,
         reason: "internal-address",
         address: addr,
         kind,
-        detail: `${host === addr ? addr : `${host} resolves to ${addr}, which`} is a ${kind} address; only that exact address on the allowlist reaches it`,
-        suggest: patternFor(addr, port),
+        detail:
+          host === addr
+            ? `${addr} is a ${kind} address; only that exact address on the allowlist reaches it`
+            : `${host} resolves to ${addr}, a ${kind} address; allowing ${pairText(host, addr)} lets ${host} reach it while it resolves there (another address is a new decision)`,
+        suggest: host === addr ? patternFor(addr, port) : patternFor(pairText(host, addr), port),
       };
     }
     first ??= addr;
@@ -264,10 +324,14 @@ export function allowCommand(suggest: string, sandboxName: string): string {
   return isHostService(suggest) ? `sbx publish ${sandboxName} ${suggest}` : `sbx allow ${suggest} --sandbox ${sandboxName}`;
 }
 
-/** The one-paragraph body of a 403: what was blocked, why, and the exact command to allow it. */
-export function blockedMessage(sandboxName: string, target: string, detail: string, suggest: string | null): string {
+/** The one-paragraph body of a 403: what was blocked, why, and the exact command to allow it (`command`: a rule's own). */
+export function blockedMessage(sandboxName: string, target: string, detail: string, suggest: string | null, command?: string | null): string {
   const fix =
-    suggest === null
+    command !== undefined
+      ? command === null
+        ? "A rule of the sandbox's policy level refuses it."
+        : `To change it, run on the host: ${command}; the next request is judged again, no restart needed.`
+      : suggest === null
       ? "This request cannot be allowed as written."
       : isHostService(suggest)
         ? `To let this sandbox reach that service of the host, run on the host: ${allowCommand(suggest, sandboxName)}; the next request goes through, no restart needed.`

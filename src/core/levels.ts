@@ -105,7 +105,7 @@ export function levelLists(setting: LevelSetting, agents: readonly string[]): Le
     for (const p of patterns) {
       const r = parsePattern(p);
       // A level names hosts, never an address: an address is reached only through an entry the person made.
-      if (!r.ok || r.pattern.kind === "cidr" || seen.has(r.canonical)) continue;
+      if (!r.ok || (r.pattern.kind !== "exact" && r.pattern.kind !== "wildcard") || seen.has(r.canonical)) continue;
       seen.add(r.canonical);
       parts.push({ pattern: r.canonical, why });
     }

@@ -103,7 +103,7 @@ export function createApp(deps: AppDeps): Hono {
         guards: guards.guardNames,
         sandboxes: views(),
         sessions: sessions.size,
-        ...(deps.hosted ? { ui: uiOf(deps.hosted()), chat: deps.hosted()?.chat() ?? { configured: false, connected: false } } : {}),
+        ...(deps.hosted ? { ui: uiOf(deps.hosted()), chat: deps.hosted()?.chat() ?? { configured: false, connected: false }, approvals: deps.hosted()?.channels() ?? { configured: false } } : {}),
       }),
     );
   });

@@ -20,6 +20,7 @@ import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
+import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
 import { SecretBindings } from "../store/secret-bindings";
 import { Authority } from "../tls/authority";
@@ -33,6 +34,7 @@ import { VERSION } from "../version";
 import { bridgeGuard } from "../guards/bridge";
 import { sshSettingsOf } from "../bridge/gate-git";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
+import { pairApprovedNames } from "../policy/private-pairing";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { systemResolver, type Resolver } from "../proxy/egress-proxy";
@@ -226,6 +228,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   };
   // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's stored secrets or their source, read as the
   // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
+  const egressRules = new EgressRules(d.store);
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
@@ -233,6 +236,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
     // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
     upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
+    terminatesFor: (id) => egressRules.anyFor(id),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
@@ -324,6 +328,9 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
   }
   let daemon;
   try {
+    const policy = new PolicyService({ store, publish: (e) => events.publish(e) });
+    // A name approved by a person that resolves to a private address is paired with it at once (one approval).
+    pairApprovedNames({ subscribe: (fn) => events.subscribe(fn), policy, store, resolve: testResolver(env.raw[TEST_RESOLVE_VAR]) ?? systemResolver, log: (m, f) => log.warn(m, f) });
     daemon = await startDaemon({
       env,
       paths,
@@ -337,7 +344,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       ...(comps.agents ? { agents: comps.agents } : {}),
       ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       ...(comps.bound ? { sessionSecrets: { session: (id: number) => comps.bound!.sessionSecrets(id) } } : {}),
-      policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
+      policy,
       // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
       watchers: {
         blocked: rawBlockFeed(store, (e) => events.publish(e)),

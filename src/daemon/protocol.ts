@@ -3,6 +3,7 @@ import { z } from "zod";
 import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
 import { BindingSpecSchema } from "../core/bound-secret";
+import { RuleSpecSchema } from "../core/rules";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
 import { LEVEL_NAMES, type LevelName } from "../core/levels";
@@ -62,6 +63,29 @@ export const ChatStatusSchema = z.object({
 });
 export type ChatStatus = z.infer<typeof ChatStatusSchema>;
 
+/** One outgoing channel (the webhook, Slack): where it posts (never a secret or a URL's query) and how its deliveries went. */
+const ChannelStateSchema = z.object({
+  target: z.string(),
+  queued: z.number().int(),
+  delivered: z.number().int(),
+  failed: z.number().int(),
+  dropped: z.number().int(),
+  lastError: z.string().optional(),
+  lastErrorAt: z.number().optional(),
+  lastOkAt: z.number().optional(),
+});
+
+/** The webhook, Slack and the listener their answers come back to (approvals.json), as the daemon runs them. */
+export const ApprovalChannelsSchema = z.object({
+  configured: z.boolean(),
+  error: z.string().optional(),
+  listener: z.object({ origin: z.string(), publicUrl: z.string().optional(), loopbackOnly: z.boolean() }).nullable().optional(),
+  listenerError: z.string().optional(),
+  webhook: ChannelStateSchema.optional(),
+  slack: ChannelStateSchema.optional(),
+});
+export type ApprovalChannels = z.infer<typeof ApprovalChannelsSchema>;
+
 export const StatusSchema = z.object({
   daemon: HealthSchema,
   backends: z.array(z.string()),
@@ -71,6 +95,7 @@ export const StatusSchema = z.object({
   /** The dashboard's origin, never its token (optional: older daemons do not send it). */
   ui: z.object({ origin: z.string() }).nullable().optional(),
   chat: ChatStatusSchema.optional(),
+  approvals: ApprovalChannelsSchema.optional(),
 });
 export type Status = z.infer<typeof StatusSchema>;
 
@@ -449,6 +474,35 @@ export const SecretBindingsSchema = z.object({ bindings: z.array(SecretBindingVi
 export const PolicyShowSchema = WhereSchema.extend({ sandbox: nameSchema.optional() });
 export type PolicyShow = z.input<typeof PolicyShowSchema>;
 
+/** `sbx allow|deny HOST --method … --path … [--remove]`: a rule that sees requests (core/rules.ts). */
+export const PolicyRuleSchema = ScopeSchema.extend({ spec: RuleSpecSchema, remove: z.boolean().default(false) });
+export type PolicyRule = z.input<typeof PolicyRuleSchema>;
+export const PolicyRuleChangeSchema = z.object({ scope: z.string(), rule: z.string(), changed: z.boolean(), resolved: z.number().int() });
+
+/** `sbx policy check HOST[:PORT] [--method M --path P] [--sandbox NAME]`: a dry run. */
+export const PolicyCheckSchema = WhereSchema.extend({
+  sandbox: nameSchema.optional(),
+  host: z.string().min(1).max(300),
+  port: z.number().int().min(1).max(65535),
+  method: z.string().regex(/^[A-Za-z]{1,20}$/).optional(),
+  target: z.string().max(8192).optional(),
+});
+export type PolicyCheck = z.input<typeof PolicyCheckSchema>;
+export const PolicyCheckResultSchema = z.object({
+  /** Which lists were judged with ("sandbox 'demo'", or the global ones alone). */
+  scope: z.string(),
+  allowed: z.boolean(),
+  host: z.string(),
+  port: z.number().int(),
+  method: z.string().nullable(),
+  path: z.string().nullable(),
+  decidedBy: z.object({ text: z.string(), source: z.string(), kind: z.enum(["pattern", "rule"]) }).nullable(),
+  reason: z.string().nullable(),
+  detail: z.string(),
+  fix: z.string().nullable(),
+  judged: z.boolean(),
+});
+
 export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]), term: AllowTermSchema.optional() });
 
 const AllowEntryViewSchema = z.object({
@@ -482,9 +536,11 @@ export const PolicyChangeSchema = z.object({
   scope: z.string(),
   results: z.array(z.object({ pattern: z.string(), changed: z.boolean(), resolved: z.number().int() })),
 });
+const RuleViewSchema = z.object({ rule: z.string(), spec: RuleSpecSchema, addedBy: z.string(), addedAt: z.number() });
 export const PolicyViewSchema = z.object({
-  sandbox: z.object({ name: z.string(), entries: z.array(AllowEntryViewSchema) }).nullable(),
+  sandbox: z.object({ name: z.string(), entries: z.array(AllowEntryViewSchema), rules: z.array(RuleViewSchema).default([]) }).nullable(),
   global: z.array(AllowEntryViewSchema),
+  globalRules: z.array(RuleViewSchema).default([]),
   builtin: z.array(z.string()),
 });
 export const PolicyPendingSchema = z.object({ pending: z.array(ApprovalViewSchema) });

@@ -6,8 +6,14 @@ import { listScope } from "../core/scope";
 import { scopeLabel, type PatternResult, type PolicyService, type Scope } from "../policy/service";
 import type { SandboxService } from "../sandboxes/service";
 import { jsonBody } from "./http";
+import { ruleText } from "../core/rules";
+import type { StoredRule } from "../store/egress-rules";
 import {
   PolicyChangeSchema,
+  PolicyCheckResultSchema,
+  PolicyCheckSchema,
+  PolicyRuleChangeSchema,
+  PolicyRuleSchema,
   PolicyDecideSchema,
   PolicyDecisionSchema,
   PolicyPatternsSchema,
@@ -57,13 +63,29 @@ export function policyRoutes(app: Hono, deps: PolicyRouteDeps): void {
     const req = PolicyShowSchema.parse(await jsonBody(c));
     const view = policy().show(req.sandbox === undefined ? null : await sandboxNamed(req, req.sandbox));
     const entry = (e: { pattern: string; addedBy: string; addedAt: number; expiresAt: number | null; once: boolean }) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, expiresAt: e.expiresAt, once: e.once });
+    const rule = (r: StoredRule) => ({ rule: ruleText(r.spec), spec: r.spec, addedBy: r.addedBy, addedAt: r.addedAt });
     return c.json(
       PolicyViewSchema.parse({
-        sandbox: view.sandbox && { name: view.sandbox.name, entries: view.sandbox.entries.map(entry) },
+        sandbox: view.sandbox && { name: view.sandbox.name, entries: view.sandbox.entries.map(entry), rules: view.sandbox.rules.map(rule) },
         global: view.global.map(entry),
+        globalRules: view.globalRules.map(rule),
         builtin: [...view.builtin],
       }),
     );
+  });
+
+  app.post("/v1/policy/rule", async (c) => {
+    const req = PolicyRuleSchema.parse(await jsonBody(c));
+    const scope = await scopeOf(req.spec.effect, req);
+    const r = policy().rule(scope, req.spec, cliBy, req.remove);
+    return c.json(PolicyRuleChangeSchema.parse({ scope: scopeLabel(scope), rule: r.rule, changed: r.changed, resolved: r.resolved.length }));
+  });
+
+  app.post("/v1/policy/check", async (c) => {
+    const req = PolicyCheckSchema.parse(await jsonBody(c));
+    const sb = req.sandbox === undefined ? null : await sandboxNamed(req, req.sandbox);
+    const r = policy().check(sb, { host: req.host, port: req.port, ...(req.method ? { method: req.method } : {}), ...(req.target !== undefined ? { target: req.target } : {}) });
+    return c.json(PolicyCheckResultSchema.parse({ scope: sb ? `sandbox '${sb.name}'` : "the global list alone (no sandbox named)", ...r }));
   });
 
   app.post("/v1/policy/approvals", (c) => c.json(PolicyPendingSchema.parse({ pending: policy().pending() })));

@@ -3,7 +3,8 @@
 // Every decision is the same three things wherever it is made: the store changed (in one transaction, with the pending
 // approvals it answers), an audit row, and a decision event on the live feed (dashboard, chat, notifications).
 import { formatIp, parseIp } from "../core/addresses";
-import { matchesAddress, matchesName, parsePattern, validatePattern } from "../core/allowlist";
+import { matchesAddress, matchesName, pairAllows, parsePattern, validatePattern } from "../core/allowlist";
+import type { IpBytes } from "../core/addresses";
 import { BUILTIN_ALLOWLIST, parsePublished, patternFor, publishedOf, type PolicyLists } from "../core/egress";
 import { FOR_GOOD, termText, type AllowTerm } from "../core/allow-term";
 import { levelAgents, levelLists, levelOf } from "../core/levels";
@@ -12,6 +13,10 @@ import { bridgeSettingsOf, parseSubject, subjectText, withApproval } from "../co
 import { SbxError } from "../core/errors";
 import type { AllowEntry, Approval, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
+import { canonicalRule, EgressRules, type StoredRule } from "../store/egress-rules";
+import { ruleProblem, ruleText, type RuleSpec } from "../core/rules";
+import { checkPolicy, type CheckRequest, type CheckResult } from "../core/policy-check";
+import { compilePolicy } from "../core/egress";
 import type { FeedEvent, SandboxRef } from "../events/feed";
 
 /** Which list a change is for. */
@@ -43,8 +48,9 @@ export interface ApprovalDecision {
 }
 
 export interface AllowlistView {
-  sandbox: { name: string; entries: AllowEntry[] } | null;
+  sandbox: { name: string; entries: AllowEntry[]; rules: StoredRule[] } | null;
   global: AllowEntry[];
+  globalRules: StoredRule[];
   builtin: readonly string[];
 }
 
@@ -58,10 +64,12 @@ export interface PolicyDeps {
 }
 
 /**
- * What the proxy reads on every request: the lists as they are at `now` (an entry past its expiry allows nothing from
- * that moment, whether or not the sweep took it yet), the sandbox's level, and its one-time approvals apart.
+ * What the proxy reads on every request (and `sbx policy check` judges with): the lists as they are at `now` (an entry
+ * past its expiry allows nothing from that moment, whether or not the sweep took it yet), the rules, the sandbox's
+ * level, and its one-time approvals apart.
  */
 export function policyFor(store: Store, sandboxId: number, now: number = Date.now()): PolicyLists {
+  const rules = new EgressRules(store);
   const own = store.listAllow(sandboxId).filter((e) => liveAt(e, now));
   const identity = store.getSandbox(sandboxId)?.identity ?? {};
   const setting = levelOf(identity);
@@ -70,14 +78,29 @@ export function policyFor(store: Store, sandboxId: number, now: number = Date.no
     sandbox: own.filter((e) => !e.once).map((e) => e.pattern),
     global: store.listAllow(null).filter((e) => liveAt(e, now) && !e.once).map((e) => e.pattern),
     published: publishedOf(identity),
+    rules: [...rules.list(sandboxId).map((r) => ({ ...r.spec, source: "sandbox" as const })), ...rules.list(null).map((r) => ({ ...r.spec, source: "global" as const }))],
     level: level && { name: level.name, patterns: level.parts.map((p) => p.pattern), open: level.open },
     once: own.filter((e) => e.once).map((e) => e.pattern),
   };
 }
 
-/** Whether a pattern covers a pending approval's host and port. */
+/** The global lists alone: what a sandbox with nothing of its own gets. */
+function globalPolicy(store: Store): PolicyLists {
+  return { sandbox: [], global: store.listAllow(null).filter((e) => liveAt(e, Date.now()) && !e.once).map((e) => e.pattern), rules: new EgressRules(store).list(null).map((r) => ({ ...r.spec, source: "global" as const })) };
+}
+
+/** A pending approval's host as a pattern sees it: a name, an address, or a name paired with its address. */
+function pendingTarget(host: string): { name: string; address: IpBytes | null } | null {
+  if (!host.includes("@")) return null;
+  const q = parsePattern(host);
+  return q.ok && q.pattern.kind === "pair" ? { name: q.pattern.host, address: q.pattern.address } : null;
+}
+
+/** Whether a pattern covers a pending approval's host and port (a `name@address` one only by that same pairing). */
 function covers(pattern: string, host: string, port: number): boolean {
   const { pattern: p } = validatePattern(pattern);
+  const pair = pendingTarget(host);
+  if (pair) return pairAllows(p, pair.name, pair.address!, port);
   const ip = parseIp(host);
   return ip ? matchesAddress(p, ip, port) : matchesName(p, host, port);
 }
@@ -91,12 +114,17 @@ export function approvalHost(suggest: string): string | null {
   if (!r.ok) return null;
   const p = r.pattern;
   if (p.kind === "exact") return p.host;
+  if (p.kind === "pair") return r.canonical.replace(/:\d+$/, "");
   if (p.kind === "cidr") return formatIp(p.cidr.network);
   return null;
 }
 
 export class PolicyService {
-  constructor(private readonly d: PolicyDeps) {}
+  private readonly rules: EgressRules;
+
+  constructor(private readonly d: PolicyDeps) {
+    this.rules = new EgressRules(d.store, d.now);
+  }
 
   private ref(id: number): SandboxRef {
     return { id, name: this.d.store.getSandbox(id)?.name ?? `#${id}` };
@@ -137,8 +165,10 @@ export class PolicyService {
       .filter((a) => {
         if (a.kind !== "egress") return false;
         const q = p.port === null ? { ...p, port: a.port } : p;
-        const ip = parseIp(a.host);
-        return ip ? matchesAddress(q, ip, a.port) : matchesName(q, a.host, a.port);
+        // `sbx deny NAME` answers the name's pending pairings too.
+        const host = pendingTarget(a.host)?.name ?? a.host;
+        const ip = parseIp(host);
+        return ip ? matchesAddress(q, ip, a.port) : matchesName(q, host, a.port);
       })
       .map((a) => store.decideApproval(a.id, "denied", by));
   }
@@ -184,7 +214,9 @@ export class PolicyService {
       patterns.map((raw) => {
         const r = parsePattern(raw);
         const pattern = r.ok ? r.canonical : raw.trim();
-        const changed = store.removeAllow(id, pattern) || (pattern !== raw && store.removeAllow(id, raw));
+        // Nothing allows the host any more: its whole-host entry and every allow rule for it go.
+        const rulesGone = r.ok ? this.rules.removeAllowsOf(id, pattern).length > 0 : false;
+        const changed = store.removeAllow(id, pattern) || (pattern !== raw && store.removeAllow(id, raw)) || rulesGone;
         return { pattern, changed, resolved: r.ok ? this.resolvePendingHost(id, pattern, by) : [] };
       }),
     );
@@ -194,6 +226,39 @@ export class PolicyService {
       if (r.changed || r.resolved.length > 0) this.announce({ kind: "decision", at, sandbox, action: r.changed ? "remove" : "deny", pattern: r.pattern, scope: scope.kind, by });
     }
     return results;
+  }
+
+  /**
+   * Adds (or, `remove`, takes away) a rule that sees requests: an allow for some methods and paths of a host, or a deny
+   * that carves requests out of what is allowed. Its host is validated as an allowlist pattern is. An allow rule
+   * answers the pending approvals for its host (the host is reachable now, for what the rule allows).
+   */
+  rule(scope: Scope, raw: RuleSpec, by: string, remove = false): { rule: string; changed: boolean; resolved: Approval[] } {
+    const host = validatePattern(raw.host).canonical;
+    const spec = canonicalRule({ ...raw, host });
+    const why = ruleProblem(spec);
+    if (why) throw new SbxError("usage", `refused rule: ${why}`, { hint: "e.g. sbx allow api.github.com --method GET,HEAD --path '/repos/acme/**' (paths: * within a segment, a last ** for any depth)." });
+    const id = scope.kind === "global" ? null : scope.sandbox.id;
+    const text = ruleText(spec);
+    const r = this.d.store.write(() => {
+      if (remove) return { changed: this.rules.remove(id, spec), resolved: [] as Approval[] };
+      const changed = this.rules.add(id, spec, by);
+      return { changed, resolved: spec.effect === "allow" ? this.resolvePending(id, host, "allowed", by) : [] };
+    });
+    if (r.changed || r.resolved.length > 0) {
+      const sandbox = scope.kind === "global" ? null : { id: scope.sandbox.id, name: scope.sandbox.name };
+      this.announce({ kind: "decision", at: this.now(), sandbox, action: remove ? "remove" : spec.effect, pattern: text, scope: scope.kind, by });
+    }
+    return { rule: text, ...r };
+  }
+
+  /**
+   * A dry run: what the proxy would do with a connection to host:port (and, given a method and path, with that
+   * request), for a sandbox (its lists, then the global ones) or for one with nothing of its own.
+   */
+  check(sandbox: Sandbox | null, req: CheckRequest): CheckResult {
+    const lists = sandbox ? policyFor(this.d.store, sandbox.id) : globalPolicy(this.d.store);
+    return checkPolicy(compilePolicy(lists), req, sandbox?.name ?? null);
   }
 
   /** Removes one entry (the dashboard's remove button); removing what is gone is not an error. */
@@ -328,8 +393,9 @@ export class PolicyService {
     // What allows now: an entry past its expiry is not shown as allowing (the sweep takes it within seconds).
     const t = this.now();
     return {
-      sandbox: sandbox ? { name: sandbox.name, entries: store.listAllow(sandbox.id).filter((e) => liveAt(e, t)) } : null,
+      sandbox: sandbox ? { name: sandbox.name, entries: store.listAllow(sandbox.id).filter((e) => liveAt(e, t)), rules: this.rules.list(sandbox.id) } : null,
       global: store.listAllow(null).filter((e) => liveAt(e, t)),
+      globalRules: this.rules.list(null),
       builtin: BUILTIN_ALLOWLIST,
     };
   }

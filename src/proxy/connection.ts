@@ -13,7 +13,7 @@
 //   closed      the socket is gone
 import type { Socket } from "node:net";
 import type { ProxyContext } from "./context";
-import { parseAuthority, plainTarget, type Allowed, type Site } from "./decision";
+import { parseAuthority, plainTarget, type Allowed, type Denied, type Site } from "./decision";
 import { egressDestination, ForwardExchange, type ClientSide, type Destination } from "./forward";
 import { BodyReader, MAX_HEAD, readRequestHead, type RequestHead } from "./http1";
 import type { Origin } from "./origin";
@@ -32,12 +32,20 @@ const HEAD_TIMEOUT_MS = 60_000;
 /** The way a connection came in: the proxy path (requests name their server; origin-form ones are the proxy's), or a transparent site. */
 export type Way = { kind: "proxy"; origin: Origin } | { kind: "transparent"; site: Site } | { kind: "terminated"; allowed: Allowed; terminator: RequestPreparer };
 
-/** A request inside a terminated connection as it goes up, or a refusal's text. */
-export type Prepared = { ok: true; head: RequestHead; dest: Destination } | { ok: false; message: string };
+/** A request inside a terminated connection as it goes up, or a refusal: a 400's text, or a rule's 403 (`denied`). */
+export type Prepared = { ok: true; head: RequestHead; dest: Destination } | { ok: false; message: string; denied?: Denied };
 
 /** Makes each request inside a terminated connection ready to go up (terminate.ts). */
 export interface RequestPreparer {
   prepare(allowed: Allowed, head: RequestHead): Promise<Prepared>;
+}
+
+/** Pure: the path and query of a request target as the client wrote them (an absolute form's, after its authority). */
+export function rawTarget(target: string): string {
+  if (target.startsWith("/")) return target;
+  const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*/.exec(target);
+  const rest = m ? target.slice(m[0].length) : target;
+  return rest.startsWith("/") ? rest : `/${rest}`;
 }
 
 const unambiguous = (why: string) => `sbx proxy: refused: ${why}; send one unambiguous HTTP/1.1 request.\n`;
@@ -257,7 +265,12 @@ export class ClientConnection implements ClientSide {
     void this.ctx.decider.check(path, head.method, t.url.hostname, t.port).then((v) => {
       if (this.st !== "deciding" || this.s.destroyed) return;
       if (!v.ok) return this.reply(refusal(this.ctx.sandbox.name, v, closeAfter), closeAfter);
-      this.forward(head, egressDestination(this.ctx, v, head.method, t.url));
+      if (!v.requests) return this.forward(head, egressDestination(this.ctx, v, head.method, t.url));
+      // A rule names the host: this request is judged on its path as sent (not as a URL parser would resolve it), and
+      // the canonical form judged is what goes up.
+      const r = this.ctx.decider.request(v, head.method, rawTarget(head.target));
+      if (!r.ok) return this.reply(refusal(this.ctx.sandbox.name, r, closeAfter), closeAfter);
+      this.forward(head, egressDestination(this.ctx, v, head.method, t.url, r.target));
     });
   }
 
@@ -269,7 +282,7 @@ export class ClientConnection implements ClientSide {
     void way.terminator.prepare(way.allowed, head).then(
       (p) => {
         if (this.st !== "deciding" || this.s.destroyed) return;
-        if (!p.ok) return this.reply(badRequest(p.message, closeAfter), closeAfter);
+        if (!p.ok) return this.reply(p.denied ? refusal(this.ctx.sandbox.name, p.denied, closeAfter) : badRequest(p.message, closeAfter), closeAfter);
         this.forward(p.head, p.dest);
       },
       (e: Error) => {

@@ -6,6 +6,7 @@ import { networkInterfaces } from "node:os";
 import { canonicalIp } from "../core/addresses";
 import { normalizeHost } from "../core/allowlist";
 import { checkAddresses, compilePolicy, decide, onceRelied, patternFor, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
+import { judgeRequest } from "../core/rules";
 import type { EgressEvent, EgressPath, EgressSandbox } from "../core/egress-events";
 import { headerSafe, type Header } from "./http1";
 
@@ -23,10 +24,28 @@ function interfaceAddresses(): string[] {
   return out;
 }
 
-/** Allowed: connect to `address` (checked), and to nothing else. */
-export type Allowed = { ok: true; path: EgressPath; host: string; port: number; address: string; source: PolicySource; pattern: string };
-/** Refused by the policy (a 403 on the proxy path; recorded as a pending approval where `suggest` says what allows it). */
-export type Denied = { ok: false; status: 403; path: EgressPath; host: string; port: number; reason: BlockReason; detail: string; suggest: string | null };
+/**
+ * Allowed: connect to `address` (checked), and to nothing else. `requests`: a rule names the host, so each request is
+ * judged (`Decider.request`); `wholeHost`: the pattern that allows every request, if one does.
+ */
+export type Allowed = {
+  ok: true;
+  path: EgressPath;
+  host: string;
+  port: number;
+  address: string;
+  source: PolicySource;
+  pattern: string;
+  requests: boolean;
+  wholeHost: { pattern: string; source: PolicySource } | null;
+};
+/**
+ * Refused by the policy (a 403 on the proxy path; recorded as a pending approval where `suggest` says what allows it).
+ * `fix`: the command that changes it, when it is not `sbx allow <suggest>` (a rule's).
+ */
+export type Denied = { ok: false; status: 403; path: EgressPath; host: string; port: number; reason: BlockReason; detail: string; suggest: string | null; fix?: string | null };
+/** A request judged inside an allowed connection: allowed as this canonical target, or refused. */
+export type RequestAllowed = { ok: true; target: string; by: string };
 /** Allowed by name, but its lookup failed (a 502). */
 export type Unreachable = { ok: false; status: 502; host: string; port: number; message: string };
 export type Verdict = Allowed | Denied | Unreachable;
@@ -63,7 +82,7 @@ export class Decider {
   private current(): CompiledPolicy {
     const lists = this.o.policy();
     // Every list the decision reads is in the key: a change to any of them applies to the next request.
-    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}\0${JSON.stringify(lists.level ?? null)}\0${(lists.once ?? []).join("\n")}`;
+    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}\0${lists.rules?.length ? JSON.stringify(lists.rules) : ""}\0${JSON.stringify(lists.level ?? null)}\0${(lists.once ?? []).join("\n")}`;
     if (this.cached === null || key !== this.cacheKey) {
       this.cached = compilePolicy(lists);
       this.cacheKey = key;
@@ -81,9 +100,28 @@ export class Decider {
   }
 
   /** A refusal, told (a `denied` event: the audit row and pending approval) as it is made. */
-  deny(path: EgressPath, method: string, host: string, port: number, reason: BlockReason, detail: string, suggest: string | null): Denied {
+  deny(path: EgressPath, method: string, host: string, port: number, reason: BlockReason, detail: string, suggest: string | null, fix?: string | null): Denied {
     this.o.emit({ type: "denied", sandbox: this.o.sandbox, path, method, host, port, reason, detail, suggest, at: Date.now() });
-    return { ok: false, status: 403, path, host, port, reason, detail, suggest };
+    return { ok: false, status: 403, path, host, port, reason, detail, suggest, ...(fix !== undefined ? { fix } : {}) };
+  }
+
+  /**
+   * One request inside an allowed connection whose requests are judged (a rule names its host): the rules as they are
+   * now, on the canonical path the upstream will act on, which is what is sent. Connections whose requests are not
+   * judged pass as they are.
+   */
+  request(allowed: Allowed, method: string, target: string): RequestAllowed | Denied {
+    if (!allowed.requests) return { ok: true, target, by: allowed.pattern };
+    const policy = this.current();
+    // The lists now (a rule removed since the connection was made no longer allows; a whole-host allow added since does).
+    const d = decide(policy, allowed.host, allowed.port);
+    const whole = d.allow ? d.wholeHost : null;
+    const v = judgeRequest(policy.rules, { host: allowed.host, port: allowed.port, method, target }, whole);
+    if (!v.ok) {
+      if (!d.allow) return this.deny(allowed.path, method, allowed.host, allowed.port, d.reason, d.detail, d.suggest);
+      return this.deny(allowed.path, method, allowed.host, allowed.port, v.reason, v.detail, null, v.reason === "path-unreadable" ? undefined : v.fix);
+    }
+    return { ok: true, target: `${v.path}${v.query ? `?${v.query}` : ""}`, by: v.by };
   }
 
   /** The decision, then one lookup, then the address check: the address returned is the only one connected to. */
@@ -108,7 +146,7 @@ export class Decider {
     for (const once of onceRelied(policy, d, addresses, port)) {
       if (!(this.o.consume?.(once) ?? false)) return this.deny(path, method, d.host, port, "not-allowlisted", `${d.host} was allowed once, and that connection was made already`, patternFor(d.host, port));
     }
-    return { ok: true, path, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern };
+    return { ok: true, path, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern, requests: d.requests, wholeHost: d.wholeHost };
   }
 }
 

@@ -21,6 +21,7 @@ import { terminates, Terminator, type SecretBinding } from "./terminate";
 import { targetOrNull, transparentConnection, type TransparentDeps, type TransparentTarget } from "./transparent";
 import { opaqueTunnel } from "./tunnel";
 import { UpstreamPool } from "./upstream";
+import { cut, endWith, refusal } from "./refusal";
 import { Pacer, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND } from "../core/bounds";
 
 export { systemResolver, type Resolver } from "./decision";
@@ -112,7 +113,17 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     inFlight: 0,
     carrierFor: (allowed) =>
       opts.carrierFor?.(allowed) ??
-      (terminator && terminates(opts.secrets!.secrets(), allowed.host) ? terminator.carrier : (tunnel ??= opaqueTunnel(ctx))),
+      (terminator && (allowed.requests || terminates(opts.secrets!.secrets(), allowed.host))
+        ? terminator.carrier
+        : allowed.requests
+          ? unseen
+          : (tunnel ??= opaqueTunnel(ctx))),
+  };
+  // A host whose requests a rule judges, on a proxy with no CA to end its TLS: refused, never carried unseen.
+  const unseen: Carrier = (allowed, client, _first, replies) => {
+    const d = decider.deny(allowed.path, "CONNECT", allowed.host, allowed.port, "request-not-allowed", `rules judge each request to ${allowed.host}, and this proxy cannot end its TLS to see them`, null);
+    if (replies) endWith(client, refusal(sandbox.name, d, true));
+    else cut(client);
   };
   const terminator = opts.secrets ? new Terminator(ctx, opts.secrets) : null;
   const origin = new Origin(new SbxEndpoints({ sandboxName: sandbox.name, policy: opts.policy, ...(opts.names ? { names: opts.names } : {}) }), opts.originHandler, connectTimeoutMs);

@@ -30,6 +30,12 @@ export interface ClientSide {
   destroy(): void;
 }
 
+/** What of an answer's head reaches the client besides its status. */
+export interface ShownHead {
+  reason: string;
+  headers: Header[];
+}
+
 /** Where a request goes, and what is told of it. */
 export interface Destination {
   pool: UpstreamPool;
@@ -50,8 +56,11 @@ export interface Destination {
    */
   rewrite?: {
     requestBody: StreamReplacer | null;
-    /** Throws when the answer cannot be checked (an encoded body): the client gets a 502 that says why. */
-    responseHead(headers: readonly Header[]): Header[];
+    /**
+     * The answer's head as the client gets it: its reason phrase and every header's name and value (any of them may
+     * hold a value). Throws when the answer cannot be checked (an encoded body): the client gets a 502 that says why.
+     */
+    responseHead(head: ShownHead): ShownHead;
     responseBody: StreamReplacer;
   };
 }
@@ -104,7 +113,8 @@ export class ForwardExchange {
       { address: dest.address, port: dest.port, method: req.method, head, body: framing === "none" ? "none" : framing === "chunked" ? "chunked" : "length", replayable: framing === "none" && SAFE_METHODS.has(req.method) },
       {
         head: (h, length) => {
-          const headers = dest.rewrite ? dest.rewrite.responseHead(withoutHopByHop(h.headers)) : withoutHopByHop(h.headers);
+          const given: ShownHead = { reason: h.reason, headers: withoutHopByHop(h.headers) };
+          const { reason, headers } = dest.rewrite ? dest.rewrite.responseHead(given) : given;
           let clientFraming: Framing;
           if (length === 0) {
             // No body: a length the server gave (a HEAD's, a 304's) goes on as it is.
@@ -123,7 +133,7 @@ export class ForwardExchange {
             this.to = "close";
             this.close = true;
           }
-          this.pending = Buffer.from(responseHead(h.status, h.reason, headers, clientFraming, this.close), "latin1");
+          this.pending = Buffer.from(responseHead(h.status, reason, headers, clientFraming, this.close), "latin1");
         },
         body: (data) => {
           this.bytesDown += data.length;
@@ -204,14 +214,14 @@ export class ForwardExchange {
  * An allowed plain request's destination: exactly the checked address (an IP: no lookup happens), its Host the checked
  * authority; counted in flight, and told as a `closed` event when its answer was whole or an `error` when it failed.
  */
-export function egressDestination(ctx: ProxyContext, v: Allowed, method: string, url: URL): Destination {
+export function egressDestination(ctx: ProxyContext, v: Allowed, method: string, url: URL, target?: string): Destination {
   const started = performance.now();
   ctx.inFlight++;
   return {
     pool: ctx.pool,
     address: v.address,
     port: v.port,
-    target: `${url.pathname}${url.search}`,
+    target: target ?? `${url.pathname}${url.search}`,
     host: url.host,
     done(ok, bytesUp, bytesDown) {
       ctx.inFlight--;

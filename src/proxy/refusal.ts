@@ -47,9 +47,11 @@ export function badRequest(message: string, close: boolean): Buffer {
 export function refusal(sandboxName: string, v: Denied | Unreachable, close: boolean): Buffer {
   if (v.status === 502) return answer(502, `sbx proxy: ${v.message}\n`, { close });
   const shown = headerSafe(authorityText(v.host, v.port));
-  return answer(403, blockedMessage(sandboxName, shown, headerSafe(v.detail), v.suggest), {
+  // A rule's refusal names its own fix (a rule to add or remove); a host's, the allow that lets it through.
+  const fix = v.fix !== undefined ? (v.fix === null ? null : headerSafe(`${v.fix}${/ --global\b/.test(v.fix) ? "" : ` --sandbox ${sandboxName}`}`)) : undefined;
+  return answer(403, blockedMessage(sandboxName, shown, headerSafe(v.detail), v.suggest, fix), {
     close,
-    phrase: blockedPhrase(shown, v.suggest === null ? null : allowCommand(headerSafe(v.suggest), sandboxName)),
+    phrase: blockedPhrase(shown, fix !== undefined ? fix : v.suggest === null ? null : allowCommand(headerSafe(v.suggest), sandboxName)),
     headers: [["X-Sbx-Blocked", headerSafe(`${v.reason} ${authorityText(v.host, v.port)}`)]],
   });
 }

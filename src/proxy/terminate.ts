@@ -1,4 +1,4 @@
-// The carrier for a host a secret is bound to: the sandbox's TLS is ended here, with a certificate for that host signed
+// The carrier for a host a secret is bound to, or whose requests a rule judges (core/rules.ts): the sandbox's TLS is ended here, with a certificate for that host signed
 // by sbx's CA (which the sandbox trusts, and whose key never enters it), so each request inside can be read by the one
 // reader (connection.ts) and its placeholders swapped for values (core/bound-secret.ts) before it goes on, over TLS
 // verified against the host's trust store, to the address the decision checked. Every other host stays an opaque
@@ -144,6 +144,10 @@ export class Terminator implements RequestPreparer {
       this.mismatch(allowed, head.method, `its Host says ${hostHeader}`);
       return { ok: false, message: `sbx proxy: this connection is for ${authority}; its Host header says ${hostHeader}.\n` };
     }
+    // A rule names the host: the request is judged on its canonical path, which is what goes on.
+    const judged = this.ctx.decider.request(allowed, head.method, target);
+    if (!judged.ok) return { ok: false, message: "", denied: judged };
+    target = judged.target;
     const secrets = this.binding.secrets();
     // Every bound secret's value (not only this host's): an answer holding any of them comes back masked.
     const values = await this.binding.values(secrets.map((s) => s.name));
@@ -156,15 +160,19 @@ export class Terminator implements RequestPreparer {
     // The answer is read whole for values to turn back: never encoded, so ask for none.
     const headers: Header[] = [...swapped.headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["Accept-Encoding", "identity"]];
     const reflect = reflectionPairs(secrets, values).map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
+    // The one way anything of the answer is shown, to the sandbox or in sbx's own words (its 502, the error event that
+    // `sbx logs`, the dashboard and chat are made of): each value turned back into its placeholder. The upstream chose
+    // every byte of it, the reason phrase, header names and what a parse error quotes included.
+    const shown = (text: string) => replaceText(text, reflect);
     const bodyPairs = swapped.bodyPairs.map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
-    const dest = this.destination(allowed, head.method, swapped.target, authority, {
+    const dest = this.destination(allowed, head.method, swapped.target, authority, shown, {
       requestBody: bodyPairs.length > 0 ? new StreamReplacer(bodyPairs) : null,
-      responseHead: (hs) => {
-        const enc = hs.find(([n]) => n.toLowerCase() === "content-encoding")?.[1]?.trim().toLowerCase();
+      responseHead: (h) => {
+        const enc = h.headers.find(([n]) => n.toLowerCase() === "content-encoding")?.[1]?.trim().toLowerCase();
         if (enc !== undefined && enc !== "" && enc !== "identity") {
           throw new Error(`a body encoded as ${enc} (sbx asked for none), which cannot be checked for a secret's value`);
         }
-        return hs.map(([n, v]) => [n, replaceText(v, reflect)] as Header);
+        return { reason: shown(h.reason), headers: h.headers.map(([n, v]) => [shown(n), shown(v)] as Header) };
       },
       responseBody: new StreamReplacer(reflect),
     });
@@ -175,7 +183,7 @@ export class Terminator implements RequestPreparer {
     this.ctx.decider.deny(allowed.path, method, allowed.host, allowed.port, "server-name-mismatch", detail, null);
   }
 
-  private destination(allowed: Allowed, method: string, target: string, host: string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
+  private destination(allowed: Allowed, method: string, target: string, host: string, shown: (text: string) => string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
     const ctx = this.ctx;
     const started = performance.now();
     ctx.inFlight++;
@@ -194,7 +202,7 @@ export class Terminator implements RequestPreparer {
       },
       failure(why, connected) {
         const at = authorityText(allowed.host, allowed.port);
-        const message = connected ? `${at} (${allowed.address}) sent ${why}` : `could not reach ${at} (${allowed.address}) over verified TLS: ${why}`;
+        const message = connected ? `${at} (${allowed.address}) sent ${shown(why)}` : `could not reach ${at} (${allowed.address}) over verified TLS: ${shown(why)}`;
         ctx.emit({ type: "error", sandbox: ctx.sandbox, path: allowed.path, method, host: allowed.host, port: allowed.port, address: allowed.address, message, at: Date.now() });
         return message;
       },

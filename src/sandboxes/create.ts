@@ -190,7 +190,8 @@ async function workingTree(c: ServiceContext, row: Sandbox, driver: Driver, carr
 
 /**
  * devcontainer.json's postCreateCommand, once, in the new sandbox: as the user, in the repo's path, with the sandbox's
- * egress; its output shown as it comes. One that fails is said and the sandbox kept (the person reruns it with
+ * egress and its secrets' placeholders and trust (an `npm ci` against a private registry authenticates); its output
+ * shown as it comes. One that fails is said and the sandbox kept (the person reruns it with
  * `sbx exec`); either way it does not run again.
  */
 async function postCreate(c: ServiceContext, row: Sandbox, driver: Driver, out: Output): Promise<void> {
@@ -203,7 +204,7 @@ async function postCreate(c: ServiceContext, row: Sandbox, driver: Driver, out: 
   for (const cmd of cmds) {
     out.log(`postCreateCommand: ${cmd.length === 3 && cmd[0] === "/bin/sh" && cmd[1] === "-c" ? cmd[2] : cmd.join(" ")}`);
     // Its stderr with its stdout, in order (one stream back).
-    const argv = driver.shellArgv(spec, { argv: ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", ...cmd], cwd: driver.sessionCwd(spec, row.repo), tty: false, env: terminalVars(c.d.env.raw), stdin: false });
+    const argv = driver.shellArgv(spec, { argv: ["/bin/sh", "-c", 'exec "$@" 2>&1', "sh", ...cmd], cwd: driver.sessionCwd(spec, row.repo), tty: false, env: { ...terminalVars(c.d.env.raw), ...(await c.secretEnv(row, spec, out)) }, stdin: false });
     const r = await c.d.exec.run(argv, { check: false, timeoutMs: 60 * 60_000, onStdout: lineSplitter((l) => out.log(`  ${l}`)) });
     if (r.exitCode !== 0) {
       out.log(`warning: postCreateCommand exited ${r.exitCode}; sandbox ${row.name} is kept (run it again with \`sbx exec ${row.name} -- …\`)`);

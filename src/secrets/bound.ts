@@ -37,6 +37,8 @@ export class BoundSecrets {
       authority: () => Promise<Authority>;
       /** CA certificates the upstreams are verified against; undefined: the runtime's roots. */
       upstreamCa?: () => string | undefined;
+      /** Whether the proxy may end TLS for this sandbox for another reason (a rule that sees requests, issue 38). */
+      terminatesFor?: (sandboxId: number) => boolean;
       log?: (message: string, fields: Record<string, unknown>) => void;
     },
   ) {}
@@ -116,8 +118,10 @@ export class BoundSecrets {
     const bindings = this.d.bindings.forSandbox(sandboxId);
     const given = this.d.bindings.placeholders(sandboxId);
     const out: SessionSecrets = { env: {}, caPem: null, npmrc: [], notes: [] };
-    if (bindings.length === 0) return out;
+    // sbx's CA is trusted where the proxy may end TLS: a secret bound for the sandbox, or a rule that sees requests.
+    if (bindings.length === 0 && !this.d.terminatesFor?.(sandboxId)) return out;
     out.caPem = (await this.d.authority()).certPem;
+    if (bindings.length === 0) return out;
     await Promise.all(
       bindings.map(async (b) => {
         let value: string;

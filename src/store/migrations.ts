@@ -118,7 +118,19 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (sandbox_id, name)
   );
   `,
-  // 8: allowlist entries that last a time (\`--for 30m\`: expires_at) or one connection (\`--once\`: once = 1, with an
+  // 8: egress rules that see requests (\`sbx allow HOST --method … --path …\`, \`sbx deny HOST --method …\`): for every
+  // sandbox (sandbox_id NULL) or one, gone with it; the rule as canonical JSON (core/rules.ts RuleSpec), once per scope.
+  `
+  CREATE TABLE egress_rules (
+    id         INTEGER PRIMARY KEY,
+    sandbox_id INTEGER REFERENCES sandboxes(id) ON DELETE CASCADE,
+    spec       TEXT NOT NULL,
+    added_by   TEXT NOT NULL,
+    added_at   INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX egress_rules_scope_spec ON egress_rules (coalesce(sandbox_id, 0), spec);
+  `,
+  // 9: allowlist entries that last a time (\`--for 30m\`: expires_at) or one connection (\`--once\`: once = 1, with an
   // expiry too, for one never used). The proxy's read leaves out an entry past its expiry; a sweep deletes it and says so.
   `
   ALTER TABLE allowlist ADD COLUMN expires_at INTEGER;

@@ -80,7 +80,7 @@ export async function killDaemonProc(d: DaemonProc | undefined): Promise<void> {
 }
 
 /** Starts the test daemon and waits until /health answers and the first reconcile is done. */
-export async function startDaemonProc(w: World, timeoutMs = 10_000, ...modes: ("real-proxy" | "notify")[]): Promise<DaemonProc> {
+export async function startDaemonProc(w: World, timeoutMs = 10_000, ...modes: ("real-proxy" | "secrets" | "notify")[]): Promise<DaemonProc> {
   const proc = Bun.spawn([process.execPath, ENTRY, w.stateFile, w.controlDir, ...modes], {
     env: w.env,
     stdin: "ignore",

@@ -1,7 +1,9 @@
 // sbx allow: allow hosts (or a preset) for a sandbox or globally; takes effect on the sandbox's next request.
 import type { Command } from "commander";
-import { ExitCode } from "../../core/errors";
+import { ExitCode, SbxError } from "../../core/errors";
 import type { Verb } from "../verb";
+
+const many = (v: string, prev: string[] = []) => [...prev, v];
 
 export const allow: Verb = {
   name: "allow",
@@ -14,6 +16,10 @@ export const allow: Verb = {
       .option("--repo <path>", "the repo the sandbox belongs to (when two repos have one of that name)")
       .option("--global", "for every sandbox")
       .option("--preset <name>", "a named bundle (sbx allowlist --presets lists them): claude, openai, google, github, npm, pypi, …")
+      .option("--method <M,...>", "only these methods (a rule: each request is judged; HTTPS to the host is ended by sbx's proxy to see it)", many)
+      .option("--path <glob>", "only these paths, e.g. '/repos/acme/**' (* within a segment, a last ** for any depth; repeat)", many)
+      .option("--read-only", "only GET, HEAD and OPTIONS")
+      .option("--remove", "remove the rule --method/--path/--read-only name, instead of adding it")
       .option("--for <time>", "for a time only (30m, 2h, 1d): it lapses by itself, and `sbx logs` says so (default: for good)")
       .option("--once", "for one connection of that sandbox only (used within 15 min, else it lapses); nothing stays on its list")
       .addHelpText("after", ["", "Examples:", "  sbx allow example.org --sandbox demo", "  sbx allow example.org --sandbox demo --for 30m", "  sbx allow --preset npm --global"].join("\n"));
@@ -22,7 +28,12 @@ export const allow: Verb = {
     const { presetPatterns } = await import("../../core/presets");
     const { termOf, termText } = await import("../../core/allow-term");
     const { daemon, scopeOf } = await import("../../client/sandboxes");
+    const { ruleSpecsOf, runRule } = await import("./rule");
+    const specs = ruleSpecsOf("allow", args, opts);
     const term = termOf(opts);
+    // A rule (--method/--path/--read-only) lasts until removed: a time box is for whole-host entries.
+    if (specs !== null && term.kind !== "good") throw new SbxError("usage", "--for and --once are for a whole host, not a rule (--method/--path/--read-only)", { hint: "Allow the rule, and `sbx allow HOST --method … --remove` it when done; or allow the whole host --for a time." });
+    if (specs !== null) return runRule(ctx, "allow", specs, opts, await daemon(ctx), scopeOf("allow", ctx, opts));
     const patterns = [...args, ...(typeof opts.preset === "string" ? presetPatterns(opts.preset) : [])];
     const req = { ...scopeOf("allow", ctx, opts), patterns, ...(term.kind === "good" ? {} : { term }) };
     const r = await (await daemon(ctx)).allow(req);

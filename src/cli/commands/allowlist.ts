@@ -29,6 +29,7 @@ export const allowlist: Verb = {
         sandbox: view.sandbox && { name: view.sandbox.name, patterns: view.sandbox.entries.map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, ...lasts(e) })) },
         global: view.global.map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, ...lasts(e) })),
         builtin: view.builtin,
+        rules: [...(view.sandbox?.rules.map((r) => ({ ...r, scope: "sandbox" })) ?? []), ...view.globalRules.map((r) => ({ ...r, scope: "global" }))],
       });
       return ExitCode.ok;
     }
@@ -38,6 +39,14 @@ export const allowlist: Verb = {
     for (const e of view.global) rows.push([e.pattern, "global", e.addedBy, ctx.render.when(e.addedAt), until(e)]);
     for (const p of view.builtin) rows.push([p, "built-in", "sbx", "-", "for good"]);
     ctx.render.table(["PATTERN", "SCOPE", "ADDED BY", "ADDED", "LASTS"], rows, { PATTERN: "wrap", "ADDED BY": "end" });
+    // Rules that judge requests (sbx allow|deny HOST --method … --path …): a deny wins over any allow.
+    const rules: string[][] = [];
+    if (view.sandbox) for (const r of view.sandbox.rules) rules.push([r.rule, `sandbox ${view.sandbox.name}`, r.addedBy, ctx.render.when(r.addedAt)]);
+    for (const r of view.globalRules) rules.push([r.rule, "global", r.addedBy, ctx.render.when(r.addedAt)]);
+    if (rules.length > 0) {
+      ctx.render.out("");
+      ctx.render.table(["RULE", "SCOPE", "ADDED BY", "ADDED"], rules, { RULE: "wrap", "ADDED BY": "end" });
+    }
     if (!view.sandbox) ctx.render.info("showing the global and built-in lists; add --sandbox NAME for a sandbox's own");
     else ctx.render.info(`a policy level, when the sandbox has one, takes the built-in list's place: sbx policy show ${view.sandbox.name}`);
     return ExitCode.ok;

@@ -254,8 +254,8 @@ A secret with --host is bound to those hosts, for any service an agent uses:
   sbx secret set OPENAI_KEY --host api.openai.com --ref op://dev/openai/key
 Inside, the variable holds a placeholder shaped like the value (same prefix, length and kinds of characters),
 random per sandbox. The proxy ends TLS only for bound hosts (with a certificate from sbx's CA, whose key stays on
-the host; new sessions trust it through SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO and
-NODE_EXTRA_CA_CERTS) and swaps the placeholder for the value in headers and the query (the body with --in-body),
+the host; new sessions trust it through SSL_CERT_FILE, CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO,
+NODE_EXTRA_CA_CERTS and, for Java, a trust store in JAVA_TOOL_OPTIONS) and swaps the placeholder for the value in headers and the query (the body with --in-body),
 only within --method and --path, judged on the path the server will see. Anywhere else the placeholder goes as it
 is. A response that holds the value comes back with the placeholder. Every other host stays an opaque tunnel.
 Each use and each refused use is in \`sbx logs\` by name, never by value.

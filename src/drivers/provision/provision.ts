@@ -47,6 +47,27 @@ function sortedEnv(env: Record<string, string>): [string, string][] {
 const HEADER = "# Written by sbx; rewritten on every apply. Local changes are lost.";
 
 /**
+ * Options lists a session adds to: a session with secrets bound to hosts gets the JVM's trust store after the
+ * sandbox's proxy properties (sandboxes/secret-env.ts). The rc runs after the session's environment is set (bash -l,
+ * every zsh), so it keeps an inherited value that begins with sbx's own and puts anything else back to sbx's.
+ */
+const EXTENDED = new Set(["JAVA_TOOL_OPTIONS"]);
+
+/** sh/bash/zsh: export k=v, or, for an options list, keep an inherited `v` or `v …` (the quoted parts match literally). */
+function shExport(k: string, v: string): string {
+  if (!EXTENDED.has(k)) return `export ${k}=${shQuote(v)}`;
+  return `case "\${${k}-}" in ${shQuote(v)}|${shQuote(`${v} `)}*) ;; *) export ${k}=${shQuote(v)} ;; esac`;
+}
+
+/** fish: as shExport, comparing the inherited value's head as a string (fish's patterns would read v's `*` as a wildcard). */
+function fishExport(k: string, v: string): string {
+  if (!EXTENDED.has(k)) return `set -gx ${k} ${fishQuote(v)}`;
+  const q = fishQuote(v);
+  const head = fishQuote(`${v} `);
+  return `if test "$${k}" != ${q}; and test (string sub -l ${[...`${v} `].length} -- "$${k}") != ${head}\n    set -gx ${k} ${q}\nend`;
+}
+
+/**
  * What every guest shell starts with: files only the guest can read (umask 077; the host user's ACL entries still
  * apply where a directory has them), and a temp dir of its own, mode 700, instead of the machine's shared /tmp.
  */
@@ -65,7 +86,7 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
   if (!binDir.startsWith("/")) throw new Error(`provision: bin dir must be absolute, got ${binDir}`);
   switch (input.shell) {
     case "zsh": {
-      const exports = env.map(([k, v]) => `export ${k}=${shQuote(v)}`).join("\n");
+      const exports = env.map(([k, v]) => shExport(k, v)).join("\n");
       // typeset -U keeps the first of each: the shims first, the agent launchers (lastDir) after everything else.
       const path = `typeset -U path\npath=(${shQuote(binDir)} $path${input.lastDir ? ` ${shQuote(input.lastDir)}` : ""})\nexport PATH`;
       return [
@@ -75,7 +96,7 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
       ];
     }
     case "bash": {
-      const exports = env.map(([k, v]) => `export ${k}=${shQuote(v)}`).join("\n");
+      const exports = env.map(([k, v]) => shExport(k, v)).join("\n");
       const last = input.lastDir ? `case ":$PATH:" in *:${shQuote(input.lastDir)}:*) ;; *) PATH="$PATH":${shQuote(input.lastDir)} ;; esac\n` : "";
       const path = `case ":$PATH:" in *:${shQuote(binDir)}:*) ;; *) PATH=${shQuote(binDir)}:"$PATH" ;; esac\n${last}export PATH`;
       return [
@@ -84,7 +105,7 @@ export function renderShellRc(input: ShellRcInput): HomeFile[] {
       ];
     }
     case "fish": {
-      const exports = env.map(([k, v]) => `set -gx ${k} ${fishQuote(v)}`).join("\n");
+      const exports = env.map(([k, v]) => fishExport(k, v)).join("\n");
       return [
         {
           path: ".config/fish/conf.d/sbx.fish",

@@ -1,5 +1,5 @@
 // secret-bound end to end on Docker: `sbx secret set NAME --host api.test --header …` and a real sandbox. Inside, the
-// variable holds a placeholder shaped like the value; curl and Python (as an agent runs them, through the proxy
+// variable holds a placeholder shaped like the value; curl, Python and Java (as an agent runs them, through the proxy
 // variables, trusting what sbx gives the session) reach the site, which sees the value; the sandbox never does (not in
 // its environment, not reflected, not in sbx's CA key, which it cannot read); `sbx logs` says each use by name only.
 // The site runs in a container on a network this test made, with a certificate from a CA the host trusts
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, BASE_IMAGE, canRun, containerOf, dexec, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, BASE_IMAGE, canRun, containerOf, dexec, docker, makeRepo, must, putFile, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
 
 const tag = Math.random().toString(36).slice(2, 8);
 const NET = `sbxt-sec-${tag}`;
@@ -77,6 +77,7 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     if (repo) {
       sbx(["secret", "rm", "API_TOKEN"]);
       sbx(["rm", "--force", "t"]);
+      sbx(["rm", "--force", "pc"]);
       removeRepoImages(repo);
     }
     docker(["rm", "--force", SITE]);
@@ -121,6 +122,24 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/py Bearer ${VALUE}`);
   });
 
+  test("ca-trusted-inside: java (the base image's JRE) trusts what the session gives it, and is authenticated by the proxy", () => {
+    // Java reads none of the PEM variables: the session's JAVA_TOOL_OPTIONS names a PKCS#12 store in the socket dir.
+    const src = `import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URL;
+public class Fetch {
+  public static void main(String[] a) throws Exception {
+    HttpURLConnection c = (HttpURLConnection) new URL(a[0]).openConnection();
+    try (InputStream in = c.getInputStream()) { System.out.print(c.getResponseCode() + " " + new String(in.readAllBytes(), "UTF-8")); }
+  }
+}
+`;
+    const r = must(sbx(["run", "t", "--", "sh", "-c", 'printf %s "$1" > /tmp/Fetch.java && java /tmp/Fetch.java https://api.test/v1/java', "sh", src]), "java");
+    expect(r.stdout).toStartWith("200 got Bearer sk_live_");
+    expect(r.stdout).not.toContain(VALUE);
+    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/java Bearer ${VALUE}`);
+  });
+
   test("ca-key-host-only: sbx's CA key is nowhere the sandbox can read; its socket dir holds certificates only", () => {
     const ctr = containerOf(realpathSync(repo), "t");
     const found = dexec(f, ctr, ["sh", "-c", "grep -rl 'PRIVATE KEY' /run/sbx /home /tmp /etc/ssl 2>/dev/null; ls /run/sbx"]);
@@ -140,5 +159,25 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     const list = must(sbx(["secret", "list", "--json"]), "secret list").stdout;
     expect(list).toContain("api.test");
     expect(list).not.toContain(VALUE);
+  });
+
+  test("devcontainer.json's postCreateCommand gets the placeholder and the trust a session gets (an install from a private registry there authenticates)", () => {
+    putFile(f, repo, ".devcontainer/devcontainer.json", JSON.stringify({ build: { dockerfile: "../Dockerfile", context: ".." }, postCreateCommand: 'curl -sS -m 20 https://api.test/v1/postcreate > "$HOME/pc.txt"' }));
+    must(f.git(["add", "-A"], repo), "git add");
+    must(f.git(["commit", "-qm", "devcontainer"], repo), "git commit");
+    // Allowed for every sandbox (this one does not exist before it is made, and its postCreateCommand runs then).
+    must(sbx(["allow", "api.test", "--global"]), "allow api.test --global");
+    must(sbx(["allow", ip, "--global"]), "allow ip --global");
+    try {
+      const c = must(sbx(["create", "pc"]), "sbx create pc");
+      expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/postcreate Bearer ${VALUE}`);
+      expect(c.stderr + c.stdout).not.toContain(VALUE);
+    } finally {
+      sbx(["deny", "api.test", "--global"]);
+      sbx(["deny", ip, "--global"]);
+    }
+    const got = must(sbx(["run", "pc", "--", "sh", "-c", 'cat "$HOME/pc.txt"']), "cat pc.txt").stdout;
+    expect(got).toStartWith("got Bearer sk_live_");
+    expect(got).not.toContain(VALUE);
   });
 });

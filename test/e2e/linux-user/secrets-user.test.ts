@@ -75,6 +75,28 @@ describe.skipIf(skip !== undefined)(`secret-bound (--backend user, daemon wiring
     expect(saw.at(-1)).toBe(`Bearer ${VALUE}`);
   });
 
+  const java = Bun.which("java");
+  test.skipIf(!java)(`ca-trusted-inside: java in a guest's login shell trusts sbx's CA (its rc keeps the session's trust store option)${java ? "" : " (skipped: no java here)"}`, async () => {
+    const src = join(dir, "Fetch.java");
+    writeFileSync(src, `import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URL;
+public class Fetch {
+  public static void main(String[] a) throws Exception {
+    HttpURLConnection c = (HttpURLConnection) new URL(a[0]).openConnection();
+    try (InputStream in = c.getInputStream()) { System.out.print(c.getResponseCode() + " " + new String(in.readAllBytes(), "UTF-8")); }
+  }
+}
+`);
+    chmodSync(src, 0o644);
+    const p = (await d.asGuestSession(sb, 'printf %s "$API_TOKEN"')).out;
+    const r = await d.asGuestSession(sb, `${java} ${src} https://api.test:${site.port}/java`, 60);
+    expect({ code: r.code, err: r.err.replace(/^Picked up JAVA_TOOL_OPTIONS:.*\n/m, "") }).toEqual({ code: 0, err: "" });
+    // No Authorization from Java: the proxy added the header, with the value, and Java got its placeholder back.
+    expect(r.out).toBe(`200 got Bearer ${p}\n`);
+    expect(saw.at(-1)).toBe(`Bearer ${VALUE}`);
+  }, 90_000);
+
   test("ca-key-host-only: the guest cannot read sbx's CA key; another guest cannot read this one's trust files", async () => {
     const key = join(d.paths.stateDir, "tls", "ca.key");
     expect(readFileSync(key, "utf8")).toContain("PRIVATE KEY");

@@ -381,3 +381,72 @@ print(requests.post("https://api.test:${api.port}/v1/reflect",headers={"Authoriz
     expect(seen.api[0]!.body).toBe(`{"k": "${VALUE}"}`);
   });
 });
+
+// ca-trusted-inside (Java): the JVM reads none of the PEM variables; a session gets a PKCS#12 trust store and
+// JAVA_TOOL_OPTIONS naming it (sandboxes/secret-env.ts). The real JRE, in a process whose environment is the sandbox's
+// (its proxy properties) and what secretSessionEnv returns, fetches through the terminating proxy; without the trust
+// options the handshake fails and nothing reaches the upstream.
+describe("ca-trusted-inside: java", () => {
+  const java = Bun.which("java");
+  const why = java ? "" : " (skipped: no java here; install.sh installs default-jre-headless)";
+  const FETCH = `import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URL;
+public class Fetch {
+  public static void main(String[] a) throws Exception {
+    HttpURLConnection c = (HttpURLConnection) new URL(a[0]).openConnection();
+    String t = System.getenv("API_TOKEN");
+    if (t != null) c.setRequestProperty("Authorization", "Bearer " + t);
+    try (InputStream in = c.getInputStream()) {
+      System.out.print(c.getResponseCode() + " " + new String(in.readAllBytes(), "UTF-8"));
+    }
+  }
+}
+`;
+  /** The sandbox's env and the session's, as a sandbox's process gets them; its socket dir's path has a space in it. */
+  async function sessionEnv(): Promise<{ sandbox: Record<string, string>; session: Record<string, string>; fetch: string }> {
+    const { sandboxEnv } = await import("../../../src/drivers/env");
+    const { secretSessionEnv } = await import("../../../src/sandboxes/secret-env");
+    const dir = join(tmp.dir, "socket dir");
+    mkdirSync(dir, { recursive: true });
+    const sandbox = sandboxEnv("demo", { proxyPort: relayPort, bridgeSocket: join(dir, "bridge.sock") });
+    const spec = {
+      id: "javatest0001",
+      name: "demo",
+      repo: tmp.dir,
+      dir: tmp.dir,
+      hostUser: { name: "ann", uid: 1000, gid: 1000, home: tmp.dir, shell: "/bin/bash" },
+      sockets: { dir, proxy: join(dir, "proxy.sock"), bridge: join(dir, "bridge.sock") },
+      env: sandbox,
+      overlays: [],
+      options: { driver: "docker" as const, claudeAuth: "overlay" as const },
+    };
+    const session = secretSessionEnv(spec, { env: { API_TOKEN: PLACEHOLDER }, caPem: readFileSync(sbxCaFile, "utf8"), npmrc: [], notes: [] });
+    const fetch = join(tmp.dir, "Fetch.java");
+    writeFileSync(fetch, FETCH);
+    return { sandbox, session, fetch };
+  }
+  /** java as a sandbox runs it: PATH and HOME, then the sandbox's variables, then the session's. */
+  const runJava = (fetch: string, env: Record<string, string>, url: string) =>
+    run([java!, fetch, url], { ...env, HOME: tmp.dir, JAVA_HOME: "" }).then((r) => ({ ...r, err: r.err.replace(/^Picked up JAVA_TOOL_OPTIONS:.*\n/m, "") }));
+
+  test.skipIf(!java)(`with the session's env, Java trusts sbx's CA: the upstream gets the value, Java its placeholder back${why}`, async () => {
+    reset();
+    const { sandbox, session, fetch } = await sessionEnv();
+    expect(session.JAVA_TOOL_OPTIONS).toStartWith(`${sandbox.JAVA_TOOL_OPTIONS} -Djavax.net.ssl.trustStore="`);
+    const r = await runJava(fetch, { ...sandbox, ...session }, `https://api.test:${api.port}/v1/reflect`);
+    expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: "" });
+    expect(r.out).toBe(`200 you sent Bearer ${PLACEHOLDER} and `);
+    expect(seen.api.map((s) => s.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
+  }, 60_000);
+
+  test.skipIf(!java)(`without the trust options (the sandbox's proxy properties only), the handshake fails and nothing reaches the upstream${why}`, async () => {
+    reset();
+    const { sandbox, session, fetch } = await sessionEnv();
+    const r = await runJava(fetch, { ...sandbox, ...session, JAVA_TOOL_OPTIONS: sandbox.JAVA_TOOL_OPTIONS! }, `https://api.test:${api.port}/v1/reflect`);
+    expect(r.code).not.toBe(0);
+    expect(r.err).toMatch(/PKIX path building failed|unable to find valid certification path/);
+    expect(seen.api.length).toBe(0);
+    expect(r.out + r.err).not.toContain(VALUE);
+  }, 60_000);
+});

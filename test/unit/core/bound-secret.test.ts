@@ -1,6 +1,6 @@
 // secret-bound, the pure rule: which secrets a request may carry, where their placeholders are swapped, what is said.
 import { describe, expect, test } from "bun:test";
-import { boundTo, hostPatternProblem, reflectionPairs, swapRequest, textBody, type BoundSecret } from "../../../src/core/bound-secret";
+import { bindingProblem, boundTo, hostPatternProblem, reflectionPairs, swapRequest, textBody, type BoundSecret, type BindingSpec } from "../../../src/core/bound-secret";
 
 const P = "PLACEHOLDER1234567890";
 const S: BoundSecret & { placeholder: string } = { name: "TOK", hosts: ["api.test", "*.up.test"], rules: [{ methods: ["GET"], path: "/v1/**" }], header: null, inBody: false, placeholder: P };
@@ -63,5 +63,16 @@ describe("secret-bound: a sandbox's own placeholders do not trip the push scan; 
     expect(scanLine(`${placeholder}EXTRA`, ps)?.id).toBe("stripe-key");
     expect(scanLine(Buffer.from(`k=${real}`).toString("base64"), ps)?.id).toBe("stripe-key");
     expect(scanLine(Buffer.from(`k=${placeholder}`).toString("base64"), ps)).toBeUndefined();
+  });
+});
+
+describe("secret-bound: the variable inside is never one sbx sets itself", () => {
+  test("a proxy, LLM, trust or JVM variable is refused as --env; an ordinary name is not", () => {
+    const spec = (env: string | null): BindingSpec => ({ hosts: ["api.example.com"], rules: [{ methods: ["GET"], path: "/**" }], header: null, env, npmrc: false, inBody: false, source: { kind: "vault" } });
+    for (const v of ["HTTPS_PROXY", "https_proxy", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "JAVA_TOOL_OPTIONS", "ANTHROPIC_BASE_URL", "SBX_BRIDGE_SOCKET", "PATH", "NPM_CONFIG_GLOBALCONFIG"]) {
+      expect({ v, why: bindingProblem(spec(v)) }).toEqual({ v, why: `--env ${v}: sbx sets that variable itself` });
+    }
+    expect(bindingProblem(spec("STRIPE_API_KEY"))).toBeNull();
+    expect(bindingProblem(spec(null))).toBeNull();
   });
 });

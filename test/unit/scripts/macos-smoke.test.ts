@@ -26,6 +26,9 @@ const REQUIRED = [
   "pf-disabled",
   "pf-reload",
   "crontab-after-stop",
+  // issue 37: a secret bound to a host, trusted inside, its value shown nowhere.
+  "secret-trust",
+  "secret-never-shown",
 ];
 
 function bash(script: string, env: Record<string, string> = {}, timeoutMs = 60_000) {
@@ -175,6 +178,52 @@ describe("macos-smoke.sh", () => {
     expect(simulate("pf-disabled", { curl: "000\\n", curlRc: 7 })).toBe("PASS pf-disabled (blocked with pf off)");
     expect(simulate("pf-disabled", { curl: "200\\n" })).toBe("FAIL pf-disabled: 25 direct connections got out with pf off, and the daemon did not notice within 20 s");
     expect(simulate("pf-disabled", { curl: "200\\n", state: "stopped" })).toBe("PASS pf-disabled (the daemon noticed: the sandbox was stopped after 1 s; 25 direct connections got out before that)");
+  });
+
+  /**
+   * secret-trust against a simulated sandbox: its trust files and sbx's CA key made here, BSD `stat -f %Lp` and the
+   * guest's `cat` (which cannot read the key) stubbed, curl answering as httpbin.org/headers with `auth` as the header.
+   */
+  function simulateTrust(o: { auth: string; keyReadable?: boolean; bundleMode?: string; placeholder?: string }) {
+    const w = mkdtempSync(join(tmp, "trust-"));
+    const stubs = join(w, "bin");
+    const sock = join(w, "sb");
+    const state = join(w, "state");
+    Bun.spawnSync(["mkdir", "-p", stubs, sock, join(state, "sbx", "tls")]);
+    for (const f of ["ca.pem", "ca-bundle.pem"]) writeFileSync(join(sock, f), "-----BEGIN CERTIFICATE-----\nMIIB\n");
+    writeFileSync(join(state, "sbx", "tls", "ca.key"), "-----BEGIN PRIVATE KEY-----\n");
+    const stub = (name: string, body: string) => (writeFileSync(join(stubs, name), `#!/bin/sh\n${body}\n`), chmodSync(join(stubs, name), 0o755));
+    stub("curl", `printf '{\\n  "headers": {\\n    "Authorization": "Bearer %s", \\n    "Host": "httpbin.org"\\n  }\\n}\\n' "$SIM_AUTH"`);
+    stub("stat", `case "$3" in *.key) echo 600;; */tls) echo 700;; *ca-bundle.pem) echo "${"$"}{SIM_BUNDLE_MODE:-644}";; *) echo 644;; esac`);
+    stub("cat", `case "$1" in *.key) [ -n "$SIM_KEY_READABLE" ] && exit 0; echo "cat: $1: Permission denied" >&2; exit 1;; esac; exec /bin/cat "$@"`);
+    const value = "sbxboundabcdefghijklmnopqrstuvwxyz012345";
+    const placeholder = o.placeholder ?? "sbxboundQWERTYUIOPASDFGHJKLZXCVBNM987654";
+    return bash(
+      `source ${SCRIPT}
+       sbx_() { :; }
+       inside() { "$@"; }
+       GUEST=sbx_t_abc GUEST_UID=7001 WORK=${w} BOUND_SET=yes BOUND_VALUE=${value}
+       run_probe secret-trust`,
+      {
+        PATH: `${stubs}:/usr/bin:/bin`,
+        XDG_STATE_HOME: state,
+        SBX_SMOKE_BOUND: placeholder,
+        SSL_CERT_FILE: join(sock, "ca-bundle.pem"),
+        NODE_EXTRA_CA_CERTS: join(sock, "ca.pem"),
+        SIM_AUTH: o.auth === "placeholder" ? placeholder : o.auth === "value" ? value : o.auth,
+        SIM_KEY_READABLE: o.keyReadable ? "1" : "",
+        SIM_BUNDLE_MODE: o.bundleMode ?? "644",
+      },
+    ).out.trim();
+  }
+
+  test("simulated: secret-trust wants the placeholder inside, its trust files readable, the key not, and the added header masked back", () => {
+    expect(simulateTrust({ auth: "placeholder" })).toBe("PASS secret-trust");
+    expect(simulateTrust({ auth: "value" })).toBe("FAIL secret-trust: the value came back to the guest unmasked");
+    expect(simulateTrust({ auth: "" })).toStartWith("FAIL secret-trust: curl inside got no Authorization back");
+    expect(simulateTrust({ auth: "placeholder", keyReadable: true })).toStartWith("FAIL secret-trust: the guest read sbx's CA key");
+    expect(simulateTrust({ auth: "placeholder", bundleMode: "600" })).toEndWith("ca-bundle.pem has mode '600', not 644");
+    expect(simulateTrust({ auth: "placeholder", placeholder: "short" })).toBe("FAIL secret-trust: the placeholder is 5 characters, the value 40");
   });
 
   test("not on a Mac: refused with 125, which no count of failures can be", () => {

@@ -47,3 +47,64 @@ describe.skipIf(!have("fish"))(`fish rc PATH${have("fish") ? "" : " (skipped: no
     }
   });
 });
+
+// A session's options list (the JVM's trust store, sandboxes/secret-env.ts) comes in its environment; the rc runs after
+// it (bash -l, every zsh) and must not put the variable back to the sandbox's own, or Java trusts nothing sbx set up.
+describe("ca-trusted-inside: the rc keeps what a session added to sbx's JAVA_TOOL_OPTIONS", () => {
+  const own = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 -Dhttp.nonProxyHosts=localhost|127.*|[::1]|0.0.0.0";
+  const added = `${own} -Djavax.net.ssl.trustStore="/run/sbx s/truststore.p12" -Djavax.net.ssl.trustStorePassword=changeit`;
+  /** What each case's shell sees after its rc: [inherited value or null, expected]. */
+  const cases: [string | null, string][] = [
+    [added, added],
+    [own, own],
+    [null, own],
+    // Anything that does not begin with sbx's own (a stale one, another proxy) is put back to sbx's.
+    ["-Dhttp.proxyHost=10.0.0.1", own],
+    [`${own}x`, own],
+    [own.replace("127.*", "127.0"), own],
+  ];
+  const run = (argv: string[], inherited: string | null, home: string) =>
+    Bun.spawnSync(argv, { stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/bin:/bin", HOME: home, ...(inherited === null ? {} : { JAVA_TOOL_OPTIONS: inherited }) } });
+
+  test("bash (.bashrc, as bash -l reads it)", () => {
+    const [, rc] = renderShellRc({ shell: "bash", binDir: "/home/g/bin", env: { JAVA_TOOL_OPTIONS: own }, sandbox: "s" });
+    const d = mkdtempSync(join(tmpdir(), "sbx-rc-jto-"));
+    try {
+      writeFileSync(join(d, "rc"), rc!.content);
+      for (const [inherited, want] of cases) {
+        const r = run(["bash", "--norc", "--noprofile", "-c", `. ${d}/rc; printf %s "$JAVA_TOOL_OPTIONS"; bash -c 'printf /%s "$JAVA_TOOL_OPTIONS"'`], inherited, d);
+        expect({ inherited, got: r.stdout.toString() }).toEqual({ inherited, got: `${want}/${want}` });
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  test.skipIf(!have("zsh"))(`zsh (.zshenv, read by every zsh)${have("zsh") ? "" : " (skipped: no zsh here; install.sh installs it)"}`, () => {
+    const [zshenv] = renderShellRc({ shell: "zsh", binDir: "/Users/g/bin", env: { JAVA_TOOL_OPTIONS: own }, sandbox: "s" });
+    const d = mkdtempSync(join(tmpdir(), "sbx-rc-jto-"));
+    try {
+      writeFileSync(join(d, ".zshenv"), zshenv!.content);
+      for (const [inherited, want] of cases) {
+        const r = run(["zsh", "-c", `printf %s "$JAVA_TOOL_OPTIONS"; sh -c 'printf /%s "$JAVA_TOOL_OPTIONS"'`], inherited, d);
+        expect({ inherited, got: r.stdout.toString() }).toEqual({ inherited, got: `${want}/${want}` });
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  test.skipIf(!have("fish"))(`fish (conf.d)${have("fish") ? "" : " (skipped: no fish here)"}`, () => {
+    const [conf] = renderShellRc({ shell: "fish", binDir: "/home/g/bin", env: { JAVA_TOOL_OPTIONS: own }, sandbox: "s" });
+    const d = mkdtempSync(join(tmpdir(), "sbx-rc-jto-"));
+    try {
+      writeFileSync(join(d, "sbx.fish"), conf!.content);
+      for (const [inherited, want] of cases) {
+        const r = run(["fish", "--no-config", "-c", `source ${d}/sbx.fish; printf %s "$JAVA_TOOL_OPTIONS"; sh -c 'printf /%s "$JAVA_TOOL_OPTIONS"'`], inherited, d);
+        expect({ inherited, got: r.stdout.toString() }).toEqual({ inherited, got: `${want}/${want}` });
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
