@@ -160,7 +160,7 @@ function status(ctx: CommandContext, sb: Sandbox, now: number): string {
   else {
     lines.push(`Waiting for an answer (${pending.length}):`);
     for (const a of pending) {
-      const what = a.kind === "bridge" ? `${describeSubject(a.host)} — \`/approve ${a.id}\`` : code(patternFor(a.host, a.port));
+      const what = a.kind === "bridge" ? `${describeSubject(a.host)} — \`/approve ${a.id}\`` : a.kind === "budget" ? `more ${code(a.host)} — \`/approve ${a.id}\`` : code(patternFor(a.host, a.port));
       lines.push(`- ${what} — ${a.count}×, last ${ago(a.lastSeen, now)} ago`);
     }
   }
@@ -190,7 +190,7 @@ function decideText(store: Store, policy: PolicyService, sandbox: Sandbox | null
   if (!a) return `There is no pending approval ${cmd.id}: it may have been answered already. \`/status\` lists what is waiting.`;
   if (sandbox === null) return noSandbox(topic);
   if (a.sandboxId !== sandbox.id) return `Approval ${cmd.id} is not this sandbox's (**${sandbox.name}**): answer it in its own sandbox's topic. Nothing changed.`;
-  const what = a.kind === "bridge" ? describeSubject(a.host) : code(`${a.host}:${a.port}`);
+  const what = a.kind === "bridge" ? describeSubject(a.host) : a.kind === "budget" ? `more ${code(a.host)}` : code(`${a.host}:${a.port}`);
   try {
     policy.decide(cmd.id, cmd.allow ? "allow-sandbox" : "deny", by, cmd.term);
   } catch (e) {
@@ -207,6 +207,14 @@ export function bridgeNotice(e: Extract<FeedEvent, { kind: "bridge" }>, subject:
   return [
     `✋ **${e.sandbox.name}** asks to ${describeSubject(subject)} (${code(e.command.slice(0, 4).join(" "))}).`,
     `Reply here with \`/approve ${e.approvalId}\` to allow it for this sandbox, or \`/reject ${e.approvalId}\`.`,
+  ].join("\n");
+}
+
+/** The notification posted when a sandbox reaches its LLM budget (once per approval). */
+export function budgetNotice(e: Extract<FeedEvent, { kind: "llm" }>): string {
+  return [
+    `💸 **${e.sandbox.name}** has spent its LLM budget${e.detail ? `: ${e.detail}` : ""}; its model calls are refused.`,
+    `Reply here with \`/approve ${e.approvalId}\` to give it one more budget's worth for today, or \`/reject ${e.approvalId}\`.`,
   ].join("\n");
 }
 

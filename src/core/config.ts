@@ -3,6 +3,7 @@ import { z } from "zod";
 import { SbxError } from "./errors";
 import { scanText } from "./secrets";
 import { LEVEL_NAMES, type LevelName } from "./levels";
+import { parseBudget, PricesSchema } from "./llm-budget";
 
 /** Variables sbx sets itself: a config entry must not be able to point a client around the proxy or the bridge. */
 const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|npm_config_(https_)?proxy|npm_config_noproxy|JAVA_TOOL_OPTIONS|[A-Z]+_BASE_URL)$/;
@@ -68,6 +69,18 @@ export const ConfigSchema = z
       .enum(["inject", "overlay"])
       .optional()
       .describe("inject | overlay: the default for --claude-auth (default: inject when the host has a Claude key or login)"),
+    trust: z
+      .union([z.literal("host"), z.array(z.string().min(1).max(4096)).min(1).max(32)])
+      .optional()
+      .describe('"host" | ["/path/ca.pem", …]: CAs beyond the system\'s roots that sandboxes and sbx\'s proxy trust (a company CA; "host": the ones `sbx doctor` finds on this machine; default: none)'),
+    llmBudget: z
+      .string()
+      .max(40)
+      .optional()
+      .describe('the default for --llm-budget: what each new sandbox may spend on model calls, e.g. "5usd/day", "20usd", "2mtokens/day" (default: no budget; spend is counted all the same)'),
+    llmPrices: PricesSchema.optional().describe(
+      'model → {input, output, cacheRead?, cacheWrite?} in USD per million tokens: added to sbx\'s table of list prices, replacing an entry of the same name (sbx help budget)',
+    ),
   })
   .strict();
 
@@ -99,6 +112,13 @@ export function parseConfig(text: string, file: string, knownSecrets: readonly s
     throw new SbxError("config", `${file}: ${where}: ${nested ?? i.message}`, {
       hint: `Allowed keys:\n  ${describeKeys(ConfigSchema).join("\n  ")}`,
     });
+  }
+  if (r.data.llmBudget !== undefined) {
+    try {
+      parseBudget(r.data.llmBudget, "llmBudget");
+    } catch (e) {
+      throw new SbxError("config", `${file}: ${(e as Error).message}`, { hint: (e as SbxError).hint ?? "" });
+    }
   }
   for (const [k, v] of Object.entries(r.data.env)) {
     if (v.length >= 8 && knownSecrets.includes(v)) {

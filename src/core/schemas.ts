@@ -66,7 +66,7 @@ export const ApprovalSchema = z
   .object({
     id: z.number().int(),
     sandbox_id: z.number().int(),
-    kind: z.enum(["egress", "bridge"]).default("egress"),
+    kind: z.enum(["egress", "bridge", "budget"]).default("egress"),
     host: z.string(),
     port: z.number().int(),
     reason: z.string(),

@@ -238,8 +238,25 @@ export const ExecAnswerSchema = z.object({
 
 /** `--memory`, `--cpus`, `--pids` as the person typed them (the service checks them against the machine). */
 export const LimitsInputSchema = z
-  .object({ memory: z.string().max(32).optional(), cpus: z.string().max(16).optional(), pids: z.string().max(16).optional() })
+  .object({ memory: z.string().max(32).optional(), cpus: z.string().max(16).optional(), pids: z.string().max(16).optional(), llmBudget: z.string().max(40).optional() })
   .strict();
+
+const SpendSummarySchema = z.object({
+  calls: z.number().int(),
+  estimatedCalls: z.number().int(),
+  tokens: z.number(),
+  usd: z.number(),
+  unpricedTokens: z.number(),
+  unpricedModels: z.array(z.string()),
+});
+/** A sandbox's LLM spend (core/llm-budget.ts `SpendView`): in its budget's period (today without one) and its whole life. */
+export const SpendViewSchema = z.object({
+  budget: z.string().nullable(),
+  period: z.string(),
+  spent: SpendSummarySchema,
+  total: SpendSummarySchema,
+  cap: z.object({ unit: z.enum(["usd", "tokens"]), amount: z.number(), spent: z.number(), over: z.boolean() }).optional(),
+});
 
 export const LimitsViewSchema = z.object({ memory: z.number().nullable(), cpus: z.number().nullable(), pids: z.number().nullable() });
 export const LimitHitSchema = z.object({ limit: z.enum(["memory", "pids"]), count: z.number().int() });
@@ -395,6 +412,8 @@ export const SandboxInfoSchema = z.object({
   hits: z.array(LimitHitSchema).optional(),
   /** What the person should know of it, as said when it starts (its Dockerfile changed since its image, …). */
   notes: z.array(z.string()).optional(),
+  /** Its LLM spend and budget. */
+  llm: SpendViewSchema.optional(),
   /** Its policy level; null: none (the built-in list). Absent from older daemons. */
   level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).nullable().optional(),
 });
@@ -416,6 +435,7 @@ export const LifecycleResults = {
     limits: LimitsViewSchema.nullable(),
     hits: z.array(LimitHitSchema).nullable(),
     applied: z.enum(["now", "next-start"]).optional(),
+    llm: SpendViewSchema.optional(),
   }),
   bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
   publish: z.object({ name: z.string(), published: z.array(z.string()), changed: z.boolean(), answered: z.number().int() }),
@@ -518,8 +538,8 @@ export const ApprovalViewSchema = z.object({
   sandboxId: z.number().int(),
   /** The sandbox's name (pending lists carry it). */
   sandbox: z.string().optional(),
-  /** egress: host and port; bridge: `host` is what the bridge refused (a push outside the prefix), port 0. */
-  kind: z.enum(["egress", "bridge"]).default("egress"),
+  /** egress: host and port; bridge: `host` is what the bridge refused (a push outside the prefix), port 0; budget: `host` is the LLM budget reached (`llm-budget 5usd/day`), port 0. */
+  kind: z.enum(["egress", "bridge", "budget"]).default("egress"),
   host: z.string(),
   port: z.number().int(),
   reason: z.string(),

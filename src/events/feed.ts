@@ -1,6 +1,7 @@
 // The live feed: event shapes (proxy decisions, bridge commands, approvals decided), the in-memory bus every part of the daemon publishes on, and the converters from audit rows and proxy decisions.
 import { z } from "zod";
 import { sandboxState, type SandboxState } from "../core/sandbox-state";
+import type { SpendView } from "../core/llm-budget";
 import type { AuditEntry, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import { Budget, cutText, FEED_COMMAND_MAX, FEED_EVENTS_BURST, FEED_EVENTS_PER_SECOND, FEED_TEXT_MAX } from "../core/bounds";
@@ -41,6 +42,16 @@ export const FeedEventSchema = z.discriminatedUnion("kind", [
     count: z.number().int().optional(),
   }),
   z.object({
+    kind: z.literal("llm"),
+    at: z.number(),
+    sandbox: SandboxRef,
+    /** A sandbox reached its LLM budget: its calls are refused, and a pending approval asks to raise it. */
+    action: z.enum(["budget-reached"]),
+    detail: z.string().optional(),
+    approvalId: z.number().int().optional(),
+    count: z.number().int().optional(),
+  }),
+  z.object({
     kind: z.literal("decision"),
     at: z.number(),
     sandbox: SandboxRef.nullable(),
@@ -69,6 +80,8 @@ export interface DataSource {
   events: FeedSource;
   /** A sandbox's state in sbx's one word (the daemon's view of it); without it, what the store alone tells. */
   stateOf?: (sb: Sandbox) => SandboxState;
+  /** A sandbox's LLM spend and budget (the daemon's ledger, priced at the table in force). */
+  spendOf?: (sb: Sandbox) => SpendView;
 }
 
 /** A sandbox's state from a source: its own view, or else the store's record alone (the runtime unread: unknown). */

@@ -11,6 +11,7 @@ import { levelAgents, levelLists, levelOf } from "../core/levels";
 import { consumeOnce, grant, liveAt, takeLapsed } from "./lapse";
 import { bridgeSettingsOf, parseSubject, subjectText, withApproval } from "../core/bridge-settings";
 import { SbxError } from "../core/errors";
+import { budgetOf, formatBudget, periodOf, withGrant } from "../core/llm-budget";
 import type { AllowEntry, Approval, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import { canonicalRule, EgressRules, type StoredRule } from "../store/egress-rules";
@@ -131,7 +132,7 @@ export class PolicyService {
   }
 
   /** The audit row and the feed event of one decision (the store change is already made). */
-  private announce(e: Extract<FeedEvent, { kind: "decision" }>, auditKind: "allowlist" | "bridge" = "allowlist"): void {
+  private announce(e: Extract<FeedEvent, { kind: "decision" }>, auditKind: "allowlist" | "bridge" | "llm" = "allowlist"): void {
     this.d.store.audit({
       sandboxId: e.sandbox?.id ?? null,
       kind: auditKind,
@@ -287,8 +288,9 @@ export class PolicyService {
     const at = this.now();
     const result = store.write(() => {
       const approval = store.decideApproval(approvalId, choice === "deny" ? "denied" : "allowed", by);
-      if (term.kind !== "good" && choice !== "deny" && (approval.kind === "bridge" || parsePublished(`[${approval.host}]:${approval.port}`).ok)) {
-        throw new SbxError("usage", `approval ${approval.id} is ${approval.kind === "bridge" ? "the bridge's" : "for a service of the host"}: it is allowed for good or not at all`, {
+      if (term.kind !== "good" && choice !== "deny" && (approval.kind !== "egress" || parsePublished(`[${approval.host}]:${approval.port}`).ok)) {
+        const what = approval.kind === "bridge" ? "the bridge's" : approval.kind === "budget" ? "for more LLM budget" : "for a service of the host";
+        throw new SbxError("usage", `approval ${approval.id} is ${what}: it is allowed for good or not at all`, {
           hint: `Allow it without --once or --for (\`sbx approvals allow ${approval.id}\`), and take it back when done.`,
         });
       }
@@ -296,6 +298,7 @@ export class PolicyService {
         throw new SbxError("usage", `--once is one connection of approval ${approval.id}'s sandbox: it is not for every sandbox`, { hint: `\`sbx approvals allow ${approval.id} --once\`` });
       }
       if (approval.kind === "bridge") return this.decideBridge(approval, choice);
+      if (approval.kind === "budget") return this.decideBudget(approval, choice);
       const service = parsePublished(`[${approval.host}]:${approval.port}`);
       if (service.ok) return this.decideHostService(approval, service.endpoint, choice);
       const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
@@ -307,7 +310,7 @@ export class PolicyService {
       }
       return { approval, sandbox: this.ref(approval.sandboxId), pattern, scope, action: choice === "deny" ? ("deny" as const) : ("allow" as const), added };
     });
-    this.announce({ kind: "decision", at, sandbox: result.sandbox, action: result.action, pattern: result.pattern, scope: result.scope, by, approvalId, ...(result.action === "allow" ? termField(term) : {}) }, result.approval.kind === "bridge" ? "bridge" : "allowlist");
+    this.announce({ kind: "decision", at, sandbox: result.sandbox, action: result.action, pattern: result.pattern, scope: result.scope, by, approvalId, ...(result.action === "allow" ? termField(term) : {}) }, result.approval.kind === "bridge" ? "bridge" : result.approval.kind === "budget" ? "llm" : "allowlist");
     return result;
   }
 
@@ -354,6 +357,30 @@ export class PolicyService {
       if (added) store.updateIdentity(sandbox.id, { ...sandbox.identity, bridge: next });
     }
     return { approval, sandbox: this.ref(approval.sandboxId), pattern: subjectText(subject), scope: "sandbox", action: choice === "deny" ? "deny" : "allow", added };
+  }
+
+  /**
+   * A sandbox at its LLM budget (inside decide's transaction): allowing grants one more budget's worth for the period
+   * it is in (today, for a /day budget: it lapses at midnight), which the LLM handler reads at the next call.
+   */
+  private decideBudget(approval: Approval, choice: Choice): ApprovalDecision {
+    const { store } = this.d;
+    if (choice === "allow-global") {
+      throw new SbxError("usage", `approval ${approval.id} is one sandbox's LLM budget: it cannot be allowed for every sandbox`, {
+        hint: `Allow it for its sandbox (\`sbx approvals allow ${approval.id}\`).`,
+      });
+    }
+    const sandbox = store.getSandbox(approval.sandboxId);
+    const budget = sandbox ? budgetOf(sandbox.identity) : null;
+    let pattern = approval.host;
+    let added = false;
+    if (choice !== "deny" && sandbox && budget) {
+      const period = periodOf(budget, this.now());
+      store.updateIdentity(sandbox.id, { ...sandbox.identity, llmBudget: withGrant(budget, period) });
+      pattern = `llm-budget +${formatBudget({ ...budget, per: "total" })} ${period === "total" ? "" : "today"}`.trim();
+      added = true;
+    }
+    return { approval, sandbox: this.ref(approval.sandboxId), pattern, scope: "sandbox", action: choice === "deny" ? "deny" : "allow", added };
   }
 
   /**

@@ -19,6 +19,7 @@ import { sandboxLayout } from "../workspace/layout";
 import { ensureStore, promoteStores } from "../sync/store";
 import { sandboxId } from "../drivers/identity";
 import { resolveLimits } from "../core/limits";
+import { parseBudget } from "../core/llm-budget";
 import { loadConfig } from "../sys/config-file";
 import { NO_FACTS } from "../core/levels";
 import { levelSetting } from "./level";
@@ -89,7 +90,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
             hint: `\`sbx rebuild ${req.name}\` builds its image again and makes its container anew (its clone, home and allowlist stay).`,
           });
         }
-        const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => `--${k}`);
+        const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => (k === "llmBudget" ? "--llm-budget" : `--${k}`));
         if (given.length > 0) {
           throw new SbxError("usage", `${given.join(", ")} set the limits of a new sandbox, and ${req.name} exists`, {
             hint: `Change its limits with \`sbx limits ${req.name} ${given.map((g) => `${g} …`).join(" ")}\`.`,
@@ -109,6 +110,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const config = loadConfig(c.d.paths, c.d.env);
     const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(c.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd, config };
     const limits = resolveLimits(c.capacity, config.limits, req.limits);
+    // The flag's budget, else the config file's default: kept in the identity, where the LLM handler reads it per call.
+    const llmBudget = req.limits?.llmBudget !== undefined ? parseBudget(req.limits.llmBudget) : config.llmBudget !== undefined ? parseBudget(config.llmBudget, "llmBudget") : null;
     const ports = (req.ports ?? []).map((s) => {
       const r = parsePortSpec(s);
       if (!r.ok) throw new SbxError("usage", `--port: ${r.reason}`, { hint: "e.g. --port 3000, or --port 8080:3000 (the host's 8080 to the sandbox's 3000)" });
@@ -118,7 +121,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const made = await driver.newIdentity(n, c.d.store.listSandboxes(), c.report(null, out));
     // --port over devcontainer.json's forwardPorts (the driver's), one forward per host port.
     const forwards = nextPorts(portsOf(made), ports, []);
-    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}) };
+    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(llmBudget ? { llmBudget } : {}) };
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(lay.creating, `${process.pid}\n`);
     // Its level, from its first request on (what `balanced` reads of the repo is added before anything runs in it).

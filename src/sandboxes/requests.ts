@@ -2,6 +2,7 @@
 import type { BackendKind, SandboxState } from "../core/schemas";
 import type { LevelName } from "../core/levels";
 import type { HostCapacity, LimitHit, Limits } from "../core/limits";
+import type { SpendView } from "../core/llm-budget";
 import type { CreateOptions, Driver } from "../drivers/driver";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
@@ -118,6 +119,8 @@ export interface SandboxInfo {
   hits?: LimitHit[];
   /** What the person should know of it (its Dockerfile changed since its image, an older layout), as said at start. */
   notes?: string[];
+  /** Its LLM spend and budget. */
+  llm?: SpendView;
   /** Its policy level (core/levels.ts); null: none, the built-in list. */
   level?: LevelName | null;
 }
@@ -130,6 +133,8 @@ export interface LimitsReport {
   hits: LimitHit[] | null;
   /** When limits changed: whether the running sandbox has them now or gets them at its next start. */
   applied?: "now" | "next-start";
+  /** Its LLM spend and budget (the budget as changed, when it was). */
+  llm?: SpendView;
 }
 
 export interface PruneReport {

@@ -73,13 +73,16 @@ export function javaTrustOptions(file: string): string {
 
 /**
  * Writes the trust and npm files into the sandbox's socket dir and returns the variables that point at them, as the
- * sandbox sees them (its socket dir is where its bridge socket is). Nothing when no secret is bound for it.
+ * sandbox sees them (its socket dir is where its bridge socket is). Nothing when it trusts nothing beyond the roots (no
+ * secret or rule makes sbx's proxy end its TLS, and the config names no company CA).
  */
 export function secretSessionEnv(spec: SandboxSpec, s: SessionSecrets): Record<string, string> {
-  if (s.caPem === null) return {};
+  const extra = `${s.extraCas ?? ""}${s.caPem ?? ""}`;
+  if (extra === "") return {};
   const inside = dirname(spec.env.SBX_BRIDGE_SOCKET ?? spec.sockets.bridge);
-  writeReadable(join(spec.sockets.dir, CA_FILE), s.caPem);
-  const text = `${hostRoots().trimEnd()}\n${s.caPem}`;
+  // The CAs beyond the roots (Node adds them to its own): a company's, then sbx's.
+  writeReadable(join(spec.sockets.dir, CA_FILE), extra);
+  const text = `${hostRoots().trimEnd()}\n${extra}`;
   const h = Bun.hash(text);
   writeReadable(join(spec.sockets.dir, CA_BUNDLE_FILE), text, h);
   // A function of the bundle: the bundle's hash says when it changed.

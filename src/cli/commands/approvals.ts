@@ -10,6 +10,7 @@ import type { Verb } from "../verb";
  */
 function approvalWhat(a: Pick<Approval, "kind" | "host" | "port">, describeSubject: (s: string) => string): string {
   if (a.kind === "bridge") return `bridge: ${describeSubject(a.host)}`;
+  if (a.kind === "budget") return `more ${a.host}`;
   return `${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`;
 }
 
@@ -63,9 +64,10 @@ export const approvals: Verb = {
     const out = await client.decide(Number(idText), action === "allow" ? "allow-sandbox" : "deny", term);
     if (opts.json) ctx.render.json({ approval: out.approval, pattern: action === "allow" ? out.pattern : null, added: out.added });
     else if (action === "allow" && out.approval.kind === "bridge") ctx.render.out(`allowed the bridge to ${describeSubject(out.approval.host)} for sandbox '${out.sandbox.name}' (approval ${out.approval.id}); its next try goes through`);
+    else if (action === "allow" && out.approval.kind === "budget") ctx.render.out(`raised sandbox '${out.sandbox.name}''s LLM budget: ${out.pattern} (approval ${out.approval.id}); its next model call goes through`);
     else if (action === "allow" && isHostService(out.pattern)) ctx.render.out(`published ${out.pattern}, a service of the host, for sandbox '${out.sandbox.name}' only (approval ${out.approval.id}); \`sbx publish ${out.sandbox.name} --remove ${out.pattern}\` takes it back`);
     else if (action === "allow") ctx.render.out(`allowed ${out.pattern} for sandbox '${out.sandbox.name}'${term.kind === "good" ? "" : ` ${termText(term)}`} (approval ${out.approval.id}, seen ${out.approval.count}x)`);
-    else ctx.render.out(`denied ${approvalWhat(out.approval, describeSubject)} (approval ${out.approval.id}); it stays ${out.approval.kind === "bridge" ? "refused" : "blocked"}`);
+    else ctx.render.out(`denied ${approvalWhat(out.approval, describeSubject)} (approval ${out.approval.id}); it stays ${out.approval.kind === "egress" ? "blocked" : "refused"}`);
     return ExitCode.ok;
   },
 };

@@ -21,10 +21,10 @@ export function claudeAuthOpt(opts: Record<string, unknown>): { claudeAuth?: "in
   });
 }
 
-/** `--memory`, `--cpus`, `--pids` as typed (the daemon checks them against the machine and says what is wrong). */
-export function limitsOpt(opts: Record<string, unknown>): { limits: { memory?: string; cpus?: string; pids?: string } } {
-  const out: { memory?: string; cpus?: string; pids?: string } = {};
-  for (const k of ["memory", "cpus", "pids"] as const) if (typeof opts[k] === "string") out[k] = opts[k];
+/** `--memory`, `--cpus`, `--pids`, `--llm-budget` as typed (the daemon checks them and says what is wrong). */
+export function limitsOpt(opts: Record<string, unknown>): { limits: { memory?: string; cpus?: string; pids?: string; llmBudget?: string } } {
+  const out: { memory?: string; cpus?: string; pids?: string; llmBudget?: string } = {};
+  for (const k of ["memory", "cpus", "pids", "llmBudget"] as const) if (typeof opts[k] === "string") out[k] = opts[k];
   return { limits: out };
 }
 
@@ -44,6 +44,12 @@ export const LIMIT_OPTIONS = [
   ["--memory <size>", "memory the sandbox may use, e.g. 4g or 512m; none for no limit (default: half this machine's; config: limits.memory)"],
   ["--cpus <n>", "CPUs' worth of time, e.g. 2 or 0.5; none for no limit (default: every CPU but one; config: limits.cpus)"],
   ["--pids <n>", "processes and threads at once; none for no limit (default: 4096; config: limits.pids)"],
+] as const;
+
+/** The LLM budget flag of create, run, exec and limits. */
+export const LLM_BUDGET_OPTION = [
+  "--llm-budget <budget>",
+  "what its model calls may spend, e.g. 5usd/day, 20usd (its whole life), 2mtokens/day; none for no budget; at the cap its calls are refused and an approval asks to raise it (config: llmBudget; sbx help budget)",
 ] as const;
 
 /**
@@ -105,7 +111,8 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option(...BACKEND_OPTION)
     .option(...LIMIT_OPTIONS[0])
     .option(...LIMIT_OPTIONS[1])
-    .option(...LIMIT_OPTIONS[2]);
+    .option(...LIMIT_OPTIONS[2])
+    .option(...LLM_BUDGET_OPTION);
 }
 
 /** `--policy LEVEL` as the lifecycle takes it; an unknown level is refused here, with the levels. */

@@ -17,7 +17,7 @@ export const list: Verb = {
   },
   async run(ctx, _args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const [{ daemon, outOf }, { stateOfListed: stateOf }] = await Promise.all([import("../../client/sandboxes"), import("../../core/sandbox-state")]);
+    const [{ daemon, outOf }, { stateOfListed: stateOf }, { spendLine }] = await Promise.all([import("../../client/sandboxes"), import("../../core/sandbox-state"), import("../../core/llm-budget")]);
     const { sandboxes: items } = await (await daemon(ctx)).lifecycle("list", { all: opts.all === true }, outOf(ctx));
     const isGuarded = (i: { guarded: boolean }) => i.guarded;
     // A sandbox whose state could not be read (the engine down, a kind that cannot run here) is shown as unknown,
@@ -43,6 +43,7 @@ export const list: Verb = {
           ...(i.limits ? { limits: i.limits } : {}),
           ...(i.hits ? { hits: i.hits } : {}),
           ...(i.notes ? { notes: i.notes } : {}),
+          ...(i.llm ? { llm: i.llm } : {}),
         })),
       );
       return code;
@@ -66,7 +67,7 @@ export const list: Verb = {
     const notes = items.map(note);
     const withNotes = notes.some((n) => n !== "");
     ctx.render.table(
-      ["NAME", "REPO", "STATE", "GUARDS", "POLICY", "CREATED", "LAST USED", "UNSYNCED", ...(withNotes ? ["NOTE"] : [])],
+      ["NAME", "REPO", "STATE", "GUARDS", "POLICY", "CREATED", "LAST USED", "UNSYNCED", "LLM SPEND", ...(withNotes ? ["NOTE"] : [])],
       items.map((i, n) => [
         i.name,
         i.repo,
@@ -77,6 +78,7 @@ export const list: Verb = {
         ctx.render.when(i.createdAt),
         ctx.render.when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
+        i.llm ? spendLine(i.llm) : "-",
         ...(withNotes ? [notes[n] || "-"] : []),
       ]),
       { REPO: "start", NOTE: "wrap" },

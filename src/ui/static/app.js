@@ -36,9 +36,11 @@
     return (host.includes(":") ? "[" + host + "]" : host) + ":" + port;
   }
 
-  // What an approval asks for: a host and port, or (the bridge's) an operation such as "push feature-x".
+  // What an approval asks for: a host and port, (the bridge's) an operation such as "push feature-x", or more LLM budget.
   function what(a) {
-    return a.kind === "bridge" ? "bridge: " + a.host : target(a.host, a.port);
+    if (a.kind === "bridge") return "bridge: " + a.host;
+    if (a.kind === "budget") return "more " + a.host;
+    return target(a.host, a.port);
   }
 
   async function post(path, body) {
@@ -129,6 +131,7 @@
           el("td", { class: "mono", "data-label": "Repo", text: s.repo }),
           el("td", { class: "short", "data-label": "Age", text: ago(s.createdAt, state.now) }),
           el("td", { class: "short", "data-label": "Last activity", text: ago(s.lastActivity, state.now) + " ago" }),
+          el("td", { class: "short" + (s.llm && s.llm.cap && s.llm.cap.over ? " over" : ""), "data-label": "LLM spend", text: s.llm ? s.llm.line : "-" }),
         ),
       );
     }
@@ -168,6 +171,7 @@
     if (e.kind === "bridge") {
       return [e.outcome, e.sandbox.name, e.command.join(" ") + (e.exitCode !== undefined && e.exitCode !== null ? " (exit " + e.exitCode + ")" : "")];
     }
+    if (e.kind === "llm") return ["denied", e.sandbox.name, "LLM budget reached: " + (e.detail || "")];
     const where = e.scope === "global" ? "every sandbox" : e.sandbox ? e.sandbox.name : "";
     return [e.action, where, e.pattern + (e.term ? " (" + e.term + ")" : "") + " by " + e.by];
   }
