@@ -223,21 +223,28 @@ function isExactEntry(e: CompiledEntry): boolean {
 }
 
 /**
- * The one-time approvals an allowed connection relies on, which allowing it uses up: the decision's own, and each that
- * let one of its resolved addresses through (a non-public address no lasting entry or rule names, exactly or paired
- * with the name).
+ * The one-time approvals an allowed connection uses up. `required`: those it relies on (the decision's own, and each
+ * that alone let one of its resolved non-public addresses through, exactly or paired with the name); a connection that
+ * relies on none uses none. `alsoCovering`: every other one-time approval that would let it through (a name's and its
+ * pairing's, approved together): used up with it, so one approval is one connection, never two.
  */
-export function onceRelied(policy: CompiledPolicy, d: { host: string; source: PolicySource; pattern: string }, addresses: readonly string[], port: number): string[] {
-  const out = new Set<string>();
-  if (d.source === "once") out.add(d.pattern);
+export function onceRelied(policy: CompiledPolicy, d: { host: string; source: PolicySource; pattern: string }, addresses: readonly string[], port: number): { required: string[]; alsoCovering: string[] } {
+  const required = new Set<string>();
+  if (d.source === "once") required.add(d.pattern);
+  const all = new Set<string>();
+  const once = policy.entries.filter((e) => e.source === "once");
+  for (const e of once) if (matchesName(e.pattern, d.host, port)) all.add(e.text);
   for (const raw of addresses) {
     const bytes = parseIp(raw);
     if (!bytes || classify(bytes) === "public") continue;
+    const covers = (e: CompiledEntry) => (isExactEntry(e) && matchesAddress(e.pattern, bytes, port)) || (personMade(e) && pairAllows(e.pattern, d.host, bytes, port));
+    for (const e of once) if (covers(e)) all.add(e.text);
     if (policy.rules.some((r) => r.effect === "allow" && pairAllows(r.pattern, d.host, bytes, port))) continue;
-    const covering = policy.entries.filter((e) => (isExactEntry(e) && matchesAddress(e.pattern, bytes, port)) || (personMade(e) && pairAllows(e.pattern, d.host, bytes, port)));
-    if (covering.length > 0 && covering.every((e) => e.source === "once")) out.add(covering[0]!.text);
+    const covering = policy.entries.filter(covers);
+    if (covering.length > 0 && covering.every((e) => e.source === "once")) required.add(covering[0]!.text);
   }
-  return [...out];
+  if (required.size === 0) return { required: [], alsoCovering: [] };
+  return { required: [...required], alsoCovering: [...all].filter((t) => !required.has(t)) };
 }
 
 /** What the `open` level's allow names as its pattern. */

@@ -65,6 +65,18 @@ function toEntry(r: Record<string, unknown>): AllowEntry {
   return AllowEntrySchema.parse(r);
 }
 
+/**
+ * How long what a list holds for a pattern still lasts at `now`, as a term another entry made to go with it takes (a
+ * name's pairing with its private address): for good, for what is left of its time, or once; null when it holds
+ * nothing live for it.
+ */
+export function termOfEntry(store: Store, sandboxId: number | null, pattern: string, now: number): AllowTerm | null {
+  const e = store.listAllow(sandboxId).find((x) => x.pattern === pattern && liveAt(x, now));
+  if (!e) return null;
+  if (e.once) return { kind: "once" };
+  return e.expiresAt === null ? { kind: "good" } : { kind: "for", ms: e.expiresAt - now };
+}
+
 /** Runs a sweep now and then every `ms` until stopped (the daemon's; tests call the sweep themselves). */
 export function startLapseSweep(sweep: () => unknown, ms = LAPSE_SWEEP_MS, onError?: (e: unknown) => void): { stop(): void } {
   const run = () => {

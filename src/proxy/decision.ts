@@ -143,9 +143,11 @@ export class Decider {
     const a = checkAddresses(policy, d.host, addresses, port, this.hostOwn());
     if (!a.ok) return this.deny(path, method, d.host, port, a.reason, a.detail, a.suggest);
     // A one-time approval allows one connection: used up now, or, gone meanwhile, not at all.
-    for (const once of onceRelied(policy, d, addresses, port)) {
-      if (!(this.o.consume?.(once) ?? false)) return this.deny(path, method, d.host, port, "not-allowlisted", `${d.host} was allowed once, and that connection was made already`, patternFor(d.host, port));
+    const once = onceRelied(policy, d, addresses, port);
+    for (const p of once.required) {
+      if (!(this.o.consume?.(p) ?? false)) return this.deny(path, method, d.host, port, "not-allowlisted", `${d.host} was allowed once, and that connection was made already`, patternFor(d.host, port));
     }
+    for (const p of once.alsoCovering) this.o.consume?.(p);
     return { ok: true, path, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern, requests: d.requests, wholeHost: d.wholeHost };
   }
 }

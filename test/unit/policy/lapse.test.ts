@@ -5,13 +5,14 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ONCE_TTL_MS } from "../../../src/core/allow-term";
 import { feedFromAudit, type FeedEvent } from "../../../src/events/feed";
 import { policyFor, PolicyService } from "../../../src/policy/service";
+import { pairApprovedNames } from "../../../src/policy/private-pairing";
 import { Decider, type Verdict } from "../../../src/proxy/decision";
 import { Store } from "../../../src/store/store";
 
 let store: Store;
 afterEach(() => store?.close());
 
-const DNS: Record<string, string[]> = { "lapse.example": ["93.184.216.40"], "db.example": ["10.0.0.5"], "other.example": ["93.184.216.41"] };
+const DNS: Record<string, string[]> = { "lapse.example": ["93.184.216.40"], "db.example": ["10.0.0.5"], "other.example": ["93.184.216.41"], "pair.example": ["10.0.0.7"] };
 const MIN = 60_000;
 
 function world(opts: { slowDns?: boolean } = {}) {
@@ -144,6 +145,39 @@ describe("approval-once: a one-time approval lets exactly one connection through
     expect(outcome(await check("db.example"))).toBe("allowed:sandbox");
     expect(outcome(await check("db.example"))).toBe("refused:internal-address");
     expect(outcome(await check("10.0.0.5"))).toBe("refused:ip-literal");
+  });
+
+  test("a name approved once that resolves to a private address: the name and its pairing go with that one connection", async () => {
+    const { sb, policy, check } = world();
+    // Even beside a lasting allow of the address itself (as a test site's is), the pairing is not a second way in.
+    policy.allow({ kind: "sandbox", sandbox: sb }, ["10.0.0.7"], "cli:ann");
+    policy.allow({ kind: "sandbox", sandbox: sb }, ["pair.example", "pair.example@10.0.0.7"], "cli:ann", { kind: "once" });
+    expect(outcome(await check("pair.example"))).toBe("allowed:once");
+    expect(outcome(await check("pair.example"))).toBe("refused:not-allowlisted");
+    expect(store.listAllow(sb.id).map((e) => e.pattern)).toEqual(["10.0.0.7"]);
+  });
+
+  test("the pairing sbx makes after an approval of such a name lasts as the approval does: once, or until the same moment", async () => {
+    const { t, sb, policy, events, check } = world();
+    const listeners: ((e: FeedEvent) => void)[] = [];
+    const paired = new PolicyService({ store, publish: (e) => listeners.forEach((l) => l(e)), now: () => t.now });
+    pairApprovedNames({ subscribe: (fn) => (listeners.push(fn), () => undefined), policy, store, resolve: async (h) => DNS[h] ?? [] });
+    const a = store.recordPending(sb.id, "pair.example", 443, "not allowed")!;
+    paired.decide(a.id, "allow-sandbox", "cli:ann", { kind: "once" });
+    await Bun.sleep(20);
+    expect(store.listAllow(sb.id).map((e) => [e.pattern, e.once])).toEqual([["pair.example", true], ["pair.example@10.0.0.7", true]]);
+    expect(outcome(await check("pair.example"))).toBe("allowed:once");
+    expect(outcome(await check("pair.example"))).toBe("refused:not-allowlisted");
+    const b = store.recordPending(sb.id, "pair.example", 443, "not allowed")!;
+    paired.decide(b.id, "allow-sandbox", "cli:ann", { kind: "for", ms: 10 * MIN });
+    await Bun.sleep(20);
+    const [name, pair] = store.listAllow(sb.id);
+    expect(pair).toMatchObject({ pattern: "pair.example@10.0.0.7", once: false });
+    expect(Math.abs(pair!.expiresAt! - name!.expiresAt!)).toBeLessThan(1000);
+    t.now += 10 * MIN;
+    expect(outcome(await check("pair.example"))).toBe("refused:not-allowlisted");
+    expect(policy.sweep()).toBe(2);
+    expect(events.filter((e) => e.kind === "decision" && e.action === "lapsed")).toHaveLength(2);
   });
 
   test("one never used lapses after ONCE_TTL_MS, and the sweep says it lapsed unused", async () => {
