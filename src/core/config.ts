@@ -4,9 +4,8 @@ import { SbxError } from "./errors";
 import { scanText } from "./secrets";
 import { RESERVED } from "./reserved-env";
 export { isReservedEnv } from "./reserved-env";
+import { LEVEL_NAMES, type LevelName } from "./levels";
 import { parseBudget, PricesSchema } from "./llm-budget";
-
-
 
 /** Names that hold credentials by convention; sbx never passes such a variable into a sandbox. */
 const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
@@ -56,6 +55,10 @@ export const ConfigSchema = z
       .boolean()
       .optional()
       .describe("true | false: whether new sandboxes get the transparent path (a DNS stub and 80/443 carried to the proxy for clients that ignore the proxy variables; default true; --no-transparent)"),
+    policy: z
+      .enum(LEVEL_NAMES as [LevelName, ...LevelName[]])
+      .optional()
+      .describe("locked | balanced | open: the policy level of new sandboxes, unless --policy says otherwise (default: none, the built-in list: api.anthropic.com; `sbx help egress`)"),
     claudeAuth: z
       .enum(["inject", "overlay"])
       .optional()
