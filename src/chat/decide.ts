@@ -22,12 +22,14 @@ export const CHANNEL_CHOICES: readonly ChannelChoice[] = ["allow-sandbox", "deny
 export function newApprovalOf(e: FeedEvent): LinkTarget | null {
   if (e.kind === "egress" && e.action === "denied" && e.approvalId !== undefined && e.count === 1) return { approvalId: e.approvalId, sandboxId: e.sandbox.id };
   if (e.kind === "bridge" && e.approvalId !== undefined && (e.count ?? 1) === 1) return { approvalId: e.approvalId, sandboxId: e.sandbox.id };
+  if (e.kind === "llm" && e.approvalId !== undefined && (e.count ?? 1) === 1) return { approvalId: e.approvalId, sandboxId: e.sandbox.id };
   return null;
 }
 
 /** How an approval reads: what was asked (`example.org:443`, `push to main (outside its branch prefix)`) and the pattern allowing it adds. */
 export function describeApproval(a: Approval): { subject: string; asks: string } {
   if (a.kind === "bridge") return { subject: a.host, asks: describeSubject(a.host) };
+  if (a.kind === "budget") return { subject: a.host, asks: `spend one more budget's worth on model calls (${a.host})` };
   const hostPort = a.host.includes(":") ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
   return { subject: patternFor(a.host, a.port), asks: `reach ${hostPort}` };
 }

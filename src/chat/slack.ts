@@ -58,7 +58,7 @@ export function pendingMessage(a: Approval, sb: Pick<Sandbox, "id" | "name" | "r
   const { subject, asks } = describeApproval(a);
   const repoDir = sb.repo.split("/").filter(Boolean).pop() ?? sb.repo;
   const value = JSON.stringify({ a: a.id, s: sb.id });
-  const head = `✋ *${slackText(sb.name)}* (${slackText(repoDir)}) asks to ${a.kind === "bridge" ? slackText(asks) : code(asks.replace(/^reach /, ""))}`;
+  const head = `✋ *${slackText(sb.name)}* (${slackText(repoDir)}) asks to ${a.kind === "egress" ? code(asks.replace(/^reach /, "")) : slackText(asks)}`;
   return {
     text: `${sb.name} asks to ${asks}`,
     blocks: [

@@ -9,6 +9,7 @@ export const HELP_TOPICS = {
   "agent-logins": "sbx run claude|codex|gemini|opencode|aider, and the logins sbx adds for them",
   egress: "the allowlist, approvals, what a blocked client sees",
   secrets: "keys and tokens host-side; secrets bound to hosts, their placeholders inside, what is never terminated",
+  budget: "an LLM budget per sandbox: sbx create --llm-budget 5usd/day, spend in sbx list, the refusal at the cap, prices",
   sessions: "shell, ps, attach and detach, status, logs",
   dashboard: "sbx ui",
   "chat-setup": "approvals in Zulip, Slack or a signed webhook: sbx chat setup, the listener, the signing scheme",

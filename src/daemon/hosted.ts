@@ -4,6 +4,7 @@ import { startZulipBot, type ZulipBot } from "../chat/bot";
 import { startApprovalChannels, type Channels, type ChannelsStatus } from "../chat/channels";
 import { SbxError, toSbxError } from "../core/errors";
 import type { SandboxState } from "../core/sandbox-state";
+import type { SpendView } from "../core/llm-budget";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
@@ -18,6 +19,8 @@ export interface HostedDeps {
   store: Store;
   /** Each sandbox's state in sbx's one word, as the daemon sees it (the dashboard and chat show it). */
   stateOf?: (sb: Sandbox) => SandboxState;
+  /** Each sandbox's LLM spend (the dashboard shows it). */
+  spendOf?: (sb: Sandbox) => SpendView;
   events: EventBus;
   log: Logger;
   exec: Exec;
@@ -50,7 +53,7 @@ export interface Hosted {
 
 export function startHosted(deps: HostedDeps): Hosted {
   const { log, store, events } = deps;
-  const source = { store, events, ...(deps.stateOf ? { stateOf: deps.stateOf } : {}) };
+  const source = { store, events, ...(deps.stateOf ? { stateOf: deps.stateOf } : {}), ...(deps.spendOf ? { spendOf: deps.spendOf } : {}) };
   let dash: Dashboard | null = null;
   if (deps.dashboard !== false) {
     try {

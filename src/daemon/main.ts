@@ -18,8 +18,12 @@ import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
 import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
+import { LlmBudgets } from "../llm/budget";
+import { priceReader } from "../sys/config-file";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
+import { CompanyTrust } from "../tls/host-trust";
+import { expandHome, loadConfig } from "../sys/config-file";
 import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
 import { SecretBindings } from "../store/secret-bindings";
@@ -66,6 +70,8 @@ export interface Components {
   guestOf?: (uid: number) => Promise<string | null>;
   /** The secrets bound to hosts (secrets/bound.ts): their proxies' side is in the proxy guard; this, a session's. */
   bound?: BoundSecrets;
+  /** Each sandbox's LLM spend and budget (the LLM handler counts into it; the dashboard shows it). */
+  budgets?: LlmBudgets;
 }
 
 /** The user-account backends this host can run (detected, or a test's). */
@@ -131,6 +137,12 @@ export function upstreamTrust(extraFile: string | undefined): string | undefined
   }
 }
 let trustKept: { file: string; at: number; pem: string } | null = null;
+
+/** The upstream trust with a company's CAs added (the runtime's roots first when nothing else was). */
+function withCompany(base: string | undefined, company: string): string | undefined {
+  if (company === "") return base;
+  return `${base ?? rootCertificates.join("\n")}\n${company}`;
+}
 
 export function testResolver(raw: string | undefined): Resolver | undefined {
   if (raw === undefined || raw === "") return undefined;
@@ -229,14 +241,34 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's stored secrets or their source, read as the
   // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
   const egressRules = new EgressRules(d.store);
+  // A company's CAs (the config's `trust`): every session trusts them, and terminated upstreams are verified with them.
+  const company = new CompanyTrust({
+    trust: () => {
+      const t = loadConfig(d.paths, d.env).trust;
+      return t === "host" || t === undefined ? t : t.map((f) => expandHome(f, d.env.vars.HOME));
+    },
+    platform: d.env.platform,
+    env: d.env.raw,
+    exec: d.exec,
+    guard: { forbidden: [d.paths.sandboxRoot, d.paths.runtimeDir, d.paths.stateDir], uid: host.uid },
+    log: (m, f) => d.log.warn(m, f),
+    stamp: () => {
+      try {
+        return String(statSync(d.paths.configFile).mtimeMs);
+      } catch {
+        return "none";
+      }
+    },
+  });
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
     authority: () => Authority.open(d.paths.stateDir),
     // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
     // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
-    upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
+    upstreamCa: () => withCompany(upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS), company.pemNow()),
     terminatesFor: (id) => egressRules.anyFor(id),
+    companyCas: () => company.current(),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
@@ -256,6 +288,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
   const publish = d.events.publish;
+  // Every model call is counted per sandbox, priced at the table in force, and refused at the sandbox's budget.
+  const budgets = new LlmBudgets({ store: d.store, prices: priceReader(d.paths, d.env, (m, f) => d.log.warn(m, f)), publish, warn: (m, f) => d.log.warn(m, f) });
   const resolve = testResolver(d.env.raw[TEST_RESOLVE_VAR]);
   if (resolve) d.log.warn("name lookups of .test names replaced by the test seam", { var: TEST_RESOLVE_VAR });
   const originHandler = (ctx: GuardContext) => {
@@ -265,7 +299,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
       gemini,
       ...(keychain ? { claudeKeychain: keychain } : {}),
       ...(upstreams ? { upstreams } : {}),
-      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
+      budget: budgets.forSandbox({ id: ctx.sandbox.id, name: ctx.sandbox.name }),
+      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs, ...(e.usage ? { usage: e.usage } : {}) }),
     });
     const desk = createEgressDesk({ store: d.store, sandbox: { id: ctx.sandbox.id, name: ctx.sandbox.name }, publish });
     return (req: IncomingMessage, res: ServerResponse) => {
@@ -295,7 +330,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound, budgets };
 }
 
 export interface RunOptions {
@@ -357,6 +392,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
         startHosted({
           store: st,
           stateOf,
+          ...(comps.budgets ? { spendOf: (sb: Sandbox) => comps.budgets!.view(sb) } : {}),
           events,
           log,
           exec,

@@ -2,10 +2,12 @@
 import { z } from "zod";
 import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
-import { BindingSpecSchema } from "../core/bound-secret";
-import { RuleSpecSchema } from "../core/rules";
+import { BindingSpecSchema } from "../core/bound-secret-schema";
+import { RuleSpecSchema } from "../core/rules-schema";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
+import { LEVEL_NAMES, type LevelName } from "../core/levels";
+import { FOR_MAX_MS } from "../core/allow-term";
 
 export const API_VERSION = 1;
 
@@ -236,8 +238,25 @@ export const ExecAnswerSchema = z.object({
 
 /** `--memory`, `--cpus`, `--pids` as the person typed them (the service checks them against the machine). */
 export const LimitsInputSchema = z
-  .object({ memory: z.string().max(32).optional(), cpus: z.string().max(16).optional(), pids: z.string().max(16).optional() })
+  .object({ memory: z.string().max(32).optional(), cpus: z.string().max(16).optional(), pids: z.string().max(16).optional(), llmBudget: z.string().max(40).optional() })
   .strict();
+
+const SpendSummarySchema = z.object({
+  calls: z.number().int(),
+  estimatedCalls: z.number().int(),
+  tokens: z.number(),
+  usd: z.number(),
+  unpricedTokens: z.number(),
+  unpricedModels: z.array(z.string()),
+});
+/** A sandbox's LLM spend (core/llm-budget.ts `SpendView`): in its budget's period (today without one) and its whole life. */
+export const SpendViewSchema = z.object({
+  budget: z.string().nullable(),
+  period: z.string(),
+  spent: SpendSummarySchema,
+  total: SpendSummarySchema,
+  cap: z.object({ unit: z.enum(["usd", "tokens"]), amount: z.number(), spent: z.number(), over: z.boolean() }).optional(),
+});
 
 export const LimitsViewSchema = z.object({ memory: z.number().nullable(), cpus: z.number().nullable(), pids: z.number().nullable() });
 export const LimitHitSchema = z.object({ limit: z.enum(["memory", "pids"]), count: z.number().int() });
@@ -259,6 +278,8 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   allowWeaker: z.boolean().default(false),
   /** `--no-transparent` (false); absent: the config's, else on. */
   transparent: z.boolean().optional(),
+  /** `--policy LEVEL`; absent: the config's `policy`, else none (the built-in list). */
+  policy: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional(),
   ports: z.array(z.string().min(1).max(64)).max(64).default([]),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
@@ -391,6 +412,10 @@ export const SandboxInfoSchema = z.object({
   hits: z.array(LimitHitSchema).optional(),
   /** What the person should know of it, as said when it starts (its Dockerfile changed since its image, …). */
   notes: z.array(z.string()).optional(),
+  /** Its LLM spend and budget. */
+  llm: SpendViewSchema.optional(),
+  /** Its policy level; null: none (the built-in list). Absent from older daemons. */
+  level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).nullable().optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 
@@ -410,6 +435,7 @@ export const LifecycleResults = {
     limits: LimitsViewSchema.nullable(),
     hits: z.array(LimitHitSchema).nullable(),
     applied: z.enum(["now", "next-start"]).optional(),
+    llm: SpendViewSchema.optional(),
   }),
   bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
   publish: z.object({ name: z.string(), published: z.array(z.string()), changed: z.boolean(), answered: z.number().int() }),
@@ -433,7 +459,13 @@ export type LifecycleLine = z.infer<typeof LifecycleLineSchema>;
 /** A list to change: a sandbox's (named as the CLI names it: in the repo around cwd) or the global one. */
 const ScopeSchema = WhereSchema.extend({ sandbox: nameSchema.optional(), global: z.boolean().default(false) });
 
-export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200) });
+/** How long an allow lasts: for good (absent), one connection, or a number of milliseconds (core/allow-term.ts). */
+export const AllowTermSchema = z.union([
+  z.object({ kind: z.literal("good") }),
+  z.object({ kind: z.literal("once") }),
+  z.object({ kind: z.literal("for"), ms: z.number().int().min(1_000).max(FOR_MAX_MS) }),
+]);
+export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200), term: AllowTermSchema.optional() });
 export type PolicyPatterns = z.input<typeof PolicyPatternsSchema>;
 
 /** `sbx secret set NAME --host …`: a binding for every sandbox or one (never a value: that stays on the CLI's side). */
@@ -491,16 +523,23 @@ export const PolicyCheckResultSchema = z.object({
   judged: z.boolean(),
 });
 
-export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]) });
+export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]), term: AllowTermSchema.optional() });
 
-const AllowEntryViewSchema = z.object({ pattern: z.string(), addedBy: z.string(), addedAt: z.number() });
+const AllowEntryViewSchema = z.object({
+  pattern: z.string(),
+  addedBy: z.string(),
+  addedAt: z.number(),
+  /** `--for`/`--once`: when it lapses (absent: for good, or an older daemon). */
+  expiresAt: z.number().nullable().optional(),
+  once: z.boolean().optional(),
+});
 export const ApprovalViewSchema = z.object({
   id: z.number().int(),
   sandboxId: z.number().int(),
   /** The sandbox's name (pending lists carry it). */
   sandbox: z.string().optional(),
-  /** egress: host and port; bridge: `host` is what the bridge refused (a push outside the prefix), port 0. */
-  kind: z.enum(["egress", "bridge"]).default("egress"),
+  /** egress: host and port; bridge: `host` is what the bridge refused (a push outside the prefix), port 0; budget: `host` is the LLM budget reached (`llm-budget 5usd/day`), port 0. */
+  kind: z.enum(["egress", "bridge", "budget"]).default("egress"),
   host: z.string(),
   port: z.number().int(),
   reason: z.string(),
@@ -533,3 +572,28 @@ export const PolicyDecisionSchema = z.object({
   action: z.enum(["allow", "deny"]),
   added: z.boolean(),
 });
+
+// ── Policy levels (/v1/policy/level): sbx policy show NAME, sbx policy set NAME --level L ──
+
+export const PolicyLevelSchema = WhereSchema.extend({ name: nameSchema, level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional() });
+export type PolicyLevel = z.input<typeof PolicyLevelSchema>;
+
+const LevelPartViewSchema = z.object({ pattern: z.string(), why: z.string() });
+/** A sandbox's policy as `sbx policy show` prints it: its level and what it allows, then the person's own entries. */
+export const PolicyLevelViewSchema = z.object({
+  name: z.string(),
+  /** null: no level, the built-in list. */
+  level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).nullable(),
+  about: z.string(),
+  /** What the level (or the built-in list) allows, each with why. */
+  allows: z.array(LevelPartViewSchema),
+  /** The `open` level: any public host and address, on any port. */
+  open: z.boolean(),
+  /** What `balanced` read of the repo, and when. */
+  repo: z.object({ registries: z.array(z.object({ preset: z.string(), file: z.string() })), registryHosts: z.array(z.object({ host: z.string(), file: z.string() })), forges: z.array(z.object({ host: z.string(), remote: z.string() })) }).nullable(),
+  sandbox: z.array(AllowEntryViewSchema),
+  global: z.array(AllowEntryViewSchema),
+  published: z.array(z.string()),
+  changed: z.boolean(),
+});
+export type PolicyLevelView = z.infer<typeof PolicyLevelViewSchema>;

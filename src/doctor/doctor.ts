@@ -8,6 +8,7 @@ import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
 import { checkConfinement } from "./confinement";
+import { checkCompanyCas } from "./company-cas";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
@@ -30,6 +31,8 @@ export interface DoctorDeps {
   daemonProgram?: string;
   /** macOS: how a repo is read to see whether TCC refuses (tests). */
   probe?: ReadProbe;
+  /** The config's `trust` (company CAs); absent: the check still looks for CAs the host trusts. */
+  trust?: "host" | readonly string[];
 }
 
 export const MIN_BUN = "1.4.0";
@@ -180,9 +183,10 @@ function dockerOptional(c: Check): Check {
 
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   const repos = deps.repos ?? [];
-  const [docker, git, ...perRepo] = await Promise.all([
+  const [docker, git, cas, ...perRepo] = await Promise.all([
     checkDocker(deps.exec),
     checkGit(deps.exec),
+    checkCompanyCas({ trust: deps.trust, platform: deps.env.platform, env: deps.env.raw, exec: deps.exec, guard: { forbidden: [deps.paths.sandboxRoot, deps.paths.runtimeDir, deps.paths.stateDir], uid: deps.env.uid } }),
     ...repos.flatMap((r) => [checkHostGc(deps.exec, r), Promise.resolve(checkStores(r)), checkSandboxRemotes(deps.exec, r), checkTokens(deps.exec, r, deps.env.raw, deps.secrets ?? {}), checkPushWorkflows(deps.exec, r)]),
   ]);
   const gc = perRepo;
@@ -195,6 +199,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     checkDir("state dir", deps.paths.stateDir),
     checkDir("runtime dir", deps.paths.runtimeDir),
     checkHome(deps.env.vars.HOME, deps.env.platform),
+    cas!,
     ...(host
       ? [
           checkMacosKit(host.name),

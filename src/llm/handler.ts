@@ -6,6 +6,9 @@ import { codexPlaceholderTokens } from "../core/agents";
 import { readCodexLogin, type CodexRefresher } from "./codex-login";
 import { credentialFor, ANTHROPIC_OAUTH_BETA, type Credential, type KeySources, type Provider } from "./keys";
 import { canonicalPath, checkScope, LLM_CREDENTIAL_SCOPES, scopeThrough, type LlmCredentialKind } from "../core/credential-scope";
+import type { CallUsage } from "../core/llm-usage";
+import { CallMeter, FAMILY } from "./meter";
+import type { SandboxBudget } from "./budget";
 
 export const PROVIDERS: Record<Provider, string> = {
   anthropic: "https://api.anthropic.com",
@@ -61,6 +64,8 @@ export interface LlmEvent {
   status: number;
   credential?: string;
   durationMs: number;
+  /** What the call was counted as (LLM budget), when it was. */
+  usage?: CallUsage;
 }
 
 export interface LlmHandlerOptions {
@@ -74,6 +79,8 @@ export interface LlmHandlerOptions {
   gemini?: { fresh(): Promise<void> };
   /** macOS: reads Claude Code's login from the Keychain (at most once a minute) before an Anthropic request. */
   claudeKeychain?: { load(): Promise<void> };
+  /** This sandbox's LLM budget: each call is counted, and one at the cap is refused (absent: neither). */
+  budget?: SandboxBudget;
   onEvent?: (e: LlmEvent) => void;
 }
 
@@ -135,6 +142,9 @@ export function upstreamHeaders(inbound: IncomingMessage["headers"], credential:
     if (v === undefined || STRIPPED.has(k.toLowerCase())) continue;
     out[k] = v;
   }
+  // The answer is read for its usage as it passes (llm/meter.ts): never encoded, so ask for none.
+  for (const k of Object.keys(out)) if (k.toLowerCase() === "accept-encoding") delete out[k];
+  out["accept-encoding"] = "identity";
   for (const [k, v] of Object.entries(credential)) {
     if (k === "anthropic-beta" && v === ANTHROPIC_OAUTH_BETA && out[k]) {
       const have = String(out[k]).split(",").map((s) => s.trim());
@@ -192,6 +202,15 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
 
   async function forward(req: IncomingMessage, res: ServerResponse, started: number, route: LlmRoute): Promise<void> {
     const method = req.method ?? "";
+    // At the cap nothing is sent and the host does nothing for it (no refresh): the provider's own error shape, said.
+    const over = o.budget?.admit(FAMILY[route.provider]) ?? null;
+    if (over) {
+      req.resume();
+      res.writeHead(over.status, { "content-type": "application/json", "x-sbx-error": "llm_budget" });
+      res.end(JSON.stringify(over.body) + "\n");
+      o.onEvent?.({ provider: route.provider, method, path: (req.url ?? "").slice(0, 512), status: over.status, durationMs: Date.now() - started });
+      return;
+    }
     if (route.provider === "anthropic") await o.claudeKeychain?.load();
     // Judged before any refresh too: a request the scope does not take makes the host do nothing for it.
     const before = credentialFor(route.provider, o.keys());
@@ -225,6 +244,9 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
     if (!aimed.ok) return outOfScope(req, res, started, route, cred, aimed.reason);
     const { url } = aimed;
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    // Counted however it ends (llm/meter.ts): the provider's usage fields as they pass, or an estimate said as one.
+    let usage: CallUsage | undefined;
+    const meter = o.budget ? new CallMeter(route.provider, method, `${url.pathname}${url.search}`, (u) => (usage = u, o.budget!.record(u))) : null;
     const up = send(
       url,
       { method: req.method, headers: upstreamHeaders(req.headers, cred.headers, url.host), agent: url.protocol === "https:" ? agents.https : agents.http },
@@ -233,21 +255,42 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
         for (const [k, v] of Object.entries(upRes.headers)) if (v !== undefined && !STRIPPED.has(k) && k !== "set-cookie") headers[k] = v;
         res.writeHead(upRes.statusCode ?? 502, headers);
         res.flushHeaders();
+        meter?.response(upRes.statusCode ?? 502, upRes.headers);
         // Piped chunk by chunk: server-sent events reach the agent as the provider sends them.
-        upRes.on("data", (c: Buffer) => res.write(c));
+        upRes.on("data", (c: Buffer) => {
+          meter?.body(c);
+          res.write(c);
+        });
         upRes.on("end", () => {
           res.end();
-          o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status: upRes.statusCode ?? 0, credential: cred.source, durationMs: Date.now() - started });
+          meter?.finish(upRes.complete);
+          o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status: upRes.statusCode ?? 0, credential: cred.source, durationMs: Date.now() - started, ...(usage ? { usage } : {}) });
         });
-        upRes.on("error", () => res.destroy());
+        upRes.on("error", () => {
+          meter?.finish(false);
+          res.destroy();
+        });
+        upRes.on("close", () => meter?.finish(upRes.complete));
       },
     );
-    up.on("error", (e) => fail(res, 502, "upstream_failed", `${route.provider}: ${e.message}`, "Check the host's network; the request was not sent with any key from the sandbox."));
-    res.on("close", () => {
-      if (!res.writableFinished) up.destroy();
+    up.on("error", (e) => {
+      meter?.finish(false);
+      fail(res, 502, "upstream_failed", `${route.provider}: ${e.message}`, "Check the host's network; the request was not sent with any key from the sandbox.");
     });
-    req.on("data", (c: Buffer) => up.write(c));
-    req.on("end", () => up.end());
+    res.on("close", () => {
+      if (res.writableFinished) return;
+      // The client left (or the answer was cut): what was seen is counted, the rest estimated.
+      meter?.finish(false);
+      up.destroy();
+    });
+    req.on("data", (c: Buffer) => {
+      meter?.request(c);
+      up.write(c);
+    });
+    req.on("end", () => {
+      meter?.requestEnded();
+      up.end();
+    });
     req.on("error", () => up.destroy());
   }
 }

@@ -227,7 +227,7 @@ export function egressDestination(ctx: ProxyContext, v: Allowed, method: string,
       ctx.inFlight--;
       if (!ok) return;
       const { host, port, address, source, pattern, path } = v;
-      ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host, port, address, source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+      ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host, port, address, source, pattern, target: url.pathname, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
     },
     failure(why, connected) {
       const message = connected ? `${authorityText(v.host, v.port)} (${v.address}) sent ${why}` : `could not reach ${authorityText(v.host, v.port)} (${v.address}): ${why}`;

@@ -165,7 +165,7 @@ export class Terminator implements RequestPreparer {
     // every byte of it, the reason phrase, header names and what a parse error quotes included.
     const shown = (text: string) => replaceText(text, reflect);
     const bodyPairs = swapped.bodyPairs.map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
-    const dest = this.destination(allowed, head.method, swapped.target, authority, shown, {
+    const dest = this.destination(allowed, head.method, swapped.target, pathOnly, authority, shown, {
       requestBody: bodyPairs.length > 0 ? new StreamReplacer(bodyPairs) : null,
       responseHead: (h) => {
         const enc = h.headers.find(([n]) => n.toLowerCase() === "content-encoding")?.[1]?.trim().toLowerCase();
@@ -183,7 +183,8 @@ export class Terminator implements RequestPreparer {
     this.ctx.decider.deny(allowed.path, method, allowed.host, allowed.port, "server-name-mismatch", detail, null);
   }
 
-  private destination(allowed: Allowed, method: string, target: string, host: string, shown: (text: string) => string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
+  /** `pathOnly` is what the audit says: the path, never the query (which may hold a value swapped in). */
+  private destination(allowed: Allowed, method: string, target: string, pathOnly: string, host: string, shown: (text: string) => string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
     const ctx = this.ctx;
     const started = performance.now();
     ctx.inFlight++;
@@ -198,7 +199,7 @@ export class Terminator implements RequestPreparer {
         ctx.inFlight--;
         if (!ok) return;
         const { port, address, source, pattern, path } = allowed;
-        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, source, pattern, target: pathOnly, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
       },
       failure(why, connected) {
         const at = authorityText(allowed.host, allowed.port);

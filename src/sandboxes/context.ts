@@ -178,7 +178,7 @@ export class ServiceContext {
   async secretEnv(row: Sandbox, spec?: SandboxSpec, out?: Output): Promise<Record<string, string>> {
     const mirrors = mirrorsOf(row);
     if (!this.d.secrets && mirrors === null) return {};
-    const s = this.d.secrets ? await this.d.secrets.session(row.id) : { env: {}, caPem: null, npmrc: [], notes: [] };
+    const s = this.d.secrets ? await this.d.secrets.session(row.id) : { env: {}, caPem: null, extraCas: "", npmrc: [], notes: [] };
     for (const n of s.notes) (out ?? this.outOf(undefined)).log(n);
     return secretSessionEnv(spec ?? (await this.driver(row.backend)).spec(row), s, mirrors);
   }

@@ -19,7 +19,10 @@ import { sandboxLayout } from "../workspace/layout";
 import { ensureStore, promoteStores } from "../sync/store";
 import { sandboxId } from "../drivers/identity";
 import { resolveLimits } from "../core/limits";
+import { parseBudget } from "../core/llm-budget";
 import { loadConfig } from "../sys/config-file";
+import { NO_FACTS } from "../core/levels";
+import { levelSetting } from "./level";
 import type { ServiceContext } from "./context";
 import { hostMirrorsFor, mirrorLines } from "./mirrors";
 import { teardown } from "./remove";
@@ -76,6 +79,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
           ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
           ...(req.transparent === false ? ["--no-transparent"] : []),
           ...(req.allowWeaker ? ["--allow-weaker"] : []),
+          ...(req.policy !== undefined ? ["--policy"] : []),
         ];
         if (newOnly.length > 0) {
           throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
@@ -87,7 +91,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
             hint: `\`sbx rebuild ${req.name}\` builds its image again and makes its container anew (its clone, home and allowlist stay).`,
           });
         }
-        const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => `--${k}`);
+        const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => (k === "llmBudget" ? "--llm-budget" : `--${k}`));
         if (given.length > 0) {
           throw new SbxError("usage", `${given.join(", ")} set the limits of a new sandbox, and ${req.name} exists`, {
             hint: `Change its limits with \`sbx limits ${req.name} ${given.map((g) => `${g} …`).join(" ")}\`.`,
@@ -107,6 +111,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const config = loadConfig(c.d.paths, c.d.env);
     const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(c.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd, config };
     const limits = resolveLimits(c.capacity, config.limits, req.limits);
+    // The flag's budget, else the config file's default: kept in the identity, where the LLM handler reads it per call.
+    const llmBudget = req.limits?.llmBudget !== undefined ? parseBudget(req.limits.llmBudget) : config.llmBudget !== undefined ? parseBudget(config.llmBudget, "llmBudget") : null;
     const ports = (req.ports ?? []).map((s) => {
       const r = parsePortSpec(s);
       if (!r.ok) throw new SbxError("usage", `--port: ${r.reason}`, { hint: "e.g. --port 3000, or --port 8080:3000 (the host's 8080 to the sandbox's 3000)" });
@@ -119,14 +125,17 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     // The host's package mirrors as they are now, through the copy-in door: kept for every session of the sandbox.
     const carried = hostMirrorsFor(c.d, req.name);
     for (const l of carried.lines) out.log(l);
-    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(carried.mirrors ? { mirrors: carried.mirrors } : {}) };
+    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(llmBudget ? { llmBudget } : {}), ...(carried.mirrors ? { mirrors: carried.mirrors } : {}) };
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(lay.creating, `${process.pid}\n`);
-    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
+    // Its level, from its first request on (what `balanced` reads of the repo is added before anything runs in it).
+    const level = req.policy ?? config.policy;
+    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity: level ? { ...identity, policy: { level, repo: NO_FACTS, at: Date.now() } } : identity });
     let aside: SetAside | null = null;
     try {
       cancelled(req);
       const h = { exec: driver.hostExec(driver.spec(row)), repo };
+      if (level === "balanced") c.driverIdentity(row.id, { policy: await levelSetting(h.exec, repo, level, Date.now(), (l) => out.log(l)) });
       // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
       // An image build whose context holds the repo starts once these writes into its .git are done (`repoQuiet`).
       const storing = promoteStores(h).then(() => ensureStore(h, req.name));

@@ -76,8 +76,9 @@ export function javaTrustOptions(file: string): string {
 /**
  * Writes the trust and npm files into the sandbox's socket dir and returns the variables that point at them, as the
  * sandbox sees them (its socket dir is where its bridge socket is), with the host's package mirrors (`mirrors`, kept at
- * create: a variable the sandbox sets itself, by the config file or devcontainer.json, stays its own). Nothing when no
- * secret is bound for it and it has no mirrors.
+ * create: a variable the sandbox sets itself, by the config file or devcontainer.json, stays its own). No trust files
+ * when it trusts nothing beyond the roots (no secret or rule makes sbx's proxy end its TLS, and the config names no
+ * company CA); nothing at all when it has no mirrors either.
  */
 export function secretSessionEnv(spec: SandboxSpec, s: SessionSecrets, mirrors: Mirrors | null = null): Record<string, string> {
   const carried = mirrors ? mirrorDelivery(mirrors) : { env: {}, npmrc: [], cargoToml: null };
@@ -91,9 +92,11 @@ export function secretSessionEnv(spec: SandboxSpec, s: SessionSecrets, mirrors: 
     writeReadable(join(spec.sockets.dir, NPMRC_FILE), npmrc.map((l) => `${l}\n`).join(""));
     env.NPM_CONFIG_GLOBALCONFIG = join(inside, NPMRC_FILE);
   }
-  if (s.caPem === null) return env;
-  writeReadable(join(spec.sockets.dir, CA_FILE), s.caPem);
-  const text = `${hostRoots().trimEnd()}\n${s.caPem}`;
+  const extra = `${s.extraCas ?? ""}${s.caPem ?? ""}`;
+  if (extra === "") return env;
+  // The CAs beyond the roots (Node adds them to its own): a company's, then sbx's.
+  writeReadable(join(spec.sockets.dir, CA_FILE), extra);
+  const text = `${hostRoots().trimEnd()}\n${extra}`;
   const h = Bun.hash(text);
   writeReadable(join(spec.sockets.dir, CA_BUNDLE_FILE), text, h);
   // A function of the bundle: the bundle's hash says when it changed.

@@ -23,6 +23,8 @@ export interface SessionSecrets {
   env: Record<string, string>;
   /** sbx's CA certificate, when any secret is bound for the sandbox (its hosts are terminated): what it must trust. */
   caPem: string | null;
+  /** The company CAs the config's `trust` names (tls/host-trust.ts), PEM; "" for none. Trusted beside the roots. */
+  extraCas: string;
   /** `npmrc` bindings: registry host → placeholder, for the sandbox's npm config. */
   npmrc: { host: string; placeholder: string }[];
   notes: string[];
@@ -39,6 +41,8 @@ export class BoundSecrets {
       upstreamCa?: () => string | undefined;
       /** Whether the proxy may end TLS for this sandbox for another reason (a rule that sees requests, issue 38). */
       terminatesFor?: (sandboxId: number) => boolean;
+      /** The company CAs every session trusts (issue 39: the config's `trust`), PEM; "" for none. */
+      companyCas?: () => Promise<string>;
       log?: (message: string, fields: Record<string, unknown>) => void;
     },
   ) {}
@@ -117,7 +121,7 @@ export class BoundSecrets {
   async sessionSecrets(sandboxId: number): Promise<SessionSecrets> {
     const bindings = this.d.bindings.forSandbox(sandboxId);
     const given = this.d.bindings.placeholders(sandboxId);
-    const out: SessionSecrets = { env: {}, caPem: null, npmrc: [], notes: [] };
+    const out: SessionSecrets = { env: {}, caPem: null, extraCas: (await this.d.companyCas?.()) ?? "", npmrc: [], notes: [] };
     // sbx's CA is trusted where the proxy may end TLS: a secret bound for the sandbox, or a rule that sees requests.
     if (bindings.length === 0 && !this.d.terminatesFor?.(sandboxId)) return out;
     out.caPem = (await this.d.authority()).certPem;

@@ -16,6 +16,7 @@ import {
   registryHostsInPresets,
   type MirrorPlan,
 } from "../../../src/core/mirrors";
+import { levelLists, levelMirrors } from "../../../src/core/levels";
 import { PRESETS } from "../../../src/core/presets";
 
 const NPM_TOKEN = "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
@@ -285,6 +286,17 @@ describe("package-mirrors: presets offer the mirror in place of the public regis
   test("no mirror, or a preset that is no registry's: as it is", () => {
     expect(presetOffer("npm", PRESETS.npm, null).patterns).toEqual([...PRESETS.npm]);
     expect(presetOffer("github", PRESETS.github, m).patterns).toEqual([...PRESETS.github]);
+  });
+
+  test("balanced: a registry the repo uses is this machine's mirror where the sandbox carried one, the public one otherwise", () => {
+    const setting = { level: "balanced" as const, repo: { registries: [{ preset: "npm", file: "package.json" }], registryHosts: [], forges: [] }, at: 0 };
+    const withMirror = levelLists(setting, [], m).parts.map((p) => p.pattern);
+    expect(withMirror).toEqual(expect.arrayContaining(["npm.corp.example", "npm.acme.example"]));
+    expect(withMirror).not.toContain("registry.npmjs.org");
+    expect(levelLists(setting, [], m).parts.find((p) => p.pattern === "npm.corp.example")!.why).toBe("npm registry (package.json), through this machine's mirror (~/.npmrc)");
+    expect(levelLists(setting, [], null).parts.map((p) => p.pattern)).toContain("registry.npmjs.org");
+    expect(levelMirrors({ mirrors: m })).toEqual(m);
+    expect(levelMirrors({ mirrors: { settings: [{ tool: "npm" }] } })).toBeNull();
   });
 
   test("every registry host a mirror stands in for is in its preset (a renamed preset host would silently stop the swap)", () => {

@@ -40,7 +40,7 @@ function specAt(name: string, user: Record<string, string> = {}): SandboxSpec {
   };
 }
 
-const noSecrets = { env: {}, caPem: null, npmrc: [], notes: [] };
+const noSecrets = { env: {}, caPem: null, extraCas: "", npmrc: [], notes: [] };
 
 /** A host whose settings hold credentials beside their mirrors, read and scanned as `sbx create` does. */
 function hostMirrors(): Mirrors {
