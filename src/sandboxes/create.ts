@@ -21,6 +21,8 @@ import { sandboxId } from "../drivers/identity";
 import { resolveLimits } from "../core/limits";
 import { parseBudget } from "../core/llm-budget";
 import { loadConfig } from "../sys/config-file";
+import { NO_FACTS } from "../core/levels";
+import { levelSetting } from "./level";
 import type { ServiceContext } from "./context";
 import { teardown } from "./remove";
 import type { CreateRequest, Output } from "./requests";
@@ -76,6 +78,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
           ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
           ...(req.transparent === false ? ["--no-transparent"] : []),
           ...(req.allowWeaker ? ["--allow-weaker"] : []),
+          ...(req.policy !== undefined ? ["--policy"] : []),
         ];
         if (newOnly.length > 0) {
           throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
@@ -121,11 +124,14 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(llmBudget ? { llmBudget } : {}) };
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(lay.creating, `${process.pid}\n`);
-    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
+    // Its level, from its first request on (what `balanced` reads of the repo is added before anything runs in it).
+    const level = req.policy ?? config.policy;
+    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity: level ? { ...identity, policy: { level, repo: NO_FACTS, at: Date.now() } } : identity });
     let aside: SetAside | null = null;
     try {
       cancelled(req);
       const h = { exec: driver.hostExec(driver.spec(row)), repo };
+      if (level === "balanced") c.driverIdentity(row.id, { policy: await levelSetting(h.exec, repo, level, Date.now(), (l) => out.log(l)) });
       // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
       // An image build whose context holds the repo starts once these writes into its .git are done (`repoQuiet`).
       const storing = promoteStores(h).then(() => ensureStore(h, req.name));
