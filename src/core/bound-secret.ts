@@ -90,6 +90,8 @@ export function swapRequest(
   secrets: readonly BoundSecret[],
   values: ReadonlyMap<string, string>,
   req: { method: string; host: string; target: string; headers: readonly HeaderPair[] },
+  /** Why no secret may be swapped into this request at all (plain HTTP to a name): each one present is said as outside. */
+  refused: string | null = null,
 ): SwappedRequest {
   const method = req.method.toUpperCase();
   const canon = canonicalPath(req.target);
@@ -98,8 +100,10 @@ export function swapRequest(
   const present = (s: BoundSecret) => s.placeholder !== null && (req.target.includes(s.placeholder) || req.headers.some(([, v]) => v.includes(s.placeholder!)));
   for (const s of secrets) {
     const value = values.get(s.name);
-    let why: string | null = null;
-    if (!boundTo(s, req.host)) why = `${req.host} is not one of its hosts (${s.hosts.join(", ")})`;
+    let why: string | null = refused;
+    if (why !== null) {
+      // Refused whole: said for a placeholder present, or a header that would have been added.
+    } else if (!boundTo(s, req.host)) why = `${req.host} is not one of its hosts (${s.hosts.join(", ")})`;
     else if (!canon.ok) why = `the request's path cannot be read one way only: ${canon.reason}`;
     else if (!s.rules.some((r) => r.methods.includes(method) && pathMatches(r.path, canon.path))) why = `${method} ${canon.path} is outside what it is for`;
     else if (value === undefined) why = "its value cannot be read now";

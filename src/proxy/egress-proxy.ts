@@ -133,10 +133,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const proxied = (s: Socket) => {
     if (!admission.admit(s, "proxy")) return;
     hold(ctx, s);
-    new ClientConnection(s, ctx, { kind: "proxy", origin });
+    new ClientConnection(s, ctx, { kind: "proxy", origin, plain: terminator });
   };
 
-  const t: TransparentDeps = { ctx, admission, httpPorts: new Set(opts.transparentHttpPorts ?? [80]), ...(opts.names ? { names: opts.names } : {}) };
+  const t: TransparentDeps = { ctx, admission, plain: terminator, httpPorts: new Set(opts.transparentHttpPorts ?? [80]), ...(opts.names ? { names: opts.names } : {}) };
   const transparent = (s: Socket, to: TransparentTarget | null) => transparentConnection(t, s, to);
 
   // The proxy socket: a plain listener, its connections read like the sandbox's port's (allowHalfOpen: a tunnel's
