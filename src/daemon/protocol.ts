@@ -6,6 +6,7 @@ import { BindingSpecSchema } from "../core/bound-secret";
 import { RuleSpecSchema } from "../core/rules";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
+import { MAX_SERVICES, ServiceSpecSchema } from "../core/services";
 
 export const API_VERSION = 1;
 
@@ -277,6 +278,8 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   /** `--no-transparent` (false); absent: the config's, else on. */
   transparent: z.boolean().optional(),
   ports: z.array(z.string().min(1).max(64)).max(64).default([]),
+  /** `--service NAME=IMAGE`, checked again here (the CLI is not the only client). */
+  services: z.array(ServiceSpecSchema).max(MAX_SERVICES).default([]),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
     .object({ dockerfile: z.string().startsWith("/").max(4096).optional(), context: z.string().startsWith("/").max(4096).optional(), image: z.string().min(1).max(255).optional() })

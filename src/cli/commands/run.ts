@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
 import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
-import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt } from "./create";
+import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, servicesOpt } from "./create";
 
 /** The options `run` and `exec` share: those of a new sandbox. */
 export function declareRunOptions(cmd: Command): Command {
@@ -45,6 +45,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
     imageOpt(opts, ctx.cwd).image !== undefined ||
     opts.withChanges === true ||
     ((opts.port as string[] | undefined) ?? []).length > 0 ||
+    ((opts.service as string[] | undefined) ?? []).length > 0 ||
     opts.claudeAuth !== undefined ||
     opts.exposeCredentials === true ||
     opts.allowWeaker === true ||
@@ -60,7 +61,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   if (backend === undefined) backendFlag(opts, ctx.env.platform); // Docker-only flags with a user-account default refuse
   const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
   const client = await daemon(ctx);
-  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...createOpts(ctx, opts, backend), ifExists: "reuse" }, outOf(ctx));
+  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...createOpts(ctx, opts, backend), ...(await servicesOpt(opts)), ifExists: "reuse" }, outOf(ctx));
   if (created) ctx.render.info(`created sandbox ${name}`);
   return enter(ctx, client, { name, argv, repoFlag });
 }
@@ -108,6 +109,7 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
     unattended: opts.ask !== true,
     ...createOpts(ctx, opts, backend),
+    ...(await servicesOpt(opts)),
   };
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
