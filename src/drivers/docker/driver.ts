@@ -424,7 +424,7 @@ export class DockerDriver implements Driver {
     const obs = await this.backend.inspect(spec);
     const ident = this.identity(row);
     if (obs.phase === "running") {
-      await this.services.ensure(spec, ident.services ?? []);
+      await this.services.ensure(spec, ident.services ?? [], { sandboxStarted: false });
       return { spec };
     }
     if (obs.phase === "absent") {
@@ -435,7 +435,7 @@ export class DockerDriver implements Driver {
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));
     // In its namespace, so after it runs; a service that cannot start fails the start (and a create removes it all).
-    await this.services.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? []);
+    await this.services.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? [], { sandboxStarted: true });
     this.sayCopyIn(spec, r);
     if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));
     return { spec: this.specOf(row.name, row.repo, ident), identity: ident };

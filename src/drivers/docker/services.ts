@@ -45,6 +45,8 @@ export function serviceCreateArgs(spec: SandboxSpec, svc: ServiceSpec, root: str
     "docker", "create",
     "--name", serviceContainerName(spec.id, svc.name),
     "--network", `container:${containerName(spec.id)}`,
+    // A process that is PID 1 ignores a SIGTERM it has no handler for: docker's init passes it on (stop is at once).
+    "--init",
     "--cap-drop", "ALL",
     "--security-opt", "no-new-privileges",
     "--restart", "no",
@@ -70,12 +72,15 @@ export interface ServiceView {
   /** healthy, unhealthy, starting; none when the image has no healthcheck. */
   health: string;
   exitCode: number;
+  /** `container:<id>`: the engine keeps the id of the sandbox container whose namespace it joined. */
+  networkMode: string;
 }
 
 const InspectSchema = z.array(
   z.object({
     Name: z.string(),
     Config: z.object({ Image: z.string(), Labels: z.record(z.string(), z.string()).nullable().optional() }),
+    HostConfig: z.object({ NetworkMode: z.string() }),
     State: z.object({ Status: z.string(), ExitCode: z.number().int(), Health: z.object({ Status: z.string() }).nullable().optional() }),
   }),
 );
@@ -93,7 +98,7 @@ export class DockerServices {
 
   /** Its service containers' names (this state root's only). runs: docker ps --all --filter label=… */
   async containers(id: string): Promise<string[]> {
-    const r = await this.exec.run(["docker", "ps", "--all", "--quiet", "--no-trunc", "--format", "{{.Names}}", ...this.filters(id)]);
+    const r = await this.exec.run(["docker", "ps", "--all", "--format", "{{.Names}}", ...this.filters(id)]);
     return r.stdout.split("\n").map((s) => s.trim()).filter(Boolean);
   }
 
@@ -110,6 +115,7 @@ export class DockerServices {
         state: c.State.Status,
         health: c.State.Health?.Status ?? "none",
         exitCode: c.State.ExitCode,
+        networkMode: c.HostConfig.NetworkMode,
       }))
       .sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -138,8 +144,10 @@ export class DockerServices {
    * then each one with a healthcheck is waited for until healthy. One that exits or turns unhealthy fails the call with
    * its last log lines (a create that fails removes everything, these too).
    */
-  async ensure(spec: SandboxSpec, services: readonly ServiceSpec[], healthTimeoutMs = 120_000): Promise<void> {
+  async ensure(spec: SandboxSpec, services: readonly ServiceSpec[], o: { sandboxStarted: boolean; healthTimeoutMs?: number }): Promise<void> {
     if (services.length === 0) return;
+    const healthTimeoutMs = o.healthTimeoutMs ?? 120_000;
+    if (o.sandboxStarted) await this.dropStale(spec);
     const present = new Set(await this.containers(spec.id));
     for (const s of services) {
       const name = serviceContainerName(spec.id, s.name);
@@ -156,6 +164,17 @@ export class DockerServices {
     if (toStart.length === 0) return;
     await this.exec.run(["docker", "start", ...toStart]);
     await this.waitReady(spec, services, healthTimeoutMs);
+  }
+
+  /**
+   * Only after the sandbox's container was started (the only time it can have been made anew): a service that
+   * joined an earlier container of the sandbox (a rebuild, a container removed by hand) would not start; it is made
+   * anew in this one's namespace, its volumes kept.
+   */
+  private async dropStale(spec: SandboxSpec): Promise<void> {
+    const sandbox = (await this.exec.run(["docker", "inspect", "--type", "container", "--format", "{{.Id}}", containerName(spec.id)])).stdout.trim();
+    const stale = (await this.list(spec.id)).filter((v) => v.networkMode !== `container:${sandbox}`).map((v) => v.container);
+    if (stale.length > 0) await this.exec.run(["docker", "rm", "--force", ...stale]);
   }
 
   private async waitReady(spec: SandboxSpec, services: readonly ServiceSpec[], timeoutMs: number): Promise<void> {
