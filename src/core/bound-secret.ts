@@ -5,11 +5,11 @@
 // request to one of the secret's hosts (matched as the allowlist matches), within its methods and paths (judged on the
 // canonical path the upstream will act on: core/credential-scope.ts), in the header values and the query, and in the
 // body only when the secret says so. A placeholder anywhere else stays a placeholder, and is reported.
-import { z } from "zod";
 import { hostMatches, parsePattern, type AllowPattern } from "./allowlist";
 import { canonicalPath, pathMatches, type PathRule } from "./credential-scope";
 import { replaceAll } from "./stream-replace";
-import { isReservedEnv } from "./config";
+import { isReservedEnv } from "./reserved-env";
+import type { BindingSpec } from "./bound-secret-schema";
 
 /** Every method a secret may go with when it names none. */
 /** The variables a session with secrets gets for trust (sandboxes/secret-env.ts): never a secret's. */
@@ -142,28 +142,7 @@ export function reflectionPairs(secrets: readonly BoundSecret[], values: Readonl
   return out;
 }
 
-/** Where a bound secret's value comes from (secrets/sources.ts reads it). */
-export const SecretSourceSchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("vault") }).strict(),
-  z.object({ kind: z.literal("command"), command: z.string().min(1), ttlMs: z.number().int().positive() }).strict(),
-  z.object({ kind: z.literal("ref"), ref: z.string().min(1), ttlMs: z.number().int().positive() }).strict(),
-]);
-
-/** A binding as stored (`sbx secret set NAME --host …`): everything but the value and the placeholders. */
-export const BindingSpecSchema = z
-  .object({
-    hosts: z.array(z.string().min(1)).min(1),
-    rules: z.array(z.object({ methods: z.array(z.string().regex(/^[A-Z]+$/)).min(1), path: z.string().startsWith("/") }).strict()).min(1),
-    header: z.object({ name: z.string().regex(/^[A-Za-z0-9-]+$/), template: z.string().includes("{}") }).strict().nullable(),
-    /** The variable inside that holds the placeholder (default: the secret's name); null with `npmrc` alone. */
-    env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).nullable(),
-    /** Write the registry's `_authToken` line to the sandbox's npm config instead of (or beside) a variable. */
-    npmrc: z.boolean(),
-    inBody: z.boolean(),
-    source: SecretSourceSchema,
-  })
-  .strict();
-export type BindingSpec = z.infer<typeof BindingSpecSchema>;
+export type { BindingSpec } from "./bound-secret-schema";
 
 /** Pure: why a binding cannot be kept as given (a host that is an address, a path in a form the proxy never sees), or null. */
 export function bindingProblem(spec: BindingSpec): string | null {

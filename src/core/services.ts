@@ -14,6 +14,8 @@ export const MAX_SERVICES = 8;
 
 export const ServiceSpecSchema = z.object({ name: z.string().regex(SERVICE_NAME), image: z.string().max(255).regex(IMAGE_REF) }).strict();
 export type ServiceSpec = z.infer<typeof ServiceSpecSchema>;
+/** A create request's services, as the daemon takes them. */
+export const ServicesSchema = z.array(ServiceSpecSchema).max(MAX_SERVICES).default([]);
 
 const HINT = "e.g. --service db=postgres-test:16 (a local image: build it with `docker build -t postgres-test:16 -f FILE .`; sbx pulls nothing)";
 

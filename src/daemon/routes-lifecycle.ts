@@ -96,6 +96,7 @@ export function newSandboxOptions(req: ReturnType<typeof LifecycleCreateSchema.p
     ...(req.services.length ? { services: req.services } : {}),
     ...(req.allowWeaker ? { allowWeaker: true } : {}),
     ...(req.transparent === false ? { transparent: false } : {}),
+    ...(req.policy ? { policy: req.policy } : {}),
   };
 }
 

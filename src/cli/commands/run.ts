@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
 import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
-import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, servicesOpt } from "./create";
+import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, policyOpt, servicesOpt } from "./create";
 
 /** The options `run` and `exec` share: those of a new sandbox. */
 export function declareRunOptions(cmd: Command): Command {
@@ -12,8 +12,10 @@ export function declareRunOptions(cmd: Command): Command {
 }
 
 /** The create options as the lifecycle takes them. */
-function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
+async function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
   return {
+    ...(await policyOpt(opts)),
+    ...(await servicesOpt(opts)),
     ...(backend ? { backend: backend as "docker" } : {}),
     rebuild: opts.rebuild === true,
     overlays: (opts.overlay as string[] | undefined) ?? [],
@@ -49,6 +51,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
     opts.claudeAuth !== undefined ||
     opts.exposeCredentials === true ||
     opts.allowWeaker === true ||
+    opts.policy !== undefined ||
     opts.transparent === false;
   if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
@@ -61,7 +64,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   if (backend === undefined) backendFlag(opts, ctx.env.platform); // Docker-only flags with a user-account default refuse
   const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
   const client = await daemon(ctx);
-  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...createOpts(ctx, opts, backend), ...(await servicesOpt(opts)), ifExists: "reuse" }, outOf(ctx));
+  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...(await createOpts(ctx, opts, backend)), ifExists: "reuse" }, outOf(ctx));
   if (created) ctx.render.info(`created sandbox ${name}`);
   return enter(ctx, client, { name, argv, repoFlag });
 }
@@ -108,8 +111,7 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     ...(name ? { name } : {}),
     ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
     unattended: opts.ask !== true,
-    ...createOpts(ctx, opts, backend),
-    ...(await servicesOpt(opts)),
+    ...(await createOpts(ctx, opts, backend)),
   };
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {

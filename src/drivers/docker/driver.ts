@@ -32,6 +32,7 @@ import { sandboxLayout } from "../../workspace/layout";
 import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
 import { DockerServices } from "./services";
 import { ServiceSpecSchema } from "../../core/services";
+import { mirrorDelivery, MirrorsSchema } from "../../core/mirrors";
 import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
@@ -63,6 +64,8 @@ export const DockerIdentitySchema = z.object({
   exposeCredentials: z.boolean().optional(),
   /** `--service NAME=IMAGE`: containers in its network namespace (services.ts), started with it, removed with it. */
   services: z.array(ServiceSpecSchema).optional(),
+  /** The host's package mirrors at create (sandboxes/mirrors.ts): cargo's is a file in the home, the rest the sessions'. */
+  mirrors: MirrorsSchema.optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -264,6 +267,8 @@ export class DockerDriver implements Driver {
       ...(ident.transparent ? { transparent: true } : {}),
       ...(ident.exposeCredentials ? { exposeCredentials: true } : {}),
     };
+    const cargo = ident.mirrors ? mirrorDelivery(ident.mirrors).cargoToml : null;
+    if (cargo !== null) options.homeFiles = [{ path: ".cargo/config.toml", text: cargo }];
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
       id: ident.id,
