@@ -112,6 +112,17 @@ describe.skipIf(!canRun)(`service-confinement (Docker)${canRun ? "" : ` — skip
     }
   }, 120_000);
 
+  test("inside the service: 127.0.0.1 is the sandbox's loopback, not the host's (a port the host listens on there is not reached)", async () => {
+    const host = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      // The probe reaches a listener on that loopback when there is one: the service's own port.
+      expect(connect("127.0.0.1", 7000)).toMatch(/^open /);
+      expect(connect("127.0.0.1", host.port)).toMatch(/^refused:ConnectionRefusedError/);
+    } finally {
+      host.stop(true);
+    }
+  }, 60_000);
+
   test("inside the service: no repo, no sbx socket, no Docker socket, no host mount", () => {
     expect(inService(["test", "-e", f.repo]).code).not.toBe(0);
     for (const p of ["/run/sbx", "/var/run/docker.sock", "/run/docker.sock", "/opt/sbx"]) expect({ p, code: inService(["test", "-e", p]).code }).toEqual({ p, code: 1 });
