@@ -6,6 +6,7 @@ export const HELP_TOPICS = {
   setup: "install, the daemon, the first sandbox",
   images: "Dockerfile, devcontainer.json, --image, rebuild, --with-changes, an offline base image",
   ports: "reach a sandbox's own server from your machine (sbx port)",
+  databases: "databases and caches beside a Docker sandbox: sbx create --service, sbx services",
   "agent-logins": "sbx run claude|codex|gemini|opencode|aider, and the logins sbx adds for them",
   egress: "the allowlist, approvals, what a blocked client sees",
   secrets: "keys and tokens host-side; secrets bound to hosts, their placeholders inside, what is never terminated",

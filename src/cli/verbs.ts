@@ -28,6 +28,7 @@ import { rm } from "./commands/rm";
 import { run } from "./commands/run";
 import { secret } from "./commands/secret";
 import { service } from "./commands/service";
+import { services } from "./commands/services";
 import { shell } from "./commands/shell";
 import { status } from "./commands/status";
 import { stop } from "./commands/stop";
@@ -36,6 +37,6 @@ import { ui } from "./commands/ui";
 export const verbs: readonly Verb[] = [
   create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, port, bridge, logs,
-  daemon, service, status, ps, secret, policy,
+  daemon, service, services, status, ps, secret, policy,
   ui, chat, demo, doctor, completion, complete,
 ];

@@ -4,6 +4,8 @@ import { existsSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { sandboxExists, SbxError } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import { isAgentName } from "../core/agent-names";
+import { KINDS } from "../core/backend-kind";
+import { servicesRefused } from "../core/services";
 import type { Sandbox } from "../core/schemas";
 import type { Driver, NewSandbox } from "../drivers/driver";
 import { terminalVars } from "../core/terminal-vars";
@@ -61,6 +63,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
   if (kind === guess) await early;
   else await (await c.driver(kind)).ready();
   const driver = await c.driver(kind);
+  // Services are the Docker backend's (a container in the sandbox's namespace); another kind refuses them here too.
+  if ((req.services?.length ?? 0) > 0 && !KINDS[kind].options.includes("service")) throw servicesRefused(kind);
   const out = c.outOf(req.out);
   const lock = await c.lock(repo, req.name, out);
   try {
@@ -77,6 +81,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
           ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
           ...(req.withChanges ? ["--with-changes"] : []),
           ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
+          ...((req.services?.length ?? 0) > 0 ? ["--service"] : []),
           ...(req.transparent === false ? ["--no-transparent"] : []),
           ...(req.allowWeaker ? ["--allow-weaker"] : []),
           ...(req.policy !== undefined ? ["--policy"] : []),

@@ -39,6 +39,14 @@ export function imageOpt(opts: Record<string, unknown>, cwd: string): { image?: 
   return Object.keys(image).length ? { image } : {};
 }
 
+/** `--service NAME=IMAGE` (repeatable), checked here so a typo is said before the daemon is reached. */
+export async function servicesOpt(opts: Record<string, unknown>): Promise<{ services?: { name: string; image: string }[] }> {
+  const flags = (opts.service as string[] | undefined) ?? [];
+  if (flags.length === 0) return {};
+  const { parseServiceFlags } = await import("../../core/services");
+  return { services: parseServiceFlags(flags) };
+}
+
 /** The limit flags of create, run and limits. */
 export const LIMIT_OPTIONS = [
   ["--memory <size>", "memory the sandbox may use, e.g. 4g or 512m; none for no limit (default: half this machine's; config: limits.memory)"],
@@ -103,6 +111,7 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option("--context <dir>", "the build context, a dir of the repo: what its last commit holds there (default: the repo; its Dockerfile when --dockerfile is not given)")
     .option("--image <ref>", "use this local image as it is, no build (sbx pulls nothing; it runs as you either way)")
     .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
+    .option("--service <name=image>", "run a local image beside the sandbox, in its network namespace: reached on 127.0.0.1, no network of its own, removed with it (Docker; repeatable; sbx help databases)", collect, [])
     .option(
       "--claude-auth <mode>",
       "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
@@ -151,6 +160,7 @@ export const create: Verb = {
       ...imageOpt(opts, ctx.cwd),
       ...(opts.withChanges === true ? { withChanges: true } : {}),
       ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
+      ...(await servicesOpt(opts)),
       ...(opts.allowWeaker === true ? { allowWeaker: true } : {}),
       ...(opts.transparent === false ? { transparent: false } : {}),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
 import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
-import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, policyOpt } from "./create";
+import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, policyOpt, servicesOpt } from "./create";
 
 /** The options `run` and `exec` share: those of a new sandbox. */
 export function declareRunOptions(cmd: Command): Command {
@@ -15,6 +15,7 @@ export function declareRunOptions(cmd: Command): Command {
 async function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
   return {
     ...(await policyOpt(opts)),
+    ...(await servicesOpt(opts)),
     ...(backend ? { backend: backend as "docker" } : {}),
     rebuild: opts.rebuild === true,
     overlays: (opts.overlay as string[] | undefined) ?? [],
@@ -46,6 +47,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
     imageOpt(opts, ctx.cwd).image !== undefined ||
     opts.withChanges === true ||
     ((opts.port as string[] | undefined) ?? []).length > 0 ||
+    ((opts.service as string[] | undefined) ?? []).length > 0 ||
     opts.claudeAuth !== undefined ||
     opts.exposeCredentials === true ||
     opts.allowWeaker === true ||
