@@ -125,6 +125,8 @@ export interface DriverCaps {
   readonly portForwards: boolean;
   /** The CLI may start a new sandbox's clone before it reaches the daemon (the host makes its clone). */
   readonly stagesClone: boolean;
+  /** Its home is seeded when it is made (a Docker container's, from the copy-in door's tar): a cargo mirror's config goes there. */
+  readonly seedsHome: boolean;
 }
 
 /** What a kind's watchers get from the daemon (Driver.watch). */

@@ -158,7 +158,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     }
     unlinkSync(lay.creating);
     const fresh = c.d.store.getSandbox(row.id) ?? row;
-    for (const l of mirrorLines(c.d, fresh, driver.spec(fresh))) out.log(l);
+    for (const l of mirrorLines(c.d, fresh, driver.spec(fresh), driver.caps.seedsHome)) out.log(l);
     await workingTree(c, c.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out);
     await postCreate(c, c.d.store.getSandbox(row.id) ?? row, driver, out);
     const live = c.d.store.getSandbox(row.id) ?? row;

@@ -49,7 +49,7 @@ function hostPort(pattern: string): { host: string; port: number } {
  * What the person is told once the sandbox exists: each setting carried, and the hosts they need that its allowlist
  * does not allow yet, with the command that allows them.
  */
-export function mirrorLines(d: Pick<ServiceDeps, "store">, row: Sandbox, spec: Pick<SandboxSpec, "env" | "options">): string[] {
+export function mirrorLines(d: Pick<ServiceDeps, "store">, row: Sandbox, spec: Pick<SandboxSpec, "env" | "options">, seedsHome: boolean): string[] {
   const m = mirrorsOf(row);
   if (m === null) return [];
   const lines: string[] = [];
@@ -57,7 +57,7 @@ export function mirrorLines(d: Pick<ServiceDeps, "store">, row: Sandbox, spec: P
   lines.push(`package mirrors from this machine, for ${row.name}: ${carried.join("; ")}`);
   // cargo takes crates.io's replacement from a config file only: a container's home gets it when made (docker.ts seed).
   const cargo = mirrorDelivery(m).cargoToml;
-  if (cargo !== null && spec.options.driver !== "docker") {
+  if (cargo !== null && !seedsHome) {
     lines.push(`note: cargo reads a mirror of crates.io from a config file only, which sbx writes into Docker sandboxes alone: inside ${row.name}, put this in ~/.cargo/config.toml: ${cargo.split("\n").filter((l) => l !== "" && !l.startsWith("#")).join(" / ")}`);
   }
   const policy = compilePolicy(policyFor(d.store, row.id));

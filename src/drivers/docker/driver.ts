@@ -93,6 +93,7 @@ export const DOCKER_CAPS: DriverCaps = {
   execAgent: true,
   portForwards: true,
   stagesClone: true,
+  seedsHome: true,
 };
 
 export class DockerDriver implements Driver {
