@@ -162,7 +162,7 @@ export async function relayTerminal(url: string, tty: Tty, opts: RelayOptions = 
     if (tty.isTTY) tty.setRawMode(false);
   }
   const id = opts.session ?? "<session>";
-  const again = `\`sbx shell --attach ${id}\` joins it again (\`sbx ps\` lists sessions).`;
+  const again = `\`sbx attach ${id}\` joins it again (\`sbx ps\` lists sessions).`;
   if (signalled && exitCode === null) {
     tty.write(new TextEncoder().encode(`\r\nsbx: ${signalled} ended this client; session ${id} goes on running. ${again}\r\n`));
     return LEAVE_SIGNALS[signalled];
@@ -173,7 +173,7 @@ export async function relayTerminal(url: string, tty: Tty, opts: RelayOptions = 
   }
   if (exitCode === null) {
     throw new SbxError("unavailable", "the session's connection closed before it ended", {
-      hint: "It may still run: `sbx ps`, then `sbx shell --attach <session>`.",
+      hint: "It may still run: `sbx ps`, then `sbx attach <session>`.",
     });
   }
   return exitCode;
@@ -211,7 +211,7 @@ export async function openShell(client: DaemonClient, opts: ShellOptions, tty: T
   return relayTerminal(client.attachUrl(session.id), tty, { detachKeys: opts.detachKeys ?? null, session: session.id });
 }
 
-/** `sbx shell --attach SESSION`: joins a running session read-write. */
+/** `sbx attach SESSION` (`sbx shell --attach`): joins a running session read-write. */
 export function attachShell(client: DaemonClient, session: string, tty: Tty, detachKeys: Uint8Array | null = null): Promise<number> {
   return relayTerminal(client.attachUrl(session), tty, { detachKeys, session, repaint: true });
 }

@@ -1,4 +1,4 @@
-// sbx ps: the daemon's interactive sessions (join one with `sbx shell --attach <session>`).
+// sbx ps: the daemon's interactive sessions (join one with `sbx attach <session>`).
 import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
