@@ -118,6 +118,8 @@ export async function endingSessions<T>(
 export interface EnterRequest {
   name: string;
   argv: string[];
+  /** The command as the person started it, for `sbx ps` (`claude -p …` where argv starts with sbx's launcher). */
+  command?: string[];
   repoFlag?: string | undefined;
   /** `--detach-keys` as typed (else the config file's, else Ctrl-P Ctrl-Q). */
   detachKeys?: string | undefined;
@@ -139,7 +141,7 @@ export async function enter(ctx: VerbContext, client: DaemonClient, req: EnterRe
   if (ctx.stdinIsTTY) {
     const { sandbox, cwd } = await client.lifecycle("start", { name: req.name, ...where }, outOf(ctx));
     const detachKeys = detachKeysOf(ctx, req.detachKeys);
-    return openShell(client, { name: req.name, repo: sandbox.repo, argv: req.argv, cwd, env: ctx.env.raw, detachKeys }, tty);
+    return openShell(client, { name: req.name, repo: sandbox.repo, argv: req.argv, ...(req.command ? { command: req.command } : {}), cwd, env: ctx.env.raw, detachKeys }, tty);
   }
   const quick = await quickEnter(ctx, { name: req.name, argv: req.argv, repoFlag: req.repoFlag, missing: "error" }, stdio());
   if (quick !== null) return quick;

@@ -193,6 +193,8 @@ export interface ShellOptions {
   repo?: string;
   /** Command to run; empty for the login shell. */
   argv: string[];
+  /** The command as the person started it, for `sbx ps`. */
+  command?: string[];
   cwd: string;
   env: Record<string, string | undefined>;
   detachKeys?: Uint8Array | null;
@@ -204,6 +206,7 @@ export async function openShell(client: DaemonClient, opts: ShellOptions, tty: T
     name: opts.name,
     ...(opts.repo ? { repo: opts.repo } : {}),
     argv: opts.argv,
+    ...(opts.command ? { command: opts.command } : {}),
     cwd: opts.cwd,
     ...tty.size(),
     env: terminalEnv(opts.env),

@@ -11,7 +11,7 @@ import type { CliContext, Verb } from "../verb";
  */
 export function pickSession(sessions: readonly SessionView[], target: string | undefined): SessionView {
   const running = sessions.filter((s) => s.exitCode === null);
-  const list = (ss: readonly SessionView[]) => ss.map((s) => `${s.id} (${s.sandbox}: ${s.argv.length ? s.argv.join(" ") : "shell"})`).join(", ");
+  const list = (ss: readonly SessionView[]) => ss.map((s) => `${s.id} (${s.sandbox}: ${s.command.join(" ") || "shell"})`).join(", ");
   if (target === undefined) {
     if (running.length === 1) return running[0]!;
     if (running.length === 0) throw new SbxError("not_found", "no session is running", { hint: "`sbx shell NAME` or `sbx run AGENT` starts one." });

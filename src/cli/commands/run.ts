@@ -123,7 +123,8 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   const client = await daemon(ctx);
   const r = await client.lifecycle("agent", body, outOf(ctx));
   if (r.created) ctx.render.info(`created sandbox ${r.sandbox.name}`);
-  return enter(ctx, client, { name: r.sandbox.name, argv: [...r.argv, ...args], repoFlag });
+  // `sbx ps` shows the agent as the person asked for it, not sbx's launcher (`--verbose` shows that).
+  return enter(ctx, client, { name: r.sandbox.name, argv: [...r.argv, ...args], command: [agent, ...args], repoFlag });
 }
 
 export const run: Verb = {

@@ -5,7 +5,7 @@ import { pickSession } from "../../../src/cli/commands/attach";
 import type { SessionView } from "../../../src/daemon/protocol";
 
 const s = (id: string, sandbox: string, exitCode: number | null = null, argv: string[] = []): SessionView => ({
-  id, sandbox, repo: "/r", argv, pid: 1, clients: 0, startedAt: 0, cols: 80, rows: 24, exitCode,
+  id, sandbox, repo: "/r", argv: argv.length ? ["/bin/sh", "-c", "launcher", ...argv] : [], command: argv, pid: 1, clients: 0, startedAt: 0, cols: 80, rows: 24, exitCode,
 });
 
 describe("sbx attach: the session a word means", () => {
