@@ -18,8 +18,11 @@ export function oneEditAway(a: string, b: string): boolean {
   return short.slice(i) === long.slice(i + 1);
 }
 
-/** The existing names `name` could be a slip for (none when it is one of them). */
+/** Below this length every name is one edit from every other (`a`, `b`, `t`): a short name is taken as meant. */
+const MIN_GUARDED = 3;
+
+/** The existing names `name` could be a slip for (none when it is one of them, or when it is shorter than 3). */
 export function nearNames(name: string, existing: readonly string[]): string[] {
-  if (existing.includes(name)) return [];
+  if (existing.includes(name) || name.length < MIN_GUARDED) return [];
   return existing.filter((e) => oneEditAway(name, e));
 }

@@ -46,5 +46,9 @@ describe("typo-guard: one edit away", () => {
   test("nearNames: none for an existing name, else every near one", () => {
     expect(nearNames("demo", ["demo", "demx"])).toEqual([]);
     expect(nearNames("demx", ["demo", "dema", "work"])).toEqual(["demo", "dema"]);
+    // Two-letter names are all one edit apart: those are taken as meant.
+    expect(nearNames("b", ["a"])).toEqual([]);
+    expect(nearNames("ab", ["ac", "abc"])).toEqual([]);
+    expect(nearNames("abd", ["abc"])).toEqual(["abc"]);
   });
 });
