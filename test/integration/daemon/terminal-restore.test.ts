@@ -52,8 +52,17 @@ describe.skipIf(!hasTmux)(`terminal-restore: real terminals (tmux)${hasTmux ? ""
         await Bun.sleep(50);
       }
     };
-    const attachIn = (window: string, session: string) =>
-      tmux("new-window", "-t", window, "sh", "-c", `'${process.execPath}' '${term}' '${w.paths.controlSocket}' attach ${session}; echo "[client exited: $?]"; sleep 60`);
+    const cli = join(import.meta.dir, "..", "..", "..", "src", "cli", "main.ts");
+    /** Joins `session` in a new window: with the test client, or (`viaCli`) with `sbx attach NAME` itself. */
+    const attachIn = (window: string, session: string, viaCli = false) =>
+      tmux(
+        "new-window",
+        "-t",
+        window,
+        "sh",
+        "-c",
+        `${viaCli ? `'${process.execPath}' '${cli}' attach demo` : `'${process.execPath}' '${term}' '${w.paths.controlSocket}' attach ${session}`}; echo "[client exited: $?]"; sleep 60`,
+      );
     return { tmux, flags, waitPane, attachIn, term };
   }
 
@@ -76,14 +85,14 @@ describe.skipIf(!hasTmux)(`terminal-restore: real terminals (tmux)${hasTmux ? ""
     const [session] = (await w.client.sessions()).sessions;
     expect(session?.exitCode).toBeNull();
 
-    // 2. Reattach: the program is made to repaint at this terminal's size, and its modes are on here again.
-    attachIn("t:1", session!.id);
+    // 2. Reattach with `sbx attach demo`: the program is made to repaint at this terminal's size, and its modes are on here again.
+    attachIn("t:1", session!.id, true);
     await waitPane("t:1", /REPAINTED-30x100/);
     expect(flags("t:1")).toBe(TUI_FLAGS);
 
     // 3. The client killed (SIGTERM): it restores before it goes, and says so.
     const pid = Number(tmux("list-panes", "-t", "t:1", "-F", "#{pane_pid}").trim());
-    const client = Number(Bun.spawnSync(["pgrep", "-P", String(pid), "-f", "daemon-term"]).stdout.toString().trim());
+    const client = Number(Bun.spawnSync(["pgrep", "-P", String(pid), "-f", "main.ts attach"]).stdout.toString().trim());
     expect(client).toBeGreaterThan(0);
     process.kill(client, "SIGTERM");
     const afterKill = await waitPane("t:1", /\[client exited: 143\]/);
@@ -98,5 +107,24 @@ describe.skipIf(!hasTmux)(`terminal-restore: real terminals (tmux)${hasTmux ? ""
     d = undefined;
     await waitPane("t:2", /\[client exited: \d+\]/);
     expect(flags("t:2")).toBe(PLAIN_FLAGS);
+  }, 60_000);
+
+  test("a program that draws in the main screen (cursor hidden inside its box): the note goes below the box, not over it", async () => {
+    w = makeWorld();
+    seedSandbox(w, "demo");
+    d = await startDaemonProc(w);
+    await startSandbox(w, "demo");
+    const { tmux, flags, waitPane, term } = harness();
+    const inline = `printf '\\033[?25l\\033[?1000hBOX-TOP\\nBOX-MID\\nBOX-BOTTOM\\033[2A\\033[3G'; while :; do sleep 0.1; done`;
+    tmux("new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "sh", "-c", `'${process.execPath}' '${term}' '${w.paths.controlSocket}' open demo sh -c '${inline.replaceAll("'", "'\\''")}'; sleep 60`);
+    await waitPane("t:0", /BOX-BOTTOM/);
+    expect(flags("t:0")).toBe("0 0 1 0 1 0 0 0");
+    tmux("send-keys", "-t", "t:0", "C-p", "C-q");
+    await waitPane("t:0", /sbx: detached/);
+    expect(flags("t:0")).toBe(PLAIN_FLAGS);
+    // The note goes on the screen's last row: lines above may scroll into the history (-S), none is drawn over.
+    const pane = tmux("capture-pane", "-p", "-J", "-S", "-100", "-t", "t:0");
+    expect(pane).toMatch(/^BOX-TOP\nBOX-MID\nBOX-BOTTOM\n/m);
+    expect(pane).toMatch(/^sbx: detached; session \S+ goes on running/m);
   }, 60_000);
 });
