@@ -45,9 +45,11 @@ async function status(asJson: boolean): Promise<void> {
     process.stdout.write(`${JSON.stringify(body)}\n`);
     return;
   }
-  const a = body.allowlist as { sandbox: string[]; global: string[]; builtin: string[]; published: string[] };
+  const a = body.allowlist as { sandbox: string[]; global: string[]; builtin: string[]; published: string[]; level?: { name: string; patterns: string[]; open: boolean } | null };
   const out: string[] = [`sandbox ${clean(body.sandbox)} may reach:`];
-  for (const [label, list] of [["its own list", a.sandbox], ["every sandbox's", a.global], ["built in", a.builtin], ["services of the host", a.published]] as const) {
+  // Its policy level (older daemons send none): `open` reaches every public host; never private or host addresses.
+  const level = a.level ? (a.level.open ? ["every public host and address (no private, loopback or metadata ones)"] : a.level.patterns) : [];
+  for (const [label, list] of [["its own list", a.sandbox], ["every sandbox's", a.global], [`level ${clean(a.level?.name ?? "")}`, level], ["built in", a.builtin], ["services of the host", a.published]] as const) {
     if (list.length) out.push(`  ${label}: ${list.map(clean).join(", ")}`);
   }
   const blocked = body.blocked as Array<{ host?: string; port?: number; reason?: string; detail?: string }>;

@@ -13,6 +13,7 @@ export const HELP_TOPICS = {
   sessions: "shell, ps, attach and detach, status, logs",
   dashboard: "sbx ui",
   "chat-setup": "approvals in Zulip, Slack or a signed webhook: sbx chat setup, the listener, the signing scheme",
+  "company-network": "a company machine: package mirrors carried into sandboxes, without their credentials",
   troubleshooting: "the likely failures, and what to do",
   uninstall: "remove sandboxes, the service and sbx's files",
 } as const;

@@ -2,15 +2,10 @@
 import { z } from "zod";
 import { SbxError } from "./errors";
 import { scanText } from "./secrets";
+import { RESERVED } from "./reserved-env";
+export { isReservedEnv } from "./reserved-env";
+import { LEVEL_NAMES, type LevelName } from "./levels";
 import { parseBudget, PricesSchema } from "./llm-budget";
-
-/** Variables sbx sets itself: a config entry must not be able to point a client around the proxy or the bridge. */
-const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|npm_config_(https_)?proxy|npm_config_noproxy|JAVA_TOOL_OPTIONS|[A-Z]+_BASE_URL)$/;
-
-/** Pure: whether sbx sets this variable itself (proxy, LLM, socket, PATH): nothing a person configures may override it. */
-export function isReservedEnv(name: string): boolean {
-  return RESERVED.test(name);
-}
 
 /** Names that hold credentials by convention; sbx never passes such a variable into a sandbox. */
 const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
@@ -60,6 +55,10 @@ export const ConfigSchema = z
       .boolean()
       .optional()
       .describe("true | false: whether new sandboxes get the transparent path (a DNS stub and 80/443 carried to the proxy for clients that ignore the proxy variables; default true; --no-transparent)"),
+    policy: z
+      .enum(LEVEL_NAMES as [LevelName, ...LevelName[]])
+      .optional()
+      .describe("locked | balanced | open: the policy level of new sandboxes, unless --policy says otherwise (default: none, the built-in list: api.anthropic.com; `sbx help egress`)"),
     claudeAuth: z
       .enum(["inject", "overlay"])
       .optional()

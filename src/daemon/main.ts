@@ -44,6 +44,7 @@ import { proxyGuard } from "../guards/proxy";
 import { systemResolver, type Resolver } from "../proxy/egress-proxy";
 import type { MacosBackend } from "../drivers/macos/backend";
 import { defaultKind } from "../core/backend-kind";
+import { publishedOf } from "../core/egress";
 import { rawBlockFeed } from "../events/raw-blocks";
 import { notificationArgv } from "./notify";
 import { driverRefSyncGuard } from "./driver-guards";
@@ -269,6 +270,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     upstreamCa: () => withCompany(upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS), company.pemNow()),
     terminatesFor: (id) => egressRules.anyFor(id),
     companyCas: () => company.current(),
+    published: (id) => publishedOf(d.store.getSandbox(id)?.identity ?? {}),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);

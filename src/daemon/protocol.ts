@@ -1,11 +1,14 @@
 // The control socket's wire shapes (zod): every request and response the daemon serves, shared with src/client.
+// whole: every wire shape of the control socket in one file, the contract the daemon and src/client share (issue 41 tipped it over 600).
 import { z } from "zod";
 import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
-import { BindingSpecSchema } from "../core/bound-secret";
-import { RuleSpecSchema } from "../core/rules";
+import { BindingSpecSchema } from "../core/bound-secret-schema";
+import { RuleSpecSchema } from "../core/rules-schema";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
+import { LEVEL_NAMES, type LevelName } from "../core/levels";
+import { FOR_MAX_MS } from "../core/allow-term";
 
 export const API_VERSION = 1;
 
@@ -281,6 +284,8 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   allowWeaker: z.boolean().default(false),
   /** `--no-transparent` (false); absent: the config's, else on. */
   transparent: z.boolean().optional(),
+  /** `--policy LEVEL`; absent: the config's `policy`, else none (the built-in list). */
+  policy: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional(),
   ports: z.array(z.string().min(1).max(64)).max(64).default([]),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
@@ -415,6 +420,8 @@ export const SandboxInfoSchema = z.object({
   notes: z.array(z.string()).optional(),
   /** Its LLM spend and budget. */
   llm: SpendViewSchema.optional(),
+  /** Its policy level; null: none (the built-in list). Absent from older daemons. */
+  level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).nullable().optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 
@@ -458,7 +465,13 @@ export type LifecycleLine = z.infer<typeof LifecycleLineSchema>;
 /** A list to change: a sandbox's (named as the CLI names it: in the repo around cwd) or the global one. */
 const ScopeSchema = WhereSchema.extend({ sandbox: nameSchema.optional(), global: z.boolean().default(false) });
 
-export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200) });
+/** How long an allow lasts: for good (absent), one connection, or a number of milliseconds (core/allow-term.ts). */
+export const AllowTermSchema = z.union([
+  z.object({ kind: z.literal("good") }),
+  z.object({ kind: z.literal("once") }),
+  z.object({ kind: z.literal("for"), ms: z.number().int().min(1_000).max(FOR_MAX_MS) }),
+]);
+export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200), term: AllowTermSchema.optional() });
 export type PolicyPatterns = z.input<typeof PolicyPatternsSchema>;
 
 /** `sbx secret set NAME --host …`: a binding for every sandbox or one (never a value: that stays on the CLI's side). */
@@ -516,9 +529,16 @@ export const PolicyCheckResultSchema = z.object({
   judged: z.boolean(),
 });
 
-export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]) });
+export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]), term: AllowTermSchema.optional() });
 
-const AllowEntryViewSchema = z.object({ pattern: z.string(), addedBy: z.string(), addedAt: z.number() });
+const AllowEntryViewSchema = z.object({
+  pattern: z.string(),
+  addedBy: z.string(),
+  addedAt: z.number(),
+  /** `--for`/`--once`: when it lapses (absent: for good, or an older daemon). */
+  expiresAt: z.number().nullable().optional(),
+  once: z.boolean().optional(),
+});
 export const ApprovalViewSchema = z.object({
   id: z.number().int(),
   sandboxId: z.number().int(),
@@ -558,3 +578,28 @@ export const PolicyDecisionSchema = z.object({
   action: z.enum(["allow", "deny"]),
   added: z.boolean(),
 });
+
+// ── Policy levels (/v1/policy/level): sbx policy show NAME, sbx policy set NAME --level L ──
+
+export const PolicyLevelSchema = WhereSchema.extend({ name: nameSchema, level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional() });
+export type PolicyLevel = z.input<typeof PolicyLevelSchema>;
+
+const LevelPartViewSchema = z.object({ pattern: z.string(), why: z.string() });
+/** A sandbox's policy as `sbx policy show` prints it: its level and what it allows, then the person's own entries. */
+export const PolicyLevelViewSchema = z.object({
+  name: z.string(),
+  /** null: no level, the built-in list. */
+  level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).nullable(),
+  about: z.string(),
+  /** What the level (or the built-in list) allows, each with why. */
+  allows: z.array(LevelPartViewSchema),
+  /** The `open` level: any public host and address, on any port. */
+  open: z.boolean(),
+  /** What `balanced` read of the repo, and when. */
+  repo: z.object({ registries: z.array(z.object({ preset: z.string(), file: z.string() })), registryHosts: z.array(z.object({ host: z.string(), file: z.string() })), forges: z.array(z.object({ host: z.string(), remote: z.string() })) }).nullable(),
+  sandbox: z.array(AllowEntryViewSchema),
+  global: z.array(AllowEntryViewSchema),
+  published: z.array(z.string()),
+  changed: z.boolean(),
+});
+export type PolicyLevelView = z.infer<typeof PolicyLevelViewSchema>;

@@ -95,6 +95,7 @@ export function newSandboxOptions(req: ReturnType<typeof LifecycleCreateSchema.p
     ...(req.ports.length ? { ports: req.ports } : {}),
     ...(req.allowWeaker ? { allowWeaker: true } : {}),
     ...(req.transparent === false ? { transparent: false } : {}),
+    ...(req.policy ? { policy: req.policy } : {}),
   };
 }
 

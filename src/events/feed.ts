@@ -55,11 +55,14 @@ export const FeedEventSchema = z.discriminatedUnion("kind", [
     kind: z.literal("decision"),
     at: z.number(),
     sandbox: SandboxRef.nullable(),
-    action: z.enum(["allow", "deny", "remove"]),
+    /** `lapsed`: an entry made for a time or once reached its expiry (by: sbx). */
+    action: z.enum(["allow", "deny", "remove", "lapsed"]),
     pattern: z.string(),
     scope: z.enum(["sandbox", "global"]),
     by: z.string(),
     approvalId: z.number().int().optional(),
+    /** How long an allow lasts when not for good (`for 30m`, `once (one connection)`), or what lapsed. */
+    term: z.string().optional(),
   }),
 ]);
 export type FeedEvent = z.infer<typeof FeedEventSchema>;
@@ -196,7 +199,7 @@ const num = (v: unknown): number | undefined => (typeof v === "number" && Number
  */
 export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => string): FeedEvent | null {
   const d = row.detail;
-  if (row.kind === "allowlist" && (row.action === "allow" || row.action === "deny" || row.action === "remove")) {
+  if (row.kind === "allowlist" && (row.action === "allow" || row.action === "deny" || row.action === "remove" || row.action === "lapsed")) {
     const pattern = str(d.pattern);
     const scope = d.scope === "global" ? "global" : "sandbox";
     if (pattern === undefined) return null;
@@ -210,6 +213,7 @@ export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => stri
       scope,
       by: str(d.by) ?? "",
       ...(approvalId !== undefined ? { approvalId } : {}),
+      ...(str(d.term) !== undefined ? { term: str(d.term)! } : {}),
     };
   }
   if (row.sandboxId === null) return null;

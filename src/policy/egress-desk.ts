@@ -72,7 +72,9 @@ export function createEgressDesk(o: EgressDeskOptions): (req: IncomingMessage, r
           .listApprovals({ state: "pending", sandboxId: o.sandbox.id })
           .filter((a) => a.kind === "egress")
           .map((a) => ({ id: a.id, host: a.host, port: a.port, count: a.count, reason: a.reason }));
-        json(res, 200, { sandbox: o.sandbox.name, allowlist: { sandbox: lists.sandbox, global: lists.global, builtin: BUILTIN_ALLOWLIST, published: lists.published ?? [] }, blocked, pending });
+        // A level takes the built-in list's place (core/levels.ts).
+        const allowlist = { sandbox: lists.sandbox, global: lists.global, builtin: lists.level ? [] : BUILTIN_ALLOWLIST, published: lists.published ?? [], level: lists.level ?? null, once: lists.once ?? [] };
+        json(res, 200, { sandbox: o.sandbox.name, allowlist, blocked, pending });
         return;
       }
       if (req.method === "POST" && path === `${DESK_PATH}/ask`) {

@@ -9,6 +9,7 @@ import { pairText, patternFor } from "../core/egress";
 import type { FeedEvent } from "../events/feed";
 import type { Store } from "../store/store";
 import type { PolicyService } from "./service";
+import { termOfEntry } from "./lapse";
 
 /** How long the lookup after an approval may take; past it, nothing is paired (the next refusal offers the pairing). */
 const LOOKUP_MS = 5_000;
@@ -51,8 +52,12 @@ export function pairApprovedNames(o: {
       if (pairs.length === 0) return;
       const sandbox = e.scope === "sandbox" && e.sandbox ? o.store.getSandbox(e.sandbox.id) : null;
       if (e.scope === "sandbox" && !sandbox) return;
+      // The pairing lasts as the allow it follows does (policy/lapse.ts): for good, until the same moment, or once; an
+      // allow already used up or lapsed gets none.
+      const term = termOfEntry(o.store, sandbox?.id ?? null, e.pattern, e.at);
+      if (term === null) return;
       try {
-        o.policy.allow(sandbox ? { kind: "sandbox", sandbox } : { kind: "global" }, pairs, `${e.by} (approved ${name}, which resolves to a private address)`);
+        o.policy.allow(sandbox ? { kind: "sandbox", sandbox } : { kind: "global" }, pairs, `${e.by} (approved ${name}, which resolves to a private address)`, term);
       } catch (err) {
         o.log?.("could not pair an approved name with its private address", { name, err: (err as Error).message });
       }

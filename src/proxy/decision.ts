@@ -5,7 +5,7 @@ import { lookup } from "node:dns/promises";
 import { networkInterfaces } from "node:os";
 import { canonicalIp } from "../core/addresses";
 import { normalizeHost } from "../core/allowlist";
-import { checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
+import { checkAddresses, compilePolicy, decide, onceRelied, patternFor, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { judgeRequest } from "../core/rules";
 import type { EgressEvent, EgressPath, EgressSandbox } from "../core/egress-events";
 import { headerSafe, type Header } from "./http1";
@@ -60,6 +60,11 @@ export interface DeciderOptions {
   hostAddresses?: () => Iterable<string>;
   /** Where denials and lookup failures are told (the proxy's event sink). */
   emit: (e: EgressEvent) => void;
+  /**
+   * Uses up a one-time approval (`--once`) a connection relies on; false when it is gone (another connection used it,
+   * or it lapsed). Without it a one-time approval allows nothing.
+   */
+  consume?: (pattern: string) => boolean;
 }
 
 /** One sandbox's decisions: its policy read per check (compiled once per change), its denials told as they are made. */
@@ -77,7 +82,7 @@ export class Decider {
   private current(): CompiledPolicy {
     const lists = this.o.policy();
     // Every list the decision reads is in the key: a change to any of them applies to the next request.
-    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}\0${lists.rules?.length ? JSON.stringify(lists.rules) : ""}`;
+    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}\0${lists.rules?.length ? JSON.stringify(lists.rules) : ""}\0${JSON.stringify(lists.level ?? null)}\0${(lists.once ?? []).join("\n")}`;
     if (this.cached === null || key !== this.cacheKey) {
       this.cached = compilePolicy(lists);
       this.cacheKey = key;
@@ -137,6 +142,12 @@ export class Decider {
     }
     const a = checkAddresses(policy, d.host, addresses, port, this.hostOwn());
     if (!a.ok) return this.deny(path, method, d.host, port, a.reason, a.detail, a.suggest);
+    // A one-time approval allows one connection: used up now, or, gone meanwhile, not at all.
+    const once = onceRelied(policy, d, addresses, port);
+    for (const p of once.required) {
+      if (!(this.o.consume?.(p) ?? false)) return this.deny(path, method, d.host, port, "not-allowlisted", `${d.host} was allowed once, and that connection was made already`, patternFor(d.host, port));
+    }
+    for (const p of once.alsoCovering) this.o.consume?.(p);
     return { ok: true, path, host: d.host, port, address: a.address, source: d.source, pattern: d.pattern, requests: d.requests, wholeHost: d.wholeHost };
   }
 }

@@ -21,7 +21,10 @@ import { sandboxId } from "../drivers/identity";
 import { resolveLimits } from "../core/limits";
 import { parseBudget } from "../core/llm-budget";
 import { loadConfig } from "../sys/config-file";
+import { NO_FACTS } from "../core/levels";
+import { levelSetting } from "./level";
 import type { ServiceContext } from "./context";
+import { hostMirrorsFor, mirrorLines } from "./mirrors";
 import { teardown } from "./remove";
 import type { CreateRequest, Output } from "./requests";
 
@@ -76,6 +79,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
           ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
           ...(req.transparent === false ? ["--no-transparent"] : []),
           ...(req.allowWeaker ? ["--allow-weaker"] : []),
+          ...(req.policy !== undefined ? ["--policy"] : []),
         ];
         if (newOnly.length > 0) {
           throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
@@ -118,14 +122,20 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const made = await driver.newIdentity(n, c.d.store.listSandboxes(), c.report(null, out));
     // --port over devcontainer.json's forwardPorts (the driver's), one forward per host port.
     const forwards = nextPorts(portsOf(made), ports, []);
-    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(llmBudget ? { llmBudget } : {}) };
+    // The host's package mirrors as they are now, through the copy-in door: kept for every session of the sandbox.
+    const carried = hostMirrorsFor(c.d, req.name);
+    for (const l of carried.lines) out.log(l);
+    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(llmBudget ? { llmBudget } : {}), ...(carried.mirrors ? { mirrors: carried.mirrors } : {}) };
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(lay.creating, `${process.pid}\n`);
-    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
+    // Its level, from its first request on (what `balanced` reads of the repo is added before anything runs in it).
+    const level = req.policy ?? config.policy;
+    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity: level ? { ...identity, policy: { level, repo: NO_FACTS, at: Date.now() } } : identity });
     let aside: SetAside | null = null;
     try {
       cancelled(req);
       const h = { exec: driver.hostExec(driver.spec(row)), repo };
+      if (level === "balanced") c.driverIdentity(row.id, { policy: await levelSetting(h.exec, repo, level, Date.now(), (l) => out.log(l)) });
       // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
       // An image build whose context holds the repo starts once these writes into its .git are done (`repoQuiet`).
       const storing = promoteStores(h).then(() => ensureStore(h, req.name));
@@ -142,6 +152,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       throw e;
     }
     unlinkSync(lay.creating);
+    const fresh = c.d.store.getSandbox(row.id) ?? row;
+    for (const l of mirrorLines(c.d, fresh, driver.spec(fresh))) out.log(l);
     await workingTree(c, c.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out);
     await postCreate(c, c.d.store.getSandbox(row.id) ?? row, driver, out);
     const live = c.d.store.getSandbox(row.id) ?? row;

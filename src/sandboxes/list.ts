@@ -1,6 +1,7 @@
 // `sbx list`: sandboxes of every kind with their observed phase, unsynced commits, limits hit and notes.
 import type { SandboxSpec } from "../core/spec";
 import { limitHits } from "../core/limits";
+import { levelOf } from "../core/levels";
 import type { Driver } from "../drivers/driver";
 import { baseIdentity } from "../drivers/identity";
 import { createProgress } from "../workspace/lock";
@@ -18,7 +19,7 @@ export async function listSandboxes(c: ServiceContext, opts: { all?: boolean; re
   return Promise.all(
     rows.map(async (row): Promise<SandboxInfo> => {
       const ident = baseIdentity(row);
-      const base = { name: row.name, repo: row.repo, backend: row.backend, state: row.state, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, dir: ident?.dir ?? "", id: ident?.id ?? "" };
+      const base = { name: row.name, repo: row.repo, backend: row.backend, state: row.state, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, dir: ident?.dir ?? "", id: ident?.id ?? "", level: levelOf(row.identity)?.level ?? null };
       if (row.state === "deleted") return { ...base, phase: "absent", unsynced: null };
       // Spend is the store's: known whatever the sandbox's runtime says.
       const llm = budgets.view(row);

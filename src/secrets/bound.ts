@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import type { SecureContext } from "node:tls";
 import type { BoundSecret } from "../core/bound-secret";
 import { placeholderFor, randomLength } from "../core/placeholder";
+import { HOST_ALIAS } from "../core/egress";
 import type { SecretBinding } from "../proxy/terminate";
 import type { SecretBindings } from "../store/secret-bindings";
 import type { Authority } from "../tls/authority";
@@ -16,6 +17,27 @@ export function sameShape(placeholder: string, value: string): boolean {
   const cls = (c: string) => (c >= "a" && c <= "z" ? "a" : c >= "A" && c <= "Z" ? "A" : c >= "0" && c <= "9" ? "0" : c);
   for (let i = 0; i < value.length; i++) if (cls(placeholder[i]!) !== cls(value[i]!)) return false;
   return true;
+}
+
+/**
+ * Pure: the registries an `--npmrc` secret's line is written for, as npm keys its auth (the "nerf dart": host and
+ * port, `//host:port/`). A name is a registry on npm's default ports; host.sbx.internal is a registry only on the ports
+ * published for the sandbox (on the host's 127.0.0.1, which it stands for): one line each. A wildcard names no registry.
+ */
+export function npmrcHosts(hosts: readonly string[], published: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const h of hosts) {
+    if (h.startsWith("*.")) continue;
+    if (h !== HOST_ALIAS) {
+      out.push(h);
+      continue;
+    }
+    for (const e of published) {
+      const m = /^127\.0\.0\.1:(\d+)$/.exec(e);
+      if (m) out.push(`${HOST_ALIAS}:${m[1]}`);
+    }
+  }
+  return out;
 }
 
 /** What a session gets: its variables, and what it should be told (a secret that could not be read, …). */
@@ -43,6 +65,8 @@ export class BoundSecrets {
       terminatesFor?: (sandboxId: number) => boolean;
       /** The company CAs every session trusts (issue 39: the config's `trust`), PEM; "" for none. */
       companyCas?: () => Promise<string>;
+      /** The host's services published for a sandbox (`addr:port`): what a secret bound to host.sbx.internal reaches. */
+      published?: (sandboxId: number) => readonly string[];
       log?: (message: string, fields: Record<string, unknown>) => void;
     },
   ) {}
@@ -145,7 +169,7 @@ export class BoundSecrets {
           this.d.bindings.setPlaceholder(sandboxId, b.name, p);
         }
         if (b.spec.env !== null) out.env[b.spec.env] = p;
-        if (b.spec.npmrc) for (const h of b.spec.hosts) if (!h.startsWith("*.")) out.npmrc.push({ host: h, placeholder: p });
+        if (b.spec.npmrc) for (const h of npmrcHosts(b.spec.hosts, this.d.published?.(sandboxId) ?? [])) out.npmrc.push({ host: h, placeholder: p });
       }),
     );
     return out;

@@ -167,4 +167,11 @@ export const migrations: readonly string[] = [
   ALTER TABLE approvals_new RENAME TO approvals;
   CREATE UNIQUE INDEX approvals_pending_once ON approvals (sandbox_id, kind, host, port) WHERE state = 'pending';
   `,
+  // 10: allowlist entries that last a time (\`--for 30m\`: expires_at) or one connection (\`--once\`: once = 1, with an
+  // expiry too, for one never used). The proxy's read leaves out an entry past its expiry; a sweep deletes it and says so.
+  `
+  ALTER TABLE allowlist ADD COLUMN expires_at INTEGER;
+  ALTER TABLE allowlist ADD COLUMN once INTEGER NOT NULL DEFAULT 0 CHECK (once IN (0, 1));
+  CREATE INDEX allowlist_expires ON allowlist (expires_at) WHERE expires_at IS NOT NULL;
+  `,
 ];

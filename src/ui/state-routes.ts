@@ -3,6 +3,7 @@
 import type { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
+import { levelOf } from "../core/levels";
 import { SSE_MAX_QUEUED } from "../core/bounds";
 import { spendLine, type SpendView } from "../core/llm-budget";
 import type { UiEnv } from "./auth";
@@ -77,11 +78,13 @@ app.get("/api/state", (c) => {
     })),
     allowlists: {
       builtin: BUILTIN_ALLOWLIST,
-      global: store.listAllow(null).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
+      global: store.listAllow(null).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, expiresAt: e.expiresAt, once: e.once })),
       sandboxes: sandboxes.map((s) => ({
         id: s.id,
         name: s.name,
-        entries: store.listAllow(s.id).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
+        // Its policy level (null: the built-in list).
+        level: levelOf(s.identity)?.level ?? null,
+        entries: store.listAllow(s.id).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, expiresAt: e.expiresAt, once: e.once })),
       })),
     },
     feed: history(),

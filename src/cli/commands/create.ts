@@ -96,6 +96,7 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option("--rebuild", "rebuild the image even if its tag exists")
     .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (ADDRESS:HOST:PORT for another address; repeatable; later: sbx port)", collect, [])
     .option("--allow-weaker", "--backend user on Linux: create it even though this kernel's Landlock cannot scope abstract sockets and signals (sbx doctor)")
+    .option("--policy <level>", "its egress level: locked (sbx's own routes only), balanced (the agent's API and login, the repo's package registries and forge) or open (every public host); default: the config's policy, else the built-in list (sbx help egress; later: sbx policy set)")
     .option("--no-transparent", "no transparent path: no DNS stub and no 80/443 carried to the proxy; only clients that honour the proxy variables get out (config: transparent)")
     .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes, and into the image's build context (default: the sandbox and its image start from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
@@ -112,6 +113,13 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option(...LIMIT_OPTIONS[1])
     .option(...LIMIT_OPTIONS[2])
     .option(...LLM_BUDGET_OPTION);
+}
+
+/** `--policy LEVEL` as the lifecycle takes it; an unknown level is refused here, with the levels. */
+export async function policyOpt(opts: Record<string, unknown>): Promise<{ policy?: "locked" | "balanced" | "open" }> {
+  if (typeof opts.policy !== "string") return {};
+  const { levelNamed } = await import("../../core/levels");
+  return { policy: levelNamed(opts.policy, "--policy") };
 }
 
 export const create: Verb = {
@@ -148,6 +156,7 @@ export const create: Verb = {
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),
+      ...(await policyOpt(opts)),
     };
     const { sandbox } = await daemon(ctx)
       .then((client) => client.lifecycle("create", request, outOf(ctx, { json: opts.json === true })))

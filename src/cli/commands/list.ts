@@ -13,7 +13,7 @@ export const list: Verb = {
     cmd
       .option("--all", "include deleted sandboxes")
       .option("--json", "print JSON")
-      .addHelpText("after", ["", "STATE is one of (the same words in `sbx status`, --json, the dashboard and chat):", ...Object.entries(STATE_MEANINGS).map(([w, m]) => `  ${w.padEnd(9)} ${m}`)].join("\n"));
+      .addHelpText("after", ["", "STATE is one of (the same words in `sbx status`, --json, the dashboard and chat):", ...Object.entries(STATE_MEANINGS).map(([w, m]) => `  ${w.padEnd(9)} ${m}`), "", "POLICY is its egress level: locked, balanced, open, or default (the built-in list); `sbx policy show NAME`."].join("\n"));
   },
   async run(ctx, _args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
@@ -35,6 +35,7 @@ export const list: Verb = {
           createdAt: i.createdAt,
           lastUsedAt: i.lastUsedAt,
           guarded: isGuarded(i),
+          level: i.level ?? null,
           unsyncedCommits: i.unsynced === null ? null : i.unsynced.length,
           unsynced: i.unsynced,
           ...(i.reason !== undefined ? { reason: i.reason } : {}),
@@ -66,12 +67,14 @@ export const list: Verb = {
     const notes = items.map(note);
     const withNotes = notes.some((n) => n !== "");
     ctx.render.table(
-      ["NAME", "REPO", "STATE", "GUARDS", "CREATED", "LAST USED", "UNSYNCED", "LLM SPEND", ...(withNotes ? ["NOTE"] : [])],
+      ["NAME", "REPO", "STATE", "GUARDS", "POLICY", "CREATED", "LAST USED", "UNSYNCED", "LLM SPEND", ...(withNotes ? ["NOTE"] : [])],
       items.map((i, n) => [
         i.name,
         i.repo,
         stateOf(i),
         i.state === "deleted" ? "-" : isGuarded(i) ? "up" : "down",
+        // No level: the built-in list (sbx policy show NAME says what it holds).
+        i.level ?? "default",
         ctx.render.when(i.createdAt),
         ctx.render.when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,

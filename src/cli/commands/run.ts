@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
 import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
-import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt } from "./create";
+import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, policyOpt } from "./create";
 
 /** The options `run` and `exec` share: those of a new sandbox. */
 export function declareRunOptions(cmd: Command): Command {
@@ -16,8 +16,9 @@ export function declareRunOptions(cmd: Command): Command {
 }
 
 /** The create options as the lifecycle takes them. */
-function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
+async function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
   return {
+    ...(await policyOpt(opts)),
     ...(backend ? { backend: backend as "docker" } : {}),
     rebuild: opts.rebuild === true,
     overlays: (opts.overlay as string[] | undefined) ?? [],
@@ -52,6 +53,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
     opts.claudeAuth !== undefined ||
     opts.exposeCredentials === true ||
     opts.allowWeaker === true ||
+    opts.policy !== undefined ||
     opts.transparent === false;
   if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
@@ -66,7 +68,7 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   const client = await daemon(ctx);
   const verb = cmd?.name() === "run" ? "run" : "exec";
   await guardNewName(ctx, client, { name, repoFlag, create: opts.create === true, again: (n) => `\`sbx ${verb} ${n} -- …\`` });
-  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...createOpts(ctx, opts, backend), ifExists: "reuse" }, outOf(ctx));
+  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...(await createOpts(ctx, opts, backend)), ifExists: "reuse" }, outOf(ctx));
   if (created) ctx.render.info(`created sandbox ${name}`);
   return enter(ctx, client, { name, argv, repoFlag });
 }
@@ -113,7 +115,7 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     ...(name ? { name } : {}),
     ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
     unattended: opts.ask !== true,
-    ...createOpts(ctx, opts, backend),
+    ...(await createOpts(ctx, opts, backend)),
   };
   // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first.
   if (name && opts.create !== true) {

@@ -30,6 +30,7 @@ import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
 import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import { mirrorDelivery, MirrorsSchema } from "../../core/mirrors";
 import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
@@ -59,6 +60,8 @@ export const DockerIdentitySchema = z.object({
   transparent: z.boolean().optional(),
   /** `--expose-credentials` at create: each new container's views keep what the copy-in scan finds, said as warnings. */
   exposeCredentials: z.boolean().optional(),
+  /** The host's package mirrors at create (sandboxes/mirrors.ts): cargo's is a file in the home, the rest the sessions'. */
+  mirrors: MirrorsSchema.optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -254,6 +257,8 @@ export class DockerDriver implements Driver {
       ...(ident.transparent ? { transparent: true } : {}),
       ...(ident.exposeCredentials ? { exposeCredentials: true } : {}),
     };
+    const cargo = ident.mirrors ? mirrorDelivery(ident.mirrors).cargoToml : null;
+    if (cargo !== null) options.homeFiles = [{ path: ".cargo/config.toml", text: cargo }];
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
       id: ident.id,

@@ -61,13 +61,13 @@
     r.className = isError ? "result error" : "result";
   }
 
-  async function decide(approval, choice, button) {
+  async function decide(approval, choice, button, lasts) {
     const row = button.closest("tr");
     for (const b of row.querySelectorAll("button")) b.disabled = true;
     try {
-      const r = await post("/api/approvals/" + approval.id + "/decide", { choice });
+      const r = await post("/api/approvals/" + approval.id + "/decide", lasts ? { choice, lasts } : { choice });
       const where = r.scope === "global" ? "every sandbox" : "sandbox " + r.sandbox;
-      say(r.action === "allow" ? "Allowed " + r.pattern + " for " + where + "." : "Denied " + what(approval) + " for sandbox " + r.sandbox + ".");
+      say(r.action === "allow" ? "Allowed " + r.pattern + " for " + where + (r.lasts ? ", " + r.lasts : "") + "." : "Denied " + what(approval) + " for sandbox " + r.sandbox + ".");
       await refresh();
       const next = document.querySelector("#pending-table tbody button");
       (next || $("pending")).focus();
@@ -106,6 +106,9 @@
               // The primary action is this sandbox's; every sandbox is the explicit second choice (and there is none
               // for the bridge's approvals or a service of the host, which are one sandbox's).
               el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for this sandbox", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox"),
+              // For a while, or this once: a host only (the bridge's and a host service's are for good or not at all).
+              a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for this sandbox for one hour", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget, "1h") }, "For 1 hour"),
+              a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " once", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget, "once") }, "Once"),
               a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow for every sandbox"),
               el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
             ),
@@ -141,7 +144,7 @@
       ul.append(
         el("li", {},
           el("code", { text: e.pattern }),
-          el("span", { class: "hint", text: " added by " + e.addedBy }),
+          el("span", { class: "hint", text: " added by " + e.addedBy + (e.once ? ", once" : e.expiresAt ? ", until " + clock(e.expiresAt) : "") }),
           el("button", { type: "button", "aria-label": "Remove " + e.pattern, onclick: () => removeEntry(sandboxId, e.pattern) }, "Remove"),
         ),
       );
@@ -156,7 +159,7 @@
       el("ul", { class: "entries" }, ...state.allowlists.builtin.map((p) => el("li", {}, el("code", { text: p })))),
       el("h3", { text: "Global (every sandbox)" }),
       entryList(state.allowlists.global, null),
-      ...state.allowlists.sandboxes.flatMap((s) => [el("h3", { text: "Sandbox " + s.name }), entryList(s.entries, s.id)]),
+      ...state.allowlists.sandboxes.flatMap((s) => [el("h3", { text: "Sandbox " + s.name + (s.level ? " (level " + s.level + ")" : "") }), entryList(s.entries, s.id)]),
     );
   }
 
@@ -170,7 +173,7 @@
     }
     if (e.kind === "llm") return ["denied", e.sandbox.name, "LLM budget reached: " + (e.detail || "")];
     const where = e.scope === "global" ? "every sandbox" : e.sandbox ? e.sandbox.name : "";
-    return [e.action, where, e.pattern + " by " + e.by];
+    return [e.action, where, e.pattern + (e.term ? " (" + e.term + ")" : "") + " by " + e.by];
   }
 
   function feedItem(e) {
