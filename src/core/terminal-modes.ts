@@ -6,6 +6,8 @@
 /** DEC private modes the tracker follows; `on` is the terminal's own default (what a reset goes back to). */
 const PRIVATE_MODES: Record<number, { name: string; on: boolean }> = {
   1: { name: "application cursor keys", on: false },
+  5: { name: "reverse video", on: false },
+  6: { name: "origin mode", on: false },
   7: { name: "autowrap", on: true },
   9: { name: "mouse (X10)", on: false },
   25: { name: "cursor visible", on: true },
@@ -47,6 +49,10 @@ export class TerminalModes {
   private kittyAlt = 0;
   /** Whether a graphic rendition (colour, bold, …) may be in effect. */
   private sgr = false;
+  /** A scrolling region (DECSTBM) narrower than the screen: the host's shell would scroll inside it. */
+  private region = false;
+  /** A cursor shape other than the terminal's default (DECSCUSR: a bar, an underline, blinking). */
+  private shape = false;
 
   feed(chunk: Uint8Array): void {
     for (const b of chunk) this.byte(b);
@@ -58,6 +64,8 @@ export class TerminalModes {
     if (this.alt !== null) out.push("alternate screen");
     for (const [mode, value] of this.changed) out.push(`${PRIVATE_MODES[mode]!.name}: ${value ? "on" : "off"}`);
     if (this.keypad) out.push("application keypad");
+    if (this.region) out.push("scrolling region");
+    if (this.shape) out.push("cursor shape");
     if (this.kittyMain + this.kittyAlt > 0) out.push("kitty keyboard");
     return out;
   }
@@ -69,13 +77,15 @@ export class TerminalModes {
 
   /** The bytes that put the terminal back as it was before the session's output (empty when nothing changed). */
   resets(): Uint8Array {
-    let s = "";
+    // The scrolling region first, between saving and restoring the cursor (resetting it moves the cursor home).
+    let s = this.region ? "\x1b7\x1b[r\x1b8" : "";
     // The current screen's kitty stack first: leaving the alternate screen switches to the main screen's stack.
     const popAll = (n: number) => (n > 0 ? `\x1b[<${n}u` : "");
     if (this.alt !== null) s += popAll(this.kittyAlt) + `\x1b[?${this.alt}l`;
     s += popAll(this.kittyMain);
     for (const [mode, value] of this.changed) s += `\x1b[?${mode}${value ? "l" : "h"}`;
     if (this.keypad) s += "\x1b>";
+    if (this.shape) s += "\x1b[0 q";
     if (this.sgr) s += "\x1b[0m";
     return new TextEncoder().encode(s);
   }
@@ -116,6 +126,15 @@ export class TerminalModes {
   }
 
   private csi(params: string, final: string): void {
+    if (final === "r" && !/[?>=<]/.test(params)) {
+      // CSI r (or 1;0 and the like) is the whole screen again; any other top;bottom narrows it.
+      this.region = !/^[01]?(;0?)?$/.test(params);
+      return;
+    }
+    if (final === "q" && params.endsWith(" ")) {
+      this.shape = !/^0? $/.test(params);
+      return;
+    }
     if (final === "m") {
       // Only a plain reset (no parameters, or all zero) clears it.
       this.sgr = !/^[0;]*$/.test(params);
@@ -159,5 +178,7 @@ export class TerminalModes {
     this.keypad = false;
     this.kittyMain = this.kittyAlt = 0;
     this.sgr = false;
+    this.region = false;
+    this.shape = false;
   }
 }

@@ -12,16 +12,16 @@ function run(...chunks: string[]): TerminalModes {
 }
 
 /** What a TUI like Claude Code or vim writes when it starts. */
-const TUI_START = "\x1b[?1049h\x1b[?1000h\x1b[?1002h\x1b[?1006h\x1b[?2004h\x1b[?25l\x1b=\x1b[?1h\x1b[?1004h\x1b[>1u\x1b[1;32mhello";
+const TUI_START = "\x1b[3;20r\x1b[2 q\x1b[?1049h\x1b[?1000h\x1b[?1002h\x1b[?1006h\x1b[?2004h\x1b[?25l\x1b=\x1b[?1h\x1b[?1004h\x1b[>1u\x1b[1;32mhello";
 
 describe("terminal-restore: the tracker", () => {
   test("a TUI's start: every mode it set is reset, the alternate screen's kitty stack before leaving it", () => {
     const t = run(TUI_START);
-    expect(dec(t.resets())).toBe("\x1b[<1u\x1b[?1049l\x1b[?1000l\x1b[?1002l\x1b[?1006l\x1b[?2004l\x1b[?25h\x1b[?1l\x1b[?1004l\x1b>\x1b[0m");
+    expect(dec(t.resets())).toBe("\x1b7\x1b[r\x1b8\x1b[<1u\x1b[?1049l\x1b[?1000l\x1b[?1002l\x1b[?1006l\x1b[?2004l\x1b[?25h\x1b[?1l\x1b[?1004l\x1b>\x1b[0 q\x1b[0m");
   });
 
   test("modes turned off again (a clean exit) leave nothing to reset", () => {
-    const t = run(TUI_START, "\x1b[0m\x1b[<u\x1b[?1004l\x1b[?1l\x1b>\x1b[?25h\x1b[?2004l\x1b[?1006;1002;1000l\x1b[?1049l");
+    const t = run(TUI_START, "\x1b[r\x1b[0 q\x1b[0m\x1b[<u\x1b[?1004l\x1b[?1l\x1b>\x1b[?25h\x1b[?2004l\x1b[?1006;1002;1000l\x1b[?1049l");
     expect(t.active()).toEqual([]);
     expect(t.resets()).toEqual(new Uint8Array());
   });
@@ -45,6 +45,14 @@ describe("terminal-restore: the tracker", () => {
     expect(run("\x1b[>1u\x1b[<5u").resets()).toEqual(new Uint8Array());
     // One on the main screen, two on the alternate: both stacks are emptied, each while its screen is current.
     expect(dec(run("\x1b[>1u\x1b[?1049h\x1b[>1u\x1b[>1u").resets())).toBe("\x1b[<2u\x1b[?1049l\x1b[<1u");
+  });
+
+  test("a scrolling region is reset with the cursor kept where it is; a cursor shape goes back to the default", () => {
+    expect(dec(run("\x1b[?1049h\x1b[2;20r").resets())).toBe("\x1b7\x1b[r\x1b8\x1b[?1049l");
+    expect(run("\x1b[5;9r", "\x1b[r").resets()).toEqual(new Uint8Array());
+    expect(dec(run("\x1b[6 q").resets())).toBe("\x1b[0 q");
+    expect(run("\x1b[6 q\x1b[0 q").resets()).toEqual(new Uint8Array());
+    expect(dec(run("\x1b[?5h\x1b[?6h").resets())).toBe("\x1b[?5l\x1b[?6l");
   });
 
   test("ESC c (a full reset) clears everything", () => {
