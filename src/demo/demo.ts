@@ -46,6 +46,8 @@ export function demoEnvironment(host: Readonly<Record<string, string>>, root: st
   out.XDG_CONFIG_HOME = join(root, "config");
   out.XDG_RUNTIME_DIR = join(root, "run");
   out.NO_COLOR = "1";
+  // Its secrets (the registry's token) stay in its own dir, never in the person's keychain or keyring.
+  out.SBX_SECRETS_VAULT = "file";
   return out;
 }
 

@@ -39,7 +39,7 @@ describe("agent output", () => {
 });
 
 describe("isolation", () => {
-  test("the demo's sbx runs with its own XDG dirs, no colour, and none of the caller's tokens", () => {
+  test("the demo's sbx runs with its own XDG dirs, no colour, its secrets in its own file, and none of the caller's tokens", () => {
     const env = demoEnvironment(
       { PATH: "/bin", HOME: "/home/u", USER: "u", GH_TOKEN: "t", ANTHROPIC_API_KEY: "k", XDG_STATE_HOME: "/home/u/.s", DOCKER_HOST: "unix:///d.sock" },
       "/tmp/sbx-demo-x",
@@ -54,6 +54,7 @@ describe("isolation", () => {
       XDG_CONFIG_HOME: "/tmp/sbx-demo-x/config",
       XDG_RUNTIME_DIR: "/tmp/sbx-demo-x/run",
       NO_COLOR: "1",
+      SBX_SECRETS_VAULT: "file",
     });
   });
 });
