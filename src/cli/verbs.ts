@@ -4,6 +4,7 @@ import { agents } from "./commands/agents";
 import { allow } from "./commands/allow";
 import { allowlist } from "./commands/allowlist";
 import { approvals } from "./commands/approvals";
+import { attach } from "./commands/attach";
 import { bridge } from "./commands/bridge";
 import { chat } from "./commands/chat";
 import { complete } from "./commands/complete";
@@ -35,7 +36,7 @@ import { stop } from "./commands/stop";
 import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
-  create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
+  create, shell, attach, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, port, bridge, logs,
   daemon, service, services, status, ps, secret, policy,
   ui, chat, demo, doctor, completion, complete,

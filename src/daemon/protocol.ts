@@ -1,4 +1,5 @@
 // The control socket's wire shapes (zod): every request and response the daemon serves, shared with src/client.
+// whole: every wire shape of the control socket in one file, the contract the daemon and src/client share (issue 41 tipped it over 600).
 import { z } from "zod";
 import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
@@ -138,6 +139,8 @@ export const SessionCreateSchema = z.object({
   name: nameSchema,
   repo: z.string().startsWith("/").optional(),
   argv: z.array(z.string()).default([]),
+  /** The command as the person started it (`claude -p …`), for `sbx ps`: shown, never run; absent: argv. */
+  command: z.array(z.string().max(4096)).max(256).optional(),
   cwd: z.string().startsWith("/"),
   cols: z.number().int().min(1).max(1000).default(80),
   rows: z.number().int().min(1).max(1000).default(24),
@@ -154,7 +157,10 @@ export const SessionViewSchema = z.object({
   id: z.string(),
   sandbox: z.string(),
   repo: z.string(),
+  /** What runs (for `sbx run AGENT`: sbx's launcher, then the agent). */
   argv: z.array(z.string()),
+  /** The command as the person started it (`claude -p …`); argv when the client gave none. */
+  command: z.array(z.string()),
   pid: z.number().int(),
   clients: z.number().int(),
   startedAt: z.number(),
