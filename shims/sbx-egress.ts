@@ -45,9 +45,11 @@ async function status(asJson: boolean): Promise<void> {
     process.stdout.write(`${JSON.stringify(body)}\n`);
     return;
   }
-  const a = body.allowlist as { sandbox: string[]; global: string[]; builtin: string[]; published: string[] };
+  const a = body.allowlist as { sandbox: string[]; global: string[]; builtin: string[]; published: string[]; level?: { name: string; patterns: string[]; open: boolean } | null };
   const out: string[] = [`sandbox ${clean(body.sandbox)} may reach:`];
-  for (const [label, list] of [["its own list", a.sandbox], ["every sandbox's", a.global], ["built in", a.builtin], ["services of the host", a.published]] as const) {
+  // Its policy level (older daemons send none): `open` reaches every public host; never private or host addresses.
+  const level = a.level ? (a.level.open ? ["every public host and address (no private, loopback or metadata ones)"] : a.level.patterns) : [];
+  for (const [label, list] of [["its own list", a.sandbox], ["every sandbox's", a.global], [`level ${clean(a.level?.name ?? "")}`, level], ["built in", a.builtin], ["services of the host", a.published]] as const) {
     if (list.length) out.push(`  ${label}: ${list.map(clean).join(", ")}`);
   }
   const blocked = body.blocked as Array<{ host?: string; port?: number; reason?: string; detail?: string }>;
@@ -82,8 +84,10 @@ async function ask(args: string[], asJson: boolean): Promise<void> {
   const port = m[3] === undefined ? 443 : Number(m[3]);
   const r = await call("/ask", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ host, port, why }) });
   if (r.status !== 200) fail(clean(r.body.message ?? `HTTP ${r.status}`), r.status === 429 ? 75 : 65);
-  let v = r.body as { id: number; state: string; host: string; port: number };
+  let v = r.body as { id: number; state: string; host: string; port: number; note?: string };
   if (!asJson) process.stderr.write(`sbx-egress: asked for ${clean(v.host)}:${v.port} (request #${v.id}); the person sees it in sbx approvals, the dashboard and chat\n`);
+  // Said before it waits: a name on a private address is asked for with that address (one approval allows both).
+  if (!asJson && typeof v.note === "string") process.stderr.write(`sbx-egress: ${clean(v.note)}\n`);
   if (wait !== null && v.state === "pending") {
     const until = Date.now() + wait * 1000;
     while (v.state === "pending" && Date.now() < until) {

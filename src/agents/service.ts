@@ -9,6 +9,7 @@ import { credentialFor, hasGeminiSignIn, hostKeySources, hostSecretsByName, type
 import { CopyIn, findingLines, type Scanned } from "../secrets/copy-in";
 import { SbxError } from "../core/errors";
 import { PRESETS } from "../core/presets";
+import { levelOf } from "../core/levels";
 import type { PolicyService } from "../policy/service";
 import type { CreateRequest, SandboxService } from "../sandboxes/service";
 import type { Sandbox } from "../core/schemas";
@@ -155,7 +156,7 @@ export class AgentService {
     // An existing sandbox is started as `sbx shell` starts it (no driver check, no create lock); anything else, or with
     // options only a new sandbox takes, goes through create, which says what is wrong.
     const known = this.d.store.findSandbox(repo, name);
-    const plain = known !== null && !existsSync(sandboxLayout(sandboxDir(this.d.paths, repo, name)).creating) && req.backend === undefined && Object.values(req.limits ?? {}).every((v) => v === undefined);
+    const plain = known !== null && !existsSync(sandboxLayout(sandboxDir(this.d.paths, repo, name)).creating) && req.backend === undefined && req.policy === undefined && Object.values(req.limits ?? {}).every((v) => v === undefined);
     const { sandbox, created } = plain ? { sandbox: await this.d.sandboxes.start(name, req), created: false } : await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
     const place = await this.placeOf(sandbox.backend, req.agent, name);
     const inst = await this.cacheOf(place).ensure(req.agent, { os: place.os, arch: this.d.arch }, req.version, (l) => out.log(l));
@@ -166,7 +167,9 @@ export class AgentService {
     }
     // What it needs beyond the LLM API (which the LLM proxy serves), for this sandbox only, the first time it runs
     // there (`sandbox` is the row from before this run): what the person takes off the list later stays off.
-    if (agentsOf(sandbox.identity)[req.agent] === undefined) {
+    // A sandbox with a policy level has what the level says instead: `balanced` has each agent it runs (read per
+    // request), `locked` nothing, `open` everything public.
+    if (agentsOf(sandbox.identity)[req.agent] === undefined && levelOf(sandbox.identity) === null) {
       const changed = this.d.policy().allow({ kind: "sandbox", sandbox }, PRESETS[a.preset], `sbx run ${req.agent}`);
       if (changed.some((c) => c.changed)) out.log(`allowed for ${name}: the ${a.preset} preset (${PRESETS[a.preset].join(", ")})`);
     }

@@ -2,7 +2,7 @@
 import type { DataSource, FeedEvent } from "../events/feed";
 import type { UiLog } from "../ui/app";
 import { sandboxRate } from "../events/rate";
-import { blockedNotice, bridgeNotice, handleChat, topicFor } from "./commands";
+import { blockedNotice, bridgeNotice, budgetNotice, handleChat, topicFor } from "./commands";
 import type { ZulipConfig } from "./config";
 import { ZulipClient, ZulipError, ZulipMessageSchema, type Fetch, type Registration } from "./zulip";
 
@@ -92,6 +92,12 @@ export function startZulipBot(opts: ZulipBotOptions): ZulipBot {
       const a = store.listApprovals({ state: "pending", sandboxId: e.sandbox.id }).find((x) => x.id === e.approvalId);
       const sb = store.getSandbox(e.sandbox.id);
       if (a) budgeted(e.sandbox, sb ? topicFor(sb) : e.sandbox.name, bridgeNotice(e, a.host));
+      return;
+    }
+    // A sandbox at its LLM budget: told once per approval, like the bridge's.
+    if (e.kind === "llm" && e.approvalId !== undefined && (e.count ?? 1) === 1) {
+      const sb = store.getSandbox(e.sandbox.id);
+      budgeted(e.sandbox, sb ? topicFor(sb) : e.sandbox.name, budgetNotice(e));
       return;
     }
     if (e.kind !== "egress" || e.action !== "denied") return;

@@ -9,6 +9,7 @@ import type { Store } from "../store/store";
 import { stateFrom, type FeedEvent } from "../events/feed";
 import type { SandboxState } from "../core/sandbox-state";
 import { PolicyService } from "../policy/service";
+import { termText, type AllowTerm } from "../core/allow-term";
 import { ZULIP_NAME_MAX } from "./config";
 
 /** Pure: the topic a sandbox's notifications go to, `<name> · <repo dir>` (at most 60 characters). */
@@ -50,9 +51,11 @@ const HELP = [
   "In a sandbox's topic:",
   "- `/allow <domain>` — allow it for this sandbox (the next request passes)",
   "- `/allow <domain> --global` — allow it for every sandbox",
+  "- `/allow <domain> --for 30m` (or `--once`) — for a time, or one connection; it lapses by itself",
   "- `/deny <domain>` — keep it blocked (and take it off this sandbox's list)",
   "- `/allowlist` — what this sandbox may reach",
   "- `/approve <id>` / `/reject <id>` — answer what the sandbox asked for (a push outside its branches, another repository)",
+  "- `/approve <id> for 30m` / `/approve <id> once` — a host for a time, or its next connection only",
   "- `/status` — this sandbox and what it is waiting for",
 ].join("\n");
 
@@ -112,9 +115,10 @@ export function handleChat(ctx: CommandContext, m: IncomingChat): string | null 
   const where = scopeSandbox ? `sandbox **${scopeSandbox.name}**` : "**every sandbox** (global list)";
   try {
     if (cmd.op === "allow") {
-      const results = policy.allow(scopeSandbox ? { kind: "sandbox", sandbox: scopeSandbox } : { kind: "global" }, cmd.patterns, by);
+      const results = policy.allow(scopeSandbox ? { kind: "sandbox", sandbox: scopeSandbox } : { kind: "global" }, cmd.patterns, by, cmd.term);
       const answered = results.reduce((n, r) => n + r.resolved.length, 0);
-      const lines = results.map((r) => `${r.changed ? "Allowed" : "Already allowed:"} ${code(r.pattern)} for ${where}.`);
+      const lasting = cmd.term ? ` ${termText(cmd.term)}` : "";
+      const lines = results.map((r) => `${r.changed ? "Allowed" : "Already allowed:"} ${code(r.pattern)} for ${where}${r.changed ? lasting : ""}.`);
       lines.push(answered ? `The next request goes through without a restart (${answered} pending request${answered === 1 ? "" : "s"} answered).` : "The next request goes through without a restart.");
       return lines.join("\n");
     }
@@ -156,7 +160,7 @@ function status(ctx: CommandContext, sb: Sandbox, now: number): string {
   else {
     lines.push(`Waiting for an answer (${pending.length}):`);
     for (const a of pending) {
-      const what = a.kind === "bridge" ? `${describeSubject(a.host)} — \`/approve ${a.id}\`` : code(patternFor(a.host, a.port));
+      const what = a.kind === "bridge" ? `${describeSubject(a.host)} — \`/approve ${a.id}\`` : a.kind === "budget" ? `more ${code(a.host)} — \`/approve ${a.id}\`` : code(patternFor(a.host, a.port));
       lines.push(`- ${what} — ${a.count}×, last ${ago(a.lastSeen, now)} ago`);
     }
   }
@@ -181,20 +185,20 @@ function overview(ctx: CommandContext): string {
  * `/approve N` or `/reject N`: one pending approval, answered for its own sandbox. In a sandbox's topic only that
  * sandbox's approvals are taken (an id typed in the wrong topic changes nothing).
  */
-function decideText(store: Store, policy: PolicyService, sandbox: Sandbox | null, topic: string, cmd: { id: number; allow: boolean }, by: string): string {
+function decideText(store: Store, policy: PolicyService, sandbox: Sandbox | null, topic: string, cmd: { id: number; allow: boolean; term?: AllowTerm }, by: string): string {
   const a = store.listApprovals({ state: "pending" }).find((x) => x.id === cmd.id);
   if (!a) return `There is no pending approval ${cmd.id}: it may have been answered already. \`/status\` lists what is waiting.`;
   if (sandbox === null) return noSandbox(topic);
   if (a.sandboxId !== sandbox.id) return `Approval ${cmd.id} is not this sandbox's (**${sandbox.name}**): answer it in its own sandbox's topic. Nothing changed.`;
-  const what = a.kind === "bridge" ? describeSubject(a.host) : code(`${a.host}:${a.port}`);
+  const what = a.kind === "bridge" ? describeSubject(a.host) : a.kind === "budget" ? `more ${code(a.host)}` : code(`${a.host}:${a.port}`);
   try {
-    policy.decide(cmd.id, cmd.allow ? "allow-sandbox" : "deny", by);
+    policy.decide(cmd.id, cmd.allow ? "allow-sandbox" : "deny", by, cmd.term);
   } catch (e) {
     if (isSbxError(e)) return `Not done: ${e.message}`;
     throw e;
   }
   return cmd.allow
-    ? `Approved for **${sandbox.name}**: ${what}. Its next try goes through.`
+    ? `Approved for **${sandbox.name}**${cmd.term ? ` ${termText(cmd.term)}` : ""}: ${what}. Its next try goes through.`
     : `Rejected for **${sandbox.name}**: ${what}. It stays refused.`;
 }
 
@@ -203,6 +207,14 @@ export function bridgeNotice(e: Extract<FeedEvent, { kind: "bridge" }>, subject:
   return [
     `✋ **${e.sandbox.name}** asks to ${describeSubject(subject)} (${code(e.command.slice(0, 4).join(" "))}).`,
     `Reply here with \`/approve ${e.approvalId}\` to allow it for this sandbox, or \`/reject ${e.approvalId}\`.`,
+  ].join("\n");
+}
+
+/** The notification posted when a sandbox reaches its LLM budget (once per approval). */
+export function budgetNotice(e: Extract<FeedEvent, { kind: "llm" }>): string {
+  return [
+    `💸 **${e.sandbox.name}** has spent its LLM budget${e.detail ? `: ${e.detail}` : ""}; its model calls are refused.`,
+    `Reply here with \`/approve ${e.approvalId}\` to give it one more budget's worth for today, or \`/reject ${e.approvalId}\`.`,
   ].join("\n");
 }
 

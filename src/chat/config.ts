@@ -1,8 +1,9 @@
 // The chat bot's host-side config (Zulip site, bot email and key, stream, who may give commands): schema, render, and a 0600 file under the config dir (written, read, removed).
-import { closeSync, chmodSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { SbxError } from "../core/errors";
+import { readPrivateFile, removePrivateFile, writePrivateFile } from "./private-file";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
@@ -88,45 +89,14 @@ export function readKeyFile(file: string): string {
 
 /** Writes the config atomically, mode 0600, in a 0700 directory. */
 export function writeChatConfig(configDir: string, c: ChatConfig): string {
-  const text = renderChatConfig(c);
-  mkdirSync(configDir, { recursive: true, mode: 0o700 });
-  const file = chatConfigPath(configDir);
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "wx", 0o600);
-  try {
-    writeSync(fd, text);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    chmodSync(tmp, 0o600);
-    renameSync(tmp, file);
-  } catch (e) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      /* already gone */
-    }
-    throw e;
-  }
-  return file;
+  return writePrivateFile(configDir, "chat.json", renderChatConfig(c));
 }
 
 /** The stored config, or null when chat was never set up. A file others can read is refused (it holds a key). */
 export function readChatConfig(configDir: string): ChatConfig | null {
   const file = chatConfigPath(configDir);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
-  if ((statSync(file).mode & 0o077) !== 0) {
-    throw new SbxError("permission", `${file} is readable by other users and holds the bot's API key`, {
-      hint: `Run \`chmod 600 ${file}\`, and consider rotating the bot's key.`,
-    });
-  }
+  const text = readPrivateFile(file, "the bot's API key");
+  if (text === null) return null;
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -151,9 +121,6 @@ export interface ChatRemoval {
   config: Omit<ChatConfig, "apiKey"> | null;
 }
 
-/** A setup that died between writing its temp file and renaming it left one of these, the key in it. */
-const LEFTOVER = /^chat\.json\.\d+\.tmp$/;
-
 /** Removes everything `writeChatConfig` writes (chat.json, and any temp file a crash left), so the key with it. Nothing there is not an error. */
 export function removeChatConfig(configDir: string): ChatRemoval {
   const file = chatConfigPath(configDir);
@@ -167,26 +134,6 @@ export function removeChatConfig(configDir: string): ChatRemoval {
   } catch {
     /* unreadable (mode, JSON, schema): removed all the same, just not described */
   }
-  let names: string[];
-  try {
-    names = readdirSync(configDir);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { file, removed: false, config: null };
-    throw e;
-  }
-  let removed = false;
-  for (const name of names.filter((n) => n === "chat.json" || LEFTOVER.test(n))) {
-    const path = join(configDir, name);
-    try {
-      unlinkSync(path);
-      removed = true;
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") continue;
-      throw new SbxError("permission", `cannot remove ${path}: ${code ?? (e as Error).message}`, {
-        hint: `It holds the bot's API key: remove it yourself (\`rm ${path}\`), after checking who owns ${configDir}.`,
-      });
-    }
-  }
-  return { file, removed, config };
+  const removed = removePrivateFile(configDir, "chat.json", "the bot's API key");
+  return { file, removed, config: removed ? config : null };
 }

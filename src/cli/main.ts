@@ -205,14 +205,31 @@ export function optionsBeforeName(program: Command, argv: readonly string[]): st
  * pipe the reader has not emptied completes later; exiting before it does cut piped output at the pipe's size
  * (measured: a 1.2 MB `--json` arrived as its first 64 KiB).
  */
-export function processIo(): Io & { drain(): Promise<void> } {
+export function processIo(): Io & { drain(): Promise<void>; stdoutGone: AbortSignal } {
   let out: Promise<void> = Promise.resolve();
   let err: Promise<void> = Promise.resolve();
+  // stdout's reader went away (`sbx logs -f | head -1`: EPIPE) or stdout failed: nothing more is written to it, and a
+  // verb that would go on for ever stops. Bun kills no process on SIGPIPE: unheard, the error was a stack on stderr and
+  // the verb went on writing into nothing.
+  const gone = new AbortController();
+  const fail = (e: unknown) => {
+    if (!gone.signal.aborted) gone.abort(e);
+  };
+  process.stdout.on("error", fail);
   // Writes to one stream complete in order: waiting for the last one's callback waits for all of them.
-  const write = (stream: NodeJS.WriteStream, s: string) => new Promise<void>((res) => void stream.write(s, () => res()));
+  const write = (stream: NodeJS.WriteStream, s: string) =>
+    new Promise<void>((res) => {
+      stream.write(s, (e) => {
+        if (e && stream === process.stdout) fail(e);
+        res();
+      });
+    });
   return {
-    stdout: (s) => void (out = write(process.stdout, s)),
+    stdout: (s) => {
+      if (!gone.signal.aborted) out = write(process.stdout, s);
+    },
     stderr: (s) => void (err = write(process.stderr, s)),
+    stdoutGone: gone.signal,
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     stdoutColumns: process.stdout.isTTY ? process.stdout.columns || undefined : undefined,
@@ -241,6 +258,13 @@ export async function runAsProcess(argv: readonly string[], verbs?: readonly Ver
     ...(verbs ? { verbs } : {}),
   });
   await io.drain();
+  // A reader that went away wanted no more (the verb's code stands); any other failure to write lost output: said, unless
+  // the verb failed already (and said why).
+  const why = io.stdoutGone.reason as NodeJS.ErrnoException | undefined;
+  if (io.stdoutGone.aborted && why?.code !== "EPIPE" && code === ExitCode.ok) {
+    process.stderr.write(`sbx: could not write the output: ${why?.message ?? String(why)}\n`);
+    process.exit(ExitCode.ioErr);
+  }
   process.exit(code);
 }
 

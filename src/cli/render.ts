@@ -11,6 +11,10 @@ export interface Io {
   stderrIsTTY: boolean;
   /** The terminal's width when stdout is one (tables fit it); unset off a terminal, where nothing is cut. */
   stdoutColumns?: number | undefined;
+  /** Aborted once stdout takes nothing more (its reader went away: EPIPE; or it failed), its reason the error. */
+  stdoutGone?: AbortSignal;
+  /** Resolves once everything written so far is out (a slow reader holds it back); at once where writes are sync. */
+  drain?: () => Promise<void>;
 }
 
 /**
@@ -23,6 +27,13 @@ export interface Render {
   readonly c: ChalkInstance;
   /** Whether stderr is a terminal (progress then rewrites one line). */
   readonly stderrIsTTY: boolean;
+  /** Aborted once stdout takes nothing more (`sbx logs -f | head`): a verb that would print for ever stops. */
+  readonly stdoutGone: AbortSignal;
+  /**
+   * Resolves once everything printed so far is out. A verb that prints without end waits on it between batches: output
+   * a slow reader has not taken is otherwise held in memory, all of it.
+   */
+  drained(): Promise<void>;
   /** A result line on stdout. */
   out(line: string): void;
   /** A log or progress line on stderr. */
@@ -166,6 +177,8 @@ export function createRender(io: Io, env: { NO_COLOR?: string | undefined; FORCE
       return out();
     },
     stderrIsTTY: io.stderrIsTTY,
+    stdoutGone: io.stdoutGone ?? new AbortController().signal,
+    drained: () => io.drain?.() ?? Promise.resolve(),
     // Every line a verb prints may carry what a sandbox chose (a commit subject, a ref, a session name): its control
     // characters are shown, not sent (only sbx's own colours pass). `write` is a command's own output, passed as is.
     out: (line) => io.stdout(terminalLine(line) + "\n"),

@@ -4,6 +4,7 @@ import { agents } from "./commands/agents";
 import { allow } from "./commands/allow";
 import { allowlist } from "./commands/allowlist";
 import { approvals } from "./commands/approvals";
+import { attach } from "./commands/attach";
 import { bridge } from "./commands/bridge";
 import { chat } from "./commands/chat";
 import { complete } from "./commands/complete";
@@ -22,20 +23,21 @@ import { prune } from "./commands/prune";
 import { rebuild } from "./commands/rebuild";
 import { publish } from "./commands/publish";
 import { port } from "./commands/port";
+import { policy } from "./commands/policy";
 import { ps } from "./commands/ps";
 import { rm } from "./commands/rm";
 import { run } from "./commands/run";
 import { secret } from "./commands/secret";
-import { policy } from "./commands/policy";
 import { service } from "./commands/service";
+import { services } from "./commands/services";
 import { shell } from "./commands/shell";
 import { status } from "./commands/status";
 import { stop } from "./commands/stop";
 import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
-  create, shell, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
+  create, shell, attach, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, port, bridge, logs,
-  daemon, service, status, ps, secret, policy,
+  daemon, service, services, status, ps, secret, policy,
   ui, chat, demo, doctor, completion, complete,
 ];

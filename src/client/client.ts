@@ -1,6 +1,7 @@
 // The typed client of the daemon's control socket: fetch over a unix socket, responses zod-checked, errors turned back into SbxError.
 import type { z } from "zod";
 import { SbxError } from "../core/errors";
+import type { AllowTerm } from "../core/allow-term";
 import {
   AgentListSchema,
   SecretBindingsSchema,
@@ -17,6 +18,8 @@ import {
   LogsSchema,
   PolicyChangeSchema,
   PolicyDecisionSchema,
+  PolicyLevelViewSchema,
+  type PolicyLevel,
   PolicyPendingSchema,
   PolicyViewSchema,
   type PolicyPatterns,
@@ -175,8 +178,13 @@ export class DaemonClient {
     return this.call("POST", "/v1/policy/approvals", PolicyPendingSchema, {});
   }
 
-  decide(id: number, choice: "allow-sandbox" | "allow-global" | "deny") {
-    return this.call("POST", "/v1/policy/decide", PolicyDecisionSchema, { id, choice });
+  decide(id: number, choice: "allow-sandbox" | "allow-global" | "deny", term?: AllowTerm) {
+    return this.call("POST", "/v1/policy/decide", PolicyDecisionSchema, { id, choice, ...(term && term.kind !== "good" ? { term } : {}) });
+  }
+
+  /** `sbx policy show NAME` (no level given) or `sbx policy set NAME --level L`. */
+  level(req: PolicyLevel) {
+    return this.call("POST", "/v1/policy/level", PolicyLevelViewSchema, req);
   }
 
   logs(q: LogsQuery = {}) {

@@ -1,6 +1,7 @@
 // The terminal side of the PTY relay: the user's tty in raw mode, keystrokes and resizes to the daemon, output back, the tty restored on exit.
 import { DetachMatcher } from "../core/detach-keys";
 import { SbxError } from "../core/errors";
+import { TerminalModes } from "../core/terminal-modes";
 import { ServerFrameSchema, TERMINAL_ENV, type ClientFrame } from "../daemon/protocol";
 import type { DaemonClient } from "./client";
 
@@ -14,7 +15,13 @@ export interface Tty {
   write(d: Uint8Array): void;
   /** Subscribes to window size changes (SIGWINCH). Returns an unsubscribe. */
   onResize(cb: () => void): () => void;
+  /** Subscribes to the signals that end this client (SIGTERM, SIGHUP, SIGINT from kill). Returns an unsubscribe. */
+  onSignal?(cb: (signal: LeaveSignal) => void): () => void;
 }
+
+/** The signals on which a client leaves its session (the session goes on), with their exit codes (128 + number). */
+const LEAVE_SIGNALS = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
+export type LeaveSignal = keyof typeof LEAVE_SIGNALS;
 
 /** The real terminal of this process. */
 export function processTty(): Tty {
@@ -37,10 +44,22 @@ export function processTty(): Tty {
         stdin.pause();
       };
     },
-    write: (d) => void stdout.write(d),
+    write(d) {
+      // After SIGHUP the terminal may be gone: a failed write must not end the restore (nor the process) early.
+      try {
+        stdout.write(d, () => {});
+      } catch {}
+    },
     onResize(cb) {
       process.on("SIGWINCH", cb);
       return () => void process.off("SIGWINCH", cb);
+    },
+    onSignal(cb) {
+      const handlers = Object.keys(LEAVE_SIGNALS).map((sig) => [sig, () => cb(sig as LeaveSignal)] as const);
+      for (const [sig, h] of handlers) process.on(sig, h);
+      return () => {
+        for (const [sig, h] of handlers) process.off(sig, h);
+      };
     },
   };
 }
@@ -59,7 +78,10 @@ export function terminalEnv(env: Record<string, string | undefined>): Record<str
 export async function relayTerminal(url: string, tty: Tty, opts: RelayOptions = {}): Promise<number> {
   const ws = new WebSocket(url);
   const matcher = opts.detachKeys && tty.isTTY ? new DetachMatcher(opts.detachKeys) : null;
+  // The modes the session's program turns on in this terminal, undone whenever this client leaves before it ends.
+  const modes = tty.isTTY ? new TerminalModes() : null;
   let detached = false;
+  let signalled: LeaveSignal | null = null;
   ws.binaryType = "arraybuffer";
   const send = (f: ClientFrame) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(f));
   let exitCode: number | null = null;
@@ -69,8 +91,23 @@ export async function relayTerminal(url: string, tty: Tty, opts: RelayOptions = 
     await new Promise<void>((resolve, reject) => {
       ws.onopen = () => {
         if (tty.isTTY) tty.setRawMode(true);
-        send({ type: "resize", ...tty.size() });
+        const size = tty.size();
+        if (opts.repaint) {
+          // A size change is what makes a full-screen program draw everything again (and turn its modes back on):
+          // one row less, then the real size.
+          send({ type: "resize", cols: size.cols, rows: size.rows > 1 ? size.rows - 1 : size.rows + 1 });
+          const t = setTimeout(() => send({ type: "resize", ...tty.size() }), 60);
+          cleanups.push(() => clearTimeout(t));
+        } else send({ type: "resize", ...size });
         cleanups.push(tty.onResize(() => send({ type: "resize", ...tty.size() })));
+        if (tty.onSignal) {
+          cleanups.push(
+            tty.onSignal((sig) => {
+              signalled ??= sig;
+              ws.close();
+            }),
+          );
+        }
         cleanups.push(
           tty.onInput(
             (d) => {
@@ -97,27 +134,46 @@ export async function relayTerminal(url: string, tty: Tty, opts: RelayOptions = 
           else if (f.data.type === "error") failure = new SbxError(f.data.error, f.data.message, { hint: f.data.hint });
           return;
         }
-        tty.write(new Uint8Array(ev.data as ArrayBuffer));
+        const data = new Uint8Array(ev.data as ArrayBuffer);
+        modes?.feed(data);
+        tty.write(data);
       };
       ws.onerror = () => {
         failure ??= new SbxError("unavailable", "lost the connection to the sbx daemon", {
           hint: "The daemon may have stopped: `sbx status`; the session's processes ended with it.",
         });
       };
-      ws.onclose = () => (failure && exitCode === null && !detached ? reject(failure) : resolve());
+      ws.onclose = () => (failure && exitCode === null && !detached && !signalled ? reject(failure) : resolve());
     });
   } finally {
     for (const c of cleanups) c();
+    // Whatever way this client leaves (the session's end, detach keys, a signal, the daemon gone), the modes the
+    // program left on are turned off here: the program goes on elsewhere, or ended without undoing them.
+    if (modes) {
+      const inline = modes.drewInline();
+      const resets = modes.resets();
+      if (resets.length > 0) tty.write(resets);
+      // A program drawing in the main screen (no alternate screen) leaves the cursor inside what it drew: the note
+      // goes below all of it, on the screen's last row.
+      if (inline && exitCode === null) tty.write(new TextEncoder().encode("\x1b[999;1H"));
+      // The error that follows (the daemon gone) starts on a line of its own too.
+      if (exitCode === null && !detached && !signalled) tty.write(new TextEncoder().encode("\r\n"));
+    }
     if (tty.isTTY) tty.setRawMode(false);
   }
+  const id = opts.session ?? "<session>";
+  const again = `\`sbx attach ${id}\` joins it again (\`sbx ps\` lists sessions).`;
+  if (signalled && exitCode === null) {
+    tty.write(new TextEncoder().encode(`\r\nsbx: ${signalled} ended this client; session ${id} goes on running. ${again}\r\n`));
+    return LEAVE_SIGNALS[signalled];
+  }
   if (detached && exitCode === null) {
-    const id = opts.session ?? "<session>";
-    tty.write(new TextEncoder().encode(`\r\nsbx: detached; session ${id} goes on running. \`sbx shell --attach ${id}\` joins it again (\`sbx ps\` lists sessions).\r\n`));
+    tty.write(new TextEncoder().encode(`\r\nsbx: detached; session ${id} goes on running. ${again}\r\n`));
     return 0;
   }
   if (exitCode === null) {
     throw new SbxError("unavailable", "the session's connection closed before it ended", {
-      hint: "It may still run: `sbx ps`, then `sbx shell --attach <session>`.",
+      hint: "It may still run: `sbx ps`, then `sbx attach <session>`.",
     });
   }
   return exitCode;
@@ -128,6 +184,8 @@ export interface RelayOptions {
   detachKeys?: Uint8Array | null;
   /** The session's id, for the line a detach prints. */
   session?: string;
+  /** Joining a running session: nudge its size so the program repaints the screen (and its modes). */
+  repaint?: boolean;
 }
 
 export interface ShellOptions {
@@ -135,6 +193,8 @@ export interface ShellOptions {
   repo?: string;
   /** Command to run; empty for the login shell. */
   argv: string[];
+  /** The command as the person started it, for `sbx ps`. */
+  command?: string[];
   cwd: string;
   env: Record<string, string | undefined>;
   detachKeys?: Uint8Array | null;
@@ -146,6 +206,7 @@ export async function openShell(client: DaemonClient, opts: ShellOptions, tty: T
     name: opts.name,
     ...(opts.repo ? { repo: opts.repo } : {}),
     argv: opts.argv,
+    ...(opts.command ? { command: opts.command } : {}),
     cwd: opts.cwd,
     ...tty.size(),
     env: terminalEnv(opts.env),
@@ -153,7 +214,7 @@ export async function openShell(client: DaemonClient, opts: ShellOptions, tty: T
   return relayTerminal(client.attachUrl(session.id), tty, { detachKeys: opts.detachKeys ?? null, session: session.id });
 }
 
-/** `sbx shell --attach SESSION`: joins a running session read-write. */
+/** `sbx attach SESSION` (`sbx shell --attach`): joins a running session read-write. */
 export function attachShell(client: DaemonClient, session: string, tty: Tty, detachKeys: Uint8Array | null = null): Promise<number> {
-  return relayTerminal(client.attachUrl(session), tty, { detachKeys, session });
+  return relayTerminal(client.attachUrl(session), tty, { detachKeys, session, repaint: true });
 }

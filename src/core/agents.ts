@@ -72,6 +72,8 @@ export interface AgentSpec {
  */
 export const NODE_RUNTIME = { name: "node-{os}-{arch}", version: "22.22.0", entry: "bin/node" } as const;
 export const NODE_DIRS_DARWIN = ["/opt/homebrew/bin", "/usr/local/bin"] as const;
+/** The flags sbx's own Node.js runs an agent with: the warning sbx's proxy settings cause, not shown. */
+export const QUIET_NODE = ["--disable-warning=UNDICI-EHPA"] as const;
 
 export const AGENTS: Record<AgentName, AgentSpec> = {
   claude: {
@@ -312,7 +314,13 @@ export function renderLauncher(i: LauncherInput): string {
       `[ -n "$n" ] || { echo ${shQuote(`sbx: ${a.title} needs Node.js 20 or newer in this sandbox (on a Mac: \`brew install node\`); sbx cannot supply it here`)} >&2; exit 127; }`,
       `exec "$n" ${shQuote(i.cached)}${args} "$@"`,
     );
-  } else if (i.cached) lines.push(`exec ${typeof i.node === "string" ? `${shQuote(i.node)} ` : ""}${shQuote(i.cached)}${args} "$@"`);
+  } else if (i.cached) {
+    // sbx's own Node.js (NODE_RUNTIME, ≥ 20.11: it knows --disable-warning): the proxy agent NODE_USE_ENV_PROXY turns on
+    // prints "[UNDICI-EHPA] EnvHttpProxyAgent is experimental" on every run. A flag on this command only, not
+    // NODE_OPTIONS: an older Node elsewhere in the sandbox would refuse to start on a flag it does not know.
+    const node = typeof i.node === "string" ? `${shQuote(i.node)} ${QUIET_NODE.map(shQuote).join(" ")} ` : "";
+    lines.push(`exec ${node}${shQuote(i.cached)}${args} "$@"`);
+  }
   else lines.push(`echo ${shQuote(`sbx: ${a.title} is not installed here; on the host, \`sbx run ${i.agent}\` installs it`)} >&2`, "exit 127");
   return `${lines.join("\n")}\n`;
 }

@@ -1,6 +1,6 @@
 // Allowlist patterns: parsing, canonical form, refusal of too-broad ones, host normalisation and matching; pure.
 import { domainToASCII } from "node:url";
-import { canonicalIp, cidrContains, classify, embeddedV4Breadth, formatCidr, parseCidr, parseIp, type Cidr, type IpBytes } from "./addresses";
+import { canonicalIp, cidrContains, classify, embeddedV4Breadth, formatCidr, formatIp, parseCidr, parseIp, type Cidr, type IpBytes } from "./addresses";
 import { SbxError } from "./errors";
 
 /** Ports a pattern without `:port` allows. */
@@ -9,7 +9,13 @@ export const DEFAULT_PORTS: readonly number[] = [443, 80];
 export type AllowPattern =
   | { kind: "exact"; host: string; port: number | null }
   | { kind: "wildcard"; suffix: string; port: number | null }
-  | { kind: "cidr"; cidr: Cidr; port: number | null };
+  | { kind: "cidr"; cidr: Cidr; port: number | null }
+  /**
+   * A name paired with the one non-public address it resolves to (`registry.corp@10.1.2.3`): the name is allowed, and
+   * reaches that address while it resolves there (a company's private DNS); another address is a new decision. The
+   * address alone is not allowed by it.
+   */
+  | { kind: "pair"; host: string; address: IpBytes; port: number | null };
 
 export type ParseResult = { ok: true; pattern: AllowPattern; canonical: string } | { ok: false; reason: string };
 
@@ -121,6 +127,7 @@ export function parsePattern(raw: string): ParseResult {
   if ("error" in split) return { ok: false, reason: split.error };
   const { host, port } = split;
   const portText = port === null ? "" : `:${port}`;
+  if (host.includes("@")) return parsePair(host, port);
 
   // CIDR or IP literal
   if (host.includes("/") || parseIp(host.startsWith("[") ? host.slice(1, -1) : host)) {
@@ -159,6 +166,35 @@ export function parsePattern(raw: string): ParseResult {
   return { ok: true, pattern: { kind: "exact", host: h, port }, canonical: `${h}${portText}` };
 }
 
+/** `name@address` (the port, if any, already split off): a name with the one non-public address it may resolve to. */
+function parsePair(text: string, splitPortValue: number | null): ParseResult {
+  const at = text.indexOf("@");
+  const nameText = text.slice(0, at);
+  let addrText = text.slice(at + 1);
+  let port = splitPortValue;
+  // An IPv6 address is bracketed, its port after the bracket (the split before saw several colons and took none).
+  const v6 = /^\[([^\]]+)\](?::([0-9]+))?$/.exec(addrText);
+  if (v6) {
+    addrText = v6[1]!;
+    if (v6[2] !== undefined) {
+      port = parsePort(v6[2]);
+      if (port === null) return { ok: false, reason: `'${v6[2]}' is not a port (1-65535)` };
+    }
+  }
+  if (nameText.includes("*")) return { ok: false, reason: "a name paired with an address is one exact name (no '*.')" };
+  const name = normalizeHost(nameText);
+  if (name === null || parseIp(name)) return { ok: false, reason: `'${nameText}' is not a host name (name@address pairs a name with the address it resolves to)` };
+  if (name === "localhost" || name.endsWith(".localhost")) return { ok: false, reason: `'${nameText}' is the host's own loopback: an allowlist never reaches it` };
+  const address = parseIp(addrText);
+  if (!address) return { ok: false, reason: `'${addrText}' is not an IP address (name@address pairs a name with the address it resolves to)` };
+  const bits = address.length * 8;
+  if (reachesHost({ network: address, prefix: bits })) return { ok: false, reason: `'${addrText}' is the host's own loopback or unspecified address: an allowlist never reaches it; to let one sandbox reach one service of the host: sbx publish NAME 127.0.0.1:PORT` };
+  if (classify(address) === "public") return { ok: false, reason: `'${addrText}' is a public address: allow the name alone (${name})` };
+  const a = formatIp(address);
+  const canonical = `${name}@${a.includes(":") ? `[${a}]` : a}${port === null ? "" : `:${port}`}`;
+  return { ok: true, pattern: { kind: "pair", host: name, address, port }, canonical };
+}
+
 /** Loopback and unspecified addresses (in any form, and any network holding one): the host's own services. */
 const HOST_ITSELF = ["127.0.0.1", "0.0.0.0", "::1", "::"].map((a) => parseIp(a)!);
 function reachesHost(c: Cidr): boolean {
@@ -185,6 +221,7 @@ function portOk(p: AllowPattern, port: number): boolean {
 export function hostMatches(p: AllowPattern, host: string): boolean {
   switch (p.kind) {
     case "exact":
+    case "pair":
       return p.host === host;
     case "wildcard":
       return host.endsWith(`.${p.suffix}`) && host.length > p.suffix.length + 1;
@@ -196,6 +233,11 @@ export function hostMatches(p: AllowPattern, host: string): boolean {
 /** Whether the pattern allows connecting to this normalised name (not an IP) on this port. */
 export function matchesName(p: AllowPattern, host: string, port: number): boolean {
   return hostMatches(p, host) && portOk(p, port);
+}
+
+/** Whether a pair pattern lets `host` reach this (non-public) address on this port: the name's own pairing. */
+export function pairAllows(p: AllowPattern, host: string, addr: IpBytes, port: number): boolean {
+  return p.kind === "pair" && p.host === host && p.address.length === addr.length && p.address.every((b, i) => b === addr[i]) && portOk(p, port);
 }
 
 /** Whether the pattern allows this IP address on this port (only IP and CIDR patterns ever do). */

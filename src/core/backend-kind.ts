@@ -32,6 +32,12 @@ export const KIND_OPTIONS: readonly KindOption[] = [
   docker("context", (o) => o.context !== undefined),
   docker("image", (o) => o.image !== undefined),
   docker("port", (o) => Array.isArray(o.port) && o.port.length > 0),
+  {
+    flag: "service",
+    set: (o) => Array.isArray(o.service) && o.service.length > 0,
+    takenBy: "Docker sandboxes",
+    hint: "A service runs as a container in a Docker sandbox's network namespace; a user-account sandbox has none to give it. Use --backend docker, or run the service inside the sandbox yourself.",
+  },
 ];
 
 /** What a kind is, for the CLI. */

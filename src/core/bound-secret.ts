@@ -5,11 +5,11 @@
 // request to one of the secret's hosts (matched as the allowlist matches), within its methods and paths (judged on the
 // canonical path the upstream will act on: core/credential-scope.ts), in the header values and the query, and in the
 // body only when the secret says so. A placeholder anywhere else stays a placeholder, and is reported.
-import { z } from "zod";
 import { hostMatches, parsePattern, type AllowPattern } from "./allowlist";
 import { canonicalPath, pathMatches, type PathRule } from "./credential-scope";
 import { replaceAll } from "./stream-replace";
-import { isReservedEnv } from "./config";
+import { isReservedEnv } from "./reserved-env";
+import type { BindingSpec } from "./bound-secret-schema";
 
 /** Every method a secret may go with when it names none. */
 /** The variables a session with secrets gets for trust (sandboxes/secret-env.ts): never a secret's. */
@@ -90,6 +90,8 @@ export function swapRequest(
   secrets: readonly BoundSecret[],
   values: ReadonlyMap<string, string>,
   req: { method: string; host: string; target: string; headers: readonly HeaderPair[] },
+  /** Why no secret may be swapped into this request at all (plain HTTP to a name): each one present is said as outside. */
+  refused: string | null = null,
 ): SwappedRequest {
   const method = req.method.toUpperCase();
   const canon = canonicalPath(req.target);
@@ -98,8 +100,10 @@ export function swapRequest(
   const present = (s: BoundSecret) => s.placeholder !== null && (req.target.includes(s.placeholder) || req.headers.some(([, v]) => v.includes(s.placeholder!)));
   for (const s of secrets) {
     const value = values.get(s.name);
-    let why: string | null = null;
-    if (!boundTo(s, req.host)) why = `${req.host} is not one of its hosts (${s.hosts.join(", ")})`;
+    let why: string | null = refused;
+    if (why !== null) {
+      // Refused whole: said for a placeholder present, or a header that would have been added.
+    } else if (!boundTo(s, req.host)) why = `${req.host} is not one of its hosts (${s.hosts.join(", ")})`;
     else if (!canon.ok) why = `the request's path cannot be read one way only: ${canon.reason}`;
     else if (!s.rules.some((r) => r.methods.includes(method) && pathMatches(r.path, canon.path))) why = `${method} ${canon.path} is outside what it is for`;
     else if (value === undefined) why = "its value cannot be read now";
@@ -142,28 +146,7 @@ export function reflectionPairs(secrets: readonly BoundSecret[], values: Readonl
   return out;
 }
 
-/** Where a bound secret's value comes from (secrets/sources.ts reads it). */
-export const SecretSourceSchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("vault") }).strict(),
-  z.object({ kind: z.literal("command"), command: z.string().min(1), ttlMs: z.number().int().positive() }).strict(),
-  z.object({ kind: z.literal("ref"), ref: z.string().min(1), ttlMs: z.number().int().positive() }).strict(),
-]);
-
-/** A binding as stored (`sbx secret set NAME --host …`): everything but the value and the placeholders. */
-export const BindingSpecSchema = z
-  .object({
-    hosts: z.array(z.string().min(1)).min(1),
-    rules: z.array(z.object({ methods: z.array(z.string().regex(/^[A-Z]+$/)).min(1), path: z.string().startsWith("/") }).strict()).min(1),
-    header: z.object({ name: z.string().regex(/^[A-Za-z0-9-]+$/), template: z.string().includes("{}") }).strict().nullable(),
-    /** The variable inside that holds the placeholder (default: the secret's name); null with `npmrc` alone. */
-    env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).nullable(),
-    /** Write the registry's `_authToken` line to the sandbox's npm config instead of (or beside) a variable. */
-    npmrc: z.boolean(),
-    inBody: z.boolean(),
-    source: SecretSourceSchema,
-  })
-  .strict();
-export type BindingSpec = z.infer<typeof BindingSpecSchema>;
+export type { BindingSpec } from "./bound-secret-schema";
 
 /** Pure: why a binding cannot be kept as given (a host that is an address, a path in a form the proxy never sees), or null. */
 export function bindingProblem(spec: BindingSpec): string | null {

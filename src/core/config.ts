@@ -2,15 +2,11 @@
 import { z } from "zod";
 import { SbxError } from "./errors";
 import { scanText } from "./secrets";
+import { RESERVED } from "./reserved-env";
+export { isReservedEnv } from "./reserved-env";
+import { LEVEL_NAMES, type LevelName } from "./levels";
+import { parseBudget, PricesSchema } from "./llm-budget";
 import { parseParentUrl } from "./parent-proxy";
-
-/** Variables sbx sets itself: a config entry must not be able to point a client around the proxy or the bridge. */
-const RESERVED = /^(PATH|SANDBOX|SBX_.*|HTTPS?_PROXY|https?_proxy|ALL_PROXY|all_proxy|NO_PROXY|no_proxy|NODE_USE_ENV_PROXY|npm_config_(https_)?proxy|npm_config_noproxy|JAVA_TOOL_OPTIONS|[A-Z]+_BASE_URL)$/;
-
-/** Pure: whether sbx sets this variable itself (proxy, LLM, socket, PATH): nothing a person configures may override it. */
-export function isReservedEnv(name: string): boolean {
-  return RESERVED.test(name);
-}
 
 /** Names that hold credentials by convention; sbx never passes such a variable into a sandbox. */
 const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
@@ -60,6 +56,10 @@ export const ConfigSchema = z
       .boolean()
       .optional()
       .describe("true | false: whether new sandboxes get the transparent path (a DNS stub and 80/443 carried to the proxy for clients that ignore the proxy variables; default true; --no-transparent)"),
+    policy: z
+      .enum(LEVEL_NAMES as [LevelName, ...LevelName[]])
+      .optional()
+      .describe("locked | balanced | open: the policy level of new sandboxes, unless --policy says otherwise (default: none, the built-in list: api.anthropic.com; `sbx help egress`)"),
     claudeAuth: z
       .enum(["inject", "overlay"])
       .optional()
@@ -79,6 +79,18 @@ export const ConfigSchema = z
       .strict()
       .optional()
       .describe('{url, noProxy, credentials}: the company proxy the daemon goes out through (e.g. {"url": "http://proxy.corp:3128", "noProxy": [".corp"], "credentials": "PROXY_LOGIN"}; default: HTTPS_PROXY/HTTP_PROXY/NO_PROXY of the daemon\'s environment)'),
+    trust: z
+      .union([z.literal("host"), z.array(z.string().min(1).max(4096)).min(1).max(32)])
+      .optional()
+      .describe('"host" | ["/path/ca.pem", …]: CAs beyond the system\'s roots that sandboxes and sbx\'s proxy trust (a company CA; "host": the ones `sbx doctor` finds on this machine; default: none)'),
+    llmBudget: z
+      .string()
+      .max(40)
+      .optional()
+      .describe('the default for --llm-budget: what each new sandbox may spend on model calls, e.g. "5usd/day", "20usd", "2mtokens/day" (default: no budget; spend is counted all the same)'),
+    llmPrices: PricesSchema.optional().describe(
+      'model → {input, output, cacheRead?, cacheWrite?} in USD per million tokens: added to sbx\'s table of list prices, replacing an entry of the same name (sbx help budget)',
+    ),
   })
   .strict();
 
@@ -110,6 +122,13 @@ export function parseConfig(text: string, file: string, knownSecrets: readonly s
     throw new SbxError("config", `${file}: ${where}: ${nested ?? i.message}`, {
       hint: `Allowed keys:\n  ${describeKeys(ConfigSchema).join("\n  ")}`,
     });
+  }
+  if (r.data.llmBudget !== undefined) {
+    try {
+      parseBudget(r.data.llmBudget, "llmBudget");
+    } catch (e) {
+      throw new SbxError("config", `${file}: ${(e as Error).message}`, { hint: (e as SbxError).hint ?? "" });
+    }
   }
   for (const [k, v] of Object.entries(r.data.env)) {
     if (v.length >= 8 && knownSecrets.includes(v)) {

@@ -38,6 +38,8 @@ export type EgressEvent =
       via?: string;
       source: PolicySource;
       pattern: string;
+      /** A request's path (plain HTTP, or one read inside a terminated connection), never its query; none for a tunnel. */
+      target?: string;
       bytesUp: number;
       bytesDown: number;
       durationMs: number;

@@ -1,6 +1,6 @@
 // The egress decision: sandbox list, then global list, then the built-in default; then the resolved-address check. Pure.
 import { classify, formatIp, parseIp, type AddressKind } from "./addresses";
-import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, type AllowPattern } from "./allowlist";
+import { DEFAULT_PORTS, compilePatterns, matchesAddress, matchesName, normalizeHost, pairAllows, type AllowPattern } from "./allowlist";
 import { compileRules, requestsJudged, ruleCoversHost, type CompiledRule, type Rule } from "./rules";
 
 /** The built-in default: only the Claude API. Everything else is added by the user (or a preset). */
@@ -19,9 +19,16 @@ export interface PolicyLists {
   published?: readonly string[];
   /** Rules that see requests (core/rules.ts): the sandbox's and the global ones, each saying which. */
   rules?: readonly Rule[];
+  /**
+   * The sandbox's level (core/levels.ts), in place of the built-in list: its patterns (source `level`), and whether it
+   * opens every public name and address. Absent or null: the built-in list.
+   */
+  level?: { name: string; patterns: readonly string[]; open: boolean } | null;
+  /** One-time approvals (`--once`): each allows one connection, then the proxy uses it up; tried after everything else. */
+  once?: readonly string[];
 }
 
-export type PolicySource = "sandbox" | "global" | "builtin" | "published" | "level";
+export type PolicySource = "sandbox" | "global" | "builtin" | "published" | "level" | "once";
 
 export type BlockReason =
   | "invalid-host"
@@ -70,6 +77,8 @@ export interface CompiledPolicy {
   published: ReadonlySet<string>;
   /** Rules that see requests, the sandbox's before the global ones. */
   rules: readonly CompiledRule[];
+  /** The `open` level: any public name or address, on any port (the address check still refuses what is not public). */
+  open: boolean;
 }
 
 /**
@@ -97,7 +106,11 @@ export function compilePolicy(lists: PolicyLists): CompiledPolicy {
   };
   add(lists.sandbox, "sandbox");
   add(lists.global, "global");
-  add(BUILTIN_ALLOWLIST, "builtin");
+  if (lists.level) add(lists.level.patterns, "level");
+  else add(BUILTIN_ALLOWLIST, "builtin");
+  const open = lists.level?.open === true;
+  // Under `open` a one-time approval allows nothing more: it is not used up.
+  if (!open) add(lists.once ?? [], "once");
   const published = new Set<string>();
   for (const raw of lists.published ?? []) {
     const r = parsePublished(raw);
@@ -106,16 +119,22 @@ export function compilePolicy(lists: PolicyLists): CompiledPolicy {
   }
   const rules = compileRules(lists.rules ?? []);
   invalid.push(...rules.invalid);
-  return { entries, invalid, published, rules: rules.rules };
+  return { entries, invalid, published, rules: rules.rules, open };
 }
 
 function hostPort(host: string, port: number): string {
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
-/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise. */
+/** The pattern that allows host on port: the bare host on a default port, `host:port` otherwise (a `name@address` pair too). */
 export function patternFor(host: string, port: number): string {
-  return DEFAULT_PORTS.includes(port) ? host : hostPort(host, port);
+  if (DEFAULT_PORTS.includes(port)) return host;
+  return host.includes("@") ? `${host}:${port}` : hostPort(host, port);
+}
+
+/** Pure: a name paired with an address, as a pattern writes it (`registry.corp@10.1.2.3`, `name@[fd00::1]`). */
+export function pairText(name: string, address: string): string {
+  return `${name}@${address.includes(":") ? `[${address}]` : address}`;
 }
 
 /**
@@ -154,20 +173,30 @@ export function decide(policy: CompiledPolicy, rawHost: string, port: number): D
       };
     }
     for (const e of policy.entries) {
-      if (matchesAddress(e.pattern, ip, port)) return allowed(policy, host, port, true, e.source, e.text);
+      if (e.source !== "once" && matchesAddress(e.pattern, ip, port)) return allowed(policy, host, port, true, e.source, e.text);
     }
     const byRule = policy.rules.find((r) => r.effect === "allow" && ruleCoversHost(r, host, port));
     if (byRule) return allowed(policy, host, port, true, byRule.source, byRule.text, true);
+    if (policy.open && kind === "public") return allowed(policy, host, port, true, "level", OPEN_PATTERN);
+    // Last: a one-time approval, used up only when nothing lasting allows it.
+    for (const e of policy.entries) {
+      if (e.source === "once" && matchesAddress(e.pattern, ip, port)) return allowed(policy, host, port, true, e.source, e.text);
+    }
     const ipOnOtherPort = policy.entries.some((e) => e.pattern.kind === "cidr" && matchesAddress({ ...e.pattern, port }, ip, port));
     return ipOnOtherPort
       ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed`, suggest: hostPort(host, port) }
       : { allow: false, host, port, reason: "ip-literal", detail: `${host} is an IP address that is not on the allowlist`, suggest: patternFor(host, port) };
   }
   for (const e of policy.entries) {
-    if (matchesName(e.pattern, host, port)) return allowed(policy, host, port, false, e.source, e.text);
+    if (e.source !== "once" && matchesName(e.pattern, host, port)) return allowed(policy, host, port, false, e.source, e.text);
   }
   const byRule = policy.rules.find((r) => r.effect === "allow" && ruleCoversHost(r, host, port));
   if (byRule) return allowed(policy, host, port, false, byRule.source, byRule.text, true);
+  // Any name, which the address check then judges by where it resolves.
+  if (policy.open) return allowed(policy, host, port, false, "level", OPEN_PATTERN);
+  for (const e of policy.entries) {
+    if (e.source === "once" && matchesName(e.pattern, host, port)) return allowed(policy, host, port, false, e.source, e.text);
+  }
   const nameOnOtherPort = policy.entries.some((e) => e.pattern.kind !== "cidr" && matchesName({ ...e.pattern, port }, host, port));
   return nameOnOtherPort
     ? { allow: false, host, port, reason: "port-not-allowed", detail: `port ${port} of ${host} is not allowed (only 443 and 80 unless a pattern names the port)`, suggest: hostPort(host, port) }
@@ -178,10 +207,48 @@ export type AddressCheck =
   | { ok: true; address: string }
   | { ok: false; reason: BlockReason; address: string; kind: AddressKind | "host"; detail: string; suggest: string | null };
 
-/** An allowlist entry naming one address (a /32 or /128), the only kind that reaches an address that is not public. */
-function isExactEntry(p: AllowPattern): boolean {
-  return p.kind === "cidr" && p.cidr.prefix === p.cidr.network.length * 8;
+/** An entry the person made (for good, for a time or once): never a level's or the built-in list's. */
+function personMade(e: CompiledEntry): boolean {
+  return e.source === "sandbox" || e.source === "global" || e.source === "once";
 }
+
+/**
+ * An entry the person made naming one address (a /32 or /128): the only kind that reaches an address that is not
+ * public. A level's or the built-in list's never does (no level opens private, link-local or metadata ranges). A
+ * one-time approval does, and is then used up (`onceRelied`).
+ */
+function isExactEntry(e: CompiledEntry): boolean {
+  const p = e.pattern;
+  return personMade(e) && p.kind === "cidr" && p.cidr.prefix === p.cidr.network.length * 8;
+}
+
+/**
+ * The one-time approvals an allowed connection uses up. `required`: those it relies on (the decision's own, and each
+ * that alone let one of its resolved non-public addresses through, exactly or paired with the name); a connection that
+ * relies on none uses none. `alsoCovering`: every other one-time approval that would let it through (a name's and its
+ * pairing's, approved together): used up with it, so one approval is one connection, never two.
+ */
+export function onceRelied(policy: CompiledPolicy, d: { host: string; source: PolicySource; pattern: string }, addresses: readonly string[], port: number): { required: string[]; alsoCovering: string[] } {
+  const required = new Set<string>();
+  if (d.source === "once") required.add(d.pattern);
+  const all = new Set<string>();
+  const once = policy.entries.filter((e) => e.source === "once");
+  for (const e of once) if (matchesName(e.pattern, d.host, port)) all.add(e.text);
+  for (const raw of addresses) {
+    const bytes = parseIp(raw);
+    if (!bytes || classify(bytes) === "public") continue;
+    const covers = (e: CompiledEntry) => (isExactEntry(e) && matchesAddress(e.pattern, bytes, port)) || (personMade(e) && pairAllows(e.pattern, d.host, bytes, port));
+    for (const e of once) if (covers(e)) all.add(e.text);
+    if (policy.rules.some((r) => r.effect === "allow" && pairAllows(r.pattern, d.host, bytes, port))) continue;
+    const covering = policy.entries.filter(covers);
+    if (covering.length > 0 && covering.every((e) => e.source === "once")) required.add(covering[0]!.text);
+  }
+  if (required.size === 0) return { required: [], alsoCovering: [] };
+  return { required: [...required], alsoCovering: [...all].filter((t) => !required.has(t)) };
+}
+
+/** What the `open` level's allow names as its pattern. */
+export const OPEN_PATTERN = "* (level open)";
 
 /**
  * After an allow decision: every address the name resolved to must be public (and not this host's own),
@@ -220,15 +287,21 @@ export function checkAddresses(
       };
     }
     // Any other address that is not public (private, link-local, metadata, …) only as that exact address, never as
-    // part of a network or through another form of it.
-    if (kind !== "public" && !policy.entries.some((e) => isExactEntry(e.pattern) && matchesAddress(e.pattern, bytes, port))) {
+    // part of a network or through another form of it; or for a name paired with it (`name@address`: the name, while
+    // it resolves there), which is what an approval of such a name allows. Only an entry or rule the person made does:
+    // never a level's or the built-in list's.
+    const paired = host !== addr && (policy.entries.some((e) => personMade(e) && pairAllows(e.pattern, host, bytes, port)) || policy.rules.some((r) => r.effect === "allow" && pairAllows(r.pattern, host, bytes, port)));
+    if (kind !== "public" && !paired && !policy.entries.some((e) => isExactEntry(e) && matchesAddress(e.pattern, bytes, port))) {
       return {
         ok: false,
         reason: "internal-address",
         address: addr,
         kind,
-        detail: `${host === addr ? addr : `${host} resolves to ${addr}, which`} is a ${kind} address; only that exact address on the allowlist reaches it`,
-        suggest: patternFor(addr, port),
+        detail:
+          host === addr
+            ? `${addr} is a ${kind} address; only that exact address on the allowlist reaches it`
+            : `${host} resolves to ${addr}, a ${kind} address; allowing ${pairText(host, addr)} lets ${host} reach it while it resolves there (another address is a new decision)`,
+        suggest: host === addr ? patternFor(addr, port) : patternFor(pairText(host, addr), port),
       };
     }
     first ??= addr;

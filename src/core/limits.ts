@@ -16,6 +16,8 @@ export interface LimitsInput {
   memory?: string | number | undefined;
   cpus?: string | number | undefined;
   pids?: string | number | undefined;
+  /** The LLM budget as typed (`5usd/day`; core/llm-budget.ts reads it): kept in the identity beside the limits. */
+  llmBudget?: string | undefined;
 }
 
 /** The host facts the defaults and the bounds come from. */

@@ -27,6 +27,8 @@ export const PRESETS = {
   pypi: ["pypi.org", "*.pypi.org", "files.pythonhosted.org"],
   crates: ["crates.io", "index.crates.io", "static.crates.io", "static.rust-lang.org"],
   go: ["proxy.golang.org", "sum.golang.org", "go.dev", "dl.google.com"],
+  rubygems: ["rubygems.org", "index.rubygems.org"],
+  maven: ["repo.maven.apache.org", "repo1.maven.org", "plugins.gradle.org", "services.gradle.org"],
   debian: ["deb.debian.org", "security.debian.org"],
   ubuntu: ["archive.ubuntu.com", "security.ubuntu.com", "ports.ubuntu.com"],
 } as const satisfies Record<string, readonly string[]>;

@@ -2,7 +2,6 @@
 // (`sbx allow api.github.com --method GET,HEAD --path '/repos/acme/**'`, `--read-only`), and a deny that carves
 // requests out of a broader allow (`sbx deny api.github.com --method DELETE`). Pure: what a rule is, when it applies to
 // a host, and the verdict for one request, judged on the canonical path the upstream acts on (credential-scope.ts).
-import { z } from "zod";
 import { canonicalPath, pathMatches } from "./credential-scope";
 import { matchesAddress, matchesName, parsePattern, type AllowPattern } from "./allowlist";
 import { parseIp } from "./addresses";
@@ -10,16 +9,8 @@ import { parseIp } from "./addresses";
 /** The methods a read-only rule allows. */
 export const READ_ONLY_METHODS: readonly string[] = ["GET", "HEAD", "OPTIONS"];
 
-export const RuleSpecSchema = z.object({
-  effect: z.enum(["allow", "deny"]),
-  /** An allowlist pattern (exact name, `*.suffix`, address), in canonical form, with `:port` when it names one. */
-  host: z.string().min(1).max(300),
-  /** Upper case; null: every method. */
-  methods: z.array(z.string().regex(/^[A-Z]{1,20}$/)).min(1).max(16).nullable(),
-  /** Canonical path patterns (`*` within a segment, a last `**` for any depth); null: every path. */
-  paths: z.array(z.string().min(1).max(512)).min(1).max(32).nullable(),
-});
-export type RuleSpec = z.infer<typeof RuleSpecSchema>;
+export type { RuleSpec } from "./rules-schema";
+import type { RuleSpec } from "./rules-schema";
 
 /** Where a rule comes from, for the explanation (the same sources as the host lists'). */
 export type RuleSource = "sandbox" | "global" | "level";

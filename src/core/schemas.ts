@@ -52,8 +52,12 @@ export const AllowEntrySchema = z
     pattern: z.string(),
     added_by: z.string(),
     added_at: z.number(),
+    /** `--for`: when it stops allowing (null: for good). */
+    expires_at: z.number().nullable().default(null),
+    /** `--once`: one connection, then gone. */
+    once: z.number().default(0),
   })
-  .transform((r) => ({ id: r.id, sandboxId: r.sandbox_id, pattern: r.pattern, addedBy: r.added_by, addedAt: r.added_at }));
+  .transform((r) => ({ id: r.id, sandboxId: r.sandbox_id, pattern: r.pattern, addedBy: r.added_by, addedAt: r.added_at, expiresAt: r.expires_at, once: r.once === 1 }));
 export type AllowEntry = z.infer<typeof AllowEntrySchema>;
 
 export const ApprovalStateSchema = z.enum(["pending", "allowed", "denied"]);
@@ -62,7 +66,7 @@ export const ApprovalSchema = z
   .object({
     id: z.number().int(),
     sandbox_id: z.number().int(),
-    kind: z.enum(["egress", "bridge"]).default("egress"),
+    kind: z.enum(["egress", "bridge", "budget"]).default("egress"),
     host: z.string(),
     port: z.number().int(),
     reason: z.string(),

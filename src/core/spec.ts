@@ -59,6 +59,11 @@ export interface DockerOptions {
   transparent?: boolean;
   /** `--expose-credentials` at create: what the copy-in scan finds in its overlays is said, and copied in anyway. */
   exposeCredentials?: boolean;
+  /**
+   * Files a new container's home gets once, before its first start, where the image has none (relative to the home):
+   * the host's settings that only a file carries (cargo's mirror of crates.io).
+   */
+  homeFiles?: readonly { path: string; text: string }[];
 }
 
 /** A user-account sandbox's (linux-user, macos): the loopback port its guest reaches its proxy on. */

@@ -39,6 +39,8 @@ export function relativeTime(ms: number, now: number): string {
 export const TIME_KEYS: ReadonlySet<string> = new Set([
   "ts",
   "createdAt",
+  "lastErrorAt",
+  "lastOkAt",
   "updatedAt",
   "lastUsedAt",
   "startedAt",

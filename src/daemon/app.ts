@@ -1,5 +1,5 @@
 // The control API (hono): health, status, the dashboard's launch, sessions; the route groups register from their files
-// (routes-lifecycle.ts, routes-agents.ts, routes-exec.ts, routes-secrets.ts, routes-policy.ts, routes-logs.ts).
+// (routes-lifecycle.ts, routes-agents.ts, routes-exec.ts, routes-secrets.ts, routes-policy.ts, routes-levels.ts, routes-logs.ts).
 // Requests and responses are zod-checked; errors have one shape (http.ts).
 import type { AgentService } from "../agents/service";
 import { Hono, type Context } from "hono";
@@ -20,6 +20,7 @@ import { execRoutes } from "./routes-exec";
 import { lifecycleRoutes } from "./routes-lifecycle";
 import { logsRoutes } from "./routes-logs";
 import { policyRoutes } from "./routes-policy";
+import { levelRoutes } from "./routes-levels";
 import { secretRoutes } from "./routes-secrets";
 import {
   ChatStatusSchema,
@@ -102,7 +103,7 @@ export function createApp(deps: AppDeps): Hono {
         guards: guards.guardNames,
         sandboxes: views(),
         sessions: sessions.size,
-        ...(deps.hosted ? { ui: uiOf(deps.hosted()), chat: deps.hosted()?.chat() ?? { configured: false, connected: false } } : {}),
+        ...(deps.hosted ? { ui: uiOf(deps.hosted()), chat: deps.hosted()?.chat() ?? { configured: false, connected: false }, approvals: deps.hosted()?.channels() ?? { configured: false } } : {}),
       }),
     );
   });
@@ -133,6 +134,7 @@ export function createApp(deps: AppDeps): Hono {
   agentRoutes(app, { log, agentRuns: deps.agentRuns });
   secretRoutes(app, { store, ...(deps.paths ? { configDir: deps.paths.configDir } : {}), sandboxNamed: (w, name) => svc.resolve(name, w), jsonBody: (c) => jsonBody(c as Context) });
   policyRoutes(app, { service: svc, policy: deps.policy, user: deps.user });
+  levelRoutes(app, { service: svc, store });
   logsRoutes(app, { service: svc, store });
 
   app.get("/v1/sessions", (c) => c.json(SessionListSchema.parse({ sessions: sessions.list() })));

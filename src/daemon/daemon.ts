@@ -15,6 +15,7 @@ import { GuardHost } from "./guard-host";
 import { ExecAgents, execAgentGuard } from "./exec-agents";
 import { PortForwards } from "./port-forwards";
 import { LimitWatch } from "./limit-watch";
+import { LAPSE_SWEEP_MS, startLapseSweep } from "../policy/lapse";
 import type { SandboxGuard } from "../guards/guards";
 import type { Hosted } from "./hosted";
 import { acquireLock, type DaemonLock } from "./lock";
@@ -92,6 +93,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
   let hosted: Hosted | null = null;
   let background: { stop(): Promise<void> } | null = null;
   let watch: LimitWatch | undefined;
+  let lapse: { stop(): void } | undefined;
   try {
     await clearStaleSocket(paths.controlSocket);
     store = deps.store ?? new Store(paths.dbFile);
@@ -129,6 +131,9 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
       ...(deps.sessionSecrets ? { secrets: deps.sessionSecrets } : {}),
     });
     limits.start(LIMIT_WATCH_MS);
+    // Entries allowed for a time or once: swept (said lapsed) now, for what lapsed while no daemon ran, and every few s.
+    const policy = deps.policy;
+    lapse = policy ? startLapseSweep(() => policy.sweep(), LAPSE_SWEEP_MS, (e) => log.warn("lapse sweep failed", { err: e })) : undefined;
     const health: Health = {
       ok: true,
       api: API_VERSION,
@@ -189,6 +194,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
           log.info("daemon stopping", { reason });
           await srv.stop();
           watch?.stop();
+          lapse?.stop();
           await h?.close();
           await s.closeAll();
           await reconciled.catch(() => {});
@@ -204,6 +210,7 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     };
   } catch (e) {
     watch?.stop();
+    lapse?.stop();
     await server?.stop();
     await background?.stop();
     await hosted?.close();

@@ -1,8 +1,10 @@
-// What the daemon hosts besides guards: the approvals dashboard (127.0.0.1, random port), the Zulip bot when chat is set up, and desktop notifications, all fed by one event bus.
+// What the daemon hosts besides guards: the approvals dashboard (127.0.0.1, random port), the Zulip bot when chat is set up, the webhook and Slack channels with their listener, and desktop notifications, all fed by one event bus.
 import { readChatConfig, type ChatConfig } from "../chat/config";
 import { startZulipBot, type ZulipBot } from "../chat/bot";
+import { startApprovalChannels, type Channels, type ChannelsStatus } from "../chat/channels";
 import { SbxError, toSbxError } from "../core/errors";
 import type { SandboxState } from "../core/sandbox-state";
+import type { SpendView } from "../core/llm-budget";
 import type { Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import type { Exec } from "../sys/exec";
@@ -17,6 +19,8 @@ export interface HostedDeps {
   store: Store;
   /** Each sandbox's state in sbx's one word, as the daemon sees it (the dashboard and chat show it). */
   stateOf?: (sb: Sandbox) => SandboxState;
+  /** Each sandbox's LLM spend (the dashboard shows it). */
+  spendOf?: (sb: Sandbox) => SpendView;
   events: EventBus;
   log: Logger;
   exec: Exec;
@@ -28,6 +32,8 @@ export interface HostedDeps {
   dashboard?: boolean;
   notifications?: boolean;
   startBot?: (config: ChatConfig) => ZulipBot;
+  /** The webhook's and Slack's outgoing requests (tests). */
+  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
 }
 
 export interface Hosted {
@@ -37,7 +43,9 @@ export interface Hosted {
   launch(ttlMs: number): UiLaunch;
   ticketState(ticket: string): TicketState;
   chat(): ChatStatus;
-  /** Stops the bot (if any) and starts one for the current chat.json (after `sbx chat setup`). */
+  /** The webhook, Slack and their listener (approvals.json). */
+  channels(): ChannelsStatus;
+  /** Stops the bot (if any) and starts one for the current chat.json (after `sbx chat setup`); the same for approvals.json. */
   reloadChat(): Promise<ChatStatus>;
   readonly notifier: DesktopNotifier | null;
   close(): Promise<void>;
@@ -45,7 +53,7 @@ export interface Hosted {
 
 export function startHosted(deps: HostedDeps): Hosted {
   const { log, store, events } = deps;
-  const source = { store, events, ...(deps.stateOf ? { stateOf: deps.stateOf } : {}) };
+  const source = { store, events, ...(deps.stateOf ? { stateOf: deps.stateOf } : {}), ...(deps.spendOf ? { spendOf: deps.spendOf } : {}) };
   let dash: Dashboard | null = null;
   if (deps.dashboard !== false) {
     try {
@@ -86,6 +94,10 @@ export function startHosted(deps: HostedDeps): Hosted {
     return { ...chat, connected: s.connected, ...(s.lastError ? { error: s.lastError } : {}) };
   };
 
+  // The webhook and Slack (approvals.json): a bad config or a taken port is said in the status, never fatal.
+  const startChannels = () => startApprovalChannels({ configDir: deps.configDir, source, log: log.with({ part: "approvals" }), ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+  let channels: Channels = startChannels();
+
   let notifier: DesktopNotifier | null = null;
   let unsubscribe = () => {};
   if (deps.notifications !== false) {
@@ -104,16 +116,19 @@ export function startHosted(deps: HostedDeps): Hosted {
     },
     ticketState: (ticket) => dash?.launchState(ticket) ?? "unknown",
     chat: chatStatus,
+    channels: () => channels.status(),
     async reloadChat() {
       const old = bot;
       bot = null;
       await old?.close();
       startChat();
+      await channels.close();
+      channels = startChannels();
       return chatStatus();
     },
     async close() {
       unsubscribe();
-      await Promise.allSettled([bot?.close(), dash?.close(), notifier?.idle()]);
+      await Promise.allSettled([bot?.close(), dash?.close(), notifier?.idle(), channels.close()]);
     },
   };
 }

@@ -18,8 +18,12 @@ import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
 import { GeminiRefresher } from "../llm/gemini-login";
 import { ClaudeKeychain } from "../llm/claude-keychain";
+import { LlmBudgets } from "../llm/budget";
+import { priceReader } from "../sys/config-file";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
+import { CompanyTrust } from "../tls/host-trust";
+import { expandHome, loadConfig } from "../sys/config-file";
 import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
 import { SecretBindings } from "../store/secret-bindings";
@@ -34,11 +38,13 @@ import { VERSION } from "../version";
 import { bridgeGuard } from "../guards/bridge";
 import { sshSettingsOf } from "../bridge/gate-git";
 import { createEgressDesk, DESK_PATH } from "../policy/egress-desk";
+import { pairApprovedNames } from "../policy/private-pairing";
 import { loopbackGuard } from "../guards/loopback";
 import { proxyGuard } from "../guards/proxy";
 import { systemResolver, type Resolver } from "../proxy/egress-proxy";
 import type { MacosBackend } from "../drivers/macos/backend";
 import { defaultKind } from "../core/backend-kind";
+import { publishedOf } from "../core/egress";
 import { rawBlockFeed } from "../events/raw-blocks";
 import { notificationArgv } from "./notify";
 import { driverRefSyncGuard } from "./driver-guards";
@@ -51,7 +57,6 @@ import type { HostUser } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
 import { baseIdentity } from "../drivers/identity";
-import { loadConfig } from "../sys/config-file";
 import type { Config } from "../core/config";
 import { parentAgents, parentFetch, parentSettingsOf, ParentRouter } from "../sys/parent";
 import { ParentRelay } from "../sys/parent-relay";
@@ -71,6 +76,8 @@ export interface Components {
   bound?: BoundSecrets;
   /** How the daemon downloads (agents): through the host's parent proxy where it applies. */
   download?: typeof fetch;
+  /** Each sandbox's LLM spend and budget (the LLM handler counts into it; the dashboard shows it). */
+  budgets?: LlmBudgets;
 }
 
 /** The user-account backends this host can run (detected, or a test's). */
@@ -136,6 +143,12 @@ export function upstreamTrust(extraFile: string | undefined): string | undefined
   }
 }
 let trustKept: { file: string; at: number; pem: string } | null = null;
+
+/** The upstream trust with a company's CAs added (the runtime's roots first when nothing else was). */
+function withCompany(base: string | undefined, company: string): string | undefined {
+  if (company === "") return base;
+  return `${base ?? rootCertificates.join("\n")}\n${company}`;
+}
 
 export function testResolver(raw: string | undefined): Resolver | undefined {
   if (raw === undefined || raw === "") return undefined;
@@ -258,14 +271,35 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // Secrets bound to hosts (sbx secret set NAME --host …): values from sbx's stored secrets or their source, read as the
   // person (a command they wrote runs as them, never as a root daemon), certificates from sbx's CA, made on first need.
   const egressRules = new EgressRules(d.store);
+  // A company's CAs (the config's `trust`): every session trusts them, and terminated upstreams are verified with them.
+  const company = new CompanyTrust({
+    trust: () => {
+      const t = loadConfig(d.paths, d.env).trust;
+      return t === "host" || t === undefined ? t : t.map((f) => expandHome(f, d.env.vars.HOME));
+    },
+    platform: d.env.platform,
+    env: d.env.raw,
+    exec: d.exec,
+    guard: { forbidden: [d.paths.sandboxRoot, d.paths.runtimeDir, d.paths.stateDir], uid: host.uid },
+    log: (m, f) => d.log.warn(m, f),
+    stamp: () => {
+      try {
+        return String(statSync(d.paths.configFile).mtimeMs);
+      } catch {
+        return "none";
+      }
+    },
+  });
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
     authority: () => Authority.open(d.paths.stateDir),
     // The upstreams are verified against the runtime's roots, plus the CAs the daemon's environment adds the standard
     // way (NODE_EXTRA_CA_CERTS: a private CA in front of a service), read when a connection is made.
-    upstreamCa: () => upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS),
+    upstreamCa: () => withCompany(upstreamTrust(d.env.raw.NODE_EXTRA_CA_CERTS), company.pemNow()),
     terminatesFor: (id) => egressRules.anyFor(id),
+    companyCas: () => company.current(),
+    published: (id) => publishedOf(d.store.getSandbox(id)?.identity ?? {}),
     log: (m, f) => d.log.warn(m, f),
   });
   const seam = testLlmUpstreams(d.env.raw[TEST_LLM_UPSTREAMS_VAR]);
@@ -286,6 +320,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   // base URLs point (through the forwarder or the loopback port); keys are read per request, so rotation needs no restart.
   // /sbx/egress… is the sandbox's own egress desk: its policy, what it was refused, and asking the user for a host.
   const publish = d.events.publish;
+  // Every model call is counted per sandbox, priced at the table in force, and refused at the sandbox's budget.
+  const budgets = new LlmBudgets({ store: d.store, prices: priceReader(d.paths, d.env, (m, f) => d.log.warn(m, f)), publish, warn: (m, f) => d.log.warn(m, f) });
   const resolve = testResolver(d.env.raw[TEST_RESOLVE_VAR]);
   if (resolve) d.log.warn("name lookups of .test names replaced by the test seam", { var: TEST_RESOLVE_VAR });
   // One set for the daemon: keep-alive connections to the providers, through the parent where it applies.
@@ -298,7 +334,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
       gemini,
       ...(keychain ? { claudeKeychain: keychain } : {}),
       ...(upstreams ? { upstreams } : {}),
-      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs }),
+      budget: budgets.forSandbox({ id: ctx.sandbox.id, name: ctx.sandbox.name }),
+      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs, ...(e.usage ? { usage: e.usage } : {}) }),
     });
     const desk = createEgressDesk({ store: d.store, sandbox: { id: ctx.sandbox.id, name: ctx.sandbox.name }, publish });
     return (req: IncomingMessage, res: ServerResponse) => {
@@ -328,7 +365,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   ];
   const agents = new ExecAgents();
   guards.push(driverRefSyncGuard(agents));
-  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound, ...(outbound ? { download: outbound } : {}) };
+  return { drivers, defaultKind: defaultKind(d.env.platform), guards, agents, guestOf, bound, budgets, ...(outbound ? { download: outbound } : {}) };
 }
 
 export interface RunOptions {
@@ -361,6 +398,9 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
   }
   let daemon;
   try {
+    const policy = new PolicyService({ store, publish: (e) => events.publish(e) });
+    // A name approved by a person that resolves to a private address is paired with it at once (one approval).
+    pairApprovedNames({ subscribe: (fn) => events.subscribe(fn), policy, store, resolve: testResolver(env.raw[TEST_RESOLVE_VAR]) ?? systemResolver, log: (m, f) => log.warn(m, f) });
     daemon = await startDaemon({
       env,
       paths,
@@ -375,7 +415,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
       ...(comps.guestOf ? { guestOf: comps.guestOf } : {}),
       ...(comps.bound ? { sessionSecrets: { session: (id: number) => comps.bound!.sessionSecrets(id) } } : {}),
       ...(comps.download ? { download: comps.download } : {}),
-      policy: new PolicyService({ store, publish: (e) => events.publish(e) }),
+      policy,
       // What the drivers' watchers say reaches the live feed (blocked raw connections) and the person's desktop.
       watchers: {
         blocked: rawBlockFeed(store, (e) => events.publish(e)),
@@ -388,6 +428,7 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
         startHosted({
           store: st,
           stateOf,
+          ...(comps.budgets ? { spendOf: (sb: Sandbox) => comps.budgets!.view(sb) } : {}),
           events,
           log,
           exec,

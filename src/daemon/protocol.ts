@@ -1,11 +1,15 @@
 // The control socket's wire shapes (zod): every request and response the daemon serves, shared with src/client.
+// whole: every wire shape of the control socket in one file, the contract the daemon and src/client share (issue 41 tipped it over 600).
 import { z } from "zod";
 import { AGENT_NAMES, VERSION_RE } from "../core/agents";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema } from "../core/bridge-settings";
-import { BindingSpecSchema } from "../core/bound-secret";
-import { RuleSpecSchema } from "../core/rules";
+import { BindingSpecSchema } from "../core/bound-secret-schema";
+import { RuleSpecSchema } from "../core/rules-schema";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
+import { ServicesSchema } from "../core/services";
+import { LEVEL_NAMES, type LevelName } from "../core/levels";
+import { FOR_MAX_MS } from "../core/allow-term";
 
 export const API_VERSION = 1;
 
@@ -61,6 +65,29 @@ export const ChatStatusSchema = z.object({
 });
 export type ChatStatus = z.infer<typeof ChatStatusSchema>;
 
+/** One outgoing channel (the webhook, Slack): where it posts (never a secret or a URL's query) and how its deliveries went. */
+const ChannelStateSchema = z.object({
+  target: z.string(),
+  queued: z.number().int(),
+  delivered: z.number().int(),
+  failed: z.number().int(),
+  dropped: z.number().int(),
+  lastError: z.string().optional(),
+  lastErrorAt: z.number().optional(),
+  lastOkAt: z.number().optional(),
+});
+
+/** The webhook, Slack and the listener their answers come back to (approvals.json), as the daemon runs them. */
+export const ApprovalChannelsSchema = z.object({
+  configured: z.boolean(),
+  error: z.string().optional(),
+  listener: z.object({ origin: z.string(), publicUrl: z.string().optional(), loopbackOnly: z.boolean() }).nullable().optional(),
+  listenerError: z.string().optional(),
+  webhook: ChannelStateSchema.optional(),
+  slack: ChannelStateSchema.optional(),
+});
+export type ApprovalChannels = z.infer<typeof ApprovalChannelsSchema>;
+
 export const StatusSchema = z.object({
   daemon: HealthSchema,
   backends: z.array(z.string()),
@@ -70,6 +97,7 @@ export const StatusSchema = z.object({
   /** The dashboard's origin, never its token (optional: older daemons do not send it). */
   ui: z.object({ origin: z.string() }).nullable().optional(),
   chat: ChatStatusSchema.optional(),
+  approvals: ApprovalChannelsSchema.optional(),
 });
 export type Status = z.infer<typeof StatusSchema>;
 
@@ -111,6 +139,8 @@ export const SessionCreateSchema = z.object({
   name: nameSchema,
   repo: z.string().startsWith("/").optional(),
   argv: z.array(z.string()).default([]),
+  /** The command as the person started it (`claude -p …`), for `sbx ps`: shown, never run; absent: argv. */
+  command: z.array(z.string().max(4096)).max(256).optional(),
   cwd: z.string().startsWith("/"),
   cols: z.number().int().min(1).max(1000).default(80),
   rows: z.number().int().min(1).max(1000).default(24),
@@ -127,7 +157,10 @@ export const SessionViewSchema = z.object({
   id: z.string(),
   sandbox: z.string(),
   repo: z.string(),
+  /** What runs (for `sbx run AGENT`: sbx's launcher, then the agent). */
   argv: z.array(z.string()),
+  /** The command as the person started it (`claude -p …`); argv when the client gave none. */
+  command: z.array(z.string()),
   pid: z.number().int(),
   clients: z.number().int(),
   startedAt: z.number(),
@@ -212,8 +245,25 @@ export const ExecAnswerSchema = z.object({
 
 /** `--memory`, `--cpus`, `--pids` as the person typed them (the service checks them against the machine). */
 export const LimitsInputSchema = z
-  .object({ memory: z.string().max(32).optional(), cpus: z.string().max(16).optional(), pids: z.string().max(16).optional() })
+  .object({ memory: z.string().max(32).optional(), cpus: z.string().max(16).optional(), pids: z.string().max(16).optional(), llmBudget: z.string().max(40).optional() })
   .strict();
+
+const SpendSummarySchema = z.object({
+  calls: z.number().int(),
+  estimatedCalls: z.number().int(),
+  tokens: z.number(),
+  usd: z.number(),
+  unpricedTokens: z.number(),
+  unpricedModels: z.array(z.string()),
+});
+/** A sandbox's LLM spend (core/llm-budget.ts `SpendView`): in its budget's period (today without one) and its whole life. */
+export const SpendViewSchema = z.object({
+  budget: z.string().nullable(),
+  period: z.string(),
+  spent: SpendSummarySchema,
+  total: SpendSummarySchema,
+  cap: z.object({ unit: z.enum(["usd", "tokens"]), amount: z.number(), spent: z.number(), over: z.boolean() }).optional(),
+});
 
 export const LimitsViewSchema = z.object({ memory: z.number().nullable(), cpus: z.number().nullable(), pids: z.number().nullable() });
 export const LimitHitSchema = z.object({ limit: z.enum(["memory", "pids"]), count: z.number().int() });
@@ -235,7 +285,9 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   allowWeaker: z.boolean().default(false),
   /** `--no-transparent` (false); absent: the config's, else on. */
   transparent: z.boolean().optional(),
-  ports: z.array(z.string().min(1).max(64)).max(64).default([]),
+  /** `--policy LEVEL`; absent: the config's `policy`, else none (the built-in list). */
+  policy: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional(),
+  ports: z.array(z.string().min(1).max(64)).max(64).default([]), services: ServicesSchema, // `--service`, checked again here
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
     .object({ dockerfile: z.string().startsWith("/").max(4096).optional(), context: z.string().startsWith("/").max(4096).optional(), image: z.string().min(1).max(255).optional() })
@@ -367,6 +419,10 @@ export const SandboxInfoSchema = z.object({
   hits: z.array(LimitHitSchema).optional(),
   /** What the person should know of it, as said when it starts (its Dockerfile changed since its image, …). */
   notes: z.array(z.string()).optional(),
+  /** Its LLM spend and budget. */
+  llm: SpendViewSchema.optional(),
+  /** Its policy level; null: none (the built-in list). Absent from older daemons. */
+  level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).nullable().optional(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 
@@ -386,6 +442,7 @@ export const LifecycleResults = {
     limits: LimitsViewSchema.nullable(),
     hits: z.array(LimitHitSchema).nullable(),
     applied: z.enum(["now", "next-start"]).optional(),
+    llm: SpendViewSchema.optional(),
   }),
   bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
   publish: z.object({ name: z.string(), published: z.array(z.string()), changed: z.boolean(), answered: z.number().int() }),
@@ -409,7 +466,13 @@ export type LifecycleLine = z.infer<typeof LifecycleLineSchema>;
 /** A list to change: a sandbox's (named as the CLI names it: in the repo around cwd) or the global one. */
 const ScopeSchema = WhereSchema.extend({ sandbox: nameSchema.optional(), global: z.boolean().default(false) });
 
-export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200) });
+/** How long an allow lasts: for good (absent), one connection, or a number of milliseconds (core/allow-term.ts). */
+export const AllowTermSchema = z.union([
+  z.object({ kind: z.literal("good") }),
+  z.object({ kind: z.literal("once") }),
+  z.object({ kind: z.literal("for"), ms: z.number().int().min(1_000).max(FOR_MAX_MS) }),
+]);
+export const PolicyPatternsSchema = ScopeSchema.extend({ patterns: z.array(z.string().max(300)).max(200), term: AllowTermSchema.optional() });
 export type PolicyPatterns = z.input<typeof PolicyPatternsSchema>;
 
 /** `sbx secret set NAME --host …`: a binding for every sandbox or one (never a value: that stays on the CLI's side). */
@@ -467,16 +530,23 @@ export const PolicyCheckResultSchema = z.object({
   judged: z.boolean(),
 });
 
-export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]) });
+export const PolicyDecideSchema = z.object({ id: z.number().int().positive(), choice: z.enum(["allow-sandbox", "allow-global", "deny"]), term: AllowTermSchema.optional() });
 
-const AllowEntryViewSchema = z.object({ pattern: z.string(), addedBy: z.string(), addedAt: z.number() });
+const AllowEntryViewSchema = z.object({
+  pattern: z.string(),
+  addedBy: z.string(),
+  addedAt: z.number(),
+  /** `--for`/`--once`: when it lapses (absent: for good, or an older daemon). */
+  expiresAt: z.number().nullable().optional(),
+  once: z.boolean().optional(),
+});
 export const ApprovalViewSchema = z.object({
   id: z.number().int(),
   sandboxId: z.number().int(),
   /** The sandbox's name (pending lists carry it). */
   sandbox: z.string().optional(),
-  /** egress: host and port; bridge: `host` is what the bridge refused (a push outside the prefix), port 0. */
-  kind: z.enum(["egress", "bridge"]).default("egress"),
+  /** egress: host and port; bridge: `host` is what the bridge refused (a push outside the prefix), port 0; budget: `host` is the LLM budget reached (`llm-budget 5usd/day`), port 0. */
+  kind: z.enum(["egress", "bridge", "budget"]).default("egress"),
   host: z.string(),
   port: z.number().int(),
   reason: z.string(),
@@ -509,3 +579,28 @@ export const PolicyDecisionSchema = z.object({
   action: z.enum(["allow", "deny"]),
   added: z.boolean(),
 });
+
+// ── Policy levels (/v1/policy/level): sbx policy show NAME, sbx policy set NAME --level L ──
+
+export const PolicyLevelSchema = WhereSchema.extend({ name: nameSchema, level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional() });
+export type PolicyLevel = z.input<typeof PolicyLevelSchema>;
+
+const LevelPartViewSchema = z.object({ pattern: z.string(), why: z.string() });
+/** A sandbox's policy as `sbx policy show` prints it: its level and what it allows, then the person's own entries. */
+export const PolicyLevelViewSchema = z.object({
+  name: z.string(),
+  /** null: no level, the built-in list. */
+  level: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).nullable(),
+  about: z.string(),
+  /** What the level (or the built-in list) allows, each with why. */
+  allows: z.array(LevelPartViewSchema),
+  /** The `open` level: any public host and address, on any port. */
+  open: z.boolean(),
+  /** What `balanced` read of the repo, and when. */
+  repo: z.object({ registries: z.array(z.object({ preset: z.string(), file: z.string() })), registryHosts: z.array(z.object({ host: z.string(), file: z.string() })), forges: z.array(z.object({ host: z.string(), remote: z.string() })) }).nullable(),
+  sandbox: z.array(AllowEntryViewSchema),
+  global: z.array(AllowEntryViewSchema),
+  published: z.array(z.string()),
+  changed: z.boolean(),
+});
+export type PolicyLevelView = z.infer<typeof PolicyLevelViewSchema>;

@@ -93,8 +93,10 @@ export function newSandboxOptions(req: ReturnType<typeof LifecycleCreateSchema.p
     ...(req.image ? { image: req.image } : {}),
     ...(req.withChanges ? { withChanges: true } : {}),
     ...(req.ports.length ? { ports: req.ports } : {}),
+    ...(req.services.length ? { services: req.services } : {}),
     ...(req.allowWeaker ? { allowWeaker: true } : {}),
     ...(req.transparent === false ? { transparent: false } : {}),
+    ...(req.policy ? { policy: req.policy } : {}),
   };
 }
 

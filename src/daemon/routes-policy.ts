@@ -50,7 +50,7 @@ export function policyRoutes(app: Hono, deps: PolicyRouteDeps): void {
   app.post("/v1/policy/allow", async (c) => {
     const req = PolicyPatternsSchema.parse(await jsonBody(c));
     const scope = await scopeOf("allow", req);
-    return c.json(changeView(scope, policy().allow(scope, req.patterns, cliBy)));
+    return c.json(changeView(scope, policy().allow(scope, req.patterns, cliBy, req.term)));
   });
 
   app.post("/v1/policy/deny", async (c) => {
@@ -62,7 +62,7 @@ export function policyRoutes(app: Hono, deps: PolicyRouteDeps): void {
   app.post("/v1/policy/allowlist", async (c) => {
     const req = PolicyShowSchema.parse(await jsonBody(c));
     const view = policy().show(req.sandbox === undefined ? null : await sandboxNamed(req, req.sandbox));
-    const entry = (e: { pattern: string; addedBy: string; addedAt: number }) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt });
+    const entry = (e: { pattern: string; addedBy: string; addedAt: number; expiresAt: number | null; once: boolean }) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, expiresAt: e.expiresAt, once: e.once });
     const rule = (r: StoredRule) => ({ rule: ruleText(r.spec), spec: r.spec, addedBy: r.addedBy, addedAt: r.addedAt });
     return c.json(
       PolicyViewSchema.parse({
@@ -92,6 +92,6 @@ export function policyRoutes(app: Hono, deps: PolicyRouteDeps): void {
 
   app.post("/v1/policy/decide", async (c) => {
     const req = PolicyDecideSchema.parse(await jsonBody(c));
-    return c.json(PolicyDecisionSchema.parse(policy().decide(req.id, req.choice, cliBy)));
+    return c.json(PolicyDecisionSchema.parse(policy().decide(req.id, req.choice, cliBy, req.term)));
   });
 }

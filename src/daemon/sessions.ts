@@ -38,6 +38,7 @@ class Session {
     readonly sandbox: string,
     readonly repo: string,
     readonly argv: string[],
+    readonly command: string[],
     public cols: number,
     public rows: number,
     readonly startedAt: number,
@@ -61,6 +62,7 @@ class Session {
       sandbox: this.sandbox,
       repo: this.repo,
       argv: this.argv,
+      command: this.command,
       pid: this.proc.pid,
       clients: this.clients.size,
       startedAt: this.startedAt,
@@ -97,7 +99,7 @@ export class SessionManager {
     this.deps.guards.requireGuarded(sb);
     const argv = await this.deps.sandboxes.terminalArgv(sb, { argv: req.argv, cwd: req.cwd, env: req.env });
     const id = `${sb.name.slice(0, 40)}-${randomBytes(3).toString("hex")}`;
-    const s = new Session(id, sb.id, sb.name, sb.repo, req.argv, req.cols, req.rows, (this.deps.now ?? Date.now)());
+    const s = new Session(id, sb.id, sb.name, sb.repo, req.argv, req.command ?? req.argv, req.cols, req.rows, (this.deps.now ?? Date.now)());
     s.proc = this.deps.exec.terminal(argv, { cols: req.cols, rows: req.rows, onData: (d) => s.output(d) });
     this.sessions.set(id, s);
     this.audit(s, "session.start", { argv: req.argv, pid: s.proc.pid });

@@ -1,11 +1,13 @@
 // The claims `sbx demo` checks once its sandbox runs, in order: the allowed site through the proxy, a refused one with
 // its approval and allow, no way around the proxy (direct TCP, DNS), a push with the host's token, the token found
-// nowhere inside, a secret-shaped push refused, the agent's commit seen on the host with no fetch.
+// nowhere inside, a secret-shaped push refused, the agent's commit seen on the host with no fetch, an npm install from a private
+// registry on the host's loopback whose token the host binds to host.sbx.internal.
 import { join } from "node:path";
 import { agent, agentFailure, containerState, git, SANDBOX, sbx, step, why, type Ctx } from "./commands";
 import type { DemoSite } from "./site";
 import { clip, type Step } from "./steps";
 import type { Upstream } from "./upstream";
+import { GREETING, PACKAGE, type Registry } from "./registry";
 
 /** One check: its id, what it tries and expects, and the run that records its step. */
 export type Check = [id: string, tried: string, expected: string, run: () => Promise<void>];
@@ -23,13 +25,17 @@ export interface CheckWorld {
   token: string;
   /** In the repo's README: the file scan found it, so the scan ran. */
   canary: string;
+  /** The private npm registry on the host's loopback, its token (only the host knows it), and why npm is missing if it is. */
+  registry: Registry;
+  npmToken: string;
+  noNpm: string | undefined;
   /** The sandbox's container once created (null when none carries its labels). */
   before: { id: string; started: string; image: string } | null;
 }
 
 /** The checks, in order; each records its step when run. */
 export function demoChecks(w: CheckWorld): Check[] {
-  const { c, steps, note, allowed, other, upstream, token, canary, before } = w;
+  const { c, steps, note, allowed, other, upstream, token, canary, before, registry, npmToken, noNpm } = w;
   const root = c.root;
   const plan: Check[] = [];
   const add = (id: string, tried: string, expected: string, fn: () => Promise<Omit<Step, "id" | "tried" | "expected">>) =>
@@ -152,5 +158,36 @@ export function demoChecks(w: CheckWorld): Check[] {
     }
     return { happened: got === sha ? `sandbox-${SANDBOX}/agent-work = ${sha.slice(0, 12)}` : got ? `it points at ${got.slice(0, 12)}, not ${sha.slice(0, 12)}` : `no ref sandbox-${SANDBOX}/agent-work after 10 s`, pass: got === sha };
   });
+
+  // 7. A private registry on the host's loopback that needs a token: npm inside installs from it; the token stays out.
+  const regUrl = `http://host.sbx.internal:${registry.port}/`;
+  add("private-registry", `sbx publish ${SANDBOX} ${registry.pattern}; npm install ${PACKAGE} --registry ${regUrl} (NPM_TOKEN bound on the host to host.sbx.internal)`, "installed; the registry got the token, the sandbox only a placeholder (npm's config, env, files)", () =>
+    privateInstall(c, registry, npmToken, noNpm, regUrl),
+  );
   return plan;
+}
+
+/** The private-registry step: publish the registry, npm install inside, then look for the token where npm wrote. */
+async function privateInstall(c: Ctx, registry: Registry, npmToken: string, noNpm: string | undefined, regUrl: string): Promise<Omit<Step, "id" | "tried" | "expected">> {
+  if (noNpm !== undefined) return { happened: `not run: ${noNpm}`, pass: false };
+  const p = await sbx(c, ["publish", SANDBOX, registry.pattern]);
+  if (p.exitCode !== 0) return { happened: `sbx publish ${SANDBOX} ${registry.pattern} failed: ${why(p)}`, pass: false };
+  const seen = registry.requests.length;
+  const { r, kv } = await agent(c, "npm", regUrl, PACKAGE);
+  const asked = registry.requests.slice(seen);
+  const installed = kv.npm_exit === "0" && kv.installed === GREETING;
+  const authed = asked.length > 0 && asked.every((q) => q.auth === "token");
+  const placeholderLine = new RegExp(`^//host\\.sbx\\.internal:${registry.port}/:_authToken=\\S+`).test(kv.npmrc ?? "");
+  const inOutput = (r.stdout + r.stderr).includes(npmToken);
+  // What npm wrote (the app, its node_modules and lock, npm's cache), searched for the token: patterns on stdin, never argv.
+  const scan = await sbx(c, ["shell", SANDBOX, "--", "bash", "-c", 'grep -rlaF -f - "$1" "$HOME/.npm" 2>/dev/null; echo "grep_exit=$?"', "_", kv.app ?? "/nonexistent"], { stdin: `${npmToken}\n` });
+  const scanned = /grep_exit=1\b/.test(scan.stdout);
+  const ok = installed && authed && placeholderLine && !inOutput && scanned;
+  const parts = [
+    installed ? `installed ${PACKAGE} ("${clip(kv.installed ?? "", 60)}")` : kv.npm_exit !== undefined ? `npm exit ${kv.npm_exit}: ${clip(kv.npm_output ?? "", 160)}` : agentFailure(r, kv),
+    authed ? `the registry saw the token on all ${asked.length} requests` : `the registry saw ${asked.map((q) => q.auth).join(",") || "no request"}`,
+    placeholderLine ? "npm's config inside holds a placeholder" : `npm's config inside: ${clip(kv.npmrc ?? "none", 80)}`,
+    inOutput ? "the token FOUND in the sandbox's env or output" : scanned ? "the token in no env, output or file npm wrote" : `the file scan did not run (${why(scan)})`,
+  ];
+  return { happened: parts.join("; "), pass: ok };
 }

@@ -7,13 +7,14 @@ import { readEnv, type Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { pathsFor } from "../sys/paths";
 import { stopProcess } from "../sys/proc";
-import { chooseBase, defaultBuildScript, demoDockerfile } from "./base-image";
+import { chooseBase, defaultBuildScript, demoDockerfile, withNpm } from "./base-image";
 import { makeSiteCert } from "./cert";
 import { demoChecks } from "./checks";
 import { containerState, git, SANDBOX, sbx, step, why, type Ctx, type DemoHooks } from "./commands";
 import { startSite } from "./site";
 import { clip, type DemoReport, type Step } from "./steps";
 import { startUpstream, type Upstream } from "./upstream";
+import { startRegistry } from "./registry";
 
 export { SANDBOX } from "./commands";
 
@@ -45,6 +46,8 @@ export function demoEnvironment(host: Readonly<Record<string, string>>, root: st
   out.XDG_CONFIG_HOME = join(root, "config");
   out.XDG_RUNTIME_DIR = join(root, "run");
   out.NO_COLOR = "1";
+  // Its secrets (the registry's token) stay in its own dir, never in the person's keychain or keyring.
+  out.SBX_SECRETS_VAULT = "file";
   return out;
 }
 
@@ -112,8 +115,16 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     await upstream.createRepo("demo");
     note(`upstream git server at ${upstream.url} demands a token; the demo stores it host-side only (sbx secret set ${upstream.secretName})`);
 
-    const base = await chooseBase({ exec: o.exec, uid: o.env.uid, buildScript: defaultBuildScript(), progress: o.hooks.progress }, o.pull);
+    // A private npm registry on the host's loopback, demanding a token that only the host knows.
+    const npmToken = `npm_${randomBytes(18).toString("hex")}`;
+    const registry = await startRegistry(o.exec, join(root, "registry"), npmToken);
+    stoppers.push(() => registry.stop());
+    note(`private npm registry at ${registry.url} (plain HTTP, as a developer's Verdaccio) demands a token; the demo binds it host-side to host.sbx.internal (sbx secret set NPM_TOKEN --host host.sbx.internal --npmrc)`);
+
+    const deps = { exec: o.exec, uid: o.env.uid, buildScript: defaultBuildScript(), progress: o.hooks.progress };
+    const base = await withNpm({ ...deps, workDir: join(root, "npm-image"), path: env.PATH ?? "/usr/bin:/bin" }, await chooseBase(deps, o.pull));
     note(`base image: ${base.why}`);
+    if (base.noNpm) note(`no npm in the sandbox: ${base.noNpm}`);
     const canary = `sbx-demo-canary-${randomBytes(8).toString("hex")}`;
     await makeRepo(c, demoDockerfile(base), cert.certFile, upstream, token, canary);
 
@@ -124,6 +135,9 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     const { connectDaemon } = await import("../client/autostart");
     await connectDaemon({ paths, env, onStart: (pid) => (daemonPid = pid) });
     note(`started the demo's own sbx daemon (pid ${daemonPid ?? "?"}); log: ${paths.daemonLog}`);
+    // Through the demo's own daemon and config, never the person's.
+    const bound = await sbx(c, ["secret", "set", "NPM_TOKEN", "--host", "host.sbx.internal", "--npmrc"], { stdin: npmToken });
+    if (bound.exitCode !== 0) throw new Error(`sbx secret set NPM_TOKEN --host host.sbx.internal --npmrc failed: ${why(bound)}`);
 
     const stopped = () => o.interrupted();
     const notRun = (id: string, tried: string, expected: string, reason: string) =>
@@ -145,7 +159,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     });
 
     // 2.–6. The claims, in order (checks.ts).
-    const plan = demoChecks({ c, steps, note, allowed, other, upstream, token, canary, before });
+    const plan = demoChecks({ c, steps, note, allowed, other, upstream, token, canary, before, registry, npmToken, noNpm: base.noNpm });
 
     for (const [id, tried, expected, fn] of plan) {
       if (stopped()) throw new Interrupted();

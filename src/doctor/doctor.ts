@@ -8,6 +8,7 @@ import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
 import { checkConfinement } from "./confinement";
+import { checkCompanyCas } from "./company-cas";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
@@ -36,6 +37,8 @@ export interface DoctorDeps {
   probe?: ReadProbe;
   /** What the parent proxy is asked to open (default PARENT_PROBE; tests: a loopback name their fake parent knows). */
   parentProbe?: { host: string; port: number };
+  /** The config's `trust` (company CAs); absent: the check still looks for CAs the host trusts. */
+  trust?: "host" | readonly string[];
 }
 
 export const MIN_BUN = "1.4.0";
@@ -198,10 +201,11 @@ async function parentCheck(deps: DoctorDeps): Promise<Check> {
 
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   const repos = deps.repos ?? [];
-  const [parent, docker, git, ...perRepo] = await Promise.all([
+  const [parent, docker, git, cas, ...perRepo] = await Promise.all([
     parentCheck(deps),
     checkDocker(deps.exec),
     checkGit(deps.exec),
+    checkCompanyCas({ trust: deps.trust, platform: deps.env.platform, env: deps.env.raw, exec: deps.exec, guard: { forbidden: [deps.paths.sandboxRoot, deps.paths.runtimeDir, deps.paths.stateDir], uid: deps.env.uid } }),
     ...repos.flatMap((r) => [checkHostGc(deps.exec, r), Promise.resolve(checkStores(r)), checkSandboxRemotes(deps.exec, r), checkTokens(deps.exec, r, deps.env.raw, deps.secrets ?? {}), checkPushWorkflows(deps.exec, r)]),
   ]);
   const gc = perRepo;
@@ -214,6 +218,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     checkDir("state dir", deps.paths.stateDir),
     checkDir("runtime dir", deps.paths.runtimeDir),
     checkHome(deps.env.vars.HOME, deps.env.platform),
+    cas!,
     parent as Check,
     ...(host
       ? [

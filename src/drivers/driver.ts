@@ -5,6 +5,7 @@ import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
 import type { ImageFlags } from "../core/image-source";
+import type { ServiceSpec } from "../core/services";
 import type { Exec, StreamedRun } from "../sys/exec";
 import type { Logger } from "../sys/log";
 import type { Store } from "../store/store";
@@ -38,6 +39,8 @@ export interface CreateOptions {
   allowWeaker?: boolean;
   /** `--no-transparent`: no DNS stub and no transparent 80/443, the proxy variables only (over the config's `transparent`). */
   transparent?: boolean;
+  /** `--service NAME=IMAGE` (Docker): containers in the sandbox's network namespace (core/services.ts). */
+  services?: ServiceSpec[];
 }
 
 /** A sandbox being made: where it lives and what was asked. */
@@ -122,6 +125,8 @@ export interface DriverCaps {
   readonly portForwards: boolean;
   /** The CLI may start a new sandbox's clone before it reaches the daemon (the host makes its clone). */
   readonly stagesClone: boolean;
+  /** Its home is seeded when it is made (a Docker container's, from the copy-in door's tar): a cargo mirror's config goes there. */
+  readonly seedsHome: boolean;
 }
 
 /** What a kind's watchers get from the daemon (Driver.watch). */

@@ -137,7 +137,7 @@ export function userSpec(paths: Paths, row: Sandbox): SandboxSpec {
 
 /** A guest account's capabilities: its proxy port on the host's loopback, no exec agent, no forwards, no staged clone. */
 export function userAccountCaps(reach: UserAccountBackend["reach"]): DriverCaps {
-  return { proxyPort: "loopback", ...reach, execAgent: false, portForwards: false, stagesClone: false };
+  return { proxyPort: "loopback", ...reach, execAgent: false, portForwards: false, stagesClone: false, seedsHome: false };
 }
 
 export interface UserAccountDriverDeps {

@@ -1,6 +1,7 @@
 // The live feed: event shapes (proxy decisions, bridge commands, approvals decided), the in-memory bus every part of the daemon publishes on, and the converters from audit rows and proxy decisions.
 import { z } from "zod";
 import { sandboxState, type SandboxState } from "../core/sandbox-state";
+import type { SpendView } from "../core/llm-budget";
 import type { AuditEntry, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import { Budget, cutText, FEED_COMMAND_MAX, FEED_EVENTS_BURST, FEED_EVENTS_PER_SECOND, FEED_TEXT_MAX } from "../core/bounds";
@@ -41,14 +42,27 @@ export const FeedEventSchema = z.discriminatedUnion("kind", [
     count: z.number().int().optional(),
   }),
   z.object({
+    kind: z.literal("llm"),
+    at: z.number(),
+    sandbox: SandboxRef,
+    /** A sandbox reached its LLM budget: its calls are refused, and a pending approval asks to raise it. */
+    action: z.enum(["budget-reached"]),
+    detail: z.string().optional(),
+    approvalId: z.number().int().optional(),
+    count: z.number().int().optional(),
+  }),
+  z.object({
     kind: z.literal("decision"),
     at: z.number(),
     sandbox: SandboxRef.nullable(),
-    action: z.enum(["allow", "deny", "remove"]),
+    /** `lapsed`: an entry made for a time or once reached its expiry (by: sbx). */
+    action: z.enum(["allow", "deny", "remove", "lapsed"]),
     pattern: z.string(),
     scope: z.enum(["sandbox", "global"]),
     by: z.string(),
     approvalId: z.number().int().optional(),
+    /** How long an allow lasts when not for good (`for 30m`, `once (one connection)`), or what lapsed. */
+    term: z.string().optional(),
   }),
 ]);
 export type FeedEvent = z.infer<typeof FeedEventSchema>;
@@ -66,6 +80,8 @@ export interface DataSource {
   events: FeedSource;
   /** A sandbox's state in sbx's one word (the daemon's view of it); without it, what the store alone tells. */
   stateOf?: (sb: Sandbox) => SandboxState;
+  /** A sandbox's LLM spend and budget (the daemon's ledger, priced at the table in force). */
+  spendOf?: (sb: Sandbox) => SpendView;
 }
 
 /** A sandbox's state from a source: its own view, or else the store's record alone (the runtime unread: unknown). */
@@ -183,7 +199,7 @@ const num = (v: unknown): number | undefined => (typeof v === "number" && Number
  */
 export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => string): FeedEvent | null {
   const d = row.detail;
-  if (row.kind === "allowlist" && (row.action === "allow" || row.action === "deny" || row.action === "remove")) {
+  if (row.kind === "allowlist" && (row.action === "allow" || row.action === "deny" || row.action === "remove" || row.action === "lapsed")) {
     const pattern = str(d.pattern);
     const scope = d.scope === "global" ? "global" : "sandbox";
     if (pattern === undefined) return null;
@@ -197,6 +213,7 @@ export function feedFromAudit(row: AuditEntry, sandboxName: (id: number) => stri
       scope,
       by: str(d.by) ?? "",
       ...(approvalId !== undefined ? { approvalId } : {}),
+      ...(str(d.term) !== undefined ? { term: str(d.term)! } : {}),
     };
   }
   if (row.sandboxId === null) return null;

@@ -17,7 +17,7 @@ import { startEgressProxy, type Resolver } from "../proxy/egress-proxy";
 import type { ParentRouting } from "../proxy/decision";
 import type { SecretBinding } from "../proxy/terminate";
 import { createDecisionSink, type DecisionSinkOptions } from "../policy/decision-sink";
-import { policyFor } from "../policy/service";
+import { policyFor, PolicyService } from "../policy/service";
 import { feedFromEgress, type FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
 import { claimSandboxPort, type PortClaimOptions } from "./port-claim";
@@ -64,6 +64,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
       const sink = createDecisionSink(ctx.store, opts.notify ? { notify: opts.notify } : {});
       const sandboxId = ctx.sandbox.id;
       const names = new NameMap(ctx.store, sandboxId);
+      const once = new PolicyService({ store: ctx.store });
       let proxy;
       try {
         proxy = await startEgressProxy({
@@ -71,6 +72,8 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           sandbox: { id: sandboxId, name: ctx.sandbox.name },
           // Read per request: `sbx allow` takes effect on the next request, with no restart.
           policy: () => policyFor(ctx.store, sandboxId),
+          // A one-time approval (`--once`) is used up by the connection it lets through, audited.
+          consume: (pattern) => once.useOnce(sandboxId, pattern),
           onDecision: opts.publish ? withFeed(ctx, sink.onDecision, opts.publish) : sink.onDecision,
           ...(opts.resolve ? { resolve: opts.resolve } : {}),
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),

@@ -6,6 +6,9 @@ import { codexPlaceholderTokens } from "../core/agents";
 import { readCodexLogin, type CodexRefresher } from "./codex-login";
 import { credentialFor, ANTHROPIC_OAUTH_BETA, type Credential, type KeySources, type Provider } from "./keys";
 import { canonicalPath, checkScope, LLM_CREDENTIAL_SCOPES, scopeThrough, type LlmCredentialKind } from "../core/credential-scope";
+import type { CallUsage } from "../core/llm-usage";
+import { CallMeter, FAMILY } from "./meter";
+import type { SandboxBudget } from "./budget";
 
 export const PROVIDERS: Record<Provider, string> = {
   anthropic: "https://api.anthropic.com",
@@ -61,6 +64,8 @@ export interface LlmEvent {
   status: number;
   credential?: string;
   durationMs: number;
+  /** What the call was counted as (LLM budget), when it was. */
+  usage?: CallUsage;
 }
 
 export interface LlmHandlerOptions {
@@ -74,6 +79,8 @@ export interface LlmHandlerOptions {
   gemini?: { fresh(): Promise<void> };
   /** macOS: reads Claude Code's login from the Keychain (at most once a minute) before an Anthropic request. */
   claudeKeychain?: { load(): Promise<void> };
+  /** This sandbox's LLM budget: each call is counted, and one at the cap is refused (absent: neither). */
+  budget?: SandboxBudget;
   onEvent?: (e: LlmEvent) => void;
   /** The agents its requests go out on (the host's parent proxy's, sys/parent.ts); default: straight out, kept alive. */
   agents?: { http: HttpAgent; https: HttpsAgent };
@@ -137,6 +144,9 @@ export function upstreamHeaders(inbound: IncomingMessage["headers"], credential:
     if (v === undefined || STRIPPED.has(k.toLowerCase())) continue;
     out[k] = v;
   }
+  // The answer is read for its usage as it passes (llm/meter.ts): never encoded, so ask for none.
+  for (const k of Object.keys(out)) if (k.toLowerCase() === "accept-encoding") delete out[k];
+  out["accept-encoding"] = "identity";
   for (const [k, v] of Object.entries(credential)) {
     if (k === "anthropic-beta" && v === ANTHROPIC_OAUTH_BETA && out[k]) {
       const have = String(out[k]).split(",").map((s) => s.trim());
@@ -194,6 +204,15 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
 
   async function forward(req: IncomingMessage, res: ServerResponse, started: number, route: LlmRoute): Promise<void> {
     const method = req.method ?? "";
+    // At the cap nothing is sent and the host does nothing for it (no refresh): the provider's own error shape, said.
+    const over = o.budget?.admit(FAMILY[route.provider]) ?? null;
+    if (over) {
+      req.resume();
+      res.writeHead(over.status, { "content-type": "application/json", "x-sbx-error": "llm_budget" });
+      res.end(JSON.stringify(over.body) + "\n");
+      o.onEvent?.({ provider: route.provider, method, path: (req.url ?? "").slice(0, 512), status: over.status, durationMs: Date.now() - started });
+      return;
+    }
     if (route.provider === "anthropic") await o.claudeKeychain?.load();
     // Judged before any refresh too: a request the scope does not take makes the host do nothing for it.
     const before = credentialFor(route.provider, o.keys());
@@ -227,6 +246,9 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
     if (!aimed.ok) return outOfScope(req, res, started, route, cred, aimed.reason);
     const { url } = aimed;
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    // Counted however it ends (llm/meter.ts): the provider's usage fields as they pass, or an estimate said as one.
+    let usage: CallUsage | undefined;
+    const meter = o.budget ? new CallMeter(route.provider, method, `${url.pathname}${url.search}`, (u) => (usage = u, o.budget!.record(u))) : null;
     const up = send(
       url,
       { method: req.method, headers: upstreamHeaders(req.headers, cred.headers, url.host), agent: url.protocol === "https:" ? agents.https : agents.http },
@@ -235,23 +257,74 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
         for (const [k, v] of Object.entries(upRes.headers)) if (v !== undefined && !STRIPPED.has(k) && k !== "set-cookie") headers[k] = v;
         res.writeHead(upRes.statusCode ?? 502, headers);
         res.flushHeaders();
-        // Piped chunk by chunk: server-sent events reach the agent as the provider sends them.
-        upRes.on("data", (c: Buffer) => res.write(c));
+        meter?.response(upRes.statusCode ?? 502, upRes.headers);
+        const flush = relay(upRes, res, meter);
         upRes.on("end", () => {
+          flush();
           res.end();
-          o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status: upRes.statusCode ?? 0, credential: cred.source, durationMs: Date.now() - started });
+          meter?.finish(upRes.complete);
+          o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status: upRes.statusCode ?? 0, credential: cred.source, durationMs: Date.now() - started, ...(usage ? { usage } : {}) });
         });
-        upRes.on("error", () => res.destroy());
+        upRes.on("error", () => {
+          meter?.finish(false);
+          res.destroy();
+        });
+        upRes.on("close", () => meter?.finish(upRes.complete));
       },
     );
-    up.on("error", (e) => fail(res, 502, "upstream_failed", `${route.provider}: ${e.message}`, "Check the host's network; the request was not sent with any key from the sandbox."));
-    res.on("close", () => {
-      if (!res.writableFinished) up.destroy();
+    up.on("error", (e) => {
+      meter?.finish(false);
+      fail(res, 502, "upstream_failed", `${route.provider}: ${e.message}`, "Check the host's network; the request was not sent with any key from the sandbox.");
     });
-    req.on("data", (c: Buffer) => up.write(c));
-    req.on("end", () => up.end());
+    res.on("close", () => {
+      if (res.writableFinished) return;
+      // The client left (or the answer was cut): what was seen is counted, the rest estimated.
+      meter?.finish(false);
+      up.destroy();
+    });
+    req.on("data", (c: Buffer) => {
+      meter?.request(c);
+      up.write(c);
+    });
+    req.on("end", () => {
+      meter?.requestEnded();
+      up.end();
+    });
     req.on("error", () => up.destroy());
   }
+}
+
+/**
+ * Passes a provider's answer body to the client as it comes, through the meter. Server-sent events reach the agent as
+ * the provider sends them, but not one write each: node:http hands over each chunk of a chunked body as its own `data`
+ * (a provider's burst of 500 events, one read, is 500 of them), and a write each made 500 writes down the proxy's
+ * in-memory connection and 500 frames to the client (a 500-event answer took 8x its direct time,
+ * bench/llm-sse.bench.ts). What arrived together is written together, as one write once the read's events are all out
+ * (a microtask: no wait for another turn of the event loop). Returns the flush the answer's end calls first.
+ */
+function relay(upRes: IncomingMessage, res: ServerResponse, meter: CallMeter | null): () => void {
+  let pending: Buffer[] = [];
+  let queued = false;
+  const flush = () => {
+    queued = false;
+    if (pending.length === 0 || res.destroyed) return void (pending = []);
+    const c = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+    pending = [];
+    // The client's pace is the provider's: a client that reads slowly holds the provider's stream, not memory.
+    if (!res.write(c)) {
+      upRes.pause();
+      res.once("drain", () => upRes.resume());
+    }
+  };
+  upRes.on("data", (c: Buffer) => {
+    meter?.body(c);
+    pending.push(c);
+    if (!queued) {
+      queued = true;
+      queueMicrotask(flush);
+    }
+  });
+  return flush;
 }
 
 const NO_CREDENTIAL_HINT: Record<Provider, string> = {

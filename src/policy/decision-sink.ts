@@ -75,6 +75,8 @@ export function createDecisionSink(store: Store, opts: DecisionSinkOptions = {})
           address: e.address,
           pattern: e.pattern,
           source: e.source,
+          // A request's path (never its query), for the log and the OCSF export's HTTP Activity; a tunnel has none.
+          ...(e.target !== undefined ? { target: e.target } : {}),
           bytesUp: e.bytesUp,
           bytesDown: e.bytesDown,
           durationMs: e.durationMs,

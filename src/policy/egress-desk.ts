@@ -2,7 +2,8 @@
 // what it was refused lately and why, and a way to ask the user for a host with a reason. Read-only but for that ask,
 // which only files a pending approval; it never sees or changes another sandbox's policy.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parsePattern } from "../core/allowlist";
+import { normalizeHost, parsePattern } from "../core/allowlist";
+import { parseIp } from "../core/addresses";
 import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
 import type { FeedEvent } from "../events/feed";
 import type { Store } from "../store/store";
@@ -71,7 +72,9 @@ export function createEgressDesk(o: EgressDeskOptions): (req: IncomingMessage, r
           .listApprovals({ state: "pending", sandboxId: o.sandbox.id })
           .filter((a) => a.kind === "egress")
           .map((a) => ({ id: a.id, host: a.host, port: a.port, count: a.count, reason: a.reason }));
-        json(res, 200, { sandbox: o.sandbox.name, allowlist: { sandbox: lists.sandbox, global: lists.global, builtin: BUILTIN_ALLOWLIST, published: lists.published ?? [] }, blocked, pending });
+        // A level takes the built-in list's place (core/levels.ts).
+        const allowlist = { sandbox: lists.sandbox, global: lists.global, builtin: lists.level ? [] : BUILTIN_ALLOWLIST, published: lists.published ?? [], level: lists.level ?? null, once: lists.once ?? [] };
+        json(res, 200, { sandbox: o.sandbox.name, allowlist, blocked, pending });
         return;
       }
       if (req.method === "POST" && path === `${DESK_PATH}/ask`) {
@@ -106,7 +109,13 @@ export function createEgressDesk(o: EgressDeskOptions): (req: IncomingMessage, r
             // the feed is best effort; the request is filed
           }
         }
-        return json(res, 200, approvalView(a.id));
+        // Said before it waits: sbx looks a name up only once a person allowed it (policy/private-pairing.ts).
+        const name = normalizeHost(host);
+        const note =
+          name !== null && !parseIp(name) && !isHostService(suggest)
+            ? `if ${name} resolves to a private address (a company's own DNS), allowing it allows ${name} with that address only (${name}@ADDRESS, shown in sbx logs); another address later is a new decision`
+            : undefined;
+        return json(res, 200, { ...approvalView(a.id), ...(note ? { note } : {}) });
       }
       const m = /^\/sbx\/egress\/approvals\/([1-9][0-9]{0,9})$/.exec(path);
       if (req.method === "GET" && m) {

@@ -3,10 +3,15 @@
 // Every decision is the same three things wherever it is made: the store changed (in one transaction, with the pending
 // approvals it answers), an audit row, and a decision event on the live feed (dashboard, chat, notifications).
 import { formatIp, parseIp } from "../core/addresses";
-import { matchesAddress, matchesName, parsePattern, validatePattern } from "../core/allowlist";
+import { matchesAddress, matchesName, pairAllows, parsePattern, validatePattern } from "../core/allowlist";
+import type { IpBytes } from "../core/addresses";
 import { BUILTIN_ALLOWLIST, parsePublished, patternFor, publishedOf, type PolicyLists } from "../core/egress";
+import { FOR_GOOD, termText, type AllowTerm } from "../core/allow-term";
+import { levelAgents, levelLists, levelMirrors, levelOf } from "../core/levels";
+import { consumeOnce, grant, liveAt, takeLapsed } from "./lapse";
 import { bridgeSettingsOf, parseSubject, subjectText, withApproval } from "../core/bridge-settings";
 import { SbxError } from "../core/errors";
+import { budgetOf, formatBudget, periodOf, withGrant } from "../core/llm-budget";
 import type { AllowEntry, Approval, Sandbox } from "../core/schemas";
 import type { Store } from "../store/store";
 import { canonicalRule, EgressRules, type StoredRule } from "../store/egress-rules";
@@ -59,25 +64,44 @@ export interface PolicyDeps {
   now?: () => number;
 }
 
-/** What the proxy reads on every request (and `sbx policy check` judges with). */
-export function policyFor(store: Store, sandboxId: number): PolicyLists {
+/**
+ * What the proxy reads on every request (and `sbx policy check` judges with): the lists as they are at `now` (an entry
+ * past its expiry allows nothing from that moment, whether or not the sweep took it yet), the rules, the sandbox's
+ * level, and its one-time approvals apart.
+ */
+export function policyFor(store: Store, sandboxId: number, now: number = Date.now()): PolicyLists {
   const rules = new EgressRules(store);
+  const own = store.listAllow(sandboxId).filter((e) => liveAt(e, now));
+  const identity = store.getSandbox(sandboxId)?.identity ?? {};
+  const setting = levelOf(identity);
+  const level = setting && levelLists(setting, levelAgents(identity), levelMirrors(identity));
   return {
-    sandbox: store.listAllow(sandboxId).map((e) => e.pattern),
-    global: store.listAllow(null).map((e) => e.pattern),
-    published: publishedOf(store.getSandbox(sandboxId)?.identity ?? {}),
+    sandbox: own.filter((e) => !e.once).map((e) => e.pattern),
+    global: store.listAllow(null).filter((e) => liveAt(e, now) && !e.once).map((e) => e.pattern),
+    published: publishedOf(identity),
     rules: [...rules.list(sandboxId).map((r) => ({ ...r.spec, source: "sandbox" as const })), ...rules.list(null).map((r) => ({ ...r.spec, source: "global" as const }))],
+    level: level && { name: level.name, patterns: level.parts.map((p) => p.pattern), open: level.open },
+    once: own.filter((e) => e.once).map((e) => e.pattern),
   };
 }
 
 /** The global lists alone: what a sandbox with nothing of its own gets. */
 function globalPolicy(store: Store): PolicyLists {
-  return { sandbox: [], global: store.listAllow(null).map((e) => e.pattern), rules: new EgressRules(store).list(null).map((r) => ({ ...r.spec, source: "global" as const })) };
+  return { sandbox: [], global: store.listAllow(null).filter((e) => liveAt(e, Date.now()) && !e.once).map((e) => e.pattern), rules: new EgressRules(store).list(null).map((r) => ({ ...r.spec, source: "global" as const })) };
 }
 
-/** Whether a pattern covers a pending approval's host and port. */
+/** A pending approval's host as a pattern sees it: a name, an address, or a name paired with its address. */
+function pendingTarget(host: string): { name: string; address: IpBytes | null } | null {
+  if (!host.includes("@")) return null;
+  const q = parsePattern(host);
+  return q.ok && q.pattern.kind === "pair" ? { name: q.pattern.host, address: q.pattern.address } : null;
+}
+
+/** Whether a pattern covers a pending approval's host and port (a `name@address` one only by that same pairing). */
 function covers(pattern: string, host: string, port: number): boolean {
   const { pattern: p } = validatePattern(pattern);
+  const pair = pendingTarget(host);
+  if (pair) return pairAllows(p, pair.name, pair.address!, port);
   const ip = parseIp(host);
   return ip ? matchesAddress(p, ip, port) : matchesName(p, host, port);
 }
@@ -91,6 +115,7 @@ export function approvalHost(suggest: string): string | null {
   if (!r.ok) return null;
   const p = r.pattern;
   if (p.kind === "exact") return p.host;
+  if (p.kind === "pair") return r.canonical.replace(/:\d+$/, "");
   if (p.kind === "cidr") return formatIp(p.cidr.network);
   return null;
 }
@@ -107,12 +132,12 @@ export class PolicyService {
   }
 
   /** The audit row and the feed event of one decision (the store change is already made). */
-  private announce(e: Extract<FeedEvent, { kind: "decision" }>, auditKind: "allowlist" | "bridge" = "allowlist"): void {
+  private announce(e: Extract<FeedEvent, { kind: "decision" }>, auditKind: "allowlist" | "bridge" | "llm" = "allowlist"): void {
     this.d.store.audit({
       sandboxId: e.sandbox?.id ?? null,
       kind: auditKind,
       action: e.action,
-      detail: { pattern: e.pattern, scope: e.scope, by: e.by, approvalId: e.approvalId ?? null },
+      detail: { pattern: e.pattern, scope: e.scope, by: e.by, approvalId: e.approvalId ?? null, ...(e.term ? { term: e.term } : {}) },
     });
     try {
       this.d.publish?.(e);
@@ -141,8 +166,10 @@ export class PolicyService {
       .filter((a) => {
         if (a.kind !== "egress") return false;
         const q = p.port === null ? { ...p, port: a.port } : p;
-        const ip = parseIp(a.host);
-        return ip ? matchesAddress(q, ip, a.port) : matchesName(q, a.host, a.port);
+        // `sbx deny NAME` answers the name's pending pairings too.
+        const host = pendingTarget(a.host)?.name ?? a.host;
+        const ip = parseIp(host);
+        return ip ? matchesAddress(q, ip, a.port) : matchesName(q, host, a.port);
       })
       .map((a) => store.decideApproval(a.id, "denied", by));
   }
@@ -151,24 +178,27 @@ export class PolicyService {
    * Adds patterns to a list and answers the pending approvals they cover. Every pattern is validated first: one the
    * core refuses (too broad, malformed) refuses the whole call, and nothing changes.
    */
-  allow(scope: Scope, patterns: readonly string[], by: string): PatternResult[] {
+  allow(scope: Scope, patterns: readonly string[], by: string, term: AllowTerm = FOR_GOOD): PatternResult[] {
     const canon = [...new Set(patterns.map((p) => validatePattern(p).canonical))];
     if (canon.length === 0) {
       throw new SbxError("usage", "nothing to allow", { hint: "Name a host (example.com), a wildcard (*.example.com), an IP or CIDR, or --preset NAME." });
     }
+    if (term.kind === "once" && scope.kind === "global") {
+      throw new SbxError("usage", "--once is one connection of one sandbox: it is not for every sandbox", { hint: "Name the sandbox (--sandbox NAME), or give every sandbox a time (--global --for 30m)." });
+    }
     const id = scope.kind === "global" ? null : scope.sandbox.id;
+    const at = this.now();
     const results = this.d.store.write(() =>
       canon.map((pattern) => ({
         pattern,
-        changed: this.d.store.addAllow(id, pattern, by),
+        changed: grant(this.d.store, id, pattern, by, term, at),
         resolved: this.resolvePending(id, pattern, "allowed", by),
       })),
     );
-    const at = this.now();
     const sandbox = scope.kind === "global" ? null : { id: scope.sandbox.id, name: scope.sandbox.name };
     // Only what changed something is a decision: allowing what was allowed already is no news.
     for (const r of results) {
-      if (r.changed || r.resolved.length > 0) this.announce({ kind: "decision", at, sandbox, action: "allow", pattern: r.pattern, scope: scope.kind, by });
+      if (r.changed || r.resolved.length > 0) this.announce({ kind: "decision", at, sandbox, action: "allow", pattern: r.pattern, scope: scope.kind, by, ...termField(term) });
     }
     return results;
   }
@@ -253,24 +283,56 @@ export class PolicyService {
    * Decides one pending approval: allow for its sandbox, allow everywhere (the global list, which also answers every
    * other sandbox's pending request it covers), or deny. Allowing adds the host (with its port when not 80/443).
    */
-  decide(approvalId: number, choice: Choice, by: string): ApprovalDecision {
+  decide(approvalId: number, choice: Choice, by: string, term: AllowTerm = FOR_GOOD): ApprovalDecision {
     const { store } = this.d;
+    const at = this.now();
     const result = store.write(() => {
       const approval = store.decideApproval(approvalId, choice === "deny" ? "denied" : "allowed", by);
+      if (term.kind !== "good" && choice !== "deny" && (approval.kind !== "egress" || parsePublished(`[${approval.host}]:${approval.port}`).ok)) {
+        const what = approval.kind === "bridge" ? "the bridge's" : approval.kind === "budget" ? "for more LLM budget" : "for a service of the host";
+        throw new SbxError("usage", `approval ${approval.id} is ${what}: it is allowed for good or not at all`, {
+          hint: `Allow it without --once or --for (\`sbx approvals allow ${approval.id}\`), and take it back when done.`,
+        });
+      }
+      if (term.kind === "once" && choice === "allow-global") {
+        throw new SbxError("usage", `--once is one connection of approval ${approval.id}'s sandbox: it is not for every sandbox`, { hint: `\`sbx approvals allow ${approval.id} --once\`` });
+      }
       if (approval.kind === "bridge") return this.decideBridge(approval, choice);
+      if (approval.kind === "budget") return this.decideBudget(approval, choice);
       const service = parsePublished(`[${approval.host}]:${approval.port}`);
       if (service.ok) return this.decideHostService(approval, service.endpoint, choice);
       const pattern = validatePattern(patternFor(approval.host, approval.port)).canonical;
       const scope: "sandbox" | "global" = choice === "allow-global" ? "global" : "sandbox";
       let added = false;
       if (choice !== "deny") {
-        added = store.addAllow(scope === "global" ? null : approval.sandboxId, pattern, by);
+        added = grant(store, scope === "global" ? null : approval.sandboxId, pattern, by, term, at);
         this.resolvePending(scope === "global" ? null : approval.sandboxId, pattern, "allowed", by);
       }
       return { approval, sandbox: this.ref(approval.sandboxId), pattern, scope, action: choice === "deny" ? ("deny" as const) : ("allow" as const), added };
     });
-    this.announce({ kind: "decision", at: this.now(), sandbox: result.sandbox, action: result.action, pattern: result.pattern, scope: result.scope, by, approvalId }, result.approval.kind === "bridge" ? "bridge" : "allowlist");
+    this.announce({ kind: "decision", at, sandbox: result.sandbox, action: result.action, pattern: result.pattern, scope: result.scope, by, approvalId, ...(result.action === "allow" ? termField(term) : {}) }, result.approval.kind === "bridge" ? "bridge" : result.approval.kind === "budget" ? "llm" : "allowlist");
     return result;
+  }
+
+  /**
+   * Deletes the entries past their expiry and says so for each (an audit row, `sbx logs`, and a `lapsed` decision on
+   * the feed). They stopped allowing at their expiry already: policyFor reads none past it.
+   */
+  sweep(): number {
+    const at = this.now();
+    const gone = takeLapsed(this.d.store, at);
+    for (const e of gone) {
+      const sandbox = e.sandboxId === null ? null : this.ref(e.sandboxId);
+      this.announce({ kind: "decision", at, sandbox, action: "lapsed", pattern: e.pattern, scope: e.sandboxId === null ? "global" : "sandbox", by: "sbx", term: e.once ? "once, never used" : `until ${new Date(e.expiresAt ?? at).toISOString()}` });
+    }
+    return gone.length;
+  }
+
+  /** The proxy uses up a sandbox's one-time approval (decision.ts): true when this connection took it; audited. */
+  useOnce(sandboxId: number, pattern: string): boolean {
+    const e = consumeOnce(this.d.store, sandboxId, pattern, this.now());
+    if (e) this.d.store.audit({ sandboxId, kind: "allowlist", action: "once-used", detail: { pattern, scope: "sandbox", by: e.addedBy } });
+    return e !== null;
   }
 
   /**
@@ -295,6 +357,30 @@ export class PolicyService {
       if (added) store.updateIdentity(sandbox.id, { ...sandbox.identity, bridge: next });
     }
     return { approval, sandbox: this.ref(approval.sandboxId), pattern: subjectText(subject), scope: "sandbox", action: choice === "deny" ? "deny" : "allow", added };
+  }
+
+  /**
+   * A sandbox at its LLM budget (inside decide's transaction): allowing grants one more budget's worth for the period
+   * it is in (today, for a /day budget: it lapses at midnight), which the LLM handler reads at the next call.
+   */
+  private decideBudget(approval: Approval, choice: Choice): ApprovalDecision {
+    const { store } = this.d;
+    if (choice === "allow-global") {
+      throw new SbxError("usage", `approval ${approval.id} is one sandbox's LLM budget: it cannot be allowed for every sandbox`, {
+        hint: `Allow it for its sandbox (\`sbx approvals allow ${approval.id}\`).`,
+      });
+    }
+    const sandbox = store.getSandbox(approval.sandboxId);
+    const budget = sandbox ? budgetOf(sandbox.identity) : null;
+    let pattern = approval.host;
+    let added = false;
+    if (choice !== "deny" && sandbox && budget) {
+      const period = periodOf(budget, this.now());
+      store.updateIdentity(sandbox.id, { ...sandbox.identity, llmBudget: withGrant(budget, period) });
+      pattern = `llm-budget +${formatBudget({ ...budget, per: "total" })} ${period === "total" ? "" : "today"}`.trim();
+      added = true;
+    }
+    return { approval, sandbox: this.ref(approval.sandboxId), pattern, scope: "sandbox", action: choice === "deny" ? "deny" : "allow", added };
   }
 
   /**
@@ -331,11 +417,18 @@ export class PolicyService {
   /** A sandbox's list (when given), the global list and the built-in one. */
   show(sandbox: Sandbox | null): AllowlistView {
     const { store } = this.d;
+    // What allows now: an entry past its expiry is not shown as allowing (the sweep takes it within seconds).
+    const t = this.now();
     return {
-      sandbox: sandbox ? { name: sandbox.name, entries: store.listAllow(sandbox.id), rules: this.rules.list(sandbox.id) } : null,
-      global: store.listAllow(null),
+      sandbox: sandbox ? { name: sandbox.name, entries: store.listAllow(sandbox.id).filter((e) => liveAt(e, t)), rules: this.rules.list(sandbox.id) } : null,
+      global: store.listAllow(null).filter((e) => liveAt(e, t)),
       globalRules: this.rules.list(null),
       builtin: BUILTIN_ALLOWLIST,
     };
   }
+}
+
+/** The term of an allow as its decision event and audit row carry it (none for good). */
+function termField(t: AllowTerm): { term?: string } {
+  return t.kind === "good" ? {} : { term: termText(t) };
 }

@@ -30,7 +30,10 @@ const KEEP_ALIVE_MS = 5_000;
 const HEAD_TIMEOUT_MS = 60_000;
 
 /** The way a connection came in: the proxy path (requests name their server; origin-form ones are the proxy's), or a transparent site. */
-export type Way = { kind: "proxy"; origin: Origin } | { kind: "transparent"; site: Site } | { kind: "terminated"; allowed: Allowed; terminator: RequestPreparer };
+export type Way =
+  | { kind: "proxy"; origin: Origin; plain?: PlainPreparer | null }
+  | { kind: "transparent"; site: Site; plain?: PlainPreparer | null }
+  | { kind: "terminated"; allowed: Allowed; terminator: RequestPreparer };
 
 /** A request inside a terminated connection as it goes up, or a refusal: a 400's text, or a rule's 403 (`denied`). */
 export type Prepared = { ok: true; head: RequestHead; dest: Destination } | { ok: false; message: string; denied?: Denied };
@@ -38,6 +41,11 @@ export type Prepared = { ok: true; head: RequestHead; dest: Destination } | { ok
 /** Makes each request inside a terminated connection ready to go up (terminate.ts). */
 export interface RequestPreparer {
   prepare(allowed: Allowed, head: RequestHead): Promise<Prepared>;
+}
+
+/** Makes each allowed plain request ready to go up, where the sandbox has secrets bound (terminate.ts). */
+export interface PlainPreparer {
+  plain(allowed: Allowed, url: URL, head: RequestHead, target: string | undefined): Promise<Prepared>;
 }
 
 /** Pure: the path and query of a request target as the client wrote them (an absolute form's, after its authority). */
@@ -265,21 +273,24 @@ export class ClientConnection implements ClientSide {
     void this.ctx.decider.check(path, head.method, t.url.hostname, t.port).then((v) => {
       if (this.st !== "deciding" || this.s.destroyed) return;
       if (!v.ok) return this.reply(refusal(this.ctx.sandbox.name, v, closeAfter), closeAfter);
-      if (!v.requests) return this.forward(head, egressDestination(this.ctx, v, head.method, t.url));
-      // A rule names the host: this request is judged on its path as sent (not as a URL parser would resolve it), and
-      // the canonical form judged is what goes up.
-      const r = this.ctx.decider.request(v, head.method, rawTarget(head.target));
-      if (!r.ok) return this.reply(refusal(this.ctx.sandbox.name, r, closeAfter), closeAfter);
-      this.forward(head, egressDestination(this.ctx, v, head.method, t.url, r.target));
+      let target: string | undefined;
+      if (v.requests) {
+        // A rule names the host: this request is judged on its path as sent (not as a URL parser would resolve it), and
+        // the canonical form judged is what goes up.
+        const r = this.ctx.decider.request(v, head.method, rawTarget(head.target));
+        if (!r.ok) return this.reply(refusal(this.ctx.sandbox.name, r, closeAfter), closeAfter);
+        target = r.target;
+      }
+      const secrets = this.way.kind === "terminated" ? null : this.way.plain;
+      if (!secrets) return this.forward(head, egressDestination(this.ctx, v, head.method, t.url, target));
+      // The sandbox may have secrets bound: swapped in only for a published service of the host, said elsewhere.
+      this.prepared(secrets.plain(v, t.url, head, target), closeAfter);
     });
   }
 
-  /** A request inside a terminated TLS connection (terminate.ts): made ready there (Host checked, secrets swapped), then forwarded. */
-  private terminated(head: RequestHead, way: { allowed: Allowed; terminator: RequestPreparer }): void {
-    const closeAfter = head.framing !== "none" || !head.keepAlive;
-    this.st = "deciding";
-    this.s.pause();
-    void way.terminator.prepare(way.allowed, head).then(
+  /** A request made ready elsewhere (terminate.ts: secrets swapped, or said as outside), then forwarded or refused. */
+  private prepared(p: Promise<Prepared>, closeAfter: boolean): void {
+    void p.then(
       (p) => {
         if (this.st !== "deciding" || this.s.destroyed) return;
         if (!p.ok) return this.reply(p.denied ? refusal(this.ctx.sandbox.name, p.denied, closeAfter) : badRequest(p.message, closeAfter), closeAfter);
@@ -290,6 +301,14 @@ export class ClientConnection implements ClientSide {
         this.reply(badGateway(`sbx proxy: ${e.message}`, closeAfter), closeAfter);
       },
     );
+  }
+
+  /** A request inside a terminated TLS connection (terminate.ts): made ready there (Host checked, secrets swapped), then forwarded. */
+  private terminated(head: RequestHead, way: { allowed: Allowed; terminator: RequestPreparer }): void {
+    const closeAfter = head.framing !== "none" || !head.keepAlive;
+    this.st = "deciding";
+    this.s.pause();
+    this.prepared(way.terminator.prepare(way.allowed, head), closeAfter);
   }
 
   /** An origin-form request: the proxy's own endpoint answers, or the origin handler does, or it is refused. */

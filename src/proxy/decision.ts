@@ -7,7 +7,7 @@ import { canonicalIp, classify } from "../core/addresses";
 import type { ParentEndpoint, ParentScheme } from "../core/parent-proxy";
 import type { ParentRoute } from "../sys/parent";
 import { normalizeHost } from "../core/allowlist";
-import { checkAddresses, compilePolicy, decide, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
+import { checkAddresses, compilePolicy, decide, onceRelied, patternFor, type BlockReason, type CompiledPolicy, type PolicyLists, type PolicySource } from "../core/egress";
 import { judgeRequest } from "../core/rules";
 import type { EgressEvent, EgressPath, EgressSandbox } from "../core/egress-events";
 import { headerSafe, type Header } from "./http1";
@@ -67,6 +67,11 @@ export interface DeciderOptions {
   emit: (e: EgressEvent) => void;
   /** The host's parent proxy (sys/parent.ts): which destinations go through it, and what it is (never a destination). */
   parent?: ParentRouting;
+  /**
+   * Uses up a one-time approval (`--once`) a connection relies on; false when it is gone (another connection used it,
+   * or it lapsed). Without it a one-time approval allows nothing.
+   */
+  consume?: (pattern: string) => boolean;
 }
 
 /** The parent proxy as the decision sees it (sys/parent.ts's ParentRouter). */
@@ -97,7 +102,7 @@ export class Decider {
   private current(): CompiledPolicy {
     const lists = this.o.policy();
     // Every list the decision reads is in the key: a change to any of them applies to the next request.
-    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}\0${lists.rules?.length ? JSON.stringify(lists.rules) : ""}`;
+    const key = `${lists.sandbox.join("\n")}\0${lists.global.join("\n")}\0${(lists.published ?? []).join("\n")}\0${lists.rules?.length ? JSON.stringify(lists.rules) : ""}\0${JSON.stringify(lists.level ?? null)}\0${(lists.once ?? []).join("\n")}`;
     if (this.cached === null || key !== this.cacheKey) {
       this.cached = compilePolicy(lists);
       this.cacheKey = key;
@@ -151,35 +156,52 @@ export class Decider {
     const parents = this.o.parent?.endpoints() ?? [];
     // Before the allowlist, so no approval is offered for it: through sbx, the parent would carry the sandbox anywhere
     // the company's proxy goes, with the host's standing there, and nothing of it judged.
-    const named = parents.find((e) => e.host === d.host);
+    // (A parent on the host's loopback is that address and port only: the host's other published services stay.)
+    const named = parents.find((e) => e.host === d.host && (e.port === port || canonicalIp(e.host) === null || classify(e.host) !== "loopback"));
     if (named) return this.deny(path, method, d.host, port, "host-address", `${d.host} is the parent proxy sbx itself goes out through (${named.shown}): a sandbox never reaches it`, null);
     if (!d.allow) return this.deny(path, method, d.host, port, d.reason, d.detail, d.suggest);
-    const parent = this.o.parent?.route(method === "CONNECT" ? "https" : "http", d.host) ?? null;
-    const allowed = (address: string): Allowed => ({ ok: true, path, host: d.host, port, address, parent, source: d.source, pattern: d.pattern, requests: d.requests, wholeHost: d.wholeHost });
-    let addresses: string[];
+    const route = this.o.parent?.route(method === "CONNECT" ? "https" : "http", d.host) ?? null;
+    // The host's own services (a published loopback address) are reached here, never through the parent (which would
+    // reach its own loopback instead).
+    const allowed = (address: string): Allowed => ({ ok: true, path, host: d.host, port, address, parent: address !== "" && classify(address) === "loopback" ? null : route, source: d.source, pattern: d.pattern, requests: d.requests, wholeHost: d.wholeHost });
+    let addresses: string[] = [];
+    // Where the host cannot resolve the name, the parent is asked for it by name: no answer of the host's to check.
+    let unresolved = false;
     if (d.ip) addresses = [d.host];
     else {
       try {
         addresses = await this.resolve(d.host);
       } catch (e) {
-        if (parent) return allowed("");
-        const message = `could not resolve ${d.host}: ${(e as Error).message}`;
-        this.o.emit({ type: "error", sandbox: this.o.sandbox, path, method, host: d.host, port, address: null, message, at: Date.now() });
-        return { ok: false, status: 502, host: d.host, port, message };
+        if (!route) {
+          const message = `could not resolve ${d.host}: ${(e as Error).message}`;
+          this.o.emit({ type: "error", sandbox: this.o.sandbox, path, method, host: d.host, port, address: null, message, at: Date.now() });
+          return { ok: false, status: 502, host: d.host, port, message };
+        }
+        unresolved = true;
       }
     }
-    const a = checkAddresses(policy, d.host, addresses, port, this.hostOwn());
-    if (!a.ok) return this.deny(path, method, d.host, port, a.reason, a.detail, a.suggest);
-    if (parents.length > 0) {
-      const own = await this.parentAddresses(parents);
-      for (const raw of addresses) {
-        const addr = canonicalIp(raw);
-        // On the host's loopback only the parent's own port is the parent (the host's other published services stay).
-        const hit = addr === null ? undefined : own.find((p) => p.address === addr && (p.port === port || classify(addr) !== "loopback"));
-        if (hit) return this.deny(path, method, d.host, port, "host-address", `${d.host === addr ? addr : `${d.host} resolves to ${addr}, which`} is the parent proxy sbx itself goes out through: a sandbox never reaches it`, null);
+    let address = "";
+    if (!unresolved) {
+      const a = checkAddresses(policy, d.host, addresses, port, this.hostOwn());
+      if (!a.ok) return this.deny(path, method, d.host, port, a.reason, a.detail, a.suggest);
+      address = a.address;
+      if (parents.length > 0) {
+        const own = await this.parentAddresses(parents);
+        for (const raw of addresses) {
+          const addr = canonicalIp(raw);
+          // On the host's loopback only the parent's own port is the parent (the host's other published services stay).
+          const hit = addr === null ? undefined : own.find((p) => p.address === addr && (p.port === port || classify(addr) !== "loopback"));
+          if (hit) return this.deny(path, method, d.host, port, "host-address", `${d.host === addr ? addr : `${d.host} resolves to ${addr}, which`} is the parent proxy sbx itself goes out through: a sandbox never reaches it`, null);
+        }
       }
     }
-    return allowed(a.address);
+    // A one-time approval allows one connection: used up now, or, gone meanwhile, not at all.
+    const once = onceRelied(policy, d, addresses, port);
+    for (const p of once.required) {
+      if (!(this.o.consume?.(p) ?? false)) return this.deny(path, method, d.host, port, "not-allowlisted", `${d.host} was allowed once, and that connection was made already`, patternFor(d.host, port));
+    }
+    for (const p of once.alsoCovering) this.o.consume?.(p);
+    return allowed(address);
   }
 
   /** The parents' addresses (their names looked up as the sandbox's are; kept 10 s): a destination there is refused. */

@@ -32,6 +32,8 @@ export interface EgressProxyOptions {
   sandbox: EgressSandbox;
   /** Read on every request, so allowlist changes apply to the next one without a restart. */
   policy: () => PolicyLists;
+  /** Uses up a one-time approval a connection relies on (decision.ts); without it one allows nothing. */
+  consume?: (pattern: string) => boolean;
   /** Resolver seam; default: the system resolver (all addresses). */
   resolve?: Resolver;
   /** This host's own addresses, refused as destinations unless allowlisted; default: the network interfaces. */
@@ -99,7 +101,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       // A broken sink must never break the sandbox's network.
     }
   };
-  const decider = new Decider({ sandbox, policy: opts.policy, emit, ...(opts.resolve ? { resolve: opts.resolve } : {}), ...(opts.hostAddresses ? { hostAddresses: opts.hostAddresses } : {}), ...(opts.parent ? { parent: opts.parent } : {}) });
+  const decider = new Decider({ sandbox, policy: opts.policy, emit, ...(opts.consume ? { consume: opts.consume } : {}), ...(opts.resolve ? { resolve: opts.resolve } : {}), ...(opts.hostAddresses ? { hostAddresses: opts.hostAddresses } : {}), ...(opts.parent ? { parent: opts.parent } : {}) });
   let tunnel: Carrier | null = null;
   // The work the sandbox may start (invariant 14): each request (and transparent tunnel) takes its turn, a burst at once
   // and then a steady rate, in order; the rest wait on their own connection (at most PROXY_MAX_CONNECTIONS).
@@ -136,10 +138,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const proxied = (s: Socket) => {
     if (!admission.admit(s, "proxy")) return;
     hold(ctx, s);
-    new ClientConnection(s, ctx, { kind: "proxy", origin });
+    new ClientConnection(s, ctx, { kind: "proxy", origin, plain: terminator });
   };
 
-  const t: TransparentDeps = { ctx, admission, httpPorts: new Set(opts.transparentHttpPorts ?? [80]), ...(opts.names ? { names: opts.names } : {}) };
+  const t: TransparentDeps = { ctx, admission, plain: terminator, httpPorts: new Set(opts.transparentHttpPorts ?? [80]), ...(opts.names ? { names: opts.names } : {}) };
   const transparent = (s: Socket, to: TransparentTarget | null) => transparentConnection(t, s, to);
 
   // The proxy socket: a plain listener, its connections read like the sandbox's port's (allowHalfOpen: a tunnel's

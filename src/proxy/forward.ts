@@ -230,7 +230,7 @@ export function egressDestination(ctx: ProxyContext, v: Allowed, method: string,
       ctx.inFlight--;
       if (!ok) return;
       const { host, port, address, source, pattern, path } = v;
-      ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host, port, address, ...(v.parent ? { via: v.parent.endpoint.shown } : {}), source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+      ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host, port, address, ...(v.parent ? { via: v.parent.endpoint.shown } : {}), source, pattern, target: url.pathname, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
     },
     failure(why, connected) {
       const message = connected ? `${reachText(v)} sent ${why}` : `could not reach ${reachText(v)}: ${why}`;

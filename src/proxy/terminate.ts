@@ -7,13 +7,14 @@ import { connect as tlsConnect, TLSSocket, type SecureContext } from "node:tls";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
-import { boundTo, reflectionPairs, swapRequest, type BoundSecret } from "../core/bound-secret";
+import { boundTo, reflectionPairs, swapRequest, type BoundSecret, type SecretUse } from "../core/bound-secret";
+import { classify } from "../core/addresses";
 import { normalizeHost } from "../core/allowlist";
 import { StreamReplacer } from "../core/stream-replace";
-import { ClientConnection, type Prepared, type RequestPreparer } from "./connection";
+import { ClientConnection, rawTarget, type PlainPreparer, type Prepared, type RequestPreparer } from "./connection";
 import { hold, type Carrier, type ProxyContext } from "./context";
 import { authorityText, reachText, type Allowed } from "./decision";
-import type { Destination } from "./forward";
+import { egressDestination, type Destination } from "./forward";
 import type { Header, RequestHead } from "./http1";
 import { cut } from "./refusal";
 import { UpstreamPool } from "./upstream";
@@ -40,7 +41,7 @@ export function terminates(secrets: readonly BoundSecret[], host: string): boole
   return secrets.some((s) => boundTo(s, host));
 }
 
-export class Terminator implements RequestPreparer {
+export class Terminator implements RequestPreparer, PlainPreparer {
   /** One pool of TLS connections per host and port (a bounded set: the hosts secrets are bound to). */
   private readonly pools = new Map<string, UpstreamPool>();
   private readonly trust = new Map<string, string>();
@@ -152,16 +153,47 @@ export class Terminator implements RequestPreparer {
     // A rule names the host: the request is judged on its canonical path, which is what goes on.
     const judged = this.ctx.decider.request(allowed, head.method, target);
     if (!judged.ok) return { ok: false, message: "", denied: judged };
-    target = judged.target;
+    return this.swapped(this.binding.secrets(), allowed, allowed.host, head, judged.target, authority, this.pool(allowed), "over verified TLS");
+  }
+
+  /**
+   * A plain HTTP request whose authority was checked (`allowed`; `url` as the client named it, `target` the judged
+   * one when a rule judged it): the secrets bound to its name are swapped in only when it goes to a service of this
+   * host published for the sandbox (the decision's source, a loopback address: the bytes never leave the machine), by
+   * the same code as a terminated request's. Anywhere else a value never goes over plain HTTP: a placeholder present
+   * stays as it is, and is said as outside.
+   */
+  async plain(allowed: Allowed, url: URL, head: RequestHead, target: string | undefined): Promise<Prepared> {
     const secrets = this.binding.secrets();
+    const dest = () => egressDestination(this.ctx, allowed, head.method, url, target);
+    if (secrets.length === 0) return { ok: true, head, dest: dest() };
+    const named = normalizeHost(url.hostname) ?? url.hostname;
+    const raw = target ?? rawTarget(head.target);
+    if (publishedService(allowed) && secrets.some((s) => boundTo(s, named))) return this.swapped(secrets, allowed, named, head, raw, url.host, this.ctx.pool, "");
+    const why = `plain HTTP to ${named}: a secret goes only over TLS that sbx verifies, or to a service of this host published for the sandbox`;
+    const r = swapRequest(secrets, new Map(), { method: head.method, host: named, target: raw, headers: head.headers }, why);
+    this.audit(allowed, named, head.method, raw.split("?")[0]!, r.uses);
+    return { ok: true, head, dest: dest() };
+  }
+
+  private audit(allowed: Allowed, named: string, method: string, pathOnly: string, uses: readonly SecretUse[]): void {
+    for (const u of uses) {
+      if (u.action === "used") this.binding.used?.(u.name);
+      this.ctx.emit({ type: "secret", sandbox: this.ctx.sandbox, path: allowed.path, method, host: named, port: allowed.port, target: pathOnly, name: u.name, action: u.action, reason: u.reason, at: Date.now() });
+    }
+  }
+
+  /**
+   * The one way a request goes up with secrets swapped in (terminated, or plain to a published service): its
+   * placeholders swapped for `named`'s secrets within their scope on the canonical `target`, its answer read whole and
+   * every value in it turned back into its placeholder, to `pool` (TLS to the host, or the plain pool).
+   */
+  private async swapped(secrets: readonly BoundSecret[], allowed: Allowed, named: string, head: RequestHead, target: string, authority: string, pool: UpstreamPool, over: string): Promise<Prepared> {
     // Every bound secret's value (not only this host's): an answer holding any of them comes back masked.
     const values = await this.binding.values(secrets.map((s) => s.name));
-    const swapped = swapRequest(secrets, values, { method: head.method, host: allowed.host, target, headers: head.headers });
+    const swapped = swapRequest(secrets, values, { method: head.method, host: named, target, headers: head.headers });
     const pathOnly = swapped.target.split("?")[0]!;
-    for (const u of swapped.uses) {
-      if (u.action === "used") this.binding.used?.(u.name);
-      this.ctx.emit({ type: "secret", sandbox: this.ctx.sandbox, path: allowed.path, method: head.method, host: allowed.host, port: allowed.port, target: pathOnly, name: u.name, action: u.action, reason: u.reason, at: Date.now() });
-    }
+    this.audit(allowed, named, head.method, pathOnly, swapped.uses);
     // The answer is read whole for values to turn back: never encoded, so ask for none.
     const headers: Header[] = [...swapped.headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["Accept-Encoding", "identity"]];
     const reflect = reflectionPairs(secrets, values).map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
@@ -170,7 +202,7 @@ export class Terminator implements RequestPreparer {
     // every byte of it, the reason phrase, header names and what a parse error quotes included.
     const shown = (text: string) => replaceText(text, reflect);
     const bodyPairs = swapped.bodyPairs.map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
-    const dest = this.destination(allowed, head.method, swapped.target, authority, shown, {
+    const dest = this.destination(allowed, head.method, swapped.target, pathOnly, authority, shown, pool, over, {
       requestBody: bodyPairs.length > 0 ? new StreamReplacer(bodyPairs) : null,
       responseHead: (h) => {
         const enc = h.headers.find(([n]) => n.toLowerCase() === "content-encoding")?.[1]?.trim().toLowerCase();
@@ -188,12 +220,13 @@ export class Terminator implements RequestPreparer {
     this.ctx.decider.deny(allowed.path, method, allowed.host, allowed.port, "server-name-mismatch", detail, null);
   }
 
-  private destination(allowed: Allowed, method: string, target: string, host: string, shown: (text: string) => string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
+  /** `pathOnly` is what the audit says: the path, never the query (which may hold a value swapped in). */
+  private destination(allowed: Allowed, method: string, target: string, pathOnly: string, host: string, shown: (text: string) => string, pool: UpstreamPool, over: string, rewrite: NonNullable<Destination["rewrite"]>): Destination {
     const ctx = this.ctx;
     const started = performance.now();
     ctx.inFlight++;
     return {
-      pool: this.pool(allowed),
+      pool,
       address: allowed.address,
       port: allowed.port,
       via: allowed.parent ? { route: allowed.parent, host: allowed.host } : null,
@@ -204,11 +237,11 @@ export class Terminator implements RequestPreparer {
         ctx.inFlight--;
         if (!ok) return;
         const { port, address, source, pattern, path } = allowed;
-        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, ...(allowed.parent ? { via: allowed.parent.endpoint.shown } : {}), source, pattern, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
+        ctx.emit({ type: "closed", sandbox: ctx.sandbox, path, method, host: allowed.host, port, address, ...(allowed.parent ? { via: allowed.parent.endpoint.shown } : {}), source, pattern, target: pathOnly, bytesUp, bytesDown, durationMs: Math.round(performance.now() - started), at: Date.now() });
       },
       failure(why, connected) {
         const at = reachText(allowed);
-        const message = connected ? `${at} sent ${shown(why)}` : `could not reach ${at} over verified TLS: ${shown(why)}`;
+        const message = connected ? `${at} sent ${shown(why)}` : `could not reach ${at}${over ? ` ${over}` : ""}: ${shown(why)}`;
         ctx.emit({ type: "error", sandbox: ctx.sandbox, path: allowed.path, method, host: allowed.host, port: allowed.port, address: allowed.address, ...(allowed.parent ? { via: allowed.parent.endpoint.shown } : {}), message, at: Date.now() });
         return message;
       },
@@ -224,6 +257,15 @@ function replaceText(v: string, pairs: readonly { from: Uint8Array; to: Uint8Arr
   const a = r.push(Buffer.from(v, "latin1"));
   const b = r.end();
   return Buffer.concat([a, b]).toString("latin1");
+}
+
+/**
+ * Pure: whether an allowed connection goes to a service of this host published for the sandbox: allowed as published
+ * (an exact loopback address and port, core/egress.ts), to a loopback address. The one place plain HTTP may carry a
+ * secret's value: it never leaves the machine.
+ */
+export function publishedService(allowed: Pick<Allowed, "source" | "address">): boolean {
+  return allowed.source === "published" && classify(allowed.address) === "loopback";
 }
 
 /** Whether a Host header names the allowed host and port (443 implied). */

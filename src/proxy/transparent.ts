@@ -4,7 +4,7 @@
 import type { Socket } from "node:net";
 import type { TransparentNames } from "../core/egress-events";
 import type { Admission } from "./admission";
-import { ClientConnection } from "./connection";
+import { ClientConnection, type PlainPreparer } from "./connection";
 import { hold, type ProxyContext } from "./context";
 import { authorityText } from "./decision";
 import { cut } from "./refusal";
@@ -19,6 +19,8 @@ export interface TransparentDeps {
   names?: TransparentNames;
   /** Transparent ports whose connections are read as plain HTTP. */
   httpPorts: ReadonlySet<number>;
+  /** Where a plain request goes first when the sandbox may have secrets bound (terminate.ts). */
+  plain?: PlainPreparer | null;
 }
 
 /** One transparent connection: the name its address stands for, then the same checks as the proxy path's. */
@@ -34,7 +36,7 @@ export function transparentConnection(t: TransparentDeps, s: Socket, to: Transpa
     ctx.emit({ type: "denied", sandbox: ctx.sandbox, path: "transparent", method: "CONNECT", host: address ?? "?", port: to?.port ?? 0, reason: "unnamed-address", detail: `${shown} stands for no name the sandbox looked up (connect by name)`, suggest: null, at: Date.now() });
     return void cut(s);
   }
-  if (t.httpPorts.has(to.port)) return void new ClientConnection(s, ctx, { kind: "transparent", site: { name, port: to.port } });
+  if (t.httpPorts.has(to.port)) return void new ClientConnection(s, ctx, { kind: "transparent", site: { name, port: to.port }, plain: t.plain ?? null });
   s.pause();
   const go = () => {
     if (s.destroyed) return;

@@ -17,6 +17,7 @@ import { silentLogger } from "../sys/log";
 import type { IfSessions, Output, ServiceDeps } from "./requests";
 import { resolveSandbox, type SandboxQuery } from "./resolve";
 import { SandboxRunner } from "./running";
+import { mirrorsOf } from "./mirrors";
 import { secretSessionEnv } from "./secret-env";
 
 export class ServiceContext {
@@ -171,13 +172,14 @@ export class ServiceContext {
   }
 
   /**
-   * The variables a new session or command gets for the secrets bound to hosts (placeholders, sbx's CA to trust); what
-   * could not be given is said to `out` (or the log), never silently left out.
+   * The variables a new session or command gets for the secrets bound to hosts (placeholders, sbx's CA to trust) and
+   * the package mirrors carried at create; what could not be given is said to `out` (or the log), never silently left out.
    */
   async secretEnv(row: Sandbox, spec?: SandboxSpec, out?: Output): Promise<Record<string, string>> {
-    if (!this.d.secrets) return {};
-    const s = await this.d.secrets.session(row.id);
+    const mirrors = mirrorsOf(row);
+    if (!this.d.secrets && mirrors === null) return {};
+    const s = this.d.secrets ? await this.d.secrets.session(row.id) : { env: {}, caPem: null, extraCas: "", npmrc: [], notes: [] };
     for (const n of s.notes) (out ?? this.outOf(undefined)).log(n);
-    return secretSessionEnv(spec ?? (await this.driver(row.backend)).spec(row), s);
+    return secretSessionEnv(spec ?? (await this.driver(row.backend)).spec(row), s, mirrors);
   }
 }

@@ -4,6 +4,8 @@ import { existsSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { sandboxExists, SbxError } from "../core/errors";
 import { validateSandboxName } from "../core/names";
 import { isAgentName } from "../core/agent-names";
+import { KINDS } from "../core/backend-kind";
+import { servicesRefused } from "../core/services";
 import type { Sandbox } from "../core/schemas";
 import type { Driver, NewSandbox } from "../drivers/driver";
 import { terminalVars } from "../core/terminal-vars";
@@ -19,8 +21,12 @@ import { sandboxLayout } from "../workspace/layout";
 import { ensureStore, promoteStores } from "../sync/store";
 import { sandboxId } from "../drivers/identity";
 import { resolveLimits } from "../core/limits";
+import { parseBudget } from "../core/llm-budget";
 import { loadConfig } from "../sys/config-file";
+import { NO_FACTS } from "../core/levels";
+import { levelSetting } from "./level";
 import type { ServiceContext } from "./context";
+import { hostMirrorsFor, mirrorLines } from "./mirrors";
 import { teardown } from "./remove";
 import type { CreateRequest, Output } from "./requests";
 
@@ -57,6 +63,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
   if (kind === guess) await early;
   else await (await c.driver(kind)).ready();
   const driver = await c.driver(kind);
+  // Services are the Docker backend's (a container in the sandbox's namespace); another kind refuses them here too.
+  if ((req.services?.length ?? 0) > 0 && !KINDS[kind].options.includes("service")) throw servicesRefused(kind);
   const out = c.outOf(req.out);
   const lock = await c.lock(repo, req.name, out);
   try {
@@ -73,8 +81,10 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
           ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
           ...(req.withChanges ? ["--with-changes"] : []),
           ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
+          ...((req.services?.length ?? 0) > 0 ? ["--service"] : []),
           ...(req.transparent === false ? ["--no-transparent"] : []),
           ...(req.allowWeaker ? ["--allow-weaker"] : []),
+          ...(req.policy !== undefined ? ["--policy"] : []),
         ];
         if (newOnly.length > 0) {
           throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
@@ -86,7 +96,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
             hint: `\`sbx rebuild ${req.name}\` builds its image again and makes its container anew (its clone, home and allowlist stay).`,
           });
         }
-        const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => `--${k}`);
+        const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => (k === "llmBudget" ? "--llm-budget" : `--${k}`));
         if (given.length > 0) {
           throw new SbxError("usage", `${given.join(", ")} set the limits of a new sandbox, and ${req.name} exists`, {
             hint: `Change its limits with \`sbx limits ${req.name} ${given.map((g) => `${g} …`).join(" ")}\`.`,
@@ -106,6 +116,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const config = loadConfig(c.d.paths, c.d.env);
     const n: NewSandbox = { ...req, name: req.name, repo, dir, id: sandboxId(c.d.paths.sandboxRoot, repo, req.name), cwd: req.cwd, config };
     const limits = resolveLimits(c.capacity, config.limits, req.limits);
+    // The flag's budget, else the config file's default: kept in the identity, where the LLM handler reads it per call.
+    const llmBudget = req.limits?.llmBudget !== undefined ? parseBudget(req.limits.llmBudget) : config.llmBudget !== undefined ? parseBudget(config.llmBudget, "llmBudget") : null;
     const ports = (req.ports ?? []).map((s) => {
       const r = parsePortSpec(s);
       if (!r.ok) throw new SbxError("usage", `--port: ${r.reason}`, { hint: "e.g. --port 3000, or --port 8080:3000 (the host's 8080 to the sandbox's 3000)" });
@@ -115,14 +127,20 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const made = await driver.newIdentity(n, c.d.store.listSandboxes(), c.report(null, out));
     // --port over devcontainer.json's forwardPorts (the driver's), one forward per host port.
     const forwards = nextPorts(portsOf(made), ports, []);
-    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}) };
+    // The host's package mirrors as they are now, through the copy-in door: kept for every session of the sandbox.
+    const carried = hostMirrorsFor(c.d, req.name);
+    for (const l of carried.lines) out.log(l);
+    const identity = { ...made, limits, ...(forwards.length ? { ports: forwards } : {}), ...(llmBudget ? { llmBudget } : {}), ...(carried.mirrors ? { mirrors: carried.mirrors } : {}) };
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(lay.creating, `${process.pid}\n`);
-    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity });
+    // Its level, from its first request on (what `balanced` reads of the repo is added before anything runs in it).
+    const level = req.policy ?? config.policy;
+    const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity: level ? { ...identity, policy: { level, repo: NO_FACTS, at: Date.now() } } : identity });
     let aside: SetAside | null = null;
     try {
       cancelled(req);
       const h = { exec: driver.hostExec(driver.spec(row)), repo };
+      if (level === "balanced") c.driverIdentity(row.id, { policy: await levelSetting(h.exec, repo, level, Date.now(), (l) => out.log(l)) });
       // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
       // An image build whose context holds the repo starts once these writes into its .git are done (`repoQuiet`).
       const storing = promoteStores(h).then(() => ensureStore(h, req.name));
@@ -139,6 +157,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       throw e;
     }
     unlinkSync(lay.creating);
+    const fresh = c.d.store.getSandbox(row.id) ?? row;
+    for (const l of mirrorLines(c.d, fresh, driver.spec(fresh), driver.caps.seedsHome)) out.log(l);
     await workingTree(c, c.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out);
     await postCreate(c, c.d.store.getSandbox(row.id) ?? row, driver, out);
     const live = c.d.store.getSandbox(row.id) ?? row;

@@ -1,6 +1,8 @@
 // What callers hand the sandbox service and what it answers (service.ts and its verbs' files share these).
 import type { BackendKind, SandboxState } from "../core/schemas";
+import type { LevelName } from "../core/levels";
 import type { HostCapacity, LimitHit, Limits } from "../core/limits";
+import type { SpendView } from "../core/llm-budget";
 import type { CreateOptions, Driver } from "../drivers/driver";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
@@ -73,6 +75,8 @@ export interface CreateRequest extends Where, CreateOptions {
   backend?: BackendKind;
   /** `run` reuses an existing sandbox; `create` refuses one. */
   ifExists?: "error" | "reuse";
+  /** `--policy LEVEL` (core/levels.ts), over the config's `policy`; neither: no level (the built-in list). */
+  policy?: LevelName;
   /**
    * Aborted when the caller gave up (Ctrl-C, its process killed): the create stops at the next step and removes what
    * it made. A step under way (a clone, an image build) runs to its end first.
@@ -115,6 +119,10 @@ export interface SandboxInfo {
   hits?: LimitHit[];
   /** What the person should know of it (its Dockerfile changed since its image, an older layout), as said at start. */
   notes?: string[];
+  /** Its LLM spend and budget. */
+  llm?: SpendView;
+  /** Its policy level (core/levels.ts); null: none, the built-in list. */
+  level?: LevelName | null;
 }
 
 /** A sandbox's limits and what it ran into (`sbx limits NAME`). */
@@ -125,6 +133,8 @@ export interface LimitsReport {
   hits: LimitHit[] | null;
   /** When limits changed: whether the running sandbox has them now or gets them at its next start. */
   applied?: "now" | "next-start";
+  /** Its LLM spend and budget (the budget as changed, when it was). */
+  llm?: SpendView;
 }
 
 export interface PruneReport {

@@ -1,4 +1,5 @@
-// What a new session or command of a sandbox gets for the secrets bound to hosts: each one's placeholder under its
+// What a new session or command of a sandbox gets for its package mirrors (the host's registry settings, carried at
+// create: variables and npm's global config lines) and for the secrets bound to hosts: each one's placeholder under its
 // variable, and, since those hosts' TLS is ended by sbx's proxy, sbx's CA to trust, beside the host's own roots, in a
 // file every client of note reads (OpenSSL's SSL_CERT_FILE, curl, Python requests, git, Node), and the same
 // certificates as a PKCS#12 trust store for Java, which reads none of those. The files live in the sandbox's socket
@@ -7,6 +8,7 @@ import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSyn
 import { rootCertificates } from "node:tls";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { mirrorDelivery, type Mirrors } from "../core/mirrors";
 import type { SandboxSpec } from "../core/spec";
 import type { SessionSecrets } from "../secrets/bound";
 import { certificatesOf, trustStore, TRUSTSTORE_PASSWORD } from "../tls/pkcs12";
@@ -73,19 +75,34 @@ export function javaTrustOptions(file: string): string {
 
 /**
  * Writes the trust and npm files into the sandbox's socket dir and returns the variables that point at them, as the
- * sandbox sees them (its socket dir is where its bridge socket is). Nothing when no secret is bound for it.
+ * sandbox sees them (its socket dir is where its bridge socket is), with the host's package mirrors (`mirrors`, kept at
+ * create: a variable the sandbox sets itself, by the config file or devcontainer.json, stays its own). No trust files
+ * when it trusts nothing beyond the roots (no secret or rule makes sbx's proxy end its TLS, and the config names no
+ * company CA); nothing at all when it has no mirrors either.
  */
-export function secretSessionEnv(spec: SandboxSpec, s: SessionSecrets): Record<string, string> {
-  if (s.caPem === null) return {};
+export function secretSessionEnv(spec: SandboxSpec, s: SessionSecrets, mirrors: Mirrors | null = null): Record<string, string> {
+  const carried = mirrors ? mirrorDelivery(mirrors) : { env: {}, npmrc: [], cargoToml: null };
   const inside = dirname(spec.env.SBX_BRIDGE_SOCKET ?? spec.sockets.bridge);
-  writeReadable(join(spec.sockets.dir, CA_FILE), s.caPem);
-  const text = `${hostRoots().trimEnd()}\n${s.caPem}`;
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(carried.env)) if (spec.env[k] === undefined) env[k] = v;
+  // npm's global config (the person's ~/.npmrc inside and the project's .npmrc still apply, and win, as on the host):
+  // the mirrors' registry lines, then each bound registry's token line.
+  const npmrc = [...carried.npmrc, ...s.npmrc.map((n) => `//${n.host}/:_authToken=${n.placeholder}`)];
+  if (npmrc.length > 0) {
+    writeReadable(join(spec.sockets.dir, NPMRC_FILE), npmrc.map((l) => `${l}\n`).join(""));
+    env.NPM_CONFIG_GLOBALCONFIG = join(inside, NPMRC_FILE);
+  }
+  const extra = `${s.extraCas ?? ""}${s.caPem ?? ""}`;
+  if (extra === "") return env;
+  // The CAs beyond the roots (Node adds them to its own): a company's, then sbx's.
+  writeReadable(join(spec.sockets.dir, CA_FILE), extra);
+  const text = `${hostRoots().trimEnd()}\n${extra}`;
   const h = Bun.hash(text);
   writeReadable(join(spec.sockets.dir, CA_BUNDLE_FILE), text, h);
   // A function of the bundle: the bundle's hash says when it changed.
   writeReadable(join(spec.sockets.dir, TRUSTSTORE_FILE), trustStoreOf(text, h), h);
   const bundle = join(inside, CA_BUNDLE_FILE);
-  const env: Record<string, string> = {
+  Object.assign(env, {
     SSL_CERT_FILE: bundle,
     CURL_CA_BUNDLE: bundle,
     REQUESTS_CA_BUNDLE: bundle,
@@ -94,11 +111,6 @@ export function secretSessionEnv(spec: SandboxSpec, s: SessionSecrets): Record<s
     // Added to the sandbox's own (its proxy properties, drivers/env.ts), which the session would otherwise lose.
     JAVA_TOOL_OPTIONS: [spec.env.JAVA_TOOL_OPTIONS, javaTrustOptions(join(inside, TRUSTSTORE_FILE))].filter(Boolean).join(" "),
     ...s.env,
-  };
-  if (s.npmrc.length > 0) {
-    // npm's global config (the person's ~/.npmrc inside still applies, and wins): each registry's token line.
-    writeReadable(join(spec.sockets.dir, NPMRC_FILE), s.npmrc.map((n) => `//${n.host}/:_authToken=${n.placeholder}\n`).join(""));
-    env.NPM_CONFIG_GLOBALCONFIG = join(inside, NPMRC_FILE);
-  }
+  });
   return env;
 }

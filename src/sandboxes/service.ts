@@ -25,6 +25,8 @@ import type { CreateRequest, IfSessions, LimitsReport, Named, Output, PruneRepor
 import type { SandboxQuery } from "./resolve";
 import type { PhaseView, ReconcileReport } from "./running";
 import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish } from "./settings";
+import { sandboxLevel, type LevelReport } from "./level";
+import type { LevelName } from "../core/levels";
 import { rebuildSandbox, sessionArgv, startSandbox, stopSandbox } from "./start-stop";
 
 export type { CreateRequest, DriverTable, IfSessions, LimitsReport, Named, Output, PruneReport, SandboxInfo, ServiceDeps, SessionRequest, Where } from "./requests";
@@ -102,6 +104,11 @@ export class SandboxService {
   /** `sbx publish NAME [ENDPOINT…]` (settings.ts). */
   publish(name: string, w: Named & { add?: string[]; remove?: string[] }): Promise<{ name: string; published: string[]; changed: boolean; answered: number }> {
     return sandboxPublish(this.c, name, w);
+  }
+
+  /** `sbx policy show|set NAME [--level L]` (level.ts). */
+  level(name: string, w: Named & { level?: LevelName }): Promise<LevelReport> {
+    return sandboxLevel(this.c, name, w);
   }
 
   /** `sbx bridge NAME` (settings.ts). */

@@ -7,6 +7,9 @@ import { parsePublished, publishedOf } from "../core/egress";
 import { BRIDGE_ALLOWS, BridgeSettingsSchema, bridgeSettingsOf, REF_PATTERN, REMOTE_NAME, type BridgeAllow, type BridgeSettings } from "../core/bridge-settings";
 import { defaultLimits, limitHits, parseCpus, parseMemory, parsePids, type Limits, type LimitsInput } from "../core/limits";
 import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
+import { formatBudget, parseBudget } from "../core/llm-budget";
+import { LlmBudgets } from "../llm/budget";
+import { priceReader } from "../sys/config-file";
 import type { ServiceContext } from "./context";
 import type { LimitsReport, Named } from "./requests";
 
@@ -17,17 +20,19 @@ import type { LimitsReport, Named } from "./requests";
  */
 export async function sandboxLimits(c: ServiceContext, name: string, w: Named & { set?: LimitsInput }): Promise<LimitsReport> {
   const { repo, row, driver } = await c.locate(name, w);
-  const given = Object.entries(w.set ?? {}).filter(([, v]) => v !== undefined);
-  if (given.length === 0) {
+  const { llmBudget, ...set } = w.set ?? {};
+  const given = Object.entries(set).filter(([, v]) => v !== undefined);
+  if (given.length === 0 && llmBudget === undefined) {
     const counters = await driver.counters(driver.spec(row)).catch(() => null);
-    return { name, limits: c.limitsOf(row), hits: counters === null ? null : limitHits(null, counters) };
+    return { name, limits: c.limitsOf(row), hits: counters === null ? null : limitHits(null, counters), llm: llmSpend(c, row) };
   }
   const lock = await c.lockLive(row, w.out);
   try {
+    if (llmBudget !== undefined) setLlmBudget(c, row.id, name, llmBudget);
     const fresh = c.d.store.getSandbox(row.id) ?? row;
+    if (given.length === 0) return { name, limits: c.limitsOf(fresh), hits: null, llm: llmSpend(c, fresh) };
     const cap = c.capacity;
     const next: Limits = { ...(c.limitsOf(fresh) ?? defaultLimits(cap)) };
-    const set = w.set ?? {};
     if (set.memory !== undefined) next.memory = parseMemory(set.memory, cap);
     if (set.cpus !== undefined) next.cpus = parseCpus(set.cpus, cap);
     if (set.pids !== undefined) next.pids = parsePids(set.pids);
@@ -38,10 +43,32 @@ export async function sandboxLimits(c: ServiceContext, name: string, w: Named & 
     c.d.store.updateIdentity(row.id, updated.identity);
     c.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "limits", detail: { name, ...next } });
     const running = (await driver.inspect(spec).catch(() => null))?.phase === "running";
-    return { name, limits: next, hits: null, applied: running ? "now" : "next-start" };
+    return { name, limits: next, hits: null, applied: running ? "now" : "next-start", llm: llmSpend(c, updated) };
   } finally {
     lock.release();
   }
+}
+
+/** A sandbox's LLM spend, priced at the table in force. */
+export function llmSpend(c: ServiceContext, row: Sandbox) {
+  return new LlmBudgets({ store: c.d.store, prices: priceReader(c.d.paths, c.d.env) }).view(row);
+}
+
+/**
+ * `--llm-budget`: the sandbox's budget replaced (`none` removes it), read by the LLM handler at its next call. Grants
+ * approvals made go with the old budget, and its pending budget approvals are answered: the person has decided.
+ */
+function setLlmBudget(c: ServiceContext, id: number, name: string, text: string): void {
+  const budget = parseBudget(text);
+  const { store } = c.d;
+  store.write(() => {
+    const fresh = store.getSandbox(id);
+    if (!fresh) return;
+    const { llmBudget: _old, ...rest } = fresh.identity;
+    store.updateIdentity(id, budget ? { ...rest, llmBudget: budget } : rest);
+    for (const a of store.listApprovals({ state: "pending", sandboxId: id })) if (a.kind === "budget") store.decideApproval(a.id, "allowed", "sbx limits --llm-budget");
+  });
+  store.audit({ sandboxId: id, kind: "lifecycle", action: "llm-budget", detail: { name, budget: budget ? formatBudget(budget) : null } });
 }
 
 /**

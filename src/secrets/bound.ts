@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import type { SecureContext } from "node:tls";
 import type { BoundSecret } from "../core/bound-secret";
 import { placeholderFor, randomLength } from "../core/placeholder";
+import { HOST_ALIAS } from "../core/egress";
 import type { SecretBinding } from "../proxy/terminate";
 import type { SecretBindings } from "../store/secret-bindings";
 import type { Authority } from "../tls/authority";
@@ -18,11 +19,34 @@ export function sameShape(placeholder: string, value: string): boolean {
   return true;
 }
 
+/**
+ * Pure: the registries an `--npmrc` secret's line is written for, as npm keys its auth (the "nerf dart": host and
+ * port, `//host:port/`). A name is a registry on npm's default ports; host.sbx.internal is a registry only on the ports
+ * published for the sandbox (on the host's 127.0.0.1, which it stands for): one line each. A wildcard names no registry.
+ */
+export function npmrcHosts(hosts: readonly string[], published: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const h of hosts) {
+    if (h.startsWith("*.")) continue;
+    if (h !== HOST_ALIAS) {
+      out.push(h);
+      continue;
+    }
+    for (const e of published) {
+      const m = /^127\.0\.0\.1:(\d+)$/.exec(e);
+      if (m) out.push(`${HOST_ALIAS}:${m[1]}`);
+    }
+  }
+  return out;
+}
+
 /** What a session gets: its variables, and what it should be told (a secret that could not be read, …). */
 export interface SessionSecrets {
   env: Record<string, string>;
   /** sbx's CA certificate, when any secret is bound for the sandbox (its hosts are terminated): what it must trust. */
   caPem: string | null;
+  /** The company CAs the config's `trust` names (tls/host-trust.ts), PEM; "" for none. Trusted beside the roots. */
+  extraCas: string;
   /** `npmrc` bindings: registry host → placeholder, for the sandbox's npm config. */
   npmrc: { host: string; placeholder: string }[];
   notes: string[];
@@ -39,6 +63,10 @@ export class BoundSecrets {
       upstreamCa?: () => string | undefined;
       /** Whether the proxy may end TLS for this sandbox for another reason (a rule that sees requests, issue 38). */
       terminatesFor?: (sandboxId: number) => boolean;
+      /** The company CAs every session trusts (issue 39: the config's `trust`), PEM; "" for none. */
+      companyCas?: () => Promise<string>;
+      /** The host's services published for a sandbox (`addr:port`): what a secret bound to host.sbx.internal reaches. */
+      published?: (sandboxId: number) => readonly string[];
       log?: (message: string, fields: Record<string, unknown>) => void;
     },
   ) {}
@@ -117,7 +145,7 @@ export class BoundSecrets {
   async sessionSecrets(sandboxId: number): Promise<SessionSecrets> {
     const bindings = this.d.bindings.forSandbox(sandboxId);
     const given = this.d.bindings.placeholders(sandboxId);
-    const out: SessionSecrets = { env: {}, caPem: null, npmrc: [], notes: [] };
+    const out: SessionSecrets = { env: {}, caPem: null, extraCas: (await this.d.companyCas?.()) ?? "", npmrc: [], notes: [] };
     // sbx's CA is trusted where the proxy may end TLS: a secret bound for the sandbox, or a rule that sees requests.
     if (bindings.length === 0 && !this.d.terminatesFor?.(sandboxId)) return out;
     out.caPem = (await this.d.authority()).certPem;
@@ -141,7 +169,7 @@ export class BoundSecrets {
           this.d.bindings.setPlaceholder(sandboxId, b.name, p);
         }
         if (b.spec.env !== null) out.env[b.spec.env] = p;
-        if (b.spec.npmrc) for (const h of b.spec.hosts) if (!h.startsWith("*.")) out.npmrc.push({ host: h, placeholder: p });
+        if (b.spec.npmrc) for (const h of npmrcHosts(b.spec.hosts, this.d.published?.(sandboxId) ?? [])) out.npmrc.push({ host: h, placeholder: p });
       }),
     );
     return out;

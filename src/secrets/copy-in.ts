@@ -5,8 +5,8 @@
 // typed `Scanned`, and the seams that put things inside (the engine's archive upload, an overlay's lower dir, the agent
 // setup's plan, a build context's changes) take only that, so a new site cannot skip the scan without a cast a
 // reviewer sees.
-import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { isGzip, isZip, unpackArchive } from "../core/archive";
 import { CopyInScanner, type CopyInFinding, type CopyInTier } from "../core/copy-in";
 import { tarArchive, type TarEntry } from "../core/tar";
@@ -69,6 +69,73 @@ function readPlain(p: string, max: number): Uint8Array | null {
 }
 
 const dec = new TextDecoder("utf-8", { fatal: false });
+/** A host settings file as read: its text, not there, or left unread and why. */
+export type SettingsRead = { text: string } | { missing: true } | { refused: string };
+
+export interface SettingsReadRules {
+  /** The dir the file is under (the person's home, /etc): its own path may be a link; nothing below it may. */
+  root: string;
+  /** Whose files are read: the host user's and root's (a file another account owns is another account's settings). */
+  owners: readonly number[];
+  /** Trees a sandbox writes (the sandbox root, the runtime dir): a file there is never read, whatever the path says. */
+  outside: readonly string[];
+  /** At most this many bytes (settings, not data). */
+  max?: number;
+}
+
+/**
+ * A host settings file (~/.npmrc, pip.conf, Go's env, cargo's config) read by the door's rules: never through a link
+ * (on any part of its path below `root`: a link could lead into a sandbox's tree, whose content the sandbox chose), a
+ * regular file of the host user's or root's, outside every sandbox's tree, within bounds, read by descriptor.
+ */
+export function readSettingsFile(path: string, rules: SettingsReadRules): SettingsRead {
+  let base: string;
+  try {
+    base = realpathSync(rules.root);
+  } catch {
+    return { missing: true };
+  }
+  const rel = relative(rules.root, path);
+  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) return { refused: `not under ${rules.root}` };
+  let at = base;
+  for (const part of rel.split(sep)) {
+    at = join(at, part);
+    let st;
+    try {
+      st = lstatSync(at);
+    } catch {
+      return { missing: true };
+    }
+    // Said only when there is something at the end of it: a tool's other file name under a linked dir is not news.
+    if (st.isSymbolicLink()) return existsSync(path) ? { refused: "it is reached through a link (sbx reads settings only from plain files on their own path)" } : { missing: true };
+  }
+  if (rules.outside.some((o) => at === o || at.startsWith(o.endsWith("/") ? o : `${o}/`))) return { refused: "it is in a sandbox's tree" };
+  let fd: number;
+  try {
+    fd = openSync(at, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return { refused: "it cannot be opened as a plain file" };
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return { refused: "not a regular file" };
+    if (!rules.owners.includes(st.uid)) return { refused: `it belongs to another account (uid ${st.uid})` };
+    const max = rules.max ?? 256 << 10;
+    if (st.size > max) return { refused: `larger than ${max >> 10} KiB` };
+    const buf = new Uint8Array(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n <= 0) break;
+      off += n;
+    }
+    return { text: dec.decode(buf.subarray(0, off)) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+
 const enc = new TextEncoder();
 
 function latin1(b: Uint8Array): string {
@@ -129,6 +196,14 @@ export class CopyIn {
       }
     }
     return out as Scanned<Record<string, string>>;
+  }
+
+  /** One setting's value, as `file` and `field` name it: itself when nothing in it hits, else null (the hit said). */
+  text(file: string, field: string, v: string, tier: CopyInTier = "config"): string | null {
+    const hit = this.scanner.find(v, tier);
+    if (hit === undefined) return v;
+    this.scanner.report({ file, field, what: hit });
+    return this.keeps ? v : null;
   }
 
   /**

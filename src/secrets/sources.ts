@@ -4,6 +4,7 @@
 import { SbxError } from "../core/errors";
 import { EXIT_NOT_FOUND, type Exec } from "../sys/exec";
 import type { Vault } from "./vault";
+import { DEFAULT_TTL_MS } from "../core/secret-sources";
 
 export type SecretSource =
   | { kind: "vault" }
@@ -12,24 +13,10 @@ export type SecretSource =
   /** A 1Password reference, read with `op read`. */
   | { kind: "ref"; ref: string; ttlMs: number };
 
-/** How long a command's or a reference's answer is kept when the secret names no time: five minutes. */
-export const DEFAULT_TTL_MS = 5 * 60_000;
 /** A command or `op` that takes longer is stopped and the request refused. */
 export const SOURCE_TIMEOUT_MS = 30_000;
 
-/** Pure: `55m`, `30s`, `2h`, `1d` in milliseconds; null when it is not one of those. */
-export function parseTtl(text: string): number | null {
-  const m = /^(\d{1,6})(s|m|h|d)$/.exec(text.trim());
-  if (!m) return null;
-  const n = Number(m[1]);
-  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "s" | "m" | "h" | "d"];
-  return n > 0 ? n * unit : null;
-}
-
-/** Pure: whether a 1Password reference is well formed (`op://vault/item/field`, optionally `/section/field`). */
-export function isOpRef(ref: string): boolean {
-  return /^op:\/\/[^/\s]+\/[^/\s]+(\/[^/\s]+){1,2}$/.test(ref);
-}
+export { DEFAULT_TTL_MS, isOpRef, parseTtl } from "../core/secret-sources";
 
 /** Reads values from their sources, keeping a command's or reference's answer for its time to live. */
 export class SecretResolver {

@@ -132,6 +132,9 @@ export class Shelf {
     const recorded = readVaultRecord(a.configDir);
     if (recorded) return { shelf: new Shelf(a.configDir, vaultOf(recorded.vault, a), `recorded in ${vaultRecordFile(a.configDir)}`), moved: [] };
     const file = secretsFile(a.configDir);
+    // SBX_SECRETS_VAULT=file keeps them in sbx's own file though a keychain or keyring is on offer (a throwaway setup,
+    // `sbx demo`'s, must leave nothing in the person's keychain).
+    if (a.env.SBX_SECRETS_VAULT === "file") return { shelf: new Shelf(a.configDir, fileVault(file), "SBX_SECRETS_VAULT=file: sbx's 0600 file"), moved: [] };
     const scope = { dir: a.configDir };
     // The first choice goes by this shell's own session bus only (a shell with none keeps the file); once recorded,
     // the vault is reached through the person's systemd bus as well (vaultOf), from any shell.

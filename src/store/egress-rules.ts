@@ -1,6 +1,6 @@
 // Egress rules that see requests (core/rules.ts), as stored: each once per scope (every sandbox, or one, gone with it),
 // as canonical JSON so the same rule written two ways is one row.
-import { RuleSpecSchema, type RuleSpec } from "../core/rules";
+import { RuleSpecSchema, type RuleSpec } from "../core/rules-schema";
 import type { Store } from "./store";
 
 export interface StoredRule {

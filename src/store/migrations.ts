@@ -130,4 +130,48 @@ export const migrations: readonly string[] = [
   );
   CREATE UNIQUE INDEX egress_rules_scope_spec ON egress_rules (coalesce(sandbox_id, 0), spec);
   `,
+  // 9: what each sandbox's model calls used (the LLM budget's ledger): one row per sandbox, day and model, updated in
+  // place (never a row per call; at most LLM_MODELS_PER_DAY models a day, the rest as "other"), gone with its sandbox.
+  // And approvals of a third kind, 'budget' (a sandbox at its LLM budget asks for more): the kind's CHECK cannot change
+  // in place, so the table is made again with its rows, ids and index.
+  `
+  CREATE TABLE llm_usage (
+    sandbox_id   INTEGER NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+    day          TEXT NOT NULL,
+    model        TEXT NOT NULL,
+    calls        INTEGER NOT NULL DEFAULT 0,
+    estimated    INTEGER NOT NULL DEFAULT 0,
+    input        INTEGER NOT NULL DEFAULT 0,
+    output       INTEGER NOT NULL DEFAULT 0,
+    cache_read   INTEGER NOT NULL DEFAULT 0,
+    cache_write  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (sandbox_id, day, model)
+  );
+  CREATE TABLE approvals_new (
+    id          INTEGER PRIMARY KEY,
+    sandbox_id  INTEGER NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+    host        TEXT NOT NULL,
+    port        INTEGER NOT NULL,
+    reason      TEXT NOT NULL,
+    state       TEXT NOT NULL CHECK (state IN ('pending', 'allowed', 'denied')),
+    count       INTEGER NOT NULL DEFAULT 1,
+    first_seen  INTEGER NOT NULL,
+    last_seen   INTEGER NOT NULL,
+    decided_by  TEXT,
+    decided_at  INTEGER,
+    kind        TEXT NOT NULL DEFAULT 'egress' CHECK (kind IN ('egress', 'bridge', 'budget'))
+  );
+  INSERT INTO approvals_new (id, sandbox_id, host, port, reason, state, count, first_seen, last_seen, decided_by, decided_at, kind)
+    SELECT id, sandbox_id, host, port, reason, state, count, first_seen, last_seen, decided_by, decided_at, kind FROM approvals;
+  DROP TABLE approvals;
+  ALTER TABLE approvals_new RENAME TO approvals;
+  CREATE UNIQUE INDEX approvals_pending_once ON approvals (sandbox_id, kind, host, port) WHERE state = 'pending';
+  `,
+  // 10: allowlist entries that last a time (\`--for 30m\`: expires_at) or one connection (\`--once\`: once = 1, with an
+  // expiry too, for one never used). The proxy's read leaves out an entry past its expiry; a sweep deletes it and says so.
+  `
+  ALTER TABLE allowlist ADD COLUMN expires_at INTEGER;
+  ALTER TABLE allowlist ADD COLUMN once INTEGER NOT NULL DEFAULT 0 CHECK (once IN (0, 1));
+  CREATE INDEX allowlist_expires ON allowlist (expires_at) WHERE expires_at IS NOT NULL;
+  `,
 ];

@@ -1,6 +1,6 @@
 // The secrets bound to hosts, as stored: one binding per name for every sandbox or for one (the sandbox's own wins),
 // and the placeholder each sandbox was given for each. Never a value: those stay in the vault or their source.
-import { BindingSpecSchema, type BindingSpec } from "../core/bound-secret";
+import { BindingSpecSchema, type BindingSpec } from "../core/bound-secret-schema";
 import type { Store } from "./store";
 
 export interface Binding {

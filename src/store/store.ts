@@ -179,6 +179,8 @@ export class Store {
         // Its placeholders and the secrets bound to it alone go with it: nothing of it is left for a sandbox made later.
         this.db.query(`DELETE FROM secret_placeholders WHERE sandbox_id = ?`).run(id);
         this.db.query(`DELETE FROM secret_bindings WHERE sandbox_id = ?`).run(id);
+        // Its LLM ledger too (what each call used stays in the audit log, as its llm.request rows).
+        this.db.query(`DELETE FROM llm_usage WHERE sandbox_id = ?`).run(id);
         this.namesGiven.delete(id);
       }
     });
@@ -439,11 +441,14 @@ export class Store {
       args.push(opts.afterId);
     }
     const limit = z.number().int().positive().max(100_000).parse(opts.limit ?? 1000);
-    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ${limit}`;
-    return this.db
+    // After a cursor, the oldest rows past it (a reader paging forward reads each row once, however many came since);
+    // with none, the newest (the tail). Either way the answer is oldest first.
+    const forward = opts.afterId !== undefined;
+    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id ${forward ? "ASC" : "DESC"} LIMIT ${limit}`;
+    const rows = this.db
       .query<Row, (number | string)[]>(sql)
       .all(...args)
-      .map((r) => AuditEntrySchema.parse(r))
-      .reverse();
+      .map((r) => AuditEntrySchema.parse(r));
+    return forward ? rows : rows.reverse();
   }
 }

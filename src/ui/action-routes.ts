@@ -7,10 +7,12 @@ import type { Store } from "../store/store";
 import { checkSameOrigin, safeEqual, type UiEnv } from "./auth";
 import type { FeedEvent } from "../events/feed";
 import { PolicyService } from "../policy/service";
+import { termOf, termText } from "../core/allow-term";
 
 export const CSRF_HEADER = "x-sbx-csrf";
 
-const DecideBody = z.object({ choice: z.enum(["allow-global", "allow-sandbox", "deny"]), csrf: z.string().optional() });
+/** `lasts`: how long an allow lasts: absent for good, `once` (one connection), or a time as `--for` takes it (`1h`). */
+const DecideBody = z.object({ choice: z.enum(["allow-global", "allow-sandbox", "deny"]), lasts: z.string().max(16).optional(), csrf: z.string().optional() });
 const RemoveBody = z.object({
   sandboxId: z.union([z.number().int(), z.null()]),
   pattern: z.string().min(1).max(300),
@@ -74,9 +76,10 @@ app.post("/api/approvals/:id/decide", async (c) => {
   if (body instanceof Response) return body;
   try {
     const id = z.coerce.number().int().positive().parse(c.req.param("id"));
-    const { choice } = DecideBody.parse(body);
-    const r = new PolicyService({ store, publish, now }).decide(id, choice, "ui");
-    return c.json({ ok: true, action: r.action, scope: r.scope, pattern: r.pattern, sandbox: r.sandbox.name, added: r.added });
+    const { choice, lasts } = DecideBody.parse(body);
+    const term = termOf(lasts === undefined || lasts === "" ? {} : lasts === "once" ? { once: true } : { for: lasts });
+    const r = new PolicyService({ store, publish, now }).decide(id, choice, "ui", term);
+    return c.json({ ok: true, action: r.action, scope: r.scope, pattern: r.pattern, sandbox: r.sandbox.name, added: r.added, ...(term.kind === "good" ? {} : { lasts: termText(term) }) });
   } catch (e) {
     return fail(c, e);
   }

@@ -3,7 +3,9 @@
 import type { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { BUILTIN_ALLOWLIST, isHostService, patternFor } from "../core/egress";
+import { levelOf } from "../core/levels";
 import { SSE_MAX_QUEUED } from "../core/bounds";
+import { spendLine, type SpendView } from "../core/llm-budget";
 import type { UiEnv } from "./auth";
 import { feedFromAudit, stateFrom, type DataSource, type FeedEvent } from "../events/feed";
 
@@ -15,6 +17,8 @@ export interface StateRouteDeps {
   /** SSE keep-alive comment interval. */
   keepAliveMs: number;
 }
+
+const withLine = (v: SpendView) => ({ ...v, line: spendLine(v) });
 
 /** GET /api/state and GET /api/events. */
 export function stateRoutes(app: Hono<UiEnv>, d: StateRouteDeps): void {
@@ -53,15 +57,17 @@ app.get("/api/state", (c) => {
       state: stateFrom(source, s),
       createdAt: s.createdAt,
       lastActivity: lastActivity(s.id, s.lastUsedAt ?? s.updatedAt),
+      // Its LLM spend, with the line the page shows (`$0.42 of $5.00 today`).
+      llm: source.spendOf ? withLine(source.spendOf(s)) : null,
     })),
     pending: store.listApprovals({ state: "pending" }).map((a) => ({
       id: a.id,
       sandboxId: a.sandboxId,
       sandbox: byId.get(a.sandboxId)?.name ?? nameOf(a.sandboxId),
-      // What the bridge refused (`host` is its subject), or an egress request; the bridge's and a service of the
-      // host's are one sandbox's: the page offers no "every sandbox" for them.
+      // What the bridge refused (`host` is its subject), a sandbox at its LLM budget, or an egress request; all but an
+      // egress request for a host on the network are one sandbox's: the page offers no "every sandbox" for them.
       kind: a.kind,
-      sandboxOnly: a.kind === "bridge" || isHostService(patternFor(a.host, a.port)),
+      sandboxOnly: a.kind !== "egress" || isHostService(patternFor(a.host, a.port)),
       host: a.host,
       port: a.port,
       reason: a.reason,
@@ -72,11 +78,13 @@ app.get("/api/state", (c) => {
     })),
     allowlists: {
       builtin: BUILTIN_ALLOWLIST,
-      global: store.listAllow(null).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
+      global: store.listAllow(null).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, expiresAt: e.expiresAt, once: e.once })),
       sandboxes: sandboxes.map((s) => ({
         id: s.id,
         name: s.name,
-        entries: store.listAllow(s.id).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt })),
+        // Its policy level (null: the built-in list).
+        level: levelOf(s.identity)?.level ?? null,
+        entries: store.listAllow(s.id).map((e) => ({ pattern: e.pattern, addedBy: e.addedBy, addedAt: e.addedAt, expiresAt: e.expiresAt, once: e.once })),
       })),
     },
     feed: history(),

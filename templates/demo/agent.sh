@@ -71,6 +71,23 @@ case "$phase" in
     say push_exit "$?"
     say push_output "$(printf '%s\n' "$out" | tail -n 3)"
     ;;
+  npm)
+    # A real npm install from a private registry on the host, as the agent of a project with one would: its token is
+    # bound on the host (sbx secret set NPM_TOKEN --host host.sbx.internal --npmrc); npm's config here holds a
+    # placeholder, which the proxy swaps on the way to the published registry and never hands back.
+    reg="$1"
+    if ! command -v npm >/dev/null; then say npm_exit "no npm in the image"; exit 0; fi
+    say npmrc "$(cat "${NPM_CONFIG_GLOBALCONFIG:-/dev/null}" 2>/dev/null)"
+    app=$(mktemp -d)
+    say app "$app"
+    cd "$app" && printf '{"name":"demo-app","version":"1.0.0","private":true}\n' > package.json
+    out=$(npm install --no-audit --no-fund --no-update-notifier --loglevel=error --registry "$reg" "$2" 2>&1)
+    say npm_exit "$?"
+    say npm_output "$(printf '%s\n' "$out" | grep -v 'does not support Node.js' | tail -n 3)"
+    say installed "$(node -e "console.log(require('$2'))" 2>&1)"
+    echo "----- env"
+    env
+    ;;
   evidence)
     # Everything a process inside could read to find a credential: its environment and every process's argv and env.
     echo "----- env"

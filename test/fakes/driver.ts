@@ -14,7 +14,7 @@ import { sandboxDir, type Paths } from "../../src/sys/paths";
 import { FakeBackend } from "./backend";
 
 /** What a fake kind offers unless a test says otherwise: nothing beyond a forwarder's place (no agent, no forwards). */
-export const FAKE_CAPS: DriverCaps = { proxyPort: "forwarder", handsOverListener: false, transparent: null, execAgent: false, portForwards: false, stagesClone: false };
+export const FAKE_CAPS: DriverCaps = { proxyPort: "forwarder", handsOverListener: false, transparent: null, execAgent: false, portForwards: false, stagesClone: false, seedsHome: false };
 
 export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
   /** The system it converges: the in-memory FakeBackend unless a test gives another (a spy, a file-backed one). */

@@ -15,7 +15,7 @@ export interface DockerCliWorld {
   engine: FakeDockerEngine;
   daemon: InprocDaemon;
   /** Runs sbx in the world's repo (or `cwd`); `tty`: as if at a terminal (`columns` wide). */
-  cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty" | "columns">): Promise<CliRun>;
+  cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty" | "columns" | "answers">): Promise<CliRun>;
   close(): Promise<void>;
 }
 

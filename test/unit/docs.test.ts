@@ -11,7 +11,7 @@ import { verbs } from "../../src/cli/verbs";
 const ROOT = join(import.meta.dir, "..", "..");
 const files = Bun.spawnSync(["git", "ls-files"], { cwd: ROOT }).stdout.toString().split("\n").filter(Boolean);
 /** Files a doc names that live on the user's machine, not in the repo. */
-const USER_FILES = new Set(["CLAUDE.md", "AGENTS.md", "GEMINI.md", "chat.json", "config.json", "secrets.json", "secrets-vault.json", "auth.json", "settings.json", ".credentials.json", "oauth_creds.json", "devcontainer.json"]);
+const USER_FILES = new Set(["CLAUDE.md", "AGENTS.md", "GEMINI.md", "chat.json", "approvals.json", "config.json", "secrets.json", "secrets-vault.json", "auth.json", "settings.json", ".credentials.json", "oauth_creds.json", "devcontainer.json"]);
 
 async function run(argv: string[]) {
   let out = "";

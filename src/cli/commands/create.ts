@@ -21,10 +21,10 @@ export function claudeAuthOpt(opts: Record<string, unknown>): { claudeAuth?: "in
   });
 }
 
-/** `--memory`, `--cpus`, `--pids` as typed (the daemon checks them against the machine and says what is wrong). */
-export function limitsOpt(opts: Record<string, unknown>): { limits: { memory?: string; cpus?: string; pids?: string } } {
-  const out: { memory?: string; cpus?: string; pids?: string } = {};
-  for (const k of ["memory", "cpus", "pids"] as const) if (typeof opts[k] === "string") out[k] = opts[k];
+/** `--memory`, `--cpus`, `--pids`, `--llm-budget` as typed (the daemon checks them and says what is wrong). */
+export function limitsOpt(opts: Record<string, unknown>): { limits: { memory?: string; cpus?: string; pids?: string; llmBudget?: string } } {
+  const out: { memory?: string; cpus?: string; pids?: string; llmBudget?: string } = {};
+  for (const k of ["memory", "cpus", "pids", "llmBudget"] as const) if (typeof opts[k] === "string") out[k] = opts[k];
   return { limits: out };
 }
 
@@ -39,11 +39,25 @@ export function imageOpt(opts: Record<string, unknown>, cwd: string): { image?: 
   return Object.keys(image).length ? { image } : {};
 }
 
+/** `--service NAME=IMAGE` (repeatable), checked here so a typo is said before the daemon is reached. */
+export async function servicesOpt(opts: Record<string, unknown>): Promise<{ services?: { name: string; image: string }[] }> {
+  const flags = (opts.service as string[] | undefined) ?? [];
+  if (flags.length === 0) return {};
+  const { parseServiceFlags } = await import("../../core/services");
+  return { services: parseServiceFlags(flags) };
+}
+
 /** The limit flags of create, run and limits. */
 export const LIMIT_OPTIONS = [
   ["--memory <size>", "memory the sandbox may use, e.g. 4g or 512m; none for no limit (default: half this machine's; config: limits.memory)"],
   ["--cpus <n>", "CPUs' worth of time, e.g. 2 or 0.5; none for no limit (default: every CPU but one; config: limits.cpus)"],
   ["--pids <n>", "processes and threads at once; none for no limit (default: 4096; config: limits.pids)"],
+] as const;
+
+/** The LLM budget flag of create, run, exec and limits. */
+export const LLM_BUDGET_OPTION = [
+  "--llm-budget <budget>",
+  "what its model calls may spend, e.g. 5usd/day, 20usd (its whole life), 2mtokens/day; none for no budget; at the cap its calls are refused and an approval asks to raise it (config: llmBudget; sbx help budget)",
 ] as const;
 
 /**
@@ -90,12 +104,14 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option("--rebuild", "rebuild the image even if its tag exists")
     .option("--port <port>", "reach the sandbox's port from the host's 127.0.0.1: PORT or HOST:PORT (ADDRESS:HOST:PORT for another address; repeatable; later: sbx port)", collect, [])
     .option("--allow-weaker", "--backend user on Linux: create it even though this kernel's Landlock cannot scope abstract sockets and signals (sbx doctor)")
+    .option("--policy <level>", "its egress level: locked (sbx's own routes only), balanced (the agent's API and login, the repo's package registries and forge) or open (every public host); default: the config's policy, else the built-in list (sbx help egress; later: sbx policy set)")
     .option("--no-transparent", "no transparent path: no DNS stub and no 80/443 carried to the proxy; only clients that honour the proxy variables get out (config: transparent)")
     .option("--with-changes", "carry your uncommitted changes and untracked (not ignored) files in, as uncommitted changes, and into the image's build context (default: the sandbox and its image start from the last commit)")
     .option("--dockerfile <path>", "build the image from this Dockerfile (default: .devcontainer/devcontainer.json's, else the repo's Dockerfile); context: the repo unless --context")
     .option("--context <dir>", "the build context, a dir of the repo: what its last commit holds there (default: the repo; its Dockerfile when --dockerfile is not given)")
     .option("--image <ref>", "use this local image as it is, no build (sbx pulls nothing; it runs as you either way)")
     .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
+    .option("--service <name=image>", "run a local image beside the sandbox, in its network namespace: reached on 127.0.0.1, no network of its own, removed with it (Docker; repeatable; sbx help databases)", collect, [])
     .option(
       "--claude-auth <mode>",
       "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
@@ -104,7 +120,15 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option(...BACKEND_OPTION)
     .option(...LIMIT_OPTIONS[0])
     .option(...LIMIT_OPTIONS[1])
-    .option(...LIMIT_OPTIONS[2]);
+    .option(...LIMIT_OPTIONS[2])
+    .option(...LLM_BUDGET_OPTION);
+}
+
+/** `--policy LEVEL` as the lifecycle takes it; an unknown level is refused here, with the levels. */
+export async function policyOpt(opts: Record<string, unknown>): Promise<{ policy?: "locked" | "balanced" | "open" }> {
+  if (typeof opts.policy !== "string") return {};
+  const { levelNamed } = await import("../../core/levels");
+  return { policy: levelNamed(opts.policy, "--policy") };
 }
 
 export const create: Verb = {
@@ -136,11 +160,13 @@ export const create: Verb = {
       ...imageOpt(opts, ctx.cwd),
       ...(opts.withChanges === true ? { withChanges: true } : {}),
       ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
+      ...(await servicesOpt(opts)),
       ...(opts.allowWeaker === true ? { allowWeaker: true } : {}),
       ...(opts.transparent === false ? { transparent: false } : {}),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),
       ...(ctx.env.vars.SHELL?.startsWith("/") ? { shell: ctx.env.vars.SHELL } : {}),
       ...(staged ? { staged: dirname(staged.path) } : {}),
+      ...(await policyOpt(opts)),
     };
     const { sandbox } = await daemon(ctx)
       .then((client) => client.lifecycle("create", request, outOf(ctx, { json: opts.json === true })))

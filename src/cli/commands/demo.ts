@@ -4,7 +4,7 @@ import type { Verb } from "../verb";
 
 export const demo: Verb = {
   name: "demo",
-  summary: "run the guided demo: a sandbox showing allowed and blocked egress and a credential-free push",
+  summary: "run the guided demo: a sandbox showing allowed and blocked egress, a credential-free push and a private npm install",
   declare(cmd: Command) {
     cmd
       .option("--keep", "keep the demo dir, its daemon and sandbox afterwards")

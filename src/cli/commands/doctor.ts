@@ -38,6 +38,17 @@ async function daemonProgram(): Promise<string> {
   }
 }
 
+/** The config's `trust`, home-expanded; a config that does not parse is said by its own check, not here. */
+async function configTrust(ctx: { paths: import("../../sys/paths").Paths; env: import("../../sys/env").Env }): Promise<{ trust?: "host" | string[] }> {
+  const { expandHome, loadConfig } = await import("../../sys/config-file");
+  try {
+    const t = loadConfig(ctx.paths, ctx.env).trust;
+    return t === undefined ? {} : { trust: t === "host" ? t : t.map((f) => expandHome(f, ctx.env.vars.HOME)) };
+  } catch {
+    return {};
+  }
+}
+
 export const doctor: Verb = {
   name: "doctor",
   summary: "check that this host can run sandboxes, and say what to fix",
@@ -56,6 +67,7 @@ export const doctor: Verb = {
       paths: ctx.paths,
       bunVersion: Bun.version,
       repos: [...new Set(sandboxes.map((s) => s.repo))].filter((r) => existsSync(r)),
+      ...(await configTrust(ctx)),
       secrets: await readStored({ exec: ctx.exec, platform: ctx.env.platform, env: ctx.env.raw, configDir: ctx.paths.configDir, home: ctx.env.vars.HOME, uid: ctx.env.uid }).catch(() => ({})),
       ...(mac
         ? {

@@ -13,11 +13,11 @@ export const list: Verb = {
     cmd
       .option("--all", "include deleted sandboxes")
       .option("--json", "print JSON")
-      .addHelpText("after", ["", "STATE is one of (the same words in `sbx status`, --json, the dashboard and chat):", ...Object.entries(STATE_MEANINGS).map(([w, m]) => `  ${w.padEnd(9)} ${m}`)].join("\n"));
+      .addHelpText("after", ["", "STATE is one of (the same words in `sbx status`, --json, the dashboard and chat):", ...Object.entries(STATE_MEANINGS).map(([w, m]) => `  ${w.padEnd(9)} ${m}`), "", "POLICY is its egress level: locked, balanced, open, or default (the built-in list); `sbx policy show NAME`."].join("\n"));
   },
   async run(ctx, _args, opts) {
     // Loaded here, not at the top: `sbx --help` and `--version` must not pay for them.
-    const [{ daemon, outOf }, { stateOfListed: stateOf }] = await Promise.all([import("../../client/sandboxes"), import("../../core/sandbox-state")]);
+    const [{ daemon, outOf }, { stateOfListed: stateOf }, { spendLine }] = await Promise.all([import("../../client/sandboxes"), import("../../core/sandbox-state"), import("../../core/llm-budget")]);
     const { sandboxes: items } = await (await daemon(ctx)).lifecycle("list", { all: opts.all === true }, outOf(ctx));
     const isGuarded = (i: { guarded: boolean }) => i.guarded;
     // A sandbox whose state could not be read (the engine down, a kind that cannot run here) is shown as unknown,
@@ -35,6 +35,7 @@ export const list: Verb = {
           createdAt: i.createdAt,
           lastUsedAt: i.lastUsedAt,
           guarded: isGuarded(i),
+          level: i.level ?? null,
           unsyncedCommits: i.unsynced === null ? null : i.unsynced.length,
           unsynced: i.unsynced,
           ...(i.reason !== undefined ? { reason: i.reason } : {}),
@@ -42,6 +43,7 @@ export const list: Verb = {
           ...(i.limits ? { limits: i.limits } : {}),
           ...(i.hits ? { hits: i.hits } : {}),
           ...(i.notes ? { notes: i.notes } : {}),
+          ...(i.llm ? { llm: i.llm } : {}),
         })),
       );
       return code;
@@ -65,15 +67,18 @@ export const list: Verb = {
     const notes = items.map(note);
     const withNotes = notes.some((n) => n !== "");
     ctx.render.table(
-      ["NAME", "REPO", "STATE", "GUARDS", "CREATED", "LAST USED", "UNSYNCED", ...(withNotes ? ["NOTE"] : [])],
+      ["NAME", "REPO", "STATE", "GUARDS", "POLICY", "CREATED", "LAST USED", "UNSYNCED", "LLM SPEND", ...(withNotes ? ["NOTE"] : [])],
       items.map((i, n) => [
         i.name,
         i.repo,
         stateOf(i),
         i.state === "deleted" ? "-" : isGuarded(i) ? "up" : "down",
+        // No level: the built-in list (sbx policy show NAME says what it holds).
+        i.level ?? "default",
         ctx.render.when(i.createdAt),
         ctx.render.when(i.lastUsedAt),
         i.unsynced === null ? "?" : i.unsynced.length === 0 ? "-" : `${i.unsynced.length} commit(s)`,
+        i.llm ? spendLine(i.llm) : "-",
         ...(withNotes ? [notes[n] || "-"] : []),
       ]),
       { REPO: "start", NOTE: "wrap" },

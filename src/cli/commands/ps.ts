@@ -1,4 +1,4 @@
-// sbx ps: the daemon's interactive sessions (join one with `sbx shell --attach <session>`).
+// sbx ps: the daemon's interactive sessions (join one with `sbx attach <session>`).
 import type { Command } from "commander";
 import { ExitCode } from "../../core/errors";
 import type { Verb } from "../verb";
@@ -7,7 +7,7 @@ export const ps: Verb = {
   name: "ps",
   summary: "list interactive sessions",
   declare(cmd: Command) {
-    cmd.option("--json", "print JSON");
+    cmd.option("--json", "print JSON").option("-v, --verbose", "the command as it runs (for `sbx run AGENT`: sbx's launcher), not as it was started");
   },
   async run(ctx, _args, opts) {
     const { daemonFor } = await import("../../client/cli");
@@ -30,7 +30,7 @@ export const ps: Verb = {
         String(s.clients),
         ctx.render.when(s.startedAt),
         s.exitCode === null ? "running" : `exited ${s.exitCode}`,
-        s.argv.length ? s.argv.join(" ") : "(shell)",
+        (opts.verbose ? s.argv : s.command).join(" ") || "(shell)",
       ]),
       { COMMAND: "end" },
     );

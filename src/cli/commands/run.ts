@@ -4,16 +4,22 @@ import type { Command } from "commander";
 import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
 import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
-import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt } from "./create";
+import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, policyOpt, servicesOpt } from "./create";
 
 /** The options `run` and `exec` share: those of a new sandbox. */
 export function declareRunOptions(cmd: Command): Command {
-  return declareNewSandboxOptions(cmd.option("--repo <path>", "the git repo to sandbox"));
+  return declareNewSandboxOptions(
+    cmd
+      .option("--repo <path>", "the git repo to sandbox")
+      .option("--create", "a new sandbox is meant even though its name is one edit from an existing one's (else asked, or refused without a terminal)"),
+  );
 }
 
 /** The create options as the lifecycle takes them. */
-function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
+async function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
   return {
+    ...(await policyOpt(opts)),
+    ...(await servicesOpt(opts)),
     ...(backend ? { backend: backend as "docker" } : {}),
     rebuild: opts.rebuild === true,
     overlays: (opts.overlay as string[] | undefined) ?? [],
@@ -30,7 +36,7 @@ function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: str
 }
 
 /** `run NAME` / `exec NAME`: create if missing, then a shell or the command; its exit code is sbx's. */
-export async function runInSandbox(ctx: CliContext, args: string[], opts: Record<string, unknown>): Promise<number> {
+export async function runInSandbox(ctx: CliContext, args: string[], opts: Record<string, unknown>, cmd?: Command): Promise<number> {
   const [name = "", ...rest] = args;
   const argv = rest[0] === "--" ? rest.slice(1) : rest;
   const repoFlag = opts.repo as string | undefined;
@@ -45,9 +51,11 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
     imageOpt(opts, ctx.cwd).image !== undefined ||
     opts.withChanges === true ||
     ((opts.port as string[] | undefined) ?? []).length > 0 ||
+    ((opts.service as string[] | undefined) ?? []).length > 0 ||
     opts.claudeAuth !== undefined ||
     opts.exposeCredentials === true ||
     opts.allowWeaker === true ||
+    opts.policy !== undefined ||
     opts.transparent === false;
   if (!ctx.stdinIsTTY && argv.length > 0 && !newOnly) {
     const { quickEnter, stdio } = await import("../../client/quick");
@@ -58,9 +66,11 @@ export async function runInSandbox(ctx: CliContext, args: string[], opts: Record
   // An existing sandbox is entered whatever its kind; --backend (or this OS's default) picks the kind of a new one.
   const backend = opts.backend === undefined ? undefined : backendFlag(opts, ctx.env.platform);
   if (backend === undefined) backendFlag(opts, ctx.env.platform); // Docker-only flags with a user-account default refuse
-  const { daemon, enter, outOf, whereOf } = await import("../../client/sandboxes");
+  const { daemon, enter, guardNewName, outOf, whereOf } = await import("../../client/sandboxes");
   const client = await daemon(ctx);
-  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...createOpts(ctx, opts, backend), ifExists: "reuse" }, outOf(ctx));
+  const verb = cmd?.name() === "run" ? "run" : "exec";
+  await guardNewName(ctx, client, { name, repoFlag, create: opts.create === true, again: (n) => `\`sbx ${verb} ${n} -- …\`` });
+  const { created } = await client.lifecycle("create", { ...whereOf(ctx, repoFlag), name, ...(await createOpts(ctx, opts, backend)), ifExists: "reuse" }, outOf(ctx));
   if (created) ctx.render.info(`created sandbox ${name}`);
   return enter(ctx, client, { name, argv, repoFlag });
 }
@@ -107,8 +117,13 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     ...(name ? { name } : {}),
     ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
     unattended: opts.ask !== true,
-    ...createOpts(ctx, opts, backend),
+    ...(await createOpts(ctx, opts, backend)),
   };
+  // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first.
+  if (name && opts.create !== true) {
+    const { daemon, guardNewName } = await import("../../client/sandboxes");
+    await guardNewName(ctx, await daemon(ctx), { name, repoFlag, create: false, again: (n) => `\`sbx run ${agent} ${n}\`` });
+  }
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
     const [{ quickAgent, quickEnter, stdio }, { progressOut }] = await Promise.all([import("../../client/quick"), import("../../client/build-progress")]);
@@ -123,7 +138,8 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   const client = await daemon(ctx);
   const r = await client.lifecycle("agent", body, outOf(ctx));
   if (r.created) ctx.render.info(`created sandbox ${r.sandbox.name}`);
-  return enter(ctx, client, { name: r.sandbox.name, argv: [...r.argv, ...args], repoFlag });
+  // `sbx ps` shows the agent as the person asked for it, not sbx's launcher (`--verbose` shows that).
+  return enter(ctx, client, { name: r.sandbox.name, argv: [...r.argv, ...args], command: [agent, ...args], repoFlag });
 }
 
 export const run: Verb = {
@@ -161,13 +177,13 @@ export const run: Verb = {
         ].join("\n"),
       );
   },
-  async run(ctx, args, opts) {
+  async run(ctx, args, opts, cmd) {
     const [first = ""] = args;
     if (isAgentName(first)) return runAgent(ctx, first, args.slice(1), opts);
     if (opts.agentVersion !== undefined || opts.ask === true) {
       const { SbxError } = await import("../../core/errors");
       throw new SbxError("usage", `--agent-version and --ask go with an agent (${AGENT_NAMES.join(", ")}), and '${first}' is none`, { hint: `e.g. sbx run claude --ask` });
     }
-    return runInSandbox(ctx, args, opts);
+    return runInSandbox(ctx, args, opts, cmd);
   },
 };

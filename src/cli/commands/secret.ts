@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { ALL_METHODS, bindingProblem, type BindingSpec } from "../../core/bound-secret";
 import { ExitCode, SbxError } from "../../core/errors";
 import type { DaemonClient } from "../../client/client";
-import { DEFAULT_TTL_MS, isOpRef, parseTtl } from "../../secrets/sources";
+import { DEFAULT_TTL_MS, isOpRef, parseTtl } from "../../core/secret-sources";
 import { IMPORTABLE_KEYS } from "../../core/secret-names";
 import type { CliContext, Verb } from "../verb";
 

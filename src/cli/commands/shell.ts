@@ -4,7 +4,7 @@ import { SbxError } from "../../core/errors";
 import { sandboxArgument } from "../completion/offers";
 import type { CliContext, Verb } from "../verb";
 
-/** `sbx shell --attach SESSION`: a second terminal on a session the daemon already runs. */
+/** `sbx shell --attach SESSION` (`sbx attach`): a second terminal on a session the daemon already runs. */
 async function attach(ctx: CliContext, session: string, args: string[], opts: Record<string, unknown>): Promise<number> {
   if (args.length > 0) {
     throw new SbxError("usage", "sbx shell --attach joins an existing session: give no sandbox name or command", {
@@ -18,22 +18,8 @@ async function attach(ctx: CliContext, session: string, args: string[], opts: Re
       hint: `sbx shell --attach ${session} (or a new session: sbx shell${opts.shell !== undefined ? ` --shell ${String(opts.shell)}` : ""} NAME)`,
     });
   }
-  const detachFlag = opts.detachKeys as string | undefined;
-  if (!ctx.stdinIsTTY) {
-    throw new SbxError("usage", "sbx shell --attach needs a terminal", { hint: "Run it from an interactive terminal." });
-  }
-  const [{ daemonFor }, { attachShell, processTty }, { detachKeysOf }] = await Promise.all([
-    import("../../client/cli"),
-    import("../../client/terminal"),
-    import("../../client/sandboxes"),
-  ]);
-  const client = await daemonFor(ctx);
-  const { sessions } = await client.sessions();
-  const found = sessions.find((s) => s.id === session);
-  if (!found || found.exitCode !== null) {
-    throw new SbxError("not_found", `no running session '${session}'`, { hint: "`sbx ps` lists the running sessions." });
-  }
-  return attachShell(client, session, processTty(), detachKeysOf(ctx, detachFlag));
+  const { attachTo } = await import("./attach");
+  return attachTo(ctx, session, opts.detachKeys as string | undefined, "sbx shell --attach");
 }
 
 export const shell: Verb = {
@@ -45,7 +31,7 @@ export const shell: Verb = {
       .addArgument(sandboxArgument("[name]", "sandbox name (not with --attach)"))
       .argument("[command...]", "command to run instead of a shell (after --)")
       .option("--repo <path>", "the repo the sandbox belongs to (default: the current one)")
-      .option("--attach <session>", "join a running session read-write instead (ids from `sbx ps`)")
+      .option("--attach <session>", "join a running session read-write instead (ids from `sbx ps`; the same as `sbx attach`)")
       .option("--shell <shell>", "the shell of this session (bash, zsh, fish, or a path inside), instead of the sandbox's login shell")
       .option("--detach-keys <keys>", "the keys that leave the session running and return here (default ctrl-p,ctrl-q; config: detachKeys)")
       .addHelpText(
@@ -54,7 +40,7 @@ export const shell: Verb = {
           "",
           "Options go before the name or right after it; from the command's first word (or `--`) on, every word is the",
           "command's. In a session, Ctrl-P Ctrl-Q detaches (the shell goes on running); `sbx ps` lists sessions and",
-          "`sbx shell --attach <session>` joins one again.",
+          "`sbx attach <session>` (or `sbx shell --attach <session>`) joins one again.",
           "",
           "Examples:",
           "  sbx shell demo                    its login shell",

@@ -12,6 +12,29 @@ function chatLine(ch: Chat, c: { green(s: string): string; red(s: string): strin
   return `${where}, ${c.red("not connected")}${ch.error ? ` (${ch.error})` : ""}`;
 }
 
+type Approvals = NonNullable<import("../../daemon/protocol").Status["approvals"]>;
+type ChannelState = NonNullable<Approvals["webhook"]>;
+
+/** One line for the webhook or Slack: where it posts and how its deliveries went (the last failure, when there is one). */
+function channelLine(s: ChannelState, c: { green(s: string): string; red(s: string): string }, ago: (ms: number) => string): string {
+  const counts = `${s.delivered} delivered, ${s.failed} failed${s.dropped ? `, ${s.dropped} dropped (queue full)` : ""}${s.queued ? `, ${s.queued} queued` : ""}`;
+  const failing = s.lastError !== undefined && (s.lastOkAt === undefined || (s.lastErrorAt ?? 0) > s.lastOkAt);
+  if (!failing) return `${s.target}, ${c.green("ok")} (${counts})`;
+  return `${s.target}, ${c.red("failing")} (${counts}; last: ${s.lastError}, ${ago(Date.now() - (s.lastErrorAt ?? Date.now()))} ago)`;
+}
+
+/** The lines `sbx status` prints for approvals.json (none when it is not set up). */
+function approvalLines(a: Approvals, c: { green(s: string): string; red(s: string): string }, ago: (ms: number) => string): string[] {
+  if (!a.configured) return [];
+  if (a.error) return [`approvals: ${c.red("not started")} (${a.error})`];
+  const out: string[] = [];
+  if (a.listener) out.push(`approvals listener: ${a.listener.origin}${a.listener.publicUrl ? ` (public ${a.listener.publicUrl})` : ""}${a.listener.loopbackOnly ? "" : " — reachable from the network"}`);
+  else out.push(`approvals listener: ${c.red("not listening")}${a.listenerError ? ` (${a.listenerError})` : ""}`);
+  if (a.webhook) out.push(`webhook: ${channelLine(a.webhook, c, ago)}`);
+  if (a.slack) out.push(`slack: channel ${channelLine(a.slack, c, ago)}`);
+  return out;
+}
+
 export const status: Verb = {
   name: "status",
   summary: "show daemon health, sandboxes and their guards",
@@ -48,6 +71,7 @@ export const status: Verb = {
     // The dashboard's origin only: its launch links come from `sbx ui`, one at a time.
     ctx.render.out(`dashboard: ${st.ui ? `${st.ui.origin} (open it with \`sbx ui\`)` : st.ui === null ? c.red("not running (see the daemon log)") : "not hosted by this daemon"}`);
     if (st.chat) ctx.render.out(`chat: ${chatLine(st.chat, c)}`);
+    if (st.approvals) for (const l of approvalLines(st.approvals, c, duration)) ctx.render.out(l);
     if (st.sandboxes.length === 0) {
       ctx.render.out("no sandboxes");
       return ExitCode.ok;

@@ -495,6 +495,38 @@ export function mountTargets(spec: SandboxSpec, overlays: readonly OverlayPlan[]
   return [spec.repo, join(sandboxLayout(spec.dir).linkGit, "objects"), ...overlays.map((o) => o.target)];
 }
 
+/** Pure: a home file's path inside (`.cargo/config.toml` → `/home/ann/.cargo/config.toml`), `..` and `.` dropped. */
+export function homeFilePath(spec: SandboxSpec, rel: string): string {
+  const parts = rel.split("/").filter((p) => p !== "" && p !== "." && p !== "..");
+  return `${posix.normalize(spec.hostUser.home).replace(/\/+$/, "")}/${parts.join("/")}`;
+}
+
+/**
+ * Pure: the spec's home files (DockerOptions.homeFiles) as seed entries, with the dirs above them, owned by the user;
+ * those in `has` (the image has its own) are left as the image made them and listed in `kept`.
+ */
+export function homeFileEntries(spec: SandboxSpec, has: ReadonlySet<string>, mtime = 0): { entries: TarEntry[]; kept: string[] } {
+  const { uid, gid } = spec.hostUser;
+  const home = posix.normalize(spec.hostUser.home).replace(/\/+$/, "");
+  const entries: TarEntry[] = [];
+  const kept: string[] = [];
+  if (home === "" || home === "/") return { entries, kept };
+  for (const f of (spec.options.driver === "docker" ? spec.options.homeFiles : undefined) ?? []) {
+    const parts = homeFilePath(spec, f.path).slice(home.length + 1).split("/");
+    if (parts[0] === "") continue;
+    if (has.has(f.path)) {
+      kept.push(parts.join("/"));
+      continue;
+    }
+    for (let i = 1; i < parts.length; i++) {
+      const dir = `${home.slice(1)}/${parts.slice(0, i).join("/")}`;
+      if (!entries.some((e) => e.path === dir)) entries.push({ path: dir, type: "dir", mode: 0o755, uid, gid, mtime });
+    }
+    entries.push({ path: `${home.slice(1)}/${parts.join("/")}`, type: "file", mode: 0o644, uid, gid, content: new TextEncoder().encode(f.text), mtime });
+  }
+  return { entries, kept };
+}
+
 /**
  * Pure: tar entries that create, owned by the host user, every dir from $HOME down to the parent of each mount
  * point under it (docker would make them root:root), plus a copy of ~/.claude.json when the host has one.

@@ -24,6 +24,7 @@ import {
   rootLabel,
   sandboxLayout,
   seedEntries,
+  homeFileEntries, homeFilePath,
   fishProfileSnippet,
   shProfileSnippet,
   type OverlayPlan,
@@ -303,7 +304,12 @@ export class DockerBackend implements Backend {
     // undefined: the image has it, but not as a file sbx can read (a link, too large): left as it is.
     if (fix.passwd !== null && passwd !== undefined) etc.push({ path: "etc/passwd", type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(fix.passwd), mtime: now });
     if (fix.group !== null && group !== undefined) etc.push({ path: "etc/group", type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(fix.group), mtime: now });
-    const tar = c.tar([...etc, ...seedEntries(spec, mountTargets(spec, overlays), claudeJson, now)], (p) => c.show(`/${p}`));
+    // What only a file carries (cargo's mirror config), where the image has none of its own; one it has is kept, said.
+    const has = new Set<string>();
+    for (const f of dockerOptions(spec).homeFiles ?? []) if ((await this.imageText(name, homeFilePath(spec, f.path))) !== null) has.add(f.path);
+    const home = homeFileEntries(spec, has, now);
+    this.notes.set(spec.id, [...(this.notes.get(spec.id) ?? []), ...home.kept.map((k) => `note: the image has its own ~/${k}: the host's package mirror setting for it was not written`)].slice(-8));
+    const tar = c.tar([...etc, ...seedEntries(spec, mountTargets(spec, overlays), claudeJson, now), ...home.entries], (p) => c.show(`/${p}`));
     await this.engine.putArchive(name, tar);
   }
 
@@ -527,7 +533,8 @@ export class DockerBackend implements Backend {
 
   async list(): Promise<Observed[]> {
     return (await this.found())
-      .filter((f) => f.kind === "container")
+      // A sandbox's own container only (its services' containers carry its labels too, under their own names).
+      .filter((f) => f.kind === "container" && f.name === containerName(f.sandbox))
       .map((f) => ({
         id: f.sandbox,
         name: f.id,

@@ -30,6 +30,9 @@ import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
 import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import { DockerServices } from "./services";
+import { ServiceSpecSchema } from "../../core/services";
+import { mirrorDelivery, MirrorsSchema } from "../../core/mirrors";
 import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
 /** What sbx keeps in a sandbox row's `identity` column for the Docker backend. */
@@ -59,6 +62,10 @@ export const DockerIdentitySchema = z.object({
   transparent: z.boolean().optional(),
   /** `--expose-credentials` at create: each new container's views keep what the copy-in scan finds, said as warnings. */
   exposeCredentials: z.boolean().optional(),
+  /** `--service NAME=IMAGE`: containers in its network namespace (services.ts), started with it, removed with it. */
+  services: z.array(ServiceSpecSchema).optional(),
+  /** The host's package mirrors at create (sandboxes/mirrors.ts): cargo's is a file in the home, the rest the sessions'. */
+  mirrors: MirrorsSchema.optional(),
 });
 export type DockerIdentity = z.infer<typeof DockerIdentitySchema>;
 
@@ -86,6 +93,7 @@ export const DOCKER_CAPS: DriverCaps = {
   execAgent: true,
   portForwards: true,
   stagesClone: true,
+  seedsHome: true,
 };
 
 export class DockerDriver implements Driver {
@@ -93,10 +101,13 @@ export class DockerDriver implements Driver {
   readonly caps = DOCKER_CAPS;
   /** This driver's own: how it converges the engine (tests reach the engine through it). */
   readonly backend: DockerBackend;
+  /** Its sandboxes' services (`--service`). */
+  readonly services: DockerServices;
 
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
+    this.services = new DockerServices(d.exec, this.backend.root);
     // What every container build's copy-in scan looks for: the host's secrets as they are at that moment.
     this.backend.useHostSecrets(() => hostSecretsByName(hostKeySources(d.env, d.paths.configDir)));
   }
@@ -210,6 +221,8 @@ export class DockerDriver implements Driver {
         hint: "Drop --rebuild: sbx builds nothing for a named image (build it again yourself, then create the sandbox).",
       });
     }
+    // A service's image is checked before anything is made (sbx pulls nothing).
+    if (n.services?.length) await this.services.requireImages(n.services);
     if (img.source.from !== "repo") r.log(`image: ${describeSource(img.source, n.repo)}`);
     for (const note of img.notes) r.log(`note: ${note}`);
     // The config file's variables win over devcontainer.json's (the person's file over the repo's).
@@ -226,6 +239,7 @@ export class DockerDriver implements Driver {
       ...(img.ports.length ? { ports: img.ports.map((port) => ({ port, host: port })) } : {}),
       transparent: n.transparent ?? config.transparent ?? true,
       ...(n.exposeCredentials === true ? { exposeCredentials: true } : {}),
+      ...(n.services?.length ? { services: n.services } : {}),
     };
   }
 
@@ -254,6 +268,8 @@ export class DockerDriver implements Driver {
       ...(ident.transparent ? { transparent: true } : {}),
       ...(ident.exposeCredentials ? { exposeCredentials: true } : {}),
     };
+    const cargo = ident.mirrors ? mirrorDelivery(ident.mirrors).cargoToml : null;
+    if (cargo !== null) options.homeFiles = [{ path: ".cargo/config.toml", text: cargo }];
     const user = this.hostUser;
     return sandboxSpec(this.d.paths, {
       id: ident.id,
@@ -402,15 +418,21 @@ export class DockerDriver implements Driver {
   }
 
   async dropRuntime(row: Sandbox): Promise<void> {
-    await this.backend.removeContainer(this.spec(row));
+    const spec = this.spec(row);
+    // Its services joined the old container's namespace: made anew with the new one (their volumes stay).
+    await this.services.remove(spec.id);
+    await this.backend.removeContainer(spec);
   }
 
   /** Starts a stored sandbox's container if it is not running (rebuilding a missing image, resolving the user's shell). */
   async ensureRunning(row: Sandbox, r: DriverReport): Promise<{ spec: SandboxSpec; identity?: DockerIdentity }> {
     const spec = this.spec(row);
     const obs = await this.backend.inspect(spec);
-    if (obs.phase === "running") return { spec };
     const ident = this.identity(row);
+    if (obs.phase === "running") {
+      await this.services.ensure(spec, ident.services ?? [], { sandboxStarted: false });
+      return { spec };
+    }
     if (obs.phase === "absent") {
       const img = await ensureImage(this.backend.engine, this.d.exec, row.repo, this.hostUser, { ...this.buildOutput(row.repo, r), ...this.sourceOf(ident) });
       for (const note of img.notes) r.log(note);
@@ -418,6 +440,8 @@ export class DockerDriver implements Driver {
       if (img.built) Object.assign(ident, this.dockerfileOf(row.repo, ident));
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));
+    // In its namespace, so after it runs; a service that cannot start fails the start (and a create removes it all).
+    await this.services.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? [], { sandboxStarted: true });
     this.sayCopyIn(spec, r);
     if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));
     return { spec: this.specOf(row.name, row.repo, ident), identity: ident };
@@ -481,11 +505,15 @@ export class DockerDriver implements Driver {
     return this.backend.list();
   }
 
-  stop(spec: SandboxSpec): Promise<Change> {
+  /** Its services first: their network namespace is the sandbox's. */
+  async stop(spec: SandboxSpec): Promise<Change> {
+    await this.services.stop(spec.id);
     return this.backend.stop(spec);
   }
 
-  remove(spec: SandboxSpec): Promise<Change> {
+  /** Its services' containers first (a volume in use cannot go); their volumes go with the sandbox's, by label. */
+  async remove(spec: SandboxSpec): Promise<Change> {
+    await this.services.remove(spec.id);
     return this.backend.remove(spec);
   }
 

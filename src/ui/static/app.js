@@ -36,9 +36,11 @@
     return (host.includes(":") ? "[" + host + "]" : host) + ":" + port;
   }
 
-  // What an approval asks for: a host and port, or (the bridge's) an operation such as "push feature-x".
+  // What an approval asks for: a host and port, (the bridge's) an operation such as "push feature-x", or more LLM budget.
   function what(a) {
-    return a.kind === "bridge" ? "bridge: " + a.host : target(a.host, a.port);
+    if (a.kind === "bridge") return "bridge: " + a.host;
+    if (a.kind === "budget") return "more " + a.host;
+    return target(a.host, a.port);
   }
 
   async function post(path, body) {
@@ -59,13 +61,13 @@
     r.className = isError ? "result error" : "result";
   }
 
-  async function decide(approval, choice, button) {
+  async function decide(approval, choice, button, lasts) {
     const row = button.closest("tr");
     for (const b of row.querySelectorAll("button")) b.disabled = true;
     try {
-      const r = await post("/api/approvals/" + approval.id + "/decide", { choice });
+      const r = await post("/api/approvals/" + approval.id + "/decide", lasts ? { choice, lasts } : { choice });
       const where = r.scope === "global" ? "every sandbox" : "sandbox " + r.sandbox;
-      say(r.action === "allow" ? "Allowed " + r.pattern + " for " + where + "." : "Denied " + what(approval) + " for sandbox " + r.sandbox + ".");
+      say(r.action === "allow" ? "Allowed " + r.pattern + " for " + where + (r.lasts ? ", " + r.lasts : "") + "." : "Denied " + what(approval) + " for sandbox " + r.sandbox + ".");
       await refresh();
       const next = document.querySelector("#pending-table tbody button");
       (next || $("pending")).focus();
@@ -104,6 +106,9 @@
               // The primary action is this sandbox's; every sandbox is the explicit second choice (and there is none
               // for the bridge's approvals or a service of the host, which are one sandbox's).
               el("button", { type: "button", class: "primary", "aria-label": "Allow " + label + " for this sandbox", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget) }, "Allow for this sandbox"),
+              // For a while, or this once: a host only (the bridge's and a host service's are for good or not at all).
+              a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for this sandbox for one hour", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget, "1h") }, "For 1 hour"),
+              a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " once", onclick: (ev) => decide(a, "allow-sandbox", ev.currentTarget, "once") }, "Once"),
               a.sandboxOnly ? null : el("button", { type: "button", "aria-label": "Allow " + label + " for every sandbox", onclick: (ev) => decide(a, "allow-global", ev.currentTarget) }, "Allow for every sandbox"),
               el("button", { type: "button", class: "danger", "aria-label": "Deny " + label, onclick: (ev) => decide(a, "deny", ev.currentTarget) }, "Deny"),
             ),
@@ -126,6 +131,7 @@
           el("td", { class: "mono", "data-label": "Repo", text: s.repo }),
           el("td", { class: "short", "data-label": "Age", text: ago(s.createdAt, state.now) }),
           el("td", { class: "short", "data-label": "Last activity", text: ago(s.lastActivity, state.now) + " ago" }),
+          el("td", { class: "short" + (s.llm && s.llm.cap && s.llm.cap.over ? " over" : ""), "data-label": "LLM spend", text: s.llm ? s.llm.line : "-" }),
         ),
       );
     }
@@ -138,7 +144,7 @@
       ul.append(
         el("li", {},
           el("code", { text: e.pattern }),
-          el("span", { class: "hint", text: " added by " + e.addedBy }),
+          el("span", { class: "hint", text: " added by " + e.addedBy + (e.once ? ", once" : e.expiresAt ? ", until " + clock(e.expiresAt) : "") }),
           el("button", { type: "button", "aria-label": "Remove " + e.pattern, onclick: () => removeEntry(sandboxId, e.pattern) }, "Remove"),
         ),
       );
@@ -153,7 +159,7 @@
       el("ul", { class: "entries" }, ...state.allowlists.builtin.map((p) => el("li", {}, el("code", { text: p })))),
       el("h3", { text: "Global (every sandbox)" }),
       entryList(state.allowlists.global, null),
-      ...state.allowlists.sandboxes.flatMap((s) => [el("h3", { text: "Sandbox " + s.name }), entryList(s.entries, s.id)]),
+      ...state.allowlists.sandboxes.flatMap((s) => [el("h3", { text: "Sandbox " + s.name + (s.level ? " (level " + s.level + ")" : "") }), entryList(s.entries, s.id)]),
     );
   }
 
@@ -165,8 +171,9 @@
     if (e.kind === "bridge") {
       return [e.outcome, e.sandbox.name, e.command.join(" ") + (e.exitCode !== undefined && e.exitCode !== null ? " (exit " + e.exitCode + ")" : "")];
     }
+    if (e.kind === "llm") return ["denied", e.sandbox.name, "LLM budget reached: " + (e.detail || "")];
     const where = e.scope === "global" ? "every sandbox" : e.sandbox ? e.sandbox.name : "";
-    return [e.action, where, e.pattern + " by " + e.by];
+    return [e.action, where, e.pattern + (e.term ? " (" + e.term + ")" : "") + " by " + e.by];
   }
 
   function feedItem(e) {

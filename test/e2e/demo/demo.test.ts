@@ -30,6 +30,7 @@ const STEP_IDS = [
   "token-absent",
   "secret-scan",
   "host-sees-commit",
+  "private-registry",
 ];
 
 function docker(args: string[]): string[] {

@@ -113,11 +113,15 @@ describe("sbx chat remove", () => {
     expect(d.log()).not.toContain(KEY);
   }, 30_000);
 
-  test("an unknown provider is a usage error; the config stays", async () => {
+  test("an unknown provider is a usage error; removing another provider (slack) leaves Zulip's config", async () => {
     const { world, file } = await chatWorld();
-    const r = await runCli(["chat", "remove", "slack"], { vars: world.env });
+    const r = await runCli(["chat", "remove", "teams"], { vars: world.env });
     expect(r.code).toBe(64);
     expect(r.stderr).toContain("hint:");
+    expect(existsSync(file)).toBe(true);
+    const slack = await runCli(["chat", "remove", "slack"], { vars: world.env });
+    expect(slack.code).toBe(0);
+    expect(slack.stdout).toContain("slack is not set up");
     expect(existsSync(file)).toBe(true);
   });
 });

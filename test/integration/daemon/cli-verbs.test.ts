@@ -47,6 +47,21 @@ describe("daemon CLI verbs", () => {
     expect(j[0].startedAt).toBe(new Date(s.startedAt).toISOString().replace(/\.\d{3}Z$/, "Z"));
   });
 
+  test("ps shows an agent as the person started it (claude -p …), sbx's launcher only with --verbose", async () => {
+    w = makeWorld();
+    seedSandbox(w, "demo");
+    d = await startDaemonProc(w);
+    await startSandbox(w, "demo");
+    const launcher = ["/bin/sh", "-c", 'b=$1 s=$2; shift 2; exec "$@"', "sbx-agent", "x", "y", "sleep", "30"];
+    const s = await w.client.createSession({ name: "demo", cwd: "/tmp", argv: launcher, command: ["claude", "-p", "fix the tests"] });
+    const r = await sbx("ps");
+    expect(r.stdout).toMatch(new RegExp(`^${s.id}\\s+demo\\s+.*running\\s+claude -p fix the tests$`, "m"));
+    expect(r.stdout).not.toContain("sbx-agent");
+    expect((await sbx("ps", "--verbose")).stdout).toMatch(/running\s+\/bin\/sh -c b=\$1 s=\$2; shift 2; exec "\$@" sbx-agent x y sleep 30$/m);
+    const [j] = JSON.parse((await sbx("ps", "--json")).stdout);
+    expect([j.command, j.argv]).toEqual([["claude", "-p", "fix the tests"], launcher]);
+  });
+
   test("logs: filtered by sandbox, as JSON lines, and --follow prints entries written later", async () => {
     w = makeWorld();
     seedSandbox(w, "a");

@@ -155,5 +155,11 @@ describe("shared sessions through the daemon", () => {
       const pane = await twoTerminals((id) => [process.execPath, cli, "shell", "--attach", id], (w) => w.env);
       expect(pane).toContain("[attach exited: 4]");
     }, 30_000);
+
+    test("the real CLI joins it by its sandbox's name: sbx attach demo", async () => {
+      const cli = join(import.meta.dir, "..", "..", "..", "src", "cli", "main.ts");
+      const pane = await twoTerminals(() => [process.execPath, cli, "attach", "demo"], (w) => w.env);
+      expect(pane).toContain("[attach exited: 4]");
+    }, 30_000);
   });
 });

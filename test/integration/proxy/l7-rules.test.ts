@@ -190,6 +190,14 @@ describe("l7-rules: an allow for some methods and paths", () => {
     expect(seen.api).toEqual(["GET /v1/a", "GET /v1/c"]);
   });
 
+  test("a CONNECT sent inside a terminated connection (a tunnel in the tunnel, to dodge the rules) is cut, and nothing goes up", async () => {
+    reset();
+    const out = await rawTls(`api.test:${api.port}`, "api.test", `CONNECT other.test:${other.port} HTTP/1.1\r\nHost: other.test:${other.port}\r\n\r\nDELETE /v1/x HTTP/1.1\r\nHost: api.test:${api.port}\r\n\r\n`);
+    expect(out).not.toContain("200");
+    expect(seen.api).toEqual([]);
+    expect(seen.other).toEqual([]);
+  });
+
   test("a redirect to a path outside the rule is a new request, judged afresh", async () => {
     reset();
     const r = await curl(["-L", "-D", "-", `https://api.test:${api.port}/v1/redirect`]);

@@ -129,6 +129,16 @@ describe("parent-proxy: allowed connections go through the host's proxy, by name
     expect(parent.seen.map((s) => s.authorization)).toEqual([`Basic ${basic}`]);
   });
 
+  test("a service of the host (a published loopback address) is reached here, never through the parent, NO_PROXY or not", async () => {
+    lists.sandbox.push(`direct.test:${web.port}`);
+    await start(configRouter());
+    const byName = await get(proxy.socketPath, `http://direct.test:${web.port}/n`);
+    expect(byName.body).toBe(`hello GET /n host=direct.test:${web.port} via=127.0.0.1 body=0`);
+    const byAddress = await get(proxy.socketPath, `http://127.0.0.1:${web.port}/a`);
+    expect(byAddress.status).toBe(200);
+    expect(parent.seen).toEqual([]);
+  });
+
   test("a name the host resolves is still checked on that answer: a private one is refused before the parent hears of it", async () => {
     await start(configRouter(), async () => ["10.20.30.40"]);
     const t = await openTunnel({ path: proxy.socketPath }, "echo.test:443");

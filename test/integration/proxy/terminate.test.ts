@@ -240,6 +240,16 @@ describe("secret-bound: a placeholder becomes the value only for its host, metho
     expect(r.out).toBe(`start Bearer ${PLACEHOLDER} end`);
   });
 
+  test("the audit says a terminated request's path, never its query: a value swapped into the query is in no event", async () => {
+    reset();
+    const r = await curl([`https://api.test:${api.port}/v1/reflect?key=${PLACEHOLDER}&x=1`]);
+    expect(r.code).toBe(0);
+    expect(seen.api.map((s) => s.path)).toEqual([`/v1/reflect?key=${VALUE}&x=1`]);
+    await Bun.sleep(50);
+    expect(events.filter((e) => e.type === "closed").map((e) => [e.method, e.target])).toEqual([["GET", "/v1/reflect"]]);
+    expect(JSON.stringify(events)).not.toContain(VALUE);
+  });
+
   test("outside its paths, by every spelling of the path: the placeholder goes as it is, said as outside", async () => {
     const spellings = ["/v2/x", "/v1/../v2/x", "/v1/%2e%2e/v2/x", "/v1/%2E%2e/v2/x", "/v1\\..\\v2\\x", "/v1/..;/v2/x", "/v1//..//v2", "/v1/%2fv2", "/V1/x/../../v2", "/v1;x/y"];
     for (const path of spellings) {
@@ -421,7 +431,7 @@ public class Fetch {
       overlays: [],
       options: { driver: "docker" as const, claudeAuth: "overlay" as const },
     };
-    const session = secretSessionEnv(spec, { env: { API_TOKEN: PLACEHOLDER }, caPem: readFileSync(sbxCaFile, "utf8"), npmrc: [], notes: [] });
+    const session = secretSessionEnv(spec, { env: { API_TOKEN: PLACEHOLDER }, extraCas: "", caPem: readFileSync(sbxCaFile, "utf8"), npmrc: [], notes: [] });
     const fetch = join(tmp.dir, "Fetch.java");
     writeFileSync(fetch, FETCH);
     return { sandbox, session, fetch };

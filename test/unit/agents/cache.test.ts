@@ -134,7 +134,7 @@ describe("AgentCache", () => {
     const c = cacheAt("e");
     await c.ensure("gemini", platform, "0.5.0");
     expect(existsSync(join(root, "e/node/22.22.0/package/bin/node"))).toBe(true);
-    expect(readFileSync(join(root, "e/bin/gemini"), "utf8")).toContain("exec '/opt/sbx/agents/node/22.22.0/package/bin/node' '/opt/sbx/agents/pkg/gemini/0.5.0/package/bundle/gemini.js'");
+    expect(readFileSync(join(root, "e/bin/gemini"), "utf8")).toContain("exec '/opt/sbx/agents/node/22.22.0/package/bin/node' '--disable-warning=UNDICI-EHPA' '/opt/sbx/agents/pkg/gemini/0.5.0/package/bundle/gemini.js'");
   });
 
   test("a version that is not one (a path, a tag) is refused before any request", async () => {

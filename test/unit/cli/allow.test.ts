@@ -131,7 +131,7 @@ describe("sbx deny and sbx allowlist", () => {
     expect(j.builtin).toEqual(["api.anthropic.com"]);
     expect(j.global[0].addedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     const table = await cli(["allowlist", "--sandbox", "demo"]);
-    expect(table.stdout).toMatch(/a\.example\s+sandbox demo\s+\S+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/m);
+    expect(table.stdout).toMatch(/a\.example\s+sandbox demo\s+\S+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+for good$/m);
     expect(table.stdout).toMatch(/api\.anthropic\.com\s+built-in/);
   });
 });

@@ -59,7 +59,7 @@ describe("sbx list", () => {
     const lines = narrow.stdout.trimEnd().split("\n");
     for (const l of lines) expect({ l, width: Bun.stringWidth(l) <= 70 }).toEqual({ l, width: true });
     expect(x.w.repo.length).toBeGreaterThan(20);
-    const repoCell = /^demo +(…\S+) +running +up +just now +just now +-$/.exec(lines[1]!)?.[1];
+    const repoCell = /^demo +(…\S+) +running +up +default +just now +just now +- +-$/.exec(lines[1]!)?.[1];
     expect(repoCell).toBeDefined();
     expect(x.w.repo.endsWith(repoCell!.slice(1))).toBe(true);
     expect((await cli(["list"])).stdout).toContain(x.w.repo);

@@ -70,3 +70,60 @@ describe("through the daemon", () => {
     }
   });
 });
+
+describe("--export: the whole log as JSON lines, filters as for the human view", () => {
+  let x: DockerCliWorld;
+  let demo: number;
+  beforeEach(async () => {
+    x = await dockerCliWorld();
+    const s = x.daemon.store;
+    demo = s.createSandbox({ name: "demo", repo: x.w.repo, backend: "fake" }).id;
+    const other = s.createSandbox({ name: "other", repo: x.w.repo, backend: "fake" }).id;
+    // More than one page of the daemon's answers (500), of a kind no per-sandbox budget holds back.
+    for (let i = 0; i < 1203; i++) s.audit({ sandboxId: i % 3 === 2 ? other : demo, kind: "lifecycle", action: "limits", detail: { i } });
+    s.audit({ sandboxId: demo, kind: "egress", action: "denied", detail: { method: "CONNECT", host: "evil.example", port: 443, reason: "not-allowed", detail: "not on the allowlist" } });
+    s.audit({ sandboxId: demo, kind: "allowlist", action: "allow", detail: { pattern: "evil.example", scope: "sandbox", by: "cli:t", approvalId: 1 } });
+  });
+  afterEach(async () => x.close());
+
+  const lines = (out: string) => out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  test("jsonl: every entry (not the last 100), oldest first, each once, across the daemon's pages", async () => {
+    const r = await x.cli(["logs", "--export", "jsonl"]);
+    expect(r.code).toBe(0);
+    const recs = lines(r.stdout);
+    const ids = recs.map((o) => o.id as number);
+    expect(recs.length).toBeGreaterThanOrEqual(1205);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(recs.filter((o) => o.kind === "lifecycle" && o.action === "limits")).toHaveLength(1203);
+  });
+
+  test("the filters apply: --sandbox, --kind, --since; -n N exports the last N", async () => {
+    const mine = lines((await x.cli(["logs", "--export", "jsonl", "--sandbox", "demo", "--kind", "lifecycle"])).stdout);
+    expect(mine).toHaveLength(802);
+    expect(mine.every((o) => o.sandbox === "demo" && o.kind === "lifecycle")).toBe(true);
+    const egress = lines((await x.cli(["logs", "--export", "ocsf", "--kind", "egress"])).stdout);
+    expect(egress.map((o) => [o.class_uid, o.activity_id])).toEqual([[4001, 5]]);
+    expect(lines((await x.cli(["logs", "--export", "jsonl", "--since", "1h", "-n", "2"])).stdout).map((o) => o.kind)).toEqual(["egress", "allowlist"]);
+    expect(lines((await x.cli(["logs", "--export", "jsonl", "--since", "2099-01-01T00:00Z"])).stdout)).toEqual([]);
+  });
+
+  test("ocsf: each line an OCSF event of its row (the approval as User Access Management)", async () => {
+    const r = await x.cli(["logs", "--export", "ocsf", "--kind", "allowlist"]);
+    expect(lines(r.stdout).map((o) => [o.class_uid, o.activity_id, (o.user as { name: string }).name])).toEqual([[3005, 1, "demo"]]);
+  });
+
+  test("a format sbx does not write, or --export beside --json, is refused with 64 before any daemon is asked", async () => {
+    for (const argv of [["logs", "--export", "xml"], ["logs", "--export", "jsonl", "--json"], ["logs", "--export", "ocsf", "-n", "0"]]) {
+      const r = await x.cli(argv);
+      expect({ argv, code: r.code, out: r.stdout }).toEqual({ argv, code: 64, out: "" });
+    }
+    expect((await x.cli(["logs", "--export", "xml"])).stderr).toContain("jsonl, ocsf");
+  });
+
+  test("the human view is as it was: the last 100 by default", async () => {
+    const r = await x.cli(["logs"]);
+    expect(r.stdout.split("\n").filter(Boolean)).toHaveLength(100);
+  });
+});

@@ -118,7 +118,17 @@ describe("the launcher, run by a real sh", () => {
     writeFileSync(node, '#!/bin/sh\necho node "$@"\n');
     chmodSync(node, 0o755);
     const r = launch("gemini", { cached: "/opt/sbx/agents/pkg/gemini/1.0.0/package/bundle/gemini.js", node, path: "/usr/bin:/bin" }, ["-p", "q"]);
-    expect(r.out.split("\n")[0]).toBe("node /opt/sbx/agents/pkg/gemini/1.0.0/package/bundle/gemini.js -p q");
+    expect(r.out.split("\n")[0]).toBe("node --disable-warning=UNDICI-EHPA /opt/sbx/agents/pkg/gemini/1.0.0/package/bundle/gemini.js -p q");
+  });
+
+  const realNode = Bun.which("node");
+  test.skipIf(!realNode)(`quiet-node: the proxy agent's UNDICI-EHPA warning is not printed by sbx's Node.js, other warnings are${realNode ? "" : " (skipped: no node on PATH)"}`, () => {
+    const agent = join(tmp, "warns.js");
+    writeFileSync(agent, 'process.emitWarning("EnvHttpProxyAgent is experimental", { code: "UNDICI-EHPA" }); process.emitWarning("kept", { code: "OTHER" }); console.log("ran", process.argv.slice(2).join(" "));\n');
+    const r = launch("gemini", { cached: agent, node: realNode!, path: "/usr/bin:/bin" }, ["-p", "q"]);
+    expect(r.out).toContain("ran -p q");
+    expect(r.err).not.toContain("UNDICI-EHPA");
+    expect(r.err).toContain("[OTHER] Warning: kept");
   });
 
   test("neither: exit 127 and a message saying how to install it", () => {

@@ -92,9 +92,9 @@ describe("after the decision: the resolved addresses", () => {
   test("another internal address passes only as that exact address on the allowlist (same port rules), never through a network or another form", () => {
     expect(checkAddresses(p, "internal.test", ["10.9.9.9"], 443, none)).toEqual({ ok: true, address: "10.9.9.9" });
     expect(checkAddresses(p, "internal.test", ["::ffff:10.9.9.9"], 443, none)).toMatchObject({ ok: true });
-    expect(checkAddresses(p, "internal.test", ["10.9.9.9"], 8080, none)).toMatchObject({ ok: false, suggest: "10.9.9.9:8080" });
+    expect(checkAddresses(p, "internal.test", ["10.9.9.9"], 8080, none)).toMatchObject({ ok: false, suggest: "internal.test@10.9.9.9:8080" });
     expect(checkAddresses(p, "internal.test", ["64:ff9b::a09:909"], 443, none)).toMatchObject({ ok: false, reason: "internal-address" });
-    expect(checkAddresses(p, "internal.test", ["172.16.5.7"], 443, none)).toMatchObject({ ok: false, reason: "internal-address", suggest: "172.16.5.7" });
+    expect(checkAddresses(p, "internal.test", ["172.16.5.7"], 443, none)).toMatchObject({ ok: false, reason: "internal-address", suggest: "internal.test@172.16.5.7" });
   });
   test("one internal address among public ones refuses the whole name", () => {
     expect(checkAddresses(p, "x.test", ["93.184.216.34", "10.0.0.1"], 443, none)).toMatchObject({ ok: false, address: "10.0.0.1" });

@@ -1,6 +1,9 @@
 // The demo's pure parts: step lines, agent output parsing, its isolated environment, the Dockerfile and the argv it renders.
 import { describe, expect, test } from "bun:test";
-import { demoDockerfile, probeArgs } from "../../../src/demo/base-image";
+import * as fs from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { demoDockerfile, npmPackageDir, probeArgs } from "../../../src/demo/base-image";
 import { opensslCertArgs } from "../../../src/demo/cert";
 import { demoEnvironment } from "../../../src/demo/demo";
 import { clip, parseAgentLines, renderStep, summary, type Step } from "../../../src/demo/steps";
@@ -36,7 +39,7 @@ describe("agent output", () => {
 });
 
 describe("isolation", () => {
-  test("the demo's sbx runs with its own XDG dirs, no colour, and none of the caller's tokens", () => {
+  test("the demo's sbx runs with its own XDG dirs, no colour, its secrets in its own file, and none of the caller's tokens", () => {
     const env = demoEnvironment(
       { PATH: "/bin", HOME: "/home/u", USER: "u", GH_TOKEN: "t", ANTHROPIC_API_KEY: "k", XDG_STATE_HOME: "/home/u/.s", DOCKER_HOST: "unix:///d.sock" },
       "/tmp/sbx-demo-x",
@@ -51,6 +54,7 @@ describe("isolation", () => {
       XDG_CONFIG_HOME: "/tmp/sbx-demo-x/config",
       XDG_RUNTIME_DIR: "/tmp/sbx-demo-x/run",
       NO_COLOR: "1",
+      SBX_SECRETS_VAULT: "file",
     });
   });
 });
@@ -68,6 +72,28 @@ describe("rendered commands and files", () => {
       "docker", "run", "--rm", "--network", "none", "--label", "sbx.demo=probe", "--entrypoint", "/bin/sh", "img",
       "-c", 'for t in git curl bash; do command -v "$t" >/dev/null || echo "$t"; done',
     ]);
+  });
+  test("--pull installs node and npm with the tools; the npm probe asks for node and npm", () => {
+    expect(demoDockerfile({ image: "debian:bookworm-slim", why: "pulled", installTools: true }, "# --- sbx user\n")).toContain(" nodejs npm ");
+    expect(probeArgs("img", ["node", "npm"]).at(-1)).toBe('for t in node npm; do command -v "$t" >/dev/null || echo "$t"; done');
+  });
+  test("the host's npm is the package npm's own bin link points into, and nothing else", () => {
+    const dir = fs.mkdtempSync(join(tmpdir(), "sbx-npmdir-"));
+    fs.mkdirSync(`${dir}/npm/bin`, { recursive: true });
+    fs.writeFileSync(`${dir}/npm/bin/npm-cli.js`, "");
+    fs.writeFileSync(`${dir}/npm/package.json`, JSON.stringify({ name: "npm", version: "11.0.0" }));
+    fs.symlinkSync(`${dir}/npm/bin/npm-cli.js`, `${dir}/npm-link`);
+    fs.mkdirSync(`${dir}/fake/bin`, { recursive: true });
+    fs.writeFileSync(`${dir}/fake/bin/npm`, "");
+    fs.writeFileSync(`${dir}/fake/package.json`, JSON.stringify({ name: "not-npm" }));
+    try {
+      expect(npmPackageDir(`${dir}/npm-link`)).toBe(`${dir}/npm`);
+      expect(npmPackageDir(`${dir}/fake/bin/npm`)).toBeNull();
+      expect(npmPackageDir(null)).toBeNull();
+      expect(npmPackageDir(`${dir}/missing`)).toBeNull();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
   test("the certificate names the sites' IP addresses", () => {
     const a = opensslCertArgs("/d", ["127.0.0.2", "127.0.0.3"]);

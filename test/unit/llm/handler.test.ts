@@ -55,13 +55,14 @@ describe("credential-scope: a route's path never leaves its base, however it is 
 });
 
 describe("upstreamHeaders", () => {
-  test("credentials and hop-by-hop headers are dropped; the host's credential and Host are set", () => {
+  test("credentials and hop-by-hop headers are dropped; the host's credential and Host are set; the answer is asked for unencoded", () => {
     const h = upstreamHeaders(
-      { authorization: "Bearer placeholder", "x-api-key": "placeholder", connection: "keep-alive", host: "127.0.0.1:9", "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      { authorization: "Bearer placeholder", "x-api-key": "placeholder", connection: "keep-alive", host: "127.0.0.1:9", "content-type": "application/json", "anthropic-version": "2023-06-01", "accept-encoding": "gzip, br" },
       { "x-api-key": "real" },
       "api.anthropic.com",
     );
-    expect(h).toEqual({ "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "real", host: "api.anthropic.com" });
+    // identity: the LLM budget reads the answer's usage as it passes (llm/meter.ts).
+    expect(h).toEqual({ "content-type": "application/json", "anthropic-version": "2023-06-01", "accept-encoding": "identity", "x-api-key": "real", host: "api.anthropic.com" });
   });
 });
 

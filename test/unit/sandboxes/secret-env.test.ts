@@ -44,7 +44,7 @@ function specAt(name: string, inside: string): SandboxSpec {
   };
 }
 
-const session = (caPem: string | null): SessionSecrets => ({ env: { API_TOKEN: "sk_live_placeholder0123456789" }, caPem, npmrc: [], notes: [] });
+const session = (caPem: string | null): SessionSecrets => ({ env: { API_TOKEN: "sk_live_placeholder0123456789" }, caPem, extraCas: "", npmrc: [], notes: [] });
 
 describe("ca-trusted-inside: what a session gets for Java", () => {
   test("JAVA_TOOL_OPTIONS is the sandbox's own (its proxy) and then the trust store, by its path inside", () => {

@@ -308,7 +308,7 @@ describe("limits", () => {
     const s = capped();
     await s.create({ name: "l", cwd: repo, limits: { memory: "1g" } });
     const r = await s.limits("l", { cwd: repo, set: { pids: "none", cpus: "0.5" } });
-    expect(r).toEqual({ name: "l", limits: { memory: 1 * GIB, cpus: 0.5, pids: null }, hits: null, applied: "now" });
+    expect(r).toMatchObject({ name: "l", limits: { memory: 1 * GIB, cpus: 0.5, pids: null }, hits: null, applied: "now" });
     const id = String(store.findSandbox(repo, "l")!.identity.id);
     expect(drivers.docker!.applied.get(id)).toEqual({ memory: 1 * GIB, cpus: 0.5, pids: null });
     expect(store.findSandbox(repo, "l")!.identity.limits).toEqual({ memory: 1 * GIB, cpus: 0.5, pids: null });

@@ -27,7 +27,7 @@ describe("secret-bound: a session's trust files are readable by its guest whatev
     test(`umask ${umask.toString(8).padStart(3, "0")}: ca.pem, ca-bundle.pem and npmrc are 0644`, () => {
       dir = mkdtempSync(join(tmpdir(), "sbx-trust-"));
       old = process.umask(umask);
-      const env = secretSessionEnv(spec(dir), { env: { API_TOKEN: "sk_live_x" }, caPem: CA, npmrc: [{ host: "registry.test", placeholder: "npm_y" }], notes: [] });
+      const env = secretSessionEnv(spec(dir), { env: { API_TOKEN: "sk_live_x" }, caPem: CA, extraCas: "", npmrc: [{ host: "registry.test", placeholder: "npm_y" }], notes: [] });
       process.umask(old);
       old = undefined;
       expect(env.NODE_EXTRA_CA_CERTS).toBe(join(dir, CA_FILE));

@@ -88,6 +88,15 @@ describe("secrets-where-kept: the CLI keeps values in the person's vault", () =>
     expect(existsSync(s.file)).toBe(false);
   });
 
+  test("SBX_SECRETS_VAULT=file keeps a throwaway setup's secrets in its own file though the keychain is on offer", async () => {
+    const sec = fakeSecurity();
+    const s = setup("darwin", sec.exec, { SBX_SECRETS_VAULT: "file" });
+    await runSecret(s.ctx, ["set", "A_TOKEN"], {}, piped("aaaa"));
+    expect(readSecrets(s.file)).toEqual({ A_TOKEN: "aaaa" });
+    expect(sec.items.size).toBe(0);
+    expect(existsSync(vaultRecordFile(s.configDir))).toBe(false);
+  });
+
   test("with no record and no vault on offer, the file is the vault, as before (nothing recorded, nothing moved)", async () => {
     const s = setup("linux", new FakeExec());
     await runSecret(s.ctx, ["set", "A_TOKEN"], {}, piped("aaaa"));

@@ -166,6 +166,22 @@ describe("mutations", () => {
     expect(store.listAllow(sb.id)).toEqual([]);
   });
 
+  test("approval-once / approval-lapses: the page's Once and For 1 hour answer with a one-time or timed entry; a bad time changes nothing", async () => {
+    const { sb, a } = pending();
+    const b = store.recordPending(sb.id, "timed.example", 443, "not-allowed")!;
+    const c = store.recordPending(sb.id, "bad.example", 443, "not-allowed")!;
+    const { cookie, csrf } = await login();
+    const h = { cookie, origin: ORIGIN, [CSRF_HEADER]: csrf };
+    expect(await (await post(`/api/approvals/${a.id}/decide`, { choice: "allow-sandbox", lasts: "once" }, h)).json()).toMatchObject({ action: "allow", lasts: "once (one connection)" });
+    expect((await post(`/api/approvals/${b.id}/decide`, { choice: "allow-sandbox", lasts: "1h" }, h)).status).toBe(200);
+    expect((await post(`/api/approvals/${c.id}/decide`, { choice: "allow-sandbox", lasts: "forever" }, h)).status).toBe(400);
+    const byPattern = Object.fromEntries(store.listAllow(sb.id).map((e) => [e.pattern, e]));
+    expect(byPattern["example.org"]).toMatchObject({ once: true });
+    expect(byPattern["timed.example"]).toMatchObject({ once: false, expiresAt: expect.any(Number) });
+    expect(byPattern["bad.example"]).toBeUndefined();
+    expect(store.listApprovals({ state: "pending" }).map((x) => x.id)).toEqual([c.id]);
+  });
+
   test("a non-default port is allowed as host:port", async () => {
     const sb = store.createSandbox({ name: "demo", repo: "/src/app", backend: "fake" });
     const a = store.recordPending(sb.id, "example.org", 8443, "not-allowed")!;

@@ -37,7 +37,7 @@ describe("the model of sbx's own verb table", () => {
 
   test("sandbox names where a verb takes a NAME; agents too for run; none for create; verbs for help", async () => {
     const m = await modelOf(verbs);
-    for (const name of ["shell", "exec", "rebuild", "limits", "bridge", "publish", "port"]) expect(verb(m, name).words[0]).toEqual(sandbox);
+    for (const name of ["shell", "attach", "exec", "rebuild", "limits", "bridge", "publish", "port"]) expect(verb(m, name).words[0]).toEqual(sandbox);
     for (const name of ["rm", "stop"]) expect({ words: verb(m, name).words, rest: verb(m, name).rest }).toEqual({ words: [], rest: sandbox });
     expect(verb(m, "run").words).toEqual([{ offers: ["agent", "sandbox"], choices: [] }, sandbox]);
     expect(verb(m, "run").rest).toEqual(nothing);
