@@ -96,6 +96,8 @@ test("no other file builds a sandbox's proxy or LLM variables", () => {
   const offenders: string[] = [];
   for (const f of glob.scanSync(root)) {
     if (f === "drivers/env.ts") continue;
+    // The host's own git and gh, lent the parent proxy per call (issue 39): a host tool's variables, never a sandbox's.
+    if (f === "core/parent-proxy.ts") continue;
     const text = readFileSync(join(root, f), "utf8");
     if (/\b(HTTPS_PROXY|ANTHROPIC_BASE_URL|OPENAI_BASE_URL|GOOGLE_GEMINI_BASE_URL|NODE_USE_ENV_PROXY)\s*:/.test(text)) offenders.push(f);
   }
