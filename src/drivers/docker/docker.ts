@@ -533,8 +533,8 @@ export class DockerBackend implements Backend {
 
   async list(): Promise<Observed[]> {
     return (await this.found())
-      // A sandbox's own container only (its services' containers carry its labels too, under their own names).
-      .filter((f) => f.kind === "container" && f.name === containerName(f.sandbox))
+      // A sandbox's own container only (its services' containers carry its labels too, with the role `service`).
+      .filter((f) => f.kind === "container" && f.role !== "service")
       .map((f) => ({
         id: f.sandbox,
         name: f.id,

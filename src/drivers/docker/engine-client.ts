@@ -29,6 +29,8 @@ export interface Found {
   dir: string;
   repo: string;
   state: string;
+  /** A container's role label (a sandbox's own has none or `sandbox`; a service's is `service`). */
+  role?: string;
 }
 
 export interface LogsAndState {
@@ -98,7 +100,7 @@ export function foundFromApi(containers: unknown, volumes: unknown): Found[] | u
     const l = c?.Labels ?? {};
     if (!Array.isArray(c?.Names) || typeof c.Names[0] !== "string" || typeof c.State !== "string") return undefined;
     if (str(l[LABEL.role]) === "cleanup" || str(l[LABEL.role]) === "git") continue;
-    out.push({ kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State });
+    out.push({ kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State, role: str(l[LABEL.role]) });
   }
   for (const v of vols as { Name?: unknown; Labels?: Record<string, unknown> | null }[]) {
     if (typeof v?.Name !== "string") return undefined;
@@ -306,7 +308,7 @@ export class DockerEngine implements Engine {
     const out: Found[] = [];
     for (const [name = "", sandbox = "", dir = "", repo = "", sname = "", state = "", role = ""] of rows(c.stdout)) {
       if (role === "cleanup" || role === "git") continue;
-      out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state });
+      out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state, role });
     }
     for (const [name = "", sandbox = "", dir = "", repo = "", sname = ""] of rows(v.stdout)) {
       out.push({ kind: "volume", name, sandbox, dir, repo, id: sname, state: "" });

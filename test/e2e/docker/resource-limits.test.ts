@@ -113,7 +113,8 @@ describe.skipIf(!canRun)(`resource limits (Docker)${canRun ? "" : ` — skipped:
     expect(bad.code).toBe(64);
     expect(bad.stderr).toContain("--memory '12q' is not a size");
     const r = f.sbx(["limits", "limited", "--memory", "512m", "--pids", "none"]);
-    expect({ code: r.code, out: r.stdout.trim() }).toEqual({ code: 0, out: "limited: memory 512 MiB, cpus 1, pids none (in effect now)" });
+    // Its first line: the limits; the LLM budget and spend follow (issue 38).
+    expect({ code: r.code, out: r.stdout.trim().split("\n")[0] }).toEqual({ code: 0, out: "limited: memory 512 MiB, cpus 1, pids none (in effect now)" });
     const hc = JSON.parse(f.docker(["inspect", "--format", "{{json .HostConfig}}", container()]).stdout) as Record<string, number>;
     expect({ mem: hc.Memory, swap: hc.MemorySwap, cpus: hc.NanoCpus }).toEqual({ mem: 512 * MIB, swap: 512 * MIB, cpus: 1e9 });
     expect(hc.PidsLimit === 0 || hc.PidsLimit === -1 || hc.PidsLimit === null).toBe(true);

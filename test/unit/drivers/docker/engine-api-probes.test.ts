@@ -70,7 +70,7 @@ describe("found() over the API (create's orphan prune, list, reconcile)", () => 
     const b = new DockerBackend(exec, { sandboxRoot: ROOT, apiSocket: s, runtime: { bun: "/usr/bin/bun", shims: "/opt/sbx/shims" } });
     const found = await b.found();
     expect(found).toEqual([
-      { kind: "container", name: "sbx-abc123def456", sandbox: "abc123def456", dir: "/d/demo", repo: "/r", id: "demo", state: "running" },
+      { kind: "container", name: "sbx-abc123def456", sandbox: "abc123def456", dir: "/d/demo", repo: "/r", id: "demo", state: "running", role: "sandbox" },
       { kind: "volume", name: "sbx-abc123def456-ov-1", sandbox: "abc123def456", dir: "/d/demo", repo: "/r", id: "demo", state: "" },
     ]);
     expect(exec.calls).toHaveLength(0);
