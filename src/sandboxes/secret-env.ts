@@ -12,21 +12,20 @@ import { mirrorDelivery, type Mirrors } from "../core/mirrors";
 import type { SandboxSpec } from "../core/spec";
 import type { SessionSecrets } from "../secrets/bound";
 import { certificatesOf, trustStore, TRUSTSTORE_PASSWORD } from "../tls/pkcs12";
+import { SYSTEM_BUNDLES } from "../tls/host-trust";
 
 /** What the daemon's bound secrets give a session (secrets/bound.ts). */
 export interface SessionSecretSource {
   session(sandboxId: number): Promise<SessionSecrets>;
 }
 
-/** The bundle a sandbox trusts: the host's own roots, where its system keeps them, then sbx's CA. */
-const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
 
 export const CA_BUNDLE_FILE = "ca-bundle.pem";
 export const CA_FILE = "ca.pem";
 export const NPMRC_FILE = "npmrc";
 export const TRUSTSTORE_FILE = "truststore.p12";
 
-/** The host's roots, read once per change of the system's bundle (every session asks). */
+/** The host's roots (the first system bundle it has), read once per change of that file (every session asks). */
 let roots: { file: string | null; at: number; pem: string } | null = null;
 function hostRoots(): string {
   const file = SYSTEM_BUNDLES.find((f) => existsSync(f)) ?? null;

@@ -36,8 +36,8 @@ export interface TrustGuard {
 /** Directories every sandbox kind can write into on any host, whatever sbx's own paths are. */
 const SHARED_WRITABLE = ["/tmp", "/var/tmp", "/dev/shm", "/var/lib/docker", "/private/tmp", "/private/var/tmp"];
 
-/** The system bundles a host's roots are in (not extra CAs, however they got there). */
-const SYSTEM_BUNDLES = new Set(["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem", "/etc/ssl/certs/ca-bundle.crt"]);
+/** Where systems keep the bundle of their roots, most common first (not extra CAs, however they got there). */
+export const SYSTEM_BUNDLES: readonly string[] = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem", "/etc/ssl/certs/ca-bundle.crt"];
 
 /** Pure: each CERTIFICATE block of a PEM text. */
 export function pemBlocks(text: string): string[] {
@@ -133,7 +133,7 @@ export function readTrustFiles(files: readonly string[], g: TrustGuard): { cas: 
 export async function hostCaSources(o: { platform: string; env: Readonly<Record<string, string | undefined>>; exec: Exec }): Promise<{ files: string[]; keychain: HostCa[] }> {
   const files: string[] = [];
   const add = (f: string | undefined) => {
-    if (f && f.startsWith("/") && !SYSTEM_BUNDLES.has(f) && !files.includes(f)) files.push(f);
+    if (f && f.startsWith("/") && !SYSTEM_BUNDLES.includes(f) && !files.includes(f)) files.push(f);
   };
   add(o.env.NODE_EXTRA_CA_CERTS);
   add(o.env.SSL_CERT_FILE);

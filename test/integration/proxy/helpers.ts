@@ -2,6 +2,8 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { createSecureContext, type SecureContext } from "node:tls";
+import { issueLeaf, type Ca } from "../../../src/tls/x509";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -161,4 +163,29 @@ export function echoThrough(t: { socket: Socket; rest: Buffer }, payload: Buffer
     t.socket.resume();
     t.socket.end(payload);
   });
+}
+
+/** The sandbox's forwarder as the proxy tests stand it in: a loopback port whose connections go to the proxy's socket (as the real one relays). */
+export async function forwarderTo(socketPath: string): Promise<{ server: Server; port: number }> {
+  const server = createServer((c) => {
+    const u = connect({ path: socketPath });
+    c.pipe(u).pipe(c);
+    c.on("error", () => u.destroy());
+    u.on("error", () => c.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+/** A SecretBinding's contextFor over a test CA: a leaf for each host, made on first ask and kept. */
+export function leafContexts(signer: Ca): (host: string) => Promise<SecureContext> {
+  const contexts = new Map<string, Promise<SecureContext>>();
+  return (host) => {
+    let c = contexts.get(host);
+    if (!c) {
+      c = issueLeaf(signer, [host]).then((l) => createSecureContext({ cert: l.certPem, key: l.keyPem }));
+      contexts.set(host, c);
+    }
+    return c;
+  };
 }

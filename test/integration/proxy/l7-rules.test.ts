@@ -4,15 +4,15 @@
 // tunnel. The upstreams are Bun servers on loopback (TLS from a "world" CA the host trusts), reached through names.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer, connect as netConnect, type Server } from "node:net";
-import { connect as tlsConnect, createSecureContext, type SecureContext } from "node:tls";
+import { connect as netConnect, type Server } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { join } from "node:path";
 import type { EgressEvent } from "../../../src/core/egress-events";
 import type { PolicyLists } from "../../../src/core/egress";
 import type { Rule } from "../../../src/core/rules";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { issueLeaf, loadCa, makeCa } from "../../../src/tls/x509";
-import { tempDir } from "./helpers";
+import { forwarderTo, leafContexts, tempDir } from "./helpers";
 
 let tmp: ReturnType<typeof tempDir>;
 let proxy: EgressProxy;
@@ -58,7 +58,6 @@ beforeAll(async () => {
   writeFileSync(sbxCaFile, sbxCa.certPem);
   writeFileSync(worldCaFile, worldCa.certPem);
   const signer = await loadCa(sbxCa.certPem, sbxCa.keyPem);
-  const contexts = new Map<string, Promise<SecureContext>>();
   const published = [api.port, other.port, plain.port].map((p) => `127.0.0.1:${p}`);
   lists = {
     sandbox: [`other.test:${other.port}`],
@@ -75,26 +74,11 @@ beforeAll(async () => {
     secrets: {
       secrets: () => [],
       values: async () => new Map(),
-      contextFor: (host) => {
-        let c = contexts.get(host);
-        if (!c) {
-          c = issueLeaf(signer, [host]).then((l) => createSecureContext({ cert: l.certPem, key: l.keyPem }));
-          contexts.set(host, c);
-        }
-        return c;
-      },
+      contextFor: leafContexts(signer),
       upstreamCa: worldCa.certPem,
     },
   });
-  // The sandbox's forwarder: a loopback port whose connections go to the proxy's socket (as the real one relays).
-  relay = createServer((c) => {
-    const u = netConnect({ path: proxy.socketPath });
-    c.pipe(u).pipe(c);
-    c.on("error", () => u.destroy());
-    u.on("error", () => c.destroy());
-  });
-  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
-  relayPort = (relay.address() as { port: number }).port;
+  ({ server: relay, port: relayPort } = await forwarderTo(proxy.socketPath));
 });
 
 afterAll(async () => {

@@ -5,8 +5,7 @@
 // the way (the terminated path, its TLS to the upstream also inside the tunnel).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
-import { createServer, connect as netConnect, type Server } from "node:net";
-import { createSecureContext, type SecureContext } from "node:tls";
+import type { Server } from "node:net";
 import { join } from "node:path";
 import type { BoundSecret } from "../../../src/core/bound-secret";
 import type { EgressEvent } from "../../../src/core/egress-events";
@@ -16,7 +15,7 @@ import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-pr
 import { ParentRouter } from "../../../src/sys/parent";
 import { issueLeaf, loadCa, makeCa } from "../../../src/tls/x509";
 import { startFakeParent, type FakeParent } from "../../support/fake-parent";
-import { tempDir } from "./helpers";
+import { forwarderTo, leafContexts, tempDir } from "./helpers";
 
 const VALUE = "sk_live_Pa4entR3alValue0123456789";
 const PLACEHOLDER = placeholderFor(VALUE, (n) => crypto.getRandomValues(new Uint8Array(n)));
@@ -57,7 +56,6 @@ beforeAll(async () => {
     },
   });
   parent = await startFakeParent({ sites: { "site.test": site.port!, "api.test": api.port!, "other.test": site.port! }, credentials: `corp:${PASSWORD}` });
-  const contexts = new Map<string, Promise<SecureContext>>();
   const secrets: BoundSecret[] = [{ name: "API_TOKEN", hosts: ["api.test"], rules: [{ methods: ["GET"], path: "/**" }], header: null, inBody: false, placeholder: PLACEHOLDER }];
   proxy = await startEgressProxy({
     socketPath: join(tmp.dir, "proxy.sock"),
@@ -72,26 +70,11 @@ beforeAll(async () => {
     secrets: {
       secrets: () => secrets,
       values: async (names) => new Map(names.filter((n) => n === "API_TOKEN").map((n): [string, string] => [n, VALUE])),
-      contextFor: (host) => {
-        let c = contexts.get(host);
-        if (!c) {
-          c = issueLeaf(signer, [host]).then((l) => createSecureContext({ cert: l.certPem, key: l.keyPem }));
-          contexts.set(host, c);
-        }
-        return c;
-      },
+      contextFor: leafContexts(signer),
       upstreamCa: world.certPem,
     },
   });
-  // The sandbox's forwarder: a loopback port relayed to the proxy's socket.
-  relay = createServer((c) => {
-    const u = netConnect({ path: proxy.socketPath });
-    c.pipe(u).pipe(c);
-    c.on("error", () => u.destroy());
-    u.on("error", () => c.destroy());
-  });
-  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
-  relayPort = (relay.address() as { port: number }).port;
+  ({ server: relay, port: relayPort } = await forwarderTo(proxy.socketPath));
 });
 
 afterAll(async () => {

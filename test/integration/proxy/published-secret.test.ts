@@ -4,7 +4,7 @@
 // placeholder goes as it is and is said as outside. Real servers on loopback, the real proxy, curl and npm.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer, connect as netConnect, type Server } from "node:net";
+import { connect as netConnect, type Server } from "node:net";
 import { join } from "node:path";
 import { fdPassing } from "../../../shims/fd-pass";
 import type { BoundSecret } from "../../../src/core/bound-secret";
@@ -12,7 +12,7 @@ import type { EgressEvent } from "../../../src/core/egress-events";
 import { placeholderFor } from "../../../src/core/placeholder";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { npmrcHosts } from "../../../src/secrets/bound";
-import { tempDir } from "./helpers";
+import { forwarderTo, tempDir } from "./helpers";
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 const API_VALUE = "sk_live_R3alV4lueN0tForS4ndb0x";
@@ -126,15 +126,7 @@ beforeAll(async () => {
     secrets: binding(),
     pace: null,
   });
-  // The sandbox's forwarder: a loopback port whose connections go to the proxy's socket (for curl and npm).
-  relay = createServer((c) => {
-    const u = netConnect({ path: proxy.socketPath });
-    c.pipe(u).pipe(c);
-    c.on("error", () => u.destroy());
-    u.on("error", () => c.destroy());
-  });
-  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
-  relayPort = (relay.address() as { port: number }).port;
+  ({ server: relay, port: relayPort } = await forwarderTo(proxy.socketPath));
 });
 
 afterAll(async () => {

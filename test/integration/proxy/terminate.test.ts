@@ -4,15 +4,15 @@
 // real proxy, and real clients (curl, Python's urllib and requests when present) as a sandbox runs them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer, connect as netConnect, type Server } from "node:net";
-import { connect as tlsConnect, createSecureContext, type SecureContext } from "node:tls";
+import { connect as netConnect, type Server } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { join } from "node:path";
 import type { BoundSecret } from "../../../src/core/bound-secret";
 import type { EgressEvent } from "../../../src/core/egress-events";
 import { placeholderFor } from "../../../src/core/placeholder";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import { issueLeaf, loadCa, makeCa } from "../../../src/tls/x509";
-import { tempDir } from "./helpers";
+import { forwarderTo, leafContexts, tempDir } from "./helpers";
 
 const VALUE = "sk_live_R3alV4lueN0tForS4ndb0x";
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
@@ -87,7 +87,6 @@ beforeAll(async () => {
   writeFileSync(sbxCaFile, sbxCa.certPem);
   writeFileSync(upstreamCaFile, worldCa.certPem);
   const signer = await loadCa(sbxCa.certPem, sbxCa.keyPem);
-  const contexts = new Map<string, Promise<SecureContext>>();
   // A private npm registry: a package whose metadata and tarball it gives only for its token.
   const pkgDir = join(tmp.dir, "pkg", "package");
   mkdirSync(pkgDir, { recursive: true });
@@ -134,28 +133,13 @@ beforeAll(async () => {
     secrets: {
       secrets: () => secrets,
       values: async (names) => new Map(names.flatMap((n): [string, string][] => (n === "API_TOKEN" ? [[n, VALUE]] : n === "NPM_TOKEN" ? [[n, NPM_VALUE]] : []))),
-      contextFor: (host) => {
-        let c = contexts.get(host);
-        if (!c) {
-          c = issueLeaf(signer, [host]).then((l) => createSecureContext({ cert: l.certPem, key: l.keyPem }));
-          contexts.set(host, c);
-        }
-        return c;
-      },
+      contextFor: leafContexts(signer),
       get upstreamCa() {
         return upstreamCa;
       },
     },
   });
-  // The sandbox's forwarder: a loopback port whose connections go to the proxy's socket (as the real one relays).
-  relay = createServer((c) => {
-    const u = netConnect({ path: proxy.socketPath });
-    c.pipe(u).pipe(c);
-    c.on("error", () => u.destroy());
-    u.on("error", () => c.destroy());
-  });
-  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
-  relayPort = (relay.address() as { port: number }).port;
+  ({ server: relay, port: relayPort } = await forwarderTo(proxy.socketPath));
 });
 
 afterAll(async () => {
