@@ -98,10 +98,21 @@ export function releaseFixture(): void {
   }
 }
 
+/**
+ * The shared fixture's user. Fixed, so its image tag (which hangs on the name and uid) is built once per machine;
+ * SBX_E2E_USER gives a second checkout running e2e files at the same time a user of its own (two runs on one
+ * fixed user remove each other's).
+ */
+function e2eUserName(): string {
+  const name = process.env.SBX_E2E_USER ?? "sbxt-e2e";
+  if (!/^sbxt-[a-z0-9-]{1,20}$/.test(name)) throw new Error(`SBX_E2E_USER=${name}: use sbxt- and up to 20 of a-z, 0-9, -`);
+  return name;
+}
+
 /** The shared fixture (made on first use). */
 function getFixture(): Fixture {
   if (fixture) return fixture;
-  const user = createTestUser({ shell: "/usr/bin/fish", name: "sbxt-e2e" });
+  const user = createTestUser({ shell: "/usr/bin/fish", name: e2eUserName() });
   const repo = join(user.home, "src", "app");
   const f: Fixture = {
     user,
