@@ -7,7 +7,7 @@ import { BindingSpecSchema } from "../core/bound-secret-schema";
 import { RuleSpecSchema } from "../core/rules-schema";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
-import { ServicesSchema } from "../core/services";
+import { ServiceEnvSchema, ServicesSchema } from "../core/services";
 import { LEVEL_NAMES, type LevelName } from "../core/levels";
 import { FOR_MAX_MS } from "../core/allow-term";
 
@@ -287,7 +287,11 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   transparent: z.boolean().optional(),
   /** `--policy LEVEL`; absent: the config's `policy`, else none (the built-in list). */
   policy: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional(),
-  ports: z.array(z.string().min(1).max(64)).max(64).default([]), services: ServicesSchema, // `--service`, checked again here
+  ports: z.array(z.string().min(1).max(64)).max(64).default([]),
+  /** `--service`, `--service-env`, `--pull`: checked again here (core/services.ts). */
+  services: ServicesSchema,
+  serviceEnv: ServiceEnvSchema,
+  pull: z.boolean().default(false),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
     .object({ dockerfile: z.string().startsWith("/").max(4096).optional(), context: z.string().startsWith("/").max(4096).optional(), image: z.string().min(1).max(255).optional() })

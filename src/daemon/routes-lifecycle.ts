@@ -94,6 +94,8 @@ export function newSandboxOptions(req: ReturnType<typeof LifecycleCreateSchema.p
     ...(req.withChanges ? { withChanges: true } : {}),
     ...(req.ports.length ? { ports: req.ports } : {}),
     ...(req.services.length ? { services: req.services } : {}),
+    ...(Object.keys(req.serviceEnv).length ? { serviceEnv: req.serviceEnv } : {}),
+    ...(req.pull ? { pull: true } : {}),
     ...(req.allowWeaker ? { allowWeaker: true } : {}),
     ...(req.transparent === false ? { transparent: false } : {}),
     ...(req.policy ? { policy: req.policy } : {}),

@@ -39,8 +39,12 @@ export interface CreateOptions {
   allowWeaker?: boolean;
   /** `--no-transparent`: no DNS stub and no transparent 80/443, the proxy variables only (over the config's `transparent`). */
   transparent?: boolean;
-  /** `--service NAME=IMAGE` (Docker): containers in the sandbox's network namespace (core/services.ts). */
+  /** `--service NAME=IMAGE|DOCKERFILE` (Docker): containers in the sandbox's network namespace (core/services.ts). */
   services?: ServiceSpec[];
+  /** `--service-env SERVICE:NAME=VALUE` (Docker): variables of a service (given by --service or devcontainer compose). */
+  serviceEnv?: Record<string, Record<string, string>>;
+  /** `--pull` (Docker): a service's missing image, and its Dockerfile's bases, may come from a registry. */
+  pull?: boolean;
 }
 
 /** A sandbox being made: where it lives and what was asked. */

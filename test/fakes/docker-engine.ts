@@ -364,8 +364,19 @@ export class FakeDockerEngine implements Engine {
       onOutput(`${(e as Error).message}\n`);
       return 1;
     }
+    // The builder's rule: a base it does not have is fetched from a registry (always asked again with --pull).
+    const stages: string[] = [];
+    for (const m of dockerfile.matchAll(/^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?/gim)) {
+      const base = m[1]!;
+      if (base !== "scratch" && !stages.includes(base.toLowerCase()) && (argv.includes("--pull") || !this.images.has(base))) {
+        this.mutations.push(`pull ${base}`);
+        this.images.set(base, {});
+      }
+      if (m[2]) stages.push(m[2].toLowerCase());
+    }
     onOutput(`Step 1/1 : FROM sbx-base\nSuccessfully tagged ${tag}\n`);
-    this.images.set(tag, { "sbx.image": "1" });
+    const labels = Object.fromEntries(argv.flatMap((a, i) => (argv[i - 1] === "--label" ? [a.split("=") as [string, string]] : [])));
+    this.images.set(tag, labels);
     this.builtFiles.set(tag, files);
     this.mutations.push(`build ${tag}`);
     return 0;
