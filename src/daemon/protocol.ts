@@ -7,7 +7,7 @@ import { BindingSpecSchema } from "../core/bound-secret-schema";
 import { RuleSpecSchema } from "../core/rules-schema";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
-import { ServiceEnvSchema, ServicesSchema } from "../core/services";
+import { SERVICE_NAME, ServiceEnvSchema, ServicesSchema } from "../core/services";
 import { LEVEL_NAMES, type LevelName } from "../core/levels";
 import { FOR_MAX_MS } from "../core/allow-term";
 
@@ -324,6 +324,17 @@ export const AgentViewSchema = z.object({
 export const AgentListSchema = z.object({ agents: z.array(AgentViewSchema) });
 export type AgentView = z.infer<typeof AgentViewSchema>;
 
+/** `sbx services NAME [logs SVC [--tail N] | restart SVC]`. */
+export const LifecycleServicesSchema = WhereSchema.extend({
+  name: nameSchema,
+  action: z.enum(["list", "logs", "restart"]).default("list"),
+  service: z.string().regex(SERVICE_NAME).optional(),
+  tail: z.number().int().min(1).max(10_000).default(200),
+});
+
+/** One service of a sandbox, as `sbx services` and `sbx status` show it. */
+export const ServiceViewSchema = z.object({ name: z.string(), image: z.string(), container: z.string(), state: z.string(), health: z.string(), exitCode: z.number().int() });
+
 /** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
 
@@ -451,6 +462,7 @@ export const LifecycleResults = {
   bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
   publish: z.object({ name: z.string(), published: z.array(z.string()), changed: z.boolean(), answered: z.number().int() }),
   port: z.object({ name: z.string(), ports: z.array(PortStateSchema), running: z.boolean(), changed: z.boolean() }),
+  services: z.object({ name: z.string(), services: z.array(ServiceViewSchema), logs: z.string().optional(), restarted: z.string().optional() }),
 } as const;
 export type LifecycleVerb = keyof typeof LifecycleResults;
 

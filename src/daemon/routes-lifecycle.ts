@@ -18,6 +18,7 @@ import {
   LifecyclePruneSchema,
   LifecyclePublishSchema,
   LifecycleResults,
+  LifecycleServicesSchema,
   LifecycleSessionSchema,
   type LifecycleLine,
   type SandboxView,
@@ -177,6 +178,13 @@ export function lifecycleRoutes(app: Hono, deps: LifecycleRouteDeps): void {
   app.post("/v1/lifecycle/port", async (c) => {
     const req = LifecyclePortSchema.parse(await jsonBody(c));
     return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.port.parse(await svc.ports(req.name, { ...where(req, out), add: req.add, remove: req.remove })));
+  });
+
+  app.post("/v1/lifecycle/services", async (c) => {
+    const req = LifecycleServicesSchema.parse(await jsonBody(c));
+    return lifecycleLines(log, c.req.raw, async (out) =>
+      LifecycleResults.services.parse(await svc.services(req.name, { ...where(req, out), action: req.action, ...(req.service ? { service: req.service } : {}), tail: req.tail })),
+    );
   });
 
   app.post("/v1/lifecycle/prune", async (c) => {

@@ -5,7 +5,7 @@ import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
 import type { ImageFlags } from "../core/image-source";
-import type { ServiceSpec } from "../core/services";
+import type { ServiceSpec, ServiceView } from "../core/services";
 import type { Exec, StreamedRun } from "../sys/exec";
 import type { Logger } from "../sys/log";
 import type { Store } from "../store/store";
@@ -153,6 +153,15 @@ export interface Watcher {
   poll?(): Promise<number>;
 }
 
+/** A kind's services beside its sandboxes (Docker: containers in the sandbox's network namespace). */
+export interface SandboxServices {
+  /** Each of the sandbox's services as the system holds it now. */
+  list(spec: SandboxSpec): Promise<ServiceView[]>;
+  /** A service's last `tail` lines of output (both streams), control characters taken out. */
+  logs(spec: SandboxSpec, service: ServiceView, tail: number): Promise<string>;
+  restart(spec: SandboxSpec, service: ServiceView): Promise<void>;
+}
+
 export interface Driver {
   readonly kind: BackendKind;
   /** What this kind offers (see DriverCaps). */
@@ -221,6 +230,8 @@ export interface Driver {
    * and a pf that can be switched off), started once the fences are back and stopped at shutdown. None: nothing.
    */
   watch?(ctx: WatchContext): Watcher[];
+  /** Its sandboxes' services (`sbx services`); absent: this kind has none. */
+  readonly services?: SandboxServices;
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */
   bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace;
   /** What the system holds of one sandbox, whatever the store says. */

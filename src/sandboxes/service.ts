@@ -24,7 +24,8 @@ import { pruneSandboxes, rmSandbox } from "./remove";
 import type { CreateRequest, IfSessions, LimitsReport, Named, Output, PruneReport, SandboxInfo, ServiceDeps, SessionRequest } from "./requests";
 import type { SandboxQuery } from "./resolve";
 import type { PhaseView, ReconcileReport } from "./running";
-import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish } from "./settings";
+import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish, sandboxServices } from "./settings";
+import type { ServiceView } from "../core/services";
 import { sandboxLevel, type LevelReport } from "./level";
 import type { LevelName } from "../core/levels";
 import { rebuildSandbox, sessionArgv, startSandbox, stopSandbox } from "./start-stop";
@@ -99,6 +100,11 @@ export class SandboxService {
   /** `sbx port NAME [SPEC…] [--rm PORT…]` (settings.ts). */
   ports(name: string, w: Named & { add?: string[]; remove?: number[] }): Promise<{ name: string; ports: (PortState | (PortForward & { state: "stopped" }))[]; running: boolean; changed: boolean }> {
     return sandboxPorts(this.c, name, w);
+  }
+
+  /** `sbx services NAME [logs SVC | restart SVC]` (settings.ts). */
+  services(name: string, w: Named & { action: "list" | "logs" | "restart"; service?: string; tail?: number }): Promise<{ name: string; services: ServiceView[]; logs?: string; restarted?: string }> {
+    return sandboxServices(this.c, name, w);
   }
 
   /** `sbx publish NAME [ENDPOINT…]` (settings.ts). */

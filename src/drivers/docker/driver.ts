@@ -29,7 +29,7 @@ import type { Exec } from "../../sys/exec";
 import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices } from "../driver";
 import { DockerServices } from "./services";
 import { combineServices, ServiceSpecSchema, type ServiceSpec } from "../../core/services";
 import { mirrorDelivery, MirrorsSchema } from "../../core/mirrors";
@@ -104,13 +104,21 @@ export class DockerDriver implements Driver {
   readonly caps = DOCKER_CAPS;
   /** This driver's own: how it converges the engine (tests reach the engine through it). */
   readonly backend: DockerBackend;
-  /** Its sandboxes' services (`--service`). */
-  readonly services: DockerServices;
+  /** Its sandboxes' services (`--service`, devcontainer compose) as `sbx services` reaches them. */
+  readonly services: SandboxServices;
+  /** The same on the engine: made, started, stopped and removed with their sandbox. */
+  readonly serviceEngine: DockerServices;
 
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
-    this.services = new DockerServices(d.exec, this.backend.root);
+    const engineServices = new DockerServices(d.exec, this.backend.root);
+    this.serviceEngine = engineServices;
+    this.services = {
+      list: (spec) => engineServices.list(spec.id),
+      logs: (_spec, v, tail) => engineServices.logs(v.container, tail),
+      restart: (_spec, v) => engineServices.restart(v.container),
+    };
     // What every container build's copy-in scan looks for: the host's secrets as they are at that moment.
     this.backend.useHostSecrets(() => hostSecretsByName(hostKeySources(d.env, d.paths.configDir)));
   }
@@ -229,7 +237,7 @@ export class DockerDriver implements Driver {
     const known = knownSecretValues(hostKeySources(this.d.env, this.d.paths.configDir));
     const services = combineServices(n.services ?? [], img.services, n.serviceEnv ?? {}, known);
     for (const s of services) if (s.build !== undefined) this.requireDockerfile(n.repo, s);
-    if (services.length) await this.services.requireImages(services, { ...(n.pull ? { pull: true } : {}), progress: (s) => r.progress(s) });
+    if (services.length) await this.serviceEngine.requireImages(services, { ...(n.pull ? { pull: true } : {}), progress: (s) => r.progress(s) });
     if (img.source.from !== "repo") r.log(`image: ${describeSource(img.source, n.repo)}`);
     for (const note of img.notes) r.log(`note: ${note}`);
     // The config file's variables win over devcontainer.json's (the person's file over the repo's).
@@ -479,7 +487,7 @@ export class DockerDriver implements Driver {
   async dropRuntime(row: Sandbox): Promise<void> {
     const spec = this.spec(row);
     // Its services joined the old container's namespace: made anew with the new one (their volumes stay).
-    await this.services.remove(spec.id);
+    await this.serviceEngine.remove(spec.id);
     await this.backend.removeContainer(spec);
   }
 
@@ -490,7 +498,7 @@ export class DockerDriver implements Driver {
     const ident = this.identity(row);
     const imageOf = (s: ServiceSpec) => this.serviceImage(row.repo, s, { r });
     if (obs.phase === "running") {
-      await this.services.ensure(spec, ident.services ?? [], { sandboxStarted: false, imageOf });
+      await this.serviceEngine.ensure(spec, ident.services ?? [], { sandboxStarted: false, imageOf });
       return { spec };
     }
     if (obs.phase === "absent") {
@@ -501,7 +509,7 @@ export class DockerDriver implements Driver {
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));
     // In its namespace, so after it runs; a service that cannot start fails the start (and a create removes it all).
-    await this.services.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? [], { sandboxStarted: true, imageOf });
+    await this.serviceEngine.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? [], { sandboxStarted: true, imageOf });
     this.sayCopyIn(spec, r);
     if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));
     return { spec: this.specOf(row.name, row.repo, ident), identity: ident };
@@ -567,13 +575,13 @@ export class DockerDriver implements Driver {
 
   /** Its services first: their network namespace is the sandbox's. */
   async stop(spec: SandboxSpec): Promise<Change> {
-    await this.services.stop(spec.id);
+    await this.serviceEngine.stop(spec.id);
     return this.backend.stop(spec);
   }
 
   /** Its services' containers first (a volume in use cannot go); their volumes go with the sandbox's, by label. */
   async remove(spec: SandboxSpec): Promise<Change> {
-    await this.services.remove(spec.id);
+    await this.serviceEngine.remove(spec.id);
     return this.backend.remove(spec);
   }
 
