@@ -245,6 +245,19 @@ export interface ServiceView {
   exitCode: number;
 }
 
+/** A service's state as `sbx status` shows it beside its sandbox. */
+export type ServiceStatus = Pick<ServiceView, "name" | "state" | "health" | "exitCode">;
+
+/**
+ * Pure: a service's status from the engine's list (`State`, and the status line: "Up 3 minutes (healthy)",
+ * "Up 2 seconds (health: starting)", "Exited (137) 5 seconds ago").
+ */
+export function serviceStatusOf(name: string, state: string, status: string): ServiceStatus {
+  const health = /\(healthy\)/.test(status) ? "healthy" : /\(unhealthy\)/.test(status) ? "unhealthy" : /\(health: starting\)/.test(status) ? "starting" : "none";
+  const exit = /^Exited \((-?\d+)\)/.exec(status);
+  return { name, state, health, exitCode: exit ? Number(exit[1]) : 0 };
+}
+
 /** Pure: whether a service is down or sick in a sandbox that runs (what `sbx status` flags). */
 export function serviceTrouble(v: Pick<ServiceView, "state" | "health" | "exitCode">): string | null {
   if (v.state !== "running") return v.state === "exited" ? `exited (code ${v.exitCode})` : v.state;

@@ -49,6 +49,8 @@ export const SandboxViewSchema = z.object({
   error: z.string().optional(),
   /** Its create is under way or was interrupted (absent from older daemons). */
   creating: CreatingSchema.optional(),
+  /** Its services (Docker), as the last look at the engine found them: a crashed one shows here. */
+  services: z.array(z.object({ name: z.string(), state: z.string(), health: z.string(), exitCode: z.number().int() })).optional(),
 });
 export type SandboxView = z.infer<typeof SandboxViewSchema>;
 

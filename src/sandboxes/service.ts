@@ -25,7 +25,7 @@ import type { CreateRequest, IfSessions, LimitsReport, Named, Output, PruneRepor
 import type { SandboxQuery } from "./resolve";
 import type { PhaseView, ReconcileReport } from "./running";
 import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish, sandboxServices } from "./settings";
-import type { ServiceView } from "../core/services";
+import type { ServiceStatus, ServiceView } from "../core/services";
 import { sandboxLevel, type LevelReport } from "./level";
 import type { LevelName } from "../core/levels";
 import { rebuildSandbox, sessionArgv, startSandbox, stopSandbox } from "./start-stop";
@@ -167,11 +167,12 @@ export class SandboxService {
   }
 
   /** What the service last saw of a sandbox: its socket-dir id, its phase on the system, and a create under way or interrupted. */
-  observed(row: Sandbox): { sid: string; phase: PhaseView; creating?: "in-progress" | "interrupted" } {
+  observed(row: Sandbox): { sid: string; phase: PhaseView; creating?: "in-progress" | "interrupted"; services?: ServiceStatus[] } {
     const paths = this.c.d.paths;
     const dir = baseIdentity(row)?.dir ?? sandboxDir(paths, row.repo, row.name);
     const creating = createProgress(paths.stateDir, row.repo, row.name, dir);
-    return { sid: this.c.running.sidOf(row), phase: this.c.running.phaseOf(row), ...(creating ? { creating } : {}) };
+    const services = this.c.running.servicesOf(row);
+    return { sid: this.c.running.sidOf(row), phase: this.c.running.phaseOf(row), ...(creating ? { creating } : {}), ...(services.length ? { services } : {}) };
   }
 
   /** Re-reads what every driver holds (`sbx status` shows the system, not the last reconcile). */

@@ -13,6 +13,7 @@ import { tempWorld, type TempWorld } from "./temp-world";
 export interface DockerCliWorld {
   w: TempWorld;
   engine: FakeDockerEngine;
+  driver: DockerDriver;
   daemon: InprocDaemon;
   /** Runs sbx in the world's repo (or `cwd`); `tty`: as if at a terminal (`columns` wide). */
   cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty" | "columns" | "answers">): Promise<CliRun>;
@@ -32,6 +33,7 @@ export async function dockerCliWorld(): Promise<DockerCliWorld> {
   return {
     w,
     engine,
+    driver,
     daemon,
     cli: (argv, cwd, o) => runCli(argv, { exec: w.exec, vars, cwd: cwd ?? w.repo, ...o }),
     async close() {

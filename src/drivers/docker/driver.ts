@@ -29,7 +29,8 @@ import type { Exec } from "../../sys/exec";
 import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices } from "../driver";
+import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices, WatchContext, Watcher } from "../driver";
+import { watchServices } from "./service-watch";
 import { DockerServices } from "./services";
 import { combineServices, ServiceSpecSchema, type ServiceSpec } from "../../core/services";
 import { mirrorDelivery, MirrorsSchema } from "../../core/mirrors";
@@ -553,6 +554,11 @@ export class DockerDriver implements Driver {
       watchDir: join(sandboxLayout(spec.dir).clone, ".git"),
       sandboxGit: (mode) => this.sandboxGit(spec, mode, (argv, env, stdin) => agent(argv, env, stdin)),
     };
+  }
+
+  /** While the daemon runs: the engine's events of its services, so a crash is an audit row (`sbx logs`) and a notice. */
+  watch(ctx: WatchContext): Watcher[] {
+    return watchServices(ctx, { apiSocket: this.backend.apiSocket, root: this.backend.root, oracle: this.serviceEngine });
   }
 
   /** A container has no network of its own: nothing to fence at daemon start. */
