@@ -1,12 +1,12 @@
 // The Docker driver: a container per sandbox, the clone made on the host, the image from its source (image-source.ts).
-import { existsSync, realpathSync, statSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
 import type { Change, CleanupReport, DockerOptions, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { credentialsUnder } from "../../core/claude-json";
-import { dockerfileNow, ensureImage, planImage } from "./image";
+import { dockerfileNow, ensureImage, planImage, requireLocalBases } from "./image";
 import type { ContextChanges } from "./build-context";
 import { CopyIn, findingLines } from "../../secrets/copy-in";
 import { changedWorkingFiles } from "../../workspace/changes";
@@ -237,7 +237,12 @@ export class DockerDriver implements Driver {
     // pulled) before anything is made, and each Dockerfile must be there (its bases are checked when it is built).
     const known = knownSecretValues(hostKeySources(this.d.env, this.d.paths.configDir));
     const services = combineServices(n.services ?? [], img.services, n.serviceEnv ?? {}, known);
-    for (const s of services) if (s.build !== undefined) this.requireDockerfile(n.repo, s);
+    for (const s of services) {
+      if (s.build === undefined) continue;
+      this.requireDockerfile(n.repo, s);
+      // Its bases are on this machine (else the build would fetch them), unless --pull: said before anything is made.
+      if (!n.pull) await requireLocalBases(this.backend.engine, { dockerfile: readFileSync(s.build.dockerfile, "utf8"), dockerfilePath: s.build.dockerfile, buildArgs: { ...s.build.args } });
+    }
     if (services.length) await this.serviceEngine.requireImages(services, { ...(n.pull ? { pull: true } : {}), progress: (s) => r.progress(s) });
     if (img.source.from !== "repo") r.log(`image: ${describeSource(img.source, n.repo)}`);
     for (const note of img.notes) r.log(`note: ${note}`);

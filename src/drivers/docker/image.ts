@@ -265,7 +265,7 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
  * Refuses, before the build, a Dockerfile whose base the engine lacks (the builder would fetch it from a registry) or
  * cannot be known before it runs (a FROM of a build arg without a default): sbx builds from local images unless --pull.
  */
-async function requireLocalBases(engine: ImageEngine, plan: BuildPlan): Promise<void> {
+export async function requireLocalBases(engine: Pick<ImageEngine, "imageExists">, plan: Pick<BuildPlan, "dockerfile" | "dockerfilePath" | "buildArgs">): Promise<void> {
   const bases = dockerfileBases(plan.dockerfile, plan.buildArgs);
   const missing: string[] = [];
   for (const img of bases.images) if (!(await engine.imageExists(img))) missing.push(img);
