@@ -4,7 +4,7 @@
 // ignored and listed, or refused with its reason; none is honoured as Docker would (no privilege, no host namespace,
 // no host path, no variable of the host's: interpolation sees an empty environment).
 import { SbxError } from "./errors";
-import { IMAGE_REF, MAX_SERVICES, SERVICE_NAME, serviceEnvRefusal, servicesProblem, DURATION, USER_SPEC, VOLUME_KEY, type Healthcheck, type ServiceSpec } from "./services";
+import { IMAGE_REF, MAX_SERVICES, SERVICE_NAME, serviceEnvRefusal, servicesProblem, ServiceSpecSchema, DURATION, USER_SPEC, VOLUME_KEY, type Healthcheck, type ServiceSpec } from "./services";
 
 /** How much of a parsed compose document sbx walks at most (YAML aliases repeat a node wherever they stand). */
 export const COMPOSE_BOUNDS = { nodes: 20_000, depth: 32, files: 4 } as const;
@@ -562,7 +562,10 @@ export function composePlan(raw: unknown, sandboxService: string, runServices: r
     if (vols.length) spec.volumes = vols;
     const deps = dependsOf(svc.depends_on, where, ctx, notes).filter((d) => d.compose !== sandboxService);
     if (deps.length) spec.dependsOn = deps.map((d) => ({ name: names.get(d.compose)!, healthy: d.healthy }));
-    services.push(spec);
+    // The same schema the daemon holds every service to (lengths, counts, shapes): what a file can say, a flag can.
+    const checked = ServiceSpecSchema.safeParse(spec);
+    if (!checked.success) refuse(ctx, where, checked.error.issues.map((i) => `${i.path.join(".") || "it"}: ${i.message}`).join("; "));
+    services.push(checked.data);
   }
   const problem = servicesProblem(services);
   if (problem !== null) refuse(ctx, "depends_on", problem);

@@ -140,8 +140,11 @@ volumes:
   });
 
   test("hostile: the same keys on the sandbox's own service are ignored and listed (sbx runs its container its own way), never honoured", () => {
-    const p = plan(repo(`services:\n  app:\n    image: dev:1\n    privileged: true\n    cap_add: [ALL]\n    pid: host\n    volumes: ["/var/run/docker.sock:/var/run/docker.sock"]\n  db: { image: pg }\n`));
+    const p = plan(repo(`services:\n  app:\n    image: dev:1\n    privileged: true\n    cap_add: [ALL]\n    pid: host\n    volumes: ["/var/run/docker.sock:/var/run/docker.sock"]\n    environment: { HTTPS_PROXY: "http://evil.example:1", GITHUB_TOKEN: x, MODE: dev }\n  db: { image: pg }\n`));
     expect(p.source).toEqual({ kind: "image", ref: "dev:1", from: "devcontainer" });
+    // The sandbox's own variables are held to a sandbox's rules: sbx's own and credentials are not set.
+    expect(p.env).toEqual({ MODE: "dev" });
+    expect(p.notes.join("\n")).toMatch(/environment\.HTTPS_PROXY not set: is set by sbx itself/);
     expect(p.notes.join("\n")).toMatch(/services\.app \(the sandbox itself\): ignored privileged, cap_add, pid, volumes/);
   });
 
@@ -246,6 +249,11 @@ ${APP}  db:
     expect(refusal(repo(`services:\n${APP}  db: { image: "--privileged" }\n`))).toMatch(/is not a local image reference/);
     expect(refusal(repo(`services:\n${APP}  "../db": { image: pg }\n`))).toMatch(/its name cannot be a service's/);
     expect(refusal(repo(`services:\n${APP}  db: { image: pg, command: "echo 'unclosed" }\n`))).toMatch(/unbalanced quotes/);
+    // What the daemon's schema bounds, a file cannot exceed: 300 command words, a 9,000-character variable.
+    expect(refusal(repo(`services:\n${APP}  db: { image: pg, command: "${"x ".repeat(300)}" }\n`))).toMatch(/services\.db: command/);
+    const long = plan(repo(`services:\n${APP}  db: { image: pg, environment: { BIG: "${"y".repeat(9000)}" } }\n`));
+    expect(long.services[0]!.env).toBeUndefined();
+    expect(long.notes.join("\n")).toMatch(/BIG not set: its value is longer than 8192/);
   });
 
   test("depends_on: a circle, a one-shot condition, or a healthcheck written out of shape are refused or said", () => {
