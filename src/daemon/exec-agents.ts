@@ -444,7 +444,10 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
       const dial = serveDialChannel(join(ctx.sockets.dir, DIAL_SOCKET), sandboxId, agents);
       agents.listening(sandboxId);
       return {
-        health: () => ({ ok: true, detail: agents.get(sandboxId) ? "agent connected" : `listening on ${path} (no agent: engine exec)` }),
+        health: () => ({
+          ok: true,
+          detail: agents.get(sandboxId) ? `agent connected${agents.channel(sandboxId) ? "; forwarded ports handed over (dial.sock)" : "; forwarded ports as frames"}` : `listening on ${path} (no agent: engine exec)`,
+        }),
         async stop() {
           dial?.close();
           agents.detach(sandboxId);
