@@ -22,7 +22,7 @@ import { LlmBudgets } from "../llm/budget";
 import { priceReader } from "../sys/config-file";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
-import { CompanyTrust } from "../tls/host-trust";
+import { CompanyTrust, hostToolsTls } from "../tls/host-trust";
 import { expandHome, loadConfig } from "../sys/config-file";
 import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
@@ -221,11 +221,6 @@ export function parentOf(d: Pick<ComponentDeps, "paths" | "env" | "log">, secret
   return { router, relay: new ParentRelay(router) };
 }
 
-/** The host's CA settings, as git and gh read them: a private CA in front of a forge works through the bridge too. */
-function tlsEnvOf(raw: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(["SSL_CERT_FILE", "SSL_CERT_DIR"].flatMap((k) => (raw[k] ? [[k, raw[k]]] : [])));
-}
-
 /**
  * The production registry: each driver and each per-sandbox service is added here, once.
  *   drivers:  docker (Linux); linux-user (Linux, root, tools present); macos (darwin).
@@ -290,6 +285,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
       }
     },
   });
+  // Read now, so the first session and the first bridge call already have them.
+  void company.current().catch(() => undefined);
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
@@ -358,7 +355,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const guards: SandboxGuard[] = [
     proxyGuard({ originHandler, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}), ...(parent ? { parent: parent.router } : {}) }),
     loopbackGuard({ guestOf }),
-    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), ...(parent ? { parent: parent.relay } : {}), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
+    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: hostToolsTls({ env: d.env.raw, company: () => company.pemNow(), file: join(d.paths.stateDir, "tls", "host-tools-roots.pem") }), ssh: sshSettingsOf(d.env.raw), ...(parent ? { parent: parent.relay } : {}), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
         return a === null ? null : { id: a.id, count: a.count };
       }, publish, placement }),
