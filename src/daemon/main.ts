@@ -432,6 +432,8 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
           configDir: paths.configDir,
           dashboardState: join(paths.stateDir, "dashboard.json"),
           platform: env.platform,
+          // The chat bot, the webhook and Slack go out as the daemon's downloads do: through the parent proxy.
+          ...(comps.download ? { fetch: comps.download } : {}),
           ...(opts.notifications === false ? { notifications: false } : {}),
         }),
     });
