@@ -59,6 +59,7 @@ import type { Sandbox } from "../core/schemas";
 import { baseIdentity } from "../drivers/identity";
 import type { Config } from "../core/config";
 import { parentAgents, parentFetch, parentSettingsOf, ParentRouter } from "../sys/parent";
+import { buildProxyArgs } from "../core/parent-proxy";
 import { ParentRelay } from "../sys/parent-relay";
 
 export interface Components {
@@ -232,7 +233,8 @@ export function parentOf(d: Pick<ComponentDeps, "paths" | "env" | "log">, secret
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
   // One driver per kind this host runs: the sandbox service's table, the only place kinds are told apart.
   const drivers: Partial<Record<BackendKind, Driver>> = {};
-  if (d.env.platform === "linux") drivers.docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths });
+  // Image builds get the parent proxy (made below; asked at each build) as Docker's predefined proxy args.
+  if (d.env.platform === "linux") drivers.docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths, buildProxy: () => buildProxyArgs(parent?.router.settings ?? null) });
   // The person every user-account sandbox of this daemon belongs to (sudo's caller for a root daemon started by sudo).
   const host = await hostUserOf(d.env, userDirectory(d.exec, d.env.platform));
   const ub = users ?? (await detectUserBackends(d, host));
