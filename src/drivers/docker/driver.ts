@@ -8,6 +8,7 @@ import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from
 import { credentialsUnder } from "../../core/claude-json";
 import { dockerfileNow, ensureImage, planImage } from "./image";
 import type { ContextChanges } from "./build-context";
+import type { BuildProxy } from "../../core/parent-proxy";
 import { CopyIn, findingLines } from "../../secrets/copy-in";
 import { changedWorkingFiles } from "../../workspace/changes";
 import { describeSource, planImageSource } from "./image-source";
@@ -77,6 +78,8 @@ export interface DockerDriverDeps {
   backend?: DockerBackend;
   /** Engine check seam (tests with a fake executor skip it). */
   checkEngine?: (exec: Exec) => Promise<void>;
+  /** The host's parent proxy as image builds get it (build args, notes), asked at each build; none: nothing. */
+  buildProxy?: () => BuildProxy;
   /** Where the cgroup filesystems and /proc are (tests give a tree of their own). */
   cgroupRoot?: string;
   procRoot?: string;
@@ -405,8 +408,9 @@ export class DockerDriver implements Driver {
   }
 
   /** Where a build's output goes: to the person as it comes, and whole into this repo's build log (its last build). */
-  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string } {
-    return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`) };
+  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string; proxy?: BuildProxy } {
+    const proxy = this.d.buildProxy?.();
+    return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`), ...(proxy ? { proxy } : {}) };
   }
 
   /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { BuildTracker } from "../../core/build-steps";
+import type { BuildProxy } from "../../core/parent-proxy";
 import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
@@ -118,8 +119,12 @@ export function dockerfileNow(repo: string, user: HostUser, source: ImageSource 
   return { sha, tag: usesContext(dockerfile) ? null : imageTag(repo, dockerfile, { ...source.args, ...buildArgsFor(user) }) };
 }
 
-/** Pure: the `docker build` argv for a plan: the context is the tar sbx writes to its stdin (`-`), the Dockerfile in it. */
-export function dockerBuildArgs(plan: BuildPlan, dockerfileAt: string): string[] {
+/**
+ * Pure: the `docker build` argv for a plan: the context is the tar sbx writes to its stdin (`-`), the Dockerfile in it.
+ * `proxy`: the parent proxy's predefined build args (core/parent-proxy.ts `buildProxyArgs`), outside the plan: Docker
+ * keeps them out of the image's history and cache, and sbx out of its tag (the same image, whichever network built it).
+ */
+export function dockerBuildArgs(plan: BuildPlan, dockerfileAt: string, proxy: Readonly<Record<string, string>> = {}): string[] {
   return [
     "docker", "build",
     // A failed step's container goes too (the classic builder keeps it otherwise): a failed create leaves nothing.
@@ -128,6 +133,10 @@ export function dockerBuildArgs(plan: BuildPlan, dockerfileAt: string): string[]
     ...Object.keys(plan.buildArgs)
       .sort()
       .flatMap((k) => ["--build-arg", `${k}=${plan.buildArgs[k]}`]),
+    ...Object.keys(proxy)
+      .filter((k) => !(k in plan.buildArgs))
+      .sort()
+      .flatMap((k) => ["--build-arg", `${k}=${proxy[k]}`]),
     "--label", "sbx.image=1",
     "--file", dockerfileAt,
     "-",
@@ -154,6 +163,8 @@ export interface EnsureImageOptions {
   beforeBuild?: () => Promise<unknown>;
   /** `--with-changes`: the working tree's changes through the copy-in door, asked for only when the context is used. */
   changes?: () => Promise<ContextChanges>;
+  /** The host's parent proxy for the build's steps (build args, and notes said when a build runs). */
+  proxy?: BuildProxy;
 }
 
 /** The build's log file, made fresh (its dir too); a log that cannot be written costs the log, never the build. */
@@ -202,7 +213,7 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
   if (plan.context !== null) await opts.beforeBuild?.();
   const ctx = plan.context ?? dockerfileOnly(repo);
   const leftOut = plan.context === null ? Promise.resolve(null) : leftOutNote(git, plan.context);
-  const argv = dockerBuildArgs(plan, ctx.dockerfileAt);
+  const argv = dockerBuildArgs(plan, ctx.dockerfileAt, opts.proxy?.args);
   // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
   const log = openBuildLog(opts.logFile);
   const tracker = new BuildTracker();
@@ -237,7 +248,7 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
     });
   }
   const note = await leftOut.catch(() => null);
-  return { tag: plan.tag, built: true, notes: note === null ? [] : [note] };
+  return { tag: plan.tag, built: true, notes: [...(opts.proxy?.notes ?? []), ...(note === null ? [] : [note])] };
 }
 
 /**
