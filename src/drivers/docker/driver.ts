@@ -8,6 +8,7 @@ import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from
 import { credentialsUnder } from "../../core/claude-json";
 import { dockerfileNow, ensureImage, planImage, requireLocalBases } from "./image";
 import type { ContextChanges } from "./build-context";
+import type { BuildProxy } from "../../core/parent-proxy";
 import { CopyIn, findingLines } from "../../secrets/copy-in";
 import { changedWorkingFiles } from "../../workspace/changes";
 import { describeSource, planImageSource } from "./image-source";
@@ -81,6 +82,8 @@ export interface DockerDriverDeps {
   backend?: DockerBackend;
   /** Engine check seam (tests with a fake executor skip it). */
   checkEngine?: (exec: Exec) => Promise<void>;
+  /** The host's parent proxy as image builds get it (build args, notes), asked at each build; none: nothing. */
+  buildProxy?: () => BuildProxy;
   /** Where the cgroup filesystems and /proc are (tests give a tree of their own). */
   cgroupRoot?: string;
   procRoot?: string;
@@ -299,6 +302,8 @@ export class DockerDriver implements Driver {
       source: { kind: "dockerfile", dockerfile: s.build.dockerfile, context: s.build.context ?? repo, ...(s.build.args ? { args: s.build.args } : {}), from: "flags" },
       onProgress: out.onProgress,
       logFile: out.logFile.replace(/\.log$/, `-svc-${s.name}.log`),
+      // The parent proxy's build args, as a sandbox's build gets them (a company network's RUN steps need it).
+      ...(out.proxy ? { proxy: out.proxy } : {}),
       ...(o.pull ? { pull: true } : {}),
       ...(o.beforeBuild ? { beforeBuild: o.beforeBuild } : {}),
     });
@@ -478,8 +483,9 @@ export class DockerDriver implements Driver {
   }
 
   /** Where a build's output goes: to the person as it comes, and whole into this repo's build log (its last build). */
-  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string } {
-    return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`) };
+  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string; proxy?: BuildProxy } {
+    const proxy = this.d.buildProxy?.();
+    return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`), ...(proxy ? { proxy } : {}) };
   }
 
   /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */

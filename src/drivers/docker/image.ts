@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { BuildTracker } from "../../core/build-steps";
+import type { BuildProxy } from "../../core/parent-proxy";
 import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
@@ -132,9 +133,11 @@ export function dockerfileNow(repo: string, user: HostUser, source: ImageSource 
 
 /**
  * Pure: the `docker build` argv for a plan: the context is the tar sbx writes to its stdin (`-`), the Dockerfile in it.
- * `--pull` (the builder asks a registry for newer bases) only when the person asked for it.
+ * `proxy`: the parent proxy's predefined build args (core/parent-proxy.ts `buildProxyArgs`), outside the plan: Docker
+ * keeps them out of the image's history and cache, and sbx out of its tag (the same image, whichever network built it).
+ * `pull` (`--pull`: the builder asks a registry for newer bases) only when the person asked for it.
  */
-export function dockerBuildArgs(plan: Omit<BuildPlan, "purpose"> & { purpose?: ImagePurpose }, dockerfileAt: string, pull = false): string[] {
+export function dockerBuildArgs(plan: Omit<BuildPlan, "purpose"> & { purpose?: ImagePurpose }, dockerfileAt: string, proxy: Readonly<Record<string, string>> = {}, pull = false): string[] {
   return [
     "docker", "build",
     // A failed step's container goes too (the classic builder keeps it otherwise): a failed create leaves nothing.
@@ -144,6 +147,10 @@ export function dockerBuildArgs(plan: Omit<BuildPlan, "purpose"> & { purpose?: I
     ...Object.keys(plan.buildArgs)
       .sort()
       .flatMap((k) => ["--build-arg", `${k}=${plan.buildArgs[k]}`]),
+    ...Object.keys(proxy)
+      .filter((k) => !(k in plan.buildArgs))
+      .sort()
+      .flatMap((k) => ["--build-arg", `${k}=${proxy[k]}`]),
     "--label", IMAGE_LABEL[plan.purpose ?? "sandbox"],
     "--file", dockerfileAt,
     "-",
@@ -170,6 +177,8 @@ export interface EnsureImageOptions {
   beforeBuild?: () => Promise<unknown>;
   /** `--with-changes`: the working tree's changes through the copy-in door, asked for only when the context is used. */
   changes?: () => Promise<ContextChanges>;
+  /** The host's parent proxy for the build's steps (build args, and notes said when a build runs). */
+  proxy?: BuildProxy;
   /** What it is built for (default: a sandbox). */
   purpose?: ImagePurpose;
   /** `--pull`: the builder may fetch its bases from a registry; without it a service's bases must be on this machine. */
@@ -223,7 +232,7 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
   if (plan.context !== null) await opts.beforeBuild?.();
   const ctx = plan.context ?? dockerfileOnly(repo);
   const leftOut = plan.context === null ? Promise.resolve(null) : leftOutNote(git, plan.context);
-  const argv = dockerBuildArgs(plan, ctx.dockerfileAt, opts.pull === true);
+  const argv = dockerBuildArgs(plan, ctx.dockerfileAt, opts.proxy?.args, opts.pull === true);
   // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
   const log = openBuildLog(opts.logFile);
   const tracker = new BuildTracker();
@@ -258,7 +267,7 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
     });
   }
   const note = await leftOut.catch(() => null);
-  return { tag: plan.tag, built: true, notes: note === null ? [] : [note] };
+  return { tag: plan.tag, built: true, notes: [...(opts.proxy?.notes ?? []), ...(note === null ? [] : [note])] };
 }
 
 /**

@@ -8,7 +8,7 @@ import { fdPassing } from "../../../shims/fd-pass";
 import { Pacer, PROXY_MAX_CONNECTIONS, PROXY_REQUESTS_BURST, PROXY_REQUESTS_PER_SECOND, UPSTREAM_MAX_IDLE } from "../../../src/core/bounds";
 import { startEgressProxy, type EgressProxy } from "../../../src/proxy/egress-proxy";
 import type { EgressEvent } from "../../../src/core/egress-events";
-import { echoServer, get, httpServer, openFds, openTunnel, tempDir } from "./helpers";
+import { echoServer, echoThrough, get, httpServer, openFds, openTunnel, tempDir } from "./helpers";
 
 let tmp: ReturnType<typeof tempDir>;
 let echo: Awaited<ReturnType<typeof echoServer>>;
@@ -86,6 +86,40 @@ describe("bounded: the proxy", () => {
     const again = await openTunnel({ path: proxy.socketPath }, `127.0.0.1:${echo.port}`);
     expect(again.status).toBe(200);
     again.socket.destroy();
+  }, 60_000);
+
+  test(`tunnels whose bytes moved to Bun sockets (judged, flowing) still count: ${PROXY_MAX_CONNECTIONS} carrying ones, the next gets a 503; their closed events count every byte`, async () => {
+    for (let i = 0; i < 100 && proxy.active() > 0; i++) await Bun.sleep(20);
+    const from = events.length;
+    const tunnels = await Promise.all(Array.from({ length: PROXY_MAX_CONNECTIONS }, () => openTunnel({ path: proxy.socketPath }, `127.0.0.1:${echo.port}`)));
+    try {
+      expect(tunnels.every((t) => t.status === 200)).toBe(true);
+      // Each sends and reads back a little: judged and flowing, so carried by the relay, not node:net, from here on.
+      await Promise.all(
+        tunnels.map(
+          (t) =>
+            new Promise<void>((done) => {
+              t.socket.once("data", () => done());
+              t.socket.resume();
+              t.socket.write("ping");
+            }),
+        ),
+      );
+      const more = await openTunnel({ path: proxy.socketPath }, `127.0.0.1:${echo.port}`);
+      expect(more.status).toBe(503);
+    } finally {
+      for (const t of tunnels) t.socket.destroy();
+    }
+    // One more, carried whole: its closed event has the bytes each way, however they were carried.
+    for (let i = 0; i < 200 && proxy.active() > 0; i++) await Bun.sleep(20);
+    const t = await openTunnel({ path: proxy.socketPath }, `127.0.0.1:${echo.port}`);
+    const payload = Buffer.alloc(3 << 20, 0x62);
+    const back = await echoThrough(t, payload);
+    expect(back.subarray(0, payload.length).equals(payload)).toBe(true); // then the echo server says "bye N"
+    for (let i = 0; i < 100 && !events.slice(from).some((e) => e.type === "closed" && e.bytesUp === payload.length); i++) await Bun.sleep(20);
+    const closed = events.slice(from).filter((e) => e.type === "closed" && e.bytesUp === payload.length);
+    expect(closed.length).toBe(1);
+    expect(closed[0]).toMatchObject({ bytesUp: payload.length, bytesDown: back.length });
   }, 60_000);
 
   test(`the idle connections kept to servers for plain HTTP are at most ${UPSTREAM_MAX_IDLE} in all, however many servers it talks to`, async () => {
