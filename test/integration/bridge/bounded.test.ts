@@ -122,6 +122,8 @@ describe("bounded: the bridge", () => {
       const b64 = Buffer.from(buf).toString("base64");
       await Bun.write(join(h.clone, "lag-one.txt"), b64.slice(0, 6 * 1024 * 1024));
       await Bun.write(join(h.clone, "lag-lines.txt"), b64.slice(6 * 1024 * 1024).replace(/(.{76})/g, "$1\n"));
+      // A key after the 9 MiB: the push is refused for it, so the scan read all of it (and not here: the spies).
+      await Bun.write(join(h.clone, "zz-lag-key.env"), `K=${"ghp_" + "Lq7Wm2".repeat(7).slice(0, 36)}\n`);
       await git(h.clone, "add", "-A");
       await git(h.clone, "commit", "-q", "-m", "lag");
       // How late a 10 ms timer fires while the push is scanned: said, not judged.
@@ -135,13 +137,7 @@ describe("bounded: the bridge", () => {
       const r = await h.shim(["push", "origin", "lag"]);
       clearInterval(t);
       console.log(`bounded: while a 9 MiB push was scanned the bridge's event loop was at most ${worst.toFixed(0)} ms late`);
-      expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
-      // The scan did read it: a key in the next commit on top is found, by the same thread.
-      await Bun.write(join(h.clone, "lag-key.env"), `K=${"ghp_" + "Lq7Wm2".repeat(7).slice(0, 36)}\n`);
-      await git(h.clone, "add", "-A");
-      await git(h.clone, "commit", "-q", "-m", "lag key");
-      const refused = await h.shim(["push", "origin", "lag"]);
-      expect({ code: refused.code, named: refused.stderr.includes("lag-key.env:1: GitHub token") }).toEqual({ code: 77, named: true });
+      expect({ code: r.code, named: r.stderr.includes("zz-lag-key.env:1: GitHub token") }).toEqual({ code: 77, named: true });
       expect(spies.map((s) => s.mock.calls.length)).toEqual([0, 0, 0, 0, 0]);
     } finally {
       for (const s of spies) s.mockRestore();
