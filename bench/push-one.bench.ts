@@ -136,10 +136,16 @@ try {
       let a: number;
       let b: number;
       let c0 = cpuMs();
+      let s0 = process.cpuUsage();
       const cpu = () => {
         const c = cpuMs();
         const d = c - c0;
         c0 = c;
+        if (process.env.TRACE) {
+          const u = process.cpuUsage(s0);
+          console.error(`  CPU ${d} ms in all, ${((u.user + u.system) / 1000).toFixed(0)} ms in this process (the bridge, the upstream's server)`);
+        }
+        s0 = process.cpuUsage();
         return d;
       };
       let ca: number;
