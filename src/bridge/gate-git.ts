@@ -38,8 +38,8 @@ export function gatePaths(gateDir: string): GatePaths {
 export interface GitEnvOptions {
   path: string;
   home: string;
-  /** Present only for the one process that talks to the remote: the token and the host[:port] it is for. */
-  token?: { value: string; host: string };
+  /** Present only for the one process that talks to the remote: the token and the scheme and host[:port] it is for. */
+  token?: GateToken;
   /** The push's verdict channel, read by the gate's pre-push hook. */
   verdict?: { fifo: string; nonce: string };
 }
@@ -60,8 +60,12 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
     LC_ALL: "C",
   };
   if (o.token) {
-    env.SBX_GATE_TOKEN = o.token.value;
-    env.SBX_GATE_HOST = o.token.host;
+    // Sent with the first request (no 401 round trip, no helper process per request), and only to that scheme and
+    // host[:port]: git's http.<url>.* applies to URLs of that origin alone, and the gate's git follows no redirect.
+    // In this process's environment, never its argv (other users can read argv).
+    env.GIT_CONFIG_COUNT = "1";
+    env.GIT_CONFIG_KEY_0 = `http.${o.token.scheme}://${o.token.host}/.extraHeader`;
+    env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${Buffer.from(`x-access-token:${o.token.value}`).toString("base64")}`;
   }
   if (o.verdict) {
     env.SBX_VERDICT_FIFO = o.verdict.fifo;
@@ -71,20 +75,23 @@ export function gitEnv(o: GitEnvOptions): Record<string, string> {
 }
 
 /**
- * The credential helper, which exists only in the pushing process's config (never in a file): answers `get` only for
- * the expected host, reading the token from that process's environment (never argv). git runs it as
- * `sh -c '<helper> "$@"' <helper> get`; it answers Basic `x-access-token:<token>`, as forges take a token over HTTPS.
+ * The forge token of the one git process that talks to the remote: Basic `x-access-token:<token>` (as forges take a token
+ * over HTTPS), set as that process's `http.<scheme>://<host>/.extraHeader` through its environment (gitEnv), never in a
+ * file or argv.
  */
-export const CREDENTIAL_HELPER =
-  '!f() { test "$1" = get || exit 0; h=; while IFS= read -r l && test -n "$l"; do case "$l" in host=*) h="${l#host=}";; esac; done; ' +
-  'test -n "$SBX_GATE_TOKEN" && test "$h" = "$SBX_GATE_HOST" || exit 0; echo username=x-access-token; echo "password=$SBX_GATE_TOKEN"; }; f';
+export interface GateToken {
+  value: string;
+  /** host[:port], as tokens.ts's credentialHost gives it. */
+  host: string;
+  scheme: "http" | "https";
+}
 
 /**
  * `git` with config that only the host chose: no hooks, no fsmonitor, no transports but the one needed,
- * no credential helper but ours (and ours only with `credentials`), and as the host view's refs (which a fetch offers
- * the remote as what it has) the tips the bridge wrote beside the view. Pure: golden-tested.
+ * no credential helper (the token, where one goes, is a header of that process: gitEnv), and as the host view's refs
+ * (which a fetch offers the remote as what it has) the tips the bridge wrote beside the view. Pure: golden-tested.
  */
-export function gateGit(args: readonly string[], o: { transport?: Transport; credentials?: boolean; hooksPath?: string; sshCommand?: string } = {}): string[] {
+export function gateGit(args: readonly string[], o: { transport?: Transport; hooksPath?: string; sshCommand?: string } = {}): string[] {
   const c = (kv: string) => ["-c", kv];
   return [
     "git",
@@ -96,7 +103,6 @@ export function gateGit(args: readonly string[], o: { transport?: Transport; cre
     ...(o.transport ? c(`protocol.${o.transport}.allow=always`) : []),
     ...c("http.followRedirects=false"),
     ...c("credential.helper="),
-    ...(o.credentials ? c(`credential.helper=${CREDENTIAL_HELPER}`) : []),
     ...c("credential.useHttpPath=false"),
     ...c("transfer.fsckObjects=true"),
     ...c(`core.alternateRefsCommand=${ALTERNATE_REFS}`),
@@ -147,6 +153,8 @@ export interface Gate {
   ssh?: GateSsh;
   /** The host's parent proxy, lent to one git or gh call at a time (sys/parent-relay.ts); none: straight out. */
   parent?: HostToolParent;
+  /** The host repo's config files and the remotes last read from them (gate.ts hostRemotes); shared by the gate's copies. */
+  remotes?: { files: readonly string[]; key?: string; value?: Record<string, string> };
 }
 
 /** Lends a host tool's one call the host's parent proxy: its proxy variables, and their end. */
@@ -176,9 +184,9 @@ export function mkdir0700(p: string): void {
 }
 
 /** Runs git in the gate (or `cwd`) with the gate's pinned config and environment (the token and verdict only when given). */
-export function gateRun(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: { value: string; host: string }; transport?: Transport; verdict?: { fifo: string; nonce: string }; proxy?: Record<string, string> } = {}): Promise<ExecResult> {
+export function gateRun(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: GateToken; transport?: Transport; verdict?: { fifo: string; nonce: string }; proxy?: Record<string, string> } = {}): Promise<ExecResult> {
   const ssh = opts.transport === "ssh" ? g.ssh : undefined;
-  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), credentials: opts.token !== undefined, ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}), ...(ssh ? { sshCommand: ssh.command } : {}) }), {
+  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}), ...(ssh ? { sshCommand: ssh.command } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
     env: { ...g.tls?.(), ...ssh?.env, ...opts.proxy, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
     replaceEnv: true,

@@ -3,8 +3,8 @@
 import { streamRun } from "../sys/exec";
 import { exemptExact, SECRET_PATTERNS, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { MAX_ARCHIVE_BYTES } from "../core/archive";
-import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
-import { SCAN_LOG_ARGS, scanTag, type UnshownBlob } from "./scan";
+import { SCAN_INLINE_BYTES, SCAN_INLINE_LINES, SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS } from "../core/bounds";
+import { SCAN_LOG_ARGS, ScanSession, scanTag, type NamedBlob, type ScanDone } from "./scan";
 import type { FromScan, ToScan } from "./scan-worker";
 import { gateGit, gateRun, gitEnv, type Gate } from "./gate-git";
 import { MissingObject, missingIn } from "./gate";
@@ -15,6 +15,8 @@ export interface PushScan {
   more: number;
   /** A bound the push went over (too many blobs to read whole): refused, saying so. */
   over?: string;
+  /** Of the ids asked about (`reach`), those the walk showed as a pushed commit or a pushed commit's parent. */
+  reached: ReadonlySet<string>;
 }
 
 /**
@@ -26,21 +28,61 @@ export interface PushScan {
  * Bounded (invariant 14): the log is read as it streams and dropped as it is read (a line of many MiB a window at a
  * time: LogScanner), the blobs it asks for are read one at a time as the log names them (each at most
  * MAX_ARCHIVE_BYTES, at most SCAN_MAX_BLOBS a push), and at most SCAN_MAX_FINDINGS findings are kept. The reading runs on
- * a thread of its own (scan-worker.ts), one chunk at a time, so the daemon's event loop serves other sandboxes meanwhile.
+ * a thread of its own (scan-worker.ts), one chunk at a time, so the daemon's event loop serves other sandboxes meanwhile;
+ * a log that ends within SCAN_INLINE_BYTES and SCAN_INLINE_LINES and names no blob to read (a push of a commit or a few)
+ * is read here at once, which costs less than starting that thread.
+ * `reach`: ids to look for as pushed commits or their parents (with one tip pushed, each one found is in its history).
  * runs: git log -p --cc -a -U0 --pretty=raw --full-index --no-textconv --no-ext-diff --no-renames --stdin (in the gate,
  *       read as it streams); git cat-file --batch-check (the types of pushed tips the log did not show);
  *       git cat-file tag <oid> (each annotated tag); git cat-file blob <oid> (only for binary files a merge changed against every parent)
  */
-export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = [], exempt: readonly string[] = []): Promise<PushScan> {
+export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = [], exempt: readonly string[] = [], reach: readonly string[] = []): Promise<PushScan> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   const patterns = exemptExact([...SECRET_PATTERNS, ...hostValues], exempt);
+  const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls?.(), ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
+  const reader = log.stdout.getReader();
+  const failed = (end: { exitCode: number; stderr: string }) =>
+    // A pack that leans on an object the gate cannot see (another sandbox's) is refused by name, not with git's words.
+    missingIn(end.stderr) ?? new Error(`git log (the scan) exited ${end.exitCode}: ${end.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+  // The log's start, held until it ends (read here) or goes past the inline bounds (read on the thread).
+  const early: Uint8Array[] = [];
+  let ended = false;
+  try {
+    let bytes = 0;
+    let lines = 0;
+    while (bytes <= SCAN_INLINE_BYTES && lines <= SCAN_INLINE_LINES) {
+      const { done, value } = await reader.read();
+      if (done) {
+        ended = true;
+        break;
+      }
+      early.push(value);
+      bytes += value.length;
+      for (let k = value.indexOf(10); k !== -1; k = value.indexOf(10, k + 1)) lines++;
+    }
+  } catch (e) {
+    reader.releaseLock();
+    throw e;
+  }
+  if (ended) {
+    const session = new ScanSession(patterns, shas, reach);
+    const named = early.flatMap((c) => session.log(c));
+    named.push(...session.flush());
+    // A blob to read whole (an archive, a merge's binary result) is the thread's work, with the log read again there.
+    if (named.length === 0) {
+      reader.releaseLock();
+      const end = await log.done;
+      if (end.exitCode !== 0) throw failed(end);
+      return done(g, shas, session.finish());
+    }
+  }
   const thread = new ScanThread();
   let blobs = 0;
   let over: string | undefined;
   const seen = new Set<string>();
   // Rare (a merge that changed a binary file against every parent; a gzip or zip file): one read per blob, as bytes, as
   // soon as the log names it (so no list grows), scanned on the thread. What is not an archive is scanned as text.
-  const readNamed = async (named: { u: UnshownBlob; whole: boolean }[]) => {
+  const readNamed = async (named: NamedBlob[]) => {
     for (const { u, whole } of named) {
       if (over !== undefined) return;
       const key = `${whole ? "w" : "a"}${u.blob}`;
@@ -56,37 +98,43 @@ export async function scanNew(g: Gate, shas: string[], tips: string[], hostValue
     }
   };
   try {
-    await thread.ask({ t: "start", patterns: patterns.map((p) => ({ id: p.id, description: p.description, source: p.regex.source, flags: p.regex.flags })), watch: shas });
-    const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls?.(), ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
-    const reader = log.stdout.getReader();
+    await thread.ask({ t: "start", patterns: patterns.map((p) => ({ id: p.id, description: p.description, source: p.regex.source, flags: p.regex.flags })), watch: shas, reach: [...reach] });
     try {
-      for (;;) {
+      for (const value of early) {
+        await readNamed((await thread.ask({ t: "log", bytes: value })).named);
+        if (over !== undefined) break;
+      }
+      while (!ended && over === undefined) {
         const { done, value } = await reader.read();
         if (done) break;
         // One chunk at a time: the next is read once the thread has read this one (git waits meanwhile).
         await readNamed((await thread.ask({ t: "log", bytes: value })).named);
-        if (over !== undefined) break;
       }
     } finally {
       if (over !== undefined) void reader.cancel().catch(() => undefined);
       reader.releaseLock();
     }
     const end = await log.done;
-    if (over !== undefined) return { findings: [], more: 0, over };
-    // A pack that leans on an object the gate cannot see (another sandbox's) is refused by name, not with git's words.
-    if (end.exitCode !== 0) throw missingIn(end.stderr) ?? new Error(`git log (the scan) exited ${end.exitCode}: ${end.stderr.trim().split("\n").slice(-3).join(" | ")}`);
+    if (over !== undefined) return { findings: [], more: 0, over, reached: new Set() };
+    if (end.exitCode !== 0) throw failed(end);
     await readNamed((await thread.ask({ t: "flush" })).named);
-    if (over !== undefined) return { findings: [], more: 0, over };
-    const r = await thread.ask({ t: "finish" });
-    // A pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
-    // already known: only those are looked at, so a push of new commits costs no extra process.
-    const commits = new Set(r.commits);
-    const tagFindings = await scanTags(g, shas.filter((s) => !commits.has(s)));
-    const all = [...r.findings, ...tagFindings];
-    return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: r.more + Math.max(0, all.length - SCAN_MAX_FINDINGS) };
+    if (over !== undefined) return { findings: [], more: 0, over, reached: new Set() };
+    const { t: _, ...r } = await thread.ask({ t: "finish" });
+    return done(g, shas, r);
   } finally {
     thread.close();
   }
+}
+
+/**
+ * The scan's end: a pushed tip the log did not show as a commit is a tag (log shows what it points at) or a commit
+ * already known; only those are looked at (scanTags), so a push of new commits costs no extra process.
+ */
+async function done(g: Gate, shas: string[], r: ScanDone): Promise<PushScan> {
+  const commits = new Set(r.commits);
+  const tagFindings = await scanTags(g, shas.filter((s) => !commits.has(s)));
+  const all = [...r.findings, ...tagFindings];
+  return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: r.more + Math.max(0, all.length - SCAN_MAX_FINDINGS), reached: new Set(r.reached) };
 }
 
 /** The scan's thread (scan-worker.ts): one message at a time, each answered once read; its failure fails the scan. */

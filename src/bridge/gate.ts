@@ -17,7 +17,7 @@ import { credentialHost } from "./tokens";
  * (host-owned, read-only to the sandbox) and of this sandbox's store (`store`: its name), so the sandbox sends only
  * what the host does not have, and nothing this sandbox did not make or cannot see counts as there: git follows
  * alternates recursively, and the host's own list leads into every sandbox's store (sandboxes-apart).
- * runs: git rev-parse --git-common-dir (in the host repo); git init --bare (the gate)
+ * runs: git rev-parse --git-common-dir --git-dir (in the host repo); git init --bare (the gate)
  */
 export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: TlsEnv, ssh?: GateSsh, store?: string): Promise<Gate> {
   const paths = gatePaths(gateDir);
@@ -28,7 +28,7 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   if (!existsSync(join(paths.repo, "HEAD"))) {
     await exec.run(gateGit(["init", "--bare", "--quiet", "--template=", paths.repo]), { env, replaceEnv: true, cwd: gateDir });
   }
-  const common = (await exec.run(gateGit(["rev-parse", "--path-format=absolute", "--git-common-dir"]), { env, replaceEnv: true, cwd: hostRepo })).stdout.trim();
+  const [common = "", gitDir] = (await exec.run(gateGit(["rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir"]), { env, replaceEnv: true, cwd: hostRepo })).stdout.trim().split("\n");
   const host = join(paths.views, "host");
   mkdir0700(paths.views);
   mkdir0700(host);
@@ -45,21 +45,50 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   const altFile = join(paths.repo, "objects", "info", "alternates");
   mkdirSync(join(paths.repo, "objects", "info"), { recursive: true });
   if (!existsSync(altFile) || readFileSync(altFile, "utf8") !== alt) writeFileSync(altFile, alt, { mode: 0o600 });
-  return { paths, exec, hostRepo, path, tls: () => gitTlsEnv(tlsEnvNow(tlsEnv)), ...(ssh ? { ssh } : {}) };
+  // The files `git config` reads in the host repo for the gate's git (no system or global config): where its remotes are.
+  const configFiles = [join(common, "config"), ...(gitDir && gitDir !== common ? [join(gitDir, "config.worktree")] : [join(common, "config.worktree")])];
+  return { paths, exec, hostRepo, path, tls: () => gitTlsEnv(tlsEnvNow(tlsEnv)), ...(ssh ? { ssh } : {}), remotes: { files: configFiles } };
 }
 
 /**
- * Remote name → URL from the HOST repo's config (the clone's config is the sandbox's to rewrite).
+ * Remote name → URL from the HOST repo's config (the clone's config is the sandbox's to rewrite). Read again only when
+ * the config files' bytes changed since the last read (a push starts no process for it then); never kept for a config
+ * with an include, whose other files this does not look at.
  * runs: git config --get-regexp ^remote\..*\.url$ (in the host repo)
  */
 export async function hostRemotes(g: Gate): Promise<Record<string, string>> {
+  const cache = g.remotes;
+  const before = cache ? configBytes(cache.files) : undefined;
+  if (cache?.value && before !== undefined && cache.key === before) return { ...cache.value };
   const r = await gateRun(g, ["config", "--get-regexp", "^remote\\..*\\.url$"], { cwd: g.hostRepo, check: false });
   const out: Record<string, string> = {};
   for (const line of r.stdout.split("\n")) {
     const m = /^remote\.(.+)\.url (.+)$/.exec(line.trim());
     if (m) out[m[1]!] = m[2]!;
   }
+  // Kept only if the files were the same before and after git read them.
+  if (cache && before !== undefined && r.exitCode <= 1 && configBytes(cache.files) === before) {
+    cache.key = before;
+    cache.value = { ...out };
+  }
   return out;
+}
+
+/** The config files' contents as one key (a missing file counts as missing), or undefined: unreadable, or it includes others. */
+function configBytes(files: readonly string[]): string | undefined {
+  let key = "";
+  for (const f of files) {
+    let text: string;
+    try {
+      text = readFileSync(f, "latin1");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") return undefined;
+      text = "\u0000missing";
+    }
+    if (/\[\s*include/i.test(text)) return undefined;
+    key += `${f}\u0000${text.length}\u0000${text}\u0000`;
+  }
+  return key;
 }
 
 /**
@@ -71,13 +100,33 @@ export async function hostRemotes(g: Gate): Promise<Record<string, string>> {
  * upstream has. Nothing else in the gate counts.
  * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo); git for-each-ref … refs/remotes/ (in the gate)
  */
-export async function knownTips(g: Gate): Promise<(remote: string) => string[]> {
+export async function knownTips(g: Gate): Promise<KnownTips> {
   // Read before the policy has said which remote a push goes to (it overlaps the pack's arrival), judged per remote.
   const [a, b] = await Promise.all([
     gateRun(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false }),
     gateRun(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }),
   ]);
-  return (remote) => trustedTips(a.stdout, b.stdout, remote);
+  const tracking = new Map<string, string>();
+  for (const line of b.stdout.split("\n")) {
+    const i = line.indexOf(" ");
+    if (i > 0) tracking.set(line.slice(i + 1), line.slice(0, i));
+  }
+  return {
+    of: (remote) => trustedTips(a.stdout, b.stdout, remote),
+    tracking: (remote, dst) => (dst.startsWith("refs/heads/") ? tracking.get(`refs/remotes/${remote}/${dst.slice("refs/heads/".length)}`) : undefined),
+  };
+}
+
+/** What a push knows before it goes out: the tips it need not scan, and what the gate last saw the remote's refs at. */
+export interface KnownTips {
+  /** The tips a push to `remote` need not scan past (trustedTips). */
+  of(remote: string): string[];
+  /**
+   * Where the gate last saw the branch `dst` (`refs/heads/…`) on `remote` (its tracking ref: pushed after a clean scan, or
+   * fetched): the push's guess of what the pre-push hook will report, so its fast-forward check can be ready before. A
+   * guess only: the hook's report is what counts.
+   */
+  tracking(remote: string, dst: string): string | undefined;
 }
 
 /**
@@ -219,12 +268,38 @@ export function missingIn(stderr: string): MissingObject | undefined {
 
 /**
  * Keeps the gate from growing without end: every push adds a pack, and `gc --auto` repacks once there are more than
- * gc.autoPackLimit (50) of them or many loose objects; below that it only counts (a few ms). In the foreground
- * (no detached gc outliving the bridge), local objects only (the host repo's, through alternates, are never touched).
- * runs: git -c gc.autoDetach=false gc --auto --quiet (in the gate)
+ * gc.autoPackLimit (50) of them or many loose objects (gcDue: git's own count, made here so that the pushes in between
+ * start no process for it). In the foreground (no detached gc outliving the bridge), local objects only (the host
+ * repo's, through alternates, are never touched).
+ * runs: git -c gc.autoDetach=false gc --auto --quiet (in the gate, when gcDue)
  */
 export async function maintainGate(g: Gate): Promise<void> {
+  if (!gcDue(g.paths.repo)) return;
   await gateRun(g, ["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"], { check: false });
+}
+
+/**
+ * Whether `git gc --auto` would do anything in a repository with git's defaults (the gate sets no gc.* of its own):
+ * git 2.39's need_to_gc, more than gc.autoPackLimit (50) local packs without a `.keep`, or more than
+ * ceil(gc.auto / 256) = 27 loose objects in `objects/17` (git's sample of one fan-out directory). When unsure, yes.
+ */
+export function gcDue(repo: string): boolean {
+  const objects = join(repo, "objects");
+  let files: string[];
+  try {
+    files = readdirSync(join(objects, "pack"));
+  } catch {
+    return true;
+  }
+  const keep = new Set(files.filter((f) => f.endsWith(".keep")).map((f) => f.slice(0, -".keep".length)));
+  if (files.filter((f) => f.endsWith(".pack") && !keep.has(f.slice(0, -".pack".length))).length > 50) return true;
+  let loose: string[];
+  try {
+    loose = readdirSync(join(objects, "17"));
+  } catch {
+    return false;
+  }
+  return loose.filter((f) => /^(?:[0-9a-f]{38}|[0-9a-f]{62})$/.test(f)).length > 27;
 }
 
 /** Sets (or deletes, for null) refs in the gate in one transaction. */
@@ -289,7 +364,7 @@ export async function remoteGit(g: Gate, url: string, token: string | undefined,
   try {
     return await gateRun(g, args, {
       transport,
-      ...(token && transport !== "ssh" && credentialHost(url) ? { token: { value: token, host: credentialHost(url) } } : {}),
+      ...(token && transport !== "ssh" && credentialHost(url) ? { token: { value: token, host: credentialHost(url), scheme: transport } } : {}),
       onStderr,
       check: false,
       ...(cwd ? { cwd } : {}),

@@ -7,10 +7,10 @@ import { pushWorkflows } from "../workspace/push-workflows";
 import { hostSecretPatterns, redact } from "../core/redact";
 import { exemptExact, SECRET_PATTERNS, scanText, type SecretPattern } from "../core/secrets";
 import { branchPrefix, isCiPath, isProtectedBranch, mayPushTo } from "../core/bridge-settings";
-import { changedPaths, createdMarker, defaultBranchOf, isAncestor, MissingObject, readRef, remoteGit, updateRefs } from "./gate";
+import { changedPaths, createdMarker, defaultBranchOf, isAncestor, MissingObject, readRef, remoteGit, updateRefs, type KnownTips } from "./gate";
 import { gateReader, type Gate } from "./gate-git";
 import { closeVerdict, giveVerdict, hookRefsReader, openVerdict, type HookRef, type Verdict } from "./gate-hook";
-import { scanNew } from "./gate-scan";
+import { scanNew, type PushScan } from "./gate-scan";
 import { notAllowed, type Job, type Outcome } from "./job";
 import { isSafeRefName, type GitPlan } from "./git-policy";
 import { formatGateFindings } from "./scan";
@@ -20,8 +20,8 @@ export interface PushJob extends Job {
   plan: GitPlan;
   /** The sandbox's pack going into the gate. */
   indexing: Promise<void>;
-  /** Tips the host and the gate know, per remote (what the scan need not walk). */
-  tips: Promise<(remote: string) => string[]>;
+  /** Tips the host and the gate know, per remote (what the scan need not walk), and the gate's tracking refs. */
+  tips: Promise<KnownTips>;
   /** The push's verdict FIFO, made ahead. */
   takeVerdict: () => Promise<Verdict>;
   /** The forge token for this remote, when it gets one. */
@@ -278,17 +278,17 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
         startPush();
         await deps.faults?.afterPushStarted?.(verdict);
       }
-      const tips = (await tipsP)(remote);
+      const known = await tipsP;
+      const tips = known.of(remote);
       // One walk: scanNew fails on any missing commit, new tree or changed blob (the completeness check).
-      // The fast-forward check of the early push runs beside it, once the hook has said what the remote has.
+      // The fast-forward check of the early push runs beside it, once the hook has said what the remote has. With one
+      // commit pushed, the walk also says whether the branches' last known tips are in its history: a fast-forward from
+      // one of those (the common case: the sandbox's own last push) then needs no process after the hook.
       const ended = pushing!.then(() => [] as HookRef[]);
       // The CI-file check walks the same commits beside the scan (their paths), so it adds no time of its own.
       const ciP = allowed.has("ci-files") ? Promise.resolve([] as string[]) : changedPaths(g, shas, tips).then((p) => [...p].filter(isCiPath));
-      const [scanned, ff, ciPaths] = await Promise.allSettled([
-        scanNew(g, shas, tips, hostValues, p.deps.placeholders?.() ?? []),
-        earlyPush ? Promise.race([reader.refs, ended]).then((refs) => fastForwards(g, out, refs)) : Promise.resolve(true),
-        ciP,
-      ]);
+      const scanP = scanNew(g, shas, tips, hostValues, p.deps.placeholders?.() ?? [], lastKnownTips(known, remote, out, shas));
+      const [scanned, ff, ciPaths] = await Promise.allSettled([scanP, earlyPush ? fastForwardsOnceKnown(g, out, shas, Promise.race([reader.refs, ended]), scanP) : Promise.resolve(true), ciP]);
       trace("scanned, fast-forwards checked");
       const ci = ciPaths.status === "fulfilled" ? ciPaths.value : [];
       if (scanned.status === "rejected") refusal = incomplete(scanned.reason);
@@ -386,18 +386,37 @@ function forcedBy(out: ReadonlyArray<{ dst: string; force: boolean }>): Map<stri
   return new Map(out.map((o) => [shortRef(o.dst), o.force]));
 }
 
+/** With one commit pushed: where the gate last saw the branches it updates without force (what the scan looks for). */
+function lastKnownTips(known: KnownTips, remote: string, out: readonly Target[], shas: readonly string[]): string[] {
+  if (shas.length !== 1) return [];
+  return [...new Set(out.flatMap((o) => (o.sha && !o.force ? [known.tracking(remote, o.dst)] : [])).filter((x): x is string => x !== undefined))];
+}
+
+/**
+ * The early push's fast-forward check, once the hook has said what the remote has: from what the scan's walk reached
+ * when the scan is done by then (one commit pushed), else as fastForwards asks git.
+ */
+function fastForwardsOnceKnown(g: Gate, out: readonly Target[], shas: readonly string[], refsP: Promise<HookRef[]>, scanP: Promise<PushScan>): Promise<boolean> {
+  let scanned: PushScan | undefined;
+  scanP.then((r) => (scanned = r), () => undefined);
+  return refsP.then((refs) => fastForwards(g, out, refs, scanned && shas.length === 1 ? { sha: shas[0]!, history: scanned.reached } : undefined));
+}
+
 /**
  * git's fast-forward rules for the refs the early push (all forced) would update, against what the remote
  * has now (from the pre-push hook): a new ref is fine; an existing tag, or a branch whose remote tip the
  * gate lacks or the new commit does not contain, needs the sandbox's own --force (or `+`).
- * runs: git merge-base --is-ancestor <remote tip> <new> (in the gate, once per updated branch)
+ * `known`: commits the scan's walk showed to be in `sha`'s history (as a commit it walked, or the parent of one), which
+ * need no process to tell.
+ * runs: git merge-base --is-ancestor <remote tip> <new> (in the gate, once per updated branch `known` does not answer)
  */
-export async function fastForwards(g: Gate, out: ReadonlyArray<{ dst: string; sha: string | null; force: boolean }>, refs: readonly HookRef[]): Promise<boolean> {
+export async function fastForwards(g: Gate, out: ReadonlyArray<{ dst: string; sha: string | null; force: boolean }>, refs: readonly HookRef[], known?: { sha: string; history: ReadonlySet<string> }): Promise<boolean> {
   const checks = refs.map(async (h) => {
     const o = out.find((x) => x.dst === h.remoteRef);
     if (!o) return false;
     if (o.force || o.sha === null || /^0+$/.test(h.remoteSha) || h.remoteSha === o.sha) return true;
     if (!o.dst.startsWith("refs/heads/")) return false;
+    if (known && o.sha === known.sha && known.history.has(h.remoteSha)) return true;
     return isAncestor(g, h.remoteSha, o.sha);
   });
   return (await Promise.all(checks)).every(Boolean);

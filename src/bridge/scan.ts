@@ -2,7 +2,7 @@
 import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { printable } from "../core/printable";
 import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS, SCAN_OVERLAP, SCAN_WINDOW } from "../core/bounds";
-import { unpackArchive } from "../core/archive";
+import { isGzip, isZip, unpackArchive } from "../core/archive";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
@@ -95,6 +95,15 @@ export class LogScanner {
   private readonly archiveBlobs = new Set<string>();
   /** The commits the log showed, of those asked about (`watch`); every commit when none were named. */
   readonly commits = new Set<string>();
+  /**
+   * Of the ids asked about (`reach`), those the log showed as a commit or as a commit's parent: each is in the history of
+   * a pushed tip (with one tip pushed: an ancestor of it, or it). Parents are taken as git itself takes them, the
+   * `parent` headers right after `tree` only; a `parent` header anywhere else is the sandbox's text, which git prints
+   * but never follows.
+   */
+  readonly reached = new Set<string>();
+  /** Where a commit's headers are for its parents: 1 before the first header, 2 after `tree` and `parent`s only, 0 past them. */
+  private parentsAt = 0;
   /** The line being read: its text so far, never more than a window (SCAN_WINDOW characters). */
   private parts: string[] = [];
   private partsLength = 0;
@@ -119,6 +128,7 @@ export class LogScanner {
   constructor(
     private readonly patterns: readonly SecretPattern[] = SECRET_PATTERNS,
     private readonly watch?: ReadonlySet<string>,
+    private readonly reach?: ReadonlySet<string>,
   ) {}
 
   /** Characters of the current line held now (at most a window and a chunk). */
@@ -296,7 +306,13 @@ export class LogScanner {
           return;
         }
         // A continuation line (a signature, a mergetag's embedded tag) belongs to the header before it.
-        if (raw.charCodeAt(0) !== 32) this.header = raw.slice(0, raw.indexOf(" ") >>> 0);
+        if (raw.charCodeAt(0) !== 32) {
+          this.header = raw.slice(0, raw.indexOf(" ") >>> 0);
+          // git's parents: `tree` first, then the `parent` lines that follow it at once (parse_commit_buffer).
+          if (this.parentsAt === 1) this.parentsAt = this.header === "tree" ? 2 : 0;
+          else if (this.parentsAt === 2 && this.header !== "parent") this.parentsAt = 0;
+          else if (this.parentsAt === 2 && this.reach?.has(raw.slice(7))) this.reached.add(raw.slice(7));
+        } else this.parentsAt = 0;
         if (ID_HEADERS.has(this.header)) return;
         // Everything else (author and committer names and emails included) is the sandbox's text.
         this.scanAt(raw, 0, COMMIT_HEADER, 0);
@@ -321,8 +337,10 @@ export class LogScanner {
     if (c) {
       this.commit = c[1];
       if (this.watch === undefined || this.watch.has(c[1]!)) this.commits.add(c[1]!);
+      if (this.reach?.has(c[1]!)) this.reached.add(c[1]!);
       this.file = "";
       this.header = "";
+      this.parentsAt = 1;
       this.state = State.Header;
       return;
     }
@@ -362,6 +380,80 @@ export class LogScanner {
       this.parents = h[1]!.length - 1;
       this.line = Number(h[2]);
     }
+  }
+}
+
+/** A blob the log named for reading whole (`whole`: a combined diff did not show it) or unpacking (an archive). */
+export interface NamedBlob {
+  u: UnshownBlob;
+  whole: boolean;
+}
+
+/** What a push's scan found, at the end. */
+export interface ScanDone {
+  findings: SecretFinding[];
+  more: number;
+  /** The pushed tips (`watch`) the log showed as commits. */
+  commits: string[];
+  /** The ids of `reach` the log showed as a commit or a commit's parent (LogScanner.reached). */
+  reached: string[];
+}
+
+/**
+ * One push's scan, fed as the gate's log streams: its lines (LogScanner), then the blobs it names, then the end. Run on
+ * the scan's thread (scan-worker.ts), or on the caller's for a log small enough to read at once (gate-scan.ts).
+ */
+export class ScanSession {
+  private readonly scanner: LogScanner;
+  private readonly extra: SecretFinding[] = [];
+  private extraMore = 0;
+  private readonly dec = new TextDecoder();
+  private ended: LogScan | null = null;
+
+  constructor(
+    private readonly patterns: readonly SecretPattern[],
+    watch: Iterable<string>,
+    reach: Iterable<string> = [],
+  ) {
+    this.scanner = new LogScanner(patterns, new Set(watch), new Set(reach));
+  }
+
+  /** Reads a chunk of the log; returns the blobs it named so far (each named once). */
+  log(bytes: Uint8Array): NamedBlob[] {
+    this.scanner.write(this.dec.decode(bytes, { stream: true }));
+    return this.named();
+  }
+
+  /** Scans a blob the log named: an archive's members, or (whole) a file a combined diff did not show. */
+  blob(u: UnshownBlob, whole: boolean, bytes: Uint8Array): void {
+    const found = isGzip(bytes) || isZip(bytes) ? scanArchive(u, bytes, this.patterns) : whole ? scanUnshown(u, latin1(bytes), this.patterns) : [];
+    for (const f of found) {
+      if (this.extra.length < SCAN_MAX_FINDINGS) this.extra.push(f);
+      else this.extraMore++;
+    }
+  }
+
+  /** The log ended: its last line is read; returns what it named. */
+  flush(): NamedBlob[] {
+    this.scanner.write(this.dec.decode());
+    this.ended = this.scanner.end();
+    return this.named();
+  }
+
+  finish(): ScanDone {
+    const r = this.ended ?? this.scanner.end();
+    const all = [...r.findings, ...this.extra];
+    return {
+      findings: all.slice(0, SCAN_MAX_FINDINGS),
+      more: r.more + this.extraMore + Math.max(0, all.length - SCAN_MAX_FINDINGS),
+      commits: [...this.scanner.commits],
+      reached: [...this.scanner.reached],
+    };
+  }
+
+  private named(): NamedBlob[] {
+    const s = this.scanner;
+    return [...s.unshown.splice(0).map((u) => ({ u, whole: true })), ...s.archives.splice(0).map((u) => ({ u, whole: false }))];
   }
 }
 

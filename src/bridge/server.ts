@@ -12,7 +12,7 @@ import { makePathChecker } from "./path-check";
 import type { PolicyContext } from "./policy";
 import { NO_BRIDGE_SETTINGS, type BridgeSettings, type BridgeSubject } from "../core/bridge-settings";
 import { remoteHosts } from "../core/credential-scope";
-import { ensureGate, maintainGate, hostRemotes, indexPack, knownTips, listRefs, makeBundle, present, remoteGit, setViewTips, userTips } from "./gate";
+import { ensureGate, maintainGate, hostRemotes, indexPack, knownTips, type KnownTips, listRefs, makeBundle, present, remoteGit, setViewTips, userTips } from "./gate";
 import { gatePaths, scratchDir, type Gate } from "./gate-git";
 import { closeVerdict, openVerdict, type Verdict } from "./gate-hook";
 import { credentialHost, suggestedTokenName, tokenFor, withheldText } from "./tokens";
@@ -301,7 +301,7 @@ interface Prepared {
   /** The host repo's remotes (the only source of URLs). */
   remotes: Promise<Record<string, string>>;
   /** A push's known tips (per remote), read beside the remotes. */
-  tips: Promise<(remote: string) => string[]> | undefined;
+  tips: Promise<KnownTips> | undefined;
   /** A push's verdict FIFO. */
   takeVerdict: () => Promise<Verdict>;
   /** A push's pack going into the gate as it arrives. */

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureGate, maintainGate } from "../../../src/bridge/gate";
+import { ensureGate, gcDue, maintainGate } from "../../../src/bridge/gate";
 import { createExec } from "../../../src/sys/exec";
 
 const root = mkdtempSync(join(tmpdir(), "sbx-gate-gc-"));
@@ -42,4 +42,53 @@ describe("gate maintenance", () => {
     // Nothing reachable was lost.
     expect(git(repo, "rev-list", "--all").split("\n")).toHaveLength(60);
   }, 60_000);
+
+  // The count is made without git between pushes; it must say yes whenever git's own gc --auto would act.
+  test("gcDue agrees with git's gc --auto: packs past 50, loose objects past 27 in objects/17", async () => {
+    const host = join(root, "host2");
+    git(root, "init", "-q", "-b", "main", host);
+    git(host, "commit", "-q", "--allow-empty", "-m", "base");
+    const g = await ensureGate(createExec(env), join(root, "gate2"), host, PATH);
+    const repo = g.paths.repo;
+    // Whether git's own gc --auto acts: it says "Auto packing" when it does (without --quiet).
+    const gitActs = () => {
+      const r = Bun.spawnSync(["git", "-c", "gc.autoDetach=false", "gc", "--auto"], { cwd: repo, env, stderr: "pipe" });
+      return /Auto packing/.test(r.stderr.toString());
+    };
+    // Reachable loose objects whose ids start with 17 (a tag ref on each), as many as asked.
+    let n = 0;
+    const loose17 = (count: number) => {
+      for (let made = 0; made < count; n++) {
+        const text = `blob ${n}\n`;
+        const sha = new Bun.CryptoHasher("sha1").update(`blob ${text.length}\0${text}`).digest("hex");
+        if (!sha.startsWith("17")) continue;
+        const r = Bun.spawnSync(["git", "hash-object", "-w", "--stdin"], { cwd: repo, env, stdin: Buffer.from(text) });
+        expect(r.stdout.toString().trim()).toBe(sha);
+        git(repo, "update-ref", `refs/tags/b${n}`, sha);
+        made++;
+      }
+    };
+    const loose = () => readdirSync(join(repo, "objects", "17")).length;
+    loose17(27);
+    expect(loose()).toBe(27);
+    expect(gcDue(repo)).toBe(false);
+    expect(gitActs()).toBe(false);
+    loose17(1);
+    expect(gcDue(repo)).toBe(true);
+    expect(gitActs()).toBe(true);
+    expect(gcDue(repo)).toBe(false);
+    // Packs: 50 leave it be, 51 do not (each a commit made and repacked on its own, keeping the packs there are).
+    const addPack = (i: number) => {
+      git(repo, "update-ref", `refs/heads/q${i}`, git(repo, "commit-tree", git(repo, "mktree", "--missing"), "-m", `q${i}`));
+      Bun.spawnSync(["git", "repack", "-q"], { cwd: repo, env });
+    };
+    for (let i = packs(repo); i < 50; i++) addPack(i);
+    expect(packs(repo)).toBe(50);
+    expect(gcDue(repo)).toBe(false);
+    expect(gitActs()).toBe(false);
+    addPack(50);
+    expect(packs(repo)).toBe(51);
+    expect(gcDue(repo)).toBe(true);
+    expect(gitActs()).toBe(true);
+  }, 120_000);
 });

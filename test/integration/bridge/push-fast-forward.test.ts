@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { commitOn, git, makeHarness, refIn, type Harness } from "./harness";
+import { commitOn, git, makeHarness, refIn, sh, type Harness } from "./harness";
 
 let h: Harness;
 beforeAll(async () => {
@@ -71,6 +71,29 @@ describe("push rules under the early push", () => {
     expect(f.stderr).toContain("forced update");
     expect(await refIn(h.upstreamRepo, "refs/heads/rw")).toBe(b);
   });
+
+  // The gate tells a fast-forward from the scan's walk where it can (the remote's tip is a parent of a pushed commit).
+  // git's parents are the `parent` headers right after `tree`; one anywhere else is text git prints (log --pretty=raw)
+  // but never follows, and must not make a rewrite pass as a fast-forward.
+  for (const [name, where] of [
+    ["after the committer", (tree: string, base: string, tip: string) => `tree ${tree}\nparent ${base}\nauthor t <t@example.invalid> 1700000000 +0000\ncommitter t <t@example.invalid> 1700000000 +0000\nparent ${tip}\n\nrewritten\n`],
+    ["in a header's continuation line", (tree: string, base: string, tip: string) => `tree ${tree}\nparent ${base}\nauthor t <t@example.invalid> 1700000000 +0000\ncommitter t <t@example.invalid> 1700000000 +0000\nx-note first\n parent ${tip}\n\nrewritten\n`],
+  ] as const) {
+    test(`a rewrite whose commit names the remote's tip in a parent header git does not follow (${name}) is not a fast-forward`, async () => {
+      const branch = `fake-parent-${name.split(" ")[0]}-${name.length}`;
+      await git(h.clone, "checkout", "-q", "main");
+      const base = await git(h.clone, "rev-parse", "main");
+      const tip = await commitOn(h.clone, branch, { "p.txt": "1\n" });
+      expect((await h.shim(["push", "origin", branch])).code).toBe(0);
+      const tree = await git(h.clone, "rev-parse", `${tip}^{tree}`);
+      const fake = (await sh(["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"], { cwd: h.clone, stdin: where(tree, base, tip) })).stdout.trim();
+      expect(fake).toMatch(/^[0-9a-f]{40}$/);
+      await git(h.clone, "update-ref", `refs/heads/${branch}`, fake);
+      const r = await h.shim(["push", "origin", branch]);
+      expect(r.code).not.toBe(0);
+      expect(await refIn(h.upstreamRepo, `refs/heads/${branch}`)).toBe(tip);
+    });
+  }
 
   test("a tag the remote already has is not moved", async () => {
     await git(h.clone, "checkout", "-q", "main");

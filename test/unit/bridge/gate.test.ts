@@ -4,7 +4,7 @@ import { closeSync, constants, mkdtempSync, openSync, readdirSync, readFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MissingObject, missingIn, trustedTips } from "../../../src/bridge/gate";
-import { ALTERNATE_REFS, gateGit, gatePaths, gitEnv, sshSettingsOf, transportOf, CREDENTIAL_HELPER } from "../../../src/bridge/gate-git";
+import { ALTERNATE_REFS, gateGit, gatePaths, gitEnv, sshSettingsOf, transportOf } from "../../../src/bridge/gate-git";
 import { hookRefsReader, HOOK_REF, HOOK_REFS_END, PRE_PUSH_HOOK } from "../../../src/bridge/gate-hook";
 import { credentialHost, tokenFor } from "../../../src/bridge/tokens";
 import { FakeExec } from "../../fakes/exec";
@@ -12,8 +12,8 @@ import { githubRepo } from "../../../src/bridge/gh-run";
 import { fastForwards, pushOutputRewriter } from "../../../src/bridge/push";
 
 describe("gate git", () => {
-  test("argv: only host-chosen config, the one transport, our credential helper last", () => {
-    expect(gateGit(["push", "https://github.com/o/r.git", "refs/heads/x:refs/heads/x"], { transport: "https", credentials: true })).toEqual([
+  test("argv: only host-chosen config, the one transport, no credential helper", () => {
+    expect(gateGit(["push", "https://github.com/o/r.git", "refs/heads/x:refs/heads/x"], { transport: "https" })).toEqual([
       "git",
       "-c", "core.hooksPath=/dev/null",
       "-c", "core.fsmonitor=false",
@@ -22,7 +22,6 @@ describe("gate git", () => {
       "-c", "protocol.https.allow=always",
       "-c", "http.followRedirects=false",
       "-c", "credential.helper=",
-      "-c", `credential.helper=${CREDENTIAL_HELPER}`,
       "-c", "credential.useHttpPath=false",
       "-c", "transfer.fsckObjects=true",
       "-c", `core.alternateRefsCommand=${ALTERNATE_REFS}`,
@@ -30,8 +29,8 @@ describe("gate git", () => {
     ]);
   });
   test("the token is in the env of that one process, never in argv", () => {
-    const argv = gateGit(["fetch"], { transport: "https", credentials: true });
-    const env = gitEnv({ path: "/usr/bin", home: "/h", token: { value: "SECRET-TOKEN-1", host: "github.com" } });
+    const argv = gateGit(["fetch"], { transport: "https" });
+    const env = gitEnv({ path: "/usr/bin", home: "/h", token: { value: "SECRET-TOKEN-1", host: "github.com", scheme: "https" } });
     expect(argv.join(" ")).not.toContain("SECRET-TOKEN-1");
     expect(env).toEqual({
       PATH: "/usr/bin",
@@ -45,20 +44,25 @@ describe("gate git", () => {
       GIT_PROTOCOL_FROM_USER: "0",
       GIT_OPTIONAL_LOCKS: "0",
       LC_ALL: "C",
-      SBX_GATE_TOKEN: "SECRET-TOKEN-1",
-      SBX_GATE_HOST: "github.com",
+      GIT_CONFIG_COUNT: "1",
+      GIT_CONFIG_KEY_0: "http.https://github.com/.extraHeader",
+      GIT_CONFIG_VALUE_0: `Authorization: Basic ${btoa("x-access-token:SECRET-TOKEN-1")}`,
     });
-    expect(gitEnv({ path: "/usr/bin", home: "/h" }).SBX_GATE_TOKEN).toBeUndefined();
+    expect(gitEnv({ path: "/usr/bin", home: "/h" }).GIT_CONFIG_COUNT).toBeUndefined();
   });
-  test("the credential helper answers only for the expected host", async () => {
-    const helper = CREDENTIAL_HELPER.slice(1);
-    const ask = async (host: string) => {
-      const p = Bun.spawn(["sh", "-c", `${helper} "$@"`, "helper", "get"], { env: { SBX_GATE_TOKEN: "T0KEN-xyz-123", SBX_GATE_HOST: "github.com" }, stdin: Buffer.from(`protocol=https\nhost=${host}\n\n`), stdout: "pipe" });
-      return new Response(p.stdout).text();
+  // Asks git itself which header it would send to a URL, with the gate's environment for a token of https://github.com.
+  test("credential-scope: git sends the token's header to its own scheme, host and port only", async () => {
+    const env = gitEnv({ path: process.env.PATH ?? "/usr/bin:/bin", home: "/nonexistent", token: { value: "T0KEN-xyz-123", host: "github.com", scheme: "https" } });
+    const header = async (url: string) => {
+      const p = Bun.spawn(["git", "config", "--get-urlmatch", "http.extraHeader", url], { env, stdout: "pipe", stderr: "ignore" });
+      return (await new Response(p.stdout).text()).trim();
     };
-    expect(await ask("github.com")).toBe("username=x-access-token\npassword=T0KEN-xyz-123\n");
-    expect(await ask("evil.example")).toBe("");
-    expect(await ask("github.com.evil.example")).toBe("");
+    const expected = `Authorization: Basic ${btoa("x-access-token:T0KEN-xyz-123")}`;
+    expect(await header("https://github.com/o/r.git")).toBe(expected);
+    expect(await header("https://someone@GitHub.com:443/o/r.git")).toBe(expected);
+    for (const other of ["http://github.com/o/r.git", "https://github.com:8443/o/r.git", "https://evil.example/o/r.git", "https://github.com.evil.example/o/r.git", "https://evil.example/github.com/o/r.git", "https://api.github.com/o/r.git"]) {
+      expect({ url: other, header: await header(other) }).toEqual({ url: other, header: "" });
+    }
   });
   test("which secret is the token for a URL (GIT_TOKEN: only a host of the host repo's own remotes)", () => {
     const s = { GH_TOKEN: "gh", GITLAB_TOKEN: "gl", GIT_TOKEN: "any", "GIT_TOKEN_GIT_EXAMPLE_COM": "ex" };

@@ -162,6 +162,33 @@ describe("commit messages and headers", () => {
   });
 });
 
+describe("what the walk reached (the gate's fast-forward check without a process)", () => {
+  const T = "a".repeat(40);
+  const P = "b".repeat(40);
+  const Q = "c".repeat(40);
+  const head = (id: string, headers: string[]) => [`commit ${id}`, `tree ${T}`, ...headers, "author t <t@x> 1 +0000", "committer t <t@x> 1 +0000", "", "    msg", ""];
+  const reached = (log: string[], reach: string[]) => {
+    const s = new LogScanner(undefined, undefined, new Set(reach));
+    s.write(log.join("\n") + "\n");
+    s.end();
+    return [...s.reached].sort();
+  };
+  test("a walked commit and the parents right after its tree are reached; ids not asked about are not kept", () => {
+    expect(reached(head(C1, [`parent ${P}`, `parent ${Q}`]), [C1, P, Q])).toEqual([C1, P, Q].sort());
+    expect(reached(head(C1, [`parent ${P}`]), [Q])).toEqual([]);
+  });
+  test("a parent header anywhere else is the sandbox's text: after the author, in a continuation line, in the message", () => {
+    const late = [`commit ${C1}`, `tree ${T}`, `parent ${P}`, "author t <t@x> 1 +0000", `parent ${Q}`, "committer t <t@x> 1 +0000", "", "    msg"];
+    expect(reached(late, [Q])).toEqual([]);
+    const cont = [`commit ${C1}`, `tree ${T}`, "gpgsig -----BEGIN-----", ` parent ${Q}`, `parent ${Q}`, "", "    msg"];
+    expect(reached(cont, [Q])).toEqual([]);
+    const msg = [`commit ${C1}`, `tree ${T}`, "", `    parent ${Q}`, `parent ${Q}`];
+    expect(reached(msg, [Q])).toEqual([]);
+    // No tree first: git reads no parents at all.
+    expect(reached([`commit ${C1}`, `parent ${Q}`, `tree ${T}`, "", "    m"], [Q])).toEqual([]);
+  });
+});
+
 describe("annotated tags", () => {
   const T1 = "7".repeat(40);
   const tag = (message: string[], extra: string[] = []) =>
