@@ -7,7 +7,7 @@ import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "../../core/tar";
 import { STUB_ADDRESS, TRANSPARENT_PORTS, transparentOn } from "../../core/transparent";
 import { MAIN_RUNTIME_ENV } from "../../../shims/exec-agent";
-import { inSandboxArgv } from "./start-line";
+import { inSandboxArgv, SESSION_VAR } from "./start-line";
 import { dockerContainerName } from "../../core/backend-kind";
 
 export { sandboxLayout };
@@ -583,7 +583,8 @@ export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: 
     "--user", `${u.uid}:${u.gid}`,
     "--workdir", req.cwd,
     ...env,
+    ...(req.session !== undefined ? ["--env", `${SESSION_VAR}=${req.session}`] : []),
     containerName(spec.id),
-    ...inSandboxArgv(spec.name, argv, { tty: req.tty }),
+    ...inSandboxArgv(spec.name, argv, { tty: req.tty, ...(req.session !== undefined ? { session: req.session } : {}) }),
   ];
 }
