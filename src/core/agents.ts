@@ -63,6 +63,12 @@ export interface AgentSpec {
   login: { hostFiles: readonly string[]; hostEnv: readonly string[]; shown: readonly string[]; never: readonly string[] };
   /** The `--version` form, for `sbx agents` and the benchmark. */
   version: readonly string[];
+  /**
+   * It writes colour codes to stderr whatever NO_COLOR and TERM say (OpenCode 1.18: a `\x1b[0m` around its blank
+   * lines): the launcher takes SGR sequences out of its stderr when that is not a terminal and NO_COLOR is set (sbx
+   * sets it for a session whose output is not a terminal: core/terminal-vars.ts forOutput). Its stdout is untouched.
+   */
+  stderrColour?: "always";
 }
 
 /**
@@ -208,6 +214,7 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
     prompt: ["run"],
     instructions: ".config/opencode/AGENTS.md",
     setup: [],
+    stderrColour: "always",
     login: {
       hostFiles: [".local/share/opencode/auth.json"],
       hostEnv: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
@@ -291,9 +298,12 @@ export function renderLauncher(i: LauncherInput): string {
   const args = a.args.map((x) => ` ${shExpand(x)}`).join("");
   const lines = ["#!/bin/sh", `# sbx launcher for ${a.title}: its settings inside a sandbox, then the image's ${a.binary} or sbx's cached one.`];
   for (const [k, v] of Object.entries(a.env)) lines.push(v === null ? `unset ${k}` : `export ${k}=${shExpand(v)}`);
+  // How the agent is started: `exec`, or (stderrColour) through sbx_run, which filters its stderr when it must.
+  const run = a.stderrColour === "always" ? "sbx_run" : "exec";
+  if (run === "sbx_run") lines.push(...SGR_FREE_STDERR);
   lines.push(
     "set -f; IFS=:",
-    `for d in $PATH; do [ "$d" != ${shQuote(i.binDir)} ] && [ -f "$d/${a.binary}" ] && [ -x "$d/${a.binary}" ] && { unset IFS; exec "$d/${a.binary}"${args} "$@"; }; done`,
+    `for d in $PATH; do [ "$d" != ${shQuote(i.binDir)} ] && [ -f "$d/${a.binary}" ] && [ -x "$d/${a.binary}" ] && { unset IFS; ${run} "$d/${a.binary}"${args} "$@"; }; done`,
     "unset IFS; set +f",
   );
   if (a.install.kind === "pip") lines.push(...pipInstallLines(i, a, a.install, args)); else if (i.cached && i.node !== null && typeof i.node === "object") {
@@ -310,11 +320,27 @@ export function renderLauncher(i: LauncherInput): string {
     // prints "[UNDICI-EHPA] EnvHttpProxyAgent is experimental" on every run. A flag on this command only, not
     // NODE_OPTIONS: an older Node elsewhere in the sandbox would refuse to start on a flag it does not know.
     const node = typeof i.node === "string" ? `${shQuote(i.node)} ${QUIET_NODE.map(shQuote).join(" ")} ` : "";
-    lines.push(`exec ${node}${shQuote(i.cached)}${args} "$@"`);
+    lines.push(`${run} ${node}${shQuote(i.cached)}${args} "$@"`);
   }
   else lines.push(`echo ${shQuote(`sbx: ${a.title} is not installed here; on the host, \`sbx run ${i.agent}\` installs it`)} >&2`, "exit 127");
   return `${lines.join("\n")}\n`;
 }
+
+/**
+ * sbx_run CMD…: CMD as `exec` would run it, but with SGR sequences (ESC [ digits/semicolons m) taken out of its stderr
+ * when NO_COLOR is set and stderr is not a terminal (and sed is there); its stdout, stdin and exit status as they are.
+ * POSIX sh: the status comes back through fd 4, the original stdout through fd 3.
+ */
+const SGR_FREE_STDERR = [
+  "sbx_run() {",
+  '  if [ -n "${NO_COLOR-}" ] && [ ! -t 2 ] && command -v sed >/dev/null 2>&1; then',
+  "    e=$(printf '\\033')",
+  '    { s=$( { { "$@" 2>&1 1>&3 3>&- 4>&-; echo $? >&4; } | sed "s/$e\\[[0-9;]*m//g" >&2 3>&- 4>&-; } 4>&1 ); } 3>&1',
+  '    exit "$s"',
+  "  fi",
+  '  exec "$@"',
+  "}",
+];
 
 /** Where a container says it is one (Docker writes it into every container); user-account sandboxes have none. */
 export const CONTAINER_MARKER = "/.dockerenv";

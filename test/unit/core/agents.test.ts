@@ -305,3 +305,39 @@ describe("aider's install inside: each failure from outside the sandbox gets sbx
   });
 });
 
+describe("plain-output: an agent that writes colour codes to stderr whatever NO_COLOR says (OpenCode)", () => {
+  /** As OpenCode 1.18 does on a pipe: its answer on stdout, SGR codes around its UI lines on stderr; stdin read; exit 3. */
+  function colourful(path: string): void {
+    writeFileSync(path, `#!/bin/sh\nread line; printf 'answer:%s\\n' "$line"\nprintf '\\033[0m\\n> build \\033[1;32mok\\033[0m\\n' >&2\nexit 3\n`);
+    chmodSync(path, 0o755);
+  }
+  function run(env: Record<string, string>) {
+    const cached = join(tmp, `oc-${Math.random().toString(36).slice(2)}`);
+    colourful(cached);
+    const bin = join(tmp, `bin-oc-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(bin);
+    writeFileSync(join(bin, "opencode"), renderLauncher({ agent: "opencode", cached, node: null, binDir: bin }));
+    chmodSync(join(bin, "opencode"), 0o555);
+    const r = Bun.spawnSync([join(bin, "opencode"), "run", "q"], { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: tmp, ...env }, stdin: Buffer.from("hello\n"), stdout: "pipe", stderr: "pipe" });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  }
+
+  test("NO_COLOR set and stderr a pipe: no escape codes on stderr; stdout, stdin and the exit status as the agent's", () => {
+    const r = run({ NO_COLOR: "1", TERM: "dumb" });
+    expect(r.err).toBe("\n> build ok\n");
+    expect(r.out).toBe("answer:hello\n");
+    expect(r.code).toBe(3);
+  });
+
+  test("without NO_COLOR (output to a terminal, or FORCE_COLOR kept): stderr exactly as the agent wrote it", () => {
+    const r = run({ TERM: "xterm-256color" });
+    expect(r.err).toBe("\x1b[0m\n> build \x1b[1;32mok\x1b[0m\n");
+    expect(r.out).toBe("answer:hello\n");
+    expect(r.code).toBe(3);
+  });
+
+  test("only OpenCode's launcher filters; the others exec the agent as it is", () => {
+    for (const a of AGENT_NAMES) expect(renderLauncher({ agent: a, cached: "/x", node: null, binDir: "/b" }).includes("sbx_run()")).toBe(a === "opencode");
+  });
+});
+
