@@ -91,7 +91,7 @@ export async function openInCode(
     return { result, exitCode: 0 };
   }
   if (missing.length > 0) {
-    throw new SbxError("policy_denied", `not opening ${req.name}: VS Code's Dev Containers would copy your ~/.gitconfig into the sandbox and let anything in it ask your git credential helper for your tokens`, {
+    throw new SbxError("policy_denied", `not opening ${req.name}: VS Code's Dev Containers would copy your ~/.gitconfig into the sandbox and set its git (and gh, and Docker) up to use your credentials`, {
       hint: `${settingsAdvice(file, missing, ctx.env)} (\`sbx code --print ${req.name}\` gives the URI alone.)`,
       data: { missing },
     });
@@ -113,7 +113,7 @@ export async function openInCode(
     throw new SbxError("exec_failed", `\`code --folder-uri\` failed (exit ${r.exitCode}): ${printable(r.stderr.trim()).slice(0, 500)}`, { hint: `Open it by hand: code --folder-uri '${uri}'` });
   }
   result.opened = true;
-  info(`opened sandbox ${req.name} in VS Code (container ${container}, ${found.repo})`);
+  info(`opened sandbox ${req.name} in VS Code (container ${container}, ${found.repo}); an attached VS Code also opens ways to your machine no setting closes (sbx help editors)`);
   if (ctx.env.raw.SSH_AUTH_SOCK) {
     info("sbx: `code` was started without your SSH agent; a VS Code that was already running forwards the agent it started with into the sandbox (sbx help editors)");
   }

@@ -36,15 +36,17 @@ export const DEV_CONTAINERS_EXTENSION = "ms-vscode-remote.remote-containers";
 
 /**
  * VS Code user settings that keep the host's credentials out of a container Dev Containers attaches to. By default it
- * copies ~/.gitconfig in, registers a git credential helper that asks the host's own helper (so anything in the
- * sandbox can ask for the host's GitHub token), and a Docker credential helper. A sandbox holds no credential
- * (no-secret-inside); an attached editor must not bring them. The SSH agent is forwarded too, and has no setting: sbx
- * starts `code` without SSH_AUTH_SOCK (docs/help/editors.md says what that covers).
+ * copies ~/.gitconfig in, configures a git credential helper that asks the host's own (so git in the sandbox hands out
+ * the host's GitHub token), a Docker credential helper, and signs the container's GitHub CLI in with a token. A
+ * sandbox holds no credential (no-secret-inside); an attached editor must not put them there. What no setting closes
+ * (the SSH agent, the socket the helpers talk over, a GPG agent, the X11 display) is said in docs/help/editors.md;
+ * for the SSH agent sbx starts `code` without SSH_AUTH_SOCK.
  */
 export const VSCODE_CREDENTIAL_SETTINGS: Readonly<Record<string, boolean | string>> = {
   "dev.containers.copyGitConfig": false,
   "dev.containers.gitCredentialHelperConfigLocation": "none",
   "dev.containers.dockerCredentialHelper": false,
+  "dev.containers.githubCLILoginWithToken": false,
 };
 
 /** Pure: the credential settings (VSCODE_CREDENTIAL_SETTINGS) a parsed settings.json lacks or sets otherwise. */

@@ -58,6 +58,7 @@ const SAFE = `{
   "dev.containers.copyGitConfig": false,
   "dev.containers.gitCredentialHelperConfigLocation": "none",
   "dev.containers.dockerCredentialHelper": false,
+  "dev.containers.githubCLILoginWithToken": false,
 }`;
 
 const env = () => ({ PATH: `${bin}:${x.vars.PATH}`, SSH_AUTH_SOCK: "/tmp/host-agent.sock" });
@@ -75,13 +76,13 @@ afterEach(async () => {
   await x.close();
 });
 
-describe("credential-scope: sbx code opens a sandbox in VS Code only with the host's credentials kept out", () => {
+describe("credential-scope: sbx code opens a sandbox in VS Code only with the settings that keep the host's credentials out", () => {
   test("no settings file, or one that lacks a setting: refused (77), each missing setting named with the file; code never opens anything", async () => {
     const none = await x.cli(["code", "demo"], undefined, { vars: env() });
     expect(none.code).toBe(77);
     for (const k of Object.keys(VSCODE_CREDENTIAL_SETTINGS)) expect(none.stderr).toContain(`"${k}": ${JSON.stringify(VSCODE_CREDENTIAL_SETTINGS[k])},`);
     expect(none.stderr).toContain(join(x.vars.XDG_CONFIG_HOME!, "Code", "User", "settings.json"));
-    expect(none.stderr).toContain("git credential helper");
+    expect(none.stderr).toContain("use your credentials");
 
     writeSettings(SAFE.replace('"none"', '"global"'));
     const one = await x.cli(["code", "demo"], undefined, { vars: env() });

@@ -28,8 +28,8 @@ describe("attachedContainerUri", () => {
   });
 });
 
-describe("credential-scope: an attached VS Code brings none of the host's credentials", () => {
-  test("every credential setting absent, or set otherwise, is missing; all three set as sbx needs: none", () => {
+describe("credential-scope: the VS Code settings that keep the host's credentials out of an attached container", () => {
+  test("every credential setting absent, or set otherwise, is missing; all set as sbx needs: none", () => {
     expect(missingCredentialSettings({})).toEqual(Object.keys(VSCODE_CREDENTIAL_SETTINGS));
     expect(missingCredentialSettings(null)).toEqual(Object.keys(VSCODE_CREDENTIAL_SETTINGS));
     expect(missingCredentialSettings({ ...VSCODE_CREDENTIAL_SETTINGS, "dev.containers.gitCredentialHelperConfigLocation": "global" })).toEqual(["dev.containers.gitCredentialHelperConfigLocation"]);
