@@ -57,7 +57,7 @@ export async function scanNew(g: Gate, shas: string[], tips: string[], hostValue
   };
   try {
     await thread.ask({ t: "start", patterns: patterns.map((p) => ({ id: p.id, description: p.description, source: p.regex.source, flags: p.regex.flags })), watch: shas });
-    const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
+    const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls?.(), ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
     const reader = log.stdout.getReader();
     try {
       for (;;) {
@@ -131,7 +131,7 @@ class ScanThread {
 async function readBlob(g: Gate, blob: string, max: number): Promise<Uint8Array | null> {
   const size = Number((await gateRun(g, ["cat-file", "-s", blob])).stdout.trim());
   if (!(size <= max)) return null;
-  const r = streamRun(g.exec, gateGit(["cat-file", "blob", blob]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, timeoutMs: 60_000 });
+  const r = streamRun(g.exec, gateGit(["cat-file", "blob", blob]), { cwd: g.paths.repo, env: { ...g.tls?.(), ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, timeoutMs: 60_000 });
   const bytes = new Uint8Array(await new Response(r.stdout).arrayBuffer());
   const done = await r.done;
   if (done.exitCode !== 0) throw new Error(`git cat-file blob ${blob} exited ${done.exitCode}: ${done.stderr.trim()}`);

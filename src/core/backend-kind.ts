@@ -38,6 +38,8 @@ export const KIND_OPTIONS: readonly KindOption[] = [
     takenBy: "Docker sandboxes",
     hint: "A service runs as a container in a Docker sandbox's network namespace; a user-account sandbox has none to give it. Use --backend docker, or run the service inside the sandbox yourself.",
   },
+  docker("service-env", (o) => Array.isArray(o.serviceEnv) && o.serviceEnv.length > 0),
+  docker("pull", (o) => o.pull === true),
 ];
 
 /** What a kind is, for the CLI. */

@@ -5,7 +5,7 @@ import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
 import type { ImageFlags } from "../core/image-source";
-import type { ServiceSpec } from "../core/services";
+import type { ServiceSpec, ServiceView } from "../core/services";
 import type { Exec, StreamedRun } from "../sys/exec";
 import type { Logger } from "../sys/log";
 import type { Store } from "../store/store";
@@ -42,8 +42,12 @@ export interface CreateOptions {
   allowWeaker?: boolean;
   /** `--no-transparent`: no DNS stub and no transparent 80/443, the proxy variables only (over the config's `transparent`). */
   transparent?: boolean;
-  /** `--service NAME=IMAGE` (Docker): containers in the sandbox's network namespace (core/services.ts). */
+  /** `--service NAME=IMAGE|DOCKERFILE` (Docker): containers in the sandbox's network namespace (core/services.ts). */
   services?: ServiceSpec[];
+  /** `--service-env SERVICE:NAME=VALUE` (Docker): variables of a service (given by --service or devcontainer compose). */
+  serviceEnv?: Record<string, Record<string, string>>;
+  /** `--pull` (Docker): a service's missing image, and its Dockerfile's bases, may come from a registry. */
+  pull?: boolean;
 }
 
 /** A sandbox being made: where it lives and what was asked. */
@@ -152,6 +156,15 @@ export interface Watcher {
   poll?(): Promise<number>;
 }
 
+/** A kind's services beside its sandboxes (Docker: containers in the sandbox's network namespace). */
+export interface SandboxServices {
+  /** Each of the sandbox's services as the system holds it now. */
+  list(spec: SandboxSpec): Promise<ServiceView[]>;
+  /** A service's last `tail` lines of output (both streams), control characters taken out. */
+  logs(spec: SandboxSpec, service: ServiceView, tail: number): Promise<string>;
+  restart(spec: SandboxSpec, service: ServiceView): Promise<void>;
+}
+
 export interface Driver {
   readonly kind: BackendKind;
   /** What this kind offers (see DriverCaps). */
@@ -220,6 +233,8 @@ export interface Driver {
    * and a pf that can be switched off), started once the fences are back and stopped at shutdown. None: nothing.
    */
   watch?(ctx: WatchContext): Watcher[];
+  /** Its sandboxes' services (`sbx services`); absent: this kind has none. */
+  readonly services?: SandboxServices;
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */
   bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace;
   /** What the system holds of one sandbox, whatever the store says. */

@@ -24,7 +24,8 @@ import { pruneSandboxes, rmSandbox } from "./remove";
 import type { CreateRequest, IfSessions, LimitsReport, Named, Output, PruneReport, SandboxInfo, ServiceDeps, SessionRequest } from "./requests";
 import type { SandboxQuery } from "./resolve";
 import type { PhaseView, ReconcileReport } from "./running";
-import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish } from "./settings";
+import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish, sandboxServices } from "./settings";
+import type { ServiceStatus, ServiceView } from "../core/services";
 import { sandboxLevel, type LevelReport } from "./level";
 import type { LevelName } from "../core/levels";
 import { rebuildSandbox, sessionArgv, startSandbox, stopSandbox } from "./start-stop";
@@ -101,6 +102,11 @@ export class SandboxService {
     return sandboxPorts(this.c, name, w);
   }
 
+  /** `sbx services NAME [logs SVC | restart SVC]` (settings.ts). */
+  services(name: string, w: Named & { action: "list" | "logs" | "restart"; service?: string; tail?: number }): Promise<{ name: string; services: ServiceView[]; logs?: string; restarted?: string }> {
+    return sandboxServices(this.c, name, w);
+  }
+
   /** `sbx publish NAME [ENDPOINT…]` (settings.ts). */
   publish(name: string, w: Named & { add?: string[]; remove?: string[] }): Promise<{ name: string; published: string[]; changed: boolean; answered: number }> {
     return sandboxPublish(this.c, name, w);
@@ -173,11 +179,12 @@ export class SandboxService {
   }
 
   /** What the service last saw of a sandbox: its socket-dir id, its phase on the system, and a create under way or interrupted. */
-  observed(row: Sandbox): { sid: string; phase: PhaseView; creating?: "in-progress" | "interrupted" } {
+  observed(row: Sandbox): { sid: string; phase: PhaseView; creating?: "in-progress" | "interrupted"; services?: ServiceStatus[] } {
     const paths = this.c.d.paths;
     const dir = baseIdentity(row)?.dir ?? sandboxDir(paths, row.repo, row.name);
     const creating = createProgress(paths.stateDir, row.repo, row.name, dir);
-    return { sid: this.c.running.sidOf(row), phase: this.c.running.phaseOf(row), ...(creating ? { creating } : {}) };
+    const services = this.c.running.servicesOf(row);
+    return { sid: this.c.running.sidOf(row), phase: this.c.running.phaseOf(row), ...(creating ? { creating } : {}), ...(services.length ? { services } : {}) };
   }
 
   /** Re-reads what every driver holds (`sbx status` shows the system, not the last reconcile). */

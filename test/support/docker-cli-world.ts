@@ -15,6 +15,7 @@ import { tempWorld, type TempWorld } from "./temp-world";
 export interface DockerCliWorld {
   w: TempWorld;
   engine: FakeDockerEngine;
+  driver: DockerDriver;
   daemon: InprocDaemon;
   /** The environment sbx runs with here (the daemon's too). */
   vars: Record<string, string>;
@@ -36,6 +37,7 @@ export async function dockerCliWorld(opts: { drivers?: (x: { exec: TempWorld["ex
   return {
     w,
     engine,
+    driver,
     daemon,
     vars,
     cli: (argv, cwd, o) => runCli(argv, { exec: w.exec, cwd: cwd ?? w.repo, ...o, vars: { ...vars, ...o?.vars } }),
