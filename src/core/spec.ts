@@ -116,4 +116,6 @@ export interface ShellRequest {
   env: Record<string, string>;
   /** Whether stdin data will be forwarded (non-interactive; Docker keeps stdin open for it). */
   stdin?: boolean;
+  /** The daemon's session this terminal belongs to: a kind whose process can outlive its client records it by this. */
+  session?: string;
 }

@@ -13,6 +13,9 @@ import type { RefSyncOptions } from "../sync/refsync";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 import type { StagedClone } from "../workspace/staged-clone";
 
+/** Terminal sessions of one sandbox, by the daemon's ids: these only, or all but these. */
+export type SessionSet = { only: readonly string[] } | { except: readonly string[] };
+
 /** What a new sandbox is asked for, beyond its name and repo (flags of `create`/`run`; a driver refuses what it cannot honour). */
 export interface CreateOptions {
   /** Build the image again even when its tag exists (Docker). */
@@ -248,6 +251,13 @@ export interface Driver {
   hostProxyPort(spec: SandboxSpec): number | null;
   /** The host argv that runs a command or shell inside the sandbox (pure; a session runs it under sbx's PTY). */
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[];
+  /**
+   * Ends terminal sessions whose process can outlive the client the daemon's PTY holds (Docker: the engine keeps a
+   * `docker exec` process running when its client goes), as a closing terminal would: `only` those ids, or every one
+   * recorded `except` those. Kinds whose session process is the PTY's own child have none (their hang-up is the
+   * kernel's). Best effort: what cannot be reached (a stopped container) is left to its stop.
+   */
+  hangUpSessions?(spec: SandboxSpec, which: SessionSet): Promise<void>;
   /** What a crash left: anything of sbx's of this kind whose id is not in `keep` (the daemon's reconcile, when no other state root's sandbox is in sight). */
   cleanup(keep: ReadonlySet<string>, opts?: { dryRun?: boolean }): Promise<CleanupReport>;
   /** What `sbx prune` removes of this kind: what no live sandbox holds (Docker: only what no sandbox dir owns any more, since other state roots share the engine). */

@@ -9,7 +9,7 @@
 // daemon hosts the guards and sessions and calls in; the service reaches them only through `SandboxHost` (host.ts).
 import type { SandboxSpec } from "../core/spec";
 import type { BackendKind, Sandbox } from "../core/schemas";
-import type { Driver, DriverCaps, WatchContext, Watcher } from "../drivers/driver";
+import type { Driver, DriverCaps, SessionSet, WatchContext, Watcher } from "../drivers/driver";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BridgeAllow, BridgeSettings } from "../core/bridge-settings";
 import type { PortForward, PortState } from "../core/ports";
@@ -158,12 +158,24 @@ export class SandboxService {
    * The host argv of a terminal session in a running sandbox (the daemon runs it under its own PTY, after checking the
    * guards); counts as a use of it.
    */
-  async terminalArgv(row: Sandbox, req: { argv: string[]; cwd: string; env: Record<string, string> }): Promise<string[]> {
+  async terminalArgv(row: Sandbox, req: { argv: string[]; cwd: string; env: Record<string, string>; session?: string }): Promise<string[]> {
     const driver = await this.c.driver(row.backend);
     const spec = driver.spec(row);
-    const argv = driver.shellArgv(spec, { argv: req.argv, cwd: req.cwd, tty: true, env: { ...req.env, ...(await this.c.secretEnv(row, spec)) } });
+    const argv = driver.shellArgv(spec, {
+      argv: req.argv,
+      cwd: req.cwd,
+      tty: true,
+      env: { ...req.env, ...(await this.c.secretEnv(row, spec)) },
+      ...(req.session !== undefined ? { session: req.session } : {}),
+    });
     this.c.d.store.touchSandbox(row.id);
     return argv;
+  }
+
+  /** Hangs up terminal sessions whose process outlives its client (Driver.hangUpSessions); nothing for other kinds. */
+  async hangUpSessions(row: Sandbox, which: SessionSet): Promise<void> {
+    const driver = await this.c.driver(row.backend);
+    await driver.hangUpSessions?.(driver.spec(row), which);
   }
 
   /** What the service last saw of a sandbox: its socket-dir id, its phase on the system, and a create under way or interrupted. */

@@ -19,6 +19,7 @@ import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
 import { expandHome } from "../../sys/config-file";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
+import { sessionHangupScript } from "./start-line";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../identity";
 import { countersOfPid } from "../../sys/cgroup";
@@ -30,7 +31,7 @@ import type { Exec } from "../../sys/exec";
 import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices, WatchContext, Watcher } from "../driver";
+import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices, SessionSet, WatchContext, Watcher } from "../driver";
 import { watchServices } from "./service-watch";
 import { DockerServices } from "./services";
 import { combineServices, ServiceSpecSchema, type ServiceSpec } from "../../core/services";
@@ -102,6 +103,9 @@ export const DOCKER_CAPS: DriverCaps = {
   stagesClone: true,
   seedsHome: true,
 };
+
+/** How long a hang-up of sessions may hold the daemon (it runs inside the sandbox, on the sandbox's CPU). */
+const HANGUP_WAIT_MS = 3000;
 
 export class DockerDriver implements Driver {
   readonly kind = "docker" as const;
@@ -604,6 +608,25 @@ export class DockerDriver implements Driver {
 
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
     return this.backend.shellArgv(spec, req);
+  }
+
+  /**
+   * A session's process in the container outlives its `docker exec` client (the engine does not end it): hang it up
+   * from inside, as the sandbox's user, by the pid its start line recorded. Bounded: the daemon waits at most
+   * HANGUP_WAIT_MS, whatever the sandbox put in its pid dir.
+   * runs: docker exec --user <uid>:<gid> sbx-<id> /bin/sh -c <sessionHangupScript> sbx only|except <ids…>
+   */
+  async hangUpSessions(spec: SandboxSpec, which: SessionSet): Promise<void> {
+    const u = spec.hostUser;
+    const [mode, ids] = "only" in which ? (["only", which.only] as const) : (["except", which.except] as const);
+    if (mode === "only" && ids.length === 0) return;
+    try {
+      const run = this.backend.engine.execStream(containerName(spec.id), `${u.uid}:${u.gid}`, { PATH: PLAIN_PATH }, ["/bin/sh", "-c", sessionHangupScript(), "sbx", mode, ...ids]);
+      void run.stdout.cancel().catch(() => {});
+      await Promise.race([run.done, Bun.sleep(HANGUP_WAIT_MS)]);
+    } catch {
+      /* a container that is not running has no session processes left */
+    }
   }
 
   /** Its forwarder listens inside the container: nothing of the host's loopback is its. */

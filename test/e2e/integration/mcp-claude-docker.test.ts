@@ -11,21 +11,17 @@
 // test downloads nothing. The MCP server runs in a container on a network this test made, with a certificate from a
 // CA the host trusts (NODE_EXTRA_CA_CERTS for the daemon); the daemon's lookup of `.test` names is the test seam.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { startFakeAgentLlm, type FakeAgentLlm } from "../../support/fake-agent-llm";
+import { CLAUDE_PKG, CLAUDE_VERSION, haveClaude, noClaudeReason, startClaudeMirror } from "./claude-package";
 import { acquireFixture, canRun, containerOf, dexec, docker, done, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
 import { makeCerts, startSite, type Site, type TestCerts } from "./site";
 
-// The version scripts/test-claude.sh keeps (one place says it: that script's VERSION line).
-const SCRIPT = join(import.meta.dir, "../../../scripts/test-claude.sh");
-const CLAUDE_VERSION = /^VERSION=(\S+)$/m.exec(readFileSync(SCRIPT, "utf8"))?.[1] ?? "?";
-const ARCH = process.arch === "arm64" ? "arm64" : "x64";
-const PKG = `@anthropic-ai/claude-code-linux-${ARCH}`;
-const TGZ = join(process.env.SBX_IMAGE_CACHE ?? "/var/cache/sbx", "test-tools", `anthropic-ai-claude-code-linux-${ARCH}-${CLAUDE_VERSION}.tgz`);
-const run = canRun && existsSync(TGZ);
-const why = !canRun ? skipReason : `Claude Code ${CLAUDE_VERSION} is not in ${TGZ} (scripts/test-claude.sh, which install.sh runs as root, puts it there; this test downloads nothing)`;
+const run = canRun && haveClaude;
+const why = !canRun ? skipReason : noClaudeReason;
+const PKG = CLAUDE_PKG;
 
 const tag = Math.random().toString(36).slice(2, 8);
 const VALUE = `mcp_sk_${tag}R3alValue0123456789`;
@@ -86,26 +82,6 @@ function line(out: string, name: string): string {
   return out.split("\n").find((l) => l.startsWith(`${name}: `)) ?? `(no line for ${name} in:\n${out})`;
 }
 
-/** A loopback npm mirror of the one package `sbx run claude` asks for, from the test cache (the real bytes). */
-function startMirror(): ReturnType<typeof Bun.serve> {
-  const integrity = `sha512-${new Bun.CryptoHasher("sha512").update(readFileSync(TGZ)).digest("base64")}`;
-  let origin = "";
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(r): Response {
-      const path = decodeURIComponent(new URL(r.url).pathname);
-      mirrorAsked.push(path);
-      const doc = { version: CLAUDE_VERSION, dist: { tarball: `${origin}/claude.tgz`, integrity } };
-      if (path === "/@anthropic-ai/claude-code/latest" || path === `/${PKG}/${CLAUDE_VERSION}`) return Response.json(doc);
-      if (path === "/claude.tgz") return new Response(Bun.file(TGZ), { headers: { "content-type": "application/octet-stream" } });
-      return new Response("not in this mirror", { status: 404 });
-    },
-  });
-  origin = server.url.origin;
-  return server;
-}
-
 describe.skipIf(!run)(`secret-bound: Claude Code's MCP client in a Docker sandbox${run ? "" : ` (skipped: ${why})`}`, () => {
   beforeAll(async () => {
     f = acquireFixture();
@@ -113,7 +89,7 @@ describe.skipIf(!run)(`secret-bound: Claude Code's MCP client in a Docker sandbo
     certs = makeCerts("sbxt-mcp", ["mcp.test", "other.test", "unbound.test"]);
     site = await startSite({ prefix: "sbxt-mcp", script: SITE_SCRIPT, certs, env: { MCP_VALUE: VALUE } });
     ip = site.ip;
-    mirror = startMirror();
+    mirror = startClaudeMirror(mirrorAsked);
     // Claude Code needs a login to start (sbx refuses it otherwise); its LLM route goes to a fake that counts calls.
     llm = await startFakeAgentLlm();
     await stopDaemon(f.user);
