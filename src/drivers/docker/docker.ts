@@ -1,4 +1,5 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
+// whole: the apply half read top to bottom, from spec to running container (issue 41/42 tipped it over 600 by a few lines).
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { claudeJsonView } from "../../core/claude-json";

@@ -1,4 +1,5 @@
 // The Docker driver: a container per sandbox, the clone made on the host, the image from its source (image-source.ts).
+// whole: one driver, its create, start and services steps in order (issue 40 tipped it over 600; its service-image steps are the part to move out next).
 import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
