@@ -119,10 +119,17 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     unattended: opts.ask !== true,
     ...(await createOpts(ctx, opts, backend)),
   };
-  // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first.
+  // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first. Without a terminal
+  // the names come from a running daemon's list, read without the client library (whose loading cost more than the
+  // rest of the CLI's part); else, or when that cannot be told, from the full client (which starts the daemon).
   if (name && opts.create !== true) {
-    const { daemon, guardNewName } = await import("../../client/sandboxes");
-    await guardNewName(ctx, await daemon(ctx), { name, repoFlag, create: false, again: (n) => `\`sbx run ${agent} ${n}\`` });
+    const again = (n: string) => `\`sbx run ${agent} ${n}\``;
+    const quick = ctx.stdinIsTTY || whereOf(ctx, repoFlag).asUid !== undefined ? null : await (await import("../../client/names")).sandboxNamesOrNull(ctx.paths, { cwd: ctx.cwd, repoFlag, vars: ctx.env.raw }, 10_000);
+    if (quick !== null) await (await import("../../client/guard-name")).guardNewName(ctx, async () => quick, { name, create: false, again });
+    else {
+      const { daemon, guardNewName } = await import("../../client/sandboxes");
+      await guardNewName(ctx, await daemon(ctx), { name, repoFlag, create: false, again });
+    }
   }
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
