@@ -8,11 +8,14 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { constants } from "node:os";
+import { dirname, join } from "node:path";
+import { fdPassing, type FdPassing } from "./fd-pass";
 import {
   AGENT_PROTOCOL,
   AGENT_SIGNALS,
   commandNotFound,
   dataFrames,
+  encodeFrame,
   EXIT_COMMAND_NOT_FOUND,
   FrameDecoder,
   FrameType,
@@ -23,8 +26,16 @@ import {
   type Frame,
 } from "./exec-frames";
 
+/** The socket beside agent.sock where the agent hands the daemon the connections `sbx port` asked it to make. */
+export const DIAL_SOCKET = "dial.sock";
+
 export interface ExecAgentOptions {
   socketPath: string;
+  /**
+   * Where to hand over dialed connections (default: dial.sock beside socketPath); null: never (every byte of a
+   * forwarded port then travels as frames on the agent's connection).
+   */
+  dialSocketPath?: string | null;
   /** The environment commands start from (the container's; its SANDBOX names the sandbox). */
   baseEnv: Record<string, string>;
   /** Reconnect delay bounds after the daemon's socket went away or refused. */
@@ -53,6 +64,10 @@ interface SessionIO {
   write(bytes: Uint8Array): Promise<void>;
   refuse(id: number, line: string, code: number): Promise<void>;
   pump(id: number, type: number, stream: ReadableStream<Uint8Array>): Promise<void>;
+  /** The daemon's dial.sock as connected now, and libc's socket calls: where dialed connections are handed over. */
+  handover: { lib: FdPassing; fd: number } | null;
+  /** Dials being made to be handed over (a kill frame for one drops it). */
+  handing: Set<number>;
 }
 
 /** One connection to the daemon: the frames it sends are read here, each session's command or dial run on its own. */
@@ -82,7 +97,30 @@ function agentSession(sock: Socket, o: ExecAgentOptions): void {
     await write(jsonFrame(FrameType.exit, id, { code }));
   };
   const dials = new Map<number, Socket>();
-  const io: SessionIO = { o, running, dials, write, refuse, pump };
+  const io: SessionIO = { o, running, dials, write, refuse, pump, handover: null, handing: new Set() };
+  // The hand-over channel: a second connection, to dial.sock, used only to send descriptors (the agent's own connection
+  // is read by Bun, which would drop them). Without it (an old daemon, a libc bun:ffi cannot load) dials use frames.
+  const lib = o.dialSocketPath === null ? null : fdPassing();
+  let channel: import("bun").Socket<undefined> | null = null;
+  if (lib) {
+    Bun.connect<undefined>({
+      unix: o.dialSocketPath ?? join(dirname(o.socketPath), DIAL_SOCKET),
+      socket: {
+        open(ch) {
+          if (!open) return void ch.terminate();
+          channel = ch;
+          io.handover = { lib, fd: (ch as unknown as { fd: number }).fd };
+        },
+        data() {},
+        close(ch) {
+          if (channel === ch) io.handover = null;
+        },
+        error() {},
+      },
+    }).catch(() => {
+      /* no dial.sock: frames */
+    });
+  }
   const onFrame = (f: Frame) => {
     const r = running.get(f.session);
     const d = dials.get(f.session);
@@ -102,6 +140,7 @@ function agentSession(sock: Socket, o: ExecAgentOptions): void {
         else if (r?.stdin) void (r.proc.stdin as import("bun").FileSink).end();
         return;
       case FrameType.kill: {
+        if (io.handing.delete(f.session)) return;
         if (d) {
           d.destroy();
           return;
@@ -126,6 +165,8 @@ function agentSession(sock: Socket, o: ExecAgentOptions): void {
   });
   sock.on("close", () => {
     open = false;
+    io.handover = null;
+    channel?.terminate();
     // The daemon is gone: its callers are too, so what they started is stopped (a command of a gone caller
     // would otherwise run on unseen).
     for (const r of running.values()) r.proc.kill("SIGTERM");
@@ -184,13 +225,63 @@ async function runCommand(io: SessionIO, id: number, payload: Uint8Array): Promi
 function dialLoopback(io: SessionIO, id: number, payload: Uint8Array): void {
   const { running, dials, write, refuse } = io;
     const port = parseDial(parseJson(payload));
-    if (port === undefined || running.has(id) || dials.has(id)) return void refuse(id, "sbx exec agent: malformed dial request", 126);
+    if (port === undefined || running.has(id) || dials.has(id) || io.handing.has(id)) return void refuse(id, "sbx exec agent: malformed dial request", 126);
+    if (io.handover) return handOver(io, id, port, ["127.0.0.1", "::1"]);
+    framedDial(io, id, port, ["127.0.0.1", "::1"]);
+}
+
+/**
+ * `sbx port`, the fast way: the connection is made here (so it is this sandbox's, to its own loopback) and its
+ * descriptor handed to the daemon on dial.sock, tagged with the session, then a `dialed` frame says so; the daemon
+ * checks it and relays the host's client to it itself, and no byte of it passes through this process. When the channel
+ * will not take it (full, gone), the connection is dropped and made again the framed way.
+ */
+function handOver(io: SessionIO, id: number, port: number, hosts: string[]): void {
+  const { write, refuse, handing } = io;
+  handing.add(id);
+  Bun.connect<undefined>({
+    hostname: hosts[0]!,
+    port,
+    socket: {
+      open(s) {
+        const h = io.handover;
+        const wanted = handing.delete(id);
+        const sent = wanted && h !== null && h.lib.sendTagged(h.fd, (s as unknown as { fd: number }).fd, id);
+        // The daemon holds it now (or nobody wants it): this process lets go of its copy, which neither ends nor
+        // resets the connection while another descriptor holds it.
+        s.terminate();
+        if (!wanted) return; // the daemon dropped the session meanwhile
+        if (sent) return void write(jsonFrame(FrameType.dialed, id, {}));
+        framedDial(io, id, port, hosts);
+      },
+      data() {
+        /* never read here: the descriptor left in open */
+      },
+      connectError(_s, e) {
+        if (!handing.has(id)) return;
+        if (hosts.length > 1) return handOver(io, id, port, hosts.slice(1));
+        handing.delete(id);
+        void refuse(id, `sbx: nothing listens on port ${port} in this sandbox (${(e as NodeJS.ErrnoException).code ?? e.message})`, 1);
+      },
+      error() {},
+    },
+  }).catch(() => {
+    /* connectError said it */
+  });
+}
+
+/** `sbx port` the framed way: this process carries the connection's bytes as stdout/stdin frames. */
+function framedDial(io: SessionIO, id: number, port: number, hosts0: string[]): void {
+  const { dials, write, refuse } = io;
     const attempt = (hosts: string[]) => {
       const c = connect({ host: hosts[0]!, port, noDelay: true, allowHalfOpen: true });
       dials.set(id, c);
       let connected = false;
       c.on("connect", () => {
         connected = true;
+        // An empty stdout frame first: the daemon learns this dial is framed (not handed over) and sends what the
+        // host's client wrote meanwhile.
+        void write(encodeFrame(FrameType.stdout, id));
       });
       c.on("data", (chunk: Buffer) => {
         // Held back while the daemon is behind (the frame writes wait for drain).
@@ -218,7 +309,7 @@ function dialLoopback(io: SessionIO, id: number, payload: Uint8Array): void {
         void write(jsonFrame(FrameType.exit, id, { code: 0 }));
       });
     };
-    attempt(["127.0.0.1", "::1"]);
+    attempt(hosts0);
 }
 
 /** Starts the agent; it keeps reconnecting until stopped. */

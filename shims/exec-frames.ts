@@ -40,6 +40,12 @@ export const FrameType = {
   stderr: 17,
   /** agent → daemon (and daemon → CLI): JSON {code}, the command ended; the session's last frame. */
   exit: 18,
+  /**
+   * agent → daemon: JSON {}, a dial's connection was made and its descriptor sent on dial.sock, tagged with this
+   * session (the daemon takes it from there, checks it is the connection asked for, and relays to it itself); the
+   * session's last frame.
+   */
+  dialed: 19,
   /** agent → daemon, once per connection: JSON {v}, the agent's protocol version. */
   hello: 20,
   /** daemon → CLI: JSON {message}, the session failed (the agent went away); the last frame. */

@@ -144,8 +144,11 @@ export interface Gate {
   exec: Exec;
   hostRepo: string;
   path: string;
-  /** The host's CA settings as git takes them (GIT_SSL_CAINFO/GIT_SSL_CAPATH from SSL_CERT_FILE/SSL_CERT_DIR). */
-  tls?: Record<string, string>;
+  /**
+   * The host's CA settings as git takes them (GIT_SSL_CAINFO/GIT_SSL_CAPATH from SSL_CERT_FILE/SSL_CERT_DIR), now: the
+   * company's CAs (the config's `trust`) can change while the daemon runs.
+   */
+  tls?: () => Record<string, string>;
   /** How ssh remotes are reached (the host's ssh command and agent); none: ssh is off. */
   ssh?: GateSsh;
   /** The host's parent proxy, lent to one git or gh call at a time (sys/parent-relay.ts); none: straight out. */
@@ -157,6 +160,14 @@ export interface Gate {
 /** Lends a host tool's one call the host's parent proxy: its proxy variables, and their end. */
 export interface HostToolParent {
   lease(url: string): Promise<{ env: Record<string, string>; release(): void }>;
+}
+
+/** The host's CA settings for git and gh (SSL_CERT_FILE, SSL_CERT_DIR), or what says them at each call. */
+export type TlsEnv = Readonly<Record<string, string>> | (() => Readonly<Record<string, string>>);
+
+/** The CA settings in force now. */
+export function tlsEnvNow(t: TlsEnv | undefined): Record<string, string> {
+  return { ...(typeof t === "function" ? t() : t) };
 }
 
 /** Pure: git's names for the host's CA settings (a private CA in front of a forge works through the bridge too). */
@@ -177,7 +188,7 @@ export function gateRun(g: Gate, args: string[], opts: { cwd?: string; stdin?: s
   const ssh = opts.transport === "ssh" ? g.ssh : undefined;
   return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}), ...(ssh ? { sshCommand: ssh.command } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
-    env: { ...g.tls, ...ssh?.env, ...opts.proxy, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
+    env: { ...g.tls?.(), ...ssh?.env, ...opts.proxy, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
     replaceEnv: true,
     ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
     ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),

@@ -39,7 +39,7 @@ export interface PushScan {
 export async function scanNew(g: Gate, shas: string[], tips: string[], hostValues: readonly SecretPattern[] = [], exempt: readonly string[] = [], reach: readonly string[] = []): Promise<PushScan> {
   const stdin = [...shas, ...tips.map((t) => `^${t}`)].join("\n") + "\n";
   const patterns = exemptExact([...SECRET_PATTERNS, ...hostValues], exempt);
-  const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
+  const log = streamRun(g.exec, gateGit([...SCAN_LOG_ARGS]), { cwd: g.paths.repo, env: { ...g.tls?.(), ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, stdin, timeoutMs: 15 * 60_000 });
   const reader = log.stdout.getReader();
   const failed = (end: { exitCode: number; stderr: string }) =>
     // A pack that leans on an object the gate cannot see (another sandbox's) is refused by name, not with git's words.
@@ -179,7 +179,7 @@ class ScanThread {
 async function readBlob(g: Gate, blob: string, max: number): Promise<Uint8Array | null> {
   const size = Number((await gateRun(g, ["cat-file", "-s", blob])).stdout.trim());
   if (!(size <= max)) return null;
-  const r = streamRun(g.exec, gateGit(["cat-file", "blob", blob]), { cwd: g.paths.repo, env: { ...g.tls, ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, timeoutMs: 60_000 });
+  const r = streamRun(g.exec, gateGit(["cat-file", "blob", blob]), { cwd: g.paths.repo, env: { ...g.tls?.(), ...gitEnv({ path: g.path, home: g.paths.home }) }, replaceEnv: true, timeoutMs: 60_000 });
   const bytes = new Uint8Array(await new Response(r.stdout).arrayBuffer());
   const done = await r.done;
   if (done.exitCode !== 0) throw new Error(`git cat-file blob ${blob} exited ${done.exitCode}: ${done.stderr.trim()}`);

@@ -8,7 +8,7 @@ import { hostGitEnv, HOST_GIT_SAFE, validateRemoteName } from "../sync/git-argv"
 import { ensureView } from "../sync/object-view";
 import { ExecError, type Exec, type ExecResult } from "../sys/exec";
 import { isUserRef } from "../core/user-refs";
-import { gatePaths, gateGit, gateRun, gitEnv, gitTlsEnv, mkdir0700, transportOf, type Gate, type GateSsh } from "./gate-git";
+import { gatePaths, gateGit, gateRun, gitEnv, gitTlsEnv, mkdir0700, tlsEnvNow, transportOf, type Gate, type GateSsh, type TlsEnv } from "./gate-git";
 import { ensurePrePushHook, type Verdict } from "./gate-hook";
 import { credentialHost } from "./tokens";
 
@@ -19,7 +19,7 @@ import { credentialHost } from "./tokens";
  * alternates recursively, and the host's own list leads into every sandbox's store (sandboxes-apart).
  * runs: git rev-parse --git-common-dir --git-dir (in the host repo); git init --bare (the gate)
  */
-export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: Readonly<Record<string, string>>, ssh?: GateSsh, store?: string): Promise<Gate> {
+export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, path: string, tlsEnv?: TlsEnv, ssh?: GateSsh, store?: string): Promise<Gate> {
   const paths = gatePaths(gateDir);
   mkdir0700(gateDir);
   for (const d of [paths.home, paths.tmp, paths.ghCwd, paths.hooks]) mkdir0700(d);
@@ -47,7 +47,7 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   if (!existsSync(altFile) || readFileSync(altFile, "utf8") !== alt) writeFileSync(altFile, alt, { mode: 0o600 });
   // The files `git config` reads in the host repo for the gate's git (no system or global config): where its remotes are.
   const configFiles = [join(common, "config"), ...(gitDir && gitDir !== common ? [join(gitDir, "config.worktree")] : [join(common, "config.worktree")])];
-  return { paths, exec, hostRepo, path, tls: gitTlsEnv(tlsEnv), ...(ssh ? { ssh } : {}), remotes: { files: configFiles } };
+  return { paths, exec, hostRepo, path, tls: () => gitTlsEnv(tlsEnvNow(tlsEnv)), ...(ssh ? { ssh } : {}), remotes: { files: configFiles } };
 }
 
 /**

@@ -11,6 +11,7 @@ import { notAllowed, type Job, type Outcome } from "./job";
 import { isSafeRefName } from "./git-policy";
 import type { GhPlan } from "./gh-policy";
 import type { PolicyContext } from "./policy";
+import { tlsEnvNow } from "./gate-git";
 
 /** A path's real path, or null when it cannot be resolved. */
 export function realOrNull(p: string): string | null {
@@ -97,7 +98,7 @@ export function readNamedFile(path: string, root: string, max: number): { bytes:
 export async function runGh(job: Job, ctx: PolicyContext, plan: GhPlan): Promise<Outcome> {
   const { deps, gate: g, req, send, refuse, refuseOrAsk, settings } = job;
   const env = (configDir: string): Record<string, string> => ({
-    ...deps.tlsEnv,
+    ...tlsEnvNow(deps.tlsEnv),
     PATH: g.path,
     HOME: g.paths.home,
     GH_CONFIG_DIR: configDir,

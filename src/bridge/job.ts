@@ -4,7 +4,7 @@
 import { z } from "zod";
 import type { BridgeAllow, BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import type { Exec } from "../sys/exec";
-import type { Gate, GateSsh, HostToolParent } from "./gate-git";
+import type { Gate, GateSsh, HostToolParent, TlsEnv } from "./gate-git";
 import type { Verdict } from "./gate-hook";
 import type { PolicyOptions } from "./policy";
 
@@ -75,7 +75,7 @@ export interface BridgeDeps {
   /** PATH for host git/gh (default: /usr/local/bin:/usr/bin:/bin). */
   path?: string;
   /** The host's CA settings for gh (SSL_CERT_FILE, SSL_CERT_DIR): a private CA in front of a forge works as on the host. */
-  tlsEnv?: Record<string, string>;
+  tlsEnv?: TlsEnv;
   /** How the bridge's git reaches the host repo's ssh remotes (the host's ssh command and agent); none: ssh is off. */
   ssh?: GateSsh;
   /** The host's parent proxy, lent to each git or gh call to the forge (sys/parent-relay.ts); none: straight out. */

@@ -76,6 +76,7 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       render,
       cwd: deps.cwd,
       stdinIsTTY: deps.stdinIsTTY,
+      stdoutIsTTY: io.stdoutIsTTY,
       ask: deps.ask ?? ((q) => askStdin(io, q)),
     };
   };

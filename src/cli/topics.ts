@@ -12,6 +12,7 @@ export const HELP_TOPICS = {
   secrets: "keys and tokens host-side; secrets bound to hosts, their placeholders inside, what is never terminated",
   budget: "an LLM budget per sandbox: sbx create --llm-budget 5usd/day, spend in sbx list, the refusal at the cap, prices",
   sessions: "shell, ps, attach and detach, status, logs",
+  editors: "VS Code (sbx code), JetBrains and Zed: what reaches a sandbox, what it brings in, what to do instead",
   dashboard: "sbx ui",
   "chat-setup": "approvals in Zulip, Slack or a signed webhook: sbx chat setup, the listener, the signing scheme",
   "company-network": "a company machine: its proxy as sbx's parent proxy (credentials, NO_PROXY), package mirrors carried into sandboxes",

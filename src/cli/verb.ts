@@ -13,6 +13,8 @@ export interface CliContext {
   cwd: string;
   /** Whether stdin is a terminal (interactive verbs need it). */
   stdinIsTTY: boolean;
+  /** Whether stdout is a terminal (a session's colour settings follow it: core/terminal-vars.ts forOutput). */
+  stdoutIsTTY: boolean;
   /** Asks the person at the terminal (the question on stderr) and returns the line they answered, or null at end of input. */
   ask(question: string): Promise<string | null>;
 }

@@ -7,6 +7,7 @@ import { approvals } from "./commands/approvals";
 import { attach } from "./commands/attach";
 import { bridge } from "./commands/bridge";
 import { chat } from "./commands/chat";
+import { code } from "./commands/code";
 import { complete } from "./commands/complete";
 import { completion } from "./commands/completion";
 import { create } from "./commands/create";
@@ -36,7 +37,7 @@ import { stop } from "./commands/stop";
 import { ui } from "./commands/ui";
 
 export const verbs: readonly Verb[] = [
-  create, shell, attach, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
+  create, shell, attach, code, run, exec, agents, list, limits, rebuild, stop, rm, prune, init,
   allow, deny, allowlist, approvals, publish, port, bridge, logs,
   daemon, service, services, status, ps, secret, policy,
   ui, chat, demo, doctor, completion, complete,

@@ -8,7 +8,7 @@ import { printable } from "../core/printable";
 import { EXEC_FRAMES_TYPE } from "../daemon/exec-types";
 import { validateSandboxName } from "../core/names";
 import { processPipedIo, readStdin, stdinHasData } from "./piped";
-import { terminalVars } from "../core/terminal-vars";
+import { forOutput, terminalVars } from "../core/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import { sandboxDir, type Paths } from "../sys/paths";
@@ -21,6 +21,8 @@ export interface QuickContext {
   paths: Paths;
   cwd: string;
   stdinIsTTY: boolean;
+  /** Where the command's output goes (its colour settings follow: forOutput); a terminal when not said. */
+  stdoutIsTTY?: boolean;
 }
 
 export interface QuickRequest {
@@ -117,7 +119,7 @@ export async function quickEnter(ctx: QuickContext, req: QuickRequest, io: Quick
     ...(req.repoFlag !== undefined ? { repoFlag: req.repoFlag } : {}),
     foundRepo: repo,
     argv: req.argv,
-    env: terminalVars(raw),
+    env: forOutput(terminalVars(raw), ctx.stdoutIsTTY ?? true),
     stdin: input !== undefined,
     agent: viaAgent,
   };

@@ -5,7 +5,7 @@ import { DEFAULT_DETACH_KEYS, parseDetachKeys } from "../core/detach-keys";
 import { loadConfig } from "../sys/config-file";
 import { listScope } from "../core/scope";
 import { processPipedIo, readStdin, runPiped, stdinHasData } from "./piped";
-import { terminalVars } from "../core/terminal-vars";
+import { forOutput, terminalVars } from "../core/terminal-vars";
 import type { Env } from "../sys/env";
 import type { Exec } from "../sys/exec";
 import type { Paths } from "../sys/paths";
@@ -23,6 +23,8 @@ export interface VerbContext {
   paths: Paths;
   cwd: string;
   stdinIsTTY: boolean;
+  /** Where a session's output goes (its colour settings follow: forOutput); a terminal when not said. */
+  stdoutIsTTY?: boolean;
   render: { info(line: string): void; write?(stream: "stdout" | "stderr", s: string): void; readonly stderrIsTTY?: boolean };
 }
 
@@ -151,12 +153,12 @@ export async function enter(ctx: VerbContext, client: DaemonClient, req: EnterRe
   if (ctx.stdinIsTTY) {
     const { sandbox, cwd } = await client.lifecycle("start", { name: req.name, ...where }, outOf(ctx));
     const detachKeys = detachKeysOf(ctx, req.detachKeys);
-    return openShell(client, { name: req.name, repo: sandbox.repo, argv: req.argv, ...(req.command ? { command: req.command } : {}), cwd, env: ctx.env.raw, detachKeys }, tty);
+    return openShell(client, { name: req.name, repo: sandbox.repo, argv: req.argv, ...(req.command ? { command: req.command } : {}), cwd, env: ctx.env.raw, detachKeys, outputIsTTY: ctx.stdoutIsTTY ?? true }, tty);
   }
   const quick = await quickEnter(ctx, { name: req.name, argv: req.argv, repoFlag: req.repoFlag, missing: "error" }, stdio());
   if (quick !== null) return quick;
   const pipeIn = stdinHasData();
-  const { argv } = await client.lifecycle("session", { name: req.name, argv: req.argv, ...where, stdin: pipeIn, env: terminalVars(ctx.env.raw) }, outOf(ctx));
+  const { argv } = await client.lifecycle("session", { name: req.name, argv: req.argv, ...where, stdin: pipeIn, env: forOutput(terminalVars(ctx.env.raw), ctx.stdoutIsTTY ?? true) }, outOf(ctx));
   const input = pipeIn ? await readStdin() : undefined;
   return runPiped(ctx.exec, argv, processPipedIo(), input);
 }

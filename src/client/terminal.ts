@@ -2,6 +2,7 @@
 import { DetachMatcher } from "../core/detach-keys";
 import { SbxError } from "../core/errors";
 import { TerminalModes } from "../core/terminal-modes";
+import { forOutput } from "../core/terminal-vars";
 import { ServerFrameSchema, TERMINAL_ENV, type ClientFrame } from "../daemon/protocol";
 import type { DaemonClient } from "./client";
 
@@ -198,6 +199,8 @@ export interface ShellOptions {
   cwd: string;
   env: Record<string, string | undefined>;
   detachKeys?: Uint8Array | null;
+  /** Whether this client's output is a terminal (a pipe or a file gets no colour: forOutput); a terminal when not said. */
+  outputIsTTY?: boolean;
 }
 
 /** `sbx shell NAME [-- cmd]`: a new session in the sandbox, relayed to this terminal; returns its exit code. */
@@ -209,7 +212,7 @@ export async function openShell(client: DaemonClient, opts: ShellOptions, tty: T
     ...(opts.command ? { command: opts.command } : {}),
     cwd: opts.cwd,
     ...tty.size(),
-    env: terminalEnv(opts.env),
+    env: forOutput(terminalEnv(opts.env), opts.outputIsTTY ?? true),
   });
   return relayTerminal(client.attachUrl(session.id), tty, { detachKeys: opts.detachKeys ?? null, session: session.id });
 }

@@ -1,7 +1,7 @@
 // The agents sbx runs out of the box (`sbx run AGENT`): one table of data, and the pure renderers that turn a row into
 // what the host caches, what the sandbox runs and what it is told. No agent has a code path of its own elsewhere.
 import { allowCommand } from "./egress";
-import type { PresetName } from "./presets";
+import { PRESETS, type PresetName } from "./presets";
 import { shQuote } from "./sh";
 
 import { AGENT_NAMES, isAgentName, type AgentName } from "./agent-names";
@@ -63,6 +63,12 @@ export interface AgentSpec {
   login: { hostFiles: readonly string[]; hostEnv: readonly string[]; shown: readonly string[]; never: readonly string[] };
   /** The `--version` form, for `sbx agents` and the benchmark. */
   version: readonly string[];
+  /**
+   * It writes colour codes to stderr whatever NO_COLOR and TERM say (OpenCode 1.18: a `\x1b[0m` around its blank
+   * lines): the launcher takes SGR sequences out of its stderr when that is not a terminal and NO_COLOR is set (sbx
+   * sets it for a session whose output is not a terminal: core/terminal-vars.ts forOutput). Its stdout is untouched.
+   */
+  stderrColour?: "always";
 }
 
 /**
@@ -208,6 +214,7 @@ export const AGENTS: Record<AgentName, AgentSpec> = {
     prompt: ["run"],
     instructions: ".config/opencode/AGENTS.md",
     setup: [],
+    stderrColour: "always",
     login: {
       hostFiles: [".local/share/opencode/auth.json"],
       hostEnv: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
@@ -278,6 +285,8 @@ export interface LauncherInput {
   node: string | { search: readonly string[] } | null;
   /** The dir the launchers live in (skipped when the image's PATH is searched, so a launcher never finds itself). */
   binDir: string;
+  /** The file whose presence says the launcher runs in a container (CONTAINER_MARKER; tests give their own). */
+  containerMarker?: string;
 }
 
 /**
@@ -289,23 +298,15 @@ export function renderLauncher(i: LauncherInput): string {
   const args = a.args.map((x) => ` ${shExpand(x)}`).join("");
   const lines = ["#!/bin/sh", `# sbx launcher for ${a.title}: its settings inside a sandbox, then the image's ${a.binary} or sbx's cached one.`];
   for (const [k, v] of Object.entries(a.env)) lines.push(v === null ? `unset ${k}` : `export ${k}=${shExpand(v)}`);
+  // How the agent is started: `exec`, or (stderrColour) through sbx_run, which filters its stderr when it must.
+  const run = a.stderrColour === "always" ? "sbx_run" : "exec";
+  if (run === "sbx_run") lines.push(...SGR_FREE_STDERR);
   lines.push(
     "set -f; IFS=:",
-    `for d in $PATH; do [ "$d" != ${shQuote(i.binDir)} ] && [ -f "$d/${a.binary}" ] && [ -x "$d/${a.binary}" ] && { unset IFS; exec "$d/${a.binary}"${args} "$@"; }; done`,
+    `for d in $PATH; do [ "$d" != ${shQuote(i.binDir)} ] && [ -f "$d/${a.binary}" ] && [ -x "$d/${a.binary}" ] && { unset IFS; ${run} "$d/${a.binary}"${args} "$@"; }; done`,
     "unset IFS; set +f",
   );
-  if (a.install.kind === "pip") {
-    // Into a venv of the sandbox's own on first use, from PyPI through the proxy (its preset allows it).
-    const venv = `"$HOME"/.local/share/sbx/${i.agent}`;
-    lines.push(
-      `[ -x ${venv}/${a.install.entry} ] || {`,
-      `  command -v python3 >/dev/null 2>&1 || { echo ${shQuote(`sbx: ${a.title} needs python3 (3.10 or newer) in the image; add it to the sandbox's Dockerfile`)} >&2; exit 127; }`,
-      `  echo ${shQuote(`sbx: installing ${a.install.package} into ~/.local/share/sbx/${i.agent} (once per sandbox)`)} >&2`,
-      `  python3 -m venv ${venv} && ${venv}/bin/pip install --quiet --disable-pip-version-check ${shQuote(a.install.package)} || { rm -rf ${venv}; exit 1; }`,
-      "}",
-      `exec ${venv}/${a.install.entry}${args} "$@"`,
-    );
-  } else if (i.cached && i.node !== null && typeof i.node === "object") {
+  if (a.install.kind === "pip") lines.push(...pipInstallLines(i, a, a.install, args)); else if (i.cached && i.node !== null && typeof i.node === "object") {
     // The sandbox's own Node.js: the first `node` on PATH, then in the usual places; none is said, with the fix.
     lines.push(
       "n=; set -f; IFS=:",
@@ -319,10 +320,83 @@ export function renderLauncher(i: LauncherInput): string {
     // prints "[UNDICI-EHPA] EnvHttpProxyAgent is experimental" on every run. A flag on this command only, not
     // NODE_OPTIONS: an older Node elsewhere in the sandbox would refuse to start on a flag it does not know.
     const node = typeof i.node === "string" ? `${shQuote(i.node)} ${QUIET_NODE.map(shQuote).join(" ")} ` : "";
-    lines.push(`exec ${node}${shQuote(i.cached)}${args} "$@"`);
+    lines.push(`${run} ${node}${shQuote(i.cached)}${args} "$@"`);
   }
   else lines.push(`echo ${shQuote(`sbx: ${a.title} is not installed here; on the host, \`sbx run ${i.agent}\` installs it`)} >&2`, "exit 127");
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * sbx_run CMD…: CMD as `exec` would run it, but with SGR sequences (ESC [ digits/semicolons m) taken out of its stderr
+ * when NO_COLOR is set and stderr is not a terminal (and sed is there); its stdout, stdin and exit status as they are.
+ * POSIX sh: the status comes back through fd 4, the original stdout through fd 3.
+ */
+const SGR_FREE_STDERR = [
+  "sbx_run() {",
+  '  if [ -n "${NO_COLOR-}" ] && [ ! -t 2 ] && command -v sed >/dev/null 2>&1; then',
+  "    e=$(printf '\\033')",
+  '    { s=$( { { "$@" 2>&1 1>&3 3>&- 4>&-; echo $? >&4; } | sed "s/$e\\[[0-9;]*m//g" >&2 3>&- 4>&-; } 4>&1 ); } 3>&1',
+  '    exit "$s"',
+  "  fi",
+  '  exec "$@"',
+  "}",
+];
+
+/** Where a container says it is one (Docker writes it into every container); user-account sandboxes have none. */
+export const CONTAINER_MARKER = "/.dockerenv";
+
+/**
+ * Pure: the launcher's lines for an agent installed inside (pip): into a venv of the sandbox's own on first use, from
+ * PyPI through the proxy (`sbx run` allows its preset). Each way that fails for want of something outside the
+ * sandbox gets sbx's own message with the fix instead of Python's or pip's raw text: no python3, a Python too old,
+ * no venv module (Debian and Ubuntu split it off as python3-venv: "ensurepip is not available"), the package index
+ * refused by sbx's proxy, or not reached at all. The fix names the image's Dockerfile line in a container (by the
+ * package manager it has), or this machine's package for a user-account sandbox. pip's whole output stays in a log.
+ */
+function pipInstallLines(i: LauncherInput, a: AgentSpec, inst: Extract<AgentInstall, { kind: "pip" }>, args: string): string[] {
+  const venv = `"$HOME"/.local/share/sbx/${i.agent}`;
+  const log = `"$HOME"/.local/share/sbx/${i.agent}-pip.log`;
+  const marker = shQuote(i.containerMarker ?? CONTAINER_MARKER);
+  const say = (text: string) => `printf '%s\\n' "${text}" >&2`;
+  const preset = PRESETS[a.preset];
+  return [
+    `[ -x ${venv}/${inst.entry} ] || {`,
+    // $1: the Debian packages that fix it; $2: what is missing, for a system whose package manager is not known.
+    "  sbx_fix() {",
+    `    if [ -e ${marker} ]; then`,
+    '      if command -v apt-get >/dev/null 2>&1; then f="add to the sandbox\'s Dockerfile: RUN apt-get update && apt-get install -y --no-install-recommends $1"',
+    '      elif command -v apk >/dev/null 2>&1; then f="add to the sandbox\'s Dockerfile: RUN apk add --no-cache python3"',
+    '      elif command -v dnf >/dev/null 2>&1; then f="add to the sandbox\'s Dockerfile: RUN dnf install -y python3"',
+    '      else f="add $2 to the sandbox\'s image (its Dockerfile)"; fi',
+    '      printf \'%s, then `sbx rebuild %s` on the host\' "$f" "${SANDBOX:-NAME}"',
+    '    elif [ "$(uname -s 2>/dev/null)" = Darwin ]; then printf \'%s\' "install Python on this Mac (brew install python), for every account"',
+    '    elif command -v apt-get >/dev/null 2>&1; then printf \'%s\' "install it on this machine: sudo apt-get install $1"',
+    '    else printf \'%s\' "install $2 on this machine"; fi',
+    "  }",
+    `  command -v python3 >/dev/null 2>&1 || { ${say(`sbx: ${a.title} needs python3 (3.10 or newer), which this sandbox lacks: $(sbx_fix "python3 python3-venv" python3)`)}; exit 127; }`,
+    `  python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || { ${say(`sbx: ${a.title} needs Python 3.10 or newer; this sandbox has $(python3 --version 2>&1): $(sbx_fix "python3 python3-venv" "Python 3.10 or newer")`)}; exit 1; }`,
+    // Debian's python3 without python3-venv has venv but not ensurepip: `python3 -m venv` then fails with its own text.
+    `  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || { ${say(`sbx: ${a.title} is installed into a Python venv, and this sandbox's Python has no venv module with ensurepip (Debian and Ubuntu ship it as python3-venv): $(sbx_fix python3-venv "Python's venv module")`)}; exit 1; }`,
+    `  ${say(`sbx: installing ${inst.package} into ~/.local/share/sbx/${i.agent} (once per sandbox)`)}`,
+    '  mkdir -p "$HOME"/.local/share/sbx',
+    `  python3 -m venv ${venv} >${log} 2>&1 || { cat ${log} >&2; rm -rf ${venv}; ${say(`sbx: making the venv for ${a.title} failed (Python's output above)`)}; exit 1; }`,
+    `  ${venv}/bin/pip install --quiet --disable-pip-version-check ${shQuote(inst.package)} >>${log} 2>&1 || {`,
+    `    rm -rf ${venv}`,
+    `    h=$(sed -n 's/.*sbx: \\([^ ]*\\) is not allowed.*/\\1/p' ${log} | head -n 1); h=\${h%:*}`,
+    '    if [ -n "$h" ]; then',
+    `      case "$h" in ${preset.join("|")}) w="\\\`sbx allow --preset ${a.preset} --sandbox \${SANDBOX:-NAME}\\\` (or start it with \\\`sbx run ${i.agent} \${SANDBOX:-NAME}\\\`, which allows it)" ;; *) w="\\\`sbx allow $h --sandbox \${SANDBOX:-NAME}\\\`" ;; esac`,
+    `      ${say(`sbx: pip could not reach the package index: sbx's proxy refused $h. On the host: $w, then run ${a.binary} again.`)}`,
+    "    elif grep -q 'require a different python version' " + log + "; then",
+    `      ${say(`sbx: ${inst.package} has no release for this sandbox's $(python3 --version 2>&1): $(sbx_fix "python3 python3-venv" "another Python")`)}`,
+    "    elif grep -Eq 'NewConnectionError|Failed to establish a new connection|ProxyError|Temporary failure in name resolution' " + log + "; then",
+    `      ${say(`sbx: pip could not reach the package index; \\\`sbx logs --sandbox \${SANDBOX:-NAME} --kind egress\\\` on the host says what the proxy saw.`)}`,
+    `    else tail -n 20 ${log} >&2; ${say(`sbx: installing ${inst.package} failed (the end of pip's output above)`)}; fi`,
+    `    ${say(`sbx: pip's whole output: ~/.local/share/sbx/${i.agent}-pip.log`)}`,
+    "    exit 1",
+    "  }",
+    "}",
+    `exec ${venv}/${inst.entry}${args} "$@"`,
+  ];
 }
 
 /**

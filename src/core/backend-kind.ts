@@ -38,6 +38,8 @@ export const KIND_OPTIONS: readonly KindOption[] = [
     takenBy: "Docker sandboxes",
     hint: "A service runs as a container in a Docker sandbox's network namespace; a user-account sandbox has none to give it. Use --backend docker, or run the service inside the sandbox yourself.",
   },
+  docker("service-env", (o) => Array.isArray(o.serviceEnv) && o.serviceEnv.length > 0),
+  docker("pull", (o) => o.pull === true),
 ];
 
 /** What a kind is, for the CLI. */
@@ -52,13 +54,65 @@ export interface KindFacts {
   readonly privacyProtectedRepo: boolean;
   /** Said after "created sandbox NAME" (its kind, when it is not the usual one). */
   readonly label: string;
+  /** How an editor on the host opens one (`sbx code`, docs/help/editors.md). */
+  readonly editor: EditorReach;
+}
+
+/**
+ * "container": VS Code's Dev Containers attaches to the sandbox's own container (dockerContainerName), as the sandbox's
+ * user, its proxy and guards unchanged. null: no editor on the host can reach it; `why` and `instead` say so.
+ */
+export type EditorReach = { readonly attach: "container" } | { readonly attach: null; readonly why: string; instead(name: string): string };
+
+/** A Docker sandbox's container: `sbx-<id>` (drivers/identity.ts sandboxId). */
+export function dockerContainerName(id: string): string {
+  return `sbx-${id}`;
+}
+
+/** What a person can do instead of an editor attached to a user-account sandbox (the same on Linux and macOS). */
+function accountEditorInstead(name: string): string {
+  return [
+    `a terminal editor inside (\`sbx shell ${name}\`, then vim, nvim, emacs or hx: the host's own programs);`,
+    `the sandbox's commits from your own checkout (\`git log sandbox-${name}/BRANCH\`, opened in any editor);`,
+    `or a Docker sandbox for editor work (\`sbx create NEW-NAME --backend docker\`), which \`sbx code\` opens.`,
+    `Do not open its clone in an editor on the host: the editor, its git and its extensions would read files the agent wrote, as you.`,
+  ].join(" ");
 }
 
 export const KINDS: Readonly<Record<BackendKind, KindFacts>> = {
-  docker: { options: KIND_OPTIONS.filter((o) => o.takenBy === "Docker sandboxes").map((o) => o.flag), stagesClone: true, rootKit: false, privacyProtectedRepo: false, label: "" },
-  "linux-user": { options: ["allow-weaker"], stagesClone: false, rootKit: false, privacyProtectedRepo: false, label: " (linux-user)" },
-  macos: { options: [], stagesClone: false, rootKit: true, privacyProtectedRepo: true, label: " (macos)" },
-  fake: { options: [], stagesClone: false, rootKit: false, privacyProtectedRepo: false, label: " (fake)" },
+  docker: {
+    options: KIND_OPTIONS.filter((o) => o.takenBy === "Docker sandboxes").map((o) => o.flag),
+    stagesClone: true,
+    rootKit: false,
+    privacyProtectedRepo: false,
+    label: "",
+    editor: { attach: "container" },
+  },
+  "linux-user": {
+    options: ["allow-weaker"],
+    stagesClone: false,
+    rootKit: false,
+    privacyProtectedRepo: false,
+    label: " (linux-user)",
+    editor: {
+      attach: null,
+      why: "it is a Linux user account, not a container: VS Code would need Remote-SSH to that account, and sbx runs no SSH server for it",
+      instead: accountEditorInstead,
+    },
+  },
+  macos: {
+    options: [],
+    stagesClone: false,
+    rootKit: true,
+    privacyProtectedRepo: true,
+    label: " (macos)",
+    editor: {
+      attach: null,
+      why: "it is a hidden macOS account, not a container: VS Code would need Remote-SSH to that account, and sbx turns on no SSH login for it",
+      instead: accountEditorInstead,
+    },
+  },
+  fake: { options: [], stagesClone: false, rootKit: false, privacyProtectedRepo: false, label: " (fake)", editor: { attach: null, why: "it is a test sandbox", instead: () => "" } },
 };
 
 /** The kind of a new sandbox when `--backend` is not given: Docker on Linux, the hidden-account kind on macOS (Docker Desktop cannot keep the user's uid and paths). */

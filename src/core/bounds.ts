@@ -21,9 +21,9 @@ export const AUDIT_ROWS_BURST = 200;
 export const AUDIT_ROWS_PER_SECOND = 1;
 /**
  * The audit kinds a sandbox's own traffic writes (proxy decisions and asks, bridge commands, LLM requests, ref sync,
- * limits it hit): budgeted per sandbox. What a person did (lifecycle, allowlist, sessions, the daemon's own) never is.
+ * limits it hit, its services' crashes and health turns): budgeted per sandbox. What a person did (lifecycle, allowlist, sessions, the daemon's own) never is.
  */
-export const BUDGETED_AUDIT_KINDS: ReadonlySet<string> = new Set(["egress", "guard", "limit"]);
+export const BUDGETED_AUDIT_KINDS: ReadonlySet<string> = new Set(["egress", "guard", "limit", "service"]);
 /** Distinct actions a sandbox's held-back count names (the rest are counted under "other"). */
 export const AUDIT_HELD_ACTIONS_MAX = 16;
 

@@ -3,7 +3,7 @@
 // environment), which destinations skip it (NO_PROXY, read exactly as curl reads it), and the CONNECT spoken to it.
 // Every connection through it is a CONNECT to the name sbx judged, plain HTTP included, so the parent never sees a
 // request sbx did not write and never judges anything sbx refused: it only ever narrows what gets out.
-import { parseIPv4, parseIPv6 } from "./addresses";
+import { canonicalIp, classify, parseIPv4, parseIPv6 } from "./addresses";
 import { normalizeHost } from "./allowlist";
 
 /** Where a parent's credentials come from: the URL's own `user:password` (the environment's), or a stored secret. */
@@ -309,4 +309,45 @@ export function readRelayRequest(buf: Uint8Array): RelayRequest {
   const auth = headers.filter((h) => /^proxy-authorization:/i.test(h)).map((h) => h.slice(h.indexOf(":") + 1).trim());
   if (auth.length > 1) return { kind: "bad", status: 400, why: "more than one Proxy-Authorization" };
   return { kind: "connect", host, port, authorization: auth[0] ?? null, size: end + 4 };
+}
+
+/** What `docker build` is given of the parent proxy: build args, and what the person should know about them. */
+export interface BuildProxy {
+  /** Docker's predefined proxy args (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, each in both cases): never a credential. */
+  args: Record<string, string>;
+  notes: string[];
+}
+
+/**
+ * Pure: the parent proxy as an image build's steps need it (apt, npm, pip in a Dockerfile go out as the engine's
+ * network allows, which on a company network is through its proxy). Docker's predefined proxy args are the way:
+ * they reach every RUN step's environment and stay out of the image's history and cache key (unless a Dockerfile
+ * declares them with ARG). Never its credentials: any step (an npm install script included) could read them, and a
+ * Dockerfile's `ARG HTTPS_PROXY` would write them into the image's history. A parent on this machine's loopback is
+ * not one a build's containers reach (their loopback is their own): none then.
+ */
+export function buildProxyArgs(s: ParentSettings | null): BuildProxy {
+  if (s === null) return { args: {}, notes: [] };
+  const args: Record<string, string> = {};
+  const notes: string[] = [];
+  const usable = (e: ParentEndpoint | null): ParentEndpoint | null => {
+    if (e === null) return null;
+    const ip = canonicalIp(e.host);
+    if (e.host === "localhost" || e.host.endsWith(".localhost") || (ip !== null && classify(ip) === "loopback")) {
+      const n = `the parent proxy ${e.shown} is on this machine's loopback, which an image build's steps do not reach: builds go out as the container engine's own network allows`;
+      if (!notes.includes(n)) notes.push(n);
+      return null;
+    }
+    if (e.credentials !== null) {
+      const n = `the parent proxy ${e.shown} wants a login, which sbx never puts into an image build (every step could read it, and a Dockerfile's ARG would keep it in the image's history): a build step that goes out through it gets its 407`;
+      if (!notes.includes(n)) notes.push(n);
+    }
+    return e;
+  };
+  const https = usable(s.https);
+  const http = usable(s.http);
+  if (https) args.HTTPS_PROXY = args.https_proxy = https.shown;
+  if (http) args.HTTP_PROXY = args.http_proxy = http.shown;
+  if ((https || http) && s.noProxy.trim() !== "") args.NO_PROXY = args.no_proxy = s.noProxy;
+  return { args, notes };
 }

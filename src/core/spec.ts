@@ -1,4 +1,5 @@
 // Pure: the shapes every kind shares: a sandbox's spec (what a driver converges), what the system holds of it, and the account it is for.
+import type { ServiceStatus } from "./services";
 import type { Limits } from "./limits";
 import type { ImageSource } from "./image-source";
 
@@ -92,6 +93,8 @@ export interface Observed {
   phase: Phase;
   /** Kind-specific facts for `sbx status` (container id, uid, …); `dir` is its sandbox dir when the kind knows it. */
   detail: Record<string, string>;
+  /** Its services as the system holds them (a kind with services: Docker). */
+  services?: ServiceStatus[];
 }
 
 export interface Change {
@@ -113,4 +116,6 @@ export interface ShellRequest {
   env: Record<string, string>;
   /** Whether stdin data will be forwarded (non-interactive; Docker keeps stdin open for it). */
   stdin?: boolean;
+  /** The daemon's session this terminal belongs to: a kind whose process can outlive its client records it by this. */
+  session?: string;
 }

@@ -53,6 +53,24 @@ export class StreamReplacer {
     return this.tail.length;
   }
 
+  /** How many bytes at the end of buf are a proper beginning of some pattern (at most `hold`). */
+  private openEnd(buf: Uint8Array): number {
+    let best = 0;
+    for (const { from } of this.pairs) {
+      for (let n = Math.min(from.length - 1, buf.length); n > best; n--) {
+        const at = buf.length - n;
+        if (buf[at] !== from[0]) continue;
+        let i = 1;
+        while (i < n && buf[at + i] === from[i]) i++;
+        if (i === n) {
+          best = n;
+          break;
+        }
+      }
+    }
+    return best;
+  }
+
   /** The bytes of this chunk (and what was held from the last) that are final now. */
   push(chunk: Uint8Array): Uint8Array {
     return this.run(this.tail.length ? concat([this.tail, chunk]) : chunk, false);
@@ -67,8 +85,10 @@ export class StreamReplacer {
 
   private run(buf: Uint8Array, final: boolean): Uint8Array {
     if (this.pairs.length === 0) return buf;
-    // A match may start only where every pattern is seen whole; past that, bytes wait for the next chunk.
-    const limit = final ? buf.length : Math.max(0, buf.length - this.hold);
+    // A match may start only before the bytes that could still begin one the next chunk completes: the longest end of
+    // this buffer that is the start of a pattern (usually none, so nothing waits and nothing is copied). A match found
+    // before them is final: no longer pattern at its place, nor one starting earlier, can reach past this buffer.
+    const limit = final ? buf.length : buf.length - this.openEnd(buf);
     const out: Uint8Array[] = [];
     let i = 0;
     for (;;) {

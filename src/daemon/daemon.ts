@@ -109,7 +109,11 @@ export async function startDaemon(deps: DaemonDeps): Promise<RunningDaemon> {
     const limits = new LimitWatch({ service: { counters: (row) => service.counters(row) }, store, log });
     watch = limits;
     sessions = new SessionManager({
-      sandboxes: { resolve: (name, q) => service.resolve(name, q), terminalArgv: (row, req) => service.terminalArgv(row, req) },
+      sandboxes: {
+        resolve: (name, q) => service.resolve(name, q),
+        terminalArgv: (row, req) => service.terminalArgv(row, req),
+        hangUpSessions: (row, which) => service.hangUpSessions(row, which),
+      },
       guards,
       exec: deps.exec,
       store,

@@ -6,6 +6,9 @@
 // before the agent existed, an agent the sandbox killed) callers fall back to the engine's exec.
 import { rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
+import type { Socket as BunSocket } from "bun";
+import { DIAL_SOCKET } from "../../shims/exec-agent";
+import { fdPassing, loopbackConnectionTo, type FdPassing } from "../../shims/fd-pass";
 import { join } from "node:path";
 import {
   AGENT_PROTOCOL,
@@ -36,7 +39,13 @@ interface Session {
   /** Called once the command ended, before its exit frame: what it returns goes out on stderr first. */
   beforeExit?: () => Promise<string>;
   /** A forwarded connection (`sbx port`), not a command: not counted as a session a stop would end. */
-  dial?: true;
+  dial?: { port: number; handed: (fd: number) => void };
+}
+
+/** Where a sandbox's agent hands over the connections it dials: its dial.sock connection, read only with recvmsg. */
+export interface DialChannel {
+  lib: FdPassing;
+  fd: number;
 }
 
 /** Ends a session that is still open with a failed frame saying why; whether it was open. */
@@ -58,7 +67,11 @@ export class AgentLink {
   private next = 1;
   private closed = false;
 
-  constructor(private readonly sock: Socket) {}
+  /** `channel`: the sandbox's dial.sock connection now, where dialed connections arrive (none: every dial is framed). */
+  constructor(
+    private readonly sock: Socket,
+    private readonly channel: () => DialChannel | null = () => null,
+  ) {}
 
   get isOpen(): boolean {
     return !this.closed;
@@ -127,10 +140,12 @@ export class AgentLink {
 
   /**
    * `sbx port`: a TCP connection to `port` of the sandbox's own loopback, made by the agent inside (the container has no
-   * network the host could reach). Its bytes come as CLI frames (stdout, then exit or failed); `write` sends to it,
-   * `end` ends its writing side, `close` drops it.
+   * network the host could reach). Where the agent can hand it over, `handed` gets its descriptor (checked: a TCP
+   * connection from the sandbox's loopback to that port, tagged with this session) and the frames end; otherwise its
+   * bytes come as CLI frames (stdout, then exit or failed), `write` sends to it, `end` ends its writing side. `close`
+   * drops it.
    */
-  dial(port: number): { frames: ReadableStream<Uint8Array>; write(b: Uint8Array): void; end(): void; close(): void } {
+  dial(port: number, handed: (fd: number) => void): { frames: ReadableStream<Uint8Array>; write(b: Uint8Array): void; end(): void; close(): void } {
     const id = this.next++;
     const sock = this.sock;
     const live = () => !this.closed && this.sessions.get(id)?.done === false;
@@ -153,7 +168,7 @@ export class AgentLink {
             controller.close();
             return;
           }
-          this.sessions.set(id, { controller, done: false, dial: true });
+          this.sessions.set(id, { controller, done: false, dial: { port, handed } });
           sock.write(jsonFrame(FrameType.dial, id, { port }));
         },
         pull: () => {
@@ -179,6 +194,7 @@ export class AgentLink {
   onFrame(f: Frame): void {
     const s = this.sessions.get(f.session);
     if (!s) return; // a session this daemon never started, or one already ended
+    if (f.type === FrameType.dialed) return this.takeDialed(f.session, s);
     if (f.type === FrameType.stdout || f.type === FrameType.stderr) {
       if (s.done) return;
       s.controller.enqueue(encodeFrame(f.type, 0, f.payload));
@@ -204,6 +220,37 @@ export class AgentLink {
     }
   }
 
+  /**
+   * The agent says a dial's connection is on dial.sock: exactly one descriptor is read for it, and it is relayed to only
+   * if it carries this session's tag and is a TCP connection from the sandbox's loopback to the port asked for. Anything
+   * else is closed and the dial fails (the host's client is cut): a sandbox gets nothing relayed to but the port the
+   * person forwarded, on its own loopback.
+   */
+  private takeDialed(id: number, s: Session): void {
+    this.sessions.delete(id);
+    if (s.done || !s.dial) return void fail(s, "the agent said a connection was handed over for a session that is not a dial");
+    const ch = this.channel();
+    if (!ch) return void fail(s, "the agent said a connection was handed over, but it has no dial.sock connection");
+    const got = ch.lib.recvTagged(ch.fd);
+    if ("none" in got) return void fail(s, `no connection was handed over on dial.sock (${got.none})`);
+    if (got.tag !== id) {
+      ch.lib.close(got.fd);
+      return void fail(s, `the connection handed over was tagged for dial ${got.tag}, not ${id}`);
+    }
+    const why = loopbackConnectionTo(ch.lib.socketInfo(got.fd), s.dial.port);
+    if (why !== null) {
+      ch.lib.close(got.fd);
+      return void fail(s, `the connection handed over is not the one asked for: ${why}`);
+    }
+    s.done = true;
+    try {
+      s.controller.close();
+    } catch {
+      /* the caller went away */
+    }
+    s.dial.handed(got.fd);
+  }
+
   /** The connection ended: every session still open ends with a failed frame. */
   close(): void {
     if (this.closed) return;
@@ -217,6 +264,18 @@ export class AgentLink {
 /** Connected agents by sandbox (store row id). */
 export class ExecAgents {
   private readonly links = new Map<number, AgentLink>();
+  /** Each sandbox's dial.sock connection (the newest), where its agent hands over dialed connections. */
+  private readonly channels = new Map<number, DialChannel>();
+
+  /** The dial.sock connection of a sandbox now (execAgentGuard sets it). */
+  channel(sandboxId: number): DialChannel | null {
+    return this.channels.get(sandboxId) ?? null;
+  }
+
+  setChannel(sandboxId: number, ch: DialChannel | null): void {
+    if (ch) this.channels.set(sandboxId, ch);
+    else this.channels.delete(sandboxId);
+  }
   private readonly since = new Map<number, number>();
   private readonly waiters = new Map<number, Set<() => void>>();
 
@@ -378,7 +437,7 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
           for (const f of frames) {
             if (link) link.onFrame(f);
             else if (f.type === FrameType.hello && (parseJson(f.payload) as { v?: unknown } | undefined)?.v === AGENT_PROTOCOL) {
-              link = new AgentLink(sock);
+              link = new AgentLink(sock, () => agents.channel(sandboxId));
               waiting.delete(sock);
               clearTimeout(helloTimer);
               agents.attach(sandboxId, link);
@@ -405,16 +464,72 @@ export function execAgentGuard(agents: ExecAgents): SandboxGuard {
           resolve();
         });
       });
+      const dial = serveDialChannel(join(ctx.sockets.dir, DIAL_SOCKET), sandboxId, agents);
       agents.listening(sandboxId);
       return {
-        health: () => ({ ok: true, detail: agents.get(sandboxId) ? "agent connected" : `listening on ${path} (no agent: engine exec)` }),
+        health: () => ({
+          ok: true,
+          detail: agents.get(sandboxId) ? `agent connected${agents.channel(sandboxId) ? "; forwarded ports handed over (dial.sock)" : "; forwarded ports as frames"}` : `listening on ${path} (no agent: engine exec)`,
+        }),
         async stop() {
+          dial?.close();
           agents.detach(sandboxId);
           for (const s of socks) s.destroy();
           await new Promise<void>((resolve) => server.close(() => resolve()));
           rmSync(path, { force: true });
         },
       };
+    },
+  };
+}
+
+/** Connections a sandbox may hold open on its dial.sock at once; a newer one replaces the oldest. */
+const DIAL_CHANNELS = 2;
+
+/**
+ * Serves a sandbox's dial.sock (/run/sbx/dial.sock inside), where its agent hands over the connections `sbx port` asks
+ * it to dial. The socket is the sandbox's own (per-sandbox path, 0600), so whatever arrives on it speaks for that
+ * sandbox only; nothing is read from it but with recvmsg, one descriptor per `dialed` frame (AgentLink.takeDialed).
+ * Null where descriptors cannot be passed here (then the agent cannot connect and carries dials as frames).
+ */
+function serveDialChannel(path: string, sandboxId: number, agents: ExecAgents): { close(): void } | null {
+  const lib = fdPassing();
+  if (!lib) return null;
+  rmSync(path, { force: true });
+  const conns: BunSocket<undefined>[] = [];
+  const old = process.umask(0o177); // the socket is 0600 from the start
+  let server;
+  try {
+    server = Bun.listen<undefined>({
+      unix: path,
+      socket: {
+        open(sock) {
+          // Bun must never read this socket: a read without room for ancillary data would drop the descriptors.
+          sock.pause();
+          conns.push(sock);
+          if (conns.length > DIAL_CHANNELS) conns.shift()!.terminate();
+          agents.setChannel(sandboxId, { lib, fd: (sock as unknown as { fd: number }).fd });
+        },
+        data() {},
+        close(sock) {
+          const i = conns.indexOf(sock);
+          if (i >= 0) conns.splice(i, 1);
+          const last = conns.at(-1);
+          agents.setChannel(sandboxId, last ? { lib, fd: (last as unknown as { fd: number }).fd } : null);
+        },
+        error() {},
+      },
+    });
+  } finally {
+    process.umask(old);
+  }
+  const srv = server;
+  return {
+    close() {
+      for (const c of conns.splice(0)) c.terminate();
+      agents.setChannel(sandboxId, null);
+      srv.stop(true);
+      rmSync(path, { force: true });
     },
   };
 }

@@ -32,7 +32,11 @@ export interface HostedDeps {
   dashboard?: boolean;
   notifications?: boolean;
   startBot?: (config: ChatConfig) => ZulipBot;
-  /** The webhook's and Slack's outgoing requests (tests). */
+  /**
+   * The chat bot's, the webhook's and Slack's outgoing requests: the daemon's, through the host's parent proxy where
+   * it applies (sys/parent.ts `parentFetch`; Bun's own fetch reads only the environment's proxy, never the config's);
+   * tests give their own. None: Bun's fetch.
+   */
   fetch?: (input: string, init?: RequestInit) => Promise<Response>;
 }
 
@@ -80,7 +84,7 @@ export function startHosted(deps: HostedDeps): Hosted {
     if (!config) return;
     chat = { configured: true, connected: false, provider: config.provider, site: config.site, stream: config.stream };
     try {
-      bot = (deps.startBot ?? ((c) => startZulipBot({ config: c, source, log: log.with({ part: "chat" }) })))(config);
+      bot = (deps.startBot ?? ((c) => startZulipBot({ config: c, source, log: log.with({ part: "chat" }), ...(deps.fetch ? { fetch: deps.fetch } : {}) })))(config);
       log.info("chat bot started", { provider: config.provider, site: config.site, stream: config.stream });
     } catch (e) {
       chat = { ...chat, error: toSbxError(e).message };

@@ -22,7 +22,7 @@ import { LlmBudgets } from "../llm/budget";
 import { priceReader } from "../sys/config-file";
 import { openStoredValues, type StoredValues } from "../secrets/stored";
 import { BoundSecrets } from "../secrets/bound";
-import { CompanyTrust } from "../tls/host-trust";
+import { CompanyTrust, hostToolsTls } from "../tls/host-trust";
 import { expandHome, loadConfig } from "../sys/config-file";
 import { EgressRules } from "../store/egress-rules";
 import { SecretResolver } from "../secrets/sources";
@@ -59,6 +59,7 @@ import type { Sandbox } from "../core/schemas";
 import { baseIdentity } from "../drivers/identity";
 import type { Config } from "../core/config";
 import { parentAgents, parentFetch, parentSettingsOf, ParentRouter } from "../sys/parent";
+import { buildProxyArgs } from "../core/parent-proxy";
 import { ParentRelay } from "../sys/parent-relay";
 
 export interface Components {
@@ -221,11 +222,6 @@ export function parentOf(d: Pick<ComponentDeps, "paths" | "env" | "log">, secret
   return { router, relay: new ParentRelay(router) };
 }
 
-/** The host's CA settings, as git and gh read them: a private CA in front of a forge works through the bridge too. */
-function tlsEnvOf(raw: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(["SSL_CERT_FILE", "SSL_CERT_DIR"].flatMap((k) => (raw[k] ? [[k, raw[k]]] : [])));
-}
-
 /**
  * The production registry: each driver and each per-sandbox service is added here, once.
  *   drivers:  docker (Linux); linux-user (Linux, root, tools present); macos (darwin).
@@ -237,7 +233,8 @@ function tlsEnvOf(raw: Readonly<Record<string, string>>): Record<string, string>
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
   // One driver per kind this host runs: the sandbox service's table, the only place kinds are told apart.
   const drivers: Partial<Record<BackendKind, Driver>> = {};
-  if (d.env.platform === "linux") drivers.docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths });
+  // Image builds get the parent proxy (made below; asked at each build) as Docker's predefined proxy args.
+  if (d.env.platform === "linux") drivers.docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths, buildProxy: () => buildProxyArgs(parent?.router.settings ?? null) });
   // The person every user-account sandbox of this daemon belongs to (sudo's caller for a root daemon started by sudo).
   const host = await hostUserOf(d.env, userDirectory(d.exec, d.env.platform));
   const ub = users ?? (await detectUserBackends(d, host));
@@ -290,6 +287,8 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
       }
     },
   });
+  // Read now, so the first session and the first bridge call already have them.
+  void company.current().catch(() => undefined);
   const bound = new BoundSecrets({
     bindings: new SecretBindings(d.store),
     resolver: new SecretResolver({ vault: stored.asVault(), exec: asPerson }),
@@ -358,7 +357,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const guards: SandboxGuard[] = [
     proxyGuard({ originHandler, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}), ...(parent ? { parent: parent.router } : {}) }),
     loopbackGuard({ guestOf }),
-    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: tlsEnvOf(d.env.raw), ssh: sshSettingsOf(d.env.raw), ...(parent ? { parent: parent.relay } : {}), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
+    bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: hostToolsTls({ env: d.env.raw, company: () => company.pemNow(), file: join(d.paths.stateDir, "tls", "host-tools-roots.pem") }), ssh: sshSettingsOf(d.env.raw), ...(parent ? { parent: parent.relay } : {}), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");
         return a === null ? null : { id: a.id, count: a.count };
       }, publish, placement }),
@@ -435,6 +434,8 @@ export async function runDaemonForeground(opts: RunOptions): Promise<number> {
           configDir: paths.configDir,
           dashboardState: join(paths.stateDir, "dashboard.json"),
           platform: env.platform,
+          // The chat bot, the webhook and Slack go out as the daemon's downloads do: through the parent proxy.
+          ...(comps.download ? { fetch: comps.download } : {}),
           ...(opts.notifications === false ? { notifications: false } : {}),
         }),
     });

@@ -1,10 +1,13 @@
 // `sbx port`: the own loopback ports of a sandbox whose kind takes forwards (a container) reachable from the host at 127.0.0.1:<host>. The container has no
-// network, so each connection the host accepts is carried by the sandbox's exec agent, which dials the port inside
-// (its `dial` session). Listeners bind 127.0.0.1 (another address only where the forward names one: the person asked),
-// exist while the sandbox's guards are up, and follow the ports its identity holds (applied again when `sbx port`
-// changes them). A port the host cannot bind is said, not fatal.
-import { createServer, type Server, type Socket } from "node:net";
+// network, so each connection the host accepts is dialed by the sandbox's exec agent, inside, to the port (its `dial`
+// session). The agent hands the connection it made over (dial.sock, SCM_RIGHTS) and this process relays between the
+// host's client and it, one relay with no frames (shims/relay.ts); where it cannot (no fd passing in the image's libc),
+// the agent carries the bytes as frames. Listeners bind 127.0.0.1 (another address only where the forward names one:
+// the person asked), exist while the sandbox's guards are up, and follow the ports its identity holds (applied again
+// when `sbx port` changes them). A port the host cannot bind is said, not fatal.
+import type { Socket } from "bun";
 import { FrameDecoder, FrameType } from "../../shims/exec-frames";
+import { relayClose, relayDrain, relayEarly, relayEnd, relayForward, relayJoin, relaySide, type RelayEnd, type Side } from "../../shims/relay";
 import { bindOf, hostEndpoint, portsOf, type PortForward, type PortState } from "../core/ports";
 import type { GuardHandle, SandboxGuard } from "../guards/guards";
 import type { Logger } from "../sys/log";
@@ -14,13 +17,16 @@ import type { ExecAgents } from "./exec-agents";
 
 interface Open {
   forward: PortForward;
-  server: Server | null;
+  server: { stop(closeActive?: boolean): void } | null;
   error?: string;
 }
 
+/** What one end of a forwarded connection closes on (either end's socket, or the framed fallback's session). */
+type Conn = RelayEnd;
+
 export class PortForwards {
   private readonly bySandbox = new Map<number, Map<number, Open>>();
-  private readonly conns = new Map<number, Set<Socket>>();
+  private readonly conns = new Map<number, Set<Conn>>();
 
   /**
    * `who`: what says who holds a port a forward cannot bind (a forward's port is the person's choice, so nothing that
@@ -37,6 +43,16 @@ export class PortForwards {
     return [...(this.bySandbox.get(sandboxId)?.values() ?? [])].map((o) => ({ ...o.forward, state: o.server ? "forwarding" : "error", ...(o.error ? { error: o.error } : {}) }));
   }
 
+  /**
+   * Bytes this process holds for a sandbox's forwarded connections (written by one end, not yet taken by the other):
+   * bounded by the relay's backpressure to about a chunk per direction per connection, whatever a client or server does.
+   */
+  bufferedBytes(sandboxId: number): number {
+    let n = 0;
+    for (const c of this.conns.get(sandboxId) ?? []) for (const b of [...c.data.queue, ...c.data.early]) n += b.length;
+    return n;
+  }
+
   /** Whether the sandbox's guards are up (its forwards are live). */
   live(sandboxId: number): boolean {
     return this.bySandbox.has(sandboxId);
@@ -49,7 +65,7 @@ export class PortForwards {
     for (const [host, o] of open) {
       const want = forwards.find((f) => f.host === host);
       if (want && want.port === o.forward.port && bindOf(want) === bindOf(o.forward) && o.server) continue;
-      o.server?.close();
+      o.server?.stop();
       open.delete(host);
     }
     for (const f of forwards) {
@@ -61,57 +77,101 @@ export class PortForwards {
 
   /** Closes a sandbox's listeners and cuts its forwarded connections. */
   close(sandboxId: number): void {
-    for (const o of this.bySandbox.get(sandboxId)?.values() ?? []) o.server?.close();
+    for (const o of this.bySandbox.get(sandboxId)?.values() ?? []) o.server?.stop();
     this.bySandbox.delete(sandboxId);
-    for (const s of this.conns.get(sandboxId) ?? []) s.destroy();
+    for (const s of this.conns.get(sandboxId) ?? []) s.end();
     this.conns.delete(sandboxId);
   }
 
-  private listen(sandboxId: number, f: PortForward): Promise<Open> {
-    return new Promise((resolve) => {
-      const server = createServer({ allowHalfOpen: true }, (sock) => this.carry(sandboxId, f.port, sock));
-      server.once("error", async (e: NodeJS.ErrnoException) => {
-        let why =
-          e.code === "EADDRINUSE" ? `${hostEndpoint(f)} is in use on this machine` : e.code === "EADDRNOTAVAIL" ? `${bindOf(f)} is not an address of this machine` : e.message;
-        if (e.code === "EADDRINUSE" && bindOf(f) === "127.0.0.1" && this.who) {
-          const held = await holdersText("tcp", f.host, this.who.exec, this.who.guestOf).catch(() => null);
-          if (held) why = `${hostEndpoint(f)} is held by ${held}`;
-        }
-        this.log?.warn("port forward cannot listen", { sandbox: sandboxId, host: f.host, err: why });
-        resolve({ forward: f, server: null, error: why });
+  private async listen(sandboxId: number, f: PortForward): Promise<Open> {
+    const track = (c: Conn) => {
+      const set = this.conns.get(sandboxId) ?? new Set<Conn>();
+      this.conns.set(sandboxId, set);
+      set.add(c);
+    };
+    const untrack = (c: Conn) => void this.conns.get(sandboxId)?.delete(c);
+    const handlers = {
+      data: relayEarly,
+      drain: relayDrain,
+      end: relayEnd,
+      close: (s: Socket<Side>) => {
+        untrack(s);
+        relayClose(s);
+      },
+      error: (s: Socket<Side>) => void s.data.peer?.end(),
+    };
+    try {
+      const server = Bun.listen<Side>({
+        hostname: bindOf(f),
+        port: f.host,
+        allowHalfOpen: true,
+        socket: {
+          ...handlers,
+          data: relayEarly,
+          open: (client) => {
+            client.data = relaySide();
+            client.setNoDelay(true);
+            track(client);
+            this.carry(sandboxId, f.port, client, handlers, track, untrack);
+          },
+        },
       });
-      server.listen(f.host, bindOf(f), () => resolve({ forward: f, server }));
-    });
+      return { forward: f, server };
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      let why =
+        e.code === "EADDRINUSE" ? `${hostEndpoint(f)} is in use on this machine` : e.code === "EADDRNOTAVAIL" ? `${bindOf(f)} is not an address of this machine` : e.message;
+      if (e.code === "EADDRINUSE" && bindOf(f) === "127.0.0.1" && this.who) {
+        const held = await holdersText("tcp", f.host, this.who.exec, this.who.guestOf).catch(() => null);
+        if (held) why = `${hostEndpoint(f)} is held by ${held}`;
+      }
+      this.log?.warn("port forward cannot listen", { sandbox: sandboxId, host: f.host, err: why });
+      return { forward: f, server: null, error: why };
+    }
   }
 
-  /** One host connection, carried to `port` inside through the agent; either side ending ends the other. */
-  private carry(sandboxId: number, port: number, sock: Socket): void {
+  /**
+   * One host connection (paused: what it sends meanwhile waits in its queue), carried to `port` inside: relayed to the
+   * connection the agent handed over, or, where the agent carries it as frames (its first frame says so: an empty
+   * stdout), through a stand-in end that writes frames. Either side ending ends the other.
+   */
+  private carry(sandboxId: number, port: number, client: Socket<Side>, handlers: Parameters<typeof Bun.connect<Side>>[0]["socket"], track: (c: Conn) => void, untrack: (c: Conn) => void): void {
     const link = this.agents.get(sandboxId);
-    if (!link) return void sock.destroy();
-    const set = this.conns.get(sandboxId) ?? new Set<Socket>();
-    this.conns.set(sandboxId, set);
-    set.add(sock);
-    sock.setNoDelay(true);
-    const d = link.dial(port);
-    sock.on("data", (b: Buffer) => d.write(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
-    sock.on("end", () => d.end());
-    sock.on("error", () => sock.destroy());
-    sock.on("close", () => {
-      set.delete(sock);
-      d.close();
+    if (!link) return void client.end();
+    let handed = false;
+    const d = link.dial(port, (fd) => {
+      handed = true;
+      // The descriptor becomes a socket of this process's loop: from here on it is relayed like any other.
+      void (Bun.connect as (o: unknown) => Promise<Socket<Side>>)({ fd, allowHalfOpen: true, data: relaySide(), socket: handlers }).then(
+        (up) => {
+          if (client.data.closed) return void up.end();
+          up.setNoDelay(true);
+          track(up);
+          relayJoin(client, up);
+        },
+        () => client.end(),
+      );
     });
     void (async () => {
       const reader = d.frames.getReader();
       const dec = new FrameDecoder();
+      let framed: ReturnType<typeof framedEnd> | null = null;
       try {
         for (;;) {
+          if (framed) await framed.flowing();
           const { value, done } = await reader.read();
           if (done) break;
           for (const fr of dec.push(value)) {
             if (fr.type === FrameType.stdout) {
-              if (!sock.write(fr.payload)) await new Promise<void>((r) => sock.once("drain", () => r()));
+              if (!framed) {
+                framed = framedEnd(d, untrack);
+                track(framed);
+                relayJoin(client, framed);
+              }
+              if (fr.payload.length > 0) relayForward(framed, client, fr.payload);
             } else if (fr.type === FrameType.exit || fr.type === FrameType.failed) {
-              sock.end();
+              if (framed && fr.type === FrameType.exit) relayEnd(framed);
+              else client.end();
               return;
             }
           }
@@ -119,7 +179,7 @@ export class PortForwards {
       } catch {
         /* the agent went away */
       }
-      sock.end();
+      if (!handed) client.end();
     })();
   }
 
@@ -142,4 +202,37 @@ export class PortForwards {
       },
     };
   }
+}
+
+/**
+ * The inside end of a connection the agent carries as frames, as the relay drives it: writes go out as stdin frames
+ * (the agent's connection holds what its socket cannot take yet), a FIN as stdinEnd; `pause` holds the frames loop
+ * (`flowing`) until the host's client drains.
+ */
+function framedEnd(d: { write(b: Uint8Array): void; end(): void; close(): void }, gone: (e: RelayEnd) => void): RelayEnd & { flowing(): Promise<void> } {
+  let paused = false;
+  let wake: (() => void) | null = null;
+  const end: RelayEnd & { flowing(): Promise<void> } = {
+    data: relaySide(),
+    write(b) {
+      d.write(b);
+      return b.length;
+    },
+    shutdown: () => d.end(),
+    end() {
+      if (end.data.closed) return;
+      d.close();
+      relayClose(end);
+      gone(end);
+      end.resume();
+    },
+    pause: () => void (paused = true),
+    resume() {
+      paused = false;
+      wake?.();
+      wake = null;
+    },
+    flowing: () => (paused && !end.data.closed ? new Promise<void>((r) => (wake = r)) : Promise.resolve()),
+  };
+  return end;
 }

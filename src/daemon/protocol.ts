@@ -7,7 +7,7 @@ import { BindingSpecSchema } from "../core/bound-secret-schema";
 import { RuleSpecSchema } from "../core/rules-schema";
 import { ERROR_CODES } from "../core/errors";
 import { BackendKindSchema, SandboxStateSchema } from "../core/schemas";
-import { ServicesSchema } from "../core/services";
+import { SERVICE_NAME, ServiceEnvSchema, ServicesSchema } from "../core/services";
 import { LEVEL_NAMES, type LevelName } from "../core/levels";
 import { FOR_MAX_MS } from "../core/allow-term";
 
@@ -49,6 +49,8 @@ export const SandboxViewSchema = z.object({
   error: z.string().optional(),
   /** Its create is under way or was interrupted (absent from older daemons). */
   creating: CreatingSchema.optional(),
+  /** Its services (Docker), as the last look at the engine found them: a crashed one shows here. */
+  services: z.array(z.object({ name: z.string(), state: z.string(), health: z.string(), exitCode: z.number().int() })).optional(),
 });
 export type SandboxView = z.infer<typeof SandboxViewSchema>;
 
@@ -287,7 +289,11 @@ export const LifecycleCreateSchema = WhereSchema.extend({
   transparent: z.boolean().optional(),
   /** `--policy LEVEL`; absent: the config's `policy`, else none (the built-in list). */
   policy: z.enum(LEVEL_NAMES as [LevelName, ...LevelName[]]).optional(),
-  ports: z.array(z.string().min(1).max(64)).max(64).default([]), services: ServicesSchema, // `--service`, checked again here
+  ports: z.array(z.string().min(1).max(64)).max(64).default([]),
+  /** `--service`, `--service-env`, `--pull`: checked again here (core/services.ts). */
+  services: ServicesSchema,
+  serviceEnv: ServiceEnvSchema,
+  pull: z.boolean().default(false),
   /** `--dockerfile`, `--context` (absolute), `--image` (a local image reference). */
   image: z
     .object({ dockerfile: z.string().startsWith("/").max(4096).optional(), context: z.string().startsWith("/").max(4096).optional(), image: z.string().min(1).max(255).optional() })
@@ -319,6 +325,17 @@ export const AgentViewSchema = z.object({
 });
 export const AgentListSchema = z.object({ agents: z.array(AgentViewSchema) });
 export type AgentView = z.infer<typeof AgentViewSchema>;
+
+/** `sbx services NAME [logs SVC [--tail N] | restart SVC]`. */
+export const LifecycleServicesSchema = WhereSchema.extend({
+  name: nameSchema,
+  action: z.enum(["list", "logs", "restart"]).default("list"),
+  service: z.string().regex(SERVICE_NAME).optional(),
+  tail: z.number().int().min(1).max(10_000).default(200),
+});
+
+/** One service of a sandbox, as `sbx services` and `sbx status` show it. */
+export const ServiceViewSchema = z.object({ name: z.string(), image: z.string(), container: z.string(), state: z.string(), health: z.string(), exitCode: z.number().int() });
 
 /** `sbx limits NAME [--memory …]`: shows them, or changes those given. */
 export const LifecycleLimitsSchema = WhereSchema.extend({ name: nameSchema, set: LimitsInputSchema.default({}) });
@@ -447,6 +464,7 @@ export const LifecycleResults = {
   bridge: z.object({ name: z.string(), settings: BridgeSettingsSchema, changed: z.boolean() }),
   publish: z.object({ name: z.string(), published: z.array(z.string()), changed: z.boolean(), answered: z.number().int() }),
   port: z.object({ name: z.string(), ports: z.array(PortStateSchema), running: z.boolean(), changed: z.boolean() }),
+  services: z.object({ name: z.string(), services: z.array(ServiceViewSchema), logs: z.string().optional(), restarted: z.string().optional() }),
 } as const;
 export type LifecycleVerb = keyof typeof LifecycleResults;
 

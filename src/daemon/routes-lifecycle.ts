@@ -18,6 +18,7 @@ import {
   LifecyclePruneSchema,
   LifecyclePublishSchema,
   LifecycleResults,
+  LifecycleServicesSchema,
   LifecycleSessionSchema,
   type LifecycleLine,
   type SandboxView,
@@ -94,6 +95,8 @@ export function newSandboxOptions(req: ReturnType<typeof LifecycleCreateSchema.p
     ...(req.withChanges ? { withChanges: true } : {}),
     ...(req.ports.length ? { ports: req.ports } : {}),
     ...(req.services.length ? { services: req.services } : {}),
+    ...(Object.keys(req.serviceEnv).length ? { serviceEnv: req.serviceEnv } : {}),
+    ...(req.pull ? { pull: true } : {}),
     ...(req.allowWeaker ? { allowWeaker: true } : {}),
     ...(req.transparent === false ? { transparent: false } : {}),
     ...(req.policy ? { policy: req.policy } : {}),
@@ -175,6 +178,13 @@ export function lifecycleRoutes(app: Hono, deps: LifecycleRouteDeps): void {
   app.post("/v1/lifecycle/port", async (c) => {
     const req = LifecyclePortSchema.parse(await jsonBody(c));
     return lifecycleLines(log, c.req.raw, async (out) => LifecycleResults.port.parse(await svc.ports(req.name, { ...where(req, out), add: req.add, remove: req.remove })));
+  });
+
+  app.post("/v1/lifecycle/services", async (c) => {
+    const req = LifecycleServicesSchema.parse(await jsonBody(c));
+    return lifecycleLines(log, c.req.raw, async (out) =>
+      LifecycleResults.services.parse(await svc.services(req.name, { ...where(req, out), action: req.action, ...(req.service ? { service: req.service } : {}), tail: req.tail })),
+    );
   });
 
   app.post("/v1/lifecycle/prune", async (c) => {

@@ -74,8 +74,11 @@ class Session {
 }
 
 export interface SessionManagerDeps {
-  /** Which sandbox a session's name means, and the argv of its shell (the sandbox service). */
-  sandboxes: Pick<SandboxService, "resolve" | "terminalArgv">;
+  /**
+   * Which sandbox a session's name means, the argv of its shell, and (for kinds whose session process outlives its
+   * client) how its sessions are hung up from inside (the sandbox service).
+   */
+  sandboxes: Pick<SandboxService, "resolve" | "terminalArgv"> & Partial<Pick<SandboxService, "hangUpSessions">>;
   /** Whether its guards are all up (a fenced sandbox runs nothing). */
   guards: Pick<GuardHost, "requireGuarded">;
   exec: Exec;
@@ -89,6 +92,8 @@ export interface SessionManagerDeps {
 export class SessionManager {
   private readonly sessions = new Map<string, Session>();
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  /** Sandboxes whose sessions left by an earlier daemon were hung up (once each, at their first session here). */
+  private readonly swept = new Set<number>();
 
   constructor(private readonly deps: SessionManagerDeps) {}
 
@@ -97,11 +102,18 @@ export class SessionManager {
     const req = SessionCreateSchema.parse(input);
     const sb = await this.deps.sandboxes.resolve(req.name, { ...(req.repo ? { repo: req.repo } : {}) });
     this.deps.guards.requireGuarded(sb);
-    const argv = await this.deps.sandboxes.terminalArgv(sb, { argv: req.argv, cwd: req.cwd, env: req.env });
     const id = `${sb.name.slice(0, 40)}-${randomBytes(3).toString("hex")}`;
+    const argv = await this.deps.sandboxes.terminalArgv(sb, { argv: req.argv, cwd: req.cwd, env: req.env, session: id });
     const s = new Session(id, sb.id, sb.name, sb.repo, req.argv, req.command ?? req.argv, req.cols, req.rows, (this.deps.now ?? Date.now)());
     s.proc = this.deps.exec.terminal(argv, { cols: req.cols, rows: req.rows, onData: (d) => s.output(d) });
     this.sessions.set(id, s);
+    if (!this.swept.has(sb.id)) {
+      // Sessions an earlier daemon ran here (it stopped, or died) can never be joined again, yet their processes may
+      // still run inside (a resumed agent would then run twice): hung up now, beside this one's start, never before it.
+      this.swept.add(sb.id);
+      const mine = [...this.sessions.values()].filter((x) => x.sandboxId === sb.id).map((x) => x.id);
+      void this.deps.sandboxes.hangUpSessions?.(sb, { except: mine }).catch((e) => this.deps.log.warn("hanging up earlier sessions failed", { sandbox: sb.name, error: String(e) }));
+    }
     this.audit(s, "session.start", { argv: req.argv, pid: s.proc.pid });
     this.deps.log.info("session started", { session: id, sandbox: sb.name, pid: s.proc.pid });
     const watch = this.deps.limits;
@@ -197,9 +209,13 @@ export class SessionManager {
     this.sessions.get(id)?.clients.delete(client);
   }
 
-  /** Ends every session's process (SIGHUP, as a closing terminal would) and tells clients. */
+  /**
+   * Ends every session's process (SIGHUP, as a closing terminal would) and tells clients: the client process under
+   * the PTY, and where that is not enough (a `docker exec`, whose process inside the engine keeps), the process inside.
+   */
   async closeAll(): Promise<void> {
     const live = [...this.sessions.values()].filter((s) => s.exitCode === null);
+    const inside = this.hangUp(live);
     for (const s of live) {
       try {
         s.proc.kill("SIGHUP");
@@ -207,7 +223,7 @@ export class SessionManager {
         /* already gone */
       }
     }
-    await Promise.race([Promise.all(live.map((s) => s.proc.exited)), Bun.sleep(2000)]);
+    await Promise.race([Promise.all([...live.map((s) => s.proc.exited), inside]), Bun.sleep(3000)]);
     for (const s of live) for (const c of s.clients) c.close();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
@@ -223,14 +239,31 @@ export class SessionManager {
    * running there through sbx). Each terminal is told why first. How many were ended.
    */
   endFor(sandboxId: number, why?: string): number {
-    let n = 0;
+    const ended: Session[] = [];
     for (const s of this.sessions.values()) {
       if (s.sandboxId !== sandboxId || s.exitCode !== null || s.ending) continue;
       s.ending = true;
       if (why) s.output(new TextEncoder().encode(`\r\nsbx: ${why}; this session ends.\r\n`));
       s.proc.kill("SIGHUP");
-      n++;
+      ended.push(s);
     }
-    return n;
+    void this.hangUp(ended);
+    return ended.length;
+  }
+
+  /** Hangs up the processes of `sessions` inside their sandboxes (Driver.hangUpSessions), each sandbox once; never throws. */
+  private async hangUp(sessions: readonly Session[]): Promise<void> {
+    const bySandbox = new Map<number, string[]>();
+    for (const s of sessions) bySandbox.set(s.sandboxId, [...(bySandbox.get(s.sandboxId) ?? []), s.id]);
+    await Promise.all(
+      [...bySandbox].map(async ([sandboxId, ids]) => {
+        try {
+          const row = this.deps.store.getSandbox(sandboxId);
+          if (row) await this.deps.sandboxes.hangUpSessions?.(row, { only: ids });
+        } catch (e) {
+          this.deps.log.warn("hanging up sessions failed", { sandbox: sandboxId, error: String(e) });
+        }
+      }),
+    );
   }
 }

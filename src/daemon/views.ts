@@ -20,6 +20,7 @@ export function sandboxView(sb: Sandbox, service: Pick<SandboxService, "observed
     guards: g.guards,
     ...(g.error ? { error: g.error } : {}),
     ...(seen.creating ? { creating: seen.creating } : {}),
+    ...(seen.services ? { services: seen.services } : {}),
   };
 }
 

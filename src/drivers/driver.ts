@@ -5,13 +5,16 @@ import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BackendKind, Sandbox } from "../core/schemas";
 import type { AgentPlatform } from "../core/agents";
 import type { ImageFlags } from "../core/image-source";
-import type { ServiceSpec } from "../core/services";
+import type { ServiceSpec, ServiceView } from "../core/services";
 import type { Exec, StreamedRun } from "../sys/exec";
 import type { Logger } from "../sys/log";
 import type { Store } from "../store/store";
 import type { RefSyncOptions } from "../sync/refsync";
 import type { SandboxGit, SandboxGitMode } from "../sync/sandbox-git";
 import type { StagedClone } from "../workspace/staged-clone";
+
+/** Terminal sessions of one sandbox, by the daemon's ids: these only, or all but these. */
+export type SessionSet = { only: readonly string[] } | { except: readonly string[] };
 
 /** What a new sandbox is asked for, beyond its name and repo (flags of `create`/`run`; a driver refuses what it cannot honour). */
 export interface CreateOptions {
@@ -39,8 +42,12 @@ export interface CreateOptions {
   allowWeaker?: boolean;
   /** `--no-transparent`: no DNS stub and no transparent 80/443, the proxy variables only (over the config's `transparent`). */
   transparent?: boolean;
-  /** `--service NAME=IMAGE` (Docker): containers in the sandbox's network namespace (core/services.ts). */
+  /** `--service NAME=IMAGE|DOCKERFILE` (Docker): containers in the sandbox's network namespace (core/services.ts). */
   services?: ServiceSpec[];
+  /** `--service-env SERVICE:NAME=VALUE` (Docker): variables of a service (given by --service or devcontainer compose). */
+  serviceEnv?: Record<string, Record<string, string>>;
+  /** `--pull` (Docker): a service's missing image, and its Dockerfile's bases, may come from a registry. */
+  pull?: boolean;
 }
 
 /** A sandbox being made: where it lives and what was asked. */
@@ -149,6 +156,15 @@ export interface Watcher {
   poll?(): Promise<number>;
 }
 
+/** A kind's services beside its sandboxes (Docker: containers in the sandbox's network namespace). */
+export interface SandboxServices {
+  /** Each of the sandbox's services as the system holds it now. */
+  list(spec: SandboxSpec): Promise<ServiceView[]>;
+  /** A service's last `tail` lines of output (both streams), control characters taken out. */
+  logs(spec: SandboxSpec, service: ServiceView, tail: number): Promise<string>;
+  restart(spec: SandboxSpec, service: ServiceView): Promise<void>;
+}
+
 export interface Driver {
   readonly kind: BackendKind;
   /** What this kind offers (see DriverCaps). */
@@ -217,6 +233,8 @@ export interface Driver {
    * and a pf that can be switched off), started once the fences are back and stopped at shutdown. None: nothing.
    */
   watch?(ctx: WatchContext): Watcher[];
+  /** Its sandboxes' services (`sbx services`); absent: this kind has none. */
+  readonly services?: SandboxServices;
   /** Where the bridge works for this sandbox. `exec` is the daemon's. */
   bridgePlace(spec: SandboxSpec, exec: Exec): BridgePlace;
   /** What the system holds of one sandbox, whatever the store says. */
@@ -233,6 +251,13 @@ export interface Driver {
   hostProxyPort(spec: SandboxSpec): number | null;
   /** The host argv that runs a command or shell inside the sandbox (pure; a session runs it under sbx's PTY). */
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[];
+  /**
+   * Ends terminal sessions whose process can outlive the client the daemon's PTY holds (Docker: the engine keeps a
+   * `docker exec` process running when its client goes), as a closing terminal would: `only` those ids, or every one
+   * recorded `except` those. Kinds whose session process is the PTY's own child have none (their hang-up is the
+   * kernel's). Best effort: what cannot be reached (a stopped container) is left to its stop.
+   */
+  hangUpSessions?(spec: SandboxSpec, which: SessionSet): Promise<void>;
   /** What a crash left: anything of sbx's of this kind whose id is not in `keep` (the daemon's reconcile, when no other state root's sandbox is in sight). */
   cleanup(keep: ReadonlySet<string>, opts?: { dryRun?: boolean }): Promise<CleanupReport>;
   /** What `sbx prune` removes of this kind: what no live sandbox holds (Docker: only what no sandbox dir owns any more, since other state roots share the engine). */

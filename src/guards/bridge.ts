@@ -3,7 +3,7 @@ import { SecretBindings } from "../store/secret-bindings";
 import { existsSync } from "node:fs";
 import type { BridgeSettings, BridgeSubject } from "../core/bridge-settings";
 import { startBridge, type AuditEvent } from "../bridge/server";
-import type { GateSsh, HostToolParent } from "../bridge/gate-git";
+import type { GateSsh, HostToolParent, TlsEnv } from "../bridge/gate-git";
 import { sandboxLayout } from "../workspace/layout";
 import type { FeedEvent } from "../events/feed";
 import type { GuardContext, GuardHandle, SandboxGuard } from "./guards";
@@ -14,7 +14,7 @@ export interface BridgeGuardOptions {
   /** PATH for the host's git and gh. */
   path?: string;
   /** The host's CA settings (SSL_CERT_FILE, SSL_CERT_DIR) for gh. */
-  tlsEnv?: Record<string, string>;
+  tlsEnv?: TlsEnv;
   /** The host's ssh command and agent, for the host repo's ssh remotes. */
   ssh?: GateSsh;
   /** The host's parent proxy, lent to each git or gh call to the forge (sys/parent-relay.ts). */

@@ -196,9 +196,12 @@ export class PolicyService {
       })),
     );
     const sandbox = scope.kind === "global" ? null : { id: scope.sandbox.id, name: scope.sandbox.name };
-    // Only what changed something is a decision: allowing what was allowed already is no news.
+    // Only what changed something is a decision: allowing what was allowed already is no news. One that answered a
+    // pending request names it, as deciding that request would (a refused name is then paired with its private
+    // address: policy/private-pairing.ts; `sbx allow NAME` is what the 403 itself advises).
     for (const r of results) {
-      if (r.changed || r.resolved.length > 0) this.announce({ kind: "decision", at, sandbox, action: "allow", pattern: r.pattern, scope: scope.kind, by, ...termField(term) });
+      const answered = r.resolved[0]?.id;
+      if (r.changed || r.resolved.length > 0) this.announce({ kind: "decision", at, sandbox, action: "allow", pattern: r.pattern, scope: scope.kind, by, ...(answered !== undefined ? { approvalId: answered } : {}), ...termField(term) });
     }
     return results;
   }

@@ -2,7 +2,7 @@
 // to the checked address. The client's first bytes are read before any of them go up: a TLS ClientHello must name the
 // host that was checked (or none), or the tunnel is refused (`server-name-mismatch`): a connection checked as one name
 // must not ask the server for another (domain fronting). Bytes the server sends first flow at once.
-import { connect, type Socket } from "node:net";
+import { connect, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { canonicalIp } from "../core/addresses";
 import { normalizeHost } from "../core/allowlist";
@@ -12,6 +12,7 @@ import { reachText, type Allowed } from "./decision";
 import { dialParent, TUNNEL_OPEN, type ParentDial } from "../sys/parent";
 import { headerSafe } from "./http1";
 import { badGateway, cut, endWith, refusal } from "./refusal";
+import { adoptPair, type NativePair } from "./native-relay";
 
 /** How long a tunnel waits for the rest of a ClientHello the client has begun before it gives up. */
 const HELLO_TIMEOUT_MS = 10_000;
@@ -41,6 +42,8 @@ class Tunnel {
   private flowing = false;
   /** The client ended its side before it sent a byte (pipe() will not pass on an end that came before it). */
   private endedFirst = false;
+  /** The bytes moved to Bun sockets (native-relay.ts): their counts add to node:net's from then on. */
+  private native: NativePair | null = null;
   private readonly connectTimer: ReturnType<typeof setTimeout>;
   private helloTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -79,6 +82,20 @@ class Tunnel {
     if (!this.established || !this.named || this.refused || this.flowing) return;
     this.flowing = true;
     this.clearHello();
+    if (!this.endedFirst && this.viaParent === null && this.client instanceof Socket) {
+      // Judged and connected: from here on nothing is read, only carried. Bun sockets carry it (native-relay.ts).
+      this.up.unpipe(this.client);
+      this.up.pause();
+      // The proxy's close cuts it through a stand-in in its socket set, there until both ends closed.
+      const stand = { destroy: () => this.native?.destroy() } as unknown as Duplex;
+      const native = adoptPair(this.client, this.up, this.first, () => this.ctx.sockets.delete(stand));
+      if (native) {
+        this.native = native;
+        this.ctx.sockets.add(stand);
+        return;
+      }
+      this.up.pipe(this.client);
+    }
     if (this.first.length > 0) this.up.write(this.first);
     if (this.endedFirst) this.up.end();
     else this.client.pipe(this.up);
@@ -193,8 +210,8 @@ class Tunnel {
       ...(v.parent ? { via: v.parent.endpoint.shown } : {}),
       source: v.source,
       pattern: v.pattern,
-      bytesUp: up.bytesWritten - (this.viaParent?.overhead.sent ?? 0),
-      bytesDown: up.bytesRead - (this.viaParent?.overhead.received ?? 0),
+      bytesUp: up.bytesWritten - (this.viaParent?.overhead.sent ?? 0) + (this.native?.written().up ?? 0),
+      bytesDown: up.bytesRead - (this.viaParent?.overhead.received ?? 0) + (this.native?.written().client ?? 0),
       durationMs: Math.round(performance.now() - this.started),
       at: Date.now(),
     });

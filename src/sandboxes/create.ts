@@ -82,6 +82,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
           ...(req.withChanges ? ["--with-changes"] : []),
           ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
           ...((req.services?.length ?? 0) > 0 ? ["--service"] : []),
+          ...(Object.keys(req.serviceEnv ?? {}).length > 0 ? ["--service-env"] : []),
+          ...(req.pull ? ["--pull"] : []),
           ...(req.transparent === false ? ["--no-transparent"] : []),
           ...(req.allowWeaker ? ["--allow-weaker"] : []),
           ...(req.policy !== undefined ? ["--policy"] : []),

@@ -1,5 +1,6 @@
 // Running and stopping a stored sandbox, and reconcile: the one bring-up order (guards up, the driver's prepare beside
 // them, then the driver runs it, then the guards are told) and every write of a sandbox's state that comes with it.
+import type { ServiceStatus } from "../core/services";
 import { existsSync, statSync } from "node:fs";
 import { SbxError, toSbxError } from "../core/errors";
 import type { BackendKind, Sandbox, SandboxState } from "../core/schemas";
@@ -68,6 +69,8 @@ export interface RunnerDeps {
 
 export class SandboxRunner {
   private readonly phases = new Map<number, PhaseView>();
+  /** What the last look at the system found of each sandbox's services (a kind with services). */
+  private readonly services = new Map<number, ServiceStatus[]>();
   /** The per-sandbox queue every lifecycle verb and reconcile go through (keyed by repo and name). */
   readonly serial = new KeyedMutex();
 
@@ -75,6 +78,11 @@ export class SandboxRunner {
 
   phaseOf(row: Sandbox): PhaseView {
     return this.phases.get(row.id) ?? "unknown";
+  }
+
+  /** Its services as the last look at the system found them (refreshPhases); none when its kind has none. */
+  servicesOf(row: Sandbox): ServiceStatus[] {
+    return this.services.get(row.id) ?? [];
   }
 
   /** The socket-dir id of a row, also when its identity is unreadable (then as its kind would have made it). */
@@ -177,7 +185,12 @@ export class SandboxRunner {
         continue;
       }
       const byId = new Map(observed.map((o) => [o.id, o]));
-      for (const r of mine) if (this.phases.has(r.id)) this.phases.set(r.id, byId.get(this.sidOf(r))?.phase ?? "absent");
+      for (const r of mine) {
+        const o = byId.get(this.sidOf(r));
+        if (this.phases.has(r.id)) this.phases.set(r.id, o?.phase ?? "absent");
+        if (o?.services?.length) this.services.set(r.id, o.services);
+        else this.services.delete(r.id);
+      }
     }
   }
 

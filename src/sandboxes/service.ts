@@ -9,7 +9,7 @@
 // daemon hosts the guards and sessions and calls in; the service reaches them only through `SandboxHost` (host.ts).
 import type { SandboxSpec } from "../core/spec";
 import type { BackendKind, Sandbox } from "../core/schemas";
-import type { Driver, DriverCaps, WatchContext, Watcher } from "../drivers/driver";
+import type { Driver, DriverCaps, SessionSet, WatchContext, Watcher } from "../drivers/driver";
 import type { LimitCounters, LimitsInput } from "../core/limits";
 import type { BridgeAllow, BridgeSettings } from "../core/bridge-settings";
 import type { PortForward, PortState } from "../core/ports";
@@ -24,7 +24,8 @@ import { pruneSandboxes, rmSandbox } from "./remove";
 import type { CreateRequest, IfSessions, LimitsReport, Named, Output, PruneReport, SandboxInfo, ServiceDeps, SessionRequest } from "./requests";
 import type { SandboxQuery } from "./resolve";
 import type { PhaseView, ReconcileReport } from "./running";
-import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish } from "./settings";
+import { sandboxBridge, sandboxLimits, sandboxPorts, sandboxPublish, sandboxServices } from "./settings";
+import type { ServiceStatus, ServiceView } from "../core/services";
 import { sandboxLevel, type LevelReport } from "./level";
 import type { LevelName } from "../core/levels";
 import { rebuildSandbox, sessionArgv, startSandbox, stopSandbox } from "./start-stop";
@@ -101,6 +102,11 @@ export class SandboxService {
     return sandboxPorts(this.c, name, w);
   }
 
+  /** `sbx services NAME [logs SVC | restart SVC]` (settings.ts). */
+  services(name: string, w: Named & { action: "list" | "logs" | "restart"; service?: string; tail?: number }): Promise<{ name: string; services: ServiceView[]; logs?: string; restarted?: string }> {
+    return sandboxServices(this.c, name, w);
+  }
+
   /** `sbx publish NAME [ENDPOINT…]` (settings.ts). */
   publish(name: string, w: Named & { add?: string[]; remove?: string[] }): Promise<{ name: string; published: string[]; changed: boolean; answered: number }> {
     return sandboxPublish(this.c, name, w);
@@ -152,20 +158,33 @@ export class SandboxService {
    * The host argv of a terminal session in a running sandbox (the daemon runs it under its own PTY, after checking the
    * guards); counts as a use of it.
    */
-  async terminalArgv(row: Sandbox, req: { argv: string[]; cwd: string; env: Record<string, string> }): Promise<string[]> {
+  async terminalArgv(row: Sandbox, req: { argv: string[]; cwd: string; env: Record<string, string>; session?: string }): Promise<string[]> {
     const driver = await this.c.driver(row.backend);
     const spec = driver.spec(row);
-    const argv = driver.shellArgv(spec, { argv: req.argv, cwd: req.cwd, tty: true, env: { ...req.env, ...(await this.c.secretEnv(row, spec)) } });
+    const argv = driver.shellArgv(spec, {
+      argv: req.argv,
+      cwd: req.cwd,
+      tty: true,
+      env: { ...req.env, ...(await this.c.secretEnv(row, spec)) },
+      ...(req.session !== undefined ? { session: req.session } : {}),
+    });
     this.c.d.store.touchSandbox(row.id);
     return argv;
   }
 
+  /** Hangs up terminal sessions whose process outlives its client (Driver.hangUpSessions); nothing for other kinds. */
+  async hangUpSessions(row: Sandbox, which: SessionSet): Promise<void> {
+    const driver = await this.c.driver(row.backend);
+    await driver.hangUpSessions?.(driver.spec(row), which);
+  }
+
   /** What the service last saw of a sandbox: its socket-dir id, its phase on the system, and a create under way or interrupted. */
-  observed(row: Sandbox): { sid: string; phase: PhaseView; creating?: "in-progress" | "interrupted" } {
+  observed(row: Sandbox): { sid: string; phase: PhaseView; creating?: "in-progress" | "interrupted"; services?: ServiceStatus[] } {
     const paths = this.c.d.paths;
     const dir = baseIdentity(row)?.dir ?? sandboxDir(paths, row.repo, row.name);
     const creating = createProgress(paths.stateDir, row.repo, row.name, dir);
-    return { sid: this.c.running.sidOf(row), phase: this.c.running.phaseOf(row), ...(creating ? { creating } : {}) };
+    const services = this.c.running.servicesOf(row);
+    return { sid: this.c.running.sidOf(row), phase: this.c.running.phaseOf(row), ...(creating ? { creating } : {}), ...(services.length ? { services } : {}) };
   }
 
   /** Re-reads what every driver holds (`sbx status` shows the system, not the last reconcile). */

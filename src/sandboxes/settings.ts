@@ -10,6 +10,7 @@ import { hostGitEnv, HOST_GIT_SAFE } from "../sync/git-argv";
 import { formatBudget, parseBudget } from "../core/llm-budget";
 import { LlmBudgets } from "../llm/budget";
 import { priceReader } from "../sys/config-file";
+import type { ServiceView } from "../core/services";
 import type { ServiceContext } from "./context";
 import type { LimitsReport, Named } from "./requests";
 
@@ -224,6 +225,49 @@ export async function sandboxBridge(c: ServiceContext,
     }
     return { name, settings: next, changed };
     });
+  } finally {
+    lock.release();
+  }
+}
+
+/** The most of a service's output one `sbx services NAME logs SVC` answers with (its last bytes). */
+export const SERVICE_LOG_MAX_BYTES = 1024 * 1024;
+
+/**
+ * `sbx services NAME [logs SVC | restart SVC]`: a sandbox's services as its driver finds them (Docker: containers in
+ * its network namespace), one's last lines of output, or a restart (under the sandbox's lock, while it runs: a
+ * service lives in its namespace). A kind without services says which has them.
+ */
+export async function sandboxServices(
+  c: ServiceContext,
+  name: string,
+  w: Named & { action: "list" | "logs" | "restart"; service?: string; tail?: number },
+): Promise<{ name: string; services: ServiceView[]; logs?: string; restarted?: string }> {
+  const { row, driver } = await c.locate(name, w);
+  const ops = driver.services;
+  if (ops === undefined) {
+    if (w.action === "list") return { name, services: [] };
+    throw new SbxError("usage", `sandbox ${name} is a ${row.backend} sandbox, which has no services`, { hint: "Services run beside Docker sandboxes (sbx create --service; sbx help databases)." });
+  }
+  const spec = driver.spec(row);
+  const all = await ops.list(spec);
+  if (w.action === "list") return { name, services: all };
+  const v = all.find((x) => x.name === w.service);
+  if (v === undefined) {
+    throw new SbxError("not_found", `sandbox ${name} has no service '${w.service ?? ""}'`, { hint: all.length ? `Its services: ${all.map((x) => x.name).join(", ")}.` : `\`sbx services ${name}\` lists them.` });
+  }
+  if (w.action === "logs") {
+    const text = await ops.logs(spec, v, w.tail ?? 200);
+    return { name, services: all, logs: text.length > SERVICE_LOG_MAX_BYTES ? text.slice(-SERVICE_LOG_MAX_BYTES) : text };
+  }
+  const lock = await c.lockLive(row, w.out);
+  try {
+    if ((await driver.inspect(spec)).phase !== "running") {
+      throw new SbxError("usage", `sandbox ${name} is not running, and its service ${v.name} lives in its network namespace`, { hint: `Start it (\`sbx shell ${name}\`, \`sbx exec ${name} -- true\`): its services start with it.` });
+    }
+    await ops.restart(spec, v);
+    c.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "service.restart", detail: { name, service: v.name } });
+    return { name, services: await ops.list(spec), restarted: v.name };
   } finally {
     lock.release();
   }

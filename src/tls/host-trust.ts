@@ -8,7 +8,7 @@
 // is in none of the places sandboxes write (sbx's sandbox trees, runtime and state dirs, the shared temp dirs, the
 // container engine's volumes): a symlink into a sandbox's tree is refused, and said.
 import { X509Certificate } from "node:crypto";
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, sep } from "node:path";
 import type { Exec } from "../sys/exec";
 
@@ -237,4 +237,36 @@ export class CompanyTrust {
     this.kept = { at: this.now(), stamp, pem };
     return pem;
   }
+}
+
+/**
+ * What the host tools the daemon runs for sandboxes (the bridge's git and gh) trust, at each call: the host's own
+ * settings (SSL_CERT_FILE, SSL_CERT_DIR) as they are, or, while the config's `trust` adds company CAs, a bundle of the
+ * host's roots (SSL_CERT_FILE's, else the system's) and those CAs, kept in `file` (sbx's state dir, where no sandbox
+ * writes) and named to them as SSL_CERT_FILE: a company's forge behind its CA works through the bridge as on the host.
+ */
+export function hostToolsTls(o: { env: Readonly<Record<string, string | undefined>>; company: () => string; file: string }): () => Record<string, string> {
+  const base: Record<string, string> = {};
+  for (const k of ["SSL_CERT_FILE", "SSL_CERT_DIR"]) if (o.env[k]) base[k] = o.env[k]!;
+  let kept = "";
+  return () => {
+    const pem = o.company();
+    if (pem === "") return base;
+    const roots = base.SSL_CERT_FILE ?? SYSTEM_BUNDLES.find((f) => existsSync(f));
+    let text: string;
+    try {
+      text = `${roots ? readFileSync(roots, "utf8").trimEnd() : ""}\n${pem}`;
+    } catch {
+      return base; // the host's roots cannot be read: its tools as they are
+    }
+    if (text !== kept || !existsSync(o.file)) {
+      mkdirSync(dirname(o.file), { recursive: true, mode: 0o700 });
+      // Whole or not at all: a call under way reads the old bundle or the new one.
+      const tmp = `${o.file}.${process.pid}.tmp`;
+      writeFileSync(tmp, text, { mode: 0o644 });
+      renameSync(tmp, o.file);
+      kept = text;
+    }
+    return { ...base, SSL_CERT_FILE: o.file };
+  };
 }

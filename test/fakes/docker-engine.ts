@@ -100,6 +100,8 @@ interface Container {
   binds: Map<string, string>;
   /** Volume mounts, container path → volume name. */
   volumeAt: Map<string, string>;
+  /** Its healthcheck's state, when it has one (healthy, unhealthy, starting). */
+  health?: string;
 }
 
 interface Volume {
@@ -256,7 +258,10 @@ export class FakeDockerEngine implements Engine {
     for (const c of this.containers.values()) {
       if (!ours(c.labels) || c.labels[LABEL.role] === "cleanup") continue;
       const l = c.labels;
-      out.push({ kind: "container", name: c.name, sandbox: l[LABEL.sandbox] ?? "", dir: l[LABEL.dir] ?? "", repo: l[LABEL.repo] ?? "", id: l[LABEL.name] ?? "", state: c.status });
+      const role = l[LABEL.role] ?? "";
+      // The engine's status line, as the list answers it ("Up 2 seconds (healthy)", "Exited (3) 1 second ago").
+      const status = c.status === "running" ? `Up 1 second${c.health ? ` (${c.health === "starting" ? "health: starting" : c.health})` : ""}` : `Exited (${c.exitCode}) 1 second ago`;
+      out.push({ kind: "container", name: c.name, sandbox: l[LABEL.sandbox] ?? "", dir: l[LABEL.dir] ?? "", repo: l[LABEL.repo] ?? "", id: l[LABEL.name] ?? "", state: c.status, ...(role === "service" ? { role, service: l["sbx.service"] ?? "", status } : {}) });
     }
     for (const v of this.volumesByName.values()) {
       if (!ours(v.labels)) continue;
@@ -378,8 +383,19 @@ export class FakeDockerEngine implements Engine {
       onOutput(`${(e as Error).message}\n`);
       return 1;
     }
+    // The builder's rule: a base it does not have is fetched from a registry (always asked again with --pull).
+    const stages: string[] = [];
+    for (const m of dockerfile.matchAll(/^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?/gim)) {
+      const base = m[1]!;
+      if (base !== "scratch" && !stages.includes(base.toLowerCase()) && (argv.includes("--pull") || !this.images.has(base))) {
+        this.mutations.push(`pull ${base}`);
+        this.images.set(base, {});
+      }
+      if (m[2]) stages.push(m[2].toLowerCase());
+    }
     onOutput(`Step 1/1 : FROM sbx-base\nSuccessfully tagged ${tag}\n`);
-    this.images.set(tag, { "sbx.image": "1" });
+    const labels = Object.fromEntries(argv.flatMap((a, i) => (argv[i - 1] === "--label" ? [a.split("=") as [string, string]] : [])));
+    this.images.set(tag, labels);
     this.builtFiles.set(tag, files);
     this.mutations.push(`build ${tag}`);
     return 0;

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import type { Backend } from "../../src/drivers/backend";
 import type { Change, CleanupReport, HostUser, Observed, SandboxSpec, ShellRequest } from "../../src/core/spec";
 import type { BackendKind, Sandbox } from "../../src/core/schemas";
-import type { BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../../src/drivers/driver";
+import type { BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices } from "../../src/drivers/driver";
+import type { ServiceView } from "../../src/core/services";
 import { BaseIdentitySchema, LimitsSchema, sandboxId, sandboxSpec } from "../../src/drivers/identity";
 import type { LimitCounters, Limits } from "../../src/core/limits";
 import { streamRun, type Exec } from "../../src/sys/exec";
@@ -28,6 +29,8 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
   readonly calls: string[] = [];
   /** When set, starts are also recorded here (beside a test's guard events, to check their order). */
   trace: string[] | null = null;
+  /** A kind with services (Docker's): set by a test (fakeServices) to give its sandboxes some. */
+  services?: SandboxServices;
 
   constructor(
     readonly kind: BackendKind,
@@ -189,4 +192,27 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
   prune(keep: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<CleanupReport> {
     return this.backend.cleanup(keep, opts);
   }
+}
+
+/**
+ * Services beside a fake kind's sandboxes, with the real rules sbx relies on: a service lives in its sandbox's
+ * namespace, so one of a sandbox that does not run is not running, and restarting it there fails; its output is what
+ * its process wrote (control characters and all). `views` is per sandbox id; `restarts` counts what was restarted.
+ */
+export function fakeServices(backend: { inspect(spec: SandboxSpec): Promise<Observed> }, views: Map<string, ServiceView[]>, output: Map<string, string> = new Map()): SandboxServices & { restarts: string[] } {
+  const restarts: string[] = [];
+  return {
+    restarts,
+    async list(spec) {
+      const running = (await backend.inspect(spec)).phase === "running";
+      return (views.get(spec.id) ?? []).map((v) => (running ? v : { ...v, state: "exited", health: v.health === "none" ? "none" : "unhealthy", exitCode: 137 }));
+    },
+    async logs(_spec, v, tail) {
+      return (output.get(v.container) ?? "").split("\n").slice(-tail).join("\n");
+    },
+    async restart(spec, v) {
+      if ((await backend.inspect(spec)).phase !== "running") throw new Error(`fake engine: cannot join the network namespace of a stopped container (restart ${v.container})`);
+      restarts.push(v.container);
+    },
+  };
 }

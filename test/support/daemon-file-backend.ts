@@ -89,9 +89,14 @@ export class FileBackend implements Backend {
     return { removed };
   }
 
-  /** A real local shell under sbx's PTY, in the requested directory: enough to exercise sessions end to end. */
+  /**
+   * A real local shell under sbx's PTY, in the requested directory: enough to exercise sessions end to end. As a
+   * sandbox's process, it has only what sbx gives it (the request's variables), PATH and HOME: nothing of the host
+   * environment of whoever started it (the CLI's, when a piped command runs on the caller's side; the daemon's).
+   */
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
     const cmd = req.argv.length ? req.argv : ["sh", "-i"];
-    return ["env", "-C", req.cwd, `SANDBOX=${spec.name}`, "PS1=$ ", ...Object.entries(req.env).map(([k, v]) => `${k}=${v}`), ...cmd];
+    const base = [`PATH=${process.env.PATH ?? "/usr/bin:/bin"}`, `HOME=${process.env.HOME ?? "/"}`];
+    return ["env", "-i", "-C", req.cwd, ...base, `SANDBOX=${spec.name}`, "PS1=$ ", ...Object.entries(req.env).map(([k, v]) => `${k}=${v}`), ...cmd];
   }
 }

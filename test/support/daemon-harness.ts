@@ -110,7 +110,7 @@ export function makeHarness<B extends Backend = FakeBackend>(
   const guards = new GuardHost({ store, guards: opts.guards?.(events) ?? [recordingGuard("proxy", events), recordingGuard("bridge", events)], exec, paths, log: silentLogger });
   let service!: SandboxService;
   const sessions = new SessionManager({
-    sandboxes: { resolve: (n, q) => service.resolve(n, q), terminalArgv: (r, q) => service.terminalArgv(r, q) },
+    sandboxes: { resolve: (n, q) => service.resolve(n, q), terminalArgv: (r, q) => service.terminalArgv(r, q), hangUpSessions: (r, w) => service.hangUpSessions(r, w) },
     guards,
     exec,
     store,

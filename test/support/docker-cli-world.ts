@@ -3,6 +3,8 @@
 import { join } from "node:path";
 import { defaultRuntime, DockerBackend } from "../../src/drivers/docker/docker";
 import { DockerDriver } from "../../src/drivers/docker/driver";
+import type { BackendKind } from "../../src/core/schemas";
+import type { Driver } from "../../src/drivers/driver";
 import { readEnv } from "../../src/sys/env";
 import { pathsFor } from "../../src/sys/paths";
 import { FakeDockerEngine } from "../fakes/docker-engine";
@@ -13,13 +15,16 @@ import { tempWorld, type TempWorld } from "./temp-world";
 export interface DockerCliWorld {
   w: TempWorld;
   engine: FakeDockerEngine;
+  driver: DockerDriver;
   daemon: InprocDaemon;
-  /** Runs sbx in the world's repo (or `cwd`); `tty`: as if at a terminal (`columns` wide). */
-  cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty" | "columns" | "answers">): Promise<CliRun>;
+  /** The environment sbx runs with here (the daemon's too). */
+  vars: Record<string, string>;
+  /** Runs sbx in the world's repo (or `cwd`); `tty`: as if at a terminal (`columns` wide); `vars` over the world's. */
+  cli(argv: string[], cwd?: string, o?: Pick<CliOptions, "tty" | "columns" | "answers" | "vars">): Promise<CliRun>;
   close(): Promise<void>;
 }
 
-export async function dockerCliWorld(): Promise<DockerCliWorld> {
+export async function dockerCliWorld(opts: { drivers?: (x: { exec: TempWorld["exec"]; paths: ReturnType<typeof pathsFor>; env: ReturnType<typeof readEnv> }) => Partial<Record<BackendKind, Driver>> } = {}): Promise<DockerCliWorld> {
   const w = await tempWorld({ Dockerfile: "FROM sbx-base:bookworm\n" });
   w.store.close(); // the daemon opens its own
   const vars = { HOME: w.env.vars.HOME, USER: "t", SHELL: "/bin/bash", XDG_STATE_HOME: join(w.root, "state"), XDG_CONFIG_HOME: join(w.root, "config"), XDG_CACHE_HOME: join(w.root, "cache"), XDG_RUNTIME_DIR: join(w.root, "rt"), PATH: process.env.PATH ?? "/usr/bin:/bin" };
@@ -28,12 +33,14 @@ export async function dockerCliWorld(): Promise<DockerCliWorld> {
   const paths = pathsFor(env);
   const backend = new DockerBackend(w.exec, { sandboxRoot: paths.sandboxRoot, engine, runtime: defaultRuntime() });
   const driver = new DockerDriver({ exec: w.exec, env, paths, backend, checkEngine: async () => {} });
-  const daemon = serveInprocDaemon(vars, w.exec, { drivers: { docker: driver } });
+  const daemon = serveInprocDaemon(vars, w.exec, { drivers: { docker: driver, ...opts.drivers?.({ exec: w.exec, paths, env }) } });
   return {
     w,
     engine,
+    driver,
     daemon,
-    cli: (argv, cwd, o) => runCli(argv, { exec: w.exec, vars, cwd: cwd ?? w.repo, ...o }),
+    vars,
+    cli: (argv, cwd, o) => runCli(argv, { exec: w.exec, cwd: cwd ?? w.repo, ...o, vars: { ...vars, ...o?.vars } }),
     async close() {
       await daemon.stop();
       w.close();

@@ -42,7 +42,7 @@ export function serveInprocDaemon(vars: Record<string, string | undefined>, exec
   const table: DriverTable = Object.fromEntries(Object.entries(drivers).map(([k, d]) => [k, () => d]));
   const guards = new GuardHost({ store, guards: [], exec, paths, log: silentLogger });
   let service!: SandboxService;
-  const sessions = new SessionManager({ sandboxes: { resolve: (n, q) => service.resolve(n, q), terminalArgv: (r, q) => service.terminalArgv(r, q) }, guards, exec, store, log: silentLogger });
+  const sessions = new SessionManager({ sandboxes: { resolve: (n, q) => service.resolve(n, q), terminalArgv: (r, q) => service.terminalArgv(r, q), hangUpSessions: (r, w) => service.hangUpSessions(r, w) }, guards, exec, store, log: silentLogger });
   service = new SandboxService({ exec, env, paths, store, drivers: table, defaultKind: "docker", log: () => {}, host: daemonHost(guards, sessions) });
   const app = createApp({
     guards,

@@ -39,12 +39,17 @@ export function imageOpt(opts: Record<string, unknown>, cwd: string): { image?: 
   return Object.keys(image).length ? { image } : {};
 }
 
-/** `--service NAME=IMAGE` (repeatable), checked here so a typo is said before the daemon is reached. */
-export async function servicesOpt(opts: Record<string, unknown>): Promise<{ services?: { name: string; image: string }[] }> {
+/**
+ * `--service NAME=IMAGE|DOCKERFILE`, `--service-env SERVICE:NAME=VALUE` (repeatable) and `--pull`, checked here so a
+ * typo is said before the daemon is reached (a Dockerfile's path made absolute from where sbx runs).
+ */
+export async function servicesOpt(opts: Record<string, unknown>, cwd: string): Promise<{ services?: import("../../core/services").ServiceSpec[]; serviceEnv?: Record<string, Record<string, string>>; pull?: true }> {
   const flags = (opts.service as string[] | undefined) ?? [];
-  if (flags.length === 0) return {};
-  const { parseServiceFlags } = await import("../../core/services");
-  return { services: parseServiceFlags(flags) };
+  const envFlags = (opts.serviceEnv as string[] | undefined) ?? [];
+  const pull = opts.pull === true ? { pull: true as const } : {};
+  if (flags.length === 0 && envFlags.length === 0) return pull;
+  const { parseServiceEnvFlags, parseServiceFlags } = await import("../../core/services");
+  return { ...(flags.length ? { services: parseServiceFlags(flags, cwd) } : {}), ...(envFlags.length ? { serviceEnv: parseServiceEnvFlags(envFlags) } : {}), ...pull };
 }
 
 /** The limit flags of create, run and limits. */
@@ -111,7 +116,9 @@ export function declareNewSandboxOptions(cmd: Command): Command {
     .option("--context <dir>", "the build context, a dir of the repo: what its last commit holds there (default: the repo; its Dockerfile when --dockerfile is not given)")
     .option("--image <ref>", "use this local image as it is, no build (sbx pulls nothing; it runs as you either way)")
     .option("--overlay <path>", "overlay another host dir copy-on-write (repeatable)", collect, [])
-    .option("--service <name=image>", "run a local image beside the sandbox, in its network namespace: reached on 127.0.0.1, no network of its own, removed with it (Docker; repeatable; sbx help databases)", collect, [])
+    .option("--service <name=image>", "run a local image (or one built from a Dockerfile: NAME=./path/x.Dockerfile, the repo's last commit as its context) beside the sandbox, in its network namespace: reached on 127.0.0.1, no network of its own, removed with it (Docker; repeatable; sbx help databases)", collect, [])
+    .option("--service-env <service:name=value>", "a variable of a service (repeatable; nothing of your environment is read, no secret is expanded)", collect, [])
+    .option("--pull", "services: pull a missing image, and let a service's Dockerfile fetch its bases, from a registry (otherwise only local images are used)")
     .option(
       "--claude-auth <mode>",
       "inject: the host's Claude key/login is added on the way out and ~/.claude/.credentials.json is hidden inside (default when the host has one); overlay: the agent can read the host's credentials file",
@@ -160,7 +167,7 @@ export const create: Verb = {
       ...imageOpt(opts, ctx.cwd),
       ...(opts.withChanges === true ? { withChanges: true } : {}),
       ...((opts.port as string[] | undefined)?.length ? { ports: opts.port as string[] } : {}),
-      ...(await servicesOpt(opts)),
+      ...(await servicesOpt(opts, ctx.cwd)),
       ...(opts.allowWeaker === true ? { allowWeaker: true } : {}),
       ...(opts.transparent === false ? { transparent: false } : {}),
       ...(opts.exposeCredentials === true ? { exposeCredentials: true } : {}),

@@ -19,7 +19,7 @@ export function declareRunOptions(cmd: Command): Command {
 async function createOpts(ctx: CliContext, opts: Record<string, unknown>, backend: string | undefined) {
   return {
     ...(await policyOpt(opts)),
-    ...(await servicesOpt(opts)),
+    ...(await servicesOpt(opts, ctx.cwd)),
     ...(backend ? { backend: backend as "docker" } : {}),
     rebuild: opts.rebuild === true,
     overlays: (opts.overlay as string[] | undefined) ?? [],

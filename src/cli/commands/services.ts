@@ -1,6 +1,5 @@
-// sbx services: a Docker sandbox's services (`sbx create NAME --service DB=IMAGE`): their state and health, a
-// service's output, a restart. Run here, against the engine, as the person (who can reach the engine: Docker
-// sandboxes need that), never through the sandbox.
+// sbx services: a Docker sandbox's services (`sbx create NAME --service DB=IMAGE`, devcontainer compose): their state
+// and health, a service's output, a restart; one daemon call (/v1/lifecycle/services), as every verb.
 import type { Command } from "commander";
 import { SbxError } from "../../core/errors";
 import { sandboxArgument } from "../completion/offers";
@@ -35,41 +34,43 @@ export const services: Verb = {
   },
   async run(ctx, args, opts) {
     const [name = "", action, svc] = args;
-    const [{ findRepoRootQuick }, { sandboxId }, { rootLabel }, { DockerServices }] = await Promise.all([
-      import("../../workspace/repo"),
-      import("../../drivers/identity"),
-      import("../../drivers/docker/args"),
-      import("../../drivers/docker/services"),
-    ]);
-    const repo = findRepoRootQuick(ctx.cwd, opts.repo as string | undefined, ctx.env.raw);
-    if (repo === null) throw new SbxError("usage", "not in a git repo", { hint: "Run it in the sandbox's repo, or give --repo PATH." });
-    const id = sandboxId(ctx.paths.sandboxRoot, repo, name);
-    const s = new DockerServices(ctx.exec, rootLabel(ctx.paths.sandboxRoot));
-    const all = await s.list(id);
-    if (action === undefined) {
-      if (opts.json) {
-        ctx.render.json(all.map(({ name: n, image, state, health, exitCode }) => ({ name: n, image, state, health, exitCode })));
-        return 0;
-      }
-      if (all.length === 0) {
-        ctx.render.out(`sandbox ${name} has no services (sbx create ${name} --service NAME=IMAGE gives it some)`);
-        return 0;
-      }
-      for (const v of all) ctx.render.out(`${v.name}\t${v.image}\t${v.state}${v.state === "exited" ? ` (code ${v.exitCode})` : ""}\t${v.health}`);
-      return 0;
-    }
-    if (action !== "logs" && action !== "restart") throw new SbxError("usage", `sbx services: '${action}' is not logs or restart`, { hint: `sbx services ${name} logs SERVICE` });
-    const v = all.find((x) => x.name === svc);
-    if (v === undefined) {
-      throw new SbxError("not_found", `sandbox ${name} has no service '${svc ?? ""}'`, { hint: all.length ? `Its services: ${all.map((x) => x.name).join(", ")}.` : `\`sbx services ${name}\` lists them.` });
-    }
+    if (action !== undefined && action !== "logs" && action !== "restart") throw new SbxError("usage", `sbx services: '${action}' is not logs or restart`, { hint: `sbx services ${name} logs SERVICE` });
+    if (action !== undefined && svc === undefined) throw new SbxError("usage", `sbx services ${name} ${action}: which service?`, { hint: `\`sbx services ${name}\` lists them.` });
+    const tail = Number.parseInt(String(opts.tail ?? "200"), 10);
+    if (!Number.isInteger(tail) || tail < 1 || tail > 10_000) throw new SbxError("usage", `--tail ${String(opts.tail)}: a number of lines from 1 to 10000`, { hint: "e.g. --tail 50" });
+    const { daemon, outOf, whereOf } = await import("../../client/sandboxes");
+    const r = await (await daemon(ctx)).lifecycle(
+      "services",
+      { ...whereOf(ctx, opts.repo as string | undefined), name, action: action ?? "list", ...(svc !== undefined ? { service: svc } : {}), tail },
+      outOf(ctx),
+    );
     if (action === "logs") {
-      const tail = Number.parseInt(String(opts.tail ?? "200"), 10);
-      ctx.render.out(await s.logs(v.container, Number.isInteger(tail) && tail > 0 ? tail : 200));
+      // The service's own output: written as it is, every control character shown (render.out), never sent raw.
+      if (r.logs) ctx.render.out(r.logs);
       return 0;
     }
-    await s.restart(v.container);
-    ctx.render.out(`restarted ${v.name} of ${name}`);
+    if (action === "restart") {
+      ctx.render.out(`restarted ${r.restarted ?? svc} of ${name}`);
+      return 0;
+    }
+    if (opts.json) {
+      ctx.render.json(r.services.map(({ name: n, image, state, health, exitCode }) => ({ name: n, image, state, health, exitCode })));
+      return 0;
+    }
+    if (r.services.length === 0) {
+      ctx.render.out(`sandbox ${name} has no services (sbx create ${name} --service NAME=IMAGE gives it some)`);
+      return 0;
+    }
+    const { c } = ctx.render;
+    ctx.render.table(
+      ["SERVICE", "IMAGE", "STATE", "HEALTH"],
+      r.services.map((v) => [
+        v.name,
+        v.image,
+        v.state === "running" ? v.state : c.red(v.state === "exited" ? `exited (code ${v.exitCode})` : v.state),
+        v.health === "unhealthy" ? c.red(v.health) : v.health,
+      ]),
+    );
     return 0;
   },
 };

@@ -87,6 +87,14 @@ export const status: Verb = {
       ]),
       { GUARDS: "wrap", REPO: "start" },
     );
+    // A service that stopped or turned unhealthy while its sandbox runs (it crashed: sbx stops them only with it).
+    for (const s of st.sandboxes) {
+      if (s.phase !== "running") continue;
+      for (const v of s.services ?? []) {
+        const trouble = v.state !== "running" ? (v.state === "exited" ? `exited (code ${v.exitCode})` : v.state) : v.health === "unhealthy" ? "unhealthy" : null;
+        if (trouble !== null) ctx.render.out(`${c.red(`service ${v.name} of ${s.name} ${trouble}`)}: sbx services ${s.name} logs ${v.name}; sbx services ${s.name} restart ${v.name}`);
+      }
+    }
     return ExitCode.ok;
   },
 };

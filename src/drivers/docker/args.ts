@@ -7,7 +7,8 @@ import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import type { TarEntry } from "../../core/tar";
 import { STUB_ADDRESS, TRANSPARENT_PORTS, transparentOn } from "../../core/transparent";
 import { MAIN_RUNTIME_ENV } from "../../../shims/exec-agent";
-import { inSandboxArgv } from "./start-line";
+import { inSandboxArgv, SESSION_VAR } from "./start-line";
+import { dockerContainerName } from "../../core/backend-kind";
 
 export { sandboxLayout };
 
@@ -116,10 +117,8 @@ export function rootLabel(sandboxRoot: string): string {
   return createHash("sha256").update(sandboxRoot).digest("hex");
 }
 
-
-export function containerName(id: string): string {
-  return `sbx-${id}`;
-}
+/** A sandbox's container (the CLI's `sbx code` names it the same way: core/backend-kind.ts). */
+export const containerName = dockerContainerName;
 
 function short(s: string): string {
   return createHash("sha256").update(s).digest("hex").slice(0, 10);
@@ -584,7 +583,8 @@ export function dockerExecArgs(spec: SandboxSpec, req: ShellRequest & { stdin?: 
     "--user", `${u.uid}:${u.gid}`,
     "--workdir", req.cwd,
     ...env,
+    ...(req.session !== undefined ? ["--env", `${SESSION_VAR}=${req.session}`] : []),
     containerName(spec.id),
-    ...inSandboxArgv(spec.name, argv, { tty: req.tty }),
+    ...inSandboxArgv(spec.name, argv, { tty: req.tty, ...(req.session !== undefined ? { session: req.session } : {}) }),
   ];
 }

@@ -1,4 +1,5 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
+// whole: the apply half read top to bottom, from spec to running container (issue 41/42 tipped it over 600 by a few lines).
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { claudeJsonView } from "../../core/claude-json";
@@ -35,6 +36,7 @@ import { DockerEngine, type Engine, type Found } from "./engine-client";
 import { engineSocket } from "./engine-exec";
 import { firstTarEntry, tarArchive, type TarEntry } from "../../core/tar";
 import { identityFiles } from "./passwd";
+import { serviceStatusOf, type ServiceStatus } from "../../core/services";
 
 export interface DockerBackendOptions {
   /**
@@ -549,16 +551,28 @@ export class DockerBackend implements Backend {
   }
 
   async list(): Promise<Observed[]> {
-    return (await this.found())
-      // A sandbox's own container only (its services' containers carry its labels too, with the role `service`).
+    const found = await this.found();
+    // Its services' containers carry the sandbox's labels too, with the role `service`: said beside their sandbox.
+    const services = new Map<string, ServiceStatus[]>();
+    for (const f of found) {
+      if (f.kind !== "container" || f.role !== "service") continue;
+      const list = services.get(f.sandbox) ?? [];
+      list.push(serviceStatusOf(f.service || f.name, f.state, f.status ?? ""));
+      services.set(f.sandbox, list);
+    }
+    return found
       .filter((f) => f.kind === "container" && f.role !== "service")
-      .map((f) => ({
-        id: f.sandbox,
-        name: f.id,
-        repo: f.repo,
-        phase: f.state === "running" ? "running" : "stopped",
-        detail: { container: f.name, status: f.state, dir: f.dir },
-      }));
+      .map((f) => {
+        const svcs = services.get(f.sandbox)?.sort((a, b) => a.name.localeCompare(b.name));
+        return {
+          id: f.sandbox,
+          name: f.id,
+          repo: f.repo,
+          phase: f.state === "running" ? "running" : "stopped",
+          detail: { container: f.name, status: f.state, dir: f.dir },
+          ...(svcs ? { services: svcs } : {}),
+        };
+      });
   }
 
   private async removeFound(items: Found[], dryRun: boolean): Promise<string[]> {

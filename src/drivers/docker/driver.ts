@@ -1,13 +1,15 @@
 // The Docker driver: a container per sandbox, the clone made on the host, the image from its source (image-source.ts).
-import { existsSync, realpathSync } from "node:fs";
+// whole: one driver, its create, start and services steps in order (issue 40 tipped it over 600; its service-image steps are the part to move out next).
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
 import type { Change, CleanupReport, DockerOptions, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
 import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { credentialsUnder } from "../../core/claude-json";
-import { dockerfileNow, ensureImage, planImage } from "./image";
+import { dockerfileNow, ensureImage, planImage, requireLocalBases } from "./image";
 import type { ContextChanges } from "./build-context";
+import type { BuildProxy } from "../../core/parent-proxy";
 import { CopyIn, findingLines } from "../../secrets/copy-in";
 import { changedWorkingFiles } from "../../workspace/changes";
 import { describeSource, planImageSource } from "./image-source";
@@ -18,6 +20,7 @@ import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
 import { expandHome } from "../../sys/config-file";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
+import { sessionHangupScript } from "./start-line";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../identity";
 import { countersOfPid } from "../../sys/cgroup";
@@ -29,9 +32,10 @@ import type { Exec } from "../../sys/exec";
 import { sha256Hex, type Paths } from "../../sys/paths";
 import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
-import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan } from "../driver";
+import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices, SessionSet, WatchContext, Watcher } from "../driver";
+import { watchServices } from "./service-watch";
 import { DockerServices } from "./services";
-import { ServiceSpecSchema } from "../../core/services";
+import { combineServices, ServiceSpecSchema, type ServiceSpec } from "../../core/services";
 import { mirrorDelivery, MirrorsSchema } from "../../core/mirrors";
 import { SANDBOX_GIT_SAFE, type SandboxGit, type SandboxGitMode } from "../../sync/sandbox-git";
 
@@ -62,7 +66,10 @@ export const DockerIdentitySchema = z.object({
   transparent: z.boolean().optional(),
   /** `--expose-credentials` at create: each new container's views keep what the copy-in scan finds, said as warnings. */
   exposeCredentials: z.boolean().optional(),
-  /** `--service NAME=IMAGE`: containers in its network namespace (services.ts), started with it, removed with it. */
+  /**
+   * `--service`, devcontainer compose: containers in its network namespace (services.ts), started with it, removed
+   * with it. A built one's `image` is the tag sbx built it as (built again from its Dockerfile when that is gone).
+   */
   services: z.array(ServiceSpecSchema).optional(),
   /** The host's package mirrors at create (sandboxes/mirrors.ts): cargo's is a file in the home, the rest the sessions'. */
   mirrors: MirrorsSchema.optional(),
@@ -77,6 +84,8 @@ export interface DockerDriverDeps {
   backend?: DockerBackend;
   /** Engine check seam (tests with a fake executor skip it). */
   checkEngine?: (exec: Exec) => Promise<void>;
+  /** The host's parent proxy as image builds get it (build args, notes), asked at each build; none: nothing. */
+  buildProxy?: () => BuildProxy;
   /** Where the cgroup filesystems and /proc are (tests give a tree of their own). */
   cgroupRoot?: string;
   procRoot?: string;
@@ -96,18 +105,29 @@ export const DOCKER_CAPS: DriverCaps = {
   seedsHome: true,
 };
 
+/** How long a hang-up of sessions may hold the daemon (it runs inside the sandbox, on the sandbox's CPU). */
+const HANGUP_WAIT_MS = 3000;
+
 export class DockerDriver implements Driver {
   readonly kind = "docker" as const;
   readonly caps = DOCKER_CAPS;
   /** This driver's own: how it converges the engine (tests reach the engine through it). */
   readonly backend: DockerBackend;
-  /** Its sandboxes' services (`--service`). */
-  readonly services: DockerServices;
+  /** Its sandboxes' services (`--service`, devcontainer compose) as `sbx services` reaches them. */
+  readonly services: SandboxServices;
+  /** The same on the engine: made, started, stopped and removed with their sandbox. */
+  readonly serviceEngine: DockerServices;
 
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
     this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
-    this.services = new DockerServices(d.exec, this.backend.root);
+    const engineServices = new DockerServices(d.exec, this.backend.root);
+    this.serviceEngine = engineServices;
+    this.services = {
+      list: (spec) => engineServices.list(spec.id),
+      logs: (_spec, v, tail) => engineServices.logs(v.container, tail),
+      restart: (_spec, v) => engineServices.restart(v.container),
+    };
     // What every container build's copy-in scan looks for: the host's secrets as they are at that moment.
     this.backend.useHostSecrets(() => hostSecretsByName(hostKeySources(d.env, d.paths.configDir)));
   }
@@ -221,8 +241,17 @@ export class DockerDriver implements Driver {
         hint: "Drop --rebuild: sbx builds nothing for a named image (build it again yourself, then create the sandbox).",
       });
     }
-    // A service's image is checked before anything is made (sbx pulls nothing).
-    if (n.services?.length) await this.services.requireImages(n.services);
+    // The services of the flags and of devcontainer compose, checked together; each image is checked (or, with --pull,
+    // pulled) before anything is made, and each Dockerfile must be there (its bases are checked when it is built).
+    const known = knownSecretValues(hostKeySources(this.d.env, this.d.paths.configDir));
+    const services = combineServices(n.services ?? [], img.services, n.serviceEnv ?? {}, known);
+    for (const s of services) {
+      if (s.build === undefined) continue;
+      this.requireDockerfile(n.repo, s);
+      // Its bases are on this machine (else the build would fetch them), unless --pull: said before anything is made.
+      if (!n.pull) await requireLocalBases(this.backend.engine, { dockerfile: readFileSync(s.build.dockerfile, "utf8"), dockerfilePath: s.build.dockerfile, buildArgs: { ...s.build.args } });
+    }
+    if (services.length) await this.serviceEngine.requireImages(services, { ...(n.pull ? { pull: true } : {}), progress: (s) => r.progress(s) });
     if (img.source.from !== "repo") r.log(`image: ${describeSource(img.source, n.repo)}`);
     for (const note of img.notes) r.log(`note: ${note}`);
     // The config file's variables win over devcontainer.json's (the person's file over the repo's).
@@ -239,8 +268,53 @@ export class DockerDriver implements Driver {
       ...(img.ports.length ? { ports: img.ports.map((port) => ({ port, host: port })) } : {}),
       transparent: n.transparent ?? config.transparent ?? true,
       ...(n.exposeCredentials === true ? { exposeCredentials: true } : {}),
-      ...(n.services?.length ? { services: n.services } : {}),
+      ...(services.length ? { services: services.map((s) => (s.build ? { ...s, build: { ...s.build, context: s.build.context ?? n.repo } } : s)) } : {}),
     };
+  }
+
+  /** A built service's Dockerfile is a file, and its context a dir of the repo (what its last commit holds there is sent). */
+  private requireDockerfile(repo: string, s: ServiceSpec): void {
+    const b = s.build!;
+    let file = false;
+    try {
+      file = statSync(b.dockerfile).isFile();
+    } catch {
+      file = false;
+    }
+    if (!file) throw new SbxError("config", `service ${s.name}: ${b.dockerfile} is not a file`, { hint: "Check the path (relative paths are from the current directory)." });
+    const ctx = b.context ?? repo;
+    let inside = false;
+    try {
+      const root = realpathSync(repo);
+      const real = realpathSync(ctx);
+      inside = real === root || real.startsWith(`${root}/`);
+    } catch {
+      inside = false;
+    }
+    if (!inside) throw new SbxError("config", `service ${s.name}: its build context ${ctx} is not a dir of the repo ${repo}`, { hint: "A service's image is built from what the repo's last commit holds." });
+  }
+
+  /**
+   * A service's image: a local one as named; a built one's tag when the engine still has it, else built now from its
+   * Dockerfile (its bases local unless `pull`), its output to the person and to `builds/<repo>-<hash>-svc-<name>.log`.
+   */
+  private async serviceImage(repo: string, s: ServiceSpec, o: { r?: DriverReport; pull?: boolean; beforeBuild?: () => Promise<unknown> } = {}): Promise<string> {
+    if (s.build === undefined) return s.image ?? "";
+    if (s.image !== undefined && (await this.backend.engine.imageExists(s.image))) return s.image;
+    const out = this.buildOutput(repo, o.r ?? { log: () => undefined, progress: () => undefined, audit: () => undefined });
+    const img = await ensureImage(this.backend.engine, this.d.exec, repo, this.hostUser, {
+      purpose: "service",
+      source: { kind: "dockerfile", dockerfile: s.build.dockerfile, context: s.build.context ?? repo, ...(s.build.args ? { args: s.build.args } : {}), from: "flags" },
+      onProgress: out.onProgress,
+      logFile: out.logFile.replace(/\.log$/, `-svc-${s.name}.log`),
+      // The parent proxy's build args, as a sandbox's build gets them (a company network's RUN steps need it).
+      ...(out.proxy ? { proxy: out.proxy } : {}),
+      ...(o.pull ? { pull: true } : {}),
+      ...(o.beforeBuild ? { beforeBuild: o.beforeBuild } : {}),
+    });
+    if (img.built) o.r?.log(`built service ${s.name}'s image ${img.tag}`);
+    for (const note of img.notes) o.r?.log(note);
+    return img.tag;
   }
 
   identity(row: Sandbox): DockerIdentity {
@@ -323,16 +397,25 @@ export class DockerDriver implements Driver {
       ...(n.withChanges === true ? { changes: () => this.contextChanges(n.name, n.repo, r) } : {}),
     });
     const cloning = createClone(this.d.exec, { repo: n.repo, dir: n.dir, name: n.name }, n.staged);
+    // Built services after the sandbox's image (one build at a time, its output after the other's): their tags kept.
+    const servicing = imaging.then(async () => {
+      const out: ServiceSpec[] = [];
+      for (const s of ident.services ?? []) {
+        out.push(s.build ? { ...s, image: await this.serviceImage(n.repo, s, { r, ...(n.pull ? { pull: true } : {}), ...(n.repoQuiet ? { beforeBuild: () => n.repoQuiet! } : {}) }) } : s);
+      }
+      return out;
+    });
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
     // allSettled: nothing may still run in the background once the create's lock is released.
-    const [img, cloned] = await Promise.allSettled([imaging, cloning, pruning, preparing]);
+    const [img, cloned, , , served] = await Promise.allSettled([imaging, cloning, pruning, preparing, servicing]);
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
+    if (served.status === "rejected") throw served.reason;
     if (img.value.built) r.log(`built image ${img.value.tag}`);
     for (const note of img.value.notes) r.log(note);
     this.sayCopyIn(this.specOf(n.name, n.repo, ident), r);
-    return { ...ident, image: img.value.tag, ...this.dockerfileOf(n.repo, ident) };
+    return { ...ident, image: img.value.tag, ...this.dockerfileOf(n.repo, ident), ...(served.value.length ? { services: served.value } : {}) };
   }
 
   /**
@@ -405,8 +488,9 @@ export class DockerDriver implements Driver {
   }
 
   /** Where a build's output goes: to the person as it comes, and whole into this repo's build log (its last build). */
-  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string } {
-    return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`) };
+  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string; proxy?: BuildProxy } {
+    const proxy = this.d.buildProxy?.();
+    return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`), ...(proxy ? { proxy } : {}) };
   }
 
   /** `sbx rebuild`: the image from the Dockerfile as it is now, built even when its tag exists (a base image may have moved). */
@@ -420,7 +504,7 @@ export class DockerDriver implements Driver {
   async dropRuntime(row: Sandbox): Promise<void> {
     const spec = this.spec(row);
     // Its services joined the old container's namespace: made anew with the new one (their volumes stay).
-    await this.services.remove(spec.id);
+    await this.serviceEngine.remove(spec.id);
     await this.backend.removeContainer(spec);
   }
 
@@ -429,8 +513,9 @@ export class DockerDriver implements Driver {
     const spec = this.spec(row);
     const obs = await this.backend.inspect(spec);
     const ident = this.identity(row);
+    const imageOf = (s: ServiceSpec) => this.serviceImage(row.repo, s, { r });
     if (obs.phase === "running") {
-      await this.services.ensure(spec, ident.services ?? [], { sandboxStarted: false });
+      await this.serviceEngine.ensure(spec, ident.services ?? [], { sandboxStarted: false, imageOf });
       return { spec };
     }
     if (obs.phase === "absent") {
@@ -441,7 +526,7 @@ export class DockerDriver implements Driver {
     }
     await this.backend.apply(this.specOf(row.name, row.repo, ident));
     // In its namespace, so after it runs; a service that cannot start fails the start (and a create removes it all).
-    await this.services.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? [], { sandboxStarted: true });
+    await this.serviceEngine.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? [], { sandboxStarted: true, imageOf });
     this.sayCopyIn(spec, r);
     if (!ident.shell) ident.shell = await this.backend.resolveShell(this.specOf(row.name, row.repo, ident));
     return { spec: this.specOf(row.name, row.repo, ident), identity: ident };
@@ -487,6 +572,11 @@ export class DockerDriver implements Driver {
     };
   }
 
+  /** While the daemon runs: the engine's events of its services, so a crash is an audit row (`sbx logs`) and a notice. */
+  watch(ctx: WatchContext): Watcher[] {
+    return watchServices(ctx, { apiSocket: this.backend.apiSocket, root: this.backend.root, oracle: this.serviceEngine });
+  }
+
   /** A container has no network of its own: nothing to fence at daemon start. */
   async restoreBlockAll(): Promise<number> {
     return 0;
@@ -507,18 +597,37 @@ export class DockerDriver implements Driver {
 
   /** Its services first: their network namespace is the sandbox's. */
   async stop(spec: SandboxSpec): Promise<Change> {
-    await this.services.stop(spec.id);
+    await this.serviceEngine.stop(spec.id);
     return this.backend.stop(spec);
   }
 
   /** Its services' containers first (a volume in use cannot go); their volumes go with the sandbox's, by label. */
   async remove(spec: SandboxSpec): Promise<Change> {
-    await this.services.remove(spec.id);
+    await this.serviceEngine.remove(spec.id);
     return this.backend.remove(spec);
   }
 
   shellArgv(spec: SandboxSpec, req: ShellRequest): string[] {
     return this.backend.shellArgv(spec, req);
+  }
+
+  /**
+   * A session's process in the container outlives its `docker exec` client (the engine does not end it): hang it up
+   * from inside, as the sandbox's user, by the pid its start line recorded. Bounded: the daemon waits at most
+   * HANGUP_WAIT_MS, whatever the sandbox put in its pid dir.
+   * runs: docker exec --user <uid>:<gid> sbx-<id> /bin/sh -c <sessionHangupScript> sbx only|except <ids…>
+   */
+  async hangUpSessions(spec: SandboxSpec, which: SessionSet): Promise<void> {
+    const u = spec.hostUser;
+    const [mode, ids] = "only" in which ? (["only", which.only] as const) : (["except", which.except] as const);
+    if (mode === "only" && ids.length === 0) return;
+    try {
+      const run = this.backend.engine.execStream(containerName(spec.id), `${u.uid}:${u.gid}`, { PATH: PLAIN_PATH }, ["/bin/sh", "-c", sessionHangupScript(), "sbx", mode, ...ids]);
+      void run.stdout.cancel().catch(() => {});
+      await Promise.race([run.done, Bun.sleep(HANGUP_WAIT_MS)]);
+    } catch {
+      /* a container that is not running has no session processes left */
+    }
   }
 
   /** Its forwarder listens inside the container: nothing of the host's loopback is its. */

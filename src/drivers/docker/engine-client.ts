@@ -36,6 +36,9 @@ export interface Found {
   state: string;
   /** A container's role label (a sandbox's own has none or `sandbox`; a service's is `service`). */
   role?: string;
+  /** A service container's: its service's name, and the engine's status line ("Up 3 minutes (healthy)", "Exited (1) …"). */
+  service?: string;
+  status?: string;
 }
 
 export interface LogsAndState {
@@ -106,11 +109,15 @@ export function foundFromApi(containers: unknown, volumes: unknown): Found[] | u
   if (!Array.isArray(vols)) return undefined;
   const str = (v: unknown) => (typeof v === "string" ? v : "");
   const out: Found[] = [];
-  for (const c of containers as { Names?: unknown; Labels?: Record<string, unknown> | null; State?: unknown }[]) {
+  for (const c of containers as { Names?: unknown; Labels?: Record<string, unknown> | null; State?: unknown; Status?: unknown }[]) {
     const l = c?.Labels ?? {};
     if (!Array.isArray(c?.Names) || typeof c.Names[0] !== "string" || typeof c.State !== "string") return undefined;
-    if (str(l[LABEL.role]) === "cleanup" || str(l[LABEL.role]) === "git") continue;
-    out.push({ kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State, role: str(l[LABEL.role]) });
+    const role = str(l[LABEL.role]);
+    if (role === "cleanup" || role === "git") continue;
+    out.push({
+      kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State, role,
+      ...(role === "service" ? { service: str(l["sbx.service"]), status: str(c.Status) } : {}),
+    });
   }
   for (const v of vols as { Name?: unknown; Labels?: Record<string, unknown> | null }[]) {
     if (typeof v?.Name !== "string") return undefined;
@@ -321,7 +328,7 @@ export class DockerEngine implements Engine {
     const lbl = (k: string) => `{{.Label "${k}"}}`;
     const c = await this.exec.run([
       "docker", "ps", "--all", "--no-trunc", "--filter", `label=${LABEL.root}=${root}`, "--filter", `label=${LABEL.sandbox}`,
-      "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role)]),
+      "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role), lbl("sbx.service"), "{{.Status}}"]),
     ]);
     const v = await this.exec.run([
       "docker", "volume", "ls", "--filter", `label=${LABEL.root}=${root}`, "--filter", `label=${LABEL.sandbox}`,
@@ -329,9 +336,9 @@ export class DockerEngine implements Engine {
     ]);
     const rows = (s: string) => s.split("\n").filter((l) => l.trim() !== "").map((l) => l.split("\t"));
     const out: Found[] = [];
-    for (const [name = "", sandbox = "", dir = "", repo = "", sname = "", state = "", role = ""] of rows(c.stdout)) {
+    for (const [name = "", sandbox = "", dir = "", repo = "", sname = "", state = "", role = "", service = "", status = ""] of rows(c.stdout)) {
       if (role === "cleanup" || role === "git") continue;
-      out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state, role });
+      out.push({ kind: "container", name, sandbox, dir, repo, id: sname, state, role, ...(role === "service" ? { service, status } : {}) });
     }
     for (const [name = "", sandbox = "", dir = "", repo = "", sname = ""] of rows(v.stdout)) {
       out.push({ kind: "volume", name, sandbox, dir, repo, id: sname, state: "" });

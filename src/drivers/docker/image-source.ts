@@ -8,13 +8,17 @@ import { envEntryRefusal } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import { parseJsonc } from "../../core/jsonc";
 import type { ImageFlags, ImageSource } from "../../core/image-source";
+import type { ServiceSpec } from "../../core/services";
+import { planFromCompose } from "./compose-file";
 
-/** What a devcontainer.json adds beyond the image: variables, commands after create, ports, and what it ignored. */
+/** What a devcontainer.json adds beyond the image: variables, commands after create, ports, services, and what it ignored. */
 export interface ImagePlan {
   source: ImageSource;
   env: Record<string, string>;
   postCreate: string[][];
   ports: number[];
+  /** Its compose file's other services (dockerComposeFile), as the sandbox's services. */
+  services: ServiceSpec[];
   notes: string[];
 }
 
@@ -29,7 +33,7 @@ const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/;
 export const DEVCONTAINER_FILES = [".devcontainer/devcontainer.json", ".devcontainer.json"];
 
 /** Keys sbx honours; every other key is named as ignored (editor-only keys quietly). */
-const HONOURED = new Set(["image", "build", "dockerFile", "dockerfile", "context", "containerEnv", "remoteEnv", "postCreateCommand", "forwardPorts"]);
+const HONOURED = new Set(["image", "build", "dockerFile", "dockerfile", "context", "containerEnv", "remoteEnv", "postCreateCommand", "forwardPorts", "dockerComposeFile", "service", "runServices"]);
 const QUIET = new Set(["name", "$schema", "customizations", "extensions", "settings"]);
 
 /**
@@ -37,7 +41,7 @@ const QUIET = new Set(["name", "$schema", "customizations", "extensions", "setti
  * `knownSecrets`: the host's secret values (a devcontainer variable holding one is dropped).
  */
 export function planImageSource(repo: string, flags: ImageFlags = {}, knownSecrets: readonly string[] = []): ImagePlan {
-  const none = { env: {}, postCreate: [], ports: [], notes: [] };
+  const none = { env: {}, postCreate: [], ports: [], services: [], notes: [] };
   if (flags.image !== undefined) {
     if (flags.dockerfile !== undefined || flags.context !== undefined) {
       throw new SbxError("usage", "--image names an image to use as it is; --dockerfile and --context build one", { hint: "Give either --image, or --dockerfile/--context." });
@@ -140,15 +144,23 @@ export function fromDevcontainer(repo: string, file: string, text: string, known
   const o = raw as Record<string, unknown>;
   const rel = file.slice(repo.length + 1);
   const notes: string[] = [];
-  if (o.dockerComposeFile !== undefined) {
-    throw new SbxError("config", `${file} uses docker compose (dockerComposeFile), which sbx does not run`, {
-      hint: "Pass --dockerfile PATH or --image REF for the service you work in.",
-    });
+  // Compose: its `service` is the sandbox (its image or build, its variables), the others the sandbox's services.
+  const compose = o.dockerComposeFile === undefined ? null : planFromCompose(repo, file, { dockerComposeFile: o.dockerComposeFile, service: o.service, runServices: o.runServices }, knownSecrets);
+  if (compose !== null) {
+    notes.push(...compose.notes.map((n) => `${compose.files[0]}: ${n}`));
+    for (const k of ["image", "build", "dockerFile", "dockerfile", "context"]) if (o[k] !== undefined) notes.push(`${k} ignored: dockerComposeFile's service ${String(o.service)} is the sandbox`);
+  } else if (o.service !== undefined || o.runServices !== undefined) {
+    notes.push("service and runServices ignored: no dockerComposeFile");
   }
-  const build = (o.build && typeof o.build === "object" ? o.build : {}) as Record<string, unknown>;
+  const build = (compose === null && o.build && typeof o.build === "object" ? o.build : {}) as Record<string, unknown>;
   const dockerfileKey = typeof build.dockerfile === "string" ? "build.dockerfile" : typeof o.dockerFile === "string" ? "dockerFile" : typeof o.dockerfile === "string" ? "dockerfile" : null;
   let source: ImageSource;
-  if (dockerfileKey !== null) {
+  if (compose !== null) {
+    const sb = compose.sandbox;
+    source = sb.build
+      ? { kind: "dockerfile", dockerfile: sb.build.dockerfile, context: sb.build.context, ...(sb.build.args ? { args: sb.build.args } : {}), from: "devcontainer" }
+      : { kind: "image", ref: imageRef(sb.image ?? "", `${compose.files[0]}: services.${String(o.service)}.image`), from: "devcontainer" };
+  } else if (dockerfileKey !== null) {
     const df = String(dockerfileKey === "build.dockerfile" ? build.dockerfile : dockerfileKey === "dockerFile" ? o.dockerFile : o.dockerfile);
     const ctxKey = typeof build.context === "string" ? "build.context" : typeof o.context === "string" ? "context" : null;
     const dockerfile = inside(repo, file, df, dockerfileKey);
@@ -169,6 +181,13 @@ export function fromDevcontainer(repo: string, file: string, text: string, known
     throw new SbxError("config", `${file} names no image (image, or build.dockerfile)`, { hint: "Add one, or pass --dockerfile or --image." });
   }
   const env: Record<string, string> = {};
+  // The compose service's own variables first; devcontainer.json's over them. Each is checked as any sandbox variable.
+  for (const [k, v] of Object.entries(compose?.sandbox.env ?? {})) {
+    const s = substitute(v, repo);
+    const why = s === null ? "it names the host's environment, which sbx never passes in" : envEntryRefusal(k, s, knownSecrets);
+    if (why !== null) notes.push(`services.${String(o.service)}.environment.${k} not set: ${why}`);
+    else env[k] = s!;
+  }
   for (const key of ["containerEnv", "remoteEnv"] as const) {
     const e = o[key];
     if (e === undefined) continue;
@@ -199,7 +218,7 @@ export function fromDevcontainer(repo: string, file: string, text: string, known
   }
   const ignored = Object.keys(o).filter((k) => !HONOURED.has(k) && !QUIET.has(k));
   if (ignored.length > 0) notes.push(`ignored (sbx runs its own container): ${ignored.join(", ")}`);
-  return { source, env, postCreate, ports, notes: notes.map((n) => `${rel}: ${n}`) };
+  return { source, env, postCreate, ports, services: compose?.services ?? [], notes: notes.map((n) => `${rel}: ${n}`) };
 }
 
 /** One line for the person: where this sandbox's image comes from. */

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { BuildTracker } from "../../core/build-steps";
+import type { BuildProxy } from "../../core/parent-proxy";
 import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
@@ -11,6 +12,7 @@ import { contextStream, planContext, type ContextChanges, type ContextFailure, t
 import { repoSource } from "./image-source";
 import type { ImageSource } from "../../core/image-source";
 import { hostGitEnv, HOST_GIT_SAFE } from "../../sync/git-argv";
+import { dockerfileBases } from "../../core/dockerfile-bases";
 
 export const DOCKERFILE = "Dockerfile";
 
@@ -45,13 +47,22 @@ export function imageRepoName(repoDir: string): string {
   return `sbx-${s || "repo"}`;
 }
 
-/** Pure: `sbx-<repo-dir>:<sha256 of Dockerfile, build args and (when used) context hash>`. */
-export function imageTag(repoDir: string, dockerfile: string, buildArgs: Record<string, string>, contextHash?: string): string {
+/**
+ * What an image is built for: a sandbox (sbx's USER_* build args make its user the host's; tagged `sbx-<repo>`) or a
+ * service (its image's own user, no USER_* args; tagged `sbx-<repo>-svc`, labelled apart, its bases local unless --pull).
+ */
+export type ImagePurpose = "sandbox" | "service";
+
+/** The label every image sbx builds carries, by purpose (a sandbox's image can run sbx's cleanup; a service's cannot be counted on to). */
+export const IMAGE_LABEL: Record<ImagePurpose, string> = { sandbox: "sbx.image=1", service: "sbx.service-image=1" };
+
+/** Pure: `sbx-<repo-dir>[-svc]:<sha256 of Dockerfile, build args and (when used) context hash>`. */
+export function imageTag(repoDir: string, dockerfile: string, buildArgs: Record<string, string>, contextHash?: string, purpose: ImagePurpose = "sandbox"): string {
   const h = createHash("sha256");
   h.update("dockerfile\0").update(dockerfile).update("\0args\0");
   for (const k of Object.keys(buildArgs).sort()) h.update(`${k}=${buildArgs[k]}\0`);
   if (contextHash !== undefined) h.update("context\0").update(contextHash);
-  return `${imageRepoName(repoDir)}:${h.digest("hex")}`;
+  return `${imageRepoName(repoDir)}${purpose === "service" ? "-svc" : ""}:${h.digest("hex")}`;
 }
 
 export interface BuildPlan {
@@ -65,6 +76,7 @@ export interface BuildPlan {
    * (build-context.ts), never the host's dir. null: the Dockerfile alone is sent.
    */
   context: ContextPlan | null;
+  purpose: ImagePurpose;
 }
 
 /**
@@ -79,6 +91,7 @@ export async function planImage(
   user: HostUser,
   source: Extract<ImageSource, { kind: "dockerfile" }> = repoDockerfile(repo),
   changes?: () => Promise<ContextChanges>,
+  purpose: ImagePurpose = "sandbox",
 ): Promise<BuildPlan> {
   const file = source.dockerfile;
   if (!existsSync(file)) {
@@ -90,11 +103,11 @@ export async function planImage(
     throw new SbxError("config", `the Dockerfile this sandbox is built from (${file}) is gone`, { hint: "Put it back, or make the sandbox again with another source (sbx rm, then sbx create)." });
   }
   const dockerfile = readFileSync(file, "utf8");
-  // sbx's USER_* win over the source's own args (the image contract is sbx's).
-  const buildArgs = { ...source.args, ...buildArgsFor(user) };
+  // sbx's USER_* win over the source's own args (the image contract is sbx's); a service runs as its image's own user.
+  const buildArgs = purpose === "service" ? { ...source.args } : { ...source.args, ...buildArgsFor(user) };
   const context = usesContext(dockerfile) ? await planContext(git, repo, source.context, file, dockerfile, changes ? await changes() : null) : null;
-  const tag = imageTag(repo, dockerfile, buildArgs, context?.hash);
-  return { tag, dockerfile, dockerfilePath: file, buildArgs, context };
+  const tag = imageTag(repo, dockerfile, buildArgs, context?.hash, purpose);
+  return { tag, dockerfile, dockerfilePath: file, buildArgs, context, purpose };
 }
 
 function repoDockerfile(repo: string): Extract<ImageSource, { kind: "dockerfile" }> {
@@ -118,17 +131,27 @@ export function dockerfileNow(repo: string, user: HostUser, source: ImageSource 
   return { sha, tag: usesContext(dockerfile) ? null : imageTag(repo, dockerfile, { ...source.args, ...buildArgsFor(user) }) };
 }
 
-/** Pure: the `docker build` argv for a plan: the context is the tar sbx writes to its stdin (`-`), the Dockerfile in it. */
-export function dockerBuildArgs(plan: BuildPlan, dockerfileAt: string): string[] {
+/**
+ * Pure: the `docker build` argv for a plan: the context is the tar sbx writes to its stdin (`-`), the Dockerfile in it.
+ * `proxy`: the parent proxy's predefined build args (core/parent-proxy.ts `buildProxyArgs`), outside the plan: Docker
+ * keeps them out of the image's history and cache, and sbx out of its tag (the same image, whichever network built it).
+ * `pull` (`--pull`: the builder asks a registry for newer bases) only when the person asked for it.
+ */
+export function dockerBuildArgs(plan: Omit<BuildPlan, "purpose"> & { purpose?: ImagePurpose }, dockerfileAt: string, proxy: Readonly<Record<string, string>> = {}, pull = false): string[] {
   return [
     "docker", "build",
     // A failed step's container goes too (the classic builder keeps it otherwise): a failed create leaves nothing.
     "--force-rm",
+    ...(pull ? ["--pull"] : []),
     "--tag", plan.tag,
     ...Object.keys(plan.buildArgs)
       .sort()
       .flatMap((k) => ["--build-arg", `${k}=${plan.buildArgs[k]}`]),
-    "--label", "sbx.image=1",
+    ...Object.keys(proxy)
+      .filter((k) => !(k in plan.buildArgs))
+      .sort()
+      .flatMap((k) => ["--build-arg", `${k}=${proxy[k]}`]),
+    "--label", IMAGE_LABEL[plan.purpose ?? "sandbox"],
     "--file", dockerfileAt,
     "-",
   ];
@@ -154,6 +177,12 @@ export interface EnsureImageOptions {
   beforeBuild?: () => Promise<unknown>;
   /** `--with-changes`: the working tree's changes through the copy-in door, asked for only when the context is used. */
   changes?: () => Promise<ContextChanges>;
+  /** The host's parent proxy for the build's steps (build args, and notes said when a build runs). */
+  proxy?: BuildProxy;
+  /** What it is built for (default: a sandbox). */
+  purpose?: ImagePurpose;
+  /** `--pull`: the builder may fetch its bases from a registry; without it a service's bases must be on this machine. */
+  pull?: boolean;
 }
 
 /** The build's log file, made fresh (its dir too); a log that cannot be written costs the log, never the build. */
@@ -197,12 +226,13 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
       hint: `Build or load it first (\`docker build -t ${source.ref} …\` or \`docker load\`), then run the command again.`,
     });
   }
-  const plan = await planImage(git, repo, user, source, opts.changes);
+  const plan = await planImage(git, repo, user, source, opts.changes, opts.purpose);
   if (!opts.rebuild && (await engine.imageExists(plan.tag))) return { tag: plan.tag, built: false, notes: [] };
+  if (plan.purpose === "service" && opts.pull !== true) await requireLocalBases(engine, plan);
   if (plan.context !== null) await opts.beforeBuild?.();
   const ctx = plan.context ?? dockerfileOnly(repo);
   const leftOut = plan.context === null ? Promise.resolve(null) : leftOutNote(git, plan.context);
-  const argv = dockerBuildArgs(plan, ctx.dockerfileAt);
+  const argv = dockerBuildArgs(plan, ctx.dockerfileAt, opts.proxy?.args, opts.pull === true);
   // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
   const log = openBuildLog(opts.logFile);
   const tracker = new BuildTracker();
@@ -237,7 +267,27 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
     });
   }
   const note = await leftOut.catch(() => null);
-  return { tag: plan.tag, built: true, notes: note === null ? [] : [note] };
+  return { tag: plan.tag, built: true, notes: [...(opts.proxy?.notes ?? []), ...(note === null ? [] : [note])] };
+}
+
+/**
+ * Refuses, before the build, a Dockerfile whose base the engine lacks (the builder would fetch it from a registry) or
+ * cannot be known before it runs (a FROM of a build arg without a default): sbx builds from local images unless --pull.
+ */
+export async function requireLocalBases(engine: Pick<ImageEngine, "imageExists">, plan: Pick<BuildPlan, "dockerfile" | "dockerfilePath" | "buildArgs">): Promise<void> {
+  const bases = dockerfileBases(plan.dockerfile, plan.buildArgs);
+  const missing: string[] = [];
+  for (const img of bases.images) if (!(await engine.imageExists(img))) missing.push(img);
+  if (missing.length === 0 && bases.unresolved.length === 0) return;
+  const what = [
+    ...missing.map((m) => `${m} is not on this machine`),
+    ...bases.unresolved.map((u) => `${u} names a build arg with no value, so sbx cannot tell which image it is`),
+  ];
+  throw new SbxError("config", `${plan.dockerfilePath}: ${what.join("; ")} (sbx builds services from local images only)`, {
+    hint: missing.length
+      ? `Load or build it first (\`docker pull ${missing[0]}\` where a registry is reachable, or \`docker build -t ${missing[0]} …\`), or pass --pull to let the build fetch it.`
+      : "Give the ARG a default before the FROM, or pass --pull to let the build fetch what it names.",
+  });
 }
 
 /**

@@ -39,11 +39,12 @@ describe.skipIf(!canRun)(`attach fast path (Docker)${canRun ? "" : ` — skipped
     expect(r.stdout.trim()).toBe("4194304");
   }, 60_000);
 
-  test("it runs through the sandbox's exec agent (audited as such), with exactly the environment `docker exec` gives", () => {
+  test("it runs through the sandbox's exec agent (audited as such), with exactly the environment `docker exec` gives (and a pipe's NO_COLOR)", () => {
+    // Output to a pipe: sbx says so inside (NO_COLOR=1, TERM=dumb; src/core/terminal-vars.ts), so docker exec is given the same.
     const via = f.sbx(["shell", "fast", "--", "env"], { env: { TERM: "dumb" } });
     expect(via.code).toBe(0);
     const ctr = f.docker(["ps", "--quiet", "--filter", "label=sbx.name=fast", "--filter", `label=sbx.repo=${f.repo}`]).stdout.trim();
-    const direct = f.docker(["exec", "--user", `${f.user.uid}:${f.user.gid}`, "--env", "TERM=dumb", ctr, "env"]);
+    const direct = f.docker(["exec", "--user", `${f.user.uid}:${f.user.gid}`, "--env", "TERM=dumb", "--env", "NO_COLOR=1", ctr, "env"]);
     expect(direct.code).toBe(0);
     const sorted = (t: string) => t.trim().split("\n").sort();
     expect(sorted(via.stdout)).toEqual(sorted(direct.stdout));

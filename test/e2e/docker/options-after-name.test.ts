@@ -47,6 +47,7 @@ describe.skipIf(!canRun)(`options before and after the name (Docker)${canRun ? "
       port: { words: ["port", "oan", "OPTS"], opts: [...R, "--json"], out: '"running": true' },
       publish: { words: ["publish", "oan", "OPTS"], opts: [...R, "--json"], out: '"published": []' },
       bridge: { words: ["bridge", "oan", "OPTS"], opts: [...R, "--json"], out: '"name": "oan"' },
+      code: { words: ["code", "oan", "OPTS"], opts: [...R, "--print"], out: "vscode-remote://attached-container+" },
       allow: { words: ["allow", "example.org", "OPTS"], opts: ["--sandbox", "oan", ...R] },
       allowlist: { words: ["allowlist", "OPTS"], opts: ["--sandbox", "oan", ...R, "--json"], out: "example.org" },
       policy: { words: ["policy", "check", "example.org", "OPTS"], opts: ["--sandbox", "oan", ...R, "--json"], out: '"allowed": true' },

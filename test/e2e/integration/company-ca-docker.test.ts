@@ -4,15 +4,13 @@
 // certificate), and sbx's proxy verifies it too when it ends the TLS itself (a rule that sees requests), with no
 // NODE_EXTRA_CA_CERTS in the daemon's environment. A trust file that leads into the sandbox's tree is refused.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chownSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, BASE_IMAGE, canRun, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, canRun, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { makeCerts, startSite, type Site, type TestCerts } from "./site";
 
 const tag = Math.random().toString(36).slice(2, 8);
-const NET = `sbxt-ca-${tag}`;
-const SITE = `sbxt-ca-site-${tag}`;
-const BUN = realpathSync(process.execPath);
 
 const SITE_SCRIPT = `
 const tls = { cert: Bun.file("/certs/c.pem"), key: Bun.file("/certs/k.pem") };
@@ -22,7 +20,8 @@ console.log("site ready");
 
 let f: Fixture;
 let repo: string;
-let certs = "";
+let certs: TestCerts;
+let site: Site;
 let caFile = "";
 let env: Record<string, string>;
 
@@ -43,32 +42,13 @@ describe.skipIf(!canRun)(`company-ca-host-to-sandbox end to end on Docker${skipR
   beforeAll(async () => {
     f = acquireFixture();
     repo = makeRepo(f, `ca-${tag}`);
-    certs = mkdtempSync("/tmp/sbxt-ca-certs-");
-    const run = (argv: string[]) => {
-      const r = Bun.spawnSync(argv, { stderr: "pipe" });
-      if (r.exitCode !== 0) throw new Error(r.stderr.toString());
-    };
-    run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=Acme Corp Root CA", "-keyout", join(certs, "ca.key"), "-out", join(certs, "ca.pem")]);
-    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=intranet.test", "-keyout", join(certs, "k.pem"), "-out", join(certs, "c.csr")]);
-    writeFileSync(join(certs, "ext"), "subjectAltName=DNS:intranet.test\n");
-    run(["openssl", "x509", "-req", "-in", join(certs, "c.csr"), "-CA", join(certs, "ca.pem"), "-CAkey", join(certs, "ca.key"), "-CAcreateserial", "-days", "1", "-extfile", join(certs, "ext"), "-out", join(certs, "c.pem")]);
-    Bun.spawnSync(["chmod", "-R", "a+rX", certs]);
+    certs = makeCerts("sbxt-ca", ["intranet.test"], { caName: "Acme Corp Root CA" });
+    site = await startSite({ prefix: "sbxt-ca", script: SITE_SCRIPT, certs });
+    const ip = site.ip;
     // The company's CA where its person keeps it (their home), as a host trusts it.
     caFile = join(f.user.home, "acme-root-ca.pem");
-    writeFileSync(caFile, readFileSync(join(certs, "ca.pem")), { mode: 0o644 });
+    writeFileSync(caFile, readFileSync(certs.ca), { mode: 0o644 });
     chownSync(caFile, f.user.uid, f.user.gid);
-    must(docker(["network", "create", "--label", "sbx.test=1", NET]), "docker network create");
-    must(
-      docker([
-        "run", "-d", "--name", SITE, "--label", "sbx.test=1", "--network", NET,
-        "--mount", `type=bind,src=${BUN},dst=/opt/bun,readonly`,
-        "--mount", `type=bind,src=${certs},dst=/certs,readonly`,
-        "--entrypoint", "/opt/bun", BASE_IMAGE, "-e", SITE_SCRIPT,
-      ]),
-      "docker run site",
-    );
-    for (let i = 0; i < 100 && !docker(["logs", SITE]).stdout.includes("site ready"); i++) await Bun.sleep(50);
-    const ip = docker(["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", SITE]).stdout.trim();
     await stopDaemon(f.user);
     // No NODE_EXTRA_CA_CERTS: the daemon knows the company's CA only from sbx's config.
     env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "intranet.test": ip }) };
@@ -83,9 +63,8 @@ describe.skipIf(!canRun)(`company-ca-host-to-sandbox end to end on Docker${skipR
       removeRepoImages(repo);
     }
     if (f) config(null);
-    docker(["rm", "--force", SITE]);
-    docker(["network", "rm", NET]);
-    if (certs) rmSync(certs, { recursive: true, force: true });
+    site?.remove();
+    certs?.remove();
     if (caFile) rmSync(caFile, { force: true });
     if (f) await stopDaemon(f.user);
     if (f) releaseFixture();
@@ -116,7 +95,7 @@ describe.skipIf(!canRun)(`company-ca-host-to-sandbox end to end on Docker${skipR
     const planted = join(f.user.home, "planted-ca.pem");
     const inside = Bun.spawnSync(["find", clone, "-maxdepth", "3", "-type", "d"], { stdout: "pipe" }).stdout.toString().split("\n").filter(Boolean).at(-1)!;
     const target = join(inside, "evil-ca.pem");
-    writeFileSync(target, readFileSync(join(certs, "ca.pem")));
+    writeFileSync(target, readFileSync(certs.ca));
     chownSync(target, f.user.uid, f.user.gid);
     symlinkSync(target, planted);
     try {

@@ -5,15 +5,11 @@
 // The site runs in a container on a network this test made, with a certificate from a CA the host trusts
 // (NODE_EXTRA_CA_CERTS for the daemon); the daemon's lookup of `.test` names is the test seam.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
-import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, BASE_IMAGE, canRun, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, canRun, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { makeCerts, startSite, type Site, type TestCerts } from "./site";
 
 const tag = Math.random().toString(36).slice(2, 8);
-const NET = `sbxt-l7-${tag}`;
-const SITE = `sbxt-l7-site-${tag}`;
-const BUN = realpathSync(process.execPath);
 
 const SITE_SCRIPT = `
 const tls = { cert: Bun.file("/certs/c.pem"), key: Bun.file("/certs/k.pem") };
@@ -26,43 +22,24 @@ console.log("site ready");
 
 let f: Fixture;
 let repo: string;
-let certs = "";
+let certs: TestCerts;
+let site: Site;
 let env: Record<string, string>;
 
 function sbx(args: string[]) {
   return f.sbx(args, { cwd: repo, env });
 }
-const saw = () => docker(["logs", SITE]).stdout.split("\n").filter((l) => l.startsWith("SAW "));
+const saw = () => site.logs().split("\n").filter((l) => l.startsWith("SAW "));
 
 describe.skipIf(!canRun)(`l7-rules end to end on Docker${skipReason ? ` (skipped: ${skipReason})` : ""}`, () => {
   beforeAll(async () => {
     f = acquireFixture();
     repo = makeRepo(f, `l7-${tag}`);
-    certs = mkdtempSync("/tmp/sbxt-l7-certs-");
-    const run = (argv: string[]) => {
-      const r = Bun.spawnSync(argv, { stderr: "pipe" });
-      if (r.exitCode !== 0) throw new Error(r.stderr.toString());
-    };
-    run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=world test CA", "-keyout", join(certs, "ca.key"), "-out", join(certs, "ca.pem")]);
-    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=api.test", "-keyout", join(certs, "k.pem"), "-out", join(certs, "c.csr")]);
-    Bun.write(join(certs, "ext"), "subjectAltName=DNS:api.test\n");
-    run(["openssl", "x509", "-req", "-in", join(certs, "c.csr"), "-CA", join(certs, "ca.pem"), "-CAkey", join(certs, "ca.key"), "-CAcreateserial", "-days", "1", "-extfile", join(certs, "ext"), "-out", join(certs, "c.pem")]);
-    Bun.spawnSync(["chmod", "-R", "a+rX", certs]);
-    must(docker(["network", "create", "--label", "sbx.test=1", NET]), "docker network create");
-    must(
-      docker([
-        "run", "-d", "--name", SITE, "--label", "sbx.test=1", "--network", NET,
-        "--mount", `type=bind,src=${BUN},dst=/opt/bun,readonly`,
-        "--mount", `type=bind,src=${certs},dst=/certs,readonly`,
-        "--entrypoint", "/opt/bun", BASE_IMAGE, "-e", SITE_SCRIPT,
-      ]),
-      "docker run site",
-    );
-    for (let i = 0; i < 100 && !docker(["logs", SITE]).stdout.includes("site ready"); i++) await Bun.sleep(50);
-    const ip = docker(["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", SITE]).stdout.trim();
-    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    certs = makeCerts("sbxt-l7", ["api.test"]);
+    site = await startSite({ prefix: "sbxt-l7", script: SITE_SCRIPT, certs });
+    const ip = site.ip;
     await stopDaemon(f.user);
-    env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "api.test": ip }), NODE_EXTRA_CA_CERTS: join(certs, "ca.pem") };
+    env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "api.test": ip }), NODE_EXTRA_CA_CERTS: certs.ca };
     must(sbx(["create", "t"]), "sbx create t");
     must(sbx(["allow", ip, "--sandbox", "t"]), "sbx allow ip");
     must(sbx(["allow", "api.test", "--method", "GET,HEAD", "--path", "/v1/**", "--sandbox", "t"]), "sbx allow rule");
@@ -73,9 +50,8 @@ describe.skipIf(!canRun)(`l7-rules end to end on Docker${skipReason ? ` (skipped
       sbx(["rm", "--force", "t"]);
       removeRepoImages(repo);
     }
-    docker(["rm", "--force", SITE]);
-    docker(["network", "rm", NET]);
-    if (certs) rmSync(certs, { recursive: true, force: true });
+    site?.remove();
+    certs?.remove();
     if (f) await stopDaemon(f.user);
     if (f) releaseFixture();
   }, 60_000);

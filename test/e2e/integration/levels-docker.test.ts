@@ -5,14 +5,11 @@
 // one connection through and not a second. The site runs in a container on a network this test made; the daemon's
 // lookup of the `.test` names is the test seam (SBX_TEST_ONLY_RESOLVE). Nothing is sent anywhere else.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { realpathSync } from "node:fs";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, BASE_IMAGE, canRun, docker, makeRepo, must, putFile, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, canRun, docker, makeRepo, must, putFile, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { startSite, type Site } from "./site";
 
 const tag = Math.random().toString(36).slice(2, 8);
-const NET = `sbxt-lv-${tag}`;
-const SITE = `sbxt-lv-site-${tag}`;
-const BUN = realpathSync(process.execPath);
 
 const SITE_SCRIPT = `
 Bun.serve({ hostname: "0.0.0.0", port: 80, fetch: (r) => { console.log("GOT " + r.headers.get("host")); return new Response("site " + r.headers.get("host") + "\\n"); } });
@@ -22,6 +19,7 @@ console.log("site ready");
 let f: Fixture;
 let repo: string;
 let ip = "";
+let site: Site;
 let env: Record<string, string>;
 
 function sbx(args: string[]) {
@@ -56,14 +54,8 @@ describe.skipIf(!canRun)(`policy levels and time-boxed approvals end to end on D
     putFile(f, repo, ".npmrc", "registry=http://registry.npm.test/\n");
     must(f.git(["add", "-A"], repo), "git add");
     must(f.git(["commit", "-qm", "npm"], repo), "git commit");
-    must(docker(["network", "create", "--label", "sbx.test=1", NET]), "docker network create");
-    must(
-      docker(["run", "-d", "--name", SITE, "--label", "sbx.test=1", "--network", NET, "--mount", `type=bind,src=${BUN},dst=/opt/bun,readonly`, "--entrypoint", "/opt/bun", BASE_IMAGE, "-e", SITE_SCRIPT]),
-      "docker run site",
-    );
-    for (let i = 0; i < 100 && !docker(["logs", SITE]).stdout.includes("site ready"); i++) await Bun.sleep(50);
-    ip = docker(["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", SITE]).stdout.trim();
-    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    site = await startSite({ prefix: "sbxt-lv", script: SITE_SCRIPT });
+    ip = site.ip;
     await stopDaemon(f.user);
     // private.test stands for an inward address no one allowed: the proxy refuses it before connecting anywhere.
     env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "registry.npm.test": ip, "other.test": ip, "lapse.test": ip, "once.test": ip, "private.test": "10.255.255.1" }) };
@@ -78,8 +70,7 @@ describe.skipIf(!canRun)(`policy levels and time-boxed approvals end to end on D
       sbx(["rm", "--force", "t"]);
       removeRepoImages(repo);
     }
-    docker(["rm", "--force", SITE]);
-    docker(["network", "rm", NET]);
+    site?.remove();
     if (f) await stopDaemon(f.user);
     if (f) releaseFixture();
   }, 60_000);

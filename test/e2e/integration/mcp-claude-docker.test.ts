@@ -11,25 +11,19 @@
 // test downloads nothing. The MCP server runs in a container on a network this test made, with a certificate from a
 // CA the host trusts (NODE_EXTRA_CA_CERTS for the daemon); the daemon's lookup of `.test` names is the test seam.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { startFakeAgentLlm, type FakeAgentLlm } from "../../support/fake-agent-llm";
-import { acquireFixture, BASE_IMAGE, canRun, containerOf, dexec, docker, done, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { CLAUDE_PKG, CLAUDE_VERSION, haveClaude, noClaudeReason, startClaudeMirror } from "./claude-package";
+import { acquireFixture, canRun, containerOf, dexec, docker, done, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { makeCerts, startSite, type Site, type TestCerts } from "./site";
 
-// The version scripts/test-claude.sh keeps (one place says it: that script's VERSION line).
-const SCRIPT = join(import.meta.dir, "../../../scripts/test-claude.sh");
-const CLAUDE_VERSION = /^VERSION=(\S+)$/m.exec(readFileSync(SCRIPT, "utf8"))?.[1] ?? "?";
-const ARCH = process.arch === "arm64" ? "arm64" : "x64";
-const PKG = `@anthropic-ai/claude-code-linux-${ARCH}`;
-const TGZ = join(process.env.SBX_IMAGE_CACHE ?? "/var/cache/sbx", "test-tools", `anthropic-ai-claude-code-linux-${ARCH}-${CLAUDE_VERSION}.tgz`);
-const run = canRun && existsSync(TGZ);
-const why = !canRun ? skipReason : `Claude Code ${CLAUDE_VERSION} is not in ${TGZ} (scripts/test-claude.sh, which install.sh runs as root, puts it there; this test downloads nothing)`;
+const run = canRun && haveClaude;
+const why = !canRun ? skipReason : noClaudeReason;
+const PKG = CLAUDE_PKG;
 
 const tag = Math.random().toString(36).slice(2, 8);
-const NET = `sbxt-mcp-${tag}`;
-const SITE = `sbxt-mcp-site-${tag}`;
-const BUN = realpathSync(process.execPath);
 const VALUE = `mcp_sk_${tag}R3alValue0123456789`;
 const OTHER = `oth_sk_${tag}Other0123456789ab`;
 const ANTHROPIC = `sk-ant-api03-mcp${tag}${"a".repeat(24)}`;
@@ -63,7 +57,8 @@ console.log("site ready");
 let f: Fixture;
 let repo = "";
 let ip = "";
-let certs = "";
+let certs: TestCerts;
+let site: Site;
 let env: Record<string, string>;
 let llm: FakeAgentLlm;
 let mirror: ReturnType<typeof Bun.serve> | undefined;
@@ -79,7 +74,7 @@ function sbxAsync(args: string[]) {
 }
 
 function siteLog(): string {
-  return docker(["logs", SITE]).stdout;
+  return site.logs();
 }
 
 /** The line `claude mcp list` prints for server `name`. */
@@ -87,61 +82,20 @@ function line(out: string, name: string): string {
   return out.split("\n").find((l) => l.startsWith(`${name}: `)) ?? `(no line for ${name} in:\n${out})`;
 }
 
-/** A loopback npm mirror of the one package `sbx run claude` asks for, from the test cache (the real bytes). */
-function startMirror(): ReturnType<typeof Bun.serve> {
-  const integrity = `sha512-${new Bun.CryptoHasher("sha512").update(readFileSync(TGZ)).digest("base64")}`;
-  let origin = "";
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(r): Response {
-      const path = decodeURIComponent(new URL(r.url).pathname);
-      mirrorAsked.push(path);
-      const doc = { version: CLAUDE_VERSION, dist: { tarball: `${origin}/claude.tgz`, integrity } };
-      if (path === "/@anthropic-ai/claude-code/latest" || path === `/${PKG}/${CLAUDE_VERSION}`) return Response.json(doc);
-      if (path === "/claude.tgz") return new Response(Bun.file(TGZ), { headers: { "content-type": "application/octet-stream" } });
-      return new Response("not in this mirror", { status: 404 });
-    },
-  });
-  origin = server.url.origin;
-  return server;
-}
-
 describe.skipIf(!run)(`secret-bound: Claude Code's MCP client in a Docker sandbox${run ? "" : ` (skipped: ${why})`}`, () => {
   beforeAll(async () => {
     f = acquireFixture();
     repo = makeRepo(f, `mcp-${tag}`);
-    certs = mkdtempSync("/tmp/sbxt-mcp-certs-");
-    const sh = (argv: string[]) => {
-      const r = Bun.spawnSync(argv, { stderr: "pipe" });
-      if (r.exitCode !== 0) throw new Error(r.stderr.toString());
-    };
-    // The world's CA (the host trusts it) and the server's certificate for every name it answers.
-    sh(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=world test CA", "-keyout", join(certs, "ca.key"), "-out", join(certs, "ca.pem")]);
-    sh(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=mcp.test", "-keyout", join(certs, "k.pem"), "-out", join(certs, "c.csr")]);
-    writeFileSync(join(certs, "ext"), "subjectAltName=DNS:mcp.test,DNS:other.test,DNS:unbound.test\n");
-    sh(["openssl", "x509", "-req", "-in", join(certs, "c.csr"), "-CA", join(certs, "ca.pem"), "-CAkey", join(certs, "ca.key"), "-CAcreateserial", "-days", "1", "-extfile", join(certs, "ext"), "-out", join(certs, "c.pem")]);
-    Bun.spawnSync(["chmod", "-R", "a+rX", certs]);
-    must(docker(["network", "create", "--label", "sbx.test=1", NET]), "docker network create");
-    must(
-      docker([
-        "run", "-d", "--name", SITE, "--label", "sbx.test=1", "--network", NET, "--env", `MCP_VALUE=${VALUE}`,
-        "--mount", `type=bind,src=${BUN},dst=/opt/bun,readonly`,
-        "--mount", `type=bind,src=${certs},dst=/certs,readonly`,
-        "--entrypoint", "/opt/bun", BASE_IMAGE, "-e", SITE_SCRIPT,
-      ]),
-      "docker run site",
-    );
-    for (let i = 0; i < 100 && !siteLog().includes("site ready"); i++) await Bun.sleep(50);
-    ip = docker(["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", SITE]).stdout.trim();
-    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-    mirror = startMirror();
+    certs = makeCerts("sbxt-mcp", ["mcp.test", "other.test", "unbound.test"]);
+    site = await startSite({ prefix: "sbxt-mcp", script: SITE_SCRIPT, certs, env: { MCP_VALUE: VALUE } });
+    ip = site.ip;
+    mirror = startClaudeMirror(mirrorAsked);
     // Claude Code needs a login to start (sbx refuses it otherwise); its LLM route goes to a fake that counts calls.
     llm = await startFakeAgentLlm();
     await stopDaemon(f.user);
     env = {
       SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "mcp.test": ip, "other.test": ip, "unbound.test": ip }),
-      NODE_EXTRA_CA_CERTS: join(certs, "ca.pem"),
+      NODE_EXTRA_CA_CERTS: certs.ca,
       SBX_NPM_REGISTRY: mirror.url.origin,
       SBX_TEST_ONLY_LLM_UPSTREAMS: JSON.stringify({ anthropic: llm.url }),
     };
@@ -164,11 +118,10 @@ describe.skipIf(!run)(`secret-bound: Claude Code's MCP client in a Docker sandbo
     } catch (e) {
       console.warn(`cleanup through sbx failed: ${e}`);
     }
-    docker(["rm", "--force", SITE]);
-    docker(["network", "rm", NET]);
+    site?.remove();
     mirror?.stop(true);
     await llm?.stop();
-    if (certs) rmSync(certs, { recursive: true, force: true });
+    certs?.remove();
     if (f) await stopDaemon(f.user);
     if (f) releaseFixture();
   }, 60_000);
@@ -247,7 +200,7 @@ describe.skipIf(!run)(`secret-bound: Claude Code's MCP client in a Docker sandbo
     // a host sbx terminated would have shown one from sbx's CA, which it does.
     const plain = await sbxAsync(["run", "claude", "t", "--", "mcp", "list"]);
     expect(line(plain.stdout, "unbound")).toMatch(/✘ Failed to connect — UNABLE_TO_VERIFY_LEAF_SIGNATURE/);
-    const pem = readFileSync(join(certs, "ca.pem"), "utf8");
+    const pem = readFileSync(certs.ca, "utf8");
     const script = 'printf %s "$1" > /tmp/world.pem && cat "$NODE_EXTRA_CA_CERTS" /tmp/world.pem > /tmp/both.pem && NODE_EXTRA_CA_CERTS=/tmp/both.pem /opt/sbx/agents/bin/claude mcp list';
     const r = await sbxAsync(["run", "t", "--", "sh", "-c", script, "sh", pem]);
     expect(r.code).toBe(0);

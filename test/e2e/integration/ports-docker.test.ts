@@ -73,6 +73,9 @@ describe.skipIf(!canRun)(`sbx port on Docker${canRun ? "" : ` — skipped: ${ski
     expect(listeners(p1)).toEqual(["0100007F"]);
     const list = JSON.parse(must(sbx(["port", "web", "--json"]), "port --json").stdout) as { ports: { port: number; host: number; state: string }[]; running: boolean };
     expect(list).toMatchObject({ running: true, ports: [{ port: p1, host: p1, state: "forwarding" }] });
+    // The connection the agent makes inside is handed over (dial.sock): the daemon relays to it, no frames.
+    const st = JSON.parse(must(sbx(["status", "--json"]), "status --json").stdout) as { sandboxes: { name: string; guards: { name: string; detail: string }[] }[] };
+    expect(st.sandboxes.find((s) => s.name === "web")?.guards.find((g) => g.name === "exec-agent")?.detail).toContain("handed over");
   }, 120_000);
 
   test("sbx port NAME HOST:PORT while it runs: a server on 0.0.0.0 (a dev server's usual) is reached too; a megabyte comes through intact", async () => {

@@ -5,15 +5,13 @@
 // The site runs in a container on a network this test made, with a certificate from a CA the host trusts
 // (NODE_EXTRA_CA_CERTS for the daemon, the standard way); the daemon's lookup of `.test` names is the test seam.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, BASE_IMAGE, canRun, containerOf, dexec, docker, makeRepo, must, putFile, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, putFile, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { makeCerts, startSite, type Site, type TestCerts } from "./site";
 
 const tag = Math.random().toString(36).slice(2, 8);
-const NET = `sbxt-sec-${tag}`;
-const SITE = `sbxt-sec-site-${tag}`;
-const BUN = realpathSync(process.execPath);
 const VALUE = "sk_live_e2eR3alValue0123456789";
 
 // HTTPS on 443: says what Authorization it got, in its body and a header (a reflecting server), and logs it.
@@ -30,7 +28,8 @@ console.log("site ready");
 let f: Fixture;
 let repo: string;
 let ip = "";
-let certs = "";
+let certs: TestCerts;
+let site: Site;
 let env: Record<string, string>;
 
 function sbx(args: string[], stdin?: string) {
@@ -41,32 +40,11 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
   beforeAll(async () => {
     f = acquireFixture();
     repo = makeRepo(f, `secrets-${tag}`);
-    certs = mkdtempSync("/tmp/sbxt-sec-certs-");
-    const run = (argv: string[]) => {
-      const r = Bun.spawnSync(argv, { stderr: "pipe" });
-      if (r.exitCode !== 0) throw new Error(r.stderr.toString());
-    };
-    // The world's CA (the host trusts it) and the site's certificate for api.test.
-    run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=world test CA", "-keyout", join(certs, "ca.key"), "-out", join(certs, "ca.pem")]);
-    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=api.test", "-keyout", join(certs, "k.pem"), "-out", join(certs, "c.csr")]);
-    Bun.write(join(certs, "ext"), "subjectAltName=DNS:api.test\n");
-    run(["openssl", "x509", "-req", "-in", join(certs, "c.csr"), "-CA", join(certs, "ca.pem"), "-CAkey", join(certs, "ca.key"), "-CAcreateserial", "-days", "1", "-extfile", join(certs, "ext"), "-out", join(certs, "c.pem")]);
-    Bun.spawnSync(["chmod", "-R", "a+rX", certs]);
-    must(docker(["network", "create", "--label", "sbx.test=1", NET]), "docker network create");
-    must(
-      docker([
-        "run", "-d", "--name", SITE, "--label", "sbx.test=1", "--network", NET,
-        "--mount", `type=bind,src=${BUN},dst=/opt/bun,readonly`,
-        "--mount", `type=bind,src=${certs},dst=/certs,readonly`,
-        "--entrypoint", "/opt/bun", BASE_IMAGE, "-e", SITE_SCRIPT,
-      ]),
-      "docker run site",
-    );
-    for (let i = 0; i < 100 && !docker(["logs", SITE]).stdout.includes("site ready"); i++) await Bun.sleep(50);
-    ip = docker(["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", SITE]).stdout.trim();
-    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    certs = makeCerts("sbxt-sec", ["api.test"]);
+    site = await startSite({ prefix: "sbxt-sec", script: SITE_SCRIPT, certs });
+    ip = site.ip;
     await stopDaemon(f.user);
-    env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "api.test": ip }), NODE_EXTRA_CA_CERTS: join(certs, "ca.pem") };
+    env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "api.test": ip }), NODE_EXTRA_CA_CERTS: certs.ca };
     must(sbx(["create", "t"]), "sbx create t");
     must(sbx(["allow", "api.test", "--sandbox", "t"]), "sbx allow api.test");
     must(sbx(["allow", ip, "--sandbox", "t"]), "sbx allow ip");
@@ -80,9 +58,8 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
       sbx(["rm", "--force", "pc"]);
       removeRepoImages(repo);
     }
-    docker(["rm", "--force", SITE]);
-    docker(["network", "rm", NET]);
-    if (certs) rmSync(certs, { recursive: true, force: true });
+    site?.remove();
+    certs?.remove();
     if (f) await stopDaemon(f.user);
     if (f) releaseFixture();
   }, 60_000);
@@ -103,14 +80,14 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     expect(r.stdout).toContain(`got Bearer ${p}`);
     expect(r.stdout).toContain(`x-echo: Bearer ${p}`);
     expect(r.stdout).not.toContain(VALUE);
-    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/x Bearer ${VALUE}`);
+    expect(site.logs()).toContain(`SAW /v1/x Bearer ${VALUE}`);
   });
 
   test("a client that knows nothing of it (no header) is authenticated too; outside its paths it is not", () => {
     expect(must(sbx(["run", "t", "--", "curl", "-sS", "-m", "20", "https://api.test/v1/plain"]), "curl plain").stdout).not.toContain(VALUE);
-    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/plain Bearer ${VALUE}`);
+    expect(site.logs()).toContain(`SAW /v1/plain Bearer ${VALUE}`);
     must(sbx(["run", "t", "--", "curl", "-sS", "-m", "20", "https://api.test/v2/other"]), "curl v2");
-    expect(docker(["logs", SITE]).stdout).toContain("SAW /v2/other none");
+    expect(site.logs()).toContain("SAW /v2/other none");
   });
 
   test("python3 urllib, trusting what the session gives it", () => {
@@ -119,7 +96,7 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     const r = must(sbx(["run", "t", "--", "python3", "-c", "import urllib.request,os;print(urllib.request.urlopen(urllib.request.Request('https://api.test/v1/py',headers={'Authorization':'Bearer '+os.environ['API_TOKEN']})).read().decode())"]), "python3");
     expect(r.stdout).toStartWith("got Bearer sk_live_");
     expect(r.stdout).not.toContain(VALUE);
-    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/py Bearer ${VALUE}`);
+    expect(site.logs()).toContain(`SAW /v1/py Bearer ${VALUE}`);
   });
 
   test("ca-trusted-inside: java (the base image's JRE) trusts what the session gives it, and is authenticated by the proxy", () => {
@@ -137,7 +114,7 @@ public class Fetch {
     const r = must(sbx(["run", "t", "--", "sh", "-c", 'printf %s "$1" > /tmp/Fetch.java && java /tmp/Fetch.java https://api.test/v1/java', "sh", src]), "java");
     expect(r.stdout).toStartWith("200 got Bearer sk_live_");
     expect(r.stdout).not.toContain(VALUE);
-    expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/java Bearer ${VALUE}`);
+    expect(site.logs()).toContain(`SAW /v1/java Bearer ${VALUE}`);
   });
 
   test("ca-key-host-only: sbx's CA key is nowhere the sandbox can read; its socket dir holds certificates only", () => {
@@ -170,7 +147,7 @@ public class Fetch {
     must(sbx(["allow", ip, "--global"]), "allow ip --global");
     try {
       const c = must(sbx(["create", "pc"]), "sbx create pc");
-      expect(docker(["logs", SITE]).stdout).toContain(`SAW /v1/postcreate Bearer ${VALUE}`);
+      expect(site.logs()).toContain(`SAW /v1/postcreate Bearer ${VALUE}`);
       expect(c.stderr + c.stdout).not.toContain(VALUE);
     } finally {
       sbx(["deny", "api.test", "--global"]);

@@ -4,15 +4,13 @@
 // a TLS server name or Host that disagrees with the name is refused. The sites run in a container on a network this
 // test made; the daemon's lookup of the `.test` names is the test seam (SBX_TEST_ONLY_RESOLVE).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
-import { acquireFixture, BASE_IMAGE, canRun, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { acquireFixture, canRun, docker, makeRepo, must, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
+import { makeCerts, startSite, type Site, type TestCerts } from "./site";
 
 const tag = Math.random().toString(36).slice(2, 8);
-const NET = `sbxt-tp-${tag}`;
-const SITE = `sbxt-tp-site-${tag}`;
-const BUN = realpathSync(process.execPath);
 
 // HTTPS on 443 and HTTP on 80, each answering with the name it was asked for; and a DNS listener on 53 (UDP) that
 // logs every datagram: a query that left the sandbox would show up here.
@@ -28,7 +26,8 @@ console.log("site ready");
 let f: Fixture;
 let repo: string;
 let ip = "";
-let certs = "";
+let certs: TestCerts;
+let site: Site;
 let env: Record<string, string>;
 const has: Record<string, boolean> = {};
 
@@ -47,23 +46,9 @@ describe.skipIf(!canRun)(`transparent path end to end on Docker${skipReason ? ` 
   beforeAll(async () => {
     f = acquireFixture();
     repo = makeRepo(f, `transparent-${tag}`);
-    certs = mkdtempSync("/tmp/sbxt-tp-certs-");
-    const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=site.test", "-addext", "subjectAltName=DNS:site.test,DNS:other.test", "-keyout", join(certs, "k.pem"), "-out", join(certs, "c.pem")], { stderr: "pipe" });
-    if (made.exitCode !== 0) throw new Error(made.stderr.toString());
-    Bun.spawnSync(["chmod", "-R", "a+rX", certs]);
-    must(docker(["network", "create", "--label", "sbx.test=1", NET]), "docker network create");
-    must(
-      docker([
-        "run", "-d", "--name", SITE, "--label", "sbx.test=1", "--network", NET,
-        "--mount", `type=bind,src=${BUN},dst=/opt/bun,readonly`,
-        "--mount", `type=bind,src=${certs},dst=/certs,readonly`,
-        "--entrypoint", "/opt/bun", BASE_IMAGE, "-e", SITE_SCRIPT,
-      ]),
-      "docker run site",
-    );
-    for (let i = 0; i < 100 && !docker(["logs", SITE]).stdout.includes("site ready"); i++) await Bun.sleep(50);
-    ip = docker(["inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", SITE]).stdout.trim();
-    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    certs = makeCerts("sbxt-tp", ["site.test", "other.test"], { selfSigned: true });
+    site = await startSite({ prefix: "sbxt-tp", script: SITE_SCRIPT, certs });
+    ip = site.ip;
     // The daemon's lookup of these names is the seam: restart the test user's daemon with it.
     await stopDaemon(f.user);
     env = { SBX_TEST_ONLY_RESOLVE: JSON.stringify({ "site.test": ip, "other.test": ip }) };
@@ -73,7 +58,7 @@ describe.skipIf(!canRun)(`transparent path end to end on Docker${skipReason ? ` 
     must(sbx(["allow", "site.test", "--sandbox", "t"]), "sbx allow site.test");
     must(sbx(["allow", ip, "--sandbox", "t"]), "sbx allow ip");
     // The cert, for clients that verify: through stdin into the sandbox's /tmp.
-    must(sbx(["run", "t", "--", "sh", "-c", "cat > /tmp/site.pem"], readFileSync(join(certs, "c.pem"), "utf8")), "copy the cert in");
+    must(sbx(["run", "t", "--", "sh", "-c", "cat > /tmp/site.pem"], readFileSync(certs.cert, "utf8")), "copy the cert in");
     for (const tool of ["node", "java", "dig", "python3"]) has[tool] = sbx(["run", "t", "--", "sh", "-c", `command -v ${tool}`]).code === 0;
   }, 240_000);
 
@@ -84,9 +69,8 @@ describe.skipIf(!canRun)(`transparent path end to end on Docker${skipReason ? ` 
       if (left.length) docker(["rm", "--force", ...left]);
       removeRepoImages(repo);
     }
-    docker(["rm", "--force", SITE]);
-    docker(["network", "rm", NET]);
-    if (certs) rmSync(certs, { recursive: true, force: true });
+    site?.remove();
+    certs?.remove();
     if (f) await stopDaemon(f.user);
     if (f) releaseFixture();
   }, 60_000);
@@ -106,7 +90,7 @@ describe.skipIf(!canRun)(`transparent path end to end on Docker${skipReason ? ` 
     const canary = `canary-${tag}.example.org`;
     expect(must(bare(`getent hosts ${canary}`), "getent canary").stdout).toMatch(/^127\.77\./);
     if (has.dig) expect(bare(`dig +time=2 +tries=1 @${ip} ${canary}`).stdout).not.toContain("ANSWER SECTION");
-    expect(docker(["logs", SITE]).stdout).not.toContain("DNS QUERY");
+    expect(site.logs()).not.toContain("DNS QUERY");
   });
 
   test("curl --noproxy '*': the allowed name over HTTPS and HTTP; the other name is refused, audited and pending", () => {

@@ -2,10 +2,12 @@
 // once (the rest refused at once, with a reason and an audit line), the answer of a fetch the sandbox does not read
 // (streamed as it reads), and the push scan (it streams `git log -p`: a push of many MiB costs the bridge a few).
 // Real bridge, real git, the real shim where a sandbox would use it.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { BRIDGE_MAX_REQUESTS } from "../../../src/core/bounds";
+import * as scan from "../../../src/bridge/scan";
+import { LogScanner } from "../../../src/bridge/scan";
 import { git, makeHarness, refIn, sh, SHIMS, type Harness } from "./harness";
 
 let h: Harness;
@@ -102,28 +104,43 @@ describe("bounded: the bridge", () => {
     }
   }, 120_000);
 
-  test("the scan of a 9 MiB push leaves the bridge's event loop free: it runs on a thread of its own", async () => {
-    await git(h.clone, "checkout", "-q", "-B", "lag", await refIn(h.upstreamRepo, "refs/heads/main"));
-    const buf = new Uint8Array(9 * 1024 * 1024);
-    crypto.getRandomValues(buf.subarray(0, 65536));
-    for (let i = 65536; i < buf.length; i += 65536) buf.copyWithin(i, 0, 65536);
-    const b64 = Buffer.from(buf).toString("base64");
-    await Bun.write(join(h.clone, "lag-one.txt"), b64.slice(0, 6 * 1024 * 1024));
-    await Bun.write(join(h.clone, "lag-lines.txt"), b64.slice(6 * 1024 * 1024).replace(/(.{76})/g, "$1\n"));
-    await git(h.clone, "add", "-A");
-    await git(h.clone, "commit", "-q", "-m", "lag");
-    // This process is the bridge's: how late a 10 ms timer fires while the push is scanned.
-    let last = performance.now();
-    let worst = 0;
-    const t = setInterval(() => {
-      const now = performance.now();
-      worst = Math.max(worst, now - last - 10);
-      last = now;
-    }, 10);
-    const r = await h.shim(["push", "origin", "lag"]);
-    clearInterval(t);
-    console.log(`bounded: while a 9 MiB push was scanned the bridge's event loop was at most ${worst.toFixed(0)} ms late`);
-    expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
-    expect(worst).toBeLessThan(150);
+  // Judged on where the reading happens, not on a time (the suite holds no timing assertion: a loaded machine would fail
+  // it): this process is the bridge's, so the scanner's code running here at all means the scan took the event loop.
+  test("the scan of a 9 MiB push runs on a thread of its own: none of the scanner's reading happens on the bridge's event loop", async () => {
+    const spies = [
+      spyOn(LogScanner.prototype, "write"),
+      spyOn(LogScanner.prototype, "end"),
+      spyOn(scan, "scanLog"),
+      spyOn(scan, "scanUnshown"),
+      spyOn(scan, "scanArchive"),
+    ];
+    try {
+      await git(h.clone, "checkout", "-q", "-B", "lag", await refIn(h.upstreamRepo, "refs/heads/main"));
+      const buf = new Uint8Array(9 * 1024 * 1024);
+      crypto.getRandomValues(buf.subarray(0, 65536));
+      for (let i = 65536; i < buf.length; i += 65536) buf.copyWithin(i, 0, 65536);
+      const b64 = Buffer.from(buf).toString("base64");
+      await Bun.write(join(h.clone, "lag-one.txt"), b64.slice(0, 6 * 1024 * 1024));
+      await Bun.write(join(h.clone, "lag-lines.txt"), b64.slice(6 * 1024 * 1024).replace(/(.{76})/g, "$1\n"));
+      // A key after the 9 MiB: the push is refused for it, so the scan read all of it (and not here: the spies).
+      await Bun.write(join(h.clone, "zz-lag-key.env"), `K=${"ghp_" + "Lq7Wm2".repeat(7).slice(0, 36)}\n`);
+      await git(h.clone, "add", "-A");
+      await git(h.clone, "commit", "-q", "-m", "lag");
+      // How late a 10 ms timer fires while the push is scanned: said, not judged.
+      let last = performance.now();
+      let worst = 0;
+      const t = setInterval(() => {
+        const now = performance.now();
+        worst = Math.max(worst, now - last - 10);
+        last = now;
+      }, 10);
+      const r = await h.shim(["push", "origin", "lag"]);
+      clearInterval(t);
+      console.log(`bounded: while a 9 MiB push was scanned the bridge's event loop was at most ${worst.toFixed(0)} ms late`);
+      expect({ code: r.code, named: r.stderr.includes("zz-lag-key.env:1: GitHub token") }).toEqual({ code: 77, named: true });
+      expect(spies.map((s) => s.mock.calls.length)).toEqual([0, 0, 0, 0, 0]);
+    } finally {
+      for (const s of spies) s.mockRestore();
+    }
   }, 60_000);
 });

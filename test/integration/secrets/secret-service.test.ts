@@ -32,12 +32,15 @@ describe.skipIf(!canRun)(`vault: a real Secret Service${canRun ? "" : ` (skipped
     env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, DBUS_SESSION_BUS_ADDRESS: address, XDG_RUNTIME_DIR: dir };
     // --unlock reads the login keyring's password on stdin: a new keyring, made and unlocked with it.
     keyring = Bun.spawn(["gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets"], { env, stdin: new TextEncoder().encode("test-password"), stdout: "ignore", stderr: "ignore" });
+    // Ready when an item can be stored: the service answers lookups before --unlock has made the login collection
+    // (a loaded CI machine stored into "collection/login" that did not exist yet).
     const probe = createExec(env);
-    for (let i = 0; i < 100; i++) {
-      const r = await probe.run(["secret-tool", "lookup", "service", "sbx", "name", "__ready__"], { check: false, timeoutMs: 2000 });
-      if (r.exitCode === 1 && r.stderr === "") break;
+    for (let i = 0; i < 200; i++) {
+      const r = await probe.run(["secret-tool", "store", "--label=ready", "service", "sbx-test", "name", "__ready__"], { check: false, timeoutMs: 2000, stdin: "x" });
+      if (r.exitCode === 0) break;
       await Bun.sleep(50);
     }
+    await probe.run(["secret-tool", "clear", "service", "sbx-test", "name", "__ready__"], { check: false, timeoutMs: 2000 });
   }, 30_000);
 
   afterAll(async () => {

@@ -151,13 +151,17 @@ export function plantScript(f: SyncFixture, label: string, tail = ""): string {
   return path;
 }
 
-/** Polls until `fn` returns a non-null value, or throws after `ms`. */
+/**
+ * Polls until `fn` returns a non-null value, or throws after `ms`, and never before 15 s: a wait bounds a hang, it
+ * judges no speed (a loaded machine, as CI's two lanes make it, took 1 s for a sync that takes 50 ms alone).
+ */
 export async function waitFor<T>(what: string, fn: () => T | null | undefined | false, ms = 3000): Promise<T> {
-  const end = Date.now() + ms;
+  const bound = Math.max(ms, 15_000);
+  const end = Date.now() + bound;
   for (;;) {
     const v = fn();
     if (v !== null && v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${bound} ms waiting for ${what}`);
     await Bun.sleep(10);
   }
 }

@@ -67,9 +67,8 @@ describe("ref-sync guard", () => {
       await waitFor("first sync both ways", () => audits.filter((a) => a === "ref-sync.synced").length >= 1, 5000);
       await Bun.sleep(100);
       started = true;
-      const t0 = performance.now();
       await h.sandboxStarted();
-      expect(performance.now() - t0).toBeLessThan(200);
+      // It returned before the slow git inside ended (judged by what ended, not by a time).
       expect(insideDone).toBe(0);
       await h.stop();
       // stop() waited for the owed sync's git inside before stopping.

@@ -11,7 +11,6 @@ describe("bounded: the delivery outbox", () => {
     let open = 0;
     let most = 0;
     const order: number[] = [];
-    const t0 = performance.now();
     for (let i = 0; i < 10; i++)
       o.push({
         what: `d${i}`,
@@ -22,7 +21,8 @@ describe("bounded: the delivery outbox", () => {
           open--;
         },
       });
-    expect(performance.now() - t0).toBeLessThan(5);
+    // push queued all ten and returned: not one send has finished yet (each sleeps first).
+    expect(order).toEqual([]);
     await o.idle();
     expect(most).toBe(1);
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -90,7 +90,8 @@ describe("bounded: the delivery outbox", () => {
     await Bun.sleep(1);
     const t0 = performance.now();
     await o.close();
-    expect(performance.now() - t0).toBeLessThan(100);
+    // At once: far below the 30 s the send would have been given (a bound, not a speed: the suite judges no speed).
+    expect(performance.now() - t0).toBeLessThan(5_000);
     expect(aborted).toBe(true);
     expect(o.stats()).toMatchObject({ delivered: 0, queued: 0 });
   });

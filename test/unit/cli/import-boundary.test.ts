@@ -23,10 +23,6 @@ const EXCEPTIONS: Record<string, { why: string; may: string[] }> = {
     may: ["src/drivers/", "src/store/", "src/os-service/"],
   },
   "doctor.ts": { why: "diagnoses the host, including when the daemon cannot start, and names the token the bridge would send each remote (the bridge's own naming rules)", may: ["src/drivers/", "src/store/", "src/sync/", "src/bridge/"] },
-  "services.ts": {
-    why: "reads and restarts a Docker sandbox's service containers through the engine the person reaches (not yet a daemon route: issue 40 moves it behind the daemon)",
-    may: ["src/drivers/identity.ts", "src/drivers/env.ts", "src/drivers/docker/", "src/llm/"],
-  },
   "demo.ts": { why: "runs its own throwaway sbx and servers, driving sbx only through its CLI", may: ["src/drivers/"] },
   "chat.ts": {
     why: "checks the bot's key with the Zulip server (the bot's own client), or the Slack token (auth.test) or the webhook (a signed ping), then writes chat.json or approvals.json (the daemon reloads it)",

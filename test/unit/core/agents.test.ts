@@ -137,11 +137,6 @@ describe("the launcher, run by a real sh", () => {
     expect(r.err).toContain("sbx: OpenCode is not installed here; on the host, `sbx run opencode` installs it");
   });
 
-  test("aider without python3 in the image: exit 127 and what to add", () => {
-    const r = launch("aider", { cached: null, path: join(tmp, "empty-path") });
-    expect(r.code).toBe(127);
-    expect(r.err).toContain("aider needs python3");
-  });
 
   test("a value the sandbox controls (SBX_CODEX_BASE_URL) is passed as data, never run", () => {
     const cached = join(tmp, "cached-codex2");
@@ -177,3 +172,172 @@ describe("the instruction section", () => {
     expect(JSON.stringify(plan.setup)).toContain('"/home/ann/src/app":{"hasTrustDialogAccepted":true}');
   });
 });
+
+/**
+ * A Python as a distribution ships it, as far as the launcher uses it: `--version`, the version check, the
+ * `import venv, ensurepip` probe, and `-m venv DIR`, which makes DIR/bin/pip. Debian's python3 without python3-venv
+ * has venv but not ensurepip, and its `-m venv` prints Debian's own text. The venv's pip either installs (a fake
+ * aider that prints its argv) or fails with `pipOut` on stderr, as the real pip does.
+ */
+function fakePython(dir: string, o: { version?: string; ensurepip?: boolean; pipOut?: string }): void {
+  mkdirSync(dir, { recursive: true });
+  const version = o.version ?? "3.11.2";
+  const [maj, min] = version.split(".").map(Number) as [number, number];
+  const pip = o.pipOut === undefined
+    ? `#!/bin/sh\nmkdir -p "$(dirname "$0")" && printf '#!/bin/sh\\necho aider "$@"\\n' > "$(dirname "$0")/aider" && chmod +x "$(dirname "$0")/aider"\n`
+    : `#!/bin/sh\ncat >&2 <<'EOF'\n${o.pipOut}\nEOF\nexit 1\n`;
+  writeFileSync(join(dir, "pip-template"), pip);
+  writeFileSync(
+    join(dir, "python3"),
+    [
+      "#!/bin/sh",
+      'case "$1 $2" in',
+      `  "--version ") echo "Python ${version}" ;;`,
+      `  "-c import sys"*) exit ${maj > 3 || (maj === 3 && min >= 10) ? 0 : 1} ;;`,
+      `  "-c import venv, ensurepip") ${o.ensurepip === false ? `echo "ModuleNotFoundError: No module named 'ensurepip'" >&2; exit 1` : "exit 0"} ;;`,
+      '  "-m venv")',
+      o.ensurepip === false
+        ? "    printf '%s\\n' 'The virtual environment was not created successfully because ensurepip is not' 'available.  On Debian/Ubuntu systems, you need to install the python3-venv' 'package using the following command.' '' '    apt install python3.11-venv'; exit 1 ;;"
+        : `    mkdir -p "$3/bin" && cp '${join(dir, "pip-template")}' "$3/bin/pip" && chmod +x "$3/bin/pip" ;;`,
+      "esac",
+    ].join("\n"),
+  );
+  chmodSync(join(dir, "python3"), 0o755);
+}
+
+/** What pip prints when sbx's proxy refuses the CONNECT to `host` (the reason phrase as the proxy writes it). */
+function refusedPip(host: string): string {
+  const phrase = blockedPhrase(`${host}:443`, allowCommand(host, "demo"));
+  const retry = (n: number) => `WARNING: Retrying (Retry(total=${n}, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProxyError('Unable to connect to proxy', OSError('Tunnel connection failed: 403 ${phrase}'))': /simple/aider-chat/`;
+  return [retry(4), retry(3), "ERROR: Could not find a version that satisfies the requirement aider-chat (from versions: none)", "ERROR: No matching distribution found for aider-chat"].join("\n");
+}
+
+describe("aider's install inside: each failure from outside the sandbox gets sbx's message and the fix", () => {
+  let n = 0;
+  /** The aider launcher in a fresh HOME: `python` a fakePython dir (or none), `apt` a package manager on PATH, `container` the marker present. */
+  function aider(o: { python?: Parameters<typeof fakePython>[1]; apt?: boolean; container: boolean }, args: string[] = []) {
+    const root = join(tmp, `aider-${n++}`);
+    const home = join(root, "home");
+    mkdirSync(home, { recursive: true });
+    const bin = join(root, "launchers");
+    mkdirSync(bin);
+    const sys = join(root, "sys");
+    mkdirSync(sys);
+    if (o.python) fakePython(sys, o.python);
+    if (o.apt) {
+      writeFileSync(join(sys, "apt-get"), "#!/bin/sh\nexit 0\n");
+      chmodSync(join(sys, "apt-get"), 0o755);
+    }
+    const marker = join(root, "dockerenv");
+    if (o.container) writeFileSync(marker, "");
+    writeFileSync(join(bin, "aider"), renderLauncher({ agent: "aider", cached: null, node: null, binDir: bin, containerMarker: marker }));
+    chmodSync(join(bin, "aider"), 0o555);
+    // The tools the launcher itself uses (sh, sed, grep, cat, mkdir, …) from the system; python3 and apt-get only as given.
+    const tools = join(root, "tools");
+    mkdirSync(tools);
+    for (const t of ["sh", "sed", "grep", "cat", "mkdir", "rm", "tail", "head", "uname", "chmod", "dirname", "cp", "printf"]) {
+      const p = Bun.which(t);
+      if (p) Bun.spawnSync(["ln", "-s", p, join(tools, t)]);
+    }
+    const r = Bun.spawnSync([join(bin, "aider"), ...args], { env: { PATH: `${bin}:${sys}:${tools}`, HOME: home, SANDBOX: "demo" }, stdout: "pipe", stderr: "pipe" });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString(), home };
+  }
+
+  test("no python3, in a container with apt: exit 127, the Dockerfile line and the rebuild", () => {
+    const r = aider({ apt: true, container: true });
+    expect(r.code).toBe(127);
+    expect(r.err).toBe("sbx: aider needs python3 (3.10 or newer), which this sandbox lacks: add to the sandbox's Dockerfile: RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv, then `sbx rebuild demo` on the host\n");
+  });
+
+  test("no python3 in a user-account sandbox: this machine's package, not a Dockerfile", () => {
+    const r = aider({ apt: true, container: false });
+    expect(r.code).toBe(127);
+    expect(r.err).toContain("install it on this machine: sudo apt-get install python3 python3-venv");
+    expect(r.err).not.toContain("Dockerfile");
+  });
+
+  test("Debian's python3 without python3-venv (`ensurepip is not available`): sbx's message naming python3-venv, never Debian's raw text", () => {
+    const r = aider({ python: { ensurepip: false }, apt: true, container: true });
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("this sandbox's Python has no venv module with ensurepip (Debian and Ubuntu ship it as python3-venv)");
+    expect(r.err).toContain("RUN apt-get update && apt-get install -y --no-install-recommends python3-venv, then `sbx rebuild demo`");
+    expect(r.err).not.toContain("ensurepip is not\navailable");
+    expect(r.err).not.toContain("apt install python3.11-venv");
+  });
+
+  test("a Python older than 3.10: said with the version found", () => {
+    const r = aider({ python: { version: "3.8.10" }, apt: true, container: true });
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("aider needs Python 3.10 or newer; this sandbox has Python 3.8.10");
+  });
+
+  test("the package index refused by sbx's proxy: the host refused, the preset to allow (or sbx run aider), nothing half-made left", () => {
+    const r = aider({ python: { pipOut: refusedPip("pypi.org") }, container: true });
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("sbx: pip could not reach the package index: sbx's proxy refused pypi.org. On the host: `sbx allow --preset pypi --sandbox demo` (or start it with `sbx run aider demo`, which allows it), then run aider again.");
+    expect(r.err).toContain("pip's whole output: ~/.local/share/sbx/aider-pip.log");
+    expect(r.err).not.toContain("WARNING: Retrying");
+    expect(Bun.spawnSync(["test", "-e", join(r.home, ".local/share/sbx/aider")]).exitCode).toBe(1);
+    expect(Bun.file(join(r.home, ".local/share/sbx/aider-pip.log")).size).toBeGreaterThan(0);
+  });
+
+  test("a mirror's host refused (the person's pip settings name it): that host to allow, not PyPI's preset", () => {
+    const r = aider({ python: { pipOut: refusedPip("pypi.mirror.corp.example") }, container: true });
+    expect(r.err).toContain("sbx's proxy refused pypi.mirror.corp.example. On the host: `sbx allow pypi.mirror.corp.example --sandbox demo`, then run aider again.");
+  });
+
+  test("a host named like PyPI's but not under it is not taken for PyPI (evilpypi.org)", () => {
+    const r = aider({ python: { pipOut: refusedPip("evilpypi.org") }, container: true });
+    expect(r.err).toContain("`sbx allow evilpypi.org --sandbox demo`");
+    expect(r.err).not.toContain("--preset pypi");
+  });
+
+  test("any other pip failure: the end of pip's own output, and where the rest is", () => {
+    const r = aider({ python: { pipOut: "ERROR: something else went wrong" }, container: true });
+    expect(r.err).toContain("ERROR: something else went wrong\nsbx: installing aider-chat failed (the end of pip's output above)");
+  });
+
+  test("a Python with its venv module: installed once, then aider runs with sbx's instruction file and the caller's arguments", () => {
+    const r = aider({ python: {}, container: true }, ["--message", "hi"]);
+    expect(r.code).toBe(0);
+    expect(r.err).toBe("sbx: installing aider-chat into ~/.local/share/sbx/aider (once per sandbox)\n");
+    expect(r.out.trim()).toBe(`aider --read ${r.home}/.config/sbx/AGENTS.md --message hi`);
+  });
+});
+
+describe("plain-output: an agent that writes colour codes to stderr whatever NO_COLOR says (OpenCode)", () => {
+  /** As OpenCode 1.18 does on a pipe: its answer on stdout, SGR codes around its UI lines on stderr; stdin read; exit 3. */
+  function colourful(path: string): void {
+    writeFileSync(path, `#!/bin/sh\nread line; printf 'answer:%s\\n' "$line"\nprintf '\\033[0m\\n> build \\033[1;32mok\\033[0m\\n' >&2\nexit 3\n`);
+    chmodSync(path, 0o755);
+  }
+  function run(env: Record<string, string>) {
+    const cached = join(tmp, `oc-${Math.random().toString(36).slice(2)}`);
+    colourful(cached);
+    const bin = join(tmp, `bin-oc-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(bin);
+    writeFileSync(join(bin, "opencode"), renderLauncher({ agent: "opencode", cached, node: null, binDir: bin }));
+    chmodSync(join(bin, "opencode"), 0o555);
+    const r = Bun.spawnSync([join(bin, "opencode"), "run", "q"], { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: tmp, ...env }, stdin: Buffer.from("hello\n"), stdout: "pipe", stderr: "pipe" });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  }
+
+  test("NO_COLOR set and stderr a pipe: no escape codes on stderr; stdout, stdin and the exit status as the agent's", () => {
+    const r = run({ NO_COLOR: "1", TERM: "dumb" });
+    expect(r.err).toBe("\n> build ok\n");
+    expect(r.out).toBe("answer:hello\n");
+    expect(r.code).toBe(3);
+  });
+
+  test("without NO_COLOR (output to a terminal, or FORCE_COLOR kept): stderr exactly as the agent wrote it", () => {
+    const r = run({ TERM: "xterm-256color" });
+    expect(r.err).toBe("\x1b[0m\n> build \x1b[1;32mok\x1b[0m\n");
+    expect(r.out).toBe("answer:hello\n");
+    expect(r.code).toBe(3);
+  });
+
+  test("only OpenCode's launcher filters; the others exec the agent as it is", () => {
+    for (const a of AGENT_NAMES) expect(renderLauncher({ agent: a, cached: "/x", node: null, binDir: "/b" }).includes("sbx_run()")).toBe(a === "opencode");
+  });
+});
+

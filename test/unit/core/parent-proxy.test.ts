@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { parseConfig } from "../../../src/core/config";
 import {
+  buildProxyArgs,
   basicAuthorization,
   connectHead,
   noProxyMatches,
@@ -166,5 +167,32 @@ describe("parent-proxy CONNECT: what sbx says to the parent and takes from it", 
     expect(readRelayRequest(bytes("GET http://x/ HTTP/1.1\r\n\r\n"))).toMatchObject({ kind: "bad", status: 405 });
     expect(readRelayRequest(bytes("CONNECT x:443 HTTP/1.1\r\nProxy-Authorization: a\r\nproxy-authorization: b\r\n\r\n"))).toMatchObject({ kind: "bad", status: 400 });
     expect(readRelayRequest(bytes("CONNECT x HTTP/1.1\r\n\r\n"))).toMatchObject({ kind: "bad", status: 400 });
+  });
+});
+
+describe("build-proxy: what an image build gets of the parent proxy", () => {
+  test("none: nothing; a company proxy: Docker's predefined args in both cases, its NO_PROXY too", () => {
+    expect(buildProxyArgs(null)).toEqual({ args: {}, notes: [] });
+    const s = parentFromEnv({ HTTPS_PROXY: "http://proxy.corp:3128", HTTP_PROXY: "http://web.corp:8080", NO_PROXY: ".corp,10.0.0.0/8" }).settings;
+    expect(buildProxyArgs(s)).toEqual({
+      args: { HTTPS_PROXY: "http://proxy.corp:3128", https_proxy: "http://proxy.corp:3128", HTTP_PROXY: "http://web.corp:8080", http_proxy: "http://web.corp:8080", NO_PROXY: ".corp,10.0.0.0/8", no_proxy: ".corp,10.0.0.0/8" },
+      notes: [],
+    });
+  });
+  test("never its credentials (inline or stored): the address alone, and a note that says why", () => {
+    for (const s of [parentFromEnv({ HTTPS_PROXY: "http://ann:s3cr%40t@proxy.corp:3128" }).settings, parentFromConfig({ url: "http://proxy.corp:3128", credentials: "PROXY_LOGIN" }).settings]) {
+      const b = buildProxyArgs(s);
+      expect(b.args.HTTPS_PROXY).toBe("http://proxy.corp:3128");
+      expect(JSON.stringify(b)).not.toContain("ann");
+      expect(JSON.stringify(b)).not.toContain("s3cr");
+      expect(b.notes.join("\n")).toContain("wants a login, which sbx never puts into an image build");
+    }
+  });
+  test("a parent on this machine's loopback (127.x, ::1, localhost) is not one a build reaches: no args, a note", () => {
+    for (const url of ["http://127.0.0.1:3128", "http://127.9.9.9:3128", "http://[::1]:3128", "http://localhost:3128"]) {
+      const b = buildProxyArgs(parentFromConfig({ url }).settings);
+      expect({ url, args: b.args }).toEqual({ url, args: {} });
+      expect(b.notes.join("\n")).toContain("on this machine's loopback");
+    }
   });
 });

@@ -68,6 +68,22 @@ describe("stream-replace: matches the whole-text reference on random streams", (
   });
 });
 
+describe("stream-replace: bytes that cannot begin a pattern are neither held nor copied", () => {
+  test("chunks that end in no pattern's beginning go on as views of themselves; one that ends in one holds just that", () => {
+    const r = new StreamReplacer([{ from: enc.encode("sk_live_SECRET"), to: enc.encode("sk_live_PLACEH") }]);
+    for (let i = 0; i < 3; i++) {
+      const chunk = new Uint8Array(64 * 1024).fill(0x61);
+      const out = r.push(chunk);
+      expect(r.held).toBe(0);
+      expect(out.buffer).toBe(chunk.buffer); // the response body's bytes are not copied per chunk
+      expect(out.length).toBe(chunk.length);
+    }
+    expect(dec.decode(r.push(enc.encode("xx sk_li")))).toBe("xx ");
+    expect(r.held).toBe(5);
+    expect(dec.decode(r.push(enc.encode("ve_SECRET!")))).toBe("sk_live_PLACEH!");
+  });
+});
+
 describe("stream-replace: whole strings", () => {
   test("counts what it replaced, and leaves text without a pattern as it was", () => {
     expect(replaceAll("x PH y PH", [{ from: "PH", to: "SECRET" }])).toEqual({ text: "x SECRET y SECRET", count: 2 });

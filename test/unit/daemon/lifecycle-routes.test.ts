@@ -14,7 +14,8 @@ import type { Sandbox } from "../../../src/core/schemas";
 import type { Store } from "../../../src/store/store";
 import { sandboxDir, type Paths } from "../../../src/sys/paths";
 import { stagingRoot } from "../../../src/workspace/staged-clone";
-import { FakeDriver } from "../../fakes/driver";
+import { FakeDriver, fakeServices } from "../../fakes/driver";
+import type { ServiceView } from "../../../src/core/services";
 import { tempWorld, type TempWorld } from "../../support/temp-world";
 import { silentLogger } from "../../../src/sys/log";
 import { recordingGuard, type Events } from "../../support/daemon-harness";
@@ -149,5 +150,45 @@ describe("/v1/lifecycle", () => {
     await call("create", { name: "a", cwd: repo });
     const end = last(await call("list", {}));
     expect(end).toMatchObject({ t: "done", result: { sandboxes: [{ name: "a", backend: "fake", phase: "running", guarded: true, unsynced: [] }] } });
+  });
+});
+
+describe("/v1/lifecycle/services: sbx services is one daemon call, as every verb", () => {
+  const svc = (name: string, o: Partial<ServiceView> = {}): ServiceView => ({ name, image: `${name}-img:1`, container: `c-${name}`, state: "running", health: "healthy", exitCode: 0, ...o });
+
+  test("list, a service's logs (its last lines), restart while it runs (audited); an unknown service names the ones there are", async () => {
+    await call("create", { name: "w", cwd: repo });
+    const id = driver.spec(store.findSandbox(repo, "w")!).id;
+    const output = new Map([["c-db", Array.from({ length: 300 }, (_, i) => `line ${i}`).join("\n")]]);
+    const ops = fakeServices(driver.backend, new Map([[id, [svc("cache", { health: "none" }), svc("db")]]]), output);
+    driver.services = ops;
+    expect(last(await call("services", { name: "w", cwd: repo }))).toMatchObject({ t: "done", result: { name: "w", services: [{ name: "cache" }, { name: "db", state: "running", health: "healthy" }] } });
+    const logs = last(await call("services", { name: "w", cwd: repo, action: "logs", service: "db", tail: 2 })) as { result: { logs: string } };
+    expect(logs.result.logs).toBe("line 298\nline 299");
+    expect(last(await call("services", { name: "w", cwd: repo, action: "restart", service: "db" }))).toMatchObject({ t: "done", result: { restarted: "db" } });
+    expect(ops.restarts).toEqual(["c-db"]);
+    expect(store.listAudit({ kind: "lifecycle" }).map((a) => a.action)).toContain("service.restart");
+    expect(last(await call("services", { name: "w", cwd: repo, action: "logs", service: "nope" }))).toMatchObject({ t: "error", body: { error: "not_found", hint: "Its services: cache, db." } });
+  });
+
+  test("restart of a stopped sandbox's service is refused with what to do (its namespace is the sandbox's), and nothing is restarted", async () => {
+    await call("create", { name: "w", cwd: repo });
+    const id = driver.spec(store.findSandbox(repo, "w")!).id;
+    const ops = fakeServices(driver.backend, new Map([[id, [svc("db")]]]));
+    driver.services = ops;
+    await call("stop", { name: "w", cwd: repo });
+    expect(last(await call("services", { name: "w", cwd: repo }))).toMatchObject({ t: "done", result: { services: [{ name: "db", state: "exited", exitCode: 137 }] } });
+    expect(last(await call("services", { name: "w", cwd: repo, action: "restart", service: "db" }))).toMatchObject({ t: "error", body: { error: "usage", message: expect.stringMatching(/is not running/) } });
+    expect(ops.restarts).toEqual([]);
+  });
+
+  test("a kind without services: the list is empty, logs and restart say which kind has them; a bad request is refused by the schema", async () => {
+    await call("create", { name: "w", cwd: repo });
+    expect(last(await call("services", { name: "w", cwd: repo }))).toMatchObject({ t: "done", result: { services: [] } });
+    expect(last(await call("services", { name: "w", cwd: repo, action: "logs", service: "db" }))).toMatchObject({ t: "error", body: { message: expect.stringMatching(/has no services/) } });
+    for (const bad of [{ action: "rm", service: "db" }, { action: "logs", service: "../db" }, { action: "logs", service: "db", tail: 1e9 }]) {
+      const res = await app.request("/v1/lifecycle/services", { method: "POST", body: JSON.stringify({ name: "w", cwd: repo, ...bad }), headers: { "content-type": "application/json" } });
+      expect({ bad, status: res.status }).toEqual({ bad, status: 400 });
+    }
   });
 });

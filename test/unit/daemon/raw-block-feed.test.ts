@@ -23,7 +23,8 @@ const identity = ALICE_IDENTITY;
 const PFLOG = (dst: string) =>
   `00:00:00.000000 rule 1.sbx_7001.1/0(match) [uid 7001]: block out on en0: 192.168.1.20.52144 > ${dst}.443: Flags [S], seq 1, win 65535, length 0\r\n`;
 
-async function until(cond: () => boolean, ms = 2000): Promise<void> {
+// A bound on a hang, not a speed: 10 s (a loaded machine is not a failure).
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
   const t0 = Date.now();
   while (!cond()) {
     if (Date.now() - t0 > ms) throw new Error("condition not met in time");

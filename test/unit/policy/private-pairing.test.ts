@@ -100,6 +100,49 @@ describe("private-answers-one-approval: one approval", () => {
     expect(await decider.check("proxy", "CONNECT", "registry.corp", 443)).toMatchObject({ ok: true, address: "10.1.2.3" });
   });
 
+  test("`sbx allow NAME` that answers the name's pending refusal (the 403's own advice) pairs it too; an allow nobody asked for is not looked up", async () => {
+    const { sb, bus, policy } = world();
+    lookups.length = 0;
+    const resolve = resolver({ "registry.corp": ["10.1.2.3"], "unasked.corp": ["10.1.2.9"] });
+    pairApprovedNames({ subscribe: (fn) => bus.subscribe(fn), policy, store, resolve });
+    const decider = new Decider({ sandbox: { id: sb.id, name: sb.name }, policy: () => policyFor(store, sb.id), resolve, hostAddresses: () => [], emit: (e) => {
+      if (e.type === "denied" && e.suggest) store.recordPending(sb.id, e.suggest, e.port, e.reason);
+    } });
+    expect(await decider.check("proxy", "CONNECT", "registry.corp", 443)).toMatchObject({ ok: false, reason: "not-allowlisted" });
+    const [r] = policy.allow({ kind: "sandbox", sandbox: sb }, ["registry.corp"], "cli:ann");
+    expect(r!.resolved.length).toBe(1);
+    for (let i = 0; i < 50 && policyFor(store, sb.id).sandbox.length < 2; i++) await Bun.sleep(5);
+    expect([...policyFor(store, sb.id).sandbox].sort()).toEqual(["registry.corp", "registry.corp@10.1.2.3"]);
+    expect(await decider.check("proxy", "CONNECT", "registry.corp", 443)).toMatchObject({ ok: true, address: "10.1.2.3" });
+    // A name put on the list before anything asked for it is not looked up on the allow (its first use offers the pairing).
+    policy.allow({ kind: "sandbox", sandbox: sb }, ["unasked.corp"], "cli:ann");
+    await Bun.sleep(30);
+    expect(lookups.filter((h) => h === "unasked.corp")).toEqual([]);
+  });
+
+  test("the name's answer moves to another private address after the approval: each connection is judged on its own lookup, refused, and filed as the new pairing", async () => {
+    const { sb, bus, policy } = world();
+    const answers: Record<string, string[]> = { "registry.corp": ["10.1.2.3"] };
+    const resolve = async (h: string) => answers[h] ?? [];
+    pairApprovedNames({ subscribe: (fn) => bus.subscribe(fn), policy, store, resolve });
+    const decider = new Decider({ sandbox: { id: sb.id, name: sb.name }, policy: () => policyFor(store, sb.id), resolve, hostAddresses: () => [], emit: (e) => {
+      if (e.type === "denied" && e.suggest) store.recordPending(sb.id, e.suggest, e.port, e.reason);
+    } });
+    await decider.check("proxy", "CONNECT", "registry.corp", 443);
+    policy.decide(store.listApprovals({ state: "pending" })[0]!.id, "allow-sandbox", "cli:ann");
+    for (let i = 0; i < 50 && policyFor(store, sb.id).sandbox.length < 2; i++) await Bun.sleep(5);
+    expect(await decider.check("proxy", "CONNECT", "registry.corp", 443)).toMatchObject({ ok: true, address: "10.1.2.3" });
+    answers["registry.corp"] = ["10.66.0.7"];
+    expect(await decider.check("proxy", "CONNECT", "registry.corp", 443)).toMatchObject({ ok: false, reason: "internal-address", suggest: "registry.corp@10.66.0.7" });
+    expect(store.listApprovals({ state: "pending" }).map((a) => a.host)).toEqual(["registry.corp@10.66.0.7"]);
+    // Both addresses in one answer: the approved one alone does not carry the other.
+    answers["registry.corp"] = ["10.1.2.3", "10.66.0.7"];
+    expect(await decider.check("proxy", "CONNECT", "registry.corp", 443)).toMatchObject({ ok: false, suggest: "registry.corp@10.66.0.7" });
+    // Back where it was approved: through again, nothing new asked.
+    answers["registry.corp"] = ["10.1.2.3"];
+    expect(await decider.check("proxy", "CONNECT", "registry.corp", 443)).toMatchObject({ ok: true, address: "10.1.2.3" });
+  });
+
   test("a listed name's refusal is filed as the pairing; allowing it lets the next connection through", async () => {
     const { sb, policy } = world();
     policy.allow({ kind: "sandbox", sandbox: sb }, ["registry.corp"], "x");

@@ -148,14 +148,12 @@ describe("one door: every start goes through the service's start, under the sand
     h = makeHarness({ guards: (ev) => [slowGuard(ev, 50)] });
     h.store.createSandbox({ name: "demo", repo: "/r", backend: "fake" });
     const said: string[][] = [[], [], []];
-    const t0 = performance.now();
     // Two commands run into one sandbox at once (an agent's and a person's): each asks for a start.
     await Promise.all(said.map((lines) => h.service.start("demo", { repo: "/r", out: { log: (l) => void lines.push(l) } })));
     expect(h.events.filter((e) => e.endsWith(".start demo") || e.startsWith("backend.apply") || e.startsWith("slow.begin"))).toEqual(["slow.begin demo", "backend.apply demo"]);
     // Nobody waited for "another command": a start in flight is joined, not queued behind (a piped command's stderr is its own).
     expect(said.flat().filter((l) => l.includes("waiting"))).toEqual([]);
-    // Through the in-process queue, far less than two polls of the lock file (50 ms each) past the slow guard.
-    expect(performance.now() - t0).toBeLessThan(150);
+    // (Queued behind the other, in this process's queue or on the lock file, a caller is told it waits: none was.)
     // A start after them is a start again (a check that it still runs), not a join of one that ended.
     await h.start("demo", "/r");
     expect(h.events.filter((e) => e.startsWith("backend.apply"))).toEqual(["backend.apply demo", "backend.apply demo"]);

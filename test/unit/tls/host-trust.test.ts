@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { casOf, CompanyTrust, companyCas, pemOf, readTrustFiles, trustFileRefusal } from "../../../src/tls/host-trust";
+import { casOf, CompanyTrust, companyCas, hostToolsTls, pemOf, readTrustFiles, trustFileRefusal } from "../../../src/tls/host-trust";
 import { issueLeaf, loadCa, makeCa } from "../../../src/tls/x509";
 import { secretSessionEnv } from "../../../src/sandboxes/secret-env";
 import { FakeExec } from "../../fakes/exec";
@@ -130,5 +130,39 @@ describe("company-ca-host-to-sandbox: what sessions get", () => {
     expect(await u.current()).toBe("");
     stamp = "b";
     expect(await u.current()).toContain(ca.certPem.trim().split("\n")[1]!);
+  });
+});
+
+describe("company-ca-host-tools: the bridge's git and gh trust the company's CAs too", () => {
+  test("none: the host's own settings as they are; some: a bundle of the host's roots and them, kept current, in sbx's file", async () => {
+    const d = hostDir();
+    const roots = join(d, "roots.pem");
+    const a = await makeCa("Acme Corp Root CA");
+    const b = await makeCa("Acme Corp Root CA 2");
+    const root = await makeCa("A Public Root");
+    writeFileSync(roots, root.certPem);
+    let company = "";
+    const file = join(d, "state", "tls", "host-tools-roots.pem");
+    const tls = hostToolsTls({ env: { SSL_CERT_FILE: roots, SSL_CERT_DIR: "/etc/ssl/certs", HOME: "/x" }, company: () => company, file });
+    expect(tls()).toEqual({ SSL_CERT_FILE: roots, SSL_CERT_DIR: "/etc/ssl/certs" });
+    company = a.certPem;
+    expect(tls()).toEqual({ SSL_CERT_FILE: file, SSL_CERT_DIR: "/etc/ssl/certs" });
+    expect(casOf(readFileSync(file, "utf8"), "f").cas.map((c) => c.subject)).toEqual(["O=sbx, CN=A Public Root", "O=sbx, CN=Acme Corp Root CA"]);
+    company = b.certPem;
+    tls();
+    expect(casOf(readFileSync(file, "utf8"), "f").cas.map((c) => c.subject)).toEqual(["O=sbx, CN=A Public Root", "O=sbx, CN=Acme Corp Root CA 2"]);
+    company = "";
+    expect(tls()).toEqual({ SSL_CERT_FILE: roots, SSL_CERT_DIR: "/etc/ssl/certs" });
+  });
+
+  test("with no SSL_CERT_FILE the system's bundle is the roots kept beside them", async () => {
+    const d = hostDir();
+    const a = await makeCa("Acme Corp Root CA");
+    const file = join(d, "host-tools-roots.pem");
+    const tls = hostToolsTls({ env: {}, company: () => a.certPem, file });
+    expect(tls()).toEqual({ SSL_CERT_FILE: file });
+    const subjects = casOf(readFileSync(file, "utf8"), "f").cas.map((c) => c.subject);
+    expect(subjects.at(-1)).toBe("O=sbx, CN=Acme Corp Root CA");
+    expect(subjects.length).toBeGreaterThan(10);
   });
 });

@@ -287,6 +287,13 @@ describe("dockerExecArgs", () => {
     ]);
     expect(dockerExecArgs(spec, { argv: ["cat"], cwd: "/", tty: false, env: {}, stdin: true }, "/bin/bash")).toContain("--interactive");
   });
+
+  test("a daemon session: its id in the process's environment, and a start line that records the pid under it (the hang-up's handle)", () => {
+    const argv = dockerExecArgs(spec, { argv: ["claude"], cwd: "/home/ann/src/app", tty: true, env: {}, session: "app-0a1b2c" }, "/bin/bash");
+    expect(argv.slice(argv.indexOf("--env"), argv.indexOf("sbx-abc123def456"))).toEqual(["--env", "SBX_SESSION=app-0a1b2c"]);
+    expect(argv).toContain(startLine(spec.name, { tty: true, session: "app-0a1b2c" }));
+    expect(startLine(spec.name, { tty: true, session: "app-0a1b2c" })).toContain("echo $$ > /tmp/.sbx-sessions/'app-0a1b2c'");
+  });
 });
 
 describe("--claude-auth in the create argv", () => {

@@ -120,8 +120,8 @@ describe("devcontainer.json", () => {
     expect(p.notes).toContain(".devcontainer/devcontainer.json: ignored (sbx runs its own container): features, runArgs, mounts");
   });
 
-  test("docker compose, no image at all, or not JSON: refused with what to do instead", () => {
-    expect(() => planImageSource(repo(dc({ dockerComposeFile: "compose.yml", service: "app" })))).toThrow(/uses docker compose/);
+  test("a compose file that is not there, no image at all, or not JSON: refused with what to do instead", () => {
+    expect(() => planImageSource(repo(dc({ dockerComposeFile: "compose.yml", service: "app" })))).toThrow(/dockerComposeFile "compose.yml" does not exist/);
     expect(() => planImageSource(repo(dc({ name: "x" })))).toThrow(/names no image/);
     expect(() => planImageSource(repo(dc("{ not json")))).toThrow(/is not valid JSON/);
   });

@@ -133,3 +133,12 @@ describe("a build whose context is the repo waits for the create's own writes in
     expect(waited).toBe(false); // its context is the Dockerfile alone: nothing of the repo is read
   });
 });
+
+test("build-proxy: the parent proxy's predefined args follow the plan's, never override them, and leave the tag alone", () => {
+  const plan = { tag: "sbx-r:1", dockerfile: "", dockerfilePath: "/r/Dockerfile", buildArgs: { ...args, HTTPS_PROXY: "http://repo.own:1" }, context: null };
+  const argv = dockerBuildArgs(plan, "Dockerfile", { HTTPS_PROXY: "http://proxy.corp:3128", https_proxy: "http://proxy.corp:3128", NO_PROXY: ".corp" });
+  expect(argv.filter((a, i) => argv[i - 1] === "--build-arg")).toEqual([
+    "HTTPS_PROXY=http://repo.own:1", "USER_GID=1000", "USER_HOME=/home/ann", "USER_NAME=ann", "USER_UID=1000",
+    "NO_PROXY=.corp", "https_proxy=http://proxy.corp:3128",
+  ]);
+});

@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import type { SandboxSpec } from "../../../../src/core/spec";
 import { rootLabel } from "../../../../src/drivers/docker/args";
-import { serviceContainerName, serviceCreateArgs, serviceVolumeArgs, serviceVolumeName } from "../../../../src/drivers/docker/services";
+import { serviceContainerName, serviceCreateArgs, serviceVolumeArgs, serviceVolumeName, sharedVolumeName } from "../../../../src/drivers/docker/services";
 
 const spec: SandboxSpec = {
   id: "abc123def456",
@@ -58,7 +58,7 @@ describe("service-confinement: what a service container is given", () => {
     expect(flag("--name")).toEqual([serviceContainerName(spec.id, "db")]);
     expect(serviceContainerName(spec.id, "db")).not.toBe("sbx-abc123def456");
     expect(argv.at(-1)).toBe("pg-test:16");
-    const vol = serviceVolumeArgs(spec, { name: "db", image: "pg-test:16" }, root, "/var/lib/postgresql");
+    const vol = serviceVolumeArgs(spec, { name: "db" }, root, { name: serviceVolumeName(spec.id, "db", "/var/lib/postgresql") });
     expect(vol).toContain("sbx.sandbox=abc123def456");
     expect(vol).toContain(`sbx.root=${root}`);
   });
@@ -67,5 +67,51 @@ describe("service-confinement: what a service container is given", () => {
     expect(argv.indexOf("pg-test:16")).toBe(argv.length - 1);
     expect(argv).not.toContain("--entrypoint");
     expect(argv).not.toContain("--user");
+  });
+
+  test("what the person wrote for it, and only that: its variables (never the sandbox's or the host's), command, entrypoint, user, healthcheck, named volumes", () => {
+    const svc = {
+      name: "db",
+      image: "pg-test:16",
+      env: { POSTGRES_DB: "app", A: "x y" },
+      command: ["postgres", "-c", "listen_addresses=127.0.0.1"],
+      entrypoint: ["/usr/bin/env", "--"],
+      user: "postgres",
+      healthcheck: { cmd: "pg_isready -h 127.0.0.1", interval: "1s", retries: 30 },
+      volumes: [{ key: "pgdata", path: "/var/lib/postgresql" }, { key: "shared", path: "/srv", readOnly: true }],
+    };
+    const a = serviceCreateArgs(spec, svc, root, ["/var/lib/postgresql", "/other"]);
+    const f = (x: string) => a.flatMap((v, i) => (v === x ? [a[i + 1]!] : []));
+    expect(f("--env")).toEqual(["A=x y", "POSTGRES_DB=app"]);
+    expect(f("--user")).toEqual(["postgres"]);
+    expect(f("--health-cmd")).toEqual(["pg_isready -h 127.0.0.1"]);
+    expect(f("--health-interval")).toEqual(["1s"]);
+    expect(f("--health-retries")).toEqual(["30"]);
+    // The named volume covers the image's VOLUME at the same path; the image's other path gets its own.
+    expect(f("--mount")).toEqual([
+      `type=volume,src=${sharedVolumeName(spec.id, "pgdata")},dst=/var/lib/postgresql`,
+      `type=volume,src=${sharedVolumeName(spec.id, "shared")},dst=/srv,readonly`,
+      `type=volume,src=${serviceVolumeName(spec.id, "db", "/other")},dst=/other`,
+    ]);
+    expect(f("--entrypoint")).toEqual(["/usr/bin/env"]);
+    expect(a.slice(a.indexOf("pg-test:16"))).toEqual(["pg-test:16", "--", "postgres", "-c", "listen_addresses=127.0.0.1"]);
+    const unlabelled = a.filter((x, i) => x !== "--label" && a[i - 1] !== "--label");
+    expect(unlabelled.join(" ")).not.toMatch(/PROXY|ANTHROPIC|GITHUB|placeholder|SANDBOX=|\/run\/sbx|type=bind/);
+    expect(serviceCreateArgs(spec, { name: "db", image: "x", healthcheck: { none: true }, entrypoint: [] }, root, [])).toEqual(expect.arrayContaining(["--no-healthcheck", "--entrypoint", ""]));
+  });
+
+  test("a value that looks like a flag stays one argv word, after its flag: it cannot become an option of docker", () => {
+    const a = serviceCreateArgs(spec, { name: "db", image: "x", env: { A: "--privileged" }, command: ["--network=host"], healthcheck: { cmd: "--privileged" } }, root, []);
+    expect(a[a.indexOf("A=--privileged") - 1]).toBe("--env");
+    expect(a[a.indexOf("--privileged") - 1]).toBe("--health-cmd");
+    expect(a.indexOf("--network=host")).toBeGreaterThan(a.indexOf("x"));
+  });
+
+  test("a named volume is the sandbox's, one per key, shared by the services that name it; labelled with its key", () => {
+    expect(sharedVolumeName(spec.id, "pgdata")).toMatch(/^sbx-abc123def456-vol-[0-9a-f]{10}$/);
+    expect(sharedVolumeName(spec.id, "pgdata")).not.toBe(sharedVolumeName("otherid00000", "pgdata"));
+    const v = serviceVolumeArgs(spec, { name: "db" }, root, { name: sharedVolumeName(spec.id, "pgdata"), key: "pgdata" });
+    expect(v).toContain("sbx.volume=pgdata");
+    expect(v).toContain("sbx.sandbox=abc123def456");
   });
 });

@@ -52,7 +52,8 @@ function spawner() {
   return { spawn, children };
 }
 
-async function until(cond: () => boolean, ms = 2000): Promise<void> {
+// A bound on a hang, not a speed: 10 s (a loaded machine is not a failure).
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
   const t0 = Date.now();
   while (!cond()) {
     if (Date.now() - t0 > ms) throw new Error("condition not met in time");
