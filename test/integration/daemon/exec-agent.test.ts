@@ -242,6 +242,25 @@ describe("ExecAgents.stream (the daemon's own commands inside: ref sync's git as
     expect(await w.agents.waitFor(w.sandboxId, 10_000)).toBe(link);
   });
 
+  test("sessions-are-the-persons: sbx's own command running inside is no open session (a rebuild is not refused, a stop asks no one for it), yet a stop ends it", async () => {
+    const w = await world();
+    agentFor(w);
+    const link = await connected(w);
+    const pidFile = join(w.root, "own.pid");
+    const own = w.agents.stream(w.sandboxId, cmd(["sh", "-c", `echo $$ > ${pidFile}; exec sleep 30`]), undefined, 30_000)!;
+    const persons = link.run(cmd(["sh", "-c", "exec sleep 30"]));
+    const reading = collect(persons);
+    for (let i = 0; i < 250 && !existsSync(pidFile); i++) await Bun.sleep(20);
+    expect(existsSync(pidFile)).toBe(true);
+    // Only the person's command counts, and only it is said as ended.
+    expect(link.running).toBe(1);
+    expect(link.endAll("stopping")).toBe(1);
+    expect((await reading).failed).toBe("stopping");
+    await new Response(own.stdout).arrayBuffer();
+    expect((await own.done).exitCode).not.toBe(0);
+    expect(link.running).toBe(0);
+  });
+
   test("a command past its time is stopped and reported as 124", async () => {
     const w = await world();
     agentFor(w);
