@@ -310,6 +310,29 @@ export class ExecAgents {
     return this.get(sandboxId);
   }
 
+  /**
+   * The agent of a sandbox, waiting up to `ms` for one to connect whatever its guard's age (ref sync's first syncs, begun
+   * while the container starts), or until `signal` aborts.
+   */
+  async waitFor(sandboxId: number, ms: number, signal?: AbortSignal): Promise<AgentLink | undefined> {
+    const now = this.get(sandboxId);
+    if (now || ms <= 0 || signal?.aborted) return now;
+    await new Promise<void>((resolve) => {
+      const set = this.waiters.get(sandboxId) ?? new Set();
+      this.waiters.set(sandboxId, set);
+      const done = () => {
+        clearTimeout(t);
+        set.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      set.add(done);
+      signal?.addEventListener("abort", done);
+    });
+    return this.get(sandboxId);
+  }
+
   /** A guard started listening for this sandbox. */
   listening(sandboxId: number): void {
     this.since.set(sandboxId, Date.now());
