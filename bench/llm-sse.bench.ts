@@ -28,7 +28,8 @@ if (role === "--provider") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       res.write(start);
       // ?think: the model takes a moment before its first token, as a real one does, so the first event travels alone.
-      if (req.url?.endsWith("?think")) await Bun.sleep(10);
+      // (Asked as a query parameter: the LLM handler sends the query on as URLSearchParams writes it, `?think=`.)
+      if (new URL(req.url ?? "/", "http://provider").searchParams.has("think")) await Bun.sleep(10);
       for (let i = 0; i < CHUNKS; i++) res.write(delta(i));
       res.end(end);
     });

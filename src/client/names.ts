@@ -31,13 +31,20 @@ export interface NamesWhere {
  * API: GET /v1/sandboxes (control socket)
  */
 export async function sandboxNamesHere(paths: Pick<Paths, "controlSocket">, where: NamesWhere, timeoutMs = 1000): Promise<string[]> {
+  return (await sandboxNamesOrNull(paths, where, timeoutMs)) ?? [];
+}
+
+/** As sandboxNamesHere, but null when they cannot be told at once (no repo found without git, no daemon, no list). */
+export async function sandboxNamesOrNull(paths: Pick<Paths, "controlSocket">, where: NamesWhere, timeoutMs = 1000): Promise<string[] | null> {
   const repo = findRepoRootQuick(where.cwd, where.repoFlag, where.vars);
-  if (repo === null) return [];
+  if (repo === null) return null;
   try {
     const res = await fetch("http://sbx/v1/sandboxes", { unix: paths.controlSocket, signal: AbortSignal.timeout(timeoutMs) } as RequestInit);
-    if (!res.ok) return [];
-    return namesIn(await res.json(), repo);
+    if (!res.ok) return null;
+    const json = await res.json();
+    if (!Array.isArray((json as { sandboxes?: unknown } | null)?.sandboxes)) return null;
+    return namesIn(json, repo);
   } catch {
-    return [];
+    return null;
   }
 }

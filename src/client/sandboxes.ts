@@ -47,30 +47,14 @@ export function outOf(ctx: Pick<VerbContext, "render">, o: { json?: boolean } = 
   return progressOut(ctx.render, { lines: o.json === true });
 }
 
-/**
- * Before a command that creates its sandbox on first use: a name that is not one of this repo's sandboxes but one edit
- * from one (`demx` for `demo`) is a slip more often than a new sandbox. At a terminal the person is asked; without one
- * it is refused, naming the near sandbox and `--create`. `create` (the flag) says the new name is meant.
- */
+/** The slip guard (client/guard-name.ts) with this repo's names from the daemon's list. */
 export async function guardNewName(
   ctx: Pick<VerbContext, "cwd" | "env" | "stdinIsTTY" | "render"> & { ask(question: string): Promise<string | null> },
   client: DaemonClient,
   req: { name: string; repoFlag: string | undefined; create: boolean; again: (name: string) => string },
 ): Promise<void> {
-  if (req.create) return;
-  const { nearNames } = await import("../core/near-names");
-  const existing = (await client.lifecycle("list", { here: whereOf(ctx, req.repoFlag) }, outOf(ctx))).sandboxes.map((s) => s.name);
-  const near = nearNames(req.name, existing);
-  if (near.length === 0) return;
-  const them = near.map((n) => `'${n}'`).join(" or ");
-  const what = `no sandbox '${req.name}' in this repo, but ${them} ${near.length === 1 ? "is" : "are"} one edit away`;
-  if (ctx.stdinIsTTY) {
-    const answer = await ctx.ask(`sbx: ${what}. Create a new sandbox '${req.name}'? [y/N] `);
-    if (/^y(es)?$/i.test((answer ?? "").trim())) return;
-  }
-  throw new SbxError("usage", `${what}: not creating '${req.name}'`, {
-    hint: `${req.again(near[0]!)} for that one, or ${req.again(`--create ${req.name}`)} to make the new one.`,
-  });
+  const { guardNewName: guard } = await import("./guard-name");
+  await guard(ctx, async () => (await client.lifecycle("list", { here: whereOf(ctx, req.repoFlag) }, outOf(ctx))).sandboxes.map((s) => s.name), req);
 }
 
 /** The daemon (started if needed) for a verb. */

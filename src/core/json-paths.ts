@@ -28,8 +28,14 @@ const enum S {
 const OBJ = 1;
 const ARR = 2;
 const decoder = new TextDecoder("utf-8", { fatal: false });
+/** How far a string's end is looked for byte by byte before the runtime's search is asked. */
+const SHORT = 48;
 /** What a key no wanted path names is kept as (no key is this: it holds a NUL). */
 const NO_KEY = "\u0000";
+
+type Names = { name: string; bytes: Uint8Array }[][];
+/** The tables derived from a set of wanted paths, made once per set (the sets are module constants). */
+const TABLES = new WeakMap<ReadonlySet<string>, { leaves: ReadonlySet<string>; names: Names }>();
 
 /**
  * A path is the keys from the root joined by `.`, an array element standing as `[]`: `usage.input_tokens`,
@@ -51,15 +57,23 @@ export class JsonPathReader {
 
   /** `wanted`: full paths; their last keys are what is looked at first (a path is built only for those). */
   constructor(private readonly wanted: ReadonlySet<string>) {
-    this.leaves = new Set([...wanted].map((p) => p.slice(p.lastIndexOf(".") + 1)));
-    for (const name of new Set([...wanted].flatMap((p) => p.split(".")))) {
-      if (!/^[\x20-\x7e]*$/.test(name) || name.includes("\\") || name.includes('"')) continue;
-      (this.names[name.length] ??= []).push({ name, bytes: Uint8Array.from(name, (c) => c.charCodeAt(0)) });
+    // A reader is made per answer (and per request): what it derives from the paths is made once per set of them.
+    let t = TABLES.get(wanted);
+    if (!t) {
+      const names: Names = [];
+      for (const name of new Set([...wanted].flatMap((p) => p.split(".")))) {
+        if (!/^[\x20-\x7e]*$/.test(name) || name.includes("\\") || name.includes('"')) continue;
+        (names[name.length] ??= []).push({ name, bytes: Uint8Array.from(name, (c) => c.charCodeAt(0)) });
+      }
+      t = { leaves: new Set([...wanted].map((p) => p.slice(p.lastIndexOf(".") + 1))), names };
+      TABLES.set(wanted, t);
     }
+    this.leaves = t.leaves;
+    this.names = t.names;
   }
   private readonly leaves: ReadonlySet<string>;
   /** The keys the wanted paths name, by length: a key read is matched against these bytes, never made a string. */
-  private readonly names: { name: string; bytes: Uint8Array }[][] = [];
+  private readonly names: Names;
 
   /** True once the bytes stopped being JSON (or nested too deep); what was captured before stays. */
   get broken(): boolean {
@@ -86,7 +100,8 @@ export class JsonPathReader {
 
   clear(): void {
     this.reset();
-    this.found.clear();
+    // Most SSE events capture nothing: an empty map is left as it is (clearing one costs more than reading an event).
+    if (this.found.size > 0) this.found.clear();
   }
 
   feed(bytes: Uint8Array, from = 0, to = bytes.length): void {
@@ -100,13 +115,20 @@ export class JsonPathReader {
       switch (this.state) {
         case S.Str:
           if (b !== 0x22 && b !== 0x5c && (this.strIsKey || this.capturing === null)) {
-            if (slash < i) {
-              slash = bytes.indexOf(0x5c, i);
-              if (slash < 0) slash = to;
+            // Short strings (keys, most values) end within a few bytes: looked for here, which costs less than a call
+            // into the runtime's search; a long one is left to that search.
+            let end = i + 1;
+            const near = Math.min(to, i + SHORT);
+            while (end < near && bytes[end] !== 0x22 && bytes[end] !== 0x5c) end++;
+            if (end === near && near < to) {
+              if (slash < i) {
+                slash = bytes.indexOf(0x5c, i);
+                if (slash < 0) slash = to;
+              }
+              let quote = bytes.indexOf(0x22, i);
+              if (quote < 0) quote = to;
+              end = Math.min(slash, quote);
             }
-            let quote = bytes.indexOf(0x22, i);
-            if (quote < 0) quote = to;
-            const end = Math.min(slash, quote);
             if (this.strIsKey) {
               // A key's bytes up to its quote (or a backslash), kept at once.
               const n = Math.min(end - i, KEY_MAX - this.len);

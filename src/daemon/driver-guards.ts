@@ -5,6 +5,9 @@ import type { GuardContext, SandboxGuard } from "../guards/guards";
 import { refSyncGuard } from "../guards/ref-sync";
 import type { ExecAgents } from "./exec-agents";
 
+/** How long after its guard starts ref sync waits for a starting sandbox's exec agent before it uses the engine. */
+export const AGENT_WAIT_MS = 5000;
+
 /**
  * One ref-sync guard for every kind: the driver's plan, with every host-side git as the person the sandbox belongs
  * to, and commands inside through the sandbox's exec agent when it has one. A clone that does not exist yet (a
@@ -19,11 +22,27 @@ export function driverRefSyncGuard(agents?: ExecAgents): SandboxGuard {
       const driver = ctx.driver;
       const hostExec = driver.hostExec(ctx.spec);
       const agent: AgentRun = (argv, env, stdin) => agents?.stream(ctx.sandbox.id, { argv, cwd: "/", env, stdin: false }, stdin, 600_000) ?? null;
-      const plan = driver.refSyncTarget(ctx.spec, hostExec, agent);
-      if (!plan) return none;
+      const target = driver.refSyncTarget(ctx.spec, hostExec, agent);
+      if (!target) return none;
+      // The first syncs start with the guards, while the container starts: for a while they wait for its exec agent
+      // (git inside in ≈30 ms) rather than each start a `docker exec` (a CLI process and an engine exec, which ran
+      // beside the start and the person's first command, slowing both). Past the window, or once stopped, as before.
+      const stopping = new AbortController();
+      const until = Date.now() + AGENT_WAIT_MS;
+      const plan: typeof target =
+        agents && driver.caps.execAgent
+          ? {
+              ...target,
+              sandboxGit: async (mode) => {
+                await agents.waitFor(ctx.sandbox.id, until - Date.now(), stopping.signal);
+                return target.sandboxGit(mode);
+              },
+            }
+          : target;
       const guard = refSyncGuard<GuardContext>(() => plan);
       const hctx = { ...ctx, exec: hostExec };
-      if (!plan.watchDir || existsSync(plan.watchDir)) return guard.start(hctx);
+      const stopWaiting = <T extends { stop(): Promise<void> }>(h: T): T => ({ ...h, stop: async () => (stopping.abort(), h.stop()) });
+      if (!plan.watchDir || existsSync(plan.watchDir)) return stopWaiting(await guard.start(hctx));
       let inner: Awaited<ReturnType<typeof guard.start>> | null = null;
       return {
         health: () => inner?.health() ?? { ok: true, detail: "starts once the sandbox's clone exists" },
@@ -31,7 +50,10 @@ export function driverRefSyncGuard(agents?: ExecAgents): SandboxGuard {
           inner ??= await guard.start(hctx);
           await inner.sandboxStarted();
         },
-        stop: async () => inner?.stop(),
+        stop: async () => {
+          stopping.abort();
+          await inner?.stop();
+        },
       };
     },
   };

@@ -40,6 +40,8 @@ interface Session {
   beforeExit?: () => Promise<string>;
   /** A forwarded connection (`sbx port`), not a command: not counted as a session a stop would end. */
   dial?: { port: number; handed: (fd: number) => void };
+  /** The daemon's own work (ref sync's git as the sandbox): ended with the sandbox, never counted as a person's session. */
+  own?: boolean;
 }
 
 /** Where a sandbox's agent hands over the connections it dials: its dial.sock connection, read only with recvmsg. */
@@ -77,9 +79,9 @@ export class AgentLink {
     return !this.closed;
   }
 
-  /** Commands running through this agent whose callers are still waiting. */
+  /** Commands a person started through this agent whose callers are still waiting (not sbx's own, not forwards). */
   get running(): number {
-    return [...this.sessions.values()].filter((s) => !s.done && !s.dial).length;
+    return [...this.sessions.values()].filter((s) => !s.done && !s.dial && !s.own).length;
   }
 
   /**
@@ -90,7 +92,7 @@ export class AgentLink {
     let n = 0;
     for (const [id, s] of this.sessions) {
       if (!fail(s, why ?? "the sandbox is stopping")) continue;
-      n++;
+      if (!s.own && !s.dial) n++;
       if (!this.closed) this.sock.write(jsonFrame(FrameType.kill, id, { signal: "SIGKILL" }));
     }
     return n;
@@ -100,7 +102,7 @@ export class AgentLink {
    * Starts a command and returns its output as CLI frames (session 0): stdout, stderr, then exit, or failed when the
    * agent goes away first. Cancelling the stream (the caller went away) sends SIGTERM, then SIGKILL 3 s later.
    */
-  run(start: StartPayload, stdin?: Uint8Array, opts: { beforeExit?: () => Promise<string> } = {}): ReadableStream<Uint8Array> {
+  run(start: StartPayload, stdin?: Uint8Array, opts: { beforeExit?: () => Promise<string>; own?: boolean } = {}): ReadableStream<Uint8Array> {
     const id = this.next++;
     const sock = this.sock;
     let killTimer: ReturnType<typeof setTimeout> | undefined;
@@ -112,7 +114,7 @@ export class AgentLink {
             controller.close();
             return;
           }
-          this.sessions.set(id, { controller, done: false, ...(opts.beforeExit ? { beforeExit: opts.beforeExit } : {}) });
+          this.sessions.set(id, { controller, done: false, ...(opts.beforeExit ? { beforeExit: opts.beforeExit } : {}), ...(opts.own ? { own: true } : {}) });
           sock.write(jsonFrame(FrameType.start, id, start));
           if (start.stdin) {
             for (const f of dataFrames(FrameType.stdin, id, stdin ?? new Uint8Array(0))) sock.write(f);
@@ -308,6 +310,29 @@ export class ExecAgents {
     return this.get(sandboxId);
   }
 
+  /**
+   * The agent of a sandbox, waiting up to `ms` for one to connect whatever its guard's age (ref sync's first syncs, begun
+   * while the container starts), or until `signal` aborts.
+   */
+  async waitFor(sandboxId: number, ms: number, signal?: AbortSignal): Promise<AgentLink | undefined> {
+    const now = this.get(sandboxId);
+    if (now || ms <= 0 || signal?.aborted) return now;
+    await new Promise<void>((resolve) => {
+      const set = this.waiters.get(sandboxId) ?? new Set();
+      this.waiters.set(sandboxId, set);
+      const done = () => {
+        clearTimeout(t);
+        set.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      set.add(done);
+      signal?.addEventListener("abort", done);
+    });
+    return this.get(sandboxId);
+  }
+
   /** A guard started listening for this sandbox. */
   listening(sandboxId: number): void {
     this.since.set(sandboxId, Date.now());
@@ -341,7 +366,7 @@ export class ExecAgents {
   stream(sandboxId: number, start: StartPayload, stdin: string | undefined, timeoutMs: number): StreamedRun | null {
     const link = this.get(sandboxId);
     if (!link) return null;
-    const frames = link.run({ ...start, stdin: stdin !== undefined }, stdin !== undefined ? new TextEncoder().encode(stdin) : undefined);
+    const frames = link.run({ ...start, stdin: stdin !== undefined }, stdin !== undefined ? new TextEncoder().encode(stdin) : undefined, { own: true });
     let err = "";
     const td = new TextDecoder();
     let resolveDone: (v: { exitCode: number; stderr: string }) => void = () => {};

@@ -20,6 +20,9 @@ export const PROVIDERS: Record<Provider, string> = {
   codeassist: "https://cloudcode-pa.googleapis.com",
 };
 
+/** Bytes of a sandbox's request body the daemon holds for a provider that reads it slower than it comes. */
+const UPLOAD_HELD = 1024 * 1024;
+
 /** Where a ChatGPT-signed-in Codex sends its requests. */
 export const CHATGPT_UPSTREAM = "https://chatgpt.com/backend-api/codex";
 
@@ -245,31 +248,46 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
     const aimed = aimFor(route, method, cred);
     if (!aimed.ok) return outOfScope(req, res, started, route, cred, aimed.reason);
     const { url } = aimed;
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
     // Counted however it ends (llm/meter.ts): the provider's usage fields as they pass, or an estimate said as one.
     let usage: CallUsage | undefined;
     const meter = o.budget ? new CallMeter(route.provider, method, `${url.pathname}${url.search}`, (u) => (usage = u, o.budget!.record(u))) : null;
+    const ended = (status: number) => o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status, credential: cred.source, durationMs: Date.now() - started, ...(usage ? { usage } : {}) });
+    const headers = upstreamHeaders(req.headers, cred.headers, url.host);
+    const secrets = secretsOf(cred.headers);
+    // The answer's relay (made once its head is in): what it has read and not yet written goes out before a cut.
+    let flush = () => undefined as void;
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
     const up = send(
       url,
-      { method: req.method, headers: upstreamHeaders(req.headers, cred.headers, url.host), agent: url.protocol === "https:" ? agents.https : agents.http },
+      { method: req.method, headers, agent: url.protocol === "https:" ? agents.https : agents.http },
       (upRes) => {
-        const headers: OutgoingHttpHeaders = {};
-        for (const [k, v] of Object.entries(upRes.headers)) if (v !== undefined && !STRIPPED.has(k) && k !== "set-cookie") headers[k] = v;
-        res.writeHead(upRes.statusCode ?? 502, headers);
+        res.writeHead(upRes.statusCode ?? 502, answerHeaders(Object.entries(upRes.headers), secrets));
         res.flushHeaders();
         meter?.response(upRes.statusCode ?? 502, upRes.headers);
-        const flush = relay(upRes, res, meter);
+        flush = relay(upRes, res, meter);
+        let over = false;
         upRes.on("end", () => {
+          over = true;
           flush();
           res.end();
-          meter?.finish(upRes.complete);
-          o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status: upRes.statusCode ?? 0, credential: cred.source, durationMs: Date.now() - started, ...(usage ? { usage } : {}) });
+          const complete = upRes.complete;
+          // Counted once the answer's last bytes are on their way (as they are read: CallMeter.bodyLater), and said then.
+          setImmediate(() => {
+            meter?.finish(complete);
+            ended(upRes.statusCode ?? 0);
+          });
         });
         upRes.on("error", () => {
+          // What came before the cut goes to the sandbox (and is counted) before it sees the cut.
+          flush();
           meter?.finish(false);
           res.destroy();
         });
-        upRes.on("close", () => meter?.finish(upRes.complete));
+        upRes.on("close", () => {
+          if (over) return;
+          flush();
+          meter?.finish(upRes.complete);
+        });
       },
     );
     up.on("error", (e) => {
@@ -279,12 +297,19 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
     res.on("close", () => {
       if (res.writableFinished) return;
       // The client left (or the answer was cut): what was seen is counted, the rest estimated.
+      flush();
       meter?.finish(false);
       up.destroy();
     });
     req.on("data", (c: Buffer) => {
       meter?.request(c);
-      up.write(c);
+      // The provider's pace is the sandbox's: a provider that reads slowly holds the upload, not the daemon's memory. (Held
+      // past a bound, not at the first `false`: the client request says that until its connection is up, and waiting
+      // for its `drain` then put a turn of the event loop before every request, the first token's wait.)
+      if (!up.write(c) && up.writableLength >= UPLOAD_HELD) {
+        req.pause();
+        up.once("drain", () => req.resume());
+      }
     });
     req.on("end", () => {
       meter?.requestEnded();
@@ -294,30 +319,60 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
   }
 }
 
+/** Answer headers never passed to the sandbox, beside STRIPPED: cookies and proxy authentication are the host's. */
+const ANSWER_STRIPPED = new Set(["set-cookie", "set-cookie2", "proxy-authenticate", "proxy-authentication-info"]);
+
+/**
+ * Pure: the provider's answer headers the sandbox gets: never hop-by-hop ones (those named by the answer's `Connection`
+ * too), cookies, credentials by name, or a header whose value holds a credential sent with the request (`secrets`: a
+ * gateway that echoes its request headers back).
+ */
+export function answerHeaders(entries: Iterable<[string, string | string[] | undefined]>, secrets: readonly string[]): OutgoingHttpHeaders {
+  const all = [...entries].map(([k, v]) => [k.toLowerCase(), v] as const);
+  const named = new Set(all.filter(([k]) => k === "connection").flatMap(([, v]) => [v ?? []].flat().flatMap((x) => x.split(",").map((t) => t.trim().toLowerCase()))));
+  const headers: OutgoingHttpHeaders = {};
+  for (const [k, v] of all) {
+    if (v === undefined || STRIPPED.has(k) || ANSWER_STRIPPED.has(k) || named.has(k)) continue;
+    if (secrets.some((x) => [v].flat().some((y) => y.includes(x)))) continue;
+    headers[k] = v;
+  }
+  return headers;
+}
+
+/** Pure: the secret parts of a credential's headers (a bearer token without its scheme), for `answerHeaders`. */
+export function secretsOf(credential: Record<string, string>): string[] {
+  return Object.entries(credential)
+    .filter(([k]) => STRIPPED.has(k.toLowerCase()))
+    .map(([, v]) => v.replace(/^Bearer\s+/i, ""))
+    .filter((v) => v.length >= 8);
+}
+
 /**
  * Passes a provider's answer body to the client as it comes, through the meter. Server-sent events reach the agent as
  * the provider sends them, but not one write each: node:http hands over each chunk of a chunked body as its own `data`
  * (a provider's burst of 500 events, one read, is 500 of them), and a write each made 500 writes down the proxy's
  * in-memory connection and 500 frames to the client (a 500-event answer took 8x its direct time,
  * bench/llm-sse.bench.ts). What arrived together is written together, as one write once the read's events are all out
- * (a microtask: no wait for another turn of the event loop). Returns the flush the answer's end calls first.
+ * (a microtask: no wait for another turn of the event loop), and read for usage after that. Returns the flush the
+ * answer's end, its cut and the client's leaving call first (what was read before a cut is passed on, and counted).
  */
 function relay(upRes: IncomingMessage, res: ServerResponse, meter: CallMeter | null): () => void {
   let pending: Buffer[] = [];
   let queued = false;
   const flush = () => {
     queued = false;
-    if (pending.length === 0 || res.destroyed) return void (pending = []);
+    if (pending.length === 0) return;
     const c = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
     pending = [];
     // The client's pace is the provider's: a client that reads slowly holds the provider's stream, not memory.
-    if (!res.write(c)) {
+    if (!res.destroyed && !res.write(c)) {
       upRes.pause();
       res.once("drain", () => upRes.resume());
     }
+    // Counted once it is on its way (CallMeter.bodyLater), as one piece.
+    meter?.bodyLater(c);
   };
   upRes.on("data", (c: Buffer) => {
-    meter?.body(c);
     pending.push(c);
     if (!queued) {
       queued = true;

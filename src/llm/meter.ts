@@ -18,6 +18,7 @@ export class CallMeter {
   private encoded = false;
   private responseBytes = 0;
   private done = false;
+  private waiting: Uint8Array[] = [];
 
   constructor(
     private readonly provider: Provider,
@@ -50,9 +51,26 @@ export class CallMeter {
     this.reader?.feed(chunk);
   }
 
+  /**
+   * `body`, once what is due now has run: the relay reads, writes and passes on a provider's bytes in one turn of the
+   * event loop, and reading them for usage costs more than that (≈1 µs an event), so it waits until they are on their
+   * way. Holds only what was read and written in that turn; `finish` reads what still waits first.
+   */
+  bodyLater(chunk: Uint8Array): void {
+    this.waiting.push(chunk);
+    if (this.waiting.length === 1) setImmediate(() => this.drain());
+  }
+
+  private drain(): void {
+    const w = this.waiting;
+    this.waiting = [];
+    for (const c of w) this.body(c);
+  }
+
   /** The call is over: `complete` when the answer ended as framed. Counts it once; later calls do nothing. */
   finish(complete: boolean): void {
     if (this.done) return;
+    this.drain();
     this.done = true;
     this.requestModel.end();
     const named = this.requestModel.values().get("model");

@@ -177,10 +177,24 @@ export class FakeDockerEngine implements Engine {
     this.mutations.push(`archive ${name}`);
   }
 
+  /**
+   * A container's image id as the real engine's is: a hash of what the image holds (here its tag and the files this fake
+   * gives its containers), so an image whose files change is another image.
+   */
+  async imageOf(name: string): Promise<string> {
+    const tag = this.container(name).image;
+    const files = JSON.stringify([tag, [...this.imageFiles], [...(this.builtFiles.get(tag) ?? new Map())]]);
+    return `sha256:${new Bun.CryptoHasher("sha256").update(files).digest("hex")}`;
+  }
+
+  /** Archive GETs answered, per path (what the backend reads of an image, and how often). */
+  archiveReads: string[] = [];
+
   /** Files every container's image has (its base's), path → content (the archive GET answers a tar of one). */
   imageFiles = new Map<string, string>([["/etc/passwd", "root:x:0:0:root:/root:/bin/bash\n"], ["/etc/group", "root:x:0:\n"]]);
 
   async getArchive(name: string, path: string): Promise<Uint8Array | null> {
+    this.archiveReads.push(path);
     const built = this.builtFiles.get(this.container(name).image)?.get(path);
     if (built !== undefined && built.type !== "file") return tarArchive([{ path: path.split("/").pop()!, type: "dir", mode: 0o755, uid: 0, gid: 0 }]);
     const content = built?.content ?? (this.imageFiles.has(path) ? new TextEncoder().encode(this.imageFiles.get(path)!) : undefined);

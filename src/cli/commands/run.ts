@@ -93,13 +93,11 @@ export function splitAgentArgs(rest: readonly string[]): { name?: string; args: 
  * would have no login. Said before it starts, with the fix (a file read; nothing is sent anywhere).
  */
 async function sayKeysToImport(ctx: CliContext): Promise<void> {
-  const [{ keysToImport }, { storedNames }] = await Promise.all([import("../../core/secret-names"), import("../../secrets/stored")]);
-  let stored: string[];
-  try {
-    stored = storedNames(ctx.paths.configDir);
-  } catch {
-    return; // a malformed file is said by the verbs that use it
-  }
+  // Zod-free readers: this runs at every `sbx run AGENT`, before anything else (secrets/stored.ts took ~70 ms to load).
+  const [{ keysToImport }, { storedNamesQuick }] = await Promise.all([import("../../core/secret-names"), import("../../secrets/stored-names")]);
+  // A malformed file is said by the verbs that use it.
+  const stored = storedNamesQuick(ctx.paths.configDir);
+  if (stored === null) return;
   const missing = keysToImport(ctx.env.raw, new Set(stored));
   if (missing.length > 0) ctx.render.info(`note: ${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} set in this shell but sbx has not stored ${missing.length === 1 ? "it" : "them"} (its daemon sees a shell's keys only if that shell started it): \`sbx secret import\` stores ${missing.length === 1 ? "it" : "them"}`);
 }
@@ -119,10 +117,17 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     unattended: opts.ask !== true,
     ...(await createOpts(ctx, opts, backend)),
   };
-  // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first.
+  // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first. Without a terminal
+  // the names come from a running daemon's list, read without the client library (whose loading cost more than the
+  // rest of the CLI's part); else, or when that cannot be told, from the full client (which starts the daemon).
   if (name && opts.create !== true) {
-    const { daemon, guardNewName } = await import("../../client/sandboxes");
-    await guardNewName(ctx, await daemon(ctx), { name, repoFlag, create: false, again: (n) => `\`sbx run ${agent} ${n}\`` });
+    const again = (n: string) => `\`sbx run ${agent} ${n}\``;
+    const quick = ctx.stdinIsTTY || whereOf(ctx, repoFlag).asUid !== undefined ? null : await (await import("../../client/names")).sandboxNamesOrNull(ctx.paths, { cwd: ctx.cwd, repoFlag, vars: ctx.env.raw }, 10_000);
+    if (quick !== null) await (await import("../../client/guard-name")).guardNewName(ctx, async () => quick, { name, create: false, again });
+    else {
+      const { daemon, guardNewName } = await import("../../client/sandboxes");
+      await guardNewName(ctx, await daemon(ctx), { name, repoFlag, create: false, again });
+    }
   }
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {

@@ -156,6 +156,12 @@ export class DockerBackend implements Backend {
   private hostSecretsOf: (() => Readonly<Record<string, string>>) | undefined;
   /** What each sandbox's last container build removed or left out, until the driver tells the person (takeNotes). */
   private readonly notes = new Map<string, string[]>();
+  /**
+   * Text files of images read before, by image id and path (an id is a hash of the image's content, so the answer never
+   * changes): the engine's archive GET of a created container mounts its whole file system, which cost 0.5 s of each
+   * create here, for /etc/passwd and /etc/group that are the same for every sandbox of an image.
+   */
+  private readonly imageFiles = new Map<string, string | null | undefined>();
   constructor(
     exec: Exec,
     private readonly opts: DockerBackendOptions,
@@ -300,7 +306,8 @@ export class DockerBackend implements Backend {
     const now = Math.floor(Date.now() / 1000);
     const name = containerName(spec.id);
     // The image's passwd and group, made to know the host user (an image that never heard of its uid works too).
-    const [passwd, group] = await Promise.all(["/etc/passwd", "/etc/group"].map((p) => this.imageText(name, p)));
+    const image = await this.engine.imageOf(name);
+    const [passwd, group] = await Promise.all(["/etc/passwd", "/etc/group"].map((p) => this.imageText(name, p, image)));
     const fix = identityFiles(passwd ?? null, group ?? null, spec.hostUser);
     const etc: TarEntry[] = [];
     // undefined: the image has it, but not as a file sbx can read (a link, too large): left as it is.
@@ -308,24 +315,34 @@ export class DockerBackend implements Backend {
     if (fix.group !== null && group !== undefined) etc.push({ path: "etc/group", type: "file", mode: 0o644, uid: 0, gid: 0, content: new TextEncoder().encode(fix.group), mtime: now });
     // What only a file carries (cargo's mirror config), where the image has none of its own; one it has is kept, said.
     const has = new Set<string>();
-    for (const f of dockerOptions(spec).homeFiles ?? []) if ((await this.imageText(name, homeFilePath(spec, f.path))) !== null) has.add(f.path);
+    for (const f of dockerOptions(spec).homeFiles ?? []) if ((await this.imageText(name, homeFilePath(spec, f.path), image)) !== null) has.add(f.path);
     const home = homeFileEntries(spec, has, now);
     this.notes.set(spec.id, [...(this.notes.get(spec.id) ?? []), ...home.kept.map((k) => `note: the image has its own ~/${k}: the host's package mirror setting for it was not written`)].slice(-8));
     const tar = c.tar([...etc, ...seedEntries(spec, mountTargets(spec, overlays), claudeJson, now), ...home.entries], (p) => c.show(`/${p}`));
     await this.engine.putArchive(name, tar);
   }
 
-  /** A text file of a created container's image: its content, null when there is none, undefined when it is not a readable file. */
-  private async imageText(name: string, path: string): Promise<string | null | undefined> {
+  /**
+   * A text file of a created container's image (`image`: its id, "" when unknown): its content, null when there is none,
+   * undefined when it is not a readable file. Read once per image id and path (imageFiles).
+   */
+  private async imageText(name: string, path: string, image: string): Promise<string | null | undefined> {
+    const key = `${image}\0${path}`;
+    if (image !== "" && this.imageFiles.has(key)) return this.imageFiles.get(key);
     let tar: Uint8Array | null;
     try {
       tar = await this.engine.getArchive(name, path);
     } catch {
-      return undefined; // the engine could not say: the image's file is left as it is
+      return undefined; // the engine could not say: the image's file is left as it is (and asked again next time)
     }
-    if (tar === null) return null;
-    const e = firstTarEntry(tar);
-    return e?.type === "file" ? new TextDecoder().decode(e.content) : undefined;
+    const e = tar === null ? null : firstTarEntry(tar);
+    const text = tar === null ? null : e?.type === "file" ? new TextDecoder().decode(e.content) : undefined;
+    if (image !== "") {
+      // A few images' worth (each at most the engine's answer for a file; passwd and group are a few KiB).
+      if (this.imageFiles.size >= 64) this.imageFiles.delete(this.imageFiles.keys().next().value!);
+      this.imageFiles.set(key, text);
+    }
+    return text;
   }
 
   /**

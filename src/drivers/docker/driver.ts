@@ -1,13 +1,10 @@
 // The Docker driver: a container per sandbox, the clone made on the host, the image from its source (image-source.ts).
-// whole: one driver, its create, start and services steps in order (issue 40 tipped it over 600; its service-image steps are the part to move out next).
-import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
 import { z } from "zod";
 import type { Change, CleanupReport, DockerOptions, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
-import type { ClaudeAuth } from "./args";
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
-import { credentialsUnder } from "../../core/claude-json";
-import { dockerfileNow, ensureImage, planImage, requireLocalBases } from "./image";
+import { dockerfileNow, ensureImage, planImage } from "./image";
 import type { ContextChanges } from "./build-context";
 import type { BuildProxy } from "../../core/parent-proxy";
 import { CopyIn, findingLines } from "../../secrets/copy-in";
@@ -15,17 +12,14 @@ import { changedWorkingFiles } from "../../workspace/changes";
 import { describeSource, planImageSource } from "./image-source";
 import { ImageSourceSchema, type ImageSource } from "../../core/image-source";
 import { hostKeySources, hostSecretsByName, knownSecretValues } from "../../llm/keys";
-import type { Config } from "../../core/config";
 import { SbxError } from "../../core/errors";
 import type { Sandbox } from "../../core/schemas";
-import { expandHome } from "../../sys/config-file";
 import { containerName, oneShotGitArgs, PLAIN_PATH, RUNTIME_MOUNT, SANDBOX_PATH, SOCKET_MOUNT } from "./args";
 import { sessionHangupScript } from "./start-line";
 import { DEFAULT_FORWARDER_PORT } from "../../core/egress";
 import { LimitsSchema, sandboxSpec } from "../identity";
 import { countersOfPid } from "../../sys/cgroup";
 import type { LimitCounters } from "../../core/limits";
-import { storedValues } from "../../secrets/stored";
 import type { Env } from "../../sys/env";
 import { selfUser } from "../../sys/host-user";
 import type { Exec } from "../../sys/exec";
@@ -34,6 +28,8 @@ import { createClone, sessionCwd } from "../../workspace/clone";
 import { sandboxLayout } from "../../workspace/layout";
 import type { AgentPlace, AgentRun, BridgePlace, Driver, DriverCaps, DriverReport, NewSandbox, RefSyncPlan, SandboxServices, SessionSet, WatchContext, Watcher } from "../driver";
 import { watchServices } from "./service-watch";
+import { claudeAuthFor, overlaysFor } from "./host-views";
+import { requireServiceBuild, serviceImage, type BuildOutput } from "./service-images";
 import { DockerServices } from "./services";
 import { combineServices, ServiceSpecSchema, type ServiceSpec } from "../../core/services";
 import { mirrorDelivery, MirrorsSchema } from "../../core/mirrors";
@@ -162,74 +158,6 @@ export class DockerDriver implements Driver {
     return (this.d.checkEngine ?? ((e: Exec) => requireSameUidEngine(e, this.backend.apiSocket)))(this.d.exec);
   }
 
-  /** Where the host keeps Claude Code's OAuth login. */
-  private claudeCredentials(): string {
-    return join(this.d.env.vars.HOME, ".claude", ".credentials.json");
-  }
-
-  /** Whether the host has an Anthropic key or Claude login the LLM proxy can inject (env, sbx secrets, ~/.claude). */
-  hostHasClaudeCredentials(): boolean {
-    const names = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"];
-    if (names.some((n) => (this.d.env.raw[n] ?? "") !== "")) return true;
-    if (existsSync(this.claudeCredentials())) return true;
-    try {
-      const secrets = storedValues(this.d.paths.configDir);
-      return names.some((n) => (secrets[n] ?? "") !== "");
-    } catch {
-      return false;
-    }
-  }
-
-  /**
-   * The Claude credentials mode of a new sandbox: the flag, else inject when the host has something to inject, else
-   * overlay (then a login made inside stays in the sandbox's overlay). Warns when the agent will be able to read the
-   * host's credentials file.
-   */
-  private claudeAuthFor(n: NewSandbox, config: Config, log: (l: string) => void): ClaudeAuth {
-    const mode: ClaudeAuth = n.claudeAuth ?? config.claudeAuth ?? (this.hostHasClaudeCredentials() ? "inject" : "overlay");
-    if (mode === "overlay" && existsSync(this.claudeCredentials())) {
-      log(
-        `warning: --claude-auth overlay: the agent in sandbox ${n.name} can read your Claude credentials (${this.claudeCredentials()}) and could use or copy them. ` +
-          "The default, --claude-auth inject, keeps them on the host and adds them to the agent's API requests on the way out.",
-      );
-    }
-    return mode;
-  }
-
-  /**
-   * The overlays every sandbox gets, plus the user's own (`--overlay`, and `overlays` in the config file). One that
-   * would show a credential location inside (it is one, or holds one) is refused unless `exposeCredentials`, and
-   * then each is named in a warning.
-   */
-  overlaysFor(extra: readonly string[], cwd: string, exposeCredentials = false, warn: (line: string) => void = () => {}): string[] {
-    const home = this.d.env.vars.HOME;
-    const out = [join(home, ".claude"), join(home, ".config", "fish")];
-    for (const p of extra) {
-      let abs = resolve(cwd, expandHome(p, home));
-      try {
-        abs = realpathSync(abs);
-      } catch {
-        /* a missing dir becomes an empty one inside */
-      }
-      if (abs === "/" || abs === home) {
-        throw new SbxError("usage", `cannot overlay ${abs}: overlay a specific directory, not / or your whole home`, {
-          hint: "Name the dirs the agent needs, e.g. --overlay ~/.config/nvim",
-        });
-      }
-      const creds = credentialsUnder(abs, home);
-      if (creds.length > 0 && !exposeCredentials) {
-        throw new SbxError("policy_denied", `will not overlay ${abs}: the agent could read the credentials in ${creds.map((c) => `~/${c}`).join(", ")}`, {
-          hint: "sbx keeps credentials on the host: git and gh go through its bridge with your token, the LLM proxy adds API keys. Leave it out, or overlay a dir without them; --expose-credentials overlays it anyway.",
-        });
-      }
-      for (const c of creds) warn(`warning: --expose-credentials: the agent in this sandbox can read ~/${c}`);
-      out.push(abs);
-    }
-    // What they hold is read for secrets each time a container is made (the views, secrets/copy-in.ts), not here:
-    // a hit is left out of the view and said then.
-    return [...new Set(out)];
-  }
-
   /** Its part of the identity, from the config file the create read (a bad one refused before anything was made). */
   async newIdentity(n: NewSandbox, _others: readonly Sandbox[], r: DriverReport): Promise<DockerIdentity> {
     const config = n.config;
@@ -245,12 +173,7 @@ export class DockerDriver implements Driver {
     // pulled) before anything is made, and each Dockerfile must be there (its bases are checked when it is built).
     const known = knownSecretValues(hostKeySources(this.d.env, this.d.paths.configDir));
     const services = combineServices(n.services ?? [], img.services, n.serviceEnv ?? {}, known);
-    for (const s of services) {
-      if (s.build === undefined) continue;
-      this.requireDockerfile(n.repo, s);
-      // Its bases are on this machine (else the build would fetch them), unless --pull: said before anything is made.
-      if (!n.pull) await requireLocalBases(this.backend.engine, { dockerfile: readFileSync(s.build.dockerfile, "utf8"), dockerfilePath: s.build.dockerfile, buildArgs: { ...s.build.args } });
-    }
+    for (const s of services) await requireServiceBuild(this.backend.engine, n.repo, s, n.pull === true);
     if (services.length) await this.serviceEngine.requireImages(services, { ...(n.pull ? { pull: true } : {}), progress: (s) => r.progress(s) });
     if (img.source.from !== "repo") r.log(`image: ${describeSource(img.source, n.repo)}`);
     for (const note of img.notes) r.log(`note: ${note}`);
@@ -259,9 +182,9 @@ export class DockerDriver implements Driver {
     return {
       id: n.id,
       dir: n.dir,
-      overlays: this.overlaysFor([...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log),
+      overlays: overlaysFor(this.d.env.vars.HOME, [...config.overlays, ...(n.overlays ?? [])], n.cwd, n.exposeCredentials === true, r.log),
       hostShell: n.shell ?? user.shell,
-      claudeAuth: this.claudeAuthFor(n, config, r.log),
+      claudeAuth: claudeAuthFor(this.d.env, this.d.paths.configDir, n, config, r.log),
       ...(Object.keys(userEnv).length ? { userEnv } : {}),
       ...(img.source.from !== "repo" ? { source: img.source } : {}),
       ...(img.postCreate.length ? { postCreate: img.postCreate } : {}),
@@ -272,49 +195,14 @@ export class DockerDriver implements Driver {
     };
   }
 
-  /** A built service's Dockerfile is a file, and its context a dir of the repo (what its last commit holds there is sent). */
-  private requireDockerfile(repo: string, s: ServiceSpec): void {
-    const b = s.build!;
-    let file = false;
-    try {
-      file = statSync(b.dockerfile).isFile();
-    } catch {
-      file = false;
-    }
-    if (!file) throw new SbxError("config", `service ${s.name}: ${b.dockerfile} is not a file`, { hint: "Check the path (relative paths are from the current directory)." });
-    const ctx = b.context ?? repo;
-    let inside = false;
-    try {
-      const root = realpathSync(repo);
-      const real = realpathSync(ctx);
-      inside = real === root || real.startsWith(`${root}/`);
-    } catch {
-      inside = false;
-    }
-    if (!inside) throw new SbxError("config", `service ${s.name}: its build context ${ctx} is not a dir of the repo ${repo}`, { hint: "A service's image is built from what the repo's last commit holds." });
-  }
-
-  /**
-   * A service's image: a local one as named; a built one's tag when the engine still has it, else built now from its
-   * Dockerfile (its bases local unless `pull`), its output to the person and to `builds/<repo>-<hash>-svc-<name>.log`.
-   */
-  private async serviceImage(repo: string, s: ServiceSpec, o: { r?: DriverReport; pull?: boolean; beforeBuild?: () => Promise<unknown> } = {}): Promise<string> {
-    if (s.build === undefined) return s.image ?? "";
-    if (s.image !== undefined && (await this.backend.engine.imageExists(s.image))) return s.image;
-    const out = this.buildOutput(repo, o.r ?? { log: () => undefined, progress: () => undefined, audit: () => undefined });
-    const img = await ensureImage(this.backend.engine, this.d.exec, repo, this.hostUser, {
-      purpose: "service",
-      source: { kind: "dockerfile", dockerfile: s.build.dockerfile, context: s.build.context ?? repo, ...(s.build.args ? { args: s.build.args } : {}), from: "flags" },
-      onProgress: out.onProgress,
-      logFile: out.logFile.replace(/\.log$/, `-svc-${s.name}.log`),
-      // The parent proxy's build args, as a sandbox's build gets them (a company network's RUN steps need it).
-      ...(out.proxy ? { proxy: out.proxy } : {}),
+  /** A service's image, found or built (service-images.ts), with this sandbox's build output. */
+  private serviceImage(repo: string, s: ServiceSpec, o: { r?: DriverReport; pull?: boolean; beforeBuild?: () => Promise<unknown> } = {}): Promise<string> {
+    const r = o.r ?? { log: () => undefined, progress: () => undefined, audit: () => undefined };
+    return serviceImage({ engine: this.backend.engine, exec: this.d.exec, user: this.hostUser }, repo, s, this.buildOutput(repo, r), {
+      log: (line) => r.log(line),
       ...(o.pull ? { pull: true } : {}),
       ...(o.beforeBuild ? { beforeBuild: o.beforeBuild } : {}),
     });
-    if (img.built) o.r?.log(`built service ${s.name}'s image ${img.tag}`);
-    for (const note of img.notes) o.r?.log(note);
-    return img.tag;
   }
 
   identity(row: Sandbox): DockerIdentity {
@@ -488,7 +376,7 @@ export class DockerDriver implements Driver {
   }
 
   /** Where a build's output goes: to the person as it comes, and whole into this repo's build log (its last build). */
-  private buildOutput(repo: string, r: DriverReport): { onProgress(s: string): void; logFile: string; proxy?: BuildProxy } {
+  private buildOutput(repo: string, r: DriverReport): BuildOutput {
     const proxy = this.d.buildProxy?.();
     return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`), ...(proxy ? { proxy } : {}) };
   }

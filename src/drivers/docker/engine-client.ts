@@ -21,6 +21,11 @@ export interface Seen {
   oomKilled: boolean;
 }
 
+/** Pure: an image id as the engine gives it (`sha256:<64 hex>`), or "" for anything else. */
+export function imageIdOf(v: unknown): string {
+  return typeof v === "string" && /^sha256:[0-9a-f]{64}$/.test(v) ? v : "";
+}
+
 export interface Found {
   kind: "container" | "volume";
   name: string;
@@ -53,6 +58,11 @@ export interface Engine {
   putArchive(name: string, tar: Scanned<Uint8Array>): Promise<void>;
   /** One path of a container (made, not necessarily started) as the engine archives it: a tar; null when it is not there. */
   getArchive(name: string, path: string): Promise<Uint8Array | null>;
+  /**
+   * The id of a container's image (`sha256:…`, a hash of its content: what the image holds never changes under it), or ""
+   * when it cannot be had in one API round trip (no API socket: no CLI process is started for it).
+   */
+  imageOf(name: string): Promise<string>;
   start(name: string): Promise<void>;
   stop(name: string, timeoutS: number): Promise<void>;
   /** Changes a container's resource limits, running or not (`none` takes a limit away). */
@@ -188,6 +198,19 @@ export class DockerEngine implements Engine {
     }
     const [status = "", root = "", dir = "", pid = "0", oom = "false"] = r.stdout.trim().split("\t");
     return { status, root: root === "<no value>" ? "" : root, dir: dir === "<no value>" ? "" : dir, pid: /^\d+$/.test(pid) ? Number(pid) : 0, oomKilled: oom === "true" };
+  }
+
+  /** API: GET /containers/<name>/json (its Image); "" without an API socket, or when it does not answer so. */
+  async imageOf(name: string): Promise<string> {
+    const sock = this.apiSocket;
+    if (sock === undefined) return "";
+    try {
+      const res = await fetch(`http://docker/containers/${encodeURIComponent(name)}/json`, { unix: sock } as RequestInit);
+      if (!res.ok) return "";
+      return imageIdOf(((await res.json()) as { Image?: unknown }).Image);
+    } catch {
+      return "";
+    }
   }
 
   /** API: POST /containers/create?name=<name> (the argv's request, translated: ≈30 ms less than a CLI); else runs argv. */

@@ -220,6 +220,47 @@ describe("ExecAgents.stream (the daemon's own commands inside: ref sync's git as
   });
 
 
+  // Ref sync's first syncs wait for a starting sandbox's agent (src/daemon/driver-guards.ts) rather than each start a
+  // `docker exec`; a wait never outlasts its time or the guard.
+  test("waitFor: the agent that connects within the time is found; none after the time; an abort ends the wait at once", async () => {
+    const w = await world();
+    const t0 = performance.now();
+    expect(await w.agents.waitFor(w.sandboxId, 150)).toBeUndefined();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(140);
+    const stop = new AbortController();
+    const t1 = performance.now();
+    const aborted = w.agents.waitFor(w.sandboxId, 10_000, stop.signal);
+    setTimeout(() => stop.abort(), 50);
+    expect(await aborted).toBeUndefined();
+    expect(performance.now() - t1).toBeLessThan(2000);
+    const waiting = w.agents.waitFor(w.sandboxId, 10_000);
+    agentFor(w);
+    const link = await waiting;
+    expect(link).toBeDefined();
+    expect((await collect(link!.run(cmd(["echo", "found"])))).out).toBe("found\n");
+    // Connected: at once.
+    expect(await w.agents.waitFor(w.sandboxId, 10_000)).toBe(link);
+  });
+
+  test("sessions-are-the-persons: sbx's own command running inside is no open session (a rebuild is not refused, a stop asks no one for it), yet a stop ends it", async () => {
+    const w = await world();
+    agentFor(w);
+    const link = await connected(w);
+    const pidFile = join(w.root, "own.pid");
+    const own = w.agents.stream(w.sandboxId, cmd(["sh", "-c", `echo $$ > ${pidFile}; exec sleep 30`]), undefined, 30_000)!;
+    const persons = link.run(cmd(["sh", "-c", "exec sleep 30"]));
+    const reading = collect(persons);
+    for (let i = 0; i < 250 && !existsSync(pidFile); i++) await Bun.sleep(20);
+    expect(existsSync(pidFile)).toBe(true);
+    // Only the person's command counts, and only it is said as ended.
+    expect(link.running).toBe(1);
+    expect(link.endAll("stopping")).toBe(1);
+    expect((await reading).failed).toBe("stopping");
+    await new Response(own.stdout).arrayBuffer();
+    expect((await own.done).exitCode).not.toBe(0);
+    expect(link.running).toBe(0);
+  });
+
   test("a command past its time is stopped and reported as 124", async () => {
     const w = await world();
     agentFor(w);

@@ -32,11 +32,9 @@ describe("bounded: the delivery outbox", () => {
   test("a send that never ends is given up at its timeout, tried `attempts` times, counted as failed", async () => {
     const o = createOutbox({ name: "t", timeoutMs: 50, attempts: 3, backoff: noWait });
     let tries = 0;
-    const t0 = performance.now();
     o.push({ what: "hang", send: (signal) => (tries++, new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)))) });
     await o.idle();
     expect(tries).toBe(3);
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(o.stats()).toMatchObject({ delivered: 0, failed: 1, lastError: "no answer within 50 ms (after 3 tries)" });
   });
 

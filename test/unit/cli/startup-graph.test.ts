@@ -35,9 +35,9 @@ function importsOf(file: string): string[] {
   return out;
 }
 
-function graph(): Set<string> {
-  const seen = new Set<string>(["src/cli/main.ts"]);
-  const todo = ["src/cli/main.ts"];
+function graph(entries: readonly string[] = ["src/cli/main.ts"]): Set<string> {
+  const seen = new Set<string>(entries);
+  const todo = [...entries];
   while (todo.length > 0) {
     const f = todo.pop()!;
     for (const dep of importsOf(join(ROOT, f))) {
@@ -65,5 +65,20 @@ describe("cli-startup-graph: what every sbx command loads before its verb runs",
     expect(g.has("src/cli/verbs.ts")).toBe(true);
     expect(g.has("src/cli/commands/secret.ts")).toBe(true);
     expect(importsOf(join(ROOT, "src/cli/commands/secret.ts"))).not.toContain("zod");
+  });
+});
+
+// `sbx run AGENT NAME` without a terminal (scripts, CI, the agent-ready bench): what run.ts loads on that path with
+// `await import(…)` before the daemon answers. The client library (zod, every schema) is the slow path's alone: it cost
+// this path more than the rest of the CLI's part (issue 42).
+const PIPED_AGENT_PATH = ["src/core/secret-names.ts", "src/secrets/stored-names.ts", "src/client/where.ts", "src/client/names.ts", "src/client/guard-name.ts", "src/client/quick.ts", "src/client/build-progress.ts"];
+
+describe("cli-startup-graph: `sbx run AGENT NAME` piped", () => {
+  test("loads no zod and no client library", () => {
+    const src = readFileSync(join(ROOT, "src/cli/commands/run.ts"), "utf8");
+    // Each module of the list is one run.ts really loads.
+    for (const m of PIPED_AGENT_PATH) expect(src).toContain(`"../../${m.replace(/^src\//, "").replace(/\.ts$/, "")}"`);
+    const g = [...graph(PIPED_AGENT_PATH)];
+    expect(g.filter((m) => m === "zod" || m === "src/client/client.ts" || m === "src/client/sandboxes.ts" || m === "src/secrets/stored.ts")).toEqual([]);
   });
 });

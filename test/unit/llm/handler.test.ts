@@ -1,6 +1,6 @@
 // LLM routing and header rewriting as pure functions: where a path goes, what headers leave.
 import { describe, expect, test } from "bun:test";
-import { CHATGPT_UPSTREAM, gatewayUpstreams, PROVIDERS, upstreamFor, upstreamHeaders } from "../../../src/llm/handler";
+import { answerHeaders, CHATGPT_UPSTREAM, gatewayUpstreams, PROVIDERS, secretsOf, upstreamFor, upstreamHeaders } from "../../../src/llm/handler";
 import { rng } from "../../support/rng";
 
 describe("upstreamFor", () => {
@@ -63,6 +63,29 @@ describe("upstreamHeaders", () => {
     );
     // identity: the LLM budget reads the answer's usage as it passes (llm/meter.ts).
     expect(h).toEqual({ "content-type": "application/json", "anthropic-version": "2023-06-01", "accept-encoding": "identity", "x-api-key": "real", host: "api.anthropic.com" });
+  });
+});
+
+describe("llm-no-secret-inside: answerHeaders", () => {
+  const KEY = "sk-ant-api03-REAL-0123456789";
+  test("the credential's secret part is what is looked for in answers (a bearer token without its scheme; not the beta flag)", () => {
+    expect(secretsOf({ authorization: `Bearer ${KEY}`, "anthropic-beta": "oauth-2025-04-20" })).toEqual([KEY]);
+    expect(secretsOf({ "X-Api-Key": KEY })).toEqual([KEY]);
+  });
+  test("names in any case, Connection given twice or as a list, a secret in one value of many: all kept out; the rest as it was", () => {
+    const h = answerHeaders(
+      [
+        ["Connection", ["close, X-One", "x-two"]],
+        ["X-One", "1"],
+        ["x-TWO", "2"],
+        ["Set-Cookie", ["a=1", "b=2"]],
+        ["x-echo", ["fine", `k=${KEY}`]],
+        ["Content-Type", "text/event-stream"],
+        ["request-id", "req_1"],
+      ],
+      [KEY],
+    );
+    expect(h).toEqual({ "content-type": "text/event-stream", "request-id": "req_1" });
   });
 });
 

@@ -103,9 +103,8 @@ describe("waitForwarder through the engine API: the log is followed, not polled"
     const line = frame("sbx forwarder listening on 127.0.0.1:3128 → /run/sbx/proxy.sock\n");
     const e = engine("a.sock", [frame("starting\n"), line.subarray(0, 20), line.subarray(20)], { end: false, state: { Running: true, ExitCode: 0 }, logs: "" });
     try {
-      const t0 = performance.now();
+      // Not seen, it would fail at readyTimeoutMs; one follow request and nothing else means no poll.
       await e.b.waitForwarder(spec);
-      expect(performance.now() - t0).toBeLessThan(2000);
       expect(e.seen).toEqual(["/containers/sbx-abc123def456/logs follow"]);
     } finally {
       await e.stop();
