@@ -81,7 +81,9 @@ Only the --allow-sender people are obeyed; anyone else gets a polite refusal.`,
       // A key the server refuses would only show later, as a bot that never connects: ask the server first.
       ctx.render.info(`checking the bot's key with ${cfg.site} …`);
       const { checkZulipKey } = await import("../../chat/check");
-      const me = await checkZulipKey(cfg);
+      // Through the parent proxy as the daemon's bot will go (the config's `proxy`, else the environment's).
+      const { outboundFetch } = await import("../outbound");
+      const me = await checkZulipKey(cfg, { fetch: await outboundFetch(ctx) });
       ctx.render.info(`the server accepts the key: ${me.isBot ? "bot" : "account"} '${me.fullName}' (${me.email})`);
       if (!me.isBot) ctx.render.info(`note: ${me.email} is a person's account, not a bot: its messages will be posted as that person (Personal settings → Bots makes a bot)`);
       const file = config.writeChatConfig(ctx.paths.configDir, cfg);
@@ -139,11 +141,13 @@ async function setupChannel(ctx: CliContext, provider: "webhook" | "slack", opts
     if (missing.length) throw new SbxError("usage", `sbx chat setup ${provider} needs ${missing.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(", ")}`, { hint: usage });
   };
   const listener = { publicUrl: str("publicUrl"), listen: str("listen") };
+  // The check goes through the parent proxy as the daemon's deliveries will (the config's `proxy`, else the environment's).
+  const out = { fetch: await (await import("../outbound")).outboundFetch(ctx) };
   let config: import("../../chat/channels-config").ApprovalsConfig;
   if (provider === "webhook") {
     need(["url", "secretFile"], setup.WEBHOOK_USAGE);
     ctx.render.info(`sending a signed test delivery (ping) to the webhook …`);
-    const r = await setup.setupWebhook(ctx.paths.configDir, { url: str("url")!, secretFile: str("secretFile")!, ...listener });
+    const r = await setup.setupWebhook(ctx.paths.configDir, { url: str("url")!, secretFile: str("secretFile")!, ...listener }, out);
     config = r.config;
     if (r.ping === null) ctx.render.info("the webhook accepted the ping");
     else ctx.render.info(`warning: the ping failed (${r.ping}); saved all the same: deliveries are retried, and \`sbx status\` shows how they go`);
@@ -152,7 +156,7 @@ async function setupChannel(ctx: CliContext, provider: "webhook" | "slack", opts
     need(["tokenFile", "signingSecretFile", "channel", "publicUrl"], setup.SLACK_USAGE);
     ctx.render.info("checking the bot token with Slack (auth.test) …");
     const users = (opts.allowUser as string[] | undefined) ?? [];
-    const r = await setup.setupSlack(ctx.paths.configDir, { tokenFile: str("tokenFile")!, signingSecretFile: str("signingSecretFile")!, channel: str("channel")!, allowUsers: users, apiBase: str("apiBase"), ...listener });
+    const r = await setup.setupSlack(ctx.paths.configDir, { tokenFile: str("tokenFile")!, signingSecretFile: str("signingSecretFile")!, channel: str("channel")!, allowUsers: users, apiBase: str("apiBase"), ...listener }, out);
     config = r.config;
     ctx.render.out(`wrote ${r.file} (mode 0600): Slack app '${r.bot}' in ${r.team}, channel ${r.config.slack!.channel}`);
     ctx.render.info(users.length ? `clicks are obeyed from: ${users.join(", ")}` : "warning: no --allow-user given: every click will be refused until you add someone");
