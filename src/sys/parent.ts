@@ -215,15 +215,15 @@ export function parentAgents(router: ParentRouter): { http: HttpAgent; https: Ht
 
 /**
  * fetch through the parent where it applies (Bun's fetch takes `proxy`), for the daemon's downloads and sign-in
- * refreshes. Elsewhere fetch as it is: Bun's fetch reads the process's own HTTPS_PROXY/NO_PROXY at each request and no
- * option turns that off (measured, Bun 1.4.5), so a destination the config's `proxy.noProxy` sends straight out still
- * goes through a proxy the daemon's environment names, if it names one.
+ * refreshes; elsewhere straight out with `proxy: false`: Bun's fetch would otherwise read the process's own
+ * HTTP(S)_PROXY at each request, so a destination the config's `proxy.noProxy` sends straight out went through a proxy
+ * the daemon's environment named (test/integration/sys/parent-fetch.test.ts).
  */
 export function parentFetch(router: ParentRouter, base: typeof fetch = fetch): typeof fetch {
   const f = (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const route = router.route(url.protocol === "http:" ? "http" : "https", url.hostname);
-    if (route === null) return base(input, init);
+    if (route === null) return base(input, { ...init, proxy: false } as RequestInit);
     const auth = route.authorization();
     if (!auth.ok) return Promise.reject(new ParentError(`the parent proxy ${route.endpoint.shown} cannot be used: ${auth.reason}`, null));
     const e = route.endpoint;

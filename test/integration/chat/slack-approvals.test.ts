@@ -156,7 +156,8 @@ describe("slack-approvals: clicks that are not a listed member's own are refused
   test("a stale timestamp: a well-signed click more than five minutes old (or ahead) is refused", async () => {
     const { a, m } = await setup();
     const now = Math.floor(Date.now() / 1000);
-    for (const ts of [now - 301, now + 301]) {
+    // Well past the bound (a second boundary crossed between here and the check would make 301 exactly 300).
+    for (const ts of [now - 330, now + 330]) {
       const r = await slack.click(requestUrl(), { user: ALICE, message: m, action: "sbx_allow", timestamp: ts });
       expect({ ts: ts - now, status: r.status, text: r.text }).toEqual({ ts: ts - now, status: 401, text: expect.stringContaining("more than 5 minutes") });
     }
