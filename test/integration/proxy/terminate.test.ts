@@ -172,8 +172,12 @@ function curl(args: string[], ca = ["--cacert", ""]): Promise<{ code: number; ou
 const secretEvents = () => events.filter((e) => e.type === "secret") as Extract<EgressEvent, { type: "secret" }>[];
 const everything = () => JSON.stringify(seen);
 
-/** One raw request inside a CONNECT tunnel to `authority`, TLS with `sni`, trusting sbx's CA: the answer's text. */
-function rawTls(authority: string, sni: string, request: string): Promise<string> {
+/**
+ * A raw request inside a CONNECT tunnel to `authority`, TLS with `sni`, trusting sbx's CA: everything the proxy answers
+ * until the connection ends. Given as parts, each is its own write after a pause (so its own TLS record, and its own
+ * read at the proxy).
+ */
+function rawTls(authority: string, sni: string, request: string | string[], gapMs = 30): Promise<string> {
   return new Promise((resolve) => {
     const s = netConnect({ path: proxy.socketPath });
     let head = "";
@@ -186,7 +190,13 @@ function rawTls(authority: string, sni: string, request: string): Promise<string
       if (!head.startsWith("HTTP/1.1 200")) return resolve(head);
       const t = tlsConnect({ socket: s, servername: sni, ca: readFileSync(sbxCaFile, "utf8") });
       let out = "";
-      t.on("secureConnect", () => t.write(request));
+      t.on("secureConnect", async () => {
+        if (typeof request === "string") return void t.write(request);
+        for (const p of request) {
+          t.write(p);
+          await Bun.sleep(gapMs);
+        }
+      });
       t.on("data", (x: Buffer) => (out += x.toString("latin1")));
       t.on("end", () => resolve(out));
       t.on("close", () => resolve(out));
@@ -320,38 +330,6 @@ describe("secret-bound: a placeholder becomes the value only for its host, metho
   });
 });
 
-/**
- * Raw requests inside one terminated connection, each part its own write after a pause (so its own TLS record, and its
- * own read at the proxy): everything the proxy answers until the connection ends.
- */
-function tlsParts(parts: string[], gapMs = 30): Promise<string> {
-  return new Promise((resolve) => {
-    const authority = `api.test:${api.port}`;
-    const s = netConnect({ path: proxy.socketPath });
-    let head = "";
-    s.on("error", (e) => resolve(`error: ${e.message}`));
-    s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
-    const onData = (d: Buffer) => {
-      head += d.toString("latin1");
-      if (!head.includes("\r\n\r\n")) return;
-      s.off("data", onData);
-      if (!head.startsWith("HTTP/1.1 200")) return resolve(head);
-      const t = tlsConnect({ socket: s, servername: "api.test", ca: readFileSync(sbxCaFile, "utf8") });
-      let out = "";
-      t.on("secureConnect", async () => {
-        for (const p of parts) {
-          t.write(p);
-          await Bun.sleep(gapMs);
-        }
-      });
-      t.on("data", (x: Buffer) => (out += x.toString("latin1")));
-      t.on("close", () => resolve(out));
-      t.on("error", (e) => resolve(`${out}error: ${e.message}`));
-    };
-    s.on("data", onData);
-  });
-}
-
 describe("secret-bound: a placeholder cut across writes, chunks and pipelined requests is judged as the upstream reads it", () => {
   const half = Math.floor(PLACEHOLDER.length / 2);
   const [p1, p2] = [PLACEHOLDER.slice(0, half), PLACEHOLDER.slice(half)];
@@ -359,7 +337,7 @@ describe("secret-bound: a placeholder cut across writes, chunks and pipelined re
 
   test("in a header, cut across two TLS records: the upstream gets the value", async () => {
     reset();
-    const out = await tlsParts([`GET /v1/x HTTP/1.1\r\n${host()}Authorization: Bearer ${p1}`, `${p2}\r\nConnection: close\r\n\r\n`]);
+    const out = await rawTls(`api.test:${api.port}`, "api.test", [`GET /v1/x HTTP/1.1\r\n${host()}Authorization: Bearer ${p1}`, `${p2}\r\nConnection: close\r\n\r\n`]);
     expect(out).toStartWith("HTTP/1.1 200");
     expect(seen.api.map((s) => s.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
   });
@@ -368,7 +346,7 @@ describe("secret-bound: a placeholder cut across writes, chunks and pipelined re
     reset();
     const body = `token=${PLACEHOLDER}`;
     const cut = body.indexOf(PLACEHOLDER) + half;
-    const out = await tlsParts([`POST /v1/x HTTP/1.1\r\n${host()}Content-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, cut)}`, body.slice(cut)]);
+    const out = await rawTls(`api.test:${api.port}`, "api.test", [`POST /v1/x HTTP/1.1\r\n${host()}Content-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, cut)}`, body.slice(cut)]);
     expect(out).toStartWith("HTTP/1.1 200");
     expect(seen.api.map((s) => s.body)).toEqual([`token=${VALUE}`]);
   });
@@ -376,7 +354,7 @@ describe("secret-bound: a placeholder cut across writes, chunks and pipelined re
   test("in a chunked body, cut across two chunks (the chunk framing between its halves): the upstream gets the value", async () => {
     reset();
     const a = `token=${p1}`;
-    const out = await tlsParts([
+    const out = await rawTls(`api.test:${api.port}`, "api.test", [
       `POST /v1/x HTTP/1.1\r\n${host()}Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${a.length.toString(16)}\r\n${a}\r\n`,
       `${p2.length.toString(16)}\r\n${p2}\r\n0\r\n\r\n`,
     ]);
@@ -386,7 +364,7 @@ describe("secret-bound: a placeholder cut across writes, chunks and pipelined re
 
   test("a pipelined second request naming another host: the first is answered, the second refused, nothing reaches the other host", async () => {
     reset();
-    const out = await tlsParts([
+    const out = await rawTls(`api.test:${api.port}`, "api.test", [
       `GET /v1/x HTTP/1.1\r\n${host()}Authorization: Bearer ${PLACEHOLDER}\r\n\r\nGET /v1/x HTTP/1.1\r\nHost: other.test:${other.port}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`,
     ]);
     expect(out).toStartWith("HTTP/1.1 200");
@@ -398,7 +376,7 @@ describe("secret-bound: a placeholder cut across writes, chunks and pipelined re
 
   test("a pipelined second request outside the secret's paths, on the kept-alive connection: it goes with the placeholder", async () => {
     reset();
-    const out = await tlsParts([
+    const out = await rawTls(`api.test:${api.port}`, "api.test", [
       `GET /v1/x HTTP/1.1\r\n${host()}Authorization: Bearer ${PLACEHOLDER}\r\n\r\n`,
       `GET /v2/x HTTP/1.1\r\n${host()}Authorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`,
     ]);
