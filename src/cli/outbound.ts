@@ -5,9 +5,7 @@
 import type { Exec } from "../sys/exec";
 import type { Env } from "../sys/env";
 import type { Paths } from "../sys/paths";
-import type { Config } from "../core/config";
-import { loadConfig } from "../sys/config-file";
-import { parentFetch, parentSettingsOf, ParentRouter } from "../sys/parent";
+import { hostParentSettings, parentFetch, ParentRouter } from "../sys/parent";
 import { readStored } from "../secrets/stored";
 
 export interface OutboundDeps {
@@ -18,13 +16,8 @@ export interface OutboundDeps {
 
 /** fetch through the parent proxy where it applies; plain fetch when none is set (or it cannot be used: doctor says why). */
 export async function outboundFetch(d: OutboundDeps): Promise<typeof fetch> {
-  let config: Config | null = null;
-  try {
-    config = loadConfig(d.paths, d.env);
-  } catch {
-    // As the daemon: a config that cannot be read leaves the environment's proxy (sbx create and doctor report it).
-  }
-  const p = parentSettingsOf(config?.proxy, d.env.raw);
+  // As the daemon: a config that cannot be read leaves the environment's proxy (sbx create and doctor report it).
+  const p = hostParentSettings(d.paths, d.env);
   if (p.settings === null) return fetch;
   const endpoints = [p.settings.https, p.settings.http];
   // The stored secrets are read only when the parent wants one (a vault may ask the person to unlock it).

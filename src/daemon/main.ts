@@ -57,8 +57,7 @@ import type { HostUser } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
 import { baseIdentity } from "../drivers/identity";
-import type { Config } from "../core/config";
-import { parentAgents, parentFetch, parentSettingsOf, ParentRouter } from "../sys/parent";
+import { hostParentSettings, parentAgents, parentFetch, ParentRouter } from "../sys/parent";
 import { buildProxyArgs } from "../core/parent-proxy";
 import { ParentRelay } from "../sys/parent-relay";
 
@@ -206,14 +205,9 @@ export async function detectUserBackends(d: ComponentDeps, host: HostUser): Prom
  * its credentials): the router every outbound path asks, and the relay that lends it to the bridge's git and gh.
  */
 export function parentOf(d: Pick<ComponentDeps, "paths" | "env" | "log">, secret: (name: string) => string | null): { router: ParentRouter; relay: ParentRelay } | null {
-  let config: Config | null = null;
-  try {
-    config = loadConfig(d.paths, d.env);
-  } catch (e) {
-    // Sandboxes are refused their start by the same error (sbx create reads the file); the daemon still serves the rest.
-    d.log.warn("the config file cannot be read, so its proxy is not used", { err: (e as Error).message });
-  }
-  const p = parentSettingsOf(config?.proxy, d.env.raw);
+  // A config that cannot be read: sandboxes are refused their start by the same error (sbx create reads the file); the
+  // daemon still serves the rest.
+  const p = hostParentSettings(d.paths, d.env, (e) => d.log.warn("the config file cannot be read, so its proxy is not used", { err: e.message }));
   for (const problem of p.problems) d.log.warn("a parent proxy setting cannot be used", { problem });
   if (p.settings === null) return null;
   const s = p.settings;

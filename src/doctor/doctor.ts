@@ -14,9 +14,7 @@ import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
 import type { Check } from "./check";
 import { checkParentProxy } from "./parent-proxy";
-import { loadConfig } from "../sys/config-file";
-import { parentSettingsOf } from "../sys/parent";
-import type { Config } from "../core/config";
+import { hostParentSettings } from "../sys/parent";
 
 export type { Check, CheckStatus } from "./check";
 
@@ -189,13 +187,8 @@ function dockerOptional(c: Check): Check {
 
 /** The parent proxy as the daemon would read it: the config file's `proxy`, else this environment's variables. */
 async function parentCheck(deps: DoctorDeps): Promise<Check> {
-  let config: Config | null = null;
-  try {
-    config = loadConfig(deps.paths, deps.env);
-  } catch {
-    // A config that cannot be read is reported where it is used (sbx create); the environment's proxy is shown here.
-  }
-  const p = parentSettingsOf(config?.proxy, deps.env.raw);
+  // A config that cannot be read is reported where it is used (sbx create); the environment's proxy is shown here.
+  const p = hostParentSettings(deps.paths, deps.env);
   return checkParentProxy({ ...p, secrets: deps.secrets ?? {}, ...(deps.parentProbe ? { probe: deps.parentProbe } : {}) });
 }
 

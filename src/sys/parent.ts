@@ -22,6 +22,10 @@ import {
   type ParentScheme,
   type ParentSettings,
 } from "../core/parent-proxy";
+import type { Config } from "../core/config";
+import { loadConfig } from "./config-file";
+import type { Env } from "./env";
+import type { Paths } from "./paths";
 
 /** One parent, as a connection through it needs it. */
 export interface ParentRoute {
@@ -248,4 +252,18 @@ function userinfoOf(basic: string): string {
  */
 export function parentSettingsOf(config: ParentConfig | undefined, env: Readonly<Record<string, string | undefined>>): { settings: ParentSettings | null; problems: string[] } {
   return config ? parentFromConfig(config) : parentFromEnv(env);
+}
+
+/**
+ * The host's parent proxy settings as every outbound path reads them: the config file's `proxy` (it wins whole), else
+ * the environment's. A config file that cannot be read leaves the environment's; `unreadable` hears why.
+ */
+export function hostParentSettings(paths: Paths, env: Env, unreadable: (e: Error) => void = () => {}): { settings: ParentSettings | null; problems: string[] } {
+  let config: Config | null = null;
+  try {
+    config = loadConfig(paths, env);
+  } catch (e) {
+    unreadable(e as Error);
+  }
+  return parentSettingsOf(config?.proxy, env.raw);
 }
