@@ -296,18 +296,7 @@ export class ExecAgents {
     if (now) return now;
     const since = this.since.get(sandboxId);
     if (since === undefined || Date.now() - since > FRESH_MS) return undefined;
-    await new Promise<void>((resolve) => {
-      const set = this.waiters.get(sandboxId) ?? new Set();
-      this.waiters.set(sandboxId, set);
-      const done = () => {
-        clearTimeout(t);
-        set.delete(done);
-        resolve();
-      };
-      const t = setTimeout(done, ms);
-      set.add(done);
-    });
-    return this.get(sandboxId);
+    return this.waitFor(sandboxId, ms);
   }
 
   /**
