@@ -19,6 +19,8 @@ export const LABEL = {
   repo: "sbx.repo",
   dir: "sbx.dir",
   role: "sbx.role",
+  /** A service container's service name (its role is `service`). */
+  service: "sbx.service",
   /** sha256 of the state root's sandbox dir: one sbx install's things, never another user's or another root's. */
   root: "sbx.root",
 } as const;

@@ -116,7 +116,7 @@ export function foundFromApi(containers: unknown, volumes: unknown): Found[] | u
     if (role === "cleanup" || role === "git") continue;
     out.push({
       kind: "container", name: c.Names[0].replace(/^\//, ""), sandbox: str(l[LABEL.sandbox]), dir: str(l[LABEL.dir]), repo: str(l[LABEL.repo]), id: str(l[LABEL.name]), state: c.State, role,
-      ...(role === "service" ? { service: str(l["sbx.service"]), status: str(c.Status) } : {}),
+      ...(role === "service" ? { service: str(l[LABEL.service]), status: str(c.Status) } : {}),
     });
   }
   for (const v of vols as { Name?: unknown; Labels?: Record<string, unknown> | null }[]) {
@@ -328,7 +328,7 @@ export class DockerEngine implements Engine {
     const lbl = (k: string) => `{{.Label "${k}"}}`;
     const c = await this.exec.run([
       "docker", "ps", "--all", "--no-trunc", "--filter", `label=${LABEL.root}=${root}`, "--filter", `label=${LABEL.sandbox}`,
-      "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role), lbl("sbx.service"), "{{.Status}}"]),
+      "--format", fmt(["{{.Names}}", lbl(LABEL.sandbox), lbl(LABEL.dir), lbl(LABEL.repo), lbl(LABEL.name), "{{.State}}", lbl(LABEL.role), lbl(LABEL.service), "{{.Status}}"]),
     ]);
     const v = await this.exec.run([
       "docker", "volume", "ls", "--filter", `label=${LABEL.root}=${root}`, "--filter", `label=${LABEL.sandbox}`,

@@ -3,7 +3,6 @@
 // notice, at the moment it happens. `sbx status` and `sbx services` read the engine themselves and show it too.
 import type { WatchContext, Watcher } from "../driver";
 import { LABEL } from "./args";
-import { SERVICE_LABEL } from "./services";
 
 /** The most of one event line kept (the engine's are a few hundred bytes; a longer one is dropped, never buffered). */
 const MAX_LINE = 64 * 1024;
@@ -32,7 +31,7 @@ export function serviceEvent(e: EngineEvent, root: string, oracle: ExitOracle, o
   const str = (k: string) => (typeof a[k] === "string" ? (a[k] as string) : "");
   if (str(LABEL.root) !== root || str(LABEL.role) !== "service") return null;
   const container = str("name");
-  const base = { sandboxId: str(LABEL.sandbox), service: str(SERVICE_LABEL) || container, container };
+  const base = { sandboxId: str(LABEL.sandbox), service: str(LABEL.service) || container, container };
   if (e.Action === "oom") {
     oom.add(container);
     return null;

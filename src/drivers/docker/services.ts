@@ -11,8 +11,6 @@ import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
 import { containerName, LABEL, labels, limitArgs, mountValue } from "./args";
 
-/** The label that names a service container's service (beside the sandbox's own labels, role `service`). */
-export const SERVICE_LABEL = "sbx.service";
 /** The label that names a shared named volume's compose key. */
 export const VOLUME_LABEL = "sbx.volume";
 /** How many of a failed service's last log lines a refusal shows. */
@@ -41,7 +39,7 @@ function labelArgs(l: Record<string, string>): string[] {
 }
 
 function serviceLabels(spec: Pick<SandboxSpec, "id" | "name" | "repo" | "dir">, service: string, root: string): Record<string, string> {
-  return { ...labels(spec, "service", root), [SERVICE_LABEL]: service };
+  return { ...labels(spec, "service", root), [LABEL.service]: service };
 }
 
 /** Pure: where a service's volumes go: its named volumes, then its image's VOLUME paths no named one covers. */
@@ -156,7 +154,7 @@ export class DockerServices {
     const r = await this.exec.run(["docker", "inspect", "--type", "container", ...names]);
     return InspectSchema.parse(JSON.parse(r.stdout))
       .map((c) => ({
-        name: c.Config.Labels?.[SERVICE_LABEL] ?? c.Name.replace(/^\//, ""),
+        name: c.Config.Labels?.[LABEL.service] ?? c.Name.replace(/^\//, ""),
         image: c.Config.Image,
         container: c.Name.replace(/^\//, ""),
         state: c.State.Status,
