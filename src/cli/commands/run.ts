@@ -103,6 +103,8 @@ async function sayKeysToImport(ctx: CliContext): Promise<void> {
 }
 
 async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts: Record<string, unknown>): Promise<number> {
+  const { trace } = await import("../../sys/trace");
+  trace("cli runAgent");
   const { name, args } = splitAgentArgs(rest);
   await sayKeysToImport(ctx);
   const repoFlag = opts.repo as string | undefined;
@@ -120,6 +122,7 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first. Without a terminal
   // the names come from a running daemon's list, read without the client library (whose loading cost more than the
   // rest of the CLI's part); else, or when that cannot be told, from the full client (which starts the daemon).
+  trace("cli keys said");
   if (name && opts.create !== true) {
     const again = (n: string) => `\`sbx run ${agent} ${n}\``;
     const quick = ctx.stdinIsTTY || whereOf(ctx, repoFlag).asUid !== undefined ? null : await (await import("../../client/names")).sandboxNamesOrNull(ctx.paths, { cwd: ctx.cwd, repoFlag, vars: ctx.env.raw }, 10_000);
@@ -132,7 +135,9 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
     const [{ quickAgent, quickEnter, stdio }, { progressOut }] = await Promise.all([import("../../client/quick"), import("../../client/build-progress")]);
+    trace("cli names checked");
     const got = await quickAgent(ctx.paths, body, progressOut(ctx.render));
+    trace("cli agent answered");
     if (got) {
       if (got.created) ctx.render.info(`created sandbox ${got.name}`);
       const code = await quickEnter(ctx, { name: got.name, argv: [...got.argv, ...args], repoFlag, missing: "error" }, stdio());

@@ -1,5 +1,6 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
 // whole: the apply half read top to bottom, from spec to running container (issue 41/42 tipped it over 600 by a few lines).
+import { trace } from "../../sys/trace";
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { claudeJsonView } from "../../core/claude-json";
@@ -355,7 +356,9 @@ export class DockerBackend implements Backend {
     // A restarted container keeps its earlier runs' log, "listening" line included: only this run's lines count.
     const since = Date.now() / 1000;
     await this.engine.start(containerName(spec.id));
+    trace("d docker engine started");
     await this.waitForwarder(spec, since);
+    trace("d docker forwarder ready");
     return { changed: true };
   }
 

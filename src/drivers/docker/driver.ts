@@ -1,4 +1,5 @@
 // The Docker driver: a container per sandbox, the clone made on the host, the image from its source (image-source.ts).
+import { trace } from "../../sys/trace";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import { z } from "zod";
@@ -400,6 +401,7 @@ export class DockerDriver implements Driver {
   async ensureRunning(row: Sandbox, r: DriverReport): Promise<{ spec: SandboxSpec; identity?: DockerIdentity }> {
     const spec = this.spec(row);
     const obs = await this.backend.inspect(spec);
+    trace(`d docker inspected ${obs.phase}`);
     const ident = this.identity(row);
     const imageOf = (s: ServiceSpec) => this.serviceImage(row.repo, s, { r });
     if (obs.phase === "running") {
