@@ -1,7 +1,7 @@
 // sbx run: `sbx run AGENT [NAME] [-- args]` starts a coding agent in its sandbox (made if missing, the agent supplied);
 // `sbx run NAME [-- command]` (NAME not an agent's) creates the sandbox if missing, then a shell or the command.
 import type { Command } from "commander";
-import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
+import { AGENT_NAMES, asksAboutItself, isAgentName, type AgentName } from "../../core/agent-names";
 import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
 import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, policyOpt, servicesOpt } from "./create";
@@ -116,7 +116,8 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     agent,
     ...(name ? { name } : {}),
     ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
-    unattended: opts.ask !== true,
+    // `-- --version` (or --help) acts on nothing: the agent answers as it would outside, without the flags beside it.
+    unattended: opts.ask !== true && !asksAboutItself(args),
     ...(await createOpts(ctx, opts, backend)),
   };
   // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first. Without a terminal
