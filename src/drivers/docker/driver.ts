@@ -297,7 +297,8 @@ export class DockerDriver implements Driver {
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
     // allSettled: nothing may still run in the background once the create's lock is released.
-    const [img, cloned, , , served] = await Promise.allSettled([imaging, cloning, pruning, preparing, servicing]);
+    const mark = <T>(p: Promise<T>, what: string) => p.finally(() => trace(`d provision ${what}`));
+    const [img, cloned, , , served] = await Promise.allSettled([mark(imaging, "image"), mark(cloning, "clone"), mark(pruning, "prune"), mark(preparing, "container"), servicing]);
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
     if (served.status === "rejected") throw served.reason;
