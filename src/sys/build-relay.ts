@@ -8,8 +8,10 @@
 //
 // What a build may reach through it: any host:port the parent would be asked for by the daemon itself (NO_PROXY names
 // are refused here: the build's steps are given NO_PROXY and go to those straight out, as the engine's network
-// allows), except the host's own loopback (a loopback literal, `localhost`, 0.0.0.0) and the parent itself: the relay
-// makes a loopback parent reachable from a build, and must not make the host's loopback services reachable with it.
+// allows), except the host's own loopback (a loopback literal, `localhost`, 0.0.0.0), the relay's own address and the
+// parent itself: the relay makes a loopback parent reachable from a build, and must not make the host's loopback
+// services reachable with it (a name the parent itself resolves to loopback is the parent's policy: squid's
+// `to_localhost` refuses it by default).
 // Not the sandbox's allowlist: a build is not a sandbox; it runs on the engine's bridge network, whose steps already
 // reach whatever the host's network lets out directly. The relay adds the person's login to that, and nothing else.
 // The build is the person's (sbx create, rebuild, a service's start), but its Dockerfile is whatever the repo holds, so
@@ -110,7 +112,8 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
       if (r.kind === "more") return;
       if (r.kind === "bad") return answer(r.status, r.why);
       if (!authorized(r.authorization)) return answer(407, "this relay lends the parent proxy to one image build of sbx's, with that build's password");
-      if (hostLoopback(r.host) || parents.has(r.host)) return answer(403, `${connectAuthority(r.host, r.port)} is this machine's own or the parent proxy itself, which a build is not lent`);
+      // The relay's own address too: a loop through the parent back to it would only hold connections.
+      if (hostLoopback(r.host) || parents.has(r.host) || canonicalIp(r.host) === ip) return answer(403, `${connectAuthority(r.host, r.port)} is this machine's own or the parent proxy itself, which a build is not lent`);
       const route = router.route(r.kind === "connect" ? "https" : "http", r.host);
       if (route === null) return answer(403, `${r.host} does not go through the parent proxy (NO_PROXY): a build reaches it straight out`);
       s.off("data", onData);

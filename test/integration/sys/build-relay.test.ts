@@ -102,7 +102,7 @@ describe.skipIf(gateway === null)(`parent-proxy-scope: image builds' per-build r
   test("the host's loopback, the parent itself and NO_PROXY names are refused (403) before the parent is asked", async () => {
     const before = parent.seen.length;
     const a = `Proxy-Authorization: ${basic(`sbx:${pw}`)}\r\n`;
-    for (const target of ["127.0.0.1:22", "127.9.9.9:80", "[::1]:22", "[::ffff:127.0.0.1]:22", "localhost:22", "a.localhost:80", "0.0.0.0:22", "0:22", `127.0.0.1:${parent.port}`, "x.direct.test:443"]) {
+    for (const target of ["127.0.0.1:22", "127.9.9.9:80", "[::1]:22", "[::ffff:127.0.0.1]:22", "localhost:22", "a.localhost:80", "0.0.0.0:22", "0:22", `127.0.0.1:${parent.port}`, `${gateway}:${relay.port}`, `${gateway}:22`, "x.direct.test:443"]) {
       expect({ target, status: statusOf(await raw(gateway!, relay.port, `CONNECT ${target} HTTP/1.1\r\n${a}\r\n`)) }).toEqual({ target, status: 403 });
     }
     for (const url of ["http://127.0.0.1:22/", "http://localhost/", "http://2130706433/", "http://0x7f.1/", "http://x.direct.test/"]) {
