@@ -8,6 +8,7 @@ import { connect, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sshSettingsOf } from "../../../src/bridge/gate-git";
+import { defaultSshHelper } from "../../../src/bridge/gate-ssh";
 import { startBridge, type StartedBridge } from "../../../src/bridge/server";
 import { NO_BRIDGE_SETTINGS } from "../../../src/core/bridge-settings";
 import { parentFromConfig } from "../../../src/core/parent-proxy";
@@ -302,6 +303,23 @@ describe("parent-proxy-scope: an ssh tunnel's password is for exactly one host:p
     expect(r.active()).toBe(0);
     expect(await connectVia(lease.relay, lease.password, "forge.test:2222")).toBe(407);
     expect(p.seen.length).toBe(1);
+  });
+
+  test("the helper carries bytes both ways on its lease, and says the relay's refusal (never a password) once the lease is gone", async () => {
+    const r = relay();
+    const lease = (await r.tunnel("forge.test", 2222))!;
+    const helper = async (stdin: string) => {
+      const h = Bun.spawn([...defaultSshHelper(), "forge.test", "2222"], { env: { PATH, SBX_PARENT_RELAY: lease.relay, SBX_PARENT_RELAY_PASSWORD: lease.password }, stdin: Buffer.from(stdin), stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(h.stdout).text(), new Response(h.stderr).text(), h.exited]);
+      return { out, err, code };
+    };
+    expect(await helper("ping over the tunnel\n")).toEqual({ out: "ping over the tunnel\n", err: "", code: 0 });
+    lease.release();
+    const after = await helper("x");
+    expect(after.code).toBe(1);
+    expect(after.err).toContain("407");
+    expect(after.err).not.toContain(lease.password);
+    expect(after.err).not.toContain(PASSWORD);
   });
 
   test("a host NO_PROXY covers gets no tunnel (straight out); a name not in normal form gets none either", async () => {
