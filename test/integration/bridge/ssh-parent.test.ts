@@ -184,6 +184,12 @@ describe.skipIf(!canRun)(`parent-proxy-scope: ssh remotes through the parent pro
     expect(parent.seen.length).toBeGreaterThan(0);
     expect(parent.seen.every((s) => s.method === "CONNECT" && s.target === `${FAR}:${farPort}` && s.authorization === corp)).toBe(true);
     expect(relay.active()).toBe(0);
+    // A fetch takes the same way.
+    parent.seen.length = 0;
+    const f = await shim(["fetch", "far", "sbx/demo/far"]);
+    expect({ code: f.code, err: f.code === 0 ? "" : f.stderr }).toEqual({ code: 0, err: "" });
+    expect(parent.seen.map((s) => [s.target, s.authorization])).toContainEqual([`${FAR}:${farPort}`, corp]);
+    expect(relay.active()).toBe(0);
   }, 60_000);
 
   test("a scp-like remote through the user's ssh alias goes to the host and port the alias names (ssh -G), through the parent", async () => {
