@@ -7,15 +7,17 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { normalizeHost } from "../core/allowlist";
-import { basicAuthorization, proxyVariables, readRelayRequest } from "../core/parent-proxy";
+import { basicAuthorization, connectAuthority, proxyVariables, readRelayRequest } from "../core/parent-proxy";
 import { dialParent, TUNNEL_OPEN, type ParentRouter } from "./parent";
 
 /** How long a tool has to send its CONNECT once it is connected. */
 const HEAD_TIMEOUT_MS = 10_000;
 
 interface Lease {
-  /** The host the call was lent for: it and names under it may be asked for. */
+  /** The host the call was lent for: it and names under it may be asked for (a tunnel's: it alone). */
   host: string;
+  /** A tunnel's (ssh's) port: only `host:port` exactly may be asked for. */
+  port?: number;
   authorization: string;
 }
 
@@ -26,6 +28,15 @@ export interface ParentLease {
 }
 
 const NONE: ParentLease = { env: {}, release: () => undefined };
+
+/** One call's tunnel to exactly one host:port through the relay (ssh's ProxyCommand): where, the password, its end. */
+export interface TunnelLease {
+  /** The relay: `127.0.0.1:port`. */
+  relay: string;
+  /** The one-call password (Basic `sbx:<password>`): for the tool's environment, never its argv. */
+  password: string;
+  release(): void;
+}
 
 export class ParentRelay {
   private server: Server | null = null;
@@ -65,6 +76,22 @@ export class ParentRelay {
       env: proxyVariables(`http://sbx:${token}@127.0.0.1:${this.port}`, noProxy),
       release: () => void this.leases.delete(token),
     };
+  }
+
+  /**
+   * A tunnel to exactly `host:port` through the parent for one call of a tool that cannot speak to a proxy itself (the
+   * bridge's ssh, through bridge/ssh-parent-connect.ts), or null when no parent applies to `host` (NO_PROXY): then it
+   * goes straight out. Always through the relay, a parent without credentials too: ssh needs a helper to send a CONNECT
+   * anyway, and the relay holds the password to that one host and port (no names under it, no other port). `host`: a
+   * normalised name or address (core/allowlist.ts normalizeHost). Release it when the call ends.
+   */
+  async tunnel(host: string, port: number): Promise<TunnelLease | null> {
+    if (!Number.isInteger(port) || port < 1 || port > 65535 || normalizeHost(host) !== host) return null;
+    if (this.router.route("https", host) === null) return null;
+    await this.start();
+    const token = randomBytes(18).toString("base64url");
+    this.leases.set(token, { host, port, authorization: basicAuthorization("sbx", token) });
+    return { relay: `127.0.0.1:${this.port}`, password: token, release: () => void this.leases.delete(token) };
   }
 
   /** Stops the relay: every call through it is cut. */
@@ -121,7 +148,10 @@ export class ParentRelay {
       if (r.kind === "bad") return answer(r.status, r.why);
       const lease = this.leaseOf(r.authorization);
       if (lease === null) return answer(407, "this relay lends the parent proxy to sbx's own host tools, for one call each");
-      if (r.host !== lease.host && !r.host.endsWith(`.${lease.host}`)) return answer(403, `this call was lent the parent proxy for ${lease.host}, not ${r.host}`);
+      if (lease.port !== undefined ? r.host !== lease.host || r.port !== lease.port : r.host !== lease.host && !r.host.endsWith(`.${lease.host}`)) {
+        const lent = lease.port !== undefined ? connectAuthority(lease.host, lease.port) : lease.host;
+        return answer(403, `this call was lent the parent proxy for ${lent}, not ${lease.port !== undefined ? connectAuthority(r.host, r.port) : r.host}`);
+      }
       const route = this.router.route("https", r.host);
       if (route === null) return answer(403, `${r.host} does not go through the parent proxy (NO_PROXY)`);
       s.off("data", onData);
