@@ -75,7 +75,6 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
   const sockets = new Set<Socket>();
   const parents = new Set(router.endpoints().map((e) => e.host));
   const server: Server = createServer({ allowHalfOpen: true }, (s) => serve(s));
-  server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, ip, () => {
@@ -97,11 +96,17 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
     return g.length === want.length && timingSafeEqual(g, want);
   };
 
+  let clients = 0;
   function serve(s: Socket): void {
+    // Counted here rather than by node:net's maxConnections, which this runtime's servers may not honour.
+    if (clients >= MAX_CONNECTIONS) return void s.destroy();
+    clients++;
+    s.once("close", () => clients--);
     track(s);
     s.on("error", () => s.destroy());
     s.setTimeout(HEAD_TIMEOUT_MS, () => s.destroy());
     let buf: Buffer = Buffer.alloc(0);
+    let read = false;
     const answer = (status: 400 | 403 | 405 | 407 | 502, why: string) => {
       s.off("data", onData);
       s.end(relayRefusal(status, why));
@@ -117,11 +122,16 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
       const route = router.route(r.kind === "connect" ? "https" : "http", r.host);
       if (route === null) return answer(403, `${r.host} does not go through the parent proxy (NO_PROXY): a build reaches it straight out`);
       s.off("data", onData);
+      read = true;
       s.pause();
       s.setTimeout(0);
       if (r.kind === "connect") return tunnel(s, route, r.host, r.port, buf.subarray(r.size));
       forward(s, route, r.head, buf.subarray(r.size), r.bodyLength);
     };
+    // Gone before its request (half-open is kept for what follows a request, not for a client that never sent one).
+    s.once("end", () => {
+      if (!read) s.destroy();
+    });
     s.on("data", onData);
   }
 

@@ -113,6 +113,21 @@ describe.skipIf(gateway === null)(`parent-proxy-scope: image builds' per-build r
     expect(parent.seen.length).toBe(before);
   });
 
+  test("bounded: at most 128 connections at once; the next is cut, and a slot freed is taken again", async () => {
+    const own = await openBuildRelay(router, gateway!);
+    const open = await Promise.all(Array.from({ length: 128 }, () => new Promise<import("node:net").Socket>((resolve, reject) => {
+      const c = connect({ host: gateway!, port: own.port }, () => resolve(c));
+      c.on("error", reject);
+    })));
+    await Bun.sleep(50);
+    expect(await raw(gateway!, own.port, "CONNECT pkgs.corp.test:80 HTTP/1.1\r\n\r\n")).toBe("");
+    open[0]!.destroy();
+    await Bun.sleep(50);
+    expect(statusOf(await raw(gateway!, own.port, "CONNECT pkgs.corp.test:80 HTTP/1.1\r\n\r\n"))).toBe(407);
+    for (const c of open) c.destroy();
+    await own.close();
+  });
+
   test("released: not listening, and its password is refused by the next build's relay", async () => {
     const lease1 = await leaseBuildProxy(router, async () => gateway);
     const u1 = new URL(lease1.args.HTTPS_PROXY!);
