@@ -16,10 +16,15 @@ const HEAD_TIMEOUT_MS = 10_000;
 interface Lease {
   /** The host the call was lent for: it and names under it may be asked for (a tunnel's: it alone). */
   host: string;
-  /** A tunnel's (ssh's) port: only `host:port` exactly may be asked for. */
-  port?: number;
+  /** The one port that may be asked for: the URL's (443 when it names none), a tunnel's (ssh's) own. */
+  port: number;
+  /** A tunnel's: `host:port` exactly, no name under it. */
+  exact: boolean;
   authorization: string;
 }
+
+/** Connections the relay holds at once: its callers are sbx's own host tools, one call each, a few at a time. */
+const MAX_CONNECTIONS = 64;
 
 /** The proxy variables for one call, and its end (after which a relay password no longer works). */
 export interface ParentLease {
@@ -44,6 +49,8 @@ export class ParentRelay {
   private starting: Promise<void> | null = null;
   private readonly leases = new Map<string, Lease>();
   private readonly sockets = new Set<Socket>();
+  /** Callers' connections open now (MAX_CONNECTIONS bounds them). */
+  private clients = 0;
 
   constructor(private readonly router: ParentRouter) {}
 
@@ -71,7 +78,8 @@ export class ParentRelay {
     if (route.endpoint.credentials === null) return { env: proxyVariables(route.endpoint.shown, noProxy), release: () => undefined };
     await this.start();
     const token = randomBytes(18).toString("base64url");
-    this.leases.set(token, { host, authorization: basicAuthorization("sbx", token) });
+    const port = u.port === "" ? (u.protocol === "http:" ? 80 : 443) : Number(u.port);
+    this.leases.set(token, { host, port, exact: false, authorization: basicAuthorization("sbx", token) });
     return {
       env: proxyVariables(`http://sbx:${token}@127.0.0.1:${this.port}`, noProxy),
       release: () => void this.leases.delete(token),
@@ -90,7 +98,7 @@ export class ParentRelay {
     if (this.router.route("https", host) === null) return null;
     await this.start();
     const token = randomBytes(18).toString("base64url");
-    this.leases.set(token, { host, port, authorization: basicAuthorization("sbx", token) });
+    this.leases.set(token, { host, port, exact: true, authorization: basicAuthorization("sbx", token) });
     return { relay: `127.0.0.1:${this.port}`, password: token, release: () => void this.leases.delete(token) };
   }
 
@@ -129,13 +137,22 @@ export class ParentRelay {
   }
 
   private serve(s: Socket): void {
+    if (this.clients >= MAX_CONNECTIONS) return void s.destroy();
+    this.clients++;
     this.sockets.add(s);
-    s.once("close", () => this.sockets.delete(s));
+    s.once("close", () => {
+      this.clients--;
+      this.sockets.delete(s);
+    });
+    // A caller that leaves before its request is done with: it is not held open (half-open) until the head timeout.
+    const leftEarly = () => s.destroy();
+    s.once("end", leftEarly);
     s.on("error", () => s.destroy());
     s.setTimeout(HEAD_TIMEOUT_MS, () => s.destroy());
     let buf: Buffer = Buffer.alloc(0);
     const answer = (status: number, why: string) => {
       s.off("data", onData);
+      s.off("end", leftEarly);
       const body = `sbx relay: ${why}\n`;
       // A 407 names its scheme: libcurl (git) asks with no credentials first, then with those the challenge names.
       const challenge = status === 407 ? 'Proxy-Authenticate: Basic realm="sbx"\r\n' : "";
@@ -148,13 +165,15 @@ export class ParentRelay {
       if (r.kind === "bad") return answer(r.status, r.why);
       const lease = this.leaseOf(r.authorization);
       if (lease === null) return answer(407, "this relay lends the parent proxy to sbx's own host tools, for one call each");
-      if (lease.port !== undefined ? r.host !== lease.host || r.port !== lease.port : r.host !== lease.host && !r.host.endsWith(`.${lease.host}`)) {
-        const lent = lease.port !== undefined ? connectAuthority(lease.host, lease.port) : lease.host;
-        return answer(403, `this call was lent the parent proxy for ${lent}, not ${lease.port !== undefined ? connectAuthority(r.host, r.port) : r.host}`);
+      const named = r.host === lease.host || (!lease.exact && r.host.endsWith(`.${lease.host}`));
+      if (!named || r.port !== lease.port) {
+        const lent = `${connectAuthority(lease.host, lease.port)}${lease.exact ? "" : " (and names under it)"}`;
+        return answer(403, `this call was lent the parent proxy for ${lent}, not ${connectAuthority(r.host, r.port)}`);
       }
       const route = this.router.route("https", r.host);
       if (route === null) return answer(403, `${r.host} does not go through the parent proxy (NO_PROXY)`);
       s.off("data", onData);
+      s.off("end", leftEarly);
       s.pause();
       s.setTimeout(0);
       const first = buf.subarray(r.size);
