@@ -137,6 +137,8 @@ export interface GateSsh {
   command: string;
   /** SSH_AUTH_SOCK, when the host has an agent. */
   env: Record<string, string>;
+  /** How to run the ProxyCommand helper behind a parent proxy (gate-ssh.ts defaultSshHelper when absent). */
+  helper?: string[];
 }
 
 export interface Gate {
@@ -160,6 +162,8 @@ export interface Gate {
 /** Lends a host tool's one call the host's parent proxy: its proxy variables, and their end. */
 export interface HostToolParent {
   lease(url: string): Promise<{ env: Record<string, string>; release(): void }>;
+  /** A one-call tunnel to exactly host:port through the relay (ssh's ProxyCommand), or null: straight out (NO_PROXY). */
+  tunnel?(host: string, port: number): Promise<{ relay: string; password: string; release(): void } | null>;
 }
 
 /** The host's CA settings for git and gh (SSL_CERT_FILE, SSL_CERT_DIR), or what says them at each call. */
@@ -184,9 +188,9 @@ export function mkdir0700(p: string): void {
 }
 
 /** Runs git in the gate (or `cwd`) with the gate's pinned config and environment (the token and verdict only when given). */
-export function gateRun(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: GateToken; transport?: Transport; verdict?: { fifo: string; nonce: string }; proxy?: Record<string, string> } = {}): Promise<ExecResult> {
+export function gateRun(g: Gate, args: string[], opts: { cwd?: string; stdin?: string | Uint8Array | ReadableStream<Uint8Array>; onStderr?: (s: string) => void; onStdout?: (s: string) => void; check?: boolean; token?: GateToken; transport?: Transport; verdict?: { fifo: string; nonce: string }; proxy?: Record<string, string>; sshOption?: string } = {}): Promise<ExecResult> {
   const ssh = opts.transport === "ssh" ? g.ssh : undefined;
-  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}), ...(ssh ? { sshCommand: ssh.command } : {}) }), {
+  return g.exec.run(gateGit(args, { ...(opts.transport ? { transport: opts.transport } : {}), ...(opts.verdict ? { hooksPath: g.paths.hooks } : {}), ...(ssh ? { sshCommand: opts.sshOption ? `${ssh.command} ${opts.sshOption}` : ssh.command } : {}) }), {
     cwd: opts.cwd ?? g.paths.repo,
     env: { ...g.tls?.(), ...ssh?.env, ...opts.proxy, ...gitEnv({ path: g.path, home: g.paths.home, ...(opts.token ? { token: opts.token } : {}), ...(opts.verdict ? { verdict: opts.verdict } : {}) }) },
     replaceEnv: true,

@@ -11,6 +11,7 @@ import { isUserRef } from "../core/user-refs";
 import { gatePaths, gateGit, gateRun, gitEnv, gitTlsEnv, mkdir0700, tlsEnvNow, transportOf, type Gate, type GateSsh, type TlsEnv } from "./gate-git";
 import { ensurePrePushHook, type Verdict } from "./gate-hook";
 import { credentialHost } from "./tokens";
+import { sshRoute } from "./gate-ssh";
 
 /**
  * Creates the gate if missing; its alternates are views (sync/object-view.ts) of the host repo's own objects
@@ -359,8 +360,18 @@ export async function readRef(g: Gate, ref: string): Promise<string | undefined>
 export async function remoteGit(g: Gate, url: string, token: string | undefined, args: string[], onStderr: (s: string) => void, cwd?: string, verdict?: Verdict): Promise<ExecResult> {
   if (verdict) ensurePrePushHook(g.paths);
   const transport = transportOf(url);
-  // The host's parent proxy, lent for this call (an ssh remote is reached as the host's ssh reaches it).
-  const parent = transport !== "ssh" && g.parent ? await g.parent.lease(url) : null;
+  // The host's parent proxy, lent for this call: proxy variables for git's http, a tunnel to exactly the remote's host
+  // and port for its ssh (gate-ssh.ts).
+  let parent: { env: Record<string, string>; release(): void; sshOption?: string } | null = null;
+  if (transport === "ssh") {
+    const route = await sshRoute(g, url);
+    if (route.kind === "refused") {
+      const stderr = `sbx: ${route.why}\n`;
+      onStderr(stderr);
+      return { argv: [], exitCode: 128, stdout: "", stderr };
+    }
+    if (route.kind === "parent") parent = route.through;
+  } else if (g.parent) parent = await g.parent.lease(url);
   try {
     return await gateRun(g, args, {
       transport,
@@ -370,6 +381,7 @@ export async function remoteGit(g: Gate, url: string, token: string | undefined,
       ...(cwd ? { cwd } : {}),
       ...(verdict ? { verdict } : {}),
       ...(parent ? { proxy: parent.env } : {}),
+      ...(parent?.sshOption ? { sshOption: parent.sshOption } : {}),
     });
   } finally {
     parent?.release();

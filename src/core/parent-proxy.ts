@@ -313,41 +313,147 @@ export function readRelayRequest(buf: Uint8Array): RelayRequest {
 
 /** What `docker build` is given of the parent proxy: build args, and what the person should know about them. */
 export interface BuildProxy {
-  /** Docker's predefined proxy args (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, each in both cases): never a credential. */
+  /**
+   * Docker's predefined proxy args (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, each in both cases): the parent's address as it
+   * is, or a per-build relay's (`http://sbx:<one-build password>@<bridge gateway>:<port>`); never the parent's login.
+   */
   args: Record<string, string>;
   notes: string[];
+}
+
+/** A per-build relay (sys/build-relay.ts) as buildProxyArgs is told of it: its URL, or why there is none. */
+export type BuildRelayOffer = { url: string } | { unavailable: string };
+
+/** Pure: whether a build reaches this parent only through a relay: it wants a login, or it is on the host's loopback. */
+export function buildNeedsRelay(e: ParentEndpoint): boolean {
+  return e.credentials !== null || isLoopbackHost(e.host);
+}
+
+/** Pure: whether any of the parent's endpoints needs a per-build relay (so one is opened only then). */
+export function buildRelayWanted(s: ParentSettings | null): boolean {
+  return s !== null && [s.https, s.http].some((e) => e !== null && buildNeedsRelay(e));
+}
+
+function isLoopbackHost(host: string): boolean {
+  const ip = canonicalIp(host);
+  return host === "localhost" || host.endsWith(".localhost") || (ip !== null && classify(ip) === "loopback");
 }
 
 /**
  * Pure: the parent proxy as an image build's steps need it (apt, npm, pip in a Dockerfile go out as the engine's
  * network allows, which on a company network is through its proxy). Docker's predefined proxy args are the way:
  * they reach every RUN step's environment and stay out of the image's history and cache key (unless a Dockerfile
- * declares them with ARG). Never its credentials: any step (an npm install script included) could read them, and a
- * Dockerfile's `ARG HTTPS_PROXY` would write them into the image's history. A parent on this machine's loopback is
- * not one a build's containers reach (their loopback is their own): none then.
+ * declares them with ARG). Never the parent's credentials: any step (an npm install script included) could read them,
+ * and a Dockerfile's `ARG HTTPS_PROXY` would write them into the image's history. A parent that wants a login, or one
+ * on this machine's loopback (a build container's loopback is its own), is given through `relay`, a per-build relay
+ * whose password dies with the build; without one such a parent is left out, with a note that says why.
  */
-export function buildProxyArgs(s: ParentSettings | null): BuildProxy {
+export function buildProxyArgs(s: ParentSettings | null, relay?: BuildRelayOffer): BuildProxy {
   if (s === null) return { args: {}, notes: [] };
   const args: Record<string, string> = {};
   const notes: string[] = [];
-  const usable = (e: ParentEndpoint | null): ParentEndpoint | null => {
+  const note = (n: string) => {
+    if (!notes.includes(n)) notes.push(n);
+  };
+  const usable = (e: ParentEndpoint | null): string | null => {
     if (e === null) return null;
-    const ip = canonicalIp(e.host);
-    if (e.host === "localhost" || e.host.endsWith(".localhost") || (ip !== null && classify(ip) === "loopback")) {
-      const n = `the parent proxy ${e.shown} is on this machine's loopback, which an image build's steps do not reach: builds go out as the container engine's own network allows`;
-      if (!notes.includes(n)) notes.push(n);
-      return null;
-    }
-    if (e.credentials !== null) {
-      const n = `the parent proxy ${e.shown} wants a login, which sbx never puts into an image build (every step could read it, and a Dockerfile's ARG would keep it in the image's history): a build step that goes out through it gets its 407`;
-      if (!notes.includes(n)) notes.push(n);
-    }
-    return e;
+    if (!buildNeedsRelay(e)) return e.shown;
+    if (relay !== undefined && "url" in relay) return relay.url;
+    const why = relay === undefined ? "no per-build relay was opened" : relay.unavailable;
+    if (isLoopbackHost(e.host)) note(`the parent proxy ${e.shown} is on this machine's loopback, which an image build's steps reach only through sbx's per-build relay, and ${why}: builds go out as the container engine's own network allows`);
+    else note(`the parent proxy ${e.shown} wants a login, which sbx never puts into an image build (every step could read it, and a Dockerfile's ARG would keep it in the image's history); it lends it through a per-build relay, and ${why}: a build step that goes out through the proxy gets its 407`);
+    return null;
   };
   const https = usable(s.https);
   const http = usable(s.http);
-  if (https) args.HTTPS_PROXY = args.https_proxy = https.shown;
-  if (http) args.HTTP_PROXY = args.http_proxy = http.shown;
+  if (https) args.HTTPS_PROXY = args.https_proxy = https;
+  if (http) args.HTTP_PROXY = args.http_proxy = http;
   if ((https || http) && s.noProxy.trim() !== "") args.NO_PROXY = args.no_proxy = s.noProxy;
   return { args, notes };
+}
+
+/** What an image build's step asked the per-build relay for: a CONNECT (as readRelayRequest), or a plain HTTP request. */
+export type BuildRelayRequest =
+  | RelayRequest
+  | {
+      kind: "forward";
+      host: string;
+      port: number;
+      authorization: string | null;
+      /** Its head for the parent, up to the blank line: its own Proxy-Authorization and hop-by-hop headers gone, `Connection: close`. */
+      head: string;
+      /** The body's bytes after the head (its Content-Length); none without one. */
+      bodyLength: number;
+      size: number;
+    };
+
+/** Hop-by-hop headers (RFC 9110 7.6.1) and the proxy's own, never passed on; `Connection` names more. */
+const HOP_BY_HOP = new Set(["connection", "proxy-connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate"]);
+
+/**
+ * Pure: reads a build step's request to the per-build relay: `CONNECT host:port` (readRelayRequest), or a plain HTTP
+ * request in absolute form (`GET http://host[:port]/path`, as apt sends one through HTTP_PROXY), which the relay
+ * passes to the parent as it came, with the parent's own credentials in place of the relay's and one request per
+ * connection (`Connection: close`: a kept-alive connection's next request would reach the parent unread). A body only
+ * with a Content-Length (a chunked one cannot be bounded without reading it: refused).
+ */
+export function readBuildRelayRequest(buf: Uint8Array): BuildRelayRequest {
+  const text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("latin1");
+  const end = text.indexOf("\r\n\r\n");
+  if (end < 0) return buf.byteLength > MAX_PARENT_HEAD ? { kind: "bad", status: 400, why: "a request head too long" } : { kind: "more" };
+  const [line, ...headers] = text.slice(0, end).split("\r\n");
+  const m = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(line ?? "");
+  if (!m) return { kind: "bad", status: 400, why: "not an HTTP/1.x request" };
+  if (m[1] === "CONNECT") return readRelayRequest(buf);
+  let u: URL;
+  try {
+    u = new URL(m[2]!);
+  } catch {
+    return { kind: "bad", status: 400, why: "a request to a proxy names an absolute http:// URL" };
+  }
+  if (u.protocol !== "http:" || !m[2]!.toLowerCase().startsWith("http://")) return { kind: "bad", status: 400, why: "a request to a proxy names an absolute http:// URL (https goes by CONNECT)" };
+  const host = normalizeHost(u.hostname);
+  if (host === null) return { kind: "bad", status: 400, why: "the URL names no host" };
+  if (u.username !== "" || u.password !== "") return { kind: "bad", status: 400, why: "a URL with a user in it" };
+  const port = u.port === "" ? 80 : Number(u.port);
+  // What was read is what is sent: the parent gets the authority as judged here, never the raw text it might read otherwise.
+  const authority = connectAuthority(host, port);
+  const auth: string[] = [];
+  const named = new Set<string>();
+  let length: number | null = null;
+  const kept: string[] = [];
+  for (const h of headers) {
+    const i = h.indexOf(":");
+    if (i <= 0) return { kind: "bad", status: 400, why: "a header line without a name" };
+    const name = h.slice(0, i).trim().toLowerCase();
+    const value = h.slice(i + 1).trim();
+    if (name === "proxy-authorization") auth.push(value);
+    if (name === "connection") for (const t of value.split(",")) named.add(t.trim().toLowerCase());
+    if (name === "transfer-encoding") return { kind: "bad", status: 400, why: "a chunked request body (this relay carries a body with a Content-Length)" };
+    if (name === "content-length") {
+      if (!/^[0-9]{1,15}$/.test(value) || (length !== null && length !== Number(value))) return { kind: "bad", status: 400, why: "a Content-Length that cannot be read" };
+      length = Number(value);
+    }
+    kept.push(h);
+  }
+  if (auth.length > 1) return { kind: "bad", status: 400, why: "more than one Proxy-Authorization" };
+  const out = kept.filter((h) => {
+    const name = h.slice(0, h.indexOf(":")).trim().toLowerCase();
+    return !HOP_BY_HOP.has(name) && !named.has(name) && name !== "host";
+  });
+  const head = [`${m[1]} http://${authority}${u.pathname}${u.search} HTTP/1.1`, `Host: ${authority}`, ...out, "Connection: close"].join("\r\n");
+  return { kind: "forward", host, port, authorization: auth[0] ?? null, head, bodyLength: length ?? 0, size: end + 4 };
+}
+
+/** Pure: the head sent to the parent for a forwarded request: its own, the parent's Proxy-Authorization (if any) added. */
+export function forwardHead(head: string, authorization: string | null): string {
+  return `${head}\r\n${authorization !== null ? `Proxy-Authorization: ${authorization}\r\n` : ""}\r\n`;
+}
+
+/** Pure: a relay's refusal as a proxy answers (a 407 names its scheme, so a client asks again with its credentials). */
+export function relayRefusal(status: 400 | 403 | 405 | 407 | 502, why: string): string {
+  const body = `sbx relay: ${why}\n`;
+  const reason = { 400: "Bad Request", 403: "Forbidden", 405: "Method Not Allowed", 407: "Proxy Authentication Required", 502: "Bad Gateway" }[status];
+  const challenge = status === 407 ? 'Proxy-Authenticate: Basic realm="sbx"\r\n' : "";
+  return `HTTP/1.1 ${status} ${reason}\r\n${challenge}Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }

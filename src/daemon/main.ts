@@ -58,7 +58,7 @@ import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
 import { baseIdentity } from "../drivers/identity";
 import { hostParentSettings, parentAgents, parentFetch, ParentRouter } from "../sys/parent";
-import { buildProxyArgs } from "../core/parent-proxy";
+import { leaseBuildProxy } from "../sys/build-relay";
 import { ParentRelay } from "../sys/parent-relay";
 
 export interface Components {
@@ -227,8 +227,9 @@ export function parentOf(d: Pick<ComponentDeps, "paths" | "env" | "log">, secret
 export async function productionComponents(d: ComponentDeps, users?: UserBackends): Promise<Components> {
   // One driver per kind this host runs: the sandbox service's table, the only place kinds are told apart.
   const drivers: Partial<Record<BackendKind, Driver>> = {};
-  // Image builds get the parent proxy (made below; asked at each build) as Docker's predefined proxy args.
-  if (d.env.platform === "linux") drivers.docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths, buildProxy: () => buildProxyArgs(parent?.router.settings ?? null) });
+  // Image builds get the parent proxy (made below; leased at each build) as Docker's predefined proxy args: a parent
+  // that wants a login or is on loopback through a relay on the engine's bridge gateway for that build alone.
+  if (d.env.platform === "linux") drivers.docker = new DockerDriver({ exec: d.exec, env: d.env, paths: d.paths, buildProxy: (gateway) => leaseBuildProxy(parent?.router ?? null, gateway) });
   // The person every user-account sandbox of this daemon belongs to (sudo's caller for a root daemon started by sudo).
   const host = await hostUserOf(d.env, userDirectory(d.exec, d.env.platform));
   const ub = users ?? (await detectUserBackends(d, host));

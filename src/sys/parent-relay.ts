@@ -7,17 +7,24 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { normalizeHost } from "../core/allowlist";
-import { basicAuthorization, proxyVariables, readRelayRequest } from "../core/parent-proxy";
+import { basicAuthorization, connectAuthority, proxyVariables, readRelayRequest } from "../core/parent-proxy";
 import { dialParent, TUNNEL_OPEN, type ParentRouter } from "./parent";
 
 /** How long a tool has to send its CONNECT once it is connected. */
 const HEAD_TIMEOUT_MS = 10_000;
 
 interface Lease {
-  /** The host the call was lent for: it and names under it may be asked for. */
+  /** The host the call was lent for: it and names under it may be asked for (a tunnel's: it alone). */
   host: string;
+  /** The one port that may be asked for: the URL's (443 when it names none), a tunnel's (ssh's) own. */
+  port: number;
+  /** A tunnel's: `host:port` exactly, no name under it. */
+  exact: boolean;
   authorization: string;
 }
+
+/** Connections the relay holds at once: its callers are sbx's own host tools, one call each, a few at a time. */
+const MAX_CONNECTIONS = 64;
 
 /** The proxy variables for one call, and its end (after which a relay password no longer works). */
 export interface ParentLease {
@@ -27,12 +34,23 @@ export interface ParentLease {
 
 const NONE: ParentLease = { env: {}, release: () => undefined };
 
+/** One call's tunnel to exactly one host:port through the relay (ssh's ProxyCommand): where, the password, its end. */
+export interface TunnelLease {
+  /** The relay: `127.0.0.1:port`. */
+  relay: string;
+  /** The one-call password (Basic `sbx:<password>`): for the tool's environment, never its argv. */
+  password: string;
+  release(): void;
+}
+
 export class ParentRelay {
   private server: Server | null = null;
   private port = 0;
   private starting: Promise<void> | null = null;
   private readonly leases = new Map<string, Lease>();
   private readonly sockets = new Set<Socket>();
+  /** Callers' connections open now (MAX_CONNECTIONS bounds them). */
+  private clients = 0;
 
   constructor(private readonly router: ParentRouter) {}
 
@@ -60,11 +78,28 @@ export class ParentRelay {
     if (route.endpoint.credentials === null) return { env: proxyVariables(route.endpoint.shown, noProxy), release: () => undefined };
     await this.start();
     const token = randomBytes(18).toString("base64url");
-    this.leases.set(token, { host, authorization: basicAuthorization("sbx", token) });
+    const port = u.port === "" ? (u.protocol === "http:" ? 80 : 443) : Number(u.port);
+    this.leases.set(token, { host, port, exact: false, authorization: basicAuthorization("sbx", token) });
     return {
       env: proxyVariables(`http://sbx:${token}@127.0.0.1:${this.port}`, noProxy),
       release: () => void this.leases.delete(token),
     };
+  }
+
+  /**
+   * A tunnel to exactly `host:port` through the parent for one call of a tool that cannot speak to a proxy itself (the
+   * bridge's ssh, through bridge/ssh-parent-connect.ts), or null when no parent applies to `host` (NO_PROXY): then it
+   * goes straight out. Always through the relay, a parent without credentials too: ssh needs a helper to send a CONNECT
+   * anyway, and the relay holds the password to that one host and port (no names under it, no other port). `host`: a
+   * normalised name or address (core/allowlist.ts normalizeHost). Release it when the call ends.
+   */
+  async tunnel(host: string, port: number): Promise<TunnelLease | null> {
+    if (!Number.isInteger(port) || port < 1 || port > 65535 || normalizeHost(host) !== host) return null;
+    if (this.router.route("https", host) === null) return null;
+    await this.start();
+    const token = randomBytes(18).toString("base64url");
+    this.leases.set(token, { host, port, exact: true, authorization: basicAuthorization("sbx", token) });
+    return { relay: `127.0.0.1:${this.port}`, password: token, release: () => void this.leases.delete(token) };
   }
 
   /** Stops the relay: every call through it is cut. */
@@ -102,13 +137,22 @@ export class ParentRelay {
   }
 
   private serve(s: Socket): void {
+    if (this.clients >= MAX_CONNECTIONS) return void s.destroy();
+    this.clients++;
     this.sockets.add(s);
-    s.once("close", () => this.sockets.delete(s));
+    s.once("close", () => {
+      this.clients--;
+      this.sockets.delete(s);
+    });
+    // A caller that leaves before its request is done with: it is not held open (half-open) until the head timeout.
+    const leftEarly = () => s.destroy();
+    s.once("end", leftEarly);
     s.on("error", () => s.destroy());
     s.setTimeout(HEAD_TIMEOUT_MS, () => s.destroy());
     let buf: Buffer = Buffer.alloc(0);
     const answer = (status: number, why: string) => {
       s.off("data", onData);
+      s.off("end", leftEarly);
       const body = `sbx relay: ${why}\n`;
       // A 407 names its scheme: libcurl (git) asks with no credentials first, then with those the challenge names.
       const challenge = status === 407 ? 'Proxy-Authenticate: Basic realm="sbx"\r\n' : "";
@@ -121,10 +165,15 @@ export class ParentRelay {
       if (r.kind === "bad") return answer(r.status, r.why);
       const lease = this.leaseOf(r.authorization);
       if (lease === null) return answer(407, "this relay lends the parent proxy to sbx's own host tools, for one call each");
-      if (r.host !== lease.host && !r.host.endsWith(`.${lease.host}`)) return answer(403, `this call was lent the parent proxy for ${lease.host}, not ${r.host}`);
+      const named = r.host === lease.host || (!lease.exact && r.host.endsWith(`.${lease.host}`));
+      if (!named || r.port !== lease.port) {
+        const lent = `${connectAuthority(lease.host, lease.port)}${lease.exact ? "" : " (and names under it)"}`;
+        return answer(403, `this call was lent the parent proxy for ${lent}, not ${connectAuthority(r.host, r.port)}`);
+      }
       const route = this.router.route("https", r.host);
       if (route === null) return answer(403, `${r.host} does not go through the parent proxy (NO_PROXY)`);
       s.off("data", onData);
+      s.off("end", leftEarly);
       s.pause();
       s.setTimeout(0);
       const first = buf.subarray(r.size);

@@ -343,7 +343,20 @@ export class FakeDockerEngine implements Engine {
    * and .dockerignore always sent); the daemon drops those two when .dockerignore names them; then each COPY/ADD
    * (not `--from`) puts what it names into the image's files (`builtFiles`), which is what a container of it reads.
    */
-  async build(argv: string[], onOutput: (chunk: string) => void, context?: ReadableStream<Uint8Array>): Promise<number> {
+  /** The default bridge's gateway this engine names (null: none). */
+  gateway: string | null = null;
+  /** Each build's environment for the CLI (the values of `--build-arg NAME` given without one). */
+  readonly builtEnvs: Record<string, string>[] = [];
+
+  async bridgeGateway(): Promise<string | null> {
+    return this.gateway;
+  }
+
+  async build(argv: string[], onOutput: (chunk: string) => void, context?: ReadableStream<Uint8Array>, env: Record<string, string> = {}): Promise<number> {
+    this.builtEnvs.push(env);
+    // The CLI's rule: `--build-arg NAME` without a value takes NAME's value from its environment (the arg is lost when
+    // that has none): sbx always gives it, so a name without one is refused here.
+    for (const [i, a] of argv.entries()) if (argv[i - 1] === "--build-arg" && !a.includes("=") && env[a] === undefined) throw refused(`fake engine: --build-arg ${a} has no value in the CLI's environment`);
     const sent = context === undefined ? null : new Uint8Array(await new Response(context).arrayBuffer());
     if (this.failBuild) {
       onOutput(this.failBuild.output);

@@ -14,8 +14,11 @@ export interface ParentSeen {
 }
 
 export interface FakeParentOptions {
-  /** Name (or address) → the loopback port that stands for it: the only places it reaches. */
-  sites: Record<string, number>;
+  /**
+   * Name (or address), or `name:port` for that port alone → the loopback port (or unix socket path) that stands for
+   * it: the only places it reaches.
+   */
+  sites: Record<string, number | string>;
   /** The Basic credentials it wants (user:password); none: it wants none. */
   credentials?: string;
   /** Names its own policy refuses (403). */
@@ -74,10 +77,9 @@ export async function startFakeParent(o: FakeParentOptions): Promise<FakeParent>
         port = u.port === "" ? 80 : Number(u.port);
       }
       if (o.deny?.includes(host)) return void c.end(statusLine(403, "Forbidden"));
-      const local = o.sites[host];
+      const local = o.sites[`${host}:${port}`] ?? o.sites[host];
       if (local === undefined) return void c.end(statusLine(503, "Service Unavailable"));
-      void port;
-      const up = connect({ host: "127.0.0.1", port: local, allowHalfOpen: true });
+      const up = typeof local === "string" ? connect({ path: local, allowHalfOpen: true }) : connect({ host: "127.0.0.1", port: local, allowHalfOpen: true });
       sockets.add(up);
       up.on("close", () => sockets.delete(up));
       up.on("error", () => {

@@ -7,7 +7,7 @@ import type { Change, CleanupReport, DockerOptions, HostUser, Observed, SandboxS
 import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
 import { dockerfileNow, ensureImage, planImage } from "./image";
 import type { ContextChanges } from "./build-context";
-import type { BuildProxy } from "../../core/parent-proxy";
+import type { BuildProxyLease } from "../../sys/build-relay";
 import { CopyIn, findingLines } from "../../secrets/copy-in";
 import { changedWorkingFiles } from "../../workspace/changes";
 import { describeSource, planImageSource } from "./image-source";
@@ -81,8 +81,11 @@ export interface DockerDriverDeps {
   backend?: DockerBackend;
   /** Engine check seam (tests with a fake executor skip it). */
   checkEngine?: (exec: Exec) => Promise<void>;
-  /** The host's parent proxy as image builds get it (build args, notes), asked at each build; none: nothing. */
-  buildProxy?: () => BuildProxy;
+  /**
+   * The host's parent proxy for one image build (build args, notes; a per-build relay on `gateway`, the engine's
+   * bridge gateway, when the parent wants a login or is on loopback), asked at each build and released when it ends.
+   */
+  buildProxy?: (gateway: () => Promise<string | null>) => Promise<BuildProxyLease>;
   /** Where the cgroup filesystems and /proc are (tests give a tree of their own). */
   cgroupRoot?: string;
   procRoot?: string;
@@ -379,7 +382,8 @@ export class DockerDriver implements Driver {
 
   /** Where a build's output goes: to the person as it comes, and whole into this repo's build log (its last build). */
   private buildOutput(repo: string, r: DriverReport): BuildOutput {
-    const proxy = this.d.buildProxy?.();
+    const lease = this.d.buildProxy;
+    const proxy = lease ? () => lease(() => this.backend.engine.bridgeGateway()) : undefined;
     return { onProgress: (s) => r.progress(s), logFile: join(this.d.paths.stateDir, "builds", `${basename(repo)}-${sha256Hex(repo).slice(0, 12)}.log`), ...(proxy ? { proxy } : {}) };
   }
 

@@ -95,7 +95,19 @@ export interface Engine {
    * Builds an image from `docker build … -` argv (dockerBuildArgs) with `context` (a tar) on its stdin, its output to
    * `onOutput` as it comes; the exit code.
    */
-  build(argv: string[], onOutput: (chunk: string) => void, context: ReadableStream<Uint8Array>): Promise<number>;
+  build(argv: string[], onOutput: (chunk: string) => void, context: ReadableStream<Uint8Array>, env?: Record<string, string>): Promise<number>;
+  /** The IPv4 gateway of the engine's default bridge network (where the classic builder's RUN steps run), or null. */
+  bridgeGateway(): Promise<string | null>;
+}
+
+/** Pure: the IPv4 gateway of a network's IPAM config (GET /networks/bridge, or `docker network inspect`), or null. */
+export function gatewayOf(ipamConfig: unknown): string | null {
+  if (!Array.isArray(ipamConfig)) return null;
+  for (const c of ipamConfig as { Gateway?: unknown }[]) {
+    const g = c?.Gateway;
+    if (typeof g === "string" && /^[0-9]{1,3}(\.[0-9]{1,3}){3}$/.test(g)) return g;
+  }
+  return null;
 }
 
 /**
@@ -449,9 +461,34 @@ export class DockerEngine implements Engine {
    * terminal or not (the classic builder's `Step n/m` lines and the steps' output; measured with client 28.2 on
    * engine 20.10); stderr (the builder's notices, errors) goes the same way.
    */
-  async build(argv: string[], onOutput: (chunk: string) => void, context: ReadableStream<Uint8Array>): Promise<number> {
-    const r = await this.exec.run(argv, { stdin: context, onStdout: onOutput, onStderr: onOutput, check: false });
+  async build(argv: string[], onOutput: (chunk: string) => void, context: ReadableStream<Uint8Array>, env?: Record<string, string>): Promise<number> {
+    // `env`: the values of `--build-arg NAME` given without one (the proxy args: never in an argv others can read).
+    const r = await this.exec.run(argv, { stdin: context, onStdout: onOutput, onStderr: onOutput, check: false, ...(env ? { env } : {}) });
     return r.exitCode;
+  }
+
+  /**
+   * API: GET /networks/bridge (its IPAM config's IPv4 gateway); else runs:
+   * docker network inspect --format '{{json .IPAM.Config}}' bridge
+   */
+  async bridgeGateway(): Promise<string | null> {
+    const sock = this.apiSocket;
+    if (sock !== undefined) {
+      try {
+        const r = await engineJson(sock, "GET", "/networks/bridge");
+        if (r.status === 200) return gatewayOf((r.json as { IPAM?: { Config?: unknown } } | null)?.IPAM?.Config);
+        if (r.status === 404) return null;
+      } catch {
+        /* the CLI below */
+      }
+    }
+    const r = await this.exec.run(["docker", "network", "inspect", "--format", "{{json .IPAM.Config}}", "bridge"], { check: false });
+    if (r.exitCode !== 0) return null;
+    try {
+      return gatewayOf(JSON.parse(r.stdout));
+    } catch {
+      return null;
+    }
   }
 
   /** runs: docker image ls --quiet --filter label=<label> */

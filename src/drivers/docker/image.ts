@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { BuildTracker } from "../../core/build-steps";
-import type { BuildProxy } from "../../core/parent-proxy";
+import type { BuildProxyLease } from "../../sys/build-relay";
 import { SbxError } from "../../core/errors";
 import { lineSplitter } from "../../core/lines";
 import type { Exec } from "../../sys/exec";
@@ -135,6 +135,8 @@ export function dockerfileNow(repo: string, user: HostUser, source: ImageSource 
  * Pure: the `docker build` argv for a plan: the context is the tar sbx writes to its stdin (`-`), the Dockerfile in it.
  * `proxy`: the parent proxy's predefined build args (core/parent-proxy.ts `buildProxyArgs`), outside the plan: Docker
  * keeps them out of the image's history and cache, and sbx out of its tag (the same image, whichever network built it).
+ * Named without their values (`--build-arg HTTPS_PROXY`): the CLI takes each from its environment (`buildEnv`), so a
+ * per-build relay's password is never in an argv another user of the machine can read (`ps`).
  * `pull` (`--pull`: the builder asks a registry for newer bases) only when the person asked for it.
  */
 export function dockerBuildArgs(plan: Omit<BuildPlan, "purpose"> & { purpose?: ImagePurpose }, dockerfileAt: string, proxy: Readonly<Record<string, string>> = {}, pull = false): string[] {
@@ -150,11 +152,16 @@ export function dockerBuildArgs(plan: Omit<BuildPlan, "purpose"> & { purpose?: I
     ...Object.keys(proxy)
       .filter((k) => !(k in plan.buildArgs))
       .sort()
-      .flatMap((k) => ["--build-arg", `${k}=${proxy[k]}`]),
+      .flatMap((k) => ["--build-arg", k]),
     "--label", IMAGE_LABEL[plan.purpose ?? "sandbox"],
     "--file", dockerfileAt,
     "-",
   ];
+}
+
+/** Pure: the docker CLI's environment for `dockerBuildArgs`' proxy args (the plan's own args win, as there). */
+export function buildEnv(plan: Pick<BuildPlan, "buildArgs">, proxy: Readonly<Record<string, string>> = {}): Record<string, string> {
+  return Object.fromEntries(Object.entries(proxy).filter(([k]) => !(k in plan.buildArgs)));
 }
 
 /** The context of a Dockerfile that copies nothing in: the Dockerfile alone. */
@@ -177,8 +184,11 @@ export interface EnsureImageOptions {
   beforeBuild?: () => Promise<unknown>;
   /** `--with-changes`: the working tree's changes through the copy-in door, asked for only when the context is used. */
   changes?: () => Promise<ContextChanges>;
-  /** The host's parent proxy for the build's steps (build args, and notes said when a build runs). */
-  proxy?: BuildProxy;
+  /**
+   * The host's parent proxy for the build's steps (build args, and notes said when a build runs), asked just before the
+   * build runs and released when it ends (a per-build relay's password dies then: sys/build-relay.ts).
+   */
+  proxy?: () => Promise<BuildProxyLease>;
   /** What it is built for (default: a sandbox). */
   purpose?: ImagePurpose;
   /** `--pull`: the builder may fetch its bases from a registry; without it a service's bases must be on this machine. */
@@ -209,7 +219,7 @@ function openBuildLog(file: string | undefined): { write(s: string): void; close
 /** What building needs of the engine (engine-client.ts). */
 export interface ImageEngine {
   imageExists(tag: string): Promise<boolean>;
-  build(argv: string[], onOutput: (chunk: string) => void, context: ReadableStream<Uint8Array>): Promise<number>;
+  build(argv: string[], onOutput: (chunk: string) => void, context: ReadableStream<Uint8Array>, env?: Record<string, string>): Promise<number>;
 }
 
 /**
@@ -232,30 +242,36 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
   if (plan.context !== null) await opts.beforeBuild?.();
   const ctx = plan.context ?? dockerfileOnly(repo);
   const leftOut = plan.context === null ? Promise.resolve(null) : leftOutNote(git, plan.context);
-  const argv = dockerBuildArgs(plan, ctx.dockerfileAt, opts.proxy?.args, opts.pull === true);
+  const proxy = opts.proxy ? await opts.proxy() : null;
   // The whole output goes to the log file (this repo's last build); the tracker keeps the step and the last lines.
   const log = openBuildLog(opts.logFile);
   const tracker = new BuildTracker();
   const lines = lineSplitter((l) => tracker.line(l));
   const failed: ContextFailure = { error: null };
-  const sent = contextStream(git, ctx, plan.dockerfile, failed);
   let code: number;
   try {
-    code = await engine.build(
-      argv,
-      (s) => {
-        log.write(s);
-        lines(s);
-        opts.onProgress?.(s);
-      },
-      sent.stream,
-    );
-  } catch (e) {
-    // An engine that failed on a cut stream: git's error is the one to say.
-    throw failed.error ?? e;
+    const argv = dockerBuildArgs(plan, ctx.dockerfileAt, proxy?.args, opts.pull === true);
+    const sent = contextStream(git, ctx, plan.dockerfile, failed);
+    try {
+      code = await engine.build(
+        argv,
+        (s) => {
+          log.write(s);
+          lines(s);
+          opts.onProgress?.(s);
+        },
+        sent.stream,
+        buildEnv(plan, proxy?.args),
+      );
+    } catch (e) {
+      // An engine that failed on a cut stream: git's error is the one to say.
+      throw failed.error ?? e;
+    } finally {
+      await sent.close();
+    }
   } finally {
     log.close();
-    await sent.close();
+    await proxy?.release();
   }
   if (failed.error !== null) throw failed.error;
   if (code !== 0) {
@@ -267,7 +283,7 @@ export async function ensureImage(engine: ImageEngine, git: Exec, repo: string, 
     });
   }
   const note = await leftOut.catch(() => null);
-  return { tag: plan.tag, built: true, notes: [...(opts.proxy?.notes ?? []), ...(note === null ? [] : [note])] };
+  return { tag: plan.tag, built: true, notes: [...(proxy?.notes ?? []), ...(note === null ? [] : [note])] };
 }
 
 /**

@@ -2,17 +2,18 @@
 // and the image found or built when the service starts. The driver's create and start steps call these.
 import { readFileSync, realpathSync, statSync } from "node:fs";
 import type { HostUser } from "../../core/spec";
-import type { BuildProxy } from "../../core/parent-proxy";
+import type { BuildProxyLease } from "../../sys/build-relay";
 import { SbxError } from "../../core/errors";
 import type { ServiceSpec } from "../../core/services";
 import type { Exec } from "../../sys/exec";
 import { ensureImage, requireLocalBases, type ImageEngine } from "./image";
 
-/** Where a build's output goes: the person's progress line and a log file; the parent proxy's build args, if any. */
+/** Where a build's output goes: the person's progress line and a log file; the parent proxy for the build, if any. */
 export interface BuildOutput {
   onProgress(s: string): void;
   logFile: string;
-  proxy?: BuildProxy;
+  /** Asked when a build runs, released when it ends (a per-build relay's password dies with it). */
+  proxy?: () => Promise<BuildProxyLease>;
 }
 
 /**
@@ -61,7 +62,7 @@ export async function serviceImage(
     source: { kind: "dockerfile", dockerfile: s.build.dockerfile, context: s.build.context ?? repo, ...(s.build.args ? { args: s.build.args } : {}), from: "flags" },
     onProgress: out.onProgress,
     logFile: out.logFile.replace(/\.log$/, `-svc-${s.name}.log`),
-    // The parent proxy's build args, as a sandbox's build gets them (a company network's RUN steps need it).
+    // The parent proxy, as a sandbox's build gets it (a company network's RUN steps need it): the same lease per build.
     ...(out.proxy ? { proxy: out.proxy } : {}),
     ...(o.pull ? { pull: true } : {}),
     ...(o.beforeBuild ? { beforeBuild: o.beforeBuild } : {}),

@@ -87,6 +87,34 @@ async function curlVia(proxy: string, host: string): Promise<{ code: number; err
   return { code, err };
 }
 
+/** A raw CONNECT through a relay URL (http://user:password@host:port): the status the relay answers. */
+async function connectVia(proxy: string, target: string): Promise<number> {
+  const u = new URL(proxy);
+  const auth = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString("base64");
+  const { promise, resolve } = Promise.withResolvers<number>();
+  let got = "";
+  const sock = await Bun.connect({
+    hostname: u.hostname,
+    port: Number(u.port),
+    socket: {
+      open: (s) => void s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`),
+      data: (s, d) => {
+        got += d.toString("latin1");
+        const m = /^HTTP\/1\.[01] (\d{3})/.exec(got);
+        if (m) {
+          resolve(Number(m[1]));
+          s.end();
+        }
+      },
+      close: () => resolve(0),
+      error: () => resolve(0),
+    },
+  });
+  const status = await promise;
+  sock.end();
+  return status;
+}
+
 describe("parent-proxy through the bridge: git and gh on the host go out through the company's proxy", () => {
   test("git ls-remote reaches the forge through the parent, with the parent's real credentials; none stays lent", async () => {
     parent.seen.length = 0;
@@ -146,6 +174,46 @@ describe("parent-proxy relay: what it lends is for one host, one call, sbx's own
       lease.release();
     }
     expect(relay.active()).toBe(0);
+  });
+
+  test("parent-proxy-scope: a lease is for its URL's port (443 when none), on its host and names under it: another port of the same host never reaches the parent", async () => {
+    parent.seen.length = 0;
+    const lease = await relay.lease("https://forge.test/proj.git");
+    try {
+      const url = lease.env.HTTPS_PROXY!;
+      for (const target of ["forge.test:22", "forge.test:6379", "api.forge.test:8443"]) {
+        const r = await connectVia(url, target);
+        expect({ target, status: r }).toEqual({ target, status: 403 });
+      }
+      expect(await connectVia(url, "api.forge.test:443")).not.toBe(403);
+      const odd = await relay.lease("https://forge.test:8443/proj.git");
+      try {
+        expect(await connectVia(odd.env.HTTPS_PROXY!, "forge.test:443")).toBe(403);
+      } finally {
+        odd.release();
+      }
+      expect(parent.seen.map((s) => s.target)).toEqual(["api.forge.test:443"]);
+    } finally {
+      lease.release();
+    }
+  });
+
+  test("bounded: the relay holds at most 64 connections; one more is cut, and the held ones still work", async () => {
+    const lease = await relay.lease("https://forge.test/proj.git");
+    const held: import("bun").Socket[] = [];
+    try {
+      const port = Number(new URL(lease.env.HTTPS_PROXY!).port);
+      for (let i = 0; i < 64; i++) held.push(await Bun.connect({ hostname: "127.0.0.1", port, socket: { data: () => undefined } }));
+      const { promise, resolve } = Promise.withResolvers<string>();
+      await Bun.connect({ hostname: "127.0.0.1", port, socket: { open: (s) => void s.write("CONNECT forge.test:443 HTTP/1.1\r\n\r\n"), data: () => resolve("answered"), close: () => resolve("cut"), error: () => resolve("cut") } });
+      expect(await promise).toBe("cut");
+      held.pop()!.end();
+      await Bun.sleep(50);
+      expect(await connectVia(lease.env.HTTPS_PROXY!, "forge.test:22")).toBe(403);
+    } finally {
+      for (const h of held) h.end();
+      lease.release();
+    }
   });
 
   test("a parent without credentials is named as it is (no relay); a host NO_PROXY covers gets no proxy at all", async () => {

@@ -4,6 +4,10 @@ import { describe, expect, test } from "bun:test";
 import { parseConfig } from "../../../src/core/config";
 import {
   buildProxyArgs,
+  buildRelayWanted,
+  forwardHead,
+  readBuildRelayRequest,
+  relayRefusal,
   basicAuthorization,
   connectHead,
   noProxyMatches,
@@ -179,20 +183,66 @@ describe("build-proxy: what an image build gets of the parent proxy", () => {
       notes: [],
     });
   });
-  test("never its credentials (inline or stored): the address alone, and a note that says why", () => {
+  test("never its credentials (inline or stored): through the build's relay, or left out with a note that says why", () => {
     for (const s of [parentFromEnv({ HTTPS_PROXY: "http://ann:s3cr%40t@proxy.corp:3128" }).settings, parentFromConfig({ url: "http://proxy.corp:3128", credentials: "PROXY_LOGIN" }).settings]) {
-      const b = buildProxyArgs(s);
-      expect(b.args.HTTPS_PROXY).toBe("http://proxy.corp:3128");
-      expect(JSON.stringify(b)).not.toContain("ann");
-      expect(JSON.stringify(b)).not.toContain("s3cr");
-      expect(b.notes.join("\n")).toContain("wants a login, which sbx never puts into an image build");
+      expect(buildRelayWanted(s)).toBe(true);
+      const relayed = buildProxyArgs(s, { url: "http://sbx:pw@172.17.0.1:4000" });
+      expect(relayed.args.HTTPS_PROXY).toBe("http://sbx:pw@172.17.0.1:4000");
+      expect(relayed.notes).toEqual([]);
+      for (const b of [relayed, buildProxyArgs(s), buildProxyArgs(s, { unavailable: "the engine names no gateway" })]) {
+        expect(JSON.stringify(b)).not.toContain("ann");
+        expect(JSON.stringify(b)).not.toContain("s3cr");
+      }
+      const left = buildProxyArgs(s, { unavailable: "the engine names no gateway" });
+      expect(left.args).toEqual({});
+      expect(left.notes.join("\n")).toContain("wants a login, which sbx never puts into an image build");
+      expect(left.notes.join("\n")).toContain("the engine names no gateway");
     }
   });
-  test("a parent on this machine's loopback (127.x, ::1, localhost) is not one a build reaches: no args, a note", () => {
+  test("a parent on this machine's loopback (127.x, ::1, localhost): through the build's relay, else no args and a note", () => {
     for (const url of ["http://127.0.0.1:3128", "http://127.9.9.9:3128", "http://[::1]:3128", "http://localhost:3128"]) {
-      const b = buildProxyArgs(parentFromConfig({ url }).settings);
+      const s = parentFromConfig({ url }).settings;
+      expect({ url, wanted: buildRelayWanted(s) }).toEqual({ url, wanted: true });
+      expect(buildProxyArgs(s, { url: "http://sbx:pw@172.17.0.1:4000" }).args.HTTP_PROXY).toBe("http://sbx:pw@172.17.0.1:4000");
+      const b = buildProxyArgs(s);
       expect({ url, args: b.args }).toEqual({ url, args: {} });
       expect(b.notes.join("\n")).toContain("on this machine's loopback");
     }
+    expect(buildRelayWanted(parentFromEnv({ HTTPS_PROXY: "http://proxy.corp:3128" }).settings)).toBe(false);
+    expect(buildRelayWanted(null)).toBe(false);
+  });
+  test("each endpoint on its own: a plain HTTP parent without a login as it is, a TLS one with a login through the relay", () => {
+    const s = parentFromEnv({ HTTPS_PROXY: "http://ann:pw@proxy.corp:3128", HTTP_PROXY: "http://web.corp:8080", NO_PROXY: ".corp" }).settings;
+    expect(buildProxyArgs(s, { url: "http://sbx:r@172.17.0.1:4000" }).args).toEqual({
+      HTTPS_PROXY: "http://sbx:r@172.17.0.1:4000", https_proxy: "http://sbx:r@172.17.0.1:4000", HTTP_PROXY: "http://web.corp:8080", http_proxy: "http://web.corp:8080", NO_PROXY: ".corp", no_proxy: ".corp",
+    });
+  });
+});
+
+describe("parent-proxy-scope: what a build step may ask the per-build relay", () => {
+  test("CONNECT as the bridge's relay reads it; a plain request in absolute form, its head rewritten for the parent", () => {
+    expect(readBuildRelayRequest(bytes("CONNECT Pkgs.Corp:443 HTTP/1.1\r\nProxy-Authorization: Basic x\r\n\r\n"))).toMatchObject({ kind: "connect", host: "pkgs.corp", port: 443, authorization: "Basic x" });
+    const r = readBuildRelayRequest(bytes("GET http://Deb.Debian.org/debian/dists/x HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: Basic relay\r\nConnection: keep-alive, X-Drop\r\nX-Drop: 1\r\nProxy-Connection: keep-alive\r\nKeep-Alive: 5\r\nUser-Agent: apt\r\n\r\nrest"));
+    expect(r).toMatchObject({ kind: "forward", host: "deb.debian.org", port: 80, authorization: "Basic relay", bodyLength: 0 });
+    if (r.kind !== "forward") throw new Error("not forward");
+    expect(r.head).toBe("GET http://deb.debian.org:80/debian/dists/x HTTP/1.1\r\nHost: deb.debian.org:80\r\nUser-Agent: apt\r\nConnection: close");
+    expect(forwardHead(r.head, "Basic real")).toEndWith("Connection: close\r\nProxy-Authorization: Basic real\r\n\r\n");
+    expect(forwardHead(r.head, null)).toEndWith("Connection: close\r\n\r\n");
+  });
+  test("refused: origin form, https:// in absolute form, a user in the URL, chunked bodies, two logins, unreadable lengths", () => {
+    for (const head of [
+      "GET /x HTTP/1.1\r\nHost: a\r\n\r\n",
+      "GET https://a/ HTTP/1.1\r\n\r\n",
+      "GET http://u:p@a/ HTTP/1.1\r\n\r\n",
+      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "GET http://a/ HTTP/1.1\r\nProxy-Authorization: a\r\nproxy-authorization: b\r\n\r\n",
+      "POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+      "POST http://a/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+      "GET http://a/ HTTP/2\r\n\r\n",
+    ]) {
+      expect({ head, kind: readBuildRelayRequest(bytes(head)).kind }).toEqual({ head, kind: "bad" });
+    }
+    expect(readBuildRelayRequest(bytes("POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n"))).toMatchObject({ kind: "forward", bodyLength: 5 });
+    expect(relayRefusal(407, "why")).toContain('Proxy-Authenticate: Basic realm="sbx"');
   });
 });

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DockerEngine } from "../../../../src/drivers/docker/engine-client";
-import { buildArgsFor, dockerBuildArgs, ensureImage, imageRepoName, imageTag, planImage, usesContext } from "../../../../src/drivers/docker/image";
+import { buildArgsFor, buildEnv, dockerBuildArgs, ensureImage, imageRepoName, imageTag, planImage, usesContext } from "../../../../src/drivers/docker/image";
 import { createExec } from "../../../../src/sys/exec";
 import { FakeExec } from "../../../fakes/exec";
 import { FakeDockerEngine } from "../../../fakes/docker-engine";
@@ -136,9 +136,58 @@ describe("a build whose context is the repo waits for the create's own writes in
 
 test("build-proxy: the parent proxy's predefined args follow the plan's, never override them, and leave the tag alone", () => {
   const plan = { tag: "sbx-r:1", dockerfile: "", dockerfilePath: "/r/Dockerfile", buildArgs: { ...args, HTTPS_PROXY: "http://repo.own:1" }, context: null };
-  const argv = dockerBuildArgs(plan, "Dockerfile", { HTTPS_PROXY: "http://proxy.corp:3128", https_proxy: "http://proxy.corp:3128", NO_PROXY: ".corp" });
+  const proxy = { HTTPS_PROXY: "http://sbx:pw@172.17.0.1:4000", https_proxy: "http://sbx:pw@172.17.0.1:4000", NO_PROXY: ".corp" };
+  const argv = dockerBuildArgs(plan, "Dockerfile", proxy);
+  // Named without their values: the CLI takes each from its environment, so a relay password is in no argv (`ps`).
   expect(argv.filter((a, i) => argv[i - 1] === "--build-arg")).toEqual([
     "HTTPS_PROXY=http://repo.own:1", "USER_GID=1000", "USER_HOME=/home/ann", "USER_NAME=ann", "USER_UID=1000",
-    "NO_PROXY=.corp", "https_proxy=http://proxy.corp:3128",
+    "NO_PROXY", "https_proxy",
   ]);
+  expect(argv.join(" ")).not.toContain("sbx:pw");
+  expect(buildEnv(plan, proxy)).toEqual({ https_proxy: "http://sbx:pw@172.17.0.1:4000", NO_PROXY: ".corp" });
+});
+
+describe("parent-proxy-scope: an image build's proxy lease", () => {
+  const lease = (log: string[], args: Record<string, string>) => async () => {
+    log.push("lease");
+    return { args, notes: ["a note"], release: async () => void log.push("release") };
+  };
+  const repoWith = (name: string, dockerfile: string) => {
+    const r = join(tmp, name);
+    mkdirSync(r, { recursive: true });
+    writeFileSync(join(r, "Dockerfile"), dockerfile);
+    return r;
+  };
+
+  test("taken just for the build: its values in the CLI's environment, never its argv; released after; its notes said", async () => {
+    const engine = new FakeDockerEngine();
+    engine.images.set("sbx-base:bookworm", {});
+    const log: string[] = [];
+    const argvs: string[][] = [];
+    const build = engine.build.bind(engine);
+    engine.build = (argv, out, ctx, env) => (argvs.push(argv), log.push("build"), build(argv, out, ctx, env));
+    const r = repoWith("lease-ok", "FROM sbx-base:bookworm\nRUN true\n");
+    const img = await ensureImage(engine, git, r, user, { proxy: lease(log, { HTTPS_PROXY: "http://sbx:one-build-pw@172.17.0.1:4000" }) });
+    expect(log).toEqual(["lease", "build", "release"]);
+    expect(engine.builtEnvs.at(-1)).toEqual({ HTTPS_PROXY: "http://sbx:one-build-pw@172.17.0.1:4000" });
+    expect(argvs.at(-1)!.join(" ")).not.toContain("one-build-pw");
+    expect(img.notes).toContain("a note");
+    // The image is there now: no build, no lease.
+    await ensureImage(engine, git, r, user, { proxy: lease(log, {}) });
+    expect(log).toEqual(["lease", "build", "release"]);
+  });
+
+  test("released when the build fails, and when the engine throws", async () => {
+    const engine = new FakeDockerEngine();
+    engine.images.set("sbx-base:bookworm", {});
+    engine.failBuild = { code: 1, output: "Step 2/2 : RUN false\n" };
+    const log: string[] = [];
+    const r = repoWith("lease-fail", "FROM sbx-base:bookworm\nRUN false\n");
+    await expect(ensureImage(engine, git, r, user, { proxy: lease(log, {}) })).rejects.toThrow(/docker build/);
+    expect(log).toEqual(["lease", "release"]);
+    engine.failBuild = null;
+    engine.build = () => Promise.reject(new Error("engine gone"));
+    await expect(ensureImage(engine, git, r, user, { proxy: lease(log, {}) })).rejects.toThrow(/engine gone/);
+    expect(log).toEqual(["lease", "release", "lease", "release"]);
+  });
 });

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { dockerfileBases } from "../../../../src/core/dockerfile-bases";
 import { SbxError } from "../../../../src/core/errors";
 import { ensureImage } from "../../../../src/drivers/docker/image";
+import { serviceImage } from "../../../../src/drivers/docker/service-images";
 import { createExec } from "../../../../src/sys/exec";
 import { FakeDockerEngine } from "../../../fakes/docker-engine";
 
@@ -79,5 +80,28 @@ FROM alpine:\${TAG}
     const engine = new FakeDockerEngine([]);
     const img = await build(engine, repoWith("FROM redis:7-alpine\n"), true);
     expect(engine.mutations).toEqual(["pull redis:7-alpine", `build ${img.tag}`]);
+  });
+});
+
+describe("parent-proxy-scope: a service's build gets the parent proxy as a sandbox's does", () => {
+  test("one lease per build, taken when it runs: its values in the CLI's environment (never the argv), released after", async () => {
+    const engine = new FakeDockerEngine(["sbx-base:bookworm"]);
+    const r = repoWith("FROM sbx-base:bookworm\nRUN apt-get install -y redis\n");
+    const log: string[] = [];
+    const argvs: string[][] = [];
+    const inner = engine.build.bind(engine);
+    engine.build = (argv, out, ctx, env) => (argvs.push(argv), inner(argv, out, ctx, env));
+    const proxy = async () => {
+      log.push("lease");
+      return { args: { HTTP_PROXY: "http://sbx:svc-build-pw@172.17.0.1:4001", http_proxy: "http://sbx:svc-build-pw@172.17.0.1:4001" }, notes: [], release: async () => void log.push("release") };
+    };
+    const svc = { name: "cache", build: { dockerfile: r.file, context: r.repo } };
+    const tag = await serviceImage({ engine, exec: git, user }, r.repo, svc, { onProgress: () => undefined, logFile: join(tmp, "b.log"), proxy });
+    expect(log).toEqual(["lease", "release"]);
+    expect(engine.builtEnvs.at(-1)).toEqual({ HTTP_PROXY: "http://sbx:svc-build-pw@172.17.0.1:4001", http_proxy: "http://sbx:svc-build-pw@172.17.0.1:4001" });
+    expect(argvs.at(-1)!.join(" ")).not.toContain("svc-build-pw");
+    // Built already: found, not built, no lease.
+    expect(await serviceImage({ engine, exec: git, user }, r.repo, { ...svc, image: tag }, { onProgress: () => undefined, logFile: join(tmp, "b.log"), proxy })).toBe(tag);
+    expect(log).toEqual(["lease", "release"]);
   });
 });
