@@ -117,7 +117,7 @@ export class SandboxRunner {
     const wasRunning = up && this.phases.get(row.id) === "running";
     // With guards up already (every command in a running sandbox starts it) there is nothing to overlap.
     trace(`d run guards+prepare up=${up}`);
-    const [guarded, prepared] = await Promise.allSettled([host?.raiseGuards(row, spec, driver).finally(() => trace("d run guards up")), up ? undefined : driver.prepareRun(row).finally(() => trace("d run prepared"))]);
+    const [guarded, prepared] = await Promise.allSettled([host && Promise.resolve(host.raiseGuards(row, spec, driver)).finally(() => trace("d run guards up")), up ? undefined : Promise.resolve(driver.prepareRun(row)).finally(() => trace("d run prepared"))]);
     if (prepared.status === "rejected") this.d.logger.warn("preparing the sandbox beside its guards failed; starting it does it again", { sandbox: row.name, err: prepared.reason });
     if (guarded.status === "rejected") throw guarded.reason;
     trace("d run ensureRunning");
