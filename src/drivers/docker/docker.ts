@@ -400,7 +400,9 @@ export class DockerBackend implements Backend {
       // Fresh views for each new container: what the host has now, of what a sandbox may see, scanned now.
       const views = this.buildViews(spec, overlays, copyIn);
       overlays.forEach((p, i) => this.prepareOverlayDirs(p, views[i]!));
+      trace("d container views");
       await Promise.all(overlays.map((p, i) => this.ensureVolume(spec, p, views[i]!)));
+      trace("d container volumes");
       writeShellProfiles(spec);
       ensureAlternatesFile(spec.repo);
       const runtime = this.runtime();
@@ -408,12 +410,15 @@ export class DockerBackend implements Backend {
       if (runtime.agents) mkdirSync(join(runtime.agents, "bin"), { recursive: true, mode: 0o755 });
       // The environment is copied in too: a value that holds a host secret (in any form) is left out.
       const env = copyIn.env("the sandbox's environment", spec.env);
+      trace("d container create");
       await this.engine.createContainer(dockerCreateArgs({ ...spec, env }, { image, overlays, command: containerCommand(spec), runtime, root: this.root }));
     }
     // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of
     // mount points only: before a start the engine writes through the mounts).
     if ((status === null || status === "created") && !existsSync(marker)) {
+      trace("d container made");
       await this.seed(spec, overlays, copyIn);
+      trace("d container seeded");
       writeFileSync(marker, `${containerName(spec.id)}\n`);
     }
     this.note(spec, copyIn);
