@@ -7,7 +7,7 @@
 // to `sbx run claude` by an npm mirror on loopback (SBX_NPM_REGISTRY), as test/e2e/integration/mcp-claude-docker.test.ts
 // does: nothing is downloaded.
 // Run as root: flock /work/wt/e2e.lock bun bench/agent-ready.bench.ts [--json]  (RUNS=8; TRACE=1: sbx's stages, timed)
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { report, summarize } from "./lib";
 import { benchWorld, CLI } from "./sandbox-env";
@@ -40,7 +40,9 @@ origin = mirror.url.origin;
 
 const world = benchWorld("ready");
 const { repo } = world;
-const env = { ...world.env, SBX_NPM_REGISTRY: origin };
+// TRACE=1: sbx's stages (src/sys/trace.ts: the CLI and its daemon write to one file), each timed sbx run's printed.
+const traceFile = join(world.root, "trace.log");
+const env = { ...world.env, SBX_NPM_REGISTRY: origin, ...(process.env.TRACE ? { SBX_TRACE: traceFile } : {}) };
 // Async: the npm mirror answers from this process's event loop.
 const sh = async (argv: string[], quiet = false, stdin?: string): Promise<string> => {
   const t = performance.now();
@@ -109,9 +111,18 @@ try {
   const absent = { sbx: [] as number[], docker: [] as number[] };
   const stopped = { sbx: [] as number[], docker: [] as number[] };
   const timed = async (argv: string[]) => {
+    if (process.env.TRACE) writeFileSync(traceFile, "");
     const t = performance.now();
     const out = await sh(argv, true);
     const dt = performance.now() - t;
+    if (process.env.TRACE && argv[0] === "bun") {
+      const t0 = performance.timeOrigin + t;
+      for (const l of readFileSync(traceFile, "utf8").split("\n").filter(Boolean)) {
+        const [at, , ...what] = l.split(" ");
+        console.error(`    +${(Number(at) - t0).toFixed(0).padStart(5)} ms ${what.join(" ")}`);
+      }
+      console.error(`    +${dt.toFixed(0).padStart(5)} ms (exit)`);
+    }
     if (!out.includes(VERSION)) throw new Error(`${argv.join(" ")} said ${JSON.stringify(out)}`);
     return dt;
   };

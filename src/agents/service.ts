@@ -1,5 +1,6 @@
 // `sbx run AGENT`: the sandbox (made if missing), the agent in the host's cache, its preset allowed for that sandbox,
 // and the command that starts it: setup inside (instruction section, first-run settings) then the agent's launcher.
+import { trace } from "../sys/trace";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { basename } from "node:path";
@@ -150,6 +151,7 @@ export class AgentService {
         hint: `Run \`sbx secret set ${a.login.hostEnv[0]}\`${files}; if your shell has the key, \`sbx secret import\` stores it. The daemon reads it at each request: no restart.`,
       });
     }
+    trace("d agent run");
     const repo = await this.d.sandboxes.repoOf(req);
     const name = req.name ?? defaultAgentSandboxName(req.agent, basename(repo));
     if (req.backend !== undefined) await this.placeOf(req.backend, req.agent, name);
@@ -158,8 +160,10 @@ export class AgentService {
     const known = this.d.store.findSandbox(repo, name);
     const plain = known !== null && !existsSync(sandboxLayout(sandboxDir(this.d.paths, repo, name)).creating) && req.backend === undefined && req.policy === undefined && Object.values(req.limits ?? {}).every((v) => v === undefined);
     const { sandbox, created } = plain ? { sandbox: await this.d.sandboxes.start(name, req), created: false } : await this.d.sandboxes.create({ ...req, name, repoFlag: req.repoFlag, ifExists: "reuse" });
+    trace("d agent started");
     const place = await this.placeOf(sandbox.backend, req.agent, name);
     const inst = await this.cacheOf(place).ensure(req.agent, { os: place.os, arch: this.d.arch }, req.version, (l) => out.log(l));
+    trace("d agent cached");
     if (agentsOf(sandbox.identity)[req.agent] !== inst.version) {
       // Said once per sandbox and version: a script's every run is not told again.
       if (inst.version !== "pip") out.log(`${a.title} ${inst.version}`);
@@ -176,6 +180,7 @@ export class AgentService {
     // The first-run files are copied in: through the door, with the host's secrets as they are now.
     const door = new CopyIn(hostSecretsByName(this.d.keys()), { home: this.d.keys().env.HOME ?? "/" });
     const argv = agentLaunchArgv({ agent: req.agent, sandbox: name, workdir: await this.d.sandboxes.sessionCwd(sandbox, sandbox.repo), place, unattended: req.unattended, extra: this.loginFiles(req.agent), door });
+    trace("d agent argv");
     const said = findingLines(door.findings, door.count);
     if (said.length > 0) out.log(`note: sbx left out of ${req.agent}'s first-run files what held a secret: ${said.join("; ")}`);
     return { sandbox, created, version: inst.version, argv };

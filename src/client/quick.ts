@@ -1,4 +1,5 @@
 // The fast path of `sbx shell|run NAME -- cmd` without a terminal: one request, in which the daemon starts the sandbox (its one start: lock, guards up) and runs the command through its exec agent; or else the command goes through the Docker Engine API. Loads no zod schemas, no store, no docker CLI.
+import { trace } from "../sys/trace";
 import { existsSync } from "node:fs";
 import { readExecStream } from "../../shims/exec-frames";
 import { inSandboxArgv } from "../drivers/docker/start-line";
@@ -198,6 +199,7 @@ export function execRequestBody(head: AgentExecRequest, stdin: Uint8Array | unde
  * API: POST /v1/sandboxes/exec (daemon), answered with exec frames (shims/exec-frames.ts) or JSON
  */
 export async function daemonExec(paths: Paths, head: AgentExecRequest, stdin: Uint8Array | undefined, io: QuickIo): Promise<{ code: number } | ExecAnswer | null> {
+  trace("cli exec sent");
   let res: Response;
   try {
     res = await fetch("http://sbx/v1/sandboxes/exec", {
@@ -212,7 +214,9 @@ export async function daemonExec(paths: Paths, head: AgentExecRequest, stdin: Ui
     return null;
   }
   if (res.headers.get("content-type") !== EXEC_FRAMES_TYPE) return parseExecAnswer(res.status, await jsonAnswer(res));
+  trace("cli exec answered");
   const end = await readExecStream(res.body as ReadableStream<Uint8Array>, io);
+  trace("cli exec ended");
   if ("code" in end) return { code: end.code };
   throw new SbxError("exec_failed", `the command did not finish: ${end.failed}`, {
     hint: "Its output so far is above. See `sbx status` and the daemon log; run it again once the sandbox runs.",

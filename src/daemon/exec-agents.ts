@@ -4,6 +4,7 @@
 // a connection speaks for that sandbox and no other. What comes back is the sandbox's output and is treated as such:
 // frames are size-bounded, unknown sessions ignored, exit codes clamped. When no agent is connected (a container made
 // before the agent existed, an agent the sandbox killed) callers fall back to the engine's exec.
+import { trace } from "../sys/trace";
 import { rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import type { Socket as BunSocket } from "bun";
@@ -328,6 +329,7 @@ export class ExecAgents {
   }
 
   attach(sandboxId: number, link: AgentLink): void {
+    trace("d exec agent attached");
     const old = this.links.get(sandboxId);
     this.links.set(sandboxId, link);
     if (old && old !== link) old.close();

@@ -1,4 +1,5 @@
 // POST /v1/sandboxes/exec: the quick path of a piped `sbx shell|run NAME -- cmd`, through the sandbox's exec agent.
+import { trace } from "../sys/trace";
 import type { Hono } from "hono";
 import { SbxError } from "../core/errors";
 import { printable } from "../core/printable";
@@ -65,16 +66,20 @@ export function execRoutes(app: Hono, deps: ExecRouteDeps): void {
   app.post("/v1/sandboxes/exec", async (c) => {
     const { head, stdin } = splitExecBody(new Uint8Array(await c.req.arrayBuffer()));
     const req = SandboxExecSchema.parse(head);
+    trace("d exec req");
     const notes: string[] = [];
     const row = await svc.start(req.name, { cwd: req.cwd, repoFlag: req.repoFlag, asUid: req.asUid, foundRepo: req.foundRepo, out: { log: (l) => notes.push(l) } });
+    trace("d exec started");
     const [caps, cwd] = await Promise.all([svc.capsOf(row), svc.sessionCwd(row, req.cwd)]);
     const agent = req.agent && caps.execAgent ? await deps.agents?.wait(row.id, 1000) : undefined;
+    trace(`d exec agent ${agent ? "yes" : "no"}`);
     if (!agent) return c.json(ExecAnswerSchema.parse({ sandbox: sandboxView(row, svc, guards), cwd, notes, agent: false, engine: caps.execAgent }));
     store.audit({ sandboxId: row.id, kind: "daemon", action: "exec", detail: { argv0: req.argv[0] ?? "", via: "agent" } });
     const watch = deps.limits;
     const ended = watch ? await watch.span(row) : undefined; // the counters as the command starts
     const beforeExit = watch && ended ? async () => watch.notes(row, await ended()) : undefined;
     const env = { ...req.env, ...(await svc.secretEnv(row, undefined, { log: (l) => notes.push(l) })) };
+    trace("d exec run");
     const body = agent.run({ argv: req.argv, cwd, env, stdin: req.stdin }, req.stdin ? stdin : undefined, beforeExit ? { beforeExit } : {});
     return new Response(notes.length ? withNotes(notes, body) : body, { headers: { "content-type": EXEC_FRAMES_TYPE } });
   });

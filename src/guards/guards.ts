@@ -1,4 +1,5 @@
 // The one place per-sandbox services plug into the daemon: a guard (proxy, bridge, ref sync, …) is started per sandbox and must be up before it runs.
+import { trace } from "../sys/trace";
 import type { SandboxSpec } from "../core/spec";
 import type { Driver } from "../drivers/driver";
 import type { Sandbox } from "../core/schemas";
@@ -64,6 +65,7 @@ export async function startGuards(guards: readonly SandboxGuard[], ctx: GuardCon
     try {
       const handle = await g.start({ ...ctx, log: ctx.log.with({ guard: g.name }), audit: ctx.audit });
       started.push({ name: g.name, handle });
+      trace(`d guard ${g.name}`);
     } catch (e) {
       await stopGuards(started, ctx.log);
       throw new GuardStartError(g.name, e);

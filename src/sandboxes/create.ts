@@ -1,5 +1,6 @@
 // `sbx create` (and `sbx run` of a new sandbox): the row, the driver's host-side parts, running it, then the host's
 // uncommitted work and devcontainer.json's postCreateCommand; a failure removes what was made.
+import { trace } from "../sys/trace";
 import { existsSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { sandboxExists, SbxError } from "../core/errors";
 import { validateSandboxName } from "../core/names";
@@ -66,7 +67,9 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
   // Services are the Docker backend's (a container in the sandbox's namespace); another kind refuses them here too.
   if ((req.services?.length ?? 0) > 0 && !KINDS[kind].options.includes("service")) throw servicesRefused(kind);
   const out = c.outOf(req.out);
+  trace("d create ready");
   const lock = await c.lock(repo, req.name, out);
+  trace("d create locked");
   try {
     const dir = sandboxDir(c.d.paths, repo, req.name);
     const lay = sandboxLayout(dir);
@@ -145,10 +148,12 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       if (level === "balanced") c.driverIdentity(row.id, { policy: await levelSetting(h.exec, repo, level, Date.now(), (l) => out.log(l)) });
       // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
       // An image build whose context holds the repo starts once these writes into its .git are done (`repoQuiet`).
+      trace("d create provision");
       const storing = promoteStores(h).then(() => ensureStore(h, req.name));
       const [ident] = await Promise.all([driver.provision(row, { ...n, repoQuiet: storing.catch(() => undefined) }, c.report(row.id, out)), storing]);
       c.driverIdentity(row.id, ident);
       cancelled(req);
+      trace("d create provisioned");
       aside = await setAside(c, row, driver, out);
       await c.running.run(c.fresh(row), driver, c.report(row.id, out));
       cancelled(req);
@@ -158,13 +163,16 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       c.d.store.audit({ sandboxId: null, kind: "lifecycle", action: "create.failed", detail: { name: req.name, repo, backend: driver.kind, error: (e as Error).message.split("\n")[0] } });
       throw e;
     }
+    trace("d create ran");
     unlinkSync(lay.creating);
     const fresh = c.d.store.getSandbox(row.id) ?? row;
     for (const l of mirrorLines(c.d, fresh, driver.spec(fresh), driver.caps.seedsHome)) out.log(l);
     await workingTree(c, c.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out);
+    trace("d create worktree");
     await postCreate(c, c.d.store.getSandbox(row.id) ?? row, driver, out);
     const live = c.d.store.getSandbox(row.id) ?? row;
     c.d.store.audit({ sandboxId: row.id, kind: "lifecycle", action: "create", detail: { name: req.name, repo, backend: driver.kind, ...createFacts(live) } });
+    trace("d create done");
     return { sandbox: live, created: true };
   } finally {
     lock.release();

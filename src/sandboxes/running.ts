@@ -1,5 +1,6 @@
 // Running and stopping a stored sandbox, and reconcile: the one bring-up order (guards up, the driver's prepare beside
 // them, then the driver runs it, then the guards are told) and every write of a sandbox's state that comes with it.
+import { trace } from "../sys/trace";
 import type { ServiceStatus } from "../core/services";
 import { existsSync, statSync } from "node:fs";
 import { SbxError, toSbxError } from "../core/errors";
@@ -115,13 +116,16 @@ export class SandboxRunner {
     const up = host?.guardsUp(row) ?? false;
     const wasRunning = up && this.phases.get(row.id) === "running";
     // With guards up already (every command in a running sandbox starts it) there is nothing to overlap.
-    const [guarded, prepared] = await Promise.allSettled([host?.raiseGuards(row, spec, driver), up ? undefined : driver.prepareRun(row)]);
+    trace(`d run guards+prepare up=${up}`);
+    const [guarded, prepared] = await Promise.allSettled([host && Promise.resolve(host.raiseGuards(row, spec, driver)).finally(() => trace("d run guards up")), up ? undefined : Promise.resolve(driver.prepareRun(row)).finally(() => trace("d run prepared"))]);
     if (prepared.status === "rejected") this.d.logger.warn("preparing the sandbox beside its guards failed; starting it does it again", { sandbox: row.name, err: prepared.reason });
     if (guarded.status === "rejected") throw guarded.reason;
+    trace("d run ensureRunning");
     const { identity } = await driver.ensureRunning(row, report);
     if (identity) this.d.keepIdentity(row.id, identity);
     this.phases.set(row.id, "running");
     await host?.started(row);
+    trace("d run done");
     this.setState(row, "active");
     if (why === "reconcile") return;
     this.d.store.touchSandbox(row.id);

@@ -1,7 +1,7 @@
 // sbx run: `sbx run AGENT [NAME] [-- args]` starts a coding agent in its sandbox (made if missing, the agent supplied);
 // `sbx run NAME [-- command]` (NAME not an agent's) creates the sandbox if missing, then a shell or the command.
 import type { Command } from "commander";
-import { AGENT_NAMES, isAgentName, type AgentName } from "../../core/agent-names";
+import { AGENT_NAMES, asksAboutItself, isAgentName, type AgentName } from "../../core/agent-names";
 import { OfferingArgument } from "../completion/offers";
 import type { Verb, CliContext } from "../verb";
 import { backendFlag, claudeAuthOpt, declareNewSandboxOptions, imageOpt, limitsOpt, policyOpt, servicesOpt } from "./create";
@@ -103,6 +103,8 @@ async function sayKeysToImport(ctx: CliContext): Promise<void> {
 }
 
 async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts: Record<string, unknown>): Promise<number> {
+  const { trace } = await import("../../sys/trace");
+  trace("cli runAgent");
   const { name, args } = splitAgentArgs(rest);
   await sayKeysToImport(ctx);
   const repoFlag = opts.repo as string | undefined;
@@ -114,12 +116,14 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
     agent,
     ...(name ? { name } : {}),
     ...(typeof opts.agentVersion === "string" ? { version: opts.agentVersion } : {}),
-    unattended: opts.ask !== true,
+    // `-- --version` (or --help) acts on nothing: the agent answers as it would outside, without the flags beside it.
+    unattended: opts.ask !== true && !asksAboutItself(args),
     ...(await createOpts(ctx, opts, backend)),
   };
   // A NAME given is made if missing: a slip for an existing one's is asked about (or refused) first. Without a terminal
   // the names come from a running daemon's list, read without the client library (whose loading cost more than the
   // rest of the CLI's part); else, or when that cannot be told, from the full client (which starts the daemon).
+  trace("cli keys said");
   if (name && opts.create !== true) {
     const again = (n: string) => `\`sbx run ${agent} ${n}\``;
     const quick = ctx.stdinIsTTY || whereOf(ctx, repoFlag).asUid !== undefined ? null : await (await import("../../client/names")).sandboxNamesOrNull(ctx.paths, { cwd: ctx.cwd, repoFlag, vars: ctx.env.raw }, 10_000);
@@ -132,7 +136,9 @@ async function runAgent(ctx: CliContext, agent: AgentName, rest: string[], opts:
   // Without a terminal, the way `sbx shell NAME -- cmd` goes: no zod, no client library, the command through the exec agent.
   if (!ctx.stdinIsTTY) {
     const [{ quickAgent, quickEnter, stdio }, { progressOut }] = await Promise.all([import("../../client/quick"), import("../../client/build-progress")]);
+    trace("cli names checked");
     const got = await quickAgent(ctx.paths, body, progressOut(ctx.render));
+    trace("cli agent answered");
     if (got) {
       if (got.created) ctx.render.info(`created sandbox ${got.name}`);
       const code = await quickEnter(ctx, { name: got.name, argv: [...got.argv, ...args], repoFlag, missing: "error" }, stdio());

@@ -1,5 +1,6 @@
 // Apply half of the Docker backend: converges containers and overlay volumes to a SandboxSpec, finds its own by label.
 // whole: the apply half read top to bottom, from spec to running container (issue 41/42 tipped it over 600 by a few lines).
+import { trace } from "../../sys/trace";
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { claudeJsonView } from "../../core/claude-json";
@@ -355,7 +356,9 @@ export class DockerBackend implements Backend {
     // A restarted container keeps its earlier runs' log, "listening" line included: only this run's lines count.
     const since = Date.now() / 1000;
     await this.engine.start(containerName(spec.id));
+    trace("d docker engine started");
     await this.waitForwarder(spec, since);
+    trace("d docker forwarder ready");
     return { changed: true };
   }
 
@@ -397,7 +400,9 @@ export class DockerBackend implements Backend {
       // Fresh views for each new container: what the host has now, of what a sandbox may see, scanned now.
       const views = this.buildViews(spec, overlays, copyIn);
       overlays.forEach((p, i) => this.prepareOverlayDirs(p, views[i]!));
+      trace("d container views");
       await Promise.all(overlays.map((p, i) => this.ensureVolume(spec, p, views[i]!)));
+      trace("d container volumes");
       writeShellProfiles(spec);
       ensureAlternatesFile(spec.repo);
       const runtime = this.runtime();
@@ -405,12 +410,15 @@ export class DockerBackend implements Backend {
       if (runtime.agents) mkdirSync(join(runtime.agents, "bin"), { recursive: true, mode: 0o755 });
       // The environment is copied in too: a value that holds a host secret (in any form) is left out.
       const env = copyIn.env("the sandbox's environment", spec.env);
+      trace("d container create");
       await this.engine.createContainer(dockerCreateArgs({ ...spec, env }, { image, overlays, command: containerCommand(spec), runtime, root: this.root }));
     }
     // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of
     // mount points only: before a start the engine writes through the mounts).
     if ((status === null || status === "created") && !existsSync(marker)) {
+      trace("d container made");
       await this.seed(spec, overlays, copyIn);
+      trace("d container seeded");
       writeFileSync(marker, `${containerName(spec.id)}\n`);
     }
     this.note(spec, copyIn);

@@ -1,4 +1,5 @@
 // The Docker driver: a container per sandbox, the clone made on the host, the image from its source (image-source.ts).
+import { trace } from "../../sys/trace";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import { z } from "zod";
@@ -299,7 +300,8 @@ export class DockerDriver implements Driver {
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
     // allSettled: nothing may still run in the background once the create's lock is released.
-    const [img, cloned, , , served] = await Promise.allSettled([imaging, cloning, pruning, preparing, servicing]);
+    const mark = <T>(p: Promise<T>, what: string) => p.finally(() => trace(`d provision ${what}`));
+    const [img, cloned, , , served] = await Promise.allSettled([mark(imaging, "image"), mark(cloning, "clone"), mark(pruning, "prune"), mark(preparing, "container"), servicing]);
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
     if (served.status === "rejected") throw served.reason;
@@ -404,6 +406,7 @@ export class DockerDriver implements Driver {
   async ensureRunning(row: Sandbox, r: DriverReport): Promise<{ spec: SandboxSpec; identity?: DockerIdentity }> {
     const spec = this.spec(row);
     const obs = await this.backend.inspect(spec);
+    trace(`d docker inspected ${obs.phase}`);
     const ident = this.identity(row);
     const imageOf = (s: ServiceSpec) => this.serviceImage(row.repo, s, { r });
     if (obs.phase === "running") {

@@ -17,6 +17,7 @@ import {
   type AgentName,
 } from "../../../src/core/agents";
 import { NAME_PATTERN } from "../../../src/core/names";
+import { asksAboutItself } from "../../../src/core/agent-names";
 import { PRESETS } from "../../../src/core/presets";
 import { blockedPhrase } from "../../../src/proxy/refusal";
 import { allowCommand } from "../../../src/core/egress";
@@ -341,3 +342,18 @@ describe("plain-output: an agent that writes colour codes to stderr whatever NO_
   });
 });
 
+
+describe("unattended flags go only with a run that acts", () => {
+  test("each agent's own --version form (and --help) asks about itself: no flags beside it, as outside a sandbox", () => {
+    for (const n of AGENT_NAMES) expect(asksAboutItself(AGENTS[n].version)).toBe(true);
+    expect(asksAboutItself(["--help"])).toBe(true);
+    expect(asksAboutItself(["-h"])).toBe(true);
+  });
+
+  test.each([[[]], [["--version", "-p", "rm -rf it"]], [["-p", "--version"]], [["--resume", "--version"]], [["fix --version"]], [["-v"]], [["--version="]]])(
+    "%j is a run (flags kept)",
+    (args) => {
+      expect(asksAboutItself(args)).toBe(false);
+    },
+  );
+});
