@@ -293,22 +293,44 @@ export type RelayRequest =
   | { kind: "connect"; host: string; port: number; authorization: string | null; size: number }
   | { kind: "bad"; status: 400 | 405; why: string };
 
-/** Pure: reads a host tool's request to the relay: only `CONNECT host:port` is carried. */
-export function readRelayRequest(buf: Uint8Array): RelayRequest {
+/** A request's head to one of sbx's relays, read up to its blank line. */
+interface RelayHead {
+  kind: "head";
+  method: string;
+  target: string;
+  headers: string[];
+  /** The head's bytes, blank line included. */
+  size: number;
+}
+
+/** Pure: the head of a request to a relay, once it is all there (bounded by MAX_PARENT_HEAD). */
+function readRelayHead(buf: Uint8Array): RelayHead | { kind: "more" } | { kind: "bad"; status: 400; why: string } {
   const text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("latin1");
   const end = text.indexOf("\r\n\r\n");
   if (end < 0) return buf.byteLength > MAX_PARENT_HEAD ? { kind: "bad", status: 400, why: "a request head too long" } : { kind: "more" };
   const [line, ...headers] = text.slice(0, end).split("\r\n");
   const m = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(line ?? "");
   if (!m) return { kind: "bad", status: 400, why: "not an HTTP/1.x request" };
-  if (m[1] !== "CONNECT") return { kind: "bad", status: 405, why: "only CONNECT is carried to the parent proxy" };
-  const a = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(m[2]!);
+  return { kind: "head", method: m[1]!, target: m[2]!, headers, size: end + 4 };
+}
+
+/** Pure: a CONNECT's head as the relays carry it: `host:port`, and at most one Proxy-Authorization. */
+function connectOf(h: RelayHead): RelayRequest {
+  const a = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(h.target);
   const host = a ? normalizeHost(a[1] ?? a[2]!) : null;
   const port = a ? Number(a[3]) : 0;
   if (host === null || port < 1 || port > 65535) return { kind: "bad", status: 400, why: "a CONNECT names host:port" };
-  const auth = headers.filter((h) => /^proxy-authorization:/i.test(h)).map((h) => h.slice(h.indexOf(":") + 1).trim());
+  const auth = h.headers.filter((x) => /^proxy-authorization:/i.test(x)).map((x) => x.slice(x.indexOf(":") + 1).trim());
   if (auth.length > 1) return { kind: "bad", status: 400, why: "more than one Proxy-Authorization" };
-  return { kind: "connect", host, port, authorization: auth[0] ?? null, size: end + 4 };
+  return { kind: "connect", host, port, authorization: auth[0] ?? null, size: h.size };
+}
+
+/** Pure: reads a host tool's request to the relay: only `CONNECT host:port` is carried. */
+export function readRelayRequest(buf: Uint8Array): RelayRequest {
+  const h = readRelayHead(buf);
+  if (h.kind !== "head") return h;
+  if (h.method !== "CONNECT") return { kind: "bad", status: 405, why: "only CONNECT is carried to the parent proxy" };
+  return connectOf(h);
 }
 
 /** What `docker build` is given of the parent proxy: build args, and what the person should know about them. */
@@ -398,20 +420,17 @@ const HOP_BY_HOP = new Set(["connection", "proxy-connection", "keep-alive", "te"
  * with a Content-Length (a chunked one cannot be bounded without reading it: refused).
  */
 export function readBuildRelayRequest(buf: Uint8Array): BuildRelayRequest {
-  const text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("latin1");
-  const end = text.indexOf("\r\n\r\n");
-  if (end < 0) return buf.byteLength > MAX_PARENT_HEAD ? { kind: "bad", status: 400, why: "a request head too long" } : { kind: "more" };
-  const [line, ...headers] = text.slice(0, end).split("\r\n");
-  const m = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(line ?? "");
-  if (!m) return { kind: "bad", status: 400, why: "not an HTTP/1.x request" };
-  if (m[1] === "CONNECT") return readRelayRequest(buf);
+  const h = readRelayHead(buf);
+  if (h.kind !== "head") return h;
+  if (h.method === "CONNECT") return connectOf(h);
+  const { target, headers } = h;
   let u: URL;
   try {
-    u = new URL(m[2]!);
+    u = new URL(target);
   } catch {
     return { kind: "bad", status: 400, why: "a request to a proxy names an absolute http:// URL" };
   }
-  if (u.protocol !== "http:" || !m[2]!.toLowerCase().startsWith("http://")) return { kind: "bad", status: 400, why: "a request to a proxy names an absolute http:// URL (https goes by CONNECT)" };
+  if (u.protocol !== "http:" || !target.toLowerCase().startsWith("http://")) return { kind: "bad", status: 400, why: "a request to a proxy names an absolute http:// URL (https goes by CONNECT)" };
   const host = normalizeHost(u.hostname);
   if (host === null) return { kind: "bad", status: 400, why: "the URL names no host" };
   if (u.username !== "" || u.password !== "") return { kind: "bad", status: 400, why: "a URL with a user in it" };
@@ -441,8 +460,8 @@ export function readBuildRelayRequest(buf: Uint8Array): BuildRelayRequest {
     const name = h.slice(0, h.indexOf(":")).trim().toLowerCase();
     return !HOP_BY_HOP.has(name) && !named.has(name) && name !== "host";
   });
-  const head = [`${m[1]} http://${authority}${u.pathname}${u.search} HTTP/1.1`, `Host: ${authority}`, ...out, "Connection: close"].join("\r\n");
-  return { kind: "forward", host, port, authorization: auth[0] ?? null, head, bodyLength: length ?? 0, size: end + 4 };
+  const head = [`${h.method} http://${authority}${u.pathname}${u.search} HTTP/1.1`, `Host: ${authority}`, ...out, "Connection: close"].join("\r\n");
+  return { kind: "forward", host, port, authorization: auth[0] ?? null, head, bodyLength: length ?? 0, size: h.size };
 }
 
 /** Pure: the head sent to the parent for a forwarded request: its own, the parent's Proxy-Authorization (if any) added. */

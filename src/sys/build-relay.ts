@@ -33,7 +33,7 @@ import {
   relayRefusal,
   type BuildProxy,
 } from "../core/parent-proxy";
-import { dialParent, TUNNEL_OPEN, type ParentRouter } from "./parent";
+import { relayThroughParent, type ParentRouter } from "./parent";
 
 /** How long a step has to send its request once it is connected. */
 const HEAD_TIMEOUT_MS = 10_000;
@@ -125,7 +125,7 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
       read = true;
       s.pause();
       s.setTimeout(0);
-      if (r.kind === "connect") return tunnel(s, route, r.host, r.port, buf.subarray(r.size));
+      if (r.kind === "connect") return track(relayThroughParent(s, route, r.host, r.port, buf.subarray(r.size)));
       forward(s, route, r.head, buf.subarray(r.size), r.bodyLength);
     };
     // Gone before its request (half-open is kept for what follows a request, not for a client that never sent one).
@@ -133,26 +133,6 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
       if (!read) s.destroy();
     });
     s.on("data", onData);
-  }
-
-  /** A CONNECT: the parent asked for the same host:port with the real credentials, then bytes both ways. */
-  function tunnel(s: Socket, route: NonNullable<ReturnType<ParentRouter["route"]>>, host: string, port: number, first: Buffer): void {
-    const { socket: up } = dialParent(route, host, port);
-    track(up);
-    let opened = false;
-    up.once(TUNNEL_OPEN, () => {
-      opened = true;
-      s.write("HTTP/1.1 200 Connection established\r\n\r\n");
-      if (first.length > 0) up.write(first);
-      up.pipe(s);
-      s.pipe(up);
-      s.resume();
-    });
-    up.on("error", (e: Error) => {
-      if (!opened && !s.destroyed) s.end(relayRefusal(502, e.message));
-      else s.destroy();
-    });
-    s.once("close", () => up.destroy());
   }
 
   /** A plain request: its head (the relay's password gone, the parent's credentials in) and its body, then the answer. */

@@ -7,8 +7,8 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { normalizeHost } from "../core/allowlist";
-import { basicAuthorization, connectAuthority, proxyVariables, readRelayRequest } from "../core/parent-proxy";
-import { dialParent, TUNNEL_OPEN, type ParentRouter } from "./parent";
+import { basicAuthorization, connectAuthority, proxyVariables, readRelayRequest, relayRefusal } from "../core/parent-proxy";
+import { relayThroughParent, type ParentRouter } from "./parent";
 
 /** How long a tool has to send its CONNECT once it is connected. */
 const HEAD_TIMEOUT_MS = 10_000;
@@ -150,13 +150,10 @@ export class ParentRelay {
     s.on("error", () => s.destroy());
     s.setTimeout(HEAD_TIMEOUT_MS, () => s.destroy());
     let buf: Buffer = Buffer.alloc(0);
-    const answer = (status: number, why: string) => {
+    const answer = (status: 400 | 403 | 405 | 407, why: string) => {
       s.off("data", onData);
       s.off("end", leftEarly);
-      const body = `sbx relay: ${why}\n`;
-      // A 407 names its scheme: libcurl (git) asks with no credentials first, then with those the challenge names.
-      const challenge = status === 407 ? 'Proxy-Authenticate: Basic realm="sbx"\r\n' : "";
-      s.end(`HTTP/1.1 ${status} ${status === 407 ? "Proxy Authentication Required" : status === 403 ? "Forbidden" : status === 405 ? "Method Not Allowed" : status === 502 ? "Bad Gateway" : "Bad Request"}\r\n${challenge}Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      s.end(relayRefusal(status, why));
     };
     const onData = (d: Buffer) => {
       buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
@@ -176,23 +173,9 @@ export class ParentRelay {
       s.off("end", leftEarly);
       s.pause();
       s.setTimeout(0);
-      const first = buf.subarray(r.size);
-      const { socket: up } = dialParent(route, r.host, r.port);
+      const up = relayThroughParent(s, route, r.host, r.port, buf.subarray(r.size));
       this.sockets.add(up);
       up.once("close", () => this.sockets.delete(up));
-      let opened = false;
-      up.once(TUNNEL_OPEN, () => {
-        opened = true;
-        s.write("HTTP/1.1 200 Connection established\r\n\r\n");
-        if (first.length > 0) up.write(first);
-        up.pipe(s);
-        s.pipe(up);
-      });
-      up.on("error", (e: Error) => {
-        if (!opened && !s.destroyed) answer(502, e.message);
-        else s.destroy();
-      });
-      s.once("close", () => up.destroy());
     };
     s.on("data", onData);
   }

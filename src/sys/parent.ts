@@ -16,6 +16,7 @@ import {
   parentFromEnv,
   parentRefusalText,
   readParentAnswer,
+  relayRefusal,
   storedCredentials,
   type ParentConfig,
   type ParentEndpoint,
@@ -147,6 +148,31 @@ export function dialParent(route: ParentRoute, host: string, port: number): Pare
   socket.on("data", onData);
   socket.on("end", onEnd);
   return { socket, overhead };
+}
+
+/**
+ * A relay's client `s` (paused, its CONNECT read) carried to `host:port` through the parent (the relays of
+ * parent-relay.ts and build-relay.ts): `200 Connection established` once the parent opened the tunnel, then `first`
+ * (what the client sent after its request) and bytes both ways; a failure before that is the client's 502, naming why.
+ * Returns the socket to the parent, for the caller to count and cut.
+ */
+export function relayThroughParent(s: Socket, route: ParentRoute, host: string, port: number, first: Buffer): Socket {
+  const { socket: up } = dialParent(route, host, port);
+  let opened = false;
+  up.once(TUNNEL_OPEN, () => {
+    opened = true;
+    s.write("HTTP/1.1 200 Connection established\r\n\r\n");
+    if (first.length > 0) up.write(first);
+    up.pipe(s);
+    s.pipe(up);
+    s.resume();
+  });
+  up.on("error", (e: Error) => {
+    if (!opened && !s.destroyed) s.end(relayRefusal(502, e.message));
+    else s.destroy();
+  });
+  s.once("close", () => up.destroy());
+  return up;
 }
 
 /**
