@@ -130,8 +130,7 @@ export interface SshThroughParent {
  * runs: sh -c '<the host's ssh command> -G "$@"' sh [-p port] [user@]host (the gate's environment; nothing connects)
  */
 export async function sshRoute(g: Gate, url: string): Promise<{ kind: "direct" } | { kind: "parent"; through: SshThroughParent } | { kind: "refused"; why: string }> {
-  const tunnel = g.parent?.tunnel;
-  if (!g.parent || !tunnel || !g.ssh) return { kind: "direct" };
+  if (!g.parent?.tunnel || !g.ssh) return { kind: "direct" };
   const remote = parseSshRemote(url);
   if (remote === null) return { kind: "refused", why: `the ssh remote ${JSON.stringify(url)} names what is not a plain host name or address (letters, digits, '.', '-'; an IPv6 address in brackets), so sbx does not ask the parent proxy for it` };
   const target = remote.user !== null ? `${remote.user}@${remote.host}` : remote.host;
@@ -153,7 +152,7 @@ export async function sshRoute(g: Gate, url: string): Promise<{ kind: "direct" }
   const host = sshHostName(raw);
   if (host === null) return { kind: "refused", why: `the ssh config's HostName for ${remote.host} (${JSON.stringify(raw)}) is not a plain host name or address, so sbx does not ask the parent proxy for it` };
   const port = resolved.port ?? remote.port ?? 22;
-  const lease = await tunnel.call(g.parent, host, port);
+  const lease = await g.parent.tunnel(host, port);
   if (lease === null) return { kind: "direct" };
   return {
     kind: "parent",
