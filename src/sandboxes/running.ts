@@ -139,6 +139,14 @@ export class SandboxRunner {
   }
 
   /**
+   * Raises a new sandbox's guards ahead of its run (the caller holds its lock): a create does it beside the making of
+   * its container. Nothing runs in it until `run`, which finds them up (or raises them, when this was never called).
+   */
+  async raiseGuards(row: Sandbox, driver: Driver): Promise<void> {
+    await this.d.host?.raiseGuards(row, driver.spec(row), driver);
+  }
+
+  /**
    * Stops a sandbox (the caller holds its lock): its sessions ended, each told `why`; the driver stops it; then its
    * guards go down (the other order would leave it running unguarded for a moment). Whether it was running, and how
    * many sessions ended.
