@@ -150,10 +150,12 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       // then an earlier sandbox's refs set aside (before anything of this one syncs). An image build whose context
       // holds the repo starts once these writes into its .git are done (`repoQuiet`).
       trace("d create provision");
-      const storing = promoteStores(h)
-        .then(() => ensureStore(h, req.name))
-        .then(() => setAside(c, row, driver, out))
-        .then((a) => void (aside = a));
+      // The set-aside writes only refs/remotes/sandbox-<name>/* and refs/sbx-retired/*, which neither of the others
+      // reads or writes: it runs beside them.
+      const storing = Promise.all([
+        promoteStores(h).then(() => ensureStore(h, req.name)).finally(() => trace("d create stored")),
+        setAside(c, row, driver, out).then((a) => void (aside = a)).finally(() => trace("d create set aside")),
+      ]).then(() => undefined);
       // The guards come up as soon as what they use of the host is made (the driver says when: Docker, the clone and the
       // image's tag), beside the rest of the provision (the container's seed), and after the set-aside; the sandbox
       // starts only once both are done (running.run finds the guards up). A kind that never says is guarded by run.
