@@ -113,10 +113,10 @@ export class GuardHost {
    * Brings up every guard of one sandbox (idempotent: one under way is joined); on failure the sandbox is left fenced
    * and the error recorded.
    */
-  up(sb: Sandbox, spec: SandboxSpec, driver: Driver): Promise<void> {
+  up(sb: Sandbox, spec: SandboxSpec, driver: Driver, hostWork?: Promise<unknown>): Promise<void> {
     const under = this.raising.get(sb.id);
     if (under) return under;
-    const p = this.raise(sb, spec, driver).finally(() => {
+    const p = this.raise(sb, spec, driver, hostWork).finally(() => {
       if (this.raising.get(sb.id) === p) this.raising.delete(sb.id);
     });
     this.raising.set(sb.id, p);
@@ -128,7 +128,7 @@ export class GuardHost {
     await this.raising.get(id)?.catch(() => undefined);
   }
 
-  private async raise(sb: Sandbox, spec: SandboxSpec, driver: Driver): Promise<void> {
+  private async raise(sb: Sandbox, spec: SandboxSpec, driver: Driver, hostWork?: Promise<unknown>): Promise<void> {
     const existing = this.records.get(sb.id);
     if (existing?.state === "up") return;
     if (this.closed) throw new SbxError("unavailable", "the daemon is shutting down", { hint: "Run the command again in a moment." });
@@ -149,6 +149,7 @@ export class GuardHost {
         // The daemon's own lines go as they are; what the guards write (often at the sandbox's doing) takes its budget.
         log: this.logBudget.logger(log, sb.id),
         audit: (action, detail) => this.audit(sb, action, detail ?? {}),
+        ...(hostWork ? { hostWork } : {}),
       });
       rec.state = "up";
       delete rec.error;

@@ -157,16 +157,15 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
         setAside(c, row, driver, out).then((a) => void (aside = a)).finally(() => trace("d create set aside")),
       ]).then(() => undefined);
       // The guards come up as soon as what they use of the host is made (the driver says when: Docker, the clone and the
-      // image's tag), beside the rest of the provision (the container's seed), and after the set-aside; the sandbox
-      // starts only once both are done (running.run finds the guards up). A kind that never says is guarded by run.
+      // image's tag), beside the rest of the provision (the container's seed); ref sync's waits for the store and the
+      // set-aside (`hostWork`). The sandbox starts only once all are done (running.run finds the guards up). A kind that
+      // never says is guarded by run.
       let raising = null as Promise<void> | null;
       const hostReady = (identity: Record<string, unknown>) => {
-        raising = storing.then(() => {
-          cancelled(req);
-          trace("d create guards");
-          const now = c.fresh(row);
-          return c.running.raiseGuards({ ...now, identity: { ...now.identity, ...identity } }, driver);
-        });
+        if (req.signal?.aborted) return; // the create stops after the provision (cancelled, below)
+        trace("d create guards");
+        const now = c.fresh(row);
+        raising = c.running.raiseGuards({ ...now, identity: { ...now.identity, ...identity } }, driver, storing);
         raising.catch(() => undefined); // settled below, before anything else is decided
       };
       const provisioning = driver.provision(row, { ...n, repoQuiet: storing.catch(() => undefined), hostReady }, c.report(row.id, out));

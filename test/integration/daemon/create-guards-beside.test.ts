@@ -26,7 +26,7 @@ let guards: GuardHost;
 let service: SandboxService;
 let sessions: SessionManager;
 let events: string[];
-const late = { gate: null as Promise<void> | null, fail: null as Error | null, contexts: [] as GuardContext[], stops: 0 };
+const late = { gate: null as Promise<void> | null, fail: null as Error | null, contexts: [] as GuardContext[], stops: 0, onHostWork: null as ((ctx: GuardContext) => Promise<void>) | null };
 
 /** The last guard, as slow or as failing as a test makes it: it says when it begins, when it is up, when it stops. */
 const lateGuard: SandboxGuard = {
@@ -34,6 +34,11 @@ const lateGuard: SandboxGuard = {
   async start(ctx) {
     events.push(`late.begin ${ctx.sandbox.name}`);
     late.contexts.push(ctx);
+    if (late.onHostWork) {
+      // As ref sync's guard does: what it reads and writes of the host repo's sandbox refs is there once this settles.
+      await ctx.hostWork;
+      await late.onHostWork(ctx);
+    }
     if (late.gate) await late.gate;
     if (late.fail) {
       const e = late.fail;
@@ -55,7 +60,7 @@ const lateGuard: SandboxGuard = {
 beforeEach(async () => {
   w = await tempWorld();
   events = [];
-  Object.assign(late, { gate: null, fail: null, contexts: [], stops: 0 });
+  Object.assign(late, { gate: null, fail: null, contexts: [], stops: 0, onHostWork: null });
   driver = new FakeDriver("fake", w.exec, w.paths, w.host);
   driver.trace = events;
   const path = process.env.PATH ?? "/usr/bin:/bin";
@@ -120,6 +125,32 @@ describe("guards-before-run: a new sandbox's guards come up beside its container
     expect(sandboxView(w.store.getSandbox(sandbox.id)!, service, guards).guarded).toBe(true);
     // Raised once: the start of the create's bring-up found them up and started none again.
     expect(events.filter((e) => e === "late.begin w")).toHaveLength(1);
+  });
+});
+
+describe("nothing-lost: a guard that syncs refs comes up after the new sandbox's store and the set-aside", () => {
+  test("once the create's host work settled, the store is there and the earlier sandbox's refs are kept aside", async () => {
+    await service.create({ name: "again", cwd: w.repo });
+    const clone = join(String(w.store.findSandbox(w.repo, "again")!.identity.dir), "clone");
+    await w.git(clone, "commit", "-q", "--allow-empty", "-m", "earlier work");
+    await service.rm("again", { cwd: w.repo, force: true });
+    const seen: { handed: boolean; sandboxRefs: string; retired: string; store: boolean }[] = [];
+    late.onHostWork = async (ctx) => {
+      seen.push({
+        // The create hands its host work to the guards (they come up while it may still run: the store takes a dozen
+        // processes, the clone fewer).
+        handed: ctx.hostWork instanceof Promise,
+        sandboxRefs: await w.git(w.repo, "for-each-ref", "--format=%(refname)", "refs/remotes/sandbox-again/"),
+        retired: await w.git(w.repo, "for-each-ref", "--format=%(refname)", "refs/sbx-retired/again/"),
+        store: existsSync(join(w.repo, ".git", "sbx", "again.git", "objects", "info", "alternates")),
+      });
+    };
+    await service.create({ name: "again", cwd: w.repo });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.handed).toBe(true);
+    expect(seen[0]!.sandboxRefs).toBe("");
+    expect(seen[0]!.retired).toMatch(/^refs\/sbx-retired\/again\/\d{8}T\d{6}Z\/main$/m);
+    expect(seen[0]!.store).toBe(true);
   });
 });
 
