@@ -153,7 +153,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       // The set-aside writes only refs/remotes/sandbox-<name>/* and refs/sbx-retired/*, which neither of the others
       // reads or writes: it runs beside them.
       const storing = Promise.all([
-        promoteStores(h).then(() => ensureStore(h, req.name)).finally(() => trace("d create stored")),
+        promoteStores(h).finally(() => trace("d create promoted")).then(() => ensureStore(h, req.name)).finally(() => trace("d create stored")),
         setAside(c, row, driver, out).then((a) => void (aside = a)).finally(() => trace("d create set aside")),
       ]).then(() => undefined);
       // The guards come up as soon as what they use of the host is made (the driver says when: Docker, the clone and the
