@@ -546,9 +546,14 @@ export class BodyEnd {
  */
 export function closingAnswerHead(head: string): string {
   const [line = "", ...headers] = head.split("\r\n");
-  if (/^HTTP\/1\.[01] 1\d\d\b/.test(line)) return `${head}\r\n\r\n`;
+  if (interimAnswer(head)) return `${head}\r\n\r\n`;
   const kept = headers.filter((h) => !/^(connection|keep-alive|proxy-connection)\s*:/i.test(h));
   return [line, ...kept, "Connection: close", "Proxy-Connection: close"].join("\r\n") + "\r\n\r\n";
+}
+
+/** Pure: whether an answer's head is an interim one (1xx: `100 Continue`), which the final answer follows. */
+export function interimAnswer(head: string): boolean {
+  return /^HTTP\/1\.[01] 1\d\d\b/.test(head);
 }
 
 /** Pure: the head sent to the parent for a forwarded request: its own, the parent's Proxy-Authorization (if any) added. */

@@ -20,7 +20,7 @@
 // Who else reaches the gateway address: host processes and containers on the default bridge (sbx's own sandboxes and
 // services have no network, `--network none`; a user-account sandbox's nftables rules refuse it): the password keeps
 // them out, and it is never in an argv (`docker build --build-arg HTTPS_PROXY` takes the value from the CLI's env).
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { createServer, type Server, type Socket } from "node:net";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { canonicalIp, classify } from "../core/addresses";
 import {

@@ -14,6 +14,7 @@ import {
   closingAnswerHead,
   connectHead,
   forwardHead,
+  interimAnswer,
   parentFor,
   parentFromConfig,
   parentFromEnv,
@@ -236,7 +237,7 @@ export function forwardThroughParent(s: Socket, route: ParentRoute, head: string
       const text = got.subarray(0, i).toString("latin1");
       s.write(closingAnswerHead(text), "latin1");
       got = got.subarray(i + 4);
-      if (!/^HTTP\/1\.[01] 1\d\d\b/.test(text)) break;
+      if (!interimAnswer(text)) break;
     }
     up.off("data", answer);
     piped = true;
