@@ -194,6 +194,9 @@ export class PortForwards {
   private spliced(client: Socket<Side>, up: number, track: (c: Conn) => void, untrack: (c: Conn) => void): boolean {
     const fd = (client as unknown as { fd?: number }).fd;
     if (!this.splice || client.data.closed || typeof fd !== "number" || fd < 0) return false;
+    // From here Bun reads nothing more of the client (what it read so far is in `early`): the thread takes the rest. A
+    // client that had sent nothing yet is not paused, and its first bytes would land in `early` and be lost.
+    client.pause();
     const early = Buffer.concat(client.data.early);
     const pair = this.splice.start(fd, up, early, client.data.earlyEnd, (clean) => {
       untrack(cut);
@@ -203,7 +206,7 @@ export class PortForwards {
       client.end();
       client.resume();
     });
-    if (!pair) return false;
+    if (!pair) return false; // relayJoin resumes the client
     client.data.early = [];
     client.data.earlyEnd = false;
     // What closing the sandbox's forwards ends: the pair, cut (the client socket itself stays paused, unread, in Bun).

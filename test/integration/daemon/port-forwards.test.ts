@@ -195,6 +195,25 @@ describe.skipIf(spliceRelay() === null)("port relay in the kernel (splice, off t
     });
   }
 
+  test("a client that says nothing until the sandbox has dialled: its first bytes reach the server (the thread reads them, not Bun)", async () => {
+    const w = await world(undefined, spliceRelay());
+    const echo = await holdingEcho();
+    const host = await freePort();
+    await w.forwards.apply(w.id, [{ port: echo.port, host }]);
+    // Bun's loop and the thread both hear the bytes arrive: whichever reads first wins, so try it on many connections.
+    const one = async (i: number) => {
+      const s = connect({ host: "127.0.0.1", port: host, noDelay: true });
+      s.on("error", () => {});
+      cleanups.push(() => void s.destroy());
+      await new Promise((r) => s.on("connect", r));
+      await Bun.sleep(150); // the dial and the hand-over are done by now
+      s.write(`late${i}`);
+      return String(await within(new Promise((r) => s.once("data", r)), 3000, `the echo of connection ${i}'s late first write`));
+    };
+    const got = await Promise.all(Array.from({ length: 12 }, (_, i) => one(i)));
+    expect(got).toEqual(Array.from({ length: 12 }, (_, i) => `late${i}`));
+  });
+
   test("gone-when-removed: closing a sandbox's forwards (stop, rm) cuts its spliced connections, on both sides", async () => {
     const w = await world(undefined, spliceRelay());
     const echo = await holdingEcho();
