@@ -24,8 +24,8 @@ export interface ClientSide {
   readonly ended: boolean;
   /** The answer is written: the connection reads its next request, or ends (`close`). */
   answered(close: boolean): void;
-  /** It failed before any of the answer went out: sbx's own 502 with `message` goes instead. */
-  failed(message: string, close: boolean): void;
+  /** It failed before any of the answer went out: sbx's own 502 with `message` goes instead (or `answer`'s). */
+  failed(message: string, close: boolean, answer?: (close: boolean) => Buffer): void;
   /** It failed once part of the answer went out: only the connection's end can tell the client. */
   destroy(): void;
 }
@@ -51,6 +51,21 @@ export interface Destination {
   done(ok: boolean, bytesUp: number, bytesDown: number): void;
   /** What the client is told (a 502's text, and the caller's event) when it failed before the answer began. */
   failure(why: string, connected: boolean): string;
+  /** The whole answer to give for that failure instead of sbx's plain 502 (the LLM proxy's is in its API's shape). */
+  failedAnswer?(message: string, close: boolean): Buffer;
+  /**
+   * Sees the exchange as it passes, and says what goes (the LLM key proxy, llm/handler.ts): the request's headers as
+   * sent up (hop-by-hop ones gone: credentials stripped, the host's added), its body read, the answer's head as the
+   * client gets it, its body once written. Nothing is held: each is called as the bytes go by.
+   */
+  tap?: {
+    headers(sent: Header[]): Header[];
+    requestBody(data: Buffer): void;
+    requestEnd(): void;
+    answerHead(status: number, head: ShownHead): ShownHead;
+    /** Answer body bytes, after they were written to the client. */
+    answerBody(data: Buffer): void;
+  };
   /**
    * Rewrites on the way (a terminated request to a host a secret is bound to, terminate.ts): the request body's
    * placeholders swapped for values, and the answer's values turned back into placeholders, head and body. Each keeps
@@ -94,7 +109,8 @@ export class ForwardExchange {
         return (dest.host === null || k !== "host") && !(expects && k === "expect");
       });
       // The Host sent is the authority checked, whatever the client's said (it said the same, or was refused).
-      head = requestHead(req.method, dest.target, dest.host === null ? sent : [["Host", dest.host], ...sent], req.framing);
+      const all = dest.host === null ? sent : [["Host", dest.host] as Header, ...sent];
+      head = requestHead(req.method, dest.target, dest.tap ? dest.tap.headers(all) : all, req.framing);
     } catch (e) {
       dest.done(false, 0, 0);
       return { why: (e as Error).message };
@@ -116,7 +132,8 @@ export class ForwardExchange {
       {
         head: (h, length) => {
           const given: ShownHead = { reason: h.reason, headers: withoutHopByHop(h.headers) };
-          const { reason, headers } = dest.rewrite ? dest.rewrite.responseHead(given) : given;
+          const tapped = dest.tap ? dest.tap.answerHead(h.status, given) : given;
+          const { reason, headers } = dest.rewrite ? dest.rewrite.responseHead(tapped) : tapped;
           let clientFraming: Framing;
           if (length === 0) {
             // No body: a length the server gave (a HEAD's, a 304's) goes on as it is.
@@ -141,7 +158,9 @@ export class ForwardExchange {
           this.bytesDown += data.length;
           const out = dest.rewrite ? asBuffer(dest.rewrite.responseBody.push(data)) : data;
           if (out.length === 0) return true;
-          if (this.out(this.encode(out))) return true;
+          const more = this.out(this.encode(out));
+          dest.tap?.answerBody(out);
+          if (more) return true;
           client.onceDrain(() => this.x.resume());
           return false;
         },
@@ -150,6 +169,7 @@ export class ForwardExchange {
           const rw = dest.rewrite?.responseBody;
           const tail = rw ? Buffer.concat([rw.push(last ?? new Uint8Array(0)), rw.end()]) : last;
           this.out([...(tail && tail.length > 0 ? this.encode(tail) : []), ...(this.to === "chunked" ? [LAST_CHUNK] : [])]);
+          if (tail && tail.length > 0) dest.tap?.answerBody(tail);
           this.finish(true);
           client.answered(this.close);
         },
@@ -158,7 +178,8 @@ export class ForwardExchange {
           // Part of the answer went out: the client can only be told by the connection's end.
           if (this.responding) return void client.destroy();
           this.pending = null;
-          client.failed(dest.failure(why, connected), this.close);
+          const message = dest.failure(why, connected);
+          client.failed(message, this.close, dest.failedAnswer ? (close) => dest.failedAnswer!(message, close) : undefined);
         },
       },
     );
@@ -189,6 +210,7 @@ export class ForwardExchange {
   /** Request body bytes; false: wait for `drained`. */
   write(data: Buffer): boolean {
     this.bytesUp += data.length;
+    this.dest.tap?.requestBody(data);
     const rw = this.dest.rewrite?.requestBody;
     return this.x.write(rw ? asBuffer(rw.push(data)) : data);
   }
@@ -201,6 +223,7 @@ export class ForwardExchange {
   end(): void {
     const rw = this.dest.rewrite?.requestBody;
     if (rw) this.x.write(asBuffer(rw.end()));
+    this.dest.tap?.requestEnd();
     this.x.end();
   }
 
