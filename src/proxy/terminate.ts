@@ -196,7 +196,7 @@ export class Terminator implements RequestPreparer, PlainPreparer {
     this.audit(allowed, named, head.method, pathOnly, swapped.uses);
     // The answer is read whole for values to turn back: never encoded, so ask for none.
     const headers: Header[] = [...swapped.headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["Accept-Encoding", "identity"]];
-    const reflect = reflectionPairs(secrets, values).map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
+    const reflect = [...reflectionPairs(secrets, values), ...swapped.reflect].map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
     // The one way anything of the answer is shown, to the sandbox or in sbx's own words (its 502, the error event that
     // `sbx logs`, the dashboard and chat are made of): each value turned back into its placeholder. The upstream chose
     // every byte of it, the reason phrase, header names and what a parse error quotes included.
