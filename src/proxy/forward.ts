@@ -13,6 +13,9 @@ function asBuffer(u: Uint8Array): Buffer {
   return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 }
 
+/** Pieces shorter than this are joined into one write; longer ones go as they are. */
+const JOIN_BELOW = 16 * 1024;
+
 /** Methods whose request, with no body, may be sent again on a fresh connection when a pooled one was closed. */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -156,11 +159,15 @@ export class ForwardExchange {
         },
         body: (data) => {
           this.bytesDown += data.length;
-          const out = dest.rewrite ? asBuffer(dest.rewrite.responseBody.push(data)) : data;
-          if (out.length === 0) return true;
-          const more = this.out(this.encode(out));
-          dest.tap?.answerBody(out);
+          // Scanned in pieces: the bulk of a chunk goes on as a view of it, never copied to join what was held back.
+          const parts = dest.rewrite ? dest.rewrite.responseBody.pushParts(data) : [data];
+          if (parts.length === 0) return true;
+          const more = this.out(parts.flatMap((p) => this.encode(asBuffer(p))));
+          if (dest.tap) for (const p of parts) dest.tap.answerBody(asBuffer(p));
           if (more) return true;
+          // Paused at each full write, resumed at the drain: once per upstream read (≈512 KB). Letting 2 MB wait in the
+          // client's buffer instead was measured (bench/terminate): 2-3x the proxy's CPU per 50 MB, Bun's TLS socket
+          // handling a backed-up write buffer far worse than a pause.
           client.onceDrain(() => this.x.resume());
           return false;
         },
@@ -189,7 +196,22 @@ export class ForwardExchange {
     const all = this.pending ? [this.pending, ...parts] : parts;
     this.pending = null;
     this.responding = true;
-    return this.client.write(all.length === 1 ? all[0]! : Buffer.concat(all));
+    if (all.length === 1) return this.client.write(all[0]!);
+    // Small pieces (a head, chunk framing, a placeholder) joined into one write; a large one written as it is, not
+    // copied to join them. The last write says whether the client's side is full.
+    let ok = true;
+    let small: Buffer[] = [];
+    for (const p of all) {
+      if (p.length < JOIN_BELOW) {
+        small.push(p);
+        continue;
+      }
+      if (small.length > 0) this.client.write(small.length === 1 ? small[0]! : Buffer.concat(small));
+      small = [];
+      ok = this.client.write(p);
+    }
+    if (small.length > 0) ok = this.client.write(small.length === 1 ? small[0]! : Buffer.concat(small));
+    return ok;
   }
 
   private encode(data: Buffer): Buffer[] {
