@@ -14,7 +14,7 @@
 import type { Socket } from "node:net";
 import type { ProxyContext } from "./context";
 import { parseAuthority, plainTarget, type Allowed, type Denied, type Site } from "./decision";
-import { egressDestination, ForwardExchange, type ClientSide, type Destination } from "./forward";
+import { egressDestination, ForwardExchange, type ClientSide, type Destination, type Prepared } from "./forward";
 import { BodyReader, MAX_HEAD, readRequestHead, type RequestHead } from "./http1";
 import type { Origin } from "./origin";
 import type { OwnAnswer } from "./sbx-endpoints";
@@ -35,24 +35,9 @@ export type Way =
   | { kind: "transparent"; site: Site; plain?: PlainPreparer | null }
   | { kind: "terminated"; allowed: Allowed; terminator: RequestPreparer };
 
-/** A request inside a terminated connection as it goes up, or a refusal: a 400's text, or a rule's 403 (`denied`). */
-export type Prepared =
-  | { ok: true; head: RequestHead; dest: Destination }
-  /** `answer`: the whole answer to give instead of a 400 (an origin forwarder's refusal in its API's shape). */
-  | { ok: false; message: string; denied?: Denied; answer?: (close: boolean) => Buffer };
-
-/**
- * Origin-form requests the daemon answers by sending them on (the LLM key proxy, llm/handler.ts): each is made ready
- * there (its route, credential and scope judged; refused in its own API's shape), then forwarded like a plain request,
- * by this reader and upstream.ts's pool. Its answer streams as it comes.
- */
-export interface OriginForwarder {
-  /** Whether an origin-form target is this forwarder's. */
-  handles(target: string): boolean;
-  prepare(head: RequestHead): Promise<Prepared>;
-  /** Its connections are ended (the proxy is closing). */
-  close?(): void;
-}
+// Where a request made ready (or refused) and an origin forwarder are defined: beside the Destination they carry
+// (forward.ts), so origin.ts needs nothing of this file.
+export type { OriginForwarder, Prepared } from "./forward";
 
 /** Makes each request inside a terminated connection ready to go up (terminate.ts). */
 export interface RequestPreparer {

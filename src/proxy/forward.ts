@@ -3,7 +3,7 @@
 // (upstream.ts) to the checked address, or to the proxy's own origin; the answer is written back to the client,
 // framed for it (chunked for an HTTP/1.1 client when its length is unknown, to the close for HTTP/1.0).
 import type { ProxyContext } from "./context";
-import { reachText, type Allowed } from "./decision";
+import { reachText, type Allowed, type Denied } from "./decision";
 import type { StreamReplacer } from "../core/stream-replace";
 import { chunk, LAST_CHUNK, requestHead, responseHead, withoutHopByHop, type Framing, type Header, type RequestHead } from "./http1";
 import type { Exchange, UpstreamPool, Via } from "./upstream";
@@ -283,4 +283,26 @@ export function egressDestination(ctx: ProxyContext, v: Allowed, method: string,
       return message;
     },
   };
+}
+
+/**
+ * A request as it goes up, made ready by whoever judges it (the terminator, an origin forwarder), or a refusal: a
+ * 400's text, or a rule's 403 (`denied`).
+ */
+export type Prepared =
+  | { ok: true; head: RequestHead; dest: Destination }
+  /** `answer`: the whole answer to give instead of a 400 (an origin forwarder's refusal in its API's shape). */
+  | { ok: false; message: string; denied?: Denied; answer?: (close: boolean) => Buffer };
+
+/**
+ * Origin-form requests the daemon answers by sending them on (the LLM key proxy, llm/handler.ts): each is made ready
+ * there (its route, credential and scope judged; refused in its own API's shape), then forwarded like a plain request,
+ * by connection.ts's reader and upstream.ts's pool. Its answer streams as it comes.
+ */
+export interface OriginForwarder {
+  /** Whether an origin-form target is this forwarder's. */
+  handles(target: string): boolean;
+  prepare(head: RequestHead): Promise<Prepared>;
+  /** Its connections are ended (the proxy is closing). */
+  close?(): void;
 }

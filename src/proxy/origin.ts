@@ -11,8 +11,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { duplexPair } from "node:stream";
-import type { OriginForwarder } from "./connection";
-import type { Destination } from "./forward";
+import type { Destination, OriginForwarder } from "./forward";
 import type { Endpoint, SbxEndpoints } from "./sbx-endpoints";
 import { UpstreamPool } from "./upstream";
 

@@ -200,6 +200,7 @@ export class UpstreamPool {
   }
 
   /** Sends one request to address:port and reads its response into `sink`. */
+  // whole: one exchange's state (its connection, a retry on a closed pooled one, the body queued before it is ready), shared by the closures that drive it.
   request(r: UpstreamRequest, sink: ResponseSink): Exchange {
     const via = r.via ?? null;
     const key = via ? `${via.route.endpoint.shown}|${via.host}|${r.port}` : `${r.address}|${r.port}`;

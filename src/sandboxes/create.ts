@@ -76,37 +76,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const existing = c.d.store.findSandbox(repo, req.name);
     if (existing && !existsSync(lay.creating)) {
       if (req.ifExists === "reuse" && (req.backend === undefined || req.backend === existing.backend)) {
-        // An option only a new sandbox takes is refused, never ignored.
-        const newOnly = [
-          ...((req.overlays?.length ?? 0) > 0 ? ["--overlay"] : []),
-          ...(req.claudeAuth ? ["--claude-auth"] : []),
-          ...(req.exposeCredentials ? ["--expose-credentials"] : []),
-          ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
-          ...(req.withChanges ? ["--with-changes"] : []),
-          ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
-          ...((req.services?.length ?? 0) > 0 ? ["--service"] : []),
-          ...(Object.keys(req.serviceEnv ?? {}).length > 0 ? ["--service-env"] : []),
-          ...(req.pull ? ["--pull"] : []),
-          ...(req.transparent === false ? ["--no-transparent"] : []),
-          ...(req.allowWeaker ? ["--allow-weaker"] : []),
-          ...(req.policy !== undefined ? ["--policy"] : []),
-        ];
-        if (newOnly.length > 0) {
-          throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
-            hint: `Remove it and create it again with them (\`sbx rm ${req.name}\`; its commits stay as sandbox-${req.name}/*), or leave them out.`,
-          });
-        }
-        if (req.rebuild === true) {
-          throw new SbxError("usage", `--rebuild builds a new sandbox's image, and ${req.name} exists`, {
-            hint: `\`sbx rebuild ${req.name}\` builds its image again and makes its container anew (its clone, home and allowlist stay).`,
-          });
-        }
-        const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => (k === "llmBudget" ? "--llm-budget" : `--${k}`));
-        if (given.length > 0) {
-          throw new SbxError("usage", `${given.join(", ")} set the limits of a new sandbox, and ${req.name} exists`, {
-            hint: `Change its limits with \`sbx limits ${req.name} ${given.map((g) => `${g} …`).join(" ")}\`.`,
-          });
-        }
+        refuseNewOnly(req);
         c.sayNotes(existing, driver, out);
         await c.running.run(existing, driver, c.report(existing.id, out));
         return { sandbox: c.fresh(existing), created: false };
@@ -300,4 +270,38 @@ function createFacts(row: Sandbox): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k of ["image", "proxyPort"]) if (row.identity[k] !== undefined) out[k] = row.identity[k];
   return out;
+}
+
+/** An option only a new sandbox takes, given for one that exists (`sbx run` enters it): refused, never ignored. */
+function refuseNewOnly(req: CreateRequest): void {
+  const newOnly = [
+    ...((req.overlays?.length ?? 0) > 0 ? ["--overlay"] : []),
+    ...(req.claudeAuth ? ["--claude-auth"] : []),
+    ...(req.exposeCredentials ? ["--expose-credentials"] : []),
+    ...Object.keys(req.image ?? {}).map((k) => `--${k}`),
+    ...(req.withChanges ? ["--with-changes"] : []),
+    ...((req.ports?.length ?? 0) > 0 ? ["--port"] : []),
+    ...((req.services?.length ?? 0) > 0 ? ["--service"] : []),
+    ...(Object.keys(req.serviceEnv ?? {}).length > 0 ? ["--service-env"] : []),
+    ...(req.pull ? ["--pull"] : []),
+    ...(req.transparent === false ? ["--no-transparent"] : []),
+    ...(req.allowWeaker ? ["--allow-weaker"] : []),
+    ...(req.policy !== undefined ? ["--policy"] : []),
+  ];
+  if (newOnly.length > 0) {
+    throw new SbxError("usage", `${newOnly.join(", ")} set up a new sandbox, and ${req.name} exists`, {
+      hint: `Remove it and create it again with them (\`sbx rm ${req.name}\`; its commits stay as sandbox-${req.name}/*), or leave them out.`,
+    });
+  }
+  if (req.rebuild === true) {
+    throw new SbxError("usage", `--rebuild builds a new sandbox's image, and ${req.name} exists`, {
+      hint: `\`sbx rebuild ${req.name}\` builds its image again and makes its container anew (its clone, home and allowlist stay).`,
+    });
+  }
+  const given = Object.entries(req.limits ?? {}).filter(([, v]) => v !== undefined).map(([k]) => (k === "llmBudget" ? "--llm-budget" : `--${k}`));
+  if (given.length > 0) {
+    throw new SbxError("usage", `${given.join(", ")} set the limits of a new sandbox, and ${req.name} exists`, {
+      hint: `Change its limits with \`sbx limits ${req.name} ${given.map((g) => `${g} …`).join(" ")}\`.`,
+    });
+  }
 }
