@@ -4,7 +4,7 @@
 // latency. The agent runs in its own process as in a container (it dials this machine's loopback here, where a
 // container's agent dials the container's); the server too, so the client, daemon side, agent and server each have a
 // process, as in real use.
-// Run: bun bench/port-forward.bench.ts [--json]
+// Run: flock /work/wt/bench.lock bun bench/port-forward.bench.ts [--json]   (RELAY=bun: the Bun-socket relay instead of splice)
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -80,6 +80,31 @@ function get(port: number, path: string): Promise<{ ms: number; bytes: number }>
   });
 }
 
+if (role === "--client") {
+  // The client in its own process (a browser or curl in real use): the daemon side's relay keeps its own thread, as it
+  // has in the daemon, and the direct baseline is measured from the same process.
+  const [port, host] = [Number(process.argv[3]), Number(process.argv[4])];
+  const lat = { direct: [] as number[], forwarded: [] as number[] };
+  for (let i = -20; i < 300; i++) {
+    const d = await get(port, "/");
+    const f = await get(host, "/");
+    if (i < 0) continue;
+    lat.direct.push(d.ms);
+    lat.forwarded.push(f.ms);
+  }
+  const rate = { direct: [] as number[], forwarded: [] as number[] };
+  for (let i = -1; i < 5; i++) {
+    const d = await get(port, "/big");
+    const f = await get(host, "/big");
+    if (d.bytes < SIZE || f.bytes < SIZE) throw new Error(`short download: ${d.bytes} / ${f.bytes}`);
+    if (i < 0) continue;
+    rate.direct.push(SIZE / MB / (d.ms / 1000));
+    rate.forwarded.push(SIZE / MB / (f.ms / 1000));
+  }
+  console.log(JSON.stringify({ lat, rate }));
+  process.exit(0);
+}
+
 const children: ReturnType<typeof Bun.spawn>[] = [];
 const root = mkdtempSync(join(tmpdir(), "sbx-port-bench-"));
 try {
@@ -100,27 +125,16 @@ try {
   children.push(agent);
   await firstLine(agent as never);
   if (!(await agents.wait(sandbox.id, 5000))) throw new Error("the agent did not connect");
-  const forwards = new PortForwards(agents);
+  // RELAY=bun: the relay in Bun sockets (the fallback where splice cannot be used), to compare beside the splice relay.
+  const forwards = new PortForwards(agents, undefined, undefined, process.env.RELAY === "bun" ? null : undefined);
   const host = await freePort();
   await forwards.apply(sandbox.id, [{ port, host }]);
 
-  const lat = { direct: [] as number[], forwarded: [] as number[] };
-  for (let i = -20; i < 300; i++) {
-    const d = await get(port, "/");
-    const f = await get(host, "/");
-    if (i < 0) continue;
-    lat.direct.push(d.ms);
-    lat.forwarded.push(f.ms);
-  }
-  const rate = { direct: [] as number[], forwarded: [] as number[] };
-  for (let i = -1; i < 5; i++) {
-    const d = await get(port, "/big");
-    const f = await get(host, "/big");
-    if (d.bytes < SIZE || f.bytes < SIZE) throw new Error(`short download: ${d.bytes} / ${f.bytes}`);
-    if (i < 0) continue;
-    rate.direct.push(SIZE / MB / (d.ms / 1000));
-    rate.forwarded.push(SIZE / MB / (f.ms / 1000));
-  }
+  const client = Bun.spawn([process.execPath, import.meta.path, "--client", String(port), String(host)], { stdout: "pipe", stderr: "inherit" });
+  children.push(client);
+  const [out, code] = await Promise.all([new Response(client.stdout).text(), client.exited]);
+  if (code !== 0) throw new Error(`the client exited ${code}`);
+  const { lat, rate } = JSON.parse(out.trim().split("\n").pop()!) as { lat: { direct: number[]; forwarded: number[] }; rate: { direct: number[]; forwarded: number[] } };
   report([
     { name: "small HTTP request p50 through `sbx port` (host listener → handed-over connection → server)", unit: "ms", value: summarize(lat.forwarded).median, baselineName: "direct", baseline: summarize(lat.direct).median, better: "lower" },
     { name: "100 MB download through `sbx port`", unit: "MB/s", value: summarize(rate.forwarded).median, baselineName: "direct", baseline: summarize(rate.direct).median, better: "higher" },

@@ -5,10 +5,15 @@
 // process: CONNECT over the proxy socket, then TLS inside, then requests one after another on that connection.
 // Targets (issue 37): added p50 ≤ +1 ms over the tunnel, throughput ≥ 0.5x direct.
 //
+// Beside MB/s, the CPU the relaying process spent per 50 MB (utime+stime from /proc, ms): on a busy 2-core machine it
+// moves less than MB/s does. The floor: a bare relay in its own process that ends the client's TLS and opens its own to
+// the upstream (the same node:tls carriers in Bun), copying bytes both ways with no HTTP reading, no swap, no scan:
+// what terminating costs on this machine before sbx does anything.
+//
 // Run: bun bench/terminate.bench.ts [--json] (SBX_BENCH_ROUNDS=5); each round's downloads go to stderr.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect as netConnect, type Socket } from "node:net";
-import { connect as tlsConnect, type TLSSocket } from "node:tls";
+import { connect as tlsConnect, createSecureContext, TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { report, summarize } from "./lib";
@@ -39,7 +44,6 @@ if (role === "--proxy") {
   const [socketPath, port, caCert, caKey, upstreamCa] = process.argv.slice(3);
   const { startEgressProxy } = await import("../src/proxy/egress-proxy");
   const { loadCa, issueLeaf } = await import("../src/tls/x509");
-  const { createSecureContext } = await import("node:tls");
   const signer = await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8"));
   const leaf = await issueLeaf(signer, ["bound.test"]);
   const ctx = createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
@@ -61,6 +65,42 @@ if (role === "--proxy") {
   await new Promise(() => {});
 }
 
+if (role === "--bare") {
+  // The floor: CONNECT answered, the client's TLS ended with a leaf for bound.test, a verified TLS connection opened to
+  // the upstream, and the two piped. Nothing read, swapped or scanned.
+  const [socketPath, port, caCert, caKey, upstreamCa] = process.argv.slice(3);
+  const { createServer } = await import("node:net");
+  const { loadCa, issueLeaf } = await import("../src/tls/x509");
+  const leaf = await issueLeaf(await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8")), ["bound.test"]);
+  const secureContext = createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
+  const ca = readFileSync(upstreamCa!, "utf8");
+  const server = createServer((c) => {
+    c.once("data", (d: Buffer) => {
+      const at = d.indexOf("\r\n\r\n");
+      c.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (at + 4 < d.length) c.unshift(d.subarray(at + 4));
+      const inner = new TLSSocket(c, { isServer: true, secureContext });
+      const up = tlsConnect({ host: "127.0.0.1", port: Number(port), servername: "bound.test", ca });
+      inner.pipe(up);
+      up.pipe(inner);
+      const end = () => (inner.destroy(), up.destroy());
+      inner.on("error", end);
+      up.on("error", end);
+      inner.on("close", end);
+      up.on("close", end);
+    });
+  });
+  server.listen(socketPath!, () => console.log("ready"));
+  await new Promise(() => {});
+}
+
+/** CPU milliseconds (user + system) a process has used so far. */
+function cpuMs(pid: number): number {
+  // /proc/<pid>/stat: fields after the ")" of the command name; utime and stime are the 12th and 13th, in ticks (100/s).
+  const rest = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
+}
+
 /** A line from a child's stdout. */
 async function firstLine(p: Bun.Subprocess<"ignore", "pipe", "inherit">): Promise<string> {
   const r = p.stdout.getReader();
@@ -75,8 +115,8 @@ async function firstLine(p: Bun.Subprocess<"ignore", "pipe", "inherit">): Promis
 }
 
 /** A TLS connection to the upstream: direct, or inside a CONNECT through the proxy socket. */
-async function open(how: "direct" | "tunnel" | "terminated", port: number, socketPath: string, ca: string): Promise<TLSSocket> {
-  const name = how === "terminated" ? "bound.test" : "tunnel.test";
+async function open(how: "direct" | "tunnel" | "terminated" | "bare", port: number, socketPath: string, ca: string): Promise<TLSSocket> {
+  const name = how === "terminated" || how === "bare" ? "bound.test" : "tunnel.test";
   let raw: Socket | undefined;
   if (how !== "direct") {
     raw = netConnect({ path: socketPath });
@@ -147,43 +187,59 @@ if (role === undefined) {
     const px = Bun.spawn([process.execPath, import.meta.path, "--proxy", socketPath, String(port), f("sbx.pem", sbx.certPem), f("sbx.key", sbx.keyPem), f("world.pem", world.certPem)], { stdout: "pipe", stderr: "inherit" });
     children.push(px);
     await firstLine(px);
-    const kinds = ["direct", "tunnel", "terminated"] as const;
-    const trust = (k: (typeof kinds)[number]) => (k === "terminated" ? sbx.certPem : world.certPem);
-    const lat: Record<string, number[]> = { direct: [], tunnel: [], terminated: [] };
-    const rate: Record<string, number[]> = { direct: [], tunnel: [], terminated: [] };
+    const barePath = join(dir, "bare.sock");
+    const bare = Bun.spawn([process.execPath, import.meta.path, "--bare", barePath, String(port), join(dir, "sbx.pem"), join(dir, "sbx.key"), join(dir, "world.pem")], { stdout: "pipe", stderr: "inherit" });
+    children.push(bare);
+    await firstLine(bare);
+    const kinds = ["direct", "tunnel", "terminated", "bare"] as const;
+    const trust = (k: (typeof kinds)[number]) => (k === "terminated" || k === "bare" ? sbx.certPem : world.certPem);
+    const via = (k: (typeof kinds)[number]) => (k === "bare" ? barePath : socketPath);
+    /** The process that relays each kind (direct: the upstream's own, for scale). */
+    const relayPid = (k: (typeof kinds)[number]) => (k === "bare" ? bare.pid : k === "direct" ? up.pid : px.pid);
+    const hostOf = (k: (typeof kinds)[number]) => `${k === "terminated" || k === "bare" ? "bound.test" : "tunnel.test"}:${port}`;
+    const lat: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
+    const rate: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
+    const cpu: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
     // One download of each, untimed: the first 50 MB any of them moves runs at half speed (cold code, fresh buffers).
     for (const k of kinds) {
-      const t = await open(k, port, socketPath, trust(k));
-      await get(t, "/big", `${k === "terminated" ? "bound.test" : "tunnel.test"}:${port}`);
+      const t = await open(k, port, via(k), trust(k));
+      await get(t, "/big", hostOf(k));
       t.destroy();
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const k of kinds) {
-        const name = `${k === "terminated" ? "bound.test" : "tunnel.test"}:${port}`;
-        const t = await open(k, port, socketPath, trust(k));
+        const name = hostOf(k);
+        const t = await open(k, port, via(k), trust(k));
         for (let i = 0; i < 20; i++) await get(t, "/small", name); // warm the connection
         for (let i = 0; i < LATENCY_RUNS / ROUNDS; i++) {
           const s = performance.now();
           await get(t, "/small", name);
           lat[k]!.push(performance.now() - s);
         }
+        const c0 = cpuMs(relayPid(k));
         const s = performance.now();
         await get(t, "/big", name);
         rate[k]!.push(BIG / MB / ((performance.now() - s) / 1000));
+        cpu[k]!.push(cpuMs(relayPid(k)) - c0);
         t.destroy();
       }
       // Per round (stderr), so a spread shows whether it is per process or per round.
-      const r = (k: string) => rate[k]![round]!;
-      console.error(`round ${round + 1}: direct ${r("direct").toFixed(0)}, tunnel ${r("tunnel").toFixed(0)}, terminated ${r("terminated").toFixed(0)} MB/s (terminated ${(r("terminated") / r("direct")).toFixed(2)}x direct)`);
+      const r = (k: string) => `${rate[k]![round]!.toFixed(0)} MB/s ${cpu[k]![round]!.toFixed(0)} cpu-ms`;
+      const x = (k: string) => (rate[k]![round]! / rate.direct![round]!).toFixed(2);
+      console.error(`round ${round + 1}: direct ${r("direct")}, tunnel ${r("tunnel")}, terminated ${r("terminated")}, bare relay ${r("bare")} (terminated ${x("terminated")}x direct, bare ${x("bare")}x)`);
     }
     const p50 = (k: string) => summarize(lat[k]!).median;
     const med = (k: string) => summarize(rate[k]!).median;
+    const cpuMed = (k: string) => summarize(cpu[k]!).median;
     report([
       { name: "small HTTPS request p50, terminated (secret swapped)", unit: "ms", value: p50("terminated"), baselineName: "opaque tunnel", baseline: p50("tunnel"), better: "lower" },
       { name: "added p50, terminated over tunnel", unit: "ms", value: p50("terminated") - p50("tunnel"), baselineName: "the +1 ms target", baseline: 1, better: "lower", target: 1 },
       { name: "small HTTPS request p50, opaque tunnel", unit: "ms", value: p50("tunnel"), baselineName: "direct", baseline: p50("direct"), better: "lower" },
       { name: "50 MB download, terminated", unit: "MB/s", value: med("terminated"), baselineName: "direct", baseline: med("direct"), better: "higher", target: 0.5 },
       { name: "50 MB download, opaque tunnel", unit: "MB/s", value: med("tunnel"), baselineName: "direct", baseline: med("direct"), better: "higher" },
+      { name: "50 MB download, bare TLS-terminating relay (the floor)", unit: "MB/s", value: med("bare"), baselineName: "direct", baseline: med("direct"), better: "higher" },
+      { name: "proxy CPU per 50 MB, terminated", unit: "ms", value: cpuMed("terminated"), baselineName: "bare relay", baseline: cpuMed("bare"), better: "lower" },
+      { name: "proxy CPU per 50 MB, opaque tunnel", unit: "ms", value: cpuMed("tunnel"), baselineName: "bare relay", baseline: cpuMed("bare"), better: "lower" },
     ]);
   } finally {
     for (const c of children) c.kill();

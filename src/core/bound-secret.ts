@@ -71,6 +71,11 @@ export interface SwappedRequest {
   /** Placeholder → value pairs for the body (secrets in scope that allow it); empty: the body goes as it is. */
   bodyPairs: { from: string; to: string }[];
   uses: SecretUse[];
+  /**
+   * Pairs for this request's answer beside reflectionPairs: each Basic credentials the proxy made (base64 of
+   * `user:value`) back to what the sandbox sent, so an echo of the header shows it nothing it could decode.
+   */
+  reflect: { from: string; to: string }[];
 }
 
 /** Pure: the content types whose body a secret with `inBody` is swapped in: text, JSON, a form. */
@@ -97,7 +102,9 @@ export function swapRequest(
   const canon = canonicalPath(req.target);
   const uses: SecretUse[] = [];
   const inScope: BoundSecret[] = [];
-  const present = (s: BoundSecret) => s.placeholder !== null && (req.target.includes(s.placeholder) || req.headers.some(([, v]) => v.includes(s.placeholder!)));
+  const credentials = req.headers.map(([n, v]) => basicCredentials(n, v));
+  const present = (s: BoundSecret) =>
+    s.placeholder !== null && (req.target.includes(s.placeholder) || req.headers.some(([, v]) => v.includes(s.placeholder!)) || credentials.some((c) => c?.includes(s.placeholder!)));
   for (const s of secrets) {
     const value = values.get(s.name);
     let why: string | null = refused;
@@ -110,17 +117,27 @@ export function swapRequest(
     if (why === null) inScope.push(s);
     else if (present(s) || (s.header !== null && boundTo(s, req.host))) uses.push({ name: s.name, action: "outside", reason: why });
   }
-  if (inScope.length === 0) return { target: req.target, headers: [...req.headers], bodyPairs: [], uses };
+  if (inScope.length === 0) return { target: req.target, headers: [...req.headers], bodyPairs: [], uses, reflect: [] };
   const pairs = inScope.filter((s) => s.placeholder !== null).map((s) => ({ from: s.placeholder!, to: values.get(s.name)! }));
   const c = canon as { ok: true; path: string; query: string };
   const query = replaceAll(c.query, pairs);
   const target = c.query === "" && !req.target.includes("?") ? c.path : `${c.path}?${query.text}`;
   const used = new Set<string>();
   if (query.count > 0) for (const s of inScope) if (s.placeholder !== null && c.query.includes(s.placeholder)) used.add(s.name);
-  const headers: HeaderPair[] = req.headers.map(([n, v]) => {
+  const reflect: { from: string; to: string }[] = [];
+  // Credentials are bytes: a value is swapped in as its UTF-8, read one character per byte as the decoded text is.
+  const bytePairs = pairs.map((p) => ({ from: p.from, to: Buffer.from(p.to, "utf8").toString("latin1") }));
+  const headers: HeaderPair[] = req.headers.map(([n, v], i) => {
     const r = replaceAll(v, pairs);
     if (r.count > 0) for (const s of inScope) if (s.placeholder !== null && v.includes(s.placeholder)) used.add(s.name);
-    return [n, r.text];
+    const cred = credentials[i];
+    if (r.count > 0 || cred == null) return [n, r.text];
+    const c = replaceAll(cred, bytePairs);
+    if (c.count === 0) return [n, v];
+    for (const s of inScope) if (s.placeholder !== null && cred.includes(s.placeholder)) used.add(s.name);
+    const sent = Buffer.from(c.text, "latin1").toString("base64");
+    reflect.push({ from: sent, to: Buffer.from(cred, "latin1").toString("base64") });
+    return [n, `Basic ${sent}`];
   });
   for (const s of inScope) {
     if (s.header === null || headers.some(([n]) => n.toLowerCase() === s.header!.name.toLowerCase())) continue;
@@ -132,7 +149,20 @@ export function swapRequest(
   // A body's swaps cannot be counted before it is read: a secret that may be swapped there counts as used.
   for (const p of bodyPairs) used.add(inScope.find((s) => s.placeholder === p.from)!.name);
   for (const name of used) uses.push({ name, action: "used", reason: null });
-  return { target, headers, bodyPairs, uses };
+  return { target, headers, bodyPairs, uses, reflect };
+}
+
+/**
+ * Pure: an Authorization header's HTTP Basic credentials as the upstream decodes them (one character per byte), or
+ * null when the header is not that. Only a canonical base64 encoding is read: one the decoder would read loosely is not
+ * judged, and goes as it is.
+ */
+function basicCredentials(name: string, value: string): string | null {
+  if (name.toLowerCase() !== "authorization") return null;
+  const m = /^\s*basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(value);
+  if (!m) return null;
+  const text = Buffer.from(m[1]!, "base64").toString("latin1");
+  return Buffer.from(text, "latin1").toString("base64") === m[1] ? text : null;
 }
 
 /** Pure: the pairs that turn a response's values back into this sandbox's placeholders (never reflected). */

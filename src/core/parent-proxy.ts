@@ -394,8 +394,11 @@ export function buildProxyArgs(s: ParentSettings | null, relay?: BuildRelayOffer
   return { args, notes };
 }
 
-/** What an image build's step asked the per-build relay for: a CONNECT (as readRelayRequest), or a plain HTTP request. */
-export type BuildRelayRequest =
+/**
+ * What a tool asked a relay that lends the parent (the bridge's for git's plain http:// remotes, the per-build relay
+ * for a build's apt): a CONNECT (as readRelayRequest), or a plain HTTP request in absolute form.
+ */
+export type ForwardOrConnect =
   | RelayRequest
   | {
       kind: "forward";
@@ -404,8 +407,8 @@ export type BuildRelayRequest =
       authorization: string | null;
       /** Its head for the parent, up to the blank line: its own Proxy-Authorization and hop-by-hop headers gone, `Connection: close`. */
       head: string;
-      /** The body's bytes after the head (its Content-Length); none without one. */
-      bodyLength: number;
+      /** Its body: none, a Content-Length's bytes, or chunked (read to its end: BodyEnd). */
+      body: { length: number } | "chunked";
       size: number;
     };
 
@@ -413,13 +416,14 @@ export type BuildRelayRequest =
 const HOP_BY_HOP = new Set(["connection", "proxy-connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate"]);
 
 /**
- * Pure: reads a build step's request to the per-build relay: `CONNECT host:port` (readRelayRequest), or a plain HTTP
- * request in absolute form (`GET http://host[:port]/path`, as apt sends one through HTTP_PROXY), which the relay
- * passes to the parent as it came, with the parent's own credentials in place of the relay's and one request per
- * connection (`Connection: close`: a kept-alive connection's next request would reach the parent unread). A body only
- * with a Content-Length (a chunked one cannot be bounded without reading it: refused).
+ * Pure: reads a tool's request to a relay that lends the parent: `CONNECT host:port` (readRelayRequest), or a plain
+ * HTTP request in absolute form (`GET http://host[:port]/path`, as apt or git's libcurl sends one through HTTP_PROXY),
+ * which the relay passes to the parent as it came, with the parent's own credentials in place of the relay's and one
+ * request per connection (`Connection: close`: a kept-alive connection's next request would reach the parent unread).
+ * Its body is read to its end and no further (a Content-Length, or chunked framing: BodyEnd); both at once, or any
+ * other transfer coding, is refused (two readings of where it ends).
  */
-export function readBuildRelayRequest(buf: Uint8Array): BuildRelayRequest {
+export function readForwardOrConnect(buf: Uint8Array): ForwardOrConnect {
   const h = readRelayHead(buf);
   if (h.kind !== "head") return h;
   if (h.method === "CONNECT") return connectOf(h);
@@ -440,6 +444,7 @@ export function readBuildRelayRequest(buf: Uint8Array): BuildRelayRequest {
   const auth: string[] = [];
   const named = new Set<string>();
   let length: number | null = null;
+  let chunked = false;
   const kept: string[] = [];
   for (const h of headers) {
     const i = h.indexOf(":");
@@ -448,7 +453,10 @@ export function readBuildRelayRequest(buf: Uint8Array): BuildRelayRequest {
     const value = h.slice(i + 1).trim();
     if (name === "proxy-authorization") auth.push(value);
     if (name === "connection") for (const t of value.split(",")) named.add(t.trim().toLowerCase());
-    if (name === "transfer-encoding") return { kind: "bad", status: 400, why: "a chunked request body (this relay carries a body with a Content-Length)" };
+    if (name === "transfer-encoding") {
+      if (value.toLowerCase() !== "chunked" || chunked) return { kind: "bad", status: 400, why: "a transfer coding other than chunked alone" };
+      chunked = true;
+    }
     if (name === "content-length") {
       if (!/^[0-9]{1,15}$/.test(value) || (length !== null && length !== Number(value))) return { kind: "bad", status: 400, why: "a Content-Length that cannot be read" };
       length = Number(value);
@@ -456,12 +464,96 @@ export function readBuildRelayRequest(buf: Uint8Array): BuildRelayRequest {
     kept.push(h);
   }
   if (auth.length > 1) return { kind: "bad", status: 400, why: "more than one Proxy-Authorization" };
+  if (chunked && length !== null) return { kind: "bad", status: 400, why: "both a Content-Length and chunked" };
   const out = kept.filter((h) => {
     const name = h.slice(0, h.indexOf(":")).trim().toLowerCase();
     return !HOP_BY_HOP.has(name) && !named.has(name) && name !== "host";
   });
-  const head = [`${h.method} http://${authority}${u.pathname}${u.search} HTTP/1.1`, `Host: ${authority}`, ...out, "Connection: close"].join("\r\n");
-  return { kind: "forward", host, port, authorization: auth[0] ?? null, head, bodyLength: length ?? 0, size: h.size };
+  const head = [`${h.method} http://${authority}${u.pathname}${u.search} HTTP/1.1`, `Host: ${authority}`, ...out, ...(chunked ? ["Transfer-Encoding: chunked"] : []), "Connection: close"].join("\r\n");
+  return { kind: "forward", host, port, authorization: auth[0] ?? null, head, body: chunked ? "chunked" : { length: length ?? 0 }, size: h.size };
+}
+
+/** A chunk-size or trailer line longer than this is refused (a real one is a few bytes). */
+const MAX_CHUNK_LINE = 1024;
+/** All of a chunked body's trailer lines together. */
+const MAX_TRAILERS = 8192;
+
+/**
+ * Pure, fed as the bytes come: where a forwarded request's body ends, so that the relay passes on exactly its bytes
+ * and nothing after them (what follows would reach the parent unread). `take` says how many of the bytes given belong
+ * to the body; `done` once its last one was counted. Chunked framing that cannot be read throws.
+ */
+export class BodyEnd {
+  done: boolean;
+  private left: number;
+  private state: "length" | "size" | "data" | "cr" | "lf" | "trailer";
+  private line = "";
+  private trailers = 0;
+
+  constructor(body: { length: number } | "chunked") {
+    this.state = body === "chunked" ? "size" : "length";
+    this.left = body === "chunked" ? 0 : body.length;
+    this.done = body !== "chunked" && body.length === 0;
+  }
+
+  take(b: Uint8Array): number {
+    let i = 0;
+    while (i < b.length && !this.done) {
+      if (this.state === "length" || this.state === "data") {
+        const n = Math.min(this.left, b.length - i);
+        i += n;
+        this.left -= n;
+        if (this.left === 0) {
+          if (this.state === "length") this.done = true;
+          else this.state = "cr";
+        }
+        continue;
+      }
+      const c = b[i++]!;
+      if (this.state === "cr" || this.state === "lf") {
+        if (c !== (this.state === "cr" ? 0x0d : 0x0a)) throw new Error("a chunk not followed by CRLF");
+        this.state = this.state === "cr" ? "lf" : "size";
+        continue;
+      }
+      if (c !== 0x0a) {
+        this.line += String.fromCharCode(c);
+        if (this.line.length > MAX_CHUNK_LINE) throw new Error("a chunk line too long");
+        continue;
+      }
+      if (!this.line.endsWith("\r")) throw new Error("a chunk line not ended by CRLF");
+      const line = this.line.slice(0, -1);
+      this.line = "";
+      if (this.state === "trailer") {
+        this.trailers += line.length + 2;
+        if (this.trailers > MAX_TRAILERS) throw new Error("trailers too long");
+        if (line === "") this.done = true;
+        continue;
+      }
+      const m = /^([0-9a-fA-F]{1,12})[ \t]*(;.*)?$/.exec(line);
+      if (!m) throw new Error("a chunk size that cannot be read");
+      this.left = Number.parseInt(m[1]!, 16);
+      this.state = this.left === 0 ? "trailer" : "data";
+    }
+    return i;
+  }
+}
+
+/**
+ * Pure: an answer's head (up to its blank line, not included) as a relay passes it back for a forwarded request: the
+ * connection closes after it (one request per connection), so it says so (`Connection: close`), or a client that kept
+ * it for its next request would send that into a closed socket, and a body it cannot send twice (git's chunked push)
+ * would fail. An interim answer (1xx) goes as it is.
+ */
+export function closingAnswerHead(head: string): string {
+  const [line = "", ...headers] = head.split("\r\n");
+  if (interimAnswer(head)) return `${head}\r\n\r\n`;
+  const kept = headers.filter((h) => !/^(connection|keep-alive|proxy-connection)\s*:/i.test(h));
+  return [line, ...kept, "Connection: close", "Proxy-Connection: close"].join("\r\n") + "\r\n\r\n";
+}
+
+/** Pure: whether an answer's head is an interim one (1xx: `100 Continue`), which the final answer follows. */
+export function interimAnswer(head: string): boolean {
+  return /^HTTP\/1\.[01] 1\d\d\b/.test(head);
 }
 
 /** Pure: the head sent to the parent for a forwarded request: its own, the parent's Proxy-Authorization (if any) added. */

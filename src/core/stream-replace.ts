@@ -23,6 +23,7 @@ function firstMatch(buf: Uint8Array, start: number, pairs: readonly Replacement[
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0]!;
+  if (parts.length === 0) return new Uint8Array(0);
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let o = 0;
   for (const p of parts) {
@@ -73,24 +74,52 @@ export class StreamReplacer {
 
   /** The bytes of this chunk (and what was held from the last) that are final now. */
   push(chunk: Uint8Array): Uint8Array {
-    return this.run(this.tail.length ? concat([this.tail, chunk]) : chunk, false);
+    return concat(this.pushParts(chunk));
+  }
+
+  /**
+   * As `push`, in pieces to write one after another: a large chunk's bytes come back as a view of it, not copied, even
+   * when bytes were held from the last chunk (they are joined only to the first bytes of this one).
+   */
+  pushParts(chunk: Uint8Array): Uint8Array[] {
+    if (this.pairs.length === 0) return [chunk];
+    const tail = this.tail;
+    // Nothing held, or a chunk no longer than a pattern: one buffer, small to copy.
+    if (tail.length === 0) return this.run(chunk, 0, false);
+    if (chunk.length <= this.hold) return this.run(concat([tail, chunk]), 0, false);
+    // The junction: the held bytes and the first `hold` of this chunk. Any match that starts in the held bytes (at most
+    // hold long, plus one) ends inside it, so the window finds exactly the matches the whole joined buffer would there;
+    // the rest of the chunk is read where the last of them ended.
+    const win = concat([tail, chunk.subarray(0, this.hold)]);
+    const out: Uint8Array[] = [];
+    let i = 0;
+    for (;;) {
+      const m = firstMatch(win, i, this.pairs);
+      if (!m || m.at >= tail.length) break;
+      out.push(win.subarray(i, m.at), m.pair.to);
+      i = m.at + m.pair.from.length;
+      this.count++;
+    }
+    if (i < tail.length) out.push(win.subarray(i, tail.length));
+    return [...out, ...this.run(chunk, Math.max(0, i - tail.length), false)].filter((p) => p.length > 0);
   }
 
   /** What is left at the end of the stream. */
   end(): Uint8Array {
     const rest = this.tail;
     this.tail = new Uint8Array(0);
-    return this.run(rest, true);
+    return concat(this.run(rest, 0, true));
   }
 
-  private run(buf: Uint8Array, final: boolean): Uint8Array {
-    if (this.pairs.length === 0) return buf;
+  /** The final bytes of `buf` from `start` (what comes before was dealt with), in pieces; the rest held. */
+  private run(buf: Uint8Array, start: number, final: boolean): Uint8Array[] {
+    if (this.pairs.length === 0) return [buf];
     // A match may start only before the bytes that could still begin one the next chunk completes: the longest end of
     // this buffer that is the start of a pattern (usually none, so nothing waits and nothing is copied). A match found
     // before them is final: no longer pattern at its place, nor one starting earlier, can reach past this buffer.
     const limit = final ? buf.length : buf.length - this.openEnd(buf);
     const out: Uint8Array[] = [];
-    let i = 0;
+    let i = start;
     for (;;) {
       const m = firstMatch(buf, i, this.pairs);
       if (!m || m.at >= limit) break;
@@ -98,11 +127,12 @@ export class StreamReplacer {
       i = m.at + m.pair.from.length;
       this.count++;
     }
+    // What is held: from the open end, or from where the last match ended when that is later (holding more than the
+    // open end is safe: held bytes are read again with the next chunk; never more than `hold`).
     const cut = Math.max(i, limit);
     out.push(buf.subarray(i, cut));
     this.tail = final ? new Uint8Array(0) : buf.slice(cut);
-    const parts = out.filter((p) => p.length > 0);
-    return parts.length ? concat(parts) : new Uint8Array(0);
+    return out.filter((p) => p.length > 0);
   }
 }
 

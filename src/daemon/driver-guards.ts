@@ -19,6 +19,8 @@ export function driverRefSyncGuard(agents?: ExecAgents): SandboxGuard {
   return {
     name: "ref-sync",
     async start(ctx: GuardContext) {
+      // A new sandbox's store and the set-aside of an earlier one's refs come first: its syncs write into both.
+      await ctx.hostWork;
       const driver = ctx.driver;
       const hostExec = driver.hostExec(ctx.spec);
       const agent: AgentRun = (argv, env, stdin) => agents?.stream(ctx.sandbox.id, { argv, cwd: "/", env, stdin: false }, stdin, 600_000) ?? null;

@@ -41,6 +41,11 @@ export interface GuardsView {
 
 export class GuardHost {
   private readonly records = new Map<number, GuardRecord>();
+  /**
+   * Each sandbox's raise under way: a second raise joins it (never a second proxy on the same socket), and lowering or
+   * releasing waits for it to settle first, so a guard that comes up after its sandbox was let go is never left serving.
+   */
+  private readonly raising = new Map<number, Promise<void>>();
   /** What each sandbox's guards may write to the daemon's log (a burst, then a line a second). */
   private readonly logBudget = new SandboxLogBudget();
   private closed = false;
@@ -104,8 +109,26 @@ export class GuardHost {
     }
   }
 
-  /** Brings up every guard of one sandbox (idempotent); on failure the sandbox is left fenced and the error recorded. */
-  async up(sb: Sandbox, spec: SandboxSpec, driver: Driver): Promise<void> {
+  /**
+   * Brings up every guard of one sandbox (idempotent: one under way is joined); on failure the sandbox is left fenced
+   * and the error recorded.
+   */
+  up(sb: Sandbox, spec: SandboxSpec, driver: Driver, hostWork?: Promise<unknown>): Promise<void> {
+    const under = this.raising.get(sb.id);
+    if (under) return under;
+    const p = this.raise(sb, spec, driver, hostWork).finally(() => {
+      if (this.raising.get(sb.id) === p) this.raising.delete(sb.id);
+    });
+    this.raising.set(sb.id, p);
+    return p;
+  }
+
+  /** Waits for a raise under way to settle (up or failed), whatever its outcome. */
+  private async settled(id: number): Promise<void> {
+    await this.raising.get(id)?.catch(() => undefined);
+  }
+
+  private async raise(sb: Sandbox, spec: SandboxSpec, driver: Driver, hostWork?: Promise<unknown>): Promise<void> {
     const existing = this.records.get(sb.id);
     if (existing?.state === "up") return;
     if (this.closed) throw new SbxError("unavailable", "the daemon is shutting down", { hint: "Run the command again in a moment." });
@@ -126,6 +149,7 @@ export class GuardHost {
         // The daemon's own lines go as they are; what the guards write (often at the sandbox's doing) takes its budget.
         log: this.logBudget.logger(log, sb.id),
         audit: (action, detail) => this.audit(sb, action, detail ?? {}),
+        ...(hostWork ? { hostWork } : {}),
       });
       rec.state = "up";
       delete rec.error;
@@ -153,6 +177,7 @@ export class GuardHost {
 
   /** Stops its guards in reverse order and clears their sockets (the dir stays for its next start). */
   async down(sb: Pick<Sandbox, "id">): Promise<void> {
+    await this.settled(sb.id);
     const rec = this.records.get(sb.id);
     if (!rec) return;
     const started = rec.started;

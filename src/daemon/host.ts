@@ -9,7 +9,7 @@ import type { SessionManager } from "./sessions";
 export function daemonHost(guards: GuardHost, sessions: SessionManager, agents?: ExecAgents, forwards?: PortForwards): SandboxHost {
   return {
     guardsUp: (row) => guards.isUp(row),
-    raiseGuards: (row, spec, driver) => guards.up(row, spec, driver),
+    raiseGuards: (row, spec, driver, hostWork) => guards.up(row, spec, driver, hostWork),
     started: (row) => guards.started(row),
     guarded: (row) => guards.view(row).guarded,
     lowerGuards: (row) => guards.down(row),

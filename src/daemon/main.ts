@@ -13,7 +13,7 @@ import { DockerDriver } from "../drivers/docker/driver";
 import type { Driver } from "../drivers/driver";
 import { UserAccountDriver } from "../drivers/user-account";
 import { PolicyService } from "../policy/service";
-import { createLlmHandler, gatewayUpstreams, PROVIDERS } from "../llm/handler";
+import { createLlmHandler, gatewayUpstreams, PROVIDERS, type LlmProxy } from "../llm/handler";
 import { hostKeySources, type Provider } from "../llm/keys";
 import { CodexRefresher } from "../llm/codex-login";
 import { GeminiRefresher } from "../llm/gemini-login";
@@ -57,7 +57,7 @@ import type { HostUser } from "../core/spec";
 import { hostUserOf, userDirectory } from "../sys/host-user";
 import type { Sandbox } from "../core/schemas";
 import { baseIdentity } from "../drivers/identity";
-import { hostParentSettings, parentAgents, parentFetch, ParentRouter } from "../sys/parent";
+import { hostParentSettings, parentFetch, ParentRouter } from "../sys/parent";
 import { leaseBuildProxy } from "../sys/build-relay";
 import { ParentRelay } from "../sys/parent-relay";
 
@@ -318,24 +318,33 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
   const budgets = new LlmBudgets({ store: d.store, prices: priceReader(d.paths, d.env, (m, f) => d.log.warn(m, f)), publish, warn: (m, f) => d.log.warn(m, f) });
   const resolve = testResolver(d.env.raw[TEST_RESOLVE_VAR]);
   if (resolve) d.log.warn("name lookups of .test names replaced by the test seam", { var: TEST_RESOLVE_VAR });
-  // One set for the daemon: keep-alive connections to the providers, through the parent where it applies.
-  const llmAgents = parent ? parentAgents(parent.router) : undefined;
+  // Each sandbox's LLM key proxy (its pools of connections to the providers, through the parent where it applies, and
+  // its budget): the same one answers its proxy's forwarded routes and Codex's token refresh on the origin handler.
+  const llms = new WeakMap<GuardContext, LlmProxy>();
+  const llmOf = (ctx: GuardContext): LlmProxy => {
+    let llm = llms.get(ctx);
+    if (!llm) {
+      llm = createLlmHandler({
+        ...(parent ? { parent: parent.router } : {}),
+        keys,
+        codex,
+        gemini,
+        ...(keychain ? { claudeKeychain: keychain } : {}),
+        ...(upstreams ? { upstreams } : {}),
+        budget: budgets.forSandbox({ id: ctx.sandbox.id, name: ctx.sandbox.name }),
+        onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs, ...(e.usage ? { usage: e.usage } : {}) }),
+      });
+      llms.set(ctx, llm);
+    }
+    return llm;
+  };
   const originHandler = (ctx: GuardContext) => {
-    const llm = createLlmHandler({
-      ...(llmAgents ? { agents: llmAgents } : {}),
-      keys,
-      codex,
-      gemini,
-      ...(keychain ? { claudeKeychain: keychain } : {}),
-      ...(upstreams ? { upstreams } : {}),
-      budget: budgets.forSandbox({ id: ctx.sandbox.id, name: ctx.sandbox.name }),
-      onEvent: (e) => ctx.audit("llm.request", { provider: e.provider, method: e.method, path: e.path, status: e.status, credential: e.credential ?? null, ms: e.durationMs, ...(e.usage ? { usage: e.usage } : {}) }),
-    });
+    const llm = llmOf(ctx);
     const desk = createEgressDesk({ store: d.store, sandbox: { id: ctx.sandbox.id, name: ctx.sandbox.name }, publish });
     return (req: IncomingMessage, res: ServerResponse) => {
       const u = req.url ?? "";
       if (u === DESK_PATH || u.startsWith(`${DESK_PATH}/`) || u.startsWith(`${DESK_PATH}?`)) void desk(req, res);
-      else llm(req, res);
+      else llm.local(req, res);
     };
   };
   // Where the bridge works and with which git: each kind's driver says (a guest's own clone, or the container's).
@@ -350,7 +359,7 @@ export async function productionComponents(d: ComponentDeps, users?: UserBackend
     return null;
   };
   const guards: SandboxGuard[] = [
-    proxyGuard({ originHandler, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}), ...(parent ? { parent: parent.router } : {}) }),
+    proxyGuard({ originHandler, originForwarder: llmOf, publish, guestOf, secrets: (ctx) => bound.forSandbox(ctx.sandbox.id), ...(resolve ? { resolve } : {}), ...(parent ? { parent: parent.router } : {}) }),
     loopbackGuard({ guestOf }),
     bridgeGuard({ secrets, path: d.env.vars.PATH, tlsEnv: hostToolsTls({ env: d.env.raw, company: () => company.pemNow(), file: join(d.paths.stateDir, "tls", "host-tools-roots.pem") }), ssh: sshSettingsOf(d.env.raw), ...(parent ? { parent: parent.relay } : {}), settingsOf: (id) => bridgeSettingsOf(d.store.getSandbox(id)?.identity ?? {}), ask: (id, subject, reason) => {
         const a = d.store.recordPending(id, subjectText(subject), 0, reason, "bridge");

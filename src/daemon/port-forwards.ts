@@ -13,6 +13,7 @@ import type { GuardHandle, SandboxGuard } from "../guards/guards";
 import type { Logger } from "../sys/log";
 import type { Exec } from "../sys/exec";
 import { holdersText } from "../sys/port-holders";
+import { spliceRelay, type SpliceRelay } from "../sys/splice-relay";
 import type { ExecAgents } from "./exec-agents";
 
 interface Open {
@@ -36,6 +37,8 @@ export class PortForwards {
     private readonly agents: ExecAgents,
     private readonly log?: Logger,
     private readonly who?: { exec: Exec; guestOf?: (uid: number) => Promise<string | null> },
+    /** Relays a handed-over connection in the kernel (splice) where it can; null: always with Bun sockets (tests). */
+    private readonly splice: SpliceRelay | null = spliceRelay(),
   ) {}
 
   /** What a sandbox forwards now (empty when its guards are down). */
@@ -141,6 +144,7 @@ export class PortForwards {
     let handed = false;
     const d = link.dial(port, (fd) => {
       handed = true;
+      if (this.spliced(client, fd, track, untrack)) return;
       // The descriptor becomes a socket of this process's loop: from here on it is relayed like any other.
       void (Bun.connect as (o: unknown) => Promise<Socket<Side>>)({ fd, allowHalfOpen: true, data: relaySide(), socket: handlers }).then(
         (up) => {
@@ -181,6 +185,35 @@ export class PortForwards {
       }
       if (!handed) client.end();
     })();
+  }
+
+  /**
+   * Relays the host's client (paused since it was accepted) and the handed-over connection `up` with splice, off this
+   * thread; what the client sent meanwhile goes first. False (nothing taken) when the splice relay is absent or busy.
+   */
+  private spliced(client: Socket<Side>, up: number, track: (c: Conn) => void, untrack: (c: Conn) => void): boolean {
+    const fd = (client as unknown as { fd?: number }).fd;
+    if (!this.splice || client.data.closed || typeof fd !== "number" || fd < 0) return false;
+    // From here Bun reads nothing more of the client (what it read so far is in `early`): the thread takes the rest. A
+    // client that had sent nothing yet is not paused, and its first bytes would land in `early` and be lost.
+    client.pause();
+    const early = Buffer.concat(client.data.early);
+    const pair = this.splice.start(fd, up, early, client.data.earlyEnd, (clean) => {
+      untrack(cut);
+      if (!clean) return void client.terminate();
+      // Both FINs passed on: the client's socket here has only its EOF left to read, and an ended Bun socket closes on it
+      // (closing it unread instead would reset a connection whose last bytes may still be on their way).
+      client.end();
+      client.resume();
+    });
+    if (!pair) return false; // relayJoin resumes the client
+    client.data.early = [];
+    client.data.earlyEnd = false;
+    // What closing the sandbox's forwards ends: the pair, cut (the client socket itself stays paused, unread, in Bun).
+    const cut: Conn = { data: relaySide(), write: () => 0, shutdown: () => pair.cut(), end: () => pair.cut(), pause: () => {}, resume: () => {} };
+    untrack(client);
+    track(cut);
+    return true;
   }
 
   /** The guard: the forwards of a sandbox whose kind takes them (DriverCaps.portForwards) up with its guards, down with them. */

@@ -13,7 +13,8 @@ import { hostUserOf, userDirectory } from "../sys/host-user";
 import { checkFullDiskAccess, type ReadProbe, type RepoPlace } from "./tcc";
 
 import type { Check } from "./check";
-import { checkParentProxy } from "./parent-proxy";
+import { checkBuildRelay, checkParentProxy } from "./parent-proxy";
+import { DockerEngine } from "../drivers/docker/engine-client";
 import { hostParentSettings } from "../sys/parent";
 
 export type { Check, CheckStatus } from "./check";
@@ -35,6 +36,8 @@ export interface DoctorDeps {
   probe?: ReadProbe;
   /** What the parent proxy is asked to open (default PARENT_PROBE; tests: a loopback name their fake parent knows). */
   parentProbe?: { host: string; port: number };
+  /** The engine's default bridge gateway (default: asked of the engine; tests: an address of their choosing). */
+  bridgeGateway?: () => Promise<string | null>;
   /** The config's `trust` (company CAs); absent: the check still looks for CAs the host trusts. */
   trust?: "host" | readonly string[];
 }
@@ -185,17 +188,25 @@ function dockerOptional(c: Check): Check {
   return { ...c, status: "warn", detail: `${c.detail} (only \`--backend docker\` needs Docker here; macOS sandboxes are user accounts)` };
 }
 
-/** The parent proxy as the daemon would read it: the config file's `proxy`, else this environment's variables. */
-async function parentCheck(deps: DoctorDeps): Promise<Check> {
+/**
+ * The parent proxy as the daemon would read it: the config file's `proxy`, else this environment's variables; and on
+ * Linux, when image builds reach it through a per-build relay, whether one can be opened on the engine's bridge.
+ */
+async function parentChecks(deps: DoctorDeps): Promise<Check[]> {
   // A config that cannot be read is reported where it is used (sbx create); the environment's proxy is shown here.
   const p = hostParentSettings(deps.paths, deps.env);
-  return checkParentProxy({ ...p, secrets: deps.secrets ?? {}, ...(deps.parentProbe ? { probe: deps.parentProbe } : {}) });
+  const secrets = deps.secrets ?? {};
+  const [parent, build] = await Promise.all([
+    checkParentProxy({ ...p, secrets, ...(deps.parentProbe ? { probe: deps.parentProbe } : {}) }),
+    deps.env.platform === "linux" ? checkBuildRelay({ settings: p.settings, secrets, gateway: deps.bridgeGateway ?? (() => new DockerEngine(deps.exec, undefined).bridgeGateway()) }) : null,
+  ]);
+  return build === null ? [parent] : [parent, build];
 }
 
 export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
   const repos = deps.repos ?? [];
   const [parent, docker, git, cas, ...perRepo] = await Promise.all([
-    parentCheck(deps),
+    parentChecks(deps),
     checkDocker(deps.exec),
     checkGit(deps.exec),
     checkCompanyCas({ trust: deps.trust, platform: deps.env.platform, env: deps.env.raw, exec: deps.exec, guard: { forbidden: [deps.paths.sandboxRoot, deps.paths.runtimeDir, deps.paths.stateDir], uid: deps.env.uid } }),
@@ -212,7 +223,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<Check[]> {
     checkDir("runtime dir", deps.paths.runtimeDir),
     checkHome(deps.env.vars.HOME, deps.env.platform),
     cas!,
-    parent as Check,
+    ...(parent as Check[]),
     ...(host
       ? [
           checkMacosKit(host.name),

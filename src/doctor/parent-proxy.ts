@@ -1,6 +1,8 @@
-// sbx doctor's parent proxy line: the company proxy the daemon goes out through (as people see it, never its
-// credentials), where that was read, and whether it carries a CONNECT to a host sbx itself needs.
-import { noProxySurprises, type ParentSettings } from "../core/parent-proxy";
+// sbx doctor's parent proxy lines: the company proxy the daemon goes out through (as people see it, never its
+// credentials), where that was read, and whether it carries a CONNECT to a host sbx itself needs; and, when image
+// builds reach it only through sbx's per-build relay, whether that relay can be opened where build steps reach it.
+import { buildRelayWanted, noProxySurprises, type ParentSettings } from "../core/parent-proxy";
+import { leaseBuildProxy } from "../sys/build-relay";
 import { dialParent, ParentRouter, TUNNEL_OPEN } from "../sys/parent";
 import type { Check } from "./check";
 
@@ -61,4 +63,27 @@ export async function checkParentProxy(i: ParentCheckInput): Promise<Check> {
         ? `Ask whoever runs the proxy to let ${probe.host} through; sbx judges each sandbox's hosts itself, the proxy only carries them`
         : "Check the proxy's address and port (what your browser or `curl -x` uses here)";
   return { name, status: "fail", detail: `${where}: ${tried} failed: ${outcome.message}`, fix };
+}
+
+/**
+ * sbx doctor's image-build line, only when builds reach the parent through a per-build relay (it wants a login, or it
+ * is on this machine's loopback): whether the engine names a gateway on its default bridge and a relay can listen
+ * there, as a build would open one (sys/build-relay.ts), closed at once. Null (no line) when builds need no relay.
+ * Runs: the engine's bridge gateway (`gateway`); a listener on it, opened and closed; nothing is sent anywhere.
+ */
+export async function checkBuildRelay(i: { settings: ParentSettings | null; secrets: Readonly<Record<string, string>>; gateway: () => Promise<string | null> }): Promise<Check | null> {
+  if (!buildRelayWanted(i.settings)) return null;
+  const name = "image builds";
+  const lease = await leaseBuildProxy(new ParentRouter(i.settings!, (n) => i.secrets[n] ?? null), i.gateway);
+  await lease.release();
+  if (lease.notes.length === 0) {
+    const at = /@([^/]+)$/.exec(lease.args.HTTPS_PROXY ?? lease.args.HTTP_PROXY ?? "")?.[1]?.replace(/:\d+$/, "") ?? "the engine's bridge gateway";
+    return { name, status: "ok", detail: `build steps reach the parent proxy through a per-build relay on ${at} (one password per build; never the proxy's login)` };
+  }
+  return {
+    name,
+    status: "warn",
+    detail: lease.notes.join("; "),
+    fix: "Run sbx beside a local Docker engine whose default bridge network has a gateway on this machine (docker network inspect bridge), or give the parent proxy to the engine itself (dockerd's proxy settings)",
+  };
 }

@@ -70,6 +70,13 @@ export interface NewSandbox extends CreateOptions {
    * context holds the repo waits for it, since a file removed under the engine's tar of the context fails the build.
    */
   repoQuiet?: Promise<unknown>;
+  /**
+   * Called by provision, at most once and before it returns, when what the sandbox's guards use of the host is made
+   * (Docker: the clone, and the image's tag known) while the rest goes on (the container made and seeded), with the
+   * identity as it stands then: the create raises the guards beside that rest. Nothing may run in the sandbox until
+   * provision has returned and the guards are up. A kind that never calls it has its guards raised after provision.
+   */
+  hostReady?: (identity: Record<string, unknown>) => void;
 }
 
 /** Runs a command inside a running sandbox through its exec agent (Docker), stdout as bytes; null when none is connected. */

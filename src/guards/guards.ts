@@ -38,6 +38,11 @@ export interface GuardContext {
   log: Logger;
   /** Appends to the audit log with this sandbox's id and the guard's name as the kind. */
   audit(action: string, detail?: Record<string, unknown>): void;
+  /**
+   * A new sandbox's host-side work still under way while its guards come up (its store, an earlier sandbox's refs set
+   * aside): a guard that reads or writes the host repo's sandbox refs waits for it. Rejects when that work failed.
+   */
+  hostWork?: Promise<unknown>;
 }
 
 /** The part of a sandbox's driver its guards use. */

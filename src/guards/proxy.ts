@@ -3,6 +3,7 @@
 // the forwarder (in the sandbox, or the loopback guard) hands over its 127.0.0.1:<port> listener so the proxy accepts
 // on it itself, and a container its transparent path's 0.0.0.0 listeners. It keeps the sandbox's name map (the
 // transparent path), and answers the DNS of a guest whose firewall redirects it to UDP on its proxy port.
+import type { OriginForwarder } from "../proxy/connection";
 import { existsSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
@@ -30,6 +31,8 @@ export interface ProxyGuardOptions {
   notify?: DecisionSinkOptions["notify"];
   /** Requests addressed to the proxy itself (the LLM key proxy's `/llm/<provider>` paths), per sandbox. */
   originHandler?: (ctx: GuardContext) => (req: IncomingMessage, res: ServerResponse) => void;
+  /** Origin-form requests the proxy sends on by its own reader and pool (the LLM routes), per sandbox. */
+  originForwarder?: (ctx: GuardContext) => OriginForwarder;
   /** The live feed (dashboard, chat bot, desktop notifier): every decision, after the sink recorded it. */
   publish?: (e: FeedEvent) => void;
   /** Whose guest a uid is: the DNS stub's port is taken back from another sandbox's guest that squats it. */
@@ -77,6 +80,7 @@ export function proxyGuard(opts: ProxyGuardOptions = {}): SandboxGuard {
           onDecision: opts.publish ? withFeed(ctx, sink.onDecision, opts.publish) : sink.onDecision,
           ...(opts.resolve ? { resolve: opts.resolve } : {}),
           ...(opts.originHandler ? { originHandler: opts.originHandler(ctx) } : {}),
+          ...(opts.originForwarder ? { originForwarder: opts.originForwarder(ctx) } : {}),
           names,
           ...(opts.secrets ? { secrets: opts.secrets(ctx) } : {}),
           ...(opts.parent ? { parent: opts.parent } : {}),

@@ -1,7 +1,12 @@
-// The LLM key proxy: forwards /llm/<provider>/… to the provider with the host's key injected and every inbound credential stripped, streaming.
-import { request as httpRequest, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from "node:http";
-import { request as httpsRequest, Agent as HttpsAgent } from "node:https";
-import { Agent as HttpAgent } from "node:http";
+// The LLM key proxy: forwards /llm/<provider>/… to the provider with the host's key injected and every inbound credential
+// stripped, streaming, as a request of the egress proxy's own (its reader, its forwarder, its pool: proxy/connection.ts).
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse, OutgoingHttpHeaders } from "node:http";
+import type { OriginForwarder, Prepared } from "../proxy/connection";
+import type { Destination } from "../proxy/forward";
+import type { Header, RequestHead } from "../proxy/http1";
+import { answer } from "../proxy/refusal";
+import { tlsDial, UpstreamPool } from "../proxy/upstream";
+import type { ParentRouter } from "../sys/parent";
 import { codexPlaceholderTokens } from "../core/agents";
 import { readCodexLogin, type CodexRefresher } from "./codex-login";
 import { credentialFor, ANTHROPIC_OAUTH_BETA, type Credential, type KeySources, type Provider } from "./keys";
@@ -19,9 +24,6 @@ export const PROVIDERS: Record<Provider, string> = {
   /** Gemini CLI signed in with Google talks to Code Assist, not the Gemini API. */
   codeassist: "https://cloudcode-pa.googleapis.com",
 };
-
-/** Bytes of a sandbox's request body the daemon holds for a provider that reads it slower than it comes. */
-const UPLOAD_HELD = 1024 * 1024;
 
 /** Where a ChatGPT-signed-in Codex sends its requests. */
 export const CHATGPT_UPSTREAM = "https://chatgpt.com/backend-api/codex";
@@ -85,8 +87,11 @@ export interface LlmHandlerOptions {
   /** This sandbox's LLM budget: each call is counted, and one at the cap is refused (absent: neither). */
   budget?: SandboxBudget;
   onEvent?: (e: LlmEvent) => void;
-  /** The agents its requests go out on (the host's parent proxy's, sys/parent.ts); default: straight out, kept alive. */
-  agents?: { http: HttpAgent; https: HttpsAgent };
+  /** The host's parent proxy (sys/parent.ts): a provider it applies to is reached through it; default: straight out. */
+  parent?: ParentRouter;
+  /** CA certificates a provider's TLS is verified against (PEM); default: the runtime's roots. */
+  upstreamCa?: string;
+  connectTimeoutMs?: number;
 }
 
 /** The sandbox's side of an LLM request: its route, and the canonical path and query after `/llm/<route>`. */
@@ -141,7 +146,7 @@ export function upstreamFor(path: string, upstreams: Record<Provider, string>): 
 }
 
 /** Pure: the headers sent upstream — inbound minus credentials and hop-by-hop, plus the host's credential. */
-export function upstreamHeaders(inbound: IncomingMessage["headers"], credential: Record<string, string>, host: string): OutgoingHttpHeaders {
+export function upstreamHeaders(inbound: IncomingHttpHeaders, credential: Record<string, string>, host: string): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(inbound)) {
     if (v === undefined || STRIPPED.has(k.toLowerCase())) continue;
@@ -169,28 +174,54 @@ function fail(res: ServerResponse, status: number, error: string, message: strin
   res.end(JSON.stringify({ error, message, hint }) + "\n");
 }
 
-/** The origin-form request handler the egress proxy mounts for /llm/… paths. */
-export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+/** An answer of the LLM proxy's own, on the proxy's connection: JSON, its kind in `X-Sbx-Error`. */
+function own(status: number, error: string, body: unknown): (close: boolean) => Buffer {
+  return (close) => answer(status, JSON.stringify(body) + "\n", { close, contentType: "application/json", headers: [["X-Sbx-Error", error]] });
+}
+
+/** The refusal of a request the LLM proxy will not send (nothing is sent upstream). */
+function refused(status: number, error: string, message: string, hint: string): Prepared {
+  return { ok: false, message, answer: own(status, error, { error, message, hint }) };
+}
+
+/** Pure: a head's headers as node:http gives them to a handler (names in lower case, a repeated one joined). */
+function headerObject(list: readonly Header[]): IncomingHttpHeaders {
+  const o: Record<string, string> = {};
+  for (const [k, v] of list) {
+    const n = k.toLowerCase();
+    o[n] = n in o ? `${o[n]}, ${v}` : v;
+  }
+  return o;
+}
+
+/** Pure: headers as node:http takes them, as a list in that order (an array value is one line each). */
+function headerList(o: OutgoingHttpHeaders): Header[] {
+  const out: Header[] = [];
+  for (const [k, v] of Object.entries(o)) {
+    if (v === undefined) continue;
+    for (const x of [v].flat()) out.push([k, String(x)]);
+  }
+  return out;
+}
+
+/** What the egress proxy takes from the LLM key proxy: its routes, sent on by the proxy's reader, and its own answers. */
+export interface LlmProxy extends OriginForwarder {
+  /** The route sbx answers itself (Codex's token refresh, CODEX_TOKEN_PATH), as the proxy's origin handler serves it. */
+  local: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+/**
+ * The LLM key proxy of one sandbox: each /llm/<route>/… request read by the egress proxy's own reader (connection.ts) is
+ * judged here (its route, the credential's scope on its canonical path, the budget) and sent on with the host's
+ * credential by the proxy's forwarder (forward.ts) on upstream.ts's pool: TLS verified, through the parent where it
+ * applies, kept alive. Its answer streams to the sandbox as it comes, its headers cleaned (answerHeaders), its usage read
+ * by the meter as it passes.
+ */
+export function createLlmHandler(o: LlmHandlerOptions): LlmProxy {
   const upstreams = { ...PROVIDERS, ...o.upstreams };
   // Keep-alive to the provider: each agent turn is many requests, and TLS set-up dominates short ones.
-  const agents = o.agents ?? { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-  return (req, res) => {
-    const started = Date.now();
-    if ((req.url ?? "").split("?")[0] === CODEX_TOKEN_PATH) {
-      void codexToken(o, req, res);
-      return;
-    }
-    const route = routeOf(req.url ?? "", upstreams);
-    if (route !== null && "malformed" in route) {
-      fail(res, 400, "bad_request", `the LLM route's path was refused: ${route.malformed}`, "Send the path as the provider's SDK writes it.");
-      return;
-    }
-    if (!route) {
-      fail(res, 404, "not_found", `no LLM route for ${req.url}`, "Use /llm/anthropic/…, /llm/openai/… or /llm/google/… (the base URLs sbx sets inside the sandbox).");
-      return;
-    }
-    void forward(req, res, started, route);
-  };
+  const timeout = o.connectTimeoutMs ?? 10_000;
+  const pools = { plain: new UpstreamPool(timeout), tls: new UpstreamPool(timeout, undefined, tlsDial(o.upstreamCa ? { ca: o.upstreamCa } : {}), "secureConnect") };
 
   /** Where this credential sends the route's request: its own route's base, or ChatGPT's backend for that sign-in. */
   function aimFor(route: LlmRoute, method: string, cred: Credential) {
@@ -199,124 +230,104 @@ export function createLlmHandler(o: LlmHandlerOptions): (req: IncomingMessage, r
   }
 
   /** Refuses what the credential's scope does not take: nothing is sent, with or without the credential. */
-  function outOfScope(req: IncomingMessage, res: ServerResponse, started: number, route: LlmRoute, cred: Credential, reason: string): void {
+  function outOfScope(head: RequestHead, started: number, route: LlmRoute, cred: Credential, reason: string): Prepared {
     const what = LLM_CREDENTIAL_SCOPES[cred.kind].what;
-    fail(res, 403, "out_of_scope", `${what} is not sent there: ${reason}`, "sbx's LLM routes carry the provider's inference endpoints only; the rest of the account is not reached with the host's credential from a sandbox.");
-    o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: (req.url ?? "").slice(0, 512), status: 403, credential: cred.source, durationMs: Date.now() - started });
+    o.onEvent?.({ provider: route.provider, method: head.method, path: head.target.slice(0, 512), status: 403, credential: cred.source, durationMs: Date.now() - started });
+    return refused(403, "out_of_scope", `${what} is not sent there: ${reason}`, "sbx's LLM routes carry the provider's inference endpoints only; the rest of the account is not reached with the host's credential from a sandbox.");
   }
 
-  async function forward(req: IncomingMessage, res: ServerResponse, started: number, route: LlmRoute): Promise<void> {
-    const method = req.method ?? "";
+  async function prepare(head: RequestHead): Promise<Prepared> {
+    const started = Date.now();
+    const method = head.method;
+    const route = routeOf(head.target, upstreams);
+    if (route !== null && "malformed" in route) return refused(400, "bad_request", `the LLM route's path was refused: ${route.malformed}`, "Send the path as the provider's SDK writes it.");
+    if (!route) return refused(404, "not_found", `no LLM route for ${head.target}`, "Use /llm/anthropic/…, /llm/openai/… or /llm/google/… (the base URLs sbx sets inside the sandbox).");
     // At the cap nothing is sent and the host does nothing for it (no refresh): the provider's own error shape, said.
     const over = o.budget?.admit(FAMILY[route.provider]) ?? null;
     if (over) {
-      req.resume();
-      res.writeHead(over.status, { "content-type": "application/json", "x-sbx-error": "llm_budget" });
-      res.end(JSON.stringify(over.body) + "\n");
-      o.onEvent?.({ provider: route.provider, method, path: (req.url ?? "").slice(0, 512), status: over.status, durationMs: Date.now() - started });
-      return;
+      o.onEvent?.({ provider: route.provider, method, path: head.target.slice(0, 512), status: over.status, durationMs: Date.now() - started });
+      return { ok: false, message: over.message, answer: own(over.status, "llm_budget", over.body) };
     }
     if (route.provider === "anthropic") await o.claudeKeychain?.load();
     // Judged before any refresh too: a request the scope does not take makes the host do nothing for it.
     const before = credentialFor(route.provider, o.keys());
-    if (before) {
-      const a = aimFor(route, method, before);
-      if (!a.ok) return outOfScope(req, res, started, route, before, a.reason);
-    }
+    const first = before ? aimFor(route, method, before) : null;
+    if (before && first && !first.ok) return outOfScope(head, started, route, before, first.reason);
     if (route.provider === "codex" && o.codex) {
       try {
         await o.codex.fresh();
       } catch (e) {
-        fail(res, 502, "login_expired", `the host's Codex sign-in could not be refreshed: ${(e as Error).message}`, "On the host: `codex login`, then try again.");
-        return;
+        return refused(502, "login_expired", `the host's Codex sign-in could not be refreshed: ${(e as Error).message}`, "On the host: `codex login`, then try again.");
       }
     }
     if (route.provider === "codeassist" && o.gemini) {
       try {
         await o.gemini.fresh();
       } catch (e) {
-        fail(res, 502, "login_expired", `the host's Gemini sign-in could not be refreshed: ${(e as Error).message}`, "On the host: run `gemini` and sign in with Google again.");
-        return;
+        return refused(502, "login_expired", `the host's Gemini sign-in could not be refreshed: ${(e as Error).message}`, "On the host: run `gemini` and sign in with Google again.");
       }
     }
-    const cred = credentialFor(route.provider, o.keys());
-    if (!cred) {
-      fail(res, 503, "no_credentials", `the host has no ${route.provider} credential`, NO_CREDENTIAL_HINT[route.provider]);
-      return;
-    }
-    // The credential read now is the one sent (a refresh may have changed it): its scope decides, on the canonical path.
-    const aimed = aimFor(route, method, cred);
-    if (!aimed.ok) return outOfScope(req, res, started, route, cred, aimed.reason);
+    // A route with a sign-in to refresh reads its credential again (the refresh may have changed it); its scope decides,
+    // on the canonical path. The others send the one just judged.
+    const refreshed = (route.provider === "codex" && o.codex) || (route.provider === "codeassist" && o.gemini);
+    const cred = refreshed ? credentialFor(route.provider, o.keys()) : before;
+    if (!cred) return refused(503, "no_credentials", `the host has no ${route.provider} credential`, NO_CREDENTIAL_HINT[route.provider]);
+    const aimed = cred === before && first ? first : aimFor(route, method, cred);
+    if (!aimed.ok) return outOfScope(head, started, route, cred, aimed.reason);
     const { url } = aimed;
     // Counted however it ends (llm/meter.ts): the provider's usage fields as they pass, or an estimate said as one.
     let usage: CallUsage | undefined;
     const meter = o.budget ? new CallMeter(route.provider, method, `${url.pathname}${url.search}`, (u) => (usage = u, o.budget!.record(u))) : null;
-    const ended = (status: number) => o.onEvent?.({ provider: route.provider, method: req.method ?? "", path: url.pathname, status, credential: cred.source, durationMs: Date.now() - started, ...(usage ? { usage } : {}) });
-    const headers = upstreamHeaders(req.headers, cred.headers, url.host);
+    let status = 502;
     const secrets = secretsOf(cred.headers);
-    // The answer's relay (made once its head is in): what it has read and not yet written goes out before a cut.
-    let flush = () => undefined as void;
-    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-    const up = send(
-      url,
-      { method: req.method, headers, agent: url.protocol === "https:" ? agents.https : agents.http },
-      (upRes) => {
-        res.writeHead(upRes.statusCode ?? 502, answerHeaders(Object.entries(upRes.headers), secrets));
-        res.flushHeaders();
-        meter?.response(upRes.statusCode ?? 502, upRes.headers);
-        flush = relay(upRes, res, meter);
-        let over = false;
-        upRes.on("end", () => {
-          over = true;
-          flush();
-          res.end();
-          const complete = upRes.complete;
-          // Counted once the answer's last bytes are on their way (as they are read: CallMeter.bodyLater), and said then.
-          setImmediate(() => {
-            meter?.finish(complete);
-            ended(upRes.statusCode ?? 0);
-          });
-        });
-        upRes.on("error", () => {
-          // What came before the cut goes to the sandbox (and is counted) before it sees the cut.
-          flush();
-          meter?.finish(false);
-          res.destroy();
-        });
-        upRes.on("close", () => {
-          if (over) return;
-          flush();
-          meter?.finish(upRes.complete);
+    const tls = url.protocol === "https:";
+    const hostname = url.hostname.replace(/^\[|\]$/g, "");
+    const parent = o.parent?.route(tls ? "https" : "http", hostname) ?? null;
+    const dest: Destination = {
+      pool: tls ? pools.tls : pools.plain,
+      address: hostname,
+      port: Number(url.port || (tls ? 443 : 80)),
+      via: parent ? { route: parent, host: hostname } : null,
+      target: `${url.pathname}${url.search}`,
+      // Host is the provider's: written by `tap.headers` with the credential.
+      host: null,
+      done(ok) {
+        // Counted once the answer's last bytes are on their way (read as they were written: CallMeter.bodyLater), and said then.
+        setImmediate(() => {
+          meter?.finish(ok);
+          o.onEvent?.({ provider: route.provider, method, path: url.pathname, status, credential: cred.source, durationMs: Date.now() - started, ...(usage ? { usage } : {}) });
         });
       },
-    );
-    up.on("error", (e) => {
-      meter?.finish(false);
-      fail(res, 502, "upstream_failed", `${route.provider}: ${e.message}`, "Check the host's network; the request was not sent with any key from the sandbox.");
-    });
-    res.on("close", () => {
-      if (res.writableFinished) return;
-      // The client left (or the answer was cut): what was seen is counted, the rest estimated.
-      flush();
-      meter?.finish(false);
-      up.destroy();
-    });
-    req.on("data", (c: Buffer) => {
-      meter?.request(c);
-      // The provider's pace is the sandbox's: a provider that reads slowly holds the upload, not the daemon's memory. (Held
-      // past a bound, not at the first `false`: the client request says that until its connection is up, and waiting
-      // for its `drain` then put a turn of the event loop before every request, the first token's wait.)
-      if (!up.write(c) && up.writableLength >= UPLOAD_HELD) {
-        req.pause();
-        up.once("drain", () => req.resume());
-      }
-    });
-    req.on("end", () => {
-      meter?.requestEnded();
-      up.end();
-    });
-    req.on("error", () => up.destroy());
+      failure: (why) => `${route.provider}: ${why}`,
+      failedAnswer: (message, close) => own(502, "upstream_failed", { error: "upstream_failed", message, hint: "Check the host's network; the request was not sent with any key from the sandbox." })(close),
+      tap: {
+        headers: (sent) => headerList(upstreamHeaders(headerObject(sent), cred.headers, url.host)),
+        requestBody: (d) => meter?.request(d),
+        requestEnd: () => meter?.requestEnded(),
+        answerHead(st, shown) {
+          status = st;
+          meter?.response(st, headerObject(shown.headers));
+          return { reason: shown.reason, headers: headerList(answerHeaders(shown.headers, secrets)) };
+        },
+        // Counted once it is on its way (CallMeter.bodyLater).
+        answerBody: (d) => meter?.bodyLater(d),
+      },
+    };
+    return { ok: true, head, dest };
   }
+
+  return {
+    handles: (target) => target.startsWith("/llm/") && target.split("?")[0] !== CODEX_TOKEN_PATH,
+    prepare,
+    local(req, res) {
+      if ((req.url ?? "").split("?")[0] === CODEX_TOKEN_PATH) return void codexToken(o, req, res);
+      fail(res, 404, "not_found", `no LLM route for ${req.url}`, "Use /llm/anthropic/…, /llm/openai/… or /llm/google/… (the base URLs sbx sets inside the sandbox).");
+    },
+    close() {
+      pools.plain.close();
+      pools.tls.close();
+    },
+  };
 }
 
 /** Answer headers never passed to the sandbox, beside STRIPPED: cookies and proxy authentication are the host's. */
@@ -345,41 +356,6 @@ export function secretsOf(credential: Record<string, string>): string[] {
     .filter(([k]) => STRIPPED.has(k.toLowerCase()))
     .map(([, v]) => v.replace(/^Bearer\s+/i, ""))
     .filter((v) => v.length >= 8);
-}
-
-/**
- * Passes a provider's answer body to the client as it comes, through the meter. Server-sent events reach the agent as
- * the provider sends them, but not one write each: node:http hands over each chunk of a chunked body as its own `data`
- * (a provider's burst of 500 events, one read, is 500 of them), and a write each made 500 writes down the proxy's
- * in-memory connection and 500 frames to the client (a 500-event answer took 8x its direct time,
- * bench/llm-sse.bench.ts). What arrived together is written together, as one write once the read's events are all out
- * (a microtask: no wait for another turn of the event loop), and read for usage after that. Returns the flush the
- * answer's end, its cut and the client's leaving call first (what was read before a cut is passed on, and counted).
- */
-function relay(upRes: IncomingMessage, res: ServerResponse, meter: CallMeter | null): () => void {
-  let pending: Buffer[] = [];
-  let queued = false;
-  const flush = () => {
-    queued = false;
-    if (pending.length === 0) return;
-    const c = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
-    pending = [];
-    // The client's pace is the provider's: a client that reads slowly holds the provider's stream, not memory.
-    if (!res.destroyed && !res.write(c)) {
-      upRes.pause();
-      res.once("drain", () => upRes.resume());
-    }
-    // Counted once it is on its way (CallMeter.bodyLater), as one piece.
-    meter?.bodyLater(c);
-  };
-  upRes.on("data", (c: Buffer) => {
-    pending.push(c);
-    if (!queued) {
-      queued = true;
-      queueMicrotask(flush);
-    }
-  });
-  return flush;
 }
 
 const NO_CREDENTIAL_HINT: Record<Provider, string> = {

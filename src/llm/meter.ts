@@ -9,6 +9,9 @@ export const FAMILY: Record<Provider, UsageFamily> = { anthropic: "anthropic", o
 
 const REQUEST_MODEL = new Set(["model"]);
 
+/** Answer bytes a call's meter holds, already written, before it reads them (invariant 14: bounded per call). */
+export const METER_HELD = 128 * 1024;
+
 export class CallMeter {
   private readonly requestModel = new JsonPathReader(REQUEST_MODEL);
   private requestBytes = 0;
@@ -19,6 +22,7 @@ export class CallMeter {
   private responseBytes = 0;
   private done = false;
   private waiting: Uint8Array[] = [];
+  private waitingBytes = 0;
 
   constructor(
     private readonly provider: Provider,
@@ -52,18 +56,21 @@ export class CallMeter {
   }
 
   /**
-   * `body`, once what is due now has run: the relay reads, writes and passes on a provider's bytes in one turn of the
-   * event loop, and reading them for usage costs more than that (≈1 µs an event), so it waits until they are on their
-   * way. Holds only what was read and written in that turn; `finish` reads what still waits first.
+   * `body`, later: reading an answer for usage costs more than relaying it (≈1 µs an event, a 500-event answer's
+   * relay time twice over), so what was written is read once the answer is over (`finish`), off the path of its bytes
+   * (read between a stream's reads, it held the next ones back: bench/llm-sse). Bounded: past METER_HELD bytes held (the
+   * buffers already written, not copies) they are read at once.
    */
   bodyLater(chunk: Uint8Array): void {
     this.waiting.push(chunk);
-    if (this.waiting.length === 1) setImmediate(() => this.drain());
+    this.waitingBytes += chunk.length;
+    if (this.waitingBytes >= METER_HELD) this.drain();
   }
 
   private drain(): void {
     const w = this.waiting;
     this.waiting = [];
+    this.waitingBytes = 0;
     for (const c of w) this.body(c);
   }
 

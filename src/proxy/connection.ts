@@ -36,7 +36,23 @@ export type Way =
   | { kind: "terminated"; allowed: Allowed; terminator: RequestPreparer };
 
 /** A request inside a terminated connection as it goes up, or a refusal: a 400's text, or a rule's 403 (`denied`). */
-export type Prepared = { ok: true; head: RequestHead; dest: Destination } | { ok: false; message: string; denied?: Denied };
+export type Prepared =
+  | { ok: true; head: RequestHead; dest: Destination }
+  /** `answer`: the whole answer to give instead of a 400 (an origin forwarder's refusal in its API's shape). */
+  | { ok: false; message: string; denied?: Denied; answer?: (close: boolean) => Buffer };
+
+/**
+ * Origin-form requests the daemon answers by sending them on (the LLM key proxy, llm/handler.ts): each is made ready
+ * there (its route, credential and scope judged; refused in its own API's shape), then forwarded like a plain request,
+ * by this reader and upstream.ts's pool. Its answer streams as it comes.
+ */
+export interface OriginForwarder {
+  /** Whether an origin-form target is this forwarder's. */
+  handles(target: string): boolean;
+  prepare(head: RequestHead): Promise<Prepared>;
+  /** Its connections are ended (the proxy is closing). */
+  close?(): void;
+}
 
 /** Makes each request inside a terminated connection ready to go up (terminate.ts). */
 export interface RequestPreparer {
@@ -125,9 +141,10 @@ export class ClientConnection implements ClientSide {
     this.reply(Buffer.alloc(0), close || this.body !== null);
   }
 
-  failed(message: string, close: boolean): void {
+  failed(message: string, close: boolean, answer?: (close: boolean) => Buffer): void {
     this.exchangeOver();
-    this.reply(badGateway(message, close || this.body !== null), close || this.body !== null);
+    const c = close || this.body !== null;
+    this.reply(answer ? answer(c) : badGateway(message, c), c);
   }
 
   destroy(): void {
@@ -289,12 +306,12 @@ export class ClientConnection implements ClientSide {
   }
 
   /** A request made ready elsewhere (terminate.ts: secrets swapped, or said as outside), then forwarded or refused. */
-  private prepared(p: Promise<Prepared>, closeAfter: boolean): void {
+  private prepared(p: Promise<Prepared>, closeAfter: boolean, toSelf = false): void {
     void p.then(
       (p) => {
         if (this.st !== "deciding" || this.s.destroyed) return;
-        if (!p.ok) return this.reply(p.denied ? refusal(this.ctx.sandbox.name, p.denied, closeAfter) : badRequest(p.message, closeAfter), closeAfter);
-        this.forward(p.head, p.dest);
+        if (!p.ok) return this.reply(p.answer ? p.answer(closeAfter) : p.denied ? refusal(this.ctx.sandbox.name, p.denied, closeAfter) : badRequest(p.message, closeAfter), closeAfter);
+        this.forward(p.head, p.dest, toSelf);
       },
       (e: Error) => {
         if (this.st !== "deciding" || this.s.destroyed) return;
@@ -318,6 +335,11 @@ export class ClientConnection implements ClientSide {
     this.toSelf = true;
     if (route.kind === "none") return this.reply(badRequest(route.message, closeAfter), closeAfter);
     if (route.kind === "handler") return this.forward(head, route.destination, true);
+    if (route.kind === "forwarder") {
+      this.st = "deciding";
+      this.s.pause();
+      return this.prepared(route.forwarder.prepare(head), closeAfter, true);
+    }
     this.st = "exchanging";
     const aborted = new AbortController();
     this.cancel = () => aborted.abort();

@@ -11,7 +11,7 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import type { PolicyLists } from "../core/egress";
 import type { EgressEvent, EgressSandbox, TransparentNames } from "../core/egress-events";
 import { Admission } from "./admission";
-import { ClientConnection } from "./connection";
+import { ClientConnection, type OriginForwarder } from "./connection";
 import { hold, type Carrier, type ProxyContext } from "./context";
 import { Decider, type Allowed, type ParentRouting, type Resolver } from "./decision";
 import { Origin, type OriginHandler } from "./origin";
@@ -42,6 +42,8 @@ export interface EgressProxyOptions {
   onDecision?: (e: EgressEvent) => void;
   /** Origin-form requests (`/llm/…`, `/sbx/egress…`); without one they get 400. `/health` and `/sbx/names|transparent` are the proxy's. */
   originHandler?: OriginHandler;
+  /** Origin-form requests the proxy sends on itself, by its own reader and pool (the LLM routes: llm/handler.ts). */
+  originForwarder?: OriginForwarder;
   /** The transparent path's name map; without it `/sbx/names` answers 404 and transparent connections are refused. */
   names?: TransparentNames;
   /** Transparent ports whose connections are read as plain HTTP (default: 80); the others are tunnels. */
@@ -131,7 +133,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     else cut(client);
   };
   const terminator = opts.secrets ? new Terminator(ctx, opts.secrets) : null;
-  const origin = new Origin(new SbxEndpoints({ sandboxName: sandbox.name, policy: opts.policy, ...(opts.names ? { names: opts.names } : {}) }), opts.originHandler, connectTimeoutMs);
+  const origin = new Origin(new SbxEndpoints({ sandboxName: sandbox.name, policy: opts.policy, ...(opts.names ? { names: opts.names } : {}) }), opts.originHandler, connectTimeoutMs, opts.originForwarder ?? null);
   // What the sandbox may hold open at once (invariant 14): admission.ts.
   const admission = new Admission({ sandbox, emit });
   /** A connection on the proxy path (the socket, the sandbox's port). */

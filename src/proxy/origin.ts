@@ -11,6 +11,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { duplexPair } from "node:stream";
+import type { OriginForwarder } from "./connection";
 import type { Destination } from "./forward";
 import type { Endpoint, SbxEndpoints } from "./sbx-endpoints";
 import { UpstreamPool } from "./upstream";
@@ -20,6 +21,7 @@ export type OriginHandler = (req: IncomingMessage, res: ServerResponse) => void;
 export type OriginRoute =
   | { kind: "own"; endpoint: Endpoint }
   | { kind: "handler"; destination: Destination }
+  | { kind: "forwarder"; forwarder: OriginForwarder }
   | { kind: "none"; message: string };
 
 /** Where the in-memory connections to the handler are pooled (one key: there is one handler). */
@@ -32,6 +34,8 @@ export class Origin {
     private readonly endpoints: SbxEndpoints,
     handler: OriginHandler | undefined,
     connectTimeoutMs: number,
+    /** Origin-form requests sent on by the proxy's own reader and pool (the LLM routes), before the handler's. */
+    private readonly forwarder: OriginForwarder | null = null,
   ) {
     this.pool = handler ? new UpstreamPool(connectTimeoutMs, undefined, handlerConnection(handler)) : null;
   }
@@ -40,6 +44,7 @@ export class Origin {
   route(method: string, target: string): OriginRoute {
     const endpoint = this.endpoints.match(method, target);
     if (endpoint) return { kind: "own", endpoint };
+    if (this.forwarder?.handles(target)) return { kind: "forwarder", forwarder: this.forwarder };
     if (!this.pool) return { kind: "none", message: "sbx proxy: send requests through it as a proxy (absolute URI or CONNECT), not to it.\n" };
     return {
       kind: "handler",
@@ -58,6 +63,7 @@ export class Origin {
   /** Ends every connection to the handler (its requests under way are cut). */
   close(): void {
     this.pool?.close();
+    this.forwarder?.close?.();
   }
 }
 

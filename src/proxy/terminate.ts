@@ -3,7 +3,7 @@
 // reader (connection.ts) and its placeholders swapped for values (core/bound-secret.ts) before it goes on, over TLS
 // verified against the host's trust store, to the address the decision checked. Every other host stays an opaque
 // tunnel (tunnel.ts): nothing is terminated that need not be.
-import { connect as tlsConnect, TLSSocket, type SecureContext } from "node:tls";
+import { TLSSocket, type SecureContext } from "node:tls";
 import type { Duplex } from "node:stream";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
@@ -17,8 +17,7 @@ import { authorityText, reachText, type Allowed } from "./decision";
 import { egressDestination, type Destination } from "./forward";
 import type { Header, RequestHead } from "./http1";
 import { cut } from "./refusal";
-import { UpstreamPool } from "./upstream";
-import { tlsThroughParent } from "../sys/parent";
+import { tlsDial, UpstreamPool } from "./upstream";
 
 /** What the terminator needs of the daemon: the sandbox's bound secrets, their values, and certificates for hosts. */
 export interface SecretBinding {
@@ -109,16 +108,8 @@ export class Terminator implements RequestPreparer, PlainPreparer {
     if (!p) {
       const servername = isIP(allowed.host) ? undefined : allowed.host;
       this.trust.set(key, trust);
-      p = new UpstreamPool(
-        this.ctx.connectTimeoutMs,
-        undefined,
-        (address, port, via) => {
-          const tls = { ...(servername ? { servername } : {}), ALPNProtocols: ["http/1.1"], ...(ca ? { ca } : {}) };
-          // Through the parent: TLS to the host, verified as always, inside the parent's tunnel to its name.
-          return via ? tlsThroughParent(via.route, via.host, port, tls) : tlsConnect({ host: address, port, ...tls });
-        },
-        "secureConnect",
-      );
+      // Verified against the host's roots (or the trust in force), its name the allowed host's whatever address is dialled.
+      p = new UpstreamPool(this.ctx.connectTimeoutMs, undefined, tlsDial({ ...(servername ? { servername } : {}), ...(ca ? { ca } : {}) }), "secureConnect");
       this.pools.set(key, p);
     }
     return p;
@@ -196,7 +187,7 @@ export class Terminator implements RequestPreparer, PlainPreparer {
     this.audit(allowed, named, head.method, pathOnly, swapped.uses);
     // The answer is read whole for values to turn back: never encoded, so ask for none.
     const headers: Header[] = [...swapped.headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["Accept-Encoding", "identity"]];
-    const reflect = reflectionPairs(secrets, values).map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
+    const reflect = [...reflectionPairs(secrets, values), ...swapped.reflect].map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
     // The one way anything of the answer is shown, to the sandbox or in sbx's own words (its 502, the error event that
     // `sbx logs`, the dashboard and chat are made of): each value turned back into its placeholder. The upstream chose
     // every byte of it, the reason phrase, header names and what a parse error quotes included.

@@ -4,15 +4,35 @@
 // node:http's client did this before, at about 0.07 ms a request on loopback; this is the same work without its
 // machinery. A connection goes back to the pool only when its response ended where its framing said and nothing
 // else arrived; an idle one that sends anything, or is closed, is dropped.
-import { connect, type Socket } from "node:net";
+import { connect, isIP, type Socket } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { chunk, LAST_CHUNK, ResponseReader, type ResponseHead } from "./http1";
 import { UPSTREAM_MAX_IDLE } from "../core/bounds";
-import { parentStream, type ParentRoute } from "../sys/parent";
+import { parentStream, tlsThroughParent, type ParentRoute } from "../sys/parent";
 
 /** How long an idle connection is kept (servers commonly close theirs after 5 s; going first avoids the race). */
 const IDLE_MS = 4_000;
 /** Idle connections kept per address and port. */
 const MAX_IDLE = 16;
+/**
+ * Request body bytes held for a connection not yet ready (TCP connecting, TLS shaking hands, a parent's tunnel being
+ * asked for): past this, `write` says wait and `drained` waits for the connection (invariant 14: a sandbox's upload is
+ * held by its own socket, not the daemon's memory).
+ */
+export const QUEUED_MAX = 64 * 1024;
+
+/**
+ * A pool's dial for TLS to the server, verified (the runtime's roots, or `ca`), ready at `secureConnect`: its name is
+ * `servername`, or the address dialled when that is a name; through the parent, TLS inside its tunnel to `via.host`.
+ * Every TLS client of the proxy (the terminator's, the LLM proxy's) dials with this.
+ */
+export function tlsDial(o: { servername?: string; ca?: string } = {}): (address: string, port: number, via: Via | null) => Socket {
+  return (address, port, via) => {
+    const name = o.servername ?? (isIP(address) ? undefined : address);
+    const tls = { ...(name ? { servername: name } : {}), ALPNProtocols: ["http/1.1"], ...(o.ca ? { ca: o.ca } : {}) };
+    return (via ? tlsThroughParent(via.route, via.host, port, tls) : tlsConnect({ host: address, port, ...tls })) as unknown as Socket;
+  };
+}
 
 /** A connection asked of the parent proxy: `CONNECT host:port` by name, on which the request then goes as it would. */
 export interface Via {
@@ -193,6 +213,9 @@ export class UpstreamPool {
     let replaced = false;
     let timer: ReturnType<typeof setTimeout> | null = null;
     const queued: Buffer[] = [];
+    let queuedBytes = 0;
+    /** Who waits for the connection to take more (`drained` before it is ready, past QUEUED_MAX). */
+    let waiting: Array<() => void> = [];
 
     const detach = () => {
       if (timer) clearTimeout(timer);
@@ -224,10 +247,19 @@ export class UpstreamPool {
             return fail((e as Error).message);
           }
         } else if (step.kind === "body") {
+          // What one read holds goes on as one piece: a chunked answer's burst (a provider's 500 events in one read, each
+          // its own chunk) is one write to the client, not 500.
+          let data = step.data;
+          let j = i + 1;
+          while (list[j]?.kind === "body") j++;
+          if (j > i + 1) {
+            data = Buffer.concat(list.slice(i, j).map((x) => (x as { data: Buffer }).data));
+            i = j - 1;
+          }
           // The last body bytes of a response that ends in this same read go with the end: one write to the client.
           const next = list[i + 1];
-          if (next?.kind === "end") return finish(next.reusable, step.data);
-          if (!sink.body(step.data)) c.s.pause();
+          if (next?.kind === "end") return finish(next.reusable, data);
+          if (!sink.body(data)) c.s.pause();
         } else if (step.kind === "end") finish(step.reusable);
         else fail(`a response that cannot be read: ${step.why}`);
       }
@@ -256,8 +288,12 @@ export class UpstreamPool {
       connected = true;
       if (timer) clearTimeout(timer);
       timer = null;
-      c.s.write(queued.length === 0 ? Buffer.from(r.head, "latin1") : Buffer.concat([Buffer.from(r.head, "latin1"), ...queued]));
+      const ok = c.s.write(queued.length === 0 ? Buffer.from(r.head, "latin1") : Buffer.concat([Buffer.from(r.head, "latin1"), ...queued]));
       queued.length = 0;
+      queuedBytes = 0;
+      const w = waiting;
+      waiting = [];
+      for (const cb of w) ok ? cb() : c.s.once("drain", cb);
     };
     /** A pooled connection the server had closed: once, and only for a request that can be sent again as it is. */
     const retry = (): boolean => {
@@ -275,7 +311,12 @@ export class UpstreamPool {
       c.owner = owner;
       if (reused) {
         c.s.resume();
-        send();
+        // After what is due now: a body that came with the head (the caller writes it next, in this same turn) goes up
+        // in the head's write, one read for the server instead of two.
+        const mine = c;
+        queueMicrotask(() => {
+          if (c === mine && !finished) send();
+        });
       } else {
         const s = c.s;
         timer = setTimeout(() => s.destroy(new Error(`connect timed out after ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
@@ -296,7 +337,8 @@ export class UpstreamPool {
         const framed = r.body === "chunked" ? Buffer.concat(chunk(data)) : data;
         if (!connected) {
           queued.push(framed);
-          return true;
+          queuedBytes += framed.length;
+          return queuedBytes < QUEUED_MAX;
         }
         return c.s.write(framed);
       },
@@ -309,6 +351,7 @@ export class UpstreamPool {
         }
       },
       drained(cb) {
+        if (!connected && !finished && queuedBytes >= QUEUED_MAX) return void waiting.push(cb);
         if (!connected || finished || !c.s.writableNeedDrain) return void cb();
         c.s.once("drain", cb);
       },

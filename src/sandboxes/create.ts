@@ -146,15 +146,39 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       cancelled(req);
       const h = { exec: driver.hostExec(driver.spec(row)), repo };
       if (level === "balanced") c.driverIdentity(row.id, { policy: await levelSetting(h.exec, repo, level, Date.now(), (l) => out.log(l)) });
-      // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox.
-      // An image build whose context holds the repo starts once these writes into its .git are done (`repoQuiet`).
+      // Beside the clone: the store its commits will land in, and the person's branches made whole for every sandbox;
+      // then an earlier sandbox's refs set aside (before anything of this one syncs). An image build whose context
+      // holds the repo starts once these writes into its .git are done (`repoQuiet`).
       trace("d create provision");
-      const storing = promoteStores(h).then(() => ensureStore(h, req.name));
-      const [ident] = await Promise.all([driver.provision(row, { ...n, repoQuiet: storing.catch(() => undefined) }, c.report(row.id, out)), storing]);
-      c.driverIdentity(row.id, ident);
+      // The set-aside writes only refs/remotes/sandbox-<name>/* and refs/sbx-retired/*, which neither of the others
+      // reads or writes: it runs beside them.
+      const storing = Promise.all([
+        promoteStores(h).finally(() => trace("d create promoted")).then(() => ensureStore(h, req.name)).finally(() => trace("d create stored")),
+        setAside(c, row, driver, out).then((a) => void (aside = a)).finally(() => trace("d create set aside")),
+      ]).then(() => undefined);
+      // The guards come up as soon as what they use of the host is made (the driver says when: Docker, the clone and the
+      // image's tag), beside the rest of the provision (the container's seed); ref sync's waits for the store and the
+      // set-aside (`hostWork`). The sandbox starts only once all are done (running.run finds the guards up). A kind that
+      // never says is guarded by run.
+      let raising = null as Promise<void> | null;
+      const hostReady = (identity: Record<string, unknown>) => {
+        if (req.signal?.aborted) return; // the create stops after the provision (cancelled, below)
+        trace("d create guards");
+        const now = c.fresh(row);
+        raising = c.running.raiseGuards({ ...now, identity: { ...now.identity, ...identity } }, driver, storing);
+        raising.catch(() => undefined); // settled below, before anything else is decided
+      };
+      const provisioning = driver.provision(row, { ...n, repoQuiet: storing.catch(() => undefined), hostReady }, c.report(row.id, out));
+      // allSettled: a failed step's cleanup starts only once every step under way has settled (a guard still coming up
+      // would otherwise be left serving a sandbox that is gone).
+      const [made, stored] = await Promise.allSettled([provisioning, storing]);
+      const [raised] = await Promise.allSettled([raising ?? Promise.resolve()]);
+      if (made.status === "rejected") throw made.reason;
+      if (stored.status === "rejected") throw stored.reason;
+      if (raised.status === "rejected") throw raised.reason;
+      c.driverIdentity(row.id, made.value);
       cancelled(req);
       trace("d create provisioned");
-      aside = await setAside(c, row, driver, out);
       await c.running.run(c.fresh(row), driver, c.report(row.id, out));
       cancelled(req);
     } catch (e) {

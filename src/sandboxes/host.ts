@@ -11,9 +11,10 @@ export interface SandboxHost {
   /**
    * Brings every guard of the sandbox up for this spec (idempotent). Throws when one cannot come up: the sandbox stays
    * fenced and the error is kept for `sbx status`. `driver` is its kind's: guards ask it what they need (its
-   * capabilities, ref sync's plan, the bridge's place), never its kind.
+   * capabilities, ref sync's plan, the bridge's place), never its kind. `hostWork`: a new sandbox's host-side work
+   * still under way (GuardContext.hostWork).
    */
-  raiseGuards(row: Sandbox, spec: SandboxSpec, driver: Driver): Promise<void>;
+  raiseGuards(row: Sandbox, spec: SandboxSpec, driver: Driver, hostWork?: Promise<unknown>): Promise<void>;
   /** Tells its guards the sandbox runs now (ref sync's first pass); a failure is logged, never thrown. */
   started(row: Sandbox): Promise<void>;
   /** Every guard up and healthy: the only state in which anything runs in the sandbox. */

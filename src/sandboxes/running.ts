@@ -139,6 +139,15 @@ export class SandboxRunner {
   }
 
   /**
+   * Raises a new sandbox's guards ahead of its run (the caller holds its lock): a create does it beside the making of
+   * its container. Nothing runs in it until `run`, which finds them up (or raises them, when this was never called).
+   * `hostWork`: its host-side work still under way, which a guard that touches the host repo's sandbox refs waits for.
+   */
+  async raiseGuards(row: Sandbox, driver: Driver, hostWork?: Promise<unknown>): Promise<void> {
+    await this.d.host?.raiseGuards(row, driver.spec(row), driver, hostWork);
+  }
+
+  /**
    * Stops a sandbox (the caller holds its lock): its sessions ended, each told `why`; the driver stops it; then its
    * guards go down (the other order would leave it running unguarded for a moment). Whether it was running, and how
    * many sessions ended.

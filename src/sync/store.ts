@@ -11,7 +11,7 @@
 // keeps them). When a sandbox is removed, what the host keeps of it (what its `sandbox-<name>/*` refs reach) moves into
 // the retired store, `<repo>/.git/sbx/_retired.git`: listed in the host's alternates like the others, so never where a
 // sandbox reads. Only promotion and retiring, which act for the person on their refs, read through every store.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SbxError } from "../core/errors";
 import { streamRun, type Exec, type ExecResult } from "../sys/exec";
@@ -150,6 +150,11 @@ export function ensureStore(h: HostGit, name: string): Promise<string> {
   return serialized(h.repo, () => ensureNow(h, storeDir(h.repo, name), storeAlternate(name), `sandbox ${name}`));
 }
 
+/** Whether anything is at `p`, a link that leads nowhere included. */
+function anythingAt(p: string): boolean {
+  return lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+}
+
 /** ensureStore of a store at `dir` listed as `line`, its owner said as `whose` in errors. */
 async function ensureNow(h: HostGit, dir: string, line: string, whose: string): Promise<string> {
   const hostGitDir = join(h.repo, ".git");
@@ -157,13 +162,14 @@ async function ensureNow(h: HostGit, dir: string, line: string, whose: string): 
   if (!existsSync(join(dir, "objects", "info", "alternates"))) {
     // Made whole beside its place and renamed into it: a store is either absent or complete for anyone listing them.
     const part = `${dir}.part-${process.pid}`;
-    await h.exec.run(["rm", "-rf", "--", part], { check: false });
+    // (Each rm only when there is something to remove: a process less for each on a first create.)
+    if (anythingAt(part)) await h.exec.run(["rm", "-rf", "--", part], { check: false });
     const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", part], { env: hostGitEnv(), replaceEnv: true, check: false });
     if (i.exitCode !== 0) fail(`cannot make the store of ${whose} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
     const a = await sh(h, SET_LIST, [part, STORE_ALTERNATES]);
     if (a.exitCode !== 0) fail(`cannot point the store of ${whose} at ${hostGitDir}/objects`, a);
     await markSeen(h, part, await userTips(h));
-    await h.exec.run(["rm", "-rf", "--", dir], { check: false });
+    if (anythingAt(dir)) await h.exec.run(["rm", "-rf", "--", dir], { check: false });
     const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
     if (mv.exitCode !== 0) fail(`cannot put the store of ${whose} in place`, mv);
   } else if (alternateLines(dir).join("\n") !== `${STORE_ALTERNATES}\n`) {

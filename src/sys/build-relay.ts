@@ -20,7 +20,7 @@
 // Who else reaches the gateway address: host processes and containers on the default bridge (sbx's own sandboxes and
 // services have no network, `--network none`; a user-account sandbox's nftables rules refuse it): the password keeps
 // them out, and it is never in an argv (`docker build --build-arg HTTPS_PROXY` takes the value from the CLI's env).
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { createServer, type Server, type Socket } from "node:net";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { canonicalIp, classify } from "../core/addresses";
 import {
@@ -28,12 +28,11 @@ import {
   buildProxyArgs,
   buildRelayWanted,
   connectAuthority,
-  forwardHead,
-  readBuildRelayRequest,
+  readForwardOrConnect,
   relayRefusal,
   type BuildProxy,
 } from "../core/parent-proxy";
-import { relayThroughParent, type ParentRouter } from "./parent";
+import { forwardThroughParent, relayThroughParent, type ParentRouter } from "./parent";
 
 /** How long a step has to send its request once it is connected. */
 const HEAD_TIMEOUT_MS = 10_000;
@@ -113,7 +112,7 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
     };
     const onData = (d: Buffer) => {
       buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
-      const r = readBuildRelayRequest(buf);
+      const r = readForwardOrConnect(buf);
       if (r.kind === "more") return;
       if (r.kind === "bad") return answer(r.status, r.why);
       if (!authorized(r.authorization)) return answer(407, "this relay lends the parent proxy to one image build of sbx's, with that build's password");
@@ -125,47 +124,14 @@ export async function openBuildRelay(router: ParentRouter, address: string): Pro
       read = true;
       s.pause();
       s.setTimeout(0);
-      if (r.kind === "connect") return track(relayThroughParent(s, route, r.host, r.port, buf.subarray(r.size)));
-      forward(s, route, r.head, buf.subarray(r.size), r.bodyLength);
+      const up = r.kind === "connect" ? relayThroughParent(s, route, r.host, r.port, buf.subarray(r.size)) : forwardThroughParent(s, route, r.head, buf.subarray(r.size), r.body);
+      if (up) track(up);
     };
     // Gone before its request (half-open is kept for what follows a request, not for a client that never sent one).
     s.once("end", () => {
       if (!read) s.destroy();
     });
     s.on("data", onData);
-  }
-
-  /** A plain request: its head (the relay's password gone, the parent's credentials in) and its body, then the answer. */
-  function forward(s: Socket, route: NonNullable<ReturnType<ParentRouter["route"]>>, head: string, early: Buffer, bodyLength: number): void {
-    const auth = route.authorization();
-    if (!auth.ok) return void s.end(relayRefusal(502, `the parent proxy ${route.endpoint.shown} cannot be used: ${auth.reason}`));
-    const up = connect({ host: route.endpoint.host, port: route.endpoint.port, noDelay: true, allowHalfOpen: true });
-    track(up);
-    let answered = false;
-    up.once("connect", () => {
-      up.write(forwardHead(head, auth.value), "latin1");
-      let remaining = bodyLength;
-      const part = early.subarray(0, remaining);
-      remaining -= part.length;
-      if (part.length > 0) up.write(part);
-      // Only the body's bytes go on: what follows it (a pipelined request) is never passed to the parent unread.
-      if (remaining > 0) {
-        s.on("data", (d: Buffer) => {
-          if (remaining === 0) return;
-          const p = d.subarray(0, remaining);
-          remaining -= p.length;
-          up.write(p);
-        });
-        s.resume();
-      }
-      up.once("data", () => (answered = true));
-      up.pipe(s);
-    });
-    up.on("error", (e: Error) => {
-      if (!answered && !s.destroyed) s.end(relayRefusal(502, `the parent proxy ${route.endpoint.shown}: ${e.message}`));
-      else s.destroy();
-    });
-    s.once("close", () => up.destroy());
   }
 
   return {

@@ -1,14 +1,15 @@
-// Lends a host tool (the bridge's git and gh) the parent proxy for one call. A parent with no credentials is named to
-// the tool as it is. A parent with credentials is not: gh runs formatters a sandbox chooses (`--jq '$ENV…'`), so nothing
-// it must not see may be in its environment. The tool gets instead this relay on the host's loopback, with a one-call
-// password of its own, good only for the host it was lent for (and names under it) while the call runs; the relay
-// speaks to the parent with the real credentials, which stay in the daemon. Sandboxes never reach the host's loopback
-// (invariant no-direct-egress), and a password that leaked through a formatter is dead when the call ends.
+// Lends a host tool (the bridge's git and gh) the parent proxy for one call: tunnels (CONNECT) for an https:// URL,
+// plain requests in absolute form for git's http:// remotes. A parent with no credentials is named to the tool as it
+// is. A parent with credentials is not: gh runs formatters a sandbox chooses (`--jq '$ENV…'`), so nothing it must not
+// see may be in its environment. The tool gets instead this relay on the host's loopback, with a one-call password of
+// its own, good only for the host it was lent for (and names under it) while the call runs; the relay speaks to the
+// parent with the real credentials, which stay in the daemon. Sandboxes never reach the host's loopback (invariant
+// no-direct-egress), and a password that leaked through a formatter is dead when the call ends.
 import { createServer, type Server, type Socket } from "node:net";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { normalizeHost } from "../core/allowlist";
-import { basicAuthorization, connectAuthority, proxyVariables, readRelayRequest, relayRefusal } from "../core/parent-proxy";
-import { relayThroughParent, type ParentRouter } from "./parent";
+import { basicAuthorization, connectAuthority, proxyVariables, readForwardOrConnect, relayRefusal } from "../core/parent-proxy";
+import { forwardThroughParent, relayThroughParent, type ParentRouter } from "./parent";
 
 /** How long a tool has to send its CONNECT once it is connected. */
 const HEAD_TIMEOUT_MS = 10_000;
@@ -20,6 +21,8 @@ interface Lease {
   port: number;
   /** A tunnel's: `host:port` exactly, no name under it. */
   exact: boolean;
+  /** How it may be asked: a CONNECT (an https:// URL, a tunnel), or plain requests in absolute form (an http:// URL). */
+  plain: boolean;
   authorization: string;
 }
 
@@ -79,9 +82,11 @@ export class ParentRelay {
     await this.start();
     const token = randomBytes(18).toString("base64url");
     const port = u.port === "" ? (u.protocol === "http:" ? 80 : 443) : Number(u.port);
-    this.leases.set(token, { host, port, exact: false, authorization: basicAuthorization("sbx", token) });
+    this.leases.set(token, { host, port, exact: false, plain: u.protocol === "http:", authorization: basicAuthorization("sbx", token) });
     return {
-      env: proxyVariables(`http://sbx:${token}@127.0.0.1:${this.port}`, noProxy),
+      // git asks a proxy which login it wants first (anyauth): a 407 and the request again, on every call. The relay
+      // wants Basic alone, so git is told so and sends it at once.
+      env: { ...proxyVariables(`http://sbx:${token}@127.0.0.1:${this.port}`, noProxy), GIT_HTTP_PROXY_AUTHMETHOD: "basic" },
       release: () => void this.leases.delete(token),
     };
   }
@@ -98,7 +103,7 @@ export class ParentRelay {
     if (this.router.route("https", host) === null) return null;
     await this.start();
     const token = randomBytes(18).toString("base64url");
-    this.leases.set(token, { host, port, exact: true, authorization: basicAuthorization("sbx", token) });
+    this.leases.set(token, { host, port, exact: true, plain: false, authorization: basicAuthorization("sbx", token) });
     return { relay: `127.0.0.1:${this.port}`, password: token, release: () => void this.leases.delete(token) };
   }
 
@@ -157,23 +162,26 @@ export class ParentRelay {
     };
     const onData = (d: Buffer) => {
       buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
-      const r = readRelayRequest(buf);
+      const r = readForwardOrConnect(buf);
       if (r.kind === "more") return;
       if (r.kind === "bad") return answer(r.status, r.why);
       const lease = this.leaseOf(r.authorization);
       if (lease === null) return answer(407, "this relay lends the parent proxy to sbx's own host tools, for one call each");
+      // An https:// call is lent tunnels, an http:// one plain requests: never the other way.
+      if ((r.kind === "forward") !== lease.plain) return answer(405, lease.plain ? "this call was lent the parent for plain http:// requests" : "this call was lent the parent for CONNECT only");
       const named = r.host === lease.host || (!lease.exact && r.host.endsWith(`.${lease.host}`));
       if (!named || r.port !== lease.port) {
         const lent = `${connectAuthority(lease.host, lease.port)}${lease.exact ? "" : " (and names under it)"}`;
         return answer(403, `this call was lent the parent proxy for ${lent}, not ${connectAuthority(r.host, r.port)}`);
       }
-      const route = this.router.route("https", r.host);
+      const route = this.router.route(r.kind === "forward" ? "http" : "https", r.host);
       if (route === null) return answer(403, `${r.host} does not go through the parent proxy (NO_PROXY)`);
       s.off("data", onData);
       s.off("end", leftEarly);
       s.pause();
       s.setTimeout(0);
-      const up = relayThroughParent(s, route, r.host, r.port, buf.subarray(r.size));
+      const up = r.kind === "forward" ? forwardThroughParent(s, route, r.head, buf.subarray(r.size), r.body) : relayThroughParent(s, route, r.host, r.port, buf.subarray(r.size));
+      if (up === null) return;
       this.sockets.add(up);
       up.once("close", () => this.sockets.delete(up));
     };

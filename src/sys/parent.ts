@@ -10,7 +10,11 @@ import { Agent as HttpsAgent } from "node:https";
 import { normalizeHost } from "../core/allowlist";
 import {
   basicAuthorization,
+  BodyEnd,
+  closingAnswerHead,
   connectHead,
+  forwardHead,
+  interimAnswer,
   parentFor,
   parentFromConfig,
   parentFromEnv,
@@ -169,6 +173,84 @@ export function relayThroughParent(s: Socket, route: ParentRoute, host: string, 
   });
   up.on("error", (e: Error) => {
     if (!opened && !s.destroyed) s.end(relayRefusal(502, e.message));
+    else s.destroy();
+  });
+  s.once("close", () => up.destroy());
+  return up;
+}
+
+/** An answer's head longer than this is cut (a real one is a few hundred bytes). */
+const MAX_ANSWER_HEAD = 65_536;
+
+/**
+ * A relay's client `s` (paused, its plain request's head read) carried to the parent as one request (the relays of
+ * parent-relay.ts and build-relay.ts): `head` (readForwardOrConnect's, `Connection: close`) with the parent's
+ * credentials, then the body's bytes (`early`, what came after the head, then the client's), exactly to its end
+ * (BodyEnd) and no further: what follows it is never passed to the parent unread. The parent's answer is the client's;
+ * a failure before it is the client's 502, naming why. Returns the socket to the parent, for the caller to count and cut.
+ */
+export function forwardThroughParent(s: Socket, route: ParentRoute, head: string, early: Buffer, body: { length: number } | "chunked"): Socket | null {
+  const auth = route.authorization();
+  if (!auth.ok) {
+    s.end(relayRefusal(502, `the parent proxy ${route.endpoint.shown} cannot be used: ${auth.reason}`));
+    return null;
+  }
+  const up = connect({ host: route.endpoint.host, port: route.endpoint.port, noDelay: true, allowHalfOpen: true });
+  const end = new BodyEnd(body);
+  let answered = false;
+  const pass = (d: Buffer): void => {
+    let n: number;
+    try {
+      n = end.take(d);
+    } catch (e) {
+      // Framing that cannot be read: where the body ends is not known, so nothing more goes, and the request is cut.
+      if (!answered && !s.destroyed) s.end(relayRefusal(400, `a request body that cannot be read: ${(e as Error).message}`));
+      up.destroy();
+      return;
+    }
+    if (n > 0) up.write(d.subarray(0, n));
+    if (end.done) s.off("data", pass);
+  };
+  up.once("connect", () => {
+    up.write(forwardHead(head, auth.value), "latin1");
+    if (early.length > 0) pass(early);
+    if (!end.done && !up.destroyed) {
+      s.on("data", pass);
+      s.resume();
+    }
+    up.on("data", answer);
+  });
+  // The answer's heads (an interim 1xx, then the final one) as closingAnswerHead passes them, then the rest as it comes.
+  let got: Buffer = Buffer.alloc(0);
+  const answer = (d: Buffer): void => {
+    answered = true;
+    got = got.length === 0 ? d : Buffer.concat([got, d]);
+    for (;;) {
+      const i = got.indexOf("\r\n\r\n");
+      if (i < 0) {
+        if (got.length > MAX_ANSWER_HEAD) {
+          up.destroy();
+          s.destroy();
+        }
+        return;
+      }
+      const text = got.subarray(0, i).toString("latin1");
+      s.write(closingAnswerHead(text), "latin1");
+      got = got.subarray(i + 4);
+      if (!interimAnswer(text)) break;
+    }
+    up.off("data", answer);
+    piped = true;
+    if (got.length > 0) s.write(got);
+    up.pipe(s);
+  };
+  // Ended before a whole head came: the client's connection ends too (once piped, pipe ends it).
+  let piped = false;
+  up.once("end", () => {
+    if (!piped) s.end();
+  });
+  up.on("error", (e: Error) => {
+    if (!answered && !s.destroyed) s.end(relayRefusal(502, `the parent proxy ${route.endpoint.shown}: ${e.message}`));
     else s.destroy();
   });
   s.once("close", () => up.destroy());

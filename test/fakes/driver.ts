@@ -25,6 +25,13 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
   failProvision: Error | null = null;
   /** When set, provision waits for it first (a slow clone or build a test acts during). */
   provisionGate: Promise<void> | null = null;
+  /**
+   * As Docker's: once the clone is made, provision says the host is ready (`NewSandbox.hostReady`, the guards come up
+   * beside the rest), then makes its container (an entry in the backend, not running) and seeds it. When set, the seed
+   * waits for this (a slow archive write a test acts during); `failSeed` makes the next one fail, its container made.
+   */
+  seedGate: Promise<void> | null = null;
+  failSeed: Error | null = null;
   /** Calls in order, for tests that assert which kind did what. */
   readonly calls: string[] = [];
   /** When set, starts are also recorded here (beside a test's guard events, to check their order). */
@@ -100,6 +107,18 @@ export class FakeDriver<B extends Backend = FakeBackend> implements Driver {
       this.failProvision = null;
       throw e;
     }
+    n.hostReady?.(row.identity);
+    // Made, not started (nothing runs in it): an entry of the in-memory engine, stopped.
+    const spec = this.spec(row);
+    if (this.backend instanceof FakeBackend && !this.backend.entries.has(spec.id)) this.backend.entries.set(spec.id, { spec, phase: "stopped" });
+    this.trace?.push(`driver.seed ${row.name}`);
+    if (this.seedGate) await this.seedGate;
+    if (this.failSeed) {
+      const e = this.failSeed;
+      this.failSeed = null;
+      throw e;
+    }
+    this.trace?.push(`driver.seeded ${row.name}`);
     return row.identity;
   }
 

@@ -51,6 +51,8 @@ export async function startFakeParent(o: FakeParentOptions): Promise<FakeParent>
       const i = buf.indexOf("\r\n\r\n");
       if (i < 0) return;
       c.off("data", onData);
+      // Held until the site is connected: what the client sends meanwhile (a large body) waits, as a real proxy's does.
+      c.pause();
       const head = buf.subarray(0, i).toString("latin1");
       const rest = buf.subarray(i + 4);
       const [line, ...headers] = head.split("\r\n");

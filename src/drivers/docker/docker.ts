@@ -320,6 +320,7 @@ export class DockerBackend implements Backend {
     const home = homeFileEntries(spec, has, now);
     this.notes.set(spec.id, [...(this.notes.get(spec.id) ?? []), ...home.kept.map((k) => `note: the image has its own ~/${k}: the host's package mirror setting for it was not written`)].slice(-8));
     const tar = c.tar([...etc, ...seedEntries(spec, mountTargets(spec, overlays), claudeJson, now), ...home.entries], (p) => c.show(`/${p}`));
+    trace("d container seed written");
     await this.engine.putArchive(name, tar);
   }
 

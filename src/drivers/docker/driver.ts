@@ -299,9 +299,12 @@ export class DockerDriver implements Driver {
     });
     // Best effort: a start makes whatever is still missing.
     const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
+    // What the guards use of the host (the clone; the image's tag, for reading the clone while the container is
+    // stopped) is made: the create raises them now, beside the container's making and seed, which they never touch.
+    const ready = Promise.all([imaging, cloning]).then(([image]) => n.hostReady?.({ ...ident, image: image.tag, ...this.dockerfileOf(n.repo, ident) }), () => undefined);
     // allSettled: nothing may still run in the background once the create's lock is released.
     const mark = <T>(p: Promise<T>, what: string) => p.finally(() => trace(`d provision ${what}`));
-    const [img, cloned, , , served] = await Promise.allSettled([mark(imaging, "image"), mark(cloning, "clone"), mark(pruning, "prune"), mark(preparing, "container"), servicing]);
+    const [img, cloned, , , served] = await Promise.allSettled([mark(imaging, "image"), mark(cloning, "clone"), mark(pruning, "prune"), mark(preparing, "container"), servicing, ready]);
     if (cloned.status === "rejected") throw cloned.reason;
     if (img.status === "rejected") throw img.reason;
     if (served.status === "rejected") throw served.reason;

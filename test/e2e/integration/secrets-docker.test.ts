@@ -1,5 +1,5 @@
 // secret-bound end to end on Docker: `sbx secret set NAME --host api.test --header …` and a real sandbox. Inside, the
-// variable holds a placeholder shaped like the value; curl, Python and Java (as an agent runs them, through the proxy
+// variable holds a placeholder shaped like the value; curl, Python, pip (its index URL's password) and Java (as an agent runs them, through the proxy
 // variables, trusting what sbx gives the session) reach the site, which sees the value; the sandbox never does (not in
 // its environment, not reflected, not in sbx's CA key, which it cannot read); `sbx logs` says each use by name only.
 // The site runs in a container on a network this test made, with a certificate from a CA the host trusts
@@ -10,16 +10,37 @@ import { join } from "node:path";
 import type { Fixture } from "../docker/fixture";
 import { acquireFixture, canRun, containerOf, dexec, docker, makeRepo, must, putFile, releaseFixture, removeRepoImages, skipReason, stopDaemon } from "./harness";
 import { makeCerts, startSite, type Site, type TestCerts } from "./site";
+import { makeZip } from "../../support/zip";
 
 const tag = Math.random().toString(36).slice(2, 8);
 const VALUE = "sk_live_e2eR3alValue0123456789";
+/** A private Python index's token, which pip sends as its index URL's password (HTTP Basic). */
+const PYPI_VALUE = "pypi-AgEIcHlwaS5vcmcR3alIndexT0ken0123456789";
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+const WHEEL_NAME = "corp_tool-1.0-py3-none-any.whl";
+const WHEEL = makeZip([
+  { name: "corp_tool/__init__.py", data: "VALUE = 'corp tool'\n" },
+  { name: "corp_tool-1.0.dist-info/METADATA", data: "Metadata-Version: 2.1\nName: corp-tool\nVersion: 1.0\n" },
+  { name: "corp_tool-1.0.dist-info/WHEEL", data: "Wheel-Version: 1.0\nGenerator: sbx-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n" },
+  { name: "corp_tool-1.0.dist-info/RECORD", data: "corp_tool/__init__.py,,\ncorp_tool-1.0.dist-info/METADATA,,\ncorp_tool-1.0.dist-info/WHEEL,,\ncorp_tool-1.0.dist-info/RECORD,,\n" },
+]);
+const WHEEL_SHA = new Bun.CryptoHasher("sha256").update(WHEEL).digest("hex");
 
-// HTTPS on 443: says what Authorization it got, in its body and a header (a reflecting server), and logs it.
+// HTTPS on 443: says what Authorization it got, in its body and a header (a reflecting server), and logs it. Under
+// /simple/ and /files/ it is a private Python index that wants its token as HTTP Basic credentials.
 const SITE_SCRIPT = `
 const tls = { cert: Bun.file("/certs/c.pem"), key: Bun.file("/certs/k.pem") };
+const wheel = Buffer.from("${Buffer.from(WHEEL).toString("base64")}", "base64");
 Bun.serve({ hostname: "0.0.0.0", port: 443, tls, fetch: (r) => {
   const a = r.headers.get("authorization") ?? "none";
-  console.log("SAW " + new URL(r.url).pathname + " " + a);
+  const path = new URL(r.url).pathname;
+  console.log("SAW " + path + " " + a);
+  if (path.startsWith("/simple/") || path.startsWith("/files/")) {
+    if (a !== "Basic ${b64(`__token__:${PYPI_VALUE}`)}") return new Response("who are you\\n", { status: 401, headers: { "www-authenticate": 'Basic realm="index"' } });
+    if (path === "/files/${WHEEL_NAME}") return new Response(wheel);
+    if (path === "/simple/corp-tool/") return new Response('<!DOCTYPE html><html><body><a href="/files/${WHEEL_NAME}#sha256=${WHEEL_SHA}">${WHEEL_NAME}</a></body></html>', { headers: { "content-type": "text/html" } });
+    return new Response("not here\\n", { status: 404 });
+  }
   return new Response("got " + a + "\\n", { headers: { "x-echo": a } });
 } });
 console.log("site ready");
@@ -97,6 +118,24 @@ describe.skipIf(!canRun)(`secret-bound end to end on Docker${skipReason ? ` (ski
     expect(r.stdout).toStartWith("got Bearer sk_live_");
     expect(r.stdout).not.toContain(VALUE);
     expect(site.logs()).toContain(`SAW /v1/py Bearer ${VALUE}`);
+  });
+
+  test("pip with the token as its index URL's password (HTTP Basic): the private index sees the value, pip only its placeholder", () => {
+    if (sbx(["run", "t", "--", "sh", "-c", "command -v pip"]).code !== 0) return void console.warn("pip is not in the base image: skipped");
+    must(sbx(["secret", "set", "PYPI_TOKEN", "--host", "api.test", "--path", "/simple/**", "--path", "/files/**"], PYPI_VALUE), "sbx secret set PYPI_TOKEN");
+    try {
+      const r = must(sbx(["run", "t", "--", "sh", "-c", 'pip download -q --no-deps --no-cache-dir -d /tmp/pipd --index-url "https://__token__:$PYPI_TOKEN@api.test/simple" corp-tool && ls /tmp/pipd']), "pip download");
+      expect(r.stdout.trim()).toBe(WHEEL_NAME);
+      expect(site.logs()).toContain(`SAW /simple/corp-tool/ Basic ${b64(`__token__:${PYPI_VALUE}`)}`);
+      expect(site.logs()).toContain(`SAW /files/${WHEEL_NAME} Basic ${b64(`__token__:${PYPI_VALUE}`)}`);
+      const inside = must(sbx(["run", "t", "--", "sh", "-c", 'printf %s "$PYPI_TOKEN"']), "placeholder").stdout;
+      expect(inside).toMatch(/^pypi-/);
+      expect(inside).not.toBe(PYPI_VALUE);
+      expect(r.stdout + r.stderr).not.toContain(PYPI_VALUE);
+      expect(r.stdout + r.stderr).not.toContain(b64(`__token__:${PYPI_VALUE}`));
+    } finally {
+      sbx(["secret", "rm", "PYPI_TOKEN"]);
+    }
   });
 
   test("ca-trusted-inside: java (the base image's JRE) trusts what the session gives it, and is authenticated by the proxy", () => {

@@ -87,7 +87,7 @@ describe("parent-proxy: the daemon's approval deliveries (webhook, Slack) go out
     parent = await startFakeParent({ sites: { "127.0.0.1": Number(new URL(hook.url).port), localhost: Number(new URL(slack.api).port) }, credentials: `corp:${PASSWORD}` });
     const router = new ParentRouter(parentFromConfig({ url: parent.url, credentials: "PROXY_LOGIN" }).settings, () => `corp:${PASSWORD}`);
     const dead = await deadPort();
-    const config = buildApprovalsConfig({ listen: "127.0.0.1:0", publicUrl: "https://sbx.example.test", webhook: { url: `http://127.0.0.1:${dead}/hooks/sbx`, secret: SECRET, timeoutMs: 2000 }, slack: { botToken: TOKEN, signingSecret: SIGNING, channel: "C0SANDBOX01", allowUsers: ["U0ALICE0001"], apiBase: `http://localhost:${dead}/api` } }, "");
+    const config = buildApprovalsConfig({ listen: "127.0.0.1:0", publicUrl: "https://sbx.example.test", webhook: { url: `http://127.0.0.1:${dead}/hooks/sbx`, secret: SECRET, timeoutMs: 10_000 }, slack: { botToken: TOKEN, signingSecret: SIGNING, channel: "C0SANDBOX01", allowUsers: ["U0ALICE0001"], apiBase: `http://localhost:${dead}/api` } }, "");
     store = new Store(":memory:");
     const events = createEventBus();
     const lines: string[] = [];
@@ -96,15 +96,16 @@ describe("parent-proxy: the daemon's approval deliveries (webhook, Slack) go out
     const sb = store.createSandbox({ name: "demo", repo: "/src/app", backend: "fake" });
     const a = store.recordPending(sb.id, "example.org", 443, "not-allowed: example.org is not on the allowlist")!;
     events.publish({ kind: "egress", at: Date.now(), sandbox: { id: sb.id, name: sb.name }, action: "denied", method: "CONNECT", host: "example.org", port: 443, reason: "not-allowed", suggest: "example.org", approvalId: a.id, count: a.count });
-    const d = await hook.waitFor((ds) => ds.find((x) => x.event === "approval.pending"));
+    // Generous waits: on a loaded machine (CI beside other work) a delivery through the parent took over 5 s.
+    const d = await hook.waitFor((ds) => ds.find((x) => x.event === "approval.pending"), 30_000);
     expect(d.verified).toBe(true);
-    await slack.waitFor(() => slack!.messages[0]);
+    await slack.waitFor(() => slack!.messages[0], 30_000);
     expect(slack.calls.map((c) => c.method)).toContain("chat.postMessage");
     const carried = parent.seen.map((s) => new URL(s.target).pathname);
     expect(carried).toContain("/hooks/sbx");
     expect(carried).toContain("/api/chat.postMessage");
     expect(parent.seen.every((s) => s.authorization === `Basic ${Buffer.from(`corp:${PASSWORD}`).toString("base64")}`)).toBe(true);
     expect(lines.join("\n")).not.toContain(PASSWORD);
-  });
+  }, 90_000);
 });
 

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { startExecAgent } from "../../../shims/exec-agent";
 import { AGENT_SOCKET, ExecAgents, execAgentGuard } from "../../../src/daemon/exec-agents";
 import { PortForwards } from "../../../src/daemon/port-forwards";
+import { spliceRelay, type SpliceRelay } from "../../../src/sys/splice-relay";
 import { Store } from "../../../src/store/store";
 import { guardContext } from "../../support/guard-context";
 import { FakeExec } from "../../fakes/exec";
@@ -27,7 +28,7 @@ async function freePort(): Promise<number> {
 }
 
 /** A guard world with a real agent (in this process: "inside" is this machine's loopback here). */
-async function world(who?: ConstructorParameters<typeof PortForwards>[2]) {
+async function world(who?: ConstructorParameters<typeof PortForwards>[2], relay?: SpliceRelay | null) {
   const root = mkdtempSync(join(tmpdir(), "sbx-ports-"));
   const store = new Store(":memory:");
   const sandbox = store.createSandbox({ name: "demo", repo: "/r", backend: "docker" });
@@ -37,7 +38,7 @@ async function world(who?: ConstructorParameters<typeof PortForwards>[2]) {
   const agents = new ExecAgents();
   const handle = await execAgentGuard(agents).start(ctx);
   const a = startExecAgent({ socketPath: join(dir, AGENT_SOCKET), baseEnv: { PATH: "/usr/bin:/bin" }, retryMs: { min: 20, max: 100 } });
-  const forwards = new PortForwards(agents, undefined, who);
+  const forwards = new PortForwards(agents, undefined, who, relay);
   cleanups.push(async () => {
     forwards.close(sandbox.id);
     a.stop();
@@ -147,3 +148,95 @@ describe("port forwards through the exec agent", () => {
     expect(busy.listening).toBe(true);
   });
 });
+
+/** An echo inside that keeps its connections open; resolves each connection's close as it happens. */
+async function holdingEcho() {
+  const closed: Promise<void>[] = [];
+  const inside = createServer((c) => {
+    closed.push(new Promise<void>((r) => c.on("close", () => r())));
+    c.on("error", () => {});
+    c.on("data", (d) => c.write(d));
+  });
+  const port = await listen(inside);
+  cleanups.push(() => new Promise<void>((r) => inside.close(() => r())));
+  return { port, closed };
+}
+
+/** A client that connects, sends `hello`, waits for the echo; resolves with the socket and a promise of its close. */
+async function echoed(host: number): Promise<{ s: Socket; closed: Promise<void> }> {
+  const s = connect({ host: "127.0.0.1", port: host, noDelay: true });
+  s.on("error", () => {});
+  const closed = new Promise<void>((r) => s.on("close", () => r()));
+  cleanups.push(() => void s.destroy());
+  await new Promise<void>((resolve, reject) => {
+    s.once("data", (d) => (String(d) === "hello" ? resolve() : reject(new Error(`echo said ${d}`))));
+    s.write("hello");
+  });
+  return { s, closed };
+}
+
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, Bun.sleep(ms).then(() => Promise.reject(new Error(`${what}: not within ${ms} ms`)))]);
+
+describe.skipIf(spliceRelay() === null)("port relay in the kernel (splice, off the daemon's thread) keeps the relay's rules", () => {
+  for (const [what, relay] of [["splice", () => spliceRelay()], ["Bun sockets (no splice)", () => null]] as const) {
+    test(`${what}: bytes both ways and a half-close, a client that sent before the sandbox dialled included`, async () => {
+      const w = await world(undefined, relay());
+      const inside = createServer({ allowHalfOpen: true }, (c) => {
+        let buf = "";
+        c.on("data", (d) => (buf += d));
+        c.on("end", () => c.end(buf.toUpperCase()));
+      });
+      const port = await listen(inside);
+      cleanups.push(() => new Promise<void>((r) => inside.close(() => r())));
+      const host = await freePort();
+      await w.forwards.apply(w.id, [{ port, host }]);
+      for (const data of ["x", "abc".repeat(400_000)]) expect(await roundTrip(host, data)).toBe(data.toUpperCase());
+    });
+  }
+
+  test("a client that says nothing until the sandbox has dialled: its first bytes reach the server (the thread reads them, not Bun)", async () => {
+    const w = await world(undefined, spliceRelay());
+    const echo = await holdingEcho();
+    const host = await freePort();
+    await w.forwards.apply(w.id, [{ port: echo.port, host }]);
+    // Bun's loop and the thread both hear the bytes arrive: whichever reads first wins, so try it on many connections.
+    const one = async (i: number) => {
+      const s = connect({ host: "127.0.0.1", port: host, noDelay: true });
+      s.on("error", () => {});
+      cleanups.push(() => void s.destroy());
+      await new Promise((r) => s.on("connect", r));
+      await Bun.sleep(150); // the dial and the hand-over are done by now
+      s.write(`late${i}`);
+      return String(await within(new Promise((r) => s.once("data", r)), 3000, `the echo of connection ${i}'s late first write`));
+    };
+    const got = await Promise.all(Array.from({ length: 12 }, (_, i) => one(i)));
+    expect(got).toEqual(Array.from({ length: 12 }, (_, i) => `late${i}`));
+  });
+
+  test("gone-when-removed: closing a sandbox's forwards (stop, rm) cuts its spliced connections, on both sides", async () => {
+    const w = await world(undefined, spliceRelay());
+    const echo = await holdingEcho();
+    const host = await freePort();
+    await w.forwards.apply(w.id, [{ port: echo.port, host }]);
+    const a = await echoed(host);
+    const b = await echoed(host);
+    w.forwards.close(w.id);
+    await within(Promise.all([a.closed, b.closed]), 3000, "the host's clients closed");
+    await within(Promise.all(echo.closed), 3000, "the server's connections inside closed");
+  });
+
+  test("bounded: with every relay thread busy, the next connection is relayed with Bun sockets, and works", async () => {
+    const w = await world(undefined, spliceRelay(1));
+    const echo = await holdingEcho();
+    const host = await freePort();
+    await w.forwards.apply(w.id, [{ port: echo.port, host }]);
+    const held = await echoed(host); // takes the one thread
+    const next = await echoed(host);
+    next.s.write("again");
+    expect(String(await new Promise((r) => next.s.once("data", r)))).toBe("again");
+    held.s.write("still");
+    expect(String(await new Promise((r) => held.s.once("data", r)))).toBe("still");
+  });
+});
+

@@ -6,7 +6,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parentFromConfig, parentFromEnv } from "../../../src/core/parent-proxy";
-import { checkParentProxy } from "../../../src/doctor/parent-proxy";
+import { checkBuildRelay, checkParentProxy } from "../../../src/doctor/parent-proxy";
+import { DockerEngine } from "../../../src/drivers/docker/engine-client";
+import { createExec } from "../../../src/sys/exec";
 import { runDoctor } from "../../../src/doctor/doctor";
 import { readEnv } from "../../../src/sys/env";
 import { pathsFor } from "../../../src/sys/paths";
@@ -77,5 +79,47 @@ describe("parent-proxy doctor: shows the host's proxy and tries it", () => {
     const exec = new FakeExec().always(["docker", "info", "--format", "{{json .}}"], { exitCode: 1, stderr: "no engine" }).always(["git", "--version"], { stdout: "git version 2.39.5\n" });
     const checks = await runDoctor({ exec, env, paths, bunVersion: "1.4.5", secrets: { PROXY_LOGIN: `corp:${PASSWORD}` }, parentProbe: probe });
     expect(checks.find((c) => c.name === "parent proxy")).toMatchObject({ status: "ok", detail: expect.stringContaining(`${parent.url}, from the config file`) });
+    // That parent is on loopback: builds reach it only through a relay, and this engine names no bridge gateway.
+    const build = checks.find((c) => c.name === "image builds");
+    expect(build?.status).toBe("warn");
+    expect(build?.detail).toContain("names no gateway");
+  });
+});
+
+const engineGateway = Bun.spawnSync(["docker", "info"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0 ? await new DockerEngine(createExec(process.env as Record<string, string>), undefined).bridgeGateway() : null;
+
+describe("parent-proxy doctor: whether image builds can be lent the parent through a per-build relay", () => {
+  // Nothing is sent to the parent here: only the relay's listener is tried.
+  const withLogin = () => parentFromConfig({ url: "http://proxy.corp.test:3128", credentials: "PROXY_LOGIN" });
+  const secrets = { PROXY_LOGIN: `corp:${PASSWORD}` };
+
+  test("a parent builds reach as it is (no login, not on loopback): no line, and the engine is not asked", async () => {
+    let asked = 0;
+    const gateway = async () => (asked++, null);
+    expect(await checkBuildRelay({ ...parentFromEnv({ HTTPS_PROXY: "http://proxy.corp.test:3128" }), secrets: {}, gateway })).toBeNull();
+    expect(await checkBuildRelay({ ...parentFromEnv({}), secrets: {}, gateway })).toBeNull();
+    expect(asked).toBe(0);
+  });
+
+  test("the engine names no bridge gateway, or one not on this machine: a warning that says builds get the parent's 407, and what to do", async () => {
+    const none = await checkBuildRelay({ ...parentFromEnv({ HTTPS_PROXY: parent.url }), secrets, gateway: async () => null });
+    expect([none?.name, none?.status]).toEqual(["image builds", "warn"]);
+    expect(none?.detail).toContain("names no gateway");
+    expect(none?.detail).toContain("is on this machine's loopback");
+    expect(none?.fix).toContain("docker network inspect bridge");
+    // TEST-NET-1: never this machine's, so nothing can listen there (nothing is sent to it).
+    const elsewhere = await checkBuildRelay({ ...withLogin(), secrets, gateway: async () => "192.0.2.1" });
+    expect(elsewhere?.status).toBe("warn");
+    expect(elsewhere?.detail).toContain("cannot listen on the engine's bridge gateway 192.0.2.1");
+    expect(elsewhere?.detail).toContain("407");
+    expect(JSON.stringify([none, elsewhere])).not.toContain(PASSWORD);
+  });
+
+  test.skipIf(engineGateway === null)(`a relay opens on the real engine's bridge gateway, and is closed again${engineGateway === null ? " (skipped: no Docker engine bridge gateway here)" : ""}`, async () => {
+    const c = await checkBuildRelay({ ...withLogin(), secrets, gateway: async () => engineGateway });
+    expect(c).toEqual({ name: "image builds", status: "ok", detail: `build steps reach the parent proxy through a per-build relay on ${engineGateway} (one password per build; never the proxy's login)` });
+    // Closed: nothing of sbx's listens on the gateway after the check.
+    const listening = Bun.spawnSync(["ss", "-Htln", `src ${engineGateway}`], { stdout: "pipe" }).stdout.toString();
+    expect(listening.trim()).toBe("");
   });
 });

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CodexRefresher, jwtClaims, readCodexLogin } from "../../../src/llm/codex-login";
 import { createLlmHandler } from "../../../src/llm/handler";
+import { llmServer } from "../../support/llm-server";
 import { startFakeAgentLlm, type FakeAgentLlm } from "../../support/fake-agent-llm";
 
 const dir = mkdtempSync(join(tmpdir(), "sbx-codex-login-"));
@@ -37,7 +38,7 @@ beforeAll(async () => {
     upstreams: { codex: `${llm.url}/v1`, chatgpt: `${llm.url}/backend-api/codex` },
     codex: new CodexRefresher({ file: authFile, tokenUrl: `${llm.url}/oauth/token`, now: () => clock }),
   });
-  proxy = createServer(handler);
+  proxy = llmServer(handler);
   await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
   const a = proxy.address();
   base = `http://127.0.0.1:${typeof a === "object" && a ? a.port : 0}`;
@@ -100,7 +101,7 @@ describe("the Codex route", () => {
   test("a refresh the auth server refuses: 502 with what to do on the host, and nothing sent upstream", async () => {
     writeFileSync(authFile, JSON.stringify({ tokens: { id_token: idToken, access_token: jwt({ exp: 1 }), refresh_token: "rt", account_id: HOST_ACCOUNT } }), { mode: 0o600 });
     const bad = createLlmHandler({ keys: () => ({ env: {}, codexAuthFile: authFile }), upstreams: { chatgpt: `${llm.url}/backend-api/codex` }, codex: new CodexRefresher({ file: authFile, tokenUrl: `${llm.url}/nowhere` }) });
-    const s = createServer(bad);
+    const s = llmServer(bad);
     await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
     const a = s.address();
     const r = await fetch(`http://127.0.0.1:${typeof a === "object" && a ? a.port : 0}/llm/codex/responses`, { method: "POST", body: "{}" });

@@ -9,6 +9,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLlmHandler } from "../../../src/llm/handler";
+import { llmServer } from "../../support/llm-server";
 import type { KeySources } from "../../../src/llm/keys";
 import { startFakeLlm, type FakeLlm } from "../../support/fake-llm";
 import { rng } from "../../support/rng";
@@ -93,7 +94,7 @@ beforeAll(async () => {
     keys: () => sources,
     upstreams: { anthropic: fake.url, openai: fake.url, google: fake.url, codex: `${fake.url}/v1`, chatgpt: `${fake.url}/backend-api/codex`, codeassist: fake.url },
   });
-  server = createServer(handler);
+  server = llmServer(handler);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const a = server.address();
   port = typeof a === "object" && a ? a.port : 0;

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GEMINI_CLIENT_ID, GEMINI_CLIENT_SECRET, GeminiRefresher } from "../../../src/llm/gemini-login";
 import { createLlmHandler } from "../../../src/llm/handler";
+import { llmServer } from "../../support/llm-server";
 
 const dir = mkdtempSync(join(tmpdir(), "sbx-gemini-login-"));
 const credsFile = join(dir, "oauth_creds.json");
@@ -62,7 +63,7 @@ beforeAll(async () => {
     upstreams: { codeassist: upstream },
     gemini: new GeminiRefresher({ file: credsFile, tokenUrl, now: () => clock }),
   });
-  base = await listen(createServer(handler));
+  base = await listen(llmServer(handler));
 });
 afterAll(async () => {
   for (const s of servers) await new Promise<void>((r) => s.close(() => r()));

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLlmHandler } from "../../../src/llm/handler";
+import { llmServer } from "../../support/llm-server";
 import { LlmBudgets } from "../../../src/llm/budget";
 import { DEFAULT_PRICES, parseBudget, type Budget } from "../../../src/core/llm-budget";
 import { PolicyService } from "../../../src/policy/service";
@@ -38,7 +39,7 @@ async function serve(name: string): Promise<void> {
     upstreams: { anthropic: fake.url, openai: fake.url, google: fake.url, codex: `${fake.url}/v1`, codeassist: fake.url },
     budget: budgets.forSandbox({ id: sb.id, name }),
   });
-  const server = createServer(handler);
+  const server = llmServer(handler);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   servers.push(server);
   const a = server.address();
@@ -166,7 +167,7 @@ describe("llm-budget: a sandbox cannot dodge the count", () => {
     fake.omitUsage = true;
     const events: unknown[] = [];
     const handler = createLlmHandler({ keys: () => ({ env: { ANTHROPIC_API_KEY: "k" } }), upstreams: { anthropic: fake.url }, budget: budgets.forSandbox({ id: ids.a!, name: "a" }), onEvent: (e) => events.push(e.usage) });
-    const s = createServer(handler);
+    const s = llmServer(handler);
     await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
     const port = (s.address() as { port: number }).port;
     const res = await fetch(`http://127.0.0.1:${port}${ANTHROPIC}`, { method: "POST", body: JSON.stringify(msg("claude-haiku-4-5", false)) });

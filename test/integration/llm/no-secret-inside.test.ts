@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLlmHandler } from "../../../src/llm/handler";
+import { llmServer } from "../../support/llm-server";
 import { PLACEHOLDER_KEY } from "../../../src/drivers/env";
 import { readSecrets, setSecret } from "../../../src/secrets/store";
 import { startFakeLlm, type FakeLlm } from "../../support/fake-llm";
@@ -25,7 +26,7 @@ beforeAll(async () => {
     keys: () => ({ env, stored: () => readSecrets(secretsFile()), claudeCredentialsFile: claudeFile() }),
     upstreams: { anthropic: fake.url, openai: fake.url, google: fake.url },
   });
-  server = createServer(handler);
+  server = llmServer(handler);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const a = server.address();
   base = `http://127.0.0.1:${typeof a === "object" && a ? a.port : 0}`;

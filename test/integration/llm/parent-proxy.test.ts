@@ -6,6 +6,7 @@ import { createServer as createHttpServer, request as httpRequest, type Incoming
 import { request as httpsRequest } from "node:https";
 import { parentFromConfig, parentFromEnv } from "../../../src/core/parent-proxy";
 import { createLlmHandler } from "../../../src/llm/handler";
+import { llmServer } from "../../support/llm-server";
 import { parentAgents, parentFetch, ParentRouter } from "../../../src/sys/parent";
 import { issueLeaf, loadCa, makeCa } from "../../../src/tls/x509";
 import { startFakeParent, type FakeParent } from "../../support/fake-parent";
@@ -37,8 +38,8 @@ beforeAll(async () => {
   tlsSite = Bun.serve({ hostname: "127.0.0.1", port: 0, tls: { cert: leaf.certPem, key: leaf.keyPem }, fetch: (req) => new Response(`tls ok ${new URL(req.url).pathname}`) });
   parent = await startFakeParent({ sites: { "llm.test": providerPort, "tls.test": tlsSite.port!, "wrong.test": tlsSite.port!, "registry.test": providerPort }, credentials: `corp:${PASSWORD}` });
   const router = new ParentRouter(parentFromConfig({ url: parent.url, credentials: "PROXY_LOGIN", noProxy: ["127.0.0.1"] }).settings, (n) => (n === "PROXY_LOGIN" ? `corp:${PASSWORD}` : null));
-  const handler = createLlmHandler({ keys: () => ({ env: { ANTHROPIC_API_KEY: KEY } }), upstreams: { anthropic: "http://llm.test" }, agents: parentAgents(router) });
-  handlerServer = createHttpServer((req, res) => handler(req, res));
+  const handler = createLlmHandler({ keys: () => ({ env: { ANTHROPIC_API_KEY: KEY } }), upstreams: { anthropic: "http://llm.test" }, parent: router });
+  handlerServer = llmServer(handler);
   handlerPort = await listen(handlerServer);
 });
 afterAll(async () => {
@@ -73,8 +74,8 @@ describe("parent-proxy: the LLM proxy and the daemon's downloads go out through 
 
   test("the parent's refusal is the LLM route's 502, naming the parent and its status, never its credentials", async () => {
     const router = new ParentRouter(parentFromConfig({ url: parent.url, credentials: "PROXY_LOGIN" }).settings, () => `corp:${PASSWORD}`);
-    const handler = createLlmHandler({ keys: () => ({ env: { ANTHROPIC_API_KEY: KEY } }), upstreams: { anthropic: "http://nowhere.test" }, agents: parentAgents(router) });
-    const s = createHttpServer((req, res) => handler(req, res));
+    const handler = createLlmHandler({ keys: () => ({ env: { ANTHROPIC_API_KEY: KEY } }), upstreams: { anthropic: "http://nowhere.test" }, parent: router });
+    const s = llmServer(handler);
     const r = await call(await listen(s), "/llm/anthropic/v1/messages");
     s.close();
     expect(r.status).toBe(502);
@@ -117,8 +118,8 @@ describe("parent-proxy: the LLM proxy and the daemon's downloads go out through 
   test("NO_PROXY sends the host straight out: the parent hears nothing", async () => {
     parent.seen.length = 0;
     const router = new ParentRouter(parentFromConfig({ url: parent.url, noProxy: ["127.0.0.1"] }).settings);
-    const handler = createLlmHandler({ keys: () => ({ env: { ANTHROPIC_API_KEY: KEY } }), upstreams: { anthropic: `http://127.0.0.1:${(provider.address() as { port: number }).port}` }, agents: parentAgents(router) });
-    const s = createHttpServer((req, res) => handler(req, res));
+    const handler = createLlmHandler({ keys: () => ({ env: { ANTHROPIC_API_KEY: KEY } }), upstreams: { anthropic: `http://127.0.0.1:${(provider.address() as { port: number }).port}` }, parent: router });
+    const s = llmServer(handler);
     const port = await listen(s);
     const r = await call(port, "/llm/anthropic/v1/messages");
     s.close();

@@ -11,6 +11,7 @@ import { connect, createServer as createNetServer, type Server as NetServer, typ
 import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { createLlmHandler } from "../../../src/llm/handler";
+import { llmServer } from "../../support/llm-server";
 import type { CallUsage } from "../../../src/core/llm-usage";
 
 const KEY = "sk-ant-api03-HOSTKEY-transport-0123456789abcdef";
@@ -48,28 +49,23 @@ function listen(s: Server | NetServer): Promise<void> {
   return new Promise((r) => s.listen(0, "127.0.0.1", () => r()));
 }
 
+/** The way out: the proxy's own pool (upstream.ts), straight out (the parent's is parent-proxy.test.ts's). */
 const TRANSPORTS = {
-  "its own agents": () => undefined,
-  "agents given": () => ({ http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) }),
+  "the proxy's pool": () => undefined,
 };
 
 /** The handler for one test on its own server, counting into `records`; `upstream`: where the Anthropic route goes. */
 async function handlerOn(transport: keyof typeof TRANSPORTS, upstream = providerUrl): Promise<{ port: number; records: CallUsage[] }> {
   const records: CallUsage[] = [];
-  const agents = TRANSPORTS[transport]();
+  TRANSPORTS[transport]();
   const h = createLlmHandler({
     keys: () => ({ env: { ANTHROPIC_API_KEY: KEY } }),
     upstreams: { anthropic: upstream },
     budget: { admit: () => null, record: (u) => records.push(u) },
-    ...(agents ? { agents } : {}),
   });
-  const s = createServer(h);
-  await listen(s);
-  closers.push(() => {
-    s.closeAllConnections();
-    s.close();
-    agents?.http.destroy();
-  });
+  const s = llmServer(h);
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
+  closers.push(() => s.close());
   return { port: portOf(s), records };
 }
 
@@ -195,6 +191,44 @@ for (const transport of Object.keys(TRANSPORTS) as Array<keyof typeof TRANSPORTS
       expect(await until(() => records.length > 0)).toBe(true);
       // Encoded: its usage cannot be read, so each byte is counted as a token (never less than a report would be).
       expect(records).toMatchObject([{ model: "claude-sonnet-4-5", estimated: true, output: gz.length }]);
+    });
+
+    test("streaming stays streaming: the sandbox has the first event while the provider holds the rest back, and the rest after", async () => {
+      let release = () => undefined as void;
+      const held = new Promise<void>((r) => (release = r));
+      answer = (req, res) => {
+        req.resume();
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write('event: message_start\ndata: {"type":"message_start","message":{"model":"claude-sonnet-4-5","usage":{"input_tokens":7,"output_tokens":1}}}\n\n');
+        // The rest only once the sandbox has the first (or after 5 s, when the test has failed anyway).
+        void Promise.race([held, Bun.sleep(5000)]).then(() => {
+          for (let i = 0; i < 50; i++) res.write(`event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"w${i}"}}\n\n`);
+          res.end('event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":50}}\n\n');
+        });
+      };
+      const { port, records } = await handlerOn(transport);
+      const t0 = Date.now();
+      const got = await new Promise<{ firstAt: number; body: string }>((resolve, reject) => {
+        const q = request({ host: "127.0.0.1", port, method: "POST", path: "/llm/anthropic/v1/messages", headers: { "content-type": "application/json" } }, (res) => {
+          let body = "";
+          let firstAt = -1;
+          res.on("data", (c: Buffer) => {
+            body += c.toString();
+            if (firstAt < 0 && body.includes("message_start")) {
+              firstAt = Date.now() - t0;
+              release();
+            }
+          });
+          res.on("end", () => resolve({ firstAt, body }));
+        });
+        q.on("error", reject);
+        q.end('{"model":"claude-sonnet-4-5","stream":true}');
+      });
+      expect(got.firstAt).toBeGreaterThanOrEqual(0);
+      expect(got.firstAt).toBeLessThan(4000);
+      expect(got.body.match(/content_block_delta/g)?.length).toBe(100);
+      expect(await until(() => records.length === 1)).toBe(true);
+      expect([records[0]!.output, records[0]!.estimated]).toEqual([50, false]);
     });
 
     test("what the provider sent before it cut the stream reaches the sandbox, which sees the cut; the call is counted from it", async () => {

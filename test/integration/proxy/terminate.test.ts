@@ -516,3 +516,31 @@ public class Fetch {
     expect(r.out + r.err).not.toContain(VALUE);
   }, 60_000);
 });
+
+// A client given the token as a URL's password (pip's index URL, git's remote, `curl -u`) sends it inside HTTP Basic
+// credentials, base64 the upstream decodes: the placeholder is swapped there, within the same scope, and an answer
+// that echoes the credentials shows the sandbox its own.
+describe("secret-bound: a placeholder inside HTTP Basic credentials is judged and swapped where the upstream reads it", () => {
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  test("curl -u user:placeholder: the upstream decodes the value; the echoed credentials decode to the placeholder", async () => {
+    reset();
+    const r = await curl(["-u", `__token__:${PLACEHOLDER}`, `https://api.test:${api.port}/v1/reflect`, "-D", "-"]);
+    expect(r.err).toBe("");
+    expect(seen.api.map((s) => s.headers.authorization)).toEqual([`Basic ${b64(`__token__:${VALUE}`)}`]);
+    expect(r.out).toContain(`x-echo: Basic ${b64(`__token__:${PLACEHOLDER}`)}`);
+    expect(r.out).not.toContain(b64(`__token__:${VALUE}`));
+    expect(secretEvents().map((e) => [e.name, e.action, e.target])).toEqual([["API_TOKEN", "used", "/v1/reflect"]]);
+  });
+
+  test("outside its paths, or to a host it is not bound to: the credentials go with the placeholder, said as outside", async () => {
+    reset();
+    await curl(["-u", `u:${PLACEHOLDER}`, `https://api.test:${api.port}/v2/x`]);
+    expect(seen.api.map((s) => s.headers.authorization)).toEqual([`Basic ${b64(`u:${PLACEHOLDER}`)}`]);
+    expect(secretEvents().map((e) => [e.name, e.action])).toEqual([["API_TOKEN", "outside"]]);
+    reset();
+    // other.test is reached through a tunnel (no secret bound there): sbx never reads it, the value never goes.
+    await curl(["-u", `u:${PLACEHOLDER}`, "--cacert", upstreamCaFile, `https://other.test:${other.port}/x`], ["--cacert", upstreamCaFile]);
+    expect(seen.other.map((s) => s.headers.authorization)).toEqual([`Basic ${b64(`u:${PLACEHOLDER}`)}`]);
+    expect(everything()).not.toContain(b64(`u:${VALUE}`));
+  });
+});

@@ -1,9 +1,9 @@
 // The plain-HTTP pool to servers (src/proxy/upstream.ts) on real sockets: a connection is reused only when idle and
 // clean, at most 16 kept per address, and dropped on a stray byte, on the server's end, or once idle too long.
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { createServer, type Server, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { requestHead } from "../../../src/proxy/http1";
-import { UpstreamPool } from "../../../src/proxy/upstream";
+import { QUEUED_MAX, UpstreamPool } from "../../../src/proxy/upstream";
 
 let server: Server;
 let port = 0;
@@ -89,4 +89,46 @@ test("at most 16 idle connections are kept per address", async () => {
   pool.close();
   await until(() => pool.size() === 0);
   expect(pool.size()).toBe(0);
+});
+
+describe("bounded: a request body for a connection not yet ready is held only up to QUEUED_MAX", () => {
+  test("past it, write says wait and drained waits for the connection; once it is up, the body goes and drained calls back", async () => {
+    // A dial whose connection is not ready until the test says (a TLS handshake, a parent's tunnel, a slow connect).
+    let ready: (() => void) | null = null;
+    const received: number[] = [];
+    const pool = new UpstreamPool(5000, undefined, (address, p) => {
+      const s = connect({ host: address, port: p });
+      const real = s.emit.bind(s);
+      // The pool waits for "connect": held back until the test lets it through.
+      s.emit = ((ev: string, ...a: unknown[]) => {
+        if (ev === "connect") {
+          ready = () => real("connect");
+          return true;
+        }
+        return real(ev, ...a);
+      }) as typeof s.emit;
+      return s;
+    });
+    const sink = { head: () => undefined, body: () => true, end: () => undefined, error: () => undefined };
+    const x = pool.request({ address: "127.0.0.1", port, method: "POST", head: requestHead("POST", "/", [["host", "t"]], "chunked"), body: "chunked", replayable: false }, sink);
+    const piece = Buffer.alloc(16 * 1024, 0x61);
+    let accepted = 0;
+    while (x.write(piece)) {
+      accepted += piece.length;
+      if (accepted > 64 * QUEUED_MAX) break;
+    }
+    // A sandbox that keeps sending is told to wait before the daemon holds more than a bound.
+    expect(accepted).toBeLessThan(QUEUED_MAX);
+    let drained = false;
+    x.drained(() => (drained = true));
+    await Bun.sleep(50);
+    expect(drained).toBe(false);
+    await until(() => ready !== null);
+    ready!();
+    await until(() => drained);
+    expect(drained).toBe(true);
+    received.push(accepted);
+    x.abort();
+    pool.close();
+  });
 });

@@ -76,3 +76,34 @@ describe("secret-bound: the variable inside is never one sbx sets itself", () =>
     expect(bindingProblem(spec(null))).toBeNull();
   });
 });
+
+// A client given `https://user:$TOKEN@host/…` (pip's index URL, git's remote, `curl -u`, npm's `_auth`) sends the
+// placeholder inside HTTP Basic credentials: base64 of `user:placeholder`. The upstream decodes them, so that is where
+// the placeholder is judged and swapped, and the credentials the proxy made are what an answer must never show back.
+describe("secret-bound: a placeholder inside HTTP Basic credentials is swapped where the upstream reads it", () => {
+  const b64 = (s: string) => Buffer.from(s, "latin1").toString("base64");
+  test("in scope: the credentials carry the value, and an echo of them turns back into the sandbox's", () => {
+    const r = swapRequest([S], values, { method: "GET", host: "api.test", target: "/v1/simple/", headers: [["Authorization", `Basic ${b64(`__token__:${P}`)}`]] });
+    expect(r.headers).toEqual([["Authorization", `Basic ${b64("__token__:VALUEVALUE1234567890")}`]]);
+    expect(r.uses).toEqual([{ name: "TOK", action: "used", reason: null }]);
+    expect(r.reflect).toEqual([{ from: b64("__token__:VALUEVALUE1234567890"), to: b64(`__token__:${P}`) }]);
+    // As the user name too, and in any case of the scheme's name.
+    const u = swapRequest([S], values, { method: "GET", host: "api.test", target: "/v1/x", headers: [["authorization", `basic  ${b64(`${P}:x-oauth-basic`)}`]] });
+    expect(u.headers).toEqual([["authorization", `Basic ${b64("VALUEVALUE1234567890:x-oauth-basic")}`]]);
+  });
+  test("out of scope (another host, a path outside): the credentials go as they are, and the use is said as outside", () => {
+    for (const [host, target] of [["other.test", "/v1/x"], ["api.test", "/v2/x"]] as const) {
+      const cred = `Basic ${b64(`u:${P}`)}`;
+      const r = swapRequest([S], values, { method: "GET", host, target, headers: [["Authorization", cred]] });
+      expect(r.headers).toEqual([["Authorization", cred]]);
+      expect(r.uses.map((x) => x.action)).toEqual(["outside"]);
+      expect(r.reflect).toEqual([]);
+    }
+  });
+  test("only a header that is Basic credentials is decoded: another header's base64, or text that only looks like it, stays", () => {
+    const other = b64(`u:${P}`);
+    const r = swapRequest([S], values, { method: "GET", host: "api.test", target: "/v1/x", headers: [["X-Data", `Basic ${other}`], ["Authorization", "Basic not*base64"]] });
+    expect(r.headers).toEqual([["X-Data", `Basic ${other}`], ["Authorization", "Basic not*base64"]]);
+    expect(r.uses).toEqual([]);
+  });
+});

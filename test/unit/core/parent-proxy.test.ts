@@ -6,7 +6,9 @@ import {
   buildProxyArgs,
   buildRelayWanted,
   forwardHead,
-  readBuildRelayRequest,
+  readForwardOrConnect,
+  closingAnswerHead,
+  BodyEnd,
   relayRefusal,
   basicAuthorization,
   connectHead,
@@ -221,28 +223,66 @@ describe("build-proxy: what an image build gets of the parent proxy", () => {
 
 describe("parent-proxy-scope: what a build step may ask the per-build relay", () => {
   test("CONNECT as the bridge's relay reads it; a plain request in absolute form, its head rewritten for the parent", () => {
-    expect(readBuildRelayRequest(bytes("CONNECT Pkgs.Corp:443 HTTP/1.1\r\nProxy-Authorization: Basic x\r\n\r\n"))).toMatchObject({ kind: "connect", host: "pkgs.corp", port: 443, authorization: "Basic x" });
-    const r = readBuildRelayRequest(bytes("GET http://Deb.Debian.org/debian/dists/x HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: Basic relay\r\nConnection: keep-alive, X-Drop\r\nX-Drop: 1\r\nProxy-Connection: keep-alive\r\nKeep-Alive: 5\r\nUser-Agent: apt\r\n\r\nrest"));
-    expect(r).toMatchObject({ kind: "forward", host: "deb.debian.org", port: 80, authorization: "Basic relay", bodyLength: 0 });
+    expect(readForwardOrConnect(bytes("CONNECT Pkgs.Corp:443 HTTP/1.1\r\nProxy-Authorization: Basic x\r\n\r\n"))).toMatchObject({ kind: "connect", host: "pkgs.corp", port: 443, authorization: "Basic x" });
+    const r = readForwardOrConnect(bytes("GET http://Deb.Debian.org/debian/dists/x HTTP/1.1\r\nHost: evil.example\r\nProxy-Authorization: Basic relay\r\nConnection: keep-alive, X-Drop\r\nX-Drop: 1\r\nProxy-Connection: keep-alive\r\nKeep-Alive: 5\r\nUser-Agent: apt\r\n\r\nrest"));
+    expect(r).toMatchObject({ kind: "forward", host: "deb.debian.org", port: 80, authorization: "Basic relay", body: { length: 0 } });
     if (r.kind !== "forward") throw new Error("not forward");
     expect(r.head).toBe("GET http://deb.debian.org:80/debian/dists/x HTTP/1.1\r\nHost: deb.debian.org:80\r\nUser-Agent: apt\r\nConnection: close");
     expect(forwardHead(r.head, "Basic real")).toEndWith("Connection: close\r\nProxy-Authorization: Basic real\r\n\r\n");
     expect(forwardHead(r.head, null)).toEndWith("Connection: close\r\n\r\n");
   });
-  test("refused: origin form, https:// in absolute form, a user in the URL, chunked bodies, two logins, unreadable lengths", () => {
+  test("refused: origin form, https:// in absolute form, a user in the URL, two readings of a body's end, two logins, unreadable lengths", () => {
     for (const head of [
       "GET /x HTTP/1.1\r\nHost: a\r\n\r\n",
       "GET https://a/ HTTP/1.1\r\n\r\n",
       "GET http://u:p@a/ HTTP/1.1\r\n\r\n",
-      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+      "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
       "GET http://a/ HTTP/1.1\r\nProxy-Authorization: a\r\nproxy-authorization: b\r\n\r\n",
       "POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
       "POST http://a/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
       "GET http://a/ HTTP/2\r\n\r\n",
     ]) {
-      expect({ head, kind: readBuildRelayRequest(bytes(head)).kind }).toEqual({ head, kind: "bad" });
+      expect({ head, kind: readForwardOrConnect(bytes(head)).kind }).toEqual({ head, kind: "bad" });
     }
-    expect(readBuildRelayRequest(bytes("POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n"))).toMatchObject({ kind: "forward", bodyLength: 5 });
+    expect(readForwardOrConnect(bytes("POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n"))).toMatchObject({ kind: "forward", body: { length: 5 } });
+    const c = readForwardOrConnect(bytes("POST http://a/p HTTP/1.1\r\ntransfer-encoding: Chunked\r\nContent-Type: x\r\n\r\n"));
+    expect(c).toMatchObject({ kind: "forward", body: "chunked" });
+    if (c.kind === "forward") expect(c.head).toBe("POST http://a:80/p HTTP/1.1\r\nHost: a:80\r\nContent-Type: x\r\nTransfer-Encoding: chunked\r\nConnection: close");
     expect(relayRefusal(407, "why")).toContain('Proxy-Authenticate: Basic realm="sbx"');
+  });
+});
+
+describe("parent-proxy-scope: a forwarded body is passed on to its end and not a byte further", () => {
+  const feed = (e: BodyEnd, parts: string[]) => parts.map((p) => e.take(bytes(p)));
+  test("a Content-Length's bytes, however the reads cut them; what follows is not the body's", () => {
+    const e = new BodyEnd({ length: 5 });
+    expect(feed(e, ["ab", "cdGET http://evil/ HTTP/1.1"])).toEqual([2, 3]);
+    expect(e.done).toBe(true);
+    expect(new BodyEnd({ length: 0 }).done).toBe(true);
+  });
+  test("chunked: sizes (with extensions), data, the last chunk and trailers, cut at every byte; a pipelined request after it is left", () => {
+    const body = "5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n";
+    const after = "GET http://evil.test/ HTTP/1.1\r\n\r\n";
+    for (let cut = 0; cut <= body.length; cut++) {
+      const e = new BodyEnd("chunked");
+      const [a, b] = feed(e, [body.slice(0, cut), body.slice(cut) + after]);
+      expect({ cut, taken: a! + b!, done: e.done }).toEqual({ cut, taken: body.length, done: true });
+    }
+  });
+  test("framing that cannot be read is refused (where the body ends would be a guess)", () => {
+    for (const bad of ["zz\r\n", "5\r\nhelloXX", "5\nhello\r\n", `${"1".repeat(13)}\r\n`, `0\r\n${"X-T: 1\r\n".repeat(1200)}`, `5;${"e".repeat(2000)}\r\n`]) {
+      expect(() => new BodyEnd("chunked").take(bytes(bad))).toThrow();
+    }
+  });
+});
+
+describe("parent-proxy-scope: a forwarded request's answer says its connection closes", () => {
+  test("Connection: close (its own connection headers dropped); an interim 1xx as it is", () => {
+    expect(closingAnswerHead("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nContent-Length: 2")).toBe(
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\nProxy-Connection: close\r\n\r\n",
+    );
+    expect(closingAnswerHead("HTTP/1.1 100 Continue")).toBe("HTTP/1.1 100 Continue\r\n\r\n");
   });
 });

@@ -104,6 +104,13 @@ describe("bodies", () => {
     expect(text.subarray(out.used).toString()).toBe("NEXT");
   });
 
+  test("a size of 12 hex digits (the most) with leading zeros, in either case, is read as it says", () => {
+    const r = new BodyReader("chunked");
+    const out = r.read(b("00000000000a\r\n0123456789\r\n00000000000B\r\nabcdefghijk\r\n0\r\n\r\n"));
+    if ("why" in out) throw new Error(out.why);
+    expect([Buffer.concat(out.data).toString(), r.done]).toEqual(["0123456789abcdefghijk", true]);
+  });
+
   test("a chunked body read byte by byte gives the same bytes", () => {
     const r = new BodyReader("chunked");
     const text = b("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
@@ -127,6 +134,9 @@ describe("bodies", () => {
     ["data longer than its size", "2\r\nabc\r\n0\r\n\r\n"],
     ["two other bytes where the CRLF after the data goes", "2\r\nabXY0\r\n\r\n"],
     ["a bare LF after the size", "2\nab\r\n0\r\n\r\n"],
+    ["a bare CR after the size", "2\rab\r\n0\r\n\r\n"],
+    ["13 hex digits, one past the most", "0000000000002\r\nab\r\n0\r\n\r\n"],
+    ["a 0x prefix", "0x2\r\nab\r\n0\r\n\r\n"],
     ["a NUL in an extension", "2;a\x00\r\nab\r\n0\r\n\r\n"],
     ["a folded trailer", "0\r\nX: a\r\n b\r\n\r\n"],
     ["a size line that never ends", "1".repeat(5000)],
