@@ -82,6 +82,7 @@ function shortRef(ref: string): string {
  */
 export async function push(p: PushJob): Promise<Outcome> {
   const t = await pushTargets(p);
+  p.deps.trace?.("targets decided");
   return "out" in t ? runPush(p, t.out, t.hostValues) : t;
 }
 
@@ -244,6 +245,7 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
   // old ones, so the remote refuses it if a ref moved meanwhile. A lease or a dry run takes the plain way.
   const earlyPush = !lease && !opt(plan, "--dry-run");
   const verdict = await takeVerdict();
+  deps.trace?.("verdict channel ready");
   // Until the verdict, the push's output is held back: a refused push says only why it was refused.
   let held: string[] | undefined = [];
   let dropped = false;

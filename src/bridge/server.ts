@@ -265,6 +265,7 @@ function isPush(req: BridgeRequest): boolean {
 async function handle(h: { deps: BridgeDeps; gate: () => Promise<Gate>; req: BridgeRequest; pack: Payload; send: (f: Frame) => void; spare: SpareVerdict | undefined }): Promise<Outcome> {
   const { deps, req, pack, send, spare } = h;
   const g = await h.gate();
+  deps.trace?.("gate ready");
   // A push needs the known tips too; reading them (host and gate refs, nothing the sandbox controls) does
   // not depend on the policy's answer, so it runs alongside the remotes read.
   const remotesP = hostRemotes(g);
@@ -314,7 +315,7 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
   // This request's switches, read once (`sbx bridge NAME` changes apply from the next request).
   const settings = settingsOf(deps);
   const ctx: PolicyContext = {
-    remotes: await remotesP,
+    remotes: await remotesP.then((r) => (deps.trace?.("remotes read"), r)),
     checkPath: makePathChecker({ workspace: deps.sandbox.workspace, workspaceView: deps.sandbox.workspaceView ?? deps.sandbox.workspace, realpath: realOrNull }),
     options: { ghApi: settings.allow.includes("gh-api"), ghGist: settings.allow.includes("gh-gist"), ...deps.policy },
     extraRepos: settings.repos,
@@ -338,6 +339,7 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
   }
   const d = decideGit(req.args, req.cwd, ctx);
   if (!d.ok) return refuse(d.reason);
+  deps.trace?.("policy decided");
   let plan = d.plan;
   // The token goes only to the host repo's own remotes (and repositories the user added): a URL the sandbox named that is
   // not one of them gets none, and a fallback token (GIT_TOKEN) only a host of those remotes (credential-scope).
