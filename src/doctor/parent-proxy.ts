@@ -74,11 +74,11 @@ export async function checkParentProxy(i: ParentCheckInput): Promise<Check> {
 export async function checkBuildRelay(i: { settings: ParentSettings | null; secrets: Readonly<Record<string, string>>; gateway: () => Promise<string | null> }): Promise<Check | null> {
   if (!buildRelayWanted(i.settings)) return null;
   const name = "image builds";
-  const lease = await leaseBuildProxy(new ParentRouter(i.settings!, (n) => i.secrets[n] ?? null), i.gateway);
+  let gateway: string | null = null;
+  const lease = await leaseBuildProxy(new ParentRouter(i.settings!, (n) => i.secrets[n] ?? null), async () => (gateway = await i.gateway()));
   await lease.release();
   if (lease.notes.length === 0) {
-    const at = /@([^/]+)$/.exec(lease.args.HTTPS_PROXY ?? lease.args.HTTP_PROXY ?? "")?.[1]?.replace(/:\d+$/, "") ?? "the engine's bridge gateway";
-    return { name, status: "ok", detail: `build steps reach the parent proxy through a per-build relay on ${at} (one password per build; never the proxy's login)` };
+    return { name, status: "ok", detail: `build steps reach the parent proxy through a per-build relay on ${gateway ?? "the engine's bridge gateway"} (one password per build; never the proxy's login)` };
   }
   return {
     name,

@@ -21,7 +21,7 @@ const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9][0-9]{2})(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21-\x7e]+) HTTP\/1\.([01])$/;
 const CHUNK_LINE = /^([0-9A-Fa-f]{1,12})(?:[\t ]*;[\t\x20-\x7e\x80-\xff]*)?$/;
-/** A byte's value as a hex digit, or undefined. */
+/** A byte's value as a hex digit, or -1. */
 const HEX = new Int8Array(256).fill(-1);
 for (let v = 0; v < 16; v++) HEX[v.toString(16).charCodeAt(0)] = HEX[v.toString(16).toUpperCase().charCodeAt(0)] = v;
 const CRLF = Buffer.from("\r\n", "latin1");
