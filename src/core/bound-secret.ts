@@ -7,6 +7,7 @@
 // body only when the secret says so. A placeholder anywhere else stays a placeholder, and is reported.
 import { hostMatches, parsePattern, type AllowPattern } from "./allowlist";
 import { canonicalPath, pathMatches, type PathRule } from "./credential-scope";
+import { reflectionForms, type Form } from "./reflection-forms";
 import { replaceAll } from "./stream-replace";
 import { isReservedEnv } from "./reserved-env";
 import type { BindingSpec } from "./bound-secret-schema";
@@ -165,13 +166,16 @@ function basicCredentials(name: string, value: string): string | null {
   return Buffer.from(text, "latin1").toString("base64") === m[1] ? text : null;
 }
 
-/** Pure: the pairs that turn a response's values back into this sandbox's placeholders (never reflected). */
-export function reflectionPairs(secrets: readonly BoundSecret[], values: ReadonlyMap<string, string>): { from: string; to: string }[] {
+/**
+ * Pure: the pairs that turn a response's values back into this sandbox's placeholders (never reflected): each value
+ * plain and in every spelling `reflectionForms` names (JSON, URL, HTML, inside base64). With no placeholder given out,
+ * a value reflected comes back as a run of '*' as long as it.
+ */
+export function reflectionPairs(secrets: readonly BoundSecret[], values: ReadonlyMap<string, string>, forms: (value: string, placeholder: string | null) => Form[] = reflectionForms): { from: string; to: string }[] {
   const out: { from: string; to: string }[] = [];
   for (const s of secrets) {
     const v = values.get(s.name);
-    // With no placeholder given out, a value reflected comes back as a run of '*' as long as it.
-    if (v !== undefined && v.length > 0) out.push({ from: v, to: s.placeholder ?? "*".repeat(v.length) });
+    if (v !== undefined && v.length > 0) out.push(...forms(v, s.placeholder));
   }
   return out;
 }

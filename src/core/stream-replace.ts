@@ -56,11 +56,13 @@ export class StreamReplacer {
 
   /** How many bytes at the end of buf are a proper beginning of some pattern (at most `hold`). */
   private openEnd(buf: Uint8Array): number {
+    const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
     let best = 0;
     for (const { from } of this.pairs) {
-      for (let n = Math.min(from.length - 1, buf.length); n > best; n--) {
-        const at = buf.length - n;
-        if (buf[at] !== from[0]) continue;
+      // Candidates are where the pattern's first byte occurs in its last (length - 1) bytes, earliest (longest) first:
+      // found natively, so a long pattern costs no byte-by-byte walk over a chunk's end.
+      for (let at = b.indexOf(from[0]!, buf.length - Math.min(from.length - 1, buf.length)); at >= 0 && buf.length - at > best; at = b.indexOf(from[0]!, at + 1)) {
+        const n = buf.length - at;
         let i = 1;
         while (i < n && buf[at + i] === from[i]) i++;
         if (i === n) {

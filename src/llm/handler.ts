@@ -12,6 +12,8 @@ import { readCodexLogin, type CodexRefresher } from "./codex-login";
 import { credentialFor, ANTHROPIC_OAUTH_BETA, type Credential, type KeySources, type Provider } from "./keys";
 import { canonicalPath, checkScope, LLM_CREDENTIAL_SCOPES, scopeThrough, type LlmCredentialKind } from "../core/credential-scope";
 import type { CallUsage } from "../core/llm-usage";
+import { formsMemo } from "../core/reflection-forms";
+import { StreamReplacer } from "../core/stream-replace";
 import { CallMeter, FAMILY } from "./meter";
 import type { SandboxBudget } from "./budget";
 
@@ -221,6 +223,8 @@ export function createLlmHandler(o: LlmHandlerOptions): LlmProxy {
   const upstreams = { ...PROVIDERS, ...o.upstreams };
   // Keep-alive to the provider: each agent turn is many requests, and TLS set-up dominates short ones.
   const timeout = o.connectTimeoutMs ?? 10_000;
+  // The credentials' spellings an answer is masked for (never reflected), made once per key.
+  const forms = formsMemo(8);
   const pools = { plain: new UpstreamPool(timeout), tls: new UpstreamPool(timeout, undefined, tlsDial(o.upstreamCa ? { ca: o.upstreamCa } : {}), "secureConnect") };
 
   /** Where this credential sends the route's request: its own route's base, or ChatGPT's backend for that sign-in. */
@@ -279,7 +283,11 @@ export function createLlmHandler(o: LlmHandlerOptions): LlmProxy {
     let usage: CallUsage | undefined;
     const meter = o.budget ? new CallMeter(route.provider, method, `${url.pathname}${url.search}`, (u) => (usage = u, o.budget!.record(u))) : null;
     let status = 502;
-    const secrets = secretsOf(cred.headers);
+    // Every spelling of the credential an answer could show it in (plain, JSON, URL, base64): a header holding one is
+    // dropped, and the body and reason phrase show each as a run of '*' (never reflected, as for a secret bound to a host).
+    const spellings = secretsOf(cred.headers).flatMap((v) => forms(v, null));
+    const secrets = spellings.map((f) => f.from);
+    const masked = spellings.map((f) => ({ from: enc.encode(f.from), to: enc.encode(f.to) }));
     const tls = url.protocol === "https:";
     const hostname = url.hostname.replace(/^\[|\]$/g, "");
     const parent = o.parent?.route(tls ? "https" : "http", hostname) ?? null;
@@ -298,8 +306,14 @@ export function createLlmHandler(o: LlmHandlerOptions): LlmProxy {
           o.onEvent?.({ provider: route.provider, method, path: url.pathname, status, credential: cred.source, durationMs: Date.now() - started, ...(usage ? { usage } : {}) });
         });
       },
-      failure: (why) => `${route.provider}: ${why}`,
+      // What the provider sent may be quoted (a head it could not read): masked as its answers are.
+      failure: (why) => `${route.provider}: ${maskText(why, masked)}`,
       failedAnswer: (message, close) => own(502, "upstream_failed", { error: "upstream_failed", message, hint: "Check the host's network; the request was not sent with any key from the sandbox." })(close),
+      rewrite: {
+        requestBody: null,
+        responseHead: (h) => ({ reason: maskText(h.reason, masked), headers: h.headers }),
+        responseBody: new StreamReplacer(masked),
+      },
       tap: {
         headers: (sent) => headerList(upstreamHeaders(headerObject(sent), cred.headers, url.host)),
         requestBody: (d) => meter?.request(d),
@@ -328,6 +342,14 @@ export function createLlmHandler(o: LlmHandlerOptions): LlmProxy {
       pools.tls.close();
     },
   };
+}
+
+const enc = new TextEncoder();
+
+/** A line of the answer's head with every spelling of a credential masked. */
+function maskText(text: string, pairs: readonly { from: Uint8Array; to: Uint8Array }[]): string {
+  const r = new StreamReplacer(pairs);
+  return new TextDecoder().decode(Buffer.concat([r.push(enc.encode(text)), r.end()]));
 }
 
 /** Answer headers never passed to the sandbox, beside STRIPPED: cookies and proxy authentication are the host's. */

@@ -11,6 +11,7 @@ import { boundTo, reflectionPairs, swapRequest, type BoundSecret, type SecretUse
 import { classify } from "../core/addresses";
 import { normalizeHost } from "../core/allowlist";
 import { StreamReplacer } from "../core/stream-replace";
+import { formsMemo } from "../core/reflection-forms";
 import { ClientConnection, rawTarget, type PlainPreparer, type Prepared, type RequestPreparer } from "./connection";
 import { hold, type Carrier, type ProxyContext } from "./context";
 import { authorityText, reachText, type Allowed } from "./decision";
@@ -44,6 +45,8 @@ export class Terminator implements RequestPreparer, PlainPreparer {
   /** One pool of TLS connections per host and port (a bounded set: the hosts secrets are bound to). */
   private readonly pools = new Map<string, UpstreamPool>();
   private readonly trust = new Map<string, string>();
+  /** Each bound value's spellings an answer is masked for (never reflected), made once per value. */
+  private readonly forms = formsMemo();
   private lastCa: { text: string; hash: string } | undefined;
 
   constructor(
@@ -187,7 +190,7 @@ export class Terminator implements RequestPreparer, PlainPreparer {
     this.audit(allowed, named, head.method, pathOnly, swapped.uses);
     // The answer is read whole for values to turn back: never encoded, so ask for none.
     const headers: Header[] = [...swapped.headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"), ["Accept-Encoding", "identity"]];
-    const reflect = [...reflectionPairs(secrets, values), ...swapped.reflect].map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
+    const reflect = [...reflectionPairs(secrets, values, this.forms), ...swapped.reflect].map((p) => ({ from: enc.encode(p.from), to: enc.encode(p.to) }));
     // The one way anything of the answer is shown, to the sandbox or in sbx's own words (its 502, the error event that
     // `sbx logs`, the dashboard and chat are made of): each value turned back into its placeholder. The upstream chose
     // every byte of it, the reason phrase, header names and what a parse error quotes included.

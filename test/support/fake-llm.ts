@@ -29,6 +29,15 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     req.on("data", (c: Buffer) => (body += c.toString()));
     req.on("end", async () => {
       state.requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body });
+      if ((req.url ?? "").includes("/echo-credentials")) {
+        // A gateway that shows the credential it was sent: in a header, the reason phrase, and the body plain, base64
+        // and JSON-escaped as PHP writes it.
+        const cred = String(req.headers["x-api-key"] ?? req.headers["x-goog-api-key"] ?? req.headers.authorization ?? "").replace(/^Bearer /, "");
+        const b64 = Buffer.from(`user:${cred}`).toString("base64");
+        res.writeHead(200, `OK ${b64}`, { "content-type": "application/json", "x-echo": `seen ${b64}` });
+        res.end(JSON.stringify({ plain: cred, b64, php: b64.replaceAll("/", "\\/"), url: encodeURIComponent(cred) }));
+        return;
+      }
       const wantsStream = body.includes('"stream":true') || (req.url ?? "").includes("alt=sse");
       if (!wantsStream) {
         res.writeHead(200, { "content-type": "application/json" });

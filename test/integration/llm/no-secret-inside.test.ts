@@ -91,6 +91,23 @@ describe("llm proxy", () => {
     expect(got.headers["anthropic-beta"]).toBe("tools-2024,oauth-2025-04-20");
   });
 
+  test("never-reflected: a provider that echoes the host's key (plain, base64, URL- or JSON-escaped) shows the sandbox none of it", async () => {
+    const key = "sk-host-openai/key+Zq81xW";
+    env.OPENAI_API_KEY = key;
+    try {
+      const r = await fetch(`${base}/llm/openai/v1/responses/echo-credentials`, { method: "POST", headers: { authorization: `Bearer ${PLACEHOLDER_KEY}` }, body: "{}" });
+      expect(r.status).toBe(200);
+      expect(fake.requests.at(-1)!.headers.authorization).toBe(`Bearer ${key}`);
+      const body = (await r.json()) as { plain: string; b64: string; php: string; url: string };
+      const inner = key.slice(1, -1);
+      const shown = [body.plain, Buffer.from(body.b64, "base64").toString("latin1"), Buffer.from(body.php.replaceAll("\\/", "/"), "base64").toString("latin1"), decodeURIComponent(body.url), r.statusText, ...r.headers.values()];
+      expect(shown.filter((s) => s.includes(inner) || s.includes(Buffer.from(`user:${key}`).toString("base64")))).toEqual([]);
+      expect(r.headers.get("x-echo")).toBeNull();
+    } finally {
+      env.OPENAI_API_KEY = "sk-host-openai-key-123";
+    }
+  });
+
   test("SSE is streamed unbuffered: the first event arrives while the upstream still holds the rest", async () => {
     fake.hold = true;
     try {

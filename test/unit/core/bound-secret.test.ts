@@ -46,8 +46,14 @@ describe("secret-bound (pure)", () => {
       expect(r.uses[0]!.reason).toBeTruthy();
     }
   });
-  test("a response's values turn back into placeholders", () => {
-    expect(reflectionPairs([S], values)).toEqual([{ from: "VALUEVALUE1234567890", to: S.placeholder }]);
+  test("a response's values turn back into placeholders: plain first, then its encoded spellings", () => {
+    const same = { ...S, placeholder: "PLACEHOLDR1234567890" };
+    const pairs = reflectionPairs([same], values);
+    expect(pairs[0]).toEqual({ from: "VALUEVALUE1234567890", to: "PLACEHOLDR1234567890" });
+    expect(pairs.map((p) => p.from)).toContain(Buffer.from("VALUEVALUE1234567890").toString("base64").slice(0, 26));
+  });
+  test("a placeholder not as long as the value (the value changed since): masked with '*', the answer's length kept", () => {
+    expect(reflectionPairs([S], values)[0]).toEqual({ from: "VALUEVALUE1234567890", to: "*".repeat(20) });
   });
 });
 
