@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { chmodSync, existsSync, mkdirSync, rmSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
 import { SbxError } from "../core/errors";
-import { redact } from "../core/redact";
+import { RedactingLines, redact } from "../core/redact";
 import { NO_IDLE_TIMEOUT } from "../sys/serve";
 import { decideGit, type GitPlan } from "./git-policy";
 import { decideGh } from "./gh-policy";
@@ -118,13 +118,27 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
       start: (controller) => {
         const enc = new TextEncoder();
         const known = () => Object.values(deps.secrets()).filter((v) => typeof v === "string");
-        const send = (f: Frame) => {
-          const g = f.t === "out" || f.t === "err" ? { ...f, d: redact(f.d, known()) } : f;
+        const enqueue = (f: Frame) => {
           try {
-            controller.enqueue(enc.encode(JSON.stringify(g) + "\n"));
+            controller.enqueue(enc.encode(JSON.stringify(f) + "\n"));
           } catch {
             // The caller went away (or stopped reading after "exit"); the operation still finishes.
           }
+        };
+        // Output is redacted a whole line at a time (a token a read cut in two is still found): each stream's unended
+        // line waits for its end, or for any other frame, which goes after it.
+        const lines = { out: new RedactingLines(known), err: new RedactingLines(known) };
+        const send = (f: Frame) => {
+          if (f.t === "out" || f.t === "err") {
+            const d = lines[f.t].push(f.d);
+            if (d) enqueue({ t: f.t, d });
+            return;
+          }
+          for (const t of ["out", "err"] as const) {
+            const d = lines[t].end();
+            if (d) enqueue({ t, d });
+          }
+          enqueue(f);
         };
         const started = Date.now();
         const job = queue.then(async () => {

@@ -63,6 +63,47 @@ export function redactor(secrets: () => Iterable<string>): (text: string) => str
   return (text) => redact(text, secrets());
 }
 
+/** The most text a line may hold back before it is redacted and passed on without its end (a line that never ends). */
+export const HELD_LINE_MAX = 64 * 1024;
+/** What of such a line stays held: longer than any form of a value, so one cut by the flush is still found whole. */
+const HELD_TAIL = 4096;
+
+/**
+ * Text that arrives in pieces (a command's stderr as it runs), redacted whole: each piece is held back to its last line
+ * end (`\n` or `\r`, which no value or form of one holds), so a value a read cut in two is redacted as one, and the
+ * header and bearer patterns see their whole line. A line longer than HELD_LINE_MAX is redacted and passed on but for
+ * its last HELD_TAIL characters, read again with what follows.
+ */
+export class RedactingLines {
+  private held = "";
+
+  constructor(private readonly secrets: () => Iterable<string>) {}
+
+  /** What of `text` (and what was held) can go on now, redacted. */
+  push(text: string): string {
+    this.held += text;
+    const end = Math.max(this.held.lastIndexOf("\n"), this.held.lastIndexOf("\r"));
+    let out = "";
+    if (end >= 0) {
+      out = redact(this.held.slice(0, end + 1), this.secrets());
+      this.held = this.held.slice(end + 1);
+    }
+    if (this.held.length > HELD_LINE_MAX) {
+      const r = redact(this.held, this.secrets());
+      out += r.slice(0, -HELD_TAIL);
+      this.held = r.slice(-HELD_TAIL);
+    }
+    return out;
+  }
+
+  /** What is left at the end, redacted. */
+  end(): string {
+    const r = redact(this.held, this.secrets());
+    this.held = "";
+    return r;
+  }
+}
+
 function base64(s: string): string {
   // btoa only takes latin1; secrets are ASCII in practice, and anything else is skipped.
   try {

@@ -151,3 +151,25 @@ describe("forgeRepo", () => {
     for (const bad of ["file:///srv/repo", "/srv/repo.git", "https://h/only-one", "ext::sh -c x"]) expect(forgeRepo(bad)).toBeUndefined();
   });
 });
+
+describe("never-reflected through the bridge: the host's token cut across output reads comes back redacted", () => {
+  for (const stream of ["err", "out"] as const) {
+    test(`gh's ${stream === "err" ? "stderr" : "stdout"} in pieces cut at every offset of the token: never shown, whole or in part`, async () => {
+      const token = "ghp_hostTokenValue123456";
+      const failed: string[] = [];
+      const { exec, call } = setup();
+      for (let cut = 1; cut < token.length; cut++) {
+        exec.expect((a) => a[0] === "gh", (_a, opts) => {
+          const pieces = [`remote says ${token.slice(0, cut)}`, `${token.slice(cut)} (done)\n`];
+          if (stream === "err") for (const p of pieces) opts.onStderr!(p);
+          else for (const p of pieces) opts.onStdout?.(p);
+          return { stdout: stream === "out" && !opts.onStdout ? pieces.join("") : "" };
+        });
+        const frames = await call(["pr", "view", "7"]);
+        const text = frames.filter((f) => f.t === stream).map((f) => f.d).join("");
+        if (text !== "remote says [REDACTED] (done)\n") failed.push(`${cut}: ${JSON.stringify(text)}`);
+      }
+      expect(failed).toEqual([]);
+    });
+  }
+});

@@ -76,3 +76,24 @@ describe("a host secret carried out encoded (a formatter, a script inside: whate
     expect(secretForms("abcdefgh")).toContain("hgfedcba");
   });
 });
+
+describe("never-reflected: RedactingLines holds a line to its end, within bounds", () => {
+  test("a value cut across pieces is redacted whole; a line end lets what came before go at once", async () => {
+    const { RedactingLines } = await import("../../../src/core/redact");
+    const r = new RedactingLines(() => ["tok_0123456789abcdef"]);
+    expect(r.push("progress 10%\r")).toBe("progress 10%\r");
+    expect(r.push("remote: tok_0123")).toBe("");
+    expect(r.push("456789abcdef ok\nnext")).toBe("remote: [REDACTED] ok\n");
+    expect(r.end()).toBe("next");
+  });
+  test("a line that never ends is passed on past HELD_LINE_MAX, holding only a tail; a value across that cut is still found", async () => {
+    const { HELD_LINE_MAX, RedactingLines } = await import("../../../src/core/redact");
+    const value = "tok_0123456789abcdef";
+    const r = new RedactingLines(() => [value]);
+    const long = "x".repeat(HELD_LINE_MAX + 10);
+    const first = r.push(`${long}${value.slice(0, 7)}`);
+    expect(first.length).toBeGreaterThan(HELD_LINE_MAX - 5000);
+    const rest = r.push(value.slice(7)) + r.end();
+    expect(first + rest).toBe(`${long}[REDACTED]`);
+  });
+});
