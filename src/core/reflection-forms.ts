@@ -149,7 +149,7 @@ export function reflectionForms(value: string, placeholder: string | null): Form
  * `reflectionForms` remembered for the last `max` values (a key's spellings take ≈50 µs to make, and every request to a
  * bound host, or LLM call, needs them): the owner keeps one, so a rotated key is simply a new entry.
  */
-export function formsMemo(max = 32): (value: string, placeholder: string | null) => Form[] {
+export function formsMemo(max = 128): (value: string, placeholder: string | null) => Form[] {
   const kept = new Map<string, Form[]>();
   return (value, placeholder) => {
     const key = `${placeholder ?? ""}\0${value}`;
