@@ -94,6 +94,94 @@ if (role === "--bare") {
   await new Promise(() => {});
 }
 
+if (role === "--native") {
+  // The same floor on Bun's own sockets: Bun.listen's accepted socket answered, then upgradeTLS (server side) on it,
+  // Bun.connect with TLS to the upstream, and the two joined by hand (write what fits, pause the other side until the
+  // rest drains). No node:net or node:tls stream in between.
+  const [socketPath, port, caCert, caKey, upstreamCa] = process.argv.slice(3);
+  const { loadCa, issueLeaf } = await import("../src/tls/x509");
+  const leaf = await issueLeaf(await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8")), ["bound.test"]);
+  const ca = readFileSync(upstreamCa!, "utf8");
+  type S = Bun.Socket<Side>;
+  /** One direction's state: the socket written to, what did not fit yet, and the socket to pause meanwhile. */
+  interface Side {
+    peer: S | null;
+    queue: Uint8Array[];
+    early: Uint8Array[];
+    source: () => S | null;
+  }
+  const pump = (to: S, side: Side, d: Uint8Array, from: S) => {
+    if (side.queue.length > 0) return void side.queue.push(d);
+    const n = to.write(d);
+    if (n < d.length) {
+      side.queue.push(d.subarray(Math.max(n, 0)));
+      from.pause();
+    }
+  };
+  const drain = (s: S, side: Side) => {
+    while (side.queue.length > 0) {
+      const d = side.queue[0]!;
+      const n = s.write(d);
+      if (n < d.length) {
+        side.queue[0] = d.subarray(Math.max(n, 0));
+        return;
+      }
+      side.queue.shift();
+    }
+    side.source()?.resume();
+  };
+  Bun.listen<{ head: string; done: boolean }>({
+    unix: socketPath!,
+    socket: {
+      open(raw) {
+        raw.data = { head: "", done: false };
+      },
+      data(raw, d) {
+        if (raw.data.done) return;
+        raw.data.head += Buffer.from(d).toString("latin1");
+        if (!raw.data.head.includes("\r\n\r\n")) return;
+        raw.data.done = true;
+        raw.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        // toClient: what the upstream sends, written to the client's TLS; toUp: the other way.
+        const toClient: Side = { peer: null, queue: [], early: [], source: () => up };
+        const toUp: Side = { peer: null, queue: [], early: [], source: () => client };
+        let up: S | null = null;
+        let client: S | null = null;
+        const end = () => (client?.end(), up?.end());
+        const [, tls] = raw.upgradeTLS<Side>({
+          data: toUp,
+          tls: { cert: leaf.certPem, key: leaf.keyPem },
+          socket: {
+            data: (s, chunk) => (up ? pump(up, toUp, chunk, s) : void toUp.early.push(new Uint8Array(chunk))),
+            drain: (s) => drain(s, toClient),
+            close: end,
+            error: end,
+          },
+        });
+        client = tls;
+        void Bun.connect<Side>({
+          hostname: "127.0.0.1",
+          port: Number(port),
+          tls: { ca, serverName: "bound.test", rejectUnauthorized: true },
+          data: toClient,
+          socket: {
+            open: (s) => {
+              up = s;
+              for (const e of toUp.early.splice(0)) pump(s, toUp, e, client!);
+            },
+            data: (s, chunk) => pump(client!, toClient, chunk, s),
+            drain: (s) => drain(s, toUp),
+            close: end,
+            error: end,
+          },
+        });
+      },
+    },
+  });
+  console.log("ready");
+  await new Promise(() => {});
+}
+
 /** CPU milliseconds (user + system) a process has used so far. */
 function cpuMs(pid: number): number {
   // /proc/<pid>/stat: fields after the ")" of the command name; utime and stime are the 12th and 13th, in ticks (100/s).
@@ -115,8 +203,8 @@ async function firstLine(p: Bun.Subprocess<"ignore", "pipe", "inherit">): Promis
 }
 
 /** A TLS connection to the upstream: direct, or inside a CONNECT through the proxy socket. */
-async function open(how: "direct" | "tunnel" | "terminated" | "bare", port: number, socketPath: string, ca: string): Promise<TLSSocket> {
-  const name = how === "terminated" || how === "bare" ? "bound.test" : "tunnel.test";
+async function open(how: "direct" | "tunnel" | "terminated" | "bare" | "native", port: number, socketPath: string, ca: string): Promise<TLSSocket> {
+  const name = how === "terminated" || how === "bare" || how === "native" ? "bound.test" : "tunnel.test";
   let raw: Socket | undefined;
   if (how !== "direct") {
     raw = netConnect({ path: socketPath });
@@ -191,15 +279,19 @@ if (role === undefined) {
     const bare = Bun.spawn([process.execPath, import.meta.path, "--bare", barePath, String(port), join(dir, "sbx.pem"), join(dir, "sbx.key"), join(dir, "world.pem")], { stdout: "pipe", stderr: "inherit" });
     children.push(bare);
     await firstLine(bare);
-    const kinds = ["direct", "tunnel", "terminated", "bare"] as const;
-    const trust = (k: (typeof kinds)[number]) => (k === "terminated" || k === "bare" ? sbx.certPem : world.certPem);
-    const via = (k: (typeof kinds)[number]) => (k === "bare" ? barePath : socketPath);
+    const nativePath = join(dir, "native.sock");
+    const native = Bun.spawn([process.execPath, import.meta.path, "--native", nativePath, String(port), join(dir, "sbx.pem"), join(dir, "sbx.key"), join(dir, "world.pem")], { stdout: "pipe", stderr: "inherit" });
+    children.push(native);
+    await firstLine(native);
+    const kinds = ["direct", "tunnel", "terminated", "bare", "native"] as const;
+    const trust = (k: (typeof kinds)[number]) => (k === "terminated" || k === "bare" || k === "native" ? sbx.certPem : world.certPem);
+    const via = (k: (typeof kinds)[number]) => (k === "bare" ? barePath : k === "native" ? nativePath : socketPath);
     /** The process that relays each kind (direct: the upstream's own, for scale). */
-    const relayPid = (k: (typeof kinds)[number]) => (k === "bare" ? bare.pid : k === "direct" ? up.pid : px.pid);
-    const hostOf = (k: (typeof kinds)[number]) => `${k === "terminated" || k === "bare" ? "bound.test" : "tunnel.test"}:${port}`;
-    const lat: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
-    const rate: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
-    const cpu: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
+    const relayPid = (k: (typeof kinds)[number]) => (k === "bare" ? bare.pid : k === "native" ? native.pid : k === "direct" ? up.pid : px.pid);
+    const hostOf = (k: (typeof kinds)[number]) => `${k === "terminated" || k === "bare" || k === "native" ? "bound.test" : "tunnel.test"}:${port}`;
+    const lat: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [], native: [] };
+    const rate: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [], native: [] };
+    const cpu: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [], native: [] };
     // One download of each, untimed: the first 50 MB any of them moves runs at half speed (cold code, fresh buffers).
     for (const k of kinds) {
       const t = await open(k, port, via(k), trust(k));
@@ -226,7 +318,7 @@ if (role === undefined) {
       // Per round (stderr), so a spread shows whether it is per process or per round.
       const r = (k: string) => `${rate[k]![round]!.toFixed(0)} MB/s ${cpu[k]![round]!.toFixed(0)} cpu-ms`;
       const x = (k: string) => (rate[k]![round]! / rate.direct![round]!).toFixed(2);
-      console.error(`round ${round + 1}: direct ${r("direct")}, tunnel ${r("tunnel")}, terminated ${r("terminated")}, bare relay ${r("bare")} (terminated ${x("terminated")}x direct, bare ${x("bare")}x)`);
+      console.error(`round ${round + 1}: direct ${r("direct")}, tunnel ${r("tunnel")}, terminated ${r("terminated")}, bare relay ${r("bare")}, native relay ${r("native")} (terminated ${x("terminated")}x direct, bare ${x("bare")}x, native ${x("native")}x)`);
     }
     const p50 = (k: string) => summarize(lat[k]!).median;
     const med = (k: string) => summarize(rate[k]!).median;
@@ -238,8 +330,11 @@ if (role === undefined) {
       { name: "50 MB download, terminated", unit: "MB/s", value: med("terminated"), baselineName: "direct", baseline: med("direct"), better: "higher", target: 0.5 },
       { name: "50 MB download, opaque tunnel", unit: "MB/s", value: med("tunnel"), baselineName: "direct", baseline: med("direct"), better: "higher" },
       { name: "50 MB download, bare TLS-terminating relay (the floor)", unit: "MB/s", value: med("bare"), baselineName: "direct", baseline: med("direct"), better: "higher" },
+      { name: "50 MB download, bare relay on Bun's native TLS (Bun.listen, upgradeTLS, Bun.connect)", unit: "MB/s", value: med("native"), baselineName: "direct", baseline: med("direct"), better: "higher" },
+      { name: "50 MB download, native-TLS bare relay vs node:tls bare relay", unit: "MB/s", value: med("native"), baselineName: "node:tls bare relay", baseline: med("bare"), better: "higher" },
       { name: "proxy CPU per 50 MB, terminated", unit: "ms", value: cpuMed("terminated"), baselineName: "bare relay", baseline: cpuMed("bare"), better: "lower" },
       { name: "proxy CPU per 50 MB, opaque tunnel", unit: "ms", value: cpuMed("tunnel"), baselineName: "bare relay", baseline: cpuMed("bare"), better: "lower" },
+      { name: "relay CPU per 50 MB, native-TLS bare relay", unit: "ms", value: cpuMed("native"), baselineName: "node:tls bare relay", baseline: cpuMed("bare"), better: "lower" },
     ]);
   } finally {
     for (const c of children) c.kill();
