@@ -48,7 +48,8 @@ if (role === "--proxy") {
   const { loadCa, issueLeaf } = await import("../src/tls/x509");
   const signer = await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8"));
   const leaf = await issueLeaf(signer, ["bound.test"]);
-  const ctx = createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
+  const { leafContext } = await import("../src/tls/leaf-context");
+  const ctx = leafContext(leaf.certPem, leaf.keyPem);
   const trust = readFileSync(upstreamCa!, "utf8");
   await startEgressProxy({
     socketPath: socketPath!,

@@ -6,6 +6,7 @@
 // else arrived; an idle one that sends anything, or is closed, is dropped.
 import { connect, isIP, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
+import { dialTls } from "./native-tls";
 import { chunk, LAST_CHUNK, ResponseReader, type ResponseHead } from "./http1";
 import { UPSTREAM_MAX_IDLE } from "../core/bounds";
 import { parentStream, tlsThroughParent, type ParentRoute } from "../sys/parent";
@@ -26,11 +27,14 @@ export const QUEUED_MAX = 64 * 1024;
  * `servername`, or the address dialled when that is a name; through the parent, TLS inside its tunnel to `via.host`.
  * Every TLS client of the proxy (the terminator's, the LLM proxy's) dials with this.
  */
-export function tlsDial(o: { servername?: string; ca?: string } = {}): (address: string, port: number, via: Via | null) => Socket {
+export function tlsDial(o: { servername?: string; ca?: string; native?: boolean } = {}): (address: string, port: number, via: Via | null) => Socket {
   return (address, port, via) => {
     const name = o.servername ?? (isIP(address) ? undefined : address);
     const tls = { ...(name ? { servername: name } : {}), ALPNProtocols: ["http/1.1"], ...(o.ca ? { ca: o.ca } : {}) };
-    return (via ? tlsThroughParent(via.route, via.host, port, tls) : tlsConnect({ host: address, port, ...tls })) as unknown as Socket;
+    if (via) return tlsThroughParent(via.route, via.host, port, tls) as unknown as Socket;
+    // Bun's own TLS socket, verified the same way, without node's streams on top (native-tls.ts); node:tls where asked.
+    if (o.native === false) return tlsConnect({ host: address, port, ...tls }) as unknown as Socket;
+    return dialTls(address, port, { servername: name, ca: o.ca }) as unknown as Socket;
   };
 }
 
