@@ -29,6 +29,8 @@ export class NativeTls extends EventEmitter {
   /** What arrived while paused (a read already under way when pause() was called). */
   private held: Buffer[] = [];
   private paused = false;
+  /** Reads held until `release` whatever pause/resume say (the server's side, until its server name is checked). */
+  private gated = false;
   private ending = false;
   private idleMs = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -82,8 +84,18 @@ export class NativeTls extends EventEmitter {
   resume(): this {
     this.paused = false;
     this.s?.resume();
-    while (!this.paused && this.held.length > 0 && !this.destroyed) this.emit("data", this.held.shift()!);
+    while (!this.paused && !this.gated && this.held.length > 0 && !this.destroyed) this.emit("data", this.held.shift()!);
     return this;
+  }
+
+  /** Holds what is read until `release` (set before any read). */
+  gate(): void {
+    this.gated = true;
+  }
+
+  release(): void {
+    this.gated = false;
+    if (!this.paused) this.resume();
   }
 
   isPaused(): boolean {
@@ -137,7 +149,7 @@ export class NativeTls extends EventEmitter {
       const t = s.data;
       const b = Buffer.from(d.buffer, d.byteOffset, d.byteLength);
       t.touch();
-      if (t.paused) return void t.held.push(b);
+      if (t.paused || t.gated) return void t.held.push(b);
       t.emit("data", b);
     },
     drain: (s: Raw) => s.data.flush(),
@@ -182,13 +194,17 @@ export function serveTls(client: NodeSocket, first: Buffer, tls: { cert: string;
   t.once("close", (hadError: boolean) => {
     for (const f of closers) f.call(client, hadError);
   });
-  // Its error is about the client's certificate, which is not asked for; a failed handshake closes the socket.
-  const handshake = (s: Raw) => {
+  // Its authorization error is about the client's certificate, which is not asked for: only `ok` says it failed.
+  const handshake = (s: Raw, ok: boolean) => {
     t.attach(s);
     const name = s.getServername?.() ?? "";
     t.servername = name;
-    if (!named(name)) t.destroy(new Error(`TLS server name ${name} refused`));
+    if (!named(name)) return void t.destroy(new Error(`TLS server name ${name} refused`));
+    if (!ok) return void t.destroy(new Error("the TLS handshake failed"));
+    t.release();
   };
+  // Nothing it sends is read before its server name is checked.
+  t.gate();
   (Bun.connect as (o: unknown) => Promise<Raw>)({ fd: dup, data: t, socket: { data() {}, close() {}, error() {} } }).then(
     (raw) => {
       if (t.destroyed) return void raw.terminate();
