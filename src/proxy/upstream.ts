@@ -5,7 +5,6 @@
 // machinery. A connection goes back to the pool only when its response ended where its framing said and nothing
 // else arrived; an idle one that sends anything, or is closed, is dropped.
 import { connect, isIP, type Socket } from "node:net";
-import { connect as tlsConnect } from "node:tls";
 import { dialTls } from "./native-tls";
 import { chunk, LAST_CHUNK, ResponseReader, type ResponseHead } from "./http1";
 import { UPSTREAM_MAX_IDLE } from "../core/bounds";
@@ -27,13 +26,12 @@ export const QUEUED_MAX = 64 * 1024;
  * `servername`, or the address dialled when that is a name; through the parent, TLS inside its tunnel to `via.host`.
  * Every TLS client of the proxy (the terminator's, the LLM proxy's) dials with this.
  */
-export function tlsDial(o: { servername?: string; ca?: string; native?: boolean } = {}): (address: string, port: number, via: Via | null) => Socket {
+export function tlsDial(o: { servername?: string; ca?: string } = {}): (address: string, port: number, via: Via | null) => Socket {
   return (address, port, via) => {
     const name = o.servername ?? (isIP(address) ? undefined : address);
     const tls = { ...(name ? { servername: name } : {}), ALPNProtocols: ["http/1.1"], ...(o.ca ? { ca: o.ca } : {}) };
     if (via) return tlsThroughParent(via.route, via.host, port, tls) as unknown as Socket;
-    // Bun's own TLS socket, verified the same way, without node's streams on top (native-tls.ts); node:tls where asked.
-    if (o.native === false) return tlsConnect({ host: address, port, ...tls }) as unknown as Socket;
+    // Bun's own TLS socket, verified as node:tls verifies, without node's streams on top (native-tls.ts).
     return dialTls(address, port, { servername: name, ca: o.ca }) as unknown as Socket;
   };
 }
