@@ -8,9 +8,11 @@
 // Beside MB/s, the CPU the relaying process spent per 50 MB (utime+stime from /proc, ms): on a busy 2-core machine it
 // moves less than MB/s does. The floor: a bare relay in its own process that ends the client's TLS and opens its own to
 // the upstream (the same node:tls carriers in Bun), copying bytes both ways with no HTTP reading, no swap, no scan:
-// what terminating costs on this machine before sbx does anything.
+// what terminating costs on this machine before sbx does anything. Beside it the same relay on Bun's own sockets
+// (Bun.listen, upgradeTLS on the accepted socket, Bun.connect with TLS; no node:net or node:tls stream): whether the
+// carriers themselves are the cost; with SBX_BENCH_MIXED=1 also one side each, to see which side it is on.
 //
-// Run: bun bench/terminate.bench.ts [--json] (SBX_BENCH_ROUNDS=5); each round's downloads go to stderr.
+// Run: bun bench/terminate.bench.ts [--json] (SBX_BENCH_ROUNDS=5, SBX_BENCH_MIXED=1); each round's downloads go to stderr.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect, createSecureContext, TLSSocket } from "node:tls";
@@ -46,7 +48,8 @@ if (role === "--proxy") {
   const { loadCa, issueLeaf } = await import("../src/tls/x509");
   const signer = await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8"));
   const leaf = await issueLeaf(signer, ["bound.test"]);
-  const ctx = createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
+  const { leafContext } = await import("../src/tls/leaf-context");
+  const ctx = leafContext(leaf.certPem, leaf.keyPem);
   const trust = readFileSync(upstreamCa!, "utf8");
   await startEgressProxy({
     socketPath: socketPath!,
@@ -94,6 +97,149 @@ if (role === "--bare") {
   await new Promise(() => {});
 }
 
+if (role === "--native") {
+  // The same floor on Bun's own sockets: Bun.listen's accepted socket answered, then upgradeTLS (server side) on it,
+  // Bun.connect with TLS to the upstream, and the two joined by hand (write what fits, pause the other side until the
+  // rest drains). No node:net or node:tls stream in between. `sides` (server, client or both) says which side is Bun's;
+  // the other is node:tls's as in the bare relay (the mixed ones show which side the difference is on).
+  const [socketPath, port, caCert, caKey, upstreamCa, sides] = process.argv.slice(3);
+  const bunServer = sides !== "client";
+  const bunClient = sides !== "server";
+  const { loadCa, issueLeaf } = await import("../src/tls/x509");
+  const leaf = await issueLeaf(await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8")), ["bound.test"]);
+  const ca = readFileSync(upstreamCa!, "utf8");
+  /** One end as the relay drives it: `send` says whether it took all (else `drained` is called once it has). */
+  interface End {
+    send(d: Uint8Array): boolean;
+    pause(): void;
+    resume(): void;
+    end(): void;
+    drained: () => void;
+  }
+  /** A Bun socket's end: what write does not take is queued (copied: Bun may reuse a read's buffer) until drain. */
+  const bunEnd = (s: Bun.Socket<unknown>) => {
+    const queue: Uint8Array[] = [];
+    const e: End & { drain(): void } = {
+      send(d) {
+        if (queue.length > 0) return queue.push(d.slice()), false;
+        const n = s.write(d);
+        if (n >= d.length) return true;
+        queue.push(d.slice(Math.max(n, 0)));
+        return false;
+      },
+      drain() {
+        while (queue.length > 0) {
+          const d = queue[0]!;
+          const n = s.write(d);
+          if (n < d.length) return void (queue[0] = d.subarray(Math.max(n, 0)));
+          queue.shift();
+        }
+        e.drained();
+      },
+      pause: () => s.pause(),
+      resume: () => s.resume(),
+      end: () => s.end(),
+      drained: () => {},
+    };
+    return e;
+  };
+  const nodeEnd = (s: TLSSocket): End => {
+    const e: End = {
+      send: (d) => s.write(d),
+      pause: () => s.pause(),
+      resume: () => s.resume(),
+      end: () => s.destroy(),
+      drained: () => {},
+    };
+    s.on("drain", () => e.drained());
+    return e;
+  };
+  /** Joins two ends: what one reads goes to the other, the reader paused while the other is full. */
+  const join = (a: End, b: End) => {
+    a.drained = () => b.resume();
+    b.drained = () => a.resume();
+    const end = () => (a.end(), b.end());
+    return { aToB: (d: Uint8Array) => void (b.send(d) || a.pause()), bToA: (d: Uint8Array) => void (a.send(d) || b.pause()), end };
+  };
+  /** The upstream end, its reads given to `onData` once joined (bytes the client sent meanwhile wait in `early`). */
+  const dialUp = (ready: (e: End, feed: (onData: (d: Uint8Array) => void, onEnd: () => void) => void) => void) => {
+    if (!bunClient) {
+      const up = tlsConnect({ host: "127.0.0.1", port: Number(port), servername: "bound.test", ca });
+      up.once("secureConnect", () => ready(nodeEnd(up), (onData, onEnd) => (up.on("data", onData), up.on("close", onEnd), up.on("error", onEnd))));
+      return;
+    }
+    let onData: (d: Uint8Array) => void = () => {};
+    let onEnd = () => {};
+    let e: ReturnType<typeof bunEnd> | null = null;
+    void Bun.connect({
+      hostname: "127.0.0.1",
+      port: Number(port),
+      tls: { ca, serverName: "bound.test", rejectUnauthorized: true },
+      socket: {
+        open: (s) => ready((e = bunEnd(s)), (d, f) => ((onData = d), (onEnd = f))),
+        data: (_s, d) => onData(d),
+        drain: () => e?.drain(),
+        close: () => onEnd(),
+        error: () => onEnd(),
+      },
+    });
+  };
+  /** A client end whose TLS has just been started: joined to a new upstream once that is ready. */
+  const relay = (client: End, clientData: (f: (d: Uint8Array) => void) => void, clientEnd: (f: () => void) => void) => {
+    const early: Uint8Array[] = [];
+    let toUp: ((d: Uint8Array) => void) | null = null;
+    let end = () => client.end();
+    clientData((d) => (toUp ? toUp(d) : void early.push(d.slice())));
+    clientEnd(() => end());
+    dialUp((up, feed) => {
+      const j = join(client, up);
+      toUp = j.aToB;
+      end = j.end;
+      feed(j.bToA, j.end);
+      for (const d of early.splice(0)) j.aToB(d);
+    });
+  };
+  const CONNECTED = "HTTP/1.1 200 Connection Established\r\n\r\n";
+  if (bunServer) {
+    Bun.listen<{ head: string; done: boolean }>({
+      unix: socketPath!,
+      socket: {
+        open(raw) {
+          raw.data = { head: "", done: false };
+        },
+        data(raw, d) {
+          if (raw.data.done) return;
+          raw.data.head += Buffer.from(d).toString("latin1");
+          if (!raw.data.head.includes("\r\n\r\n")) return;
+          raw.data.done = true;
+          raw.write(CONNECTED);
+          let onData: (d: Uint8Array) => void = () => {};
+          let onEnd = () => {};
+          let e: ReturnType<typeof bunEnd> | null = null;
+          const [, tls] = raw.upgradeTLS({
+            tls: { cert: leaf.certPem, key: leaf.keyPem },
+            socket: { data: (_s, c) => onData(c), drain: () => e?.drain(), close: () => onEnd(), error: () => onEnd() },
+          });
+          e = bunEnd(tls);
+          relay(e, (f) => (onData = f), (f) => (onEnd = f));
+        },
+      },
+    });
+  } else {
+    const { createServer } = await import("node:net");
+    const secureContext = createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
+    createServer((c) => {
+      c.once("data", () => {
+        c.write(CONNECTED);
+        const inner = new TLSSocket(c, { isServer: true, secureContext });
+        relay(nodeEnd(inner), (f) => inner.on("data", f), (f) => (inner.on("close", f), inner.on("error", f)));
+      });
+    }).listen(socketPath!);
+  }
+  console.log("ready");
+  await new Promise(() => {});
+}
+
 /** CPU milliseconds (user + system) a process has used so far. */
 function cpuMs(pid: number): number {
   // /proc/<pid>/stat: fields after the ")" of the command name; utime and stime are the 12th and 13th, in ticks (100/s).
@@ -115,8 +261,8 @@ async function firstLine(p: Bun.Subprocess<"ignore", "pipe", "inherit">): Promis
 }
 
 /** A TLS connection to the upstream: direct, or inside a CONNECT through the proxy socket. */
-async function open(how: "direct" | "tunnel" | "terminated" | "bare", port: number, socketPath: string, ca: string): Promise<TLSSocket> {
-  const name = how === "terminated" || how === "bare" ? "bound.test" : "tunnel.test";
+async function open(how: string, port: number, socketPath: string, ca: string): Promise<TLSSocket> {
+  const name = how === "direct" || how === "tunnel" ? "tunnel.test" : "bound.test";
   let raw: Socket | undefined;
   if (how !== "direct") {
     raw = netConnect({ path: socketPath });
@@ -187,19 +333,33 @@ if (role === undefined) {
     const px = Bun.spawn([process.execPath, import.meta.path, "--proxy", socketPath, String(port), f("sbx.pem", sbx.certPem), f("sbx.key", sbx.keyPem), f("world.pem", world.certPem)], { stdout: "pipe", stderr: "inherit" });
     children.push(px);
     await firstLine(px);
-    const barePath = join(dir, "bare.sock");
-    const bare = Bun.spawn([process.execPath, import.meta.path, "--bare", barePath, String(port), join(dir, "sbx.pem"), join(dir, "sbx.key"), join(dir, "world.pem")], { stdout: "pipe", stderr: "inherit" });
-    children.push(bare);
-    await firstLine(bare);
-    const kinds = ["direct", "tunnel", "terminated", "bare"] as const;
-    const trust = (k: (typeof kinds)[number]) => (k === "terminated" || k === "bare" ? sbx.certPem : world.certPem);
-    const via = (k: (typeof kinds)[number]) => (k === "bare" ? barePath : socketPath);
+    // Each relay in its own process: the node:tls floor, the Bun-native one, and (SBX_BENCH_MIXED=1) one side each.
+    const relays: Record<string, { path: string; pid: number }> = {};
+    const relay = async (k: string, ...args: string[]) => {
+      const path = join(dir, `${k}.sock`);
+      const p = Bun.spawn([process.execPath, import.meta.path, ...args.slice(0, 1), path, String(port), join(dir, "sbx.pem"), join(dir, "sbx.key"), join(dir, "world.pem"), ...args.slice(1)], { stdout: "pipe", stderr: "inherit" });
+      children.push(p);
+      await firstLine(p);
+      relays[k] = { path, pid: p.pid };
+    };
+    await relay("bare", "--bare");
+    await relay("native", "--native", "both");
+    const mixed = process.env.SBX_BENCH_MIXED === "1";
+    if (mixed) {
+      await relay("nserver", "--native", "server");
+      await relay("nclient", "--native", "client");
+    }
+    const kinds = ["direct", "tunnel", "terminated", "bare", "native", ...(mixed ? ["nserver", "nclient"] : [])] as const;
+    type Kind = (typeof kinds)[number];
+    const ends = (k: Kind) => k !== "direct" && k !== "tunnel";
+    const trust = (k: Kind) => (ends(k) ? sbx.certPem : world.certPem);
+    const via = (k: Kind) => relays[k]?.path ?? socketPath;
     /** The process that relays each kind (direct: the upstream's own, for scale). */
-    const relayPid = (k: (typeof kinds)[number]) => (k === "bare" ? bare.pid : k === "direct" ? up.pid : px.pid);
-    const hostOf = (k: (typeof kinds)[number]) => `${k === "terminated" || k === "bare" ? "bound.test" : "tunnel.test"}:${port}`;
-    const lat: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
-    const rate: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
-    const cpu: Record<string, number[]> = { direct: [], tunnel: [], terminated: [], bare: [] };
+    const relayPid = (k: Kind) => relays[k]?.pid ?? (k === "direct" ? up.pid : px.pid);
+    const hostOf = (k: Kind) => `${ends(k) ? "bound.test" : "tunnel.test"}:${port}`;
+    const lat: Record<string, number[]> = Object.fromEntries(kinds.map((k) => [k, []]));
+    const rate: Record<string, number[]> = Object.fromEntries(kinds.map((k) => [k, []]));
+    const cpu: Record<string, number[]> = Object.fromEntries(kinds.map((k) => [k, []]));
     // One download of each, untimed: the first 50 MB any of them moves runs at half speed (cold code, fresh buffers).
     for (const k of kinds) {
       const t = await open(k, port, via(k), trust(k));
@@ -226,7 +386,8 @@ if (role === undefined) {
       // Per round (stderr), so a spread shows whether it is per process or per round.
       const r = (k: string) => `${rate[k]![round]!.toFixed(0)} MB/s ${cpu[k]![round]!.toFixed(0)} cpu-ms`;
       const x = (k: string) => (rate[k]![round]! / rate.direct![round]!).toFixed(2);
-      console.error(`round ${round + 1}: direct ${r("direct")}, tunnel ${r("tunnel")}, terminated ${r("terminated")}, bare relay ${r("bare")} (terminated ${x("terminated")}x direct, bare ${x("bare")}x)`);
+      const more = mixed ? `, Bun server side only ${r("nserver")} (${x("nserver")}x), Bun client side only ${r("nclient")} (${x("nclient")}x)` : "";
+      console.error(`round ${round + 1}: direct ${r("direct")}, tunnel ${r("tunnel")}, terminated ${r("terminated")}, bare relay ${r("bare")}, native relay ${r("native")} (terminated ${x("terminated")}x direct, bare ${x("bare")}x, native ${x("native")}x)${more}`);
     }
     const p50 = (k: string) => summarize(lat[k]!).median;
     const med = (k: string) => summarize(rate[k]!).median;
@@ -238,8 +399,17 @@ if (role === undefined) {
       { name: "50 MB download, terminated", unit: "MB/s", value: med("terminated"), baselineName: "direct", baseline: med("direct"), better: "higher", target: 0.5 },
       { name: "50 MB download, opaque tunnel", unit: "MB/s", value: med("tunnel"), baselineName: "direct", baseline: med("direct"), better: "higher" },
       { name: "50 MB download, bare TLS-terminating relay (the floor)", unit: "MB/s", value: med("bare"), baselineName: "direct", baseline: med("direct"), better: "higher" },
+      { name: "50 MB download, bare relay on Bun's native TLS (Bun.listen, upgradeTLS, Bun.connect)", unit: "MB/s", value: med("native"), baselineName: "direct", baseline: med("direct"), better: "higher" },
+      { name: "50 MB download, native-TLS bare relay vs node:tls bare relay", unit: "MB/s", value: med("native"), baselineName: "node:tls bare relay", baseline: med("bare"), better: "higher" },
       { name: "proxy CPU per 50 MB, terminated", unit: "ms", value: cpuMed("terminated"), baselineName: "bare relay", baseline: cpuMed("bare"), better: "lower" },
       { name: "proxy CPU per 50 MB, opaque tunnel", unit: "ms", value: cpuMed("tunnel"), baselineName: "bare relay", baseline: cpuMed("bare"), better: "lower" },
+      { name: "relay CPU per 50 MB, native-TLS bare relay", unit: "ms", value: cpuMed("native"), baselineName: "node:tls bare relay", baseline: cpuMed("bare"), better: "lower" },
+      ...(mixed
+        ? [
+            { name: "relay CPU per 50 MB, Bun's TLS server side only (node:tls to the upstream)", unit: "ms", value: cpuMed("nserver"), baselineName: "node:tls bare relay", baseline: cpuMed("bare"), better: "lower" as const },
+            { name: "relay CPU per 50 MB, Bun's TLS client side only (node:tls to the sandbox)", unit: "ms", value: cpuMed("nclient"), baselineName: "node:tls bare relay", baseline: cpuMed("bare"), better: "lower" as const },
+          ]
+        : []),
     ]);
   } finally {
     for (const c of children) c.kill();

@@ -19,6 +19,8 @@ import { egressDestination, type Destination } from "./forward";
 import type { Header, RequestHead } from "./http1";
 import { cut } from "./refusal";
 import { tlsDial, UpstreamPool } from "./upstream";
+import { serveTls, type NativeTls } from "./native-tls";
+import { leafPem } from "../tls/leaf-context";
 
 /** What the terminator needs of the daemon: the sandbox's bound secrets, their values, and certificates for hosts. */
 export interface SecretBinding {
@@ -68,6 +70,12 @@ export class Terminator implements RequestPreparer, PlainPreparer {
 
   private serve(allowed: Allowed, client: Duplex, first: Buffer, secureContext: SecureContext): void {
     if (client.destroyed) return;
+    const native = this.serveNative(allowed, client, first, secureContext);
+    if (native) {
+      hold(this.ctx, native as unknown as Duplex);
+      native.on("error", () => native.destroy());
+      return void new ClientConnection(native as unknown as Socket, this.ctx, { kind: "terminated", allowed, terminator: this });
+    }
     if (first.length > 0) client.unshift(first);
     const tls = new TLSSocket(client as Socket, {
       isServer: true,
@@ -88,6 +96,22 @@ export class Terminator implements RequestPreparer, PlainPreparer {
     tls.on("error", () => tls.destroy());
     client.on("error", () => tls.destroy());
     new ClientConnection(tls, this.ctx, { kind: "terminated", allowed, terminator: this });
+  }
+
+  /**
+   * The client's TLS on Bun's own socket (native-tls.ts), its server name checked once its handshake is done (Bun's
+   * server takes no SNI callback: a client that asked for another name gets the allowed host's certificate, which its
+   * own check refuses, and is cut here); null where it cannot be (node:tls then, as before).
+   */
+  private serveNative(allowed: Allowed, client: Duplex, first: Buffer, secureContext: SecureContext): NativeTls | null {
+    // Bun's SecureContext keeps no PEM: a context made elsewhere than leafContext stays with node:tls.
+    const pem = leafPem(secureContext);
+    if (!pem) return null;
+    return serveTls(client as Socket, first, pem, (sni) => {
+      if (sni === "" || normalizeHost(sni) === allowed.host) return true;
+      this.ctx.decider.deny(allowed.path, "CONNECT", allowed.host, allowed.port, "server-name-mismatch", `its TLS asks for ${sni}`, null);
+      return false;
+    });
   }
 
   /** Closes the pools (the proxy is closing). */

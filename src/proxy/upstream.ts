@@ -5,7 +5,7 @@
 // machinery. A connection goes back to the pool only when its response ended where its framing said and nothing
 // else arrived; an idle one that sends anything, or is closed, is dropped.
 import { connect, isIP, type Socket } from "node:net";
-import { connect as tlsConnect } from "node:tls";
+import { dialTls } from "./native-tls";
 import { chunk, LAST_CHUNK, ResponseReader, type ResponseHead } from "./http1";
 import { UPSTREAM_MAX_IDLE } from "../core/bounds";
 import { parentStream, tlsThroughParent, type ParentRoute } from "../sys/parent";
@@ -30,7 +30,9 @@ export function tlsDial(o: { servername?: string; ca?: string } = {}): (address:
   return (address, port, via) => {
     const name = o.servername ?? (isIP(address) ? undefined : address);
     const tls = { ...(name ? { servername: name } : {}), ALPNProtocols: ["http/1.1"], ...(o.ca ? { ca: o.ca } : {}) };
-    return (via ? tlsThroughParent(via.route, via.host, port, tls) : tlsConnect({ host: address, port, ...tls })) as unknown as Socket;
+    if (via) return tlsThroughParent(via.route, via.host, port, tls) as unknown as Socket;
+    // Bun's own TLS socket, verified as node:tls verifies, without node's streams on top (native-tls.ts).
+    return dialTls(address, port, { servername: name, ca: o.ca }) as unknown as Socket;
   };
 }
 

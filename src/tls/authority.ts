@@ -2,11 +2,12 @@
 // and every sandbox's reach), its certificate the one thing sandboxes are given to trust; and the leaf certificates it
 // signs for the hosts secrets are bound to, kept per host until near their end.
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { createSecureContext, type SecureContext } from "node:tls";
+import type { SecureContext } from "node:tls";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { SbxError } from "../core/errors";
 import { issueLeaf, loadCa, makeCa, type Ca } from "./x509";
+import { leafContext } from "./leaf-context";
 
 /** A leaf is made again once less than this is left of it (it lasts LEAF_DAYS). */
 const LEAF_RENEW_MS = 24 * 3_600_000;
@@ -76,7 +77,7 @@ export class Authority {
     if (this.leaves.size >= MAX_LEAVES) this.leaves.delete(this.leaves.keys().next().value!);
     const ctx = issueLeaf(this.ca, [host], new Date(now)).then((l) => {
       entry.renewAt = l.notAfter.getTime() - LEAF_RENEW_MS;
-      return createSecureContext({ cert: `${l.certPem}${this.certPem}`, key: l.keyPem });
+      return leafContext(`${l.certPem}${this.certPem}`, l.keyPem);
     });
     const entry = { ctx, renewAt: Number.POSITIVE_INFINITY };
     // A failure is not kept: the next connection tries again.

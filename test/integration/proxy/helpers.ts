@@ -2,7 +2,8 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { createSecureContext, type SecureContext } from "node:tls";
+import type { SecureContext } from "node:tls";
+import { leafContext } from "../../../src/tls/leaf-context";
 import { issueLeaf, type Ca } from "../../../src/tls/x509";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -183,7 +184,7 @@ export function leafContexts(signer: Ca): (host: string) => Promise<SecureContex
   return (host) => {
     let c = contexts.get(host);
     if (!c) {
-      c = issueLeaf(signer, [host]).then((l) => createSecureContext({ cert: l.certPem, key: l.keyPem }));
+      c = issueLeaf(signer, [host]).then((l) => leafContext(l.certPem, l.keyPem));
       contexts.set(host, c);
     }
     return c;

@@ -5,7 +5,8 @@
 // and chat are made of) holds the value. The real proxy, a raw TLS upstream on loopback, raw TLS clients.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect as netConnect } from "node:net";
-import { connect as tlsConnect, createSecureContext, createServer as createTlsServer, type SecureContext, type Server as TlsServer } from "node:tls";
+import { leafContext } from "../../../src/tls/leaf-context";
+import { connect as tlsConnect, createServer as createTlsServer, type SecureContext, type Server as TlsServer } from "node:tls";
 import { join } from "node:path";
 import type { BoundSecret } from "../../../src/core/bound-secret";
 import type { EgressEvent } from "../../../src/core/egress-events";
@@ -71,7 +72,7 @@ beforeAll(async () => {
       values: async (names) => new Map(names.filter((n) => n === "API_TOKEN").map((n): [string, string] => [n, VALUE])),
       contextFor: (host) => {
         let c = contexts.get(host);
-        if (!c) contexts.set(host, (c = issueLeaf(signer, [host]).then((l) => createSecureContext({ cert: l.certPem, key: l.keyPem }))));
+        if (!c) contexts.set(host, (c = issueLeaf(signer, [host]).then((l) => leafContext(l.certPem, l.keyPem))));
         return c;
       },
       upstreamCa: world.certPem,
