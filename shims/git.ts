@@ -1,5 +1,5 @@
 // git shim (runs inside the sandbox on the host's Bun, no dependencies): local git stays local, network operations go to the bridge.
-import { accessSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 // The wire protocol is the bridge's; a type-only import is erased at run time, so the shim stays dependency-free.
@@ -273,8 +273,38 @@ export function parseSnapshot(refsOut: string, configOut: string): Snapshot {
   return { refs, branch, config };
 }
 
+/**
+ * What the launcher (`shims/git`) read while Bun started, on the fd SBX_GIT_SNAPSHOT_FD names: for-each-ref's lines, a
+ * NUL, config -z's entries. Undefined when there is none, or no ref in it (not a repository, or none yet: read here then).
+ * The fd is closed and the variable dropped, so no git this runs inherits either.
+ */
+export function launcherSnapshot(env: NodeJS.ProcessEnv = process.env): Snapshot | undefined {
+  const fd = env.SBX_GIT_SNAPSHOT_FD;
+  delete env.SBX_GIT_SNAPSHOT_FD;
+  if (fd !== "3") return undefined;
+  let text: string;
+  try {
+    text = readFileSync(3, "utf8");
+  } catch {
+    return undefined;
+  } finally {
+    try {
+      closeSync(3);
+    } catch {}
+  }
+  const nul = text.indexOf("\0");
+  if (nul <= 0) return undefined;
+  const s = parseSnapshot(text.slice(0, nul), text.slice(nul + 1));
+  return s.refs.size > 0 ? s : undefined;
+}
+
 /** runs: git for-each-ref --format=%(objectname) %(HEAD) %(refname); git config -z --get-regexp ^(remote\..*\.url|branch\..*\.remote)$ */
-async function snapshot(l: Local): Promise<Snapshot> {
+async function snapshot(l: Local, early?: Snapshot): Promise<Snapshot> {
+  if (early) {
+    // Refs but no branch of them named by HEAD: an unborn branch, or detached.
+    if (early.branch === undefined) early.branch = await currentBranch(l);
+    return early;
+  }
   const [r, c] = await Promise.all([
     run(l, ["for-each-ref", "--format=%(objectname) %(HEAD) %(refname)"]),
     run(l, ["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]),
@@ -363,6 +393,7 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
   }
   const shas = [...new Set(Object.values(resolved).map((r) => r.sha))];
   let pack: ReadableStream<Uint8Array> | undefined;
+  let packed: Promise<unknown> = Promise.resolve();
   if (shas.length) {
     // runs: git pack-objects --revs --stdout --thin --delta-base-offset -q (streamed to the bridge as it is written;
     // offset deltas, as git push sends: a smaller pack that the gate indexes faster)
@@ -373,14 +404,18 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
     });
     pack = packStream(p);
     T("pack-objects spawned");
-    p.exited.then(() => T("pack-objects exited"));
+    packed = p.exited.then(() => T("pack-objects exited"));
   }
   T("calling bridge");
-  const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
+  const replied = callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
+  // The tracking refs' update starts while the bridge works (once the pack is made, so it does not compete with that) and
+  // is told what to write when the bridge has answered: no git's start after the answer.
+  const tracking = updateRefsLater(l, packed);
+  const reply = await replied;
   T("bridge replied");
+  const lines: string[] = [];
   if (reply.code === 0 && reply.pushed) {
     const remote = reply.pushed.remote;
-    const lines: string[] = [];
     for (const u of reply.pushed.updates) {
       if (!u.dst.startsWith("refs/heads/")) continue;
       const b = u.dst.slice("refs/heads/".length);
@@ -395,9 +430,25 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
         }
       }
     }
-    if (lines.length) await run(l, ["update-ref", "--stdin"], lines.join("\n") + "\n");
   }
+  await tracking(lines);
+  T("tracking refs updated");
   return reply.code;
+}
+
+/**
+ * `git update-ref --stdin`, started at once and given its lines later: it reads them all and then updates the refs in
+ * one transaction; given none, it changes nothing.
+ * runs: git update-ref --stdin
+ */
+function updateRefsLater(l: Local, after: Promise<unknown>): (lines: string[]) => Promise<void> {
+  const started = after.catch(() => undefined).then(() => Bun.spawn([l.git, ...l.where, "update-ref", "--stdin"], { stdin: "pipe", stdout: "ignore", stderr: "ignore" }));
+  return async (lines) => {
+    const p = await started;
+    if (lines.length) p.stdin.write(lines.join("\n") + "\n");
+    await p.stdin.end();
+    await p.exited;
+  };
 }
 
 async function withBundle<T>(bundle: Uint8Array, f: (file: string) => Promise<T>): Promise<T> {
@@ -515,12 +566,14 @@ const T = (stage: string) => traceFrom && traced.push(`  @${(performance.timeOri
 if (traceFrom) process.on("exit", () => writeSync(2, traced.join("")));
 T("module loaded");
 export async function main(argv: string[]): Promise<number> {
+  const early = launcherSnapshot();
   const git = realGit();
   const { global, sub, rest } = splitArgv(argv);
   if (sub === undefined || !NETWORK.has(sub)) return inherit(git, argv);
   const l: Local = { git, where: localWhere(global) };
   T("main");
-  const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l);
+  // The launcher reads ahead only for `git <sub> …` (no global option that would place the repository elsewhere).
+  const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l, global.length === 0 ? early : undefined);
   T("snapshot");
   if (!needsBridge(s, sub, positionals(sub, rest).pos)) return inherit(git, argv);
   const cwd = process.cwd();
