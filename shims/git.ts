@@ -298,6 +298,19 @@ export function launcherSnapshot(env: NodeJS.ProcessEnv = process.env): Snapshot
   return s.refs.size > 0 ? s : undefined;
 }
 
+/** The real git the launcher found (SBX_REAL_GIT: the first git on PATH that is not the launcher), if it is one; the variable is dropped. */
+export function launcherGit(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const g = env.SBX_REAL_GIT;
+  delete env.SBX_REAL_GIT;
+  if (!g?.startsWith("/")) return undefined;
+  try {
+    accessSync(g, constants.X_OK);
+    return g;
+  } catch {
+    return undefined;
+  }
+}
+
 /** runs: git for-each-ref --format=%(objectname) %(HEAD) %(refname); git config -z --get-regexp ^(remote\..*\.url|branch\..*\.remote)$ */
 async function snapshot(l: Local, early?: Snapshot): Promise<Snapshot> {
   if (early) {
@@ -351,13 +364,24 @@ export function resolveFromSnapshot(s: Snapshot, src: string): { sha: string; re
   return { sha: s.refs.get(hits[0]!)!, ref: hits[0]! };
 }
 
-/** pack-objects' stdout as a stream that fails if pack-objects does. */
-function packStream(p: { stdout: ReadableStream<Uint8Array>; exited: Promise<number> }): ReadableStream<Uint8Array> {
-  const reader = p.stdout.getReader();
-  return new ReadableStream<Uint8Array>({
+/**
+ * pack-objects' stdout as a stream that fails if pack-objects does, started at the first read: the request's header
+ * goes to the bridge first, so its early work (the policy, the gate's push) starts while the pack is made.
+ */
+function packStream(spawn: () => { stdout: ReadableStream<Uint8Array>; exited: Promise<number> }): { stream: ReadableStream<Uint8Array>; exited: Promise<number> } {
+  let onExit!: (code: number) => void;
+  const exited = new Promise<number>((r) => (onExit = r));
+  let p: { read: () => Promise<{ done: boolean; value?: Uint8Array }>; exited: Promise<number> } | undefined;
+  const stream = new ReadableStream<Uint8Array>({
     async pull(c) {
-      const { done, value } = await reader.read();
-      if (!done) {
+      if (!p) {
+        const proc = spawn();
+        const reader = proc.stdout.getReader();
+        p = { read: () => reader.read(), exited: proc.exited };
+        void proc.exited.then(onExit);
+      }
+      const { done, value } = await p.read();
+      if (!done && value) {
         c.enqueue(value);
         return;
       }
@@ -366,6 +390,7 @@ function packStream(p: { stdout: ReadableStream<Uint8Array>; exited: Promise<num
       else c.close();
     },
   });
+  return { stream, exited };
 }
 
 async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: string): Promise<number> {
@@ -397,13 +422,15 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
   if (shas.length) {
     // runs: git pack-objects --revs --stdout --thin --delta-base-offset -q (streamed to the bridge as it is written;
     // offset deltas, as git push sends: a smaller pack that the gate indexes faster)
-    const p = Bun.spawn([l.git, ...l.where, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q"], {
-      stdin: Buffer.from([...shas, "--not", ...remoteTips(s)].join("\n") + "\n"),
-      stdout: "pipe",
-      stderr: "inherit",
+    const p = packStream(() => {
+      T("pack-objects spawned");
+      return Bun.spawn([l.git, ...l.where, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q"], {
+        stdin: Buffer.from([...shas, "--not", ...remoteTips(s)].join("\n") + "\n"),
+        stdout: "pipe",
+        stderr: "inherit",
+      });
     });
-    pack = packStream(p);
-    T("pack-objects spawned");
+    pack = p.stream;
     packed = p.exited.then(() => T("pack-objects exited"));
   }
   T("calling bridge");
@@ -442,9 +469,12 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
  * runs: git update-ref --stdin
  */
 function updateRefsLater(l: Local, after: Promise<unknown>): (lines: string[]) => Promise<void> {
-  const started = after.catch(() => undefined).then(() => Bun.spawn([l.git, ...l.where, "update-ref", "--stdin"], { stdin: "pipe", stdout: "ignore", stderr: "ignore" }));
+  const spawn = () => Bun.spawn([l.git, ...l.where, "update-ref", "--stdin"], { stdin: "pipe", stdout: "ignore", stderr: "ignore" });
+  let proc: ReturnType<typeof spawn> | undefined;
+  const start = () => (proc ??= spawn());
+  after.then(start, start);
   return async (lines) => {
-    const p = await started;
+    const p = start();
     if (lines.length) p.stdin.write(lines.join("\n") + "\n");
     await p.stdin.end();
     await p.exited;
@@ -567,7 +597,7 @@ if (traceFrom) process.on("exit", () => writeSync(2, traced.join("")));
 T("module loaded");
 export async function main(argv: string[]): Promise<number> {
   const early = launcherSnapshot();
-  const git = realGit();
+  const git = launcherGit() ?? realGit();
   const { global, sub, rest } = splitArgv(argv);
   if (sub === undefined || !NETWORK.has(sub)) return inherit(git, argv);
   const l: Local = { git, where: localWhere(global) };
