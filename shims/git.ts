@@ -274,50 +274,33 @@ export function parseSnapshot(refsOut: string, configOut: string): Snapshot {
 }
 
 /**
- * What the launcher (`shims/git`) read while Bun started, on the fd SBX_GIT_SNAPSHOT_FD names: for-each-ref's lines, a
- * NUL, config -z's entries. Undefined when there is none, or no ref in it (not a repository, or none yet: read here then).
- * The fd is closed and the variable dropped, so no git this runs inherits either.
+ * What the launcher (`shims/git`) read while Bun started: the real git it found (SBX_REAL_GIT), and on the fd
+ * SBX_GIT_SNAPSHOT_FD names for-each-ref's lines, a NUL, config -z's entries (no snapshot when no ref is there: not a
+ * repository, or none yet; read here then). The fd is closed and the variables dropped: no git this runs inherits them.
  */
-export function launcherSnapshot(env: NodeJS.ProcessEnv = process.env): Snapshot | undefined {
-  const fd = env.SBX_GIT_SNAPSHOT_FD;
+export function fromLauncher(env: NodeJS.ProcessEnv = process.env): { git?: string; snapshot?: Snapshot } {
+  const { SBX_GIT_SNAPSHOT_FD: fd, SBX_REAL_GIT: g } = env;
   delete env.SBX_GIT_SNAPSHOT_FD;
-  if (fd !== "3") return undefined;
-  let text: string;
-  try {
-    text = readFileSync(3, "utf8");
-  } catch {
-    return undefined;
-  } finally {
-    try {
-      closeSync(3);
-    } catch {}
-  }
-  const nul = text.indexOf("\0");
-  if (nul <= 0) return undefined;
-  const s = parseSnapshot(text.slice(0, nul), text.slice(nul + 1));
-  return s.refs.size > 0 ? s : undefined;
-}
-
-/** The real git the launcher found (SBX_REAL_GIT: the first git on PATH that is not the launcher), if it is one; the variable is dropped. */
-export function launcherGit(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const g = env.SBX_REAL_GIT;
   delete env.SBX_REAL_GIT;
-  if (!g?.startsWith("/")) return undefined;
+  const out: { git?: string; snapshot?: Snapshot } = {};
   try {
-    accessSync(g, constants.X_OK);
-    return g;
-  } catch {
-    return undefined;
-  }
+    if (g?.startsWith("/")) out.git = (accessSync(g, constants.X_OK), g);
+  } catch {}
+  if (fd !== "3") return out;
+  try {
+    const text = readFileSync(3, "utf8");
+    const nul = text.indexOf("\0");
+    const s = nul > 0 ? parseSnapshot(text.slice(0, nul), text.slice(nul + 1)) : undefined;
+    if (s && s.refs.size > 0) out.snapshot = s;
+    closeSync(3);
+  } catch {}
+  return out;
 }
 
 /** runs: git for-each-ref --format=%(objectname) %(HEAD) %(refname); git config -z --get-regexp ^(remote\..*\.url|branch\..*\.remote)$ */
 async function snapshot(l: Local, early?: Snapshot): Promise<Snapshot> {
-  if (early) {
-    // Refs but no branch of them named by HEAD: an unborn branch, or detached.
-    if (early.branch === undefined) early.branch = await currentBranch(l);
-    return early;
-  }
+  // Refs but none of them named by HEAD: an unborn branch, or detached.
+  if (early) return early.branch === undefined ? { ...early, branch: await currentBranch(l) } : early;
   const [r, c] = await Promise.all([
     run(l, ["for-each-ref", "--format=%(objectname) %(HEAD) %(refname)"]),
     run(l, ["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]),
@@ -364,28 +347,25 @@ export function resolveFromSnapshot(s: Snapshot, src: string): { sha: string; re
   return { sha: s.refs.get(hits[0]!)!, ref: hits[0]! };
 }
 
-/**
- * pack-objects' stdout as a stream that fails if pack-objects does, started at the first read: the request's header
- * goes to the bridge first, so its early work (the policy, the gate's push) starts while the pack is made.
- */
+/** pack-objects' stdout as a stream that fails if pack-objects does, started at the first read (after the header went out). */
 function packStream(spawn: () => { stdout: ReadableStream<Uint8Array>; exited: Promise<number> }): { stream: ReadableStream<Uint8Array>; exited: Promise<number> } {
   let onExit!: (code: number) => void;
   const exited = new Promise<number>((r) => (onExit = r));
-  let p: { read: () => Promise<{ done: boolean; value?: Uint8Array }>; exited: Promise<number> } | undefined;
+  let read: (() => Promise<{ done: boolean; value?: Uint8Array }>) | undefined;
   const stream = new ReadableStream<Uint8Array>({
     async pull(c) {
-      if (!p) {
+      if (!read) {
         const proc = spawn();
         const reader = proc.stdout.getReader();
-        p = { read: () => reader.read(), exited: proc.exited };
+        read = () => reader.read();
         void proc.exited.then(onExit);
       }
-      const { done, value } = await p.read();
+      const { done, value } = await read();
       if (!done && value) {
         c.enqueue(value);
         return;
       }
-      const code = await p.exited;
+      const code = await exited;
       if (code !== 0) c.error(new Error(`git pack-objects failed (${code})`));
       else c.close();
     },
@@ -435,8 +415,7 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
   }
   T("calling bridge");
   const replied = callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
-  // The tracking refs' update starts while the bridge works (once the pack is made, so it does not compete with that) and
-  // is told what to write when the bridge has answered: no git's start after the answer.
+  // The tracking refs' update starts once the pack is made and is told its lines at the answer: no git starts after it.
   const tracking = updateRefsLater(l, packed);
   const reply = await replied;
   T("bridge replied");
@@ -463,11 +442,7 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
   return reply.code;
 }
 
-/**
- * `git update-ref --stdin`, started at once and given its lines later: it reads them all and then updates the refs in
- * one transaction; given none, it changes nothing.
- * runs: git update-ref --stdin
- */
+/** runs: git update-ref --stdin, started after `after` and given its lines later (none: it changes nothing). */
 function updateRefsLater(l: Local, after: Promise<unknown>): (lines: string[]) => Promise<void> {
   const spawn = () => Bun.spawn([l.git, ...l.where, "update-ref", "--stdin"], { stdin: "pipe", stdout: "ignore", stderr: "ignore" });
   let proc: ReturnType<typeof spawn> | undefined;
@@ -596,14 +571,14 @@ const T = (stage: string) => traceFrom && traced.push(`  @${(performance.timeOri
 if (traceFrom) process.on("exit", () => writeSync(2, traced.join("")));
 T("module loaded");
 export async function main(argv: string[]): Promise<number> {
-  const early = launcherSnapshot();
-  const git = launcherGit() ?? realGit();
+  const early = fromLauncher();
+  const git = early.git ?? realGit();
   const { global, sub, rest } = splitArgv(argv);
   if (sub === undefined || !NETWORK.has(sub)) return inherit(git, argv);
   const l: Local = { git, where: localWhere(global) };
   T("main");
   // The launcher reads ahead only for `git <sub> …` (no global option that would place the repository elsewhere).
-  const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l, global.length === 0 ? early : undefined);
+  const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l, global.length === 0 ? early.snapshot : undefined);
   T("snapshot");
   if (!needsBridge(s, sub, positionals(sub, rest).pos)) return inherit(git, argv);
   const cwd = process.cwd();

@@ -269,10 +269,8 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
       startPush();
       await deps.faults?.afterPushStarted?.(verdict);
     }
-    // Only now the pack goes into the gate and the refs are read: the gate's push started first (its connection and
-    // the remote's ref advertisement are what the shim waits for), and they compete with it for the CPU.
-    const indexing = p.indexing();
-    const tipsP = p.tips();
+    // The pack's indexing and the ref reads start only now, after the gate's push: they compete with it for the CPU.
+    const [indexing, tipsP] = [p.indexing(), p.tips()];
     try {
       await indexing;
       trace("pack indexed");
