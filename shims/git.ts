@@ -1,5 +1,5 @@
 // git shim (runs inside the sandbox on the host's Bun, no dependencies): local git stays local, network operations go to the bridge.
-import { accessSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 // The wire protocol is the bridge's; a type-only import is erased at run time, so the shim stays dependency-free.
@@ -273,8 +273,34 @@ export function parseSnapshot(refsOut: string, configOut: string): Snapshot {
   return { refs, branch, config };
 }
 
+/**
+ * What the launcher (`shims/git`) read while Bun started: the real git it found (SBX_REAL_GIT), and on the fd
+ * SBX_GIT_SNAPSHOT_FD names for-each-ref's lines, a NUL, config -z's entries (no snapshot when no ref is there: not a
+ * repository, or none yet; read here then). The fd is closed and the variables dropped: no git this runs inherits them.
+ */
+export function fromLauncher(env: NodeJS.ProcessEnv = process.env): { git?: string; snapshot?: Snapshot } {
+  const { SBX_GIT_SNAPSHOT_FD: fd, SBX_REAL_GIT: g } = env;
+  delete env.SBX_GIT_SNAPSHOT_FD;
+  delete env.SBX_REAL_GIT;
+  const out: { git?: string; snapshot?: Snapshot } = {};
+  try {
+    if (g?.startsWith("/")) out.git = (accessSync(g, constants.X_OK), g);
+  } catch {}
+  if (fd !== "3") return out;
+  try {
+    const text = readFileSync(3, "utf8");
+    const nul = text.indexOf("\0");
+    const s = nul > 0 ? parseSnapshot(text.slice(0, nul), text.slice(nul + 1)) : undefined;
+    if (s && s.refs.size > 0) out.snapshot = s;
+    closeSync(3);
+  } catch {}
+  return out;
+}
+
 /** runs: git for-each-ref --format=%(objectname) %(HEAD) %(refname); git config -z --get-regexp ^(remote\..*\.url|branch\..*\.remote)$ */
-async function snapshot(l: Local): Promise<Snapshot> {
+async function snapshot(l: Local, early?: Snapshot): Promise<Snapshot> {
+  // Refs but none of them named by HEAD: an unborn branch, or detached.
+  if (early) return early.branch === undefined ? { ...early, branch: await currentBranch(l) } : early;
   const [r, c] = await Promise.all([
     run(l, ["for-each-ref", "--format=%(objectname) %(HEAD) %(refname)"]),
     run(l, ["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]),
@@ -321,21 +347,30 @@ export function resolveFromSnapshot(s: Snapshot, src: string): { sha: string; re
   return { sha: s.refs.get(hits[0]!)!, ref: hits[0]! };
 }
 
-/** pack-objects' stdout as a stream that fails if pack-objects does. */
-function packStream(p: { stdout: ReadableStream<Uint8Array>; exited: Promise<number> }): ReadableStream<Uint8Array> {
-  const reader = p.stdout.getReader();
-  return new ReadableStream<Uint8Array>({
+/** pack-objects' stdout as a stream that fails if pack-objects does, started at the first read (after the header went out). */
+function packStream(spawn: () => { stdout: ReadableStream<Uint8Array>; exited: Promise<number> }): { stream: ReadableStream<Uint8Array>; exited: Promise<number> } {
+  let onExit!: (code: number) => void;
+  const exited = new Promise<number>((r) => (onExit = r));
+  let read: (() => Promise<{ done: boolean; value?: Uint8Array }>) | undefined;
+  const stream = new ReadableStream<Uint8Array>({
     async pull(c) {
-      const { done, value } = await reader.read();
-      if (!done) {
+      if (!read) {
+        const proc = spawn();
+        const reader = proc.stdout.getReader();
+        read = () => reader.read();
+        void proc.exited.then(onExit);
+      }
+      const { done, value } = await read();
+      if (!done && value) {
         c.enqueue(value);
         return;
       }
-      const code = await p.exited;
+      const code = await exited;
       if (code !== 0) c.error(new Error(`git pack-objects failed (${code})`));
       else c.close();
     },
   });
+  return { stream, exited };
 }
 
 async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: string): Promise<number> {
@@ -363,24 +398,30 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
   }
   const shas = [...new Set(Object.values(resolved).map((r) => r.sha))];
   let pack: ReadableStream<Uint8Array> | undefined;
+  let packed: Promise<unknown> = Promise.resolve();
   if (shas.length) {
     // runs: git pack-objects --revs --stdout --thin --delta-base-offset -q (streamed to the bridge as it is written;
     // offset deltas, as git push sends: a smaller pack that the gate indexes faster)
-    const p = Bun.spawn([l.git, ...l.where, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q"], {
-      stdin: Buffer.from([...shas, "--not", ...remoteTips(s)].join("\n") + "\n"),
-      stdout: "pipe",
-      stderr: "inherit",
+    const p = packStream(() => {
+      T("pack-objects spawned");
+      return Bun.spawn([l.git, ...l.where, "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q"], {
+        stdin: Buffer.from([...shas, "--not", ...remoteTips(s)].join("\n") + "\n"),
+        stdout: "pipe",
+        stderr: "inherit",
+      });
     });
-    pack = packStream(p);
-    T("pack-objects spawned");
-    p.exited.then(() => T("pack-objects exited"));
+    pack = p.stream;
+    packed = p.exited.then(() => T("pack-objects exited"));
   }
   T("calling bridge");
-  const reply = await callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
+  const replied = callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
+  // The tracking refs' update starts once the pack is made and is told its lines at the answer: no git starts after it.
+  const tracking = updateRefsLater(l, packed);
+  const reply = await replied;
   T("bridge replied");
+  const lines: string[] = [];
   if (reply.code === 0 && reply.pushed) {
     const remote = reply.pushed.remote;
-    const lines: string[] = [];
     for (const u of reply.pushed.updates) {
       if (!u.dst.startsWith("refs/heads/")) continue;
       const b = u.dst.slice("refs/heads/".length);
@@ -395,9 +436,24 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
         }
       }
     }
-    if (lines.length) await run(l, ["update-ref", "--stdin"], lines.join("\n") + "\n");
   }
+  await tracking(lines);
+  T("tracking refs updated");
   return reply.code;
+}
+
+/** runs: git update-ref --stdin, started after `after` and given its lines later (none: it changes nothing). */
+function updateRefsLater(l: Local, after: Promise<unknown>): (lines: string[]) => Promise<void> {
+  const spawn = () => Bun.spawn([l.git, ...l.where, "update-ref", "--stdin"], { stdin: "pipe", stdout: "ignore", stderr: "ignore" });
+  let proc: ReturnType<typeof spawn> | undefined;
+  const start = () => (proc ??= spawn());
+  after.then(start, start);
+  return async (lines) => {
+    const p = start();
+    if (lines.length) p.stdin.write(lines.join("\n") + "\n");
+    await p.stdin.end();
+    await p.exited;
+  };
 }
 
 async function withBundle<T>(bundle: Uint8Array, f: (file: string) => Promise<T>): Promise<T> {
@@ -515,12 +571,14 @@ const T = (stage: string) => traceFrom && traced.push(`  @${(performance.timeOri
 if (traceFrom) process.on("exit", () => writeSync(2, traced.join("")));
 T("module loaded");
 export async function main(argv: string[]): Promise<number> {
-  const git = realGit();
+  const early = fromLauncher();
+  const git = early.git ?? realGit();
   const { global, sub, rest } = splitArgv(argv);
   if (sub === undefined || !NETWORK.has(sub)) return inherit(git, argv);
   const l: Local = { git, where: localWhere(global) };
   T("main");
-  const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l);
+  // The launcher reads ahead only for `git <sub> …` (no global option that would place the repository elsewhere).
+  const s = sub === "clone" ? parseSnapshot("", "") : await snapshot(l, global.length === 0 ? early.snapshot : undefined);
   T("snapshot");
   if (!needsBridge(s, sub, positionals(sub, rest).pos)) return inherit(git, argv);
   const cwd = process.cwd();

@@ -145,6 +145,8 @@ export interface Gate {
   paths: GatePaths;
   exec: Exec;
   hostRepo: string;
+  /** The host repo's common git dir (its refs), when known. */
+  hostGitDir?: string;
   path: string;
   /**
    * The host's CA settings as git takes them (GIT_SSL_CAINFO/GIT_SSL_CAPATH from SSL_CERT_FILE/SSL_CERT_DIR), now: the

@@ -17,6 +17,8 @@ export interface PushScan {
   over?: string;
   /** Of the ids asked about (`reach`), those the walk showed as a pushed commit or a pushed commit's parent. */
   reached: ReadonlySet<string>;
+  /** The paths the pushed commits' diffs touch (the CI-file check's), or null when the walk cannot say them all (ScanDone.paths). */
+  paths: readonly string[] | null;
 }
 
 /**
@@ -115,10 +117,10 @@ export async function scanNew(g: Gate, shas: string[], tips: string[], hostValue
       reader.releaseLock();
     }
     const end = await log.done;
-    if (over !== undefined) return { findings: [], more: 0, over, reached: new Set() };
+    if (over !== undefined) return { findings: [], more: 0, over, reached: new Set(), paths: null };
     if (end.exitCode !== 0) throw failed(end);
     await readNamed((await thread.ask({ t: "flush" })).named);
-    if (over !== undefined) return { findings: [], more: 0, over, reached: new Set() };
+    if (over !== undefined) return { findings: [], more: 0, over, reached: new Set(), paths: null };
     const { t: _, ...r } = await thread.ask({ t: "finish" });
     return done(g, shas, r);
   } finally {
@@ -134,7 +136,7 @@ async function done(g: Gate, shas: string[], r: ScanDone): Promise<PushScan> {
   const commits = new Set(r.commits);
   const tagFindings = await scanTags(g, shas.filter((s) => !commits.has(s)));
   const all = [...r.findings, ...tagFindings];
-  return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: r.more + Math.max(0, all.length - SCAN_MAX_FINDINGS), reached: new Set(r.reached) };
+  return { findings: all.slice(0, SCAN_MAX_FINDINGS), more: r.more + Math.max(0, all.length - SCAN_MAX_FINDINGS), reached: new Set(r.reached), paths: r.paths };
 }
 
 /** The scan's thread (scan-worker.ts): one message at a time, each answered once read; its failure fails the scan. */

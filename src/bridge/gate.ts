@@ -12,6 +12,7 @@ import { gatePaths, gateGit, gateRun, gitEnv, gitTlsEnv, mkdir0700, tlsEnvNow, t
 import { ensurePrePushHook, type Verdict } from "./gate-hook";
 import { credentialHost } from "./tokens";
 import { sshRoute } from "./gate-ssh";
+import { readRefFiles } from "./ref-files";
 
 /**
  * Creates the gate if missing; its alternates are views (sync/object-view.ts) of the host repo's own objects
@@ -48,7 +49,7 @@ export async function ensureGate(exec: Exec, gateDir: string, hostRepo: string, 
   if (!existsSync(altFile) || readFileSync(altFile, "utf8") !== alt) writeFileSync(altFile, alt, { mode: 0o600 });
   // The files `git config` reads in the host repo for the gate's git (no system or global config): where its remotes are.
   const configFiles = [join(common, "config"), ...(gitDir && gitDir !== common ? [join(gitDir, "config.worktree")] : [join(common, "config.worktree")])];
-  return { paths, exec, hostRepo, path, tls: () => gitTlsEnv(tlsEnvNow(tlsEnv)), ...(ssh ? { ssh } : {}), remotes: { files: configFiles } };
+  return { paths, exec, hostRepo, hostGitDir: common, path, tls: () => gitTlsEnv(tlsEnvNow(tlsEnv)), ...(ssh ? { ssh } : {}), remotes: { files: configFiles } };
 }
 
 /**
@@ -99,21 +100,24 @@ function configBytes(files: readonly string[]): string | undefined {
  * the gate's `refs/remotes/<remote>/*` of the remote pushed to (what that upstream was seen to have: fetched, or pushed
  * after a clean scan). What the sandbox fetched from another remote (a third party's repository) is not what this
  * upstream has. Nothing else in the gate counts.
+ * Both are read from their files (ref-files.ts: both repositories are host-owned), by git only where that cannot be done.
  * runs: git for-each-ref --format=%(objectname) %(refname) (in the host repo); git for-each-ref … refs/remotes/ (in the gate)
  */
 export async function knownTips(g: Gate): Promise<KnownTips> {
   // Read before the policy has said which remote a push goes to (it overlaps the pack's arrival), judged per remote.
-  const [a, b] = await Promise.all([
-    gateRun(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false }),
-    gateRun(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }),
+  const hostFiles = g.hostGitDir ? readRefFiles(g.hostGitDir, "refs/", isUserRef) : undefined;
+  const gateFiles = readRefFiles(g.paths.repo, "refs/remotes/");
+  const [host, gate] = await Promise.all([
+    hostFiles ?? gateRun(g, ["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: g.hostRepo, check: false }).then((r) => r.stdout),
+    gateFiles ?? gateRun(g, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/"], { check: false }).then((r) => r.stdout),
   ]);
   const tracking = new Map<string, string>();
-  for (const line of b.stdout.split("\n")) {
+  for (const line of gate.split("\n")) {
     const i = line.indexOf(" ");
     if (i > 0) tracking.set(line.slice(i + 1), line.slice(0, i));
   }
   return {
-    of: (remote) => trustedTips(a.stdout, b.stdout, remote),
+    of: (remote) => trustedTips(host, gate, remote),
     tracking: (remote, dst) => (dst.startsWith("refs/heads/") ? tracking.get(`refs/remotes/${remote}/${dst.slice("refs/heads/".length)}`) : undefined),
   };
 }

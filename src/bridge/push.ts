@@ -15,13 +15,13 @@ import { notAllowed, type Job, type Outcome } from "./job";
 import { isSafeRefName, type GitPlan } from "./git-policy";
 import { formatGateFindings } from "./scan";
 
-/** A push's job: the request's, with what the server started for it before the policy's answer. */
+/** A push's job: the request's, with what the server made ready for it before the policy's answer. */
 export interface PushJob extends Job {
   plan: GitPlan;
-  /** The sandbox's pack going into the gate. */
-  indexing: Promise<void>;
-  /** Tips the host and the gate know, per remote (what the scan need not walk), and the gate's tracking refs. */
-  tips: Promise<KnownTips>;
+  /** Puts the sandbox's pack into the gate (started at the first call; the same promise after). */
+  indexing: () => Promise<void>;
+  /** Tips the host and the gate know, per remote (what the scan need not walk), and the gate's tracking refs (read at the first call). */
+  tips: () => Promise<KnownTips>;
   /** The push's verdict FIFO, made ahead. */
   takeVerdict: () => Promise<Verdict>;
   /** The forge token for this remote, when it gets one. */
@@ -197,7 +197,7 @@ async function gateCommand(p: PushJob, out: readonly Target[], lease: boolean): 
 
 /** Runs the push from the gate: at once (held at its hook) while the pack is indexed and scanned, then the verdict. */
 async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): Promise<Outcome> {
-  const { gate: g, plan, indexing, tips: tipsP, takeVerdict, token, send, refuse, deps } = p;
+  const { gate: g, plan, takeVerdict, token, send, refuse, deps } = p;
   const remote = plan.remote!;
   const lease = opt(plan, "--force-with-lease");
   const allowed = new Set(p.settings.allow);
@@ -269,6 +269,8 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
       startPush();
       await deps.faults?.afterPushStarted?.(verdict);
     }
+    // The pack's indexing and the ref reads start only now, after the gate's push: they compete with it for the CPU.
+    const [indexing, tipsP] = [p.indexing(), p.tips()];
     try {
       await indexing;
       trace("pack indexed");
@@ -287,9 +289,10 @@ async function runPush(p: PushJob, out: Target[], hostValues: SecretPattern[]): 
       // commit pushed, the walk also says whether the branches' last known tips are in its history: a fast-forward from
       // one of those (the common case: the sandbox's own last push) then needs no process after the hook.
       const ended = pushing!.then(() => [] as HookRef[]);
-      // The CI-file check walks the same commits beside the scan (their paths), so it adds no time of its own.
-      const ciP = allowed.has("ci-files") ? Promise.resolve([] as string[]) : changedPaths(g, shas, tips).then((p) => [...p].filter(isCiPath));
       const scanP = scanNew(g, shas, tips, hostValues, p.deps.placeholders?.() ?? [], lastKnownTips(known, remote, out, shas));
+      // The CI-file check: the paths the scan's walk read in its diffs' headers; where it cannot say them all (a merge, whose
+      // combined diff leaves some out), its own walk of the same commits (`git log --name-only`).
+      const ciP = allowed.has("ci-files") ? Promise.resolve([] as string[]) : scanP.then(async (s) => [...(s.paths ?? (await changedPaths(g, shas, tips)))].filter(isCiPath));
       const [scanned, ff, ciPaths] = await Promise.allSettled([scanP, earlyPush ? fastForwardsOnceKnown(g, out, shas, Promise.race([reader.refs, ended]), scanP) : Promise.resolve(true), ciP]);
       trace("scanned, fast-forwards checked");
       const ci = ciPaths.status === "fulfilled" ? ciPaths.value : [];

@@ -1,8 +1,11 @@
 // The push gate's secret scan: `git log -p --cc -a -U0 --pretty=raw` read as it streams (every line a pushed commit adds, merges included, and every commit message), and annotated tags' messages.
 import { SECRET_PATTERNS, formatFindings, scanLine, scanText, type SecretFinding, type SecretPattern } from "../core/secrets";
 import { printable } from "../core/printable";
-import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS, SCAN_OVERLAP, SCAN_WINDOW } from "../core/bounds";
+import { SCAN_MAX_BLOBS, SCAN_MAX_FINDINGS, SCAN_MAX_PATHS, SCAN_OVERLAP, SCAN_WINDOW } from "../core/bounds";
 import { isGzip, isZip, unpackArchive } from "../core/archive";
+import { diffGitPath, gitPair, unquote } from "./diff-names";
+
+export { unquote } from "./diff-names";
 
 /**
  * `git log` arguments for the scan (commits on stdin). Why each one:
@@ -104,6 +107,14 @@ export class LogScanner {
   readonly reached = new Set<string>();
   /** Where a commit's headers are for its parents: 1 before the first header, 2 after `tree` and `parent`s only, 0 past them. */
   private parentsAt = 0;
+  /** The current commit's parents, as git takes them (see `reached`). */
+  private parentCount = 0;
+  /**
+   * Every path the log's diffs touch (each `diff --git` header names one; without renames a file's both sides are one
+   * path), at most SCAN_MAX_PATHS; null once the log cannot say them all: a merge (its combined diff leaves out a path
+   * whose every hunk one parent has), a header longer than a window or of another shape, or more paths than the bound.
+   */
+  paths: Set<string> | null = new Set();
   /** The line being read: its text so far, never more than a window (SCAN_WINDOW characters). */
   private parts: string[] = [];
   private partsLength = 0;
@@ -311,7 +322,10 @@ export class LogScanner {
           // git's parents: `tree` first, then the `parent` lines that follow it at once (parse_commit_buffer).
           if (this.parentsAt === 1) this.parentsAt = this.header === "tree" ? 2 : 0;
           else if (this.parentsAt === 2 && this.header !== "parent") this.parentsAt = 0;
-          else if (this.parentsAt === 2 && this.reach?.has(raw.slice(7))) this.reached.add(raw.slice(7));
+          else if (this.parentsAt === 2) {
+            if (++this.parentCount > 1) this.paths = null;
+            if (this.reach?.has(raw.slice(7))) this.reached.add(raw.slice(7));
+          }
         } else this.parentsAt = 0;
         if (ID_HEADERS.has(this.header)) return;
         // Everything else (author and committer names and emails included) is the sandbox's text.
@@ -341,6 +355,7 @@ export class LogScanner {
       this.file = "";
       this.header = "";
       this.parentsAt = 1;
+      this.parentCount = 0;
       this.state = State.Header;
       return;
     }
@@ -352,6 +367,11 @@ export class LogScanner {
       const unquoted = firstMatch(raw, 0, this.patterns) === undefined ? names.reduce<SecretPattern | undefined>((f, n) => f ?? firstMatch(n, 0, this.patterns), undefined) : undefined;
       this.scanAt(raw, 0, "file name", 0);
       if (unquoted) this.found(unquoted, "file name", 0);
+      if (this.paths !== null) {
+        const path = this.partial || !raw.startsWith("diff --git ") ? undefined : diffGitPath(rest);
+        if (path === undefined || (this.paths.size >= SCAN_MAX_PATHS && !this.paths.has(path))) this.paths = null;
+        else this.paths.add(path);
+      }
       this.file = raw.startsWith("diff --git ") ? "" : names[0]!;
       this.blob = "";
       return;
@@ -397,6 +417,8 @@ export interface ScanDone {
   commits: string[];
   /** The ids of `reach` the log showed as a commit or a commit's parent (LogScanner.reached). */
   reached: string[];
+  /** The paths the log's diffs touch, or null when it cannot say them all (LogScanner.paths). */
+  paths: string[] | null;
 }
 
 /**
@@ -448,6 +470,7 @@ export class ScanSession {
       more: r.more + this.extraMore + Math.max(0, all.length - SCAN_MAX_FINDINGS),
       commits: [...this.scanner.commits],
       reached: [...this.scanner.reached],
+      paths: this.scanner.paths === null ? null : [...this.scanner.paths],
     };
   }
 
@@ -536,48 +559,4 @@ export function formatGateFindings(fs: readonly SecretFinding[], more = 0): stri
 /** The first pattern the text (from `from`) or one of its decodings matches, as the finding will name it. */
 function firstMatch(raw: string, from: number, patterns: readonly SecretPattern[]): SecretPattern | undefined {
   return patterns.length === 0 ? undefined : scanLine(from ? raw.slice(from) : raw, patterns);
-}
-
-/** What a C-style escape (git's quote_c_style) stands for, besides octal bytes. */
-const C_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
-
-/**
- * A path as git prints it, read back: git quotes one with a quote, a backslash, a control or a non-ASCII byte as a C
- * string ("b/a\"b\303\274"), whose octal escapes are bytes (UTF-8 for a non-ASCII name). Anything else is as it is.
- */
-export function unquote(p: string): string {
-  return p.startsWith('"') ? unquoteAt(p, 0).name : p;
-}
-
-/** The C-quoted string starting at `from` (its opening quote) and the index after its closing quote. */
-function unquoteAt(p: string, from: number): { name: string; end: number } {
-  const enc = new TextEncoder();
-  const bytes: number[] = [];
-  let i = from + 1;
-  while (i < p.length && p[i] !== '"') {
-    if (p[i] === "\\") {
-      const o = /^[0-3][0-7]{2}/.exec(p.slice(i + 1, i + 4));
-      const e = p[i + 1] ?? "";
-      if (o) bytes.push(parseInt(o[0], 8));
-      else if (e in C_ESCAPES) bytes.push(C_ESCAPES[e]!);
-      else bytes.push(92);
-      i += o ? 4 : e in C_ESCAPES ? 2 : 1;
-      continue;
-    }
-    // A character git left as it is: its UTF-8 bytes.
-    const ch = String.fromCodePoint(p.codePointAt(i)!);
-    bytes.push(...enc.encode(ch));
-    i += ch.length;
-  }
-  return { name: new TextDecoder().decode(new Uint8Array(bytes)), end: i + 1 };
-}
-
-/**
- * The names of a `diff --git` line (after "diff --git ") that git quoted, read back; none when it quoted none (the line
- * holds them as they are). Without renames both sides name the same path, so git quotes both or neither. Pure.
- */
-function gitPair(rest: string): string[] {
-  if (!rest.startsWith('"')) return [];
-  const a = unquoteAt(rest, 0);
-  return [a.name, unquote(rest.slice(a.end + 1))];
 }

@@ -280,18 +280,30 @@ async function handle(h: { deps: BridgeDeps; gate: () => Promise<Gate>; req: Bri
   const { deps, req, pack, send, spare } = h;
   const g = await h.gate();
   deps.trace?.("gate ready");
-  // A push needs the known tips too; reading them (host and gate refs, nothing the sandbox controls) does
-  // not depend on the policy's answer, so it runs alongside the remotes read.
   const remotesP = hostRemotes(g);
   const pushing = isPush(req);
-  const tipsP = pushing ? knownTips(g) : undefined;
-  tipsP?.catch(() => undefined);
-  // The pack goes into the gate as it arrives, while the policy is decided: it only adds objects (no ref),
-  // and a refused push's objects are as inert as a push the scan refused.
-  const indexing = pushing && pack.present ? indexPack(g, pack.stream) : undefined;
-  indexing?.catch(() => undefined);
-  // So is the push's verdict FIFO (made ahead when it can be): the early push starts the moment the policy
-  // says yes. Whoever takes it closes it; if nobody does (a refusal, an error), it is closed when this request ends.
+  // A push's ref reads (host and gate refs, nothing the sandbox controls) and the pack going into the gate (it only adds
+  // objects, no ref) need not wait for the policy's answer, but they start only after the gate's push has (push.ts
+  // runPush): every process started before it delays it on a machine of few cores, and it is what the shim waits for.
+  // Each starts at its first use, once; a refused push starts neither.
+  let tipsP: Promise<KnownTips> | undefined;
+  let indexingP: Promise<void> | undefined;
+  const tips = () => {
+    if (!tipsP) {
+      tipsP = knownTips(g);
+      tipsP.catch(() => undefined);
+    }
+    return tipsP;
+  };
+  const indexing = () => {
+    if (!indexingP) {
+      indexingP = pack.present ? indexPack(g, pack.stream) : Promise.resolve();
+      indexingP.catch(() => undefined);
+    }
+    return indexingP;
+  };
+  // The push's verdict FIFO (made ahead when it can be): the early push starts the moment the policy says yes. Whoever
+  // takes it closes it; if nobody does (a refusal, an error), it is closed when this request ends.
   let verdictTaken = false;
   const verdictP = pushing ? (spare ? spare.take() : openVerdict(g)) : undefined;
   verdictP?.catch(() => undefined);
@@ -300,32 +312,31 @@ async function handle(h: { deps: BridgeDeps; gate: () => Promise<Gate>; req: Bri
     return verdictP ?? openVerdict(g);
   };
   try {
-    return await decideAndRun({ deps, gate: g, req, pack, send, remotes: remotesP, tips: tipsP, takeVerdict, indexing });
+    return await decideAndRun({ deps, gate: g, req, send, remotes: remotesP, tips, takeVerdict, indexing });
   } finally {
     if (verdictP && !verdictTaken) void verdictP.then(closeVerdict, () => undefined);
   }
 }
 
-/** A request once its gate is ready, and what `handle` started for it before the policy's answer. */
+/** A request once its gate is ready, and what `handle` made ready for it before the policy's answer. */
 interface Prepared {
   deps: BridgeDeps;
   gate: Gate;
   req: BridgeRequest;
-  pack: Payload;
   send: (f: Frame) => void;
   /** The host repo's remotes (the only source of URLs). */
   remotes: Promise<Record<string, string>>;
-  /** A push's known tips (per remote), read beside the remotes. */
-  tips: Promise<KnownTips> | undefined;
+  /** A push's known tips (per remote), read once asked for. */
+  tips: () => Promise<KnownTips>;
   /** A push's verdict FIFO. */
   takeVerdict: () => Promise<Verdict>;
-  /** A push's pack going into the gate as it arrives. */
-  indexing: Promise<void> | undefined;
+  /** A push's pack going into the gate as it arrives, once asked for. */
+  indexing: () => Promise<void>;
 }
 
 /** The policy's answer, then the operation it allows. */
 async function decideAndRun(p: Prepared): Promise<Outcome> {
-  const { deps, gate: g, req, pack, send, remotes: remotesP, tips: tipsP, takeVerdict, indexing } = p;
+  const { deps, gate: g, req, send, remotes: remotesP, tips, takeVerdict, indexing } = p;
   // This request's switches, read once (`sbx bridge NAME` changes apply from the next request).
   const settings = settingsOf(deps);
   const ctx: PolicyContext = {
@@ -375,7 +386,7 @@ async function decideAndRun(p: Prepared): Promise<Outcome> {
   const err = (s: string) => job.send({ t: "err", d: s });
   switch (plan.op) {
     case "push":
-      return push({ ...job, plan, indexing: indexing ?? (pack.present ? indexPack(g, pack.stream) : Promise.resolve()), tips: tipsP ?? knownTips(g), takeVerdict, token });
+      return push({ ...job, plan, indexing, tips, takeVerdict, token });
     case "fetch":
     case "pull":
       return fetch(job, plan, token);

@@ -63,6 +63,11 @@ export const SCAN_INLINE_LINES = 512;
 export const SCAN_MAX_FINDINGS = 50;
 /** Blobs one push's scan reads whole (gzip/zip members, merges' binary results); a push with more is refused. */
 export const SCAN_MAX_BLOBS = 2000;
+/**
+ * Paths one push's scan keeps of those its diffs touch (for the CI-file check, which then needs no log of its own); past
+ * this many the check reads them itself, with `git log --name-only`.
+ */
+export const SCAN_MAX_PATHS = 4096;
 
 // ── the proxy socket and the sandbox's port ────────────────────────────────
 

@@ -3,7 +3,7 @@
 // the path (a quote, a tab, a non-ASCII letter) or a case-folding filesystem would fold it. Real bridge, real shim, a
 // token-demanding git server on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { git, makeHarness, refIn, type Harness } from "./harness";
 
@@ -71,4 +71,43 @@ describe("least-privilege: CI files under any forge's name and any spelling", ()
     const nested = await pushWith("not-ci-2", "vendor/lib/.github/workflows-notes.txt");
     expect(nested.code).toBe(0);
   });
+});
+
+describe("least-privilege: a CI file changed in a way whose diff has no lines, or under an odd dir name, is still one", () => {
+  let base = "";
+  beforeAll(async () => {
+    // The upstream and the person's repo already hold a workflow, and a Travis file under a dir whose name holds " b/"
+    // (a `diff --git a/… b/…` header that splits wrongly at its first " b/").
+    mkdirSync(join(h.host, ".github", "workflows"), { recursive: true });
+    writeFileSync(join(h.host, ".github/workflows/ci.yml"), "on: push\njobs: {}\n");
+    mkdirSync(join(h.host, "docs b"), { recursive: true });
+    writeFileSync(join(h.host, "docs b/.travis.yml"), "language: c\n");
+    await git(h.host, "add", "-A");
+    await git(h.host, "commit", "-q", "-m", "ci files the person has");
+    const url = h.upstream.repoUrl("proj").replace("http://", `http://x:${h.token}@`);
+    await git(h.host, "push", "-q", url, "main");
+    await git(h.host, "fetch", "-q", url, "+refs/heads/*:refs/remotes/origin/*");
+    base = await git(h.host, "rev-parse", "HEAD");
+  });
+
+  const CHANGES: [what: string, change: () => void, named: string][] = [
+    ["its mode alone (chmod +x)", () => chmodSync(join(h.clone, ".github/workflows/ci.yml"), 0o755), ".github/workflows/ci.yml"],
+    ["a new empty workflow", () => writeFileSync(join(h.clone, ".github/workflows/empty.yml"), ""), ".github/workflows/empty.yml"],
+    ["a workflow deleted", () => rmSync(join(h.clone, ".github/workflows/ci.yml")), ".github/workflows/ci.yml"],
+    ["a Travis file under a dir named 'docs b'", () => writeFileSync(join(h.clone, "docs b/.travis.yml"), "language: go\n"), "docs b/.travis.yml"],
+  ];
+  for (const [i, [what, change, named]] of CHANGES.entries()) {
+    test(what, async () => {
+      const branch = `ci-quiet-${i}`;
+      await git(h.clone, "checkout", "-q", "-B", branch, base);
+      change();
+      await git(h.clone, "add", "-A");
+      await git(h.clone, "commit", "-q", "-m", "quiet ci change");
+      const r = await h.shim(["push", "origin", `${branch}:sbx/demo/${branch}`]);
+      expect(r.stderr).toContain("CI or automation files");
+      expect(r.stderr).toContain(named);
+      expect(r.code).toBe(77);
+      expect(await refIn(h.upstreamRepo, `refs/heads/sbx/demo/${branch}`)).toBe("");
+    });
+  }
 });

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { formatGateFindings, LogScanner, scanLog, scanTag, SCAN_LOG_ARGS, unquote } from "../../../src/bridge/scan";
 import { hostSecretPatterns } from "../../../src/core/redact";
-import { SCAN_MAX_FINDINGS, SCAN_OVERLAP, SCAN_WINDOW } from "../../../src/core/bounds";
+import { SCAN_MAX_FINDINGS, SCAN_MAX_PATHS, SCAN_OVERLAP, SCAN_WINDOW } from "../../../src/core/bounds";
 
 const KEY = "ghp_" + "Ab12Cd34Ef".repeat(4).slice(0, 36);
 const C1 = "1".repeat(40);
@@ -186,6 +186,54 @@ describe("what the walk reached (the gate's fast-forward check without a process
     expect(reached(msg, [Q])).toEqual([]);
     // No tree first: git reads no parents at all.
     expect(reached([`commit ${C1}`, `parent ${Q}`, `tree ${T}`, "", "    m"], [Q])).toEqual([]);
+  });
+});
+
+describe("the paths the diffs touch (the CI-file check, with no log of its own)", () => {
+  const T = "a".repeat(40);
+  const P = "b".repeat(40);
+  const Q = "c".repeat(40);
+  const I = "index 1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 100644";
+  const commit = (id: string, parents: string[], diff: string[]) => [`commit ${id}`, `tree ${T}`, ...parents.map((p) => `parent ${p}`), "author t <t@x> 1 +0000", "committer t <t@x> 1 +0000", "", "    msg", "", ...diff];
+  const paths = (log: string[]) => {
+    const s = new LogScanner();
+    s.write(log.join("\n") + "\n");
+    s.end();
+    return s.paths === null ? null : [...s.paths].sort();
+  };
+  test("every `diff --git` header names one, those with no ---/+++ lines too (a mode change, an empty file, a deletion)", () => {
+    const log = [
+      ...commit(C1, [P], ["diff --git a/.github/workflows/ci.yml b/.github/workflows/ci.yml", "old mode 100644", "new mode 100755"]),
+      ...commit(C2, [C1], [
+        "diff --git a/.drone.yml b/.drone.yml", "new file mode 100644", "index 0000000000000000000000000000000000000000..e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+        "diff --git a/docs b/.travis.yml b/docs b/.travis.yml", "deleted file mode 100644", I.replace(/\.\.2+/, `..${"0".repeat(40)}`), "--- a/docs b/.travis.yml", "+++ /dev/null", "@@ -1 +0,0 @@", "-x",
+        'diff --git "a/\\303\\274.yml" "b/\\303\\274.yml"', I, '--- "a/\\303\\274.yml"', '+++ "b/\\303\\274.yml"', "@@ -1 +1 @@", "-a", "+b",
+      ]),
+    ];
+    expect(paths(log)).toEqual([".drone.yml", ".github/workflows/ci.yml", "docs b/.travis.yml", "\u00fc.yml"].sort());
+  });
+  test("added lines that look like headers are content, not paths", () => {
+    expect(paths(commit(C1, [P], ["diff --git a/x b/x", I, "--- a/x", "+++ b/x", "@@ -0,0 +1,2 @@", "+diff --git a/.travis.yml b/.travis.yml", "+x"]))).toEqual(["x"]);
+  });
+  test("a merge (parents right after its tree) says none: its combined diff leaves out what one parent has in each hunk", () => {
+    expect(paths(commit(C1, [P, Q], []))).toBeNull();
+    expect(paths([...commit(C1, [P], ["diff --git a/x b/x", I]), ...commit(C2, [P, Q], ["diff --cc y", I])])).toBeNull();
+    // A `parent` header anywhere else is the sandbox's text: git takes one parent, and so does the scan.
+    const late = [`commit ${C1}`, `tree ${T}`, `parent ${P}`, "author t <t@x> 1 +0000", `parent ${Q}`, "", "    msg", "", "diff --git a/x b/x", I];
+    expect(paths(late)).toEqual(["x"]);
+  });
+  test("a header of another shape, one longer than a window, or more paths than the bound: none (the check reads them itself)", () => {
+    expect(paths(commit(C1, [P], ["diff --git a/x b/y", I]))).toBeNull();
+    expect(paths(commit(C1, [P], ["diff --combined x", I]))).toBeNull();
+    const long = "d".repeat(SCAN_WINDOW);
+    const s = new LogScanner();
+    const log = commit(C1, [P], [`diff --git a/${long} b/${long}`, I]).join("\n") + "\n";
+    for (let i = 0; i < log.length; i += 65536) s.write(log.slice(i, i + 65536));
+    s.end();
+    expect(s.paths).toBeNull();
+    const many = Array.from({ length: SCAN_MAX_PATHS + 1 }, (_, i) => [`diff --git a/f${i} b/f${i}`, I]).flat();
+    expect(paths(commit(C1, [P], many))).toBeNull();
+    expect(paths(commit(C1, [P], many.slice(0, 2 * SCAN_MAX_PATHS)))?.length).toBe(SCAN_MAX_PATHS);
   });
 });
 
