@@ -32,7 +32,6 @@ import {
   type OverlayPlan,
   type RuntimeSources,
 } from "./args";
-import { probeEngineFast } from "./engine";
 import { DockerEngine, type Engine, type Found } from "./engine-client";
 import { engineSocket } from "./engine-exec";
 import { firstTarEntry, tarArchive, type TarEntry } from "../../core/tar";
@@ -115,28 +114,6 @@ export function ensureAlternatesFile(repo: string): void {
   const info = join(repo, ".git", "objects", "info");
   mkdirSync(info, { recursive: true });
   appendFileSync(join(info, "alternates"), "");
-}
-
-/**
- * Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop.
- * Asks the engine's API on `socket` when given (GET /info), else runs: docker info --format '{{json .}}'
- */
-export async function requireSameUidEngine(exec: Exec, socket?: string): Promise<void> {
-  const p = await probeEngineFast(exec, socket);
-  if (!p.ok) {
-    const hint =
-      p.reason === "permission"
-        ? "Add yourself to the docker group (sudo usermod -aG docker $USER) and log in again."
-        : p.reason === "no-client"
-          ? "Install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io)."
-          : "Start the engine (sudo systemctl start docker), then retry; `sbx doctor` checks the setup.";
-    throw new SbxError("unavailable", `Docker is not usable: ${p.detail.split("\n")[0] || p.reason}`, { hint });
-  }
-  if (!p.class.sameUidWorks) {
-    throw new SbxError("unavailable", `this Docker engine is ${p.class.kind}: ${p.class.why}`, {
-      hint: "sbx needs a rootful Docker Engine on this host (not rootless, not userns-remap, not Docker Desktop); `sbx doctor` explains the options.",
-    });
-  }
 }
 
 /** A Docker sandbox's own options; a spec of another kind handed to this backend is a bug, said at once. */
