@@ -123,7 +123,7 @@ export class DockerDriver implements Driver {
 
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
-    this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
+    this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, mainDir: join(d.paths.cacheDir, "sbx", "main"), ...(sock === undefined ? {} : { apiSocket: sock }) });
     this.engineCheck = new EngineCheck(d.exec, this.backend.apiSocket);
     const engineServices = new DockerServices(d.exec, this.backend.root);
     this.serviceEngine = engineServices;
