@@ -37,8 +37,7 @@ export const RUNTIME_MOUNT = {
   shims: "/opt/sbx/shims",
   /** The host's agent cache (src/agents/cache.ts): the launchers in bin/, the agents and Node.js they run. */
   agents: "/opt/sbx/agents",
-  /** sandbox-main built into one file (main-bundle.ts): no transpiling at a container's start. */
-  main: "/opt/sbx/main",
+  main: "/opt/sbx/main", // sandbox-main built into one file (main-bundle.ts): nothing transpiled at a start
 } as const;
 
 /**
@@ -220,12 +219,10 @@ export function mountValue(fields: readonly (string | [string, string])[]): stri
 export const FORWARDER_READY = "sbx forwarder listening";
 
 /**
- * The container's long-lived process (shims/sandbox-main.ts, or with `built` that file built into one, main-bundle.ts)
- * on the host's Bun, mounted read-only: the egress
- * forwarder, the sandbox's only way out (127.0.0.1:<port>, handed to the proxy over /run/sbx/listen.sock, else
- * relayed to /run/sbx/proxy.sock), and the exec agent, which dials
- * /run/sbx/agent.sock to run the daemon's non-terminal commands. `--init` reaps and forwards signals. The port comes
- * from `spec.options.proxyPort` (default 3128).
+ * The container's long-lived process (shims/sandbox-main.ts; `built`: main-bundle.ts's) on the host's Bun, read-only:
+ * the egress forwarder, the sandbox's only way out (127.0.0.1:<port>, handed to the proxy over /run/sbx/listen.sock,
+ * else relayed to /run/sbx/proxy.sock), and the exec agent, which dials /run/sbx/agent.sock to run the daemon's
+ * non-terminal commands. `--init` reaps and forwards signals. The port comes from `spec.options.proxyPort` (default 3128).
  */
 export function containerCommand(spec: SandboxSpec, built = false): string[] {
   const transparent = transparentOn(spec) ? ["--dns-stub", STUB_ADDRESS, "--transparent-ports", TRANSPARENT_PORTS.join(",")] : [];
