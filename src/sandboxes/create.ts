@@ -112,6 +112,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const level = req.policy ?? config.policy;
     const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity: level ? { ...identity, policy: { level, repo: NO_FACTS, at: Date.now() } } : identity });
     let aside: SetAside | null = null;
+    let counting: Promise<number> | null = null;
     try {
       cancelled(req);
       const h = { exec: driver.hostExec(driver.spec(row)), repo };
@@ -149,9 +150,13 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       c.driverIdentity(row.id, made.value);
       cancelled(req);
       trace("d create provisioned");
+      // The host working tree's changes are counted beside the start (a read of the person's repo, which the start
+      // never touches): the note waited ≈ 40 ms after it before.
+      if (req.withChanges !== true) counting = changedFiles(driver.hostExec(driver.spec(row)), row.repo).catch(() => 0);
       await c.running.run(c.fresh(row), driver, c.report(row.id, out));
       cancelled(req);
     } catch (e) {
+      await counting; // nothing of the create still runs once it has failed
       out.log(`creating ${req.name} failed; removing what was made…`);
       await undoCreate(c, row, dir, aside, driver, out);
       c.d.store.audit({ sandboxId: null, kind: "lifecycle", action: "create.failed", detail: { name: req.name, repo, backend: driver.kind, error: (e as Error).message.split("\n")[0] } });
@@ -161,7 +166,7 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     unlinkSync(lay.creating);
     const fresh = c.d.store.getSandbox(row.id) ?? row;
     for (const l of mirrorLines(c.d, fresh, driver.spec(fresh), driver.caps.seedsHome)) out.log(l);
-    await workingTree(c, c.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out);
+    await workingTree(c, c.d.store.getSandbox(row.id) ?? row, driver, req.withChanges === true, out, counting);
     trace("d create worktree");
     await postCreate(c, c.d.store.getSandbox(row.id) ?? row, driver, out);
     const live = c.d.store.getSandbox(row.id) ?? row;
@@ -178,11 +183,11 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
  * files), or, with `--with-changes`, carried in as uncommitted changes, through the sandbox's own git and tar (the
  * host only writes to their stdin). One that does not apply is said; the sandbox is kept either way.
  */
-async function workingTree(c: ServiceContext, row: Sandbox, driver: Driver, carry: boolean, out: Output): Promise<void> {
+async function workingTree(c: ServiceContext, row: Sandbox, driver: Driver, carry: boolean, out: Output, counted: Promise<number> | null): Promise<void> {
   const spec = driver.spec(row);
   const hostExec = driver.hostExec(spec);
   if (!carry) {
-    const n = await changedFiles(hostExec, row.repo).catch(() => 0);
+    const n = await (counted ?? changedFiles(hostExec, row.repo).catch(() => 0));
     if (n > 0) out.log(`note: ${n} changed file${n === 1 ? "" : "s"} in your working tree ${n === 1 ? "is" : "are"} not in ${row.name} (it starts from the last commit); \`--with-changes\` carries them in`);
     return;
   }

@@ -133,8 +133,20 @@ function sh(h: HostGit, script: string, args: string[]): Promise<ExecResult> {
   return h.exec.run(["sh", "-c", script, "sh", ...args], { env: hostGitEnv(), replaceEnv: true, check: false });
 }
 
-/** Adds `line` to the alternates file in place (never replaced by rename: sandboxes have a mask mounted over it). */
-const ADD_LINE = 'f="$1/objects/info/alternates"; mkdir -p "$1/objects/info" && touch "$f" && { grep -qxF -- "$2" "$f" || printf "%s\\n" "$2" >> "$f"; }';
+/**
+ * Adds `line` to the alternates file in place (never replaced by rename: sandboxes have a mask mounted over it). Only
+ * `grep` is a process of its own when the dir is there (a create's first store otherwise paid two more).
+ */
+const ADD_LINE = 'f="$1/objects/info/alternates"; { [ -d "$1/objects/info" ] || mkdir -p "$1/objects/info"; } && : >> "$f" && { grep -qxF -- "$2" "$f" || printf "%s\\n" "$2" >> "$f"; }';
+/**
+ * A new store at `$1` (git's argv after `$2`): `git init --bare` with no template (a store runs no hook and needs none
+ * of git's sample files), its alternates exactly `$2`, in one shell. Exits GIT_FAILED when git did.
+ */
+const MAKE_STORE = 'd="$1"; l="$2"; shift 2; "$@" init --bare -q --template= "$d" || exit 90; { [ -d "$d/objects/info" ] || mkdir -p "$d/objects/info"; } && printf "%s\\n" "$l" > "$d/objects/info/alternates"';
+const GIT_FAILED = 90;
+/** Moves the store made whole at `$1` to `$2`. Exits MOVE_FAILED when it could not. */
+const PUT_IN_PLACE = 'mv -T -- "$1" "$2" || exit 91';
+const MOVE_FAILED = 91;
 /** Makes a store's alternates exactly `line` (a store made before the host view borrowed the host's objects dir itself). */
 const SET_LIST = 'mkdir -p "$1/objects/info" && printf "%s\\n" "$2" > "$1/objects/info/alternates"';
 /** Removes `line` from the alternates file, rewriting it in place. */
@@ -143,8 +155,9 @@ const DROP_LINE = 'f="$1/objects/info/alternates"; [ -f "$f" ] || exit 0; t=$(gr
 /**
  * Makes the store of sandbox `name` (idempotent) and lists it in the host repo's alternates. A new store starts with
  * what the person's refs are now as its "seen" line, so promotion never walks old history.
- * runs: (ensureHostView); git init --bare -q <store>; sh -c <set list> (store → host view); sh -c <append line> (host → store);
- *       git for-each-ref; git update-ref --stdin
+ * runs: git for-each-ref (the person's tips, beside the rest); (ensureHostView); sh -c <make store> (git init --bare,
+ *       its alternates → host view); git cat-file --batch-check; git update-ref --stdin; sh -c 'mv -T; <append line>'
+ *       (host → store)
  */
 export function ensureStore(h: HostGit, name: string): Promise<string> {
   return serialized(h.repo, () => ensureNow(h, storeDir(h.repo, name), storeAlternate(name), `sandbox ${name}`));
@@ -158,20 +171,28 @@ function anythingAt(p: string): boolean {
 /** ensureStore of a store at `dir` listed as `line`, its owner said as `whose` in errors. */
 async function ensureNow(h: HostGit, dir: string, line: string, whose: string): Promise<string> {
   const hostGitDir = join(h.repo, ".git");
+  const fresh = !existsSync(join(dir, "objects", "info", "alternates"));
+  // The person's tips, read beside the view and the store's making (a read of the host's refs, which neither writes).
+  const tips = fresh ? userTips(h) : null;
+  tips?.catch(() => undefined); // awaited below, unless a step before fails
   await ensureHostView(h);
-  if (!existsSync(join(dir, "objects", "info", "alternates"))) {
+  if (fresh) {
     // Made whole beside its place and renamed into it: a store is either absent or complete for anyone listing them.
     const part = `${dir}.part-${process.pid}`;
     // (Each rm only when there is something to remove: a process less for each on a first create.)
     if (anythingAt(part)) await h.exec.run(["rm", "-rf", "--", part], { check: false });
-    const i = await h.exec.run(["git", ...HOST_GIT_SAFE, "init", "--bare", "-q", part], { env: hostGitEnv(), replaceEnv: true, check: false });
-    if (i.exitCode !== 0) fail(`cannot make the store of ${whose} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
-    const a = await sh(h, SET_LIST, [part, STORE_ALTERNATES]);
-    if (a.exitCode !== 0) fail(`cannot point the store of ${whose} at ${hostGitDir}/objects`, a);
-    await markSeen(h, part, await userTips(h));
+    const i = await sh(h, MAKE_STORE, [part, STORE_ALTERNATES, "git", ...HOST_GIT_SAFE]);
+    if (i.exitCode === GIT_FAILED) fail(`cannot make the store of ${whose} in ${hostGitDir}`, i, `Check that ${hostGitDir} is writable by you.`);
+    if (i.exitCode !== 0) fail(`cannot point the store of ${whose} at ${hostGitDir}/objects`, i);
+    // A store just made has no refs: nothing of it to read first.
+    await markSeen(h, part, await tips!, new Map());
     if (anythingAt(dir)) await h.exec.run(["rm", "-rf", "--", dir], { check: false });
-    const mv = await h.exec.run(["mv", "-T", "--", part, dir], { check: false });
-    if (mv.exitCode !== 0) fail(`cannot put the store of ${whose} in place`, mv);
+    // Put in place and, in the same shell, listed in the host's alternates when it is not yet (read first, as below).
+    const listed = alternateLines(hostGitDir).includes(line);
+    const mv = await sh(h, listed ? PUT_IN_PLACE : `${PUT_IN_PLACE} && shift 2 && ${ADD_LINE}`, [part, dir, hostGitDir, line]);
+    if (mv.exitCode === MOVE_FAILED) fail(`cannot put the store of ${whose} in place`, mv);
+    if (mv.exitCode !== 0) fail(`cannot list the store of ${whose} in ${hostGitDir}/objects/info/alternates`, mv);
+    return dir;
   } else if (alternateLines(dir).join("\n") !== `${STORE_ALTERNATES}\n`) {
     // A store made before the host view borrowed the host's objects dir, and through it every other store.
     const a = await sh(h, SET_LIST, [dir, STORE_ALTERNATES]);
@@ -186,23 +207,25 @@ async function ensureNow(h: HostGit, dir: string, line: string, whose: string): 
 }
 
 /**
+ * Makes `$1` a view holding the links given after `$2`, made whole at `$2` (its part) and renamed into place: one shell
+ * for the five steps (a process each, spawned by the daemon, cost a first create ≈ 250 ms under load). Exits with the
+ * failed step's number (1–5).
+ */
+const MAKE_VIEW =
+  'v="$1"; p="$2"; shift 2; if [ -e "$p" ] || [ -L "$p" ]; then rm -rf -- "$p" || exit 1; fi; mkdir -p -- "$p" || exit 2; ln -s -- "$@" "$p/" || exit 3; ' +
+  'if [ -e "$v" ] || [ -L "$v" ]; then rm -rf -- "$v" || exit 4; fi; mv -T -- "$p" "$v" || exit 5';
+const VIEW_STEPS = ["", "clearing", "mkdir", "ln", "replacing", "renaming"];
+
+/**
  * The view of the host's own objects the stores borrow from (object-view.ts), made as the host user whole beside its
  * place and renamed into it, unless it is one already (read here: a dir of the host's own).
- * runs: rm -rf <view>.part-<pid>; mkdir -p <part>; ln -s -- ../../objects/pack ../../objects/00 … <part>/; rm -rf <view>; mv -T <part> <view>
+ * runs: sh -c 'rm -rf <view>.part-<pid>; mkdir -p <part>; ln -s -- ../../objects/pack ../../objects/00 … <part>/; rm -rf <view>; mv -T <part> <view>'
  */
 async function ensureHostView(h: HostGit): Promise<void> {
   const dir = hostViewDir(h.repo);
   if (isViewOf(dir, VIEW_OF)) return;
-  const part = `${dir}.part-${process.pid}`;
-  const step = async (argv: string[], what: string) => {
-    const r = await h.exec.run(argv, { check: false });
-    if (r.exitCode !== 0) fail(`cannot make the view of the host's objects in ${dir} (${what})`, r, `Check that ${join(h.repo, ".git")} is writable by you.`);
-  };
-  await step(["rm", "-rf", "--", part], "clearing");
-  await step(["mkdir", "-p", "--", part], "mkdir");
-  await step(["ln", "-s", "--", ...viewLinks(VIEW_OF).map(([, target]) => target), `${part}/`], "ln");
-  await step(["rm", "-rf", "--", dir], "replacing");
-  await step(["mv", "-T", "--", part, dir], "renaming");
+  const r = await sh(h, MAKE_VIEW, [dir, `${dir}.part-${process.pid}`, ...viewLinks(VIEW_OF).map(([, target]) => target)]);
+  if (r.exitCode !== 0) fail(`cannot make the view of the host's objects in ${dir} (${VIEW_STEPS[r.exitCode] ?? `exit ${r.exitCode}`})`, r, `Check that ${join(h.repo, ".git")} is writable by you.`);
 }
 
 /** The person's own ref tips in the host repo. */

@@ -25,6 +25,9 @@ export const LABEL = {
   root: "sbx.root",
 } as const;
 
+/** The built sandbox-main's name in its dir (main-bundle.ts), which appears at RUNTIME_MOUNT.main. */
+export const MAIN_BUNDLE = "sandbox-main.js";
+
 /** Where the per-sandbox socket dir (proxy, bridge) appears inside the container. */
 export const SOCKET_MOUNT = "/run/sbx";
 
@@ -34,6 +37,7 @@ export const RUNTIME_MOUNT = {
   shims: "/opt/sbx/shims",
   /** The host's agent cache (src/agents/cache.ts): the launchers in bin/, the agents and Node.js they run. */
   agents: "/opt/sbx/agents",
+  main: "/opt/sbx/main", // sandbox-main built into one file (main-bundle.ts): nothing transpiled at a start
 } as const;
 
 /**
@@ -112,6 +116,8 @@ export interface RuntimeSources {
   shims: string;
   /** The agent cache (absent: no agents are offered, as for a backend made without one). */
   agents?: string;
+  /** The dir of the built sandbox-main (main-bundle.ts; absent: the container runs shims/sandbox-main.ts). */
+  main?: string;
 }
 
 /** Pure: the value of the `sbx.root` label for a state root's sandbox dir. */
@@ -213,15 +219,15 @@ export function mountValue(fields: readonly (string | [string, string])[]): stri
 export const FORWARDER_READY = "sbx forwarder listening";
 
 /**
- * The container's long-lived process (shims/sandbox-main.ts) on the host's Bun, mounted read-only: the egress
- * forwarder, the sandbox's only way out (127.0.0.1:<port>, handed to the proxy over /run/sbx/listen.sock, else
- * relayed to /run/sbx/proxy.sock), and the exec agent, which dials
- * /run/sbx/agent.sock to run the daemon's non-terminal commands. `--init` reaps and forwards signals. The port comes
- * from `spec.options.proxyPort` (default 3128).
+ * The container's long-lived process (shims/sandbox-main.ts; `built`: main-bundle.ts's) on the host's Bun, read-only:
+ * the egress forwarder, the sandbox's only way out (127.0.0.1:<port>, handed to the proxy over /run/sbx/listen.sock,
+ * else relayed to /run/sbx/proxy.sock), and the exec agent, which dials /run/sbx/agent.sock to run the daemon's
+ * non-terminal commands. `--init` reaps and forwards signals. The port comes from `spec.options.proxyPort` (default 3128).
  */
-export function containerCommand(spec: SandboxSpec): string[] {
+export function containerCommand(spec: SandboxSpec, built = false): string[] {
   const transparent = transparentOn(spec) ? ["--dns-stub", STUB_ADDRESS, "--transparent-ports", TRANSPARENT_PORTS.join(",")] : [];
-  return ["-c", MAIN_LAUNCH, "sbx-main", RUNTIME_MOUNT.bun, `${RUNTIME_MOUNT.shims}/sandbox-main.ts`, "--port", String(forwarderPort(spec)), ...transparent];
+  const main = built ? `${RUNTIME_MOUNT.main}/${MAIN_BUNDLE}` : `${RUNTIME_MOUNT.shims}/sandbox-main.ts`;
+  return ["-c", MAIN_LAUNCH, "sbx-main", RUNTIME_MOUNT.bun, main, "--port", String(forwarderPort(spec)), ...transparent];
 }
 
 
@@ -359,6 +365,7 @@ export function dockerCreateArgs(spec: SandboxSpec, plan: CreatePlan): string[] 
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.bun], ["dst", RUNTIME_MOUNT.bun], "readonly"]),
     "--mount", mountValue([["type", "bind"], ["src", plan.runtime.shims], ["dst", RUNTIME_MOUNT.shims], "readonly"]),
     ...(plan.runtime.agents ? ["--mount", mountValue([["type", "bind"], ["src", plan.runtime.agents], ["dst", RUNTIME_MOUNT.agents], "readonly"])] : []),
+    ...(plan.runtime.main ? ["--mount", mountValue([["type", "bind"], ["src", plan.runtime.main], ["dst", RUNTIME_MOUNT.main], "readonly"])] : []),
     "--mount", mountValue([["type", "bind"], ["src", lay.shProfile], ["dst", PROFILE_MOUNT.sh], "readonly"]),
     "--mount", mountValue([["type", "bind"], ["src", lay.fishProfile], ["dst", PROFILE_MOUNT.fish], "readonly"]),
     ...plan.overlays.flatMap((o) => [

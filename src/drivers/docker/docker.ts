@@ -32,9 +32,9 @@ import {
   type OverlayPlan,
   type RuntimeSources,
 } from "./args";
-import { probeEngineFast } from "./engine";
 import { DockerEngine, type Engine, type Found } from "./engine-client";
 import { engineSocket } from "./engine-exec";
+import { ensureMainBundle } from "./main-bundle";
 import { firstTarEntry, tarArchive, type TarEntry } from "../../core/tar";
 import { identityFiles } from "./passwd";
 import { serviceStatusOf, type ServiceStatus } from "../../core/services";
@@ -55,6 +55,8 @@ export interface DockerBackendOptions {
   hostSecrets?: () => Readonly<Record<string, string>>;
   /** The host's agent cache (src/agents/cache.ts), mounted read-only into every new container; unset: none. */
   agentsDir?: string;
+  /** Where sandbox-main is built into one file (main-bundle.ts), mounted read-only; unset: the container runs the .ts. */
+  mainDir?: string;
   /** How long to wait for the in-sandbox forwarder to listen after a start (default 10 s). */
   readyTimeoutMs?: number;
   /** Image used to delete root-owned overlay `work/` dirs when the sandbox's own image is gone. */
@@ -117,28 +119,6 @@ export function ensureAlternatesFile(repo: string): void {
   appendFileSync(join(info, "alternates"), "");
 }
 
-/**
- * Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop.
- * Asks the engine's API on `socket` when given (GET /info), else runs: docker info --format '{{json .}}'
- */
-export async function requireSameUidEngine(exec: Exec, socket?: string): Promise<void> {
-  const p = await probeEngineFast(exec, socket);
-  if (!p.ok) {
-    const hint =
-      p.reason === "permission"
-        ? "Add yourself to the docker group (sudo usermod -aG docker $USER) and log in again."
-        : p.reason === "no-client"
-          ? "Install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io)."
-          : "Start the engine (sudo systemctl start docker), then retry; `sbx doctor` checks the setup.";
-    throw new SbxError("unavailable", `Docker is not usable: ${p.detail.split("\n")[0] || p.reason}`, { hint });
-  }
-  if (!p.class.sameUidWorks) {
-    throw new SbxError("unavailable", `this Docker engine is ${p.class.kind}: ${p.class.why}`, {
-      hint: "sbx needs a rootful Docker Engine on this host (not rootless, not userns-remap, not Docker Desktop); `sbx doctor` explains the options.",
-    });
-  }
-}
-
 /** A Docker sandbox's own options; a spec of another kind handed to this backend is a bug, said at once. */
 export function dockerOptions(spec: SandboxSpec): DockerOptions {
   if (spec.options.driver !== "docker") {
@@ -154,6 +134,8 @@ export class DockerBackend implements Backend {
   /** Every call to the engine goes through here. */
   readonly engine: Engine;
   private runtimeCache: RuntimeSources | undefined;
+  /** The built sandbox-main's dir, made (or found current) once per daemon: the forwarder matches the daemon's code. */
+  private mainBundle: Promise<string | undefined> | undefined;
   private hostSecretsOf: (() => Readonly<Record<string, string>>) | undefined;
   /** What each sandbox's last container build removed or left out, until the driver tells the person (takeNotes). */
   private readonly notes = new Map<string, string[]>();
@@ -220,6 +202,16 @@ export class DockerBackend implements Backend {
     this.runtimeCache ??= defaultRuntime();
     if (this.opts.agentsDir !== undefined && this.runtimeCache.agents === undefined) this.runtimeCache = { ...this.runtimeCache, agents: this.opts.agentsDir };
     return this.runtimeCache;
+  }
+
+  /** runtime() with the built sandbox-main's dir when there is one (a failed build: the .ts, as before). */
+  private async runtimeWithMain(): Promise<RuntimeSources> {
+    const r = this.runtime();
+    if (r.main !== undefined || this.opts.mainDir === undefined) return r;
+    const mainDir = this.opts.mainDir;
+    this.mainBundle ??= ensureMainBundle(r.shims, mainDir);
+    const main = await this.mainBundle;
+    return main === undefined ? r : { ...r, main };
   }
 
   private image(spec: SandboxSpec): string {
@@ -406,13 +398,13 @@ export class DockerBackend implements Backend {
       trace("d container volumes");
       writeShellProfiles(spec);
       ensureAlternatesFile(spec.repo);
-      const runtime = this.runtime();
+      const runtime = await this.runtimeWithMain();
       // The mount's source must exist; agents installed later appear in it without a new container.
       if (runtime.agents) mkdirSync(join(runtime.agents, "bin"), { recursive: true, mode: 0o755 });
       // The environment is copied in too: a value that holds a host secret (in any form) is left out.
       const env = copyIn.env("the sandbox's environment", spec.env);
       trace("d container create");
-      await this.engine.createContainer(dockerCreateArgs({ ...spec, env }, { image, overlays, command: containerCommand(spec), runtime, root: this.root }));
+      await this.engine.createContainer(dockerCreateArgs({ ...spec, env }, { image, overlays, command: containerCommand(spec, runtime.main !== undefined), runtime, root: this.root }));
     }
     // Before the first start, so nothing inside ever sees root-owned parents (the archive holds strict parents of
     // mount points only: before a start the engine writes through the mounts).

@@ -4,7 +4,8 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import { z } from "zod";
 import type { Change, CleanupReport, DockerOptions, HostUser, Observed, SandboxSpec, ShellRequest } from "../../core/spec";
-import { DockerBackend, dockerOptions, engineSocket, requireSameUidEngine } from "./docker";
+import { DockerBackend, dockerOptions, engineSocket } from "./docker";
+import { EngineCheck } from "./engine";
 import { dockerfileNow, ensureImage, planImage } from "./image";
 import type { ContextChanges } from "./build-context";
 import type { BuildProxyLease } from "../../sys/build-relay";
@@ -117,10 +118,13 @@ export class DockerDriver implements Driver {
   readonly services: SandboxServices;
   /** The same on the engine: made, started, stopped and removed with their sandbox. */
   readonly serviceEngine: DockerServices;
+  /** What the engine check learned, kept for this driver's (the daemon's) life. */
+  private readonly engineCheck: EngineCheck;
 
   constructor(private readonly d: DockerDriverDeps) {
     const sock = engineSocket(d.env.vars.DOCKER_HOST);
-    this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, ...(sock === undefined ? {} : { apiSocket: sock }) });
+    this.backend = d.backend ?? new DockerBackend(d.exec, { sandboxRoot: d.paths.sandboxRoot, agentsDir: d.paths.agentsDir, mainDir: join(d.paths.cacheDir, "sbx", "main"), ...(sock === undefined ? {} : { apiSocket: sock }) });
+    this.engineCheck = new EngineCheck(d.exec, this.backend.apiSocket);
     const engineServices = new DockerServices(d.exec, this.backend.root);
     this.serviceEngine = engineServices;
     this.services = {
@@ -157,9 +161,12 @@ export class DockerDriver implements Driver {
     return selfUser(this.d.env);
   }
 
-  /** One API round trip: the engine answers and keeps the user's uid (not rootless, no userns-remap). */
+  /**
+   * The engine answers and keeps the user's uid (not rootless, no userns-remap): asked in full once, then a ping while
+   * the engine's socket is the same (EngineCheck).
+   */
   ready(): Promise<void> {
-    return (this.d.checkEngine ?? ((e: Exec) => requireSameUidEngine(e, this.backend.apiSocket)))(this.d.exec);
+    return this.d.checkEngine ? this.d.checkEngine(this.d.exec) : this.engineCheck.require();
   }
 
   /** Its part of the identity, from the config file the create read (a bad one refused before anything was made). */

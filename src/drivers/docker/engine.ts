@@ -1,5 +1,7 @@
 // Which Docker engine answers, and whether it can give a sandbox the host user's uid on bind mounts.
+import { statSync } from "node:fs";
 import { z } from "zod";
+import { SbxError } from "../../core/errors";
 import type { Exec } from "../../sys/exec";
 
 export const DockerInfoSchema = z.object({
@@ -96,4 +98,77 @@ export async function probeEngine(exec: Exec): Promise<EngineProbe> {
   }
   const info = DockerInfoSchema.parse(raw);
   return { ok: true, info, class: classifyEngine(info) };
+}
+
+/**
+ * Checks the engine can give the sandbox the host user's uid on bind mounts; refuses rootless, userns-remap, Desktop.
+ * Asks the engine's API on `socket` when given (GET /info), else runs: docker info --format '{{json .}}'
+ */
+export async function requireSameUidEngine(exec: Exec, socket?: string): Promise<void> {
+  const p = await probeEngineFast(exec, socket);
+  if (!p.ok) {
+    const hint =
+      p.reason === "permission"
+        ? "Add yourself to the docker group (sudo usermod -aG docker $USER) and log in again."
+        : p.reason === "no-client"
+          ? "Install Docker Engine (Debian/Ubuntu: sudo apt-get install docker.io)."
+          : "Start the engine (sudo systemctl start docker), then retry; `sbx doctor` checks the setup.";
+    throw new SbxError("unavailable", `Docker is not usable: ${p.detail.split("\n")[0] || p.reason}`, { hint });
+  }
+  if (!p.class.sameUidWorks) {
+    throw new SbxError("unavailable", `this Docker engine is ${p.class.kind}: ${p.class.why}`, {
+      hint: "sbx needs a rootful Docker Engine on this host (not rootless, not userns-remap, not Docker Desktop); `sbx doctor` explains the options.",
+    });
+  }
+}
+
+/** The socket file's identity (device, inode, change time): a restarted engine makes its socket afresh. */
+function socketIdentity(socket: string): string | undefined {
+  try {
+    const st = statSync(socket);
+    return `${st.dev}:${st.ino}:${st.ctimeMs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** GET /_ping: whether the engine on `socket` answers at all (≈1 ms; /info makes dockerd run runc and docker-init). */
+export async function pingEngineApi(socket: string): Promise<boolean> {
+  try {
+    const res = await fetch("http://docker/_ping", { unix: socket, signal: AbortSignal.timeout(5_000) } as RequestInit);
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** How long a good answer of the engine is trusted without asking again (beside a ping each time). */
+const ENGINE_CHECK_KEEP_MS = 10 * 60_000;
+
+/**
+ * requireSameUidEngine, remembered for the daemon's life: the engine's /info costs 40–100 ms of every create here
+ * (dockerd runs `runc --version` and `docker-init --version` to answer it), and its answer (rootful or not) changes only
+ * when the engine restarts. So a good answer is kept while the socket is the same file, the engine answers a ping, and
+ * it is younger than ENGINE_CHECK_KEEP_MS; anything else asks in full again, so a failure says what it said before.
+ * Without an API socket (the CLI probe) nothing is kept.
+ */
+export class EngineCheck {
+  private good: { id: string; at: number } | undefined;
+  constructor(
+    private readonly exec: Exec,
+    private readonly socket: string | undefined,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async require(): Promise<void> {
+    const socket = this.socket;
+    const id = socket === undefined ? undefined : socketIdentity(socket);
+    const kept = this.good;
+    if (socket !== undefined && id !== undefined && kept?.id === id && this.now() - kept.at < ENGINE_CHECK_KEEP_MS && (await pingEngineApi(socket))) return;
+    this.good = undefined;
+    await requireSameUidEngine(this.exec, socket);
+    // The identity read before the full answer: a socket made afresh meanwhile does not match next time.
+    if (id !== undefined) this.good = { id, at: this.now() };
+  }
 }

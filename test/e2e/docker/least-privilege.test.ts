@@ -48,4 +48,16 @@ describe.skipIf(!canRun)(`least-privilege (Docker)${canRun ? "" : ` — skipped:
     const mounts = JSON.parse(f.docker(["inspect", "--format", "{{json .Mounts}}", id]).stdout) as { Source: string }[];
     expect(mounts.some((m) => m.Source.includes("docker.sock"))).toBe(false);
   }, 60_000);
+
+  test("the forwarder it runs (sbx's built sandbox-main, the shims, Bun) cannot be written from inside", () => {
+    const script = [
+      "cat /proc/1/cmdline /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -o '/opt/sbx/main/sandbox-main.js' | head -1",
+      "for f in /opt/sbx/main/sandbox-main.js /opt/sbx/main/new /opt/sbx/shims/sandbox-main.ts /opt/sbx/bin/bun; do (echo x >> $f) 2>/dev/null && echo wrote-$f; done",
+      "rm -f /opt/sbx/main/sandbox-main.js 2>/dev/null && echo removed",
+      "true",
+    ].join("\n");
+    const r = f.sbx(["shell", "leastpriv", "--", "sh", "-c", script], { env });
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe("/opt/sbx/main/sandbox-main.js");
+  }, 60_000);
 });

@@ -75,7 +75,7 @@ describe.skipIf(!canRun)(`resource limits (Docker)${canRun ? "" : ` — skipped:
     const main = f.docker(["inspect", "--format", "{{.State.Pid}}", container()]).stdout.trim();
     // --init's only child is sandbox-main (the launch line exec'd into it).
     const kid = readFileSync(`/proc/${main}/task/${main}/children`, "utf8").trim().split(/\s+/)[0]!;
-    expect(readFileSync(`/proc/${kid}/cmdline`, "utf8")).toContain("sandbox-main.ts");
+    expect(readFileSync(`/proc/${kid}/cmdline`, "utf8")).toContain("/opt/sbx/main/sandbox-main.js");
     expect(readFileSync(`/proc/${kid}/environ`, "utf8").split("\0")).toContain("BUN_JSC_useConcurrentJIT=0");
     // Its warm-up made the thread JSC would otherwise make mid-bomb (Bun 1.4.5's name for it), and no JIT worker runs.
     const threads = readdirSync(`/proc/${kid}/task`).map((t) => readFileSync(`/proc/${kid}/task/${t}/comm`, "utf8").trim());

@@ -55,12 +55,12 @@ async function listenerHeld(name: string): Promise<boolean> {
   return false;
 }
 
-/** The host pid of the container's long-lived process (shims/sandbox-main.ts): the only child of its --init. */
+/** The host pid of the container's long-lived process (sandbox-main, built: main-bundle.ts): the only child of its --init. */
 function forwarderPid(ctr: string): number {
   const init = docker(["inspect", "--format", "{{.State.Pid}}", ctr]).stdout.trim();
   const kids = readFileSync(`/proc/${init}/task/${init}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
   expect(kids.length).toBe(1);
-  expect(readFileSync(`/proc/${kids[0]}/cmdline`, "utf8")).toContain("sandbox-main.ts");
+  expect(readFileSync(`/proc/${kids[0]}/cmdline`, "utf8")).toContain("/opt/sbx/main/sandbox-main.js");
   return Number(kids[0]);
 }
 

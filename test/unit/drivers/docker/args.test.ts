@@ -149,6 +149,12 @@ describe("dockerCreateArgs", () => {
     expect(mounts.filter((m) => m.includes("/opt/sbx/")).every((m) => m.endsWith(",readonly"))).toBe(true);
   });
 
+  test("a built sandbox-main is run from its own dir, mounted read-only", () => {
+    const built = dockerCreateArgs(spec, { image: "sbx-app:1234", overlays, command: containerCommand(spec, true), runtime: { ...runtime, main: "/home/ann/.cache/sbx/main" }, root: "r" });
+    expect(built).toContain("type=bind,src=/home/ann/.cache/sbx/main,dst=/opt/sbx/main,readonly");
+    expect(containerCommand(spec, true)[4]).toBe("/opt/sbx/main/sandbox-main.js");
+  });
+
   test("the transparent path: resolv.conf names the stub, the namespaced sysctl opens 53..1023 to the user, no capability is added", () => {
     const tspec = { ...spec, options: { ...dockerOpts, transparent: true } };
     const t = dockerCreateArgs(tspec, { image: "sbx-app:1234", overlays, command: containerCommand(tspec), runtime, root: "r" });
