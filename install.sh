@@ -52,6 +52,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# squid: the company proxy of the parent-proxy tests (test/support/squid.ts runs its own, on loopback, with its own
+# config). Its package would start a system squid on port 3128: a policy-rc.d for this one install keeps it stopped.
+if ! dpkg-query -W -f='${Status}' squid 2>/dev/null | grep -q "install ok installed"; then
+  if is_root; then
+    say "installing squid (apt; for the parent-proxy tests, not started)"
+    policy_made=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && policy_made=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends squid >/dev/null || say "squid did not install: the parent-proxy tests that need it will say so and skip"
+    [ -n "$policy_made" ] && rm -f /usr/sbin/policy-rc.d
+  else
+    say "squid is not installed (only the parent-proxy tests need it): sudo apt-get install squid"
+  fi
+fi
+
 # ── Bun (from npm) and dependencies ────────────────────────────────────────
 if ! command -v bun >/dev/null; then
   say "installing Bun from npm"

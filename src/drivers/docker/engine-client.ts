@@ -103,9 +103,22 @@ export interface Engine {
 /** Pure: the IPv4 gateway of a network's IPAM config (GET /networks/bridge, or `docker network inspect`), or null. */
 export function gatewayOf(ipamConfig: unknown): string | null {
   if (!Array.isArray(ipamConfig)) return null;
+  const v4 = /^[0-9]{1,3}(\.[0-9]{1,3}){3}$/;
   for (const c of ipamConfig as { Gateway?: unknown }[]) {
     const g = c?.Gateway;
-    if (typeof g === "string" && /^[0-9]{1,3}(\.[0-9]{1,3}){3}$/.test(g)) return g;
+    if (typeof g === "string" && v4.test(g)) return g;
+  }
+  // dockerd 20.10 may record only the subnet for the default bridge (seen on a fresh machine where it made docker0 at
+  // its start): the bridge then holds the subnet's first address, which it takes unless `--bip` names another (and
+  // then the Gateway is recorded). A relay that cannot listen there says so (doctor's `image builds` line).
+  for (const c of ipamConfig as { Subnet?: unknown }[]) {
+    const m = typeof c?.Subnet === "string" ? /^([0-9]{1,3}(?:\.[0-9]{1,3}){3})\/([0-9]{1,2})$/.exec(c.Subnet) : null;
+    if (!m || Number(m[2]) > 30) continue;
+    const n = m[1]!.split(".").reduce((a, o) => a * 256 + Number(o), 0);
+    const mask = Number(m[2]) === 0 ? 0 : (0xffffffff << (32 - Number(m[2]))) >>> 0;
+    const first = ((n & mask) >>> 0) + 1;
+    const g = [24, 16, 8, 0].map((sh) => (first >>> sh) & 255).join(".");
+    if (!g.startsWith("127.") && g !== "0.0.0.1") return g;
   }
   return null;
 }

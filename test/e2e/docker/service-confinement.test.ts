@@ -100,7 +100,10 @@ describe.skipIf(!canRun)(`service-confinement (Docker)${canRun ? "" : ` — skip
 
   test("inside the service: only lo, and no route to the metadata address, the host's bridge gateway or another network's container", () => {
     expect(inService(["ls", "/sys/class/net"]).stdout.trim().split(/\s+/)).toEqual(["lo"]);
-    const gateway = f.docker(["network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"]).stdout.trim();
+    // The bridge's own address on the host (dockerd may record only the subnet, no gateway, for the default bridge).
+    const bridge = f.docker(["network", "inspect", "bridge", "--format", '{{index .Options "com.docker.network.bridge.name"}}']).stdout.trim() || "docker0";
+    const gateway = /inet ([0-9.]+)\//.exec(Bun.spawnSync(["ip", "-4", "-o", "addr", "show", "dev", bridge]).stdout.toString())?.[1] ?? "";
+    expect(gateway).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     const target = f.docker(["inspect", "--format", `{{(index .NetworkSettings.Networks "${NET}").IPAddress}}`, TARGET]).stdout.trim();
     expect(target).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     // The probe can succeed where there is a route: a control container on the target's network connects.
