@@ -13,7 +13,7 @@ import { credentialFor, ANTHROPIC_OAUTH_BETA, type Credential, type KeySources, 
 import { canonicalPath, checkScope, LLM_CREDENTIAL_SCOPES, scopeThrough, type LlmCredentialKind } from "../core/credential-scope";
 import type { CallUsage } from "../core/llm-usage";
 import { formsMemo } from "../core/reflection-forms";
-import { StreamReplacer } from "../core/stream-replace";
+import { replaceAll, StreamReplacer } from "../core/stream-replace";
 import { CallMeter, FAMILY } from "./meter";
 import type { SandboxBudget } from "./budget";
 
@@ -307,11 +307,11 @@ export function createLlmHandler(o: LlmHandlerOptions): LlmProxy {
         });
       },
       // What the provider sent may be quoted (a head it could not read): masked as its answers are.
-      failure: (why) => `${route.provider}: ${maskText(why, masked)}`,
+      failure: (why) => `${route.provider}: ${replaceAll(why, spellings).text}`,
       failedAnswer: (message, close) => own(502, "upstream_failed", { error: "upstream_failed", message, hint: "Check the host's network; the request was not sent with any key from the sandbox." })(close),
       rewrite: {
         requestBody: null,
-        responseHead: (h) => ({ reason: maskText(h.reason, masked), headers: h.headers }),
+        responseHead: (h) => ({ reason: replaceAll(h.reason, spellings).text, headers: h.headers }),
         responseBody: new StreamReplacer(masked),
       },
       tap: {
@@ -345,12 +345,6 @@ export function createLlmHandler(o: LlmHandlerOptions): LlmProxy {
 }
 
 const enc = new TextEncoder();
-
-/** A line of the answer's head with every spelling of a credential masked. */
-function maskText(text: string, pairs: readonly { from: Uint8Array; to: Uint8Array }[]): string {
-  const r = new StreamReplacer(pairs);
-  return new TextDecoder().decode(Buffer.concat([r.push(enc.encode(text)), r.end()]));
-}
 
 /** Answer headers never passed to the sandbox, beside STRIPPED: cookies and proxy authentication are the host's. */
 const ANSWER_STRIPPED = new Set(["set-cookie", "set-cookie2", "proxy-authenticate", "proxy-authentication-info"]);
