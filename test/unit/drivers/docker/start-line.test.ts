@@ -147,7 +147,8 @@ describe("session-hangup: a Docker session's process is hung up by its id, and n
     const p = Bun.spawn(inSandboxArgv("demo-1", ["sleep", "60"], { session: id }), { env: { PATH: "/usr/bin:/bin", SBX_SESSION: id }, stdout: "ignore", stderr: "ignore" });
     const file = join(SESSION_PIDS, id);
     try {
-      for (let i = 0; i < 100 && !(await Bun.file(file).exists()); i++) await Bun.sleep(20);
+      // The shell's `>` makes the file before echo fills it: wait for the line, not the file.
+      await settle(SESSION_PIDS, [id]);
       expect(readFileSync(file, "utf8").trim()).toBe(String(p.pid));
       hangUp(SESSION_PIDS, "only", id);
       await p.exited;
