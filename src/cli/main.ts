@@ -9,7 +9,7 @@ import { VERSION } from "../version";
 import { createRender, type Io } from "./render";
 import type { CliContext, Verb } from "./verb";
 import type { Attach } from "./as-person";
-import { verbs as defaultVerbs } from "./verbs";
+import { verbsFor } from "./verb-loaders";
 import { isHelpTopic, topicsLine, topicsList, topicText, type HelpTopic } from "./topics";
 import { isAgentName } from "../core/agent-names";
 
@@ -95,7 +95,8 @@ export async function main(argv: readonly string[], deps: MainDeps): Promise<num
       outputError: (s) => render.error(usageError(s, null)),
     });
 
-  for (const verb of deps.verbs ?? defaultVerbs) {
+  // Only the verb the command line names is loaded (verb-loaders.ts); help and unknown words load them all.
+  for (const verb of deps.verbs ?? (await verbsFor(argv))) {
     const cmd = program.command(verb.name, { hidden: verb.hidden === true }).description(verb.summary).helpOption("-h, --help", "show help");
     for (const a of verb.aliases ?? []) cmd.alias(a);
     cmd.configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s), outputError: (s) => render.error(usageError(s, verb.name)) });
