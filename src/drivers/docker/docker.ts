@@ -361,16 +361,17 @@ export class DockerBackend implements Backend {
    * for neither; apply starts it.
    * runs: docker volume create …, docker create …, docker cp - … (through the engine API when its socket answers)
    */
-  async prepare(spec: SandboxSpec): Promise<void> {
-    await this.createIfMissing(spec);
+  async prepare(spec: SandboxSpec, image?: Promise<string>): Promise<void> {
+    await this.createIfMissing(spec, image);
   }
 
   /**
    * The container's status before this call (null: it was missing and is made now, not started). A container that has
    * never run is seeded (mount points' parents owned by the user, ~/.claude.json) unless the sandbox dir's marker says
-   * this container was: a create or seed cut short is finished by the next call.
+   * this container was: a create or seed cut short is finished by the next call. `image`: the image's tag while it is
+   * still being checked (the spec then has none): the container's volumes are made meanwhile, the container once it is.
    */
-  private async createIfMissing(spec: SandboxSpec): Promise<{ status: string | null; overlays: OverlayPlan[] }> {
+  private async createIfMissing(spec: SandboxSpec, imageLater?: Promise<string>): Promise<{ status: string | null; overlays: OverlayPlan[] }> {
     const own = await this.ownContainer(spec);
     if (own.foreign) {
       throw new SbxError("conflict", `sandbox ${spec.name}: a container named ${containerName(spec.id)} belongs to another sbx state root`, {
@@ -382,7 +383,6 @@ export class DockerBackend implements Backend {
     const marker = sandboxLayout(spec.dir).seeded;
     const copyIn = this.copyIn(spec);
     if (status === null) {
-      const image = this.image(spec);
       mkdirSync(spec.sockets.dir, { recursive: true, mode: 0o700 });
       if (!isDir(sandboxLayout(spec.dir).clone)) {
         throw new SbxError("internal", `sandbox ${spec.name}: its clone ${sandboxLayout(spec.dir).clone} is missing`, {
@@ -403,6 +403,7 @@ export class DockerBackend implements Backend {
       if (runtime.agents) mkdirSync(join(runtime.agents, "bin"), { recursive: true, mode: 0o755 });
       // The environment is copied in too: a value that holds a host secret (in any form) is left out.
       const env = copyIn.env("the sandbox's environment", spec.env);
+      const image = imageLater ? await imageLater : this.image(spec);
       trace("d container create");
       await this.engine.createContainer(dockerCreateArgs({ ...spec, env }, { image, overlays, command: containerCommand(spec, runtime.main !== undefined), runtime, root: this.root }));
     }

@@ -304,8 +304,9 @@ export class DockerDriver implements Driver {
       }
       return out;
     });
-    // Best effort: a start makes whatever is still missing.
-    const preparing = imaging.then((image) => this.backend.prepare(this.specOf(n.name, n.repo, { ...ident, image: image.tag }))).catch(() => undefined);
+    // Best effort: a start makes whatever is still missing. The container's views and volumes are made while the image
+    // is checked; the container itself once its tag is known.
+    const preparing = this.backend.prepare(this.specOf(n.name, n.repo, ident), imaging.then((image) => image.tag)).catch(() => undefined);
     // What the guards use of the host (the clone; the image's tag, for reading the clone while the container is
     // stopped) is made: the create raises them now, beside the container's making and seed, which they never touch.
     const ready = Promise.all([imaging, cloning]).then(([image]) => n.hostReady?.({ ...ident, image: image.tag, ...this.dockerfileOf(n.repo, ident) }), () => undefined);
