@@ -341,10 +341,11 @@ export class DockerBackend implements Backend {
 
   /**
    * runs: docker volume create …, docker create …, docker cp - … sbx-<id>:/, docker start sbx-<id> (only what is
-   * missing; each through the engine API when its socket answers)
+   * missing; each through the engine API when its socket answers). `own`: the container as the caller just saw it
+   * (ownContainer, under the sandbox's lock), so it is not asked again.
    */
-  async apply(spec: SandboxSpec): Promise<Change> {
-    const { status } = await this.createIfMissing(spec);
+  async apply(spec: SandboxSpec, own?: { status: string | null; foreign: boolean }): Promise<Change> {
+    const { status } = await this.createIfMissing(spec, undefined, own);
     if (status === "running") return { changed: false };
     // A restarted container keeps its earlier runs' log, "listening" line included: only this run's lines count.
     const since = Date.now() / 1000;
@@ -371,8 +372,8 @@ export class DockerBackend implements Backend {
    * this container was: a create or seed cut short is finished by the next call. `image`: the image's tag while it is
    * still being checked (the spec then has none): the container's volumes are made meanwhile, the container once it is.
    */
-  private async createIfMissing(spec: SandboxSpec, imageLater?: Promise<string>): Promise<{ status: string | null; overlays: OverlayPlan[] }> {
-    const own = await this.ownContainer(spec);
+  private async createIfMissing(spec: SandboxSpec, imageLater?: Promise<string>, seen?: { status: string | null; foreign: boolean }): Promise<{ status: string | null; overlays: OverlayPlan[] }> {
+    const own = seen ?? (await this.ownContainer(spec));
     if (own.foreign) {
       throw new SbxError("conflict", `sandbox ${spec.name}: a container named ${containerName(spec.id)} belongs to another sbx state root`, {
         hint: "sbx never touches another state root's containers. Remove this sandbox (`sbx rm --force " + spec.name + "`) and create it again: new sandboxes get ids scoped to their state root.",
@@ -536,7 +537,12 @@ export class DockerBackend implements Backend {
   }
 
   async inspect(spec: SandboxSpec): Promise<Observed> {
-    const status = await this.containerStatus(spec);
+    return this.observed(spec, await this.ownContainer(spec));
+  }
+
+  /** Pure: what `own` (ownContainer's answer) says of the sandbox. */
+  observed(spec: SandboxSpec, own: { status: string | null }): Observed {
+    const status = own.status;
     const phase: Phase = status === null ? "absent" : status === "running" ? "running" : "stopped";
     return {
       id: spec.id,

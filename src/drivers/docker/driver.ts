@@ -416,7 +416,9 @@ export class DockerDriver implements Driver {
   /** Starts a stored sandbox's container if it is not running (rebuilding a missing image, resolving the user's shell). */
   async ensureRunning(row: Sandbox, r: DriverReport): Promise<{ spec: SandboxSpec; identity?: DockerIdentity }> {
     const spec = this.spec(row);
-    const obs = await this.backend.inspect(spec);
+    // Seen once: the start below takes this answer rather than ask the engine again.
+    const own = await this.backend.ownContainer(spec);
+    const obs = this.backend.observed(spec, own);
     trace(`d docker inspected ${obs.phase}`);
     const ident = this.identity(row);
     const imageOf = (s: ServiceSpec) => this.serviceImage(row.repo, s, { r });
@@ -430,7 +432,7 @@ export class DockerDriver implements Driver {
       ident.image = img.tag;
       if (img.built) Object.assign(ident, this.dockerfileOf(row.repo, ident));
     }
-    await this.backend.apply(this.specOf(row.name, row.repo, ident));
+    await this.backend.apply(this.specOf(row.name, row.repo, ident), own);
     // In its namespace, so after it runs; a service that cannot start fails the start (and a create removes it all).
     await this.serviceEngine.ensure(this.specOf(row.name, row.repo, ident), ident.services ?? [], { sandboxStarted: true, imageOf });
     this.sayCopyIn(spec, r);
