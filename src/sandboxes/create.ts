@@ -113,6 +113,8 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
     const row = c.d.store.createSandbox({ name: req.name, repo, backend: driver.kind, identity: level ? { ...identity, policy: { level, repo: NO_FACTS, at: Date.now() } } : identity });
     let aside: SetAside | null = null;
     let counting: Promise<number> | null = null;
+    // The store's making and the set-aside, once begun: settled before anything made is undone.
+    let hostWork: Promise<void> | null = null;
     try {
       cancelled(req);
       const h = { exec: driver.hostExec(driver.spec(row)), repo };
@@ -123,14 +125,14 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       trace("d create provision");
       // The set-aside writes only refs/remotes/sandbox-<name>/* and refs/sbx-retired/*, which neither of the others
       // reads or writes: it runs beside them.
-      const storing = Promise.all([
+      const storing = (hostWork = Promise.all([
         promoteStores(h).finally(() => trace("d create promoted")).then(() => ensureStore(h, req.name)).finally(() => trace("d create stored")),
         setAside(c, row, driver, out).then((a) => void (aside = a)).finally(() => trace("d create set aside")),
-      ]).then(() => undefined);
+      ]).then(() => undefined));
       // The guards come up as soon as what they use of the host is made (the driver says when: Docker, the clone and the
-      // image's tag), beside the rest of the provision (the container's seed); ref sync's waits for the store and the
-      // set-aside (`hostWork`). The sandbox starts only once all are done (running.run finds the guards up). A kind that
-      // never says is guarded by run.
+      // image's tag), beside the rest of the provision (the container's seed); ref sync's syncs wait for the store and
+      // the set-aside (`hostWork`), the sandbox's start does not. The sandbox starts only once every guard is up
+      // (running.run finds them up). A kind that never says is guarded by run, after the store's work.
       let raising = null as Promise<void> | null;
       const hostReady = (identity: Record<string, unknown>) => {
         if (req.signal?.aborted) return; // the create stops after the provision (cancelled, below)
@@ -141,11 +143,13 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       };
       const provisioning = driver.provision(row, { ...n, repoQuiet: storing.catch(() => undefined), hostReady }, c.report(row.id, out));
       // allSettled: a failed step's cleanup starts only once every step under way has settled (a guard still coming up
-      // would otherwise be left serving a sandbox that is gone).
-      const [made, stored] = await Promise.allSettled([provisioning, storing]);
-      const [raised] = await Promise.allSettled([raising ?? Promise.resolve()]);
+      // would otherwise be left serving a sandbox that is gone; the catch below waits for the store's work).
+      // Guards raised here do not wait for the store and the set-aside: ref sync, the one guard that writes into them,
+      // waits for them itself, so they do not hold the start, and fail the create all the same once it runs. Guards
+      // that run raises (a kind that never said its host was ready) are raised without that wait: the start waits.
+      const [made] = await Promise.allSettled([provisioning]);
+      const [raised] = await Promise.allSettled([raising ?? storing]);
       if (made.status === "rejected") throw made.reason;
-      if (stored.status === "rejected") throw stored.reason;
       if (raised.status === "rejected") throw raised.reason;
       c.driverIdentity(row.id, made.value);
       cancelled(req);
@@ -154,9 +158,12 @@ async function createUnstaged(c: ServiceContext, req: CreateRequest): Promise<{ 
       // never touches): the note waited ≈ 40 ms after it before.
       if (req.withChanges !== true) counting = changedFiles(driver.hostExec(driver.spec(row)), row.repo).catch(() => 0);
       await c.running.run(c.fresh(row), driver, c.report(row.id, out));
+      await storing;
+      trace("d create stored and ran");
       cancelled(req);
     } catch (e) {
       await counting; // nothing of the create still runs once it has failed
+      await hostWork?.catch(() => undefined);
       out.log(`creating ${req.name} failed; removing what was made…`);
       await undoCreate(c, row, dir, aside, driver, out);
       c.d.store.audit({ sandboxId: null, kind: "lifecycle", action: "create.failed", detail: { name: req.name, repo, backend: driver.kind, error: (e as Error).message.split("\n")[0] } });
