@@ -280,8 +280,8 @@ export function parseSnapshot(refsOut: string, configOut: string): Snapshot {
  * What the launcher (`shims/git`) read while Bun started: the real git it found (SBX_REAL_GIT: an absolute path it saw
  * executable), and on the fd SBX_GIT_SNAPSHOT_FD names for-each-ref's lines, a NUL, config -z's entries (no snapshot
  * when no ref is there: not a repository, or none yet; read here then). The variables are dropped, so no git this runs
- * inherits them; nor does it inherit the fd (Bun.spawn passes a child only the stdio it is given), closed once read.
- * Read with Bun's own file API: node:fs would cost its import on every push.
+ * inherits them; nor does it inherit the fd, left open (Bun.spawn passes a child only the stdio it is given: closing it
+ * would need node:fs). Read with Bun's own file API: node:fs would cost its import on every push.
  */
 export async function fromLauncher(env: NodeJS.ProcessEnv = process.env): Promise<{ git?: string; snapshot?: Snapshot }> {
   const { SBX_GIT_SNAPSHOT_FD: fd, SBX_REAL_GIT: g } = env;
