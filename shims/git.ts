@@ -14,6 +14,11 @@ export interface BridgeReply {
   refs?: Extract<Frame, { t: "refs" }>;
   pushed?: Extract<Frame, { t: "pushed" }>;
   bundle?: Uint8Array;
+  /**
+   * Hangs up (the reply is read to "exit"; the stream is left open until then or this process exits): the bridge waits
+   * for that before its own bookkeeping, which then does not compete with what the shim still does.
+   */
+  hangUp?: () => void;
 }
 
 /**
@@ -95,8 +100,13 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
       sawExit = true;
     }
   };
-  // "exit" is the last frame: stop there (the bridge may still tidy its gate before closing the stream).
-  for await (const chunk of res.body) {
+  // "exit" is the last frame: stop there (the bridge may still tidy its gate before closing the stream). The stream is
+  // left open, not cancelled: the bridge starts that tidying once the caller hangs up (reply.hangUp, or this process's
+  // exit), so it does not compete with this shim's tracking-ref update for the CPU.
+  const replyBody = res.body.getReader();
+  for (;;) {
+    const { done, value: chunk } = await replyBody.read();
+    if (done) break;
     buf += dec.decode(chunk, { stream: true });
     let nl: number;
     while (!sawExit && (nl = buf.indexOf("\n")) !== -1) {
@@ -111,6 +121,7 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
     return { code: EXIT_UNAVAILABLE };
   }
   if (chunks.length) reply.bundle = Buffer.concat(chunks);
+  reply.hangUp = () => void replyBody.cancel().catch(() => undefined);
   return reply;
 }
 
@@ -441,6 +452,7 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
   }
   await tracking(lines);
   T("tracking refs updated");
+  reply.hangUp?.();
   return reply.code;
 }
 
@@ -572,7 +584,8 @@ async function clone(l: Local, argv: string[], rest: string[], cwd: string): Pro
 const traceFrom = Number(process.env.SBX_SHIM_TRACE) || 0;
 const traced: string[] = [];
 const T = (stage: string) => traceFrom && traced.push(`  @${(performance.timeOrigin + performance.now() - traceFrom).toFixed(1)} ms shim: ${stage}\n`);
-if (traceFrom) process.on("exit", () => (T("exit"), fs().writeSync(2, traced.join(""))));
+// process.stderr, not node:fs: loading node:fs here would add its ≈9 ms to the exit being traced.
+if (traceFrom) process.on("exit", () => (T("exit"), process.stderr.write(traced.join(""))));
 T("module loaded");
 export async function main(argv: string[]): Promise<number> {
   const early = await fromLauncher();
