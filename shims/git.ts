@@ -427,7 +427,7 @@ async function push(l: Local, s: Snapshot, argv: string[], rest: string[], cwd: 
     packed = p.exited.then(() => T("pack-objects exited"));
   }
   T("calling bridge");
-  const replied = callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved }, pack, "git push");
+  const replied = callBridge({ tool: "git", args: argv, cwd, ...(branch ? { branch } : {}), resolved, hangsUp: true }, pack, "git push");
   // The tracking refs' update starts once the pack is made and is told its lines at the answer: no git starts after it.
   const tracking = updateRefsLater(l, packed);
   const reply = await replied;

@@ -114,7 +114,8 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
     } catch (e) {
       return json(wire("usage", `bad bridge request: ${(e as Error).message.slice(0, 300)}`, "Use the sbx git/gh shims; they speak this protocol."), 400);
     }
-    // The caller has hung up (the git shim does once its tracking refs are written; any caller's exit closes the connection).
+    // The caller has hung up (the git shim's push does once its tracking refs are written; any caller's exit closes the
+    // connection).
     let callerGone!: () => void;
     const gone = new Promise<void>((r) => (callerGone = r));
     const stream = new ReadableStream<Uint8Array>({
@@ -160,10 +161,10 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
             send({ t: "exit", code: 1 });
           }
           // Bookkeeping the caller need not wait for (the shim stops reading at "exit"), but the next
-          // operation on this gate must: it stays inside the queue. It waits for the caller to be gone (at most
-          // AFTER_REPLY_WAIT_MS): on a machine of few cores the gate's ref writes and the next push's FIFO otherwise run
-          // beside the shim's own tracking-ref update and exit, which the person waits for.
-          if (after || isPush(req)) {
+          // operation on this gate must: it stays inside the queue. A caller that says it hangs up (the git shim's push)
+          // is waited for, at most AFTER_REPLY_WAIT_MS: on a machine of few cores the gate's ref writes and the next
+          // push's FIFO otherwise run beside the shim's own tracking-ref update and exit, which the person waits for.
+          if (req.hangsUp) {
             let timer: ReturnType<typeof setTimeout> | undefined;
             await Promise.race([gone, new Promise<void>((r) => (timer = setTimeout(r, AFTER_REPLY_WAIT_MS)))]);
             clearTimeout(timer);
