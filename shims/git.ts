@@ -1,6 +1,5 @@
 // git shim (runs inside the sandbox on the host's Bun, no dependencies): local git stays local, network operations go to the bridge.
-// node:fs, node:os and node:path are loaded only where a path needs them, never on a push's way to the bridge: importing
-// node:fs alone adds ≈9 ms to Bun's start here (node:path ≈4), a sixth of the shim's time before its request.
+// node:fs/os/path only where a path needs them, none on a push's way to the bridge (node:fs adds ≈9 ms to Bun's start).
 const fs = (): typeof import("node:fs") => require("node:fs");
 const path = (): typeof import("node:path") => require("node:path");
 // The wire protocol is the bridge's; a type-only import is erased at run time, so the shim stays dependency-free.
@@ -14,10 +13,7 @@ export interface BridgeReply {
   refs?: Extract<Frame, { t: "refs" }>;
   pushed?: Extract<Frame, { t: "pushed" }>;
   bundle?: Uint8Array;
-  /**
-   * Hangs up (the reply is read to "exit"; the stream is left open until then or this process exits): the bridge waits
-   * for that before its own bookkeeping, which then does not compete with what the shim still does.
-   */
+  /** Ends the reply's stream, left open after "exit": a `hangsUp` request's bookkeeping in the bridge waits for that. */
   hangUp?: () => void;
 }
 
@@ -38,14 +34,10 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
   let payloadError: Error | undefined;
   if (payload instanceof ReadableStream) {
     const reader = payload.getReader();
-    let sentHead = false;
+    // The header is queued first; pull (the payload's first read: pack-objects starts there) runs once it is taken.
     body = new ReadableStream<Uint8Array>({
+      start: (c) => c.enqueue(head),
       async pull(c) {
-        if (!sentHead) {
-          sentHead = true;
-          c.enqueue(head);
-          return;
-        }
         try {
           const { done, value } = await reader.read();
           if (done) c.close();
@@ -56,12 +48,7 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
         }
       },
     });
-  } else {
-    const b = new Uint8Array(head.length + (payload?.length ?? 0));
-    b.set(head, 0);
-    if (payload) b.set(payload, head.length);
-    body = b;
-  }
+  } else body = payload ? Buffer.concat([head, payload]) : head;
   let res: Response;
   try {
     res = await fetch("http://bridge/v1/run", { method: "POST", body, unix: socket } as RequestInit);
@@ -100,13 +87,9 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
       sawExit = true;
     }
   };
-  // "exit" is the last frame: stop there (the bridge may still tidy its gate before closing the stream). The stream is
-  // left open, not cancelled: the bridge starts that tidying once the caller hangs up (reply.hangUp, or this process's
-  // exit), so it does not compete with this shim's tracking-ref update for the CPU.
-  const replyBody = res.body.getReader();
-  for (;;) {
-    const { done, value: chunk } = await replyBody.read();
-    if (done) break;
+  // "exit" is the last frame: stop there (the bridge may still tidy its gate before closing the stream), leaving the
+  // stream open until reply.hangUp or this process's exit, so that tidying does not run beside the shim's own tail.
+  for await (const chunk of res.body.values({ preventCancel: true })) {
     buf += dec.decode(chunk, { stream: true });
     let nl: number;
     while (!sawExit && (nl = buf.indexOf("\n")) !== -1) {
@@ -121,7 +104,7 @@ export async function callBridge(header: Record<string, unknown>, payload?: Uint
     return { code: EXIT_UNAVAILABLE };
   }
   if (chunks.length) reply.bundle = Buffer.concat(chunks);
-  reply.hangUp = () => void replyBody.cancel().catch(() => undefined);
+  reply.hangUp = () => void res.body?.cancel().catch(() => undefined);
   return reply;
 }
 
@@ -134,8 +117,7 @@ export function realGit(): string {
       own.add(fs().realpathSync(d));
     } catch {}
   }
-  const { accessSync, constants, realpathSync } = fs();
-  const { delimiter, dirname, join } = path();
+  const [{ accessSync, constants, realpathSync }, { delimiter, dirname, join }] = [fs(), path()];
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {
     if (!dir) continue;
     let real: string;
@@ -290,9 +272,8 @@ export function parseSnapshot(refsOut: string, configOut: string): Snapshot {
 /**
  * What the launcher (`shims/git`) read while Bun started: the real git it found (SBX_REAL_GIT: an absolute path it saw
  * executable), and on the fd SBX_GIT_SNAPSHOT_FD names for-each-ref's lines, a NUL, config -z's entries (no snapshot
- * when no ref is there: not a repository, or none yet; read here then). The variables are dropped, so no git this runs
- * inherits them; nor does it inherit the fd, left open (Bun.spawn passes a child only the stdio it is given: closing it
- * would need node:fs). Read with Bun's own file API: node:fs would cost its import on every push.
+ * when no ref is there: not a repository, or none yet; read here then). The variables are dropped: no git this runs
+ * inherits them, nor the fd (Bun.spawn passes only the stdio it is given), left open as closing it needs node:fs.
  */
 export async function fromLauncher(env: NodeJS.ProcessEnv = process.env): Promise<{ git?: string; snapshot?: Snapshot }> {
   const { SBX_GIT_SNAPSHOT_FD: fd, SBX_REAL_GIT: g } = env;
@@ -584,7 +565,6 @@ async function clone(l: Local, argv: string[], rest: string[], cwd: string): Pro
 const traceFrom = Number(process.env.SBX_SHIM_TRACE) || 0;
 const traced: string[] = [];
 const T = (stage: string) => traceFrom && traced.push(`  @${(performance.timeOrigin + performance.now() - traceFrom).toFixed(1)} ms shim: ${stage}\n`);
-// process.stderr, not node:fs: loading node:fs here would add its ≈9 ms to the exit being traced.
 if (traceFrom) process.on("exit", () => (T("exit"), process.stderr.write(traced.join(""))));
 T("module loaded");
 export async function main(argv: string[]): Promise<number> {
