@@ -21,6 +21,11 @@ export const BridgeRequest = z.object({
   resolved: z.record(z.string().max(255), z.object({ sha: Sha, ref: z.string().max(255).optional() })).optional(),
   /** Fetch: object ids the sandbox has (its remote-tracking tips), so only the rest is sent. */
   haves: z.array(Sha).max(20000).optional(),
+  /**
+   * The caller hangs up once it is done with the reply (the git shim's push, after its tracking refs): the bridge's
+   * bookkeeping after the reply waits for that, briefly (server.ts), so it does not run beside the caller's tail.
+   */
+  hangsUp: z.literal(true).optional(),
 });
 export type BridgeRequest = z.infer<typeof BridgeRequest>;
 

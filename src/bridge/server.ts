@@ -114,7 +114,12 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
     } catch (e) {
       return json(wire("usage", `bad bridge request: ${(e as Error).message.slice(0, 300)}`, "Use the sbx git/gh shims; they speak this protocol."), 400);
     }
+    // The caller has hung up (the git shim's push does once its tracking refs are written; any caller's exit closes the
+    // connection).
+    let callerGone!: () => void;
+    const gone = new Promise<void>((r) => (callerGone = r));
     const stream = new ReadableStream<Uint8Array>({
+      cancel: () => callerGone(),
       start: (controller) => {
         const enc = new TextEncoder();
         const known = () => Object.values(deps.secrets()).filter((v) => typeof v === "string");
@@ -148,6 +153,7 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
             after = a;
             deps.audit({ sandbox: deps.sandbox.id, tool: req.tool, args: req.args, cwd: req.cwd, durationMs: Date.now() - started, ...r });
             send({ t: "exit", code: r.exitCode });
+            deps.trace?.("exit sent");
           } catch (e) {
             const msg = e instanceof Error ? e.message : String(e);
             deps.audit({ sandbox: deps.sandbox.id, tool: req.tool, args: req.args, cwd: req.cwd, decision: "failed", reason: redact(msg, known()), exitCode: 1, durationMs: Date.now() - started });
@@ -155,7 +161,15 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
             send({ t: "exit", code: 1 });
           }
           // Bookkeeping the caller need not wait for (the shim stops reading at "exit"), but the next
-          // operation on this gate must: it stays inside the queue.
+          // operation on this gate must: it stays inside the queue. A caller that says it hangs up (the git shim's push)
+          // is waited for, at most AFTER_REPLY_WAIT_MS: on a machine of few cores the gate's ref writes and the next
+          // push's FIFO otherwise run beside the shim's own tracking-ref update and exit, which the person waits for.
+          if (req.hangsUp) {
+            let timer: ReturnType<typeof setTimeout> | undefined;
+            await Promise.race([gone, new Promise<void>((r) => (timer = setTimeout(r, AFTER_REPLY_WAIT_MS)))]);
+            clearTimeout(timer);
+            deps.trace?.("caller gone");
+          }
           if (after) await after().catch(() => undefined);
           if (isPush(req)) {
             spare?.fill();
@@ -179,6 +193,8 @@ export function createBridgeApp(deps: BridgeDeps, ready?: Gate, spare?: SpareVer
 }
 
 const MAX_HEADER = BRIDGE_MAX_HEADER;
+/** How long a request's bookkeeping after its reply waits for the caller to hang up first (a shim exits within ms). */
+const AFTER_REPLY_WAIT_MS = 250;
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
