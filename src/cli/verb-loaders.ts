@@ -49,10 +49,12 @@ export const VERB_ALIASES: Readonly<Record<string, string>> = { ls: "list" };
 const READS_ALL = new Set(["completion"]);
 
 /**
- * The verbs a command line needs: the one its first word names (or aliases), else the whole table (no verb word: help,
- * `--version`, a typo that wants a suggestion).
+ * The verbs a command line needs: the one its first word names (or aliases), none for `--version` alone, else the whole
+ * table (no verb word: help, a typo that wants a suggestion).
  */
 export async function verbsFor(argv: readonly string[]): Promise<readonly Verb[]> {
+  // `sbx --version` alone prints a constant: no verb.
+  if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) return [];
   const word = argv[0];
   const name = word === undefined ? undefined : (VERB_ALIASES[word] ?? word);
   const load = name !== undefined && Object.hasOwn(VERB_LOADERS, name) && !READS_ALL.has(name) ? VERB_LOADERS[name] : undefined;

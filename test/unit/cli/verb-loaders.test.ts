@@ -16,12 +16,18 @@ describe("verb-loaders: one verb loaded says what all of them loaded say", () =>
     expect(VERB_ALIASES).toEqual(aliases);
   });
 
-  test("a verb's word (or alias) loads that verb alone; help, a flag first, an unknown word and completion load the table", async () => {
+  test("a verb's word (or alias) loads that verb alone, --version none; help, a flag first, an unknown word and completion the table", async () => {
     expect((await verbsFor(["run", "claude"])).map((v) => v.name)).toEqual(["run"]);
     expect((await verbsFor(["ls"])).map((v) => v.name)).toEqual(["list"]);
-    for (const argv of [[], ["--help"], ["-V"], ["help", "run"], ["lsit"], ["completion", "bash"], ["constructor"], ["__proto__"]]) {
+    expect(await verbsFor(["--version"])).toEqual([]);
+    expect(await verbsFor(["-V"])).toEqual([]);
+    for (const argv of [[], ["--help"], ["-V", "run"], ["help", "run"], ["lsit"], ["completion", "bash"], ["constructor"], ["__proto__"]]) {
       expect(await verbsFor(argv)).toBe(verbs);
     }
+  });
+
+  test("--version alone: the same output either way", async () => {
+    for (const argv of [["--version"], ["-V"]]) expect(await runCli(argv)).toEqual(await runCli(argv, { verbs }));
   });
 
   test("each verb's help and a bad option: the same output and exit code either way", async () => {
