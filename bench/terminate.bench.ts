@@ -12,12 +12,17 @@
 // (Bun.listen, upgradeTLS on the accepted socket, Bun.connect with TLS; no node:net or node:tls stream): whether the
 // carriers themselves are the cost; with SBX_BENCH_MIXED=1 also one side each, to see which side it is on.
 //
-// Run: bun bench/terminate.bench.ts [--json] (SBX_BENCH_ROUNDS=5, SBX_BENCH_MIXED=1); each round's downloads go to stderr.
+// The client reaches the proxy (and each relay) over TCP on 127.0.0.1, as a sandbox does: the forwarder's 127.0.0.1
+// listener, handed to the proxy (serveListener). SBX_BENCH_VIA=unix takes the proxy socket instead (the forwarder's
+// fallback while no daemon holds its listener; a unix socket's 208 KiB send buffer throttles a big download there).
+//
+// Run: bun bench/terminate.bench.ts [--json] (SBX_BENCH_ROUNDS=5, SBX_BENCH_MIXED=1, SBX_BENCH_VIA=unix); each round's
+// downloads go to stderr.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect, createSecureContext, TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { report, summarize } from "./lib";
 
 const MB = 1024 * 1024;
@@ -42,8 +47,16 @@ if (role === "--upstream") {
   await new Promise(() => {});
 }
 
+/**
+ * Where a relay of this bench listens: `tcp` (127.0.0.1, a port picked, printed) or a unix socket's path ("ready"
+ * printed). The main process reads the line: a port, or "ready".
+ */
+const TCP = "tcp";
+
 if (role === "--proxy") {
-  const [socketPath, port, caCert, caKey, upstreamCa] = process.argv.slice(3);
+  const [where, port, caCert, caKey, upstreamCa] = process.argv.slice(3);
+  // Its own socket always (startEgressProxy's); over TCP the sandbox's connections come on a listener handed to it.
+  const socketPath = where === TCP ? join(dirname(caCert!), "proxy.sock") : where;
   const { startEgressProxy } = await import("../src/proxy/egress-proxy");
   const { loadCa, issueLeaf } = await import("../src/tls/x509");
   const signer = await loadCa(readFileSync(caCert!, "utf8"), readFileSync(caKey!, "utf8"));
@@ -51,7 +64,7 @@ if (role === "--proxy") {
   const { leafContext } = await import("../src/tls/leaf-context");
   const ctx = leafContext(leaf.certPem, leaf.keyPem);
   const trust = readFileSync(upstreamCa!, "utf8");
-  await startEgressProxy({
+  const proxy = await startEgressProxy({
     socketPath: socketPath!,
     sandbox: { id: 1, name: "bench" },
     policy: () => ({ sandbox: [`bound.test:${port}`, `tunnel.test:${port}`], global: [], published: [`127.0.0.1:${port}`] }),
@@ -64,7 +77,14 @@ if (role === "--proxy") {
       upstreamCa: trust,
     },
   });
-  console.log("ready");
+  if (where === TCP) {
+    const { fdPassing } = await import("../shims/fd-pass");
+    const lib = fdPassing();
+    if (lib === null) throw new Error("no fd passing here: SBX_BENCH_VIA=unix measures the proxy socket");
+    const l = lib.listenLoopback(0);
+    proxy.serveListener(l.fd);
+    console.log(String(l.port));
+  } else console.log("ready");
   await new Promise(() => {});
 }
 
@@ -93,7 +113,8 @@ if (role === "--bare") {
       up.on("close", end);
     });
   });
-  server.listen(socketPath!, () => console.log("ready"));
+  if (socketPath === TCP) server.listen(0, "127.0.0.1", () => console.log(String((server.address() as { port: number }).port)));
+  else server.listen(socketPath!, () => console.log("ready"));
   await new Promise(() => {});
 }
 
@@ -200,10 +221,11 @@ if (role === "--native") {
     });
   };
   const CONNECTED = "HTTP/1.1 200 Connection Established\r\n\r\n";
+  let listening: number | null = null;
   if (bunServer) {
-    Bun.listen<{ head: string; done: boolean }>({
-      unix: socketPath!,
-      socket: {
+    type Head = { head: string; done: boolean };
+    const handlers: { socketHandlers: Bun.SocketHandler<Head> } = {
+      socketHandlers: {
         open(raw) {
           raw.data = { head: "", done: false };
         },
@@ -224,19 +246,24 @@ if (role === "--native") {
           relay(e, (f) => (onData = f), (f) => (onEnd = f));
         },
       },
-    });
+    };
+    const l = socketPath === TCP ? Bun.listen<Head>({ hostname: "127.0.0.1", port: 0, socket: handlers.socketHandlers }) : Bun.listen<Head>({ unix: socketPath!, socket: handlers.socketHandlers });
+    listening = socketPath === TCP ? (l as { port: number }).port : null;
   } else {
     const { createServer } = await import("node:net");
     const secureContext = createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
-    createServer((c) => {
+    const server = createServer((c) => {
       c.once("data", () => {
         c.write(CONNECTED);
         const inner = new TLSSocket(c, { isServer: true, secureContext });
         relay(nodeEnd(inner), (f) => inner.on("data", f), (f) => (inner.on("close", f), inner.on("error", f)));
       });
-    }).listen(socketPath!);
+    });
+    if (socketPath === TCP) await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    else server.listen(socketPath!);
+    listening = socketPath === TCP ? (server.address() as { port: number }).port : null;
   }
-  console.log("ready");
+  console.log(listening === null ? "ready" : String(listening));
   await new Promise(() => {});
 }
 
@@ -260,12 +287,12 @@ async function firstLine(p: Bun.Subprocess<"ignore", "pipe", "inherit">): Promis
   return text.trim();
 }
 
-/** A TLS connection to the upstream: direct, or inside a CONNECT through the proxy socket. */
-async function open(how: string, port: number, socketPath: string, ca: string): Promise<TLSSocket> {
+/** A TLS connection to the upstream: direct, or inside a CONNECT through a relay (`at`: `tcp:<port>` or a socket's path). */
+async function open(how: string, port: number, at: string, ca: string): Promise<TLSSocket> {
   const name = how === "direct" || how === "tunnel" ? "tunnel.test" : "bound.test";
   let raw: Socket | undefined;
   if (how !== "direct") {
-    raw = netConnect({ path: socketPath });
+    raw = at.startsWith("tcp:") ? netConnect({ host: "127.0.0.1", port: Number(at.slice(4)), noDelay: true }) : netConnect({ path: at });
     await new Promise<void>((resolve, reject) => {
       raw!.once("error", reject);
       raw!.write(`CONNECT ${name}:${port} HTTP/1.1\r\nHost: ${name}:${port}\r\n\r\n`);
@@ -329,18 +356,20 @@ if (role === undefined) {
     const up = Bun.spawn([process.execPath, import.meta.path, "--upstream", f("site.pem", site.certPem), f("site.key", site.keyPem)], { stdout: "pipe", stderr: "inherit" });
     children.push(up);
     const port = Number(await firstLine(up));
+    const viaUnix = process.env.SBX_BENCH_VIA === "unix";
+    /** A relay's listening place as its process says it: a port over TCP, its socket's path otherwise. */
+    const endpoint = (line: string, path: string) => (viaUnix ? path : `tcp:${line}`);
     const socketPath = join(dir, "proxy.sock");
-    const px = Bun.spawn([process.execPath, import.meta.path, "--proxy", socketPath, String(port), f("sbx.pem", sbx.certPem), f("sbx.key", sbx.keyPem), f("world.pem", world.certPem)], { stdout: "pipe", stderr: "inherit" });
+    const px = Bun.spawn([process.execPath, import.meta.path, "--proxy", viaUnix ? socketPath : TCP, String(port), f("sbx.pem", sbx.certPem), f("sbx.key", sbx.keyPem), f("world.pem", world.certPem)], { stdout: "pipe", stderr: "inherit" });
     children.push(px);
-    await firstLine(px);
+    const proxyAt = endpoint(await firstLine(px), socketPath);
     // Each relay in its own process: the node:tls floor, the Bun-native one, and (SBX_BENCH_MIXED=1) one side each.
     const relays: Record<string, { path: string; pid: number }> = {};
     const relay = async (k: string, ...args: string[]) => {
       const path = join(dir, `${k}.sock`);
-      const p = Bun.spawn([process.execPath, import.meta.path, ...args.slice(0, 1), path, String(port), join(dir, "sbx.pem"), join(dir, "sbx.key"), join(dir, "world.pem"), ...args.slice(1)], { stdout: "pipe", stderr: "inherit" });
+      const p = Bun.spawn([process.execPath, import.meta.path, ...args.slice(0, 1), viaUnix ? path : TCP, String(port), join(dir, "sbx.pem"), join(dir, "sbx.key"), join(dir, "world.pem"), ...args.slice(1)], { stdout: "pipe", stderr: "inherit" });
       children.push(p);
-      await firstLine(p);
-      relays[k] = { path, pid: p.pid };
+      relays[k] = { path: endpoint(await firstLine(p), path), pid: p.pid };
     };
     await relay("bare", "--bare");
     await relay("native", "--native", "both");
@@ -353,7 +382,7 @@ if (role === undefined) {
     type Kind = (typeof kinds)[number];
     const ends = (k: Kind) => k !== "direct" && k !== "tunnel";
     const trust = (k: Kind) => (ends(k) ? sbx.certPem : world.certPem);
-    const via = (k: Kind) => relays[k]?.path ?? socketPath;
+    const via = (k: Kind) => relays[k]?.path ?? proxyAt;
     /** The process that relays each kind (direct: the upstream's own, for scale). */
     const relayPid = (k: Kind) => relays[k]?.pid ?? (k === "direct" ? up.pid : px.pid);
     const hostOf = (k: Kind) => `${ends(k) ? "bound.test" : "tunnel.test"}:${port}`;
