@@ -131,11 +131,11 @@ export function reflectionForms(value: string, placeholder: string | null): Form
     const p = same ? base64Runs(placeholder!, align) : null;
     bases.push([v.std, p?.std ?? null], [v.url, p?.url ?? null]);
   }
-  const spellings = (x: string) => (/^[A-Za-z0-9]*$/.test(x) ? [x] : [x, ...jsonForms(x), ...percentForms(x), ...htmlForms(x)]);
+  const every = (x: string) => [x, ...jsonForms(x), ...percentForms(x), ...htmlForms(x)];
   for (const [v, p] of bases) {
-    const vs = spellings(v);
     // Letters and digits are spelled as themselves everywhere; a placeholder's spellings line up with its value's.
-    const ps = p === null ? null : vs.length === 1 ? [p] : [p, ...jsonForms(p), ...percentForms(p), ...htmlForms(p)];
+    const vs = /^[A-Za-z0-9]*$/.test(v) ? [v] : every(v);
+    const ps = p === null ? null : vs.length === 1 ? [p] : every(p);
     vs.forEach((f, i) => {
       const to = ps?.[i];
       pairs.push({ from: f, to: to !== undefined && Buffer.byteLength(to) === Buffer.byteLength(f) ? to : stars(f) });

@@ -4,6 +4,7 @@
 // one answers (a few ms, no process) and falls back to the docker CLI otherwise. Unit tests give the backend an
 // in-memory engine (test/fakes/docker-engine.ts) with the same rules.
 import type { Scanned } from "../../secrets/copy-in";
+import { formatIp, parseIPv4 } from "../../core/addresses";
 import { SbxError } from "../../core/errors";
 import { streamRun, type Exec, type StreamedRun } from "../../sys/exec";
 import { createRequestFromArgs, LABEL, limitHostConfig } from "./args";
@@ -112,12 +113,14 @@ export function gatewayOf(ipamConfig: unknown): string | null {
   // its start): the bridge then holds the subnet's first address, which it takes unless `--bip` names another (and
   // then the Gateway is recorded). A relay that cannot listen there says so (doctor's `image builds` line).
   for (const c of ipamConfig as { Subnet?: unknown }[]) {
-    const m = typeof c?.Subnet === "string" ? /^([0-9]{1,3}(?:\.[0-9]{1,3}){3})\/([0-9]{1,2})$/.exec(c.Subnet) : null;
-    if (!m || Number(m[2]) > 30) continue;
-    const n = m[1]!.split(".").reduce((a, o) => a * 256 + Number(o), 0);
-    const mask = Number(m[2]) === 0 ? 0 : (0xffffffff << (32 - Number(m[2]))) >>> 0;
-    const first = ((n & mask) >>> 0) + 1;
-    const g = [24, 16, 8, 0].map((sh) => (first >>> sh) & 255).join(".");
+    const m = typeof c?.Subnet === "string" ? /^([0-9.]+)\/([0-9]{1,2})$/.exec(c.Subnet) : null;
+    const ip = m ? parseIPv4(m[1]!) : null;
+    const prefix = Number(m?.[2]);
+    if (!ip || prefix > 30) continue;
+    // The network's first address: the host bits cleared, then the last one set (a prefix of 30 or less has two).
+    const first = ip.map((b, i) => b & (0xff << Math.max(0, Math.min(8, 8 * (i + 1) - prefix)) & 0xff));
+    first[3] = first[3]! | 1;
+    const g = formatIp(first);
     if (!g.startsWith("127.") && g !== "0.0.0.1") return g;
   }
   return null;
