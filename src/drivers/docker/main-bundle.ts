@@ -4,7 +4,6 @@ import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, readSync, clo
 import { join } from "node:path";
 import { MAIN_BUNDLE } from "./args";
 
-
 /** Bun's mark that a file is already built for it (it then skips its transpiler): the bundle's first line. */
 const BUN_PRAGMA = "// @bun\n";
 
